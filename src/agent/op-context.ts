@@ -1,0 +1,35 @@
+import type { Socket } from 'node:net'
+import type { AgentConfig } from './config.js'
+
+/**
+ * What an op handler gets for the one request its connection carries. The connection layer owns
+ * framing, the token gate and teardown; a handler only answers.
+ */
+export interface OpContext {
+	readonly config: AgentConfig
+	readonly socket: Socket
+	/** Request-shaped answer: one frame, then the connection is closed. */
+	reply(message: object): void
+	/** One event of a stream-shaped answer. Returns false when the socket wants the writer to wait for `drain`. */
+	send(event: object): boolean
+	/** Ends a stream-shaped answer: the zero-length terminator, then close. */
+	endStream(): void
+	/** Later frames from the peer on this connection (terminal input, tcp data, …). */
+	onFrame(listener: (message: Record<string, unknown>) => void): void
+	/** The connection closed, from either side. Fires once. */
+	onClose(listener: () => void): void
+	readonly closed: boolean
+}
+
+export type OpHandler = (body: Record<string, unknown>, ctx: OpContext) => void | Promise<void>
+
+/** A refusal a handler throws; the connection layer answers `{ ok: false, error }` in the op's shape. */
+export class OpRefusal extends Error {
+	override readonly name = 'OpRefusal'
+	readonly error: string
+
+	constructor(error: string, message?: string) {
+		super(message ?? error)
+		this.error = error
+	}
+}

@@ -1,0 +1,30 @@
+import type { OpHandler } from '../op-context.js'
+import { cancelExecution, execute, reserveExecution } from './executions.js'
+import { healthz } from './healthz.js'
+import { listFiles } from './list-files.js'
+import { readFile } from './read-file.js'
+import { readFileStream } from './read-file-stream.js'
+import { tcpConnect } from './tcp-connect.js'
+import { terminal } from './terminal.js'
+import { writeFile } from './write-file.js'
+
+export interface OpEntry {
+	readonly handler: OpHandler
+	/** Stream-shaped ops answer a refusal as `{ type: 'error', error }` + terminator. */
+	readonly stream: boolean
+	/** Exempt from the token gate (and never lifts it). */
+	readonly public?: boolean
+}
+
+export const OPS: Readonly<Record<string, OpEntry>> = {
+	healthz: { handler: healthz, stream: false, public: true },
+	'reserve-execution': { handler: reserveExecution, stream: false },
+	execute: { handler: execute, stream: true },
+	'cancel-execution': { handler: cancelExecution, stream: false },
+	'read-file': { handler: readFile, stream: false },
+	'read-file-stream': { handler: readFileStream, stream: true },
+	'write-file': { handler: writeFile, stream: false },
+	'list-files': { handler: listFiles, stream: false },
+	terminal: { handler: terminal, stream: true },
+	'tcp-connect': { handler: tcpConnect, stream: true },
+}

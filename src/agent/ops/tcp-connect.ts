@@ -1,0 +1,6 @@
+import type { OpHandler } from '../op-context.js'
+import { OpRefusal } from '../op-context.js'
+
+export const tcpConnect: OpHandler = () => {
+	throw new OpRefusal('not_implemented')
+}

@@ -1,0 +1,109 @@
+/**
+ * Base errors of the contract. Every refusal is its own class with `name` set and machine-readable
+ * fields; messages never carry secrets.
+ */
+
+export interface SandboxErrorOptions {
+	readonly cause?: unknown
+	readonly retryable?: boolean
+}
+
+/** Root of every error this package throws on purpose. */
+export class SandboxError extends Error {
+	override readonly name: string = 'SandboxError'
+	/** Short machine-readable reason, stable across releases. */
+	readonly reason: string
+	/** Whether the same call may succeed if simply tried again. */
+	readonly retryable: boolean
+
+	constructor(message: string, reason: string, options: SandboxErrorOptions = {}) {
+		super(message, options.cause === undefined ? undefined : { cause: options.cause })
+		this.reason = reason
+		this.retryable = options.retryable ?? false
+	}
+}
+
+/** Any call on a sandbox after `destroy()`. Names the operation that was refused. */
+export class SandboxDestroyedError extends SandboxError {
+	override readonly name = 'SandboxDestroyedError'
+	readonly operation: string
+	readonly sandboxId: string
+
+	constructor(sandboxId: string, operation: string) {
+		super(`sandbox ${sandboxId} is destroyed; ${operation}() refused`, 'destroyed')
+		this.operation = operation
+		this.sandboxId = sandboxId
+	}
+}
+
+/** `createSandboxProvider` was given a backend this build does not implement. */
+export class SandboxBackendNotImplementedError extends SandboxError {
+	override readonly name = 'SandboxBackendNotImplementedError'
+	readonly backend: string
+
+	constructor(backend: string) {
+		super(`sandbox backend not implemented: ${backend}`, 'backend-not-implemented')
+		this.backend = backend
+	}
+}
+
+/** A configuration value the backend cannot honour (it never accepts and ignores). */
+export class SandboxConfigError extends SandboxError {
+	override readonly name = 'SandboxConfigError'
+	readonly field: string
+
+	constructor(field: string, message: string) {
+		super(`${field}: ${message}`, 'invalid-config')
+		this.field = field
+	}
+}
+
+/** A path that would leave the workspace jail (`..`, an absolute escape, or a symlink out). */
+export class SandboxPathEscapeError extends SandboxError {
+	override readonly name = 'SandboxPathEscapeError'
+	readonly path: string
+	readonly operation: string
+
+	constructor(path: string, operation: string, options: SandboxErrorOptions = {}) {
+		super(`${operation}: path escapes the workspace: ${path}`, 'path-escape', options)
+		this.path = path
+		this.operation = operation
+	}
+}
+
+/** A file operation the guest refused or failed, with the guest's error code when it gave one. */
+export class SandboxFileError extends SandboxError {
+	override readonly name = 'SandboxFileError'
+	readonly path: string
+	readonly operation: string
+	/** e.g. `ENOENT`, `EISDIR`, or a guest refusal such as `read_file_range_too_large`. */
+	readonly code: string
+
+	constructor(
+		path: string,
+		operation: string,
+		code: string,
+		detail: string,
+		options: SandboxErrorOptions = {},
+	) {
+		super(`${operation} ${path}: ${detail}`, 'file-error', options)
+		this.path = path
+		this.operation = operation
+		this.code = code
+	}
+}
+
+/** `walkFiles` exhausted its examined-entry budget: never a short list that looks complete. */
+export class FileWalkLimitError extends SandboxError {
+	override readonly name = 'FileWalkLimitError'
+	readonly code = 'ERR_FILE_WALK_LIMIT'
+	readonly limit: number
+
+	constructor(limit: number) {
+		super(
+			`walkFiles examined ${limit} entries without finishing; narrow the pattern or the root, or raise maxVisitedEntries`,
+			'walk-limit',
+		)
+		this.limit = limit
+	}
+}

@@ -1,0 +1,7 @@
+export type * from './background-job-output.js'
+export type * from './egress.js'
+export * from './errors.js'
+export type * from './provider.js'
+export type * from './retirement.js'
+export type * from './sandbox.js'
+export { SANDBOX_ENVIRONMENTS, SANDBOX_STATUSES } from './sandbox.js'

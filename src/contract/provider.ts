@@ -1,0 +1,32 @@
+import type { EgressPolicy } from './egress.js'
+import type { Sandbox, SandboxEnvironment } from './sandbox.js'
+
+export type SandboxWorkspaceMode = 'ephemeral' | 'working-directory'
+
+/** Per-sandbox settings; each overrides the provider's default of the same name. */
+export interface SandboxCreateConfig {
+	/** Withdraws the authority to publish the allocation: nothing is left behind. */
+	readonly signal?: AbortSignal
+	/**
+	 * A host directory to use as the workspace (read-write). The caller owns it: `destroy()` never
+	 * removes it. Without it, a fresh directory is made and removed on `destroy()`.
+	 */
+	readonly workingDirectory?: string
+	readonly env?: Readonly<Record<string, string>>
+	/** Default `exec` timeout for this sandbox. */
+	readonly timeoutMs?: number
+	readonly memoryLimitMb?: number
+	readonly maxProcesses?: number
+	readonly egress?: EgressPolicy
+}
+
+export interface SandboxProvider {
+	readonly id: string
+	readonly name: string
+	readonly environment: SandboxEnvironment
+	readonly workspaceModes: readonly SandboxWorkspaceMode[]
+	create(config?: SandboxCreateConfig): Promise<Sandbox>
+	/** Tears down everything the provider still holds (its warm pool included). Idempotent. */
+	close(): Promise<void>
+	[Symbol.asyncDispose](): Promise<void>
+}

@@ -1,0 +1,194 @@
+/**
+ * The portable Sandbox contract. Every tier (local bubblewrap, containers, microVMs, Kubernetes)
+ * hands out objects of this shape; `defineSandboxConformance` is what proves they honour it.
+ */
+
+export type SandboxStatus = 'creating' | 'ready' | 'busy' | 'destroyed'
+
+export const SANDBOX_STATUSES: readonly SandboxStatus[] = ['creating', 'ready', 'busy', 'destroyed']
+
+/** Host-shape tag, strongest first in `SANDBOX_ENVIRONMENTS`. Remote backends report `linux-namespace`. */
+export type SandboxEnvironment = 'linux-bwrap' | 'linux-namespace' | 'macos-seatbelt' | 'basic'
+
+export const SANDBOX_ENVIRONMENTS: readonly SandboxEnvironment[] = [
+	'linux-bwrap',
+	'macos-seatbelt',
+	'linux-namespace',
+	'basic',
+]
+
+/** Opaque identity of one sandbox. */
+export type SandboxId = string & { readonly __brand?: 'SandboxId' }
+
+export interface SandboxOutputChunk {
+	readonly stream: 'stdout' | 'stderr'
+	readonly data: string
+}
+
+export interface SandboxExecOptions {
+	/** Wall-clock budget in milliseconds (wire `timeoutMs`). A fired deadline yields `timedOut: true`. */
+	readonly timeout?: number
+	/** Layered over the scrubbed environment the sandbox hands every child. */
+	readonly env?: Readonly<Record<string, string>>
+	/** Working directory; must stay inside the workspace. */
+	readonly cwd?: string
+	/** Called as output arrives; must not throw; never awaited. The result still carries everything. */
+	readonly onOutput?: (chunk: SandboxOutputChunk) => void
+	/**
+	 * Abort terminates the owned process group (or proves it was never admitted). The result of an
+	 * aborted call never reads as an unaborted success.
+	 */
+	readonly signal?: AbortSignal
+}
+
+export interface SandboxExecResult {
+	/** -1 when the process produced no exit code (killed by a signal, or never started). */
+	readonly exitCode: number
+	readonly stdout: string
+	readonly stderr: string
+	/** Name of the terminating signal, e.g. `SIGKILL`, when the process died of one. */
+	readonly signal?: string
+	/** True only when the call's own `timeout` fired, never for a caller abort. */
+	readonly timedOut: boolean
+	readonly durationMs: number
+	readonly stdoutTruncated?: boolean
+	readonly stderrTruncated?: boolean
+}
+
+export interface SandboxFileEntry {
+	/** Absolute path inside the sandbox. Regular files only. */
+	readonly path: string
+	readonly size: number
+}
+
+export interface SandboxWriteFileOptions {
+	readonly signal?: AbortSignal
+}
+
+export interface SandboxReadFileOptions {
+	/** Byte offset, default 0. */
+	readonly offset?: number
+	/** Bytes to read, default the rest of the file. A range past EOF returns what exists. */
+	readonly length?: number
+	readonly signal?: AbortSignal
+}
+
+export interface SandboxReadFileStreamOptions {
+	readonly offset?: number
+	readonly length?: number
+	readonly signal?: AbortSignal
+}
+
+export interface SandboxListFilesOptions {
+	readonly signal?: AbortSignal
+}
+
+export interface SandboxWalkFilesOptions {
+	/** Glob relative to the root, default `**\/*`. No `..`, not absolute, ≤ 4096 characters. */
+	readonly pattern?: string
+	readonly signal?: AbortSignal
+	/** Direct children are depth 1. */
+	readonly maxDepth?: number
+	/** Required bound on emitted files. */
+	readonly maxEntries: number
+	/** Bound on examined entries, default 20 000; exhausting it throws `ERR_FILE_WALK_LIMIT`. */
+	readonly maxVisitedEntries?: number
+	/** Default false; an explicit dotfile pattern still matches. */
+	readonly includeHidden?: boolean
+}
+
+export interface SandboxNetworkPolicy {
+	/** Empty denies everything. `host` matches exactly; `.domain` matches the domain and subdomains. */
+	readonly allowedHosts: readonly string[]
+}
+
+export interface TerminalSize {
+	readonly cols: number
+	readonly rows: number
+}
+
+export interface OpenTerminalOptions {
+	/** Program to run, default `/bin/sh`. */
+	readonly command?: string
+	readonly args?: readonly string[]
+	readonly cwd?: string
+	/** Wins over everything else, `TERM` included. */
+	readonly env?: Readonly<Record<string, string>>
+	readonly size: TerminalSize
+	readonly signal?: AbortSignal
+}
+
+export interface TerminalExit {
+	readonly exitCode: number
+	readonly signal?: number
+}
+
+export interface TerminalSession {
+	write(data: string): void
+	resize(size: TerminalSize): void
+	/** Subscribe to output; returns the unsubscribe function. */
+	onData(listener: (chunk: string) => void): () => void
+	readonly exited: Promise<TerminalExit>
+	/** `SIGTERM`, `SIGKILL`, `SIGINT` or `SIGHUP`; anything else is coerced to `SIGTERM`. */
+	kill(signal?: string): void
+}
+
+export interface SandboxTcpConnectOptions {
+	readonly port: number
+	/** Loopback only. Default `127.0.0.1`. */
+	readonly host?: '127.0.0.1' | '::1'
+	readonly signal?: AbortSignal
+}
+
+/** Host-side end of a connection to a service on the guest's loopback. */
+export interface SandboxTcpConnection {
+	/** False means: pause the producer until `onDrain`. */
+	write(data: string | Uint8Array): boolean
+	/** Half-close. */
+	end(): void
+	destroy(): void
+	pause(): void
+	resume(): void
+	onData(listener: (chunk: Uint8Array) => void): () => void
+	onDrain(listener: () => void): () => void
+	readonly closed: Promise<void>
+}
+
+export interface SandboxDestroyOptions {
+	readonly signal?: AbortSignal
+}
+
+export interface Sandbox {
+	readonly id: SandboxId
+	readonly status: SandboxStatus
+	/** Workspace root inside the sandbox. */
+	readonly rootDir: string
+	readonly environment: SandboxEnvironment
+	/** argv exec, no shell. */
+	exec(
+		command: string,
+		args?: readonly string[],
+		options?: SandboxExecOptions,
+	): Promise<SandboxExecResult>
+	/** Relative paths resolve against `rootDir`; parents are created; the replacement is atomic. */
+	writeFile(
+		path: string,
+		content: string | Uint8Array,
+		options?: SandboxWriteFileOptions,
+	): Promise<void>
+	readFile(path: string, options?: SandboxReadFileOptions): Promise<Buffer>
+	readFileStream?(path: string, options?: SandboxReadFileStreamOptions): AsyncIterable<Buffer>
+	/** Recursive regular files with absolute paths; a missing root yields `[]`. */
+	listFiles(
+		rootPath: string,
+		options?: SandboxListFilesOptions,
+	): Promise<readonly SandboxFileEntry[]>
+	walkFiles?(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry>
+	/** A backend that cannot enforce a policy omits this; it never accepts and ignores. */
+	setNetworkPolicy?(policy: SandboxNetworkPolicy): Promise<void>
+	/** Present only when the whole terminal process tree is confined and owned by this sandbox. */
+	openTerminal?(options: OpenTerminalOptions): Promise<TerminalSession>
+	openTcpConnection?(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection>
+	/** Releases everything; idempotent. Every later call throws `SandboxDestroyedError`. */
+	destroy(options?: SandboxDestroyOptions): Promise<void>
+}

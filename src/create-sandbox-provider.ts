@@ -1,0 +1,22 @@
+import { createLocalSandboxProvider, type LocalBackendConfig } from './backends/local/index.js'
+import { SandboxBackendNotImplementedError } from './contract/errors.js'
+import type { SandboxProvider } from './contract/provider.js'
+import type { SandboxProviderDefaults } from './provider-defaults.js'
+
+/** Tiers this build implements. Later tiers add arms here. */
+export type SandboxBackendConfig = LocalBackendConfig
+
+export interface SandboxProviderConfig extends SandboxProviderDefaults {
+	readonly backend: SandboxBackendConfig
+}
+
+/** Picks the backend once, from `backend.tier`. Contacts nothing until `create()`. */
+export function createSandboxProvider(config: SandboxProviderConfig): SandboxProvider {
+	const backend: { readonly tier?: unknown } = config.backend
+	switch (config.backend.tier) {
+		case 'process':
+			return createLocalSandboxProvider(config.backend, config)
+		default:
+			throw new SandboxBackendNotImplementedError(String(backend.tier))
+	}
+}

@@ -1,0 +1,7 @@
+export * from './backends/local/index.js'
+export * from './contract/index.js'
+export type { SandboxBackendConfig, SandboxProviderConfig } from './create-sandbox-provider.js'
+export { createSandboxProvider } from './create-sandbox-provider.js'
+export * from './host/index.js'
+export type { SandboxProviderDefaults } from './provider-defaults.js'
+export * from './wire/index.js'

@@ -1,0 +1,2 @@
+// Public surface of @namzu/sandbox/testing (owned by the conformance work).
+export {}

@@ -1,0 +1,218 @@
+/**
+ * Op names, request bodies, replies and stream events of the guest-agent wire. One request per
+ * connection: the first frame is the envelope; a request-shaped reply is one frame then close; a
+ * stream-shaped reply is event frames, the zero-length terminator, then close.
+ */
+
+export interface AgentRequestEnvelope {
+	readonly op: string
+	readonly body?: unknown
+	/** Per-instance credential; only meaningful when the agent runs in a token mode. */
+	readonly token?: string
+}
+
+export interface AgentRefusal {
+	readonly ok: false
+	readonly error: string
+	readonly message?: string
+}
+
+// ---- healthz -----------------------------------------------------------------------------------
+
+export interface HealthzReply {
+	readonly ok: boolean
+	readonly protocolVersion: number
+	readonly features: readonly string[]
+}
+
+// ---- reserve-execution / execute / cancel-execution --------------------------------------------
+
+export interface ReserveExecutionRequest {
+	readonly executionId?: string
+}
+
+export interface ReserveExecutionReply {
+	readonly ok: true
+	readonly protocolVersion: number
+	/** `exec_<uuid v4>`. */
+	readonly executionId: string
+	/** Epoch milliseconds after which an unused reservation lapses. */
+	readonly leaseExpiresAt: number
+}
+
+export interface ExecuteRequest {
+	readonly executionId?: string
+	readonly command: string
+	readonly args?: readonly string[]
+	readonly cwd?: string
+	readonly env?: Readonly<Record<string, string>>
+	/** UTF-8 written to the child's stdin, which is then closed. */
+	readonly stdin?: string
+	readonly timeoutMs?: number
+	/** Per-stream capture cap; output past it is dropped and the result says `...Truncated`. */
+	readonly maxOutputBytes?: number
+}
+
+export interface ExecResultEvent {
+	readonly type: 'result'
+	readonly exitCode: number
+	readonly timedOut: boolean
+	readonly durationMs: number
+	readonly signal?: string
+	readonly stdoutTruncated: boolean
+	readonly stderrTruncated: boolean
+	/** True when the run ended because of a `cancel-execution`. */
+	readonly cancelled?: boolean
+}
+
+export type ExecEvent =
+	| { readonly type: 'stdout_delta'; readonly data: string }
+	| { readonly type: 'stderr_delta'; readonly data: string }
+	| ExecResultEvent
+	| { readonly type: 'error'; readonly error: string }
+
+export interface CancelExecutionRequest {
+	readonly executionId: string
+}
+
+export type ExecutionTerminalState = 'cancelled' | 'completed' | 'failed'
+
+export interface CancelExecutionReply {
+	readonly ok: true
+	readonly state: ExecutionTerminalState
+	/** Whether the process was ever spawned. */
+	readonly started: boolean
+	readonly result?: Omit<ExecResultEvent, 'type'>
+	readonly error?: string
+}
+
+// ---- files -------------------------------------------------------------------------------------
+
+export interface ReadFileRequest {
+	readonly path: string
+	readonly encoding?: 'base64' | 'utf8'
+	readonly offset?: number
+	readonly length?: number
+}
+
+export interface ReadFileReply {
+	readonly ok: true
+	readonly content: string
+	/** Size of the whole file, not of the slice. */
+	readonly sizeBytes: number
+	readonly encoding: 'base64' | 'utf8'
+	readonly offset?: number
+	readonly bytesRead?: number
+}
+
+export interface ReadFileStreamRequest {
+	readonly path: string
+	readonly offset?: number
+	readonly length?: number
+}
+
+export type ReadFileStreamEvent =
+	| {
+			readonly type: 'meta'
+			readonly sizeBytes: number
+			readonly offset: number
+			readonly length: number
+	  }
+	| { readonly type: 'data'; readonly data: string }
+	| { readonly type: 'end'; readonly bytesSent: number }
+	| { readonly type: 'error'; readonly error: string }
+
+export interface WriteFilePart {
+	/** Byte offset this part starts at; must equal the temp file's current size (0 truncates). */
+	readonly offset?: number
+	/** Last part: fsync, carry the target's mode, rename onto `renameTo`, fsync the directory. */
+	readonly final?: boolean
+	readonly renameTo?: string
+	/** Remove the named `.namzu-write-….part` temp file (missing counts as success). */
+	readonly discard?: boolean
+}
+
+export interface WriteFileRequest {
+	/** The target; for a `part`, the temp file. */
+	readonly path: string
+	readonly content: string
+	readonly encoding?: 'base64' | 'utf8'
+	readonly part?: WriteFilePart
+}
+
+export interface WriteFileReply {
+	readonly ok: true
+	readonly bytesWritten: number
+	/** Present on a final part: size of the renamed file. */
+	readonly sizeBytes?: number
+	readonly discarded?: boolean
+}
+
+export interface ListFilesRequest {
+	readonly path: string
+}
+
+export interface ListFilesReply {
+	readonly ok: true
+	readonly entries: ReadonlyArray<{ readonly path: string; readonly size: number }>
+}
+
+// ---- terminal ----------------------------------------------------------------------------------
+
+export interface TerminalRequest {
+	/** Default `/bin/sh`. */
+	readonly command?: string
+	readonly args?: readonly string[]
+	readonly cwd?: string
+	readonly env?: Readonly<Record<string, string>>
+	/** Integers 1..1000. */
+	readonly cols: number
+	readonly rows: number
+}
+
+export type TerminalServerEvent =
+	| { readonly type: 'ready' }
+	| { readonly type: 'data'; readonly data: string }
+	| { readonly type: 'exit'; readonly exitCode: number; readonly signal?: number }
+	| { readonly type: 'error'; readonly error: string }
+
+export type TerminalClientEvent =
+	| { readonly type: 'input'; readonly data: string }
+	| { readonly type: 'resize'; readonly cols: number; readonly rows: number }
+	| { readonly type: 'kill'; readonly signal?: string }
+
+// ---- tcp-connect -------------------------------------------------------------------------------
+
+export interface TcpConnectRequest {
+	/** Loopback only; default `127.0.0.1`. */
+	readonly host?: '127.0.0.1' | '::1'
+	readonly port: number
+}
+
+export type TcpServerEvent =
+	| { readonly type: 'ready' }
+	| { readonly type: 'data'; readonly data: string }
+	| { readonly type: 'end' }
+	| { readonly type: 'error'; readonly error: string }
+
+export type TcpClientEvent =
+	| { readonly type: 'data'; readonly data: string }
+	| { readonly type: 'end' }
+	| { readonly type: 'destroy' }
+
+// ---- op names ----------------------------------------------------------------------------------
+
+export const AGENT_OPS = [
+	'healthz',
+	'reserve-execution',
+	'execute',
+	'cancel-execution',
+	'read-file',
+	'read-file-stream',
+	'write-file',
+	'list-files',
+	'terminal',
+	'tcp-connect',
+] as const
+
+export type AgentOp = (typeof AGENT_OPS)[number]

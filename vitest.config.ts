@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config'
+
+export default defineConfig({
+	test: {
+		include: ['test/**/*.test.ts'],
+		testTimeout: 30_000,
+		hookTimeout: 30_000,
+		// Real processes, real sockets, real bubblewrap: two cores on CI, so keep the fan-out modest.
+		maxWorkers: 2,
+		globalSetup: ['test/global-setup.ts'],
+	},
+})
