@@ -1,31 +1,36 @@
 // Builds the library (tsc → dist/) and bundles the guest agent into one dependency-free
 // CommonJS file (esbuild → dist/agent.cjs) that runs on a plain `node` inside any guest.
+// `--agent-only` rebuilds just the bundle, atomically, so running tests are never left without it.
 import { spawnSync } from 'node:child_process'
-import { chmodSync, rmSync } from 'node:fs'
+import { chmodSync, mkdirSync, renameSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
-rmSync(join(root, 'dist'), { recursive: true, force: true })
+const agentOnly = process.argv.includes('--agent-only')
 
-const tsc = spawnSync(
-	process.execPath,
-	[join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-	{
-		cwd: root,
-		stdio: 'inherit',
-	},
-)
-if (tsc.status !== 0) process.exit(tsc.status ?? 1)
+if (!agentOnly) {
+	rmSync(join(root, 'dist'), { recursive: true, force: true })
+	const tsc = spawnSync(
+		process.execPath,
+		[join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
+		{ cwd: root, stdio: 'inherit' },
+	)
+	if (tsc.status !== 0) process.exit(tsc.status ?? 1)
+}
 
+mkdirSync(join(root, 'dist'), { recursive: true })
+const outfile = join(root, 'dist/agent.cjs')
+const temporary = `${outfile}.${process.pid}.tmp`
 await build({
 	entryPoints: [join(root, 'src/agent/main.ts')],
-	outfile: join(root, 'dist/agent.cjs'),
+	outfile: temporary,
 	bundle: true,
 	platform: 'node',
 	format: 'cjs',
 	target: 'node20',
 	logLevel: 'warning',
 })
-chmodSync(join(root, 'dist/agent.cjs'), 0o755)
+chmodSync(temporary, 0o755)
+renameSync(temporary, outfile)
