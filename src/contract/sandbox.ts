@@ -50,6 +50,11 @@ export interface SandboxExecResult {
 	readonly signal?: string
 	/** True only when the call's own `timeout` fired, never for a caller abort. */
 	readonly timedOut: boolean
+	/**
+	 * True when the caller's `signal` ended the call: the process was terminated (or proven never
+	 * started). An aborted result always has a non-zero `exitCode`, so it never reads as a success.
+	 */
+	readonly aborted?: boolean
 	readonly durationMs: number
 	readonly stdoutTruncated?: boolean
 	readonly stderrTruncated?: boolean
