@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest'
+import {
+	encodedFrameBytes,
+	encodeFrame,
+	FrameError,
+	FrameReader,
+	parseFramePayload,
+	STREAM_TERMINATOR,
+} from '../../src/wire/frame.js'
+
+const reader = (maxFrameBytes = 1024 * 1024) =>
+	new FrameReader({ maxFrameBytes, limitVariable: 'NAMZU_AGENT_MAX_FRAME_BYTES' })
+
+function payloads(items: ReturnType<FrameReader['push']>): unknown[] {
+	return items.map((item) => (item.kind === 'end' ? 'END' : parseFramePayload(item.payload)))
+}
+
+describe('frame codec', () => {
+	it('encodes 8 lowercase hex digits of payload length, a newline, then UTF-8 JSON', () => {
+		const frame = encodeFrame({ op: 'healthz', note: 'é' })
+		const json = Buffer.from(JSON.stringify({ op: 'healthz', note: 'é' }), 'utf8')
+		expect(frame.subarray(0, 9).toString('latin1')).toBe(
+			`${json.length.toString(16).padStart(8, '0')}\n`,
+		)
+		expect(frame.subarray(9)).toEqual(json)
+		expect(encodedFrameBytes({ op: 'healthz', note: 'é' })).toBe(frame.length)
+	})
+
+	it('reads frames split at every possible byte boundary', () => {
+		const wire = Buffer.concat([
+			encodeFrame({ a: 1 }),
+			encodeFrame({ b: 'two' }),
+			STREAM_TERMINATOR,
+		])
+		for (let split = 0; split <= wire.length; split++) {
+			const r = reader()
+			const items = [...r.push(wire.subarray(0, split)), ...r.push(wire.subarray(split))]
+			expect(payloads(items)).toEqual([{ a: 1 }, { b: 'two' }, 'END'])
+			expect(r.bufferedBytes).toBe(0)
+		}
+	})
+
+	it('reads a frame delivered one byte at a time', () => {
+		const r = reader()
+		const items = []
+		for (const byte of encodeFrame({ text: 'x'.repeat(300) }))
+			items.push(...r.push(Buffer.from([byte])))
+		expect(payloads(items)).toEqual([{ text: 'x'.repeat(300) }])
+	})
+
+	it('reassembles a multi-megabyte frame from many chunks', () => {
+		const big = { data: 'y'.repeat(5 * 1024 * 1024) }
+		const wire = encodeFrame(big)
+		const r = reader(8 * 1024 * 1024)
+		const items = []
+		for (let i = 0; i < wire.length; i += 65536) items.push(...r.push(wire.subarray(i, i + 65536)))
+		expect(payloads(items)).toEqual([big])
+	})
+
+	it('refuses on the ninth byte when it is not a newline', () => {
+		const r = reader()
+		expect(r.push(Buffer.from('00000001'))).toEqual([])
+		expect(() => r.push(Buffer.from('x'))).toThrow(FrameError)
+	})
+
+	it('refuses a non-hex byte in the length prefix as soon as it arrives', () => {
+		const r = reader()
+		expect(() => r.push(Buffer.from('00z'))).toThrow(/bad_frame_header/)
+	})
+
+	it('refuses an announced length above the limit, naming length, limit and variable', () => {
+		const r = reader(100)
+		let caught: unknown
+		try {
+			r.push(Buffer.from('00000065\n'))
+		} catch (error) {
+			caught = error
+		}
+		expect(caught).toBeInstanceOf(FrameError)
+		const error = caught as FrameError
+		expect(error.reason).toBe('frame_too_large')
+		expect(error.message).toBe(
+			'frame_too_large: announced 101 bytes, limit 100 (NAMZU_AGENT_MAX_FRAME_BYTES)',
+		)
+		expect(error.announcedBytes).toBe(101)
+		expect(error.limitBytes).toBe(100)
+	})
+
+	it('applies a changed limit to the next frame', () => {
+		const r = new FrameReader({
+			maxFrameBytes: 10,
+			limitVariable: 'NAMZU_AGENT_MAX_PREAUTH_FRAME_BYTES',
+		})
+		expect(() => r.push(encodeFrame({ long: 'enough to pass ten' }))).toThrow(
+			/NAMZU_AGENT_MAX_PREAUTH_FRAME_BYTES/,
+		)
+		const r2 = new FrameReader({ maxFrameBytes: 10, limitVariable: 'X' })
+		r2.setLimit(1000, 'NAMZU_AGENT_MAX_FRAME_BYTES')
+		expect(payloads(r2.push(encodeFrame({ long: 'enough to pass ten' })))).toEqual([
+			{ long: 'enough to pass ten' },
+		])
+	})
+
+	it('accepts uppercase hex on read', () => {
+		const json = Buffer.from(JSON.stringify({ k: 'v'.repeat(200) }))
+		const header = Buffer.from(`${json.length.toString(16).toUpperCase().padStart(8, '0')}\n`)
+		expect(payloads(reader().push(Buffer.concat([header, json])))).toEqual([{ k: 'v'.repeat(200) }])
+	})
+
+	it('parseFramePayload refuses JSON that is not an object', () => {
+		expect(() => parseFramePayload(Buffer.from('[1]'))).toThrow(TypeError)
+		expect(() => parseFramePayload(Buffer.from('{'))).toThrow(SyntaxError)
+	})
+})
