@@ -3,6 +3,8 @@
  * refuses startup with a message naming the variable rather than running with a guess.
  */
 
+import { FRAME_HEADER_BYTES } from '../wire/frame.js'
+
 export const MiB = 1024 * 1024
 
 export type ListenMode =
@@ -18,6 +20,14 @@ export interface AgentConfig {
 	readonly requireToken: boolean
 	readonly maxFrameBytes: number
 	readonly maxPreauthFrameBytes: number
+	/** Token modes only: concurrent unauthenticated connections (`NAMZU_AGENT_MAX_PREAUTH_CONNECTIONS`). */
+	readonly maxPreauthConnections: number
+	/** Token modes only: bytes all unauthenticated connections may buffer together; ≥ one pre-auth frame. */
+	readonly maxPreauthBufferBytes: number
+	/** Token modes only: quiet time allowed before authenticating; every byte restarts it. */
+	readonly preauthIdleTimeoutMs: number
+	/** Token modes only: total time allowed before authenticating, from accept; nothing restarts it. */
+	readonly preauthDeadlineMs: number
 	readonly refusalFlushGraceMs: number
 	readonly cancelGraceMs: number
 	readonly cancelConfirmTimeoutMs: number
@@ -113,6 +123,11 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
 		integer(env, 'NAMZU_AGENT_MAX_PREAUTH_FRAME_BYTES', 8 * MiB),
 		maxFrameBytes,
 	)
+	// Never less than one whole pre-auth frame (header included), or no caller could ever authenticate.
+	const maxPreauthBufferBytes = Math.max(
+		integer(env, 'NAMZU_AGENT_MAX_PREAUTH_BUFFER_BYTES', 32 * MiB),
+		maxPreauthFrameBytes + FRAME_HEADER_BYTES,
+	)
 	const workspace = env.NAMZU_SANDBOX_WORKSPACE || '/workspace'
 	if (!workspace.startsWith('/')) {
 		throw new AgentConfigError(`NAMZU_SANDBOX_WORKSPACE must be absolute: ${workspace}`)
@@ -123,6 +138,10 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
 		requireToken,
 		maxFrameBytes,
 		maxPreauthFrameBytes,
+		maxPreauthConnections: integer(env, 'NAMZU_AGENT_MAX_PREAUTH_CONNECTIONS', 64),
+		maxPreauthBufferBytes,
+		preauthIdleTimeoutMs: integer(env, 'NAMZU_AGENT_PREAUTH_IDLE_TIMEOUT_MS', 10_000),
+		preauthDeadlineMs: integer(env, 'NAMZU_AGENT_PREAUTH_DEADLINE_MS', 10_000),
 		refusalFlushGraceMs: integer(env, 'NAMZU_AGENT_REFUSAL_FLUSH_GRACE_MS', 1000),
 		cancelGraceMs: integer(env, 'NAMZU_AGENT_CANCEL_GRACE_MS', 250, { allowZero: true }),
 		cancelConfirmTimeoutMs: integer(env, 'NAMZU_AGENT_CANCEL_CONFIRM_TIMEOUT_MS', 5000),

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net'
 import type { AgentConfig } from './config.js'
+import type { ExecutionRegistry } from './execution-registry.js'
 
 /**
  * What an op handler gets for the one request its connection carries. The connection layer owns
@@ -10,7 +11,11 @@ export interface OpContext {
 	readonly socket: Socket
 	/** Request-shaped answer: one frame, then the connection is closed. */
 	reply(message: object): void
-	/** One event of a stream-shaped answer. Returns false when the socket wants the writer to wait for `drain`. */
+	/**
+	 * One event of a stream-shaped answer. Returns false when the socket wants the writer to wait for
+	 * `drain`. Once the connection closed (or the answer ended) events are dropped and it returns
+	 * true — there will be no `drain`; check `closed` to stop producing.
+	 */
 	send(event: object): boolean
 	/** Ends a stream-shaped answer: the zero-length terminator, then close. */
 	endStream(): void
@@ -19,17 +24,25 @@ export interface OpContext {
 	/** The connection closed, from either side. Fires once. */
 	onClose(listener: () => void): void
 	readonly closed: boolean
+	/** The agent's one execution registry (reserve / execute / cancel, and shutdown's kill list). */
+	readonly executions: ExecutionRegistry
 }
 
 export type OpHandler = (body: Record<string, unknown>, ctx: OpContext) => void | Promise<void>
 
-/** A refusal a handler throws; the connection layer answers `{ ok: false, error }` in the op's shape. */
+/**
+ * A refusal a handler throws; the connection layer answers `{ ok: false, error }` in the op's shape
+ * (request-shaped replies also carry `message` when one was given).
+ */
 export class OpRefusal extends Error {
 	override readonly name = 'OpRefusal'
 	readonly error: string
+	/** Extra human-readable detail, sent as `message` only when given explicitly. */
+	readonly detail?: string
 
 	constructor(error: string, message?: string) {
 		super(message ?? error)
 		this.error = error
+		if (message !== undefined) this.detail = message
 	}
 }

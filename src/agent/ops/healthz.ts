@@ -1,6 +1,16 @@
+/**
+ * `healthz`: liveness, the protocol version and the advertised features — nothing else. It is
+ * exempt from the token gate, never lifts it, and never echoes any part of the envelope.
+ */
+import { AGENT_PROTOCOL_VERSION } from '../../wire/features.js'
+import type { HealthzReply } from '../../wire/protocol.js'
+import { AGENT_FEATURES } from '../agent-features.js'
 import type { OpHandler } from '../op-context.js'
-import { OpRefusal } from '../op-context.js'
 
-export const healthz: OpHandler = () => {
-	throw new OpRefusal('not_implemented')
+export function healthzReply(): HealthzReply {
+	return { ok: true, protocolVersion: AGENT_PROTOCOL_VERSION, features: [...AGENT_FEATURES] }
+}
+
+export const healthz: OpHandler = (_body, ctx) => {
+	ctx.reply(healthzReply())
 }

@@ -1,0 +1,114 @@
+/**
+ * Signalling and watching a process group the agent owns. Every command is spawned detached, so its
+ * pid is also its group id and the group (the command and every child it did not move elsewhere) is
+ * the unit signalled — never just the leader. Liveness ignores zombies: a killed grandchild that was
+ * reparented to a slow-reaping pid 1 is dead for every purpose a caller cares about.
+ *
+ * `terminateProcessGroup` is the cancellation sequence of the README's "SIGTERM → SIGKILL grace
+ * window": SIGTERM the group, wait up to the grace window for it to go quiet, SIGKILL it if anything
+ * is still alive, then wait up to the confirm timeout for it to be gone.
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+
+const POLL_INTERVAL_MS = 10
+
+function errorCode(error: unknown): string | undefined {
+	if (error instanceof Error && 'code' in error && typeof error.code === 'string') return error.code
+	return undefined
+}
+
+/** Sends `signal` to every member of the group; false when the group no longer exists. */
+export function signalProcessGroup(pgid: number, signal: NodeJS.Signals): boolean {
+	try {
+		process.kill(-pgid, signal)
+		return true
+	} catch (error) {
+		if (errorCode(error) === 'ESRCH') return false
+		throw error
+	}
+}
+
+/**
+ * Parses `/proc/<pid>/stat` into the fields we need. The command name is parenthesised and may
+ * itself contain spaces and parentheses, so fields are counted from the LAST `)`.
+ */
+export function parseProcStat(stat: string): { state: string; pgid: number } | undefined {
+	const close = stat.lastIndexOf(')')
+	if (close < 0) return undefined
+	const fields = stat.slice(close + 2).split(' ')
+	const state = fields[0]
+	const pgid = Number(fields[2])
+	if (state === undefined || !Number.isInteger(pgid)) return undefined
+	return { state, pgid }
+}
+
+/** Non-zombie members of the group, from a /proc scan; undefined when /proc cannot be read. */
+function liveMembersFromProc(pgid: number): number | undefined {
+	let entries: string[]
+	try {
+		entries = readdirSync('/proc')
+	} catch {
+		return undefined
+	}
+	let live = 0
+	for (const entry of entries) {
+		if (!/^\d+$/.test(entry)) continue
+		let stat: string
+		try {
+			stat = readFileSync(`/proc/${entry}/stat`, 'latin1')
+		} catch {
+			continue // exited between readdir and read
+		}
+		const parsed = parseProcStat(stat)
+		if (parsed && parsed.pgid === pgid && parsed.state !== 'Z' && parsed.state !== 'X') live++
+	}
+	return live
+}
+
+/** Whether any non-zombie process is still in the group. */
+export function isProcessGroupAlive(pgid: number): boolean {
+	try {
+		process.kill(-pgid, 0)
+	} catch (error) {
+		const code = errorCode(error)
+		if (code === 'ESRCH') return false
+		if (code !== 'EPERM') throw error
+	}
+	const live = liveMembersFromProc(pgid)
+	return live === undefined ? true : live > 0
+}
+
+function delay(ms: number): Promise<void> {
+	return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/** Polls until the group is gone or `timeoutMs` passed; true when it is gone. */
+export async function waitForProcessGroupExit(pgid: number, timeoutMs: number): Promise<boolean> {
+	const deadline = performance.now() + timeoutMs
+	for (;;) {
+		if (!isProcessGroupAlive(pgid)) return true
+		const left = deadline - performance.now()
+		if (left <= 0) return false
+		await delay(Math.min(POLL_INTERVAL_MS, left))
+	}
+}
+
+export interface TerminateOptions {
+	/** How long the group may take to go quiet after SIGTERM before it is SIGKILLed. */
+	readonly graceMs: number
+	/** How long after SIGKILL the group may take to disappear before we give up. */
+	readonly confirmTimeoutMs: number
+}
+
+export type TerminateOutcome = 'exited-on-sigterm' | 'killed' | 'unconfirmed'
+
+/** SIGTERM → grace → SIGKILL → confirm, on the whole group. */
+export async function terminateProcessGroup(
+	pgid: number,
+	options: TerminateOptions,
+): Promise<TerminateOutcome> {
+	if (!signalProcessGroup(pgid, 'SIGTERM')) return 'exited-on-sigterm'
+	if (await waitForProcessGroupExit(pgid, options.graceMs)) return 'exited-on-sigterm'
+	signalProcessGroup(pgid, 'SIGKILL')
+	return (await waitForProcessGroupExit(pgid, options.confirmTimeoutMs)) ? 'killed' : 'unconfirmed'
+}
