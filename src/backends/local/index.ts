@@ -1,14 +1,44 @@
-// Public surface of the local (process / bubblewrap) tier (owned by the local-tier work).
-import type { SandboxProvider } from '../../contract/provider.js'
-import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+// Public surface of the local (process / bubblewrap) tier.
 
-export interface LocalBackendConfig {
-	readonly tier: 'process'
-}
-
-export function createLocalSandboxProvider(
-	_backend: LocalBackendConfig,
-	_defaults: SandboxProviderDefaults = {},
-): SandboxProvider {
-	throw new Error('not implemented yet')
-}
+// The privilege probe lives in src/host (the Kubernetes tier will share it); re-exported here so it
+// reaches the package root. Re-exporting the same bindings from src/host/index.ts too is harmless.
+export type {
+	PrivilegeProbeFailure,
+	PrivilegeProbeOptions,
+	PrivilegeProbeTarget,
+	ProcStatusPrivileges,
+} from '../../host/privilege-probe.js'
+export {
+	assertDeprivileged,
+	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
+	parseProcStatusPrivileges,
+	privilegeViolations,
+	probeSandboxPrivileges,
+	SandboxPrivilegeProbeError,
+} from '../../host/privilege-probe.js'
+export type {
+	CgroupControllerCheck,
+	IsolationCheck,
+	LocalIsolationReport,
+} from './describe-local-isolation.js'
+export { describeLocalIsolation } from './describe-local-isolation.js'
+export type {
+	LocalBackendConfig,
+	LocalIsolation,
+} from './local-backend-config.js'
+export { DEFAULT_BWRAP_PATH, DEFAULT_READY_TIMEOUT_MS } from './local-backend-config.js'
+export {
+	BubblewrapUnavailableError,
+	CgroupLimitsUnavailableError,
+	LocalEgressUnsupportedError,
+	LocalProviderClosedError,
+	LocalSandboxCleanupError,
+	LocalSandboxStartError,
+} from './local-errors.js'
+export {
+	createLocalSandboxProvider,
+	LOCAL_PROVIDER_ID,
+	LOCAL_PROVIDER_NAME,
+	LOCAL_PROVIDER_NAME_UNCONFINED,
+	type LocalProviderHooks,
+} from './local-sandbox-provider.js'

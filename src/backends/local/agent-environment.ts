@@ -1,0 +1,71 @@
+/**
+ * The environment the agent starts with. Exec'd children inherit it (minus the agent's own
+ * `NAMZU_*` keys), so it carries a sane PATH/LANG and a writable HOME outside the workspace, then
+ * the caller's `env` on top.
+ */
+import { dirname } from 'node:path'
+
+export interface AgentEnvironmentInput {
+	readonly workspace: string
+	readonly socketPath: string
+	readonly homeDir: string
+	/** Directory of the node binary, put first on PATH so `node` resolves inside the sandbox. */
+	readonly nodePath: string
+	readonly user: string
+	readonly callerEnv: Readonly<Record<string, string>>
+	/** Extra agent settings (`NAMZU_AGENT_*`) the provider wants, e.g. shorter test graces. */
+	readonly agentSettings?: Readonly<Record<string, string>>
+}
+
+export const SANDBOX_SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+
+export function buildAgentEnvironment(input: AgentEnvironmentInput): Record<string, string> {
+	const nodeDir = dirname(input.nodePath)
+	const path = SANDBOX_SYSTEM_PATH.split(':').includes(nodeDir)
+		? SANDBOX_SYSTEM_PATH
+		: `${nodeDir}:${SANDBOX_SYSTEM_PATH}`
+	return {
+		PATH: path,
+		LANG: 'C.UTF-8',
+		HOME: input.homeDir,
+		USER: input.user,
+		LOGNAME: input.user,
+		XDG_CACHE_HOME: `${input.homeDir}/.cache`,
+		XDG_CONFIG_HOME: `${input.homeDir}/.config`,
+		TMPDIR: '/tmp',
+		...input.callerEnv,
+		...(input.agentSettings ?? {}),
+		NAMZU_AGENT_UNIX_PATH: input.socketPath,
+		NAMZU_SANDBOX_WORKSPACE: input.workspace,
+	}
+}
+
+/**
+ * Agent tuning knobs passed through from the host's own environment (graces, TTLs, frame and
+ * timeout ceilings), so operators and tests can adjust the agent without a new config field. The
+ * listen mode and the bind token are never passed: the provider owns those.
+ */
+export const PASSED_THROUGH_AGENT_SETTINGS = [
+	'NAMZU_AGENT_MAX_FRAME_BYTES',
+	'NAMZU_AGENT_MAX_PREAUTH_FRAME_BYTES',
+	'NAMZU_AGENT_REFUSAL_FLUSH_GRACE_MS',
+	'NAMZU_AGENT_CANCEL_GRACE_MS',
+	'NAMZU_AGENT_CANCEL_CONFIRM_TIMEOUT_MS',
+	'NAMZU_AGENT_EXECUTION_LEASE_TTL_MS',
+	'NAMZU_AGENT_EXECUTION_TERMINAL_TTL_MS',
+	'NAMZU_AGENT_MAX_TRACKED_EXECUTIONS',
+	'NAMZU_AGENT_READ_FILE_RANGE_BYTES',
+	'NAMZU_AGENT_READ_FILE_STREAM_CHUNK_BYTES',
+	'NAMZU_SANDBOX_MAX_TIMEOUT_MS',
+] as const
+
+export function agentSettingsFrom(
+	hostEnv: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
+	const settings: Record<string, string> = {}
+	for (const key of PASSED_THROUGH_AGENT_SETTINGS) {
+		const value = hostEnv[key]
+		if (value !== undefined && value !== '') settings[key] = value
+	}
+	return settings
+}

@@ -1,0 +1,62 @@
+/**
+ * The bubblewrap command line for one sandbox, as a pure function of its layout so the flag set can
+ * be pinned by tests. Mount order matters: `--tmpfs /tmp` hides the host's /tmp, so every bind that
+ * must stay visible (workspace, control dir, anything the agent runs from under /tmp) comes after it.
+ */
+import type { LocalEgress } from './local-sandbox-spec.js'
+
+export interface BwrapPlan {
+	/** Workspace, bound read-write at the same absolute path inside. */
+	readonly workspace: string
+	/** Directory holding the agent's unix socket, bound read-write at the same path. */
+	readonly controlDir: string
+	/** Writable home created inside the private /tmp (never under the workspace). */
+	readonly homeDir: string
+	/** Host paths the command needs that the fresh /tmp would hide, bound read-only. */
+	readonly readOnlyBinds: readonly string[]
+	readonly egress: LocalEgress
+	readonly hostname: string
+	/** Program and arguments run inside (absolute program path). */
+	readonly command: readonly string[]
+}
+
+/** Mount points bwrap replaces with fresh instances; host paths below them need re-binding. */
+const REPLACED_MOUNTS = ['/tmp', '/dev', '/proc'] as const
+
+/** Whether `path` lies under a mount the sandbox replaces, so it must be bound explicitly. */
+export function hiddenInsideSandbox(path: string): boolean {
+	return REPLACED_MOUNTS.some((mount) => path === mount || path.startsWith(`${mount}/`))
+}
+
+export function buildBwrapArgs(plan: BwrapPlan): string[] {
+	const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp']
+	for (const path of plan.readOnlyBinds) args.push('--ro-bind', path, path)
+	args.push('--bind', plan.workspace, plan.workspace)
+	args.push('--bind', plan.controlDir, plan.controlDir)
+	args.push('--dir', plan.homeDir)
+	args.push('--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts')
+	args.push('--unshare-cgroup-try')
+	// deny-all gets a fresh network namespace holding only loopback; allow-all shares the host's.
+	if (plan.egress === 'deny-all') args.push('--unshare-net')
+	args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL')
+	args.push('--hostname', plan.hostname, '--chdir', plan.workspace)
+	args.push('--', ...plan.command)
+	return args
+}
+
+/**
+ * `/bin/sh` script that writes its own pid into every cgroup `procs` file given before `--`, then
+ * execs the rest. Joining before bwrap starts means every process bwrap forks is born inside the
+ * limits; writing bwrap's pid from the host after spawn would race its first fork.
+ */
+export const CGROUP_JOIN_SCRIPT =
+	'while [ "$1" != "--" ]; do echo $$ > "$1" || { echo "namzu: cannot join cgroup $1" >&2; exit 125; }; shift; done; shift; exec "$@"'
+
+/** argv (program first) that joins `procsFiles` and then runs `command`. */
+export function withCgroupJoin(
+	procsFiles: readonly string[],
+	command: readonly string[],
+): string[] {
+	if (procsFiles.length === 0) return [...command]
+	return ['/bin/sh', '-c', CGROUP_JOIN_SCRIPT, 'namzu-cgroup-join', ...procsFiles, '--', ...command]
+}

@@ -1,0 +1,161 @@
+/**
+ * What the local tier can enforce on this machine, and why not when it cannot — for the CLI's
+ * `doctor`. Every answer comes from a real check (a sentinel bwrap run, the cgroup mounts), never
+ * from assumptions about the distribution.
+ */
+import { execFile } from 'node:child_process'
+import { constants } from 'node:fs'
+import { access, readFile } from 'node:fs/promises'
+import type { SandboxEnvironment } from '../../contract/sandbox.js'
+import { assertBubblewrapUsable, bubblewrapVersion } from './bubblewrap-binary.js'
+import type { LimitController } from './cgroup-layout.js'
+import { planSandboxCgroups, readCgroupHostView } from './cgroup-limits.js'
+import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
+
+export interface IsolationCheck {
+	readonly ok: boolean
+	readonly detail: string
+}
+
+export interface CgroupControllerCheck extends IsolationCheck {
+	/** Hierarchy that would hold the limit. */
+	readonly version?: 1 | 2
+	/** Group under which sandbox groups would be created. */
+	readonly parent?: string
+}
+
+export interface LocalIsolationReport {
+	readonly isolation: 'bubblewrap' | 'none'
+	readonly environment: SandboxEnvironment
+	readonly bubblewrap: IsolationCheck & { readonly path: string; readonly version?: string }
+	readonly userNamespace: IsolationCheck
+	readonly networkNamespace: IsolationCheck
+	readonly cgroups: Readonly<Record<LimitController, CgroupControllerCheck>>
+	/** Whether `create()` with default settings can succeed here. */
+	readonly ready: boolean
+	/** Human-readable problems, with the fix where there is one. */
+	readonly problems: readonly string[]
+}
+
+function run(file: string, args: readonly string[]): Promise<IsolationCheck> {
+	return new Promise((resolve) => {
+		execFile(file, [...args], { timeout: 10_000 }, (error, _stdout, stderr) => {
+			if (!error) return resolve({ ok: true, detail: 'sentinel run succeeded' })
+			const text = stderr.trim() || error.message
+			resolve({ ok: false, detail: text.slice(0, 500) })
+		})
+	})
+}
+
+const SENTINEL_BASE = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp']
+
+async function maxUserNamespaces(): Promise<string> {
+	try {
+		return (await readFile('/proc/sys/user/max_user_namespaces', 'utf8')).trim()
+	} catch {
+		return 'unknown'
+	}
+}
+
+async function cgroupChecks(): Promise<Record<LimitController, CgroupControllerCheck>> {
+	const view = await readCgroupHostView()
+	const out: Partial<Record<LimitController, CgroupControllerCheck>> = {}
+	for (const controller of ['memory', 'pids'] as const) {
+		const plan = planSandboxCgroups(view, [controller], 'namzu-doctor')
+		if (!plan.ok) {
+			out[controller] = { ok: false, detail: `not available: ${plan.detail}` }
+			continue
+		}
+		const group = plan.groups[0]
+		if (!group) continue
+		let writable = true
+		try {
+			await access(group.parent, constants.W_OK)
+		} catch {
+			writable = false
+		}
+		out[controller] = {
+			ok: writable,
+			version: group.version,
+			parent: group.parent,
+			detail: writable
+				? `cgroup v${group.version}, groups nested under ${group.parent}`
+				: `cgroup v${group.version} at ${group.parent} is not writable by this process`,
+		}
+	}
+	const missing = { ok: false, detail: 'not available' }
+	return { memory: out.memory ?? missing, pids: out.pids ?? missing }
+}
+
+export async function describeLocalIsolation(
+	config: LocalBackendConfig = { tier: 'process' },
+): Promise<LocalIsolationReport> {
+	const resolved = resolveLocalBackendConfig(config)
+	const problems: string[] = []
+	let bubblewrap: LocalIsolationReport['bubblewrap']
+	let userNamespace: IsolationCheck = { ok: false, detail: 'not checked: bubblewrap unusable' }
+	let networkNamespace: IsolationCheck = userNamespace
+	try {
+		await assertBubblewrapUsable(resolved.bwrapPath)
+		const version = await bubblewrapVersion(resolved.bwrapPath)
+		bubblewrap = {
+			ok: true,
+			path: resolved.bwrapPath,
+			detail: 'present and executable',
+			...(version === undefined ? {} : { version }),
+		}
+		const common = ['--unshare-pid', '--die-with-parent', '--cap-drop', 'ALL']
+		userNamespace = await run(resolved.bwrapPath, [
+			...SENTINEL_BASE,
+			'--unshare-user',
+			...common,
+			'/bin/true',
+		])
+		if (!userNamespace.ok) {
+			userNamespace = {
+				ok: false,
+				detail: `${userNamespace.detail} (max_user_namespaces=${await maxUserNamespaces()})`,
+			}
+		}
+		networkNamespace = await run(resolved.bwrapPath, [
+			...SENTINEL_BASE,
+			'--unshare-user',
+			'--unshare-net',
+			...common,
+			'/bin/true',
+		])
+	} catch (error) {
+		bubblewrap = {
+			ok: false,
+			path: resolved.bwrapPath,
+			detail: error instanceof Error ? error.message : String(error),
+		}
+	}
+	const cgroups = await cgroupChecks()
+	const usesBwrap = resolved.isolation === 'bubblewrap'
+	if (usesBwrap) {
+		if (!bubblewrap.ok) problems.push(bubblewrap.detail)
+		else if (!userNamespace.ok) problems.push(`user namespaces unusable: ${userNamespace.detail}`)
+		else if (!networkNamespace.ok) {
+			problems.push(`network namespaces unusable (deny-all egress): ${networkNamespace.detail}`)
+		}
+	} else {
+		problems.push("isolation 'none': the agent runs unconfined as this user (development only)")
+	}
+	for (const controller of ['memory', 'pids'] as const) {
+		if (!cgroups[controller].ok) {
+			const field = controller === 'memory' ? 'memoryLimitMb' : 'maxProcesses'
+			problems.push(`${field} cannot be enforced: ${cgroups[controller].detail}`)
+		}
+	}
+	return {
+		isolation: resolved.isolation,
+		environment: usesBwrap ? 'linux-bwrap' : 'basic',
+		bubblewrap,
+		userNamespace,
+		networkNamespace,
+		cgroups,
+		ready: usesBwrap ? bubblewrap.ok && userNamespace.ok && networkNamespace.ok : true,
+		problems,
+	}
+}

@@ -1,0 +1,103 @@
+/**
+ * Refusals of the local (process / bubblewrap) tier. Each is its own class with `name` set and
+ * machine-readable fields; no message carries an environment value or a token.
+ */
+import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
+
+/** The configured bubblewrap binary is missing or not executable. Never searched on PATH. */
+export class BubblewrapUnavailableError extends SandboxError {
+	override readonly name = 'BubblewrapUnavailableError'
+	/** The exact path that was looked for. */
+	readonly bwrapPath: string
+
+	constructor(bwrapPath: string, detail: string, options: SandboxErrorOptions = {}) {
+		super(
+			`bubblewrap is not usable at ${bwrapPath} (${detail}); install it with \`apt-get install -y bubblewrap\`, point backend.bwrapPath at it, or opt out explicitly with isolation: 'none'`,
+			'bubblewrap-unavailable',
+			options,
+		)
+		this.bwrapPath = bwrapPath
+	}
+}
+
+/** An egress kind this tier cannot enforce yet: refused rather than silently widened or narrowed. */
+export class LocalEgressUnsupportedError extends SandboxError {
+	override readonly name = 'LocalEgressUnsupportedError'
+	readonly egressKind: string
+
+	constructor(egressKind: string) {
+		super(
+			`egress kind '${egressKind}' is not supported by the local tier yet (it needs the egress proxy); use 'deny-all' or 'allow-all'`,
+			'egress-unsupported',
+		)
+		this.egressKind = egressKind
+	}
+}
+
+/** Limits were asked for but no cgroup controller on this host can enforce them. */
+export class CgroupLimitsUnavailableError extends SandboxError {
+	override readonly name = 'CgroupLimitsUnavailableError'
+	/** The controllers that were needed and not found (`memory`, `pids`). */
+	readonly controllers: readonly string[]
+
+	constructor(controllers: readonly string[], detail: string, options: SandboxErrorOptions = {}) {
+		super(
+			`cannot enforce sandbox limits: no usable cgroup controller for ${controllers.join(', ')} (${detail})`,
+			'limits-unavailable',
+			options,
+		)
+		this.controllers = controllers
+	}
+}
+
+/** The agent did not come up: it exited, never answered, or the launcher failed. */
+export class LocalSandboxStartError extends SandboxError {
+	override readonly name = 'LocalSandboxStartError'
+	readonly sandboxId: string
+	/** Last lines the agent (or bwrap) wrote to stderr, with caller-supplied env values redacted. */
+	readonly stderrTail: string
+	readonly exitCode?: number
+	readonly signal?: string
+
+	constructor(
+		sandboxId: string,
+		detail: string,
+		fields: { stderrTail: string; exitCode?: number | null; signal?: string | null },
+		options: SandboxErrorOptions = {},
+	) {
+		const tail = fields.stderrTail.trim()
+		super(
+			`local sandbox ${sandboxId} failed to start: ${detail}${tail === '' ? '' : `\n--- stderr (tail) ---\n${tail}`}`,
+			'start-failed',
+			options,
+		)
+		this.sandboxId = sandboxId
+		this.stderrTail = fields.stderrTail
+		if (typeof fields.exitCode === 'number') this.exitCode = fields.exitCode
+		if (typeof fields.signal === 'string') this.signal = fields.signal
+	}
+}
+
+/** `create()` after `close()`. */
+export class LocalProviderClosedError extends SandboxError {
+	override readonly name = 'LocalProviderClosedError'
+
+	constructor() {
+		super('the local sandbox provider is closed; create() refused', 'provider-closed')
+	}
+}
+
+/** Teardown could not remove something it created (a cgroup, the state directory). */
+export class LocalSandboxCleanupError extends SandboxError {
+	override readonly name = 'LocalSandboxCleanupError'
+	/** Host paths still present. */
+	readonly leftovers: readonly string[]
+
+	constructor(leftovers: readonly string[], options: SandboxErrorOptions = {}) {
+		super(`local sandbox teardown left behind: ${leftovers.join(', ')}`, 'cleanup-failed', {
+			retryable: true,
+			...options,
+		})
+		this.leftovers = leftovers
+	}
+}

@@ -1,0 +1,199 @@
+/**
+ * One running local sandbox below the Sandbox object: its directories, cgroups, the agent process
+ * (under bwrap unless isolation is 'none') and a transport that has seen `healthz` answer and the
+ * privilege probe pass. `release()` takes all of it down; a failed or aborted start leaves nothing.
+ */
+import { randomBytes } from 'node:crypto'
+import { userInfo } from 'node:os'
+import type { SandboxEnvironment } from '../../contract/sandbox.js'
+import { createAgentSandbox } from '../../host/agent-sandbox.js'
+import { AgentTransport } from '../../host/agent-transport.js'
+import {
+	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
+	probeSandboxPrivileges,
+} from '../../host/privilege-probe.js'
+import { agentSettingsFrom, buildAgentEnvironment } from './agent-environment.js'
+import { type ChildExit, launchAgentProcess } from './agent-launcher.js'
+import { assertBubblewrapUsable } from './bubblewrap-binary.js'
+import { buildBwrapArgs, hiddenInsideSandbox, withCgroupJoin } from './bwrap-argv.js'
+import { createSandboxCgroups, type SandboxCgroups } from './cgroup-limits.js'
+import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
+import { LocalSandboxCleanupError } from './local-errors.js'
+import type { LocalSandboxSpec } from './local-sandbox-spec.js'
+import {
+	createSandboxDirectories,
+	removeSandboxDirectories,
+	type SandboxDirectories,
+	STATE_DIR_PREFIX,
+} from './sandbox-directories.js'
+import { waitForAgentReady } from './wait-for-agent-ready.js'
+
+/** Home inside bwrap's private /tmp: writable, gone with the sandbox, never in workspace listings. */
+export const SANDBOX_HOME_DIR = '/tmp/home'
+export const SANDBOX_HOSTNAME = 'namzu-sandbox'
+/** Pause between dials while the agent is still binding its socket. */
+const READY_DIAL_INTERVAL_MS = 20
+
+export interface LocalInstanceContext {
+	readonly backend: ResolvedLocalBackendConfig
+	readonly agentPath: string
+	/** Host environment the agent tuning knobs are read from (default `process.env`). */
+	readonly hostEnv?: Readonly<Record<string, string | undefined>>
+}
+
+export interface LocalInstance {
+	readonly id: string
+	readonly spec: LocalSandboxSpec
+	readonly rootDir: string
+	readonly environment: SandboxEnvironment
+	readonly transport: AgentTransport
+	/** Host pid of bwrap (or of the agent under isolation 'none'). */
+	readonly pid: number | undefined
+	/** Whether the agent process has died (an idle pool member may be OOM-killed, for instance). */
+	hasExited(): boolean
+	readonly exited: Promise<ChildExit>
+	/** Kills every process, removes the cgroups and the state directory. Idempotent. */
+	release(): Promise<void>
+}
+
+export function newSandboxId(): string {
+	return randomBytes(6).toString('hex')
+}
+
+function sandboxEnvironment(backend: ResolvedLocalBackendConfig): SandboxEnvironment {
+	return backend.isolation === 'bubblewrap' ? 'linux-bwrap' : 'basic'
+}
+
+export async function startLocalInstance(
+	context: LocalInstanceContext,
+	spec: LocalSandboxSpec,
+	signal?: AbortSignal,
+): Promise<LocalInstance> {
+	signal?.throwIfAborted()
+	const { backend } = context
+	const confined = backend.isolation === 'bubblewrap'
+	if (confined) await assertBubblewrapUsable(backend.bwrapPath)
+	signal?.throwIfAborted()
+	const id = newSandboxId()
+	const dirs = await createSandboxDirectories(backend.stateDir, id, spec.workingDirectory)
+	let cgroups: SandboxCgroups | undefined
+	let agent: ReturnType<typeof launchAgentProcess> | undefined
+	let releasing: Promise<void> | undefined
+	const release = () => {
+		releasing ??= teardown(dirs, cgroups, agent)
+		return releasing
+	}
+	try {
+		signal?.throwIfAborted()
+		cgroups = await createSandboxCgroups(`${STATE_DIR_PREFIX}${id}`, {
+			...spec,
+			// No pid namespace without bwrap: a group is the only way to find double-forked orphans.
+			trackOnly: !confined,
+		})
+		signal?.throwIfAborted()
+		const homeDir = confined ? SANDBOX_HOME_DIR : dirs.hostHomeDir
+		const env = buildAgentEnvironment({
+			workspace: dirs.workspace,
+			socketPath: dirs.socketPath,
+			homeDir,
+			nodePath: backend.nodePath,
+			user: confined ? 'root' : userInfo().username,
+			callerEnv: spec.env,
+			agentSettings: agentSettingsFrom(context.hostEnv ?? process.env),
+		})
+		const agentCommand = [backend.nodePath, context.agentPath]
+		const command = confined
+			? [
+					backend.bwrapPath,
+					...buildBwrapArgs({
+						workspace: dirs.workspace,
+						controlDir: dirs.controlDir,
+						homeDir,
+						readOnlyBinds: agentCommand.filter(hiddenInsideSandbox),
+						egress: spec.egress,
+						hostname: SANDBOX_HOSTNAME,
+						command: agentCommand,
+					}),
+				]
+			: agentCommand
+		const launched = launchAgentProcess({
+			argv: withCgroupJoin(cgroups?.procsFiles ?? [], command),
+			env,
+			cwd: dirs.workspace,
+			secrets: Object.values(spec.env),
+		})
+		agent = launched
+		const transport = new AgentTransport(
+			{ kind: 'unix', path: dirs.socketPath },
+			{
+				connectRetryIntervalMs: READY_DIAL_INTERVAL_MS,
+				// Once the agent is dead no retry can reach it: fail calls at once.
+				permanentDialFailure: () => launched.exitStatus() !== undefined,
+			},
+		)
+		await waitForAgentReady({
+			sandboxId: id,
+			agent: launched,
+			ready: (readySignal) => transport.healthz(readySignal),
+			timeoutMs: backend.readyTimeoutMs,
+			...(signal ? { signal } : {}),
+		})
+		const instance: LocalInstance = {
+			id,
+			spec,
+			rootDir: dirs.workspace,
+			environment: sandboxEnvironment(backend),
+			transport,
+			pid: launched.pid,
+			hasExited: () => launched.exitStatus() !== undefined,
+			exited: launched.exited,
+			release,
+		}
+		// Without bubblewrap the agent is the host's own user with its capabilities: there is nothing
+		// deprivileged to prove, and 'none' is an explicit development-only choice reported as 'basic'.
+		if (confined) await probeInstance(instance, backend.readyTimeoutMs, signal)
+		return instance
+	} catch (error) {
+		await release().catch(() => undefined)
+		if (signal?.aborted) throw signal.reason
+		throw error
+	}
+}
+
+/** Runs the privilege probe through a throwaway Sandbox over the instance's transport. */
+async function probeInstance(
+	instance: LocalInstance,
+	readyTimeoutMs: number,
+	signal: AbortSignal | undefined,
+): Promise<void> {
+	const probe = createAgentSandbox({
+		id: instance.id,
+		transport: instance.transport,
+		rootDir: instance.rootDir,
+		environment: instance.environment,
+		release: async () => undefined,
+	})
+	try {
+		await probeSandboxPrivileges(probe, signal, {
+			timeoutMs: Math.min(readyTimeoutMs, PRIVILEGE_PROBE_MAX_TIMEOUT_MS),
+		})
+	} finally {
+		await probe.destroy().catch(() => undefined)
+	}
+}
+
+async function teardown(
+	dirs: SandboxDirectories,
+	cgroups: SandboxCgroups | undefined,
+	agent: ReturnType<typeof launchAgentProcess> | undefined,
+): Promise<void> {
+	const failures: unknown[] = []
+	if (agent) await agent.kill()
+	if (cgroups) await cgroups.remove().catch((error: unknown) => failures.push(error))
+	await removeSandboxDirectories(dirs).catch((error: unknown) => failures.push(error))
+	if (failures.length === 0) return
+	const leftovers = failures.flatMap((failure) =>
+		failure instanceof LocalSandboxCleanupError ? [...failure.leftovers] : [],
+	)
+	throw new LocalSandboxCleanupError(leftovers, { cause: failures[0] })
+}

@@ -1,0 +1,112 @@
+/**
+ * What one local sandbox is started with: the `create()` config layered over the provider defaults,
+ * validated, plus the rule that decides whether a warm-pool member (started with the defaults) can
+ * serve a request.
+ */
+import { isAbsolute } from 'node:path'
+import { SandboxConfigError } from '../../contract/errors.js'
+import type { SandboxCreateConfig } from '../../contract/provider.js'
+import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+import { LocalEgressUnsupportedError } from './local-errors.js'
+
+/** Egress kinds the local tier enforces itself: no network namespace sharing, or the host's. */
+export type LocalEgress = 'deny-all' | 'allow-all'
+
+export interface LocalSandboxSpec {
+	/** Caller-owned workspace (never removed); absent ⇒ an ephemeral one. */
+	readonly workingDirectory?: string
+	readonly env: Readonly<Record<string, string>>
+	readonly timeoutMs?: number
+	readonly memoryLimitMb?: number
+	readonly maxProcesses?: number
+	readonly egress: LocalEgress
+}
+
+/** Keys the agent reads for itself; the agent scrubs them from children, so they could never apply. */
+const RESERVED_ENV_PREFIXES = ['NAMZU_AGENT_', 'NAMZU_SANDBOX_']
+
+function positiveInteger(field: string, value: unknown): number | undefined {
+	if (value === undefined) return undefined
+	if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+		throw new SandboxConfigError(field, `must be a positive integer, got ${JSON.stringify(value)}`)
+	}
+	return value
+}
+
+function environment(value: unknown): Record<string, string> {
+	if (value === undefined) return {}
+	if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+		throw new SandboxConfigError('env', 'must be an object of string values')
+	}
+	const env: Record<string, string> = {}
+	for (const [key, entry] of Object.entries(value)) {
+		if (typeof entry !== 'string') {
+			throw new SandboxConfigError('env', `value of ${key} must be a string`)
+		}
+		if (key === '' || key.includes('=') || key.includes('\0') || entry.includes('\0')) {
+			throw new SandboxConfigError('env', `invalid variable ${JSON.stringify(key)}`)
+		}
+		if (RESERVED_ENV_PREFIXES.some((prefix) => key.startsWith(prefix))) {
+			throw new SandboxConfigError('env', `${key} is reserved for the sandbox agent`)
+		}
+		env[key] = entry
+	}
+	return env
+}
+
+function egress(config: SandboxCreateConfig, defaults: SandboxProviderDefaults): LocalEgress {
+	const policy = config.egress ?? defaults.defaultEgress ?? { kind: 'deny-all' }
+	const kind: unknown = policy.kind
+	if (kind === 'deny-all' || kind === 'allow-all') return kind
+	if (kind === 'static' || kind === 'resolver') throw new LocalEgressUnsupportedError(kind)
+	throw new SandboxConfigError('egress', `unknown egress kind ${JSON.stringify(kind)}`)
+}
+
+export function resolveLocalSandboxSpec(
+	config: SandboxCreateConfig,
+	defaults: SandboxProviderDefaults,
+): LocalSandboxSpec {
+	const workingDirectory: unknown = config.workingDirectory
+	if (
+		workingDirectory !== undefined &&
+		(typeof workingDirectory !== 'string' || !isAbsolute(workingDirectory))
+	) {
+		throw new SandboxConfigError(
+			'workingDirectory',
+			`must be an absolute host path, got ${JSON.stringify(workingDirectory)}`,
+		)
+	}
+	const timeoutMs = positiveInteger('timeoutMs', config.timeoutMs ?? defaults.defaultTimeoutMs)
+	const memoryLimitMb = positiveInteger(
+		'memoryLimitMb',
+		config.memoryLimitMb ?? defaults.defaultMemoryLimitMb,
+	)
+	const maxProcesses = positiveInteger(
+		'maxProcesses',
+		config.maxProcesses ?? defaults.defaultMaxProcesses,
+	)
+	return {
+		...(workingDirectory === undefined ? {} : { workingDirectory }),
+		env: environment(config.env),
+		...(timeoutMs === undefined ? {} : { timeoutMs }),
+		...(memoryLimitMb === undefined ? {} : { memoryLimitMb }),
+		...(maxProcesses === undefined ? {} : { maxProcesses }),
+		egress: egress(config, defaults),
+	}
+}
+
+/**
+ * Whether a sandbox started for `pooled` can serve `requested`. `timeoutMs` is ignored: it only
+ * shapes the host-side Sandbox object, which is built at hand-out time.
+ */
+export function canServeFromPool(pooled: LocalSandboxSpec, requested: LocalSandboxSpec): boolean {
+	return (
+		requested.workingDirectory === undefined &&
+		pooled.workingDirectory === undefined &&
+		Object.keys(requested.env).length === 0 &&
+		Object.keys(pooled.env).length === 0 &&
+		requested.memoryLimitMb === pooled.memoryLimitMb &&
+		requested.maxProcesses === pooled.maxProcesses &&
+		requested.egress === pooled.egress
+	)
+}

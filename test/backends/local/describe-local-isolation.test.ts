@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest'
+import { describeLocalIsolation } from '../../../src/backends/local/index.js'
+import { bwrapSkipReason } from './bwrap-available.js'
+
+const skip = bwrapSkipReason()
+
+describe('describeLocalIsolation', () => {
+	it.skipIf(skip !== undefined)(
+		`reports bubblewrap, namespaces and the v1 memory/pids controllers this machine offers${skip ? ` (skipped: ${skip})` : ''}`,
+		async () => {
+			const report = await describeLocalIsolation()
+			expect(report.isolation).toBe('bubblewrap')
+			expect(report.environment).toBe('linux-bwrap')
+			expect(report.bubblewrap).toMatchObject({ ok: true, path: '/usr/bin/bwrap' })
+			expect(report.bubblewrap.version).toMatch(/^\d+\.\d+/)
+			expect(report.userNamespace.ok).toBe(true)
+			expect(report.networkNamespace.ok).toBe(true)
+			expect(report.ready).toBe(true)
+			for (const controller of ['memory', 'pids'] as const) {
+				expect(report.cgroups[controller].ok).toBe(true)
+				expect([1, 2]).toContain(report.cgroups[controller].version)
+			}
+		},
+	)
+
+	it('says what was looked for and how to install it when bwrap is missing', async () => {
+		const report = await describeLocalIsolation({
+			tier: 'process',
+			bwrapPath: '/nonexistent/bwrap',
+		})
+		expect(report.ready).toBe(false)
+		expect(report.bubblewrap.ok).toBe(false)
+		expect(report.problems.join('\n')).toContain('apt-get install -y bubblewrap')
+		expect(report.problems.join('\n')).toContain('/nonexistent/bwrap')
+	})
+
+	it("reports isolation 'none' as the unconfined basic environment", async () => {
+		const report = await describeLocalIsolation({ tier: 'process', isolation: 'none' })
+		expect(report.environment).toBe('basic')
+		expect(report.ready).toBe(true)
+		expect(report.problems.join('\n')).toContain("isolation 'none'")
+	})
+})

@@ -1,0 +1,103 @@
+import { existsSync } from 'node:fs'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createSandboxCgroups } from '../../../src/backends/local/cgroup-limits.js'
+import {
+	CgroupLimitsUnavailableError,
+	createLocalSandboxProvider,
+} from '../../../src/backends/local/index.js'
+import type { SandboxProvider } from '../../../src/contract/provider.js'
+import { bwrapSkipReason } from './bwrap-available.js'
+import { cgroupDirsFor, freshStateDir } from './local-test-support.js'
+
+const skip = bwrapSkipReason()
+
+// Allocates and touches 16 MiB chunks until told to stop at `total` MiB.
+const ALLOCATE = `
+const total = Number(process.argv[1]); const keep = []
+for (let mb = 0; mb < total; mb += 16) { const b = Buffer.alloc(16 << 20, 1); keep.push(b) }
+console.log('survived', keep.length * 16)
+`
+
+// Starts `count` sleeping children and reports how many spawns failed.
+const FORK = `
+const { spawn } = require('node:child_process')
+const count = Number(process.argv[1]); let ok = 0, failed = 0, done = 0; const kids = []
+for (let i = 0; i < count; i++) {
+	const child = spawn('sleep', ['5'])
+	kids.push(child)
+	child.on('spawn', () => { ok++; finish() })
+	child.on('error', () => { failed++; finish() })
+}
+function finish() { if (++done === count) { console.log(JSON.stringify({ ok, failed })); for (const k of kids) k.kill('SIGKILL') } }
+`
+
+describe.skipIf(skip !== undefined)(
+	`limits are enforced with cgroups${skip ? ` (skipped: ${skip})` : ''}`,
+	() => {
+		let provider: SandboxProvider
+		let removeState: () => Promise<void>
+
+		beforeAll(async () => {
+			const state = await freshStateDir()
+			removeState = state.remove
+			provider = createLocalSandboxProvider({ tier: 'process', stateDir: state.dir })
+		})
+
+		afterAll(async () => {
+			await provider?.close()
+			await removeState?.()
+		})
+
+		it('a process allocating beyond memoryLimitMb is killed, and a smaller one survives', async () => {
+			const sandbox = await provider.create({ memoryLimitMb: 160 })
+			try {
+				const small = await sandbox.exec('node', ['-e', ALLOCATE, '32'])
+				expect(small.stdout.trim()).toBe('survived 32')
+				const big = await sandbox.exec('node', ['-e', ALLOCATE, '512'])
+				expect(big.stdout).not.toContain('survived')
+				expect(big.exitCode === 137 || big.signal === 'SIGKILL').toBe(true)
+			} finally {
+				await sandbox.destroy()
+			}
+		})
+
+		it('maxProcesses makes forks beyond the limit fail', async () => {
+			const sandbox = await provider.create({ maxProcesses: 8 })
+			try {
+				const result = await sandbox.exec('node', ['-e', FORK, '40'])
+				const counts = JSON.parse(result.stdout.trim()) as { ok: number; failed: number }
+				expect(counts.failed).toBeGreaterThan(0)
+				expect(counts.ok).toBeLessThan(40)
+				// A modest number of processes still works.
+				const few = await sandbox.exec('sh', ['-c', 'sleep 0.1 & sleep 0.1 & wait; echo ok'])
+				expect(few.stdout.trim()).toBe('ok')
+			} finally {
+				await sandbox.destroy()
+			}
+		})
+
+		it('removes the sandbox cgroups on destroy', async () => {
+			const sandbox = await provider.create({ memoryLimitMb: 256, maxProcesses: 64 })
+			const dirs = cgroupDirsFor([sandbox.id])
+			expect(dirs.length).toBe(2)
+			await sandbox.destroy()
+			for (const dir of dirs) expect(existsSync(dir)).toBe(false)
+		})
+	},
+)
+
+describe('limits without a usable controller', () => {
+	it('refuse with CgroupLimitsUnavailableError instead of running unlimited', async () => {
+		const error = await createSandboxCgroups(
+			'namzu-sbx-none',
+			{ memoryLimitMb: 64, maxProcesses: 8 },
+			{ membership: { v1: {} }, mounts: { v1: {} } },
+		).catch((e: unknown) => e)
+		expect(error).toBeInstanceOf(CgroupLimitsUnavailableError)
+		expect((error as CgroupLimitsUnavailableError).controllers).toEqual(['memory', 'pids'])
+	})
+
+	it('need no cgroup at all when no limit is asked for', async () => {
+		await expect(createSandboxCgroups('namzu-sbx-none', {})).resolves.toBeUndefined()
+	})
+})

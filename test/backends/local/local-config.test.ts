@@ -1,0 +1,113 @@
+import { tmpdir } from 'node:os'
+import { describe, expect, it } from 'vitest'
+import {
+	type LocalBackendConfig,
+	resolveLocalBackendConfig,
+} from '../../../src/backends/local/local-backend-config.js'
+import { LocalEgressUnsupportedError } from '../../../src/backends/local/local-errors.js'
+import {
+	canServeFromPool,
+	resolveLocalSandboxSpec,
+} from '../../../src/backends/local/local-sandbox-spec.js'
+import { SandboxConfigError } from '../../../src/contract/errors.js'
+
+describe('resolveLocalBackendConfig', () => {
+	it('fills the documented defaults', () => {
+		expect(resolveLocalBackendConfig({ tier: 'process' })).toEqual({
+			isolation: 'bubblewrap',
+			bwrapPath: '/usr/bin/bwrap',
+			nodePath: process.execPath,
+			warmPoolSize: 0,
+			stateDir: tmpdir(),
+			readyTimeoutMs: 10_000,
+		})
+	})
+
+	it.each([
+		['backend.isolation', { isolation: 'docker' }],
+		['backend.bwrapPath', { bwrapPath: 'bwrap' }],
+		['backend.nodePath', { nodePath: '' }],
+		['backend.warmPoolSize', { warmPoolSize: -1 }],
+		['backend.warmPoolSize', { warmPoolSize: 1.5 }],
+		['backend.stateDir', { stateDir: 'relative/dir' }],
+		['backend.readyTimeoutMs', { readyTimeoutMs: 0 }],
+		['backend.readyTimeoutMs', { readyTimeoutMs: 2 ** 31 }],
+	])('refuses a bad %s naming the field', (field, override) => {
+		const config = { tier: 'process', ...override } as unknown as LocalBackendConfig
+		let caught: unknown
+		try {
+			resolveLocalBackendConfig(config)
+		} catch (error) {
+			caught = error
+		}
+		expect(caught).toBeInstanceOf(SandboxConfigError)
+		expect((caught as SandboxConfigError).field).toBe(field)
+	})
+})
+
+describe('resolveLocalSandboxSpec', () => {
+	it('layers per-call values over provider defaults, deny-all by default', () => {
+		expect(
+			resolveLocalSandboxSpec(
+				{ memoryLimitMb: 128, env: { A: 'b' } },
+				{ defaultMemoryLimitMb: 512, defaultMaxProcesses: 32, defaultTimeoutMs: 1000 },
+			),
+		).toEqual({
+			env: { A: 'b' },
+			memoryLimitMb: 128,
+			maxProcesses: 32,
+			timeoutMs: 1000,
+			egress: 'deny-all',
+		})
+	})
+
+	it.each(['static', 'resolver'] as const)(
+		'refuses %s egress by name until the proxy exists',
+		(kind) => {
+			const egress =
+				kind === 'static'
+					? { kind, allowedHosts: ['example.com'] }
+					: { kind, resolve: async () => ['example.com'] }
+			expect(() => resolveLocalSandboxSpec({ egress }, {})).toThrow(LocalEgressUnsupportedError)
+			expect(() => resolveLocalSandboxSpec({}, { defaultEgress: egress })).toThrow(
+				LocalEgressUnsupportedError,
+			)
+		},
+	)
+
+	it.each([
+		['workingDirectory', { workingDirectory: 'relative' }],
+		['memoryLimitMb', { memoryLimitMb: 0 }],
+		['maxProcesses', { maxProcesses: 2.5 }],
+		['timeoutMs', { timeoutMs: -5 }],
+		['env', { env: { NAMZU_AGENT_BIND_TOKEN: 'x' } }],
+		['env', { env: { 'A=B': 'x' } }],
+	])('refuses a bad %s naming the field', (field, config) => {
+		let caught: unknown
+		try {
+			resolveLocalSandboxSpec(config, {})
+		} catch (error) {
+			caught = error
+		}
+		expect(caught).toBeInstanceOf(SandboxConfigError)
+		expect((caught as SandboxConfigError).field).toBe(field)
+	})
+})
+
+describe('canServeFromPool', () => {
+	const pooled = resolveLocalSandboxSpec({}, { defaultMemoryLimitMb: 256 })
+	it.each([
+		['no overrides', {}, true],
+		['only a different timeout', { timeoutMs: 5 }, true],
+		['the same memory limit as the default', { memoryLimitMb: 256 }, true],
+		['a workingDirectory', { workingDirectory: '/srv/x' }, false],
+		['env', { env: { A: '1' } }, false],
+		['another memory limit', { memoryLimitMb: 128 }, false],
+		['a process limit', { maxProcesses: 8 }, false],
+		['allow-all egress', { egress: { kind: 'allow-all' } as const }, false],
+	])('a request with %s ⇒ %s', (_, config, expected) => {
+		expect(
+			canServeFromPool(pooled, resolveLocalSandboxSpec(config, { defaultMemoryLimitMb: 256 })),
+		).toBe(expected)
+	})
+})

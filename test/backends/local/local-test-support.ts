@@ -1,0 +1,72 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/** A fresh state directory per test file, so leak scans only ever see our own sandboxes. */
+export async function freshStateDir(): Promise<{ dir: string; remove: () => Promise<void> }> {
+	const dir = await mkdtemp(join(tmpdir(), 'namzu-local-test-'))
+	return { dir, remove: () => rm(dir, { recursive: true, force: true }) }
+}
+
+/** Pids of live (non-zombie) processes whose command line mentions `needle`. */
+export function processesMentioning(needle: string): number[] {
+	const found: number[] = []
+	for (const entry of readdirSync('/proc')) {
+		if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue
+		try {
+			const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ')
+			if (cmdline.includes(needle)) found.push(Number(entry))
+		} catch {
+			// Exited while we looked.
+		}
+	}
+	return found
+}
+
+/** Mount points in this (host) mount namespace under `prefix`. */
+export function mountsUnder(prefix: string): string[] {
+	return readFileSync('/proc/self/mountinfo', 'utf8')
+		.split('\n')
+		.map((line) => line.split(' ')[4] ?? '')
+		.filter((mountPoint) => mountPoint.startsWith(prefix))
+}
+
+/** Sandbox ids of the `namzu-sbx-<id>` state directories under `stateDir`. */
+export function stateDirIds(stateDir: string): string[] {
+	return readdirSync(stateDir)
+		.filter((name) => name.startsWith('namzu-sbx-'))
+		.map((name) => name.slice('namzu-sbx-'.length))
+}
+
+/** Every `namzu-sbx-<id>` cgroup directory of ours that still exists (v1 memory/pids as measured here). */
+export function cgroupDirsFor(ids: readonly string[]): string[] {
+	const membership = readFileSync('/proc/self/cgroup', 'utf8')
+	const memory = /\d+:memory:(.*)/.exec(membership)?.[1] ?? '/'
+	const pids = /\d+:pids:(.*)/.exec(membership)?.[1] ?? '/'
+	const parents = [
+		`/sys/fs/cgroup/memory${memory === '/' ? '' : memory}`,
+		`/sys/fs/cgroup/pids${pids === '/' ? '' : pids}`,
+	]
+	const found: string[] = []
+	for (const parent of parents) {
+		let names: string[] = []
+		try {
+			names = readdirSync(parent)
+		} catch {
+			continue
+		}
+		for (const id of ids) {
+			if (names.includes(`namzu-sbx-${id}`)) found.push(`${parent}/namzu-sbx-${id}`)
+		}
+	}
+	return found
+}
+
+export async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+	const deadline = Date.now() + timeoutMs
+	while (!check()) {
+		if (Date.now() > deadline) throw new Error('condition not met in time')
+		await new Promise((resolve) => setTimeout(resolve, 20))
+	}
+}
