@@ -1,0 +1,29 @@
+// The README's first command runs this: a local sandbox, a command, a file round trip, teardown.
+import { createSandboxProvider } from '@namzu/sandbox'
+
+const started = performance.now()
+const provider = createSandboxProvider({ backend: { tier: 'process' } })
+const sandbox = await provider.create()
+console.log(
+	`sandbox ${sandbox.id} ready in ${(performance.now() - started).toFixed(0)} ms (${sandbox.environment})`,
+)
+
+try {
+	const hello = await sandbox.exec('sh', ['-c', 'echo "hello from $(hostname), pid $$"; id -u'], {
+		onOutput: ({ stream, data }) => process[stream].write(`  [${stream}] ${data}`),
+	})
+	console.log(`exit code ${hello.exitCode} in ${hello.durationMs} ms`)
+
+	await sandbox.writeFile('notes/hello.txt', 'written by the host\n')
+	const back = await sandbox.readFile('notes/hello.txt')
+	console.log(`read back: ${JSON.stringify(back.toString('utf8'))}`)
+	console.log(`files: ${(await sandbox.listFiles(sandbox.rootDir)).map((f) => f.path).join(', ')}`)
+
+	// /proc/net/dev lists the interfaces of the sandbox's own network namespace: only `lo`.
+	const net = await sandbox.exec('sh', ['-c', "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"])
+	console.log(`network interfaces under deny-all: ${net.stdout.trim().split('\n').join(', ')}`)
+} finally {
+	await sandbox.destroy()
+	await provider.close()
+	console.log('destroyed; nothing left behind')
+}

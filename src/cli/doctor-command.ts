@@ -1,0 +1,35 @@
+import {
+	describeLocalIsolation,
+	type IsolationCheck,
+	type LocalIsolationReport,
+} from '../backends/local/index.js'
+
+function mark(check: IsolationCheck): string {
+	return check.ok ? 'ok  ' : 'NO  '
+}
+
+/** Human-readable rendering of the local isolation report (pure, so it is testable). */
+export function formatIsolationReport(report: LocalIsolationReport): string {
+	const lines = [
+		`local tier: ${report.ready ? 'ready' : 'NOT ready'} (environment ${report.environment})`,
+		`  ${mark(report.bubblewrap)} bubblewrap        ${report.bubblewrap.path}${report.bubblewrap.version ? ` ${report.bubblewrap.version}` : ''}: ${report.bubblewrap.detail}`,
+		`  ${mark(report.userNamespace)} user namespaces   ${report.userNamespace.detail}`,
+		`  ${mark(report.networkNamespace)} network namespace ${report.networkNamespace.detail} (needed for deny-all egress)`,
+		`  ${mark(report.cgroups.memory)} memory limits     ${report.cgroups.memory.detail} (memoryLimitMb)`,
+		`  ${mark(report.cgroups.pids)} process limits    ${report.cgroups.pids.detail} (maxProcesses)`,
+	]
+	if (report.problems.length > 0) {
+		lines.push('', 'problems:')
+		for (const problem of report.problems) lines.push(`  - ${problem}`)
+	}
+	return `${lines.join('\n')}\n`
+}
+
+/** `namzu-sandbox doctor`: exit 0 when a default local sandbox can be created here, else 1. */
+export async function doctorCommand(options: { readonly json: boolean }): Promise<number> {
+	const report = await describeLocalIsolation()
+	process.stdout.write(
+		options.json ? `${JSON.stringify(report, null, 2)}\n` : formatIsolationReport(report),
+	)
+	return report.ready ? 0 : 1
+}
