@@ -7,7 +7,6 @@ import { dirname } from 'node:path'
 
 export interface AgentEnvironmentInput {
 	readonly workspace: string
-	readonly socketPath: string
 	readonly homeDir: string
 	/** Directory of the node binary, put first on PATH so `node` resolves inside the sandbox. */
 	readonly nodePath: string
@@ -16,6 +15,9 @@ export interface AgentEnvironmentInput {
 	/** Extra agent settings (`NAMZU_AGENT_*`) the provider wants, e.g. shorter test graces. */
 	readonly agentSettings?: Readonly<Record<string, string>>
 }
+
+/** The agent's inherited-descriptor mode needs a port value; nothing dials it by port locally. */
+export const INHERITED_LISTENER_PORT = '1024'
 
 export const SANDBOX_SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
@@ -35,7 +37,8 @@ export function buildAgentEnvironment(input: AgentEnvironmentInput): Record<stri
 		TMPDIR: '/tmp',
 		...input.callerEnv,
 		...(input.agentSettings ?? {}),
-		NAMZU_AGENT_UNIX_PATH: input.socketPath,
+		// The agent listens on the descriptor the host hands it as fd 3 (see agent-listen-socket.ts).
+		NAMZU_AGENT_VSOCK_PORT: INHERITED_LISTENER_PORT,
 		NAMZU_SANDBOX_WORKSPACE: input.workspace,
 	}
 }

@@ -13,6 +13,8 @@ export interface AgentLaunchSpec {
 	readonly cwd: string
 	/** Values masked in the stderr tail. */
 	readonly secrets: readonly string[]
+	/** Listening socket descriptor handed to the child as fd 3. */
+	readonly listenFd?: number
 }
 
 export interface ChildExit {
@@ -55,7 +57,10 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 	const child = spawn(program, args, {
 		cwd: spec.cwd,
 		env: { ...spec.env },
-		stdio: ['ignore', 'ignore', 'pipe'],
+		stdio:
+			spec.listenFd === undefined
+				? ['ignore', 'ignore', 'pipe']
+				: ['ignore', 'ignore', 'pipe', spec.listenFd],
 	})
 	const exited = new Promise<ChildExit>((resolve) => {
 		child.once('error', (error) => {

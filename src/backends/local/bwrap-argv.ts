@@ -1,15 +1,14 @@
 /**
  * The bubblewrap command line for one sandbox, as a pure function of its layout so the flag set can
  * be pinned by tests. Mount order matters: `--tmpfs /tmp` hides the host's /tmp, so every bind that
- * must stay visible (workspace, control dir, anything the agent runs from under /tmp) comes after it.
+ * must stay visible (workspace, anything the agent runs from under /tmp) comes after it. The agent's
+ * control socket is deliberately NOT mounted: the agent inherits it as a descriptor.
  */
 import type { LocalEgress } from './local-sandbox-spec.js'
 
 export interface BwrapPlan {
 	/** Workspace, bound read-write at the same absolute path inside. */
 	readonly workspace: string
-	/** Directory holding the agent's unix socket, bound read-write at the same path. */
-	readonly controlDir: string
 	/** Writable home created inside the private /tmp (never under the workspace). */
 	readonly homeDir: string
 	/** Host paths the command needs that the fresh /tmp would hide, bound read-only. */
@@ -21,7 +20,7 @@ export interface BwrapPlan {
 }
 
 /** Mount points bwrap replaces with fresh instances; host paths below them need re-binding. */
-const REPLACED_MOUNTS = ['/tmp', '/dev', '/proc'] as const
+const REPLACED_MOUNTS = ['/tmp', '/run', '/dev', '/proc'] as const
 
 /** Whether `path` lies under a mount the sandbox replaces, so it must be bound explicitly. */
 export function hiddenInsideSandbox(path: string): boolean {
@@ -30,9 +29,11 @@ export function hiddenInsideSandbox(path: string): boolean {
 
 export function buildBwrapArgs(plan: BwrapPlan): string[] {
 	const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp']
+	// A read-only bind does not stop connect() on a unix socket, and /run is where the host's
+	// daemons (docker, dbus, systemd) keep theirs: the sandbox gets an empty /run instead.
+	args.push('--tmpfs', '/run')
 	for (const path of plan.readOnlyBinds) args.push('--ro-bind', path, path)
 	args.push('--bind', plan.workspace, plan.workspace)
-	args.push('--bind', plan.controlDir, plan.controlDir)
 	args.push('--dir', plan.homeDir)
 	args.push('--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts')
 	args.push('--unshare-cgroup-try')

@@ -4,6 +4,7 @@
  * privilege probe pass. `release()` takes all of it down; a failed or aborted start leaves nothing.
  */
 import { randomBytes } from 'node:crypto'
+import { realpath } from 'node:fs/promises'
 import { userInfo } from 'node:os'
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
 import { createAgentSandbox } from '../../host/agent-sandbox.js'
@@ -14,6 +15,10 @@ import {
 } from '../../host/privilege-probe.js'
 import { agentSettingsFrom, buildAgentEnvironment } from './agent-environment.js'
 import { type ChildExit, launchAgentProcess } from './agent-launcher.js'
+import {
+	createInheritableListenSocket,
+	type InheritableListenSocket,
+} from './agent-listen-socket.js'
 import { assertBubblewrapUsable } from './bubblewrap-binary.js'
 import { buildBwrapArgs, hiddenInsideSandbox, withCgroupJoin } from './bwrap-argv.js'
 import { createSandboxCgroups, type SandboxCgroups } from './cgroup-limits.js'
@@ -78,9 +83,12 @@ export async function startLocalInstance(
 	const dirs = await createSandboxDirectories(backend.stateDir, id, spec.workingDirectory)
 	let cgroups: SandboxCgroups | undefined
 	let agent: ReturnType<typeof launchAgentProcess> | undefined
+	let listener: InheritableListenSocket | undefined
 	let releasing: Promise<void> | undefined
 	const release = () => {
-		releasing ??= teardown(dirs, cgroups, agent)
+		releasing ??= (listener?.discard() ?? Promise.resolve()).then(() =>
+			teardown(dirs, cgroups, agent),
+		)
 		return releasing
 	}
 	try {
@@ -94,7 +102,6 @@ export async function startLocalInstance(
 		const homeDir = confined ? SANDBOX_HOME_DIR : dirs.hostHomeDir
 		const env = buildAgentEnvironment({
 			workspace: dirs.workspace,
-			socketPath: dirs.socketPath,
 			homeDir,
 			nodePath: backend.nodePath,
 			user: confined ? 'root' : userInfo().username,
@@ -107,22 +114,26 @@ export async function startLocalInstance(
 					backend.bwrapPath,
 					...buildBwrapArgs({
 						workspace: dirs.workspace,
-						controlDir: dirs.controlDir,
 						homeDir,
-						readOnlyBinds: agentCommand.filter(hiddenInsideSandbox),
+						readOnlyBinds: [...agentCommand, ...(await resolverConfigPaths())].filter(
+							hiddenInsideSandbox,
+						),
 						egress: spec.egress,
 						hostname: SANDBOX_HOSTNAME,
 						command: agentCommand,
 					}),
 				]
 			: agentCommand
+		listener = await createInheritableListenSocket(dirs.socketPath)
 		const launched = launchAgentProcess({
 			argv: withCgroupJoin(cgroups?.procsFiles ?? [], command),
 			env,
 			cwd: dirs.workspace,
 			secrets: Object.values(spec.env),
+			listenFd: listener.fd,
 		})
 		agent = launched
+		await listener.handOver()
 		const transport = new AgentTransport(
 			{ kind: 'unix', path: dirs.socketPath },
 			{
@@ -157,6 +168,19 @@ export async function startLocalInstance(
 		await release().catch(() => undefined)
 		if (signal?.aborted) throw signal.reason
 		throw error
+	}
+}
+
+/**
+ * `/etc/resolv.conf` is often a symlink into /run (systemd-resolved, resolvconf), which the sandbox
+ * replaces with an empty tmpfs; its target is bound back read-only so DNS keeps working under
+ * allow-all.
+ */
+async function resolverConfigPaths(): Promise<string[]> {
+	try {
+		return [await realpath('/etc/resolv.conf')]
+	} catch {
+		return []
 	}
 }
 

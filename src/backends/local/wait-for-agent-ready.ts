@@ -33,7 +33,10 @@ export async function waitForAgentReady(options: WaitForAgentReadyOptions): Prom
 	const outcomes: Promise<void>[] = [
 		options.ready(stop.signal).then(
 			() => undefined,
-			(error: unknown) => {
+			async (error: unknown) => {
+				// A dying agent can accept a connection and drop it before its exit is observed; give the
+				// exit a moment so the report carries the exit code and stderr rather than ECONNRESET.
+				await Promise.race([agent.exited, new Promise((resolve) => setTimeout(resolve, 200))])
 				throw startError('the agent did not answer healthz', error)
 			},
 		),

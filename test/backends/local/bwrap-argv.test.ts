@@ -9,7 +9,6 @@ import {
 
 const PLAN: BwrapPlan = {
 	workspace: '/tmp/namzu-sbx-a/workspace',
-	controlDir: '/tmp/namzu-sbx-a/control',
 	homeDir: '/tmp/home',
 	readOnlyBinds: ['/tmp/agent.cjs'],
 	egress: 'deny-all',
@@ -40,15 +39,25 @@ describe('buildBwrapArgs', () => {
 		])
 	})
 
-	it('binds the workspace, control dir and hidden programs after the /tmp tmpfs, at the same paths', () => {
+	it('binds the workspace and hidden programs after the /tmp tmpfs, at the same paths', () => {
 		const args = buildBwrapArgs(PLAN)
 		const tmpfs = indexOfPair(args, '--tmpfs', '/tmp')
 		const workspace = args.indexOf('--bind')
 		expect(args.slice(workspace, workspace + 3)).toEqual(['--bind', PLAN.workspace, PLAN.workspace])
 		expect(workspace).toBeGreaterThan(tmpfs)
-		expect(indexOfPair(args, '--bind', PLAN.controlDir)).toBeGreaterThan(tmpfs)
 		expect(indexOfPair(args, '--ro-bind', '/tmp/agent.cjs')).toBeGreaterThan(tmpfs)
 		expect(indexOfPair(args, '--dir', '/tmp/home')).toBeGreaterThan(tmpfs)
+	})
+
+	it('never mounts the agent control directory: the agent inherits its listening socket', () => {
+		const args = buildBwrapArgs(PLAN)
+		expect(args.filter((arg) => arg.includes('/control'))).toEqual([])
+	})
+
+	it('hides the host /run, where daemons keep their unix sockets, behind an empty tmpfs', () => {
+		const args = buildBwrapArgs(PLAN)
+		expect(indexOfPair(args, '--tmpfs', '/run')).toBeGreaterThan(-1)
+		expect(hiddenInsideSandbox('/run/docker.sock')).toBe(true)
 	})
 
 	it.each([

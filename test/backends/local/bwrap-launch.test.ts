@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { buildAgentEnvironment } from '../../../src/backends/local/agent-environment.js'
 import { launchAgentProcess } from '../../../src/backends/local/agent-launcher.js'
+import { createInheritableListenSocket } from '../../../src/backends/local/agent-listen-socket.js'
 import { buildBwrapArgs, withCgroupJoin } from '../../../src/backends/local/bwrap-argv.js'
 import { createSandboxCgroups } from '../../../src/backends/local/cgroup-limits.js'
 import { LocalSandboxStartError } from '../../../src/backends/local/local-errors.js'
@@ -27,9 +28,10 @@ const server = net.createServer((socket) => {
 		workspace: process.env.NAMZU_SANDBOX_WORKSPACE,
 		proc: fs.readdirSync('/proc').filter((e) => /^\\d+$/.test(e)),
 		tmp: fs.readdirSync('/tmp'),
+		controlVisible: fs.existsSync(process.env.CONTROL_DIR_PROBE),
 	}))
 })
-server.listen(process.env.NAMZU_AGENT_UNIX_PATH)
+server.listen({ fd: 3 })
 `
 
 function ask(socketPath: string): Promise<Record<string, unknown>> {
@@ -76,7 +78,6 @@ async function setup(
 	if (cgroups) cleanups.push(() => cgroups.remove())
 	const args = buildBwrapArgs({
 		workspace: dirs.workspace,
-		controlDir: dirs.controlDir,
 		homeDir: '/tmp/home',
 		readOnlyBinds: [script],
 		egress: 'deny-all',
@@ -85,18 +86,20 @@ async function setup(
 	})
 	const env = buildAgentEnvironment({
 		workspace: dirs.workspace,
-		socketPath: dirs.socketPath,
 		homeDir: '/tmp/home',
 		nodePath: process.execPath,
 		user: 'root',
-		callerEnv: {},
+		callerEnv: { CONTROL_DIR_PROBE: dirs.controlDir },
 	})
+	const listener = await createInheritableListenSocket(dirs.socketPath)
 	const agent = launchAgentProcess({
 		argv: withCgroupJoin(cgroups?.procsFiles ?? [], ['/usr/bin/bwrap', ...args]),
 		env,
 		cwd: dirs.workspace,
 		secrets: [],
+		listenFd: listener.fd,
 	})
+	await listener.handOver()
 	cleanups.push(() => agent.kill())
 	return { dirs, agent, cgroups, id }
 }
@@ -119,6 +122,8 @@ describe.skipIf(skip !== undefined)(
 			expect(report.proc).not.toContain(String(process.pid))
 			expect((report.proc as string[]).length).toBeLessThan(5)
 			expect(report.tmp).toContain('home')
+			// The socket the host dials is neither reachable nor replaceable from inside.
+			expect(report.controlVisible).toBe(false)
 		})
 
 		it('puts bwrap and everything it forks into the cgroup before the first fork, and removing the group kills them', async () => {

@@ -110,6 +110,23 @@ describe.skipIf(skip !== undefined)(
 			expect(readFileSync(join(sandbox.rootDir, 'inside.txt'), 'utf8')).toBe('made-inside\n')
 		})
 
+		it('cannot reach a host unix socket under /run, nor the socket the host uses to reach its agent', async () => {
+			const path = `/run/namzu-isolation-${process.pid}.sock`
+			const server = createServer((socket) => socket.end('reached'))
+			await new Promise<void>((resolve) => server.listen(path, resolve))
+			try {
+				const probe = `const c = require('net').connect(process.argv[1]); c.on('data', () => { console.log('reached'); process.exit(0) }); c.on('error', (e) => { console.log(e.code); process.exit(3) })`
+				const result = await sandbox.exec('node', ['-e', probe, path])
+				expect(result.stdout.trim()).toBe('ENOENT')
+				const listing = await sandbox.exec('sh', ['-c', 'ls -a /run'])
+				expect(
+					listing.stdout.split('\n').filter((name) => name && name !== '.' && name !== '..'),
+				).toEqual([])
+			} finally {
+				await new Promise((resolve) => server.close(resolve))
+			}
+		})
+
 		it('cannot see host processes: /proc lists only the sandbox, without the test process', async () => {
 			const result = await sandbox.exec('ls', ['/proc'])
 			const pids = result.stdout.split('\n').filter((entry) => /^\d+$/.test(entry))

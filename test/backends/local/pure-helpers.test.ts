@@ -6,7 +6,6 @@ import { redactSecrets, StderrTail } from '../../../src/backends/local/stderr-ta
 describe('buildAgentEnvironment', () => {
 	const input = {
 		workspace: '/w',
-		socketPath: '/c/agent.sock',
 		homeDir: '/tmp/home',
 		nodePath: '/opt/node/bin/node',
 		user: 'root',
@@ -23,7 +22,7 @@ describe('buildAgentEnvironment', () => {
 			LOGNAME: 'root',
 			FOO: 'bar',
 			LANG: 'de_DE.UTF-8',
-			NAMZU_AGENT_UNIX_PATH: '/c/agent.sock',
+			NAMZU_AGENT_VSOCK_PORT: '1024',
 			NAMZU_SANDBOX_WORKSPACE: '/w',
 		})
 		expect(env.PATH?.split(':')[0]).toBe('/opt/node/bin')
@@ -33,9 +32,10 @@ describe('buildAgentEnvironment', () => {
 	it('never lets the caller env move the agent socket or workspace', () => {
 		const env = buildAgentEnvironment({
 			...input,
-			callerEnv: { NAMZU_AGENT_UNIX_PATH: '/elsewhere', NAMZU_SANDBOX_WORKSPACE: '/' },
+			callerEnv: { NAMZU_AGENT_VSOCK_PORT: '9', NAMZU_SANDBOX_WORKSPACE: '/' },
 		})
-		expect(env.NAMZU_AGENT_UNIX_PATH).toBe('/c/agent.sock')
+		expect(env.NAMZU_AGENT_UNIX_PATH).toBeUndefined()
+		expect(env.NAMZU_AGENT_VSOCK_PORT).toBe('1024')
 		expect(env.NAMZU_SANDBOX_WORKSPACE).toBe('/w')
 	})
 })
