@@ -1,6 +1,120 @@
-import type { OpHandler } from '../op-context.js'
+import { constants } from 'node:fs'
+import { type FileHandle, open } from 'node:fs/promises'
+import { fsRefusal } from '../fs-refusal.js'
+import { resolveReadablePath } from '../jail.js'
+import type { OpContext, OpHandler } from '../op-context.js'
 import { OpRefusal } from '../op-context.js'
+import { coveredBytes, resolveStreamRange, type StreamRange } from '../read-range.js'
+import { waitForDrain } from '../wait-for-drain.js'
 
-export const readFileStream: OpHandler = () => {
-	throw new OpRefusal('not_implemented')
+/**
+ * A file `stat` reports as empty is read to EOF before `meta` (its size is only known then); this
+ * bounds that one buffered case. procfs files are far smaller.
+ */
+export const UNSIZED_FILE_MAX_BYTES = 64 * 1024 * 1024
+
+/**
+ * `read-file-stream`: `meta`, base64 `data` chunks of `NAMZU_AGENT_READ_FILE_STREAM_CHUNK_BYTES`
+ * written only as fast as the socket drains, `end`, terminator. Memory stays at one chunk.
+ */
+export const readFileStream: OpHandler = async (body, ctx) => {
+	const range = resolveStreamRange(body)
+	const path = resolveReadablePath(ctx.config, body.path)
+	let handle: FileHandle
+	try {
+		handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK)
+	} catch (error) {
+		throw fsRefusal(error)
+	}
+	try {
+		const stat = await handle.stat().catch((error: unknown) => {
+			throw fsRefusal(error)
+		})
+		if (!stat.isFile()) throw new OpRefusal('read_file_stream_not_a_regular_file')
+		const source = stat.size === 0 ? await bufferedSource(handle) : fileSource(handle, stat.size)
+		const length = coveredBytes(source.sizeBytes, range)
+		ctx.send({ type: 'meta', sizeBytes: source.sizeBytes, offset: range.offset, length })
+		try {
+			const bytesSent = await pump(ctx, source, range, length)
+			if (bytesSent === undefined) return
+			ctx.send({ type: 'end', bytesSent })
+		} catch (error) {
+			ctx.send({ type: 'error', error: fsRefusal(error).error })
+		}
+		ctx.endStream()
+	} finally {
+		await handle.close().catch(() => undefined)
+	}
+}
+
+interface Source {
+	readonly sizeBytes: number
+	/** Fills `buffer` from `position`; returns the bytes read, 0 at EOF. */
+	read(buffer: Buffer, length: number, position: number): Promise<number>
+}
+
+function fileSource(handle: FileHandle, sizeBytes: number): Source {
+	return {
+		sizeBytes,
+		read: async (buffer, length, position) =>
+			(await handle.read(buffer, 0, length, position)).bytesRead,
+	}
+}
+
+async function bufferedSource(handle: FileHandle): Promise<Source> {
+	const chunks: Buffer[] = []
+	let total = 0
+	for (;;) {
+		const chunk = Buffer.alloc(64 * 1024)
+		const { bytesRead } = await handle.read(chunk, 0, chunk.length, total)
+		if (bytesRead === 0) break
+		chunks.push(chunk.subarray(0, bytesRead))
+		total += bytesRead
+		if (total > UNSIZED_FILE_MAX_BYTES) {
+			throw new OpRefusal(
+				`read_file_stream_unsized_too_large: a file stat reports as empty exceeded ${UNSIZED_FILE_MAX_BYTES} bytes`,
+			)
+		}
+	}
+	const content = Buffer.concat(chunks, total)
+	return {
+		sizeBytes: total,
+		read: async (buffer, length, position) =>
+			content.copy(buffer, 0, position, Math.min(position + length, content.length)),
+	}
+}
+
+/** Sends the covered bytes; undefined when the peer went away (nothing more may be sent). */
+async function pump(
+	ctx: OpContext,
+	source: Source,
+	range: StreamRange,
+	length: number,
+): Promise<number | undefined> {
+	const buffer = Buffer.alloc(Math.min(ctx.config.readFileStreamChunkBytes, Math.max(length, 1)))
+	let sent = 0
+	while (sent < length) {
+		if (ctx.closed) return undefined
+		const want = Math.min(buffer.length, length - sent)
+		let filled = 0
+		while (filled < want) {
+			const bytesRead = await source.read(
+				buffer.subarray(filled),
+				want - filled,
+				range.offset + sent + filled,
+			)
+			if (bytesRead === 0) {
+				// The file shrank under the open descriptor: fail rather than come back short.
+				throw new OpRefusal(
+					`read_file_stream_short_read: expected ${length} bytes from offset ${range.offset}, file ended after ${sent + filled}`,
+				)
+			}
+			filled += bytesRead
+		}
+		if (ctx.closed) return undefined
+		const writable = ctx.send({ type: 'data', data: buffer.toString('base64', 0, filled) })
+		sent += filled
+		if (!writable && !(await waitForDrain(ctx))) return undefined
+	}
+	return sent
 }

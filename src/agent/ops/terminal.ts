@@ -1,6 +1,291 @@
-import type { OpHandler } from '../op-context.js'
+import { type ChildProcess, spawn } from 'node:child_process'
+import { statSync } from 'node:fs'
+import { constants as osConstants } from 'node:os'
+import type { Readable } from 'node:stream'
+import { StringDecoder } from 'node:string_decoder'
+import { childEnvironment } from '../child-env.js'
+import { resolveWorkspaceDirectory } from '../jail.js'
+import type { OpContext, OpHandler } from '../op-context.js'
 import { OpRefusal } from '../op-context.js'
+import { findPtyDescendant, killSession, readChildren, readProcStat } from '../process-tree.js'
+import {
+	parseTerminalRequest,
+	parseTerminalSize,
+	SCRIPT_PATH,
+	STTY_PATH,
+	scriptArgv,
+	sttyArgv,
+	type TerminalSize,
+	terminalKillSignal,
+} from '../terminal-request.js'
 
-export const terminal: OpHandler = () => {
-	throw new OpRefusal('not_implemented')
+/** How long the PTY slave may take to appear under `script`: attempts × interval. */
+export const SLAVE_SEARCH_ATTEMPTS = 200
+export const SLAVE_SEARCH_INTERVAL_MS = 5
+/** Output held while the terminal is not yet ready, before the pipes are paused. */
+const PENDING_OUTPUT_MAX_CHARS = 1024 * 1024
+
+/**
+ * `terminal`: a PTY through util-linux `script`. Events `ready`, `data`, `exit`, terminator; client
+ * frames `input`, `resize`, `kill` (queued until ready). When the terminal ends — the connection
+ * closes, it is killed, or its program exits — every process still in the kernel session the
+ * shell was started in is SIGKILLed, plus `script`'s own group, so a job backgrounded with `&`
+ * dies with the terminal instead of outliving it unreachable.
+ */
+export const terminal: OpHandler = async (body, ctx) => {
+	const spec = parseTerminalRequest(body)
+	const cwd = resolveWorkspaceDirectory(ctx.config, spec.cwd)
+	if (!isDirectory(cwd)) throw new OpRefusal(`invalid_cwd: not a directory: ${spec.cwd ?? cwd}`)
+	// Scrubbed of every NAMZU_* key; the caller's env wins, TERM included. stty gets the same.
+	const env = childEnvironment(spec.env, { TERM: 'xterm-256color' })
+
+	const queued: Record<string, unknown>[] = []
+	let live: LiveTerminal | undefined
+	ctx.onFrame((message) => {
+		if (live) live.handle(message)
+		else queued.push(message)
+	})
+
+	const child = spawn(SCRIPT_PATH, scriptArgv(spec.command, spec.args), {
+		cwd,
+		env,
+		detached: true,
+		stdio: ['pipe', 'pipe', 'pipe'],
+	})
+	const teardown = new SessionTeardown(child)
+	// Read from the start: Node resumes unread stdio when the child exits, which would drop the
+	// output of a program that finishes before the PTY is found.
+	const output = new TerminalOutput(ctx, [child.stdout, child.stderr])
+	ctx.onClose(() => teardown.run())
+	const spawnFailure = new Promise<Error>((resolve) => child.once('error', resolve))
+	// A broken stdin (script gone) surfaces as 'close'; never as an unhandled error.
+	child.stdin?.on('error', () => undefined)
+
+	const closed = new Promise<Exit>((resolve) =>
+		child.once('close', (code: number | null, signal: NodeJS.Signals | null) =>
+			resolve({ code, signal }),
+		),
+	)
+
+	const search = await Promise.race([findSlave(child, teardown), spawnFailure])
+	if (search instanceof Error || (search.shell === undefined && !search.exited)) {
+		teardown.run()
+		if (!ctx.closed) {
+			const error =
+				search instanceof Error
+					? search.message
+					: `terminal PTY slave did not appear (${SLAVE_SEARCH_ATTEMPTS} attempts × ${SLAVE_SEARCH_INTERVAL_MS} ms under script pid ${child.pid ?? 'none'})`
+			ctx.send({ type: 'error', error })
+			ctx.endStream()
+		}
+		return
+	}
+	// A program that exited before its PTY was seen still gets its output and exit reported.
+	if (search.shell) await runStty(search.shell.slave, spec, env)
+	if (ctx.closed) {
+		teardown.run()
+		return
+	}
+	ctx.send({ type: 'ready' })
+	output.start()
+	live = new LiveTerminal(ctx, child, search.shell, env, teardown)
+	void closed.then((exit) => live?.exited(exit))
+	for (const message of queued.splice(0)) live.handle(message)
+}
+
+interface Exit {
+	readonly code: number | null
+	readonly signal: NodeJS.Signals | null
+}
+
+interface SlaveSearch {
+	readonly shell?: { readonly pid: number; readonly slave: string }
+	/** script exited before a PTY slave was seen. */
+	readonly exited: boolean
+}
+
+function isDirectory(path: string): boolean {
+	try {
+		return statSync(path).isDirectory()
+	} catch {
+		return false
+	}
+}
+
+async function findSlave(child: ChildProcess, teardown: SessionTeardown): Promise<SlaveSearch> {
+	const root = child.pid
+	if (root === undefined) return { exited: true }
+	for (let attempt = 0; attempt < SLAVE_SEARCH_ATTEMPTS; attempt++) {
+		// script's child calls setsid(), so its pid is the session id to tear down — known as soon
+		// as it is forked, even if it exits before a PTY is seen.
+		const [first] = readChildren(root)
+		if (first !== undefined) teardown.session ??= first
+		const shell = findPtyDescendant(root)
+		if (shell) {
+			teardown.session = readProcStat(shell.pid)?.session ?? teardown.session
+			return { shell, exited: false }
+		}
+		if (child.exitCode !== null || child.signalCode !== null) return { exited: true }
+		await new Promise((resolve) => setTimeout(resolve, SLAVE_SEARCH_INTERVAL_MS))
+	}
+	return { exited: false }
+}
+
+/** Sets the PTY size; failures are ignored (the terminal still works at the old size). */
+function runStty(slave: string, size: TerminalSize, env: Record<string, string>): Promise<void> {
+	return new Promise((resolve) => {
+		const stty = spawn(STTY_PATH, sttyArgv(slave, size), { env, stdio: 'ignore' })
+		stty.once('error', () => resolve())
+		stty.once('exit', () => resolve())
+	})
+}
+
+/** SIGKILL for the shell's kernel session and script's group, once. */
+class SessionTeardown {
+	session: number | undefined
+	#done = false
+	readonly #child: ChildProcess
+
+	constructor(child: ChildProcess) {
+		this.#child = child
+	}
+
+	run(): void {
+		if (this.#done) return
+		this.#done = true
+		if (this.session !== undefined) killSession(this.session)
+		const pid = this.#child.pid
+		if (pid === undefined) return
+		try {
+			// Detached, so script leads its own group.
+			process.kill(-pid, 'SIGKILL')
+		} catch {
+			// Already gone.
+		}
+	}
+}
+
+/** Output before `ready` is held (pausing the pipes past a bound); after it, sent with backpressure. */
+class TerminalOutput {
+	readonly #ctx: OpContext
+	readonly #streams: Readable[]
+	#pending: string[] | undefined = []
+	#pendingChars = 0
+
+	constructor(ctx: OpContext, streams: ReadonlyArray<Readable | null>) {
+		this.#ctx = ctx
+		this.#streams = streams.filter((stream) => stream !== null)
+		for (const stream of this.#streams) {
+			// Decodes across chunk boundaries, so a multi-byte character is never split into U+FFFD.
+			const decoder = new StringDecoder('utf8')
+			stream.on('data', (chunk: Buffer) => this.#emit(decoder.write(chunk)))
+			stream.on('end', () => this.#emit(decoder.end()))
+		}
+	}
+
+	start(): void {
+		const pending = this.#pending ?? []
+		this.#pending = undefined
+		for (const stream of this.#streams) stream.resume()
+		for (const data of pending) this.#emit(data)
+	}
+
+	#emit(data: string): void {
+		if (data === '' || this.#ctx.closed) return
+		if (this.#pending) {
+			this.#pending.push(data)
+			this.#pendingChars += data.length
+			if (this.#pendingChars > PENDING_OUTPUT_MAX_CHARS) this.#pause()
+			return
+		}
+		if (!this.#ctx.send({ type: 'data', data })) {
+			this.#pause()
+			this.#ctx.socket.once('drain', () => {
+				for (const stream of this.#streams) stream.resume()
+			})
+		}
+	}
+
+	#pause(): void {
+		for (const stream of this.#streams) stream.pause()
+	}
+}
+
+class LiveTerminal {
+	readonly #ctx: OpContext
+	readonly #child: ChildProcess
+	readonly #shell: { readonly pid: number; readonly slave: string } | undefined
+	readonly #env: Record<string, string>
+	readonly #teardown: SessionTeardown
+
+	constructor(
+		ctx: OpContext,
+		child: ChildProcess,
+		shell: { readonly pid: number; readonly slave: string } | undefined,
+		env: Record<string, string>,
+		teardown: SessionTeardown,
+	) {
+		this.#ctx = ctx
+		this.#child = child
+		this.#shell = shell
+		this.#env = env
+		this.#teardown = teardown
+	}
+
+	exited({ code, signal }: Exit): void {
+		this.#teardown.run()
+		if (this.#ctx.closed) return
+		const signalNumber = signal === null ? undefined : osConstants.signals[signal]
+		const exitCode = code ?? (signalNumber === undefined ? -1 : 128 + signalNumber)
+		this.#ctx.send({
+			type: 'exit',
+			exitCode,
+			...(signalNumber === undefined ? {} : { signal: signalNumber }),
+		})
+		this.#ctx.endStream()
+	}
+
+	handle(message: Record<string, unknown>): void {
+		switch (message.type) {
+			case 'input': {
+				const stdin = this.#child.stdin
+				if (typeof message.data !== 'string' || !stdin || stdin.destroyed) return
+				if (!stdin.write(message.data)) {
+					// Stop reading the connection until the PTY takes more.
+					this.#ctx.socket.pause()
+					stdin.once('drain', () => this.#ctx.socket.resume())
+				}
+				return
+			}
+			case 'resize': {
+				let size: TerminalSize
+				try {
+					size = parseTerminalSize(message)
+				} catch {
+					return
+				}
+				if (this.#shell) void runStty(this.#shell.slave, size, this.#env)
+				return
+			}
+			case 'kill':
+				this.#kill(terminalKillSignal(message.signal))
+				return
+		}
+	}
+
+	#kill(signal: NodeJS.Signals): void {
+		if (signal === 'SIGKILL') {
+			this.#teardown.run()
+			return
+		}
+		// The program, and script (which ends its session on TERM/INT); the exit then tears down.
+		for (const pid of [this.#shell?.pid ?? 0, -(this.#child.pid ?? 0)]) {
+			if (pid === 0) continue
+			try {
+				process.kill(pid, signal)
+			} catch {
+				// Already gone.
+			}
+		}
+	}
 }

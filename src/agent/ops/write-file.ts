@@ -1,6 +1,84 @@
+import { constants } from 'node:fs'
+import { type FileHandle, open, unlink } from 'node:fs/promises'
+import { basename, dirname, join } from 'node:path'
+import type { AgentConfig } from '../config.js'
+import { commitTemp, makeParents } from '../durable-commit.js'
+import { fsRefusal } from '../fs-refusal.js'
+import { resolveWritablePath } from '../jail.js'
 import type { OpHandler } from '../op-context.js'
 import { OpRefusal } from '../op-context.js'
+import { tempSiblingName } from '../temp-sibling.js'
+import { discardPart, writePart } from '../write-parts.js'
+import { parseWriteRequest } from '../write-request.js'
 
-export const writeFile: OpHandler = () => {
-	throw new OpRefusal('not_implemented')
+/**
+ * `write-file`: a whole body replaced atomically and durably, or one part of a chunked body, or the
+ * discard of a part sequence's temp file.
+ */
+export const writeFile: OpHandler = async (body, ctx) => {
+	const request = parseWriteRequest(body)
+	switch (request.kind) {
+		case 'discard':
+			await discardPart(ctx.config, request.path)
+			ctx.reply({ ok: true, bytesWritten: 0, discarded: true })
+			return
+		case 'part':
+			ctx.reply(await writePart(ctx.config, request))
+			return
+		case 'whole':
+			ctx.reply({
+				ok: true,
+				bytesWritten: await writeWhole(ctx.config, request.path, request.content),
+			})
+			return
+	}
+}
+
+/**
+ * Temp sibling (`O_EXCL`), write, verify size, then the durable commit. Any failure removes the
+ * temp file and leaves the target as it was.
+ */
+export async function writeWhole(
+	config: Pick<AgentConfig, 'workspace' | 'readRoots' | 'writeRoots'>,
+	path: string,
+	content: Buffer,
+): Promise<number> {
+	const target = resolveWritablePath(config, path)
+	const directory = dirname(target)
+	await makeParents(directory)
+	const temp = join(directory, tempSiblingName(basename(target)))
+	let handle: FileHandle
+	try {
+		handle = await open(
+			temp,
+			constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+			0o666,
+		)
+	} catch (error) {
+		throw fsRefusal(error)
+	}
+	let committing = false
+	try {
+		await writeAll(handle, content)
+		const { size } = await handle.stat()
+		if (size !== content.length) {
+			throw new OpRefusal(`write_short_write: wrote ${size} of ${content.length} bytes`)
+		}
+		committing = true
+		await commitTemp(handle, temp, target, directory)
+		return content.length
+	} catch (error) {
+		if (!committing) await handle.close().catch(() => undefined)
+		await unlink(temp).catch(() => undefined)
+		throw fsRefusal(error)
+	}
+}
+
+async function writeAll(handle: FileHandle, content: Buffer): Promise<void> {
+	let written = 0
+	while (written < content.length) {
+		const { bytesWritten } = await handle.write(content, written, content.length - written, written)
+		if (bytesWritten === 0) break
+		written += bytesWritten
+	}
 }

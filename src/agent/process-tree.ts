@@ -1,0 +1,165 @@
+/**
+ * Reading the process table through `/proc`: pure parsers for the kernel's text formats plus thin
+ * readers around them. Used to find a terminal's PTY slave and to tear down a whole kernel session
+ * (a job backgrounded with `&` is in the shell's session but not in any group we spawned).
+ */
+
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
+
+export interface ProcStat {
+	readonly pid: number
+	readonly comm: string
+	/** One-letter state (`R`, `S`, `Z`, …). */
+	readonly state: string
+	readonly ppid: number
+	readonly pgrp: number
+	readonly session: number
+	/** Encoded controlling terminal (`major << 8 | minor` with the high minor bits above bit 20). */
+	readonly ttyNr: number
+}
+
+/** Major number of Unix98 PTY slaves (`/dev/pts/N`). */
+export const PTY_SLAVE_MAJOR = 136
+
+/**
+ * Parses `/proc/<pid>/stat`. `comm` may hold spaces and parentheses, so fields are counted from the
+ * LAST `)`. Returns undefined for text that does not have the shape.
+ */
+export function parseProcStat(text: string): ProcStat | undefined {
+	const open = text.indexOf('(')
+	const close = text.lastIndexOf(')')
+	if (open < 1 || close < open) return undefined
+	const pid = Number(text.slice(0, open).trim())
+	const rest = text
+		.slice(close + 1)
+		.trim()
+		.split(/\s+/)
+	// After comm: state ppid pgrp session tty_nr …
+	const [state, ppid, pgrp, session, ttyNr] = rest
+	if (state === undefined || ttyNr === undefined) return undefined
+	const numbers = [pid, Number(ppid), Number(pgrp), Number(session), Number(ttyNr)]
+	if (!numbers.every((value) => Number.isSafeInteger(value))) return undefined
+	return {
+		pid,
+		comm: text.slice(open + 1, close),
+		state,
+		ppid: Number(ppid),
+		pgrp: Number(pgrp),
+		session: Number(session),
+		ttyNr: Number(ttyNr),
+	}
+}
+
+/** Decodes a `tty_nr` the way the kernel's `new_encode_dev` packs it. */
+export function decodeTtyNr(ttyNr: number): { readonly major: number; readonly minor: number } {
+	return { major: (ttyNr >> 8) & 0xfff, minor: (ttyNr & 0xff) | ((ttyNr >> 12) & 0xfff00) }
+}
+
+/** Parses `/proc/<pid>/task/<tid>/children`: space-separated pids. */
+export function parseChildrenList(text: string): number[] {
+	return text
+		.split(/\s+/)
+		.filter((entry) => /^\d+$/.test(entry))
+		.map(Number)
+}
+
+/** Whether a `readlink` of `/proc/<pid>/fd/0` names a PTY slave; returns that path or undefined. */
+export function ptySlaveFromLink(link: string): string | undefined {
+	return /^\/dev\/pts\/\d+$/.test(link) ? link : undefined
+}
+
+/** Pids of `stats` in `session`, never `exclude` (the agent itself) and never a zombie. */
+export function pidsInSession(
+	stats: Iterable<ProcStat>,
+	session: number,
+	exclude: ReadonlySet<number> = new Set(),
+): number[] {
+	const pids: number[] = []
+	for (const stat of stats) {
+		if (stat.session !== session || exclude.has(stat.pid) || stat.state === 'Z') continue
+		pids.push(stat.pid)
+	}
+	return pids
+}
+
+// ---- thin readers ------------------------------------------------------------------------------
+
+export function readProcStat(pid: number): ProcStat | undefined {
+	try {
+		return parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'))
+	} catch {
+		return undefined
+	}
+}
+
+/** Every process currently visible in `/proc` (those that vanish mid-scan are skipped). */
+export function readAllProcStats(): ProcStat[] {
+	const stats: ProcStat[] = []
+	for (const name of readdirSync('/proc')) {
+		if (!/^\d+$/.test(name)) continue
+		const stat = readProcStat(Number(name))
+		if (stat) stats.push(stat)
+	}
+	return stats
+}
+
+export function readChildren(pid: number): number[] {
+	try {
+		return parseChildrenList(readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8'))
+	} catch {
+		return []
+	}
+}
+
+/** The PTY slave `pid` has on stdin, from its fd link or (when that is unreadable) its `tty_nr`. */
+export function readPtySlave(pid: number): string | undefined {
+	try {
+		const slave = ptySlaveFromLink(readlinkSync(`/proc/${pid}/fd/0`))
+		if (slave) return slave
+	} catch {
+		// Fall through to tty_nr: fd links can be unreadable across a uid change.
+	}
+	const stat = readProcStat(pid)
+	if (!stat) return undefined
+	const { major, minor } = decodeTtyNr(stat.ttyNr)
+	return major === PTY_SLAVE_MAJOR ? `/dev/pts/${minor}` : undefined
+}
+
+/** Breadth-first search of `root`'s descendants for the first with a PTY slave on stdin. */
+export function findPtyDescendant(root: number): { pid: number; slave: string } | undefined {
+	const queue = readChildren(root)
+	const seen = new Set<number>()
+	while (queue.length > 0) {
+		const pid = queue.shift()
+		if (pid === undefined || seen.has(pid)) continue
+		seen.add(pid)
+		const slave = readPtySlave(pid)
+		if (slave) return { pid, slave }
+		queue.push(...readChildren(pid))
+	}
+	return undefined
+}
+
+/**
+ * SIGKILLs every process in kernel session `session` (never this process), repeating while a pass
+ * still finds some, since a dying shell can fork. Returns how many signals were sent.
+ */
+export function killSession(session: number, maxRounds = 5): number {
+	const self = readProcStat(process.pid)
+	// Never the agent's own session, nor the kernel's pseudo-session 0.
+	if (session <= 1 || session === self?.session) return 0
+	let signalled = 0
+	for (let round = 0; round < maxRounds; round++) {
+		const pids = pidsInSession(readAllProcStats(), session, new Set([process.pid]))
+		if (pids.length === 0) break
+		for (const pid of pids) {
+			try {
+				process.kill(pid, 'SIGKILL')
+				signalled++
+			} catch {
+				// Already gone.
+			}
+		}
+	}
+	return signalled
+}
