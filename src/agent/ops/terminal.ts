@@ -8,6 +8,7 @@ import { resolveWorkspaceDirectory } from '../jail.js'
 import type { OpContext, OpHandler } from '../op-context.js'
 import { OpRefusal } from '../op-context.js'
 import { findPtyDescendant, killSession, readChildren, readProcStat } from '../process-tree.js'
+import { registerShutdownHook } from '../shutdown-hooks.js'
 import {
 	parseTerminalRequest,
 	parseTerminalSize,
@@ -57,6 +58,9 @@ export const terminal: OpHandler = async (body, ctx) => {
 	// output of a program that finishes before the PTY is found.
 	const output = new TerminalOutput(ctx, [child.stdout, child.stderr])
 	ctx.onClose(() => teardown.run())
+	// process.exit on SIGTERM fires no socket close: the terminal must still die with the agent.
+	const unregisterShutdown = registerShutdownHook(() => teardown.run())
+	ctx.onClose(unregisterShutdown)
 	const spawnFailure = new Promise<Error>((resolve) => child.once('error', resolve))
 	// A broken stdin (script gone) surfaces as 'close'; never as an unhandled error.
 	child.stdin?.on('error', () => undefined)
