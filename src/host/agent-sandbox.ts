@@ -1,0 +1,341 @@
+/**
+ * The one `Sandbox` over a guest agent, reused by every tier: it adds to `AgentTransport` the
+ * contract's lifecycle — `busy` while any call is in flight, relative paths against `rootDir`,
+ * exec through `RemoteExecutionController`, ownership of every terminal and tcp connection it hands
+ * out, and an idempotent `destroy()` that aborts in-flight calls, kills and awaits what it owns,
+ * then releases the unit. After `destroy()` every call is refused with `SandboxDestroyedError`
+ * (members returning iterables refuse synchronously); after an unconfirmable cancellation the unit
+ * is retired and the handle fenced (`SandboxRetiredError`). No `setNetworkPolicy`: a tier that can
+ * enforce one adds it.
+ */
+import { posix } from 'node:path'
+import { SandboxDestroyedError, SandboxFileError } from '../contract/errors.js'
+import type { SandboxRetirementObservation } from '../contract/retirement.js'
+import type {
+	OpenTerminalOptions,
+	Sandbox,
+	SandboxDestroyOptions,
+	SandboxEnvironment,
+	SandboxExecOptions,
+	SandboxExecResult,
+	SandboxFileEntry,
+	SandboxListFilesOptions,
+	SandboxReadFileOptions,
+	SandboxReadFileStreamOptions,
+	SandboxStatus,
+	SandboxTcpConnection,
+	SandboxTcpConnectOptions,
+	SandboxWalkFilesOptions,
+	SandboxWriteFileOptions,
+	TerminalSession,
+} from '../contract/sandbox.js'
+import { walkFilesViaExec } from '../contract/walk-files-via-exec.js'
+import { agentExecutionAdapter } from './agent-execution-adapter.js'
+import {
+	SandboxRetiredError,
+	SandboxTcpTargetRefusedError,
+	tcpTargetRefusal,
+} from './agent-sandbox-errors.js'
+import type { AgentTcpConnection } from './agent-tcp-connection.js'
+import type { AgentTerminalSession } from './agent-terminal-session.js'
+import type { AgentTransport } from './agent-transport.js'
+import {
+	RemoteExecutionController,
+	type RemoteExecutionControllerOptions,
+} from './remote-execution-controller.js'
+import { RemoteCancellationUnknownError } from './remote-execution-errors.js'
+
+/** How long `destroy()` lets aborted in-flight calls settle before releasing the unit. */
+export const DESTROY_IN_FLIGHT_SETTLE_MS = 2000
+
+export interface AgentSandboxOptions {
+	readonly id: string
+	readonly transport: AgentTransport
+	/** Workspace root as the guest sees it; relative paths and `cwd`s resolve against it. */
+	readonly rootDir: string
+	readonly environment: SandboxEnvironment
+	/** `exec` timeout when a call names none. Default 5 min. */
+	readonly defaultTimeoutMs?: number
+	/** Frees the unit (process, VM, pod). Called once per successful `destroy()`. */
+	readonly release: (signal?: AbortSignal) => Promise<void>
+	/** Removes the whole unit after an unconfirmable cancellation. */
+	readonly retire?: (error: Error) => Promise<SandboxRetirementObservation>
+	/** Overrides of the execution controller's windows (tests shorten them). */
+	readonly execution?: Omit<RemoteExecutionControllerOptions, 'defaultExecutionTimeoutMs'>
+}
+
+function delay(ms: number): Promise<void> {
+	return new Promise((resolve) => setTimeout(resolve, ms).unref())
+}
+
+export class AgentSandbox implements Sandbox {
+	readonly id: string
+	readonly rootDir: string
+	readonly environment: SandboxEnvironment
+	readonly transport: AgentTransport
+	readonly #options: AgentSandboxOptions
+	readonly #controller: RemoteExecutionController
+	readonly #lifetime = new AbortController()
+	readonly #inFlight = new Set<Promise<unknown>>()
+	readonly #terminals = new Set<AgentTerminalSession>()
+	readonly #connections = new Set<AgentTcpConnection>()
+	#destroyed = false
+	#retirement: Promise<SandboxRetirementObservation> | undefined
+	#teardown: Promise<void> | undefined
+
+	constructor(options: AgentSandboxOptions) {
+		this.#options = options
+		this.id = options.id
+		this.rootDir = options.rootDir
+		this.environment = options.environment
+		this.transport = options.transport
+		this.#controller = new RemoteExecutionController(agentExecutionAdapter(options.transport), {
+			controlRequestTimeoutMs: options.transport.options.controlRequestTimeoutMs,
+			...options.execution,
+			...(options.defaultTimeoutMs === undefined
+				? {}
+				: { defaultExecutionTimeoutMs: options.defaultTimeoutMs }),
+		})
+	}
+
+	get status(): SandboxStatus {
+		if (this.#destroyed || this.#retirement) return 'destroyed'
+		return this.#inFlight.size > 0 ? 'busy' : 'ready'
+	}
+
+	/** What the retirement after an unconfirmable cancellation observed, once there was one. */
+	get retirement(): Promise<SandboxRetirementObservation> | undefined {
+		return this.#retirement
+	}
+
+	exec(
+		command: string,
+		args: readonly string[] = [],
+		options: SandboxExecOptions = {},
+	): Promise<SandboxExecResult> {
+		return this.#run('exec', options.signal, async (signal) => {
+			const { cwd } = options
+			return this.#guard(() =>
+				this.#controller.exec(command, args, {
+					...options,
+					signal,
+					...(cwd === undefined ? {} : { cwd: this.#resolve(cwd) }),
+				}),
+			)
+		})
+	}
+
+	writeFile(
+		path: string,
+		content: string | Uint8Array,
+		options: SandboxWriteFileOptions = {},
+	): Promise<void> {
+		return this.#run('writeFile', options.signal, (signal) =>
+			this.transport.writeFile(this.#resolve(path), content, signal),
+		)
+	}
+
+	readFile(path: string, options: SandboxReadFileOptions = {}): Promise<Buffer> {
+		return this.#run('readFile', options.signal, (signal) =>
+			this.transport.readFile(this.#resolve(path), { ...options, signal }),
+		)
+	}
+
+	readFileStream(path: string, options: SandboxReadFileStreamOptions = {}): AsyncIterable<Buffer> {
+		this.#admit('readFileStream')
+		const resolved = this.#resolve(path)
+		return this.#track('readFileStream', options.signal, (signal) =>
+			this.transport.readFileStream(resolved, { ...options, signal }),
+		)
+	}
+
+	listFiles(
+		rootPath: string,
+		options: SandboxListFilesOptions = {},
+	): Promise<readonly SandboxFileEntry[]> {
+		return this.#run('listFiles', options.signal, async (signal) => {
+			try {
+				return await this.transport.listFiles(this.#resolve(rootPath), signal)
+			} catch (error) {
+				if (error instanceof SandboxFileError && error.code === 'ENOENT') return []
+				throw error
+			}
+		})
+	}
+
+	walkFiles(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry> {
+		this.#admit('walkFiles')
+		const resolved = this.#resolve(rootPath)
+		return this.#track('walkFiles', options.signal, (signal) =>
+			walkFilesViaExec(
+				(command, args, execOptions) => this.exec(command, args, execOptions),
+				resolved,
+				{ ...options, signal },
+			),
+		)
+	}
+
+	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession> {
+		return this.#run('openTerminal', options.signal, async (signal) => {
+			const session = await this.transport.openTerminal(
+				{
+					...(options.command === undefined ? {} : { command: options.command }),
+					...(options.args === undefined ? {} : { args: options.args }),
+					...(options.cwd === undefined ? {} : { cwd: this.#resolve(options.cwd) }),
+					...(options.env === undefined ? {} : { env: options.env }),
+					cols: options.size.cols,
+					rows: options.size.rows,
+				},
+				signal,
+			)
+			return this.#own(session, this.#terminals, 'openTerminal', () => session.close())
+		})
+	}
+
+	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection> {
+		return this.#run('openTcpConnection', options.signal, async (signal) => {
+			const host = options.host ?? '127.0.0.1'
+			const refusal = tcpTargetRefusal(host, options.port)
+			if (refusal !== undefined) throw new SandboxTcpTargetRefusedError(host, options.port, refusal)
+			const connection = await this.transport.openTcpConnection(
+				{ host: host === '::1' ? '::1' : '127.0.0.1', port: options.port },
+				signal,
+			)
+			return this.#own(connection, this.#connections, 'openTcpConnection', () => connection.close())
+		})
+	}
+
+	/** Idempotent; concurrent calls share one teardown. A failed teardown may be retried. */
+	destroy(options: SandboxDestroyOptions = {}): Promise<void> {
+		if (!this.#teardown) {
+			this.#destroyed = true
+			const teardown = this.#tearDown(options.signal)
+			this.#teardown = teardown
+			teardown.catch(() => {
+				if (this.#teardown === teardown) this.#teardown = undefined
+			})
+		}
+		return this.#teardown
+	}
+
+	async #tearDown(signal: AbortSignal | undefined): Promise<void> {
+		this.#lifetime.abort(new SandboxDestroyedError(this.id, 'in-flight call'))
+		// Aborted execs resolve as aborted once the guest confirms; give them a bounded moment.
+		await Promise.race([
+			Promise.allSettled([...this.#inFlight]),
+			delay(DESTROY_IN_FLIGHT_SETTLE_MS),
+		])
+		await Promise.all([
+			...[...this.#terminals].map((session) => session.close()),
+			...[...this.#connections].map((connection) => connection.close()),
+		])
+		this.#terminals.clear()
+		this.#connections.clear()
+		await this.#options.release(signal)
+	}
+
+	#resolve(path: string): string {
+		return posix.isAbsolute(path) ? path : posix.resolve(this.rootDir, path)
+	}
+
+	#admit(operation: string): void {
+		if (this.#destroyed) throw new SandboxDestroyedError(this.id, operation)
+		if (this.#retirement) throw new SandboxRetiredError(this.id, operation)
+	}
+
+	/** The caller's signal joined with the sandbox's lifetime (aborted by `destroy()`). */
+	#signal(caller: AbortSignal | undefined): AbortSignal {
+		return caller ? AbortSignal.any([caller, this.#lifetime.signal]) : this.#lifetime.signal
+	}
+
+	async #run<T>(
+		operation: string,
+		caller: AbortSignal | undefined,
+		call: (signal: AbortSignal) => Promise<T>,
+	): Promise<T> {
+		this.#admit(operation)
+		const pending = call(this.#signal(caller))
+		this.#inFlight.add(pending)
+		try {
+			return await pending
+		} finally {
+			this.#inFlight.delete(pending)
+		}
+	}
+
+	async *#track<T>(
+		operation: string,
+		caller: AbortSignal | undefined,
+		open: (signal: AbortSignal) => AsyncIterable<T>,
+	): AsyncGenerator<T, void, undefined> {
+		this.#admit(operation)
+		let finish: () => void = () => {}
+		const pending = new Promise<void>((resolve) => {
+			finish = resolve
+		})
+		this.#inFlight.add(pending)
+		try {
+			yield* this.#guardIterable(open(this.#signal(caller)))
+		} finally {
+			this.#inFlight.delete(pending)
+			finish()
+		}
+	}
+
+	async *#guardIterable<T>(iterable: AsyncIterable<T>): AsyncGenerator<T, void, undefined> {
+		try {
+			yield* iterable
+		} catch (error) {
+			if (error instanceof RemoteCancellationUnknownError) await this.#retire(error)
+			throw error
+		}
+	}
+
+	async #guard<T>(call: () => Promise<T>): Promise<T> {
+		try {
+			return await call()
+		} catch (error) {
+			if (error instanceof RemoteCancellationUnknownError) await this.#retire(error)
+			throw error
+		}
+	}
+
+	/** Retires the unit once (later errors share the observation), records it, fences the handle. */
+	async #retire(error: RemoteCancellationUnknownError): Promise<void> {
+		if (error.retirement) return
+		if (!this.#retirement) {
+			const retire = this.#options.retire
+			this.#retirement = retire
+				? retire(error).catch(
+						(failure: unknown): SandboxRetirementObservation => ({
+							accepted: false,
+							error: failure instanceof Error ? failure : new Error(String(failure)),
+						}),
+					)
+				: Promise.resolve({ accepted: false, reason: 'retirement-unavailable' })
+		}
+		error.retirement = await this.#retirement
+	}
+
+	/** Registers a terminal or connection, or closes it if the sandbox went away meanwhile. */
+	async #own<T extends { readonly closed?: Promise<void>; readonly exited?: Promise<unknown> }>(
+		resource: T,
+		owned: Set<T>,
+		operation: string,
+		close: () => Promise<unknown>,
+	): Promise<T> {
+		if (this.#destroyed || this.#retirement) {
+			await close()
+			this.#admit(operation)
+		}
+		owned.add(resource)
+		const done = resource.exited ?? resource.closed
+		void done?.then(() => owned.delete(resource))
+		return resource
+	}
+}
+
+/** Builds the agent-backed `Sandbox` every tier hands out. */
+export function createAgentSandbox(options: AgentSandboxOptions): AgentSandbox {
+	return new AgentSandbox(options)
+}

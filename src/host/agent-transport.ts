@@ -1,0 +1,298 @@
+/**
+ * The host's client of one guest agent. Every request dials a fresh connection (so a resumed or
+ * restarted guest costs nothing extra), carries the handle's token on `tcp`, and is held to the
+ * wire's reply discipline (`exchange.ts`). Files travel base64; a `writeFile` body too large for
+ * one frame goes in sequential parts when the guest advertises `write-file-parts`; a whole-file
+ * `readFile` streams when the guest advertises `read-file-stream`. Guest features are read once
+ * per transport from `healthz`.
+ */
+import type { SandboxFileEntry } from '../contract/sandbox.js'
+import { encodeFrame, FRAME_HEADER_BYTES } from '../wire/frame.js'
+import type { ExecuteRequest, TcpConnectRequest, TerminalRequest } from '../wire/protocol.js'
+import {
+	listFilesThroughAgent,
+	readFileStreamThroughAgent,
+	readFileThroughAgent,
+} from './agent-file-read.js'
+import { writeFileThroughAgent } from './agent-file-write.js'
+import type { SandboxAgentHandle } from './agent-handle.js'
+import { AgentTcpConnection } from './agent-tcp-connection.js'
+import { AgentTerminalSession } from './agent-terminal-session.js'
+import {
+	type AgentTransportOptions,
+	GUEST_FRAME_LIMIT_BYTES,
+	type ResolvedAgentTransportOptions,
+	resolveAgentTransportOptions,
+	TCP_PREAUTH_FRAME_LIMIT_BYTES,
+} from './agent-transport-options.js'
+import { dialAgent } from './dial.js'
+import { readSingleReply, readStreamEvents, refusalError, refusalOf } from './exchange.js'
+import { FrameChannel } from './frame-channel.js'
+import { type AgentHealth, parseHealthzReply } from './healthz-reply.js'
+import { RemoteProtocolError } from './remote-execution-errors.js'
+import { AgentFrameTooLargeError, AgentPreauthFrameTooLargeError } from './transport-errors.js'
+
+export interface AgentRequestOptions {
+	readonly signal?: AbortSignal
+	/** Silence bound for this exchange; 0 disables. Default `readIdleTimeoutMs`. */
+	readonly idleTimeoutMs?: number
+}
+
+export interface AgentReadFileOptions {
+	readonly offset?: number
+	readonly length?: number
+	readonly signal?: AbortSignal
+}
+
+function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+	if (!signal) return promise
+	return new Promise((resolve, reject) => {
+		const onAbort = () => reject(signal.reason)
+		if (signal.aborted) {
+			onAbort()
+			return
+		}
+		signal.addEventListener('abort', onAbort, { once: true })
+		promise.then(
+			(value) => {
+				signal.removeEventListener('abort', onAbort)
+				resolve(value)
+			},
+			(error: unknown) => {
+				signal.removeEventListener('abort', onAbort)
+				reject(error)
+			},
+		)
+	})
+}
+
+export class AgentTransport {
+	readonly handle: SandboxAgentHandle
+	readonly options: ResolvedAgentTransportOptions
+	#features: Promise<ReadonlySet<string>> | undefined
+
+	constructor(handle: SandboxAgentHandle, options: AgentTransportOptions = {}) {
+		this.handle = handle
+		this.options = resolveAgentTransportOptions(options)
+	}
+
+	/** Largest request frame payload the guest accepts from this handle. */
+	get frameLimitBytes(): number {
+		return this.handle.kind === 'tcp' ? TCP_PREAUTH_FRAME_LIMIT_BYTES : GUEST_FRAME_LIMIT_BYTES
+	}
+
+	get #token(): string | undefined {
+		return this.handle.kind === 'tcp' ? this.handle.token : undefined
+	}
+
+	#envelope(op: string, body: unknown): object {
+		const token = this.#token
+		const base = body === undefined ? { op } : { op, body }
+		return token === undefined ? base : { ...base, token }
+	}
+
+	/** Payload bytes of the envelope `request(op, body)` would send (token included, never shown). */
+	encodedRequestBytes(op: string, body: unknown): number {
+		return Buffer.byteLength(JSON.stringify(this.#envelope(op, body)), 'utf8')
+	}
+
+	/** Encodes an envelope, refusing (before any dial) one the guest could not accept. */
+	#encode(envelope: object): Buffer {
+		const frame = encodeFrame(envelope)
+		const payloadBytes = frame.length - FRAME_HEADER_BYTES
+		const limit = this.frameLimitBytes
+		if (payloadBytes <= limit) return frame
+		if (this.handle.kind === 'tcp') throw new AgentPreauthFrameTooLargeError(payloadBytes, limit)
+		throw new AgentFrameTooLargeError(
+			`request frame of ${payloadBytes} bytes exceeds the guest frame limit of ${limit} bytes (NAMZU_AGENT_MAX_FRAME_BYTES)`,
+			payloadBytes,
+			limit,
+		)
+	}
+
+	async #open(op: string, frame: Buffer, signal: AbortSignal | undefined): Promise<FrameChannel> {
+		const socket = await dialAgent(this.handle, this.options, signal)
+		const channel = new FrameChannel(socket, op)
+		channel.sendEncoded(frame)
+		return channel
+	}
+
+	/** One request-shaped exchange; answers the raw reply, refusals included. */
+	async request(
+		op: string,
+		body: unknown,
+		options: AgentRequestOptions = {},
+	): Promise<Record<string, unknown>> {
+		return this.#requestFrame(op, this.#encode(this.#envelope(op, body)), options)
+	}
+
+	async #requestFrame(
+		op: string,
+		frame: Buffer,
+		options: AgentRequestOptions,
+	): Promise<Record<string, unknown>> {
+		options.signal?.throwIfAborted()
+		const channel = await this.#open(op, frame, options.signal)
+		const unbind = channel.bindSignal(options.signal)
+		channel.setIdleTimeout(options.idleTimeoutMs ?? this.options.readIdleTimeoutMs)
+		try {
+			return await readSingleReply(channel)
+		} finally {
+			unbind()
+			if (!channel.isClosed) channel.destroy()
+		}
+	}
+
+	/** A request-shaped exchange whose `{ ok: false }` answer is thrown as a named refusal. */
+	async call(
+		op: string,
+		body: unknown,
+		options: AgentRequestOptions = {},
+	): Promise<Record<string, unknown>> {
+		const reply = await this.request(op, body, options)
+		const refusal = refusalOf(reply)
+		if (refusal !== undefined) throw refusalError(op, refusal)
+		return reply
+	}
+
+	/** A stream-shaped exchange: each event until the terminator. Breaking out closes the connection. */
+	async *stream(
+		op: string,
+		body: unknown,
+		options: AgentRequestOptions = {},
+	): AsyncGenerator<Record<string, unknown>, void, undefined> {
+		const frame = this.#encode(this.#envelope(op, body))
+		options.signal?.throwIfAborted()
+		const channel = await this.#open(op, frame, options.signal)
+		const unbind = channel.bindSignal(options.signal)
+		channel.setIdleTimeout(options.idleTimeoutMs ?? this.options.readIdleTimeoutMs)
+		try {
+			for await (const event of readStreamEvents(channel)) {
+				const refusal = refusalOf(event)
+				if (refusal !== undefined) throw refusalError(op, refusal)
+				yield event
+			}
+		} finally {
+			unbind()
+			if (!channel.isClosed) channel.destroy()
+		}
+	}
+
+	/** Opens a long-lived two-way op (terminal, tcp-connect) and waits for its `ready`. */
+	async #openDuplex(op: string, body: unknown, signal?: AbortSignal): Promise<FrameChannel> {
+		const frame = this.#encode(this.#envelope(op, body))
+		signal?.throwIfAborted()
+		const channel = await this.#open(op, frame, signal)
+		const unbind = channel.bindSignal(signal)
+		channel.setIdleTimeout(this.options.readIdleTimeoutMs)
+		try {
+			const first = await channel.read()
+			if (first.kind === 'closed') {
+				throw (
+					first.error ??
+					new RemoteProtocolError(`${op}: the guest closed the connection before ready`)
+				)
+			}
+			if (first.kind !== 'frame') throw new RemoteProtocolError(`${op}: stream ended before ready`)
+			const refusal =
+				refusalOf(first.message) ??
+				(first.message.type === 'error'
+					? String(first.message.error ?? 'unspecified refusal')
+					: undefined)
+			if (refusal !== undefined) throw refusalError(op, refusal)
+			if (first.message.type !== 'ready') {
+				throw new RemoteProtocolError(`${op}: expected ready, got ${String(first.message.type)}`)
+			}
+		} catch (error) {
+			channel.destroy()
+			throw error
+		} finally {
+			unbind()
+		}
+		// A quiet terminal or tcp connection is not a failure; the owner ends it.
+		channel.setIdleTimeout(0)
+		return channel
+	}
+
+	// ---- health ---------------------------------------------------------------------------------
+
+	/** `healthz`, strictly validated (ok true, protocol version exactly 2). */
+	async healthz(signal?: AbortSignal): Promise<AgentHealth> {
+		const reply = await this.request('healthz', undefined, signal ? { signal } : {})
+		return parseHealthzReply(reply)
+	}
+
+	/** The guest's advertised features, read once per transport (a failed read is retried). */
+	features(signal?: AbortSignal): Promise<ReadonlySet<string>> {
+		if (!this.#features) {
+			const pending = this.healthz().then((health) => new Set(health.features))
+			this.#features = pending
+			pending.catch(() => {
+				if (this.#features === pending) this.#features = undefined
+			})
+		}
+		return raceSignal(this.#features, signal)
+	}
+
+	// ---- files (agent-file-write.ts, agent-file-read.ts) --------------------------------------
+
+	/**
+	 * Writes `data` to `path` atomically: refused above `maxWriteFileBytes`, one request when it
+	 * fits a frame, otherwise sequential parts to a guest advertising `write-file-parts`.
+	 */
+	writeFile(path: string, data: string | Uint8Array, signal?: AbortSignal): Promise<void> {
+		return writeFileThroughAgent(this, path, data, signal)
+	}
+
+	/** A slice (ranged `read-file`) or the whole file (streamed when the guest can). */
+	readFile(path: string, options: AgentReadFileOptions = {}): Promise<Buffer> {
+		return readFileThroughAgent(this, path, options)
+	}
+
+	/** The file as ordered chunks; breaking the loop or aborting closes the connection. */
+	readFileStream(
+		path: string,
+		options: AgentReadFileOptions = {},
+	): AsyncGenerator<Buffer, void, undefined> {
+		return readFileStreamThroughAgent(this, path, options)
+	}
+
+	/** Recursive regular files under `path` (op `list-files`). */
+	listFiles(path: string, signal?: AbortSignal): Promise<SandboxFileEntry[]> {
+		return listFilesThroughAgent(this, path, signal)
+	}
+
+	// ---- executions -----------------------------------------------------------------------------
+
+	reserveExecution(signal: AbortSignal): Promise<Record<string, unknown>> {
+		return this.request('reserve-execution', {}, { signal })
+	}
+
+	cancelExecution(executionId: string, signal: AbortSignal): Promise<Record<string, unknown>> {
+		return this.request('cancel-execution', { executionId }, { signal })
+	}
+
+	/** The `execute` event stream; no idle bound (a command may be silent), the signal ends it. */
+	execute(
+		request: ExecuteRequest,
+		signal: AbortSignal,
+	): AsyncGenerator<Record<string, unknown>, void, undefined> {
+		return this.stream('execute', request, { signal, idleTimeoutMs: 0 })
+	}
+
+	// ---- terminals and tcp ----------------------------------------------------------------------
+
+	async openTerminal(
+		request: TerminalRequest,
+		signal?: AbortSignal,
+	): Promise<AgentTerminalSession> {
+		return new AgentTerminalSession(await this.#openDuplex('terminal', request, signal))
+	}
+
+	async openTcpConnection(
+		request: TcpConnectRequest,
+		signal?: AbortSignal,
+	): Promise<AgentTcpConnection> {
+		return new AgentTcpConnection(await this.#openDuplex('tcp-connect', request, signal))
+	}
+}

@@ -1,0 +1,150 @@
+/**
+ * Establishes one connection to a guest agent, retrying inside a budget: the agent of a sandbox
+ * that is still booting (or resuming) is simply not listening yet. Each attempt is bounded by
+ * `connectTimeoutMs`; attempts are `connectRetryIntervalMs` apart and only start inside
+ * `connectRetryBudgetMs`; `permanentDialFailure` stops the loop early. Gives up with `AgentDialFailedError` (cause = the last error) only when no
+ * socket was ever established; an abort rejects with the signal's reason at any point.
+ */
+import { connect, type Socket } from 'node:net'
+import { performance } from 'node:perf_hooks'
+import type { SandboxAgentHandle } from './agent-handle.js'
+import { type AgentDialEvent, TCP_KEEPALIVE_MS } from './agent-transport-options.js'
+import { AgentDialFailedError } from './transport-errors.js'
+import { performVsockHandshake } from './vsock-handshake.js'
+
+export interface DialOptions {
+	readonly connectTimeoutMs: number
+	readonly connectRetryBudgetMs: number
+	readonly connectRetryIntervalMs: number
+	readonly permanentDialFailure: (error: Error) => boolean
+	readonly onDial?: (event: AgentDialEvent) => void
+}
+
+export class ConnectTimeoutError extends Error {
+	override readonly name = 'ConnectTimeoutError'
+	readonly code = 'ETIMEDOUT'
+
+	constructor(timeoutMs: number) {
+		super(`connect attempt timed out after ${timeoutMs} ms`)
+	}
+}
+
+function abortReason(signal: AbortSignal): Error {
+	const reason: unknown = signal.reason
+	return reason instanceof Error ? reason : new DOMException('aborted', 'AbortError')
+}
+
+function openSocket(handle: SandboxAgentHandle): Socket {
+	switch (handle.kind) {
+		case 'unix':
+			return connect({ path: handle.path })
+		case 'vsock':
+			return connect({ path: handle.udsPath })
+		case 'tcp':
+			return connect({ host: handle.host, port: handle.port })
+	}
+}
+
+/** One attempt: connect (plus the vsock preamble), bounded by `timeoutMs` and `signal`. */
+export function connectOnce(
+	handle: SandboxAgentHandle,
+	timeoutMs: number,
+	signal?: AbortSignal,
+): Promise<Socket> {
+	return new Promise((resolve, reject) => {
+		if (signal?.aborted) {
+			reject(abortReason(signal))
+			return
+		}
+		const socket = openSocket(handle)
+		let settled = false
+		const finish = (error?: Error) => {
+			if (settled) return
+			settled = true
+			clearTimeout(timer)
+			signal?.removeEventListener('abort', onAbort)
+			socket.off('error', onError)
+			if (error) {
+				socket.destroy()
+				reject(error)
+			} else {
+				resolve(socket)
+			}
+		}
+		const onAbort = () => finish(signal ? abortReason(signal) : new Error('aborted'))
+		const onError = (error: Error) => finish(error)
+		const timer = setTimeout(() => finish(new ConnectTimeoutError(timeoutMs)), timeoutMs)
+		signal?.addEventListener('abort', onAbort, { once: true })
+		socket.on('error', onError)
+		socket.once('connect', () => {
+			if (handle.kind === 'tcp') {
+				socket.setKeepAlive(true, TCP_KEEPALIVE_MS)
+				socket.setNoDelay(true)
+			}
+			if (handle.kind !== 'vsock') {
+				finish()
+				return
+			}
+			performVsockHandshake(socket, handle.port).then(
+				() => finish(),
+				(error: Error) => finish(error),
+			)
+		})
+	})
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+	return new Promise((resolve, reject) => {
+		if (signal?.aborted) {
+			reject(abortReason(signal))
+			return
+		}
+		const onAbort = () => {
+			clearTimeout(timer)
+			reject(signal ? abortReason(signal) : new Error('aborted'))
+		}
+		const timer = setTimeout(() => {
+			signal?.removeEventListener('abort', onAbort)
+			resolve()
+		}, ms)
+		signal?.addEventListener('abort', onAbort, { once: true })
+	})
+}
+
+/** Dials with retries; see the module comment for the rules. */
+export async function dialAgent(
+	handle: SandboxAgentHandle,
+	options: DialOptions,
+	signal?: AbortSignal,
+): Promise<Socket> {
+	const started = performance.now()
+	let attempts = 0
+	for (;;) {
+		attempts++
+		// Attempts only START inside the budget; each gets its full connect bound, so the worst case
+		// is the budget plus one connectTimeoutMs, and no attempt is starved into a false timeout.
+		try {
+			const socket = await connectOnce(handle, options.connectTimeoutMs, signal)
+			options.onDial?.({
+				handleKind: handle.kind,
+				attempts,
+				durationMs: performance.now() - started,
+			})
+			return socket
+		} catch (caught) {
+			if (signal?.aborted) throw abortReason(signal)
+			const error = caught instanceof Error ? caught : new Error(String(caught))
+			const spent = performance.now() - started
+			if (options.permanentDialFailure(error)) {
+				throw new AgentDialFailedError(handle.kind, attempts, spent, {
+					cause: error,
+					permanent: true,
+				})
+			}
+			if (spent + options.connectRetryIntervalMs >= options.connectRetryBudgetMs) {
+				throw new AgentDialFailedError(handle.kind, attempts, spent, { cause: error })
+			}
+			await sleep(options.connectRetryIntervalMs, signal)
+		}
+	}
+}
