@@ -2,7 +2,7 @@
 // CommonJS file (esbuild → dist/agent.cjs) that runs on a plain `node` inside any guest.
 // `--agent-only` rebuilds just the bundle, atomically, so running tests are never left without it.
 import { spawnSync } from 'node:child_process'
-import { chmodSync, mkdirSync, renameSync, rmSync } from 'node:fs'
+import { chmodSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
@@ -11,7 +11,12 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const agentOnly = process.argv.includes('--agent-only')
 
 if (!agentOnly) {
-	rmSync(join(root, 'dist'), { recursive: true, force: true })
+	// Clear stale output, but keep the agent bundle in place until its replacement is renamed over
+	// it: tests that are running elsewhere keep a working agent throughout.
+	mkdirSync(join(root, 'dist'), { recursive: true })
+	for (const entry of readdirSync(join(root, 'dist'))) {
+		if (entry !== 'agent.cjs') rmSync(join(root, 'dist', entry), { recursive: true, force: true })
+	}
 	const tsc = spawnSync(
 		process.execPath,
 		[join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],

@@ -55,6 +55,9 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 	const tail = new StderrTail()
 	let status: ChildExit | undefined
 	const child = spawn(program, args, {
+		// Its own process group: a terminal's Ctrl-C is for the host program, which cancels through
+		// the AbortSignal; it must not kill the sandbox out from under that cancellation.
+		detached: true,
 		cwd: spec.cwd,
 		env: { ...spec.env },
 		stdio:
