@@ -1,2 +1,26 @@
-// Public surface of @namzu/sandbox/testing (owned by the conformance work).
-export {}
+// Public surface of @namzu/sandbox/testing: the Sandbox contract suite and a framework-free harness.
+export type {
+	ConformanceAssertion,
+	ConformanceCaseContext,
+	ConformanceDescribe,
+	ConformanceExpect,
+	ConformanceFramework,
+	ConformanceIt,
+	ConformanceTestFn,
+} from './conformance-framework.js'
+export { ConformanceAssertionError, createMinimalExpect } from './minimal-expect.js'
+export type {
+	RecordedCase,
+	RecordedOutcome,
+	RecordingHarness,
+	RecordingHarnessOptions,
+} from './recording-harness.js'
+export { ConformanceCaseTimeoutError, createRecordingHarness } from './recording-harness.js'
+export type {
+	ConformanceSandbox,
+	GuestListenerCommand,
+	MakeSandbox,
+	OptionalSandboxMember,
+	SandboxConformanceOptions,
+} from './sandbox-conformance.js'
+export { defineSandboxConformance, SANDBOX_CONTRACT_VERSION } from './sandbox-conformance.js'
