@@ -49,7 +49,9 @@ async function measureSandboxRuntime(n) {
 			filesystem: { denyRead: [], allowWrite: [dir], denyWrite: [] },
 		})
 		const wrapped = await SandboxManager.wrapWithSandbox('true')
-		const samples = await timeEach(n, () => spawnAndWait('/bin/bash', ['-c', wrapped], { cwd: dir }))
+		const samples = await timeEach(n, () =>
+			spawnAndWait('/bin/bash', ['-c', wrapped], { cwd: dir }),
+		)
 		return summarize(samples)
 	} finally {
 		await SandboxManager.reset()

@@ -53,6 +53,7 @@ export function argInt(name, fallback) {
 	const index = process.argv.indexOf(`--${name}`)
 	if (index === -1) return fallback
 	const value = Number(process.argv[index + 1])
-	if (!Number.isSafeInteger(value) || value <= 0) throw new Error(`--${name} needs a positive integer`)
+	if (!Number.isSafeInteger(value) || value <= 0)
+		throw new Error(`--${name} needs a positive integer`)
 	return value
 }

@@ -112,6 +112,10 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 			if (answered || closed) return true
 			return socket.write(encodeFrame(event))
 		},
+		sendFrame(frame) {
+			if (answered || closed) return true
+			return socket.write(frame)
+		},
 		endStream() {
 			if (answered || closed) return
 			answered = true

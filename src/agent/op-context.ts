@@ -17,6 +17,8 @@ export interface OpContext {
 	 * true — there will be no `drain`; check `closed` to stop producing.
 	 */
 	send(event: object): boolean
+	/** One already-encoded event frame (bulk data built by `encodeBase64DataFrame`). Same rules as `send`. */
+	sendFrame(frame: Buffer): boolean
 	/** Ends a stream-shaped answer: the zero-length terminator, then close. */
 	endStream(): void
 	/** Later frames from the peer on this connection (terminal input, tcp data, …). */

@@ -191,8 +191,16 @@ export interface Sandbox {
 	walkFiles?(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry>
 	/** A backend that cannot enforce a policy omits this; it never accepts and ignores. */
 	setNetworkPolicy?(policy: SandboxNetworkPolicy): Promise<void>
-	/** Present only when the whole terminal process tree is confined and owned by this sandbox. */
+	/**
+	 * A real PTY whose whole process tree is confined to and owned by this sandbox; `destroy()` kills
+	 * and awaits every terminal it returned. A backend that cannot provide that omits the method; it
+	 * never throws instead.
+	 */
 	openTerminal?(options: OpenTerminalOptions): Promise<TerminalSession>
+	/**
+	 * Connects to a loopback service inside THIS sandbox; egress policy is unchanged. A backend that
+	 * cannot keep that same-sandbox boundary omits the method.
+	 */
 	openTcpConnection?(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection>
 	/** Releases everything; idempotent. Every later call throws `SandboxDestroyedError`. */
 	destroy(options?: SandboxDestroyOptions): Promise<void>

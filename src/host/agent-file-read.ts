@@ -6,7 +6,9 @@
  * is dialed. Guest refusals become the contract's file errors.
  */
 import type { SandboxFileEntry } from '../contract/sandbox.js'
+import { decodeBase64 } from '../wire/base64-pieces.js'
 import { READ_FILE_STREAM_FEATURE } from '../wire/features.js'
+import { dataEventTextBytes } from '../wire/frame.js'
 import type { AgentReadFileOptions, AgentTransport } from './agent-transport.js'
 import { ByteCollector } from './byte-collector.js'
 import { asFileError, fileRefusalError } from './file-refusal.js'
@@ -36,8 +38,8 @@ export async function readFileThroughAgent(
 	if (ranged && !streams) throw new AgentReadFileStreamUnsupportedError('readFile')
 	if (!ranged && streams) {
 		const collector = new ByteCollector()
-		for await (const chunk of streamFile(transport, 'readFile', path, {}, signal, collector)) {
-			collector.push(chunk)
+		// Chunks are decoded straight into the collector, so nothing is yielded here.
+		for await (const _ of streamFile(transport, 'readFile', path, {}, signal, collector)) {
 		}
 		return collector.toBuffer()
 	}
@@ -88,8 +90,16 @@ async function* streamFile(
 		for await (const event of events) {
 			if (event.type === 'meta') {
 				if (typeof event.length === 'number') collector?.expect(event.length)
-			} else if (event.type === 'data' && typeof event.data === 'string') {
-				const chunk = Buffer.from(event.data, 'base64')
+			} else if (
+				event.type === 'data' &&
+				(dataEventTextBytes(event) || typeof event.data === 'string')
+			) {
+				const ascii = dataEventTextBytes(event) ?? Buffer.from(String(event.data), 'latin1')
+				if (collector) {
+					received += collector.pushBase64(ascii)
+					continue
+				}
+				const chunk = decodeBase64(ascii)
 				received += chunk.length
 				yield chunk
 			} else if (event.type === 'end') {

@@ -8,6 +8,7 @@
  * is retired and the handle fenced (`SandboxRetiredError`). No `setNetworkPolicy`: a tier that can
  * enforce one adds it.
  */
+import { setMaxListeners } from 'node:events'
 import { posix } from 'node:path'
 import { SandboxDestroyedError, SandboxFileError } from '../contract/errors.js'
 import type { SandboxRetirementObservation } from '../contract/retirement.js'
@@ -84,6 +85,9 @@ export class AgentSandbox implements Sandbox {
 	#teardown: Promise<void> | undefined
 
 	constructor(options: AgentSandboxOptions) {
+		// Every in-flight call listens on the lifetime signal (destroy aborts them all); any number of
+		// concurrent calls is legitimate, so the default 10-listener warning would be a false alarm.
+		setMaxListeners(0, this.#lifetime.signal)
 		this.#options = options
 		this.id = options.id
 		this.rootDir = options.rootDir

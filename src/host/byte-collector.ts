@@ -3,6 +3,8 @@
  * copied straight into one allocation (so a 384 MiB read holds the file once, not twice); a
  * stream that overruns or lacks the announcement falls back to a chunk list.
  */
+import { decodeBase64, decodeBase64Into, decodedBase64Length } from '../wire/base64-pieces.js'
+
 export class ByteCollector {
 	#buffer: Buffer | undefined
 	#written = 0
@@ -28,6 +30,22 @@ export class ByteCollector {
 		}
 		this.#chunks.push(chunk)
 		this.#written += chunk.length
+	}
+
+	/**
+	 * Decodes base64 text (given as its ASCII bytes) straight into the announced buffer when it
+	 * fits; returns the decoded length.
+	 */
+	pushBase64(ascii: Buffer): number {
+		const buffer = this.#buffer
+		if (buffer && this.#written + decodedBase64Length(ascii) <= buffer.length) {
+			const written = decodeBase64Into(buffer, this.#written, ascii)
+			this.#written += written
+			return written
+		}
+		const chunk = decodeBase64(ascii)
+		this.push(chunk)
+		return chunk.length
 	}
 
 	get byteLength(): number {

@@ -3,6 +3,9 @@
  * then that many bytes of UTF-8 JSON. The zero-length frame ends a stream.
  */
 
+import { isAscii } from 'node:buffer'
+import { base64Length, writeBase64 } from './base64-pieces.js'
+
 export const FRAME_HEADER_BYTES = 9
 /** Largest length the 8-hex header can express; the real ceiling is the reader's `maxFrameBytes`. */
 export const MAX_ENCODABLE_FRAME_BYTES = 0xffffffff
@@ -18,6 +21,37 @@ export function encodeFramePayload(payload: Buffer): Buffer {
 	}
 	const header = Buffer.from(`${payload.length.toString(16).padStart(8, '0')}\n`, 'latin1')
 	return Buffer.concat([header, payload], FRAME_HEADER_BYTES + payload.length)
+}
+
+const DATA_EVENT_PREFIX = Buffer.from('{"type":"data","data":"', 'latin1')
+const DATA_EVENT_SUFFIX = Buffer.from('"}', 'latin1')
+
+/**
+ * The frame `encodeFrame({ type: 'data', data: <base64 of bytes> })` would produce, byte for byte,
+ * built without JSON.stringify: base64 needs no escaping, and bulk file streams send thousands of
+ * these, so skipping the scan and the UTF-8 transcoding matters.
+ */
+export function encodeBase64DataFrame(bytes: Uint8Array): Buffer {
+	const payloadBytes =
+		DATA_EVENT_PREFIX.length + base64Length(bytes.byteLength) + DATA_EVENT_SUFFIX.length
+	const frame = Buffer.allocUnsafe(FRAME_HEADER_BYTES + payloadBytes)
+	frame.write(`${payloadBytes.toString(16).padStart(8, '0')}\n`, 0, 'latin1')
+	DATA_EVENT_PREFIX.copy(frame, FRAME_HEADER_BYTES)
+	writeBase64(frame, FRAME_HEADER_BYTES + DATA_EVENT_PREFIX.length, bytes)
+	DATA_EVENT_SUFFIX.copy(frame, frame.length - DATA_EVENT_SUFFIX.length)
+	return frame
+}
+
+/**
+ * On a parsed `data` event whose string is ASCII: the string's bytes, so a bulk consumer can decode
+ * base64 straight from them (`decodeBase64Into`) without the event ever building the string.
+ */
+export const DATA_EVENT_TEXT_BYTES: unique symbol = Symbol('namzu.dataEventTextBytes')
+
+/** The ASCII bytes of a parsed data event's `data`, when the fast parse kept them. */
+export function dataEventTextBytes(event: object): Buffer | undefined {
+	const bytes: unknown = Reflect.get(event, DATA_EVENT_TEXT_BYTES)
+	return Buffer.isBuffer(bytes) ? bytes : undefined
 }
 
 /** Bytes a frame carrying `message` occupies on the wire, header included. */
@@ -85,6 +119,8 @@ export class FrameReader {
 	#end = 0
 	#maxFrameBytes: number
 	#limitVariable: string
+	/** Whether payload views into `#buffer` exist, so it must not be reused. */
+	#handedOut = false
 
 	constructor(options: FrameReaderOptions) {
 		this.#maxFrameBytes = options.maxFrameBytes
@@ -147,16 +183,29 @@ export class FrameReader {
 				break
 			}
 			const from = this.#start + FRAME_HEADER_BYTES
-			// Copy out so the payload survives later compaction of the shared buffer.
-			const payload = Buffer.from(this.#buffer.subarray(from, from + length))
+			// Handed out as a view, not copied: the buffer is then never written again (see #detach).
+			const payload = this.#buffer.subarray(from, from + length)
+			this.#handedOut = true
 			this.#start = from + length
 			items.push({ kind: 'frame', payload })
 		}
-		if (this.#start === this.#end) {
+		if (this.#handedOut) this.#detach()
+		else if (this.#start === this.#end) {
 			this.#start = 0
 			this.#end = 0
 		}
 		return items
+	}
+
+	/** Moves unread bytes to a fresh buffer, leaving the old one to the payload views handed out. */
+	#detach(): void {
+		const rest = this.#end - this.#start
+		const next = Buffer.allocUnsafe(Math.max(rest, INITIAL_CAPACITY))
+		this.#buffer.copy(next, 0, this.#start, this.#end)
+		this.#buffer = next
+		this.#start = 0
+		this.#end = rest
+		this.#handedOut = false
 	}
 
 	#append(chunk: Buffer): void {
@@ -169,24 +218,57 @@ export class FrameReader {
 	#reserve(needed: number): void {
 		if (this.#start + needed <= this.#buffer.length) return
 		const used = this.#end - this.#start
-		if (needed <= this.#buffer.length && this.#start > 0) {
+		// Compacting in place would overwrite payload views handed out from this buffer.
+		if (!this.#handedOut && needed <= this.#buffer.length && this.#start > 0) {
 			this.#buffer.copy(this.#buffer, 0, this.#start, this.#end)
 			this.#start = 0
 			this.#end = used
 			return
 		}
 		// Geometric growth for unknown sizes; exact when the header already told us the frame size.
-		const capacity = Math.max(needed, this.#buffer.length * 2, INITIAL_CAPACITY)
+		// (After a hand-out the old buffer belongs to its views: start small rather than doubling it.)
+		const doubled = this.#handedOut ? 0 : this.#buffer.length * 2
+		const capacity = Math.max(needed, doubled, INITIAL_CAPACITY)
 		const next = Buffer.allocUnsafe(capacity)
 		this.#buffer.copy(next, 0, this.#start, this.#end)
 		this.#buffer = next
 		this.#start = 0
 		this.#end = used
+		this.#handedOut = false
 	}
+}
+
+/**
+ * A `{"type":"data","data":"…"}` payload whose string holds no quote or backslash (so no escape)
+ * decodes to the same object JSON.parse would give, without parsing: the shape of every bulk chunk.
+ * (The one leniency: a raw control character, which strict JSON forbids, is accepted as itself.)
+ */
+function parseDataEvent(payload: Buffer): Record<string, unknown> | undefined {
+	const start = DATA_EVENT_PREFIX.length
+	const end = payload.length - DATA_EVENT_SUFFIX.length
+	if (end < start || payload.compare(DATA_EVENT_PREFIX, 0, start, 0, start) !== 0) return undefined
+	if (payload[end] !== 0x22 || payload[end + 1] !== 0x7d) return undefined
+	if (payload.indexOf(0x22, start) !== end || payload.indexOf(0x5c, start) !== -1) return undefined
+	const text = payload.subarray(start, end)
+	if (!isAscii(text)) return { type: 'data', data: text.toString('utf8') }
+	// ASCII (all base64, most terminal output): keep the bytes, and build the string only if read.
+	let data: string | undefined
+	const event = { type: 'data' } as Record<string, unknown>
+	Object.defineProperty(event, 'data', {
+		enumerable: true,
+		get: () => {
+			data ??= text.toString('latin1')
+			return data
+		},
+	})
+	Object.defineProperty(event, DATA_EVENT_TEXT_BYTES, { value: text })
+	return event
 }
 
 /** Parses a frame payload as a JSON object; throws `SyntaxError`/`TypeError` on anything else. */
 export function parseFramePayload(payload: Buffer): Record<string, unknown> {
+	const dataEvent = parseDataEvent(payload)
+	if (dataEvent) return dataEvent
 	const value: unknown = JSON.parse(payload.toString('utf8'))
 	if (value === null || typeof value !== 'object' || Array.isArray(value)) {
 		throw new TypeError('frame payload is not a JSON object')

@@ -1,3 +1,4 @@
+export * from './base64-pieces.js'
 export * from './features.js'
 export * from './frame.js'
 export type * from './protocol.js'

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
+	encodeBase64DataFrame,
 	encodedFrameBytes,
 	encodeFrame,
 	FrameError,
@@ -37,6 +38,48 @@ describe('frame codec', () => {
 			const items = [...r.push(wire.subarray(0, split)), ...r.push(wire.subarray(split))]
 			expect(payloads(items)).toEqual([{ a: 1 }, { b: 'two' }, 'END'])
 			expect(r.bufferedBytes).toBe(0)
+		}
+	})
+
+	it('keeps handed-out payloads intact while later frames reuse and grow the buffer', () => {
+		const frames = Array.from({ length: 6 }, (_, i) =>
+			encodeFrame({ type: 'data', data: String(i).repeat(50_000 + i * 7_000) }),
+		)
+		const wire = Buffer.concat(frames)
+		for (const chunkSize of [1000, 65_536, 70_001, wire.length]) {
+			const r = reader()
+			const payloadsSeen: Buffer[] = []
+			for (let i = 0; i < wire.length; i += chunkSize) {
+				for (const item of r.push(wire.subarray(i, i + chunkSize))) {
+					if (item.kind === 'frame') payloadsSeen.push(item.payload)
+				}
+			}
+			// Checked only after every push: a view overwritten by a later push would show here.
+			expect(payloadsSeen.map((payload) => parseFramePayload(payload))).toEqual(
+				Array.from({ length: 6 }, (_, i) => ({
+					type: 'data',
+					data: String(i).repeat(50_000 + i * 7_000),
+				})),
+			)
+		}
+	})
+
+	it('parses a data event through the fast path exactly as JSON.parse would', () => {
+		const bytes = Buffer.alloc(100_000)
+		for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31) % 256
+		const fast = encodeBase64DataFrame(bytes)
+		expect(fast).toEqual(encodeFrame({ type: 'data', data: bytes.toString('base64') }))
+		const [item] = reader().push(fast)
+		const event = item?.kind === 'frame' ? parseFramePayload(item.payload) : undefined
+		expect(event).toEqual({ type: 'data', data: bytes.toString('base64') })
+		expect(Buffer.from(String(event?.data), 'base64').equals(bytes)).toBe(true)
+		for (const text of ['héllo wörld', 'tab\there', 'quote " inside']) {
+			const frame = encodeFrame({ type: 'data', data: text })
+			const [parsed] = reader().push(frame)
+			expect(parsed?.kind === 'frame' ? parseFramePayload(parsed.payload) : undefined).toEqual({
+				type: 'data',
+				data: text,
+			})
 		}
 	})
 

@@ -1,5 +1,6 @@
 import { constants } from 'node:fs'
 import { type FileHandle, open } from 'node:fs/promises'
+import { encodeBase64DataFrame } from '../../wire/frame.js'
 import { fsRefusal } from '../fs-refusal.js'
 import { resolveReadablePath } from '../jail.js'
 import type { OpContext, OpHandler } from '../op-context.js'
@@ -84,6 +85,39 @@ async function bufferedSource(handle: FileHandle): Promise<Source> {
 	}
 }
 
+/**
+ * Bytes allowed to wait in the socket's buffer before the pump pauses for `drain`. Waiting on every
+ * `write() === false` would serialise disk and socket; this keeps both busy while bounding memory
+ * to this plus a frame and a read-ahead chunk.
+ */
+const MAX_QUEUED_BYTES = 4 * 1024 * 1024
+
+/** Reads exactly `want` bytes at `position`, or refuses: a file that shrank never comes back short. */
+async function readExactly(
+	source: Source,
+	range: StreamRange,
+	length: number,
+	at: number,
+	want: number,
+): Promise<Buffer> {
+	const buffer = Buffer.allocUnsafe(want)
+	let filled = 0
+	while (filled < want) {
+		const bytesRead = await source.read(
+			buffer.subarray(filled),
+			want - filled,
+			range.offset + at + filled,
+		)
+		if (bytesRead === 0) {
+			throw new OpRefusal(
+				`read_file_stream_short_read: expected ${length} bytes from offset ${range.offset}, file ended after ${at + filled}`,
+			)
+		}
+		filled += bytesRead
+	}
+	return buffer
+}
+
 /** Sends the covered bytes; undefined when the peer went away (nothing more may be sent). */
 async function pump(
 	ctx: OpContext,
@@ -91,30 +125,25 @@ async function pump(
 	range: StreamRange,
 	length: number,
 ): Promise<number | undefined> {
-	const buffer = Buffer.alloc(Math.min(ctx.config.readFileStreamChunkBytes, Math.max(length, 1)))
+	const chunkBytes = Math.min(ctx.config.readFileStreamChunkBytes, Math.max(length, 1))
+	const readAt = (at: number) => {
+		const pending = readExactly(source, range, length, at, Math.min(chunkBytes, length - at))
+		// Observed below; this only keeps an abandoned read-ahead from being an unhandled rejection.
+		pending.catch(() => undefined)
+		return pending
+	}
 	let sent = 0
-	while (sent < length) {
+	let next = length > 0 ? readAt(0) : undefined
+	while (next) {
 		if (ctx.closed) return undefined
-		const want = Math.min(buffer.length, length - sent)
-		let filled = 0
-		while (filled < want) {
-			const bytesRead = await source.read(
-				buffer.subarray(filled),
-				want - filled,
-				range.offset + sent + filled,
-			)
-			if (bytesRead === 0) {
-				// The file shrank under the open descriptor: fail rather than come back short.
-				throw new OpRefusal(
-					`read_file_stream_short_read: expected ${length} bytes from offset ${range.offset}, file ended after ${sent + filled}`,
-				)
-			}
-			filled += bytesRead
-		}
+		const chunk = await next
+		const after = sent + chunk.length
+		// Read ahead while this chunk is encoded and written.
+		next = after < length ? readAt(after) : undefined
 		if (ctx.closed) return undefined
-		const writable = ctx.send({ type: 'data', data: buffer.toString('base64', 0, filled) })
-		sent += filled
-		if (!writable && !(await waitForDrain(ctx))) return undefined
+		ctx.sendFrame(encodeBase64DataFrame(chunk))
+		sent = after
+		if (ctx.socket.writableLength > MAX_QUEUED_BYTES && !(await waitForDrain(ctx))) return undefined
 	}
 	return sent
 }

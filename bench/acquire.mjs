@@ -1,0 +1,81 @@
+// Acquire: create() → first exec('true') result, cold and from a warm pool, against spawning the
+// same bubblewrap command line running `node -e 0` (the floor any bwrap-based sandbox pays).
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { buildBwrapArgs } from '../dist/backends/local/bwrap-argv.js'
+import { createSandboxProvider } from '../dist/index.js'
+import { argInt, ms, printTable, ratio, spawnAndWait, summarize, timeEach } from './lib.mjs'
+
+const count = argInt('count', 30)
+
+async function acquireOnce(provider) {
+	const start = performance.now()
+	const sandbox = await provider.create()
+	const result = await sandbox.exec('true')
+	const elapsed = performance.now() - start
+	if (result.exitCode !== 0) throw new Error(`exec true exited ${result.exitCode}`)
+	await sandbox.destroy()
+	return elapsed
+}
+
+async function bwrapBaseline(n) {
+	const workspace = await mkdtemp(join(tmpdir(), 'namzu-bench-bwrap-'))
+	try {
+		const args = buildBwrapArgs({
+			workspace,
+			homeDir: '/tmp/home',
+			readOnlyBinds: [],
+			egress: 'deny-all',
+			hostname: 'namzu-sandbox',
+			command: [process.execPath, '-e', '0'],
+		})
+		return await timeEach(n, () => spawnAndWait('/usr/bin/bwrap', args))
+	} finally {
+		await rm(workspace, { recursive: true, force: true })
+	}
+}
+
+const baseline = summarize(await bwrapBaseline(count))
+
+const cold = createSandboxProvider({ backend: { tier: 'process' } })
+const coldSamples = []
+try {
+	for (let i = 0; i < 3; i++) await acquireOnce(cold)
+	for (let i = 0; i < count; i++) coldSamples.push(await acquireOnce(cold))
+} finally {
+	await cold.close()
+}
+const coldStats = summarize(coldSamples)
+
+// Warm pool: the pool refills in the background between acquires; give it time to refill so each
+// sample measures a warm hand-out (the steady state of a host that acquires less often than ~10/s).
+const warm = createSandboxProvider({ backend: { tier: 'process', warmPoolSize: 4 } })
+const warmSamples = []
+const warmCreateSamples = []
+try {
+	await new Promise((resolve) => setTimeout(resolve, 1500))
+	for (let i = 0; i < count; i++) {
+		const start = performance.now()
+		const sandbox = await warm.create()
+		warmCreateSamples.push(performance.now() - start)
+		const result = await sandbox.exec('true')
+		warmSamples.push(performance.now() - start)
+		if (result.exitCode !== 0) throw new Error(`exec true exited ${result.exitCode}`)
+		await sandbox.destroy()
+		await new Promise((resolve) => setTimeout(resolve, 250))
+	}
+} finally {
+	await warm.close()
+}
+const warmStats = summarize(warmSamples)
+const warmCreateStats = summarize(warmCreateSamples)
+
+printTable(`acquire (n=${count})`, [
+	`bwrap + node -e 0 (baseline)        p50 ${ms(baseline.p50)}  p95 ${ms(baseline.p95)}`,
+	`cold create() → exec('true') result  p50 ${ms(coldStats.p50)}  p95 ${ms(coldStats.p95)}`,
+	`cold ratio to baseline               p50 ${ratio(coldStats.p50, baseline.p50)}  p95 ${ratio(coldStats.p95, baseline.p95)}`,
+	`warm create() → exec('true') result  p50 ${ms(warmStats.p50)}  p95 ${ms(warmStats.p95)}`,
+	`warm ratio to baseline               p50 ${ratio(warmStats.p50, baseline.p50)}`,
+	`warm create() alone                  p50 ${ms(warmCreateStats.p50)}  p95 ${ms(warmCreateStats.p95)}`,
+])
