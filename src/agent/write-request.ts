@@ -3,6 +3,8 @@
  * present but not an object is refused rather than served as the whole-file write it resembles.
  */
 
+import { asciiMemberBytes } from '../wire/ascii-string-members.js'
+import { decodeBase64 } from '../wire/base64-pieces.js'
 import { OpRefusal } from './op-context.js'
 
 export type WriteRequest =
@@ -23,16 +25,21 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 export function parseWriteRequest(body: Record<string, unknown>): WriteRequest {
-	const { path, content, encoding, part } = body
+	// `content` is not read unless needed: for a bulk body it is a lazily built string (see
+	// ascii-string-members.ts), and decoding straight from its bytes avoids building it.
+	const { path, encoding, part } = body
 	if (part !== undefined && !isPlainObject(part)) throw new OpRefusal('write_part_invalid_shape')
 	if (part?.discard === true) {
 		if (typeof path !== 'string' || path === '') throw new OpRefusal('missing_path_or_content')
 		return { kind: 'discard', path }
 	}
-	if (typeof path !== 'string' || path === '' || typeof content !== 'string') {
-		throw new OpRefusal('missing_path_or_content')
-	}
-	const bytes = Buffer.from(content, encoding === 'base64' ? 'base64' : 'utf8')
+	const contentBytes = asciiMemberBytes(body, 'content')
+	if (typeof path !== 'string' || path === '') throw new OpRefusal('missing_path_or_content')
+	let bytes: Buffer
+	if (contentBytes && encoding === 'base64') bytes = decodeBase64(contentBytes)
+	else if (typeof body.content === 'string') {
+		bytes = Buffer.from(body.content, encoding === 'base64' ? 'base64' : 'utf8')
+	} else throw new OpRefusal('missing_path_or_content')
 	if (part === undefined) return { kind: 'whole', path, content: bytes }
 	const { offset, final, renameTo } = part
 	if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) {

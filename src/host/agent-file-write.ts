@@ -27,6 +27,8 @@ import {
 	writeFileBody,
 } from './write-file-plan.js'
 
+const EMPTY = new Uint8Array(0)
+
 function toBuffer(data: string | Uint8Array): Buffer {
 	if (typeof data === 'string') return Buffer.from(data, 'utf8')
 	return Buffer.from(data.buffer, data.byteOffset, data.byteLength)
@@ -57,10 +59,10 @@ export async function writeFileThroughAgent(
 	signal?.throwIfAborted()
 	const frameLimit = transport.frameLimitBytes
 	const singleBytes =
-		transport.encodedRequestBytes('write-file', writeFileBody(path, '')) +
+		transport.encodedRequestBytes('write-file', writeFileBody(path, EMPTY)) +
 		base64Length(bytes.length)
 	if (singleBytes <= frameLimit) {
-		await sendWrite(transport, path, writeFileBody(path, bytes.toString('base64')), signal)
+		await sendWrite(transport, path, writeFileBody(path, bytes), signal)
 		return
 	}
 	const features = await transport.features(signal)
@@ -87,7 +89,7 @@ async function writeParts(
 ): Promise<void> {
 	const temp = partTempPath(target, randomUUID())
 	// Sized for the worst part: the final one, which also carries renameTo and the largest offset.
-	const worst = writeFileBody(temp, '', { offset: bytes.length, final: true, renameTo: target })
+	const worst = writeFileBody(temp, EMPTY, { offset: bytes.length, final: true, renameTo: target })
 	const fitting = partBytesFitting(
 		transport.frameLimitBytes,
 		transport.encodedRequestBytes('write-file', worst),
@@ -108,7 +110,7 @@ async function writeParts(
 			const part: WriteFilePart = slice.final
 				? { offset: slice.offset, final: true, renameTo: target }
 				: { offset: slice.offset }
-			const content = bytes.subarray(slice.offset, slice.offset + slice.length).toString('base64')
+			const content = bytes.subarray(slice.offset, slice.offset + slice.length)
 			const reply = await sendWrite(transport, target, writeFileBody(temp, content, part), signal)
 			if (typeof reply.bytesWritten === 'number' && reply.bytesWritten !== slice.length) {
 				throw new RemoteProtocolError(
@@ -130,7 +132,7 @@ async function writeParts(
 /** Best-effort removal of an abandoned temp file, on its own bounded clock; never throws. */
 async function discardPart(transport: AgentTransport, temp: string): Promise<void> {
 	try {
-		await transport.request('write-file', writeFileBody(temp, '', { discard: true }), {
+		await transport.request('write-file', writeFileBody(temp, EMPTY, { discard: true }), {
 			signal: AbortSignal.timeout(WRITE_PART_DISCARD_TIMEOUT_MS),
 		})
 	} catch {

@@ -7,7 +7,7 @@
  * per transport from `healthz`.
  */
 import type { SandboxFileEntry } from '../contract/sandbox.js'
-import { encodeFrame, FRAME_HEADER_BYTES } from '../wire/frame.js'
+import { encodedFrameBytes, encodeFrameWithBase64, FRAME_HEADER_BYTES } from '../wire/frame.js'
 import type { ExecuteRequest, TcpConnectRequest, TerminalRequest } from '../wire/protocol.js'
 import {
 	listFilesThroughAgent,
@@ -85,20 +85,24 @@ export class AgentTransport {
 		return this.handle.kind === 'tcp' ? this.handle.token : undefined
 	}
 
+	/**
+	 * `{ op, token?, body? }`: the body goes last so a bulk body's trailing `content` is the
+	 * payload's last string, which the guest decodes without building it (ascii-string-members.ts).
+	 */
 	#envelope(op: string, body: unknown): object {
 		const token = this.#token
-		const base = body === undefined ? { op } : { op, body }
-		return token === undefined ? base : { ...base, token }
+		const head = token === undefined ? { op } : { op, token }
+		return body === undefined ? head : { ...head, body }
 	}
 
 	/** Payload bytes of the envelope `request(op, body)` would send (token included, never shown). */
 	encodedRequestBytes(op: string, body: unknown): number {
-		return Buffer.byteLength(JSON.stringify(this.#envelope(op, body)), 'utf8')
+		return encodedFrameBytes(this.#envelope(op, body)) - FRAME_HEADER_BYTES
 	}
 
 	/** Encodes an envelope, refusing (before any dial) one the guest could not accept. */
 	#encode(envelope: object): Buffer {
-		const frame = encodeFrame(envelope)
+		const frame = encodeFrameWithBase64(envelope)
 		const payloadBytes = frame.length - FRAME_HEADER_BYTES
 		const limit = this.frameLimitBytes
 		if (payloadBytes <= limit) return frame

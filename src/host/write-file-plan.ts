@@ -5,6 +5,7 @@
  * frame sizes are exact.
  */
 import { posix } from 'node:path'
+import { Base64Bytes } from '../wire/frame.js'
 import type { WriteFilePart } from '../wire/protocol.js'
 
 /** Longest slice of the target's basename kept in a part sequence's temp name. */
@@ -12,21 +13,28 @@ export const PART_TEMP_BASENAME_MAX_CHARS = 96
 
 export interface WriteFileBody {
 	readonly path: string
-	readonly content: string
 	readonly encoding: 'base64'
 	readonly part?: WriteFilePart
+	/** Written into the frame as its base64 string by `encodeFrameWithBase64`. */
+	readonly content: Base64Bytes
 }
 
-/** The `write-file` body exactly as it goes on the wire (field order is part of "byte for byte"). */
-export function writeFileBody(path: string, content: string, part?: WriteFilePart): WriteFileBody {
+/**
+ * The `write-file` body exactly as it goes on the wire. Field order is part of "byte for byte":
+ * `content` is last, so the guest can decode it from the frame's bytes without a huge string.
+ */
+export function writeFileBody(
+	path: string,
+	content: Uint8Array,
+	part?: WriteFilePart,
+): WriteFileBody {
+	const bytes = new Base64Bytes(content)
 	return part === undefined
-		? { path, content, encoding: 'base64' }
-		: { path, content, encoding: 'base64', part }
+		? { path, encoding: 'base64', content: bytes }
+		: { path, encoding: 'base64', part, content: bytes }
 }
 
-export function base64Length(bytes: number): number {
-	return 4 * Math.ceil(bytes / 3)
-}
+export { base64Length } from '../wire/base64-pieces.js'
 
 /**
  * Raw bytes of content that fit a frame of `limitBytes` whose envelope, with empty content,

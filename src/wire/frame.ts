@@ -4,6 +4,7 @@
  */
 
 import { isAscii } from 'node:buffer'
+import { asciiMemberBytes, defineLazyAsciiMember } from './ascii-string-members.js'
 import { base64Length, writeBase64 } from './base64-pieces.js'
 
 export const FRAME_HEADER_BYTES = 9
@@ -42,21 +43,70 @@ export function encodeBase64DataFrame(bytes: Uint8Array): Buffer {
 	return frame
 }
 
-/**
- * On a parsed `data` event whose string is ASCII: the string's bytes, so a bulk consumer can decode
- * base64 straight from them (`decodeBase64Into`) without the event ever building the string.
- */
-export const DATA_EVENT_TEXT_BYTES: unique symbol = Symbol('namzu.dataEventTextBytes')
-
 /** The ASCII bytes of a parsed data event's `data`, when the fast parse kept them. */
 export function dataEventTextBytes(event: object): Buffer | undefined {
-	const bytes: unknown = Reflect.get(event, DATA_EVENT_TEXT_BYTES)
-	return Buffer.isBuffer(bytes) ? bytes : undefined
+	return asciiMemberBytes(event, 'data')
 }
 
-/** Bytes a frame carrying `message` occupies on the wire, header included. */
+/**
+ * Bytes that travel as a base64 JSON string. `encodeFrameWithBase64` writes them straight into the
+ * frame, so the (possibly 85 MiB) base64 string is never built. Plain JSON.stringify does not know
+ * this type: it is only for messages encoded by those two functions.
+ */
+export class Base64Bytes {
+	readonly #bytes: Uint8Array
+
+	constructor(bytes: Uint8Array) {
+		this.#bytes = bytes
+	}
+
+	get bytes(): Uint8Array {
+		return this.#bytes
+	}
+
+	get base64Length(): number {
+		return base64Length(this.#bytes.byteLength)
+	}
+}
+
+const BASE64_PLACEHOLDER = '\u0000namzu:base64\u0000'
+const QUOTED_BASE64_PLACEHOLDER = JSON.stringify(BASE64_PLACEHOLDER)
+
+/** JSON of `message` with its one `Base64Bytes` (if any) replaced by a placeholder string. */
+function stringifyWithPlaceholder(message: unknown): { json: string; bytes?: Base64Bytes } {
+	let found: Base64Bytes | undefined
+	const json = JSON.stringify(message, (_key: string, value: unknown) => {
+		if (value instanceof Base64Bytes) {
+			if (found) throw new TypeError('a frame carries at most one Base64Bytes value')
+			found = value
+			return BASE64_PLACEHOLDER
+		}
+		return value
+	})
+	return found ? { json, bytes: found } : { json }
+}
+
+/** `encodeFrame`, except that a `Base64Bytes` member is written as its base64 string. */
+export function encodeFrameWithBase64(message: unknown): Buffer {
+	const { json, bytes } = stringifyWithPlaceholder(message)
+	if (!bytes) return encodeFramePayload(Buffer.from(json, 'utf8'))
+	const at = json.indexOf(QUOTED_BASE64_PLACEHOLDER)
+	const head = Buffer.from(json.slice(0, at + 1), 'utf8')
+	const tail = Buffer.from(json.slice(at + QUOTED_BASE64_PLACEHOLDER.length - 1), 'utf8')
+	const payloadBytes = head.length + bytes.base64Length + tail.length
+	const frame = Buffer.allocUnsafe(FRAME_HEADER_BYTES + payloadBytes)
+	frame.write(`${payloadBytes.toString(16).padStart(8, '0')}\n`, 0, 'latin1')
+	head.copy(frame, FRAME_HEADER_BYTES)
+	writeBase64(frame, FRAME_HEADER_BYTES + head.length, bytes.bytes)
+	tail.copy(frame, frame.length - tail.length)
+	return frame
+}
+
+/** Bytes a frame carrying `message` occupies on the wire, header included (`Base64Bytes` aware). */
 export function encodedFrameBytes(message: unknown): number {
-	return FRAME_HEADER_BYTES + Buffer.byteLength(JSON.stringify(message), 'utf8')
+	const { json, bytes } = stringifyWithPlaceholder(message)
+	const placeholder = bytes ? QUOTED_BASE64_PLACEHOLDER.length - 2 - bytes.base64Length : 0
+	return FRAME_HEADER_BYTES + Buffer.byteLength(json, 'utf8') - placeholder
 }
 
 export type FrameErrorReason = 'bad_header' | 'frame_too_large'
@@ -251,24 +301,73 @@ function parseDataEvent(payload: Buffer): Record<string, unknown> | undefined {
 	if (payload.indexOf(0x22, start) !== end || payload.indexOf(0x5c, start) !== -1) return undefined
 	const text = payload.subarray(start, end)
 	if (!isAscii(text)) return { type: 'data', data: text.toString('utf8') }
-	// ASCII (all base64, most terminal output): keep the bytes, and build the string only if read.
-	let data: string | undefined
-	const event = { type: 'data' } as Record<string, unknown>
-	Object.defineProperty(event, 'data', {
-		enumerable: true,
-		get: () => {
-			data ??= text.toString('latin1')
-			return data
-		},
-	})
-	Object.defineProperty(event, DATA_EVENT_TEXT_BYTES, { value: text })
+	// ASCII (all base64, most terminal output): keep the bytes, build the string only if read.
+	const event: Record<string, unknown> = { type: 'data' }
+	defineLazyAsciiMember(event, 'data', text)
 	return event
+}
+
+/** Below this a payload is parsed plainly: the fast path only pays off for bulk bodies. */
+const TRAILING_STRING_MIN_BYTES = 1024 * 1024
+
+/**
+ * A payload ending `…"key":"<long ASCII string>"}}` (closing braces only) is parsed with that string
+ * emptied, then the member is redefined over the original bytes. Anything not exactly that shape
+ * (an escape, a quote, non-ASCII, an array on the way) falls back to JSON.parse.
+ */
+function parseWithTrailingString(payload: Buffer): Record<string, unknown> | undefined {
+	if (payload.length < TRAILING_STRING_MIN_BYTES) return undefined
+	let closing = payload.length - 1
+	while (closing > 0 && payload[closing] === 0x7d) closing--
+	const depth = payload.length - 1 - closing
+	if (depth === 0 || payload[closing] !== 0x22) return undefined
+	const open = payload.lastIndexOf(0x22, closing - 1)
+	if (open < 2 || payload[open - 1] !== 0x3a || payload[open - 2] !== 0x22) return undefined
+	const text = payload.subarray(open + 1, closing)
+	if (text.length < TRAILING_STRING_MIN_BYTES / 2 || text.indexOf(0x5c) !== -1 || !isAscii(text)) {
+		return undefined
+	}
+	const keyOpen = payload.lastIndexOf(0x22, open - 3)
+	if (keyOpen < 0) return undefined
+	const key: unknown = JSON.parse(payload.toString('utf8', keyOpen, open - 1))
+	const rest = `${payload.toString('utf8', 0, open + 1)}"${'}'.repeat(depth)}`
+	const value: unknown = JSON.parse(rest)
+	// Walk to the object that holds the member: the last member at each level, `depth` levels deep.
+	let holder: unknown = value
+	for (let level = 1; level < depth; level++) {
+		if (holder === null || typeof holder !== 'object' || Array.isArray(holder)) return undefined
+		const keys = Object.keys(holder)
+		const last = keys[keys.length - 1]
+		holder = last === undefined ? undefined : (holder as Record<string, unknown>)[last]
+	}
+	if (
+		typeof key !== 'string' ||
+		holder === null ||
+		typeof holder !== 'object' ||
+		Array.isArray(holder)
+	) {
+		return undefined
+	}
+	const record = holder as Record<string, unknown>
+	const keys = Object.keys(record)
+	if (keys[keys.length - 1] !== key || record[key] !== '') return undefined
+	defineLazyAsciiMember(record, key, text)
+	return value as Record<string, unknown>
+}
+
+/** The trailing-string fast path, where any surprise means "parse it plainly". */
+function parseBulkSafely(payload: Buffer): Record<string, unknown> | undefined {
+	try {
+		return parseWithTrailingString(payload)
+	} catch {
+		return undefined
+	}
 }
 
 /** Parses a frame payload as a JSON object; throws `SyntaxError`/`TypeError` on anything else. */
 export function parseFramePayload(payload: Buffer): Record<string, unknown> {
-	const dataEvent = parseDataEvent(payload)
-	if (dataEvent) return dataEvent
+	const fast = parseDataEvent(payload) ?? parseBulkSafely(payload)
+	if (fast) return fast
 	const value: unknown = JSON.parse(payload.toString('utf8'))
 	if (value === null || typeof value !== 'object' || Array.isArray(value)) {
 		throw new TypeError('frame payload is not a JSON object')

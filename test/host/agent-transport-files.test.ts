@@ -118,8 +118,8 @@ describe('writeFile routing', () => {
 		expect(fake.requests.map((request) => request.op)).toEqual(['write-file'])
 		const expected = encodeFrame({
 			op: 'write-file',
-			body: { path: '/w/a.bin', content: data.toString('base64'), encoding: 'base64' },
 			token: 'tok',
+			body: { path: '/w/a.bin', encoding: 'base64', content: data.toString('base64') },
 		})
 		expect(fake.requests[0]?.raw.equals(expected)).toBe(true)
 	})

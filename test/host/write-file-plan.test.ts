@@ -8,7 +8,7 @@ import {
 	planParts,
 	writeFileBody,
 } from '../../src/host/write-file-plan.js'
-import { encodeFrame, FRAME_HEADER_BYTES } from '../../src/wire/frame.js'
+import { encodeFrame, encodeFrameWithBase64, FRAME_HEADER_BYTES } from '../../src/wire/frame.js'
 
 const UUID = '0b6f3c2e-6a51-4c0e-9d55-8f1f3e3b6a10'
 
@@ -69,16 +69,23 @@ describe('frame sizing', () => {
 	it.each([0, 1, 2, 3, 1000, 6 * 1024 * 1024])(
 		'computes the exact single-request frame size for a %i-byte body',
 		(size) => {
-			const content = Buffer.alloc(size, 7).toString('base64')
+			const content = Buffer.alloc(size, 7)
+			// The same message written the slow way: the base64 string spelled out by JSON.stringify.
 			const frame = encodeFrame({
 				op: 'write-file',
-				body: writeFileBody('/w/a.bin', content),
 				token: 'tok',
+				body: { path: '/w/a.bin', encoding: 'base64', content: content.toString('base64') },
 			})
 			const computed =
-				transport.encodedRequestBytes('write-file', writeFileBody('/w/a.bin', '')) +
+				transport.encodedRequestBytes('write-file', writeFileBody('/w/a.bin', new Uint8Array(0))) +
 				base64Length(size)
 			expect(computed).toBe(frame.length - FRAME_HEADER_BYTES)
+			const fast = encodeFrameWithBase64({
+				op: 'write-file',
+				token: 'tok',
+				body: writeFileBody('/w/a.bin', content),
+			})
+			expect(fast.equals(frame)).toBe(true)
 		},
 	)
 
@@ -86,9 +93,13 @@ describe('frame sizing', () => {
 		const limit = 8 * 1024 * 1024
 		const temp = partTempPath('/w/big.bin', UUID)
 		const total = 20 * 1024 * 1024
-		const worst = writeFileBody(temp, '', { offset: total, final: true, renameTo: '/w/big.bin' })
+		const worst = writeFileBody(temp, new Uint8Array(0), {
+			offset: total,
+			final: true,
+			renameTo: '/w/big.bin',
+		})
 		const part = partBytesFitting(limit, transport.encodedRequestBytes('write-file', worst))
-		const full = writeFileBody(temp, Buffer.alloc(part).toString('base64'), {
+		const full = writeFileBody(temp, Buffer.alloc(part), {
 			offset: total,
 			final: true,
 			renameTo: '/w/big.bin',

@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest'
+import { asciiMemberBytes } from '../../src/wire/ascii-string-members.js'
 import {
+	Base64Bytes,
 	encodeBase64DataFrame,
 	encodedFrameBytes,
 	encodeFrame,
+	encodeFrameWithBase64,
 	FrameError,
 	FrameReader,
 	parseFramePayload,
@@ -81,6 +84,44 @@ describe('frame codec', () => {
 				data: text,
 			})
 		}
+	})
+
+	it('parses a bulk request whose last member is a long string as JSON.parse would, keeping its bytes', () => {
+		const content = 'QUJD'.repeat(300_000)
+		const message = {
+			op: 'write-file',
+			token: 't',
+			body: { path: '/w/a', encoding: 'base64', content },
+		}
+		const payload = Buffer.from(JSON.stringify(message))
+		const parsed = parseFramePayload(payload)
+		const body = parsed.body as Record<string, unknown>
+		expect(asciiMemberBytes(body, 'content')?.toString('latin1')).toBe(content)
+		expect(parsed).toEqual(message)
+	})
+
+	it.each([
+		['an escape in the long string', { body: { content: `${'A'.repeat(600_000)}\\n` } }],
+		['a non-string last member', { body: { content: 'A'.repeat(600_000), n: 1 } }],
+		['a long string inside an array', { list: ['A'.repeat(600_000)] }],
+		['non-ASCII text', { body: { content: `é${'A'.repeat(600_000)}` } }],
+	])('falls back to JSON.parse for %s', (_title, message) => {
+		const payload = Buffer.from(JSON.stringify(message))
+		expect(parseFramePayload(Buffer.concat([payload]))).toEqual(message)
+	})
+
+	it('encodeFrameWithBase64 writes Base64Bytes exactly as JSON.stringify would write the string', () => {
+		const bytes = Buffer.alloc(200_001)
+		for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 17) % 256
+		const fast = encodeFrameWithBase64({
+			op: 'x',
+			body: { a: 'é', content: new Base64Bytes(bytes) },
+		})
+		const slow = encodeFrame({ op: 'x', body: { a: 'é', content: bytes.toString('base64') } })
+		expect(fast.equals(slow)).toBe(true)
+		expect(encodedFrameBytes({ op: 'x', body: { a: 'é', content: new Base64Bytes(bytes) } })).toBe(
+			slow.length,
+		)
 	})
 
 	it('reads a frame delivered one byte at a time', () => {
