@@ -1,0 +1,97 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+/**
+ * docs/requirements-coverage.md is a claim about the test suite: every line names a test that
+ * exists, or a deferral with an owner, and an entry that appears at all appears whole.
+ */
+const root = join(import.meta.dirname, '..', '..')
+const specDir = join(root, '..', 'shared', 'spec')
+const SUITE_SOURCE = join(root, 'src', 'testing', 'sandbox-conformance.ts')
+const doc = readFileSync(join(root, 'docs', 'requirements-coverage.md'), 'utf8')
+
+interface CoverageLine {
+	readonly id: string
+	readonly target: string
+}
+
+const LINE = /^(R1[45]-[A-Za-z0-9]+(?:-[A-Za-z]+)?-\d{2}): (.+)$/
+
+function coverageLines(): CoverageLine[] {
+	return doc
+		.split('\n')
+		.map((line) => LINE.exec(line.trim()))
+		.filter((match): match is RegExpExecArray => match !== null)
+		.map((match) => ({ id: match[1] ?? '', target: match[2] ?? '' }))
+}
+
+function entryOf(id: string): string {
+	return id.replace(/-\d{2}$/, '')
+}
+
+/** Every requirement id the spec lists, grouped by entry (`R15-feaeaba`). */
+function specRequirements(): Map<string, string[]> {
+	const byEntry = new Map<string, string[]>()
+	for (const file of ['requirements-14.md', 'requirements-15.md']) {
+		const text = readFileSync(join(specDir, file), 'utf8')
+		for (const match of text.matchAll(/\*\*(R1[45]-[A-Za-z0-9]+(?:-[A-Za-z]+)?-\d{2})\*\*/g)) {
+			const id = match[1] ?? ''
+			const list = byEntry.get(entryOf(id)) ?? []
+			if (!list.includes(id)) list.push(id)
+			byEntry.set(entryOf(id), list)
+		}
+	}
+	return byEntry
+}
+
+describe('docs/requirements-coverage.md', () => {
+	const lines = coverageLines()
+
+	it('has one line per requirement id', () => {
+		const seen = new Set<string>()
+		const duplicates = lines.filter((line) => seen.has(line.id) || !seen.add(line.id))
+		expect(duplicates).toEqual([])
+		expect(lines.length).toBeGreaterThan(0)
+	})
+
+	it('names, on every covered line, a test file that exists and a test title found in it', () => {
+		const broken: string[] = []
+		for (const { id, target } of lines) {
+			if (target.startsWith('deferred — ')) {
+				if (target.length < 'deferred — '.length + 8) broken.push(`${id}: deferral names no owner`)
+				continue
+			}
+			// ` · ` starts a note after the title.
+			const [file, ...titles] = (target.split(' · ')[0] ?? '').split(' › ')
+			const path = join(root, file ?? '')
+			if (!file?.endsWith('.test.ts') || !existsSync(path)) {
+				broken.push(`${id}: no test file ${file}`)
+				continue
+			}
+			const title = titles.at(-1)
+			let source = readFileSync(path, 'utf8')
+			// A file that runs the conformance suite registers the suite's own case titles.
+			if (source.includes('defineSandboxConformance')) source += readFileSync(SUITE_SOURCE, 'utf8')
+			if (!title || !source.includes(title)) {
+				broken.push(`${id}: title not found in ${file}: ${title}`)
+			}
+		}
+		expect(broken).toEqual([])
+	})
+
+	it.skipIf(!existsSync(specDir) && !process.env.CI)(
+		'covers every requirement of every spec entry it mentions',
+		() => {
+			const spec = specRequirements()
+			const listed = new Set(lines.map((line) => line.id))
+			const unknown = [...listed].filter((id) => !spec.get(entryOf(id))?.includes(id))
+			expect(unknown).toEqual([])
+			const entries = new Set([...listed].map(entryOf))
+			const missing = [...entries].flatMap((entry) =>
+				(spec.get(entry) ?? []).filter((id) => !listed.has(id)),
+			)
+			expect(missing).toEqual([])
+		},
+	)
+})
