@@ -8,7 +8,7 @@
  * window": SIGTERM the group, wait up to the grace window for it to go quiet, SIGKILL it if anything
  * is still alive, then wait up to the confirm timeout for it to be gone.
  */
-import { readdirSync, readFileSync } from 'node:fs'
+import { type ProcStat, readAllProcStats } from './process-tree.js'
 
 const POLL_INTERVAL_MS = 10
 
@@ -28,41 +28,16 @@ export function signalProcessGroup(pgid: number, signal: NodeJS.Signals): boolea
 	}
 }
 
-/**
- * Parses `/proc/<pid>/stat` into the fields we need. The command name is parenthesised and may
- * itself contain spaces and parentheses, so fields are counted from the LAST `)`.
- */
-export function parseProcStat(stat: string): { state: string; pgid: number } | undefined {
-	const close = stat.lastIndexOf(')')
-	if (close < 0) return undefined
-	const fields = stat.slice(close + 2).split(' ')
-	const state = fields[0]
-	const pgid = Number(fields[2])
-	if (state === undefined || !Number.isInteger(pgid)) return undefined
-	return { state, pgid }
-}
-
 /** Non-zombie members of the group, from a /proc scan; undefined when /proc cannot be read. */
 function liveMembersFromProc(pgid: number): number | undefined {
-	let entries: string[]
+	let stats: ProcStat[]
 	try {
-		entries = readdirSync('/proc')
+		stats = readAllProcStats()
 	} catch {
 		return undefined
 	}
-	let live = 0
-	for (const entry of entries) {
-		if (!/^\d+$/.test(entry)) continue
-		let stat: string
-		try {
-			stat = readFileSync(`/proc/${entry}/stat`, 'latin1')
-		} catch {
-			continue // exited between readdir and read
-		}
-		const parsed = parseProcStat(stat)
-		if (parsed && parsed.pgid === pgid && parsed.state !== 'Z' && parsed.state !== 'X') live++
-	}
-	return live
+	return stats.filter((stat) => stat.pgrp === pgid && stat.state !== 'Z' && stat.state !== 'X')
+		.length
 }
 
 /** Whether any non-zombie process is still in the group. */

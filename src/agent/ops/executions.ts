@@ -47,7 +47,7 @@ function connectionSink(ctx: OpContext): OutputSink {
 
 export const execute: OpHandler = async (body, ctx) => {
 	const request = parseExecuteRequest(body, ctx.config)
-	const cwd = await resolveWorkingDirectory(request.cwd, ctx.config.workspace)
+	const cwd = await resolveWorkingDirectory(request.cwd, ctx.config)
 	const { process: run, finalEvent } = ctx.executions.start(request.executionId, () =>
 		startExecutionProcess(
 			{ ...request, cwd },

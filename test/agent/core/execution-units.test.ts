@@ -4,7 +4,6 @@ import { isExecutionId, mintExecutionId } from '../../../src/agent/execution-id.
 import { settleOutcome } from '../../../src/agent/execution-registry.js'
 import { OpRefusal } from '../../../src/agent/op-context.js'
 import { OutputCapture } from '../../../src/agent/output-capture.js'
-import { parseProcStat } from '../../../src/agent/process-group.js'
 
 const limits = { maxTimeoutMs: 10_000, defaultTimeoutMs: 300_000, defaultMaxOutputBytes: 1024 }
 
@@ -163,15 +162,5 @@ describe('settleOutcome', () => {
 			state: 'failed',
 			event: { type: 'error', error: 'spawn x ENOENT' },
 		})
-	})
-})
-
-describe('parseProcStat', () => {
-	it.each([
-		['1234 (sleep) S 1 1234 1234 0 -1', { state: 'S', pgid: 1234 }],
-		['99 (a) b) c) Z 1 50 50 0', { state: 'Z', pgid: 50 }],
-		['garbage', undefined],
-	])('parses %j', (line, expected) => {
-		expect(parseProcStat(line)).toEqual(expected)
 	})
 })
