@@ -1,0 +1,37 @@
+import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises'
+import { isBuiltin } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { agentBundlePath } from '../../src/host/agent-bundle-path.js'
+import { startAgent } from '../helpers/agent-process.js'
+import { rawRequest } from '../helpers/raw-agent-client.js'
+
+describe('dist/agent.cjs', () => {
+	it('requires nothing but node built-ins', async () => {
+		const source = await readFile(agentBundlePath(), 'utf8')
+		const required = [...source.matchAll(/require\("([^"]+)"\)/g)].map((match) => match[1] ?? '')
+		expect(required.length).toBeGreaterThan(0)
+		expect(required.filter((name) => !isBuiltin(name))).toEqual([])
+	})
+
+	it('runs on plain node from an otherwise empty directory and answers healthz', async () => {
+		const dir = await mkdtemp(join(tmpdir(), 'namzu-bundle-'))
+		const previous = process.env.NAMZU_SANDBOX_AGENT_PATH
+		try {
+			await copyFile(agentBundlePath(), join(dir, 'agent.cjs'))
+			process.env.NAMZU_SANDBOX_AGENT_PATH = join(dir, 'agent.cjs')
+			const agent = await startAgent()
+			try {
+				const exchange = await rawRequest(agent, { op: 'healthz' })
+				expect(exchange.frames[0]).toMatchObject({ ok: true, protocolVersion: 2 })
+			} finally {
+				await agent.stop()
+			}
+		} finally {
+			if (previous === undefined) delete process.env.NAMZU_SANDBOX_AGENT_PATH
+			else process.env.NAMZU_SANDBOX_AGENT_PATH = previous
+			await rm(dir, { recursive: true, force: true })
+		}
+	})
+})
