@@ -7,7 +7,11 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { buildAgentEnvironment } from '../../../src/backends/local/agent-environment.js'
 import { launchAgentProcess } from '../../../src/backends/local/agent-launcher.js'
 import { createInheritableListenSocket } from '../../../src/backends/local/agent-listen-socket.js'
-import { buildBwrapArgs, withCgroupJoin } from '../../../src/backends/local/bwrap-argv.js'
+import {
+	buildBwrapArgs,
+	hiddenInsideSandbox,
+	withCgroupJoin,
+} from '../../../src/backends/local/bwrap-argv.js'
 import { createSandboxCgroups } from '../../../src/backends/local/cgroup-limits.js'
 import { LocalSandboxStartError } from '../../../src/backends/local/local-errors.js'
 import { createSandboxDirectories } from '../../../src/backends/local/sandbox-directories.js'
@@ -79,7 +83,7 @@ async function setup(
 	const args = buildBwrapArgs({
 		workspace: dirs.workspace,
 		homeDir: '/tmp/home',
-		readOnlyBinds: [script],
+		readOnlyBinds: [script, agentBundlePath()].filter(hiddenInsideSandbox),
 		egress: 'deny-all',
 		hostname: 'namzu-sandbox',
 		command: [process.execPath, realAgent ? agentBundlePath() : script],
