@@ -8,5 +8,8 @@ export default defineConfig({
 		// Real processes, real sockets, real bubblewrap: two cores on CI, so keep the fan-out modest.
 		maxWorkers: 2,
 		globalSetup: ['test/global-setup.ts'],
+		// The JSON report lets .ci/run print a plain "N passed, N failed" closing line.
+		reporters: ['default', 'json'],
+		outputFile: { json: '.vitest-results.json' },
 	},
 })
