@@ -19,6 +19,7 @@ import {
 	parseFramePayload,
 	STREAM_TERMINATOR,
 } from '../wire/frame.js'
+import { type AgentGates, gateRefusal } from './agent-gates.js'
 import type { AgentConfig } from './config.js'
 import type { ExecutionRegistry } from './execution-registry.js'
 import { type OpContext, OpRefusal } from './op-context.js'
@@ -31,6 +32,8 @@ export interface ConnectionServices {
 	readonly config: AgentConfig
 	readonly gate: TokenGate
 	readonly executions: ExecutionRegistry
+	/** Retiring / quiescing admission gates, shared by every connection of the process. */
+	readonly gates: AgentGates
 	/** Token modes: the shared bounds on unauthenticated connections (absent ⇒ unbounded). */
 	readonly preauth?: PreauthPool
 	/** Op table; the registry's `OPS` unless a test supplies its own. */
@@ -102,6 +105,7 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 		config,
 		socket,
 		executions: services.executions,
+		gates: services.gates,
 		reply(message) {
 			if (answered || closed) return
 			answered = true
@@ -166,6 +170,11 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 		}
 		if (!entry) {
 			ctx.reply({ ok: false, error: `unknown_op: ${describeOp(envelope.op)}` })
+			return
+		}
+		const closedGate = gateRefusal(services.gates, String(envelope.op))
+		if (closedGate !== undefined) {
+			answerError(entry, new OpRefusal(closedGate))
 			return
 		}
 		const body = isObject(envelope.body) ? envelope.body : {}

@@ -4,7 +4,9 @@
  * `listening {…}` line to stdout, then serves one request per connection until SIGTERM. A failure
  * inside one connection is logged and never takes the agent down.
  */
+
 import type { Server } from 'node:net'
+import { createAgentGates } from './agent-gates.js'
 import { loadAgentConfig } from './config.js'
 import { handleConnection } from './connection.js'
 import { ExecutionRegistry } from './execution-registry.js'
@@ -42,6 +44,7 @@ async function main(): Promise<void> {
 		idleTimeoutMs: config.preauthIdleTimeoutMs,
 		deadlineMs: config.preauthDeadlineMs,
 	})
+	const gates = createAgentGates()
 	let server: Server | undefined
 	const shutdown = createShutdown({
 		server: () => server,
@@ -54,7 +57,7 @@ async function main(): Promise<void> {
 
 	const listener = await startListening(config.listen, (socket) => {
 		try {
-			handleConnection(socket, { config, gate, executions, preauth, log: logLine })
+			handleConnection(socket, { config, gate, executions, gates, preauth, log: logLine })
 		} catch (error) {
 			logLine(`connection setup failed: ${describe(error)}`)
 			socket.destroy()

@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net'
+import type { AgentGates } from './agent-gates.js'
 import type { AgentConfig } from './config.js'
 import type { ExecutionRegistry } from './execution-registry.js'
 
@@ -28,6 +29,8 @@ export interface OpContext {
 	readonly closed: boolean
 	/** The agent's one execution registry (reserve / execute / cancel, and shutdown's kill list). */
 	readonly executions: ExecutionRegistry
+	/** Process-wide admission gates (retiring, quiescing); handlers that own those states set them. */
+	readonly gates: AgentGates
 }
 
 export type OpHandler = (body: Record<string, unknown>, ctx: OpContext) => void | Promise<void>

@@ -23,6 +23,8 @@ export interface HealthzReply {
 	readonly ok: boolean
 	readonly protocolVersion: number
 	readonly features: readonly string[]
+	/** Present (true) once the agent fenced itself after an unconfirmable cancellation. */
+	readonly retiring?: boolean
 }
 
 // ---- reserve-execution / execute / cancel-execution --------------------------------------------

@@ -7,10 +7,16 @@ import type { HealthzReply } from '../../wire/protocol.js'
 import { AGENT_FEATURES } from '../agent-features.js'
 import type { OpHandler } from '../op-context.js'
 
-export function healthzReply(): HealthzReply {
-	return { ok: true, protocolVersion: AGENT_PROTOCOL_VERSION, features: [...AGENT_FEATURES] }
+/** A retiring agent answers `ok: false` with `retiring: true`, so readiness fails closed. */
+export function healthzReply(retiring = false): HealthzReply {
+	return {
+		ok: !retiring,
+		protocolVersion: AGENT_PROTOCOL_VERSION,
+		features: [...AGENT_FEATURES],
+		...(retiring ? { retiring: true } : {}),
+	}
 }
 
 export const healthz: OpHandler = (_body, ctx) => {
-	ctx.reply(healthzReply())
+	ctx.reply(healthzReply(ctx.gates.retiring))
 }

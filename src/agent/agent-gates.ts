@@ -1,0 +1,36 @@
+/**
+ * Process-wide admission gates (upstream shapes §3.5 "Gates"). `retiring` is set after a
+ * cancellation the guest could not confirm and is never cleared: a retiring agent serves only
+ * `healthz` and `cancel-execution`. `quiescing` is raised while a quiesce (or the SIGTERM drain)
+ * runs: new work is refused, request-shaped ops with `quiesce_in_progress`, stream-shaped ones as
+ * a stream refusal. Pure decision; the connection layer applies it after authentication.
+ */
+
+export interface AgentGates {
+	retiring: boolean
+	quiescing: boolean
+}
+
+export function createAgentGates(): AgentGates {
+	return { retiring: false, quiescing: false }
+}
+
+const SERVED_WHILE_RETIRING = new Set(['healthz', 'cancel-execution'])
+const REFUSED_WHILE_QUIESCING = new Set([
+	'reserve-execution',
+	'execute',
+	'terminal',
+	'start-detached',
+	'kill-session',
+	'attach-execution',
+	'attach-session',
+	'quiesce',
+	'flush',
+])
+
+/** The refusal for `op` under the current gates, or undefined when it may run. */
+export function gateRefusal(gates: AgentGates, op: string): string | undefined {
+	if (gates.retiring && !SERVED_WHILE_RETIRING.has(op)) return 'agent_retiring'
+	if (gates.quiescing && REFUSED_WHILE_QUIESCING.has(op)) return 'quiesce_in_progress'
+	return undefined
+}
