@@ -57,3 +57,85 @@ export function argInt(name, fallback) {
 		throw new Error(`--${name} needs a positive integer`)
 	return value
 }
+
+// ---- Issue 3 helpers: load the library, run a plain agent, read its memory ----
+
+/**
+ * The library under measurement: `../dist/index.js` (what `npm run bench` builds), or the module
+ * named by `NAMZU_BENCH_LIB` (e.g. an esbuild bundle of `src/index.ts`).
+ */
+export async function loadLibrary() {
+	const override = process.env.NAMZU_BENCH_LIB
+	return import(override ? new URL(`file://${override}`).href : '../dist/index.js')
+}
+
+/** `VmRSS` and `VmHWM` (bytes) of a process, from `/proc/<pid>/status`. */
+export async function processMemory(pid) {
+	const { readFile } = await import('node:fs/promises')
+	const status = await readFile(`/proc/${pid}/status`, 'utf8')
+	const field = (name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]) * 1024
+	return { rss: field('VmRSS'), hwm: field('VmHWM') }
+}
+
+/** Resets a process's peak RSS (`VmHWM`) to its current RSS (Linux ≥ 4.0, same uid). */
+export async function resetPeakRss(pid) {
+	const { writeFile } = await import('node:fs/promises')
+	await writeFile(`/proc/${pid}/clear_refs`, '5')
+}
+
+export function mib(bytes) {
+	return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
+}
+
+/**
+ * Starts the bundled agent (`dist/agent.cjs`, or `NAMZU_SANDBOX_AGENT_PATH`) as a plain process on
+ * a fresh workspace, listening on a unix socket (default) or on TCP 127.0.0.1 (`tcp: true`, with
+ * `NAMZU_AGENT_BIND_TOKEN` in `env`). Resolves once it printed its `listening` line.
+ */
+export async function startBenchAgent({ env = {}, tcp = false } = {}) {
+	const { mkdtemp, mkdir, rm } = await import('node:fs/promises')
+	const { tmpdir } = await import('node:os')
+	const { join, dirname } = await import('node:path')
+	const { fileURLToPath } = await import('node:url')
+	const dir = await mkdtemp(join(tmpdir(), 'namzu-bench-agent-'))
+	const workspace = join(dir, 'workspace')
+	await mkdir(workspace)
+	const socketPath = join(dir, 'agent.sock')
+	const agentPath =
+		process.env.NAMZU_SANDBOX_AGENT_PATH ??
+		join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'agent.cjs')
+	const child = spawn(process.execPath, [agentPath], {
+		env: {
+			PATH: process.env.PATH ?? '/usr/bin:/bin',
+			HOME: dir,
+			NAMZU_SANDBOX_WORKSPACE: workspace,
+			...(tcp ? { NAMZU_AGENT_TCP_PORT: '0' } : { NAMZU_AGENT_UNIX_PATH: socketPath }),
+			...env,
+		},
+		stdio: ['ignore', 'pipe', 'inherit'],
+	})
+	const port = await new Promise((resolve, reject) => {
+		let out = ''
+		child.once('exit', (code) => reject(new Error(`agent exited ${code} before listening`)))
+		child.stdout.on('data', (chunk) => {
+			out += chunk.toString()
+			const match = /listening (\{.*\})/.exec(out)
+			if (match) resolve(JSON.parse(match[1]).port)
+		})
+	})
+	return {
+		pid: child.pid,
+		workspace,
+		socketPath,
+		port,
+		handle: tcp ? { kind: 'tcp', host: '127.0.0.1', port } : { kind: 'unix', path: socketPath },
+		async stop() {
+			if (child.exitCode === null && child.signalCode === null) {
+				const exited = new Promise((resolve) => child.once('exit', resolve))
+				child.kill('SIGKILL')
+				await exited
+			}
+			await rm(dir, { recursive: true, force: true })
+		},
+	}
+}

@@ -4,7 +4,17 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const here = dirname(fileURLToPath(import.meta.url))
-for (const bench of ['acquire.mjs', 'exec-roundtrip.mjs', 'files.mjs', 'concurrency.mjs']) {
+const benches = [
+	'acquire.mjs',
+	'exec-roundtrip.mjs',
+	'files.mjs',
+	'concurrency.mjs',
+	// Issue 3
+	'large-files.mjs',
+	'preauth-flood.mjs',
+	'session-replay.mjs',
+]
+for (const bench of benches) {
 	console.log(`\n# ${bench}`)
 	const result = spawnSync(process.execPath, [join(here, bench)], { stdio: 'inherit' })
 	if (result.status !== 0) process.exit(result.status ?? 1)

@@ -4,6 +4,8 @@
  */
 
 import { FRAME_HEADER_BYTES } from '../wire/frame.js'
+import { type LifecycleConfig, loadLifecycleConfig } from './lifecycle-config.js'
+import { loadSessionConfig, type SessionConfig } from './session-config.js'
 
 export const MiB = 1024 * 1024
 
@@ -34,6 +36,12 @@ export interface AgentConfig {
 	readonly executionLeaseTtlMs: number
 	readonly executionTerminalTtlMs: number
 	readonly maxTrackedExecutions: number
+	/** Retained output kept per execution that asked for it (`NAMZU_AGENT_EXECUTION_LOG_BYTES`). */
+	readonly executionLogBytes: number
+	/** Executions retaining output at once (`NAMZU_AGENT_MAX_RETAINED_OUTPUT_LOGS`). */
+	readonly maxRetainedOutputLogs: number
+	/** How long a retained execution's record and output outlive its end. */
+	readonly executionRetainedTtlMs: number
 	readonly readFileRangeBytes: number
 	readonly readFileStreamChunkBytes: number
 	/** `NAMZU_SANDBOX_WORKSPACE`, absolute. */
@@ -46,6 +54,10 @@ export interface AgentConfig {
 	readonly maxTimeoutMs: number
 	readonly defaultTimeoutMs: number
 	readonly defaultMaxOutputBytes: number
+	/** Quiesce, flush and SIGTERM-drain settings (lifecycle-config.ts). */
+	readonly lifecycle: LifecycleConfig
+	/** Session registry limits (session-config.ts). */
+	readonly sessions: SessionConfig
 }
 
 export class AgentConfigError extends Error {
@@ -148,6 +160,9 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
 		executionLeaseTtlMs: integer(env, 'NAMZU_AGENT_EXECUTION_LEASE_TTL_MS', 30_000),
 		executionTerminalTtlMs: integer(env, 'NAMZU_AGENT_EXECUTION_TERMINAL_TTL_MS', 60_000),
 		maxTrackedExecutions: integer(env, 'NAMZU_AGENT_MAX_TRACKED_EXECUTIONS', 1024),
+		executionLogBytes: integer(env, 'NAMZU_AGENT_EXECUTION_LOG_BYTES', MiB),
+		maxRetainedOutputLogs: integer(env, 'NAMZU_AGENT_MAX_RETAINED_OUTPUT_LOGS', 32),
+		executionRetainedTtlMs: integer(env, 'NAMZU_AGENT_EXECUTION_RETAINED_TTL_MS', 10 * 60_000),
 		readFileRangeBytes: integer(env, 'NAMZU_AGENT_READ_FILE_RANGE_BYTES', MiB),
 		readFileStreamChunkBytes: integer(env, 'NAMZU_AGENT_READ_FILE_STREAM_CHUNK_BYTES', 256 * 1024),
 		workspace,
@@ -156,5 +171,7 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
 		maxTimeoutMs: integer(env, 'NAMZU_SANDBOX_MAX_TIMEOUT_MS', 30 * 60_000),
 		defaultTimeoutMs: 5 * 60_000,
 		defaultMaxOutputBytes: 100 * MiB,
+		lifecycle: loadLifecycleConfig(env),
+		sessions: loadSessionConfig(env),
 	}
 }

@@ -116,9 +116,12 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 			if (answered || closed) return true
 			return socket.write(encodeFrame(event))
 		},
-		sendFrame(frame) {
-			if (answered || closed) return true
-			return socket.write(frame)
+		sendFrame(frame, onFlushed) {
+			if (answered || closed) {
+				onFlushed?.()
+				return true
+			}
+			return onFlushed ? socket.write(frame, () => onFlushed()) : socket.write(frame)
 		},
 		endStream() {
 			if (answered || closed) return

@@ -16,6 +16,8 @@ export interface ResolvedExecuteRequest {
 	readonly stdin?: string
 	readonly timeoutMs: number
 	readonly maxOutputBytes: number
+	/** Keep the output in the guest (needs `executionId`): the run outlives its connection. */
+	readonly retainOutput?: boolean
 }
 
 type Limits = Pick<AgentConfig, 'maxTimeoutMs' | 'defaultTimeoutMs' | 'defaultMaxOutputBytes'>
@@ -77,6 +79,12 @@ export function parseExecuteRequest(
 	if (body.stdin !== undefined && typeof body.stdin !== 'string') {
 		throw new OpRefusal('invalid_stdin: stdin must be a string')
 	}
+	if (body.retainOutput !== undefined && typeof body.retainOutput !== 'boolean') {
+		throw new OpRefusal('invalid_retain_output: retainOutput must be a boolean')
+	}
+	if (body.retainOutput === true && executionId === undefined) {
+		throw new OpRefusal('retain_requires_execution_id')
+	}
 	const maxOutputBytes = body.maxOutputBytes ?? limits.defaultMaxOutputBytes
 	if (!isPositiveInteger(maxOutputBytes)) {
 		throw new OpRefusal('invalid_max_output_bytes: maxOutputBytes must be a positive integer')
@@ -90,5 +98,6 @@ export function parseExecuteRequest(
 		...(body.stdin === undefined ? {} : { stdin: body.stdin }),
 		timeoutMs: resolveTimeoutMs(body.timeoutMs, limits),
 		maxOutputBytes,
+		...(body.retainOutput === true ? { retainOutput: true } : {}),
 	}
 }

@@ -19,6 +19,11 @@
  * that ignores SIGTERM and happens to finish inside the grace window is never reported as a clean
  * success (changelog 77adb50). A terminal record is kept `NAMZU_AGENT_EXECUTION_TERMINAL_TTL_MS`
  * so a repeated cancel answers the same. Protocol shapes: upstream shapes §3.5.
+ *
+ * A run started with `retainOutput` (`startRetained`) writes into its record's `RetainedOutput`
+ * instead of one connection, so it outlives that connection and `attach-execution` can follow it;
+ * at most `maxRetainedLogs` records hold such output at once, and a retained record is kept
+ * `retainedTtlMs` after it ends (then the same id starts a fresh command).
  */
 import { AGENT_PROTOCOL_VERSION } from '../wire/features.js'
 import type {
@@ -28,8 +33,15 @@ import type {
 	ReserveExecutionReply,
 } from '../wire/protocol.js'
 import { mintExecutionId } from './execution-id.js'
-import type { ExecResultFields, ExecutionOutcome, ExecutionProcess } from './execution-process.js'
+import type {
+	ExecResultFields,
+	ExecutionOutcome,
+	ExecutionProcess,
+	OutputSink,
+} from './execution-process.js'
+import { ExecutionRefusal } from './execution-refusal.js'
 import { OpRefusal } from './op-context.js'
+import { RetainedOutput } from './retained-output.js'
 
 export type ExecutionState = 'reserved' | 'running' | ExecutionTerminalState
 
@@ -39,6 +51,27 @@ export interface ExecutionRegistryOptions {
 	readonly maxTracked: number
 	/** Bounds how long a cancel waits for a signalled run to report its result. */
 	readonly confirmTimeoutMs: number
+	/** Bytes of output one retained run keeps (`NAMZU_AGENT_EXECUTION_LOG_BYTES`, default 1 MiB). */
+	readonly retainedLogBytes?: number
+	/** Records holding retained output at once (`NAMZU_AGENT_MAX_RETAINED_OUTPUT_LOGS`, 32). */
+	readonly maxRetainedLogs?: number
+	/** How long a retained record outlives its end (`NAMZU_AGENT_EXECUTION_RETAINED_TTL_MS`). */
+	readonly retainedTtlMs?: number
+}
+
+/** What `attach-execution` follows. */
+export interface AttachableExecution {
+	readonly retained: RetainedOutput
+	readonly state: () => ExecutionState
+	/** Resolves when the record reaches a terminal state. */
+	readonly settled: Promise<void>
+	/** The terminal answer, once settled. */
+	readonly final: () => {
+		readonly outcome: ExecutionTerminalState
+		readonly started: boolean
+		readonly result?: ExecResultFields
+		readonly error?: string
+	}
 }
 
 interface ExecutionRecord {
@@ -52,6 +85,8 @@ interface ExecutionRecord {
 	error?: string
 	timer?: NodeJS.Timeout
 	cancelling?: Promise<CancelExecutionReply>
+	/** Present once a run that asked to retain its output started. */
+	retained?: RetainedOutput
 	/** Resolves when the record reaches a terminal state. */
 	readonly settled: Promise<void>
 	readonly markSettled: () => void
@@ -145,6 +180,9 @@ export class ExecutionRegistry {
 					executionId: existing.id,
 					leaseExpiresAt: existing.leaseExpiresAt,
 					state: existing.state,
+					...(existing.retained
+						? { retainedOutput: true, outputOffset: existing.retained.nextOffset }
+						: {}),
 				}
 			}
 		}
@@ -182,8 +220,13 @@ export class ExecutionRegistry {
 	 * Claims the reservation (if any) and runs `spawn` in the same tick, so no cancel can slip in
 	 * between the state change and the process existing.
 	 */
-	start(executionId: string | undefined, spawn: () => ExecutionProcess): StartedExecution {
+	start(
+		executionId: string | undefined,
+		spawn: () => ExecutionProcess,
+		retained?: RetainedOutput,
+	): StartedExecution {
 		const record = executionId === undefined ? undefined : this.#claim(executionId)
+		if (record && retained) record.retained = retained
 		const run = spawn()
 		if (run.pgid !== undefined) this.#live.add(run)
 		if (record) {
@@ -197,6 +240,54 @@ export class ExecutionRegistry {
 			return settled.event
 		})
 		return { process: run, finalEvent }
+	}
+
+	get retainedCount(): number {
+		let count = 0
+		for (const record of this.#records.values()) if (record.retained) count++
+		return count
+	}
+
+	/**
+	 * `start` for a run that keeps its output in the guest. Past the retained-log limit it refuses
+	 * BEFORE claiming, so the reservation stays usable; otherwise the run writes into the record's
+	 * ring, never into one connection.
+	 */
+	startRetained(
+		executionId: string,
+		spawn: (sink: OutputSink) => ExecutionProcess,
+	): StartedExecution & { readonly retained: RetainedOutput } {
+		const limit = this.#options.maxRetainedLogs ?? 32
+		if (this.#records.get(executionId)?.state === 'reserved' && this.retainedCount >= limit) {
+			throw new ExecutionRefusal(
+				`retained_output_capacity: limit ${limit} (NAMZU_AGENT_MAX_RETAINED_OUTPUT_LOGS)`,
+				{ executionState: 'reserved' },
+			)
+		}
+		const retained = new RetainedOutput(this.#options.retainedLogBytes ?? 1024 * 1024)
+		const started = this.start(executionId, () => spawn(retained.sink()), retained)
+		return { ...started, retained }
+	}
+
+	/** The retained run `executionId` names; refuses ids not held or whose output is not kept. */
+	attachable(executionId: string): AttachableExecution {
+		const record = this.#records.get(executionId)
+		if (!record) throw new ExecutionRefusal('unknown_execution')
+		const retained = record.retained
+		if (!retained) {
+			throw new ExecutionRefusal('output_not_retained', { executionState: record.state })
+		}
+		return {
+			retained,
+			state: () => record.state,
+			settled: record.settled,
+			final: () => ({
+				outcome: isTerminal(record.state) ? record.state : 'cancelled',
+				started: record.started,
+				...(record.result ? { result: record.result } : {}),
+				...(record.error === undefined ? {} : { error: record.error }),
+			}),
+		}
 	}
 
 	cancel(executionId: string): Promise<CancelExecutionReply> {
@@ -231,6 +322,18 @@ export class ExecutionRegistry {
 		return count
 	}
 
+	/**
+	 * Quiesce (quiesce.ts): every running execution is marked as if a cancel was requested, so it
+	 * settles `cancelled` however its group dies, before anything is signalled. Answers the group
+	 * ids of every live run (each is also its kernel session: runs are spawned detached).
+	 */
+	markRunningQuiesced(): number[] {
+		for (const record of this.#records.values()) {
+			if (record.state === 'running') record.cancelRequested = true
+		}
+		return [...this.#live].flatMap((run) => (run.pgid === undefined ? [] : [run.pgid]))
+	}
+
 	async #cancelRunning(record: ExecutionRecord): Promise<CancelExecutionReply> {
 		record.cancelRequested = true
 		const run = record.process
@@ -252,9 +355,15 @@ export class ExecutionRegistry {
 
 	#claim(id: string): ExecutionRecord {
 		const record = this.#records.get(id)
-		if (!record) throw new OpRefusal('unknown_execution')
-		if (record.state === 'cancelled' && !record.started) throw new OpRefusal('execution_cancelled')
-		if (record.state !== 'reserved') throw new OpRefusal(`execution_not_reserved: ${record.state}`)
+		if (!record) throw new ExecutionRefusal('unknown_execution')
+		if (record.state === 'cancelled' && !record.started) {
+			throw new ExecutionRefusal('execution_cancelled', { executionState: record.state })
+		}
+		if (record.state !== 'reserved') {
+			throw new ExecutionRefusal(`execution_not_reserved: ${record.state}`, {
+				executionState: record.state,
+			})
+		}
 		if (record.timer) clearTimeout(record.timer)
 		record.state = 'running'
 		return record
@@ -274,7 +383,10 @@ export class ExecutionRegistry {
 		}
 		record.process = undefined
 		if (record.timer) clearTimeout(record.timer)
-		record.timer = setTimeout(() => this.#records.delete(record.id), this.#options.terminalTtlMs)
+		const ttlMs = record.retained
+			? (this.#options.retainedTtlMs ?? 10 * 60_000)
+			: this.#options.terminalTtlMs
+		record.timer = setTimeout(() => this.#records.delete(record.id), ttlMs)
 		record.timer.unref()
 		record.markSettled()
 	}
@@ -293,11 +405,14 @@ export class ExecutionRegistry {
 	/** At capacity, forget the oldest finished record; refuse only when every record is live. */
 	#makeRoom(): void {
 		if (this.#records.size < this.#options.maxTracked) return
-		for (const record of this.#records.values()) {
-			if (isTerminal(record.state)) {
-				if (record.timer) clearTimeout(record.timer)
-				this.#records.delete(record.id)
-				return
+		// Finished records without retained output go first: those with it may still be attached.
+		for (const keepRetained of [true, false]) {
+			for (const record of this.#records.values()) {
+				if (isTerminal(record.state) && !(keepRetained && record.retained)) {
+					if (record.timer) clearTimeout(record.timer)
+					this.#records.delete(record.id)
+					return
+				}
 			}
 		}
 		throw new OpRefusal(

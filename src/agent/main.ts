@@ -37,6 +37,9 @@ async function main(): Promise<void> {
 		terminalTtlMs: config.executionTerminalTtlMs,
 		maxTracked: config.maxTrackedExecutions,
 		confirmTimeoutMs: config.cancelConfirmTimeoutMs,
+		retainedLogBytes: config.executionLogBytes,
+		maxRetainedLogs: config.maxRetainedOutputLogs,
+		retainedTtlMs: config.executionRetainedTtlMs,
 	})
 	const preauth = new PreauthPool({
 		maxConnections: config.maxPreauthConnections,
@@ -49,6 +52,9 @@ async function main(): Promise<void> {
 	const shutdown = createShutdown({
 		server: () => server,
 		executions,
+		gates,
+		config,
+		log: logLine,
 		exit: (code) => process.exit(code),
 	})
 	process.on('SIGTERM', shutdown)

@@ -18,8 +18,12 @@ export interface OpContext {
 	 * true — there will be no `drain`; check `closed` to stop producing.
 	 */
 	send(event: object): boolean
-	/** One already-encoded event frame (bulk data built by `encodeBase64DataFrame`). Same rules as `send`. */
-	sendFrame(frame: Buffer): boolean
+	/**
+	 * One already-encoded event frame (bulk data built by `encodeBase64DataFrame`). Same rules as
+	 * `send`; `onFlushed` runs once the frame left the process (or was dropped), so its buffer may be
+	 * reused.
+	 */
+	sendFrame(frame: Buffer, onFlushed?: () => void): boolean
 	/** Ends a stream-shaped answer: the zero-length terminator, then close. */
 	endStream(): void
 	/** Later frames from the peer on this connection (terminal input, tcp data, …). */
@@ -40,7 +44,7 @@ export type OpHandler = (body: Record<string, unknown>, ctx: OpContext) => void 
  * (request-shaped replies also carry `message` when one was given).
  */
 export class OpRefusal extends Error {
-	override readonly name = 'OpRefusal'
+	override readonly name: string = 'OpRefusal'
 	readonly error: string
 	/** Extra human-readable detail, sent as `message` only when given explicitly. */
 	readonly detail?: string

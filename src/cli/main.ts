@@ -1,8 +1,20 @@
 import { readFileSync } from 'node:fs'
+import { LocalSandboxNotFoundError } from '../backends/local/index.js'
 import { SandboxError } from '../contract/errors.js'
+import {
+	AgentSessionDetachedError,
+	ExecutionDetachedError,
+	ExecutionNotAttachableError,
+	SessionRefusedError,
+} from '../index.js'
+import { attachCommand } from './attach-command.js'
+import { destroyCommand } from './destroy-command.js'
+import { detachedRunCommand } from './detached-run-command.js'
 import { doctorCommand } from './doctor-command.js'
-import { CliUsageError, parseCliArgs, USAGE } from './parse-args.js'
+import { logsCommand } from './logs-command.js'
+import { CliUsageError, EXIT_CODES, parseCliArgs, USAGE } from './parse-args.js'
 import { runCommand } from './run-command.js'
+import { sessionsCommand } from './sessions-command.js'
 import { shellCommand } from './shell-command.js'
 
 function packageVersion(): string {
@@ -11,6 +23,21 @@ function packageVersion(): string {
 	return typeof parsed === 'object' && parsed !== null && 'version' in parsed
 		? String(parsed.version)
 		: 'unknown'
+}
+
+/** The exit code of a named library refusal (USAGE lists them). */
+export function exitCodeForError(error: SandboxError): number {
+	if (error instanceof LocalSandboxNotFoundError) return EXIT_CODES.notFound
+	if (error instanceof ExecutionNotAttachableError && error.refusal === 'unknown_execution') {
+		return EXIT_CODES.notFound
+	}
+	if (error instanceof SessionRefusedError && error.refusal === 'unknown_session') {
+		return EXIT_CODES.notFound
+	}
+	if (error instanceof ExecutionDetachedError || error instanceof AgentSessionDetachedError) {
+		return EXIT_CODES.detached
+	}
+	return EXIT_CODES.refused
 }
 
 /** Runs the CLI and resolves with the process exit code. */
@@ -27,18 +54,26 @@ export async function main(argv: readonly string[]): Promise<number> {
 			case 'doctor':
 				return await doctorCommand(command)
 			case 'run':
-				return await runCommand(command)
+				return await (command.detach ? detachedRunCommand(command) : runCommand(command))
 			case 'shell':
 				return await shellCommand(command)
+			case 'attach':
+				return await attachCommand(command.handle)
+			case 'logs':
+				return await logsCommand(command.handle, command.follow)
+			case 'sessions':
+				return await sessionsCommand(command.sandboxId)
+			case 'destroy':
+				return await destroyCommand(command.sandboxId)
 		}
 	} catch (error) {
 		if (error instanceof CliUsageError) {
 			process.stderr.write(`namzu-sandbox: ${error.message}\n\n${USAGE}`)
-			return 2
+			return EXIT_CODES.usage
 		}
 		if (error instanceof SandboxError) {
 			process.stderr.write(`namzu-sandbox: ${error.name}: ${error.message}\n`)
-			return 1
+			return exitCodeForError(error)
 		}
 		throw error
 	}

@@ -2,6 +2,7 @@
  * Pure argument parsing for the `namzu-sandbox` command. Everything after `--` belongs to the
  * sandboxed command and is never interpreted.
  */
+import { type CliHandle, parseCliHandle } from './cli-handle.js'
 
 export type CliCommand =
 	| {
@@ -10,6 +11,9 @@ export type CliCommand =
 			readonly workspace?: string
 			readonly timeoutMs?: number
 			readonly isolation: 'bubblewrap' | 'none'
+			/** Start it in a kept-alive sandbox, print the handle and exit at once. */
+			readonly detach: boolean
+			readonly keepAliveMs?: number
 			readonly command: string
 			readonly args: readonly string[]
 	  }
@@ -19,7 +23,14 @@ export type CliCommand =
 			readonly workspace?: string
 			readonly isolation: 'bubblewrap' | 'none'
 			readonly shell?: string
+			/** A persistent session in a kept-alive sandbox, re-attachable after this process ends. */
+			readonly persistent: boolean
+			readonly keepAliveMs?: number
 	  }
+	| { readonly kind: 'attach'; readonly handle: CliHandle }
+	| { readonly kind: 'logs'; readonly handle: CliHandle; readonly follow: boolean }
+	| { readonly kind: 'sessions'; readonly sandboxId?: string }
+	| { readonly kind: 'destroy'; readonly sandboxId: string }
 	| { readonly kind: 'doctor'; readonly json: boolean }
 	| { readonly kind: 'help' }
 	| { readonly kind: 'version' }
@@ -28,21 +39,67 @@ export class CliUsageError extends Error {
 	override readonly name = 'CliUsageError'
 }
 
+/** Exit codes of the CLI's own failures (a command's exit code passes through unchanged). */
+export const EXIT_CODES = {
+	/** Bad usage (CliUsageError). */
+	usage: 2,
+	/** A library refusal (any SandboxError other than the ones below). */
+	refused: 1,
+	/** No such kept-alive sandbox, session or execution (LocalSandboxNotFoundError, unknown id). */
+	notFound: 3,
+	/** The watched execution or session could not be followed to its end (detached, connection lost). */
+	detached: 4,
+	/** Ctrl-C. */
+	interrupted: 130,
+	/** `--timeout-ms` fired. */
+	timedOut: 124,
+} as const
+
 export const USAGE = `Usage:
   namzu-sandbox run [--allow-network] [--workspace DIR] [--timeout-ms MS] [--no-isolation] -- CMD [ARGS...]
       Run CMD in a fresh local sandbox; stream its output; exit with its exit code.
       Ctrl-C cancels it (the whole process group inside the sandbox is terminated).
-  namzu-sandbox shell [--allow-network] [--workspace DIR] [--no-isolation] [--shell PATH]
-      An interactive terminal in a fresh local sandbox. Exits with the shell.
+  namzu-sandbox run --detach [--keep-alive-ms MS] [options] -- CMD [ARGS...]
+      Start CMD in a kept-alive sandbox, print its handle SANDBOX/EXECUTION and exit 0 at once.
+  namzu-sandbox attach HANDLE
+      SANDBOX/EXECUTION: print its output from the start and follow it to its end; exit with its
+      exit code. SANDBOX/session:ID: attach the terminal (raw mode, resize); Ctrl-] detaches and
+      leaves it running; exits with the program's exit code when it ends.
+  namzu-sandbox logs HANDLE [--follow]
+      Print the retained output of a session or execution without attaching or signalling it;
+      --follow keeps printing until it ends.
+  namzu-sandbox sessions [SANDBOX]
+      List the kept-alive sandboxes (or one of them) and their sessions.
+  namzu-sandbox shell [--persistent [--keep-alive-ms MS]] [--allow-network] [--workspace DIR]
+                      [--no-isolation] [--shell PATH]
+      An interactive terminal in a fresh local sandbox. Exits with the shell. --persistent: the
+      sandbox and the session outlive this process; Ctrl-] detaches; re-attach with attach HANDLE.
+  namzu-sandbox destroy SANDBOX
+      Tear down a kept-alive sandbox (every process, its cgroups and its directories).
   namzu-sandbox doctor [--json]
       What isolation this machine offers, and why.
 
 Options:
-  --allow-network   share the host network (default: no network at all)
-  --workspace DIR   use DIR (created if missing, never removed) as the sandbox workspace
-  --timeout-ms MS   terminate the command after MS milliseconds (exit code 124)
-  --no-isolation    run without bubblewrap (development only; nothing is confined)
+  --allow-network     share the host network (default: no network at all)
+  --workspace DIR     use DIR (created if missing, never removed) as the sandbox workspace
+  --timeout-ms MS     terminate the command after MS milliseconds (exit code 124)
+  --no-isolation      run without bubblewrap (development only; nothing is confined)
+  --keep-alive-ms MS  lifetime of a kept-alive sandbox (default 3600000 = 1 h); a watchdog
+                      ends it then even when no namzu-sandbox process is running
+
+Environment:
+  NAMZU_SANDBOX_STATE_DIR   where kept-alive sandboxes are recorded (default: the system temp dir)
+
+Exit codes: the command's own code; 2 bad usage; 1 refused by the library; 3 no such sandbox,
+session or execution; 4 detached before the end; 124 timed out; 130 interrupted (Ctrl-C).
 `
+
+const VERBS = ['run', 'shell', 'doctor', 'attach', 'logs', 'sessions', 'destroy'] as const
+type Verb = (typeof VERBS)[number]
+
+function isVerb(value: string): value is Verb {
+	return (VERBS as readonly string[]).includes(value)
+}
 
 function positiveInteger(flag: string, raw: string | undefined): number {
 	if (
@@ -58,13 +115,60 @@ function positiveInteger(flag: string, raw: string | undefined): number {
 	return Number(raw)
 }
 
+function handleArgument(verb: string, raw: string | undefined): CliHandle {
+	if (raw === undefined) throw new CliUsageError(`${verb} needs a HANDLE`)
+	const handle = parseCliHandle(raw)
+	if (handle === undefined) {
+		throw new CliUsageError(
+			`${verb}: ${JSON.stringify(raw)} is not a handle (SANDBOX/EXECUTION or SANDBOX/session:ID)`,
+		)
+	}
+	return handle
+}
+
+function sandboxArgument(verb: string, raw: string | undefined): string {
+	const handle = raw === undefined ? undefined : parseCliHandle(raw)
+	if (handle?.kind !== 'sandbox') {
+		throw new CliUsageError(`${verb}: ${JSON.stringify(raw ?? '')} is not a sandbox id`)
+	}
+	return handle.sandboxId
+}
+
+/** `attach`, `logs`, `sessions`, `destroy`: one positional at most, few flags. */
+function parseHandleVerb(verb: Verb, rest: readonly string[]): CliCommand {
+	let follow = false
+	const positionals: string[] = []
+	for (const arg of rest) {
+		if (arg === '--follow' && verb === 'logs') follow = true
+		else if (arg.startsWith('-')) throw new CliUsageError(`unknown option for ${verb}: ${arg}`)
+		else positionals.push(arg)
+	}
+	if (positionals.length > 1) {
+		throw new CliUsageError(`unexpected argument for ${verb}: ${positionals[1]}`)
+	}
+	const [first] = positionals
+	switch (verb) {
+		case 'attach':
+			return { kind: 'attach', handle: handleArgument(verb, first) }
+		case 'logs':
+			return { kind: 'logs', handle: handleArgument(verb, first), follow }
+		case 'sessions':
+			return first === undefined
+				? { kind: 'sessions' }
+				: { kind: 'sessions', sandboxId: sandboxArgument(verb, first) }
+		default:
+			return { kind: 'destroy', sandboxId: sandboxArgument(verb, first) }
+	}
+}
+
 export function parseCliArgs(argv: readonly string[]): CliCommand {
 	const [verb, ...rest] = argv
 	if (verb === undefined || verb === 'help' || verb === '--help' || verb === '-h')
 		return { kind: 'help' }
 	if (verb === '--version' || verb === 'version') return { kind: 'version' }
-	if (verb !== 'run' && verb !== 'shell' && verb !== 'doctor') {
-		throw new CliUsageError(`unknown command: ${verb}`)
+	if (!isVerb(verb)) throw new CliUsageError(`unknown command: ${verb}`)
+	if (verb === 'attach' || verb === 'logs' || verb === 'sessions' || verb === 'destroy') {
+		return parseHandleVerb(verb, rest)
 	}
 	let allowNetwork = false
 	let workspace: string | undefined
@@ -72,6 +176,9 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 	let isolation: 'bubblewrap' | 'none' = 'bubblewrap'
 	let shell: string | undefined
 	let json = false
+	let detach = false
+	let persistent = false
+	let keepAliveMs: number | undefined
 	let index = 0
 	for (; index < rest.length; index++) {
 		const arg = rest[index]
@@ -86,6 +193,10 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 			if (!workspace) throw new CliUsageError('--workspace needs a directory')
 		} else if (arg === '--timeout-ms' && verb === 'run') {
 			timeoutMs = positiveInteger('--timeout-ms', rest[++index])
+		} else if (arg === '--detach' && verb === 'run') detach = true
+		else if (arg === '--persistent' && verb === 'shell') persistent = true
+		else if (arg === '--keep-alive-ms' && verb !== 'doctor') {
+			keepAliveMs = positiveInteger('--keep-alive-ms', rest[++index])
 		} else if (arg === '--shell' && verb === 'shell') {
 			shell = rest[++index]
 			if (!shell) throw new CliUsageError('--shell needs a path')
@@ -95,12 +206,20 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 		else throw new CliUsageError(`unexpected argument for ${verb}: ${arg}`)
 	}
 	if (verb === 'doctor') return { kind: 'doctor', json }
+	if (keepAliveMs !== undefined && !detach && !persistent) {
+		throw new CliUsageError(
+			`--keep-alive-ms applies only to ${verb === 'run' ? 'run --detach' : 'shell --persistent'}`,
+		)
+	}
+	const keepAlive = keepAliveMs === undefined ? {} : { keepAliveMs }
 	if (verb === 'shell') {
 		if (index < rest.length) throw new CliUsageError('shell takes no command; use run -- CMD')
 		return {
 			kind: 'shell',
 			allowNetwork,
 			isolation,
+			persistent,
+			...keepAlive,
 			...(workspace === undefined ? {} : { workspace }),
 			...(shell === undefined ? {} : { shell }),
 		}
@@ -111,6 +230,8 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 		kind: 'run',
 		allowNetwork,
 		isolation,
+		detach,
+		...keepAlive,
 		...(workspace === undefined ? {} : { workspace }),
 		...(timeoutMs === undefined ? {} : { timeoutMs }),
 		command,

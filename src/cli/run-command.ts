@@ -2,6 +2,8 @@ import { mkdir } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { Sandbox, SandboxProvider } from '../contract/index.js'
 import { createSandboxProvider } from '../create-sandbox-provider.js'
+import { exitCodeOf } from './exit-code.js'
+import { EXIT_CODES } from './parse-args.js'
 
 export interface SandboxOptionsFromCli {
 	readonly allowNetwork: boolean
@@ -10,9 +12,9 @@ export interface SandboxOptionsFromCli {
 }
 
 /** Exit code of a command cancelled with Ctrl-C, as a shell reports SIGINT. */
-export const INTERRUPTED_EXIT_CODE = 130
+export const INTERRUPTED_EXIT_CODE = EXIT_CODES.interrupted
 /** Exit code of a command that ran past `--timeout-ms`, as coreutils `timeout` reports it. */
-export const TIMED_OUT_EXIT_CODE = 124
+export const TIMED_OUT_EXIT_CODE = EXIT_CODES.timedOut
 
 export async function openCliSandbox(
 	options: SandboxOptionsFromCli,
@@ -65,16 +67,13 @@ export async function runCommand(
 				;(stream === 'stdout' ? process.stdout : process.stderr).write(data)
 			},
 		})
-		if (result.aborted) return INTERRUPTED_EXIT_CODE
-		if (result.timedOut) {
+		if (result.timedOut && !result.aborted) {
 			process.stderr.write(`namzu-sandbox: timed out after ${options.timeoutMs} ms\n`)
-			return TIMED_OUT_EXIT_CODE
 		}
 		if (result.stdoutTruncated || result.stderrTruncated) {
 			process.stderr.write('namzu-sandbox: output was truncated\n')
 		}
-		if (result.exitCode < 0) return result.signal ? 128 + signalNumber(result.signal) : 1
-		return result.exitCode
+		return exitCodeOf(result)
 	} catch (error) {
 		if (controller.signal.aborted) return INTERRUPTED_EXIT_CODE
 		throw error
@@ -83,18 +82,4 @@ export async function runCommand(
 		process.off('SIGTERM', onSigint)
 		await provider?.close()
 	}
-}
-
-const SIGNAL_NUMBERS: Readonly<Record<string, number>> = {
-	SIGHUP: 1,
-	SIGINT: 2,
-	SIGQUIT: 3,
-	SIGKILL: 9,
-	SIGSEGV: 11,
-	SIGPIPE: 13,
-	SIGTERM: 15,
-}
-
-function signalNumber(name: string): number {
-	return SIGNAL_NUMBERS[name] ?? 0
 }

@@ -1,53 +1,86 @@
-import { existsSync } from 'node:fs'
-import type { SandboxProvider } from '../contract/index.js'
-import { openCliSandbox, type SandboxOptionsFromCli } from './run-command.js'
-
 /**
  * `namzu-sandbox shell`: an interactive PTY in a fresh sandbox. The local terminal is put in raw
  * mode so keystrokes (Ctrl-C included) go to the sandboxed shell; SIGWINCH resizes the remote PTY.
+ * `--persistent`: the sandbox is kept alive and the shell is a persistent session, so Ctrl-]
+ * detaches (the shell keeps running) and `namzu-sandbox attach <sandbox>/session:<id>` resumes it
+ * from any later process.
  */
-export async function shellCommand(
-	options: SandboxOptionsFromCli & { readonly shell?: string },
-): Promise<number> {
+import { randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { mkdir } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import type { SandboxProvider } from '../contract/index.js'
+import { followSessionTerminal } from './attach-command.js'
+import { formatCliHandle } from './cli-handle.js'
+import { cliLocalProvider } from './kept-alive-context.js'
+import { openCliSandbox, type SandboxOptionsFromCli } from './run-command.js'
+import { driveTerminal, localTerminalSize, terminalExitCode } from './terminal-driver.js'
+
+export interface ShellOptions extends SandboxOptionsFromCli {
+	readonly shell?: string
+	readonly persistent?: boolean
+	readonly keepAliveMs?: number
+}
+
+function shellProgram(options: ShellOptions): string {
+	return options.shell ?? (existsSync('/bin/bash') ? '/bin/bash' : '/bin/sh')
+}
+
+function terminalEnv(): Record<string, string> {
+	return { TERM: process.env.TERM || 'xterm-256color' }
+}
+
+async function persistentShell(options: ShellOptions): Promise<number> {
+	const provider = cliLocalProvider(options.isolation)
+	try {
+		let workingDirectory: string | undefined
+		if (options.workspace !== undefined) {
+			workingDirectory = resolve(options.workspace)
+			await mkdir(workingDirectory, { recursive: true })
+		}
+		const sandbox = await provider.create({
+			keepAlive: true,
+			...(options.keepAliveMs === undefined ? {} : { keepAliveMs: options.keepAliveMs }),
+			egress: { kind: options.allowNetwork ? 'allow-all' : 'deny-all' },
+			...(workingDirectory === undefined ? {} : { workingDirectory }),
+		})
+		const sessionId = `shell-${randomBytes(4).toString('hex')}`
+		const handle = { kind: 'session', sandboxId: sandbox.id, sessionId } as const
+		const terminal = await sandbox.openTerminal({
+			command: shellProgram(options),
+			cwd: sandbox.rootDir,
+			size: localTerminalSize(),
+			env: terminalEnv(),
+			sessionId,
+			persistent: true,
+		})
+		process.stderr.write(
+			`namzu-sandbox: persistent session ${formatCliHandle(handle)} — Ctrl-] detaches; re-attach with: namzu-sandbox attach ${formatCliHandle(handle)}\r\n`,
+		)
+		return await followSessionTerminal(terminal, handle)
+	} finally {
+		await provider.close()
+	}
+}
+
+export async function shellCommand(options: ShellOptions): Promise<number> {
+	if (options.persistent) return persistentShell(options)
 	const controller = new AbortController()
 	let provider: SandboxProvider | undefined
-	const stdin = process.stdin
-	const wasRaw = stdin.isTTY ? stdin.isRaw : false
 	try {
 		const opened = await openCliSandbox(options, controller.signal)
 		provider = opened.provider
 		const { sandbox } = opened
 		if (!sandbox.openTerminal) throw new Error('this sandbox offers no terminal')
-		const shell = options.shell ?? (existsSync('/bin/bash') ? '/bin/bash' : '/bin/sh')
-		const size = () => ({
-			cols: Math.max(1, Math.min(1000, process.stdout.columns || 80)),
-			rows: Math.max(1, Math.min(1000, process.stdout.rows || 24)),
-		})
 		const terminal = await sandbox.openTerminal({
-			command: shell,
+			command: shellProgram(options),
 			cwd: sandbox.rootDir,
-			size: size(),
-			env: { TERM: process.env.TERM || 'xterm-256color' },
+			size: localTerminalSize(),
+			env: terminalEnv(),
 		})
-		terminal.onData((chunk) => process.stdout.write(chunk))
-		const onInput = (data: Buffer) => terminal.write(data.toString('utf8'))
-		const onResize = () => terminal.resize(size())
-		if (stdin.isTTY) stdin.setRawMode(true)
-		stdin.on('data', onInput)
-		stdin.resume()
-		process.stdout.on('resize', onResize)
-		process.on('SIGWINCH', onResize)
-		try {
-			const exit = await terminal.exited
-			return exit.signal ? 128 + exit.signal : exit.exitCode
-		} finally {
-			stdin.off('data', onInput)
-			stdin.pause()
-			process.stdout.off('resize', onResize)
-			process.off('SIGWINCH', onResize)
-		}
+		const outcome = await driveTerminal(terminal)
+		return outcome.kind === 'exited' ? terminalExitCode(outcome.exit) : 1
 	} finally {
-		if (stdin.isTTY) stdin.setRawMode(wasRaw)
 		await provider?.close()
 	}
 }

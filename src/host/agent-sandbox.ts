@@ -10,6 +10,7 @@
  */
 import { setMaxListeners } from 'node:events'
 import { posix } from 'node:path'
+import type { BackgroundJobOutput } from '../contract/background-job-output.js'
 import { SandboxDestroyedError, SandboxFileError } from '../contract/errors.js'
 import type { SandboxRetirementObservation } from '../contract/retirement.js'
 import type {
@@ -17,7 +18,6 @@ import type {
 	Sandbox,
 	SandboxDestroyOptions,
 	SandboxEnvironment,
-	SandboxExecOptions,
 	SandboxExecResult,
 	SandboxFileEntry,
 	SandboxListFilesOptions,
@@ -33,18 +33,51 @@ import type {
 import { walkFilesViaExec } from '../contract/walk-files-via-exec.js'
 import { agentExecutionAdapter } from './agent-execution-adapter.js'
 import {
+	type FlushOptions,
+	type FlushReport,
+	flushThroughAgent,
+	type QuiesceOptions,
+	type QuiesceReport,
+	quiesceThroughAgent,
+} from './agent-lifecycle-ops.js'
+import {
 	SandboxRetiredError,
 	SandboxTcpTargetRefusedError,
 	tcpTargetRefusal,
 } from './agent-sandbox-errors.js'
+import type { SessionTerminal } from './agent-session-terminal.js'
+import {
+	AgentSessions,
+	type AttachTerminalOptions,
+	isPersistentTerminalOptions,
+	type KillSessionOptions,
+	type ListSessionsOptions,
+	type PersistentTerminalOptions,
+	type ReadSessionOptions,
+	type StartDetachedOptions,
+} from './agent-sessions.js'
 import type { AgentTcpConnection } from './agent-tcp-connection.js'
 import type { AgentTerminalSession } from './agent-terminal-session.js'
 import type { AgentTransport } from './agent-transport.js'
+import {
+	type AttachExecutionOptions,
+	type CancelExecutionOptions,
+	type DetachableExecOptions,
+	isDetachable,
+} from './detachable-exec-options.js'
+import {
+	attachToExecution,
+	cancelExecutionById,
+	type DetachableExecutionHost,
+	execDetachable,
+} from './detachable-execution.js'
 import {
 	RemoteExecutionController,
 	type RemoteExecutionControllerOptions,
 } from './remote-execution-controller.js'
 import { RemoteCancellationUnknownError } from './remote-execution-errors.js'
+import type { RemoteCancellationAcknowledgement } from './remote-execution-reply.js'
+import type { KilledSession, SessionSummary, StartedSession } from './session-summary.js'
 
 /** How long `destroy()` lets aborted in-flight calls settle before releasing the unit. */
 export const DESTROY_IN_FLIGHT_SETTLE_MS = 2000
@@ -80,6 +113,8 @@ export class AgentSandbox implements Sandbox {
 	readonly #inFlight = new Set<Promise<unknown>>()
 	readonly #terminals = new Set<AgentTerminalSession>()
 	readonly #connections = new Set<AgentTcpConnection>()
+	/** Session verbs and the session terminals handed out; created on first use. */
+	#sessionVerbs: AgentSessions | undefined
 	#destroyed = false
 	#retirement: Promise<SandboxRetirementObservation> | undefined
 	#teardown: Promise<void> | undefined
@@ -115,10 +150,18 @@ export class AgentSandbox implements Sandbox {
 	exec(
 		command: string,
 		args: readonly string[] = [],
-		options: SandboxExecOptions = {},
+		options: DetachableExecOptions = {},
 	): Promise<SandboxExecResult> {
 		return this.#run('exec', options.signal, async (signal) => {
 			const { cwd } = options
+			if (isDetachable(options)) {
+				const resolved = {
+					...options,
+					signal,
+					...(cwd === undefined ? {} : { cwd: this.#resolve(cwd) }),
+				}
+				return this.#guard(() => execDetachable(this.#detachableHost, command, args, resolved))
+			}
 			return this.#guard(() =>
 				this.#controller.exec(command, args, {
 					...options,
@@ -127,6 +170,40 @@ export class AgentSandbox implements Sandbox {
 				}),
 			)
 		})
+	}
+
+	/**
+	 * Follows a detachable execution by id (detachable-execution.ts) to the result its `exec` would
+	 * have produced; aborting `signal` only detaches. `ExecutionNotAttachableError` on a refusal.
+	 */
+	attachExecution(
+		executionId: string,
+		options: AttachExecutionOptions = {},
+	): Promise<SandboxExecResult> {
+		return this.#run('attachExecution', options.signal, (signal) =>
+			attachToExecution(this.#detachableHost, executionId, { ...options, signal }),
+		)
+	}
+
+	/** Confirmed cancel by id from any process holding it; an unconfirmed one retires nothing. */
+	cancelExecution(
+		executionId: string,
+		options: CancelExecutionOptions = {},
+	): Promise<RemoteCancellationAcknowledgement> {
+		return this.#run('cancelExecution', options.signal, (signal) =>
+			cancelExecutionById(this.#detachableHost, executionId, signal),
+		)
+	}
+
+	get #detachableHost(): DetachableExecutionHost {
+		const controller = this.#controller
+		return {
+			transport: this.transport,
+			controlRequestTimeoutMs: controller.controlRequestTimeoutMs,
+			cancelConfirmTimeoutMs: controller.cancelConfirmTimeoutMs,
+			resultDrainTimeoutMs: controller.resultDrainTimeoutMs,
+			defaultExecutionTimeoutMs: controller.defaultExecutionTimeoutMs,
+		}
 	}
 
 	writeFile(
@@ -179,7 +256,11 @@ export class AgentSandbox implements Sandbox {
 		)
 	}
 
+	/** With `sessionId` + `persistent: true` the PTY is a guest session (agent-sessions.ts). */
+	openTerminal(options: PersistentTerminalOptions): Promise<SessionTerminal>
+	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession>
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession> {
+		if (isPersistentTerminalOptions(options)) return this.#openSessionTerminal(options)
 		return this.#run('openTerminal', options.signal, async (signal) => {
 			const session = await this.transport.openTerminal(
 				{
@@ -209,6 +290,91 @@ export class AgentSandbox implements Sandbox {
 		})
 	}
 
+	// ---- sessions (agent-sessions.ts): SessionsUnsupportedError before dialing an older guest ----
+
+	/** A program with no PTY, stdin closed, in its own kernel session; it outlives this host. */
+	startDetached(options: StartDetachedOptions): Promise<StartedSession> {
+		return this.#run('startDetached', options.signal, (signal) =>
+			this.#sessions.startDetached({
+				...options,
+				signal,
+				...(options.cwd === undefined ? {} : { cwd: this.#resolve(options.cwd) }),
+			}),
+		)
+	}
+
+	/** Rejoins a session from any process: replay from `fromOffset`, then live; supersedes. */
+	attachTerminal(sessionId: string, options: AttachTerminalOptions = {}): Promise<SessionTerminal> {
+		return this.#run('attachTerminal', options.signal, async (signal) =>
+			this.#ownSession(
+				await this.#sessions.attachTerminal(sessionId, { ...options, signal }),
+				'attachTerminal',
+			),
+		)
+	}
+
+	/** One read in the BackgroundJobOutput shape; not an attachment. */
+	readSession(sessionId: string, options: ReadSessionOptions = {}): Promise<BackgroundJobOutput> {
+		return this.#run('readSession', options.signal, (signal) =>
+			this.#sessions.readSession(sessionId, { ...options, signal }),
+		)
+	}
+
+	listSessions(options: ListSessionsOptions = {}): Promise<SessionSummary[]> {
+		return this.#run('listSessions', options.signal, (signal) =>
+			this.#sessions.listSessions({ signal }),
+		)
+	}
+
+	/** Signals everything still in the session (default SIGKILL) and reports whether it ended. */
+	killSession(sessionId: string, options: KillSessionOptions = {}): Promise<KilledSession> {
+		return this.#run('killSession', options.abortSignal, (abortSignal) =>
+			this.#sessions.killSession(sessionId, { ...options, abortSignal }),
+		)
+	}
+
+	#openSessionTerminal(options: PersistentTerminalOptions): Promise<SessionTerminal> {
+		return this.#run('openTerminal', options.signal, async (signal) => {
+			const resolved = {
+				...options,
+				...(options.cwd === undefined ? {} : { cwd: this.#resolve(options.cwd) }),
+			}
+			return this.#ownSession(await this.#sessions.openTerminal(resolved, signal), 'openTerminal')
+		})
+	}
+
+	/** A session terminal handed out after destroy began is detached at once, then refused. */
+	async #ownSession(terminal: SessionTerminal, operation: string): Promise<SessionTerminal> {
+		if (this.#destroyed || this.#retirement) {
+			await terminal.detach()
+			this.#admit(operation)
+		}
+		return terminal
+	}
+
+	get #sessions(): AgentSessions {
+		this.#sessionVerbs ??= new AgentSessions(this.transport)
+		return this.#sessionVerbs
+	}
+
+	/**
+	 * Stops every process in the guest (agent-lifecycle-ops.ts) and leaves the agent serving; the
+	 * report names the scope. `QuiesceUnsupportedError` before dialing an agent without the op,
+	 * `QuiesceUnconfirmedError` (with the pid) when a process outlived SIGKILL.
+	 */
+	quiesce(options: QuiesceOptions = {}): Promise<QuiesceReport> {
+		return this.#run('quiesce', options.signal, (signal) =>
+			quiesceThroughAgent(this.transport, { ...options, signal }),
+		)
+	}
+
+	/** `sync -f` of the guest's workspace filesystem; `FlushUnsupportedError`/`FlushUnconfirmedError`. */
+	flush(options: FlushOptions = {}): Promise<FlushReport> {
+		return this.#run('flush', options.signal, (signal) =>
+			flushThroughAgent(this.transport, { ...options, signal }),
+		)
+	}
+
 	/** Idempotent; concurrent calls share one teardown. A failed teardown may be retried. */
 	destroy(options: SandboxDestroyOptions = {}): Promise<void> {
 		if (!this.#teardown) {
@@ -232,6 +398,8 @@ export class AgentSandbox implements Sandbox {
 		await Promise.all([
 			...[...this.#terminals].map((session) => session.close()),
 			...[...this.#connections].map((connection) => connection.close()),
+			// Detaches only: the guest's sessions die with the unit `release` stops.
+			this.#sessionVerbs?.closeAll(),
 		])
 		this.#terminals.clear()
 		this.#connections.clear()

@@ -43,10 +43,23 @@ export interface AgentTransportOptions {
 	readonly maxWriteFileBytes?: number
 	/** Raw bytes per part of a part sequence. Default (and ceiling): the most one frame admits. */
 	readonly writeFilePartBytes?: number
+	/**
+	 * Largest request frame this transport sends, below the guest's own limit (8 MiB pre-auth for a
+	 * tcp handle, `GUEST_FRAME_LIMIT_BYTES` otherwise). Bodies above it travel in parts, so the guest
+	 * never holds more than about twice this per write: the local tier sets it to keep a large
+	 * `writeFile` inside a small sandbox's memory limit.
+	 */
+	readonly maxRequestFrameBytes?: number
 	/** True for a dial error no retry can fix; stops the retry loop at once. */
 	readonly permanentDialFailure?: (error: Error) => boolean
 	/** Told about every established connection. Must not throw. */
 	readonly onDial?: (event: AgentDialEvent) => void
+	/**
+	 * Heartbeat interval asked for on terminal and tcp streams (stream-heartbeat.ts); used only once
+	 * the guest echoes it. Undefined or 0: none (the default here; the Kubernetes backend asks for
+	 * `DEFAULT_STREAM_HEARTBEAT_MS`).
+	 */
+	readonly streamHeartbeatMs?: number
 }
 
 export interface ResolvedAgentTransportOptions {
@@ -57,8 +70,11 @@ export interface ResolvedAgentTransportOptions {
 	readonly controlRequestTimeoutMs: number
 	readonly maxWriteFileBytes: number
 	readonly writeFilePartBytes?: number
+	readonly maxRequestFrameBytes?: number
 	readonly permanentDialFailure: (error: Error) => boolean
 	readonly onDial?: (event: AgentDialEvent) => void
+	/** Present only when a heartbeat is asked for (> 0). */
+	readonly streamHeartbeatMs?: number
 }
 
 export const DEFAULT_AGENT_TRANSPORT_OPTIONS = {
@@ -84,6 +100,11 @@ function nonNegativeInteger(field: string, value: number | undefined, fallback: 
 		throw new SandboxConfigError(field, `must be a non-negative safe integer, got ${String(value)}`)
 	}
 	return value
+}
+
+function heartbeatOption(value: number | undefined): { streamHeartbeatMs?: number } {
+	const ms = nonNegativeInteger('streamHeartbeatMs', value, 0)
+	return ms === 0 ? {} : { streamHeartbeatMs: ms }
 }
 
 export function resolveAgentTransportOptions(
@@ -123,10 +144,23 @@ export function resolveAgentTransportOptions(
 		),
 		permanentDialFailure: options.permanentDialFailure ?? (() => false),
 		...(options.onDial ? { onDial: options.onDial } : {}),
+		...heartbeatOption(options.streamHeartbeatMs),
 	}
-	if (options.writeFilePartBytes === undefined) return resolved
 	return {
 		...resolved,
-		writeFilePartBytes: positiveInteger('writeFilePartBytes', options.writeFilePartBytes, 1),
+		...(options.writeFilePartBytes === undefined
+			? {}
+			: {
+					writeFilePartBytes: positiveInteger('writeFilePartBytes', options.writeFilePartBytes, 1),
+				}),
+		...(options.maxRequestFrameBytes === undefined
+			? {}
+			: {
+					maxRequestFrameBytes: positiveInteger(
+						'maxRequestFrameBytes',
+						options.maxRequestFrameBytes,
+						1,
+					),
+				}),
 	}
 }

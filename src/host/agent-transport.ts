@@ -8,7 +8,12 @@
  */
 import type { SandboxFileEntry } from '../contract/sandbox.js'
 import { encodedFrameBytes, encodeFrameWithBase64, FRAME_HEADER_BYTES } from '../wire/frame.js'
-import type { ExecuteRequest, TcpConnectRequest, TerminalRequest } from '../wire/protocol.js'
+import type {
+	AttachExecutionRequest,
+	ExecuteRequest,
+	TcpConnectRequest,
+	TerminalRequest,
+} from '../wire/protocol.js'
 import {
 	listFilesThroughAgent,
 	readFileStreamThroughAgent,
@@ -30,6 +35,7 @@ import { readSingleReply, readStreamEvents, refusalError, refusalOf } from './ex
 import { FrameChannel } from './frame-channel.js'
 import { type AgentHealth, parseHealthzReply } from './healthz-reply.js'
 import { RemoteProtocolError } from './remote-execution-errors.js'
+import { startHostStreamHeartbeat, withHeartbeatRequest } from './stream-heartbeat.js'
 import { AgentFrameTooLargeError, AgentPreauthFrameTooLargeError } from './transport-errors.js'
 
 export interface AgentRequestOptions {
@@ -70,15 +76,32 @@ export class AgentTransport {
 	readonly handle: SandboxAgentHandle
 	readonly options: ResolvedAgentTransportOptions
 	#features: Promise<ReadonlySet<string>> | undefined
+	#guestBootId: string | undefined
 
 	constructor(handle: SandboxAgentHandle, options: AgentTransportOptions = {}) {
 		this.handle = handle
 		this.options = resolveAgentTransportOptions(options)
 	}
 
-	/** Largest request frame payload the guest accepts from this handle. */
+	/**
+	 * The `guestBootId` the guest stamped on the last reply that carried one (reserve, cancel,
+	 * read-file, write-file, stream `ready`, attach); undefined against a guest that sends none.
+	 * A change means a different agent process: everything started before is gone.
+	 */
+	get guestBootId(): string | undefined {
+		return this.#guestBootId
+	}
+
+	/** Remembers the `guestBootId` a guest message carries, if any. */
+	noteGuestBootId(message: Record<string, unknown>): void {
+		if (typeof message.guestBootId === 'string') this.#guestBootId = message.guestBootId
+	}
+
+	/** Largest request frame payload sent to the guest: its limit, or the configured lower one. */
 	get frameLimitBytes(): number {
-		return this.handle.kind === 'tcp' ? TCP_PREAUTH_FRAME_LIMIT_BYTES : GUEST_FRAME_LIMIT_BYTES
+		const guest =
+			this.handle.kind === 'tcp' ? TCP_PREAUTH_FRAME_LIMIT_BYTES : GUEST_FRAME_LIMIT_BYTES
+		return Math.min(guest, this.options.maxRequestFrameBytes ?? guest)
 	}
 
 	get #token(): string | undefined {
@@ -140,7 +163,9 @@ export class AgentTransport {
 		const unbind = channel.bindSignal(options.signal)
 		channel.setIdleTimeout(options.idleTimeoutMs ?? this.options.readIdleTimeoutMs)
 		try {
-			return await readSingleReply(channel)
+			const reply = await readSingleReply(channel)
+			this.noteGuestBootId(reply)
+			return reply
 		} finally {
 			unbind()
 			if (!channel.isClosed) channel.destroy()
@@ -184,11 +209,13 @@ export class AgentTransport {
 
 	/** Opens a long-lived two-way op (terminal, tcp-connect) and waits for its `ready`. */
 	async #openDuplex(op: string, body: unknown, signal?: AbortSignal): Promise<FrameChannel> {
-		const frame = this.#encode(this.#envelope(op, body))
+		const heartbeatMs = this.options.streamHeartbeatMs
+		const frame = this.#encode(this.#envelope(op, withHeartbeatRequest(body, heartbeatMs)))
 		signal?.throwIfAborted()
 		const channel = await this.#open(op, frame, signal)
 		const unbind = channel.bindSignal(signal)
 		channel.setIdleTimeout(this.options.readIdleTimeoutMs)
+		let echoedHeartbeatMs: unknown
 		try {
 			const first = await channel.read()
 			if (first.kind === 'closed') {
@@ -207,6 +234,8 @@ export class AgentTransport {
 			if (first.message.type !== 'ready') {
 				throw new RemoteProtocolError(`${op}: expected ready, got ${String(first.message.type)}`)
 			}
+			echoedHeartbeatMs = first.message.heartbeatMs
+			this.noteGuestBootId(first.message)
 		} catch (error) {
 			channel.destroy()
 			throw error
@@ -215,6 +244,8 @@ export class AgentTransport {
 		}
 		// A quiet terminal or tcp connection is not a failure; the owner ends it.
 		channel.setIdleTimeout(0)
+		// Replaced, when the guest echoed an interval, by the negotiated heartbeat's watchdog.
+		startHostStreamHeartbeat(channel, heartbeatMs, echoedHeartbeatMs)
 		return channel
 	}
 
@@ -268,8 +299,19 @@ export class AgentTransport {
 
 	// ---- executions -----------------------------------------------------------------------------
 
-	reserveExecution(signal: AbortSignal): Promise<Record<string, unknown>> {
-		return this.request('reserve-execution', {}, { signal })
+	/** `{}` exactly as before unless the caller names the id (detachable executions). */
+	reserveExecution(signal: AbortSignal, executionId?: string): Promise<Record<string, unknown>> {
+		return this.request('reserve-execution', executionId === undefined ? {} : { executionId }, {
+			signal,
+		})
+	}
+
+	/** The `attach-execution` event stream (observer only); no idle bound, the signal ends it. */
+	attachExecution(
+		request: AttachExecutionRequest,
+		signal: AbortSignal,
+	): AsyncGenerator<Record<string, unknown>, void, undefined> {
+		return this.stream('attach-execution', request, { signal, idleTimeoutMs: 0 })
 	}
 
 	cancelExecution(executionId: string, signal: AbortSignal): Promise<Record<string, unknown>> {

@@ -76,6 +76,18 @@ export class FrameChannel {
 		return () => this.#socket.off('drain', listener)
 	}
 
+	/** Every chunk of bytes received (liveness counts bytes, not frames). Returns an unsubscribe. */
+	onBytes(listener: (byteCount: number) => void): () => void {
+		const onData = (chunk: Buffer) => listener(chunk.length)
+		this.#socket.on('data', onData)
+		return () => this.#socket.off('data', onData)
+	}
+
+	/** Whether reading is paused for backpressure (queue full or held by the consumer). */
+	get readingPaused(): boolean {
+		return this.#socket.isPaused()
+	}
+
 	/** Consumer-level flow control (e.g. a tcp connection's `pause()`). */
 	hold(): void {
 		this.#heldByConsumer = true

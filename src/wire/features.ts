@@ -7,8 +7,27 @@ export const WRITE_FILE_PARTS_FEATURE = 'write-file-parts'
 export const READ_FILE_STREAM_FEATURE = 'read-file-stream'
 /** Guest serves `list-files` (recursive regular-file listing). */
 export const LIST_FILES_FEATURE = 'list-files'
+/** Guest retains output of executions that ask for it and serves `attach-execution`. */
+export const EXECUTION_ATTACH_FEATURE = 'execution-attach'
+/** Guest stamps `guestBootId` on reserve, cancel, read-file, write-file and stream `ready`. */
+export const GUEST_BOOT_ID_FEATURE = 'guest-boot-id'
+/** Guest serves `quiesce` (stop every guest process, keep serving). */
+export const QUIESCE_FEATURE = 'quiesce'
+/** Guest serves `flush` (`sync -f` of the workspace filesystem); advertised only when it can. */
+export const FLUSH_FEATURE = 'flush'
+/** Guest negotiates `heartbeatMs` on terminal / tcp-connect streams (heartbeat.ts). */
+export const STREAM_HEARTBEAT_FEATURE = 'stream-heartbeat'
+
+/** Guest serves persistent terminals and `start-detached` / `attach-` / `list-` / `kill-session`. */
+export const SESSIONS_FEATURE = 'sessions'
 
 export type AgentFeature =
 	| typeof WRITE_FILE_PARTS_FEATURE
 	| typeof READ_FILE_STREAM_FEATURE
 	| typeof LIST_FILES_FEATURE
+	| typeof SESSIONS_FEATURE
+	| typeof EXECUTION_ATTACH_FEATURE
+	| typeof GUEST_BOOT_ID_FEATURE
+	| typeof QUIESCE_FEATURE
+	| typeof FLUSH_FEATURE
+	| typeof STREAM_HEARTBEAT_FEATURE

@@ -33,14 +33,34 @@ const DATA_EVENT_SUFFIX = Buffer.from('"}', 'latin1')
  * these, so skipping the scan and the UTF-8 transcoding matters.
  */
 export function encodeBase64DataFrame(bytes: Uint8Array): Buffer {
-	const payloadBytes =
-		DATA_EVENT_PREFIX.length + base64Length(bytes.byteLength) + DATA_EVENT_SUFFIX.length
-	const frame = Buffer.allocUnsafe(FRAME_HEADER_BYTES + payloadBytes)
-	frame.write(`${payloadBytes.toString(16).padStart(8, '0')}\n`, 0, 'latin1')
-	DATA_EVENT_PREFIX.copy(frame, FRAME_HEADER_BYTES)
-	writeBase64(frame, FRAME_HEADER_BYTES + DATA_EVENT_PREFIX.length, bytes)
-	DATA_EVENT_SUFFIX.copy(frame, frame.length - DATA_EVENT_SUFFIX.length)
+	const frame = Buffer.allocUnsafe(base64DataFrameBytes(bytes.byteLength))
+	encodeBase64DataFrameInto(frame, bytes)
 	return frame
+}
+
+/** Wire size of the data frame carrying `byteLength` raw bytes. */
+export function base64DataFrameBytes(byteLength: number): number {
+	return (
+		FRAME_HEADER_BYTES +
+		DATA_EVENT_PREFIX.length +
+		base64Length(byteLength) +
+		DATA_EVENT_SUFFIX.length
+	)
+}
+
+/**
+ * `encodeBase64DataFrame` into a caller's buffer (at least `base64DataFrameBytes` long), so a bulk
+ * sender can recycle frame buffers; returns the frame as a view of `target`.
+ */
+export function encodeBase64DataFrameInto(target: Buffer, bytes: Uint8Array): Buffer {
+	const frameBytes = base64DataFrameBytes(bytes.byteLength)
+	if (target.length < frameBytes) throw new RangeError('target buffer is too small for the frame')
+	const payloadBytes = frameBytes - FRAME_HEADER_BYTES
+	target.write(`${payloadBytes.toString(16).padStart(8, '0')}\n`, 0, 'latin1')
+	DATA_EVENT_PREFIX.copy(target, FRAME_HEADER_BYTES)
+	writeBase64(target, FRAME_HEADER_BYTES + DATA_EVENT_PREFIX.length, bytes)
+	DATA_EVENT_SUFFIX.copy(target, frameBytes - DATA_EVENT_SUFFIX.length)
+	return target.subarray(0, frameBytes)
 }
 
 /** The ASCII bytes of a parsed data event's `data`, when the fast parse kept them. */

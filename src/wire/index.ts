@@ -1,5 +1,8 @@
 export * from './base64-pieces.js'
 export * from './features.js'
 export * from './frame.js'
+export * from './heartbeat.js'
+export type * from './lifecycle-ops.js'
 export type * from './protocol.js'
 export { AGENT_OPS } from './protocol.js'
+export type * from './sessions.js'

@@ -40,6 +40,13 @@ export interface ReserveExecutionReply {
 	readonly executionId: string
 	/** Epoch milliseconds after which an unused reservation lapses. */
 	readonly leaseExpiresAt: number
+	/** The agent process that answered (changes when the guest restarts). */
+	readonly guestBootId?: string
+	/** Only when the caller named the id: where that execution is (held ids are not re-reserved). */
+	readonly state?: ExecutionState
+	/** Held id whose output is retained, and the offset the next byte will get. */
+	readonly retainedOutput?: boolean
+	readonly outputOffset?: number
 }
 
 export interface ExecuteRequest {
@@ -53,6 +60,8 @@ export interface ExecuteRequest {
 	readonly timeoutMs?: number
 	/** Per-stream capture cap; output past it is dropped and the result says `...Truncated`. */
 	readonly maxOutputBytes?: number
+	/** Keep the output in the guest (requires `executionId`) so the run survives its connection. */
+	readonly retainOutput?: boolean
 }
 
 export interface ExecResultEvent {
@@ -86,7 +95,53 @@ export interface CancelExecutionReply {
 	readonly started: boolean
 	readonly result?: Omit<ExecResultEvent, 'type'>
 	readonly error?: string
+	readonly guestBootId?: string
 }
+
+// ---- retained executions: attach-execution ------------------------------------------------------
+
+/** Every state an execution record can report (`'reserved'` = never started). */
+export type ExecutionState = 'reserved' | 'running' | ExecutionTerminalState
+
+/** A delta of a retained run: its place in the one interleaved byte-offset space. */
+export interface RetainedDeltaEvent {
+	readonly type: 'stdout_delta' | 'stderr_delta'
+	readonly data: string
+	readonly offset: number
+	readonly nextOffset: number
+}
+
+export interface AttachExecutionRequest {
+	readonly executionId: string
+	/** Default 0: everything still held. */
+	readonly fromOffset?: number
+}
+
+export type AttachExecutionEvent =
+	| {
+			readonly type: 'attached'
+			readonly executionId: string
+			readonly state: ExecutionState
+			/** Where the replay starts (≥ the requested offset when bytes were evicted). */
+			readonly fromOffset: number
+			readonly droppedBytes: number
+	  }
+	| RetainedDeltaEvent
+	| {
+			readonly type: 'attach_result'
+			readonly executionId: string
+			readonly outcome: ExecutionTerminalState
+			readonly started: boolean
+			readonly result?: Omit<ExecResultEvent, 'type'>
+			readonly error?: string
+			readonly nextOffset: number
+	  }
+	| {
+			readonly type: 'error'
+			readonly error: string
+			readonly executionState?: ExecutionState
+			readonly nextOffset?: number
+	  }
 
 // ---- files -------------------------------------------------------------------------------------
 
@@ -105,6 +160,7 @@ export interface ReadFileReply {
 	readonly encoding: 'base64' | 'utf8'
 	readonly offset?: number
 	readonly bytesRead?: number
+	readonly guestBootId?: string
 }
 
 export interface ReadFileStreamRequest {
@@ -145,6 +201,7 @@ export interface WriteFileRequest {
 export interface WriteFileReply {
 	readonly ok: true
 	readonly bytesWritten: number
+	readonly guestBootId?: string
 	/** Present on a final part: size of the renamed file. */
 	readonly sizeBytes?: number
 	readonly discarded?: boolean
@@ -170,10 +227,13 @@ export interface TerminalRequest {
 	/** Integers 1..1000. */
 	readonly cols: number
 	readonly rows: number
+	/** Together with `persistent: true`: the PTY joins the session registry (wire/sessions.ts). */
+	readonly sessionId?: string
+	readonly persistent?: true
 }
 
 export type TerminalServerEvent =
-	| { readonly type: 'ready' }
+	| { readonly type: 'ready'; readonly guestBootId?: string }
 	| { readonly type: 'data'; readonly data: string }
 	| { readonly type: 'exit'; readonly exitCode: number; readonly signal?: number }
 	| { readonly type: 'error'; readonly error: string }
@@ -192,7 +252,7 @@ export interface TcpConnectRequest {
 }
 
 export type TcpServerEvent =
-	| { readonly type: 'ready' }
+	| { readonly type: 'ready'; readonly guestBootId?: string }
 	| { readonly type: 'data'; readonly data: string }
 	| { readonly type: 'end' }
 	| { readonly type: 'error'; readonly error: string }
@@ -215,6 +275,11 @@ export const AGENT_OPS = [
 	'list-files',
 	'terminal',
 	'tcp-connect',
+	'attach-execution',
+	'start-detached',
+	'attach-session',
+	'list-sessions',
+	'kill-session',
 ] as const
 
 export type AgentOp = (typeof AGENT_OPS)[number]

@@ -15,7 +15,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 	host: ['host', 'wire', 'contract'],
 	'backends/local': ['backends/local', 'host', 'wire', 'contract', 'root'],
 	testing: ['testing', 'contract'],
-	cli: ['cli', 'backends/local', 'contract', 'root'],
+	cli: ['cli', 'backends/local', 'host', 'wire', 'contract', 'root'],
 	root: ['root', 'contract', 'wire', 'host', 'backends/local'],
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { CliUsageError, parseCliArgs } from '../../src/cli/parse-args.js'
+import { formatCliHandle, parseCliHandle } from '../../src/cli/cli-handle.js'
+import { CliUsageError, parseCliArgs, USAGE } from '../../src/cli/parse-args.js'
 
 describe('parseCliArgs', () => {
 	const cases: Array<[string, string[], unknown]> = [
@@ -11,6 +12,7 @@ describe('parseCliArgs', () => {
 				kind: 'run',
 				allowNetwork: false,
 				isolation: 'bubblewrap',
+				detach: false,
 				command: 'sh',
 				args: ['-c', 'exit 3'],
 			},
@@ -22,6 +24,7 @@ describe('parseCliArgs', () => {
 				kind: 'run',
 				allowNetwork: true,
 				isolation: 'bubblewrap',
+				detach: false,
 				workspace: '/w',
 				timeoutMs: 500,
 				command: 'ls',
@@ -35,6 +38,7 @@ describe('parseCliArgs', () => {
 				kind: 'run',
 				allowNetwork: false,
 				isolation: 'bubblewrap',
+				detach: false,
 				command: 'node',
 				args: ['--allow-network'],
 			},
@@ -42,13 +46,70 @@ describe('parseCliArgs', () => {
 		[
 			'run without -- takes the first positional as the command',
 			['run', 'echo', 'hi'],
-			{ kind: 'run', allowNetwork: false, isolation: 'bubblewrap', command: 'echo', args: ['hi'] },
+			{
+				kind: 'run',
+				allowNetwork: false,
+				isolation: 'bubblewrap',
+				detach: false,
+				command: 'echo',
+				args: ['hi'],
+			},
 		],
 		[
 			'shell',
 			['shell', '--no-isolation'],
-			{ kind: 'shell', allowNetwork: false, isolation: 'none' },
+			{ kind: 'shell', allowNetwork: false, isolation: 'none', persistent: false },
 		],
+		[
+			'run --detach with a lifetime',
+			['run', '--detach', '--keep-alive-ms', '60000', '--', 'sleep', '5'],
+			{
+				kind: 'run',
+				allowNetwork: false,
+				isolation: 'bubblewrap',
+				detach: true,
+				keepAliveMs: 60000,
+				command: 'sleep',
+				args: ['5'],
+			},
+		],
+		[
+			'shell --persistent',
+			['shell', '--persistent'],
+			{ kind: 'shell', allowNetwork: false, isolation: 'bubblewrap', persistent: true },
+		],
+		[
+			'attach an execution handle',
+			['attach', '0123456789ab/exec_1f2e'],
+			{
+				kind: 'attach',
+				handle: { kind: 'execution', sandboxId: '0123456789ab', executionId: 'exec_1f2e' },
+			},
+		],
+		[
+			'attach a session handle',
+			['attach', '0123456789ab/session:term-1'],
+			{
+				kind: 'attach',
+				handle: { kind: 'session', sandboxId: '0123456789ab', sessionId: 'term-1' },
+			},
+		],
+		[
+			'logs --follow',
+			['logs', '--follow', '0123456789ab/session:job'],
+			{
+				kind: 'logs',
+				follow: true,
+				handle: { kind: 'session', sandboxId: '0123456789ab', sessionId: 'job' },
+			},
+		],
+		['sessions of every kept-alive sandbox', ['sessions'], { kind: 'sessions' }],
+		[
+			'sessions of one sandbox',
+			['sessions', '0123456789ab'],
+			{ kind: 'sessions', sandboxId: '0123456789ab' },
+		],
+		['destroy', ['destroy', '0123456789ab'], { kind: 'destroy', sandboxId: '0123456789ab' }],
 		['doctor --json', ['doctor', '--json'], { kind: 'doctor', json: true }],
 	]
 	for (const [title, argv, expected] of cases) {
@@ -64,10 +125,55 @@ describe('parseCliArgs', () => {
 		['a non-numeric timeout', ['run', '--timeout-ms', 'soon', '--', 'true']],
 		['a workspace flag without a directory', ['shell', '--workspace']],
 		['a command given to shell', ['shell', '--', 'ls']],
+		['--keep-alive-ms without --detach', ['run', '--keep-alive-ms', '5000', '--', 'true']],
+		['--keep-alive-ms without --persistent', ['shell', '--keep-alive-ms', '5000']],
+		['--detach on shell', ['shell', '--detach']],
+		['--persistent on run', ['run', '--persistent', '--', 'true']],
+		['attach without a handle', ['attach']],
+		['attach with a malformed handle', ['attach', 'not-a-sandbox/exec_1']],
+		['attach with a bad session id', ['attach', '0123456789ab/session:-x']],
+		['logs with two handles', ['logs', '0123456789ab/a', '0123456789ab/b']],
+		['--follow on attach', ['attach', '--follow', '0123456789ab/exec_1']],
+		['destroy of a session handle', ['destroy', '0123456789ab/session:x']],
+		['destroy without a sandbox', ['destroy']],
 	]
 	for (const [title, argv] of refusals) {
 		it(`refuses ${title} with CliUsageError`, () => {
 			expect(() => parseCliArgs(argv)).toThrow(CliUsageError)
+		})
+	}
+
+	it('the usage text documents every verb, the detach key and the exit codes', () => {
+		for (const text of ['run --detach', 'attach HANDLE', 'logs HANDLE', 'sessions [SANDBOX]']) {
+			expect(USAGE).toContain(text)
+		}
+		for (const text of ['shell [--persistent', 'destroy SANDBOX', 'Ctrl-]', 'Exit codes:']) {
+			expect(USAGE).toContain(text)
+		}
+	})
+})
+
+describe('CLI handles', () => {
+	const cases: Array<[string, ReturnType<typeof parseCliHandle>]> = [
+		['0123456789ab', { kind: 'sandbox', sandboxId: '0123456789ab' }],
+		[
+			'0123456789ab/exec_6a1c-22',
+			{ kind: 'execution', sandboxId: '0123456789ab', executionId: 'exec_6a1c-22' },
+		],
+		[
+			'0123456789ab/session:shell.1',
+			{ kind: 'session', sandboxId: '0123456789ab', sessionId: 'shell.1' },
+		],
+		['0123456789AB', undefined],
+		['0123456789ab/', undefined],
+		['0123456789ab/../x', undefined],
+		['0123456789ab/session:', undefined],
+		['../0123456789ab', undefined],
+	]
+	for (const [text, expected] of cases) {
+		it(`parses ${JSON.stringify(text)}${expected ? '' : ' as no handle'}`, () => {
+			expect(parseCliHandle(text)).toEqual(expected)
+			if (expected) expect(formatCliHandle(expected)).toBe(text)
 		})
 	}
 })

@@ -2,22 +2,27 @@
  * `reserve-execution`, `execute` and `cancel-execution` (upstream shapes §3.5): thin handlers that
  * validate the body, then hand over to the execution registry and the process runner. `execute`
  * streams `stdout_delta`/`stderr_delta` events, then exactly one `result` or `error`, then the
- * terminator.
+ * terminator. A run with `retainOutput` goes through `execute-retained.ts`. Every reserve and cancel
+ * answer (a cancel's refusals included) carries `guestBootId`; a cancellation the agent could not
+ * confirm fences it (`gates.retiring`): from then on it serves only `healthz` and `cancel-execution`.
  */
 
 import { parseExecuteRequest } from '../execute-request.js'
 import { isExecutionId } from '../execution-id.js'
 import { type OutputSink, startExecutionProcess } from '../execution-process.js'
+import { answerExecutionRefusal } from '../execution-refusal.js'
+import { GUEST_BOOT_ID } from '../guest-boot-id.js'
 import type { OpContext, OpHandler } from '../op-context.js'
 import { OpRefusal } from '../op-context.js'
 import { resolveWorkingDirectory } from '../working-directory.js'
+import { executeRetained } from './execute-retained.js'
 
 export const reserveExecution: OpHandler = (body, ctx) => {
 	const requested = body.executionId
 	if (requested !== undefined && !isExecutionId(requested)) {
 		throw new OpRefusal('invalid_execution_id')
 	}
-	ctx.reply(ctx.executions.reserve(requested))
+	ctx.reply({ ...ctx.executions.reserve(requested), guestBootId: GUEST_BOOT_ID })
 }
 
 /** Output events onto the connection; pauses the child while the socket buffer is full. */
@@ -46,8 +51,20 @@ function connectionSink(ctx: OpContext): OutputSink {
 }
 
 export const execute: OpHandler = async (body, ctx) => {
+	try {
+		await executeCommand(body, ctx)
+	} catch (error) {
+		if (!answerExecutionRefusal(ctx, 'stream', error)) throw error
+	}
+}
+
+async function executeCommand(body: Record<string, unknown>, ctx: OpContext): Promise<void> {
 	const request = parseExecuteRequest(body, ctx.config)
 	const cwd = await resolveWorkingDirectory(request.cwd, ctx.config)
+	if (request.retainOutput && request.executionId !== undefined) {
+		await executeRetained(request, request.executionId, cwd, ctx)
+		return
+	}
 	const { process: run, finalEvent } = ctx.executions.start(request.executionId, () =>
 		startExecutionProcess(
 			{ ...request, cwd },
@@ -68,7 +85,15 @@ export const execute: OpHandler = async (body, ctx) => {
 }
 
 export const cancelExecution: OpHandler = async (body, ctx) => {
-	const { executionId } = body
-	if (!isExecutionId(executionId)) throw new OpRefusal('invalid_execution_id')
-	ctx.reply(await ctx.executions.cancel(executionId))
+	try {
+		const { executionId } = body
+		if (!isExecutionId(executionId)) throw new OpRefusal('invalid_execution_id')
+		ctx.reply({ ...(await ctx.executions.cancel(executionId)), guestBootId: GUEST_BOOT_ID })
+	} catch (error) {
+		// The command may still run and nothing can prove otherwise: fence the agent for good.
+		if (error instanceof OpRefusal && error.error === 'cancellation_unconfirmed') {
+			ctx.gates.retiring = true
+		}
+		if (!answerExecutionRefusal(ctx, 'request', error, { guestBootId: GUEST_BOOT_ID })) throw error
+	}
 }

@@ -1,6 +1,6 @@
 import { constants } from 'node:fs'
 import { type FileHandle, open } from 'node:fs/promises'
-import { encodeBase64DataFrame } from '../../wire/frame.js'
+import { base64DataFrameBytes, encodeBase64DataFrameInto } from '../../wire/frame.js'
 import { fsRefusal } from '../fs-refusal.js'
 import { resolveReadablePath } from '../jail.js'
 import type { OpContext, OpHandler } from '../op-context.js'
@@ -90,22 +90,21 @@ async function bufferedSource(handle: FileHandle): Promise<Source> {
  * `write() === false` would serialise disk and socket; this keeps both busy while bounding memory
  * to this plus a frame and a read-ahead chunk.
  */
-const MAX_QUEUED_BYTES = 4 * 1024 * 1024
+const MAX_QUEUED_BYTES = 2 * 1024 * 1024
 
-/** Reads exactly `want` bytes at `position`, or refuses: a file that shrank never comes back short. */
+/** Reads exactly `want` bytes at `position` into `buffer`, or refuses: never comes back short. */
 async function readExactly(
 	source: Source,
 	range: StreamRange,
 	length: number,
 	at: number,
-	want: number,
+	buffer: Buffer,
 ): Promise<Buffer> {
-	const buffer = Buffer.allocUnsafe(want)
 	let filled = 0
-	while (filled < want) {
+	while (filled < buffer.length) {
 		const bytesRead = await source.read(
 			buffer.subarray(filled),
-			want - filled,
+			buffer.length - filled,
 			range.offset + at + filled,
 		)
 		if (bytesRead === 0) {
@@ -118,7 +117,12 @@ async function readExactly(
 	return buffer
 }
 
-/** Sends the covered bytes; undefined when the peer went away (nothing more may be sent). */
+/**
+ * Sends the covered bytes; undefined when the peer went away (nothing more may be sent). Memory is
+ * recycled rather than allocated per chunk: two read buffers alternate (one fills while the other
+ * is encoded) and frame buffers return to a free list once the socket has flushed them, so a
+ * 1 GiB stream costs about MAX_QUEUED_BYTES plus a few frames, however long it runs.
+ */
 async function pump(
 	ctx: OpContext,
 	source: Source,
@@ -126,8 +130,16 @@ async function pump(
 	length: number,
 ): Promise<number | undefined> {
 	const chunkBytes = Math.min(ctx.config.readFileStreamChunkBytes, Math.max(length, 1))
+	const readBuffers = [Buffer.allocUnsafe(chunkBytes), Buffer.allocUnsafe(chunkBytes)]
+	const frameBytes = base64DataFrameBytes(chunkBytes)
+	const freeFrames: Buffer[] = []
+	let reads = 0
 	const readAt = (at: number) => {
-		const pending = readExactly(source, range, length, at, Math.min(chunkBytes, length - at))
+		const buffer = (readBuffers[reads++ % 2] ?? Buffer.allocUnsafe(chunkBytes)).subarray(
+			0,
+			Math.min(chunkBytes, length - at),
+		)
+		const pending = readExactly(source, range, length, at, buffer)
 		// Observed below; this only keeps an abandoned read-ahead from being an unhandled rejection.
 		pending.catch(() => undefined)
 		return pending
@@ -138,10 +150,11 @@ async function pump(
 		if (ctx.closed) return undefined
 		const chunk = await next
 		const after = sent + chunk.length
-		// Read ahead while this chunk is encoded and written.
+		// Read ahead (into the other buffer) while this chunk is encoded and written.
 		next = after < length ? readAt(after) : undefined
 		if (ctx.closed) return undefined
-		ctx.sendFrame(encodeBase64DataFrame(chunk))
+		const target = freeFrames.pop() ?? Buffer.allocUnsafe(frameBytes)
+		ctx.sendFrame(encodeBase64DataFrameInto(target, chunk), () => freeFrames.push(target))
 		sent = after
 		if (ctx.socket.writableLength > MAX_QUEUED_BYTES && !(await waitForDrain(ctx))) return undefined
 	}

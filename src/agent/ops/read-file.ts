@@ -1,6 +1,7 @@
 import { constants } from 'node:fs'
 import { type FileHandle, open } from 'node:fs/promises'
 import { fsRefusal } from '../fs-refusal.js'
+import { GUEST_BOOT_ID } from '../guest-boot-id.js'
 import { resolveReadablePath } from '../jail.js'
 import type { OpHandler } from '../op-context.js'
 import { OpRefusal } from '../op-context.js'
@@ -31,6 +32,7 @@ export const readFile: OpHandler = async (body, ctx) => {
 			const content = await handle.readFile()
 			ctx.reply({
 				ok: true,
+				guestBootId: GUEST_BOOT_ID,
 				content: content.toString(encoding),
 				sizeBytes: content.length,
 				encoding,
@@ -54,6 +56,7 @@ export const readFile: OpHandler = async (body, ctx) => {
 					)
 		ctx.reply({
 			ok: true,
+			guestBootId: GUEST_BOOT_ID,
 			content: slice.bytes.toString('base64'),
 			sizeBytes: slice.sizeBytes,
 			encoding: 'base64',

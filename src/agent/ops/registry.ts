@@ -1,9 +1,16 @@
 import type { OpHandler } from '../op-context.js'
+import { attachExecution } from './attach-execution.js'
+import { attachSession } from './attach-session.js'
 import { cancelExecution, execute, reserveExecution } from './executions.js'
+import { flush } from './flush.js'
 import { healthz } from './healthz.js'
+import { killSession } from './kill-session.js'
 import { listFiles } from './list-files.js'
+import { listSessions } from './list-sessions.js'
+import { quiesce } from './quiesce.js'
 import { readFile } from './read-file.js'
 import { readFileStream } from './read-file-stream.js'
+import { startDetached } from './start-detached.js'
 import { tcpConnect } from './tcp-connect.js'
 import { terminal } from './terminal.js'
 import { writeFile } from './write-file.js'
@@ -21,10 +28,17 @@ export const OPS: Readonly<Record<string, OpEntry>> = {
 	'reserve-execution': { handler: reserveExecution, stream: false },
 	execute: { handler: execute, stream: true },
 	'cancel-execution': { handler: cancelExecution, stream: false },
+	'attach-execution': { handler: attachExecution, stream: true },
 	'read-file': { handler: readFile, stream: false },
 	'read-file-stream': { handler: readFileStream, stream: true },
 	'write-file': { handler: writeFile, stream: false },
 	'list-files': { handler: listFiles, stream: false },
 	terminal: { handler: terminal, stream: true },
 	'tcp-connect': { handler: tcpConnect, stream: true },
+	quiesce: { handler: quiesce, stream: false },
+	flush: { handler: flush, stream: false },
+	'start-detached': { handler: startDetached, stream: false },
+	'attach-session': { handler: attachSession, stream: true },
+	'list-sessions': { handler: listSessions, stream: false },
+	'kill-session': { handler: killSession, stream: false },
 }

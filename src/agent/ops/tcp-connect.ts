@@ -1,6 +1,8 @@
 import { connect } from 'node:net'
+import { GUEST_BOOT_ID } from '../guest-boot-id.js'
 import { resolveLoopbackTarget, TCP_MAX_DATA_FRAME_BYTES } from '../loopback-target.js'
 import type { OpHandler } from '../op-context.js'
+import { sendStreamReady } from '../stream-heartbeat.js'
 
 /**
  * `tcp-connect`: a byte pipe between the host and a loopback port inside the sandbox. Each side is
@@ -23,7 +25,7 @@ export const tcpConnect: OpHandler = (body, ctx) => {
 	}
 
 	upstream.on('connect', () => {
-		if (!ctx.closed) ctx.send({ type: 'ready' })
+		if (!ctx.closed) sendStreamReady(ctx, body, { guestBootId: GUEST_BOOT_ID })
 	})
 	upstream.on('data', (chunk: Buffer) => {
 		if (ctx.closed) return

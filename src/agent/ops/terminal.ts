@@ -1,28 +1,34 @@
 import { type ChildProcess, spawn } from 'node:child_process'
-import { statSync } from 'node:fs'
 import { constants as osConstants } from 'node:os'
 import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import { childEnvironment } from '../child-env.js'
+import { GUEST_BOOT_ID } from '../guest-boot-id.js'
 import { resolveWorkspaceDirectory } from '../jail.js'
 import type { OpContext, OpHandler } from '../op-context.js'
 import { OpRefusal } from '../op-context.js'
-import { findPtyDescendant, killSession, readChildren, readProcStat } from '../process-tree.js'
+import {
+	type Exit,
+	findSlave,
+	isDirectory,
+	type PtyShell,
+	runStty,
+	SessionTeardown,
+	slaveSearchFailure,
+} from '../pty-process.js'
+import { parsePersistentTerminal } from '../session-request.js'
 import { registerShutdownHook } from '../shutdown-hooks.js'
+import { sendStreamReady } from '../stream-heartbeat.js'
 import {
 	parseTerminalRequest,
 	parseTerminalSize,
 	SCRIPT_PATH,
-	STTY_PATH,
 	scriptArgv,
-	sttyArgv,
 	type TerminalSize,
 	terminalKillSignal,
 } from '../terminal-request.js'
+import { persistentTerminal } from './persistent-terminal.js'
 
-/** How long the PTY slave may take to appear under `script`: attempts × interval. */
-export const SLAVE_SEARCH_ATTEMPTS = 200
-export const SLAVE_SEARCH_INTERVAL_MS = 5
 /** Output held while the terminal is not yet ready, before the pipes are paused. */
 const PENDING_OUTPUT_MAX_CHARS = 1024 * 1024
 
@@ -31,10 +37,13 @@ const PENDING_OUTPUT_MAX_CHARS = 1024 * 1024
  * frames `input`, `resize`, `kill` (queued until ready). When the terminal ends — the connection
  * closes, it is killed, or its program exits — every process still in the kernel session the
  * shell was started in is SIGKILLed, plus `script`'s own group, so a job backgrounded with `&`
- * dies with the terminal instead of outliving it unreachable.
+ * dies with the terminal instead of outliving it unreachable. With `sessionId` + `persistent: true`
+ * the PTY belongs to the session registry instead (persistent-terminal.ts): closing detaches.
  */
 export const terminal: OpHandler = async (body, ctx) => {
 	const spec = parseTerminalRequest(body)
+	const sessionId = parsePersistentTerminal(body)
+	if (sessionId !== undefined) return persistentTerminal(spec, sessionId, ctx, body)
 	const cwd = resolveWorkspaceDirectory(ctx.config, spec.cwd)
 	if (!isDirectory(cwd)) throw new OpRefusal(`invalid_cwd: not a directory: ${spec.cwd ?? cwd}`)
 	// Scrubbed of every NAMZU_* key; the caller's env wins, TERM included. stty gets the same.
@@ -75,10 +84,7 @@ export const terminal: OpHandler = async (body, ctx) => {
 	if (search instanceof Error || (search.shell === undefined && !search.exited)) {
 		teardown.run()
 		if (!ctx.closed) {
-			const error =
-				search instanceof Error
-					? search.message
-					: `terminal PTY slave did not appear (${SLAVE_SEARCH_ATTEMPTS} attempts × ${SLAVE_SEARCH_INTERVAL_MS} ms under script pid ${child.pid ?? 'none'})`
+			const error = search instanceof Error ? search.message : slaveSearchFailure(child.pid)
 			ctx.send({ type: 'error', error })
 			ctx.endStream()
 		}
@@ -90,83 +96,11 @@ export const terminal: OpHandler = async (body, ctx) => {
 		teardown.run()
 		return
 	}
-	ctx.send({ type: 'ready' })
+	sendStreamReady(ctx, body, { guestBootId: GUEST_BOOT_ID })
 	output.start()
 	live = new LiveTerminal(ctx, child, search.shell, env, teardown)
 	void closed.then((exit) => live?.exited(exit))
 	for (const message of queued.splice(0)) live.handle(message)
-}
-
-interface Exit {
-	readonly code: number | null
-	readonly signal: NodeJS.Signals | null
-}
-
-interface SlaveSearch {
-	readonly shell?: { readonly pid: number; readonly slave: string }
-	/** script exited before a PTY slave was seen. */
-	readonly exited: boolean
-}
-
-function isDirectory(path: string): boolean {
-	try {
-		return statSync(path).isDirectory()
-	} catch {
-		return false
-	}
-}
-
-async function findSlave(child: ChildProcess, teardown: SessionTeardown): Promise<SlaveSearch> {
-	const root = child.pid
-	if (root === undefined) return { exited: true }
-	for (let attempt = 0; attempt < SLAVE_SEARCH_ATTEMPTS; attempt++) {
-		// script's child calls setsid(), so its pid is the session id to tear down — known as soon
-		// as it is forked, even if it exits before a PTY is seen.
-		const [first] = readChildren(root)
-		if (first !== undefined) teardown.session ??= first
-		const shell = findPtyDescendant(root)
-		if (shell) {
-			teardown.session = readProcStat(shell.pid)?.session ?? teardown.session
-			return { shell, exited: false }
-		}
-		if (child.exitCode !== null || child.signalCode !== null) return { exited: true }
-		await new Promise((resolve) => setTimeout(resolve, SLAVE_SEARCH_INTERVAL_MS))
-	}
-	return { exited: false }
-}
-
-/** Sets the PTY size; failures are ignored (the terminal still works at the old size). */
-function runStty(slave: string, size: TerminalSize, env: Record<string, string>): Promise<void> {
-	return new Promise((resolve) => {
-		const stty = spawn(STTY_PATH, sttyArgv(slave, size), { env, stdio: 'ignore' })
-		stty.once('error', () => resolve())
-		stty.once('exit', () => resolve())
-	})
-}
-
-/** SIGKILL for the shell's kernel session and script's group, once. */
-class SessionTeardown {
-	session: number | undefined
-	#done = false
-	readonly #child: ChildProcess
-
-	constructor(child: ChildProcess) {
-		this.#child = child
-	}
-
-	run(): void {
-		if (this.#done) return
-		this.#done = true
-		if (this.session !== undefined) killSession(this.session)
-		const pid = this.#child.pid
-		if (pid === undefined) return
-		try {
-			// Detached, so script leads its own group.
-			process.kill(-pid, 'SIGKILL')
-		} catch {
-			// Already gone.
-		}
-	}
 }
 
 /** Output before `ready` is held (pausing the pipes past a bound); after it, sent with backpressure. */
@@ -218,14 +152,14 @@ class TerminalOutput {
 class LiveTerminal {
 	readonly #ctx: OpContext
 	readonly #child: ChildProcess
-	readonly #shell: { readonly pid: number; readonly slave: string } | undefined
+	readonly #shell: PtyShell | undefined
 	readonly #env: Record<string, string>
 	readonly #teardown: SessionTeardown
 
 	constructor(
 		ctx: OpContext,
 		child: ChildProcess,
-		shell: { readonly pid: number; readonly slave: string } | undefined,
+		shell: PtyShell | undefined,
 		env: Record<string, string>,
 		teardown: SessionTeardown,
 	) {

@@ -4,6 +4,7 @@ import { basename, dirname, join } from 'node:path'
 import type { AgentConfig } from '../config.js'
 import { commitTemp, makeParents } from '../durable-commit.js'
 import { fsRefusal } from '../fs-refusal.js'
+import { GUEST_BOOT_ID } from '../guest-boot-id.js'
 import { resolveWritablePath } from '../jail.js'
 import type { OpHandler } from '../op-context.js'
 import { OpRefusal } from '../op-context.js'
@@ -20,14 +21,15 @@ export const writeFile: OpHandler = async (body, ctx) => {
 	switch (request.kind) {
 		case 'discard':
 			await discardPart(ctx.config, request.path)
-			ctx.reply({ ok: true, bytesWritten: 0, discarded: true })
+			ctx.reply({ ok: true, guestBootId: GUEST_BOOT_ID, bytesWritten: 0, discarded: true })
 			return
 		case 'part':
-			ctx.reply(await writePart(ctx.config, request))
+			ctx.reply({ ...(await writePart(ctx.config, request)), guestBootId: GUEST_BOOT_ID })
 			return
 		case 'whole':
 			ctx.reply({
 				ok: true,
+				guestBootId: GUEST_BOOT_ID,
 				bytesWritten: await writeWhole(ctx.config, request.path, request.content),
 			})
 			return

@@ -1,10 +1,13 @@
 /**
  * Starts the agent's process (bwrap, or plain node under isolation 'none') and owns it until it is
  * dead: stderr is drained into a tail for failure reports, and `kill()` SIGKILLs and awaits exit.
+ * A process that must outlive the host (`outliveHost`) writes stderr to a file instead of a pipe
+ * (a pipe would break when the host exits) and is unref'd so the host can exit.
  */
 import { spawn } from 'node:child_process'
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
 import { descendantPids, waitUntilGone } from './process-tree.js'
-import { StderrTail } from './stderr-tail.js'
+import { STDERR_TAIL_BYTES, StderrTail } from './stderr-tail.js'
 
 export interface AgentLaunchSpec {
 	/** Program first. */
@@ -15,6 +18,8 @@ export interface AgentLaunchSpec {
 	readonly secrets: readonly string[]
 	/** Listening socket descriptor handed to the child as fd 3. */
 	readonly listenFd?: number
+	/** Set for a kept-alive sandbox: stderr goes to this file and the child is unref'd. */
+	readonly outliveHost?: { readonly stderrPath: string }
 }
 
 export interface ChildExit {
@@ -49,22 +54,48 @@ function killQuietly(pid: number): void {
 	}
 }
 
+/** Last `bytes` of a file (the stderr log of a kept-alive sandbox may grow over its lifetime). */
+function readFileTail(path: string, bytes = 2 * STDERR_TAIL_BYTES): string {
+	let fd: number | undefined
+	try {
+		fd = openSync(path, 'r')
+		const size = fstatSync(fd).size
+		const length = Math.min(size, bytes)
+		const buffer = Buffer.alloc(length)
+		readSync(fd, buffer, 0, length, size - length)
+		return buffer.toString('utf8')
+	} catch {
+		return ''
+	} finally {
+		if (fd !== undefined) closeSync(fd)
+	}
+}
+
 export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess {
 	const [program, ...args] = spec.argv
 	if (program === undefined) throw new TypeError('launchAgentProcess: empty argv')
 	const tail = new StderrTail()
 	let status: ChildExit | undefined
-	const child = spawn(program, args, {
-		// Its own process group: a terminal's Ctrl-C is for the host program, which cancels through
-		// the AbortSignal; it must not kill the sandbox out from under that cancellation.
-		detached: true,
-		cwd: spec.cwd,
-		env: { ...spec.env },
-		stdio:
-			spec.listenFd === undefined
-				? ['ignore', 'ignore', 'pipe']
-				: ['ignore', 'ignore', 'pipe', spec.listenFd],
-	})
+	const stderrFile =
+		spec.outliveHost === undefined ? undefined : openSync(spec.outliveHost.stderrPath, 'a', 0o600)
+	const stderr = stderrFile ?? 'pipe'
+	let child: ReturnType<typeof spawn>
+	try {
+		child = spawn(program, args, {
+			// Its own process group: a terminal's Ctrl-C is for the host program, which cancels through
+			// the AbortSignal; it must not kill the sandbox out from under that cancellation.
+			detached: true,
+			cwd: spec.cwd,
+			env: { ...spec.env },
+			stdio:
+				spec.listenFd === undefined
+					? ['ignore', 'ignore', stderr]
+					: ['ignore', 'ignore', stderr, spec.listenFd],
+		})
+	} finally {
+		if (stderrFile !== undefined) closeSync(stderrFile)
+	}
+	if (spec.outliveHost) child.unref()
 	const exited = new Promise<ChildExit>((resolve) => {
 		child.once('error', (error) => {
 			// 'error' without a pid means spawn failed; with one, a later kill failed — exit still follows.
@@ -96,7 +127,12 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 		pid: child.pid,
 		exited,
 		exitStatus: () => status,
-		stderrTail: () => tail.read(spec.secrets),
+		stderrTail: () => {
+			if (spec.outliveHost === undefined) return tail.read(spec.secrets)
+			const fromFile = new StderrTail()
+			fromFile.push(readFileTail(spec.outliveHost.stderrPath))
+			return fromFile.read(spec.secrets)
+		},
 		kill: () => {
 			killing ??= kill()
 			return killing

@@ -181,6 +181,17 @@ export async function createSandboxCgroups(
 	return handle
 }
 
+/**
+ * The groups of a sandbox created by another (possibly gone) host process, from the directories its
+ * descriptor recorded: `remove()` kills what is inside and removes them, exactly as for our own.
+ */
+export function adoptSandboxCgroups(dirs: readonly string[]): SandboxCgroups {
+	return sandboxCgroups(
+		[...dirs],
+		dirs.map((dir) => `${dir}/cgroup.procs`),
+	)
+}
+
 function sandboxCgroups(dirs: string[], procsFiles: readonly string[]): SandboxCgroups {
 	let removal: Promise<void> | undefined
 	const remove = async () => {

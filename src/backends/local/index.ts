@@ -22,6 +22,11 @@ export type {
 	LocalIsolationReport,
 } from './describe-local-isolation.js'
 export { describeLocalIsolation } from './describe-local-isolation.js'
+export {
+	DEFAULT_KEEP_ALIVE_MS,
+	MAX_KEEP_ALIVE_MS,
+	MIN_KEEP_ALIVE_MS,
+} from './lifetime-watchdog.js'
 export type {
 	LocalBackendConfig,
 	LocalIsolation,
@@ -31,14 +36,29 @@ export {
 	BubblewrapUnavailableError,
 	CgroupLimitsUnavailableError,
 	LocalEgressUnsupportedError,
+	LocalKeepAliveUnavailableError,
 	LocalProviderClosedError,
 	LocalSandboxCleanupError,
+	LocalSandboxNotFoundError,
+	type LocalSandboxNotFoundReason,
 	LocalSandboxStartError,
 } from './local-errors.js'
+export type { LocalSandbox, LocalSandboxVerb } from './local-sandbox.js'
 export {
 	createLocalSandboxProvider,
 	LOCAL_PROVIDER_ID,
 	LOCAL_PROVIDER_NAME,
 	LOCAL_PROVIDER_NAME_UNCONFINED,
 	type LocalProviderHooks,
+	type LocalSandboxProvider,
 } from './local-sandbox-provider.js'
+export {
+	destroyLocalSandbox,
+	type LocalSandboxListing,
+	type LocalSandboxRegistryOptions,
+	listLocalSandboxes,
+	reapLocalSandboxes,
+} from './local-sandbox-registry.js'
+export type { LocalSandboxCreateConfig } from './local-sandbox-spec.js'
+export { type OpenLocalSandboxOptions, openLocalSandbox } from './open-local-sandbox.js'
+export type { LocalSandboxDescriptor, LocalSandboxState } from './sandbox-descriptor.js'

@@ -101,3 +101,44 @@ export class LocalSandboxCleanupError extends SandboxError {
 		this.leftovers = leftovers
 	}
 }
+
+/** Why `openLocalSandbox` found nothing to open. */
+export type LocalSandboxNotFoundReason = 'invalid-id' | 'missing' | 'expired' | 'dead'
+
+/**
+ * `openLocalSandbox(id)` found no live kept-alive sandbox by that id: never created with
+ * `keepAlive`, already destroyed, past its lifetime, or its processes are gone (the last two are
+ * reaped on the way out).
+ */
+export class LocalSandboxNotFoundError extends SandboxError {
+	override readonly name = 'LocalSandboxNotFoundError'
+	readonly sandboxId: string
+	readonly state: LocalSandboxNotFoundReason
+
+	constructor(sandboxId: string, state: LocalSandboxNotFoundReason) {
+		const why: Record<LocalSandboxNotFoundReason, string> = {
+			'invalid-id': 'is not a local sandbox id (12 hex digits)',
+			missing: 'has no kept-alive record in this state directory',
+			expired: 'outlived its keepAliveMs and was reaped',
+			dead: 'is no longer running and was reaped',
+		}
+		super(`local sandbox ${JSON.stringify(sandboxId)} ${why[state]}`, 'not-found')
+		this.sandboxId = sandboxId
+		this.state = state
+	}
+}
+
+/** `keepAlive` was asked for but the lifetime watchdog (coreutils `timeout`) is not usable. */
+export class LocalKeepAliveUnavailableError extends SandboxError {
+	override readonly name = 'LocalKeepAliveUnavailableError'
+	readonly timeoutPath: string
+
+	constructor(timeoutPath: string, options: SandboxErrorOptions = {}) {
+		super(
+			`keepAlive needs coreutils timeout at ${timeoutPath} to bound the sandbox's lifetime; it is not executable`,
+			'keep-alive-unavailable',
+			options,
+		)
+		this.timeoutPath = timeoutPath
+	}
+}

@@ -3,9 +3,12 @@
  * (under bwrap unless isolation is 'none') and a transport that has seen `healthz` answer and the
  * privilege probe pass. `release()` takes all of it down; a failed or aborted start leaves nothing.
  */
+
 import { randomBytes } from 'node:crypto'
-import { realpath } from 'node:fs/promises'
+import { constants } from 'node:fs'
+import { access, realpath } from 'node:fs/promises'
 import { userInfo } from 'node:os'
+import { join } from 'node:path'
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
 import { createAgentSandbox } from '../../host/agent-sandbox.js'
 import { AgentTransport } from '../../host/agent-transport.js'
@@ -22,9 +25,14 @@ import {
 import { assertBubblewrapUsable } from './bubblewrap-binary.js'
 import { buildBwrapArgs, hiddenInsideSandbox, withCgroupJoin } from './bwrap-argv.js'
 import { createSandboxCgroups, type SandboxCgroups } from './cgroup-limits.js'
+import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
-import { LocalSandboxCleanupError } from './local-errors.js'
+import { LocalKeepAliveUnavailableError, LocalSandboxCleanupError } from './local-errors.js'
+import { writeDescriptor } from './local-sandbox-registry.js'
 import type { LocalSandboxSpec } from './local-sandbox-spec.js'
+import { LOCAL_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
+import { readProcessIdentity } from './process-identity.js'
+import { DESCRIPTOR_VERSION, type LocalSandboxDescriptor } from './sandbox-descriptor.js'
 import {
 	createSandboxDirectories,
 	removeSandboxDirectories,
@@ -44,6 +52,8 @@ export interface LocalInstanceContext {
 	readonly agentPath: string
 	/** Host environment the agent tuning knobs are read from (default `process.env`). */
 	readonly hostEnv?: Readonly<Record<string, string | undefined>>
+	/** coreutils `timeout`, the lifetime watchdog of kept-alive sandboxes (default `/usr/bin/timeout`). */
+	readonly timeoutPath?: string
 }
 
 export interface LocalInstance {
@@ -59,6 +69,8 @@ export interface LocalInstance {
 	readonly exited: Promise<ChildExit>
 	/** Kills every process, removes the cgroups and the state directory. Idempotent. */
 	release(): Promise<void>
+	/** Set when the sandbox outlives its host (`keepAlive`): the record other processes reopen it by. */
+	readonly descriptor?: LocalSandboxDescriptor
 }
 
 export function newSandboxId(): string {
@@ -78,7 +90,14 @@ export async function startLocalInstance(
 	const { backend } = context
 	const confined = backend.isolation === 'bubblewrap'
 	if (confined) await assertBubblewrapUsable(backend.bwrapPath)
+	const timeoutPath = context.timeoutPath ?? DEFAULT_TIMEOUT_PATH
+	if (spec.keepAliveMs !== undefined) {
+		await access(timeoutPath, constants.X_OK).catch((error: unknown) => {
+			throw new LocalKeepAliveUnavailableError(timeoutPath, { cause: error })
+		})
+	}
 	signal?.throwIfAborted()
+	const createdAtMs = Date.now()
 	const id = newSandboxId()
 	const dirs = await createSandboxDirectories(backend.stateDir, id, spec.workingDirectory)
 	let cgroups: SandboxCgroups | undefined
@@ -124,13 +143,22 @@ export async function startLocalInstance(
 					}),
 				]
 			: agentCommand
+		// A kept-alive sandbox runs under its lifetime watchdog, which becomes bwrap's parent: bwrap
+		// keeps --die-with-parent, so the watchdog firing (or being killed) takes the sandbox down.
+		const supervised =
+			spec.keepAliveMs === undefined
+				? command
+				: withLifetimeWatchdog(timeoutPath, spec.keepAliveMs, command)
 		listener = await createInheritableListenSocket(dirs.socketPath)
 		const launched = launchAgentProcess({
-			argv: withCgroupJoin(cgroups?.procsFiles ?? [], command),
+			argv: withCgroupJoin(cgroups?.procsFiles ?? [], supervised),
 			env,
 			cwd: dirs.workspace,
 			secrets: Object.values(spec.env),
 			listenFd: listener.fd,
+			...(spec.keepAliveMs === undefined
+				? {}
+				: { outliveHost: { stderrPath: join(dirs.root, 'agent.stderr') } }),
 		})
 		agent = launched
 		await listener.handOver()
@@ -138,6 +166,7 @@ export async function startLocalInstance(
 			{ kind: 'unix', path: dirs.socketPath },
 			{
 				connectRetryIntervalMs: READY_DIAL_INTERVAL_MS,
+				maxRequestFrameBytes: LOCAL_MAX_REQUEST_FRAME_BYTES,
 				// Once the agent is dead no retry can reach it: fail calls at once.
 				permanentDialFailure: () => launched.exitStatus() !== undefined,
 			},
@@ -163,12 +192,58 @@ export async function startLocalInstance(
 		// Without bubblewrap the agent is the host's own user with its capabilities: there is nothing
 		// deprivileged to prove, and 'none' is an explicit development-only choice reported as 'basic'.
 		if (confined) await probeInstance(instance, backend.readyTimeoutMs, signal)
-		return instance
+		if (spec.keepAliveMs === undefined) return instance
+		const descriptor = await recordKeptAlive({
+			id,
+			dirs,
+			pid: launched.pid,
+			cgroupDirs: cgroups?.dirs ?? [],
+			backend,
+			spec,
+			createdAtMs,
+			keepAliveMs: spec.keepAliveMs,
+		})
+		return { ...instance, descriptor }
 	} catch (error) {
 		await release().catch(() => undefined)
 		if (signal?.aborted) throw signal.reason
 		throw error
 	}
+}
+
+interface KeptAliveRecordInput {
+	readonly id: string
+	readonly dirs: SandboxDirectories
+	readonly pid: number | undefined
+	readonly cgroupDirs: readonly string[]
+	readonly backend: ResolvedLocalBackendConfig
+	readonly spec: LocalSandboxSpec
+	readonly createdAtMs: number
+	readonly keepAliveMs: number
+}
+
+/** Writes the descriptor a later host process reopens or destroys the sandbox by. */
+async function recordKeptAlive(input: KeptAliveRecordInput): Promise<LocalSandboxDescriptor> {
+	const identity = input.pid === undefined ? undefined : await readProcessIdentity(input.pid)
+	if (identity === undefined) throw new Error('the kept-alive sandbox launcher vanished at start')
+	const descriptor: LocalSandboxDescriptor = {
+		version: DESCRIPTOR_VERSION,
+		id: input.id,
+		socketPath: input.dirs.socketPath,
+		pid: identity.pid,
+		pidStartTime: identity.startTime,
+		stateRoot: input.dirs.root,
+		workspace: input.dirs.workspace,
+		callerOwnsWorkspace: input.dirs.callerOwnsWorkspace,
+		cgroupDirs: input.cgroupDirs,
+		isolation: input.backend.isolation,
+		environment: sandboxEnvironment(input.backend),
+		createdAtMs: input.createdAtMs,
+		expiresAtMs: input.createdAtMs + input.keepAliveMs,
+		...(input.spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: input.spec.timeoutMs }),
+	}
+	await writeDescriptor(descriptor)
+	return descriptor
 }
 
 /**

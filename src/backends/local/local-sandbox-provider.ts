@@ -1,10 +1,11 @@
 /**
  * The local tier's `SandboxProvider`: every sandbox is the host's `createAgentSandbox` over an agent
  * started by `startLocalInstance`, optionally served from a warm pool. `close()` takes down every
- * sandbox still alive, every start still in flight and the pool.
+ * sandbox still alive, every start still in flight and the pool — except kept-alive sandboxes
+ * (`keepAlive: true`), which outlive the provider and its process by design; `open(id)` reopens
+ * them, `list()` shows them, and the first `create()` reaps expired ones in the background.
  */
-import type { SandboxCreateConfig, SandboxProvider } from '../../contract/provider.js'
-import type { Sandbox } from '../../contract/sandbox.js'
+import type { SandboxProvider } from '../../contract/provider.js'
 import { agentBundlePath } from '../../host/agent-bundle-path.js'
 import { createAgentSandbox } from '../../host/agent-sandbox.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
@@ -15,11 +16,19 @@ import {
 	type LocalInstanceContext,
 	startLocalInstance,
 } from './local-instance.js'
+import type { LocalSandbox } from './local-sandbox.js'
+import {
+	type LocalSandboxListing,
+	listLocalSandboxes,
+	reapLocalSandboxes,
+} from './local-sandbox-registry.js'
 import {
 	canServeFromPool,
+	type LocalSandboxCreateConfig,
 	type LocalSandboxSpec,
 	resolveLocalSandboxSpec,
 } from './local-sandbox-spec.js'
+import { openLocalSandbox } from './open-local-sandbox.js'
 import { WarmPool } from './warm-pool.js'
 
 export const LOCAL_PROVIDER_ID = 'namzu-process-local'
@@ -33,11 +42,20 @@ export interface LocalProviderHooks {
 	readonly onWarmSandboxReady?: (id: string) => void
 }
 
+/** The local tier's provider: typed `create()`, plus reopening and listing kept-alive sandboxes. */
+export interface LocalSandboxProvider extends SandboxProvider {
+	create(config?: LocalSandboxCreateConfig): Promise<LocalSandbox>
+	/** Reopens a kept-alive sandbox of this provider's `stateDir` by id (see `openLocalSandbox`). */
+	open(id: string, options?: { readonly signal?: AbortSignal }): Promise<LocalSandbox>
+	/** The kept-alive sandboxes recorded in this provider's `stateDir`. */
+	list(options?: { readonly signal?: AbortSignal }): Promise<LocalSandboxListing[]>
+}
+
 export function createLocalSandboxProvider(
 	backend: LocalBackendConfig,
 	defaults: SandboxProviderDefaults = {},
 	hooks: LocalProviderHooks = {},
-): SandboxProvider {
+): LocalSandboxProvider {
 	const resolved = resolveLocalBackendConfig(backend)
 	const defaultSpec = resolveLocalSandboxSpec({}, defaults)
 	let context: LocalInstanceContext | undefined
@@ -46,10 +64,23 @@ export function createLocalSandboxProvider(
 		context ??= { backend: resolved, agentPath: agentBundlePath() }
 		return context
 	}
-	const live = new Set<Sandbox>()
+	const live = new Set<LocalSandbox>()
 	const starting = new Set<AbortController>()
 	const pending = new Set<Promise<void>>()
 	let closing: Promise<void> | undefined
+	let reaping: Promise<void> | undefined
+	// Expired or dead kept-alive sandboxes of this state directory (their watchdog killed the
+	// processes; cgroups and directories remain) are reaped once, in the background, at first use.
+	const reapOnce = () => {
+		reaping ??= reapLocalSandboxes({
+			stateDir: resolved.stateDir,
+			...(hooks.onBackgroundError ? { onError: hooks.onBackgroundError } : {}),
+		}).then(
+			() => undefined,
+			(error: unknown) => hooks.onBackgroundError?.(error),
+		)
+		return reaping
+	}
 
 	const pool =
 		resolved.warmPoolSize > 0
@@ -64,8 +95,8 @@ export function createLocalSandboxProvider(
 			: undefined
 	pool?.fill()
 
-	const handOut = (instance: LocalInstance, spec: LocalSandboxSpec): Sandbox => {
-		const sandbox: Sandbox = createAgentSandbox({
+	const handOut = (instance: LocalInstance, spec: LocalSandboxSpec): LocalSandbox => {
+		const sandbox: LocalSandbox = createAgentSandbox({
 			id: instance.id,
 			transport: instance.transport,
 			rootDir: instance.rootDir,
@@ -91,7 +122,8 @@ export function createLocalSandboxProvider(
 				}
 			},
 		})
-		live.add(sandbox)
+		// A kept-alive sandbox is not the provider's to take down on close(): it outlives us.
+		if (instance.descriptor === undefined) live.add(sandbox)
 		return sandbox
 	}
 
@@ -109,8 +141,9 @@ export function createLocalSandboxProvider(
 		}
 	}
 
-	const create = (config: SandboxCreateConfig = {}): Promise<Sandbox> => {
+	const create = (config: LocalSandboxCreateConfig = {}): Promise<LocalSandbox> => {
 		const run = createOnce(config)
+		void reapOnce()
 		// close() waits for every create in flight, so nothing it started outlives the provider.
 		const settled = run.then(
 			() => undefined,
@@ -121,7 +154,7 @@ export function createLocalSandboxProvider(
 		return run
 	}
 
-	const createOnce = async (config: SandboxCreateConfig): Promise<Sandbox> => {
+	const createOnce = async (config: LocalSandboxCreateConfig): Promise<LocalSandbox> => {
 		if (closing) throw new LocalProviderClosedError()
 		const signal = config.signal
 		signal?.throwIfAborted()
@@ -140,6 +173,7 @@ export function createLocalSandboxProvider(
 		for (const controller of starting) controller.abort(new LocalProviderClosedError())
 		await pool?.close()
 		while (pending.size > 0) await Promise.all([...pending])
+		await reaping
 		await Promise.allSettled([...live].map((sandbox) => sandbox.destroy()))
 	}
 
@@ -155,6 +189,17 @@ export function createLocalSandboxProvider(
 		environment: resolved.isolation === 'bubblewrap' ? 'linux-bwrap' : 'basic',
 		workspaceModes: ['ephemeral', 'working-directory'],
 		create,
+		open: (id, options = {}) =>
+			openLocalSandbox(id, {
+				stateDir: resolved.stateDir,
+				readyTimeoutMs: resolved.readyTimeoutMs,
+				...(options.signal ? { signal: options.signal } : {}),
+			}),
+		list: (options = {}) =>
+			listLocalSandboxes({
+				stateDir: resolved.stateDir,
+				...(options.signal ? { signal: options.signal } : {}),
+			}),
 		close,
 		[Symbol.asyncDispose]: close,
 	}

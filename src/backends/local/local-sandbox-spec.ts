@@ -7,10 +7,25 @@ import { isAbsolute } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../contract/provider.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+import { resolveKeepAliveMs } from './lifetime-watchdog.js'
 import { LocalEgressUnsupportedError } from './local-errors.js'
 
 /** Egress kinds the local tier enforces itself: no network namespace sharing, or the host's. */
 export type LocalEgress = 'deny-all' | 'allow-all'
+
+/** The local tier's `create()` config: the portable one plus sandboxes that outlive their host. */
+export interface LocalSandboxCreateConfig extends SandboxCreateConfig {
+	/**
+	 * Keep the sandbox running after this host process exits, so another process can reopen it by
+	 * id (`openLocalSandbox`). Default false: the sandbox dies with its host, as before.
+	 */
+	readonly keepAlive?: boolean
+	/**
+	 * Lifetime of a kept-alive sandbox, default 1 hour (`DEFAULT_KEEP_ALIVE_MS`), at most 7 days.
+	 * Enforced by a watchdog process even when no host is running.
+	 */
+	readonly keepAliveMs?: number
+}
 
 export interface LocalSandboxSpec {
 	/** Caller-owned workspace (never removed); absent ⇒ an ephemeral one. */
@@ -20,6 +35,8 @@ export interface LocalSandboxSpec {
 	readonly memoryLimitMb?: number
 	readonly maxProcesses?: number
 	readonly egress: LocalEgress
+	/** Present ⇒ the sandbox outlives its host for this many milliseconds. */
+	readonly keepAliveMs?: number
 }
 
 /** Keys the agent reads for itself; the agent scrubs them from children, so they could never apply. */
@@ -63,7 +80,7 @@ function egress(config: SandboxCreateConfig, defaults: SandboxProviderDefaults):
 }
 
 export function resolveLocalSandboxSpec(
-	config: SandboxCreateConfig,
+	config: LocalSandboxCreateConfig,
 	defaults: SandboxProviderDefaults,
 ): LocalSandboxSpec {
 	const workingDirectory: unknown = config.workingDirectory
@@ -85,6 +102,7 @@ export function resolveLocalSandboxSpec(
 		'maxProcesses',
 		config.maxProcesses ?? defaults.defaultMaxProcesses,
 	)
+	const keepAliveMs = resolveKeepAliveMs(config.keepAlive, config.keepAliveMs)
 	return {
 		...(workingDirectory === undefined ? {} : { workingDirectory }),
 		env: environment(config.env),
@@ -92,6 +110,7 @@ export function resolveLocalSandboxSpec(
 		...(memoryLimitMb === undefined ? {} : { memoryLimitMb }),
 		...(maxProcesses === undefined ? {} : { maxProcesses }),
 		egress: egress(config, defaults),
+		...(keepAliveMs === undefined ? {} : { keepAliveMs }),
 	}
 }
 
@@ -101,6 +120,8 @@ export function resolveLocalSandboxSpec(
  */
 export function canServeFromPool(pooled: LocalSandboxSpec, requested: LocalSandboxSpec): boolean {
 	return (
+		requested.keepAliveMs === undefined &&
+		pooled.keepAliveMs === undefined &&
 		requested.workingDirectory === undefined &&
 		pooled.workingDirectory === undefined &&
 		Object.keys(requested.env).length === 0 &&

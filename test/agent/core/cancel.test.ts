@@ -117,6 +117,7 @@ describe('cancel-execution with the default grace window', () => {
 		const ack = await cancel(agent, executionId)
 		expect(ack).toEqual({
 			ok: true,
+			guestBootId: expect.any(String),
 			state: 'cancelled',
 			started: false,
 			result: {
@@ -132,7 +133,9 @@ describe('cancel-execution with the default grace window', () => {
 			op: 'execute',
 			body: { executionId, command: 'sh', args: ['-c', 'touch never-started'] },
 		})
-		expect(late.frames).toEqual([{ type: 'error', error: 'execution_cancelled' }])
+		expect(late.frames).toEqual([
+			{ type: 'error', error: 'execution_cancelled', executionState: 'cancelled' },
+		])
 		expect(existsSync(join(agent.workspace, 'never-started'))).toBe(false)
 	})
 
@@ -167,17 +170,25 @@ describe('cancel-execution with the default grace window', () => {
 			op: 'execute',
 			body: { executionId, command: 'true' },
 		})
-		expect(again.frames).toEqual([{ type: 'error', error: 'execution_not_reserved: running' }])
+		expect(again.frames).toEqual([
+			{ type: 'error', error: 'execution_not_reserved: running', executionState: 'running' },
+		])
 		await cancel(agent, executionId)
 		const after = await rawRequest(agent, { op: 'execute', body: { executionId, command: 'true' } })
-		expect(after.frames).toEqual([{ type: 'error', error: 'execution_not_reserved: cancelled' }])
+		expect(after.frames).toEqual([
+			{ type: 'error', error: 'execution_not_reserved: cancelled', executionState: 'cancelled' },
+		])
 	})
 
 	it.each([
 		['an unknown id', 'exec_2f1b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d', 'unknown_execution'],
 		['a malformed id', 'exec_not-a-uuid', 'invalid_execution_id'],
 	])('refuses to cancel %s', async (_name, executionId, error) => {
-		expect(await cancel(agent, executionId)).toEqual({ ok: false, error })
+		expect(await cancel(agent, executionId)).toEqual({
+			ok: false,
+			error,
+			guestBootId: expect.any(String),
+		})
 	})
 
 	it('refuses execute with a malformed or unknown execution id', async () => {

@@ -154,7 +154,7 @@ describe('agent SIGTERM', () => {
 		expect(await exitOf(agent.process)).toEqual({ code: 0, signal: null })
 	})
 
-	it('exits 0 on SIGTERM mid-execute, dropping the caller and killing the running group', async () => {
+	it('exits 0 on SIGTERM mid-execute, after the drain stopped the running group', async () => {
 		const agent = await started({})
 		const run = openConnection(agent, {
 			op: 'execute',
@@ -165,8 +165,9 @@ describe('agent SIGTERM', () => {
 		expect(backgroundPid).toBeGreaterThan(0)
 		agent.process.kill('SIGTERM')
 		expect(await exitOf(agent.process)).toEqual({ code: 0, signal: null })
+		// Release 15 drains (984d966): the group is stopped by the quiesce routine before exit 0, so
+		// the caller may or may not see its result frame first; either way the connection ends.
 		await run.closed
-		expect(run.frames.some((frame) => frame.type === 'result')).toBe(false)
 		await expect.poll(() => isDeadOrZombie(backgroundPid)).toBe(true)
 	})
 

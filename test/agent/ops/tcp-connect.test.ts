@@ -47,7 +47,7 @@ describe('tcp-connect', () => {
 		await stream.closed()
 		expect(decode(stream.events).equals(Buffer.concat([payload, Buffer.from('more')]))).toBe(true)
 		expect(stream.terminated()).toBe(true)
-		expect(stream.events[0]).toEqual({ type: 'ready' })
+		expect(stream.events[0]).toEqual({ type: 'ready', guestBootId: expect.any(String) })
 	})
 
 	it('carries a large transfer intact in both directions under backpressure', async () => {

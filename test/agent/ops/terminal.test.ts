@@ -65,7 +65,7 @@ describe('terminal', () => {
 	it('answers ready, then runs typed input in a PTY', async () => {
 		const stream = open({})
 		await stream.waitFor((event) => event.type === 'ready')
-		expect(stream.events[0]).toEqual({ type: 'ready' })
+		expect(stream.events[0]).toEqual({ type: 'ready', guestBootId: expect.any(String) })
 		stream.send({ type: 'input', data: 'echo hi\n' })
 		// The command's output, not the PTY's echo of what was typed.
 		await waitForOutput(stream, /(?<!echo )hi\r\n/)

@@ -1,0 +1,20 @@
+/**
+ * `kill-session {sessionId, signal?}`: sends the signal (allow-list SIGTERM / SIGKILL / SIGINT /
+ * SIGHUP, anything else SIGTERM, default SIGKILL) to every process still in the session's kernel
+ * session, waits up to `NAMZU_AGENT_SESSION_KILL_CONFIRM_TIMEOUT_MS` for the program to exit, and
+ * answers `{ok: true, …summary, signalled}` — the summary says whether it did. An exited session
+ * answers its summary with `signalled: 0` (idempotent).
+ */
+import type { OpHandler } from '../op-context.js'
+import { OpRefusal } from '../op-context.js'
+import { existingSessionRegistry } from '../session-registry.js'
+import { parseKillSession } from '../session-request.js'
+
+export const killSession: OpHandler = async (body, ctx) => {
+	const spec = parseKillSession(body)
+	const session = existingSessionRegistry()?.get(spec.sessionId)
+	if (!session) throw new OpRefusal('unknown_session')
+	const signalled = session.kill(spec.signal)
+	await session.whenExited(ctx.config.sessions.killConfirmTimeoutMs)
+	ctx.reply({ ok: true, ...session.summary(), signalled })
+}

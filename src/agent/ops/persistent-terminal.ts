@@ -1,0 +1,185 @@
+/**
+ * The persistent path of `terminal` (`sessionId` + `persistent: true`): the same util-linux
+ * `script` PTY as a plain terminal, but registered in the session registry. Its output is drained
+ * into the session's ring from the first byte, whether or not anybody is attached, so the program
+ * never stalls on a full PTY. The opening connection is just the session's first attachment:
+ * closing it DETACHES and signals nothing. The session ends when its program exits (everything
+ * left in the shell's kernel session is then SIGKILLed after `NAMZU_AGENT_CANCEL_GRACE_MS`), on
+ * `kill-session`, or when the agent stops (a shutdown hook).
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import type { Readable } from 'node:stream'
+import { StringDecoder } from 'node:string_decoder'
+import type { SessionSignal } from '../../wire/sessions.js'
+import { childEnvironment } from '../child-env.js'
+import { resolveWorkspaceDirectory } from '../jail.js'
+import type { OpContext } from '../op-context.js'
+import { OpRefusal } from '../op-context.js'
+import type { OutputStream } from '../output-log.js'
+import {
+	findSlave,
+	isDirectory,
+	type PtyShell,
+	runStty,
+	SessionTeardown,
+	slaveSearchFailure,
+} from '../pty-process.js'
+import type { Session, SessionProgram } from '../session.js'
+import { SessionAttachment } from '../session-attachment.js'
+import { sessionRegistry } from '../session-registry.js'
+import { signalKernelSession } from '../session-signal.js'
+import {
+	SCRIPT_PATH,
+	scriptArgv,
+	type TerminalSize,
+	type TerminalSpec,
+} from '../terminal-request.js'
+
+/** After the program exited, how long stdio may stay open before the exit is recorded anyway. */
+export const SESSION_EXIT_SETTLE_MS = 1000
+
+/** Decodes each stream into the session's ring from the first byte; never pauses. */
+export function drainIntoSession(
+	session: Session,
+	streams: ReadonlyArray<readonly [OutputStream, Readable | null]>,
+): void {
+	for (const [name, stream] of streams) {
+		if (!stream) continue
+		const decoder = new StringDecoder('utf8')
+		stream.on('data', (chunk: Buffer) => session.appendText(name, decoder.write(chunk)))
+		stream.on('end', () => session.appendText(name, decoder.end()))
+		stream.on('error', () => undefined)
+	}
+}
+
+/**
+ * Records the exit once the program is gone. `graceMs` after its `exit`, `onExit` runs (the
+ * SIGKILL of whatever is left in its kernel session — the grace lets a job that was sent the same
+ * SIGTERM finish its own cleanup); the exit is recorded when stdio closed, or a settle bound after
+ * the teardown, since a process that left the session may still hold a pipe.
+ */
+export function recordExitWhenDone(
+	child: ChildProcess,
+	session: Session,
+	graceMs: number,
+	onExit: () => void,
+): void {
+	let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
+	child.once('exit', (code: number | null, signal: NodeJS.Signals | null) => {
+		exit = { code, signal }
+		setTimeout(() => {
+			onExit()
+			setTimeout(() => session.markExited(code, signal), SESSION_EXIT_SETTLE_MS).unref()
+		}, graceMs).unref()
+	})
+	child.once('close', (code: number | null, signal: NodeJS.Signals | null) => {
+		session.markExited(exit?.code ?? code, exit?.signal ?? signal)
+	})
+}
+
+class TerminalProgram implements SessionProgram {
+	readonly #child: ChildProcess
+	readonly #teardown: SessionTeardown
+	readonly #env: Record<string, string>
+	#shell: PtyShell | undefined
+
+	constructor(child: ChildProcess, teardown: SessionTeardown, env: Record<string, string>) {
+		this.#child = child
+		this.#teardown = teardown
+		this.#env = env
+	}
+
+	get pid(): number | undefined {
+		return this.#shell?.pid ?? this.#child.pid
+	}
+
+	set shell(shell: PtyShell | undefined) {
+		this.#shell = shell
+	}
+
+	input(data: string): boolean {
+		const stdin = this.#child.stdin
+		if (!stdin || stdin.destroyed) return true
+		return stdin.write(data)
+	}
+
+	onInputDrain(listener: () => void): void {
+		const stdin = this.#child.stdin
+		if (!stdin || stdin.destroyed) listener()
+		else stdin.once('drain', listener)
+	}
+
+	resize(size: TerminalSize): void {
+		if (this.#shell) void runStty(this.#shell.slave, size, this.#env)
+	}
+
+	signal(signal: SessionSignal): number {
+		if (signal === 'SIGKILL') return this.#teardown.run()
+		const session = this.#teardown.session
+		// The shell's kernel session holds the shell and every job it started; script follows them.
+		return session === undefined ? 0 : signalKernelSession(session, signal)
+	}
+
+	teardown(): void {
+		this.#teardown.run()
+	}
+}
+
+export async function persistentTerminal(
+	spec: TerminalSpec,
+	sessionId: string,
+	ctx: OpContext,
+	body: Record<string, unknown> = {},
+): Promise<void> {
+	const cwd = resolveWorkspaceDirectory(ctx.config, spec.cwd)
+	if (!isDirectory(cwd)) throw new OpRefusal(`invalid_cwd: not a directory: ${spec.cwd ?? cwd}`)
+	const env = childEnvironment(spec.env, { TERM: 'xterm-256color' })
+	const registry = sessionRegistry(ctx.config.sessions)
+	const session = registry.create(sessionId, 'terminal', spec.command, spec.args)
+
+	// Frames before ready are queued, then handed to the attachment.
+	const queued: Record<string, unknown>[] = []
+	let attachment: SessionAttachment | undefined
+	ctx.onFrame((message) => {
+		if (attachment) attachment.handle(message)
+		else queued.push(message)
+	})
+
+	const child = spawn(SCRIPT_PATH, scriptArgv(spec.command, spec.args), {
+		cwd,
+		env,
+		detached: true,
+		stdio: ['pipe', 'pipe', 'pipe'],
+	})
+	const teardown = new SessionTeardown(child)
+	const program = new TerminalProgram(child, teardown, env)
+	session.start(program)
+	drainIntoSession(session, [
+		['stdout', child.stdout],
+		['stderr', child.stderr],
+	])
+	child.stdin?.on('error', () => undefined)
+	const spawnFailure = new Promise<Error>((resolve) => child.once('error', resolve))
+	// The session ends with its program; whatever it left in the shell's session dies with it.
+	recordExitWhenDone(child, session, ctx.config.cancelGraceMs, () => teardown.run())
+
+	const search = await Promise.race([findSlave(child, teardown), spawnFailure])
+	if (search instanceof Error || (search.shell === undefined && !search.exited)) {
+		teardown.run()
+		registry.remove(session)
+		if (!ctx.closed) {
+			const error = search instanceof Error ? search.message : slaveSearchFailure(child.pid)
+			ctx.send({ type: 'error', error })
+			ctx.endStream()
+		}
+		return
+	}
+	program.shell = search.shell
+	if (search.shell) await runStty(search.shell.slave, spec, env)
+	// Nobody to attach: the session simply runs detached.
+	if (ctx.closed) return
+	const live = new SessionAttachment(ctx, session)
+	attachment = live
+	live.start(0, { body })
+	for (const message of queued.splice(0)) live.handle(message)
+}

@@ -1,0 +1,29 @@
+/**
+ * `LocalSandbox`: what the local tier hands out — the portable `Sandbox` plus the verbs the agent
+ * serves beyond it (sessions, reattachable executions, quiesce/flush), under the names the spec
+ * gives the Kubernetes workspace. It is the host's one `AgentSandbox`, typed by the members that
+ * are public on this tier.
+ */
+import type { Sandbox } from '../../contract/sandbox.js'
+import type { AgentSandbox } from '../../host/agent-sandbox.js'
+
+/** Members beyond the portable contract that the local tier exposes. */
+export type LocalSandboxVerb =
+	| 'retirement'
+	// Sessions (spec b3db254): `openTerminal({ …, sessionId, persistent: true })` too.
+	| 'startDetached'
+	| 'attachTerminal'
+	| 'readSession'
+	| 'listSessions'
+	| 'killSession'
+	// Reattachable executions (spec 260547f): `exec(…, { executionId, detach, detachSignal })` too.
+	| 'attachExecution'
+	| 'cancelExecution'
+	// Lifecycle (spec 3162371 / 984d966).
+	| 'quiesce'
+	| 'flush'
+
+export type LocalSandbox = Pick<
+	AgentSandbox,
+	Exclude<keyof Sandbox, 'setNetworkPolicy'> | LocalSandboxVerb
+>

@@ -1,0 +1,95 @@
+/**
+ * `namzu-sandbox run --detach`: creates a kept-alive sandbox, starts the command as a detachable
+ * execution, waits only until the guest reports it started (never for it to finish), prints the
+ * handle `<sandboxId>/<executionId>` on stdout and exits 0. The sandbox and the command outlive
+ * this process; `attach HANDLE` follows it to its end from any later process.
+ */
+import { mkdir } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import type { LocalSandbox } from '../backends/local/index.js'
+import { AgentSandbox, ExecutionDetachedError } from '../index.js'
+import { formatCliHandle } from './cli-handle.js'
+import { cliLocalProvider } from './kept-alive-context.js'
+import type { SandboxOptionsFromCli } from './run-command.js'
+
+/** Bound on the guest reporting the command started. */
+const START_CONFIRM_TIMEOUT_MS = 10_000
+const START_POLL_MS = 10
+
+export interface DetachedRunOptions extends SandboxOptionsFromCli {
+	readonly command: string
+	readonly args: readonly string[]
+	readonly timeoutMs?: number
+	readonly keepAliveMs?: number
+}
+
+function sleep(ms: number): Promise<void> {
+	return new Promise((done) => setTimeout(done, ms))
+}
+
+/**
+ * Resolves once the guest holds execution `executionId` in a state past `reserved` (the command
+ * was handed to it). Asking `reserve-execution` about an id it already holds only reports the
+ * state; it reserves nothing new.
+ */
+async function waitUntilStarted(sandbox: LocalSandbox, executionId: string): Promise<void> {
+	if (!(sandbox instanceof AgentSandbox)) return
+	const deadline = Date.now() + START_CONFIRM_TIMEOUT_MS
+	while (Date.now() < deadline) {
+		const reply = await sandbox.transport.reserveExecution(
+			AbortSignal.timeout(START_CONFIRM_TIMEOUT_MS),
+			executionId,
+		)
+		if (typeof reply.state === 'string' && reply.state !== 'reserved') return
+		await sleep(START_POLL_MS)
+	}
+	throw new Error(`execution ${executionId} did not start within ${START_CONFIRM_TIMEOUT_MS} ms`)
+}
+
+export async function detachedRunCommand(options: DetachedRunOptions): Promise<number> {
+	const provider = cliLocalProvider(options.isolation)
+	let workingDirectory: string | undefined
+	if (options.workspace !== undefined) {
+		workingDirectory = resolve(options.workspace)
+		await mkdir(workingDirectory, { recursive: true })
+	}
+	const sandbox = await provider.create({
+		keepAlive: true,
+		...(options.keepAliveMs === undefined ? {} : { keepAliveMs: options.keepAliveMs }),
+		egress: { kind: options.allowNetwork ? 'allow-all' : 'deny-all' },
+		...(workingDirectory === undefined ? {} : { workingDirectory }),
+	})
+	try {
+		const stopWatching = new AbortController()
+		let announced: Promise<void> | undefined
+		let executionId: string | undefined
+		const running = sandbox.exec(options.command, options.args, {
+			detach: true,
+			detachSignal: stopWatching.signal,
+			...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
+			onExecutionId: (id) => {
+				executionId = id
+				announced = waitUntilStarted(sandbox, id).finally(() => stopWatching.abort())
+			},
+		})
+		const outcome = await running.then(
+			() => undefined,
+			(error: unknown) => error,
+		)
+		await announced
+		if (outcome !== undefined && !(outcome instanceof ExecutionDetachedError)) throw outcome
+		if (executionId === undefined) throw new Error('the guest never named the execution')
+		process.stdout.write(
+			`${formatCliHandle({ kind: 'execution', sandboxId: sandbox.id, executionId })}\n`,
+		)
+		process.stderr.write(
+			`namzu-sandbox: started in kept-alive sandbox ${sandbox.id}; follow it with: namzu-sandbox attach ${sandbox.id}/${executionId}\n`,
+		)
+		return 0
+	} catch (error) {
+		await sandbox.destroy().catch(() => undefined)
+		throw error
+	} finally {
+		await provider.close()
+	}
+}

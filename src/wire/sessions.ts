@@ -1,0 +1,147 @@
+/**
+ * The session ops of the guest-agent wire (upstream shapes §3.5): persistent terminals
+ * (`terminal` with `sessionId` + `persistent: true`), `start-detached`, `attach-session`,
+ * `list-sessions` and `kill-session`. All additive: the protocol version is unchanged and a guest
+ * serving them advertises `sessions` in `healthz`. Offsets are bytes in the session's one
+ * monotonic output space; `droppedBytes` is what the ring evicted before the reader got it.
+ */
+
+export type SessionKind = 'terminal' | 'detached'
+export type SessionState = 'running' | 'exited'
+/** Why an attachment ended while the program kept running, as the guest names it. */
+export type WireSessionDetachReason = 'superseded' | 'slow_reader'
+
+/** Session id: 1–64 characters, the first alphanumeric, then `[A-Za-z0-9._-]`. */
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+
+/** Signals a session may be sent; anything else is coerced to `SIGTERM`. */
+export const SESSION_SIGNALS = ['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGHUP'] as const
+export type SessionSignal = (typeof SESSION_SIGNALS)[number]
+
+export interface SessionSummaryWire {
+	readonly sessionId: string
+	readonly kind: SessionKind
+	readonly command: string
+	readonly args: readonly string[]
+	/** Epoch milliseconds. */
+	readonly startedAt: number
+	readonly lastInputAt?: number
+	readonly lastOutputAt?: number
+	/** Offset the next byte of output gets (= bytes ever written). */
+	readonly nextOffset: number
+	/** Bytes the ring has evicted since the start. */
+	readonly droppedBytes: number
+	readonly state: SessionState
+	/** Whether a connection is attached right now. */
+	readonly attached: boolean
+	readonly exitCode?: number
+	/** Name of the signal that ended the program, when one did. */
+	readonly signal?: string
+	/** Present (true) once a `kill-session` was asked for before the program exited. */
+	readonly killed?: boolean
+}
+
+/** Additive fields of a `terminal` request that make it a persistent session. */
+export interface PersistentTerminalFields {
+	readonly sessionId: string
+	readonly persistent: true
+}
+
+export interface StartDetachedRequest {
+	readonly sessionId: string
+	readonly command: string
+	readonly args?: readonly string[]
+	readonly cwd?: string
+	readonly env?: Readonly<Record<string, string>>
+}
+
+export type StartDetachedReply = { readonly ok: true; readonly pid: number } & SessionSummaryWire
+
+export interface AttachSessionRequest {
+	readonly sessionId: string
+	/** Default: the oldest byte still held. */
+	readonly fromOffset?: number
+	/** Default true; false answers one `output` event (a read, not an attachment). */
+	readonly follow?: boolean
+	readonly cols?: number
+	readonly rows?: number
+	/** Accepted and ignored until stream heartbeats cover sessions. */
+	readonly heartbeatMs?: number
+}
+
+/** `ready` of a persistent terminal or an `attach-session`: the session's state and the replay start. */
+export type SessionReadyEvent = {
+	readonly type: 'ready'
+	readonly fromOffset: number
+	readonly droppedBytes: number
+} & Pick<SessionSummaryWire, 'sessionId' | 'kind' | 'state' | 'exitCode' | 'signal' | 'nextOffset'>
+
+export type SessionServerEvent =
+	| SessionReadyEvent
+	| {
+			readonly type: 'data'
+			readonly data: string
+			readonly stream: 'stdout' | 'stderr'
+			readonly offset: number
+			readonly nextOffset: number
+	  }
+	| {
+			readonly type: 'exit'
+			readonly exitCode: number
+			readonly signal?: number
+			readonly nextOffset: number
+	  }
+	| {
+			readonly type: 'detached'
+			readonly reason: WireSessionDetachReason
+			readonly nextOffset: number
+	  }
+	| { readonly type: 'error'; readonly error: string; readonly nextOffset?: number }
+
+/** The one event of `attach-session` with `follow: false`, in the BackgroundJobOutput shape. */
+export interface SessionOutputEvent {
+	readonly type: 'output'
+	readonly sessionId: string
+	readonly chunk: string
+	readonly fromOffset: number
+	readonly nextOffset: number
+	readonly droppedBytes: number
+	readonly status: 'running' | 'exited' | 'killed'
+	readonly exitCode?: number
+	readonly signal?: string
+}
+
+export interface ListSessionsReply {
+	readonly ok: true
+	readonly sessions: readonly SessionSummaryWire[]
+}
+
+export interface KillSessionRequest {
+	readonly sessionId: string
+	/** Default `SIGKILL`; outside the allow-list ⇒ `SIGTERM`. */
+	readonly signal?: string
+}
+
+export type KillSessionReply = {
+	readonly ok: true
+	readonly signalled: number
+} & SessionSummaryWire
+
+/** Refusal codes of the session ops. */
+export type SessionRefusalCode =
+	| 'invalid_session_id'
+	| 'session_exists'
+	| 'unknown_session'
+	| 'session_capacity'
+	| 'invalid_offset'
+	| 'missing_command'
+	| 'spawn_failed'
+
+/** The allow-listed signal named, else `SIGTERM`. */
+export function sessionSignal(value: unknown): SessionSignal {
+	return SESSION_SIGNALS.find((signal) => signal === value) ?? 'SIGTERM'
+}
+
+export function isSessionId(value: unknown): value is string {
+	return typeof value === 'string' && SESSION_ID_PATTERN.test(value)
+}

@@ -1,0 +1,215 @@
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { readdir, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+	createLocalSandboxProvider,
+	destroyLocalSandbox,
+	LocalSandboxNotFoundError,
+	listLocalSandboxes,
+	openLocalSandbox,
+	reapLocalSandboxes,
+} from '../../../src/backends/local/index.js'
+import { readProcessIdentity } from '../../../src/backends/local/process-identity.js'
+import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'
+import { bwrapSkipReason } from './bwrap-available.js'
+import {
+	cgroupDirsFor,
+	freshStateDir,
+	processesMentioning,
+	stateDirIds,
+	waitFor,
+} from './local-test-support.js'
+
+const skip = bwrapSkipReason()
+
+let stateDir = ''
+let removeState: () => Promise<void>
+let library: SourceBundle | undefined
+
+beforeAll(async () => {
+	const state = await freshStateDir()
+	stateDir = state.dir
+	removeState = state.remove
+	library = await bundleSource('src/backends/local/index.ts', 'local-tier')
+})
+afterAll(async () => {
+	for (const listing of await listLocalSandboxes({ stateDir })) {
+		await destroyLocalSandbox(listing.id, { stateDir }).catch(() => undefined)
+	}
+	await library?.remove()
+	await removeState?.()
+})
+
+interface FirstHost {
+	readonly id: string
+	readonly pid: number
+	readonly code: number | null
+}
+
+/**
+ * Runs a separate host process that creates one sandbox with `config`, writes a file into it,
+ * prints its id and exits WITHOUT destroying it or closing the provider.
+ */
+async function firstHost(config: Record<string, unknown>): Promise<FirstHost> {
+	if (!library) throw new Error('bundle missing')
+	const script = join(library.dir, `host-${Date.now()}.mjs`)
+	await writeFile(
+		script,
+		`import { createLocalSandboxProvider } from ${JSON.stringify(library.file)}
+const provider = createLocalSandboxProvider({ tier: 'process', stateDir: ${JSON.stringify(stateDir)} })
+const sandbox = await provider.create(${JSON.stringify(config)})
+await sandbox.writeFile('note.txt', 'written by the first host')
+const pids = await sandbox.exec('sh', ['-c', 'echo $$'])
+console.log(JSON.stringify({ id: sandbox.id, pid: process.pid, inner: pids.stdout.trim() }))
+process.exit(0)
+`,
+	)
+	return new Promise((resolve, reject) => {
+		const child = spawn(process.execPath, [script], {
+			env: childEnv(),
+			stdio: ['ignore', 'pipe', 'pipe'],
+		})
+		let stdout = ''
+		let stderr = ''
+		child.stdout.on('data', (chunk: Buffer) => {
+			stdout += chunk.toString()
+		})
+		child.stderr.on('data', (chunk: Buffer) => {
+			stderr += chunk.toString()
+		})
+		child.on('exit', (code) => {
+			try {
+				const line: { id: string; pid: number } = JSON.parse(stdout.trim().split('\n').pop() ?? '')
+				resolve({ id: line.id, pid: line.pid, code })
+			} catch {
+				reject(new Error(`first host failed (${code}): ${stderr}`))
+			}
+		})
+	})
+}
+
+function alive(pid: number): boolean {
+	return spawnSync('kill', ['-0', String(pid)]).status === 0
+}
+
+describe.skipIf(skip !== undefined)(
+	`kept-alive local sandboxes${skip ? ` (skipped: ${skip})` : ''}`,
+	() => {
+		it('outlives the host process that created it and is reopened by id from another process', async () => {
+			const first = await firstHost({ keepAlive: true, keepAliveMs: 60_000, memoryLimitMb: 256 })
+			expect(first.code).toBe(0)
+			expect(alive(first.pid)).toBe(false)
+			const [listing] = (await listLocalSandboxes({ stateDir })).filter((l) => l.id === first.id)
+			expect(listing?.state).toBe('running')
+			expect(listing?.descriptor.cgroupDirs.length).toBeGreaterThan(0)
+
+			const sandbox = await openLocalSandbox(first.id, { stateDir })
+			expect(sandbox.id).toBe(first.id)
+			expect(sandbox.environment).toBe('linux-bwrap')
+			expect((await sandbox.readFile('note.txt')).toString()).toBe('written by the first host')
+			const result = await sandbox.exec('sh', ['-c', 'echo still-here'])
+			expect(result).toMatchObject({ exitCode: 0, stdout: 'still-here\n' })
+
+			await sandbox.destroy()
+			expect(stateDirIds(stateDir)).not.toContain(first.id)
+			expect(cgroupDirsFor([first.id])).toEqual([])
+			await waitFor(() => processesMentioning(join(stateDir, `namzu-sbx-${first.id}`)).length === 0)
+			await expect(openLocalSandbox(first.id, { stateDir })).rejects.toMatchObject({
+				name: 'LocalSandboxNotFoundError',
+				state: 'missing',
+			})
+		})
+
+		it("a provider's close() leaves its kept-alive sandboxes running; provider.open() reattaches", async () => {
+			const provider = createLocalSandboxProvider({ tier: 'process', stateDir })
+			const sandbox = await provider.create({ keepAlive: true })
+			const plain = await provider.create()
+			await provider.close()
+			expect(plain.status).toBe('destroyed')
+			expect(sandbox.status).toBe('ready')
+			const again = createLocalSandboxProvider({ tier: 'process', stateDir })
+			const reopened = await again.open(sandbox.id)
+			expect((await reopened.exec('true')).exitCode).toBe(0)
+			const listed = await again.list()
+			expect(listed.map((l) => l.id)).toContain(sandbox.id)
+			expect(listed.find((l) => l.id === sandbox.id)?.descriptor.expiresAtMs).toBeGreaterThan(
+				Date.now() + 50 * 60_000,
+			)
+			await reopened.destroy()
+			await again.close()
+			expect(stateDirIds(stateDir)).not.toContain(sandbox.id)
+		})
+
+		it('the watchdog ends it at keepAliveMs with no host running, and a later reaper removes what is left', async () => {
+			const first = await firstHost({ keepAlive: true, keepAliveMs: 1500 })
+			const [listing] = (await listLocalSandboxes({ stateDir })).filter((l) => l.id === first.id)
+			if (!listing) throw new Error('no descriptor recorded')
+			const launcher = listing.descriptor.pid
+			await waitFor(
+				() => !alive(launcher) || processesMentioning(`namzu-sbx-${first.id}`).length === 0,
+				8000,
+			)
+			await waitFor(() => processesMentioning(`namzu-sbx-${first.id}`).length === 0, 8000)
+			expect(stateDirIds(stateDir)).toContain(first.id)
+			const [expired] = (await listLocalSandboxes({ stateDir })).filter((l) => l.id === first.id)
+			expect(expired?.state).toBe('expired')
+			await expect(openLocalSandbox(first.id, { stateDir })).rejects.toBeInstanceOf(
+				LocalSandboxNotFoundError,
+			)
+			expect(stateDirIds(stateDir)).not.toContain(first.id)
+			// The reaper is idempotent and leaves running sandboxes alone.
+			expect(await reapLocalSandboxes({ stateDir })).toEqual([])
+		})
+
+		it('the next provider reaps an expired sandbox on its first create()', async () => {
+			const first = await firstHost({ keepAlive: true, keepAliveMs: 1000 })
+			await waitFor(() => processesMentioning(`namzu-sbx-${first.id}`).length === 0, 8000)
+			const provider = createLocalSandboxProvider({ tier: 'process', stateDir })
+			const sandbox = await provider.create()
+			await sandbox.destroy()
+			await provider.close()
+			expect(stateDirIds(stateDir)).not.toContain(first.id)
+		})
+
+		it('destroy by id never signals an unrelated process that reused the recorded pid', async () => {
+			const first = await firstHost({ keepAlive: true, keepAliveMs: 60_000 })
+			const [listing] = (await listLocalSandboxes({ stateDir })).filter((l) => l.id === first.id)
+			if (!listing) throw new Error('no descriptor recorded')
+			const bystander = spawn('sleep', ['30'], { stdio: 'ignore' })
+			const identity =
+				bystander.pid === undefined ? undefined : await readProcessIdentity(bystander.pid)
+			if (!identity) throw new Error('bystander did not start')
+			// Forge the record so it names the bystander's pid with the original start time.
+			const descriptorPath = join(listing.descriptor.stateRoot, 'sandbox.json')
+			const forged = { ...listing.descriptor, pid: identity.pid }
+			await writeFile(descriptorPath, JSON.stringify(forged))
+			try {
+				expect((await listLocalSandboxes({ stateDir })).find((l) => l.id === first.id)?.state).toBe(
+					'dead',
+				)
+				await destroyLocalSandbox(first.id, { stateDir })
+				expect(alive(identity.pid)).toBe(true)
+				expect(existsSync(listing.descriptor.stateRoot)).toBe(false)
+			} finally {
+				bystander.kill('SIGKILL')
+				// The real launcher was not named by the forged record: end it by its own identity.
+				process.kill(listing.descriptor.pid, 'SIGKILL')
+			}
+			await waitFor(() => processesMentioning(`namzu-sbx-${first.id}`).length === 0)
+		})
+
+		it('without keepAlive the sandbox still dies with its host', async () => {
+			const first = await firstHost({})
+			await waitFor(() => processesMentioning(`namzu-sbx-${first.id}`).length === 0)
+			expect((await listLocalSandboxes({ stateDir })).map((l) => l.id)).not.toContain(first.id)
+			await expect(openLocalSandbox(first.id, { stateDir })).rejects.toMatchObject({
+				state: 'missing',
+			})
+			// A sandbox that died with its host leaves its state directory (as before this change).
+			const leftover = (await readdir(stateDir)).filter((name) => name.endsWith(first.id))
+			for (const name of leftover) await rm(join(stateDir, name), { recursive: true, force: true })
+		})
+	},
+)
