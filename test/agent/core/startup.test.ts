@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, lstatSync, readFileSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -84,6 +84,18 @@ describe('agent startup', () => {
 		expect(agent.port).toBeGreaterThan(0)
 		const health = await rawRequest(agent, { op: 'healthz' })
 		expect(health.frames[0]).toMatchObject({ ok: true, protocolVersion: 2 })
+	})
+
+	it('listens on 0.0.0.0 (every interface) in TCP mode', async () => {
+		const agent = await started({ mode: 'tcp', env: { NAMZU_AGENT_BIND_TOKEN: 'tok-any-iface' } })
+		const table = await readFile(`/proc/${agent.process.pid}/net/tcp`, 'utf8')
+		const port = (agent.port ?? 0).toString(16).toUpperCase().padStart(4, '0')
+		const listening = table
+			.split('\n')
+			.map((line) => line.trim().split(/\s+/))
+			.filter((fields) => fields[1]?.endsWith(`:${port}`) && fields[3] === '0A')
+			.map((fields) => fields[1])
+		expect(listening).toEqual([`00000000:${port}`])
 	})
 
 	it('removes a stale unix socket file left by a dead agent before binding', async () => {

@@ -3,9 +3,11 @@
  * narrowed to the sessions the agent owns) and as the child of a pid namespace's init, where it
  * scans the whole namespace.
  */
+
 import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { rawRequest } from '../../helpers/raw-agent-client.js'
 import { openAgentStream } from '../ops/agent-stream.js'
 import {
 	delay,
@@ -228,6 +230,18 @@ describe('quiesce inside a pid namespace (the agent started by the namespace ini
 				'for i in 1 2; do (while :; do setsid sleep 30 > /dev/null 2>&1 & sleep 0.005; done) & done',
 			env: { NAMZU_AGENT_QUIESCE_MAX_ROUNDS: '2', NAMZU_AGENT_QUIESCE_GRACE_MS: '100' },
 		})
+		// Quiesce only once the spawners are running: a first pass that found nothing would succeed.
+		const spawnersUp = await rawRequest(
+			{ socketPath: agent.socketPath },
+			{
+				op: 'execute',
+				body: {
+					command: 'sh',
+					args: ['-c', 'until pgrep -x sleep > /dev/null; do sleep 0.01; done'],
+				},
+			},
+		)
+		expect(spawnersUp.frames.at(-1)).toMatchObject({ type: 'result', exitCode: 0 })
 		const answer = await agent.request('quiesce', {})
 		expect(answer).toMatchObject({ ok: false, error: 'quiesce_unconfirmed' })
 		expect(typeof answer.pid).toBe('number')
