@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest'
+import type { Pod } from './kube-types.js'
+import { agentReadOnlyPaths, buildContainerBwrapArgs, type RootEntry } from './pod-bwrap-argv.js'
+import { claimNames, planVolumes } from './pod-volumes.js'
+
+const root: RootEntry[] = [
+	{ name: 'usr', kind: 'dir' },
+	{ name: 'bin', kind: 'symlink', target: 'usr/bin' },
+	{ name: 'etc', kind: 'dir' },
+	{ name: 'home', kind: 'dir' },
+	{ name: 'root', kind: 'dir' },
+	{ name: 'work', kind: 'dir' },
+	{ name: 'tmp', kind: 'dir' },
+	{ name: 'container_info.json', kind: 'other' },
+]
+
+describe('container bubblewrap argv', () => {
+	const args = buildContainerBwrapArgs({
+		rootEntries: root,
+		readOnlyPaths: agentReadOnlyPaths('/usr/bin/node', '/work/main/dist/agent.cjs'),
+		mounts: [
+			{ source: '/state/pvcs/ns/uid-1', target: '/workspace', readOnly: false },
+			{ source: '/state/cfg', target: '/etc-extra', readOnly: true },
+		],
+		identity: { uid: 1000, gid: 1000, capabilities: [] },
+		hostname: 'sbx-1',
+		workingDir: '/workspace',
+		command: ['/usr/bin/node', '/work/main/dist/agent.cjs'],
+	})
+	const joined = args.join(' ')
+
+	it('builds the root from system directories only, never home directories or the checkout', () => {
+		expect(args.slice(0, 2)).toEqual(['--tmpfs', '/'])
+		expect(joined).toContain('--symlink usr/bin /bin')
+		expect(joined).toContain('--ro-bind /etc /etc')
+		expect(joined).toContain('--ro-bind /usr /usr')
+		expect(joined).not.toMatch(/--ro-bind \/(home|root|work|tmp) /)
+		expect(joined).not.toContain('container_info.json')
+	})
+
+	it('binds the agent bundle directory read-only but not node, which /usr already holds', () => {
+		expect(joined).toContain('--ro-bind /work/main/dist /work/main/dist')
+		expect(joined).not.toContain('--ro-bind /usr/bin/node')
+	})
+
+	it('mounts volumes after the private /tmp, then makes the root read-only', () => {
+		const tmp = args.indexOf('/tmp')
+		const workspace = args.indexOf('/workspace')
+		const remount = args.indexOf('--remount-ro')
+		expect(args[workspace - 2]).toBe('--bind')
+		expect(joined).toContain('--ro-bind /state/cfg /etc-extra')
+		expect(tmp).toBeLessThan(workspace)
+		expect(workspace).toBeLessThan(remount)
+	})
+
+	it('shares the pod network namespace but unshares everything else, and runs the command as pid 1 with no capabilities', () => {
+		expect(args).not.toContain('--unshare-net')
+		expect(args).not.toContain('--unshare-all')
+		for (const flag of [
+			'--unshare-user',
+			'--unshare-pid',
+			'--unshare-ipc',
+			'--unshare-uts',
+			'--as-pid-1',
+			'--die-with-parent',
+			'--new-session',
+		]) {
+			expect(args).toContain(flag)
+		}
+		expect(joined).toContain(
+			'--uid 1000 --gid 1000 --cap-drop ALL --hostname sbx-1 --chdir /workspace',
+		)
+		expect(args.slice(-3)).toEqual(['--', '/usr/bin/node', '/work/main/dist/agent.cjs'])
+	})
+})
+
+describe('volume plan', () => {
+	const pod: Pod = {
+		metadata: { name: 'p' },
+		spec: {
+			containers: [
+				{
+					name: 'agent',
+					volumeMounts: [
+						{ name: 'ws', mountPath: '/workspace' },
+						{ name: 'scratch', mountPath: '/scratch' },
+						{ name: 'token', mountPath: '/var/run/secrets/x' },
+						{ name: 'nowhere', mountPath: '/n' },
+						{ name: 'ws', mountPath: '/sub', subPath: 'a' },
+					],
+					volumeDevices: [{ name: 'block', devicePath: '/dev/workspace' }],
+				},
+			],
+			volumes: [
+				{ name: 'ws', persistentVolumeClaim: { claimName: 'ws-sbx' } },
+				{ name: 'block', persistentVolumeClaim: { claimName: 'block-sbx', readOnly: true } },
+				{ name: 'scratch', emptyDir: {} },
+				{ name: 'token', emptyDir: undefined },
+				{ name: 'unmounted', persistentVolumeClaim: { claimName: 'other' } },
+			],
+		},
+	}
+
+	it('maps claims (mounts and block devices) and emptyDirs to directories and reports the rest as ignored', () => {
+		const [container] = pod.spec.containers
+		expect(container && planVolumes(pod, container)).toEqual({
+			needs: [
+				{ kind: 'pvc', volume: 'ws', claimName: 'ws-sbx', target: '/workspace', readOnly: false },
+				{ kind: 'emptyDir', volume: 'scratch', target: '/scratch' },
+				{
+					kind: 'pvc',
+					volume: 'block',
+					claimName: 'block-sbx',
+					target: '/dev/workspace',
+					readOnly: true,
+				},
+			],
+			ignored: ['token', 'nowhere', 'ws'],
+		})
+	})
+
+	it('lists every claim the pod references once', () => {
+		expect(claimNames(pod)).toEqual(['ws-sbx', 'block-sbx', 'other'])
+	})
+})

@@ -1,0 +1,137 @@
+// Manifests the cluster tests create — SandboxTemplate, SandboxWarmPool, SandboxClaim (agent-sandbox
+// v1beta1) — with a pod template the process kubelet runs as our guest agent: TCP listener, the
+// pod uid as bind token through the downward API, a non-root, no-privilege securityContext and a
+// `workspace` volume claim. Pure builders plus the API paths of each kind.
+
+export const sandboxGroup = 'agents.x-k8s.io/v1beta1'
+export const extensionsGroup = 'extensions.agents.x-k8s.io/v1beta1'
+export const agentPort = 7070
+
+export const paths = {
+	namespaces: '/api/v1/namespaces',
+	namespace: (ns: string) => `/api/v1/namespaces/${ns}`,
+	pods: (ns: string) => `/api/v1/namespaces/${ns}/pods`,
+	pod: (ns: string, name: string) => `/api/v1/namespaces/${ns}/pods/${name}`,
+	services: (ns: string) => `/api/v1/namespaces/${ns}/services`,
+	service: (ns: string, name: string) => `/api/v1/namespaces/${ns}/services/${name}`,
+	pvcs: (ns: string) => `/api/v1/namespaces/${ns}/persistentvolumeclaims`,
+	pvc: (ns: string, name: string) => `/api/v1/namespaces/${ns}/persistentvolumeclaims/${name}`,
+	serviceAccount: (ns: string, name: string) => `/api/v1/namespaces/${ns}/serviceaccounts/${name}`,
+	sandboxes: (ns: string) => `/apis/${sandboxGroup}/namespaces/${ns}/sandboxes`,
+	sandbox: (ns: string, name: string) => `/apis/${sandboxGroup}/namespaces/${ns}/sandboxes/${name}`,
+	templates: (ns: string) => `/apis/${extensionsGroup}/namespaces/${ns}/sandboxtemplates`,
+	pools: (ns: string) => `/apis/${extensionsGroup}/namespaces/${ns}/sandboxwarmpools`,
+	pool: (ns: string, name: string) =>
+		`/apis/${extensionsGroup}/namespaces/${ns}/sandboxwarmpools/${name}`,
+	claims: (ns: string) => `/apis/${extensionsGroup}/namespaces/${ns}/sandboxclaims`,
+	claim: (ns: string, name: string) =>
+		`/apis/${extensionsGroup}/namespaces/${ns}/sandboxclaims/${name}`,
+}
+
+export interface AgentPodOptions {
+	/** Extra container env (e.g. agent lifecycle settings). */
+	readonly env?: Readonly<Record<string, string>>
+	readonly terminationGracePeriodSeconds?: number
+	/** Adds a `workspace` volume claim template mounted at /workspace (default true). */
+	readonly workspace?: boolean
+}
+
+export function agentPodSpec(options: AgentPodOptions = {}): Record<string, unknown> {
+	const workspace = options.workspace ?? true
+	return {
+		terminationGracePeriodSeconds: options.terminationGracePeriodSeconds ?? 5,
+		automountServiceAccountToken: false,
+		containers: [
+			{
+				name: 'agent',
+				image: 'namzu.local/sandbox-agent:test',
+				ports: [{ name: 'agent', containerPort: agentPort, protocol: 'TCP' }],
+				env: [
+					{ name: 'NAMZU_AGENT_TCP_PORT', value: String(agentPort) },
+					{
+						name: 'NAMZU_AGENT_BIND_TOKEN',
+						valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } },
+					},
+					{ name: 'NAMZU_SANDBOX_WORKSPACE', value: '/workspace' },
+					...Object.entries(options.env ?? {}).map(([name, value]) => ({ name, value })),
+				],
+				securityContext: {
+					runAsNonRoot: true,
+					runAsUser: 1000,
+					runAsGroup: 1000,
+					allowPrivilegeEscalation: false,
+					capabilities: { drop: ['ALL'] },
+				},
+				...(workspace ? { volumeMounts: [{ name: 'workspace', mountPath: '/workspace' }] } : {}),
+			},
+		],
+	}
+}
+
+export function workspaceClaimTemplates(): Record<string, unknown>[] {
+	return [
+		{
+			metadata: { name: 'workspace' },
+			spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+		},
+	]
+}
+
+export function sandboxTemplate(
+	name: string,
+	options: AgentPodOptions = {},
+): Record<string, unknown> {
+	return {
+		apiVersion: extensionsGroup,
+		kind: 'SandboxTemplate',
+		metadata: { name },
+		spec: {
+			podTemplate: {
+				metadata: { labels: { 'sandbox.namzu.ai/template': name } },
+				spec: agentPodSpec(options),
+			},
+			...((options.workspace ?? true) ? { volumeClaimTemplates: workspaceClaimTemplates() } : {}),
+			service: true,
+			// The harness enforces no NetworkPolicy; Unmanaged also keeps the DNS override away.
+			networkPolicyManagement: 'Unmanaged',
+		},
+	}
+}
+
+export function warmPool(
+	name: string,
+	template: string,
+	replicas: number,
+): Record<string, unknown> {
+	return {
+		apiVersion: extensionsGroup,
+		kind: 'SandboxWarmPool',
+		metadata: { name },
+		spec: { replicas, sandboxTemplateRef: { name: template } },
+	}
+}
+
+export function sandboxClaim(name: string, pool: string): Record<string, unknown> {
+	return {
+		apiVersion: extensionsGroup,
+		kind: 'SandboxClaim',
+		metadata: { name },
+		spec: { warmPoolRef: { name: pool } },
+	}
+}
+
+/** A Sandbox created directly (no claim, no pool). */
+export function directSandbox(
+	name: string,
+	options: AgentPodOptions = {},
+): Record<string, unknown> {
+	return {
+		apiVersion: sandboxGroup,
+		kind: 'Sandbox',
+		metadata: { name },
+		spec: {
+			podTemplate: { spec: agentPodSpec(options) },
+			...((options.workspace ?? true) ? { volumeClaimTemplates: workspaceClaimTemplates() } : {}),
+		},
+	}
+}
