@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config'
 // timeouts and one file at a time. Binaries must be cached first (`npm run cluster:build`).
 export default defineConfig({
 	test: {
-		include: ['test/cluster/**/*.cluster.test.ts'],
+		include: ['test/cluster/**/*.cluster.test.ts', 'test/backends/kubernetes/**/*.cluster.test.ts'],
 		testTimeout: 180_000,
 		hookTimeout: 180_000,
 		fileParallelism: false,

@@ -4,7 +4,11 @@ export default defineConfig({
 	test: {
 		include: ['test/**/*.test.ts'],
 		// Cluster tests need the cached control-plane binaries: `npm run test:cluster` runs them.
-		exclude: ['**/node_modules/**', 'test/cluster/**/*.cluster.test.ts'],
+		exclude: [
+			'**/node_modules/**',
+			'test/cluster/**/*.cluster.test.ts',
+			'test/backends/kubernetes/**/*.cluster.test.ts',
+		],
 		testTimeout: 30_000,
 		hookTimeout: 30_000,
 		// Real processes, real sockets, real bubblewrap: two cores on CI, so keep the fan-out modest.

@@ -1,10 +1,14 @@
+import {
+	createKubernetesSandboxProvider,
+	type KubernetesBackendConfig,
+} from './backends/kubernetes/index.js'
 import { createLocalSandboxProvider, type LocalBackendConfig } from './backends/local/index.js'
 import { SandboxBackendNotImplementedError } from './contract/errors.js'
 import type { SandboxProvider } from './contract/provider.js'
 import type { SandboxProviderDefaults } from './provider-defaults.js'
 
 /** Tiers this build implements. Later tiers add arms here. */
-export type SandboxBackendConfig = LocalBackendConfig
+export type SandboxBackendConfig = LocalBackendConfig | KubernetesBackendConfig
 
 export interface SandboxProviderConfig extends SandboxProviderDefaults {
 	readonly backend: SandboxBackendConfig
@@ -16,6 +20,11 @@ export function createSandboxProvider(config: SandboxProviderConfig): SandboxPro
 	switch (config.backend.tier) {
 		case 'process':
 			return createLocalSandboxProvider(config.backend, config)
+		case 'microvm':
+			if (config.backend.service === 'kubernetes') {
+				return createKubernetesSandboxProvider(config.backend, config)
+			}
+			throw new SandboxBackendNotImplementedError(`microvm/${String(config.backend.service)}`)
 		default:
 			throw new SandboxBackendNotImplementedError(String(backend.tier))
 	}

@@ -1,3 +1,4 @@
+export * from './backends/kubernetes/index.js'
 export * from './backends/local/index.js'
 export * from './contract/index.js'
 export type { SandboxBackendConfig, SandboxProviderConfig } from './create-sandbox-provider.js'

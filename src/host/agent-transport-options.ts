@@ -28,6 +28,12 @@ export interface AgentDialEvent {
 	readonly durationMs: number
 }
 
+/** One connect attempt about to be made (`attempt` is 1-based). */
+export interface AgentDialAttemptEvent {
+	readonly handleKind: string
+	readonly attempt: number
+}
+
 export interface AgentTransportOptions {
 	/** Bound on one connection attempt (connect plus any handshake). Default 5000. */
 	readonly connectTimeoutMs?: number
@@ -54,6 +60,8 @@ export interface AgentTransportOptions {
 	readonly permanentDialFailure?: (error: Error) => boolean
 	/** Told about every established connection. Must not throw. */
 	readonly onDial?: (event: AgentDialEvent) => void
+	/** Told once per connect attempt, before it is made. Must not throw. */
+	readonly onDialAttempt?: (event: AgentDialAttemptEvent) => void
 	/**
 	 * Heartbeat interval asked for on terminal and tcp streams (stream-heartbeat.ts); used only once
 	 * the guest echoes it. Undefined or 0: none (the default here; the Kubernetes backend asks for
@@ -73,6 +81,7 @@ export interface ResolvedAgentTransportOptions {
 	readonly maxRequestFrameBytes?: number
 	readonly permanentDialFailure: (error: Error) => boolean
 	readonly onDial?: (event: AgentDialEvent) => void
+	readonly onDialAttempt?: (event: AgentDialAttemptEvent) => void
 	/** Present only when a heartbeat is asked for (> 0). */
 	readonly streamHeartbeatMs?: number
 }
@@ -144,6 +153,7 @@ export function resolveAgentTransportOptions(
 		),
 		permanentDialFailure: options.permanentDialFailure ?? (() => false),
 		...(options.onDial ? { onDial: options.onDial } : {}),
+		...(options.onDialAttempt ? { onDialAttempt: options.onDialAttempt } : {}),
 		...heartbeatOption(options.streamHeartbeatMs),
 	}
 	return {

@@ -73,14 +73,30 @@ function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Pr
 }
 
 export class AgentTransport {
-	readonly handle: SandboxAgentHandle
+	#handle: SandboxAgentHandle
 	readonly options: ResolvedAgentTransportOptions
 	#features: Promise<ReadonlySet<string>> | undefined
 	#guestBootId: string | undefined
 
 	constructor(handle: SandboxAgentHandle, options: AgentTransportOptions = {}) {
-		this.handle = handle
+		this.#handle = handle
 		this.options = resolveAgentTransportOptions(options)
+	}
+
+	/** Where requests go. Every request dials afresh, so a rebind takes effect on the next one. */
+	get handle(): SandboxAgentHandle {
+		return this.#handle
+	}
+
+	/**
+	 * Points later requests at a different guest (a Kubernetes pod replaced under its handle): new
+	 * address, new per-instance token. Cached features and the guest boot id are forgotten, since
+	 * they belong to the previous guest.
+	 */
+	rebind(handle: SandboxAgentHandle): void {
+		this.#handle = handle
+		this.#features = undefined
+		this.#guestBootId = undefined
 	}
 
 	/**

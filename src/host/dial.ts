@@ -8,7 +8,11 @@
 import { connect, type Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import type { SandboxAgentHandle } from './agent-handle.js'
-import { type AgentDialEvent, TCP_KEEPALIVE_MS } from './agent-transport-options.js'
+import {
+	type AgentDialAttemptEvent,
+	type AgentDialEvent,
+	TCP_KEEPALIVE_MS,
+} from './agent-transport-options.js'
 import { AgentDialFailedError } from './transport-errors.js'
 import { performVsockHandshake } from './vsock-handshake.js'
 
@@ -18,6 +22,7 @@ export interface DialOptions {
 	readonly connectRetryIntervalMs: number
 	readonly permanentDialFailure: (error: Error) => boolean
 	readonly onDial?: (event: AgentDialEvent) => void
+	readonly onDialAttempt?: (event: AgentDialAttemptEvent) => void
 }
 
 export class ConnectTimeoutError extends Error {
@@ -124,6 +129,7 @@ export async function dialAgent(
 		// Attempts only START inside the budget; each gets its full connect bound, so the worst case
 		// is the budget plus one connectTimeoutMs, and no attempt is starved into a false timeout.
 		try {
+			options.onDialAttempt?.({ handleKind: handle.kind, attempt: attempts })
 			const socket = await connectOnce(handle, options.connectTimeoutMs, signal)
 			options.onDial?.({
 				handleKind: handle.kind,

@@ -14,9 +14,10 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 	agent: ['agent', 'wire'],
 	host: ['host', 'wire', 'contract'],
 	'backends/local': ['backends/local', 'host', 'wire', 'contract', 'root'],
+	'backends/kubernetes': ['backends/kubernetes', 'host', 'wire', 'contract', 'root'],
 	testing: ['testing', 'contract'],
 	cli: ['cli', 'backends/local', 'host', 'wire', 'contract', 'root'],
-	root: ['root', 'contract', 'wire', 'host', 'backends/local'],
+	root: ['root', 'contract', 'wire', 'host', 'backends/local', 'backends/kubernetes'],
 }
 
 function areaOf(file: string): string {

@@ -1,0 +1,143 @@
+// Warm acquire on the local cluster harness (test/cluster): `create()` → ready handle of the
+// Kubernetes task backend, p50/p95 over --count acquires, and the API requests each one sends
+// (through a recording HTTP front). Baseline in the same run, interleaved: the controller alone
+// binding a bare claim (POST SandboxClaim → `status.sandbox.name` set, polled every 10 ms). Before
+// every measured acquire the pool is back to --pool ready replicas, so each one is warm.
+//
+//   node bench/kubernetes-acquire.mjs [--count 30] [--pool 4]
+//
+// Needs the cluster binaries (`npm run cluster:build`), root, bwrap and iproute2 (process kubelet).
+import { rmSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { build } from 'esbuild'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const arg = (name, fallback) => {
+	const index = process.argv.indexOf(`--${name}`)
+	return index === -1 ? fallback : Number(process.argv[index + 1])
+}
+const count = arg('count', 30)
+const poolReplicas = arg('pool', 4)
+
+// The harness and the backend are TypeScript: bundle the few entry points this script needs.
+const bundle = join(root, 'bench', `.kubernetes-acquire.${process.pid}.bundle.mjs`)
+await build({
+	stdin: {
+		contents: [
+			"export { startTestCluster } from './test/cluster/test-cluster.ts'",
+			"export { createTestNamespace, boundSandboxName } from './test/cluster/cluster-objects.ts'",
+			"export { paths, sandboxTemplate, warmPool, sandboxClaim, agentPort } from './test/cluster/sandbox-fixtures.ts'",
+			"export { startRecordingApiProxy } from './test/backends/kubernetes/recording-api-proxy.ts'",
+			"export { createSandboxProvider } from './src/index.ts'",
+		].join('\n'),
+		resolveDir: root,
+		sourcefile: 'kubernetes-acquire-entry.ts',
+		loader: 'ts',
+	},
+	outfile: bundle,
+	bundle: true,
+	platform: 'node',
+	format: 'esm',
+	target: 'node20',
+	packages: 'external',
+	logLevel: 'warning',
+	banner: {
+		js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+	},
+})
+const h = await import(pathToFileURL(bundle).href)
+rmSync(bundle, { force: true })
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const percentile = (values, p) => {
+	const sorted = [...values].sort((a, b) => a - b)
+	return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]
+}
+const ms = (value) => `${value.toFixed(1)} ms`
+
+const cluster = await h.startTestCluster()
+let proxy
+try {
+	console.log(
+		`cluster: Kubernetes ${cluster.versions.kubernetes}, agent-sandbox ${cluster.versions.agentSandbox}`,
+	)
+	const ns = await h.createTestNamespace(cluster.api, 'bench')
+	const template = 'agent-template'
+	const pool = 'agent-pool'
+	await cluster.api.create(h.paths.templates(ns), h.sandboxTemplate(template))
+	await cluster.api.create(h.paths.pools(ns), h.warmPool(pool, template, poolReplicas))
+	const poolFull = async () => {
+		const deadline = Date.now() + 120_000
+		for (;;) {
+			const object = await cluster.api.get(h.paths.pool(ns, pool))
+			if (object.status?.readyReplicas === poolReplicas) return
+			if (Date.now() > deadline) throw new Error('warm pool did not refill in 120 s')
+			await sleep(50)
+		}
+	}
+	await poolFull()
+
+	proxy = await h.startRecordingApiProxy(cluster.access)
+	const token = cluster.access.token
+	const provider = h.createSandboxProvider({
+		backend: {
+			tier: 'microvm',
+			service: 'kubernetes',
+			namespace: ns,
+			access: { server: proxy.server, getToken: async () => token },
+			sandboxTemplateName: template,
+			warmPoolName: pool,
+			agentPort: h.agentPort,
+			agentAddress: 'pod-ip',
+		},
+	})
+
+	const baseline = []
+	const acquire = []
+	const requests = []
+	for (let round = 0; round < count; round += 1) {
+		// Baseline: the controller alone binds a bare claim.
+		await poolFull()
+		const name = `bench-bare-${round}`
+		let started = performance.now()
+		await cluster.api.create(h.paths.claims(ns), h.sandboxClaim(name, pool))
+		for (;;) {
+			const claim = await cluster.api.get(h.paths.claim(ns, name))
+			if (h.boundSandboxName(claim) !== undefined) break
+			await sleep(10)
+		}
+		baseline.push(performance.now() - started)
+		await cluster.api.remove(h.paths.claim(ns, name))
+
+		// The backend: create() → a ready, probed handle.
+		await poolFull()
+		proxy.clear()
+		started = performance.now()
+		const sandbox = await provider.create()
+		acquire.push(performance.now() - started)
+		requests.push(proxy.requests.length)
+		await sandbox.destroy()
+	}
+	await provider.close()
+
+	const b50 = percentile(baseline, 50)
+	const a50 = percentile(acquire, 50)
+	console.log(`\nwarm acquire, n = ${count}, pool of ${poolReplicas} refilled before each`)
+	console.log(`| | p50 | p95 | ratio to baseline (p50) |`)
+	console.log(`|---|---|---|---|`)
+	console.log(
+		`| baseline: POST bare claim → status.sandbox set | ${ms(b50)} | ${ms(percentile(baseline, 95))} | 1× |`,
+	)
+	console.log(
+		`| \`create()\` → ready handle (probe included) | ${ms(a50)} | ${ms(percentile(acquire, 95))} | ${(a50 / b50).toFixed(2)}× |`,
+	)
+	const mean = requests.reduce((sum, value) => sum + value, 0) / requests.length
+	console.log(
+		`\nAPI requests per acquire: mean ${mean.toFixed(2)}, min ${Math.min(...requests)}, max ${Math.max(...requests)}`,
+	)
+	await cluster.api.remove(h.paths.namespace(ns)).catch(() => {})
+} finally {
+	await proxy?.close()
+	await cluster.stop()
+}

@@ -1,0 +1,97 @@
+/**
+ * Why a Kubernetes acquire failed, in a field: `KubernetesAcquireError.reason` is one of seven
+ * names, with `retryable`, the original failure as `cause`, and — for a claim the controller
+ * refused — the controller's own condition reason and message. `ReadinessPollTimeout` is the cause
+ * of `not-ready` (and what a future workspace lifecycle throws directly).
+ */
+import { SandboxError } from '../../contract/errors.js'
+
+export type KubernetesAcquireFailureReason =
+	| 'api-unreachable'
+	| 'api-timeout'
+	| 'forbidden'
+	| 'claim-rejected'
+	| 'capacity'
+	| 'image-pull'
+	| 'not-ready'
+
+/** Claim `Ready` reasons that mean decided, not not-yet: the acquire ends on the first read. */
+export const TERMINAL_CLAIM_REASONS: readonly string[] = Object.freeze([
+	'WarmPoolNotFound',
+	'TemplateNotFound',
+	'InvalidMetadata',
+	'EnvVarsInjectionRejected',
+])
+
+const RETRYABLE: Readonly<Record<KubernetesAcquireFailureReason, boolean>> = {
+	'api-unreachable': true,
+	'api-timeout': true,
+	forbidden: false,
+	'claim-rejected': false,
+	capacity: true,
+	'image-pull': false,
+	'not-ready': true,
+}
+
+const SUMMARY: Readonly<Record<KubernetesAcquireFailureReason, string>> = {
+	'api-unreachable': 'the Kubernetes API server could not be reached',
+	'api-timeout': 'the Kubernetes API server did not answer within apiRequestTimeoutMs',
+	forbidden: 'the credentials are not allowed to do this (RBAC)',
+	'claim-rejected': 'the controller refused the claim',
+	capacity: 'the pod could not be scheduled (no node capacity)',
+	'image-pull': 'the pod image could not be pulled',
+	'not-ready': 'the sandbox did not become ready within readyTimeoutMs',
+}
+
+export interface KubernetesAcquireErrorFields {
+	readonly cause?: unknown
+	readonly controllerReason?: string
+	readonly controllerMessage?: string
+	/** The object the failed acquire created (already deleted again), if any. */
+	readonly objectName?: string
+}
+
+export class KubernetesAcquireError extends SandboxError {
+	override readonly name = 'KubernetesAcquireError'
+	declare readonly reason: KubernetesAcquireFailureReason
+	readonly controllerReason?: string
+	readonly controllerMessage?: string
+	readonly objectName?: string
+
+	constructor(reason: KubernetesAcquireFailureReason, fields: KubernetesAcquireErrorFields = {}) {
+		const controller =
+			fields.controllerReason === undefined
+				? ''
+				: ` (${fields.controllerReason}${fields.controllerMessage ? `: ${fields.controllerMessage}` : ''})`
+		const cause = fields.cause instanceof Error ? `: ${fields.cause.message}` : ''
+		super(
+			`kubernetes acquire failed (${reason}): ${SUMMARY[reason]}${controller}${cause}`,
+			reason,
+			{
+				cause: fields.cause,
+				retryable: RETRYABLE[reason],
+			},
+		)
+		if (fields.controllerReason !== undefined) this.controllerReason = fields.controllerReason
+		if (fields.controllerMessage !== undefined) this.controllerMessage = fields.controllerMessage
+		if (fields.objectName !== undefined) this.objectName = fields.objectName
+	}
+}
+
+/** The readiness budget ran out with nothing more specific to report. */
+export class ReadinessPollTimeout extends SandboxError {
+	override readonly name = 'ReadinessPollTimeout'
+	readonly timeoutMs: number
+	/** What the last read showed (e.g. `DependenciesNotReady: Pod exists with phase: Pending`). */
+	readonly lastObserved?: string
+
+	constructor(what: string, timeoutMs: number, lastObserved?: string) {
+		super(
+			`${what} was not ready within ${timeoutMs} ms${lastObserved ? ` (last seen: ${lastObserved})` : ''}`,
+			'ready-timeout',
+			{ retryable: true },
+		)
+		this.timeoutMs = timeoutMs
+		if (lastObserved !== undefined) this.lastObserved = lastObserved
+	}
+}

@@ -1,0 +1,289 @@
+/**
+ * One acquire, from nothing to a bound, ready pod with its bind token and agent address: POST a
+ * pristine claim (warm pool) or a Sandbox from the template (no pool) — never retried — then poll
+ * readiness on one budget, then one pod GET for the uid (and, in `pod-ip` mode, its IP, waited for
+ * on the same budget). Every failure after the POST deletes what it created on a separate short
+ * budget (gone counts as released) before rejecting with `KubernetesAcquireError`, or with the
+ * original error when the taxonomy cannot honestly name it.
+ */
+import { KubernetesAcquireError, ReadinessPollTimeout } from './acquire-errors.js'
+import type { KubernetesApiPort } from './kubernetes-api-port.js'
+import type { ResolvedKubernetesBackendConfig } from './kubernetes-backend-config.js'
+import {
+	buildDirectSandbox,
+	buildSandboxClaim,
+	generateObjectName,
+	type KubernetesObject,
+	kubernetesPaths,
+	shutdownTimeAt,
+} from './kubernetes-objects.js'
+import {
+	acquireReasonForApiFailure,
+	apiFailureShape,
+	boundSandboxName,
+	diagnosePod,
+	evaluateClaimReadiness,
+	evaluateSandboxReadiness,
+	podAddress,
+	type ReadinessVerdict,
+} from './readiness.js'
+import { type Judgement, pollUntil, ReadinessReadCutError } from './readiness-poll.js'
+
+/** Budget of the cleanup DELETE after a failed acquire, independent of the caller's signal. */
+export const ACQUIRE_CLEANUP_TIMEOUT_MS = 5000
+
+export interface AcquiredTaskSandbox {
+	/** The bound Sandbox's cluster name (`kubectl get sandbox <id>`). */
+	readonly id: string
+	/** What this acquire created and destroy deletes. */
+	readonly created: { readonly kind: 'claim' | 'sandbox'; readonly path: string }
+	readonly podName: string
+	/** The pod's `metadata.uid`: the agent's bind token. */
+	readonly token: string
+	/** Service FQDN or pod IP, per `agentAddress`. */
+	readonly host: string
+}
+
+/** A claim the controller reported Ready without naming a sandbox: not a diagnosable refusal. */
+export class KubernetesClaimUnboundError extends Error {
+	override readonly name = 'KubernetesClaimUnboundError'
+	readonly reason = 'claim-unbound'
+	readonly retryable = false
+
+	constructor(claimName: string) {
+		super(`SandboxClaim ${claimName} reported Ready but named no sandbox in status.sandbox`)
+	}
+}
+
+/** The bound pod had no uid (or its IP never arrived): the acquire cannot reach the guest. */
+export class KubernetesPodUnusableError extends Error {
+	override readonly name = 'KubernetesPodUnusableError'
+	readonly reason = 'pod-unusable'
+	readonly retryable = false
+
+	constructor(podName: string, detail: string) {
+		super(`pod ${podName}: ${detail}`)
+	}
+}
+
+export interface AcquireDependencies {
+	readonly api: KubernetesApiPort
+	readonly config: ResolvedKubernetesBackendConfig
+	readonly now?: () => number
+	readonly wallClock?: () => number
+}
+
+/** Maps an API failure to the taxonomy, or hands it back as itself. */
+export function classifyAcquireFailure(error: unknown, objectName?: string): unknown {
+	if (error instanceof KubernetesAcquireError) return error
+	const reason =
+		error instanceof ReadinessReadCutError
+			? 'api-timeout'
+			: acquireReasonForApiFailure(apiFailureShape(error))
+	if (reason === undefined) return error
+	return new KubernetesAcquireError(reason, {
+		cause: error,
+		...(objectName === undefined ? {} : { objectName }),
+	})
+}
+
+async function cleanupDelete(api: KubernetesApiPort, path: string): Promise<void> {
+	try {
+		await api.delete(path, { signal: AbortSignal.timeout(ACQUIRE_CLEANUP_TIMEOUT_MS) })
+	} catch {
+		// Best effort: the object's shutdownTime reaps it if this DELETE did not land.
+	}
+}
+
+function judged(verdict: ReadinessVerdict, objectName: string): Judgement<string> {
+	switch (verdict.state) {
+		case 'ready':
+			return { done: true, value: verdict.sandboxName }
+		case 'pending':
+			return { done: false, observed: verdict.observed }
+		case 'rejected':
+			throw new KubernetesAcquireError('claim-rejected', {
+				controllerReason: verdict.controllerReason,
+				controllerMessage: verdict.controllerMessage,
+				objectName,
+			})
+		case 'ready-without-sandbox':
+			throw new KubernetesClaimUnboundError(objectName)
+	}
+}
+
+/** Acquires one task sandbox; see the module comment. */
+export async function acquireTaskSandbox(
+	deps: AcquireDependencies,
+	signal?: AbortSignal,
+): Promise<AcquiredTaskSandbox> {
+	const { api, config } = deps
+	const now = deps.now ?? (() => performance.now())
+	const wallClock = deps.wallClock ?? (() => Date.now())
+	const ns = config.namespace
+	signal?.throwIfAborted()
+	const deadlineMs = now() + config.readyTimeoutMs
+	const shutdownTime = shutdownTimeAt(wallClock(), config.claimTtlSeconds)
+
+	let created: { kind: 'claim' | 'sandbox'; path: string; name: string }
+	if (config.warmPoolName !== undefined) {
+		const name = generateObjectName('namzu-task')
+		const body = buildSandboxClaim({
+			name,
+			warmPoolName: config.warmPoolName,
+			shutdownTime,
+			claimLabels: config.claimLabels,
+		})
+		created = { kind: 'claim', path: kubernetesPaths.claim(ns, name), name }
+		await post(kubernetesPaths.claims(ns), body, created.path, name)
+	} else {
+		let template: KubernetesObject
+		try {
+			template = await api.get(kubernetesPaths.template(ns, config.sandboxTemplateName), {
+				...(signal ? { signal } : {}),
+			})
+		} catch (error) {
+			signal?.throwIfAborted()
+			throw classifyAcquireFailure(error)
+		}
+		const name = generateObjectName('namzu-task')
+		const body = buildDirectSandbox({
+			name,
+			templateName: config.sandboxTemplateName,
+			template,
+			shutdownTime,
+		})
+		created = { kind: 'sandbox', path: kubernetesPaths.sandbox(ns, name), name }
+		await post(kubernetesPaths.sandboxes(ns), body, created.path, name)
+	}
+
+	try {
+		return await bindAndResolve(created)
+	} catch (error) {
+		await cleanupDelete(api, created.path)
+		signal?.throwIfAborted()
+		throw classifyAcquireFailure(error, created.name)
+	}
+
+	async function post(collection: string, body: object, path: string, name: string) {
+		try {
+			await api.create(collection, body, { ...(signal ? { signal } : {}) })
+		} catch (error) {
+			// The POST is never retried; one that may have committed (no answer) is deleted by name.
+			const shape = apiFailureShape(error)
+			if (shape?.kind !== 'connect' && !(shape?.kind === 'status' && shape.status < 500)) {
+				await cleanupDelete(api, path)
+			}
+			signal?.throwIfAborted()
+			throw classifyAcquireFailure(error, name)
+		}
+	}
+
+	async function bindAndResolve(object: {
+		kind: 'claim' | 'sandbox'
+		path: string
+		name: string
+	}): Promise<AcquiredTaskSandbox> {
+		const budget = {
+			deadlineMs,
+			intervalMs: config.readyPollIntervalMs,
+			now,
+			...(signal ? { signal } : {}),
+		}
+		const evaluate = object.kind === 'claim' ? evaluateClaimReadiness : evaluateSandboxReadiness
+		// A cold-started claim's Sandbox is named like the claim; a bound one names it in status.
+		let podName = object.name
+		const outcome = await pollUntil(
+			`${object.kind === 'claim' ? 'SandboxClaim' : 'Sandbox'} ${object.name}`,
+			(readSignal) => api.get(object.path, { signal: readSignal }),
+			(read) => {
+				if (object.kind === 'claim') podName = boundSandboxName(read) ?? podName
+				return judged(evaluate(read), object.name)
+			},
+			budget,
+		)
+		if (outcome.kind === 'timeout') {
+			// One pod read after the budget, before the cleanup: the pod condition decides.
+			const diagnosis = await diagnose(podName)
+			if (diagnosis) {
+				throw new KubernetesAcquireError(diagnosis.reason, {
+					cause: new ReadinessPollTimeout(object.name, config.readyTimeoutMs, diagnosis.detail),
+					objectName: object.name,
+				})
+			}
+			if (outcome.standingFailure !== undefined) {
+				const classified = classifyAcquireFailure(outcome.standingFailure, object.name)
+				if (classified instanceof KubernetesAcquireError) throw classified
+			}
+			throw new KubernetesAcquireError('not-ready', {
+				cause: new ReadinessPollTimeout(
+					`${object.kind === 'claim' ? 'SandboxClaim' : 'Sandbox'} ${object.name}`,
+					config.readyTimeoutMs,
+					outcome.lastObserved,
+				),
+				objectName: object.name,
+			})
+		}
+		const sandboxName = outcome.value
+		return readPod(sandboxName, object)
+	}
+
+	async function diagnose(
+		podName: string,
+	): Promise<{ reason: 'capacity' | 'image-pull'; detail: string } | undefined> {
+		try {
+			const pod = await api.get(kubernetesPaths.pod(ns, podName), {
+				signal: AbortSignal.timeout(ACQUIRE_CLEANUP_TIMEOUT_MS),
+			})
+			return diagnosePod(pod)
+		} catch {
+			return undefined
+		}
+	}
+
+	async function readPod(
+		sandboxName: string,
+		object: { kind: 'claim' | 'sandbox'; path: string; name: string },
+	): Promise<AcquiredTaskSandbox> {
+		const podPath = kubernetesPaths.pod(ns, sandboxName)
+		const result = { id: sandboxName, created: { kind: object.kind, path: object.path } }
+		const judge = (pod: KubernetesObject): Judgement<{ uid: string; host: string }> => {
+			const uid = pod.metadata.uid
+			if (typeof uid !== 'string' || uid === '') {
+				throw new KubernetesPodUnusableError(sandboxName, 'has no metadata.uid')
+			}
+			if (config.agentAddress === 'service') {
+				return { done: true, value: { uid, host: `${sandboxName}.${ns}.svc.cluster.local` } }
+			}
+			const ip = podAddress(pod)
+			if (ip === undefined) return { done: false, observed: 'pod has no IP yet' }
+			return { done: true, value: { uid, host: ip } }
+		}
+		const outcome = await pollUntil(
+			`pod ${sandboxName}`,
+			(readSignal) => api.get(podPath, { signal: readSignal }),
+			judge,
+			{ deadlineMs, intervalMs: config.readyPollIntervalMs, now, ...(signal ? { signal } : {}) },
+		)
+		if (outcome.kind === 'timeout') {
+			if (outcome.standingFailure !== undefined) {
+				const classified = classifyAcquireFailure(outcome.standingFailure, object.name)
+				if (classified instanceof KubernetesAcquireError) throw classified
+			}
+			throw new KubernetesAcquireError('not-ready', {
+				cause: new ReadinessPollTimeout(
+					`pod ${sandboxName} IP`,
+					config.readyTimeoutMs,
+					outcome.lastObserved,
+				),
+				objectName: object.name,
+			})
+		}
+		return {
+			...result,
+			podName: sandboxName,
+			token: outcome.value.uid,
+			host: outcome.value.host,
+		}
+	}
+}

@@ -1,0 +1,29 @@
+/**
+ * The few API verbs the task backend issues, as a narrow port: the acquire, the lease, destroy and
+ * the fleet verbs are written against this, and `fromKubernetesClient` (client-port.ts) adapts the
+ * API client (api/) to it. Every call takes the caller's signal; the client adds its own per-request
+ * bound (`apiRequestTimeoutMs`) on top.
+ */
+import type { KubernetesList, KubernetesObject } from './kubernetes-objects.js'
+
+export interface KubernetesApiCallOptions {
+	readonly signal?: AbortSignal
+}
+
+export interface KubernetesListOptions extends KubernetesApiCallOptions {
+	readonly labelSelector?: string
+	readonly fieldSelector?: string
+}
+
+export interface KubernetesApiPort {
+	get(path: string, options?: KubernetesApiCallOptions): Promise<KubernetesObject>
+	list(path: string, options?: KubernetesListOptions): Promise<KubernetesList>
+	create(path: string, body: object, options?: KubernetesApiCallOptions): Promise<KubernetesObject>
+	mergePatch(
+		path: string,
+		body: object,
+		options?: KubernetesApiCallOptions,
+	): Promise<KubernetesObject>
+	/** Resolves when deleted; an object already gone (404/410) also resolves. */
+	delete(path: string, options?: KubernetesApiCallOptions): Promise<void>
+}

@@ -1,0 +1,204 @@
+/**
+ * `backend` settings of the Kubernetes task-sandbox tier and their validation. Everything is
+ * checked at provider construction, before a single request goes out, and each refusal names the
+ * field; defaults live here so every file reads one resolved shape.
+ */
+import { SandboxConfigError } from '../../contract/errors.js'
+import { DEFAULT_STREAM_HEARTBEAT_MS } from '../../wire/heartbeat.js'
+import type { KubernetesClusterAccess } from './api/index.js'
+
+export type KubernetesAgentAddressMode = 'service' | 'pod-ip'
+
+export interface KubernetesBackendConfig {
+	readonly tier: 'microvm'
+	readonly service: 'kubernetes'
+	/** Namespace every object lives in. */
+	readonly namespace: string
+	/** `{ inCluster: true }`, `{ server, ca?, getToken }` or a kubeconfig (api/). */
+	readonly access: KubernetesClusterAccess
+	/** The `SandboxTemplate` a pool-less `create()` builds its `Sandbox` from. */
+	readonly sandboxTemplateName: string
+	/** With it, `create()` claims from this `SandboxWarmPool`; without it, creates a `Sandbox`. */
+	readonly warmPoolName?: string
+	/** Port the guest agent listens on, default 1024. */
+	readonly agentPort?: number
+	/** `service` (default): `status.serviceFQDN`; `pod-ip`: the bound pod's IP (host outside the cluster). */
+	readonly agentAddress?: KubernetesAgentAddressMode
+	/** Pause between readiness reads, default 50. */
+	readonly readyPollIntervalMs?: number
+	/** Readiness budget of one acquire (binding, pod IP), default 60 000. */
+	readonly readyTimeoutMs?: number
+	/** `shutdownTime` = now + this on every created object; renewed by the lease. Default 3600. */
+	readonly claimTtlSeconds?: number
+	/** Told about every failed lease renewal (the loop retries on a capped backoff). Must not throw. */
+	readonly onLeaseRenewalError?: (error: Error) => void
+	/** Bound on every API request (api/), default 30 000, at least 1000. */
+	readonly apiRequestTimeoutMs?: number
+	/** Heartbeat on terminals and tcp connections, default 15 000; 0 sends none. */
+	readonly streamHeartbeatMs?: number
+	/** Written into every `SandboxClaim`'s `metadata.labels` (never into pod metadata). */
+	readonly claimLabels?: Readonly<Record<string, string>>
+	/** Fires once per connect attempt to the guest, before it is made. Must not throw. */
+	readonly onDialAttempt?: (event: { readonly host: string; readonly port: number }) => void
+}
+
+export interface ResolvedKubernetesBackendConfig {
+	readonly namespace: string
+	readonly access: KubernetesClusterAccess
+	readonly sandboxTemplateName: string
+	readonly warmPoolName?: string
+	readonly agentPort: number
+	readonly agentAddress: KubernetesAgentAddressMode
+	readonly readyPollIntervalMs: number
+	readonly readyTimeoutMs: number
+	readonly claimTtlSeconds: number
+	readonly onLeaseRenewalError?: (error: Error) => void
+	readonly apiRequestTimeoutMs?: number
+	readonly streamHeartbeatMs: number
+	readonly claimLabels: Readonly<Record<string, string>>
+	readonly onDialAttempt?: (event: { readonly host: string; readonly port: number }) => void
+}
+
+export const DEFAULT_KUBERNETES_AGENT_PORT = 1024
+export const DEFAULT_READY_POLL_INTERVAL_MS = 50
+export const DEFAULT_KUBERNETES_READY_TIMEOUT_MS = 60_000
+export const DEFAULT_CLAIM_TTL_SECONDS = 3600
+
+/** Largest value a Node timer accepts. */
+const MAX_TIMER_MS = 2_147_483_647
+/** DNS-1123 label (namespace) / subdomain (object names). */
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/
+
+function name(field: string, value: unknown, pattern: RegExp, max: number): string {
+	if (typeof value !== 'string' || value.length > max || !pattern.test(value)) {
+		throw new SandboxConfigError(
+			field,
+			`must be a DNS-1123 name of at most ${max} characters, got ${JSON.stringify(value)}`,
+		)
+	}
+	return value
+}
+
+function integerIn(field: string, value: unknown, fallback: number, min: number, max: number) {
+	if (value === undefined) return fallback
+	if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+		throw new SandboxConfigError(
+			field,
+			`must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`,
+		)
+	}
+	return value
+}
+
+function callback<T>(field: string, value: T | undefined): T | undefined {
+	if (value !== undefined && typeof value !== 'function') {
+		throw new SandboxConfigError(field, 'must be a function')
+	}
+	return value
+}
+
+function labels(value: unknown): Readonly<Record<string, string>> {
+	if (value === undefined) return {}
+	if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+		throw new SandboxConfigError('claimLabels', 'must be an object of label keys to values')
+	}
+	const out: Record<string, string> = {}
+	for (const [key, label] of Object.entries(value)) {
+		if (key.length > 317 || !LABEL_KEY.test(key)) {
+			throw new SandboxConfigError('claimLabels', `invalid label key ${JSON.stringify(key)}`)
+		}
+		if (typeof label !== 'string' || label.length > 63 || !LABEL_VALUE.test(label)) {
+			throw new SandboxConfigError(
+				'claimLabels',
+				`invalid value for ${key}: ${JSON.stringify(label)}`,
+			)
+		}
+		out[key] = label
+	}
+	return out
+}
+
+function access(value: unknown): KubernetesClusterAccess {
+	if (typeof value !== 'object' || value === null) {
+		throw new SandboxConfigError(
+			'access',
+			'must be { inCluster: true }, { server, ca?, getToken } or { kubeconfig?, context? }',
+		)
+	}
+	return value as KubernetesClusterAccess
+}
+
+/** Validates and fills defaults; throws `SandboxConfigError` naming the first bad field. */
+export function resolveKubernetesBackendConfig(
+	config: KubernetesBackendConfig,
+): ResolvedKubernetesBackendConfig {
+	if (config.tier !== 'microvm' || config.service !== 'kubernetes') {
+		throw new SandboxConfigError('service', "must be 'kubernetes' with tier 'microvm'")
+	}
+	const agentAddress = config.agentAddress ?? 'service'
+	if (agentAddress !== 'service' && agentAddress !== 'pod-ip') {
+		throw new SandboxConfigError(
+			'agentAddress',
+			`must be 'service' or 'pod-ip', got ${JSON.stringify(agentAddress)}`,
+		)
+	}
+	const warmPoolName =
+		config.warmPoolName === undefined
+			? undefined
+			: name('warmPoolName', config.warmPoolName, DNS_SUBDOMAIN, 253)
+	const onLeaseRenewalError = callback('onLeaseRenewalError', config.onLeaseRenewalError)
+	const onDialAttempt = callback('onDialAttempt', config.onDialAttempt)
+	const apiRequestTimeoutMs =
+		config.apiRequestTimeoutMs === undefined
+			? undefined
+			: integerIn('apiRequestTimeoutMs', config.apiRequestTimeoutMs, 0, 1000, MAX_TIMER_MS)
+	return {
+		namespace: name('namespace', config.namespace, DNS_LABEL, 63),
+		access: access(config.access),
+		sandboxTemplateName: name(
+			'sandboxTemplateName',
+			config.sandboxTemplateName,
+			DNS_SUBDOMAIN,
+			253,
+		),
+		...(warmPoolName === undefined ? {} : { warmPoolName }),
+		agentPort: integerIn('agentPort', config.agentPort, DEFAULT_KUBERNETES_AGENT_PORT, 1, 65_535),
+		agentAddress,
+		readyPollIntervalMs: integerIn(
+			'readyPollIntervalMs',
+			config.readyPollIntervalMs,
+			DEFAULT_READY_POLL_INTERVAL_MS,
+			1,
+			MAX_TIMER_MS,
+		),
+		readyTimeoutMs: integerIn(
+			'readyTimeoutMs',
+			config.readyTimeoutMs,
+			DEFAULT_KUBERNETES_READY_TIMEOUT_MS,
+			1,
+			MAX_TIMER_MS,
+		),
+		// The lease renews every half TTL and a timer cannot exceed MAX_TIMER_MS.
+		claimTtlSeconds: integerIn(
+			'claimTtlSeconds',
+			config.claimTtlSeconds,
+			DEFAULT_CLAIM_TTL_SECONDS,
+			2,
+			Math.floor(MAX_TIMER_MS / 1000),
+		),
+		...(onLeaseRenewalError ? { onLeaseRenewalError } : {}),
+		...(apiRequestTimeoutMs === undefined ? {} : { apiRequestTimeoutMs }),
+		streamHeartbeatMs: integerIn(
+			'streamHeartbeatMs',
+			config.streamHeartbeatMs,
+			DEFAULT_STREAM_HEARTBEAT_MS,
+			0,
+			MAX_TIMER_MS,
+		),
+		claimLabels: labels(config.claimLabels),
+		...(onDialAttempt ? { onDialAttempt } : {}),
+	}
+}

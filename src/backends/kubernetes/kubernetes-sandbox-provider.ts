@@ -1,0 +1,242 @@
+/**
+ * The Kubernetes task tier's `SandboxProvider`. Construction validates everything and contacts
+ * nothing; each `create()` refuses the per-sandbox options this tier cannot honour, acquires
+ * (acquire-task-sandbox.ts), wraps the pod's agent in the shared `AgentSandbox` over a `tcp`
+ * handle carrying the pod uid as bind token (stream heartbeat on by default here), proves the
+ * guest deprivileged within min(readyTimeoutMs, 15 s) — there is no switch that skips it — and only
+ * then starts the lease and hands the sandbox out. A refused probe destroys what it acquired.
+ */
+
+import { SandboxConfigError } from '../../contract/errors.js'
+import type { SandboxCreateConfig, SandboxProvider } from '../../contract/provider.js'
+import type { Sandbox } from '../../contract/sandbox.js'
+import { createAgentSandbox } from '../../host/agent-sandbox.js'
+import { AgentTransport } from '../../host/agent-transport.js'
+import {
+	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
+	probeSandboxPrivileges,
+	SandboxPrivilegeProbeError,
+} from '../../host/privilege-probe.js'
+import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+import { type AcquiredTaskSandbox, acquireTaskSandbox } from './acquire-task-sandbox.js'
+import { createKubernetesClient } from './api/create-kubernetes-client.js'
+import { apiPortOf } from './client-port.js'
+import type { KubernetesApiPort } from './kubernetes-api-port.js'
+import {
+	type KubernetesBackendConfig,
+	type ResolvedKubernetesBackendConfig,
+	resolveKubernetesBackendConfig,
+} from './kubernetes-backend-config.js'
+import {
+	KubernetesAgentAddressUnresolvableError,
+	KubernetesAgentUnauthorizedError,
+	KubernetesCreateOptionUnsupportedError,
+	KubernetesPrivilegeProbeError,
+} from './kubernetes-sandbox-errors.js'
+import {
+	findInCauseChain,
+	isPermanentDialFailure,
+	KubernetesTaskSandbox,
+} from './kubernetes-task-sandbox.js'
+import { KubernetesLeaseRenewal } from './lease-renewal.js'
+import { DialTracker, PodRebinder } from './pod-rebind.js'
+
+/** The guest image's workspace (`NAMZU_SANDBOX_WORKSPACE`); relative paths resolve against it. */
+export const KUBERNETES_WORKSPACE_ROOT = '/workspace'
+
+/** Per-sandbox options refused by name: set them on the SandboxTemplate instead. */
+const REFUSED_CREATE_OPTIONS = [
+	'env',
+	'memoryLimitMb',
+	'maxProcesses',
+	'egress',
+	'workingDirectory',
+] as const
+
+const REFUSED_DEFAULTS = ['defaultEgress', 'defaultMemoryLimitMb', 'defaultMaxProcesses'] as const
+
+/** Throws `KubernetesCreateOptionUnsupportedError` naming the first refused option that is set. */
+export function refuseUnsupportedCreateOptions(config: SandboxCreateConfig): void {
+	for (const option of REFUSED_CREATE_OPTIONS) {
+		if (config[option] !== undefined) throw new KubernetesCreateOptionUnsupportedError(option)
+	}
+}
+
+export interface KubernetesProviderDependencies {
+	/** Replaces the API client (tests record requests through it). */
+	readonly api?: KubernetesApiPort
+}
+
+export function createKubernetesSandboxProvider(
+	config: KubernetesBackendConfig,
+	defaults: SandboxProviderDefaults = {},
+	dependencies: KubernetesProviderDependencies = {},
+): SandboxProvider {
+	const resolved = resolveKubernetesBackendConfig(config)
+	for (const field of REFUSED_DEFAULTS) {
+		if (defaults[field] !== undefined) {
+			throw new SandboxConfigError(
+				field,
+				'cannot be applied per sandbox on the Kubernetes backend; set it on the SandboxTemplate',
+			)
+		}
+	}
+	let api = dependencies.api
+	// Created at the first create(): construction contacts (and reads) nothing.
+	const apiPort = (): KubernetesApiPort => {
+		api ??= apiPortOf(
+			createKubernetesClient(resolved.access, {
+				...(resolved.apiRequestTimeoutMs === undefined
+					? {}
+					: { apiRequestTimeoutMs: resolved.apiRequestTimeoutMs }),
+			}),
+		)
+		return api
+	}
+	const provider: SandboxProvider = {
+		id: `kubernetes:${resolved.namespace}`,
+		name: 'kubernetes',
+		environment: 'linux-namespace',
+		workspaceModes: ['ephemeral'],
+		create: async (createConfig: SandboxCreateConfig = {}) => {
+			refuseUnsupportedCreateOptions(createConfig)
+			const timeoutMs = createConfig.timeoutMs ?? defaults.defaultTimeoutMs
+			return createKubernetesTaskSandbox(apiPort(), resolved, {
+				...(timeoutMs === undefined ? {} : { defaultTimeoutMs: timeoutMs }),
+				...(createConfig.signal ? { signal: createConfig.signal } : {}),
+			})
+		},
+		close: async () => {},
+		[Symbol.asyncDispose]: () => provider.close(),
+	}
+	return provider
+}
+
+export interface CreateTaskSandboxOptions {
+	readonly defaultTimeoutMs?: number
+	readonly signal?: AbortSignal
+	/** The guest's workspace, default `KUBERNETES_WORKSPACE_ROOT` (tests point it elsewhere). */
+	readonly rootDir?: string
+}
+
+/** Acquire → transport → sandbox → probe → lease; see the module comment. */
+export async function createKubernetesTaskSandbox(
+	api: KubernetesApiPort,
+	config: ResolvedKubernetesBackendConfig,
+	options: CreateTaskSandboxOptions = {},
+): Promise<Sandbox> {
+	const { signal } = options
+	const acquired = await acquireTaskSandbox({ api, config }, signal)
+	const sandbox = wrapAcquired(api, config, acquired, options)
+	try {
+		await probeSandboxPrivileges(sandbox, signal, {
+			timeoutMs: Math.min(config.readyTimeoutMs, PRIVILEGE_PROBE_MAX_TIMEOUT_MS),
+		})
+	} catch (error) {
+		await sandbox.destroy().catch(() => {})
+		signal?.throwIfAborted()
+		throw probeFailure(error, acquired.id)
+	}
+	sandbox.startLease()
+	return sandbox.handle
+}
+
+/** The probe's own failure, or — when the guest could not be reached at all — why not. */
+function probeFailure(error: unknown, sandboxId: string): unknown {
+	if (!(error instanceof SandboxPrivilegeProbeError)) return error
+	const unreachable =
+		findInCauseChain(error, KubernetesAgentAddressUnresolvableError) ??
+		findInCauseChain(error, KubernetesAgentUnauthorizedError)
+	if (unreachable) return unreachable
+	return new KubernetesPrivilegeProbeError(error, sandboxId)
+}
+
+interface WrappedSandbox {
+	readonly handle: KubernetesTaskSandbox
+	exec: KubernetesTaskSandbox['exec']
+	destroy(): Promise<void>
+	startLease(): void
+}
+
+function wrapAcquired(
+	api: KubernetesApiPort,
+	config: ResolvedKubernetesBackendConfig,
+	acquired: AcquiredTaskSandbox,
+	options: CreateTaskSandboxOptions,
+): WrappedSandbox {
+	const { defaultTimeoutMs } = options
+	const onDialAttempt = config.onDialAttempt
+	const podIp = config.agentAddress === 'pod-ip'
+	const tracker = new DialTracker()
+	let rebinder: PodRebinder | undefined
+	const transport = new AgentTransport(
+		{ kind: 'tcp', host: acquired.host, port: config.agentPort, token: acquired.token },
+		{
+			streamHeartbeatMs: config.streamHeartbeatMs,
+			permanentDialFailure: podIp
+				? () => rebinder?.permanentDialFailure() ?? false
+				: isPermanentDialFailure,
+			onDialAttempt: () => {
+				tracker.onAttempt()
+				onDialAttempt?.({
+					host: transport.handle.kind === 'tcp' ? transport.handle.host : acquired.host,
+					port: config.agentPort,
+				})
+			},
+			onDial: () => tracker.onSocket(),
+		},
+	)
+	if (podIp) {
+		rebinder = new PodRebinder({
+			api,
+			namespace: config.namespace,
+			podName: acquired.podName,
+			port: config.agentPort,
+			token: acquired.token,
+			transport,
+		})
+	}
+	const release = async (signal?: AbortSignal): Promise<void> => {
+		await api.delete(acquired.created.path, { ...(signal ? { signal } : {}) })
+	}
+	const inner = createAgentSandbox({
+		id: acquired.id,
+		transport,
+		rootDir: options.rootDir ?? KUBERNETES_WORKSPACE_ROOT,
+		environment: 'linux-namespace',
+		...(defaultTimeoutMs === undefined ? {} : { defaultTimeoutMs }),
+		release,
+		// An unconfirmable cancellation retires the pod: deleting the object kills every process.
+		retire: async (error) => {
+			try {
+				await release(AbortSignal.timeout(30_000))
+				return { accepted: true, reason: error.message }
+			} catch (cause) {
+				return { accepted: false, error: cause instanceof Error ? cause : new Error(String(cause)) }
+			}
+		},
+	})
+	let handle: KubernetesTaskSandbox | undefined
+	const lease = new KubernetesLeaseRenewal({
+		api,
+		path: acquired.created.path,
+		kind: acquired.created.kind,
+		ttlSeconds: config.claimTtlSeconds,
+		...(config.onLeaseRenewalError ? { onError: config.onLeaseRenewalError } : {}),
+		onGone: (error) => handle?.markGone(error),
+	})
+	const created = new KubernetesTaskSandbox({
+		inner,
+		host: acquired.host,
+		addressMode: config.agentAddress,
+		lease,
+		...(rebinder ? { podRebind: { tracker, rebinder } } : {}),
+	})
+	handle = created
+	return {
+		handle: created,
+		exec: (command, args, execOptions) => created.exec(command, args, execOptions),
+		destroy: () => created.destroy(),
+		startLease: () => lease.start(),
+	}
+}

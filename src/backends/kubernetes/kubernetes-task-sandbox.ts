@@ -1,0 +1,258 @@
+/**
+ * The Sandbox a Kubernetes task acquire hands out: the shared agent-backed `AgentSandbox` (exec
+ * through the reserve-before-admission controller, files, walkFiles via exec, terminals and tcp
+ * connections it owns) behind this tier's gate. After `destroy()` every call throws
+ * `KubernetesSandboxDestroyedError`; once the lease found the object gone, every call throws
+ * `KubernetesSandboxGoneError` without dialing; an `unauthorized` guest answer becomes
+ * `KubernetesAgentUnauthorizedError`; a Service FQDN that does not resolve becomes
+ * `KubernetesAgentAddressUnresolvableError`. `setNetworkPolicy` and `spawnDetached` are absent on
+ * purpose: egress is the template's NetworkPolicy and there is no detached spawn on this tier.
+ */
+import { SandboxDestroyedError } from '../../contract/errors.js'
+import type {
+	OpenTerminalOptions,
+	Sandbox,
+	SandboxDestroyOptions,
+	SandboxEnvironment,
+	SandboxExecOptions,
+	SandboxExecResult,
+	SandboxFileEntry,
+	SandboxListFilesOptions,
+	SandboxReadFileOptions,
+	SandboxReadFileStreamOptions,
+	SandboxStatus,
+	SandboxTcpConnection,
+	SandboxTcpConnectOptions,
+	SandboxWalkFilesOptions,
+	SandboxWriteFileOptions,
+	TerminalSession,
+} from '../../contract/sandbox.js'
+import type { AgentSandbox } from '../../host/agent-sandbox.js'
+import {
+	RemoteCancellationUnknownError,
+	RemoteExecutionRefusedError,
+} from '../../host/remote-execution-errors.js'
+import { AgentUnauthorizedError } from '../../host/transport-errors.js'
+import {
+	KubernetesAgentAddressUnresolvableError,
+	KubernetesAgentUnauthorizedError,
+	KubernetesSandboxDestroyedError,
+	KubernetesSandboxGoneError,
+} from './kubernetes-sandbox-errors.js'
+import type { KubernetesLeaseRenewal } from './lease-renewal.js'
+import type { DialTracker, PodRebinder } from './pod-rebind.js'
+
+/** Resolver codes that mean the name does not resolve (ENOTFOUND final, EAI_AGAIN temporary). */
+export const UNRESOLVABLE_CODES: readonly string[] = ['ENOTFOUND', 'EAI_AGAIN']
+
+/** The first `code` on an error's cause chain. */
+export function errorCode(error: unknown): string | undefined {
+	let current: unknown = error
+	for (let depth = 0; depth < 6 && current instanceof Error; depth++) {
+		const code = (current as { code?: unknown }).code
+		if (typeof code === 'string') return code
+		current = current.cause
+	}
+	return undefined
+}
+
+/** The first error on the cause chain (the error itself included) that is a `type`. */
+export function findInCauseChain<T>(
+	error: unknown,
+	type: abstract new (...args: never[]) => T,
+): T | undefined {
+	let current: unknown = error
+	for (let depth = 0; depth < 6 && current instanceof Error; depth++) {
+		if (current instanceof type) return current
+		current = current.cause
+	}
+	return undefined
+}
+
+/** True for every shape the guest's `unauthorized` refusal reaches the host in. */
+export function isUnauthorizedRefusal(error: unknown): boolean {
+	if (findInCauseChain(error, AgentUnauthorizedError)) return true
+	const refused = findInCauseChain(error, RemoteExecutionRefusedError)
+	return refused?.guestError === 'unauthorized'
+}
+
+/** `permanentDialFailure` for a Service FQDN: ENOTFOUND is definitive, EAI_AGAIN is not. */
+export function isPermanentDialFailure(error: Error): boolean {
+	return errorCode(error) === 'ENOTFOUND'
+}
+
+export interface KubernetesTaskSandboxOptions {
+	readonly inner: AgentSandbox
+	/** The agent's address: what a resolver failure names. */
+	readonly host: string
+	readonly addressMode: 'service' | 'pod-ip'
+	readonly lease?: KubernetesLeaseRenewal
+	/** `pod-ip` mode: follows a replaced pod after a call that never obtained a socket. */
+	readonly podRebind?: { readonly tracker: DialTracker; readonly rebinder: PodRebinder }
+}
+
+export class KubernetesTaskSandbox implements Sandbox {
+	readonly id: string
+	readonly rootDir: string
+	readonly environment: SandboxEnvironment
+	readonly #inner: AgentSandbox
+	readonly #options: KubernetesTaskSandboxOptions
+	#destroyed = false
+	#gone: Error | undefined
+	#teardown: Promise<void> | undefined
+
+	constructor(options: KubernetesTaskSandboxOptions) {
+		this.#options = options
+		this.#inner = options.inner
+		this.id = options.inner.id
+		this.rootDir = options.inner.rootDir
+		this.environment = options.inner.environment
+	}
+
+	get status(): SandboxStatus {
+		if (this.#destroyed || this.#gone) return 'destroyed'
+		return this.#inner.status
+	}
+
+	/** True once the lease found the cluster object deleted under this handle. */
+	get gone(): boolean {
+		return this.#gone !== undefined
+	}
+
+	/** Called by the lease when the object is gone: later calls throw without dialing. */
+	markGone(cause: Error): void {
+		this.#gone ??= cause
+	}
+
+	exec(
+		command: string,
+		args: readonly string[] = [],
+		options: SandboxExecOptions = {},
+	): Promise<SandboxExecResult> {
+		return this.#call('exec', () => this.#inner.exec(command, args, options))
+	}
+
+	writeFile(
+		path: string,
+		content: string | Uint8Array,
+		options: SandboxWriteFileOptions = {},
+	): Promise<void> {
+		return this.#call('writeFile', () => this.#inner.writeFile(path, content, options))
+	}
+
+	readFile(path: string, options: SandboxReadFileOptions = {}): Promise<Buffer> {
+		return this.#call('readFile', () => this.#inner.readFile(path, options))
+	}
+
+	readFileStream(path: string, options: SandboxReadFileStreamOptions = {}): AsyncIterable<Buffer> {
+		this.#admit('readFileStream')
+		return this.#iterate('readFileStream', this.#inner.readFileStream(path, options))
+	}
+
+	listFiles(
+		rootPath: string,
+		options: SandboxListFilesOptions = {},
+	): Promise<readonly SandboxFileEntry[]> {
+		return this.#call('listFiles', () => this.#inner.listFiles(rootPath, options))
+	}
+
+	walkFiles(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry> {
+		this.#admit('walkFiles')
+		return this.#iterate('walkFiles', this.#inner.walkFiles(rootPath, options))
+	}
+
+	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession> {
+		return this.#call('openTerminal', () => this.#inner.openTerminal(options))
+	}
+
+	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection> {
+		return this.#call('openTcpConnection', () => this.#inner.openTcpConnection(options))
+	}
+
+	/**
+	 * Kills and awaits every terminal, stops the lease, deletes the claim or Sandbox (already gone
+	 * counts as released). Idempotent; concurrent calls share one teardown.
+	 */
+	destroy(options: SandboxDestroyOptions = {}): Promise<void> {
+		if (!this.#teardown) {
+			this.#destroyed = true
+			this.#options.lease?.stop()
+			const teardown = this.#inner.destroy(options)
+			this.#teardown = teardown
+			teardown.catch(() => {
+				if (this.#teardown === teardown) this.#teardown = undefined
+			})
+		}
+		return this.#teardown
+	}
+
+	#admit(operation: string): void {
+		if (this.#destroyed) throw new KubernetesSandboxDestroyedError(this.id, operation)
+		if (this.#gone) throw new KubernetesSandboxGoneError(this.id, operation, { cause: this.#gone })
+	}
+
+	async #call<T>(operation: string, call: () => Promise<T>): Promise<T> {
+		this.#admit(operation)
+		const rebind = this.#options.podRebind
+		const before = rebind?.tracker.snapshot()
+		try {
+			return await call()
+		} catch (error) {
+			if (rebind && before && (await this.#followReplacedPod(rebind, before, error))) {
+				try {
+					return await call()
+				} catch (retryError) {
+					throw this.#translate(operation, retryError)
+				}
+			}
+			throw this.#translate(operation, error)
+		}
+	}
+
+	/**
+	 * Whether a failed call may be retried on a replaced pod: it never obtained a socket, the
+	 * handle is still live, it is not a command whose cancellation went unconfirmed (never
+	 * retried), and the pod was indeed replaced — in which case the transport now points at it.
+	 */
+	async #followReplacedPod(
+		rebind: NonNullable<KubernetesTaskSandboxOptions['podRebind']>,
+		before: ReturnType<DialTracker['snapshot']>,
+		error: unknown,
+	): Promise<boolean> {
+		if (this.#destroyed || this.#gone) return false
+		if (findInCauseChain(error, RemoteCancellationUnknownError)) return false
+		if (!rebind.tracker.connectFailedSince(before)) return false
+		return rebind.rebinder.rebind()
+	}
+
+	async *#iterate<T>(
+		operation: string,
+		source: AsyncIterable<T>,
+	): AsyncGenerator<T, void, undefined> {
+		try {
+			yield* source
+		} catch (error) {
+			throw this.#translate(operation, error)
+		}
+	}
+
+	#translate(operation: string, error: unknown): unknown {
+		if (
+			error instanceof SandboxDestroyedError &&
+			!(error instanceof KubernetesSandboxDestroyedError)
+		) {
+			return new KubernetesSandboxDestroyedError(this.id, operation)
+		}
+		if (this.#gone) return new KubernetesSandboxGoneError(this.id, operation, { cause: error })
+		if (isUnauthorizedRefusal(error)) {
+			return new KubernetesAgentUnauthorizedError(this.id, operation, { cause: error })
+		}
+		const code = errorCode(error)
+		if (this.#options.addressMode === 'service' && code && UNRESOLVABLE_CODES.includes(code)) {
+			return new KubernetesAgentAddressUnresolvableError(this.#options.host, code, {
+				cause: error,
+			})
+		}
+		return error
+	}
+}

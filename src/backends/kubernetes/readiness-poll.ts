@@ -1,0 +1,106 @@
+/**
+ * The I/O half of readiness (rules in readiness.ts): read, judge, wait, repeat — on ONE clock. A
+ * read that fails with a connect error, a timeout, a 429 or a 5xx is repeated inside the budget,
+ * honouring `Retry-After`; any other failure ends the poll at once and travels to the caller as
+ * itself. Each read is also cut at the budget's end, so no retry extends it. A failure the poll
+ * later recovered from is forgotten: only a failure that was still standing when the budget ran
+ * out is reported.
+ */
+import type { KubernetesObject } from './kubernetes-objects.js'
+import { apiFailureShape, isRetryableReadFailure, nextPollDelayMs } from './readiness.js'
+
+export type Judgement<T> =
+	| { readonly done: true; readonly value: T }
+	| { readonly done: false; readonly observed: string }
+
+export type PollOutcome<T> =
+	| { readonly kind: 'done'; readonly value: T }
+	| {
+			readonly kind: 'timeout'
+			readonly lastObserved?: string
+			/** The read failure still standing at the end (none when the last read succeeded). */
+			readonly standingFailure?: unknown
+	  }
+
+export interface PollBudget {
+	/** `performance.now()`-style deadline in ms, from `now()`. */
+	readonly deadlineMs: number
+	readonly intervalMs: number
+	readonly signal?: AbortSignal
+	readonly now: () => number
+}
+
+/** Marks a read the budget cut short: the server had not answered inside it. */
+export class ReadinessReadCutError extends Error {
+	override readonly name = 'ReadinessReadCutError'
+	readonly reason = 'readiness-budget'
+
+	constructor(what: string) {
+		super(`${what}: no answer before the readiness budget ran out`)
+	}
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+	return new Promise((resolve, reject) => {
+		if (signal?.aborted) {
+			reject(signal.reason)
+			return
+		}
+		const onAbort = () => {
+			clearTimeout(timer)
+			reject(signal?.reason)
+		}
+		const timer = setTimeout(() => {
+			signal?.removeEventListener('abort', onAbort)
+			resolve()
+		}, ms)
+		signal?.addEventListener('abort', onAbort, { once: true })
+	})
+}
+
+/** Polls `read` until `judge` says done, a non-retryable failure, an abort, or the budget's end. */
+export async function pollUntil<T>(
+	what: string,
+	read: (signal: AbortSignal) => Promise<KubernetesObject>,
+	judge: (object: KubernetesObject) => Judgement<T>,
+	budget: PollBudget,
+): Promise<PollOutcome<T>> {
+	let lastObserved: string | undefined
+	let standingFailure: unknown
+	for (;;) {
+		budget.signal?.throwIfAborted()
+		const remaining = budget.deadlineMs - budget.now()
+		if (remaining <= 0) return timeout()
+		const cut = AbortSignal.timeout(Math.max(1, Math.ceil(remaining)))
+		const signal = budget.signal ? AbortSignal.any([budget.signal, cut]) : cut
+		let delay = budget.intervalMs
+		try {
+			const object = await read(signal)
+			standingFailure = undefined
+			const verdict = judge(object)
+			if (verdict.done) return { kind: 'done', value: verdict.value }
+			lastObserved = verdict.observed
+		} catch (error) {
+			budget.signal?.throwIfAborted()
+			if (cut.aborted) {
+				standingFailure = new ReadinessReadCutError(what)
+				return timeout()
+			}
+			const shape = apiFailureShape(error)
+			if (!isRetryableReadFailure(shape)) throw error
+			standingFailure = error
+			delay = nextPollDelayMs(budget.intervalMs, shape)
+		}
+		const left = budget.deadlineMs - budget.now()
+		if (left <= 0) return timeout()
+		await sleep(Math.min(delay, left), budget.signal)
+	}
+
+	function timeout(): PollOutcome<T> {
+		return {
+			kind: 'timeout',
+			...(lastObserved === undefined ? {} : { lastObserved }),
+			...(standingFailure === undefined ? {} : { standingFailure }),
+		}
+	}
+}

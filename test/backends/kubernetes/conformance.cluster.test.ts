@@ -1,0 +1,33 @@
+// The shared Sandbox contract suite against the Kubernetes task backend on the local cluster
+// harness: warm claims from a pool, the guest dialed at its pod IP (there is no cluster DNS here).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { SandboxProvider } from '../../../src/index.js'
+import { defineSandboxConformance } from '../../../src/testing/index.js'
+import { type KubernetesHarness, startKubernetesHarness } from './kubernetes-harness.js'
+
+let h: KubernetesHarness | undefined
+let provider: SandboxProvider | undefined
+
+beforeAll(async () => {
+	h = await startKubernetesHarness({ poolReplicas: 4, namespacePrefix: 'k8s-conf' })
+	provider = h.provider({ agentAddress: 'pod-ip' })
+})
+
+afterAll(async () => {
+	await h?.stop()
+})
+
+describe('Kubernetes task backend (pod-ip, warm pool of 4)', () => {
+	defineSandboxConformance(
+		{ describe, it, expect },
+		async () => {
+			if (!provider) throw new Error('provider not created')
+			return { sandbox: await provider.create() }
+		},
+		{
+			label: 'kubernetes task sandboxes, pod-ip',
+			supportsRangedAndStreamedReads: true,
+			timeoutMs: 60_000,
+		},
+	)
+})

@@ -1,0 +1,168 @@
+// What the Kubernetes backend's cluster tests share: one local cluster per file with a namespace,
+// an agent SandboxTemplate (and optionally a warm pool filled and Ready), the backend config
+// pointing at it (direct or through the fault proxy), and small waits on what the controller and
+// the process kubelet write. The config shape is the documented `KubernetesBackendConfig`.
+import {
+	createSandboxProvider,
+	type KubernetesBackendConfig,
+	type SandboxProvider,
+} from '../../../src/index.js'
+import type { ClusterAccess } from '../../cluster/cluster-access.js'
+import {
+	createTestNamespace,
+	type KubeObject,
+	listItems,
+	waitObject,
+} from '../../cluster/cluster-objects.js'
+import { agentPort, paths, sandboxTemplate, warmPool } from '../../cluster/sandbox-fixtures.js'
+import { startTestCluster, type TestCluster } from '../../cluster/test-cluster.js'
+import { waitFor } from '../../cluster/wait-for.js'
+
+export const templateName = 'agent-template'
+export const poolName = 'agent-pool'
+
+/** `{ server, ca?, getToken }` for the backend from the harness's `{ server, token, caPem }`. */
+export function backendAccess(access: ClusterAccess): KubernetesBackendConfig['access'] {
+	const token = access.token
+	return {
+		server: access.server,
+		...(access.caPem === undefined ? {} : { ca: access.caPem }),
+		getToken: async () => token,
+	}
+}
+
+export interface KubernetesHarness {
+	readonly cluster: TestCluster
+	readonly namespace: string
+	/** A backend config for this namespace and template, direct to the API server, pod-ip mode. */
+	config(overrides?: Partial<KubernetesBackendConfig>): KubernetesBackendConfig
+	/** The same, through the API fault proxy (`cluster.faults.api`). */
+	faultedConfig(overrides?: Partial<KubernetesBackendConfig>): KubernetesBackendConfig
+	provider(overrides?: Partial<KubernetesBackendConfig>): SandboxProvider
+	stop(): Promise<void>
+}
+
+export interface HarnessOptions {
+	/** Warm pool replicas; no pool when 0 / omitted. */
+	readonly poolReplicas?: number
+	/** Extra env for the agent container (e.g. shortened grace periods). */
+	readonly agentEnv?: Readonly<Record<string, string>>
+	readonly namespacePrefix?: string
+}
+
+export async function startKubernetesHarness(
+	options: HarnessOptions = {},
+): Promise<KubernetesHarness> {
+	const cluster = await startTestCluster()
+	const providers: SandboxProvider[] = []
+	try {
+		const namespace = await createTestNamespace(cluster.api, options.namespacePrefix ?? 'k8s')
+		await cluster.api.create(
+			paths.templates(namespace),
+			sandboxTemplate(templateName, { env: options.agentEnv }),
+		)
+		const replicas = options.poolReplicas ?? 0
+		if (replicas > 0) {
+			await cluster.api.create(paths.pools(namespace), warmPool(poolName, templateName, replicas))
+			await waitPoolReady(cluster, namespace, poolName, replicas)
+		}
+		const base = (access: ClusterAccess): KubernetesBackendConfig => ({
+			tier: 'microvm',
+			service: 'kubernetes',
+			namespace,
+			access: backendAccess(access),
+			sandboxTemplateName: templateName,
+			...(replicas > 0 ? { warmPoolName: poolName } : {}),
+			agentPort,
+			agentAddress: 'pod-ip',
+			readyTimeoutMs: 30_000,
+		})
+		return {
+			cluster,
+			namespace,
+			config: (overrides = {}) => ({ ...base(cluster.access), ...overrides }),
+			faultedConfig: (overrides = {}) => ({ ...base(cluster.faults.api.access), ...overrides }),
+			provider(overrides = {}) {
+				const provider = createSandboxProvider({
+					backend: { ...base(cluster.access), ...overrides },
+				})
+				providers.push(provider)
+				return provider
+			},
+			async stop() {
+				await Promise.allSettled(providers.map((provider) => provider.close()))
+				await cluster.api.remove(paths.namespace(namespace)).catch(() => {})
+				await cluster.stop()
+			},
+		}
+	} catch (error) {
+		await cluster.stop()
+		throw error
+	}
+}
+
+export function waitPoolReady(
+	cluster: TestCluster,
+	namespace: string,
+	pool: string,
+	replicas: number,
+	timeoutMs = 120_000,
+): Promise<KubeObject> {
+	return waitObject(
+		cluster.api,
+		paths.pool(namespace, pool),
+		`warm pool ${pool} readyReplicas == ${replicas}`,
+		(object) => object.status?.readyReplicas === replicas,
+		{ timeoutMs },
+	)
+}
+
+export function listClaims(
+	cluster: TestCluster,
+	namespace: string,
+): Promise<readonly KubeObject[]> {
+	return listItems(cluster.api, paths.claims(namespace))
+}
+
+export function listSandboxes(
+	cluster: TestCluster,
+	namespace: string,
+): Promise<readonly KubeObject[]> {
+	return listItems(cluster.api, paths.sandboxes(namespace))
+}
+
+/** Resolves with the first pod in `namespace` whose name is not in `known`, polled every 10 ms. */
+export function waitNewPod(
+	cluster: TestCluster,
+	namespace: string,
+	known: ReadonlySet<string>,
+	signal?: AbortSignal,
+): Promise<KubeObject> {
+	return waitFor(
+		'a new pod',
+		async () =>
+			(await listItems(cluster.api, paths.pods(namespace), signal)).find(
+				(pod) => !known.has(pod.metadata.name),
+			),
+		{ timeoutMs: 30_000, intervalMs: 10, signal },
+	)
+}
+
+/** A template whose agent runs as root with extra capabilities: a guest that is not deprivileged. */
+export function privilegedTemplate(name: string): Record<string, unknown> {
+	const template = sandboxTemplate(name, { workspace: false })
+	const spec = template.spec as { podTemplate: { spec: { containers: Record<string, unknown>[] } } }
+	for (const container of spec.podTemplate.spec.containers) {
+		container.securityContext = {
+			runAsUser: 0,
+			runAsGroup: 0,
+			runAsNonRoot: false,
+			allowPrivilegeEscalation: true,
+			capabilities: { add: ['NET_ADMIN', 'SYS_ADMIN'] },
+		}
+	}
+	return template
+}
+
+export const sleep = (ms: number): Promise<void> =>
+	new Promise((resolve) => setTimeout(resolve, ms))

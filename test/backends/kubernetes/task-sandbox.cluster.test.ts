@@ -1,0 +1,49 @@
+// The backend engineer's proof against the real control plane: a warm claim from a pool of one
+// acquired through createSandboxProvider (pod-ip mode), a command run in the pod's agent as the
+// deprivileged user, and destroy deleting the claim (the controller then cascades).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { KubernetesSandboxDestroyedError } from '../../../src/index.js'
+import { paths } from '../../cluster/sandbox-fixtures.js'
+import { waitFor } from '../../cluster/wait-for.js'
+import { type KubernetesHarness, listClaims, startKubernetesHarness } from './kubernetes-harness.js'
+
+let harness: KubernetesHarness
+
+beforeAll(async () => {
+	harness = await startKubernetesHarness({ poolReplicas: 1, namespacePrefix: 'task' })
+})
+
+afterAll(async () => {
+	await harness?.stop()
+})
+
+describe('Kubernetes task sandbox on the harness', () => {
+	it('acquires a warm claim, execs in its pod, and destroy deletes the claim', async () => {
+		const dialed: string[] = []
+		const provider = harness.provider({ onDialAttempt: ({ host }) => dialed.push(host) })
+		const sandbox = await provider.create()
+		const claims = await listClaims(harness.cluster, harness.namespace)
+		expect(claims).toHaveLength(1)
+		const claim = claims[0]
+		expect(claim?.status?.sandbox).toMatchObject({ name: sandbox.id })
+		expect(claim?.spec).toMatchObject({ lifecycle: { shutdownPolicy: 'Delete' } })
+
+		const pod = await harness.cluster.api.get<{ status: { podIP: string } }>(
+			paths.pod(harness.namespace, sandbox.id),
+		)
+		await harness.cluster.kubelet?.assertPodRoute(pod.status.podIP)
+		expect(new Set(dialed)).toEqual(new Set([pod.status.podIP]))
+
+		const result = await sandbox.exec('sh', ['-c', 'echo hello; id -u'])
+		expect(result.exitCode).toBe(0)
+		expect(result.stdout.split('\n')[0]).toBe('hello')
+		await sandbox.writeFile('note.txt', 'kept')
+		expect((await sandbox.readFile('note.txt')).toString()).toBe('kept')
+
+		await sandbox.destroy()
+		await expect(sandbox.exec('true')).rejects.toBeInstanceOf(KubernetesSandboxDestroyedError)
+		await waitFor('claim deleted', async () =>
+			(await listClaims(harness.cluster, harness.namespace)).length === 0 ? true : undefined,
+		)
+	})
+})

@@ -1,0 +1,256 @@
+// The Kubernetes task backend against the local cluster harness, warm-pool path: a real API
+// server, the real agent-sandbox controller and the process kubelet running our agent. Claims,
+// the exact request log of a clean acquire, a controller refusal, the lease under API faults, a
+// sandbox deleted under a run, and the fleet verbs (release by label, capacity).
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import {
+	KubernetesAcquireError,
+	KubernetesSandboxDestroyedError,
+	KubernetesSandboxGoneError,
+	readKubernetesTaskCapacity,
+	releaseKubernetesTaskSandboxes,
+	type Sandbox,
+} from '../../../src/index.js'
+import { boundSandboxName, type KubeObject, waitGone } from '../../cluster/cluster-objects.js'
+import { paths } from '../../cluster/sandbox-fixtures.js'
+import { waitFor } from '../../cluster/wait-for.js'
+import { findInChain, rejection } from './error-chain.js'
+import {
+	type KubernetesHarness,
+	listClaims,
+	poolName,
+	sleep,
+	startKubernetesHarness,
+	waitPoolReady,
+} from './kubernetes-harness.js'
+import { type RecordingApiProxy, startRecordingApiProxy } from './recording-api-proxy.js'
+
+const replicas = 3
+let h: KubernetesHarness
+let proxy: RecordingApiProxy
+const open: Sandbox[] = []
+
+beforeAll(async () => {
+	h = await startKubernetesHarness({ poolReplicas: replicas, namespacePrefix: 'k8s-warm' })
+	proxy = await startRecordingApiProxy(h.cluster.access)
+	console.info(
+		`cluster: Kubernetes ${h.cluster.versions.kubernetes}, agent-sandbox ${h.cluster.versions.agentSandbox}`,
+	)
+})
+
+afterEach(async () => {
+	h?.cluster.faults.api.reset()
+	await Promise.allSettled(open.splice(0).map((sandbox) => sandbox.destroy()))
+	if (h) await waitPoolReady(h.cluster, h.namespace, poolName, replicas)
+})
+
+afterAll(async () => {
+	await proxy?.close()
+	await h?.stop()
+})
+
+const liveClaims = async (): Promise<readonly KubeObject[]> =>
+	(await listClaims(h.cluster, h.namespace)).filter(
+		(claim) => claim.metadata.deletionTimestamp === undefined,
+	)
+
+/** `spec.lifecycle.shutdownTime` of a claim, as epoch ms (NaN when absent). */
+function claimShutdownMs(claim: KubeObject): number {
+	const lifecycle = claim.spec?.lifecycle
+	const value =
+		typeof lifecycle === 'object' && lifecycle !== null && 'shutdownTime' in lifecycle
+			? lifecycle.shutdownTime
+			: undefined
+	return typeof value === 'string' ? Date.parse(value) : Number.NaN
+}
+
+function withoutQuery(line: string): string {
+	return line.split('?')[0] ?? line
+}
+
+/** Consecutive repeats collapsed: readiness polls the claim as often as it needs to. */
+function collapsed(lines: readonly string[]): string[] {
+	return lines.filter((line, index) => index === 0 || lines[index - 1] !== line)
+}
+
+describe('Kubernetes task sandboxes from a warm pool', () => {
+	it('claims a warm sandbox, runs a command in its pod as the deprivileged user, and destroy deletes the claim', async () => {
+		const sandbox = await h.provider().create()
+		open.push(sandbox)
+		const claims = await liveClaims()
+		expect(claims).toHaveLength(1)
+		const claim = claims[0] as KubeObject
+		expect(boundSandboxName(claim)).toBe(sandbox.id)
+		expect(claim.spec).toMatchObject({
+			warmPoolRef: { name: poolName },
+			lifecycle: { shutdownPolicy: 'Delete' },
+		})
+		expect(claimShutdownMs(claim) - Date.now()).toBeGreaterThan(3_000_000)
+		expect(claim.spec).not.toHaveProperty('env')
+		expect(claim.spec).not.toHaveProperty('volumeClaimTemplates')
+
+		const result = await sandbox.exec('sh', ['-c', 'id -u; grep NoNewPrivs /proc/self/status'])
+		expect(result).toMatchObject({ exitCode: 0, timedOut: false })
+		expect(result.stdout).toMatch(/^1000\nNoNewPrivs:\s+1\n$/)
+		await sandbox.writeFile('hello.txt', 'from the host')
+		expect((await sandbox.readFile('hello.txt')).toString()).toBe('from the host')
+		expect('setNetworkPolicy' in sandbox).toBe(false)
+		expect('spawnDetached' in sandbox).toBe(false)
+
+		await sandbox.destroy()
+		await sandbox.destroy()
+		await waitGone(h.cluster.api, paths.claim(h.namespace, claim.metadata.name))
+		await expect(sandbox.exec('true')).rejects.toBeInstanceOf(KubernetesSandboxDestroyedError)
+	})
+
+	it('a clean warm acquire sends exactly POST claim, GETs of that claim, one GET of the bound pod; destroy one DELETE', async () => {
+		proxy.clear()
+		const token = h.cluster.access.token
+		const sandbox = await h
+			.provider({ access: { server: proxy.server, getToken: async () => token } })
+			.create()
+		open.push(sandbox)
+		const acquireLog = proxy.requests.map(withoutQuery)
+		const claim = (await liveClaims())[0] as KubeObject
+		const claimName = claim.metadata.name
+		expect(collapsed(acquireLog)).toEqual([
+			`POST ${paths.claims(h.namespace)}`,
+			`GET ${paths.claim(h.namespace, claimName)}`,
+			`GET ${paths.pod(h.namespace, sandbox.id)}`,
+		])
+		proxy.clear()
+		await sandbox.destroy()
+		expect(proxy.requests.map(withoutQuery)).toEqual([
+			`DELETE ${paths.claim(h.namespace, claimName)}`,
+		])
+	})
+
+	it('a claim naming a missing warm pool is rejected as claim-rejected far inside the budget, and the claim is deleted', async () => {
+		const readyTimeoutMs = 30_000
+		const { error, elapsedMs } = await rejection(
+			h.provider({ warmPoolName: 'no-such-pool', readyTimeoutMs }).create(),
+		)
+		console.info(`claim-rejected after ${Math.round(elapsedMs)} ms (budget ${readyTimeoutMs} ms)`)
+		expect(error).toBeInstanceOf(KubernetesAcquireError)
+		expect(error).toMatchObject({
+			reason: 'claim-rejected',
+			retryable: false,
+			controllerReason: 'WarmPoolNotFound',
+		})
+		expect((error as KubernetesAcquireError).controllerMessage).toContain('no-such-pool')
+		expect(elapsedMs).toBeLessThan(readyTimeoutMs / 10)
+		expect(await liveClaims()).toEqual([])
+	})
+
+	it('a lease renewal that fails twice and then succeeds keeps the sandbox past its first shutdownTime', async () => {
+		const fault = h.cluster.faults.api.respondWith({
+			status: 503,
+			count: 2,
+			match: { method: 'PATCH', pathIncludes: '/sandboxclaims/' },
+		})
+		const reported: Error[] = []
+		const claimTtlSeconds = 6
+		const sandbox = await h
+			.provider({
+				access: h.faultedConfig().access,
+				claimTtlSeconds,
+				onLeaseRenewalError: (error) => reported.push(error),
+			})
+			.create()
+		open.push(sandbox)
+		const claim = (await liveClaims())[0] as KubeObject
+		const path = paths.claim(h.namespace, claim.metadata.name)
+		const firstShutdown = claimShutdownMs(claim)
+		expect(firstShutdown).not.toBeNaN()
+
+		await waitFor(
+			'a renewed shutdownTime',
+			async () => {
+				const current = await h.cluster.api.get<KubeObject>(path)
+				const at = claimShutdownMs(current)
+				return at > firstShutdown ? at : undefined
+			},
+			{ timeoutMs: 20_000, intervalMs: 100 },
+		)
+		expect(fault.hits).toBe(2)
+		expect(reported).toHaveLength(2)
+		// Past the first shutdownTime the controller would have deleted an unrenewed claim.
+		await sleep(Math.max(0, firstShutdown - Date.now()) + 1_500)
+		expect(await h.cluster.api.find(path)).toBeDefined()
+		expect(await sandbox.exec('echo', ['still here'])).toMatchObject({
+			exitCode: 0,
+			stdout: 'still here\n',
+		})
+	})
+
+	it('a sandbox whose claim is deleted under a running command ends that command, and later calls throw KubernetesSandboxGoneError', async () => {
+		const sandbox = await h.provider({ claimTtlSeconds: 4 }).create()
+		open.push(sandbox)
+		const claim = (await liveClaims())[0] as KubeObject
+		const running = sandbox.exec('sleep', ['60']).then(
+			(result) => ({ result }),
+			(error: unknown) => ({ error }),
+		)
+		await sleep(300)
+		await h.cluster.api.remove(paths.claim(h.namespace, claim.metadata.name))
+		const ended = await running
+		if ('result' in ended) expect(ended.result.exitCode).not.toBe(0)
+		const gone = await waitFor(
+			'KubernetesSandboxGoneError from a later call',
+			async () => {
+				const outcome = await sandbox.exec('true').then(
+					() => undefined,
+					(error: unknown) => error,
+				)
+				return findInChain(outcome, KubernetesSandboxGoneError)
+			},
+			{ timeoutMs: 20_000, intervalMs: 250 },
+		)
+		expect(gone).toBeInstanceOf(KubernetesSandboxGoneError)
+		await expect(sandbox.readFile('anything')).rejects.toBeInstanceOf(KubernetesSandboxGoneError)
+	})
+
+	it('claimLabels land on claims only; release deletes the claims a selector names; capacity reads the pool', async () => {
+		const hostA = { 'namzu.test/host': 'host-a' }
+		const a1 = await h.provider({ claimLabels: hostA }).create()
+		const a2 = await h.provider({ claimLabels: hostA }).create()
+		const b = await h.provider({ claimLabels: { 'namzu.test/host': 'host-b' } }).create()
+		open.push(a1, a2, b)
+		const claims = await liveClaims()
+		expect(claims.map((claim) => claim.metadata.labels?.['namzu.test/host']).sort()).toEqual([
+			'host-a',
+			'host-a',
+			'host-b',
+		])
+		const pod = await h.cluster.api.get<KubeObject>(paths.pod(h.namespace, a1.id))
+		expect(pod.metadata.labels?.['namzu.test/host']).toBeUndefined()
+
+		const capacity = await readKubernetesTaskCapacity(h.config())
+		expect(capacity.warmPool.desired).toBe(replicas)
+		expect(capacity.warmPool.ready).toBeGreaterThanOrEqual(0)
+		expect(capacity.warmPool.ready).toBeLessThanOrEqual(replicas)
+		expect(capacity.activeClaims).toBe(3)
+		expect(capacity.pendingPods).toBeGreaterThanOrEqual(0)
+
+		proxy.clear()
+		const token = h.cluster.access.token
+		const recorded = h.config({ access: { server: proxy.server, getToken: async () => token } })
+		await expect(releaseKubernetesTaskSandboxes(recorded, { labelSelector: '' })).rejects.toThrow()
+		expect(proxy.requests).toEqual([])
+
+		const released = await releaseKubernetesTaskSandboxes(h.config(), {
+			labelSelector: 'namzu.test/host=host-a',
+		})
+		const hostAClaims = claims
+			.filter((claim) => claim.metadata.labels?.['namzu.test/host'] === 'host-a')
+			.map((claim) => claim.metadata.name)
+			.sort()
+		expect(released.deleted).toBe(2)
+		expect([...released.names].sort()).toEqual(hostAClaims)
+		const left = await liveClaims()
+		expect(left.map((claim) => claim.metadata.labels?.['namzu.test/host'])).toEqual(['host-b'])
+		// Releasing under a handle: its destroy() still resolves (an object already gone is released).
+		await a1.destroy()
+		await a2.destroy()
+	})
+})
