@@ -8,6 +8,7 @@
  * `detachSignal` only stops watching. Nothing here runs unless the caller named an `executionId`
  * or asked to `detach`; the plain `exec` path is `RemoteExecutionController`, unchanged.
  */
+
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { SandboxConfigError } from '../contract/errors.js'
@@ -15,6 +16,7 @@ import type { SandboxExecResult, SandboxOutputChunk } from '../contract/sandbox.
 import { EXECUTION_ATTACH_FEATURE } from '../wire/features.js'
 import type { ExecuteRequest } from '../wire/protocol.js'
 import type { AgentTransport } from './agent-transport.js'
+import { boundedControlRequest } from './bounded-control-request.js'
 import {
 	type AttachExecutionOptions,
 	DEFAULT_REATTACH_WINDOW_MS,
@@ -35,7 +37,6 @@ import {
 import {
 	RemoteCancellationUnknownError,
 	RemoteCommandError,
-	RemoteControlTimeoutError,
 	RemoteProtocolError,
 } from './remote-execution-errors.js'
 import {
@@ -302,31 +303,6 @@ function resultOf(event: FinalEvent, watch: ExecutionWatch): SandboxExecResult {
 	return watch.withGap(result)
 }
 
-/** A control request bounded by `timeoutMs` and (when given) the caller's signal. */
-async function bounded<T>(
-	operation: string,
-	timeoutMs: number,
-	caller: AbortSignal | undefined,
-	request: (signal: AbortSignal) => Promise<T>,
-): Promise<T> {
-	const timeout = new AbortController()
-	const timer = setTimeout(
-		() => timeout.abort(new RemoteControlTimeoutError(operation, timeoutMs)),
-		timeoutMs,
-	)
-	const signal = caller ? AbortSignal.any([timeout.signal, caller]) : timeout.signal
-	try {
-		return await request(signal)
-	} catch (error) {
-		if (timeout.signal.aborted && !caller?.aborted) {
-			throw new RemoteControlTimeoutError(operation, timeoutMs, { cause: error })
-		}
-		throw error
-	} finally {
-		clearTimeout(timer)
-	}
-}
-
 /**
  * A confirmed cancel by id, from any process: attempts until one is acknowledged inside the
  * confirm window. An id the guest does not hold ⇒ `ExecutionCancelRefusedError`; a guest that
@@ -351,7 +327,7 @@ export async function cancelExecutionById(
 		}
 		let reply: Record<string, unknown>
 		try {
-			reply = await bounded(
+			reply = await boundedControlRequest(
 				'cancel-execution',
 				Math.max(1, Math.min(host.controlRequestTimeoutMs, remaining)),
 				signal,
@@ -432,8 +408,11 @@ export async function execDetachable(
 
 	let reply: Record<string, unknown>
 	try {
-		reply = await bounded('reserve-execution', host.controlRequestTimeoutMs, caller, (s) =>
-			host.transport.reserveExecution(s, executionId),
+		reply = await boundedControlRequest(
+			'reserve-execution',
+			host.controlRequestTimeoutMs,
+			caller,
+			(s) => host.transport.reserveExecution(s, executionId),
 		)
 	} catch (error) {
 		if (caller?.aborted) return neverStartedResult(elapsed())

@@ -13,6 +13,7 @@ import type {
 	SandboxExecResult,
 	SandboxOutputChunk,
 } from '../contract/sandbox.js'
+import { boundedControlRequest } from './bounded-control-request.js'
 import {
 	abortedResult,
 	completedResult,
@@ -23,7 +24,6 @@ import {
 import {
 	RemoteCancellationUnknownError,
 	RemoteCommandError,
-	RemoteControlTimeoutError,
 	RemoteProtocolError,
 	RemoteResultIncompleteError,
 } from './remote-execution-errors.js'
@@ -133,7 +133,7 @@ export class RemoteExecutionController {
 		// 1. Reserve first, always: only a reservation lets the peer prove a run never started.
 		let executionId: string
 		try {
-			const reply = await this.#bounded(
+			const reply = await boundedControlRequest(
 				'reserve-execution',
 				this.controlRequestTimeoutMs,
 				caller,
@@ -305,7 +305,7 @@ export class RemoteExecutionController {
 			}
 			const bound = Math.max(1, Math.min(this.controlRequestTimeoutMs, remaining))
 			try {
-				const reply = await this.#bounded('cancel-execution', bound, undefined, (s) =>
+				const reply = await boundedControlRequest('cancel-execution', bound, undefined, (s) =>
 					this.adapter.cancel(executionId, s),
 				)
 				const ack = parseCancellationAck(reply)
@@ -315,31 +315,6 @@ export class RemoteExecutionController {
 				lastError = error
 			}
 			await delay(Math.min(CANCEL_RETRY_PAUSE_MS, Math.max(0, deadline - performance.now())))
-		}
-	}
-
-	/** Runs a control request bounded by `timeoutMs` and (when given) the caller's signal. */
-	async #bounded<T>(
-		operation: string,
-		timeoutMs: number,
-		caller: AbortSignal | undefined,
-		request: (signal: AbortSignal) => Promise<T>,
-	): Promise<T> {
-		const timeout = new AbortController()
-		const timer = setTimeout(
-			() => timeout.abort(new RemoteControlTimeoutError(operation, timeoutMs)),
-			timeoutMs,
-		)
-		const signal = caller ? AbortSignal.any([timeout.signal, caller]) : timeout.signal
-		try {
-			return await request(signal)
-		} catch (error) {
-			if (timeout.signal.aborted && !caller?.aborted) {
-				throw new RemoteControlTimeoutError(operation, timeoutMs, { cause: error })
-			}
-			throw error
-		} finally {
-			clearTimeout(timer)
 		}
 	}
 }

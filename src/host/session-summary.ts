@@ -4,33 +4,13 @@
  * A malformed row is a `RemoteProtocolError`, never a guess.
  */
 import type { BackgroundJobOutput } from '../contract/background-job-output.js'
-import type { SessionKind, SessionState } from '../wire/sessions.js'
+import type { SessionSummaryWire } from '../wire/sessions.js'
 import { RemoteProtocolError } from './remote-execution-errors.js'
 
 export type { SessionKind, SessionState } from '../wire/sessions.js'
 
-export interface SessionSummary {
-	readonly sessionId: string
-	readonly kind: SessionKind
-	readonly command: string
-	readonly args: readonly string[]
-	/** Epoch milliseconds (guest clock). */
-	readonly startedAt: number
-	readonly lastInputAt?: number
-	readonly lastOutputAt?: number
-	/** Offset the next byte of output gets: where a reader that has everything resumes. */
-	readonly nextOffset: number
-	/** Bytes the guest's ring has evicted since the session started. */
-	readonly droppedBytes: number
-	readonly state: SessionState
-	/** Whether some connection is attached right now. */
-	readonly attached: boolean
-	readonly exitCode?: number
-	/** Name of the signal that ended the program, when one did. */
-	readonly signal?: string
-	/** True once a `killSession` was asked for before the program exited. */
-	readonly killed?: boolean
-}
+/** A session as the guest describes it (`list-sessions`, `kill-session`, `start-detached`). */
+export type SessionSummary = SessionSummaryWire
 
 /** `startDetached`'s answer: the summary plus the program's pid in the guest. */
 export interface StartedSession extends SessionSummary {
