@@ -12,6 +12,9 @@ import { agentBundlePath } from '../../src/host/agent-bundle-path.js'
 
 export const repositoryRoot = join(import.meta.dirname, '..', '..')
 
+const REQUIRE_SHIM =
+	"import { createRequire as __namzuCreateRequire } from 'node:module'; const require = __namzuCreateRequire(import.meta.url);"
+
 export interface SourceBundle {
 	/** Absolute path of the `.mjs` bundle. */
 	readonly file: string
@@ -29,6 +32,8 @@ export async function bundleSource(entry: string, name = 'bundle'): Promise<Sour
 		platform: 'node',
 		format: 'esm',
 		target: 'node20',
+		// Bundled CommonJS dependencies (yaml) call require(): give the ESM bundle a real one.
+		banner: { js: REQUIRE_SHIM },
 		logLevel: 'warning',
 	})
 	return { file, dir, remove: () => rm(dir, { recursive: true, force: true }) }
@@ -69,6 +74,7 @@ main(process.argv.slice(2)).then(exit, (error: unknown) => {
 			platform: 'node',
 			format: 'esm',
 			target: 'node20',
+			banner: { js: REQUIRE_SHIM },
 			logLevel: 'warning',
 		})
 		return { file, dir, remove: () => rm(dir, { recursive: true, force: true }) }
