@@ -226,6 +226,7 @@ describe('quiesce inside a pid namespace (the agent started by the namespace ini
 	it('answers quiesce_unconfirmed naming a pid when processes keep appearing past the round limit', {
 		retry: 3,
 	}, async () => {
+		await agent?.stop() // the agent of a previous attempt, if this is a retry
 		agent = await startLifecycleAgent({
 			pidNamespace: true,
 			// Spawners outside every session the agent could skip, starting a new session every 5 ms
