@@ -7,8 +7,19 @@
 import type { ChildProcess } from 'node:child_process'
 import { spawn } from 'node:child_process'
 import { statSync } from 'node:fs'
+import { childEnvironment } from './child-env.js'
+import type { AgentConfig } from './config.js'
+import { resolveWorkspaceDirectory } from './jail.js'
+import { OpRefusal } from './op-context.js'
 import { findPtyDescendant, killSession, readChildren, readProcStat } from './process-tree.js'
-import { STTY_PATH, sttyArgv, type TerminalSize } from './terminal-request.js'
+import {
+	SCRIPT_PATH,
+	STTY_PATH,
+	scriptArgv,
+	sttyArgv,
+	type TerminalSize,
+	type TerminalSpec,
+} from './terminal-request.js'
 
 /** How long the PTY slave may take to appear under `script`: attempts × interval. */
 export const SLAVE_SEARCH_ATTEMPTS = 200
@@ -103,4 +114,35 @@ export class SessionTeardown {
 		}
 		return signalled
 	}
+}
+
+/** Where and with what environment a terminal program runs: the jailed cwd and the scrubbed env. */
+export interface PtyLaunch {
+	readonly cwd: string
+	/** Scrubbed of every NAMZU_* key; the caller's env wins, TERM included. stty gets the same. */
+	readonly env: Record<string, string>
+}
+
+/** Resolves a terminal request's cwd (jailed, must be a directory) and environment. */
+export function planPtyLaunch(
+	config: Pick<AgentConfig, 'workspace' | 'readRoots' | 'writeRoots'>,
+	spec: TerminalSpec,
+): PtyLaunch {
+	const cwd = resolveWorkspaceDirectory(config, spec.cwd)
+	if (!isDirectory(cwd)) throw new OpRefusal(`invalid_cwd: not a directory: ${spec.cwd ?? cwd}`)
+	return { cwd, env: childEnvironment(spec.env, { TERM: 'xterm-256color' }) }
+}
+
+/** Starts util-linux `script` (its own process group) running the program on a fresh PTY. */
+export function spawnScriptPty(
+	spec: TerminalSpec,
+	launch: PtyLaunch,
+): { readonly child: ChildProcess; readonly teardown: SessionTeardown } {
+	const child = spawn(SCRIPT_PATH, scriptArgv(spec.command, spec.args), {
+		cwd: launch.cwd,
+		env: launch.env,
+		detached: true,
+		stdio: ['pipe', 'pipe', 'pipe'],
+	})
+	return { child, teardown: new SessionTeardown(child) }
 }

@@ -7,33 +7,26 @@
  * left in the shell's kernel session is then SIGKILLed after `NAMZU_AGENT_CANCEL_GRACE_MS`), on
  * `kill-session`, or when the agent stops (a shutdown hook).
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import type { SessionSignal } from '../../wire/sessions.js'
-import { childEnvironment } from '../child-env.js'
-import { resolveWorkspaceDirectory } from '../jail.js'
 import type { OpContext } from '../op-context.js'
-import { OpRefusal } from '../op-context.js'
 import type { OutputStream } from '../output-log.js'
 import {
 	findSlave,
-	isDirectory,
 	type PtyShell,
+	planPtyLaunch,
 	runStty,
-	SessionTeardown,
+	type SessionTeardown,
 	slaveSearchFailure,
+	spawnScriptPty,
 } from '../pty-process.js'
 import type { Session, SessionProgram } from '../session.js'
 import { SessionAttachment } from '../session-attachment.js'
 import { sessionRegistry } from '../session-registry.js'
 import { signalKernelSession } from '../session-signal.js'
-import {
-	SCRIPT_PATH,
-	scriptArgv,
-	type TerminalSize,
-	type TerminalSpec,
-} from '../terminal-request.js'
+import type { TerminalSize, TerminalSpec } from '../terminal-request.js'
 
 /** After the program exited, how long stdio may stay open before the exit is recorded anyway. */
 export const SESSION_EXIT_SETTLE_MS = 1000
@@ -131,9 +124,8 @@ export async function persistentTerminal(
 	ctx: OpContext,
 	body: Record<string, unknown> = {},
 ): Promise<void> {
-	const cwd = resolveWorkspaceDirectory(ctx.config, spec.cwd)
-	if (!isDirectory(cwd)) throw new OpRefusal(`invalid_cwd: not a directory: ${spec.cwd ?? cwd}`)
-	const env = childEnvironment(spec.env, { TERM: 'xterm-256color' })
+	const launch = planPtyLaunch(ctx.config, spec)
+	const { env } = launch
 	const registry = sessionRegistry(ctx.config.sessions)
 	const session = registry.create(sessionId, 'terminal', spec.command, spec.args)
 
@@ -145,13 +137,7 @@ export async function persistentTerminal(
 		else queued.push(message)
 	})
 
-	const child = spawn(SCRIPT_PATH, scriptArgv(spec.command, spec.args), {
-		cwd,
-		env,
-		detached: true,
-		stdio: ['pipe', 'pipe', 'pipe'],
-	})
-	const teardown = new SessionTeardown(child)
+	const { child, teardown } = spawnScriptPty(spec, launch)
 	const program = new TerminalProgram(child, teardown, env)
 	session.start(program)
 	drainIntoSession(session, [

@@ -1,20 +1,18 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { constants as osConstants } from 'node:os'
 import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
-import { childEnvironment } from '../child-env.js'
 import { GUEST_BOOT_ID } from '../guest-boot-id.js'
-import { resolveWorkspaceDirectory } from '../jail.js'
 import type { OpContext, OpHandler } from '../op-context.js'
-import { OpRefusal } from '../op-context.js'
 import {
 	type Exit,
 	findSlave,
-	isDirectory,
 	type PtyShell,
+	planPtyLaunch,
 	runStty,
-	SessionTeardown,
+	type SessionTeardown,
 	slaveSearchFailure,
+	spawnScriptPty,
 } from '../pty-process.js'
 import { parsePersistentTerminal } from '../session-request.js'
 import { registerShutdownHook } from '../shutdown-hooks.js'
@@ -22,8 +20,6 @@ import { sendStreamReady } from '../stream-heartbeat.js'
 import {
 	parseTerminalRequest,
 	parseTerminalSize,
-	SCRIPT_PATH,
-	scriptArgv,
 	type TerminalSize,
 	terminalKillSignal,
 } from '../terminal-request.js'
@@ -44,10 +40,8 @@ export const terminal: OpHandler = async (body, ctx) => {
 	const spec = parseTerminalRequest(body)
 	const sessionId = parsePersistentTerminal(body)
 	if (sessionId !== undefined) return persistentTerminal(spec, sessionId, ctx, body)
-	const cwd = resolveWorkspaceDirectory(ctx.config, spec.cwd)
-	if (!isDirectory(cwd)) throw new OpRefusal(`invalid_cwd: not a directory: ${spec.cwd ?? cwd}`)
-	// Scrubbed of every NAMZU_* key; the caller's env wins, TERM included. stty gets the same.
-	const env = childEnvironment(spec.env, { TERM: 'xterm-256color' })
+	const launch = planPtyLaunch(ctx.config, spec)
+	const { env } = launch
 
 	const queued: Record<string, unknown>[] = []
 	let live: LiveTerminal | undefined
@@ -56,13 +50,7 @@ export const terminal: OpHandler = async (body, ctx) => {
 		else queued.push(message)
 	})
 
-	const child = spawn(SCRIPT_PATH, scriptArgv(spec.command, spec.args), {
-		cwd,
-		env,
-		detached: true,
-		stdio: ['pipe', 'pipe', 'pipe'],
-	})
-	const teardown = new SessionTeardown(child)
+	const { child, teardown } = spawnScriptPty(spec, launch)
 	// Read from the start: Node resumes unread stdio when the child exits, which would drop the
 	// output of a program that finishes before the PTY is found.
 	const output = new TerminalOutput(ctx, [child.stdout, child.stderr])
