@@ -11,12 +11,10 @@
 import type { BackgroundJobOutput } from '../contract/background-job-output.js'
 import type { OpenTerminalOptions, TerminalSize } from '../contract/sandbox.js'
 import { SESSIONS_FEATURE } from '../wire/features.js'
-import { encodeFrame } from '../wire/frame.js'
 import { AgentSessionTerminal, type SessionTerminal } from './agent-session-terminal.js'
 import type { AgentTransport } from './agent-transport.js'
-import { dialAgent } from './dial.js'
-import { refusalError, refusalOf } from './exchange.js'
-import { FrameChannel } from './frame-channel.js'
+import { refusalError, refusalOf, streamRefusalOf } from './exchange.js'
+import type { FrameChannel } from './frame-channel.js'
 import { RemoteProtocolError } from './remote-execution-errors.js'
 import { SessionRefusedError, SessionsUnsupportedError } from './session-errors.js'
 import {
@@ -26,7 +24,6 @@ import {
 	type SessionSummary,
 	type StartedSession,
 } from './session-summary.js'
-import { startHostStreamHeartbeat, withHeartbeatRequest } from './stream-heartbeat.js'
 import { AgentOpRefusedError, AgentUnauthorizedError } from './transport-errors.js'
 
 /** `openTerminal` options that make the PTY a persistent guest session. */
@@ -94,13 +91,6 @@ function sessionRefusal(
 		...(typeof message.nextOffset === 'number' ? { nextOffset: message.nextOffset } : {}),
 		...(detail === undefined ? {} : { detail }),
 	})
-}
-
-function streamError(message: Record<string, unknown>): string | undefined {
-	const refusal = refusalOf(message)
-	if (refusal !== undefined) return refusal
-	if (message.type === 'error') return String(message.error ?? 'unspecified refusal')
-	return undefined
 }
 
 export class AgentSessions {
@@ -182,7 +172,7 @@ export class AgentSessions {
 		})
 		try {
 			for await (const event of events) {
-				const error = streamError(event)
+				const error = streamRefusalOf(event)
 				if (error !== undefined) {
 					throw sessionRefusal('readSession', 'attach-session', sessionId, event, error)
 				}
@@ -262,56 +252,17 @@ export class AgentSessions {
 		return terminal
 	}
 
-	/**
-	 * Dials a two-way session stream and waits for its `ready` (kept: it carries the session's
-	 * fields). The envelope and heartbeat negotiation follow the transport's own duplex opens.
-	 */
-	async #openStream(
+	/** Opens a two-way session stream; a refusal before `ready` names the session. */
+	#openStream(
 		operation: string,
 		op: string,
 		sessionId: string,
 		body: object,
 		signal: AbortSignal | undefined,
 	): Promise<{ channel: FrameChannel; ready: Record<string, unknown> }> {
-		const { transport } = this
-		const heartbeatMs = transport.options.streamHeartbeatMs
-		const token = transport.handle.kind === 'tcp' ? transport.handle.token : undefined
-		const requestBody = withHeartbeatRequest(body, heartbeatMs)
-		const frame = encodeFrame(
-			token === undefined ? { op, body: requestBody } : { op, token, body: requestBody },
-		)
-		signal?.throwIfAborted()
-		const socket = await dialAgent(transport.handle, transport.options, signal)
-		const channel = new FrameChannel(socket, op)
-		channel.sendEncoded(frame)
-		const unbind = channel.bindSignal(signal)
-		channel.setIdleTimeout(transport.options.readIdleTimeoutMs)
-		let ready: Record<string, unknown>
-		try {
-			const first = await channel.read()
-			if (first.kind === 'closed') {
-				throw (
-					first.error ??
-					new RemoteProtocolError(`${op}: the guest closed the connection before ready`)
-				)
-			}
-			if (first.kind !== 'frame') throw new RemoteProtocolError(`${op}: stream ended before ready`)
-			const error = streamError(first.message)
-			if (error !== undefined) throw sessionRefusal(operation, op, sessionId, first.message, error)
-			if (first.message.type !== 'ready') {
-				throw new RemoteProtocolError(`${op}: expected ready, got ${String(first.message.type)}`)
-			}
-			ready = first.message
-		} catch (error) {
-			channel.destroy()
-			throw error
-		} finally {
-			unbind()
-		}
-		// A quiet session is not a failure; the owner ends the attachment.
-		channel.setIdleTimeout(0)
-		transport.noteGuestBootId(ready)
-		startHostStreamHeartbeat(channel, heartbeatMs, ready.heartbeatMs)
-		return { channel, ready }
+		return this.transport.openStream(op, body, {
+			...(signal ? { signal } : {}),
+			mapRefusal: (message, refusal) => sessionRefusal(operation, op, sessionId, message, refusal),
+		})
 	}
 }

@@ -31,7 +31,13 @@ import {
 	TCP_PREAUTH_FRAME_LIMIT_BYTES,
 } from './agent-transport-options.js'
 import { dialAgent } from './dial.js'
-import { readSingleReply, readStreamEvents, refusalError, refusalOf } from './exchange.js'
+import {
+	readSingleReply,
+	readStreamEvents,
+	refusalError,
+	refusalOf,
+	streamRefusalOf,
+} from './exchange.js'
 import { FrameChannel } from './frame-channel.js'
 import { type AgentHealth, parseHealthzReply } from './healthz-reply.js'
 import { RemoteProtocolError } from './remote-execution-errors.js'
@@ -225,13 +231,31 @@ export class AgentTransport {
 
 	/** Opens a long-lived two-way op (terminal, tcp-connect) and waits for its `ready`. */
 	async #openDuplex(op: string, body: unknown, signal?: AbortSignal): Promise<FrameChannel> {
+		return (await this.openStream(op, body, { ...(signal ? { signal } : {}) })).channel
+	}
+
+	/**
+	 * Opens a long-lived two-way op (terminal, tcp-connect, attach-session) and waits for its
+	 * `ready`, which is returned (session streams carry their fields on it). Asks for the heartbeat
+	 * and arms it on the guest's echo. A refusal before `ready` becomes `mapRefusal(message, code)`,
+	 * default the transport's own refusal errors.
+	 */
+	async openStream(
+		op: string,
+		body: unknown,
+		options: {
+			readonly signal?: AbortSignal
+			readonly mapRefusal?: (message: Record<string, unknown>, refusal: string) => Error
+		} = {},
+	): Promise<{ channel: FrameChannel; ready: Record<string, unknown> }> {
+		const { signal } = options
 		const heartbeatMs = this.options.streamHeartbeatMs
 		const frame = this.#encode(this.#envelope(op, withHeartbeatRequest(body, heartbeatMs)))
 		signal?.throwIfAborted()
 		const channel = await this.#open(op, frame, signal)
 		const unbind = channel.bindSignal(signal)
 		channel.setIdleTimeout(this.options.readIdleTimeoutMs)
-		let echoedHeartbeatMs: unknown
+		let ready: Record<string, unknown>
 		try {
 			const first = await channel.read()
 			if (first.kind === 'closed') {
@@ -241,28 +265,26 @@ export class AgentTransport {
 				)
 			}
 			if (first.kind !== 'frame') throw new RemoteProtocolError(`${op}: stream ended before ready`)
-			const refusal =
-				refusalOf(first.message) ??
-				(first.message.type === 'error'
-					? String(first.message.error ?? 'unspecified refusal')
-					: undefined)
-			if (refusal !== undefined) throw refusalError(op, refusal)
+			const refusal = streamRefusalOf(first.message)
+			if (refusal !== undefined) {
+				throw options.mapRefusal?.(first.message, refusal) ?? refusalError(op, refusal)
+			}
 			if (first.message.type !== 'ready') {
 				throw new RemoteProtocolError(`${op}: expected ready, got ${String(first.message.type)}`)
 			}
-			echoedHeartbeatMs = first.message.heartbeatMs
-			this.noteGuestBootId(first.message)
+			ready = first.message
+			this.noteGuestBootId(ready)
 		} catch (error) {
 			channel.destroy()
 			throw error
 		} finally {
 			unbind()
 		}
-		// A quiet terminal or tcp connection is not a failure; the owner ends it.
+		// A quiet stream is not a failure; its owner ends it.
 		channel.setIdleTimeout(0)
 		// Replaced, when the guest echoed an interval, by the negotiated heartbeat's watchdog.
-		startHostStreamHeartbeat(channel, heartbeatMs, echoedHeartbeatMs)
-		return channel
+		startHostStreamHeartbeat(channel, heartbeatMs, ready.heartbeatMs)
+		return { channel, ready }
 	}
 
 	// ---- health ---------------------------------------------------------------------------------

@@ -75,6 +75,14 @@ export function refusalOf(message: Record<string, unknown>): string | undefined 
 	return typeof message.error === 'string' ? message.error : 'unspecified refusal'
 }
 
+/** A stream's refusal: a request-shaped `{ ok: false }` or a stream `{ type: 'error' }` event. */
+export function streamRefusalOf(message: Record<string, unknown>): string | undefined {
+	const refusal = refusalOf(message)
+	if (refusal !== undefined) return refusal
+	if (message.type === 'error') return String(message.error ?? 'unspecified refusal')
+	return undefined
+}
+
 /** The named error for a guest refusal of `op`. */
 export function refusalError(op: string, guestError: string): AgentOpRefusedError {
 	return guestError === 'unauthorized'
