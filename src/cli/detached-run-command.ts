@@ -1,16 +1,8 @@
-/**
- * `namzu-sandbox run --detach`: creates a kept-alive sandbox, starts the command as a detachable
- * execution, waits only until the guest reports it started (never for it to finish), prints the
- * handle `<sandboxId>/<executionId>` on stdout and exits 0. The sandbox and the command outlive
- * this process; `attach HANDLE` follows it to its end from any later process.
- */
-import { mkdir } from 'node:fs/promises'
-import { resolve } from 'node:path'
 import type { LocalSandbox } from '../backends/local/index.js'
 import { AgentSandbox, ExecutionDetachedError } from '../index.js'
 import { formatCliHandle } from './cli-handle.js'
 import { cliLocalProvider } from './kept-alive-context.js'
-import type { SandboxOptionsFromCli } from './run-command.js'
+import { cliCreateConfig, type SandboxOptionsFromCli } from './run-command.js'
 
 /** Bound on the guest reporting the command started. */
 const START_CONFIRM_TIMEOUT_MS = 10_000
@@ -48,16 +40,10 @@ async function waitUntilStarted(sandbox: LocalSandbox, executionId: string): Pro
 
 export async function detachedRunCommand(options: DetachedRunOptions): Promise<number> {
 	const provider = cliLocalProvider(options.isolation)
-	let workingDirectory: string | undefined
-	if (options.workspace !== undefined) {
-		workingDirectory = resolve(options.workspace)
-		await mkdir(workingDirectory, { recursive: true })
-	}
 	const sandbox = await provider.create({
 		keepAlive: true,
 		...(options.keepAliveMs === undefined ? {} : { keepAliveMs: options.keepAliveMs }),
-		egress: { kind: options.allowNetwork ? 'allow-all' : 'deny-all' },
-		...(workingDirectory === undefined ? {} : { workingDirectory }),
+		...(await cliCreateConfig(options)),
 	})
 	try {
 		const stopWatching = new AbortController()

@@ -16,6 +16,21 @@ export const INTERRUPTED_EXIT_CODE = EXIT_CODES.interrupted
 /** Exit code of a command that ran past `--timeout-ms`, as coreutils `timeout` reports it. */
 export const TIMED_OUT_EXIT_CODE = EXIT_CODES.timedOut
 
+/**
+ * The create settings every CLI verb derives from its flags: egress from `--allow-network`, and
+ * `--workspace` resolved and created (the sandbox uses it and never removes it).
+ */
+export async function cliCreateConfig(options: SandboxOptionsFromCli): Promise<{
+	readonly egress: { readonly kind: 'allow-all' | 'deny-all' }
+	readonly workingDirectory?: string
+}> {
+	const egress = { kind: options.allowNetwork ? 'allow-all' : 'deny-all' } as const
+	if (options.workspace === undefined) return { egress }
+	const workingDirectory = resolve(options.workspace)
+	await mkdir(workingDirectory, { recursive: true })
+	return { egress, workingDirectory }
+}
+
 export async function openCliSandbox(
 	options: SandboxOptionsFromCli,
 	signal: AbortSignal,
@@ -24,16 +39,7 @@ export async function openCliSandbox(
 		backend: { tier: 'process', isolation: options.isolation },
 	})
 	try {
-		let workingDirectory: string | undefined
-		if (options.workspace !== undefined) {
-			workingDirectory = resolve(options.workspace)
-			await mkdir(workingDirectory, { recursive: true })
-		}
-		const sandbox = await provider.create({
-			signal,
-			egress: { kind: options.allowNetwork ? 'allow-all' : 'deny-all' },
-			...(workingDirectory === undefined ? {} : { workingDirectory }),
-		})
+		const sandbox = await provider.create({ signal, ...(await cliCreateConfig(options)) })
 		return { provider, sandbox }
 	} catch (error) {
 		await provider.close()

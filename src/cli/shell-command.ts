@@ -5,15 +5,14 @@
  * detaches (the shell keeps running) and `namzu-sandbox attach <sandbox>/session:<id>` resumes it
  * from any later process.
  */
+
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { mkdir } from 'node:fs/promises'
-import { resolve } from 'node:path'
 import type { SandboxProvider } from '../contract/index.js'
 import { followSessionTerminal } from './attach-command.js'
 import { formatCliHandle } from './cli-handle.js'
 import { cliLocalProvider } from './kept-alive-context.js'
-import { openCliSandbox, type SandboxOptionsFromCli } from './run-command.js'
+import { cliCreateConfig, openCliSandbox, type SandboxOptionsFromCli } from './run-command.js'
 import { driveTerminal, localTerminalSize, terminalExitCode } from './terminal-driver.js'
 
 export interface ShellOptions extends SandboxOptionsFromCli {
@@ -33,16 +32,10 @@ function terminalEnv(): Record<string, string> {
 async function persistentShell(options: ShellOptions): Promise<number> {
 	const provider = cliLocalProvider(options.isolation)
 	try {
-		let workingDirectory: string | undefined
-		if (options.workspace !== undefined) {
-			workingDirectory = resolve(options.workspace)
-			await mkdir(workingDirectory, { recursive: true })
-		}
 		const sandbox = await provider.create({
 			keepAlive: true,
 			...(options.keepAliveMs === undefined ? {} : { keepAliveMs: options.keepAliveMs }),
-			egress: { kind: options.allowNetwork ? 'allow-all' : 'deny-all' },
-			...(workingDirectory === undefined ? {} : { workingDirectory }),
+			...(await cliCreateConfig(options)),
 		})
 		const sessionId = `shell-${randomBytes(4).toString('hex')}`
 		const handle = { kind: 'session', sandboxId: sandbox.id, sessionId } as const
