@@ -6,6 +6,7 @@
  * `readFile` streams when the guest advertises `read-file-stream`. Guest features are read once
  * per transport from `healthz`.
  */
+
 import type { SandboxFileEntry } from '../contract/sandbox.js'
 import { encodedFrameBytes, encodeFrameWithBase64, FRAME_HEADER_BYTES } from '../wire/frame.js'
 import type {
@@ -40,6 +41,7 @@ import {
 } from './exchange.js'
 import { FrameChannel } from './frame-channel.js'
 import { type AgentHealth, parseHealthzReply } from './healthz-reply.js'
+import { raceSignal } from './race-signal.js'
 import { RemoteProtocolError } from './remote-execution-errors.js'
 import { startHostStreamHeartbeat, withHeartbeatRequest } from './stream-heartbeat.js'
 import { AgentFrameTooLargeError, AgentPreauthFrameTooLargeError } from './transport-errors.js'
@@ -54,28 +56,6 @@ export interface AgentReadFileOptions {
 	readonly offset?: number
 	readonly length?: number
 	readonly signal?: AbortSignal
-}
-
-function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-	if (!signal) return promise
-	return new Promise((resolve, reject) => {
-		const onAbort = () => reject(signal.reason)
-		if (signal.aborted) {
-			onAbort()
-			return
-		}
-		signal.addEventListener('abort', onAbort, { once: true })
-		promise.then(
-			(value) => {
-				signal.removeEventListener('abort', onAbort)
-				resolve(value)
-			},
-			(error: unknown) => {
-				signal.removeEventListener('abort', onAbort)
-				reject(error)
-			},
-		)
-	})
 }
 
 export class AgentTransport {

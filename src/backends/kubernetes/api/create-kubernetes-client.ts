@@ -6,6 +6,8 @@
  * `KubernetesApiTimeoutError` (the bound expired — during `getToken()`, connect or body), or the
  * caller's own abort reason, unchanged.
  */
+
+import { raceSignal } from '../../../host/race-signal.js'
 import {
 	KubernetesApiError,
 	KubernetesApiTimeoutError,
@@ -26,7 +28,7 @@ import type {
 	KubernetesRequest,
 	KubernetesResponse,
 } from './kubernetes-client.js'
-import { armRequestDeadline, raceSignal } from './request-deadline.js'
+import { armRequestDeadline } from './request-deadline.js'
 
 const PATCH_CONTENT_TYPE: Readonly<Record<KubernetesPatchType, string>> = {
 	merge: 'application/merge-patch+json',

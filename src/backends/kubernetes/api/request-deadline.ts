@@ -31,22 +31,3 @@ export function armRequestDeadline(timeoutMs: number, callerSignal?: AbortSignal
 		},
 	}
 }
-
-/** `work`, or a rejection with the signal's reason the moment it aborts (work is left behind). */
-export function raceSignal<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-	if (signal.aborted) return Promise.reject(signal.reason)
-	return new Promise<T>((resolve, reject) => {
-		const onAbort = (): void => reject(signal.reason)
-		signal.addEventListener('abort', onAbort, { once: true })
-		work.then(
-			(value) => {
-				signal.removeEventListener('abort', onAbort)
-				resolve(value)
-			},
-			(error: unknown) => {
-				signal.removeEventListener('abort', onAbort)
-				reject(error)
-			},
-		)
-	})
-}
