@@ -118,14 +118,18 @@ export interface PrivilegeProbeTarget {
 }
 
 export interface PrivilegeProbeOptions {
-	/** Deadline of the probe's exec, default (and capped at) `PRIVILEGE_PROBE_MAX_TIMEOUT_MS`. */
+	/**
+	 * Deadline of the whole probe, default (and capped at) `PRIVILEGE_PROBE_MAX_TIMEOUT_MS`: the
+	 * exec's timeout, and the moment a guest that has not answered (a wedged agent) is refused.
+	 */
 	readonly timeoutMs?: number
 }
 
 /**
  * Runs `cat /proc/self/status` in the guest and asserts it is deprivileged. Resolves with what it
  * read; rejects with `SandboxPrivilegeProbeError` (`probe-failed` or `privileged`), or with the
- * signal's reason when aborted.
+ * signal's reason when aborted. At the deadline it refuses at once: the exec is aborted and left to
+ * settle (the caller destroys the sandbox), never waited out through its cancellation window.
  */
 export async function probeSandboxPrivileges(
 	sandbox: PrivilegeProbeTarget,
@@ -137,20 +141,37 @@ export async function probeSandboxPrivileges(
 		options.timeoutMs ?? PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
 		PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
 	)
+	const deadline = new AbortController()
+	const execSignal = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal
+	let timer: NodeJS.Timeout | undefined
+	const expired = new Promise<never>((_, reject) => {
+		timer = setTimeout(() => {
+			const error = new SandboxPrivilegeProbeError(
+				'probe-failed',
+				`the guest did not answer cat /proc/self/status within ${timeout} ms`,
+				{},
+			)
+			deadline.abort(error)
+			reject(error)
+		}, timeout)
+	})
+	const exec = sandbox.exec('cat', ['/proc/self/status'], { timeout, signal: execSignal })
+	// Past the deadline nobody awaits the exec; its eventual outcome is dropped.
+	exec.catch(() => {})
 	let result: SandboxExecResult
 	try {
-		result = await sandbox.exec('cat', ['/proc/self/status'], {
-			timeout,
-			...(signal ? { signal } : {}),
-		})
+		result = await Promise.race([exec, expired])
 	} catch (error) {
 		signal?.throwIfAborted()
+		if (error instanceof SandboxPrivilegeProbeError) throw error
 		throw new SandboxPrivilegeProbeError(
 			'probe-failed',
 			'the probe exec failed',
 			{},
 			{ cause: error },
 		)
+	} finally {
+		clearTimeout(timer)
 	}
 	signal?.throwIfAborted()
 	if (result.aborted) throw signal?.reason ?? new Error('privilege probe aborted')
