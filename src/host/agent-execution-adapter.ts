@@ -11,11 +11,12 @@ import { parseExecEvent, type RemoteTerminalMetadata } from './remote-execution-
 export function agentExecutionAdapter(transport: AgentTransport): RemoteExecutionAdapter {
 	return {
 		label: `guest agent (${transport.handle.kind})`,
-		reserve: (signal) => transport.reserveExecution(signal),
-		cancel: (executionId, signal) => transport.cancelExecution(executionId, signal),
-		async execute(request, signal, onOutput) {
+		reserve: (signal, onDialed) => transport.reserveExecution(signal, undefined, onDialed),
+		cancel: (executionId, signal, onDialed) =>
+			transport.cancelExecution(executionId, signal, onDialed),
+		async execute(request, signal, onOutput, onDialed) {
 			let result: RemoteTerminalMetadata | undefined
-			for await (const raw of transport.execute(request, signal)) {
+			for await (const raw of transport.execute(request, signal, onDialed)) {
 				if (result) throw new RemoteProtocolError('execute: event after the result')
 				const event = parseExecEvent(raw)
 				if (event.type === 'error') throw new RemoteCommandError(event.error)

@@ -7,6 +7,7 @@
  * per transport from `healthz`.
  */
 
+import { performance } from 'node:perf_hooks'
 import type { SandboxFileEntry } from '../contract/sandbox.js'
 import { encodedFrameBytes, encodeFrameWithBase64, FRAME_HEADER_BYTES } from '../wire/frame.js'
 import type {
@@ -50,6 +51,8 @@ export interface AgentRequestOptions {
 	readonly signal?: AbortSignal
 	/** Silence bound for this exchange; 0 disables. Default `readIdleTimeoutMs`. */
 	readonly idleTimeoutMs?: number
+	/** Told how long this request's dial took (retries included) once it has a socket. */
+	readonly onDialed?: (durationMs: number) => void
 }
 
 export interface AgentReadFileOptions {
@@ -139,8 +142,15 @@ export class AgentTransport {
 		)
 	}
 
-	async #open(op: string, frame: Buffer, signal: AbortSignal | undefined): Promise<FrameChannel> {
+	async #open(
+		op: string,
+		frame: Buffer,
+		signal: AbortSignal | undefined,
+		onDialed?: (durationMs: number) => void,
+	): Promise<FrameChannel> {
+		const started = performance.now()
 		const socket = await dialAgent(this.handle, this.options, signal)
+		onDialed?.(performance.now() - started)
 		const channel = new FrameChannel(socket, op)
 		channel.sendEncoded(frame)
 		return channel
@@ -161,7 +171,7 @@ export class AgentTransport {
 		options: AgentRequestOptions,
 	): Promise<Record<string, unknown>> {
 		options.signal?.throwIfAborted()
-		const channel = await this.#open(op, frame, options.signal)
+		const channel = await this.#open(op, frame, options.signal, options.onDialed)
 		const unbind = channel.bindSignal(options.signal)
 		channel.setIdleTimeout(options.idleTimeoutMs ?? this.options.readIdleTimeoutMs)
 		try {
@@ -194,7 +204,7 @@ export class AgentTransport {
 	): AsyncGenerator<Record<string, unknown>, void, undefined> {
 		const frame = this.#encode(this.#envelope(op, body))
 		options.signal?.throwIfAborted()
-		const channel = await this.#open(op, frame, options.signal)
+		const channel = await this.#open(op, frame, options.signal, options.onDialed)
 		const unbind = channel.bindSignal(options.signal)
 		channel.setIdleTimeout(options.idleTimeoutMs ?? this.options.readIdleTimeoutMs)
 		try {
@@ -318,9 +328,14 @@ export class AgentTransport {
 	// ---- executions -----------------------------------------------------------------------------
 
 	/** `{}` exactly as before unless the caller names the id (detachable executions). */
-	reserveExecution(signal: AbortSignal, executionId?: string): Promise<Record<string, unknown>> {
+	reserveExecution(
+		signal: AbortSignal,
+		executionId?: string,
+		onDialed?: (durationMs: number) => void,
+	): Promise<Record<string, unknown>> {
 		return this.request('reserve-execution', executionId === undefined ? {} : { executionId }, {
 			signal,
+			onDialed,
 		})
 	}
 
@@ -332,16 +347,21 @@ export class AgentTransport {
 		return this.stream('attach-execution', request, { signal, idleTimeoutMs: 0 })
 	}
 
-	cancelExecution(executionId: string, signal: AbortSignal): Promise<Record<string, unknown>> {
-		return this.request('cancel-execution', { executionId }, { signal })
+	cancelExecution(
+		executionId: string,
+		signal: AbortSignal,
+		onDialed?: (durationMs: number) => void,
+	): Promise<Record<string, unknown>> {
+		return this.request('cancel-execution', { executionId }, { signal, onDialed })
 	}
 
 	/** The `execute` event stream; no idle bound (a command may be silent), the signal ends it. */
 	execute(
 		request: ExecuteRequest,
 		signal: AbortSignal,
+		onDialed?: (durationMs: number) => void,
 	): AsyncGenerator<Record<string, unknown>, void, undefined> {
-		return this.stream('execute', request, { signal, idleTimeoutMs: 0 })
+		return this.stream('execute', request, { signal, idleTimeoutMs: 0, onDialed })
 	}
 
 	// ---- terminals and tcp ----------------------------------------------------------------------

@@ -70,6 +70,7 @@ export {
 } from './detachable-execution-errors.js'
 export type { DialOptions } from './dial.js'
 export { dialAgent } from './dial.js'
+export type { RemoteExecutionTiming } from './execution-timing.js'
 export type { AgentHealth } from './healthz-reply.js'
 export {
 	FlushUnconfirmedError,

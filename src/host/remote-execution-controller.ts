@@ -21,6 +21,7 @@ import {
 	neverStartedResult,
 	timedOutResult,
 } from './exec-result-shapes.js'
+import { ExecutionClock, type RemoteExecutionTiming } from './execution-timing.js'
 import {
 	RemoteCancellationUnknownError,
 	RemoteCommandError,
@@ -52,13 +53,20 @@ export interface RemoteExecuteRequest {
 	readonly timeoutMs: number
 }
 
-/** What a transport provides to the controller. */
+/**
+ * What a transport provides to the controller. `onDialed`, when an adapter honours it, is told how
+ * long each request's connection took to establish (it feeds `RemoteExecutionTiming.dialMs`).
+ */
 export interface RemoteExecutionAdapter {
 	readonly label: string
 	/** Answers the raw reservation reply (refusals included); the controller validates it. */
-	reserve(signal: AbortSignal): Promise<unknown>
+	reserve(signal: AbortSignal, onDialed?: (durationMs: number) => void): Promise<unknown>
 	/** Answers the raw cancellation reply; the controller validates it. */
-	cancel(executionId: string, signal: AbortSignal): Promise<unknown>
+	cancel(
+		executionId: string,
+		signal: AbortSignal,
+		onDialed?: (durationMs: number) => void,
+	): Promise<unknown>
 	/**
 	 * Runs the reserved execution, forwarding output deltas; resolves with the terminal metadata,
 	 * throws `RemoteCommandError` for a guest `error` event and `RemoteProtocolError` for a bad stream.
@@ -67,6 +75,7 @@ export interface RemoteExecutionAdapter {
 		request: RemoteExecuteRequest,
 		signal: AbortSignal,
 		onOutput: (chunk: SandboxOutputChunk) => void,
+		onDialed?: (durationMs: number) => void,
 	): Promise<RemoteTerminalMetadata>
 }
 
@@ -76,6 +85,11 @@ export interface RemoteExecutionControllerOptions {
 	readonly resultDrainTimeoutMs?: number
 	readonly executionObservationGraceMs?: number
 	readonly defaultExecutionTimeoutMs?: number
+	/**
+	 * Told once per `exec()` call, when it settles (result or error), where its time went
+	 * (execution-timing.ts): durations only. Must not throw; a throw is ignored.
+	 */
+	readonly onTiming?: (timing: RemoteExecutionTiming) => void
 }
 
 type CancellationReason = 'caller' | 'observation-timeout' | 'reconcile'
@@ -106,6 +120,7 @@ export class RemoteExecutionController {
 	readonly resultDrainTimeoutMs: number
 	readonly executionObservationGraceMs: number
 	readonly defaultExecutionTimeoutMs: number
+	readonly #onTiming: ((timing: RemoteExecutionTiming) => void) | undefined
 
 	constructor(adapter: RemoteExecutionAdapter, options: RemoteExecutionControllerOptions = {}) {
 		this.adapter = adapter
@@ -118,12 +133,31 @@ export class RemoteExecutionController {
 			options.executionObservationGraceMs ?? DEFAULT_EXECUTION_OBSERVATION_GRACE_MS
 		this.defaultExecutionTimeoutMs =
 			options.defaultExecutionTimeoutMs ?? DEFAULT_EXECUTION_TIMEOUT_MS
+		this.#onTiming = options.onTiming
 	}
 
 	async exec(
 		command: string,
 		args: readonly string[] = [],
 		options: SandboxExecOptions = {},
+	): Promise<SandboxExecResult> {
+		const clock = new ExecutionClock()
+		try {
+			return await this.#exec(command, args, options, clock)
+		} finally {
+			try {
+				this.#onTiming?.(clock.finish())
+			} catch {
+				// `onTiming` must not throw; a throwing callback never changes the outcome.
+			}
+		}
+	}
+
+	async #exec(
+		command: string,
+		args: readonly string[],
+		options: SandboxExecOptions,
+		clock: ExecutionClock,
 	): Promise<SandboxExecResult> {
 		const started = performance.now()
 		const elapsed = () => performance.now() - started
@@ -132,22 +166,25 @@ export class RemoteExecutionController {
 
 		// 1. Reserve first, always: only a reservation lets the peer prove a run never started.
 		let executionId: string
+		clock.reserveStarted()
 		try {
 			const reply = await boundedControlRequest(
 				'reserve-execution',
 				this.controlRequestTimeoutMs,
 				caller,
-				(s) => this.adapter.reserve(s),
+				(s) => this.adapter.reserve(s, clock.onDialed),
 			)
+			clock.reserveEnded()
 			executionId = parseReservation(reply).executionId
 		} catch (error) {
+			clock.reserveEnded()
 			if (caller?.aborted) return neverStartedResult(elapsed())
 			throw error
 		}
 
 		// 2. Aborted between reservation and execution: the reservation is cancelled, not run.
 		if (caller?.aborted) {
-			const ack = await this.confirmCancellation(executionId)
+			const ack = await this.confirmCancellation(executionId, clock.onDialed)
 			if (ack.started) {
 				throw new RemoteResultIncompleteError(
 					`${this.adapter.label}: ${executionId} reports started although it was never executed`,
@@ -161,6 +198,7 @@ export class RemoteExecutionController {
 		const output = new ExecOutputCapture(options.onOutput)
 		const timeoutMs = options.timeout ?? this.defaultExecutionTimeoutMs
 		const transport = new AbortController()
+		clock.executeStarted()
 		const execution: Promise<ExecutionOutcome> = this.adapter
 			.execute(
 				{
@@ -173,10 +211,17 @@ export class RemoteExecutionController {
 				},
 				transport.signal,
 				output.push,
+				clock.onDialed,
 			)
 			.then(
-				(metadata) => ({ kind: 'result', metadata }),
-				(error: unknown) => ({ kind: 'failed', error }),
+				(metadata) => {
+					clock.executeEnded()
+					return { kind: 'result', metadata }
+				},
+				(error: unknown) => {
+					clock.executeEnded()
+					return { kind: 'failed', error }
+				},
 			)
 
 		let reason: CancellationReason | undefined
@@ -189,7 +234,7 @@ export class RemoteExecutionController {
 		const startCancellation = (why: CancellationReason): Promise<CancellationOutcome> => {
 			if (!cancellation) {
 				reason = why
-				cancellation = this.confirmCancellation(executionId).then(
+				cancellation = this.confirmCancellation(executionId, clock.onDialed).then(
 					(ack) => ({ kind: 'ack', ack }),
 					(error: unknown) => ({ kind: 'unknown', error }),
 				)
@@ -291,7 +336,10 @@ export class RemoteExecutionController {
 	 * Cancel attempts (each bounded by the control timeout and what remains of the window, 50 ms
 	 * apart) until one answers a valid acknowledgement; none within the window ⇒ unknown.
 	 */
-	async confirmCancellation(executionId: string): Promise<RemoteCancellationAcknowledgement> {
+	async confirmCancellation(
+		executionId: string,
+		onDialed?: (durationMs: number) => void,
+	): Promise<RemoteCancellationAcknowledgement> {
 		const deadline = performance.now() + this.cancelConfirmTimeoutMs
 		let lastError: unknown
 		for (;;) {
@@ -306,7 +354,7 @@ export class RemoteExecutionController {
 			const bound = Math.max(1, Math.min(this.controlRequestTimeoutMs, remaining))
 			try {
 				const reply = await boundedControlRequest('cancel-execution', bound, undefined, (s) =>
-					this.adapter.cancel(executionId, s),
+					this.adapter.cancel(executionId, s, onDialed),
 				)
 				const ack = parseCancellationAck(reply)
 				if (ack) return ack
