@@ -4,6 +4,7 @@
  * field; defaults live here so every file reads one resolved shape.
  */
 import { SandboxConfigError } from '../../contract/errors.js'
+import type { RemoteExecutionTiming } from '../../host/execution-timing.js'
 import { DEFAULT_STREAM_HEARTBEAT_MS } from '../../wire/heartbeat.js'
 import type { KubernetesClusterAccess } from './api/index.js'
 
@@ -40,6 +41,11 @@ export interface KubernetesBackendConfig {
 	readonly claimLabels?: Readonly<Record<string, string>>
 	/** Fires once per connect attempt to the guest, before it is made. Must not throw. */
 	readonly onDialAttempt?: (event: { readonly host: string; readonly port: number }) => void
+	/**
+	 * Told after every `exec()` where its time went: dial, reserve, execute and drain (ms). Never
+	 * the token, the command or any output. Must not throw.
+	 */
+	readonly onExecTiming?: (timing: RemoteExecutionTiming) => void
 }
 
 export interface ResolvedKubernetesBackendConfig {
@@ -57,6 +63,7 @@ export interface ResolvedKubernetesBackendConfig {
 	readonly streamHeartbeatMs: number
 	readonly claimLabels: Readonly<Record<string, string>>
 	readonly onDialAttempt?: (event: { readonly host: string; readonly port: number }) => void
+	readonly onExecTiming?: (timing: RemoteExecutionTiming) => void
 }
 
 export const DEFAULT_KUBERNETES_AGENT_PORT = 1024
@@ -151,6 +158,7 @@ export function resolveKubernetesBackendConfig(
 			: name('warmPoolName', config.warmPoolName, DNS_SUBDOMAIN, 253)
 	const onLeaseRenewalError = callback('onLeaseRenewalError', config.onLeaseRenewalError)
 	const onDialAttempt = callback('onDialAttempt', config.onDialAttempt)
+	const onExecTiming = callback('onExecTiming', config.onExecTiming)
 	const apiRequestTimeoutMs =
 		config.apiRequestTimeoutMs === undefined
 			? undefined
@@ -200,5 +208,6 @@ export function resolveKubernetesBackendConfig(
 		),
 		claimLabels: labels(config.claimLabels),
 		...(onDialAttempt ? { onDialAttempt } : {}),
+		...(onExecTiming ? { onExecTiming } : {}),
 	}
 }

@@ -11,7 +11,6 @@ import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig, SandboxProvider } from '../../contract/provider.js'
 import type { Sandbox } from '../../contract/sandbox.js'
 import { createAgentSandbox } from '../../host/agent-sandbox.js'
-import { AgentTransport } from '../../host/agent-transport.js'
 import {
 	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
 	probeSandboxPrivileges,
@@ -40,6 +39,7 @@ import {
 } from './kubernetes-task-sandbox.js'
 import { KubernetesLeaseRenewal } from './lease-renewal.js'
 import { DialTracker, PodRebinder } from './pod-rebind.js'
+import { KubernetesAgentTransport } from './transport.js'
 
 /** The guest image's workspace (`NAMZU_SANDBOX_WORKSPACE`); relative paths resolve against it. */
 export const KUBERNETES_WORKSPACE_ROOT = '/workspace'
@@ -169,9 +169,10 @@ function wrapAcquired(
 	const podIp = config.agentAddress === 'pod-ip'
 	const tracker = new DialTracker()
 	let rebinder: PodRebinder | undefined
-	const transport = new AgentTransport(
+	const transport = new KubernetesAgentTransport(
 		{ kind: 'tcp', host: acquired.host, port: config.agentPort, token: acquired.token },
 		{
+			...(config.onExecTiming ? { onTiming: config.onExecTiming } : {}),
 			streamHeartbeatMs: config.streamHeartbeatMs,
 			permanentDialFailure: podIp
 				? () => rebinder?.permanentDialFailure() ?? false
@@ -183,7 +184,10 @@ function wrapAcquired(
 					port: config.agentPort,
 				})
 			},
-			onDial: () => tracker.onSocket(),
+			onDial: () => {
+				tracker.onSocket()
+				rebinder?.dialSucceeded()
+			},
 		},
 	)
 	if (podIp) {
@@ -205,6 +209,7 @@ function wrapAcquired(
 		rootDir: options.rootDir ?? KUBERNETES_WORKSPACE_ROOT,
 		environment: 'linux-namespace',
 		...(defaultTimeoutMs === undefined ? {} : { defaultTimeoutMs }),
+		execution: transport.executionOptions,
 		release,
 		// An unconfirmable cancellation retires the pod: deleting the object kills every process.
 		retire: async (error) => {

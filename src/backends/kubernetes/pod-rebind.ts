@@ -3,9 +3,10 @@
  * a connect and never obtained a socket re-reads the live pod once; a NEW pod uid switches the
  * transport to the new IP and token and the call is retried once, while an unchanged pod leaves the
  * original error standing. "No socket" is observed through the dial hooks, never read from error
- * text, so a SYN-dropping old address that hits a 2 s control bound still counts. The pod check
- * also starts at the first failed connect, so a long connect-retry budget is not spent on an
- * address whose pod is already gone.
+ * text, so a SYN-dropping old address that hits a 2 s control bound still counts. The one pod
+ * read of a failure episode starts at its first failed connect, so a long connect-retry budget is
+ * not spent on an address whose pod is already gone, and is reused rather than repeated by every
+ * later attempt and by the rebind itself.
  */
 import type { AgentTransport } from '../../host/agent-transport.js'
 import type { KubernetesApiPort } from './kubernetes-api-port.js'
@@ -60,29 +61,26 @@ export class PodRebinder {
 
 	/** `permanentDialFailure` for pod-ip mode: stop retrying once the pod is known to be replaced. */
 	readonly permanentDialFailure = (): boolean => {
-		this.#startCheck()
+		// The episode's one pod read starts at its first failed connect; later attempts reuse it.
+		this.#check ??= this.#readReplacement()
 		return this.#replacementKnown
 	}
 
-	/** One pod read in flight at a time; a read that found no replacement is forgotten at once. */
-	#startCheck(): void {
-		if (this.#check) return
-		const check = this.#readReplacement()
-		this.#check = check
-		void check.then((replacement) => {
-			if (!replacement && this.#check === check) this.#check = undefined
-		})
+	/** A socket was established: the failure episode is over and its pod read is forgotten. */
+	dialSucceeded(): void {
+		this.#check = undefined
+		this.#replacementKnown = false
 	}
 
 	#replacementKnown = false
 
 	/**
-	 * Re-reads the pod (once per failure episode) and, when it was replaced and has an address,
-	 * points the transport at it. Resolves whether the handle moved.
+	 * Re-reads the pod once per failure episode (reusing the read the failed dial already started)
+	 * and, when it was replaced and has an address, points the transport at it. Resolves whether the
+	 * handle moved.
 	 */
 	async rebind(): Promise<boolean> {
-		const replacement =
-			this.#replacementKnown && this.#check ? await this.#check : await this.#readReplacement()
+		const replacement = await (this.#check ?? this.#readReplacement())
 		this.#check = undefined
 		this.#replacementKnown = false
 		if (!replacement) return false
