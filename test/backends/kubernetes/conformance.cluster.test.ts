@@ -1,6 +1,8 @@
 // The shared Sandbox contract suite against the Kubernetes task backend on the local cluster
-// harness: warm claims from a pool, the guest dialed at its pod IP (there is no cluster DNS here).
+// harness: warm claims from a pool, the guest dialed at its pod IP (there is no cluster DNS here),
+// the stock agent over token-authenticated TCP in each pod. walkFiles runs (walkFilesViaExec).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { KubernetesTaskSandbox } from '../../../src/backends/kubernetes/kubernetes-task-sandbox.js'
 import type { SandboxProvider } from '../../../src/index.js'
 import { defineSandboxConformance } from '../../../src/testing/index.js'
 import { type KubernetesHarness, startKubernetesHarness } from './kubernetes-harness.js'
@@ -27,6 +29,8 @@ describe('Kubernetes task backend (pod-ip, warm pool of 4)', () => {
 		{
 			label: 'kubernetes task sandboxes, pod-ip',
 			supportsRangedAndStreamedReads: true,
+			// Every optional member, walkFiles included, is on the class: no case may skip.
+			sandboxShape: KubernetesTaskSandbox.prototype,
 			timeoutMs: 60_000,
 		},
 	)

@@ -80,6 +80,38 @@ describe('Kubernetes task sandboxes without a pool', () => {
 		await waitGone(h.cluster.api, paths.sandbox(h.namespace, sandbox.id))
 	})
 
+	it('a create POST answered 503 is sent once, never retried, and leaves no Sandbox', async () => {
+		const refused = h.cluster.faults.api.respondWith({
+			status: 503,
+			count: Number.POSITIVE_INFINITY,
+			match: { method: 'POST', pathIncludes: '/sandboxes' },
+		})
+		const { error } = await rejection(h.provider({ access: h.faultedConfig().access }).create())
+		refused.clear()
+		expect(error).toBeInstanceOf(KubernetesAcquireError)
+		expect(error).toMatchObject({ reason: 'api-unreachable', retryable: true })
+		expect(refused.hits).toBe(1)
+		expect(refused.requests).toEqual([`POST ${paths.sandboxes(h.namespace)}`])
+		expect(await liveSandboxes()).toEqual([])
+	})
+
+	it('a caller abort during readiness still deletes the Sandbox the acquire created', async () => {
+		// Readiness reads keep failing (retried), so the acquire is still polling when the caller aborts.
+		h.cluster.faults.api.respondWith({
+			status: 503,
+			count: Number.POSITIVE_INFINITY,
+			match: { method: 'GET', pathIncludes: '/sandboxes/' },
+		})
+		const caller = new AbortController()
+		const reason = new Error('the caller gave up')
+		const { error, name } = await duringAcquire(
+			() => h.provider({ access: h.faultedConfig().access }).create({ signal: caller.signal }),
+			async () => caller.abort(reason),
+		)
+		expect(error).toBe(reason)
+		await waitGone(h.cluster.api, paths.sandbox(h.namespace, name), { timeoutMs: 10_000 })
+	})
+
 	it('an unanswering API server fails a call with KubernetesApiTimeoutError at apiRequestTimeoutMs', async () => {
 		const pause = h.cluster.faults.api.pause()
 		try {

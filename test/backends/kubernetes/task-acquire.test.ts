@@ -5,7 +5,11 @@
 import { describe, expect, it } from 'vitest'
 import { acquireTaskSandbox } from '../../../src/backends/kubernetes/acquire-task-sandbox.js'
 import { resolveKubernetesBackendConfig } from '../../../src/backends/kubernetes/kubernetes-backend-config.js'
-import { refuseUnsupportedCreateOptions } from '../../../src/backends/kubernetes/kubernetes-sandbox-provider.js'
+import type { KubernetesObject } from '../../../src/backends/kubernetes/kubernetes-objects.js'
+import {
+	createKubernetesSandboxProvider,
+	refuseUnsupportedCreateOptions,
+} from '../../../src/backends/kubernetes/kubernetes-sandbox-provider.js'
 import { KubernetesLeaseRenewal } from '../../../src/backends/kubernetes/lease-renewal.js'
 import {
 	KubernetesAcquireError,
@@ -15,9 +19,11 @@ import {
 	readKubernetesTaskCapacity,
 	releaseKubernetesTaskSandboxes,
 	SandboxConfigError,
+	type SandboxCreateConfig,
 } from '../../../src/index.js'
 import {
 	connectError,
+	type Handler,
 	pendingClaim,
 	pod,
 	readyClaim,
@@ -69,6 +75,10 @@ describe('acquire from a warm pool', () => {
 			token: 'uid-1',
 			host: `pool-ab12c.${ns}.svc.cluster.local`,
 			created: { kind: 'claim', path: `${claims}/${claimName}` },
+		})
+		expect(api.calls[0]?.body).toMatchObject({
+			kind: 'SandboxClaim',
+			spec: { warmPoolRef: { name: 'pool' } },
 		})
 	})
 
@@ -268,13 +278,151 @@ describe('acquire from a warm pool', () => {
 	})
 })
 
+describe('readiness and the create-path cleanup', () => {
+	it('resolves only once the claim reads Ready, and stops reading it at readyTimeoutMs', async () => {
+		let reads = 0
+		const late = scriptedApi((call) => {
+			if (call.verb === 'POST') return call.body
+			if (call.path.includes('/sandboxclaims/')) {
+				reads++
+				return reads < 4 ? pendingClaim() : readyClaim('pool-late')
+			}
+			return pod('u', '10.0.0.1')
+		})
+		expect(await acquireTaskSandbox({ api: late.port, config: config() })).toMatchObject({
+			id: 'pool-late',
+		})
+		// Four claim reads, the pod read only after the one that said Ready.
+		expect(late.log().map((line) => line.split(' ')[0])).toEqual([
+			'POST',
+			'GET',
+			'GET',
+			'GET',
+			'GET',
+			'GET',
+		])
+		expect(late.log().at(-1)).toContain('/pods/pool-late')
+
+		// On a clock that advances 100 ms per read, a 1000 ms budget allows reads at 0 … 900 only.
+		let clock = 0
+		const readAt: number[] = []
+		const never = scriptedApi((call) => {
+			if (call.verb === 'POST') return call.body
+			if (call.verb === 'DELETE') return {}
+			if (call.path.includes('/pods/')) return pod('u')
+			readAt.push(clock)
+			clock += 100
+			return pendingClaim()
+		})
+		const error = await rejection(
+			acquireTaskSandbox({
+				api: never.port,
+				config: config({ readyTimeoutMs: 1000 }),
+				now: () => clock,
+			}),
+		)
+		expect(error).toMatchObject({ name: 'KubernetesAcquireError', reason: 'not-ready' })
+		expect((error as Error).cause).toMatchObject({ timeoutMs: 1000 })
+		expect(readAt).toEqual([0, 100, 200, 300, 400, 500, 600, 700, 800, 900])
+	})
+
+	const failures: Array<[string, Partial<KubernetesBackendConfig>, Handler]> = [
+		['the readiness budget runs out', { readyTimeoutMs: 100 }, () => pendingClaim()],
+		[
+			'the bound pod has no uid',
+			{},
+			(call) =>
+				call.path.includes('/pods/')
+					? { metadata: { name: 'pool-a' }, status: { podIP: '10.0.0.1' } }
+					: readyClaim('pool-a'),
+		],
+		[
+			'the pod IP never arrives in pod-ip mode',
+			{ agentAddress: 'pod-ip', readyTimeoutMs: 150 },
+			(call) => (call.path.includes('/pods/') ? pod('uid-a') : readyClaim('pool-a')),
+		],
+		[
+			'the pod read is forbidden',
+			{},
+			(call) => {
+				if (call.path.includes('/pods/')) throw statusError('GET', call.path, 403)
+				return readyClaim('pool-a')
+			},
+		],
+	]
+
+	it.each(failures)(
+		'deletes the claim before rejecting when %s',
+		async (_case, overrides, read) => {
+			const api = scriptedApi((call) => {
+				if (call.verb === 'POST') return call.body
+				if (call.verb === 'DELETE') return {}
+				return read(call)
+			})
+			await rejection(acquireTaskSandbox({ api: api.port, config: config(overrides) }))
+			const claimName = (api.calls[0]?.body as KubernetesObject | undefined)?.metadata.name ?? ''
+			expect(api.log().filter((line) => line.startsWith('DELETE'))).toEqual([
+				`DELETE ${claims}/${claimName}`,
+			])
+			expect(api.log().at(-1)).toBe(`DELETE ${claims}/${claimName}`)
+		},
+	)
+})
+
+describe('what every acquire creates', () => {
+	const wallClock = () => Date.parse('2030-01-01T12:00:00.400Z')
+	const template = {
+		metadata: { name: 'task' },
+		spec: { podTemplate: { spec: { containers: [{ name: 'agent' }] } } },
+	}
+	const answer = (call: { verb: string; path: string; body?: unknown }) => {
+		if (call.path.endsWith('/sandboxtemplates/task')) return template
+		if (call.verb === 'POST') return call.body
+		if (call.path.includes('/pods/')) return pod('uid-t', '10.0.0.2')
+		if (call.path.includes('/sandboxclaims/')) return readyClaim('pool-t')
+		return { metadata: { name: 's' }, status: { conditions: [{ type: 'Ready', status: 'True' }] } }
+	}
+	const postedBody = async (overrides: Partial<KubernetesBackendConfig>) => {
+		const api = scriptedApi(answer)
+		await acquireTaskSandbox({ api: api.port, config: config(overrides), wallClock })
+		const post = api.calls.find((call) => call.verb === 'POST')
+		return post?.body as KubernetesObject
+	}
+
+	it('stamps the claim and the direct Sandbox with shutdownTime now + claimTtlSeconds, shutdownPolicy Delete, and no ttlSecondsAfterFinished', async () => {
+		const claim = await postedBody({ claimTtlSeconds: 120 })
+		expect(claim.kind).toBe('SandboxClaim')
+		expect(claim.spec?.lifecycle).toEqual({
+			shutdownTime: '2030-01-01T12:02:00Z',
+			shutdownPolicy: 'Delete',
+		})
+		const sandbox = await postedBody({ claimTtlSeconds: 120, warmPoolName: undefined })
+		expect(sandbox.kind).toBe('Sandbox')
+		expect(sandbox.spec).toMatchObject({
+			shutdownTime: '2030-01-01T12:02:00Z',
+			shutdownPolicy: 'Delete',
+		})
+		for (const body of [claim, sandbox]) {
+			expect(JSON.stringify(body)).not.toContain('ttlSecondsAfterFinished')
+		}
+	})
+
+	it('expires a created object one hour after creation when claimTtlSeconds is not set', async () => {
+		const claim = await postedBody({})
+		expect(claim.spec?.lifecycle).toMatchObject({ shutdownTime: '2030-01-01T13:00:00Z' })
+		const sandbox = await postedBody({ warmPoolName: undefined })
+		expect(sandbox.spec).toMatchObject({ shutdownTime: '2030-01-01T13:00:00Z' })
+	})
+})
+
 describe('acquire without a warm pool', () => {
 	it('reads the template and POSTs a Sandbox (no claim), polling the Sandbox itself', async () => {
+		const agent = { name: 'agent', image: 'namzu.example/agent:1' }
 		const api = scriptedApi((call) => {
 			if (call.path.endsWith('/sandboxtemplates/task')) {
 				return {
 					metadata: { name: 'task' },
-					spec: { podTemplate: { spec: { containers: [] } }, volumeClaimTemplates: [] },
+					spec: { podTemplate: { spec: { containers: [agent] } }, volumeClaimTemplates: [] },
 				}
 			}
 			if (call.verb === 'POST') return call.body
@@ -299,7 +447,11 @@ describe('acquire without a warm pool', () => {
 		expect(acquired.created.kind).toBe('sandbox')
 		expect(acquired.id).toMatch(/^namzu-task-/)
 		const body = api.calls[1]?.body as { spec: Record<string, unknown> }
-		expect(body.spec).toMatchObject({ shutdownPolicy: 'Delete', volumeClaimTemplates: [] })
+		expect(body.spec).toMatchObject({
+			shutdownPolicy: 'Delete',
+			volumeClaimTemplates: [],
+			podTemplate: { spec: { containers: [agent] } },
+		})
 	})
 })
 
@@ -320,6 +472,26 @@ describe('per-sandbox options', () => {
 		expect((caught as KubernetesCreateOptionUnsupportedError).option).toBe(option)
 		expect((caught as Error).message).toContain(option)
 	})
+
+	const refused: Array<[string, SandboxCreateConfig]> = [
+		['env', { env: { A: '1' } }],
+		['memoryLimitMb', { memoryLimitMb: 256 }],
+		['maxProcesses', { maxProcesses: 10 }],
+		['egress', { egress: { kind: 'deny-all' } }],
+	]
+
+	it.each(refused)(
+		'refuses %s at create() by name, before any request is sent',
+		async (option, createConfig) => {
+			const api = scriptedApi(() => ({}))
+			const provider = createKubernetesSandboxProvider(base, {}, { api: api.port })
+			const error = await rejection(provider.create(createConfig))
+			expect(error).toBeInstanceOf(KubernetesCreateOptionUnsupportedError)
+			expect(error).toMatchObject({ option })
+			expect((error as Error).message).toContain(option)
+			expect(api.calls).toEqual([])
+		},
+	)
 })
 
 describe('the lease', () => {

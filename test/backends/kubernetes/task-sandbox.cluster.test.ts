@@ -3,9 +3,17 @@
 // deprivileged user, and destroy deleting the claim (the controller then cascades).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { KubernetesSandboxDestroyedError } from '../../../src/index.js'
+import { waitGone } from '../../cluster/cluster-objects.js'
 import { paths } from '../../cluster/sandbox-fixtures.js'
 import { waitFor } from '../../cluster/wait-for.js'
-import { type KubernetesHarness, listClaims, startKubernetesHarness } from './kubernetes-harness.js'
+import {
+	type KubernetesHarness,
+	listClaims,
+	poolName,
+	startKubernetesHarness,
+	waitPoolReady,
+} from './kubernetes-harness.js'
+import { startRecordingApiProxy } from './recording-api-proxy.js'
 
 let harness: KubernetesHarness
 
@@ -45,5 +53,28 @@ describe('Kubernetes task sandbox on the harness', () => {
 		await waitFor('claim deleted', async () =>
 			(await listClaims(harness.cluster, harness.namespace)).length === 0 ? true : undefined,
 		)
+	})
+
+	it('destroy() of a sandbox whose claim something else already deleted counts it released and resolves', async () => {
+		await waitPoolReady(harness.cluster, harness.namespace, poolName, 1)
+		const proxy = await startRecordingApiProxy(harness.cluster.access)
+		try {
+			const token = harness.cluster.access.token
+			const sandbox = await harness
+				.provider({ access: { server: proxy.server, getToken: async () => token } })
+				.create()
+			const claim = (await listClaims(harness.cluster, harness.namespace))[0]
+			const path = paths.claim(harness.namespace, claim?.metadata.name ?? '')
+			await harness.cluster.api.remove(path)
+			await waitGone(harness.cluster.api, path)
+			proxy.clear()
+			// The real API server answers the DELETE 404; the handle treats that as released.
+			await expect(sandbox.destroy()).resolves.toBeUndefined()
+			expect(proxy.requests.map((line) => line.split('?')[0])).toEqual([`DELETE ${path}`])
+			await expect(sandbox.destroy()).resolves.toBeUndefined()
+			await expect(sandbox.exec('true')).rejects.toBeInstanceOf(KubernetesSandboxDestroyedError)
+		} finally {
+			await proxy.close()
+		}
 	})
 })

@@ -3,6 +3,10 @@
 // privilege probe, exec and files through the shared AgentSandbox, and destroy deleting the claim.
 // The cluster itself is exercised in task-sandbox.cluster.test.ts.
 import { randomUUID } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { createServer, type Server } from 'node:net'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { resolveKubernetesBackendConfig } from '../../../src/backends/kubernetes/kubernetes-backend-config.js'
 import { createKubernetesTaskSandbox } from '../../../src/backends/kubernetes/kubernetes-sandbox-provider.js'
@@ -20,11 +24,15 @@ import {
 	SandboxDestroyedError,
 } from '../../../src/index.js'
 import { type GuestAgent, startGuestAgent } from './deprivileged-agent.js'
-import { pod, readyClaim, scriptedApi } from './scripted-api-port.js'
+import { launchGuestAgent, SETPRIV_CHAIN } from './launched-guest.js'
+import { type RecordingAgentProxy, startRecordingAgentProxy } from './recording-agent-proxy.js'
+import { pod, readyClaim, type ScriptedApi, scriptedApi } from './scripted-api-port.js'
 
 const agents: GuestAgent[] = []
+const cleanups: Array<() => Promise<void>> = []
 afterEach(async () => {
 	await Promise.all(agents.splice(0).map((agent) => agent.stop()))
+	await Promise.allSettled(cleanups.splice(0).map((cleanup) => cleanup()))
 })
 
 async function guest(options: { privileged?: boolean; podUid?: string } = {}) {
@@ -51,6 +59,99 @@ async function guest(options: { privileged?: boolean; podUid?: string } = {}) {
 		readyTimeoutMs: 10_000,
 	})
 	return { agent, api, config }
+}
+
+/**
+ * A deprivileged guest behind a recording front (every connection's first frame), acquired through
+ * the scripted API; `dials` counts the transport's dial attempts after the acquire.
+ */
+async function proxiedSandbox(
+	options: { env?: Readonly<Record<string, string>>; onDelete?: () => void } = {},
+): Promise<{
+	sandbox: KubernetesTaskSandbox
+	proxy: RecordingAgentProxy
+	api: ScriptedApi
+	workspace: string
+	token: string
+	dials: () => number
+}> {
+	const token = randomUUID()
+	const guest = await launchGuestAgent({
+		token,
+		launcher: SETPRIV_CHAIN,
+		...(options.env ? { env: options.env } : {}),
+	})
+	cleanups.push(() => guest.stop())
+	const proxy = await startRecordingAgentProxy({ host: '127.0.0.1', port: guest.port })
+	cleanups.push(() => proxy.close())
+	const api = scriptedApi((call) => {
+		if (call.verb === 'POST') return call.body
+		if (call.verb === 'DELETE') {
+			options.onDelete?.()
+			return {}
+		}
+		if (call.verb === 'PATCH') return {}
+		if (call.path.includes('/sandboxclaims/')) return readyClaim('pool-proxied')
+		return pod(token, '127.0.0.1')
+	})
+	let dials = 0
+	const config = resolveKubernetesBackendConfig({
+		tier: 'microvm',
+		service: 'kubernetes',
+		namespace: 'ns',
+		access: { server: 'https://127.0.0.1:1', getToken: () => 't' },
+		sandboxTemplateName: 'task',
+		warmPoolName: 'pool',
+		agentAddress: 'pod-ip',
+		agentPort: proxy.port,
+		readyPollIntervalMs: 5,
+		readyTimeoutMs: 10_000,
+		onDialAttempt: () => {
+			dials++
+		},
+	})
+	const sandbox = (await createKubernetesTaskSandbox(api.port, config, {
+		rootDir: guest.workspace,
+	})) as KubernetesTaskSandbox
+	cleanups.unshift(() => sandbox.destroy())
+	const afterAcquire = dials
+	return {
+		sandbox,
+		proxy,
+		api,
+		workspace: guest.workspace,
+		token,
+		dials: () => dials - afterAcquire,
+	}
+}
+
+/** A TCP echo service on this host's loopback (the test guest shares it). */
+async function echoService(): Promise<{ port: number; server: Server }> {
+	const server = createServer((socket) => socket.pipe(socket))
+	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+	cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())))
+	const address = server.address()
+	if (address === null || typeof address === 'string') throw new Error('no port')
+	return { port: address.port, server }
+}
+
+async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+	const deadline = Date.now() + timeoutMs
+	for (;;) {
+		const value = probe()
+		if (value !== undefined) return value
+		if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+		await new Promise((resolve) => setTimeout(resolve, 20))
+	}
+}
+
+function alive(pid: number): boolean {
+	try {
+		process.kill(pid, 0)
+		return true
+	} catch {
+		return false
+	}
 }
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
@@ -168,6 +269,140 @@ describe('Kubernetes task sandbox over a real agent', () => {
 		} finally {
 			await sandbox.destroy()
 		}
+	})
+})
+
+describe('the working Kubernetes sandbox against the guest agent', () => {
+	it('serves exec, writeFile, readFile, listFiles, openTerminal and openTcpConnection from the guest agent', async () => {
+		const { sandbox, workspace } = await proxiedSandbox()
+		expect(await sandbox.exec('sh', ['-c', 'echo ran; id -u'])).toMatchObject({
+			exitCode: 0,
+			stdout: 'ran\n65534\n',
+		})
+		await sandbox.writeFile('dir/f.txt', 'bytes')
+		expect(await readFile(join(workspace, 'dir/f.txt'), 'utf8')).toBe('bytes')
+		expect((await sandbox.readFile('dir/f.txt')).toString()).toBe('bytes')
+		expect((await sandbox.listFiles('.')).map((entry) => entry.path)).toEqual([
+			join(workspace, 'dir/f.txt'),
+		])
+
+		const terminal = await sandbox.openTerminal({ size: { cols: 80, rows: 24 } })
+		let screen = ''
+		terminal.onData((chunk) => {
+			screen += chunk
+		})
+		terminal.write('echo term-$((40+2))\n')
+		await until('terminal output', () => (screen.includes('term-42') ? true : undefined))
+		terminal.write('exit\n')
+		expect((await terminal.exited).exitCode).toBe(0)
+
+		const echo = await echoService()
+		const connection = await sandbox.openTcpConnection({ port: echo.port })
+		let echoed = ''
+		connection.onData((chunk) => {
+			echoed += Buffer.from(chunk).toString()
+		})
+		connection.write('ping through the guest')
+		await until('echo', () => (echoed === 'ping through the guest' ? true : undefined))
+		connection.end()
+		await connection.closed
+	})
+
+	it('runs exec through the reserve-before-admission controller: reserve-execution, then execute naming the reserved id', async () => {
+		const { sandbox, proxy, token } = await proxiedSandbox()
+		const before = proxy.envelopes.length
+		await sandbox.exec('true')
+		const sent = proxy.envelopes.slice(before)
+		expect(sent.map((envelope) => envelope.op)).toEqual(['reserve-execution', 'execute'])
+		expect(sent[1]?.body).toMatchObject({
+			command: 'true',
+			executionId: expect.stringMatching(/^exec_/),
+		})
+		expect(sent.every((envelope) => envelope.token === token)).toBe(true)
+	})
+
+	it('an aborted exec kills the guest process and resolves only after the guest confirmed the cancellation', async () => {
+		const { sandbox, proxy, workspace } = await proxiedSandbox()
+		const controller = new AbortController()
+		const running = sandbox.exec(
+			'sh',
+			['-c', 'trap "" TERM; echo $$ > pid; while :; do sleep 1; done'],
+			{ signal: controller.signal },
+		)
+		const pidFile = join(workspace, 'pid')
+		await until('the command to start', () => (existsSync(pidFile) ? true : undefined))
+		const pid = Number((await readFile(pidFile, 'utf8')).trim())
+		expect(alive(pid)).toBe(true)
+		controller.abort()
+		const result = await running
+		// Dead the moment the result is in: the host waited for the guest, it did not walk away.
+		expect(alive(pid)).toBe(false)
+		expect(result).toMatchObject({ aborted: true })
+		expect(result.exitCode).not.toBe(0)
+		expect(proxy.envelopes.map((envelope) => envelope.op)).toContain('cancel-execution')
+	})
+
+	it('destroy() kills every terminal it handed out and awaits their exit before deleting the claim', async () => {
+		let exitedAtDelete: boolean[] = []
+		const exited: boolean[] = [false, false]
+		const { sandbox, api } = await proxiedSandbox({
+			onDelete: () => {
+				exitedAtDelete = [...exited]
+			},
+		})
+		const shells = await Promise.all(
+			[0, 1].map(async (index) => {
+				const terminal = await sandbox.openTerminal({ size: { cols: 80, rows: 24 } })
+				void terminal.exited.then(() => {
+					exited[index] = true
+				})
+				let screen = ''
+				terminal.onData((chunk) => {
+					screen += chunk
+				})
+				terminal.write('echo PID:$$\n')
+				const pid = await until('the shell pid', () => /PID:(\d+)/.exec(screen)?.[1])
+				return Number(pid)
+			}),
+		)
+		expect(shells.every(alive)).toBe(true)
+		await sandbox.destroy()
+		expect(exitedAtDelete).toEqual([true, true])
+		expect(shells.some(alive)).toBe(false)
+		expect(api.log().filter((line) => line.startsWith('DELETE'))).toHaveLength(1)
+	})
+
+	it('dials a fresh connection for every request, so the guest pre-auth ceiling bounds every call, not the first only', async () => {
+		// A guest whose pre-auth ceiling is 64 KiB (the host still assumes the 8 MiB default).
+		const { sandbox, proxy, token, dials } = await proxiedSandbox({
+			env: { NAMZU_AGENT_MAX_PREAUTH_FRAME_BYTES: String(64 * 1024) },
+		})
+		const connections = proxy.connections()
+		await sandbox.writeFile('small.txt', 'a')
+		await sandbox.readFile('small.txt')
+		await sandbox.listFiles('.')
+		expect(proxy.connections() - connections).toBeGreaterThanOrEqual(3)
+		expect(dials()).toBe(proxy.connections() - connections)
+		expect(proxy.envelopes.every((envelope) => envelope.token === token)).toBe(true)
+		// Authenticated calls came before; this one is its connection's first frame all the same.
+		await sandbox.writeFile('fits.txt', Buffer.alloc(40 * 1024, 1))
+		const error = await rejection(sandbox.writeFile('big.txt', Buffer.alloc(100 * 1024, 1)))
+		// The guest drops a first frame above its ceiling without running it.
+		expect(error).toBeInstanceOf(Error)
+		expect(await sandbox.exec('test', ['-e', 'big.txt'])).toMatchObject({ exitCode: 1 })
+		expect(await sandbox.exec('test', ['-e', 'fits.txt'])).toMatchObject({ exitCode: 0 })
+	})
+
+	it('writes a body above the 8 MiB pre-auth ceiling in parts, each on its own connection (superseding release 14 refusal)', async () => {
+		const { sandbox, proxy, token } = await proxiedSandbox()
+		const before = proxy.envelopes.length
+		const body = Buffer.alloc(7 * 1024 * 1024 + 3, 0x5a)
+		await sandbox.writeFile('large.bin', body)
+		const writes = proxy.envelopes.slice(before).filter((envelope) => envelope.op === 'write-file')
+		expect(writes.length).toBeGreaterThan(1)
+		expect(writes.every((envelope) => envelope.body?.part !== undefined)).toBe(true)
+		expect(writes.every((envelope) => envelope.token === token)).toBe(true)
+		expect((await sandbox.readFile('large.bin')).equals(body)).toBe(true)
 	})
 })
 

@@ -81,6 +81,10 @@ describe('Kubernetes task sandboxes from a warm pool', () => {
 		expect(claims).toHaveLength(1)
 		const claim = claims[0] as KubeObject
 		expect(boundSandboxName(claim)).toBe(sandbox.id)
+		// The pool named its sandbox; the id is that cluster name (`kubectl get sandbox <id>`).
+		expect(sandbox.id).not.toBe(claim.metadata.name)
+		const bound = await h.cluster.api.get<KubeObject>(paths.sandbox(h.namespace, sandbox.id))
+		expect(bound.metadata.name).toBe(sandbox.id)
 		expect(claim.spec).toMatchObject({
 			warmPoolRef: { name: poolName },
 			lifecycle: { shutdownPolicy: 'Delete' },
@@ -113,6 +117,7 @@ describe('Kubernetes task sandboxes from a warm pool', () => {
 		const acquireLog = proxy.requests.map(withoutQuery)
 		const claim = (await liveClaims())[0] as KubeObject
 		const claimName = claim.metadata.name
+		expect(claim.spec).toMatchObject({ warmPoolRef: { name: poolName } })
 		expect(collapsed(acquireLog)).toEqual([
 			`POST ${paths.claims(h.namespace)}`,
 			`GET ${paths.claim(h.namespace, claimName)}`,
@@ -123,6 +128,43 @@ describe('Kubernetes task sandboxes from a warm pool', () => {
 		expect(proxy.requests.map(withoutQuery)).toEqual([
 			`DELETE ${paths.claim(h.namespace, claimName)}`,
 		])
+	})
+
+	it('the guest learns its pod uid through the downward API, and the claim is never written after its POST', async () => {
+		proxy.clear()
+		const token = h.cluster.access.token
+		const sandbox = await h
+			.provider({ access: { server: proxy.server, getToken: async () => token } })
+			.create()
+		open.push(sandbox)
+		const pod = await h.cluster.api.get<KubeObject>(paths.pod(h.namespace, sandbox.id))
+		const containers = (pod.spec?.containers ?? []) as Array<{ env?: unknown[] }>
+		expect(containers[0]?.env).toContainEqual({
+			name: 'NAMZU_AGENT_BIND_TOKEN',
+			valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.uid' } },
+		})
+		// The probe ran over that token, so the guest accepted the uid the backend read.
+		expect(await sandbox.exec('true')).toMatchObject({ exitCode: 0 })
+		const writes = proxy.requests.map(withoutQuery).filter((line) => !line.startsWith('GET '))
+		expect(writes).toEqual([`POST ${paths.claims(h.namespace)}`])
+	})
+
+	it('destroy() of a sandbox whose claim is already gone resolves: the DELETE answered 404 counts as released', async () => {
+		proxy.clear()
+		const token = h.cluster.access.token
+		const sandbox = await h
+			.provider({ access: { server: proxy.server, getToken: async () => token } })
+			.create()
+		open.push(sandbox)
+		const claim = (await liveClaims())[0] as KubeObject
+		const path = paths.claim(h.namespace, claim.metadata.name)
+		await h.cluster.api.remove(path)
+		await waitGone(h.cluster.api, path)
+		proxy.clear()
+		await expect(sandbox.destroy()).resolves.toBeUndefined()
+		expect(proxy.requests.map(withoutQuery)).toEqual([`DELETE ${path}`])
+		expect(await h.cluster.api.find(path)).toBeUndefined()
+		expect(sandbox.status).toBe('destroyed')
 	})
 
 	it('a claim naming a missing warm pool is rejected as claim-rejected far inside the budget, and the claim is deleted', async () => {
