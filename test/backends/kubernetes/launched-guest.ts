@@ -1,7 +1,8 @@
-// Starts the real agent bundle in TCP token mode under a launcher the test chooses, for guests the
-// standard deprivileged-agent.ts does not build: a `cat` that is missing or hangs (a PATH entry
-// placed first), uid 0 with no effective capabilities but the full bounding set, or the stock
-// setpriv chain with extra agent variables. The launcher is the argv prefix before `node agent.cjs`.
+// Starts the real agent bundle in TCP token mode under a launcher the test chooses: the stock
+// setpriv chain (deprivileged-agent.ts), none (a privileged guest), uid 0 with no effective
+// capabilities but the full bounding set, optionally with a `cat` that is missing or hangs (a PATH
+// entry placed first) or extra agent variables. The launcher is the argv prefix before
+// `node agent.cjs`.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
