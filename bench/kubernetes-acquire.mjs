@@ -118,6 +118,9 @@ try {
 		acquire.push(performance.now() - started)
 		requests.push(proxy.requests.length)
 		await sandbox.destroy()
+		process.stderr.write(
+			`round ${round + 1}/${count}: baseline ${ms(baseline[round])}, acquire ${ms(acquire[round])}\n`,
+		)
 	}
 	await provider.close()
 
