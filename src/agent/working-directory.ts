@@ -23,12 +23,15 @@ export async function resolveWorkingDirectory(
 	} catch (error) {
 		throw refuse(error instanceof Error ? error.message : String(error))
 	}
+	// Without a cwd the run starts in the workspace root itself: name it, so an image that lacks it
+	// (no volume mounted there, no directory in the image) says so instead of `undefined`.
+	const named = cwd ?? `${path} (the workspace root, NAMZU_SANDBOX_WORKSPACE)`
 	let isDirectory: boolean
 	try {
 		isDirectory = (await stat(path)).isDirectory()
 	} catch {
-		throw refuse(`no such directory: ${cwd}`)
+		throw refuse(`no such directory: ${named}`)
 	}
-	if (!isDirectory) throw refuse(`not a directory: ${cwd}`)
+	if (!isDirectory) throw refuse(`not a directory: ${named}`)
 	return path
 }

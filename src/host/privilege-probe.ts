@@ -164,9 +164,12 @@ export async function probeSandboxPrivileges(
 	} catch (error) {
 		signal?.throwIfAborted()
 		if (error instanceof SandboxPrivilegeProbeError) throw error
+		// The guest's own words (a refusal such as invalid_cwd, a dial failure) tell an operator
+		// what to fix; they never carry the bind token.
+		const why = error instanceof Error ? `: ${error.message}` : ''
 		throw new SandboxPrivilegeProbeError(
 			'probe-failed',
-			'the probe exec failed',
+			`the probe exec failed${why}`,
 			{},
 			{ cause: error },
 		)

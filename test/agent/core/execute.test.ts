@@ -117,6 +117,18 @@ describe('execute', () => {
 		expect(exchange.terminated).toBe(true)
 	})
 
+	it('names the workspace root when a run without cwd finds it missing', async () => {
+		const bare = await startAgent({ env: { NAMZU_SANDBOX_WORKSPACE: join(agent.dir, 'absent') } })
+		try {
+			const exchange = await run(bare, { command: 'pwd' })
+			expect(String(lastFrame(exchange)?.error)).toBe(
+				`invalid_cwd: no such directory: ${join(agent.dir, 'absent')} (the workspace root, NAMZU_SANDBOX_WORKSPACE)`,
+			)
+		} finally {
+			await bare.stop()
+		}
+	})
+
 	it('refuses a missing command with missing_command in the stream shape', async () => {
 		const exchange = await run(agent, { args: ['x'] })
 		expect(exchange.frames).toEqual([{ type: 'error', error: 'missing_command' }])

@@ -110,6 +110,13 @@ describe('probeSandboxPrivileges', () => {
 		expect((error as SandboxPrivilegeProbeError).reason).toBe('probe-failed')
 	})
 
+	it('says in its message why the probe exec failed, keeping the failure as its cause', async () => {
+		const failure = new Error('the guest refused the command: invalid_cwd: no such directory: /w')
+		const error = await probeSandboxPrivileges(fakeExec(failure)).catch((e: unknown) => e)
+		expect((error as SandboxPrivilegeProbeError).message).toContain(failure.message)
+		expect((error as SandboxPrivilegeProbeError).cause).toBe(failure)
+	})
+
 	it('reports privileged with the parsed values for a privileged guest', async () => {
 		const target = fakeExec({ stdout: status({ CapEff: '000001fffeffffff' }) })
 		const error = await probeSandboxPrivileges(target).catch((e: unknown) => e)
