@@ -18,6 +18,7 @@ import {
 	ReadinessPollTimeout,
 	TERMINAL_CLAIM_REASONS,
 } from '../../../src/index.js'
+import { rejectionError } from './error-chain.js'
 import {
 	connectError,
 	pendingClaim,
@@ -40,15 +41,6 @@ const base: KubernetesBackendConfig = {
 }
 const config = (overrides: Partial<KubernetesBackendConfig> = {}) =>
 	resolveKubernetesBackendConfig({ ...base, ...overrides })
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-	try {
-		await promise
-	} catch (error) {
-		return error
-	}
-	throw new Error('expected a rejection')
-}
 
 const verbs = (lines: readonly string[]) => lines.map((line) => line.split(' ')[0])
 
@@ -91,7 +83,7 @@ describe('readiness reads that fail', () => {
 				last = make()
 				throw last
 			})
-			const error = await rejection(acquireTaskSandbox({ api: api.port, config: config() }))
+			const error = await rejectionError(acquireTaskSandbox({ api: api.port, config: config() }))
 			expect(error).toBeInstanceOf(KubernetesAcquireError)
 			expect(error).toMatchObject({ reason })
 			expect((error as Error).cause).toBe(last)
@@ -130,7 +122,7 @@ describe('readiness reads that fail', () => {
 			if (reads <= 2) throw recovered
 			return pendingClaim('DependenciesNotReady', 'Pod exists with phase: Pending')
 		})
-		const error = await rejection(acquireTaskSandbox({ api: api.port, config: config() }))
+		const error = await rejectionError(acquireTaskSandbox({ api: api.port, config: config() }))
 		expect(error).toMatchObject({ name: 'KubernetesAcquireError', reason: 'not-ready' })
 		const cause = (error as Error).cause
 		expect(cause).toBeInstanceOf(ReadinessPollTimeout)
@@ -150,7 +142,7 @@ describe('one readiness clock', () => {
 			throw statusError('GET', call.path, 429, 60_000)
 		})
 		const started = performance.now()
-		const error = await rejection(
+		const error = await rejectionError(
 			acquireTaskSandbox({ api: api.port, config: config({ readyTimeoutMs }) }),
 		)
 		const elapsedMs = performance.now() - started
@@ -185,7 +177,7 @@ describe('one readiness clock', () => {
 						}),
 		}
 		const started = performance.now()
-		const error = await rejection(
+		const error = await rejectionError(
 			acquireTaskSandbox({ api: port, config: config({ readyTimeoutMs }) }),
 		)
 		const elapsedMs = performance.now() - started
@@ -213,7 +205,7 @@ describe('one readiness clock', () => {
 				throw connectError('GET', call.path)
 			})
 			const resolved = config({ readyTimeoutMs })
-			const error = await rejection(
+			const error = await rejectionError(
 				acquireTaskSandbox({ api: api.port, config: resolved, now: () => clock }),
 			)
 			expect(error).toMatchObject({ reason: 'api-unreachable' })
@@ -238,7 +230,9 @@ describe('the create POST', () => {
 			if (call.verb === 'POST') throw make()
 			return {}
 		})
-		await rejection(acquireTaskSandbox({ api: api.port, config: config({ readyTimeoutMs: 5000 }) }))
+		await rejectionError(
+			acquireTaskSandbox({ api: api.port, config: config({ readyTimeoutMs: 5000 }) }),
+		)
 		expect(verbs(api.log()).filter((verb) => verb === 'POST')).toHaveLength(1)
 		expect(verbs(api.log()).filter((verb) => verb === 'GET')).toHaveLength(0)
 	})
@@ -257,7 +251,7 @@ describe('terminal and non-terminal claim reasons', () => {
 					? pendingClaim('SandboxNotReady')
 					: pendingClaim(reason, `refused: ${reason}`)
 			})
-			const error = await rejection(
+			const error = await rejectionError(
 				acquireTaskSandbox({ api: api.port, config: config({ readyTimeoutMs: 60_000 }) }),
 			)
 			expect(error).toMatchObject({
@@ -281,7 +275,7 @@ describe('terminal and non-terminal claim reasons', () => {
 				return pendingClaim(reason, 'not yet')
 			})
 			const started = performance.now()
-			const error = await rejection(
+			const error = await rejectionError(
 				acquireTaskSandbox({ api: api.port, config: config({ readyTimeoutMs }) }),
 			)
 			expect(performance.now() - started).toBeGreaterThanOrEqual(readyTimeoutMs - 20)
@@ -316,7 +310,9 @@ describe('refusals the taxonomy cannot name', () => {
 				status: { conditions: [{ type: 'Ready', status: 'True' }] },
 			}
 		})
-		const error = await rejection(acquireTaskSandbox({ api: api.port, config: config(overrides) }))
+		const error = await rejectionError(
+			acquireTaskSandbox({ api: api.port, config: config(overrides) }),
+		)
 		expect(error).not.toBeInstanceOf(KubernetesAcquireError)
 		expect(error).toMatchObject({ name })
 		if (thrown) expect(error).toBe(thrown)
@@ -336,7 +332,7 @@ describe('KubernetesApiError', () => {
 				server: `http://127.0.0.1:${port}`,
 				getToken: () => 't',
 			})
-			const throttled = await rejection(client.get('/api/v1/namespaces/ns/pods/p'))
+			const throttled = await rejectionError(client.get('/api/v1/namespaces/ns/pods/p'))
 			expect(throttled).toBeInstanceOf(root.KubernetesApiError)
 			expect(throttled).toMatchObject({
 				verb: 'GET',
@@ -348,7 +344,7 @@ describe('KubernetesApiError', () => {
 		} finally {
 			await new Promise((resolve) => server.close(resolve))
 		}
-		const refused = await rejection(
+		const refused = await rejectionError(
 			createKubernetesClient({ server: `http://127.0.0.1:${port}`, getToken: () => 't' }).get(
 				'/version',
 			),

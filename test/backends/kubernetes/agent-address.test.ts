@@ -23,7 +23,9 @@ import {
 	SandboxConfigError,
 } from '../../../src/index.js'
 import { type GuestAgent, startGuestAgent } from './deprivileged-agent.js'
-import { pod, readyClaim, scriptedApi } from './scripted-api-port.js'
+import { rejectionError } from './error-chain.js'
+import { scriptedBackendBase } from './local-guest-config.js'
+import { pod, warmClaimApi } from './scripted-api-port.js'
 
 const cleanups: Array<() => unknown> = []
 afterEach(async () => {
@@ -84,33 +86,13 @@ function serviceModeConfig(
 	agent: GuestAgent & { token: string },
 	overrides: Partial<KubernetesBackendConfig> = {},
 ) {
-	const api = scriptedApi((call) => {
-		if (call.verb === 'POST') return call.body
-		if (call.verb === 'DELETE' || call.verb === 'PATCH') return {}
-		if (call.path.includes('/sandboxclaims/')) return readyClaim('pool-dns')
-		return pod(agent.token, '10.0.0.1')
-	})
+	const api = warmClaimApi('pool-dns', () => pod(agent.token, '10.0.0.1'))
 	const config = resolveKubernetesBackendConfig({
-		tier: 'microvm',
-		service: 'kubernetes',
-		namespace: 'ns',
-		access: { server: 'https://127.0.0.1:1', getToken: () => 't' },
-		sandboxTemplateName: 'task',
-		warmPoolName: 'pool',
+		...scriptedBackendBase,
 		agentPort: agent.port,
-		readyPollIntervalMs: 5,
 		...overrides,
 	})
 	return { api, config }
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-	try {
-		await promise
-	} catch (error) {
-		return error
-	}
-	throw new Error('expected a rejection')
 }
 
 describe('agentAddress', () => {
@@ -164,7 +146,7 @@ describe('a Service name whose lookup fails', () => {
 		failing = true
 		const before = lookups.calls.length
 		const started = performance.now()
-		const error = await rejection(sandbox.readFile('anything'))
+		const error = await rejectionError(sandbox.readFile('anything'))
 		expect(error).toBeInstanceOf(KubernetesAgentAddressUnresolvableError)
 		expect(error).toMatchObject({ address: fqdn, code: 'EAI_AGAIN', retryable: true })
 		expect((error as Error).message).toContain("agentAddress: 'pod-ip'")
@@ -181,7 +163,7 @@ describe('a Service name whose lookup fails', () => {
 			onDialAttempt: ({ host }) => attempts.push(host),
 		})
 		const started = performance.now()
-		const error = await rejection(
+		const error = await rejectionError(
 			createKubernetesTaskSandbox(api.port, config, { rootDir: agent.workspace }),
 		)
 		expect(error).toBeInstanceOf(KubernetesAgentAddressUnresolvableError)
@@ -204,7 +186,7 @@ describe('the dial hooks', () => {
 				onDialAttempt: ({ attempt }) => seen.push({ attempt, lookupsBefore: lookups.calls.length }),
 			},
 		)
-		await rejection(transport.healthz())
+		await rejectionError(transport.healthz())
 		expect(seen.length).toBeGreaterThan(2)
 		expect(seen.length).toBe(lookups.calls.length)
 		seen.forEach((event, index) => {
@@ -222,7 +204,7 @@ describe('the dial hooks', () => {
 			options,
 		)
 		const started = performance.now()
-		const error = await rejection(transport.healthz())
+		const error = await rejectionError(transport.healthz())
 		expect(error).toBeInstanceOf(AgentDialFailedError)
 		expect(error).toMatchObject({ reason: 'dial-failed', retryable: true })
 		expect((error as Error).cause).toMatchObject({ code: 'ENOTFOUND' })
@@ -233,7 +215,7 @@ describe('the dial hooks', () => {
 	it('gives up with AgentDialFailedError, carrying the last dial error, when no socket was ever obtained', async () => {
 		const dir = await mkdtemp(join(tmpdir(), 'namzu-dial-'))
 		cleanups.push(() => rm(dir, { recursive: true, force: true }))
-		const error = await rejection(
+		const error = await rejectionError(
 			dialAgent(
 				{ kind: 'unix', path: join(dir, 'absent.sock') },
 				{

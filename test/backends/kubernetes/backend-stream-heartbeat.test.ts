@@ -7,10 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import { createServer, type Server } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import {
-	type KubernetesBackendConfig,
-	resolveKubernetesBackendConfig,
-} from '../../../src/backends/kubernetes/kubernetes-backend-config.js'
+import type { KubernetesBackendConfig } from '../../../src/backends/kubernetes/kubernetes-backend-config.js'
 import { createKubernetesTaskSandbox } from '../../../src/backends/kubernetes/kubernetes-sandbox-provider.js'
 import { DEFAULT_STREAM_HEARTBEAT_MS, type Sandbox } from '../../../src/index.js'
 import { startGuestAgent } from './deprivileged-agent.js'
@@ -19,7 +16,8 @@ import {
 	type RelayedConnection,
 	startFrameRecordingRelay,
 } from './frame-recording-relay.js'
-import { pod, readyClaim, scriptedApi } from './scripted-api-port.js'
+import { podIpGuestConfig } from './local-guest-config.js'
+import { pod, warmClaimApi } from './scripted-api-port.js'
 
 const cleanups: Array<() => Promise<unknown>> = []
 afterEach(async () => {
@@ -50,25 +48,8 @@ async function sandboxThroughRelay(
 	cleanups.push(() => agent.stop())
 	const relay = await startFrameRecordingRelay(agent.port)
 	cleanups.push(() => relay.close())
-	const api = scriptedApi((call) => {
-		if (call.verb === 'POST') return call.body
-		if (call.verb === 'DELETE' || call.verb === 'PATCH') return {}
-		if (call.path.includes('/sandboxclaims/')) return readyClaim('pool-guest')
-		return pod(token, '127.0.0.1')
-	})
-	const config = resolveKubernetesBackendConfig({
-		tier: 'microvm',
-		service: 'kubernetes',
-		namespace: 'ns',
-		access: { server: 'https://127.0.0.1:1', getToken: () => 't' },
-		sandboxTemplateName: 'task',
-		warmPoolName: 'pool',
-		agentAddress: 'pod-ip',
-		agentPort: relay.port,
-		readyPollIntervalMs: 5,
-		readyTimeoutMs: 10_000,
-		...overrides,
-	})
+	const api = warmClaimApi('pool-guest', () => pod(token, '127.0.0.1'))
+	const config = podIpGuestConfig(relay.port, overrides)
 	const sandbox = await createKubernetesTaskSandbox(api.port, config, { rootDir: agent.workspace })
 	cleanups.push(() => sandbox.destroy())
 	return { sandbox, relay }

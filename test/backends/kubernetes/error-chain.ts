@@ -26,3 +26,8 @@ export async function rejection(
 	}
 	throw new Error('expected a rejection, the call resolved')
 }
+
+/** Awaits `promise`, expecting it to reject; resolves with the rejection itself. */
+export async function rejectionError(promise: Promise<unknown>): Promise<unknown> {
+	return (await rejection(promise)).error
+}

@@ -16,7 +16,8 @@ import type { RemoteExecutionTiming } from '../../../src/index.js'
 import * as root from '../../../src/index.js'
 import { type StartedAgent, startAgent } from '../../helpers/agent-process.js'
 import { type GuestAgent, startGuestAgent } from './deprivileged-agent.js'
-import { pod, readyClaim, scriptedApi } from './scripted-api-port.js'
+import { podIpGuestConfig } from './local-guest-config.js'
+import { pod, warmClaimApi } from './scripted-api-port.js'
 
 const TOKEN = `bind-${randomUUID()}`
 const TIMING_FIELDS = ['dialMs', 'drainMs', 'executeMs', 'reserveMs']
@@ -133,24 +134,9 @@ describe('the Kubernetes backend', () => {
 		const podUid = randomUUID()
 		const guest = await startGuestAgent({ token: podUid })
 		guests.push(guest)
-		const api = scriptedApi((call) => {
-			if (call.verb === 'POST') return call.body
-			if (call.verb === 'DELETE' || call.verb === 'PATCH') return {}
-			if (call.path.includes('/sandboxclaims/')) return readyClaim('pool-timing')
-			return pod(podUid, '127.0.0.1')
-		})
+		const api = warmClaimApi('pool-timing', () => pod(podUid, '127.0.0.1'))
 		const timings: RemoteExecutionTiming[] = []
-		const config = resolveKubernetesBackendConfig({
-			tier: 'microvm',
-			service: 'kubernetes',
-			namespace: 'ns',
-			access: { server: 'https://127.0.0.1:1', getToken: () => 't' },
-			sandboxTemplateName: 'task',
-			warmPoolName: 'pool',
-			agentAddress: 'pod-ip',
-			agentPort: guest.port,
-			readyPollIntervalMs: 5,
-			readyTimeoutMs: 10_000,
+		const config = podIpGuestConfig(guest.port, {
 			onExecTiming: (timing) => timings.push(timing),
 		})
 		const sandbox = await createKubernetesTaskSandbox(api.port, config, {

@@ -8,11 +8,12 @@ import { randomUUID } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { connect, createServer, type Server, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { resolveKubernetesBackendConfig } from '../../../src/backends/kubernetes/kubernetes-backend-config.js'
 import { createKubernetesTaskSandbox } from '../../../src/backends/kubernetes/kubernetes-sandbox-provider.js'
 import { RemoteCancellationUnknownError, type Sandbox } from '../../../src/index.js'
 import { type GuestAgent, startGuestAgent } from './deprivileged-agent.js'
-import { pod, readyClaim, scriptedApi } from './scripted-api-port.js'
+import { rejectionError } from './error-chain.js'
+import { podIpGuestConfig } from './local-guest-config.js'
+import { pod, warmClaimApi } from './scripted-api-port.js'
 
 const cleanups: Array<() => Promise<unknown> | unknown> = []
 afterEach(async () => {
@@ -96,25 +97,12 @@ async function podIpSandbox(options: { readonly oldPodDropsSyns?: boolean } = {}
 	await relay('127.0.0.3', agentPort, newAgent.port)
 	let live = { uid: oldAgent.token, ip: '127.0.0.2' }
 	let podReads = 0
-	const api = scriptedApi((call) => {
-		if (call.verb === 'POST') return call.body
-		if (call.verb === 'DELETE' || call.verb === 'PATCH') return {}
-		if (call.path.includes('/sandboxclaims/')) return readyClaim('pool-ip')
+	const api = warmClaimApi('pool-ip', () => {
 		podReads++
 		return pod(live.uid, live.ip)
 	})
 	const dialed: string[] = []
-	const config = resolveKubernetesBackendConfig({
-		tier: 'microvm',
-		service: 'kubernetes',
-		namespace: 'ns',
-		access: { server: 'https://127.0.0.1:1', getToken: () => 't' },
-		sandboxTemplateName: 'task',
-		warmPoolName: 'pool',
-		agentAddress: 'pod-ip',
-		agentPort,
-		readyPollIntervalMs: 5,
-		readyTimeoutMs: 10_000,
+	const config = podIpGuestConfig(agentPort, {
 		onDialAttempt: ({ host }) => dialed.push(host),
 	})
 	const sandbox: Sandbox = await createKubernetesTaskSandbox(api.port, config, {
@@ -137,15 +125,6 @@ async function podIpSandbox(options: { readonly oldPodDropsSyns?: boolean } = {}
 			live = { uid: newAgent.token, ip: '127.0.0.3' }
 		},
 	}
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-	try {
-		await promise
-	} catch (error) {
-		return error
-	}
-	throw new Error('expected a rejection')
 }
 
 /** A loopback echo service the new guest's tcp-connect can reach. */
@@ -241,7 +220,7 @@ describe("agentAddress: 'pod-ip' after the pod's address stops answering", () =>
 		await scenario.killOldPod()
 		const readsBefore = scenario.podReads()
 		scenario.dialed.length = 0
-		const error = await rejection(scenario.sandbox.exec('true'))
+		const error = await rejectionError(scenario.sandbox.exec('true'))
 		// The call's own failure (the 2 s reserve bound ended the refused dials), not retried.
 		expect(error).toMatchObject({ name: 'RemoteControlTimeoutError' })
 		expect(scenario.dialed.every((host) => host === '127.0.0.2')).toBe(true)
@@ -263,7 +242,9 @@ describe("agentAddress: 'pod-ip' after the pod's address stops answering", () =>
 		const scenario = await podIpSandbox()
 		const controller = new AbortController()
 		scenario.dialed.length = 0
-		const run = rejection(scenario.sandbox.exec('sleep', ['30'], { signal: controller.signal }))
+		const run = rejectionError(
+			scenario.sandbox.exec('sleep', ['30'], { signal: controller.signal }),
+		)
 		await new Promise((resolve) => setTimeout(resolve, 500))
 		await scenario.killOldPod()
 		scenario.replace()

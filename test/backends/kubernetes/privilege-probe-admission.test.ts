@@ -18,6 +18,7 @@ import {
 	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
 	type SandboxCreateConfig,
 } from '../../../src/index.js'
+import { rejection } from './error-chain.js'
 import {
 	type LaunchedGuest,
 	type LaunchOptions,
@@ -25,6 +26,7 @@ import {
 	ROOT_WITHOUT_EFFECTIVE_CAPS,
 	SETPRIV_CHAIN,
 } from './launched-guest.js'
+import { scriptedBackendBase } from './local-guest-config.js'
 import {
 	type RecordedEnvelope,
 	type RecordingAgentProxy,
@@ -90,15 +92,9 @@ async function scene(
 		return pod(token, '127.0.0.1')
 	})
 	const backend: KubernetesBackendConfig = {
-		tier: 'microvm',
-		service: 'kubernetes',
-		namespace: 'ns',
-		access: { server: 'https://127.0.0.1:1', getToken: () => 't' },
-		sandboxTemplateName: 'task',
-		warmPoolName: 'pool',
+		...scriptedBackendBase,
 		agentAddress: 'pod-ip',
 		agentPort: proxy.port,
-		readyPollIntervalMs: 5,
 		readyTimeoutMs: options.readyTimeoutMs ?? 10_000,
 		onDialAttempt: () => events.push('dial'),
 	}
@@ -111,18 +107,6 @@ async function scene(
 		token,
 		events,
 	}
-}
-
-async function timedRejection(
-	promise: Promise<unknown>,
-): Promise<{ error: unknown; elapsedMs: number }> {
-	const started = performance.now()
-	try {
-		await promise
-	} catch (error) {
-		return { error, elapsedMs: performance.now() - started }
-	}
-	throw new Error('expected a rejection')
 }
 
 const deletedClaim = (api: ScriptedApi): boolean =>
@@ -162,7 +146,7 @@ describe('the privilege probe on a Kubernetes acquire', () => {
 
 	it('refuses uid 0 with CapEff zero but the full bounding set as privileged, naming capBnd', async () => {
 		const s = await scene({ launcher: ROOT_WITHOUT_EFFECTIVE_CAPS })
-		const { error } = await timedRejection(
+		const { error } = await rejection(
 			createKubernetesTaskSandbox(s.api.port, s.config, { rootDir: s.guest.workspace }),
 		)
 		expect(error).toBeInstanceOf(KubernetesPrivilegeProbeError)
@@ -182,7 +166,7 @@ describe('the privilege probe on a Kubernetes acquire', () => {
 	it('tells a probe that could not run (no cat in the image) from a privileged guest by reason', async () => {
 		const noCat = await scene({ launcher: SETPRIV_CHAIN, systemPath: false })
 		const couldNotRun = (
-			await timedRejection(
+			await rejection(
 				createKubernetesTaskSandbox(noCat.api.port, noCat.config, {
 					rootDir: noCat.guest.workspace,
 				}),
@@ -190,7 +174,7 @@ describe('the privilege probe on a Kubernetes acquire', () => {
 		).error
 		const root = await scene({ launcher: [] })
 		const privileged = (
-			await timedRejection(
+			await rejection(
 				createKubernetesTaskSandbox(root.api.port, root.config, { rootDir: root.guest.workspace }),
 			)
 		).error
@@ -224,7 +208,7 @@ describe('the privilege probe on a Kubernetes acquire', () => {
 			{},
 			{ api: s.api.port },
 		)
-		const { error } = await timedRejection(provider.create(switches as SandboxCreateConfig))
+		const { error } = await rejection(provider.create(switches as SandboxCreateConfig))
 		expect(error).toBeInstanceOf(KubernetesPrivilegeProbeError)
 		expect(error).toMatchObject({ reason: 'privileged' })
 		expect(s.proxy.envelopes.find((envelope) => envelope.op === 'execute')).toMatchObject(
@@ -249,7 +233,7 @@ describe('the privilege probe on a Kubernetes acquire', () => {
 					},
 				},
 			)
-			const { error, elapsedMs } = await timedRejection(
+			const { error, elapsedMs } = await rejection(
 				createKubernetesTaskSandbox(s.api.port, s.config, { rootDir: s.guest.workspace }),
 			)
 			console.info(
@@ -278,7 +262,7 @@ describe('the privilege probe on a Kubernetes acquire', () => {
 				},
 			},
 		)
-		const { error, elapsedMs } = await timedRejection(
+		const { error, elapsedMs } = await rejection(
 			createKubernetesTaskSandbox(s.api.port, s.config, { rootDir: s.guest.workspace }),
 		)
 		console.info(`slow readiness + wedged probe: refused after ${Math.round(elapsedMs)} ms`)

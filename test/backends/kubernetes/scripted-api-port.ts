@@ -99,3 +99,16 @@ export const pod = (uid: string, podIP?: string, extra: object = {}): Kubernetes
 	metadata: { name: 'pod', uid },
 	status: { phase: 'Running', ...(podIP ? { podIP } : {}), ...extra },
 })
+
+/**
+ * The API side of one warm claim bound to a guest the test runs: the POST is echoed, DELETE and
+ * PATCH succeed, the claim reads Ready bound to `sandboxName`, and every pod read answers `readPod()`.
+ */
+export function warmClaimApi(sandboxName: string, readPod: () => KubernetesObject): ScriptedApi {
+	return scriptedApi((call) => {
+		if (call.verb === 'POST') return call.body
+		if (call.verb === 'DELETE' || call.verb === 'PATCH') return {}
+		if (call.path.includes('/sandboxclaims/')) return readyClaim(sandboxName)
+		return readPod()
+	})
+}

@@ -21,6 +21,7 @@ import {
 	SandboxConfigError,
 	type SandboxCreateConfig,
 } from '../../../src/index.js'
+import { rejectionError } from './error-chain.js'
 import {
 	connectError,
 	type Handler,
@@ -45,15 +46,6 @@ const base: KubernetesBackendConfig = {
 }
 const config = (overrides: Partial<KubernetesBackendConfig> = {}) =>
 	resolveKubernetesBackendConfig({ ...base, ...overrides })
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-	try {
-		await promise
-	} catch (error) {
-		return error
-	}
-	throw new Error('expected a rejection')
-}
 
 describe('acquire from a warm pool', () => {
 	it('issues exactly POST claim, GET claim, GET pod on a clean acquire and dials the service FQDN', async () => {
@@ -119,7 +111,7 @@ describe('acquire from a warm pool', () => {
 			if (call.verb === 'DELETE') return {}
 			return pendingClaim('WarmPoolNotFound', 'SandboxWarmPool "pool" not found')
 		})
-		const error = await rejection(
+		const error = await rejectionError(
 			acquireTaskSandbox({ api: api.port, config: config({ readyTimeoutMs: 60_000 }) }),
 		)
 		expect(error).toBeInstanceOf(KubernetesAcquireError)
@@ -167,7 +159,7 @@ describe('acquire from a warm pool', () => {
 			if (call.path.includes('/pods/')) return pod('u')
 			return pendingClaim('DependenciesNotReady', 'Pod exists with phase: Pending')
 		})
-		const error = await rejection(acquireTaskSandbox({ api: api.port, config: config() }))
+		const error = await rejectionError(acquireTaskSandbox({ api: api.port, config: config() }))
 		expect(error).toMatchObject({ name: 'KubernetesAcquireError', reason: 'not-ready' })
 		expect((error as Error).cause).toBeInstanceOf(ReadinessPollTimeout)
 		const verbs = api.log()
@@ -197,7 +189,7 @@ describe('acquire from a warm pool', () => {
 				},
 			}
 		})
-		const error = await rejection(acquireTaskSandbox({ api: api.port, config: config() }))
+		const error = await rejectionError(acquireTaskSandbox({ api: api.port, config: config() }))
 		expect(error).toMatchObject({ reason: 'capacity', retryable: true })
 		expect(api.log()).toContain(`GET /api/v1/namespaces/${ns}/pods/namzu-cold`)
 	})
@@ -212,7 +204,7 @@ describe('acquire from a warm pool', () => {
 			if (reads === 1) throw connectError('GET', call.path)
 			return pendingClaim()
 		})
-		const error = await rejection(acquireTaskSandbox({ api: api.port, config: config() }))
+		const error = await rejectionError(acquireTaskSandbox({ api: api.port, config: config() }))
 		expect(error).toMatchObject({ reason: 'not-ready' })
 	})
 
@@ -222,7 +214,7 @@ describe('acquire from a warm pool', () => {
 			if (call.verb === 'DELETE') return {}
 			throw connectError('GET', call.path)
 		})
-		const error = await rejection(acquireTaskSandbox({ api: api.port, config: config() }))
+		const error = await rejectionError(acquireTaskSandbox({ api: api.port, config: config() }))
 		expect(error).toMatchObject({ reason: 'api-unreachable', retryable: true })
 	})
 
@@ -232,7 +224,7 @@ describe('acquire from a warm pool', () => {
 			if (call.verb === 'DELETE') return {}
 			throw statusError('GET', call.path, 403)
 		})
-		const error = await rejection(
+		const error = await rejectionError(
 			acquireTaskSandbox({ api: api.port, config: config({ readyTimeoutMs: 60_000 }) }),
 		)
 		expect(error).toMatchObject({ reason: 'forbidden', retryable: false })
@@ -244,7 +236,7 @@ describe('acquire from a warm pool', () => {
 		const api = scriptedApi(() => {
 			throw refused
 		})
-		const error = await rejection(acquireTaskSandbox({ api: api.port, config: config() }))
+		const error = await rejectionError(acquireTaskSandbox({ api: api.port, config: config() }))
 		expect(error).toBe(refused)
 		expect(api.log()).toEqual([`POST ${claims}`])
 	})
@@ -257,7 +249,7 @@ describe('acquire from a warm pool', () => {
 				})('no answer')
 			return {}
 		})
-		const error = await rejection(acquireTaskSandbox({ api: api.port, config: config() }))
+		const error = await rejectionError(acquireTaskSandbox({ api: api.port, config: config() }))
 		expect(error).toMatchObject({ reason: 'api-timeout' })
 		expect(api.log().map((line) => line.split(' ')[0])).toEqual(['POST', 'DELETE'])
 	})
@@ -271,7 +263,7 @@ describe('acquire from a warm pool', () => {
 				status: { conditions: [{ type: 'Ready', status: 'True' }] },
 			}
 		})
-		const error = await rejection(acquireTaskSandbox({ api: api.port, config: config() }))
+		const error = await rejectionError(acquireTaskSandbox({ api: api.port, config: config() }))
 		expect(error).not.toBeInstanceOf(KubernetesAcquireError)
 		expect(error).toMatchObject({ name: 'KubernetesClaimUnboundError' })
 		expect(api.log().at(-1)).toMatch(/^DELETE /)
@@ -314,7 +306,7 @@ describe('readiness and the create-path cleanup', () => {
 			clock += 100
 			return pendingClaim()
 		})
-		const error = await rejection(
+		const error = await rejectionError(
 			acquireTaskSandbox({
 				api: never.port,
 				config: config({ readyTimeoutMs: 1000 }),
@@ -359,7 +351,7 @@ describe('readiness and the create-path cleanup', () => {
 				if (call.verb === 'DELETE') return {}
 				return read(call)
 			})
-			await rejection(acquireTaskSandbox({ api: api.port, config: config(overrides) }))
+			await rejectionError(acquireTaskSandbox({ api: api.port, config: config(overrides) }))
 			const claimName = (api.calls[0]?.body as KubernetesObject | undefined)?.metadata.name ?? ''
 			expect(api.log().filter((line) => line.startsWith('DELETE'))).toEqual([
 				`DELETE ${claims}/${claimName}`,
@@ -485,7 +477,7 @@ describe('per-sandbox options', () => {
 		async (option, createConfig) => {
 			const api = scriptedApi(() => ({}))
 			const provider = createKubernetesSandboxProvider(base, {}, { api: api.port })
-			const error = await rejection(provider.create(createConfig))
+			const error = await rejectionError(provider.create(createConfig))
 			expect(error).toBeInstanceOf(KubernetesCreateOptionUnsupportedError)
 			expect(error).toMatchObject({ option })
 			expect((error as Error).message).toContain(option)
@@ -552,7 +544,7 @@ describe('fleet verbs', () => {
 		'releaseKubernetesTaskSandboxes refuses labelSelector %j before any request',
 		async (labelSelector) => {
 			const api = scriptedApi(() => ({ items: [] }))
-			const error = await rejection(
+			const error = await rejectionError(
 				releaseKubernetesTaskSandboxes(base, { labelSelector } as never, { api: api.port }),
 			)
 			expect(error).toBeInstanceOf(SandboxConfigError)
@@ -602,7 +594,7 @@ describe('fleet verbs', () => {
 
 	it('readKubernetesTaskCapacity refuses a config without warmPoolName', async () => {
 		const api = scriptedApi(() => ({}))
-		const error = await rejection(
+		const error = await rejectionError(
 			readKubernetesTaskCapacity({ ...base, warmPoolName: undefined }, {}, { api: api.port }),
 		)
 		expect(error).toMatchObject({ field: 'warmPoolName' })

@@ -15,6 +15,7 @@ import { KubernetesTaskSandbox } from '../../../src/backends/kubernetes/kubernet
 import { leaseRenewalTimeoutMs } from '../../../src/backends/kubernetes/lease-schedule.js'
 import { KubernetesSandboxGoneError, type Sandbox } from '../../../src/index.js'
 import { type GuestAgent, startGuestAgent } from './deprivileged-agent.js'
+import { scriptedBackendBase } from './local-guest-config.js'
 import {
 	pod,
 	type RecordedCall,
@@ -80,15 +81,9 @@ async function leased(
 	const reported: Error[] = []
 	let dials = 0
 	const config = resolveKubernetesBackendConfig({
-		tier: 'microvm',
-		service: 'kubernetes',
-		namespace: 'ns',
-		access: { server: 'https://127.0.0.1:1', getToken: () => 't' },
-		sandboxTemplateName: 'task',
-		warmPoolName: 'pool',
+		...scriptedBackendBase,
 		agentAddress: 'pod-ip',
 		agentPort: agent.port,
-		readyPollIntervalMs: 5,
 		claimTtlSeconds: TTL_SECONDS,
 		onLeaseRenewalError: (error) => reported.push(error),
 		onDialAttempt: () => {

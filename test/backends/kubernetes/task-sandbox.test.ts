@@ -24,9 +24,17 @@ import {
 	SandboxDestroyedError,
 } from '../../../src/index.js'
 import { type GuestAgent, startGuestAgent } from './deprivileged-agent.js'
+import { rejectionError } from './error-chain.js'
 import { launchGuestAgent, SETPRIV_CHAIN } from './launched-guest.js'
+import { podIpGuestConfig, scriptedBackendBase } from './local-guest-config.js'
 import { type RecordingAgentProxy, startRecordingAgentProxy } from './recording-agent-proxy.js'
-import { pod, readyClaim, type ScriptedApi, scriptedApi } from './scripted-api-port.js'
+import {
+	pod,
+	readyClaim,
+	type ScriptedApi,
+	scriptedApi,
+	warmClaimApi,
+} from './scripted-api-port.js'
 
 const agents: GuestAgent[] = []
 const cleanups: Array<() => Promise<void>> = []
@@ -40,25 +48,8 @@ async function guest(options: { privileged?: boolean; podUid?: string } = {}) {
 	const agent = await startGuestAgent({ token, privileged: options.privileged ?? false })
 	agents.push(agent)
 	const uid = options.podUid ?? token
-	const api = scriptedApi((call) => {
-		if (call.verb === 'POST') return call.body
-		if (call.verb === 'DELETE' || call.verb === 'PATCH') return {}
-		if (call.path.includes('/sandboxclaims/')) return readyClaim('pool-guest')
-		return pod(uid, '127.0.0.1')
-	})
-	const config = resolveKubernetesBackendConfig({
-		tier: 'microvm',
-		service: 'kubernetes',
-		namespace: 'ns',
-		access: { server: 'https://127.0.0.1:1', getToken: () => 't' },
-		sandboxTemplateName: 'task',
-		warmPoolName: 'pool',
-		agentAddress: 'pod-ip',
-		agentPort: agent.port,
-		readyPollIntervalMs: 5,
-		readyTimeoutMs: 10_000,
-	})
-	return { agent, api, config }
+	const api = warmClaimApi('pool-guest', () => pod(uid, '127.0.0.1'))
+	return { agent, api, config: podIpGuestConfig(agent.port) }
 }
 
 /**
@@ -95,17 +86,7 @@ async function proxiedSandbox(
 		return pod(token, '127.0.0.1')
 	})
 	let dials = 0
-	const config = resolveKubernetesBackendConfig({
-		tier: 'microvm',
-		service: 'kubernetes',
-		namespace: 'ns',
-		access: { server: 'https://127.0.0.1:1', getToken: () => 't' },
-		sandboxTemplateName: 'task',
-		warmPoolName: 'pool',
-		agentAddress: 'pod-ip',
-		agentPort: proxy.port,
-		readyPollIntervalMs: 5,
-		readyTimeoutMs: 10_000,
+	const config = podIpGuestConfig(proxy.port, {
 		onDialAttempt: () => {
 			dials++
 		},
@@ -152,15 +133,6 @@ function alive(pid: number): boolean {
 	} catch {
 		return false
 	}
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-	try {
-		await promise
-	} catch (error) {
-		return error
-	}
-	throw new Error('expected a rejection')
 }
 
 describe('Kubernetes task sandbox over a real agent', () => {
@@ -235,7 +207,7 @@ describe('Kubernetes task sandbox over a real agent', () => {
 
 	it('refuses a privileged guest with KubernetesPrivilegeProbeError (privileged) and deletes the claim', async () => {
 		const { agent, api, config } = await guest({ privileged: true })
-		const error = await rejection(
+		const error = await rejectionError(
 			createKubernetesTaskSandbox(api.port, config, { rootDir: agent.workspace }),
 		)
 		expect(error).toBeInstanceOf(KubernetesPrivilegeProbeError)
@@ -246,7 +218,7 @@ describe('Kubernetes task sandbox over a real agent', () => {
 
 	it('surfaces a guest that refuses the pod uid as KubernetesAgentUnauthorizedError and deletes the claim', async () => {
 		const { agent, api, config } = await guest({ podUid: 'some-other-pod-uid' })
-		const error = await rejection(
+		const error = await rejectionError(
 			createKubernetesTaskSandbox(api.port, config, { rootDir: agent.workspace }),
 		)
 		expect(error).toBeInstanceOf(KubernetesAgentUnauthorizedError)
@@ -262,7 +234,7 @@ describe('Kubernetes task sandbox over a real agent', () => {
 		try {
 			sandbox.markGone(new Error('404'))
 			await agent.stop()
-			const error = await rejection(sandbox.exec('true'))
+			const error = await rejectionError(sandbox.exec('true'))
 			expect(error).toBeInstanceOf(KubernetesSandboxGoneError)
 			expect(error).toMatchObject({ operation: 'exec' })
 			expect(sandbox.status).toBe('destroyed')
@@ -386,7 +358,7 @@ describe('the working Kubernetes sandbox against the guest agent', () => {
 		expect(proxy.envelopes.every((envelope) => envelope.token === token)).toBe(true)
 		// Authenticated calls came before; this one is its connection's first frame all the same.
 		await sandbox.writeFile('fits.txt', Buffer.alloc(40 * 1024, 1))
-		const error = await rejection(sandbox.writeFile('big.txt', Buffer.alloc(100 * 1024, 1)))
+		const error = await rejectionError(sandbox.writeFile('big.txt', Buffer.alloc(100 * 1024, 1)))
 		// The guest drops a first frame above its ceiling without running it.
 		expect(error).toBeInstanceOf(Error)
 		expect(await sandbox.exec('test', ['-e', 'big.txt'])).toMatchObject({ exitCode: 1 })
@@ -416,16 +388,10 @@ describe('service mode against a name that does not resolve', () => {
 		})
 		const attempts: string[] = []
 		const config = resolveKubernetesBackendConfig({
-			tier: 'microvm',
-			service: 'kubernetes',
-			namespace: 'ns',
-			access: { server: 'https://127.0.0.1:1', getToken: () => 't' },
-			sandboxTemplateName: 'task',
-			warmPoolName: 'pool',
-			readyPollIntervalMs: 5,
+			...scriptedBackendBase,
 			onDialAttempt: ({ host }) => attempts.push(host),
 		})
-		const error = await rejection(createKubernetesTaskSandbox(api.port, config))
+		const error = await rejectionError(createKubernetesTaskSandbox(api.port, config))
 		expect(error).toBeInstanceOf(KubernetesAgentAddressUnresolvableError)
 		expect(error).toMatchObject({ address: 'pool-nodns.ns.svc.cluster.local', code: 'ENOTFOUND' })
 		expect((error as Error).message).toContain("agentAddress: 'pod-ip'")
