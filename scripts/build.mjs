@@ -29,7 +29,7 @@ mkdirSync(join(root, 'dist'), { recursive: true })
 const outfile = join(root, 'dist/agent.cjs')
 const temporary = `${outfile}.${process.pid}.tmp`
 await build({
-	entryPoints: [join(root, 'src/agent/main.ts')],
+	entryPoints: [join(root, 'src/agent/server/main.ts')],
 	outfile: temporary,
 	bundle: true,
 	platform: 'node',

@@ -3,7 +3,7 @@ import { isBuiltin } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { agentBundlePath } from '../../src/host/agent-bundle-path.js'
+import { agentBundlePath } from '../../src/host/sandbox/agent-bundle-path.js'
 import { startAgent } from '../helpers/agent-process.js'
 import { rawRequest } from '../helpers/raw-agent-client.js'
 

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { agentBundlePath } from '../../src/host/agent-bundle-path.js'
+import { agentBundlePath } from '../../src/host/sandbox/agent-bundle-path.js'
 import { rawRequest } from './raw-agent-client.js'
 
 export interface StartedAgent {

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { build } from 'esbuild'
-import { agentBundlePath } from '../../src/host/agent-bundle-path.js'
+import { agentBundlePath } from '../../src/host/sandbox/agent-bundle-path.js'
 
 export const repositoryRoot = join(import.meta.dirname, '..', '..')
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { AgentSandbox, createAgentSandbox } from '../../src/host/agent-sandbox.js'
-import { AgentTransport } from '../../src/host/agent-transport.js'
+import { AgentSandbox, createAgentSandbox } from '../../src/host/sandbox/agent-sandbox.js'
+import { AgentTransport } from '../../src/host/transport/agent-transport.js'
 import { defineSandboxConformance, type MakeSandbox } from '../../src/testing/index.js'
 import { startAgent } from '../helpers/agent-process.js'
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Sandbox } from '../../src/contract/sandbox.js'
-import { AgentSandbox, createAgentSandbox } from '../../src/host/agent-sandbox.js'
-import { AgentTransport } from '../../src/host/agent-transport.js'
+import { AgentSandbox, createAgentSandbox } from '../../src/host/sandbox/agent-sandbox.js'
+import { AgentTransport } from '../../src/host/transport/agent-transport.js'
 import {
 	createRecordingHarness,
 	defineSandboxConformance,

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import type { Sandbox } from '../../src/contract/sandbox.js'
-import { AgentSandbox } from '../../src/host/agent-sandbox.js'
+import { AgentSandbox } from '../../src/host/sandbox/agent-sandbox.js'
 import {
 	ConformanceAssertionError,
 	ConformanceCaseTimeoutError,

@@ -8,12 +8,12 @@
  * command never started).
  */
 
-import { isExecutionId } from '../execution-id.js'
-import { answerExecutionRefusal, ExecutionRefusal } from '../execution-refusal.js'
-import { GUEST_BOOT_ID } from '../guest-boot-id.js'
-import type { OpHandler } from '../op-context.js'
-import { OutputLogOffsetError } from '../output-log.js'
-import { connectionReader, type RetainedFollow } from '../retained-output.js'
+import { isExecutionId } from '../executions/execution-id.js'
+import { answerExecutionRefusal, ExecutionRefusal } from '../executions/execution-refusal.js'
+import { connectionReader, type RetainedFollow } from '../executions/retained-output.js'
+import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
+import { OutputLogOffsetError } from '../process/output-log.js'
+import type { OpHandler } from '../server/op-context.js'
 
 function requestedOffset(value: unknown): number {
 	if (value === undefined || value === null) return 0

@@ -8,12 +8,12 @@
  * refused `invalid_offset` with the session's `nextOffset`.
  */
 import type { SessionOutputEvent } from '../../wire/sessions.js'
-import type { OpHandler } from '../op-context.js'
-import { OpRefusal } from '../op-context.js'
-import type { Session } from '../session.js'
-import { SessionAttachment } from '../session-attachment.js'
-import { existingSessionRegistry } from '../session-registry.js'
-import { parseAttachSession } from '../session-request.js'
+import type { OpHandler } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-context.js'
+import type { Session } from '../sessions/session.js'
+import { SessionAttachment } from '../sessions/session-attachment.js'
+import { existingSessionRegistry } from '../sessions/session-registry.js'
+import { parseAttachSession } from '../sessions/session-request.js'
 
 export function readSessionOutput(session: Session, fromOffset?: number): SessionOutputEvent {
 	const read = session.log.read(fromOffset)

@@ -7,14 +7,14 @@
  * confirm fences it (`gates.retiring`): from then on it serves only `healthz` and `cancel-execution`.
  */
 
-import { parseExecuteRequest } from '../execute-request.js'
-import { isExecutionId } from '../execution-id.js'
-import { type OutputSink, startExecutionProcess } from '../execution-process.js'
-import { answerExecutionRefusal } from '../execution-refusal.js'
-import { GUEST_BOOT_ID } from '../guest-boot-id.js'
-import type { OpContext, OpHandler } from '../op-context.js'
-import { OpRefusal } from '../op-context.js'
-import { resolveWorkingDirectory } from '../working-directory.js'
+import { parseExecuteRequest } from '../executions/execute-request.js'
+import { isExecutionId } from '../executions/execution-id.js'
+import { type OutputSink, startExecutionProcess } from '../executions/execution-process.js'
+import { answerExecutionRefusal } from '../executions/execution-refusal.js'
+import { resolveWorkingDirectory } from '../files/working-directory.js'
+import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
+import type { OpContext, OpHandler } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-context.js'
 import { executeRetained } from './execute-retained.js'
 
 export const reserveExecution: OpHandler = (body, ctx) => {

@@ -5,9 +5,9 @@
  * `flush_unconfirmed` with the reason as `message`).
  */
 import type { FlushReply } from '../../wire/lifecycle-ops.js'
-import { flushSupported, resolveFlushTimeoutMs, runFlush } from '../flush.js'
-import type { OpHandler } from '../op-context.js'
-import { OpRefusal } from '../op-context.js'
+import { flushSupported, resolveFlushTimeoutMs, runFlush } from '../lifecycle/flush.js'
+import type { OpHandler } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-context.js'
 
 export const flush: OpHandler = async (body, ctx) => {
 	if (process.platform !== 'linux') throw new OpRefusal('flush_unsupported_platform')

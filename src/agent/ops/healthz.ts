@@ -4,8 +4,8 @@
  */
 import { AGENT_PROTOCOL_VERSION } from '../../wire/features.js'
 import type { HealthzReply } from '../../wire/protocol.js'
-import { AGENT_FEATURES } from '../agent-features.js'
-import type { OpHandler } from '../op-context.js'
+import { AGENT_FEATURES } from '../server/agent-features.js'
+import type { OpHandler } from '../server/op-context.js'
 
 /** A retiring agent answers `ok: false` with `retiring: true`, so readiness fails closed. */
 export function healthzReply(retiring = false): HealthzReply {

@@ -5,10 +5,10 @@
  * answers `{ok: true, …summary, signalled}` — the summary says whether it did. An exited session
  * answers its summary with `signalled: 0` (idempotent).
  */
-import type { OpHandler } from '../op-context.js'
-import { OpRefusal } from '../op-context.js'
-import { existingSessionRegistry } from '../session-registry.js'
-import { parseKillSession } from '../session-request.js'
+import type { OpHandler } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-context.js'
+import { existingSessionRegistry } from '../sessions/session-registry.js'
+import { parseKillSession } from '../sessions/session-request.js'
 
 export const killSession: OpHandler = async (body, ctx) => {
 	const spec = parseKillSession(body)

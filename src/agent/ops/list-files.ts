@@ -1,8 +1,8 @@
 import { lstat, readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { errnoCode, fsRefusal } from '../fs-refusal.js'
-import { resolveReadablePath } from '../jail.js'
-import type { OpHandler } from '../op-context.js'
+import { errnoCode, fsRefusal } from '../files/fs-refusal.js'
+import { resolveReadablePath } from '../files/jail.js'
+import type { OpHandler } from '../server/op-context.js'
 
 export interface ListedFile {
 	readonly path: string

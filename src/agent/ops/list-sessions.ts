@@ -3,8 +3,8 @@
  * or exited within its TTL. Never creates the registry: a guest never asked for a session answers
  * an empty list and holds nothing.
  */
-import type { OpHandler } from '../op-context.js'
-import { existingSessionRegistry } from '../session-registry.js'
+import type { OpHandler } from '../server/op-context.js'
+import { existingSessionRegistry } from '../sessions/session-registry.js'
 
 export const listSessions: OpHandler = (_body, ctx) => {
 	const sessions = existingSessionRegistry()?.list() ?? []

@@ -11,8 +11,7 @@ import type { ChildProcess } from 'node:child_process'
 import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import type { SessionSignal } from '../../wire/sessions.js'
-import type { OpContext } from '../op-context.js'
-import type { OutputStream } from '../output-log.js'
+import type { OutputStream } from '../process/output-log.js'
 import {
 	findSlave,
 	type PtyShell,
@@ -21,12 +20,13 @@ import {
 	type SessionTeardown,
 	slaveSearchFailure,
 	spawnScriptPty,
-} from '../pty-process.js'
-import type { Session, SessionProgram } from '../session.js'
-import { SessionAttachment } from '../session-attachment.js'
-import { sessionRegistry } from '../session-registry.js'
-import { signalKernelSession } from '../session-signal.js'
-import type { TerminalSize, TerminalSpec } from '../terminal-request.js'
+} from '../process/pty-process.js'
+import type { TerminalSize, TerminalSpec } from '../process/terminal-request.js'
+import type { OpContext } from '../server/op-context.js'
+import type { Session, SessionProgram } from '../sessions/session.js'
+import { SessionAttachment } from '../sessions/session-attachment.js'
+import { sessionRegistry } from '../sessions/session-registry.js'
+import { signalKernelSession } from '../sessions/session-signal.js'
 
 /** After the program exited, how long stdio may stay open before the exit is recorded anyway. */
 export const SESSION_EXIT_SETTLE_MS = 1000

@@ -5,10 +5,10 @@
  * `{ ok: false, error: 'quiesce_unconfirmed', message, pid }` — never an optimistic success.
  */
 import type { QuiesceUnconfirmedReply } from '../../wire/lifecycle-ops.js'
-import type { OpHandler } from '../op-context.js'
-import { OpRefusal } from '../op-context.js'
-import { QuiesceUnconfirmed, runQuiesce } from '../quiesce.js'
-import { holdQuiesceGate } from '../quiesce-gate.js'
+import { QuiesceUnconfirmed, runQuiesce } from '../lifecycle/quiesce.js'
+import { holdQuiesceGate } from '../lifecycle/quiesce-gate.js'
+import type { OpHandler } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-context.js'
 
 /** The grace a request may use: an integer 0..confirm − 1, defaulting to the configured one. */
 export function resolveQuiesceGraceMs(

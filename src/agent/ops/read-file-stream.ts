@@ -1,12 +1,12 @@
 import { constants } from 'node:fs'
 import { type FileHandle, open } from 'node:fs/promises'
 import { base64DataFrameBytes, encodeBase64DataFrameInto } from '../../wire/frame.js'
-import { fsRefusal } from '../fs-refusal.js'
-import { resolveReadablePath } from '../jail.js'
-import type { OpContext, OpHandler } from '../op-context.js'
-import { OpRefusal } from '../op-context.js'
-import { coveredBytes, resolveStreamRange, type StreamRange } from '../read-range.js'
-import { waitForDrain } from '../wait-for-drain.js'
+import { fsRefusal } from '../files/fs-refusal.js'
+import { resolveReadablePath } from '../files/jail.js'
+import { coveredBytes, resolveStreamRange, type StreamRange } from '../files/read-range.js'
+import type { OpContext, OpHandler } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-context.js'
+import { waitForDrain } from '../server/wait-for-drain.js'
 
 /**
  * A file `stat` reports as empty is read to EOF before `meta` (its size is only known then); this

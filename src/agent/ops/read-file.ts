@@ -1,11 +1,11 @@
 import { constants } from 'node:fs'
 import { type FileHandle, open } from 'node:fs/promises'
-import { fsRefusal } from '../fs-refusal.js'
-import { GUEST_BOOT_ID } from '../guest-boot-id.js'
-import { resolveReadablePath } from '../jail.js'
-import type { OpHandler } from '../op-context.js'
-import { OpRefusal } from '../op-context.js'
-import { rangeTooLarge, resolveReadRange } from '../read-range.js'
+import { fsRefusal } from '../files/fs-refusal.js'
+import { resolveReadablePath } from '../files/jail.js'
+import { rangeTooLarge, resolveReadRange } from '../files/read-range.js'
+import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
+import type { OpHandler } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-context.js'
 
 const SCAN_CHUNK_BYTES = 64 * 1024
 

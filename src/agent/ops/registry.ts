@@ -1,4 +1,4 @@
-import type { OpHandler } from '../op-context.js'
+import type { OpHandler } from '../server/op-context.js'
 import { attachExecution } from './attach-execution.js'
 import { attachSession } from './attach-session.js'
 import { cancelExecution, execute, reserveExecution } from './executions.js'

@@ -1,8 +1,8 @@
 import { connect } from 'node:net'
-import { GUEST_BOOT_ID } from '../guest-boot-id.js'
-import { resolveLoopbackTarget, TCP_MAX_DATA_FRAME_BYTES } from '../loopback-target.js'
-import type { OpHandler } from '../op-context.js'
-import { sendStreamReady } from '../stream-heartbeat.js'
+import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
+import type { OpHandler } from '../server/op-context.js'
+import { sendStreamReady } from '../server/stream-heartbeat.js'
+import { resolveLoopbackTarget, TCP_MAX_DATA_FRAME_BYTES } from './loopback-target.js'
 
 /**
  * `tcp-connect`: a byte pipe between the host and a loopback port inside the sandbox. Each side is

@@ -2,8 +2,8 @@ import type { ChildProcess } from 'node:child_process'
 import { constants as osConstants } from 'node:os'
 import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
-import { GUEST_BOOT_ID } from '../guest-boot-id.js'
-import type { OpContext, OpHandler } from '../op-context.js'
+import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
+import { registerShutdownHook } from '../lifecycle/shutdown-hooks.js'
 import {
 	type Exit,
 	findSlave,
@@ -13,16 +13,16 @@ import {
 	type SessionTeardown,
 	slaveSearchFailure,
 	spawnScriptPty,
-} from '../pty-process.js'
-import { parsePersistentTerminal } from '../session-request.js'
-import { registerShutdownHook } from '../shutdown-hooks.js'
-import { sendStreamReady } from '../stream-heartbeat.js'
+} from '../process/pty-process.js'
 import {
 	parseTerminalRequest,
 	parseTerminalSize,
 	type TerminalSize,
 	terminalKillSignal,
-} from '../terminal-request.js'
+} from '../process/terminal-request.js'
+import type { OpContext, OpHandler } from '../server/op-context.js'
+import { sendStreamReady } from '../server/stream-heartbeat.js'
+import { parsePersistentTerminal } from '../sessions/session-request.js'
 import { persistentTerminal } from './persistent-terminal.js'
 
 /** Output held while the terminal is not yet ready, before the pipes are paused. */

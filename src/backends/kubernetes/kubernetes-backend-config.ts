@@ -4,7 +4,7 @@
  * field; defaults live here so every file reads one resolved shape.
  */
 import { SandboxConfigError } from '../../contract/errors.js'
-import type { RemoteExecutionTiming } from '../../host/execution-timing.js'
+import type { RemoteExecutionTiming } from '../../host/exec/execution-timing.js'
 import { DEFAULT_STREAM_HEARTBEAT_MS } from '../../wire/heartbeat.js'
 import type { KubernetesClusterAccess } from './api/index.js'
 

@@ -7,7 +7,7 @@ import type {
 	PrivilegeProbeFailure,
 	ProcStatusPrivileges,
 	SandboxPrivilegeProbeError,
-} from '../../host/privilege-probe.js'
+} from '../../exec-programs/privilege-probe.js'
 
 /**
  * Any call after `destroy()`; names the operation. It keeps the contract's `name`

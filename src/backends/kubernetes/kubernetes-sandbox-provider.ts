@@ -10,12 +10,12 @@
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig, SandboxProvider } from '../../contract/provider.js'
 import type { Sandbox } from '../../contract/sandbox.js'
-import { createAgentSandbox } from '../../host/agent-sandbox.js'
 import {
 	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
 	probeSandboxPrivileges,
 	SandboxPrivilegeProbeError,
-} from '../../host/privilege-probe.js'
+} from '../../exec-programs/privilege-probe.js'
+import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import { type AcquiredTaskSandbox, acquireTaskSandbox } from './acquire-task-sandbox.js'
 import { createKubernetesClient } from './api/create-kubernetes-client.js'

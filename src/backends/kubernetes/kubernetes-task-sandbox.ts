@@ -27,12 +27,12 @@ import type {
 	SandboxWriteFileOptions,
 	TerminalSession,
 } from '../../contract/sandbox.js'
-import type { AgentSandbox } from '../../host/agent-sandbox.js'
 import {
 	RemoteCancellationUnknownError,
 	RemoteExecutionRefusedError,
-} from '../../host/remote-execution-errors.js'
-import { AgentUnauthorizedError } from '../../host/transport-errors.js'
+} from '../../host/exec/remote-execution-errors.js'
+import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
+import { AgentUnauthorizedError } from '../../host/transport/transport-errors.js'
 import {
 	KubernetesAgentAddressUnresolvableError,
 	KubernetesAgentUnauthorizedError,

@@ -8,7 +8,7 @@
  * not spent on an address whose pod is already gone, and is reused rather than repeated by every
  * later attempt and by the rebind itself.
  */
-import type { AgentTransport } from '../../host/agent-transport.js'
+import type { AgentTransport } from '../../host/transport/agent-transport.js'
 import type { KubernetesApiPort } from './kubernetes-api-port.js'
 import { kubernetesPaths } from './kubernetes-objects.js'
 import { podAddress } from './readiness.js'

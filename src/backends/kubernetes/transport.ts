@@ -6,11 +6,12 @@
  * exported from the package root nor from this tier's barrel; users reach `onTiming` through
  * `KubernetesBackendConfig.onExecTiming`.
  */
-import type { SandboxAgentHandle } from '../../host/agent-handle.js'
-import { AgentTransport } from '../../host/agent-transport.js'
-import type { AgentTransportOptions } from '../../host/agent-transport-options.js'
-import type { RemoteExecutionTiming } from '../../host/execution-timing.js'
-import type { RemoteExecutionControllerOptions } from '../../host/remote-execution-controller.js'
+
+import type { RemoteExecutionTiming } from '../../host/exec/execution-timing.js'
+import type { RemoteExecutionControllerOptions } from '../../host/exec/remote-execution-controller.js'
+import type { SandboxAgentHandle } from '../../host/transport/agent-handle.js'
+import { AgentTransport } from '../../host/transport/agent-transport.js'
+import type { AgentTransportOptions } from '../../host/transport/agent-transport-options.js'
 
 /** The one handle arm this backend constructs. */
 export type KubernetesAgentHandle = Extract<SandboxAgentHandle, { readonly kind: 'tcp' }>

@@ -7,7 +7,7 @@ export type {
 	PrivilegeProbeOptions,
 	PrivilegeProbeTarget,
 	ProcStatusPrivileges,
-} from '../../host/privilege-probe.js'
+} from '../../exec-programs/privilege-probe.js'
 export {
 	assertDeprivileged,
 	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
@@ -15,7 +15,7 @@ export {
 	privilegeViolations,
 	probeSandboxPrivileges,
 	SandboxPrivilegeProbeError,
-} from '../../host/privilege-probe.js'
+} from '../../exec-programs/privilege-probe.js'
 export type {
 	CgroupControllerCheck,
 	IsolationCheck,

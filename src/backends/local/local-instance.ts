@@ -10,12 +10,12 @@ import { access, realpath } from 'node:fs/promises'
 import { userInfo } from 'node:os'
 import { join } from 'node:path'
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
-import { createAgentSandbox } from '../../host/agent-sandbox.js'
-import { AgentTransport } from '../../host/agent-transport.js'
 import {
 	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
 	probeSandboxPrivileges,
-} from '../../host/privilege-probe.js'
+} from '../../exec-programs/privilege-probe.js'
+import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
+import { AgentTransport } from '../../host/transport/agent-transport.js'
 import { agentSettingsFrom, buildAgentEnvironment } from './agent-environment.js'
 import { type ChildExit, launchAgentProcess } from './agent-launcher.js'
 import {

@@ -6,8 +6,8 @@
  * them, `list()` shows them, and the first `create()` reaps expired ones in the background.
  */
 import type { SandboxProvider } from '../../contract/provider.js'
-import { agentBundlePath } from '../../host/agent-bundle-path.js'
-import { createAgentSandbox } from '../../host/agent-sandbox.js'
+import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
+import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
 import { LocalProviderClosedError } from './local-errors.js'

@@ -5,7 +5,7 @@
  * are public on this tier.
  */
 import type { Sandbox } from '../../contract/sandbox.js'
-import type { AgentSandbox } from '../../host/agent-sandbox.js'
+import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 
 /** Members beyond the portable contract that the local tier exposes. */
 export type LocalSandboxVerb =

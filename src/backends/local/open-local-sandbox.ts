@@ -5,8 +5,8 @@
  * the sandbox down for good (from this process, whoever created it).
  */
 
-import { type AgentSandbox, createAgentSandbox } from '../../host/agent-sandbox.js'
-import { AgentTransport } from '../../host/agent-transport.js'
+import { type AgentSandbox, createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
+import { AgentTransport } from '../../host/transport/agent-transport.js'
 import { DEFAULT_READY_TIMEOUT_MS } from './local-backend-config.js'
 import { LocalSandboxNotFoundError } from './local-errors.js'
 import type { LocalSandbox } from './local-sandbox.js'

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import type { AgentAddress } from '../../helpers/raw-agent-client.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
-import { type AgentStream, openAgentStream } from '../ops/agent-stream.js'
+import { type AgentStream, openAgentStream } from '../agent-stream.js'
 
 export function newExecutionId(): string {
 	return `exec_${randomUUID()}`

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type StartedAgent, startAgent } from '../../helpers/agent-process.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
-import { openAgentStream } from '../ops/agent-stream.js'
+import { openAgentStream } from '../agent-stream.js'
 import { newExecutionId, reserve } from './execution-kit.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { AgentConfigError, loadAgentConfig, MiB } from '../../../src/agent/config.js'
-import { parseExecuteRequest } from '../../../src/agent/execute-request.js'
-import type { ExecutionProcess } from '../../../src/agent/execution-process.js'
-import { ExecutionRegistry } from '../../../src/agent/execution-registry.js'
-import { OpRefusal } from '../../../src/agent/op-context.js'
-import { RetainedOutput } from '../../../src/agent/retained-output.js'
+import { parseExecuteRequest } from '../../../src/agent/executions/execute-request.js'
+import type { ExecutionProcess } from '../../../src/agent/executions/execution-process.js'
+import { ExecutionRegistry } from '../../../src/agent/executions/execution-registry.js'
+import { RetainedOutput } from '../../../src/agent/executions/retained-output.js'
+import { AgentConfigError, loadAgentConfig, MiB } from '../../../src/agent/server/config.js'
+import { OpRefusal } from '../../../src/agent/server/op-context.js'
 
 const LISTEN = { NAMZU_AGENT_UNIX_PATH: '/tmp/unused.sock' }
 const LIMITS = { maxTimeoutMs: 60_000, defaultTimeoutMs: 1000, defaultMaxOutputBytes: 100 }

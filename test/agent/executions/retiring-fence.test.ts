@@ -10,9 +10,9 @@ import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } fr
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { agentBundlePath } from '../../../src/host/agent-bundle-path.js'
+import { agentBundlePath } from '../../../src/host/sandbox/agent-bundle-path.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
-import { openAgentStream } from '../ops/agent-stream.js'
+import { openAgentStream } from '../agent-stream.js'
 import { newExecutionId, reserve } from './execution-kit.js'
 
 const NOBODY = 65534

@@ -7,7 +7,7 @@ import {
 	type ProcEntry,
 	planQuiesceTargets,
 	type QuiesceSelf,
-} from '../../../src/agent/quiesce-plan.js'
+} from '../../../src/agent/lifecycle/quiesce-plan.js'
 
 function proc(pid: number, ppid: number, session: number, extra: Partial<ProcEntry> = {}) {
 	return { pid, ppid, session, state: 'S', uid: 1000, command: `p${pid}`, ...extra }

@@ -8,7 +8,7 @@ import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
-import { openAgentStream } from '../ops/agent-stream.js'
+import { openAgentStream } from '../agent-stream.js'
 import {
 	delay,
 	isAlive,

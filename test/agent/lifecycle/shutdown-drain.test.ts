@@ -5,7 +5,7 @@
 import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { openAgentStream } from '../ops/agent-stream.js'
+import { openAgentStream } from '../agent-stream.js'
 import {
 	delay,
 	isAlive,

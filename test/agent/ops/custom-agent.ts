@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { agentBundlePath } from '../../../src/host/agent-bundle-path.js'
+import { agentBundlePath } from '../../../src/host/sandbox/agent-bundle-path.js'
 
 /**
  * Starts the real agent in ways the shared helper does not: under another uid, or behind a

@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest'
-import { resolveLoopbackTarget } from '../../../src/agent/loopback-target.js'
-import { OpRefusal } from '../../../src/agent/op-context.js'
-import { resolveReadRange, resolveStreamRange } from '../../../src/agent/read-range.js'
-import { isTempFileName, tempSiblingName } from '../../../src/agent/temp-sibling.js'
+import { resolveReadRange, resolveStreamRange } from '../../../src/agent/files/read-range.js'
+import { isTempFileName, tempSiblingName } from '../../../src/agent/files/temp-sibling.js'
+import { parseWriteRequest } from '../../../src/agent/files/write-request.js'
+import { resolveLoopbackTarget } from '../../../src/agent/ops/loopback-target.js'
 import {
 	parseTerminalRequest,
 	scriptArgv,
 	shellQuote,
 	terminalKillSignal,
-} from '../../../src/agent/terminal-request.js'
-import { parseWriteRequest } from '../../../src/agent/write-request.js'
+} from '../../../src/agent/process/terminal-request.js'
+import { OpRefusal } from '../../../src/agent/server/op-context.js'
 
 function refusalOf(run: () => unknown): string | undefined {
 	try {

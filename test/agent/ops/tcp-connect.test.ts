@@ -2,7 +2,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type StartedAgent, startAgent } from '../../helpers/agent-process.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
-import { openAgentStream } from './agent-stream.js'
+import { openAgentStream } from '../agent-stream.js'
 
 let agent: StartedAgent
 let echo: Server

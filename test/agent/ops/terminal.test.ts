@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type StartedAgent, startAgent } from '../../helpers/agent-process.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
-import { type AgentStream, openAgentStream } from './agent-stream.js'
+import { type AgentStream, openAgentStream } from '../agent-stream.js'
 
 let agent: StartedAgent
 const streams: AgentStream[] = []

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import type { StartedAgent } from '../../helpers/agent-process.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
-import { type AgentStream, openAgentStream } from '../ops/agent-stream.js'
+import { type AgentStream, openAgentStream } from '../agent-stream.js'
 
 export class StreamSet {
 	readonly #streams: AgentStream[] = []

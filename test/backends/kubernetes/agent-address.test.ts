@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, expectTypeOf, it } from 'vitest'
 import { resolveKubernetesBackendConfig } from '../../../src/backends/kubernetes/kubernetes-backend-config.js'
 import { createKubernetesTaskSandbox } from '../../../src/backends/kubernetes/kubernetes-sandbox-provider.js'
-import { dialAgent } from '../../../src/host/dial.js'
+import { dialAgent } from '../../../src/host/transport/dial.js'
 import * as root from '../../../src/index.js'
 import {
 	AgentDialFailedError,

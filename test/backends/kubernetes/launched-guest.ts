@@ -7,7 +7,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { agentBundlePath } from '../../../src/host/agent-bundle-path.js'
+import { agentBundlePath } from '../../../src/host/sandbox/agent-bundle-path.js'
 
 /** The image's chain: uid/gid 65534, no groups, every capability set emptied, no_new_privs. */
 export const SETPRIV_CHAIN: readonly string[] = [

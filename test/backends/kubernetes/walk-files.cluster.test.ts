@@ -14,8 +14,8 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { WALK_PROGRAM_SOURCE } from '../../../src/contract/walk/walk-program.js'
-import { walkFilesViaExec } from '../../../src/contract/walk-files-via-exec.js'
+import { walkFilesViaExec } from '../../../src/exec-programs/walk/walk-files-via-exec.js'
+import { WALK_PROGRAM_SOURCE } from '../../../src/exec-programs/walk/walk-program.js'
 import {
 	RemoteCancellationUnknownError,
 	type Sandbox,

@@ -16,7 +16,7 @@ import { createSandboxCgroups } from '../../../src/backends/local/cgroup-limits.
 import { LocalSandboxStartError } from '../../../src/backends/local/local-errors.js'
 import { createSandboxDirectories } from '../../../src/backends/local/sandbox-directories.js'
 import { waitForAgentReady } from '../../../src/backends/local/wait-for-agent-ready.js'
-import { agentBundlePath } from '../../../src/host/agent-bundle-path.js'
+import { agentBundlePath } from '../../../src/host/sandbox/agent-bundle-path.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 

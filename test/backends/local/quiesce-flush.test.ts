@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLocalSandboxProvider } from '../../../src/backends/local/index.js'
-import { AgentSandbox } from '../../../src/host/agent-sandbox.js'
+import { AgentSandbox } from '../../../src/host/sandbox/agent-sandbox.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { freshStateDir } from './local-test-support.js'
 

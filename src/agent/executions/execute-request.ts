@@ -1,0 +1,103 @@
+/**
+ * Validates an `execute` body (wire `ExecuteRequest`) once, on entry, into a fully resolved request
+ * with every default applied. Pure: no I/O (the working directory is resolved separately, against
+ * the filesystem). Every failure is an `OpRefusal` whose `error` is the wire refusal string.
+ */
+import type { AgentConfig } from '../server/config.js'
+import { OpRefusal } from '../server/op-context.js'
+import { isExecutionId } from './execution-id.js'
+
+export interface ResolvedExecuteRequest {
+	readonly executionId?: string
+	readonly command: string
+	readonly args: readonly string[]
+	readonly cwd?: string
+	readonly env?: Readonly<Record<string, string>>
+	readonly stdin?: string
+	readonly timeoutMs: number
+	readonly maxOutputBytes: number
+	/** Keep the output in the guest (needs `executionId`): the run outlives its connection. */
+	readonly retainOutput?: boolean
+}
+
+type Limits = Pick<AgentConfig, 'maxTimeoutMs' | 'defaultTimeoutMs' | 'defaultMaxOutputBytes'>
+
+function isPositiveInteger(value: unknown): value is number {
+	return typeof value === 'number' && Number.isSafeInteger(value) && value > 0
+}
+
+function stringArray(value: unknown): readonly string[] | undefined {
+	if (!Array.isArray(value)) return undefined
+	const strings: string[] = []
+	for (const item of value) {
+		if (typeof item !== 'string') return undefined
+		strings.push(item)
+	}
+	return strings
+}
+
+function stringRecord(value: unknown): Record<string, string> | undefined {
+	if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
+	// Null prototype: a caller-supplied `__proto__` key stays an ordinary variable name.
+	const record: Record<string, string> = Object.create(null)
+	for (const [key, item] of Object.entries(value)) {
+		if (typeof item !== 'string') return undefined
+		record[key] = item
+	}
+	return record
+}
+
+export function resolveTimeoutMs(value: unknown, limits: Limits): number {
+	if (value === undefined || value === null)
+		return Math.min(limits.defaultTimeoutMs, limits.maxTimeoutMs)
+	if (!isPositiveInteger(value) || value > limits.maxTimeoutMs) {
+		throw new OpRefusal(
+			`invalid_timeout: timeoutMs must be a positive integer no greater than ${limits.maxTimeoutMs} (NAMZU_SANDBOX_MAX_TIMEOUT_MS), got ${JSON.stringify(value)}`,
+		)
+	}
+	return value
+}
+
+export function parseExecuteRequest(
+	body: Record<string, unknown>,
+	limits: Limits,
+): ResolvedExecuteRequest {
+	const { command, executionId } = body
+	if (typeof command !== 'string' || command === '') throw new OpRefusal('missing_command')
+	if (executionId !== undefined && !isExecutionId(executionId)) {
+		throw new OpRefusal('invalid_execution_id')
+	}
+	const args = body.args === undefined ? [] : stringArray(body.args)
+	if (args === undefined) throw new OpRefusal('invalid_args: args must be an array of strings')
+	const env = body.env === undefined ? undefined : stringRecord(body.env)
+	if (body.env !== undefined && env === undefined) {
+		throw new OpRefusal('invalid_env: env must map names to strings')
+	}
+	if (body.cwd !== undefined && typeof body.cwd !== 'string') {
+		throw new OpRefusal('invalid_cwd: cwd must be a string')
+	}
+	if (body.stdin !== undefined && typeof body.stdin !== 'string') {
+		throw new OpRefusal('invalid_stdin: stdin must be a string')
+	}
+	if (body.retainOutput !== undefined && typeof body.retainOutput !== 'boolean') {
+		throw new OpRefusal('invalid_retain_output: retainOutput must be a boolean')
+	}
+	if (body.retainOutput === true && executionId === undefined) {
+		throw new OpRefusal('retain_requires_execution_id')
+	}
+	const maxOutputBytes = body.maxOutputBytes ?? limits.defaultMaxOutputBytes
+	if (!isPositiveInteger(maxOutputBytes)) {
+		throw new OpRefusal('invalid_max_output_bytes: maxOutputBytes must be a positive integer')
+	}
+	return {
+		...(executionId === undefined ? {} : { executionId }),
+		command,
+		args,
+		...(body.cwd === undefined ? {} : { cwd: body.cwd }),
+		...(env === undefined ? {} : { env }),
+		...(body.stdin === undefined ? {} : { stdin: body.stdin }),
+		timeoutMs: resolveTimeoutMs(body.timeoutMs, limits),
+		maxOutputBytes,
+		...(body.retainOutput === true ? { retainOutput: true } : {}),
+	}
+}

@@ -1,0 +1,134 @@
+/**
+ * The path jail every file op (and the exec/terminal `cwd`) goes through.
+ *
+ * A relative path resolves under the workspace. An absolute path must sit lexically under the
+ * workspace or one of the extra roots (`NAMZU_SANDBOX_READ_ROOTS` for reads,
+ * `NAMZU_SANDBOX_WRITE_ROOTS` for writes). Then the real path — of the target, or of its nearest
+ * existing ancestor when the target does not exist yet — must stay inside the real path of the
+ * root that matched, so a symlink cannot lead out.
+ *
+ * Every escape is refused with the one stable error `path_escapes_workspace` and the message
+ * `path escapes the workspace: <path as given>`; an absent or empty path is `missing_path`.
+ */
+
+import { realpathSync } from 'node:fs'
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import type { AgentConfig } from '../server/config.js'
+import { OpRefusal } from '../server/op-context.js'
+
+export const PATH_ESCAPES_WORKSPACE = 'path_escapes_workspace'
+/** No path at all (absent, empty or not a string): nothing to jail. */
+export const MISSING_PATH = 'missing_path'
+
+export type JailAccess = 'read' | 'write'
+
+type JailConfig = Pick<AgentConfig, 'workspace' | 'readRoots' | 'writeRoots'>
+
+export interface JailedPath {
+	/** Absolute, normalised (lexical) path the op should act on. */
+	readonly path: string
+	/** The root it was admitted under (normalised). */
+	readonly root: string
+}
+
+export function pathEscapesWorkspace(path: string): OpRefusal {
+	return new OpRefusal(PATH_ESCAPES_WORKSPACE, `path escapes the workspace: ${path}`)
+}
+
+/** Whether `candidate` is `root` or lies beneath it (both absolute and normalised). */
+export function isWithin(root: string, candidate: string): boolean {
+	if (candidate === root) return true
+	const rel = relative(root, candidate)
+	return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel)
+}
+
+/** The roots admitting `access`, workspace first, normalised. */
+export function jailRoots(config: JailConfig, access: JailAccess): string[] {
+	const extra = access === 'read' ? config.readRoots : config.writeRoots
+	return [config.workspace, ...extra].map((root) => resolve(root))
+}
+
+/**
+ * The lexical half of the jail (pure): the normalised absolute path and every root that admits it
+ * lexically (workspace first), empty when it escapes them all.
+ */
+export function lexicalJail(
+	config: JailConfig,
+	path: string,
+	access: JailAccess,
+): { readonly path: string; readonly roots: readonly string[] } {
+	if (path === '' || path.includes('\0')) return { path, roots: [] }
+	const absolute = resolve(resolve(config.workspace), path)
+	return {
+		path: absolute,
+		roots: jailRoots(config, access).filter((root) => isWithin(root, absolute)),
+	}
+}
+
+/**
+ * Real path of `path` when it exists, else the real path of its nearest existing ancestor joined
+ * with the missing tail (what the path will be once created).
+ */
+export function realpathOfNearest(path: string): string {
+	let existing = path
+	const tail: string[] = []
+	for (;;) {
+		try {
+			return join(realpathSync(existing), ...tail.reverse())
+		} catch (error) {
+			const parent = dirname(existing)
+			if (parent === existing || !isMissing(error)) throw error
+			tail.push(existing.slice(parent.length).replace(/^\/+/, ''))
+			existing = parent
+		}
+	}
+}
+
+function isMissing(error: unknown): boolean {
+	const code = (error as NodeJS.ErrnoException | undefined)?.code
+	return code === 'ENOENT' || code === 'ENOTDIR'
+}
+
+export function resolveJailedPath(
+	config: JailConfig,
+	path: unknown,
+	access: JailAccess,
+): JailedPath {
+	if (typeof path !== 'string' || path === '') throw new OpRefusal(MISSING_PATH)
+	const lexical = lexicalJail(config, path, access)
+	if (lexical.roots.length === 0) throw pathEscapesWorkspace(path)
+	let realTarget: string
+	try {
+		realTarget = realpathOfNearest(lexical.path)
+	} catch {
+		// A symlink loop or an unreadable ancestor: nothing proves the path stays inside.
+		throw pathEscapesWorkspace(path)
+	}
+	for (const root of lexical.roots) {
+		let realRoot: string
+		try {
+			realRoot = realpathOfNearest(root)
+		} catch {
+			continue
+		}
+		if (isWithin(realRoot, realTarget)) return { path: lexical.path, root }
+	}
+	throw pathEscapesWorkspace(path)
+}
+
+export function resolveReadablePath(config: JailConfig, path: unknown): string {
+	return resolveJailedPath(config, path, 'read').path
+}
+
+export function resolveWritablePath(config: JailConfig, path: unknown): string {
+	return resolveJailedPath(config, path, 'write').path
+}
+
+/**
+ * A working directory for a spawned process: the workspace when `cwd` is absent, else `cwd` under
+ * the read rules (a cwd grants no write by itself; the sandbox's mounts decide what is writable).
+ */
+export function resolveWorkspaceDirectory(config: JailConfig, cwd: unknown): string {
+	if (cwd === undefined || cwd === null || cwd === '') return resolve(config.workspace)
+	return resolveReadablePath(config, cwd)
+}

@@ -1,0 +1,148 @@
+/**
+ * The PTY half of a terminal, shared by the connection-bound `terminal` and persistent terminal
+ * sessions: finding the shell util-linux `script` started on the PTY slave, sizing the PTY with
+ * `stty`, and the one-shot teardown that SIGKILLs the shell's whole kernel session plus `script`'s
+ * own group (a job backgrounded with `&` is in the shell's session, not in any group we spawned).
+ */
+import type { ChildProcess } from 'node:child_process'
+import { spawn } from 'node:child_process'
+import { statSync } from 'node:fs'
+import { resolveWorkspaceDirectory } from '../files/jail.js'
+import type { AgentConfig } from '../server/config.js'
+import { OpRefusal } from '../server/op-context.js'
+import { childEnvironment } from './child-env.js'
+import { findPtyDescendant, killSession, readChildren, readProcStat } from './process-tree.js'
+import {
+	SCRIPT_PATH,
+	STTY_PATH,
+	scriptArgv,
+	sttyArgv,
+	type TerminalSize,
+	type TerminalSpec,
+} from './terminal-request.js'
+
+/** How long the PTY slave may take to appear under `script`: attempts × interval. */
+export const SLAVE_SEARCH_ATTEMPTS = 200
+export const SLAVE_SEARCH_INTERVAL_MS = 5
+
+export interface Exit {
+	readonly code: number | null
+	readonly signal: NodeJS.Signals | null
+}
+
+export interface PtyShell {
+	readonly pid: number
+	readonly slave: string
+}
+
+export interface SlaveSearch {
+	readonly shell?: PtyShell
+	/** script exited before a PTY slave was seen. */
+	readonly exited: boolean
+}
+
+export function isDirectory(path: string): boolean {
+	try {
+		return statSync(path).isDirectory()
+	} catch {
+		return false
+	}
+}
+
+export function slaveSearchFailure(pid: number | undefined): string {
+	return `terminal PTY slave did not appear (${SLAVE_SEARCH_ATTEMPTS} attempts × ${SLAVE_SEARCH_INTERVAL_MS} ms under script pid ${pid ?? 'none'})`
+}
+
+export async function findSlave(
+	child: ChildProcess,
+	teardown: SessionTeardown,
+): Promise<SlaveSearch> {
+	const root = child.pid
+	if (root === undefined) return { exited: true }
+	for (let attempt = 0; attempt < SLAVE_SEARCH_ATTEMPTS; attempt++) {
+		// script's child calls setsid(), so its pid is the session id to tear down — known as soon
+		// as it is forked, even if it exits before a PTY is seen.
+		const [first] = readChildren(root)
+		if (first !== undefined) teardown.session ??= first
+		const shell = findPtyDescendant(root)
+		if (shell) {
+			teardown.session = readProcStat(shell.pid)?.session ?? teardown.session
+			return { shell, exited: false }
+		}
+		if (child.exitCode !== null || child.signalCode !== null) return { exited: true }
+		await new Promise((resolve) => setTimeout(resolve, SLAVE_SEARCH_INTERVAL_MS))
+	}
+	return { exited: false }
+}
+
+/** Sets the PTY size; failures are ignored (the terminal still works at the old size). */
+export function runStty(
+	slave: string,
+	size: TerminalSize,
+	env: Record<string, string>,
+): Promise<void> {
+	return new Promise((resolve) => {
+		const stty = spawn(STTY_PATH, sttyArgv(slave, size), { env, stdio: 'ignore' })
+		stty.once('error', () => resolve())
+		stty.once('exit', () => resolve())
+	})
+}
+
+/** SIGKILL for the shell's kernel session and script's group, once. */
+export class SessionTeardown {
+	session: number | undefined
+	#done = false
+	readonly #child: ChildProcess
+
+	constructor(child: ChildProcess) {
+		this.#child = child
+	}
+
+	/** Returns how many processes were signalled (0 on a repeat). */
+	run(): number {
+		if (this.#done) return 0
+		this.#done = true
+		let signalled = this.session === undefined ? 0 : killSession(this.session)
+		const pid = this.#child.pid
+		if (pid === undefined) return signalled
+		try {
+			// Detached, so script leads its own group.
+			process.kill(-pid, 'SIGKILL')
+			signalled++
+		} catch {
+			// Already gone.
+		}
+		return signalled
+	}
+}
+
+/** Where and with what environment a terminal program runs: the jailed cwd and the scrubbed env. */
+export interface PtyLaunch {
+	readonly cwd: string
+	/** Scrubbed of every NAMZU_* key; the caller's env wins, TERM included. stty gets the same. */
+	readonly env: Record<string, string>
+}
+
+/** Resolves a terminal request's cwd (jailed, must be a directory) and environment. */
+export function planPtyLaunch(
+	config: Pick<AgentConfig, 'workspace' | 'readRoots' | 'writeRoots'>,
+	spec: TerminalSpec,
+): PtyLaunch {
+	const cwd = resolveWorkspaceDirectory(config, spec.cwd)
+	if (!isDirectory(cwd)) throw new OpRefusal(`invalid_cwd: not a directory: ${spec.cwd ?? cwd}`)
+	return { cwd, env: childEnvironment(spec.env, { TERM: 'xterm-256color' }) }
+}
+
+/** Starts util-linux `script` (its own process group) running the program on a fresh PTY. */
+export function spawnScriptPty(
+	spec: TerminalSpec,
+	launch: PtyLaunch,
+): { readonly child: ChildProcess; readonly teardown: SessionTeardown } {
+	const child = spawn(SCRIPT_PATH, scriptArgv(spec.command, spec.args), {
+		cwd: launch.cwd,
+		env: launch.env,
+		detached: true,
+		stdio: ['pipe', 'pipe', 'pipe'],
+	})
+	return { child, teardown: new SessionTeardown(child) }
+}

@@ -1,0 +1,30 @@
+/**
+ * The feature strings this agent advertises in `healthz` (upstream shapes §3.4). Additive ops are
+ * announced here instead of bumping the protocol version; later work appends to this one list.
+ */
+import {
+	type AgentFeature,
+	EXECUTION_ATTACH_FEATURE,
+	FLUSH_FEATURE,
+	GUEST_BOOT_ID_FEATURE,
+	LIST_FILES_FEATURE,
+	QUIESCE_FEATURE,
+	READ_FILE_STREAM_FEATURE,
+	SESSIONS_FEATURE,
+	STREAM_HEARTBEAT_FEATURE,
+	WRITE_FILE_PARTS_FEATURE,
+} from '../../wire/features.js'
+import { flushSupported } from '../lifecycle/flush.js'
+
+export const AGENT_FEATURES: readonly AgentFeature[] = [
+	WRITE_FILE_PARTS_FEATURE,
+	READ_FILE_STREAM_FEATURE,
+	LIST_FILES_FEATURE,
+	SESSIONS_FEATURE,
+	EXECUTION_ATTACH_FEATURE,
+	GUEST_BOOT_ID_FEATURE,
+	QUIESCE_FEATURE,
+	STREAM_HEARTBEAT_FEATURE,
+	// Only when `sync -f` (or the test override) can actually run; checked once, at startup.
+	...(flushSupported() ? ([FLUSH_FEATURE] as const) : []),
+]

@@ -1,0 +1,80 @@
+/**
+ * Entry point of `dist/agent.cjs`. Validates the environment before binding anything (a bad value
+ * prints one line to stderr and exits 1), binds the listener, prints exactly one
+ * `listening {…}` line to stdout, then serves one request per connection until SIGTERM. A failure
+ * inside one connection is logged and never takes the agent down.
+ */
+
+import type { Server } from 'node:net'
+import { ExecutionRegistry } from '../executions/execution-registry.js'
+import { createAgentGates } from '../lifecycle/agent-gates.js'
+import { createShutdown } from '../lifecycle/shutdown.js'
+import { loadAgentConfig } from './config.js'
+import { handleConnection } from './connection.js'
+import { listeningLine, startListening } from './listen.js'
+import { PreauthPool } from './preauth-pool.js'
+import { TokenGate } from './token-gate.js'
+
+function logLine(line: string): void {
+	process.stderr.write(`namzu-agent: ${line}\n`)
+}
+
+function describe(error: unknown): string {
+	return error instanceof Error ? error.message : String(error)
+}
+
+async function main(): Promise<void> {
+	let config: ReturnType<typeof loadAgentConfig>
+	try {
+		config = loadAgentConfig()
+	} catch (error) {
+		logLine(describe(error))
+		process.exit(1)
+	}
+	const gate = new TokenGate(config)
+	const executions = new ExecutionRegistry({
+		leaseTtlMs: config.executionLeaseTtlMs,
+		terminalTtlMs: config.executionTerminalTtlMs,
+		maxTracked: config.maxTrackedExecutions,
+		confirmTimeoutMs: config.cancelConfirmTimeoutMs,
+		retainedLogBytes: config.executionLogBytes,
+		maxRetainedLogs: config.maxRetainedOutputLogs,
+		retainedTtlMs: config.executionRetainedTtlMs,
+	})
+	const preauth = new PreauthPool({
+		maxConnections: config.maxPreauthConnections,
+		maxBufferBytes: config.maxPreauthBufferBytes,
+		idleTimeoutMs: config.preauthIdleTimeoutMs,
+		deadlineMs: config.preauthDeadlineMs,
+	})
+	const gates = createAgentGates()
+	let server: Server | undefined
+	const shutdown = createShutdown({
+		server: () => server,
+		executions,
+		gates,
+		config,
+		log: logLine,
+		exit: (code) => process.exit(code),
+	})
+	process.on('SIGTERM', shutdown)
+	process.on('uncaughtException', (error) => logLine(`uncaught: ${describe(error)}`))
+	process.on('unhandledRejection', (error) => logLine(`unhandled rejection: ${describe(error)}`))
+
+	const listener = await startListening(config.listen, (socket) => {
+		try {
+			handleConnection(socket, { config, gate, executions, gates, preauth, log: logLine })
+		} catch (error) {
+			logLine(`connection setup failed: ${describe(error)}`)
+			socket.destroy()
+		}
+	})
+	server = listener.server
+	server.on('error', (error) => logLine(`listener: ${describe(error)}`))
+	process.stdout.write(`${listeningLine(listener.bound)}\n`)
+}
+
+main().catch((error: unknown) => {
+	logLine(`fatal: ${describe(error)}`)
+	process.exit(1)
+})

@@ -1,0 +1,57 @@
+import type { Socket } from 'node:net'
+import type { ExecutionRegistry } from '../executions/execution-registry.js'
+import type { AgentGates } from '../lifecycle/agent-gates.js'
+import type { AgentConfig } from './config.js'
+
+/**
+ * What an op handler gets for the one request its connection carries. The connection layer owns
+ * framing, the token gate and teardown; a handler only answers.
+ */
+export interface OpContext {
+	readonly config: AgentConfig
+	readonly socket: Socket
+	/** Request-shaped answer: one frame, then the connection is closed. */
+	reply(message: object): void
+	/**
+	 * One event of a stream-shaped answer. Returns false when the socket wants the writer to wait for
+	 * `drain`. Once the connection closed (or the answer ended) events are dropped and it returns
+	 * true — there will be no `drain`; check `closed` to stop producing.
+	 */
+	send(event: object): boolean
+	/**
+	 * One already-encoded event frame (bulk data built by `encodeBase64DataFrame`). Same rules as
+	 * `send`; `onFlushed` runs once the frame left the process (or was dropped), so its buffer may be
+	 * reused.
+	 */
+	sendFrame(frame: Buffer, onFlushed?: () => void): boolean
+	/** Ends a stream-shaped answer: the zero-length terminator, then close. */
+	endStream(): void
+	/** Later frames from the peer on this connection (terminal input, tcp data, …). */
+	onFrame(listener: (message: Record<string, unknown>) => void): void
+	/** The connection closed, from either side. Fires once. */
+	onClose(listener: () => void): void
+	readonly closed: boolean
+	/** The agent's one execution registry (reserve / execute / cancel, and shutdown's kill list). */
+	readonly executions: ExecutionRegistry
+	/** Process-wide admission gates (retiring, quiescing); handlers that own those states set them. */
+	readonly gates: AgentGates
+}
+
+export type OpHandler = (body: Record<string, unknown>, ctx: OpContext) => void | Promise<void>
+
+/**
+ * A refusal a handler throws; the connection layer answers `{ ok: false, error }` in the op's shape
+ * (request-shaped replies also carry `message` when one was given).
+ */
+export class OpRefusal extends Error {
+	override readonly name: string = 'OpRefusal'
+	readonly error: string
+	/** Extra human-readable detail, sent as `message` only when given explicitly. */
+	readonly detail?: string
+
+	constructor(error: string, message?: string) {
+		super(message ?? error)
+		this.error = error
+		if (message !== undefined) this.detail = message
+	}
+}

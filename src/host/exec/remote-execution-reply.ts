@@ -1,0 +1,149 @@
+/**
+ * Strict readers of what a remote execution peer answers: the reservation, the cancellation
+ * acknowledgement, and each event of the execute stream. Pure; the controller decides what a
+ * rejected value means.
+ */
+import { REMOTE_EXECUTION_PROTOCOL_VERSION } from '../transport/agent-transport-options.js'
+import {
+	RemoteCancellationUnknownError,
+	RemoteExecutionRefusedError,
+	RemoteProtocolError,
+} from './remote-execution-errors.js'
+
+export interface RemoteReservation {
+	readonly ok: true
+	readonly protocolVersion: typeof REMOTE_EXECUTION_PROTOCOL_VERSION
+	readonly executionId: string
+	readonly leaseExpiresAt: number
+}
+
+export interface RemoteTerminalMetadata {
+	readonly exitCode: number
+	readonly timedOut: boolean
+	readonly durationMs: number
+	readonly signal?: string
+	readonly stdoutTruncated?: boolean
+	readonly stderrTruncated?: boolean
+}
+
+export type RemoteExecutionState = 'cancelled' | 'completed' | 'failed'
+
+export interface RemoteCancellationAcknowledgement {
+	readonly ok: true
+	readonly state: RemoteExecutionState
+	readonly started: boolean
+	readonly result?: RemoteTerminalMetadata
+	readonly error?: string
+}
+
+export type RemoteExecEvent =
+	| { readonly type: 'stdout_delta' | 'stderr_delta'; readonly data: string }
+	| ({ readonly type: 'result' } & RemoteTerminalMetadata)
+	| { readonly type: 'error'; readonly error: string }
+
+/** `exec_` followed by a canonical UUID, versions 1 to 5. */
+export const EXECUTION_ID_PATTERN =
+	/^exec_[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+	return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+/** Validates a reservation; guest refusals become the named error for each. */
+export function parseReservation(reply: unknown): RemoteReservation {
+	if (!isRecord(reply)) throw new RemoteProtocolError('reserve-execution: reply is not an object')
+	if (reply.ok === false) {
+		const error = typeof reply.error === 'string' ? reply.error : 'unspecified refusal'
+		if (error.startsWith('unknown_op')) {
+			throw new RemoteProtocolError(
+				'reserve-execution: the guest does not know the op; rebuild the guest image from this release',
+			)
+		}
+		if (error.startsWith('agent_retiring')) {
+			throw new RemoteCancellationUnknownError(undefined, 'the guest agent is retiring')
+		}
+		throw new RemoteExecutionRefusedError(error)
+	}
+	if (reply.ok !== true) throw new RemoteProtocolError('reserve-execution: reply lacks ok: true')
+	if (reply.protocolVersion !== REMOTE_EXECUTION_PROTOCOL_VERSION) {
+		throw new RemoteProtocolError(
+			`reserve-execution: protocol version ${JSON.stringify(reply.protocolVersion)} is not ${REMOTE_EXECUTION_PROTOCOL_VERSION}; rebuild the guest image`,
+		)
+	}
+	if (typeof reply.executionId !== 'string' || !EXECUTION_ID_PATTERN.test(reply.executionId)) {
+		throw new RemoteProtocolError('reserve-execution: malformed executionId')
+	}
+	if (typeof reply.leaseExpiresAt !== 'number' || !Number.isFinite(reply.leaseExpiresAt)) {
+		throw new RemoteProtocolError('reserve-execution: leaseExpiresAt is not a finite number')
+	}
+	return {
+		ok: true,
+		protocolVersion: REMOTE_EXECUTION_PROTOCOL_VERSION,
+		executionId: reply.executionId,
+		leaseExpiresAt: reply.leaseExpiresAt,
+	}
+}
+
+/** Terminal metadata of a run, or undefined when the value is not one. */
+export function parseTerminalMetadata(value: unknown): RemoteTerminalMetadata | undefined {
+	if (!isRecord(value)) return undefined
+	const { exitCode, timedOut, durationMs, signal, stdoutTruncated, stderrTruncated } = value
+	if (typeof exitCode !== 'number' || !Number.isInteger(exitCode)) return undefined
+	if (typeof timedOut !== 'boolean') return undefined
+	if (typeof durationMs !== 'number' || !Number.isFinite(durationMs) || durationMs < 0)
+		return undefined
+	if (signal !== undefined && signal !== null && typeof signal !== 'string') return undefined
+	if (stdoutTruncated !== undefined && typeof stdoutTruncated !== 'boolean') return undefined
+	if (stderrTruncated !== undefined && typeof stderrTruncated !== 'boolean') return undefined
+	return {
+		exitCode,
+		timedOut,
+		durationMs,
+		...(typeof signal === 'string' ? { signal } : {}),
+		...(stdoutTruncated === undefined ? {} : { stdoutTruncated }),
+		...(stderrTruncated === undefined ? {} : { stderrTruncated }),
+	}
+}
+
+const STATES: ReadonlySet<string> = new Set(['cancelled', 'completed', 'failed'])
+
+/** A valid acknowledgement, or undefined (a refusal or garbage: the controller tries again). */
+export function parseCancellationAck(
+	reply: unknown,
+): RemoteCancellationAcknowledgement | undefined {
+	if (!isRecord(reply) || reply.ok !== true) return undefined
+	if (typeof reply.state !== 'string' || !STATES.has(reply.state)) return undefined
+	if (typeof reply.started !== 'boolean') return undefined
+	let result: RemoteTerminalMetadata | undefined
+	if (reply.result !== undefined && reply.result !== null) {
+		result = parseTerminalMetadata(reply.result)
+		if (!result) return undefined
+	}
+	if (reply.error !== undefined && typeof reply.error !== 'string') return undefined
+	return {
+		ok: true,
+		state: reply.state as RemoteExecutionState,
+		started: reply.started,
+		...(result ? { result } : {}),
+		...(typeof reply.error === 'string' ? { error: reply.error } : {}),
+	}
+}
+
+/** One execute event; anything outside the vocabulary is a protocol error. */
+export function parseExecEvent(event: Record<string, unknown>): RemoteExecEvent {
+	switch (event.type) {
+		case 'stdout_delta':
+		case 'stderr_delta':
+			if (typeof event.data !== 'string') break
+			return { type: event.type, data: event.data }
+		case 'result': {
+			const metadata = parseTerminalMetadata(event)
+			if (!metadata) break
+			return { type: 'result', ...metadata }
+		}
+		case 'error':
+			if (typeof event.error !== 'string') break
+			return { type: 'error', error: event.error }
+	}
+	throw new RemoteProtocolError(`execute: invalid event ${JSON.stringify(event.type)}`)
+}

@@ -1,0 +1,141 @@
+/**
+ * `writeFile` through an `AgentTransport`. Above `maxWriteFileBytes` the body is refused before
+ * any route is chosen; a body whose single `write-file` frame fits the guest's limit is sent as
+ * that one request; a larger one goes in parts — only to a guest advertising `write-file-parts` —
+ * appended strictly in sequence, one connection each, to a temp sibling that the last part
+ * renames onto the target. A failed or aborted sequence removes its temp file (best effort, on its
+ * own 5 s clock) and rethrows the original error.
+ */
+import { randomUUID } from 'node:crypto'
+import { WRITE_FILE_PARTS_FEATURE } from '../../wire/features.js'
+import type { WriteFilePart } from '../../wire/protocol.js'
+import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
+import type { AgentTransport } from '../transport/agent-transport.js'
+import { WRITE_PART_DISCARD_TIMEOUT_MS } from '../transport/agent-transport-options.js'
+import {
+	AgentFrameTooLargeError,
+	AgentPreauthFrameTooLargeError,
+	AgentWriteFileTooLargeError,
+} from '../transport/transport-errors.js'
+import { asFileError } from './file-refusal.js'
+import {
+	base64Length,
+	partBytesFitting,
+	partTempPath,
+	planParts,
+	type WriteFileBody,
+	writeFileBody,
+} from './write-file-plan.js'
+
+const EMPTY = new Uint8Array(0)
+
+function toBuffer(data: string | Uint8Array): Buffer {
+	if (typeof data === 'string') return Buffer.from(data, 'utf8')
+	return Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+}
+
+async function sendWrite(
+	transport: AgentTransport,
+	target: string,
+	body: WriteFileBody,
+	signal: AbortSignal | undefined,
+): Promise<Record<string, unknown>> {
+	try {
+		return await transport.call('write-file', body, signal ? { signal } : {})
+	} catch (error) {
+		throw asFileError('writeFile', target, error)
+	}
+}
+
+export async function writeFileThroughAgent(
+	transport: AgentTransport,
+	path: string,
+	data: string | Uint8Array,
+	signal?: AbortSignal,
+): Promise<void> {
+	const bytes = toBuffer(data)
+	const limit = transport.options.maxWriteFileBytes
+	if (bytes.length > limit) throw new AgentWriteFileTooLargeError(bytes.length, limit)
+	signal?.throwIfAborted()
+	const frameLimit = transport.frameLimitBytes
+	const singleBytes =
+		transport.encodedRequestBytes('write-file', writeFileBody(path, EMPTY)) +
+		base64Length(bytes.length)
+	if (singleBytes <= frameLimit) {
+		await sendWrite(transport, path, writeFileBody(path, bytes), signal)
+		return
+	}
+	const features = await transport.features(signal)
+	if (!features.has(WRITE_FILE_PARTS_FEATURE)) {
+		if (transport.handle.kind === 'tcp') {
+			throw new AgentPreauthFrameTooLargeError(singleBytes, frameLimit, {
+				guestLacks: WRITE_FILE_PARTS_FEATURE,
+			})
+		}
+		throw new AgentFrameTooLargeError(
+			`writeFile frame of ${singleBytes} bytes exceeds the guest frame limit of ${frameLimit} bytes and the guest does not advertise '${WRITE_FILE_PARTS_FEATURE}'`,
+			singleBytes,
+			frameLimit,
+		)
+	}
+	await writeParts(transport, path, bytes, signal)
+}
+
+async function writeParts(
+	transport: AgentTransport,
+	target: string,
+	bytes: Buffer,
+	signal: AbortSignal | undefined,
+): Promise<void> {
+	const temp = partTempPath(target, randomUUID())
+	// Sized for the worst part: the final one, which also carries renameTo and the largest offset.
+	const worst = writeFileBody(temp, EMPTY, { offset: bytes.length, final: true, renameTo: target })
+	const fitting = partBytesFitting(
+		transport.frameLimitBytes,
+		transport.encodedRequestBytes('write-file', worst),
+	)
+	if (fitting <= 0) {
+		throw new AgentFrameTooLargeError(
+			`writeFile ${target}: the path leaves no room for content in one frame`,
+			bytes.length,
+			transport.frameLimitBytes,
+		)
+	}
+	const partBytes = Math.min(transport.options.writeFilePartBytes ?? fitting, fitting)
+	try {
+		// Strictly sequential, one connection per part: the guest's pre-auth pool never holds more
+		// than one of this caller's sockets, and each offset follows the bytes acknowledged.
+		for (const slice of planParts(bytes.length, partBytes)) {
+			signal?.throwIfAborted()
+			const part: WriteFilePart = slice.final
+				? { offset: slice.offset, final: true, renameTo: target }
+				: { offset: slice.offset }
+			const content = bytes.subarray(slice.offset, slice.offset + slice.length)
+			const reply = await sendWrite(transport, target, writeFileBody(temp, content, part), signal)
+			if (typeof reply.bytesWritten === 'number' && reply.bytesWritten !== slice.length) {
+				throw new RemoteProtocolError(
+					`write-file part at ${slice.offset}: guest wrote ${reply.bytesWritten} of ${slice.length} bytes`,
+				)
+			}
+			if (slice.final && typeof reply.sizeBytes === 'number' && reply.sizeBytes !== bytes.length) {
+				throw new RemoteProtocolError(
+					`write-file final part: guest reports ${reply.sizeBytes} bytes, sent ${bytes.length}`,
+				)
+			}
+		}
+	} catch (error) {
+		await discardPart(transport, temp)
+		throw error
+	}
+}
+
+/** Best-effort removal of an abandoned temp file, on its own bounded clock; never throws. */
+async function discardPart(transport: AgentTransport, temp: string): Promise<void> {
+	try {
+		await transport.request('write-file', writeFileBody(temp, EMPTY, { discard: true }), {
+			signal: AbortSignal.timeout(WRITE_PART_DISCARD_TIMEOUT_MS),
+		})
+	} catch {
+		// The original failure is what the caller needs; a leftover temp is named as ours.
+	}
+}

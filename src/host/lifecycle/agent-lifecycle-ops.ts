@@ -1,0 +1,130 @@
+/**
+ * `quiesce` and `flush` through the agent (changelogs 3162371, 984d966): feature-checked before
+ * dialing, one request-shaped exchange each, replies validated, refusals turned into named errors.
+ * `AgentSandbox.quiesce()` / `.flush()` delegate here; the Kubernetes workspace will too.
+ */
+import { FLUSH_FEATURE, QUIESCE_FEATURE } from '../../wire/features.js'
+import type { QuiescedProcess, QuiesceScope } from '../../wire/lifecycle-ops.js'
+import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
+import type { AgentTransport } from '../transport/agent-transport.js'
+import { refusalError, refusalOf } from '../transport/exchange.js'
+import {
+	FlushUnconfirmedError,
+	FlushUnsupportedError,
+	QuiesceUnconfirmedError,
+	QuiesceUnsupportedError,
+} from './lifecycle-errors.js'
+
+/** Slack over the guest's own bounds before the host stops waiting for an answer. */
+const REPLY_SLACK_MS = 5000
+/** The guest's default `NAMZU_AGENT_QUIESCE_DEADLINE_MS`; the host waits that long plus slack. */
+export const QUIESCE_REPLY_TIMEOUT_MS = 20_000 + REPLY_SLACK_MS
+/** The guest's default `NAMZU_AGENT_FLUSH_TIMEOUT_MS`. */
+export const DEFAULT_FLUSH_TIMEOUT_MS = 10_000
+
+export interface QuiesceOptions {
+	/** SIGTERM → SIGKILL wait per round; default the guest's `NAMZU_AGENT_QUIESCE_GRACE_MS`. */
+	readonly graceMs?: number
+	readonly signal?: AbortSignal
+}
+
+export interface QuiesceReport {
+	readonly scope: QuiesceScope
+	readonly graceMs: number
+	readonly rounds: number
+	readonly stopped: readonly QuiescedProcess[]
+}
+
+export interface FlushOptions {
+	/** How long the guest may spend in the sync; default the guest's own (10 000). */
+	readonly timeoutMs?: number
+	readonly signal?: AbortSignal
+}
+
+export interface FlushReport {
+	readonly durationMs: number
+	readonly workspace: string
+}
+
+function isQuiescedProcess(value: unknown): value is QuiescedProcess {
+	if (value === null || typeof value !== 'object') return false
+	const entry = value as Record<string, unknown>
+	return (
+		typeof entry.pid === 'number' &&
+		typeof entry.command === 'string' &&
+		(entry.signal === 'SIGTERM' || entry.signal === 'SIGKILL')
+	)
+}
+
+export function parseQuiesceReply(reply: Record<string, unknown>): QuiesceReport {
+	const { scope, graceMs, rounds, stopped } = reply
+	if (
+		(scope !== 'pid-namespace' && scope !== 'owned-sessions') ||
+		typeof graceMs !== 'number' ||
+		typeof rounds !== 'number' ||
+		!Array.isArray(stopped) ||
+		!stopped.every(isQuiescedProcess)
+	) {
+		throw new RemoteProtocolError('quiesce: the guest answered a malformed report')
+	}
+	return { scope, graceMs, rounds, stopped }
+}
+
+export async function quiesceThroughAgent(
+	transport: AgentTransport,
+	options: QuiesceOptions = {},
+): Promise<QuiesceReport> {
+	const features = await transport.features(options.signal)
+	if (!features.has(QUIESCE_FEATURE)) throw new QuiesceUnsupportedError()
+	const reply = await transport.request(
+		'quiesce',
+		options.graceMs === undefined ? {} : { graceMs: options.graceMs },
+		{
+			...(options.signal ? { signal: options.signal } : {}),
+			idleTimeoutMs: Math.max(transport.options.readIdleTimeoutMs, QUIESCE_REPLY_TIMEOUT_MS),
+		},
+	)
+	const refusal = refusalOf(reply)
+	if (refusal === 'quiesce_unconfirmed') {
+		throw new QuiesceUnconfirmedError(
+			typeof reply.pid === 'number' ? reply.pid : undefined,
+			typeof reply.message === 'string' ? reply.message : refusal,
+		)
+	}
+	if (refusal === 'unknown_op: quiesce') throw new QuiesceUnsupportedError()
+	if (refusal !== undefined) throw refusalError('quiesce', refusal)
+	return parseQuiesceReply(reply)
+}
+
+export async function flushThroughAgent(
+	transport: AgentTransport,
+	options: FlushOptions = {},
+): Promise<FlushReport> {
+	const features = await transport.features(options.signal)
+	if (!features.has(FLUSH_FEATURE)) {
+		throw new FlushUnsupportedError("the guest agent does not advertise 'flush'")
+	}
+	const reply = await transport.request(
+		'flush',
+		options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs },
+		{
+			...(options.signal ? { signal: options.signal } : {}),
+			idleTimeoutMs: Math.max(
+				transport.options.readIdleTimeoutMs,
+				(options.timeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS) + REPLY_SLACK_MS,
+			),
+		},
+	)
+	const refusal = refusalOf(reply)
+	const message = typeof reply.message === 'string' ? reply.message : (refusal ?? '')
+	if (refusal === 'flush_unconfirmed') throw new FlushUnconfirmedError(message)
+	if (refusal === 'flush_unsupported' || refusal === 'flush_unsupported_platform') {
+		throw new FlushUnsupportedError(message)
+	}
+	if (refusal !== undefined) throw refusalError('flush', refusal)
+	const { durationMs, workspace } = reply
+	if (typeof durationMs !== 'number' || typeof workspace !== 'string') {
+		throw new RemoteProtocolError('flush: the guest answered a malformed report')
+	}
+	return { durationMs, workspace }
+}

@@ -1,0 +1,268 @@
+/**
+ * The host's session verbs over one agent transport (changelog b3db254), with the names the spec
+ * gives the Kubernetes workspace: `openTerminal({ …, sessionId, persistent: true })`,
+ * `attachTerminal`, `startDetached`, `readSession`, `listSessions`, `killSession`. `AgentSandbox`
+ * delegates to one `AgentSessions` and closes (detaches) the terminals it handed out on destroy.
+ *
+ * Every verb first checks the guest advertises `sessions` and otherwise throws
+ * `SessionsUnsupportedError` before any session request is dialed — never a downgrade to a
+ * connection-bound terminal. Guest refusals become `SessionRefusedError` with the guest's code.
+ */
+import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
+import type { OpenTerminalOptions, TerminalSize } from '../../contract/sandbox.js'
+import { SESSIONS_FEATURE } from '../../wire/features.js'
+import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
+import type { AgentTransport } from '../transport/agent-transport.js'
+import { refusalError, refusalOf, streamRefusalOf } from '../transport/exchange.js'
+import type { FrameChannel } from '../transport/frame-channel.js'
+import { AgentOpRefusedError, AgentUnauthorizedError } from '../transport/transport-errors.js'
+import { AgentSessionTerminal, type SessionTerminal } from './agent-session-terminal.js'
+import { SessionRefusedError, SessionsUnsupportedError } from './session-errors.js'
+import {
+	type KilledSession,
+	parseSessionOutput,
+	parseSessionSummary,
+	type SessionSummary,
+	type StartedSession,
+} from './session-summary.js'
+
+/** `openTerminal` options that make the PTY a persistent guest session. */
+export interface PersistentTerminalOptions extends OpenTerminalOptions {
+	readonly sessionId: string
+	readonly persistent: true
+}
+
+export interface StartDetachedOptions {
+	/** 1–64 characters, the first alphanumeric, then `[A-Za-z0-9._-]`. */
+	readonly sessionId: string
+	readonly command: string
+	readonly args?: readonly string[]
+	readonly cwd?: string
+	/** On top of the guest's scrubbed environment. */
+	readonly env?: Readonly<Record<string, string>>
+	readonly signal?: AbortSignal
+}
+
+export interface AttachTerminalOptions {
+	/** Default: the oldest byte the guest still holds. */
+	readonly fromOffset?: number
+	/** Resize the PTY on attach (terminal sessions). */
+	readonly size?: TerminalSize
+	readonly signal?: AbortSignal
+}
+
+export interface ReadSessionOptions {
+	readonly fromOffset?: number
+	readonly signal?: AbortSignal
+}
+
+export interface ListSessionsOptions {
+	readonly signal?: AbortSignal
+}
+
+export interface KillSessionOptions {
+	/** `SIGTERM`, `SIGKILL`, `SIGINT` or `SIGHUP` (else `SIGTERM`, by the guest). Default `SIGKILL`. */
+	readonly signal?: string
+	/** Cancels the call (the option name `signal` is the POSIX signal here). */
+	readonly abortSignal?: AbortSignal
+}
+
+export function isPersistentTerminalOptions(
+	options: OpenTerminalOptions,
+): options is PersistentTerminalOptions {
+	const candidate = options as Partial<PersistentTerminalOptions>
+	return candidate.persistent === true || candidate.sessionId !== undefined
+}
+
+/** The guest's refusal of a session op as a named error (`unauthorized` keeps its own class). */
+function sessionRefusal(
+	operation: string,
+	op: string,
+	sessionId: string,
+	message: Record<string, unknown>,
+	error: string,
+): Error {
+	if (error === 'unauthorized') return refusalError(op, error)
+	const separator = error.indexOf(': ')
+	const code = separator === -1 ? error : error.slice(0, separator)
+	const inline = separator === -1 ? undefined : error.slice(separator + 2)
+	const detail = typeof message.message === 'string' ? message.message : inline
+	return new SessionRefusedError(operation, sessionId, code, {
+		...(typeof message.nextOffset === 'number' ? { nextOffset: message.nextOffset } : {}),
+		...(detail === undefined ? {} : { detail }),
+	})
+}
+
+export class AgentSessions {
+	readonly transport: AgentTransport
+	readonly #terminals = new Set<AgentSessionTerminal>()
+
+	constructor(transport: AgentTransport) {
+		this.transport = transport
+	}
+
+	/** Throws `SessionsUnsupportedError` unless the guest advertises `sessions` (healthz only). */
+	async require(operation: string, signal?: AbortSignal): Promise<void> {
+		const features = await this.transport.features(signal)
+		if (!features.has(SESSIONS_FEATURE)) throw new SessionsUnsupportedError(operation)
+	}
+
+	async startDetached(options: StartDetachedOptions): Promise<StartedSession> {
+		const { sessionId, command, args, cwd, env, signal } = options
+		await this.require('startDetached', signal)
+		const body = {
+			sessionId,
+			command,
+			...(args === undefined ? {} : { args }),
+			...(cwd === undefined ? {} : { cwd }),
+			...(env === undefined ? {} : { env }),
+		}
+		const reply = await this.#call('startDetached', 'start-detached', sessionId, body, signal)
+		const pid = reply.pid
+		if (typeof pid !== 'number') throw new RemoteProtocolError('start-detached: no pid in reply')
+		return { ...parseSessionSummary(reply), pid }
+	}
+
+	async openTerminal(
+		options: PersistentTerminalOptions,
+		signal?: AbortSignal,
+	): Promise<SessionTerminal> {
+		await this.require('openTerminal', signal)
+		const body = {
+			...(options.command === undefined ? {} : { command: options.command }),
+			...(options.args === undefined ? {} : { args: options.args }),
+			...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+			...(options.env === undefined ? {} : { env: options.env }),
+			cols: options.size.cols,
+			rows: options.size.rows,
+			sessionId: options.sessionId,
+			// As given: an id without `persistent: true` is refused by the guest, never downgraded.
+			persistent: (options as { readonly persistent?: unknown }).persistent,
+		}
+		return this.#attach('openTerminal', 'terminal', options.sessionId, body, signal)
+	}
+
+	async attachTerminal(
+		sessionId: string,
+		options: AttachTerminalOptions = {},
+	): Promise<SessionTerminal> {
+		await this.require('attachTerminal', options.signal)
+		const body = {
+			sessionId,
+			...(options.fromOffset === undefined ? {} : { fromOffset: options.fromOffset }),
+			...(options.size === undefined ? {} : { cols: options.size.cols, rows: options.size.rows }),
+		}
+		return this.#attach('attachTerminal', 'attach-session', sessionId, body, options.signal)
+	}
+
+	/** One read of the session's ring; not an attachment: it displaces nobody, signals nothing. */
+	async readSession(
+		sessionId: string,
+		options: ReadSessionOptions = {},
+	): Promise<BackgroundJobOutput> {
+		await this.require('readSession', options.signal)
+		const body = {
+			sessionId,
+			follow: false,
+			...(options.fromOffset === undefined ? {} : { fromOffset: options.fromOffset }),
+		}
+		let output: Record<string, unknown> | undefined
+		const events = this.transport.stream('attach-session', body, {
+			...(options.signal ? { signal: options.signal } : {}),
+		})
+		try {
+			for await (const event of events) {
+				const error = streamRefusalOf(event)
+				if (error !== undefined) {
+					throw sessionRefusal('readSession', 'attach-session', sessionId, event, error)
+				}
+				output ??= event
+			}
+		} catch (error) {
+			// `stream` throws `{ ok: false }` refusals itself; give them the session shape too.
+			if (error instanceof AgentOpRefusedError && !(error instanceof AgentUnauthorizedError)) {
+				throw sessionRefusal('readSession', 'attach-session', sessionId, {}, error.guestError)
+			}
+			throw error
+		}
+		if (!output) throw new RemoteProtocolError('attach-session: the read answered nothing')
+		return parseSessionOutput(output)
+	}
+
+	async listSessions(options: ListSessionsOptions = {}): Promise<SessionSummary[]> {
+		await this.require('listSessions', options.signal)
+		const reply = await this.#call('listSessions', 'list-sessions', '', {}, options.signal)
+		if (!Array.isArray(reply.sessions)) {
+			throw new RemoteProtocolError('list-sessions: no sessions array in reply')
+		}
+		return reply.sessions.map((row: unknown) => {
+			if (row === null || typeof row !== 'object') {
+				throw new RemoteProtocolError('list-sessions: a row is not an object')
+			}
+			return parseSessionSummary(row as Record<string, unknown>)
+		})
+	}
+
+	async killSession(sessionId: string, options: KillSessionOptions = {}): Promise<KilledSession> {
+		await this.require('killSession', options.abortSignal)
+		const body = { sessionId, ...(options.signal === undefined ? {} : { signal: options.signal }) }
+		const reply = await this.#call(
+			'killSession',
+			'kill-session',
+			sessionId,
+			body,
+			options.abortSignal,
+		)
+		const signalled = typeof reply.signalled === 'number' ? reply.signalled : 0
+		return { ...parseSessionSummary(reply), signalled }
+	}
+
+	/** Detaches every session terminal handed out (destroy); the programs keep running. */
+	async closeAll(): Promise<void> {
+		const terminals = [...this.#terminals]
+		this.#terminals.clear()
+		await Promise.all(terminals.map((terminal) => terminal.detach()))
+	}
+
+	async #call(
+		operation: string,
+		op: string,
+		sessionId: string,
+		body: object,
+		signal: AbortSignal | undefined,
+	): Promise<Record<string, unknown>> {
+		const reply = await this.transport.request(op, body, signal ? { signal } : {})
+		const error = refusalOf(reply)
+		if (error !== undefined) throw sessionRefusal(operation, op, sessionId, reply, error)
+		return reply
+	}
+
+	async #attach(
+		operation: string,
+		op: string,
+		sessionId: string,
+		body: object,
+		signal: AbortSignal | undefined,
+	): Promise<SessionTerminal> {
+		const { channel, ready } = await this.#openStream(operation, op, sessionId, body, signal)
+		const terminal = new AgentSessionTerminal(channel, ready, sessionId)
+		this.#terminals.add(terminal)
+		const forget = () => this.#terminals.delete(terminal)
+		terminal.exited.then(forget, forget)
+		return terminal
+	}
+
+	/** Opens a two-way session stream; a refusal before `ready` names the session. */
+	#openStream(
+		operation: string,
+		op: string,
+		sessionId: string,
+		body: object,
+		signal: AbortSignal | undefined,
+	): Promise<{ channel: FrameChannel; ready: Record<string, unknown> }> {
+		return this.transport.openStream(op, body, {
+			...(signal ? { signal } : {}),
+			mapRefusal: (message, refusal) => sessionRefusal(operation, op, sessionId, message, refusal),
+		})
+	}
+}

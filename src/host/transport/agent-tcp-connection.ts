@@ -1,0 +1,95 @@
+/**
+ * A `SandboxTcpConnection` over one `tcp-connect` connection that has answered `ready`. Bytes go
+ * out base64-encoded in `data` frames (at most `TCP_FRAME_DATA_BYTES` decoded each); `pause()`
+ * stops reading the socket, so backpressure reaches the guest; `closed` resolves once the
+ * connection is gone and never rejects. `close()` is the owner's teardown.
+ */
+import type { SandboxTcpConnection } from '../../contract/sandbox.js'
+import type { FrameChannel } from './frame-channel.js'
+import { ListenerSet } from './listener-set.js'
+
+/** Decoded bytes per outgoing frame (the guest accepts at most 8 MiB). */
+export const TCP_FRAME_DATA_BYTES = 1024 * 1024
+
+export class AgentTcpConnection implements SandboxTcpConnection {
+	readonly closed: Promise<void>
+	readonly #channel: FrameChannel
+	readonly #data = new ListenerSet<Uint8Array>((chunk) => chunk.byteLength)
+	#paused = false
+	#resume: (() => void) | undefined
+	#ended = false
+
+	constructor(channel: FrameChannel) {
+		this.#channel = channel
+		this.closed = channel.closed
+		void this.#pump()
+	}
+
+	write(data: string | Uint8Array): boolean {
+		if (this.#ended || this.#channel.isClosed) return false
+		const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data)
+		let flowing = true
+		for (let offset = 0; offset < bytes.length; offset += TCP_FRAME_DATA_BYTES) {
+			const slice = bytes.subarray(offset, offset + TCP_FRAME_DATA_BYTES)
+			flowing = this.#channel.send({ type: 'data', data: slice.toString('base64') })
+		}
+		return flowing
+	}
+
+	end(): void {
+		if (this.#ended) return
+		this.#ended = true
+		this.#channel.send({ type: 'end' })
+	}
+
+	destroy(): void {
+		this.#channel.send({ type: 'destroy' })
+		this.#channel.destroy()
+	}
+
+	pause(): void {
+		this.#paused = true
+		this.#channel.hold()
+	}
+
+	resume(): void {
+		this.#paused = false
+		this.#channel.release()
+		const resume = this.#resume
+		this.#resume = undefined
+		resume?.()
+	}
+
+	onData(listener: (chunk: Uint8Array) => void): () => void {
+		return this.#data.subscribe(listener)
+	}
+
+	onDrain(listener: () => void): () => void {
+		return this.#channel.onDrain(listener)
+	}
+
+	/** Owner's teardown: destroy and await the close. */
+	async close(): Promise<void> {
+		this.destroy()
+		await this.closed
+	}
+
+	async #pump(): Promise<void> {
+		for (;;) {
+			if (this.#paused) {
+				await new Promise<void>((resolve) => {
+					this.#resume = resolve
+				})
+			}
+			const item = await this.#channel.read()
+			if (item.kind === 'closed') return
+			if (item.kind !== 'frame') continue
+			const event = item.message
+			if (event.type === 'data' && typeof event.data === 'string') {
+				this.#data.emit(new Uint8Array(Buffer.from(event.data, 'base64')))
+			} else if (event.type === 'error') {
+				this.#channel.destroy()
+			}
+		}
+	}
+}

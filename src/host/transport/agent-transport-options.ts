@@ -1,0 +1,176 @@
+/**
+ * Limits, defaults and options of the host's agent transport, resolved once at construction. Every
+ * duration is in milliseconds; a bad value is refused naming the option rather than guessed at.
+ */
+import { SandboxConfigError } from '../../contract/errors.js'
+import { AGENT_PROTOCOL_VERSION } from '../../wire/features.js'
+
+/** Largest frame a guest accepts once authenticated (`NAMZU_AGENT_MAX_FRAME_BYTES` default). */
+export const GUEST_FRAME_LIMIT_BYTES = 256 * 1024 * 1024
+/** Largest first frame of an unauthenticated tcp connection (`NAMZU_AGENT_MAX_PREAUTH_FRAME_BYTES`). */
+export const TCP_PREAUTH_FRAME_LIMIT_BYTES = 8 * 1024 * 1024
+/** Largest `writeFile` body the host sends at all, unless `maxWriteFileBytes` says otherwise. */
+export const DEFAULT_MAX_WRITE_FILE_BYTES = 1024 * 1024 * 1024
+/** The only guest protocol version this host speaks. */
+export const REMOTE_EXECUTION_PROTOCOL_VERSION = AGENT_PROTOCOL_VERSION
+/** After a request-shaped reply, the peer must close within this long. */
+export const POST_RESPONSE_CLOSE_TIMEOUT_MS = 1000
+/** Bound on the best-effort removal of an abandoned part sequence's temp file. */
+export const WRITE_PART_DISCARD_TIMEOUT_MS = 5000
+/** TCP keepalive probe delay on tcp handles. */
+export const TCP_KEEPALIVE_MS = 15_000
+/** Ceiling of one incoming frame: above the guest's own, so a whole-file base64 reply still fits. */
+export const HOST_READ_FRAME_LIMIT_BYTES = 512 * 1024 * 1024
+
+export interface AgentDialEvent {
+	readonly handleKind: string
+	readonly attempts: number
+	readonly durationMs: number
+}
+
+/** One connect attempt about to be made (`attempt` is 1-based). */
+export interface AgentDialAttemptEvent {
+	readonly handleKind: string
+	readonly attempt: number
+}
+
+export interface AgentTransportOptions {
+	/** Bound on one connection attempt (connect plus any handshake). Default 5000. */
+	readonly connectTimeoutMs?: number
+	/** Total time spent retrying a dial before `AgentDialFailedError`. Default 30 000. */
+	readonly connectRetryBudgetMs?: number
+	/** Pause between dial attempts. Default 100. */
+	readonly connectRetryIntervalMs?: number
+	/** A request or read stream silent this long fails. Not applied to exec, terminal or tcp. Default 60 000. */
+	readonly readIdleTimeoutMs?: number
+	/** Bound on control requests (reserve, cancel attempts, healthz). Default 2000. */
+	readonly controlRequestTimeoutMs?: number
+	/** Largest `writeFile` body sent at all. Default `DEFAULT_MAX_WRITE_FILE_BYTES` (1 GiB). */
+	readonly maxWriteFileBytes?: number
+	/** Raw bytes per part of a part sequence. Default (and ceiling): the most one frame admits. */
+	readonly writeFilePartBytes?: number
+	/**
+	 * Largest request frame this transport sends, below the guest's own limit (8 MiB pre-auth for a
+	 * tcp handle, `GUEST_FRAME_LIMIT_BYTES` otherwise). Bodies above it travel in parts, so the guest
+	 * never holds more than about twice this per write: the local tier sets it to keep a large
+	 * `writeFile` inside a small sandbox's memory limit.
+	 */
+	readonly maxRequestFrameBytes?: number
+	/** True for a dial error no retry can fix; stops the retry loop at once. */
+	readonly permanentDialFailure?: (error: Error) => boolean
+	/** Told about every established connection. Must not throw. */
+	readonly onDial?: (event: AgentDialEvent) => void
+	/** Told once per connect attempt, before it is made. Must not throw. */
+	readonly onDialAttempt?: (event: AgentDialAttemptEvent) => void
+	/**
+	 * Heartbeat interval asked for on terminal and tcp streams (stream-heartbeat.ts); used only once
+	 * the guest echoes it. Undefined or 0: none (the default here; the Kubernetes backend asks for
+	 * `DEFAULT_STREAM_HEARTBEAT_MS`).
+	 */
+	readonly streamHeartbeatMs?: number
+}
+
+export interface ResolvedAgentTransportOptions {
+	readonly connectTimeoutMs: number
+	readonly connectRetryBudgetMs: number
+	readonly connectRetryIntervalMs: number
+	readonly readIdleTimeoutMs: number
+	readonly controlRequestTimeoutMs: number
+	readonly maxWriteFileBytes: number
+	readonly writeFilePartBytes?: number
+	readonly maxRequestFrameBytes?: number
+	readonly permanentDialFailure: (error: Error) => boolean
+	readonly onDial?: (event: AgentDialEvent) => void
+	readonly onDialAttempt?: (event: AgentDialAttemptEvent) => void
+	/** Present only when a heartbeat is asked for (> 0). */
+	readonly streamHeartbeatMs?: number
+}
+
+export const DEFAULT_AGENT_TRANSPORT_OPTIONS = {
+	connectTimeoutMs: 5000,
+	connectRetryBudgetMs: 30_000,
+	connectRetryIntervalMs: 100,
+	readIdleTimeoutMs: 60_000,
+	controlRequestTimeoutMs: 2000,
+	maxWriteFileBytes: DEFAULT_MAX_WRITE_FILE_BYTES,
+} as const
+
+function positiveInteger(field: string, value: number | undefined, fallback: number): number {
+	if (value === undefined) return fallback
+	if (!Number.isSafeInteger(value) || value <= 0) {
+		throw new SandboxConfigError(field, `must be a positive safe integer, got ${String(value)}`)
+	}
+	return value
+}
+
+function nonNegativeInteger(field: string, value: number | undefined, fallback: number): number {
+	if (value === undefined) return fallback
+	if (!Number.isSafeInteger(value) || value < 0) {
+		throw new SandboxConfigError(field, `must be a non-negative safe integer, got ${String(value)}`)
+	}
+	return value
+}
+
+function heartbeatOption(value: number | undefined): { streamHeartbeatMs?: number } {
+	const ms = nonNegativeInteger('streamHeartbeatMs', value, 0)
+	return ms === 0 ? {} : { streamHeartbeatMs: ms }
+}
+
+export function resolveAgentTransportOptions(
+	options: AgentTransportOptions = {},
+): ResolvedAgentTransportOptions {
+	const d = DEFAULT_AGENT_TRANSPORT_OPTIONS
+	const resolved: ResolvedAgentTransportOptions = {
+		connectTimeoutMs: positiveInteger(
+			'connectTimeoutMs',
+			options.connectTimeoutMs,
+			d.connectTimeoutMs,
+		),
+		connectRetryBudgetMs: nonNegativeInteger(
+			'connectRetryBudgetMs',
+			options.connectRetryBudgetMs,
+			d.connectRetryBudgetMs,
+		),
+		connectRetryIntervalMs: nonNegativeInteger(
+			'connectRetryIntervalMs',
+			options.connectRetryIntervalMs,
+			d.connectRetryIntervalMs,
+		),
+		readIdleTimeoutMs: positiveInteger(
+			'readIdleTimeoutMs',
+			options.readIdleTimeoutMs,
+			d.readIdleTimeoutMs,
+		),
+		controlRequestTimeoutMs: positiveInteger(
+			'controlRequestTimeoutMs',
+			options.controlRequestTimeoutMs,
+			d.controlRequestTimeoutMs,
+		),
+		maxWriteFileBytes: nonNegativeInteger(
+			'maxWriteFileBytes',
+			options.maxWriteFileBytes,
+			d.maxWriteFileBytes,
+		),
+		permanentDialFailure: options.permanentDialFailure ?? (() => false),
+		...(options.onDial ? { onDial: options.onDial } : {}),
+		...(options.onDialAttempt ? { onDialAttempt: options.onDialAttempt } : {}),
+		...heartbeatOption(options.streamHeartbeatMs),
+	}
+	return {
+		...resolved,
+		...(options.writeFilePartBytes === undefined
+			? {}
+			: {
+					writeFilePartBytes: positiveInteger('writeFilePartBytes', options.writeFilePartBytes, 1),
+				}),
+		...(options.maxRequestFrameBytes === undefined
+			? {}
+			: {
+					maxRequestFrameBytes: positiveInteger(
+						'maxRequestFrameBytes',
+						options.maxRequestFrameBytes,
+						1,
+					),
+				}),
+	}
+}

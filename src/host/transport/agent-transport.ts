@@ -1,0 +1,382 @@
+/**
+ * The host's client of one guest agent. Every request dials a fresh connection (so a resumed or
+ * restarted guest costs nothing extra), carries the handle's token on `tcp`, and is held to the
+ * wire's reply discipline (`exchange.ts`). Files travel base64; a `writeFile` body too large for
+ * one frame goes in sequential parts when the guest advertises `write-file-parts`; a whole-file
+ * `readFile` streams when the guest advertises `read-file-stream`. Guest features are read once
+ * per transport from `healthz`.
+ */
+
+import { performance } from 'node:perf_hooks'
+import type { SandboxFileEntry } from '../../contract/sandbox.js'
+import { encodedFrameBytes, encodeFrameWithBase64, FRAME_HEADER_BYTES } from '../../wire/frame.js'
+import type {
+	AttachExecutionRequest,
+	ExecuteRequest,
+	TcpConnectRequest,
+	TerminalRequest,
+} from '../../wire/protocol.js'
+import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
+import {
+	listFilesThroughAgent,
+	readFileStreamThroughAgent,
+	readFileThroughAgent,
+} from '../files/agent-file-read.js'
+import { writeFileThroughAgent } from '../files/agent-file-write.js'
+import type { SandboxAgentHandle } from './agent-handle.js'
+import { AgentTcpConnection } from './agent-tcp-connection.js'
+import { AgentTerminalSession } from './agent-terminal-session.js'
+import {
+	type AgentTransportOptions,
+	GUEST_FRAME_LIMIT_BYTES,
+	type ResolvedAgentTransportOptions,
+	resolveAgentTransportOptions,
+	TCP_PREAUTH_FRAME_LIMIT_BYTES,
+} from './agent-transport-options.js'
+import { dialAgent } from './dial.js'
+import {
+	readSingleReply,
+	readStreamEvents,
+	refusalError,
+	refusalOf,
+	streamRefusalOf,
+} from './exchange.js'
+import { FrameChannel } from './frame-channel.js'
+import { type AgentHealth, parseHealthzReply } from './healthz-reply.js'
+import { raceSignal } from './race-signal.js'
+import { startHostStreamHeartbeat, withHeartbeatRequest } from './stream-heartbeat.js'
+import { AgentFrameTooLargeError, AgentPreauthFrameTooLargeError } from './transport-errors.js'
+
+export interface AgentRequestOptions {
+	readonly signal?: AbortSignal
+	/** Silence bound for this exchange; 0 disables. Default `readIdleTimeoutMs`. */
+	readonly idleTimeoutMs?: number
+	/** Told how long this request's dial took (retries included) once it has a socket. */
+	readonly onDialed?: (durationMs: number) => void
+}
+
+export interface AgentReadFileOptions {
+	readonly offset?: number
+	readonly length?: number
+	readonly signal?: AbortSignal
+}
+
+export class AgentTransport {
+	#handle: SandboxAgentHandle
+	readonly options: ResolvedAgentTransportOptions
+	#features: Promise<ReadonlySet<string>> | undefined
+	#guestBootId: string | undefined
+
+	constructor(handle: SandboxAgentHandle, options: AgentTransportOptions = {}) {
+		this.#handle = handle
+		this.options = resolveAgentTransportOptions(options)
+	}
+
+	/** Where requests go. Every request dials afresh, so a rebind takes effect on the next one. */
+	get handle(): SandboxAgentHandle {
+		return this.#handle
+	}
+
+	/**
+	 * Points later requests at a different guest (a Kubernetes pod replaced under its handle): new
+	 * address, new per-instance token. Cached features and the guest boot id are forgotten, since
+	 * they belong to the previous guest.
+	 */
+	rebind(handle: SandboxAgentHandle): void {
+		this.#handle = handle
+		this.#features = undefined
+		this.#guestBootId = undefined
+	}
+
+	/**
+	 * The `guestBootId` the guest stamped on the last reply that carried one (reserve, cancel,
+	 * read-file, write-file, stream `ready`, attach); undefined against a guest that sends none.
+	 * A change means a different agent process: everything started before is gone.
+	 */
+	get guestBootId(): string | undefined {
+		return this.#guestBootId
+	}
+
+	/** Remembers the `guestBootId` a guest message carries, if any. */
+	noteGuestBootId(message: Record<string, unknown>): void {
+		if (typeof message.guestBootId === 'string') this.#guestBootId = message.guestBootId
+	}
+
+	/** Largest request frame payload sent to the guest: its limit, or the configured lower one. */
+	get frameLimitBytes(): number {
+		const guest =
+			this.handle.kind === 'tcp' ? TCP_PREAUTH_FRAME_LIMIT_BYTES : GUEST_FRAME_LIMIT_BYTES
+		return Math.min(guest, this.options.maxRequestFrameBytes ?? guest)
+	}
+
+	get #token(): string | undefined {
+		return this.handle.kind === 'tcp' ? this.handle.token : undefined
+	}
+
+	/**
+	 * `{ op, token?, body? }`: the body goes last so a bulk body's trailing `content` is the
+	 * payload's last string, which the guest decodes without building it (ascii-string-members.ts).
+	 */
+	#envelope(op: string, body: unknown): object {
+		const token = this.#token
+		const head = token === undefined ? { op } : { op, token }
+		return body === undefined ? head : { ...head, body }
+	}
+
+	/** Payload bytes of the envelope `request(op, body)` would send (token included, never shown). */
+	encodedRequestBytes(op: string, body: unknown): number {
+		return encodedFrameBytes(this.#envelope(op, body)) - FRAME_HEADER_BYTES
+	}
+
+	/** Encodes an envelope, refusing (before any dial) one the guest could not accept. */
+	#encode(envelope: object): Buffer {
+		const frame = encodeFrameWithBase64(envelope)
+		const payloadBytes = frame.length - FRAME_HEADER_BYTES
+		const limit = this.frameLimitBytes
+		if (payloadBytes <= limit) return frame
+		if (this.handle.kind === 'tcp') throw new AgentPreauthFrameTooLargeError(payloadBytes, limit)
+		throw new AgentFrameTooLargeError(
+			`request frame of ${payloadBytes} bytes exceeds the guest frame limit of ${limit} bytes (NAMZU_AGENT_MAX_FRAME_BYTES)`,
+			payloadBytes,
+			limit,
+		)
+	}
+
+	async #open(
+		op: string,
+		frame: Buffer,
+		signal: AbortSignal | undefined,
+		onDialed?: (durationMs: number) => void,
+	): Promise<FrameChannel> {
+		const started = performance.now()
+		const socket = await dialAgent(this.handle, this.options, signal)
+		onDialed?.(performance.now() - started)
+		const channel = new FrameChannel(socket, op)
+		channel.sendEncoded(frame)
+		return channel
+	}
+
+	/** One request-shaped exchange; answers the raw reply, refusals included. */
+	async request(
+		op: string,
+		body: unknown,
+		options: AgentRequestOptions = {},
+	): Promise<Record<string, unknown>> {
+		return this.#requestFrame(op, this.#encode(this.#envelope(op, body)), options)
+	}
+
+	async #requestFrame(
+		op: string,
+		frame: Buffer,
+		options: AgentRequestOptions,
+	): Promise<Record<string, unknown>> {
+		options.signal?.throwIfAborted()
+		const channel = await this.#open(op, frame, options.signal, options.onDialed)
+		const unbind = channel.bindSignal(options.signal)
+		channel.setIdleTimeout(options.idleTimeoutMs ?? this.options.readIdleTimeoutMs)
+		try {
+			const reply = await readSingleReply(channel)
+			this.noteGuestBootId(reply)
+			return reply
+		} finally {
+			unbind()
+			if (!channel.isClosed) channel.destroy()
+		}
+	}
+
+	/** A request-shaped exchange whose `{ ok: false }` answer is thrown as a named refusal. */
+	async call(
+		op: string,
+		body: unknown,
+		options: AgentRequestOptions = {},
+	): Promise<Record<string, unknown>> {
+		const reply = await this.request(op, body, options)
+		const refusal = refusalOf(reply)
+		if (refusal !== undefined) throw refusalError(op, refusal)
+		return reply
+	}
+
+	/** A stream-shaped exchange: each event until the terminator. Breaking out closes the connection. */
+	async *stream(
+		op: string,
+		body: unknown,
+		options: AgentRequestOptions = {},
+	): AsyncGenerator<Record<string, unknown>, void, undefined> {
+		const frame = this.#encode(this.#envelope(op, body))
+		options.signal?.throwIfAborted()
+		const channel = await this.#open(op, frame, options.signal, options.onDialed)
+		const unbind = channel.bindSignal(options.signal)
+		channel.setIdleTimeout(options.idleTimeoutMs ?? this.options.readIdleTimeoutMs)
+		try {
+			for await (const event of readStreamEvents(channel)) {
+				const refusal = refusalOf(event)
+				if (refusal !== undefined) throw refusalError(op, refusal)
+				yield event
+			}
+		} finally {
+			unbind()
+			if (!channel.isClosed) channel.destroy()
+		}
+	}
+
+	/** Opens a long-lived two-way op (terminal, tcp-connect) and waits for its `ready`. */
+	async #openDuplex(op: string, body: unknown, signal?: AbortSignal): Promise<FrameChannel> {
+		return (await this.openStream(op, body, { ...(signal ? { signal } : {}) })).channel
+	}
+
+	/**
+	 * Opens a long-lived two-way op (terminal, tcp-connect, attach-session) and waits for its
+	 * `ready`, which is returned (session streams carry their fields on it). Asks for the heartbeat
+	 * and arms it on the guest's echo. A refusal before `ready` becomes `mapRefusal(message, code)`,
+	 * default the transport's own refusal errors.
+	 */
+	async openStream(
+		op: string,
+		body: unknown,
+		options: {
+			readonly signal?: AbortSignal
+			readonly mapRefusal?: (message: Record<string, unknown>, refusal: string) => Error
+		} = {},
+	): Promise<{ channel: FrameChannel; ready: Record<string, unknown> }> {
+		const { signal } = options
+		const heartbeatMs = this.options.streamHeartbeatMs
+		const frame = this.#encode(this.#envelope(op, withHeartbeatRequest(body, heartbeatMs)))
+		signal?.throwIfAborted()
+		const channel = await this.#open(op, frame, signal)
+		const unbind = channel.bindSignal(signal)
+		channel.setIdleTimeout(this.options.readIdleTimeoutMs)
+		let ready: Record<string, unknown>
+		try {
+			const first = await channel.read()
+			if (first.kind === 'closed') {
+				throw (
+					first.error ??
+					new RemoteProtocolError(`${op}: the guest closed the connection before ready`)
+				)
+			}
+			if (first.kind !== 'frame') throw new RemoteProtocolError(`${op}: stream ended before ready`)
+			const refusal = streamRefusalOf(first.message)
+			if (refusal !== undefined) {
+				throw options.mapRefusal?.(first.message, refusal) ?? refusalError(op, refusal)
+			}
+			if (first.message.type !== 'ready') {
+				throw new RemoteProtocolError(`${op}: expected ready, got ${String(first.message.type)}`)
+			}
+			ready = first.message
+			this.noteGuestBootId(ready)
+		} catch (error) {
+			channel.destroy()
+			throw error
+		} finally {
+			unbind()
+		}
+		// A quiet stream is not a failure; its owner ends it.
+		channel.setIdleTimeout(0)
+		// Replaced, when the guest echoed an interval, by the negotiated heartbeat's watchdog.
+		startHostStreamHeartbeat(channel, heartbeatMs, ready.heartbeatMs)
+		return { channel, ready }
+	}
+
+	// ---- health ---------------------------------------------------------------------------------
+
+	/** `healthz`, strictly validated (ok true, protocol version exactly 2). */
+	async healthz(signal?: AbortSignal): Promise<AgentHealth> {
+		const reply = await this.request('healthz', undefined, signal ? { signal } : {})
+		return parseHealthzReply(reply)
+	}
+
+	/** The guest's advertised features, read once per transport (a failed read is retried). */
+	features(signal?: AbortSignal): Promise<ReadonlySet<string>> {
+		if (!this.#features) {
+			const pending = this.healthz().then((health) => new Set(health.features))
+			this.#features = pending
+			pending.catch(() => {
+				if (this.#features === pending) this.#features = undefined
+			})
+		}
+		return raceSignal(this.#features, signal)
+	}
+
+	// ---- files (agent-file-write.ts, agent-file-read.ts) --------------------------------------
+
+	/**
+	 * Writes `data` to `path` atomically: refused above `maxWriteFileBytes`, one request when it
+	 * fits a frame, otherwise sequential parts to a guest advertising `write-file-parts`.
+	 */
+	writeFile(path: string, data: string | Uint8Array, signal?: AbortSignal): Promise<void> {
+		return writeFileThroughAgent(this, path, data, signal)
+	}
+
+	/** A slice (ranged `read-file`) or the whole file (streamed when the guest can). */
+	readFile(path: string, options: AgentReadFileOptions = {}): Promise<Buffer> {
+		return readFileThroughAgent(this, path, options)
+	}
+
+	/** The file as ordered chunks; breaking the loop or aborting closes the connection. */
+	readFileStream(
+		path: string,
+		options: AgentReadFileOptions = {},
+	): AsyncGenerator<Buffer, void, undefined> {
+		return readFileStreamThroughAgent(this, path, options)
+	}
+
+	/** Recursive regular files under `path` (op `list-files`). */
+	listFiles(path: string, signal?: AbortSignal): Promise<SandboxFileEntry[]> {
+		return listFilesThroughAgent(this, path, signal)
+	}
+
+	// ---- executions -----------------------------------------------------------------------------
+
+	/** `{}` exactly as before unless the caller names the id (detachable executions). */
+	reserveExecution(
+		signal: AbortSignal,
+		executionId?: string,
+		onDialed?: (durationMs: number) => void,
+	): Promise<Record<string, unknown>> {
+		return this.request('reserve-execution', executionId === undefined ? {} : { executionId }, {
+			signal,
+			onDialed,
+		})
+	}
+
+	/** The `attach-execution` event stream (observer only); no idle bound, the signal ends it. */
+	attachExecution(
+		request: AttachExecutionRequest,
+		signal: AbortSignal,
+	): AsyncGenerator<Record<string, unknown>, void, undefined> {
+		return this.stream('attach-execution', request, { signal, idleTimeoutMs: 0 })
+	}
+
+	cancelExecution(
+		executionId: string,
+		signal: AbortSignal,
+		onDialed?: (durationMs: number) => void,
+	): Promise<Record<string, unknown>> {
+		return this.request('cancel-execution', { executionId }, { signal, onDialed })
+	}
+
+	/** The `execute` event stream; no idle bound (a command may be silent), the signal ends it. */
+	execute(
+		request: ExecuteRequest,
+		signal: AbortSignal,
+		onDialed?: (durationMs: number) => void,
+	): AsyncGenerator<Record<string, unknown>, void, undefined> {
+		return this.stream('execute', request, { signal, idleTimeoutMs: 0, onDialed })
+	}
+
+	// ---- terminals and tcp ----------------------------------------------------------------------
+
+	async openTerminal(
+		request: TerminalRequest,
+		signal?: AbortSignal,
+	): Promise<AgentTerminalSession> {
+		return new AgentTerminalSession(await this.#openDuplex('terminal', request, signal))
+	}
+
+	async openTcpConnection(
+		request: TcpConnectRequest,
+		signal?: AbortSignal,
+	): Promise<AgentTcpConnection> {
+		return new AgentTcpConnection(await this.#openDuplex('tcp-connect', request, signal))
+	}
+}

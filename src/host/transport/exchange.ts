@@ -1,0 +1,92 @@
+/**
+ * The two reply disciplines of the agent wire, enforced on a `FrameChannel`. Request-shaped: exactly
+ * one frame, no trailing bytes, and the peer closes within `POST_RESPONSE_CLOSE_TIMEOUT_MS`; the
+ * call resolves on that close. Stream-shaped: event frames, the zero-length terminator, nothing
+ * after it, then the same close. Anything else is a `RemoteProtocolError`.
+ */
+
+import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
+import { POST_RESPONSE_CLOSE_TIMEOUT_MS } from './agent-transport-options.js'
+import type { FrameChannel } from './frame-channel.js'
+import { AgentOpRefusedError, AgentUnauthorizedError } from './transport-errors.js'
+
+/** Waits for the peer to close after its last frame; extra frames or silence are violations. */
+export async function expectPeerClose(channel: FrameChannel): Promise<void> {
+	const next = await channel.read(POST_RESPONSE_CLOSE_TIMEOUT_MS)
+	if (next.kind === 'closed') {
+		// A reset after a complete answer loses nothing; stray bytes or bad framing do.
+		if (next.error instanceof RemoteProtocolError) throw next.error
+		return
+	}
+	channel.destroy()
+	if (next.kind === 'timeout') {
+		throw new RemoteProtocolError(
+			`${channel.op}: the guest did not close the connection within ${POST_RESPONSE_CLOSE_TIMEOUT_MS} ms of its answer`,
+		)
+	}
+	throw new RemoteProtocolError(
+		`${channel.op}: the guest sent ${next.kind === 'end' ? 'a terminator' : 'another frame'} after its answer`,
+	)
+}
+
+function closedError(channel: FrameChannel, error: Error | undefined, what: string): Error {
+	return error ?? new RemoteProtocolError(`${channel.op}: the guest closed the connection ${what}`)
+}
+
+/** Reads the one reply frame of a request-shaped op. */
+export async function readSingleReply(channel: FrameChannel): Promise<Record<string, unknown>> {
+	const first = await channel.read()
+	if (first.kind === 'closed') throw closedError(channel, first.error, 'without replying')
+	if (first.kind !== 'frame') {
+		channel.destroy()
+		throw new RemoteProtocolError(`${channel.op}: expected one reply frame, got a terminator`)
+	}
+	await expectPeerClose(channel)
+	return first.message
+}
+
+/** Yields each event of a stream-shaped op until its terminator, then checks the close. */
+export async function* readStreamEvents(
+	channel: FrameChannel,
+): AsyncGenerator<Record<string, unknown>, void, undefined> {
+	try {
+		for (;;) {
+			const item = await channel.read()
+			if (item.kind === 'frame') {
+				yield item.message
+				continue
+			}
+			if (item.kind === 'end') {
+				await expectPeerClose(channel)
+				return
+			}
+			if (item.kind === 'closed') {
+				throw closedError(channel, item.error, 'before the stream terminator')
+			}
+		}
+	} finally {
+		// An early `return()` by the consumer (break, abort) must not leave the transfer running.
+		if (!channel.isClosed) channel.destroy()
+	}
+}
+
+/** The guest's refusal string when `message` is `{ ok: false, error }`. */
+export function refusalOf(message: Record<string, unknown>): string | undefined {
+	if (message.ok !== false) return undefined
+	return typeof message.error === 'string' ? message.error : 'unspecified refusal'
+}
+
+/** A stream's refusal: a request-shaped `{ ok: false }` or a stream `{ type: 'error' }` event. */
+export function streamRefusalOf(message: Record<string, unknown>): string | undefined {
+	const refusal = refusalOf(message)
+	if (refusal !== undefined) return refusal
+	if (message.type === 'error') return String(message.error ?? 'unspecified refusal')
+	return undefined
+}
+
+/** The named error for a guest refusal of `op`. */
+export function refusalError(op: string, guestError: string): AgentOpRefusedError {
+	return guestError === 'unauthorized'
+		? new AgentUnauthorizedError(op)
+		: new AgentOpRefusedError(op, guestError)
+}

@@ -1,0 +1,199 @@
+/**
+ * One connection to the agent seen as a queue of parsed items: frames, the zero-length stream
+ * terminator, and finally `closed` (with the failure, if the connection did not end cleanly).
+ * The reader is pull-based so a slow consumer pauses the socket instead of buffering without
+ * bound. It knows nothing about ops; `exchange.ts` applies the request and stream rules.
+ */
+import type { Socket } from 'node:net'
+import { encodeFrame, FrameError, FrameReader, parseFramePayload } from '../../wire/frame.js'
+import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
+import { HOST_READ_FRAME_LIMIT_BYTES } from './agent-transport-options.js'
+import { AgentConnectionError, AgentReadTimeoutError } from './transport-errors.js'
+
+export type ChannelItem =
+	| { readonly kind: 'frame'; readonly message: Record<string, unknown> }
+	| { readonly kind: 'end' }
+	| { readonly kind: 'closed'; readonly error?: Error }
+
+/** Parsed items held before the socket is paused. */
+const QUEUE_HIGH_WATER = 32
+
+export class FrameChannel {
+	readonly op: string
+	readonly #socket: Socket
+	readonly #reader = new FrameReader({
+		maxFrameBytes: HOST_READ_FRAME_LIMIT_BYTES,
+		limitVariable: 'HOST_READ_FRAME_LIMIT_BYTES',
+	})
+	readonly #queue: ChannelItem[] = []
+	#waiter: ((item: ChannelItem) => void) | undefined
+	#failure: Error | undefined
+	#closed = false
+	#heldByConsumer = false
+	readonly #closedPromise: Promise<void>
+
+	constructor(socket: Socket, op: string) {
+		this.#socket = socket
+		this.op = op
+		this.#closedPromise = new Promise((resolve) => socket.once('close', () => resolve()))
+		socket.on('data', (chunk: Buffer) => this.#onData(chunk))
+		socket.on('error', (error: Error) => {
+			this.#failure ??= new AgentConnectionError(op, { cause: error })
+		})
+		socket.once('close', () => this.#onClose())
+		socket.on('timeout', () => {
+			this.fail(new AgentReadTimeoutError(op, socket.timeout ?? 0))
+		})
+		socket.resume()
+	}
+
+	/** Resolves once the socket has fully closed. Never rejects. */
+	get closed(): Promise<void> {
+		return this.#closedPromise
+	}
+
+	get isClosed(): boolean {
+		return this.#closed
+	}
+
+	/** Arms (or with 0 disarms) the idle timeout: silence that long fails the channel. */
+	setIdleTimeout(ms: number): void {
+		this.#socket.setTimeout(ms)
+	}
+
+	/** Sends one frame. False means the socket wants the writer to wait for `drain`. */
+	send(message: unknown): boolean {
+		return this.sendEncoded(encodeFrame(message))
+	}
+
+	sendEncoded(frame: Buffer): boolean {
+		if (this.#socket.destroyed || !this.#socket.writable) return false
+		return this.#socket.write(frame)
+	}
+
+	onDrain(listener: () => void): () => void {
+		this.#socket.on('drain', listener)
+		return () => this.#socket.off('drain', listener)
+	}
+
+	/** Every chunk of bytes received (liveness counts bytes, not frames). Returns an unsubscribe. */
+	onBytes(listener: (byteCount: number) => void): () => void {
+		const onData = (chunk: Buffer) => listener(chunk.length)
+		this.#socket.on('data', onData)
+		return () => this.#socket.off('data', onData)
+	}
+
+	/** Whether reading is paused for backpressure (queue full or held by the consumer). */
+	get readingPaused(): boolean {
+		return this.#socket.isPaused()
+	}
+
+	/** Consumer-level flow control (e.g. a tcp connection's `pause()`). */
+	hold(): void {
+		this.#heldByConsumer = true
+		this.#socket.pause()
+	}
+
+	release(): void {
+		this.#heldByConsumer = false
+		if (this.#queue.length < QUEUE_HIGH_WATER) this.#socket.resume()
+	}
+
+	/** Half-closes our side. */
+	end(): void {
+		if (!this.#socket.destroyed) this.#socket.end()
+	}
+
+	/** Tears the connection down, recording why (the first reason wins). */
+	fail(error: Error): void {
+		this.#failure ??= error
+		this.#socket.destroy()
+	}
+
+	/** Tears the connection down as a normal end of use. */
+	destroy(): void {
+		this.#socket.destroy()
+	}
+
+	/** Ties the channel to a signal: aborting destroys the connection with the signal's reason. */
+	bindSignal(signal: AbortSignal | undefined): () => void {
+		if (!signal) return () => {}
+		const onAbort = () => {
+			const reason: unknown = signal.reason
+			this.fail(reason instanceof Error ? reason : new DOMException('aborted', 'AbortError'))
+		}
+		if (signal.aborted) {
+			onAbort()
+			return () => {}
+		}
+		signal.addEventListener('abort', onAbort, { once: true })
+		return () => signal.removeEventListener('abort', onAbort)
+	}
+
+	/**
+	 * The next item, or `timeout` after `timeoutMs` (when given) with nothing queued. After
+	 * `closed` every call answers `closed` again.
+	 */
+	read(timeoutMs?: number): Promise<ChannelItem | { readonly kind: 'timeout' }> {
+		const queued = this.#queue.shift()
+		if (queued) {
+			if (queued.kind === 'closed') this.#queue.unshift(queued)
+			else if (!this.#heldByConsumer && this.#queue.length < QUEUE_HIGH_WATER) this.#socket.resume()
+			return Promise.resolve(queued)
+		}
+		return new Promise((resolve) => {
+			const timer =
+				timeoutMs === undefined
+					? undefined
+					: setTimeout(() => {
+							this.#waiter = undefined
+							resolve({ kind: 'timeout' })
+						}, timeoutMs)
+			this.#waiter = (item) => {
+				if (timer) clearTimeout(timer)
+				resolve(item)
+			}
+		})
+	}
+
+	#push(item: ChannelItem): void {
+		const waiter = this.#waiter
+		if (waiter) {
+			this.#waiter = undefined
+			if (item.kind === 'closed') this.#queue.push(item)
+			waiter(item)
+			return
+		}
+		this.#queue.push(item)
+		if (this.#queue.length >= QUEUE_HIGH_WATER) this.#socket.pause()
+	}
+
+	#onData(chunk: Buffer): void {
+		if (this.#closed || this.#failure) return
+		try {
+			for (const item of this.#reader.push(chunk)) {
+				if (item.kind === 'end') this.#push({ kind: 'end' })
+				else this.#push({ kind: 'frame', message: parseFramePayload(item.payload) })
+			}
+		} catch (error) {
+			const detail =
+				error instanceof FrameError || error instanceof Error ? error.message : String(error)
+			this.fail(
+				new RemoteProtocolError(`${this.op}: the guest sent a malformed frame: ${detail}`, {
+					cause: error,
+				}),
+			)
+		}
+	}
+
+	#onClose(): void {
+		this.#closed = true
+		let error = this.#failure
+		if (!error && this.#reader.bufferedBytes > 0) {
+			error = new RemoteProtocolError(
+				`${this.op}: the guest closed the connection inside a frame (${this.#reader.bufferedBytes} stray bytes)`,
+			)
+		}
+		this.#push(error ? { kind: 'closed', error } : { kind: 'closed' })
+	}
+}

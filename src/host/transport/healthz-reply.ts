@@ -1,0 +1,31 @@
+/**
+ * Strict reading of a guest's `healthz` answer: `ok` must be `true` and `protocolVersion` exactly
+ * the version this host speaks, otherwise the guest image is incompatible (or retiring) and must
+ * not be used. `features` is optional for guests that predate it.
+ */
+
+import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
+import { REMOTE_EXECUTION_PROTOCOL_VERSION } from './agent-transport-options.js'
+
+export interface AgentHealth {
+	readonly ok: true
+	readonly protocolVersion: number
+	readonly features: readonly string[]
+}
+
+export function parseHealthzReply(reply: Record<string, unknown>): AgentHealth {
+	if (reply.protocolVersion !== REMOTE_EXECUTION_PROTOCOL_VERSION) {
+		throw new RemoteProtocolError(
+			`guest agent speaks protocol ${JSON.stringify(reply.protocolVersion)}, this host speaks ${REMOTE_EXECUTION_PROTOCOL_VERSION}; rebuild the guest image from this release`,
+		)
+	}
+	if (reply.ok !== true) {
+		const retiring = reply.retiring === true ? ' (the agent is retiring)' : ''
+		throw new RemoteProtocolError(`guest agent healthz answered ok=${String(reply.ok)}${retiring}`)
+	}
+	const features = reply.features ?? []
+	if (!Array.isArray(features) || !features.every((entry) => typeof entry === 'string')) {
+		throw new RemoteProtocolError('guest agent healthz features is not a list of strings')
+	}
+	return { ok: true, protocolVersion: reply.protocolVersion, features }
+}

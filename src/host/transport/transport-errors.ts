@@ -1,0 +1,146 @@
+/**
+ * Refusals of the host's agent transport: dialing, frame ceilings, body limits, missing guest
+ * features, and guest answers that refused an op. Messages name limits and the handle kind, never
+ * a token or file contents.
+ */
+import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
+import type { SandboxAgentHandleKind } from './agent-handle.js'
+
+/** No socket to the agent could be established within the retry budget (or a permanent failure). */
+export class AgentDialFailedError extends SandboxError {
+	override readonly name = 'AgentDialFailedError'
+	readonly handleKind: SandboxAgentHandleKind
+	readonly attempts: number
+	readonly elapsedMs: number
+
+	constructor(
+		handleKind: SandboxAgentHandleKind,
+		attempts: number,
+		elapsedMs: number,
+		options: SandboxErrorOptions & { permanent?: boolean } = {},
+	) {
+		const last = options.cause instanceof Error ? `: ${options.cause.message}` : ''
+		super(
+			`could not dial the guest agent (${handleKind}) after ${attempts} attempt(s) in ${Math.round(elapsedMs)} ms${last}`,
+			options.permanent ? 'dial-failed-permanently' : 'dial-failed',
+			{ cause: options.cause, retryable: !options.permanent },
+		)
+		this.handleKind = handleKind
+		this.attempts = attempts
+		this.elapsedMs = elapsedMs
+	}
+}
+
+/** An outgoing request envelope is larger than the guest will accept in one frame. */
+export class AgentFrameTooLargeError extends SandboxError {
+	override readonly name: string = 'AgentFrameTooLargeError'
+	readonly frameBytes: number
+	readonly limitBytes: number
+
+	constructor(message: string, frameBytes: number, limitBytes: number, reason = 'frame-too-large') {
+		super(message, reason)
+		this.frameBytes = frameBytes
+		this.limitBytes = limitBytes
+	}
+}
+
+/**
+ * A `tcp` request envelope above the guest's pre-auth ceiling: every tcp request is its
+ * connection's first, unauthenticated frame, so it is refused before dialing.
+ */
+export class AgentPreauthFrameTooLargeError extends AgentFrameTooLargeError {
+	override readonly name = 'AgentPreauthFrameTooLargeError'
+
+	constructor(frameBytes: number, limitBytes: number, options: { guestLacks?: string } = {}) {
+		const missing =
+			options.guestLacks === undefined
+				? ''
+				: `; the guest does not advertise '${options.guestLacks}', so the body cannot be sent in parts — rebuild the guest image to get it`
+		super(
+			`request frame of ${frameBytes} bytes exceeds the guest pre-auth frame limit of ${limitBytes} bytes (NAMZU_AGENT_MAX_PREAUTH_FRAME_BYTES)${missing}`,
+			frameBytes,
+			limitBytes,
+			'preauth-frame-too-large',
+		)
+	}
+}
+
+/** A `writeFile` body above `maxWriteFileBytes`, refused before any route is chosen or dialed. */
+export class AgentWriteFileTooLargeError extends SandboxError {
+	override readonly name = 'AgentWriteFileTooLargeError'
+	readonly sizeBytes: number
+	readonly limitBytes: number
+
+	constructor(sizeBytes: number, limitBytes: number) {
+		super(
+			`writeFile body of ${sizeBytes} bytes exceeds maxWriteFileBytes (${limitBytes} bytes)`,
+			'write-file-too-large',
+		)
+		this.sizeBytes = sizeBytes
+		this.limitBytes = limitBytes
+	}
+}
+
+/** A ranged read or a streamed read against a guest that does not advertise `read-file-stream`. */
+export class AgentReadFileStreamUnsupportedError extends SandboxError {
+	override readonly name = 'AgentReadFileStreamUnsupportedError'
+	readonly operation: string
+
+	constructor(operation: string) {
+		super(
+			`${operation}: the guest agent does not advertise 'read-file-stream' (ranged and streamed reads); rebuild the guest image`,
+			'read-file-stream-unsupported',
+		)
+		this.operation = operation
+	}
+}
+
+/** The guest answered an op with `{ ok: false, error }` (or a stream `error` event). */
+export class AgentOpRefusedError extends SandboxError {
+	override readonly name: string = 'AgentOpRefusedError'
+	readonly op: string
+	/** The guest's error string, e.g. `ENOENT: …` or `unknown_op: …`. */
+	readonly guestError: string
+
+	constructor(op: string, guestError: string, reason = 'op-refused') {
+		super(`guest agent refused ${op}: ${guestError}`, reason)
+		this.op = op
+		this.guestError = guestError
+	}
+}
+
+/** The guest refused the request's credential (`unauthorized`). */
+export class AgentUnauthorizedError extends AgentOpRefusedError {
+	override readonly name = 'AgentUnauthorizedError'
+
+	constructor(op: string) {
+		super(op, 'unauthorized', 'unauthorized')
+	}
+}
+
+/** The connection went silent for longer than `readIdleTimeoutMs`. */
+export class AgentReadTimeoutError extends SandboxError {
+	override readonly name = 'AgentReadTimeoutError'
+	readonly op: string
+	readonly idleMs: number
+
+	constructor(op: string, idleMs: number) {
+		super(`${op}: the guest agent sent nothing for ${idleMs} ms`, 'read-timeout', {
+			retryable: true,
+		})
+		this.op = op
+		this.idleMs = idleMs
+	}
+}
+
+/** The connection failed after it was established (reset, broken pipe). */
+export class AgentConnectionError extends SandboxError {
+	override readonly name = 'AgentConnectionError'
+	readonly op: string
+
+	constructor(op: string, options: SandboxErrorOptions = {}) {
+		const detail = options.cause instanceof Error ? `: ${options.cause.message}` : ''
+		super(`${op}: connection to the guest agent failed${detail}`, 'connection-failed', options)
+		this.op = op
+	}
+}
