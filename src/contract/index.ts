@@ -1,4 +1,3 @@
-export * from '../exec-programs/walk/walk-files-via-exec.js'
 export type * from './background-job-output.js'
 export type * from './egress.js'
 export * from './errors.js'

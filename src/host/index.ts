@@ -41,14 +41,20 @@ export {
 	RemoteCommandError,
 	RemoteControlTimeoutError,
 	RemoteExecutionRefusedError,
-	RemoteProtocolError,
 	RemoteResultIncompleteError,
 } from './exec/remote-execution-errors.js'
 export type {
 	RemoteCancellationAcknowledgement,
 	RemoteReservation,
 	RemoteTerminalMetadata,
-} from './exec/remote-execution-reply.js'
+} from './exec/remote-execution-messages.js'
+export type { AgentReadFileOptions } from './files/agent-file-read.js'
+export {
+	listFilesThroughAgent,
+	readFileStreamThroughAgent,
+	readFileThroughAgent,
+} from './files/agent-file-read.js'
+export { writeFileThroughAgent } from './files/agent-file-write.js'
 export { PART_TEMP_BASENAME_MAX_CHARS } from './files/write-file-plan.js'
 export type {
 	FlushOptions,
@@ -103,7 +109,7 @@ export type { SandboxAgentHandle, SandboxAgentHandleKind } from './transport/age
 export { describeAgentHandle } from './transport/agent-handle.js'
 export { AgentTcpConnection } from './transport/agent-tcp-connection.js'
 export { AgentTerminalSession } from './transport/agent-terminal-session.js'
-export type { AgentReadFileOptions, AgentRequestOptions } from './transport/agent-transport.js'
+export type { AgentRequestOptions } from './transport/agent-transport.js'
 export { AgentTransport } from './transport/agent-transport.js'
 export type {
 	AgentDialEvent,
@@ -133,4 +139,5 @@ export {
 	AgentReadTimeoutError,
 	AgentUnauthorizedError,
 	AgentWriteFileTooLargeError,
+	RemoteProtocolError,
 } from './transport/transport-errors.js'

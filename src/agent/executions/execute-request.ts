@@ -4,7 +4,7 @@
  * the filesystem). Every failure is an `OpRefusal` whose `error` is the wire refusal string.
  */
 import type { AgentConfig } from '../server/config.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 import { isExecutionId } from './execution-id.js'
 
 export interface ResolvedExecuteRequest {

@@ -32,7 +32,7 @@ import type {
 	ExecutionTerminalState,
 	ReserveExecutionReply,
 } from '../../wire/protocol.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 import { mintExecutionId } from './execution-id.js'
 import type {
 	ExecResultFields,

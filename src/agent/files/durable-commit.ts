@@ -6,7 +6,7 @@
 
 import { constants } from 'node:fs'
 import { type FileHandle, mkdir, open, rename, stat } from 'node:fs/promises'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 import { errnoCode } from './fs-refusal.js'
 
 /** Carries `target`'s permission bits onto `handle` when the target exists. */

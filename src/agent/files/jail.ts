@@ -14,7 +14,7 @@
 import { realpathSync } from 'node:fs'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import type { AgentConfig } from '../server/config.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 
 export const PATH_ESCAPES_WORKSPACE = 'path_escapes_workspace'
 /** No path at all (absent, empty or not a string): nothing to jail. */

@@ -4,7 +4,7 @@
  * refused outright, never shortened.
  */
 
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 
 export const READ_FILE_RANGE_VARIABLE = 'NAMZU_AGENT_READ_FILE_RANGE_BYTES'
 

@@ -5,7 +5,7 @@
  */
 import { stat } from 'node:fs/promises'
 import type { AgentConfig } from '../server/config.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 import { resolveWorkspaceDirectory } from './jail.js'
 
 function refuse(detail: string): OpRefusal {

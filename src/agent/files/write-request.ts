@@ -5,7 +5,7 @@
 
 import { asciiMemberBytes } from '../../wire/ascii-string-members.js'
 import { decodeBase64 } from '../../wire/base64-pieces.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 
 export type WriteRequest =
 	| { readonly kind: 'whole'; readonly path: string; readonly content: Buffer }

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process'
 import { accessSync, constants, statSync } from 'node:fs'
 import { delimiter, isAbsolute, join } from 'node:path'
 import { childEnvironment } from '../process/child-env.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 
 export const SYNC_PROGRAM = 'sync'
 const SHELL = '/bin/sh'

@@ -4,7 +4,7 @@
  * Kept apart from config.ts so the lifecycle work owns its own variables; config.ts carries the
  * result as `config.lifecycle`.
  */
-import { AgentConfigError } from '../server/config.js'
+import { AgentConfigError } from '../server/config-error.js'
 
 export type QuiesceScopeSetting = 'auto' | 'owned-sessions'
 

@@ -8,7 +8,7 @@
 import { readFileSync, readlinkSync } from 'node:fs'
 import type { QuiescedProcess, QuiesceReply, QuiesceScope } from '../../wire/lifecycle-ops.js'
 import { readAllProcStats, readProcStat } from '../process/process-tree.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 import type { QuiesceScopeSetting } from './lifecycle-config.js'
 import { registeredOwnedSessions } from './owned-sessions.js'
 import {

@@ -8,9 +8,11 @@
  * command never started).
  */
 
+import { answerExecutionRefusal } from '../executions/answer-execution-refusal.js'
+import { connectionReader } from '../executions/connection-reader.js'
 import { isExecutionId } from '../executions/execution-id.js'
-import { answerExecutionRefusal, ExecutionRefusal } from '../executions/execution-refusal.js'
-import { connectionReader, type RetainedFollow } from '../executions/retained-output.js'
+import { ExecutionRefusal } from '../executions/execution-refusal.js'
+import type { RetainedFollow } from '../executions/retained-output.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import { OutputLogOffsetError } from '../process/output-log.js'
 import type { OpHandler } from '../server/op-context.js'

@@ -9,7 +9,7 @@
  */
 import type { SessionOutputEvent } from '../../wire/sessions.js'
 import type { OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 import type { Session } from '../sessions/session.js'
 import { SessionAttachment } from '../sessions/session-attachment.js'
 import { existingSessionRegistry } from '../sessions/session-registry.js'

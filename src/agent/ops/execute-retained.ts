@@ -5,9 +5,10 @@
  * away the command keeps running for `attach-execution` to pick up. The stream still ends with
  * exactly one `result` or `error`, then the terminator.
  */
+
+import { connectionReader } from '../executions/connection-reader.js'
 import type { ResolvedExecuteRequest } from '../executions/execute-request.js'
 import { startExecutionProcess } from '../executions/execution-process.js'
-import { connectionReader } from '../executions/retained-output.js'
 import type { OpContext } from '../server/op-context.js'
 
 export async function executeRetained(

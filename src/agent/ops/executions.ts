@@ -7,14 +7,14 @@
  * confirm fences it (`gates.retiring`): from then on it serves only `healthz` and `cancel-execution`.
  */
 
+import { answerExecutionRefusal } from '../executions/answer-execution-refusal.js'
 import { parseExecuteRequest } from '../executions/execute-request.js'
 import { isExecutionId } from '../executions/execution-id.js'
 import { type OutputSink, startExecutionProcess } from '../executions/execution-process.js'
-import { answerExecutionRefusal } from '../executions/execution-refusal.js'
 import { resolveWorkingDirectory } from '../files/working-directory.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import type { OpContext, OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 import { executeRetained } from './execute-retained.js'
 
 export const reserveExecution: OpHandler = (body, ctx) => {

@@ -7,7 +7,7 @@
 import type { FlushReply } from '../../wire/lifecycle-ops.js'
 import { flushSupported, resolveFlushTimeoutMs, runFlush } from '../lifecycle/flush.js'
 import type { OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 
 export const flush: OpHandler = async (body, ctx) => {
 	if (process.platform !== 'linux') throw new OpRefusal('flush_unsupported_platform')

@@ -6,7 +6,7 @@
  * answers its summary with `signalled: 0` (idempotent).
  */
 import type { OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 import { existingSessionRegistry } from '../sessions/session-registry.js'
 import { parseKillSession } from '../sessions/session-request.js'
 

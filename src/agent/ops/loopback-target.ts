@@ -3,7 +3,7 @@
  * sandbox itself runs and never becomes a way out to the network.
  */
 
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 
 export const LOOPBACK_HOSTS = ['127.0.0.1', '::1'] as const
 export type LoopbackHost = (typeof LOOPBACK_HOSTS)[number]

@@ -8,7 +8,7 @@ import type { QuiesceUnconfirmedReply } from '../../wire/lifecycle-ops.js'
 import { QuiesceUnconfirmed, runQuiesce } from '../lifecycle/quiesce.js'
 import { holdQuiesceGate } from '../lifecycle/quiesce-gate.js'
 import type { OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 
 /** The grace a request may use: an integer 0..confirm − 1, defaulting to the configured one. */
 export function resolveQuiesceGraceMs(

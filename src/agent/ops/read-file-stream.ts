@@ -5,7 +5,7 @@ import { fsRefusal } from '../files/fs-refusal.js'
 import { resolveReadablePath } from '../files/jail.js'
 import { coveredBytes, resolveStreamRange, type StreamRange } from '../files/read-range.js'
 import type { OpContext, OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 import { waitForDrain } from '../server/wait-for-drain.js'
 
 /**

@@ -5,7 +5,7 @@ import { resolveReadablePath } from '../files/jail.js'
 import { rangeTooLarge, resolveReadRange } from '../files/read-range.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import type { OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 
 const SCAN_CHUNK_BYTES = 64 * 1024
 

@@ -10,7 +10,7 @@ import { parseWriteRequest } from '../files/write-request.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import type { AgentConfig } from '../server/config.js'
 import type { OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 
 /**
  * `write-file`: a whole body replaced atomically and durably, or one part of a chunked body, or the

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process'
 import { statSync } from 'node:fs'
 import { resolveWorkspaceDirectory } from '../files/jail.js'
 import type { AgentConfig } from '../server/config.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 import { childEnvironment } from './child-env.js'
 import { findPtyDescendant, killSession, readChildren, readProcStat } from './process-tree.js'
 import {

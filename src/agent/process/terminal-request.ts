@@ -3,7 +3,7 @@
  * `script` command line, and the allow-listed kill signals.
  */
 
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 
 export const SCRIPT_PATH = '/usr/bin/script'
 export const STTY_PATH = '/usr/bin/stty'

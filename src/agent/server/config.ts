@@ -6,6 +6,7 @@
 import { FRAME_HEADER_BYTES } from '../../wire/frame.js'
 import { type LifecycleConfig, loadLifecycleConfig } from '../lifecycle/lifecycle-config.js'
 import { loadSessionConfig, type SessionConfig } from '../sessions/session-config.js'
+import { AgentConfigError } from './config-error.js'
 
 export const MiB = 1024 * 1024
 
@@ -58,10 +59,6 @@ export interface AgentConfig {
 	readonly lifecycle: LifecycleConfig
 	/** Session registry limits (session-config.ts). */
 	readonly sessions: SessionConfig
-}
-
-export class AgentConfigError extends Error {
-	override readonly name = 'AgentConfigError'
 }
 
 type Env = Readonly<Record<string, string | undefined>>

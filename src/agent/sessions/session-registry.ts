@@ -11,7 +11,7 @@
  */
 import type { SessionKind } from '../../wire/sessions.js'
 import { registerShutdownHook } from '../lifecycle/shutdown-hooks.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 import { Session } from './session.js'
 import type { SessionConfig } from './session-config.js'
 

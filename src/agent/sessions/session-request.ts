@@ -5,7 +5,7 @@
  */
 import { isSessionId, type SessionSignal, sessionSignal } from '../../wire/sessions.js'
 import { parseTerminalSize, type TerminalSize } from '../process/terminal-request.js'
-import { OpRefusal } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
 
 function isStringRecord(value: unknown): value is Record<string, string> {
 	return (

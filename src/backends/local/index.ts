@@ -1,7 +1,7 @@
 // Public surface of the local (process / bubblewrap) tier.
 
-// The privilege probe lives in src/host (the Kubernetes tier will share it); re-exported here so it
-// reaches the package root. Re-exporting the same bindings from src/host/index.ts too is harmless.
+// The privilege probe lives in src/exec-programs (every tier runs it), whose index the package root
+// also re-exports; re-exporting the same bindings here too is harmless.
 export type {
 	PrivilegeProbeFailure,
 	PrivilegeProbeOptions,

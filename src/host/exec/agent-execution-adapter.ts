@@ -4,9 +4,11 @@
  * then the terminator; anything after the terminal event is a protocol error.
  */
 import type { AgentTransport } from '../transport/agent-transport.js'
+import { RemoteProtocolError } from '../transport/transport-errors.js'
 import type { RemoteExecutionAdapter } from './remote-execution-controller.js'
-import { RemoteCommandError, RemoteProtocolError } from './remote-execution-errors.js'
-import { parseExecEvent, type RemoteTerminalMetadata } from './remote-execution-reply.js'
+import { RemoteCommandError } from './remote-execution-errors.js'
+import type { RemoteTerminalMetadata } from './remote-execution-messages.js'
+import { parseExecEvent } from './remote-execution-reply.js'
 
 export function agentExecutionAdapter(transport: AgentTransport): RemoteExecutionAdapter {
 	return {

@@ -16,7 +16,7 @@ import type { SandboxExecResult, SandboxOutputChunk } from '../../contract/sandb
 import { EXECUTION_ATTACH_FEATURE } from '../../wire/features.js'
 import type { ExecuteRequest } from '../../wire/protocol.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
-import { AgentOpRefusedError } from '../transport/transport-errors.js'
+import { AgentOpRefusedError, RemoteProtocolError } from '../transport/transport-errors.js'
 import { boundedControlRequest } from './bounded-control-request.js'
 import {
 	type AttachExecutionOptions,
@@ -35,17 +35,15 @@ import {
 	ExecOutputCapture,
 	neverStartedResult,
 } from './exec-result-shapes.js'
-import {
-	RemoteCancellationUnknownError,
-	RemoteCommandError,
-	RemoteProtocolError,
-} from './remote-execution-errors.js'
+import { RemoteCancellationUnknownError, RemoteCommandError } from './remote-execution-errors.js'
+import type {
+	RemoteCancellationAcknowledgement,
+	RemoteTerminalMetadata,
+} from './remote-execution-messages.js'
 import {
 	EXECUTION_ID_PATTERN,
 	parseCancellationAck,
 	parseReservation,
-	type RemoteCancellationAcknowledgement,
-	type RemoteTerminalMetadata,
 } from './remote-execution-reply.js'
 import {
 	parseExecutionState,

@@ -5,7 +5,7 @@
  * never reads as an unaborted success.
  */
 import type { SandboxExecResult, SandboxOutputChunk } from '../../contract/sandbox.js'
-import type { RemoteTerminalMetadata } from './remote-execution-reply.js'
+import type { RemoteTerminalMetadata } from './remote-execution-messages.js'
 
 /** Accumulates deltas and forwards each one to the caller's `onOutput` as it arrives. */
 export class ExecOutputCapture {

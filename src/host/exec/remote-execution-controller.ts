@@ -13,6 +13,7 @@ import type {
 	SandboxExecResult,
 	SandboxOutputChunk,
 } from '../../contract/sandbox.js'
+import { RemoteProtocolError } from '../transport/transport-errors.js'
 import { boundedControlRequest } from './bounded-control-request.js'
 import {
 	abortedResult,
@@ -25,15 +26,13 @@ import { ExecutionClock, type RemoteExecutionTiming } from './execution-timing.j
 import {
 	RemoteCancellationUnknownError,
 	RemoteCommandError,
-	RemoteProtocolError,
 	RemoteResultIncompleteError,
 } from './remote-execution-errors.js'
-import {
-	parseCancellationAck,
-	parseReservation,
-	type RemoteCancellationAcknowledgement,
-	type RemoteTerminalMetadata,
-} from './remote-execution-reply.js'
+import type {
+	RemoteCancellationAcknowledgement,
+	RemoteTerminalMetadata,
+} from './remote-execution-messages.js'
+import { parseCancellationAck, parseReservation } from './remote-execution-reply.js'
 
 export const DEFAULT_CONTROL_REQUEST_TIMEOUT_MS = 2000
 /** How long cancel attempts continue before the outcome is declared unknown. */

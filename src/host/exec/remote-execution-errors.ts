@@ -1,20 +1,12 @@
 /**
- * Failures of a remote execution as `RemoteExecutionController` reports them: a peer that broke
- * the protocol, a command the guest refused, a cancellation nobody could confirm (the unit must be
- * retired), and a confirmed cancellation whose result never arrived.
+ * Failures of a remote execution as `RemoteExecutionController` reports them: a command the guest
+ * refused, a cancellation nobody could confirm (the unit must be retired), and a confirmed
+ * cancellation whose result never arrived. A peer that broke the protocol is the transport's
+ * `RemoteProtocolError` (`../transport/transport-errors.ts`).
  */
 import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
 import type { SandboxRetirementObservation } from '../../contract/retirement.js'
-import type { RemoteCancellationAcknowledgement } from './remote-execution-reply.js'
-
-/** A reservation, acknowledgement or stream the peer sent that breaks the protocol. */
-export class RemoteProtocolError extends SandboxError {
-	override readonly name = 'RemoteProtocolError'
-
-	constructor(message: string, options: SandboxErrorOptions = {}) {
-		super(message, 'protocol-error', options)
-	}
-}
+import type { RemoteCancellationAcknowledgement } from './remote-execution-messages.js'
 
 /** The guest reported an `error` for the command (bad cwd, spawn failure, invalid timeout, …). */
 export class RemoteCommandError extends SandboxError {

@@ -1,45 +1,21 @@
 /**
  * Strict readers of what a remote execution peer answers: the reservation, the cancellation
- * acknowledgement, and each event of the execute stream. Pure; the controller decides what a
- * rejected value means.
+ * acknowledgement, and each event of the execute stream (shapes in `remote-execution-messages.ts`).
+ * Pure; the controller decides what a rejected value means.
  */
 import { REMOTE_EXECUTION_PROTOCOL_VERSION } from '../transport/agent-transport-options.js'
+import { RemoteProtocolError } from '../transport/transport-errors.js'
 import {
 	RemoteCancellationUnknownError,
 	RemoteExecutionRefusedError,
-	RemoteProtocolError,
 } from './remote-execution-errors.js'
-
-export interface RemoteReservation {
-	readonly ok: true
-	readonly protocolVersion: typeof REMOTE_EXECUTION_PROTOCOL_VERSION
-	readonly executionId: string
-	readonly leaseExpiresAt: number
-}
-
-export interface RemoteTerminalMetadata {
-	readonly exitCode: number
-	readonly timedOut: boolean
-	readonly durationMs: number
-	readonly signal?: string
-	readonly stdoutTruncated?: boolean
-	readonly stderrTruncated?: boolean
-}
-
-export type RemoteExecutionState = 'cancelled' | 'completed' | 'failed'
-
-export interface RemoteCancellationAcknowledgement {
-	readonly ok: true
-	readonly state: RemoteExecutionState
-	readonly started: boolean
-	readonly result?: RemoteTerminalMetadata
-	readonly error?: string
-}
-
-export type RemoteExecEvent =
-	| { readonly type: 'stdout_delta' | 'stderr_delta'; readonly data: string }
-	| ({ readonly type: 'result' } & RemoteTerminalMetadata)
-	| { readonly type: 'error'; readonly error: string }
+import type {
+	RemoteCancellationAcknowledgement,
+	RemoteExecEvent,
+	RemoteExecutionState,
+	RemoteReservation,
+	RemoteTerminalMetadata,
+} from './remote-execution-messages.js'
 
 /** `exec_` followed by a canonical UUID, versions 1 to 5. */
 export const EXECUTION_ID_PATTERN =

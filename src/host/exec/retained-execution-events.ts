@@ -5,8 +5,9 @@
  * `RemoteProtocolError`.
  */
 import type { ExecutionState, ExecutionTerminalState } from '../../wire/protocol.js'
-import { RemoteProtocolError } from './remote-execution-errors.js'
-import { parseTerminalMetadata, type RemoteTerminalMetadata } from './remote-execution-reply.js'
+import { RemoteProtocolError } from '../transport/transport-errors.js'
+import type { RemoteTerminalMetadata } from './remote-execution-messages.js'
+import { parseTerminalMetadata } from './remote-execution-reply.js'
 
 export type RetainedExecutionEvent =
 	| {

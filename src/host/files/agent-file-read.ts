@@ -9,11 +9,19 @@ import type { SandboxFileEntry } from '../../contract/sandbox.js'
 import { decodeBase64 } from '../../wire/base64-pieces.js'
 import { READ_FILE_STREAM_FEATURE } from '../../wire/features.js'
 import { dataEventTextBytes } from '../../wire/frame.js'
-import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
-import type { AgentReadFileOptions, AgentTransport } from '../transport/agent-transport.js'
-import { AgentReadFileStreamUnsupportedError } from '../transport/transport-errors.js'
+import type { AgentTransport } from '../transport/agent-transport.js'
+import {
+	AgentReadFileStreamUnsupportedError,
+	RemoteProtocolError,
+} from '../transport/transport-errors.js'
 import { ByteCollector } from './byte-collector.js'
 import { asFileError, fileRefusalError } from './file-refusal.js'
+
+export interface AgentReadFileOptions {
+	readonly offset?: number
+	readonly length?: number
+	readonly signal?: AbortSignal
+}
 
 interface ByteRange {
 	readonly offset?: number
@@ -27,6 +35,7 @@ function rangeOf(options: AgentReadFileOptions): ByteRange {
 	}
 }
 
+/** A slice (ranged `read-file`) or the whole file (streamed when the guest can). */
 export async function readFileThroughAgent(
 	transport: AgentTransport,
 	path: string,
@@ -59,6 +68,7 @@ export async function readFileThroughAgent(
 	return Buffer.from(reply.content, reply.encoding === 'utf8' ? 'utf8' : 'base64')
 }
 
+/** The file as ordered chunks; breaking the loop or aborting closes the connection. */
 export async function* readFileStreamThroughAgent(
 	transport: AgentTransport,
 	path: string,

@@ -9,13 +9,13 @@
 import { randomUUID } from 'node:crypto'
 import { WRITE_FILE_PARTS_FEATURE } from '../../wire/features.js'
 import type { WriteFilePart } from '../../wire/protocol.js'
-import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { WRITE_PART_DISCARD_TIMEOUT_MS } from '../transport/agent-transport-options.js'
 import {
 	AgentFrameTooLargeError,
 	AgentPreauthFrameTooLargeError,
 	AgentWriteFileTooLargeError,
+	RemoteProtocolError,
 } from '../transport/transport-errors.js'
 import { asFileError } from './file-refusal.js'
 import {
@@ -47,6 +47,10 @@ async function sendWrite(
 	}
 }
 
+/**
+ * Writes `data` to `path` atomically: refused above `maxWriteFileBytes`, one request when it fits
+ * a frame, otherwise sequential parts to a guest advertising `write-file-parts`.
+ */
 export async function writeFileThroughAgent(
 	transport: AgentTransport,
 	path: string,

@@ -5,9 +5,9 @@
  */
 import { FLUSH_FEATURE, QUIESCE_FEATURE } from '../../wire/features.js'
 import type { QuiescedProcess, QuiesceScope } from '../../wire/lifecycle-ops.js'
-import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { refusalError, refusalOf } from '../transport/exchange.js'
+import { RemoteProtocolError } from '../transport/transport-errors.js'
 import {
 	FlushUnconfirmedError,
 	FlushUnsupportedError,

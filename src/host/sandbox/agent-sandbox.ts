@@ -49,7 +49,13 @@ import {
 	type RemoteExecutionControllerOptions,
 } from '../exec/remote-execution-controller.js'
 import { RemoteCancellationUnknownError } from '../exec/remote-execution-errors.js'
-import type { RemoteCancellationAcknowledgement } from '../exec/remote-execution-reply.js'
+import type { RemoteCancellationAcknowledgement } from '../exec/remote-execution-messages.js'
+import {
+	listFilesThroughAgent,
+	readFileStreamThroughAgent,
+	readFileThroughAgent,
+} from '../files/agent-file-read.js'
+import { writeFileThroughAgent } from '../files/agent-file-write.js'
 import {
 	type FlushOptions,
 	type FlushReport,
@@ -212,13 +218,13 @@ export class AgentSandbox implements Sandbox {
 		options: SandboxWriteFileOptions = {},
 	): Promise<void> {
 		return this.#run('writeFile', options.signal, (signal) =>
-			this.transport.writeFile(this.#resolve(path), content, signal),
+			writeFileThroughAgent(this.transport, this.#resolve(path), content, signal),
 		)
 	}
 
 	readFile(path: string, options: SandboxReadFileOptions = {}): Promise<Buffer> {
 		return this.#run('readFile', options.signal, (signal) =>
-			this.transport.readFile(this.#resolve(path), { ...options, signal }),
+			readFileThroughAgent(this.transport, this.#resolve(path), { ...options, signal }),
 		)
 	}
 
@@ -226,7 +232,7 @@ export class AgentSandbox implements Sandbox {
 		this.#admit('readFileStream')
 		const resolved = this.#resolve(path)
 		return this.#track('readFileStream', options.signal, (signal) =>
-			this.transport.readFileStream(resolved, { ...options, signal }),
+			readFileStreamThroughAgent(this.transport, resolved, { ...options, signal }),
 		)
 	}
 
@@ -236,7 +242,7 @@ export class AgentSandbox implements Sandbox {
 	): Promise<readonly SandboxFileEntry[]> {
 		return this.#run('listFiles', options.signal, async (signal) => {
 			try {
-				return await this.transport.listFiles(this.#resolve(rootPath), signal)
+				return await listFilesThroughAgent(this.transport, this.#resolve(rootPath), signal)
 			} catch (error) {
 				if (error instanceof SandboxFileError && error.code === 'ENOENT') return []
 				throw error

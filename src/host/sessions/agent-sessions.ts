@@ -11,11 +11,14 @@
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
 import type { OpenTerminalOptions, TerminalSize } from '../../contract/sandbox.js'
 import { SESSIONS_FEATURE } from '../../wire/features.js'
-import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { refusalError, refusalOf, streamRefusalOf } from '../transport/exchange.js'
 import type { FrameChannel } from '../transport/frame-channel.js'
-import { AgentOpRefusedError, AgentUnauthorizedError } from '../transport/transport-errors.js'
+import {
+	AgentOpRefusedError,
+	AgentUnauthorizedError,
+	RemoteProtocolError,
+} from '../transport/transport-errors.js'
 import { AgentSessionTerminal, type SessionTerminal } from './agent-session-terminal.js'
 import { SessionRefusedError, SessionsUnsupportedError } from './session-errors.js'
 import {

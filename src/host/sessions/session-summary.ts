@@ -5,7 +5,7 @@
  */
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
 import type { SessionSummaryWire } from '../../wire/sessions.js'
-import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
+import { RemoteProtocolError } from '../transport/transport-errors.js'
 
 export type { SessionKind, SessionState } from '../../wire/sessions.js'
 

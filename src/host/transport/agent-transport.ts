@@ -1,14 +1,12 @@
 /**
  * The host's client of one guest agent. Every request dials a fresh connection (so a resumed or
  * restarted guest costs nothing extra), carries the handle's token on `tcp`, and is held to the
- * wire's reply discipline (`exchange.ts`). Files travel base64; a `writeFile` body too large for
- * one frame goes in sequential parts when the guest advertises `write-file-parts`; a whole-file
- * `readFile` streams when the guest advertises `read-file-stream`. Guest features are read once
- * per transport from `healthz`.
+ * wire's reply discipline (`exchange.ts`). Guest features are read once per transport from
+ * `healthz`. Verbs that are a sequence of exchanges (the file verbs in `../files/`, sessions,
+ * quiesce and flush) are functions that take the transport; it knows none of them.
  */
 
 import { performance } from 'node:perf_hooks'
-import type { SandboxFileEntry } from '../../contract/sandbox.js'
 import { encodedFrameBytes, encodeFrameWithBase64, FRAME_HEADER_BYTES } from '../../wire/frame.js'
 import type {
 	AttachExecutionRequest,
@@ -16,13 +14,6 @@ import type {
 	TcpConnectRequest,
 	TerminalRequest,
 } from '../../wire/protocol.js'
-import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
-import {
-	listFilesThroughAgent,
-	readFileStreamThroughAgent,
-	readFileThroughAgent,
-} from '../files/agent-file-read.js'
-import { writeFileThroughAgent } from '../files/agent-file-write.js'
 import type { SandboxAgentHandle } from './agent-handle.js'
 import { AgentTcpConnection } from './agent-tcp-connection.js'
 import { AgentTerminalSession } from './agent-terminal-session.js'
@@ -45,7 +36,11 @@ import { FrameChannel } from './frame-channel.js'
 import { type AgentHealth, parseHealthzReply } from './healthz-reply.js'
 import { raceSignal } from './race-signal.js'
 import { startHostStreamHeartbeat, withHeartbeatRequest } from './stream-heartbeat.js'
-import { AgentFrameTooLargeError, AgentPreauthFrameTooLargeError } from './transport-errors.js'
+import {
+	AgentFrameTooLargeError,
+	AgentPreauthFrameTooLargeError,
+	RemoteProtocolError,
+} from './transport-errors.js'
 
 export interface AgentRequestOptions {
 	readonly signal?: AbortSignal
@@ -53,12 +48,6 @@ export interface AgentRequestOptions {
 	readonly idleTimeoutMs?: number
 	/** Told how long this request's dial took (retries included) once it has a socket. */
 	readonly onDialed?: (durationMs: number) => void
-}
-
-export interface AgentReadFileOptions {
-	readonly offset?: number
-	readonly length?: number
-	readonly signal?: AbortSignal
 }
 
 export class AgentTransport {
@@ -295,34 +284,6 @@ export class AgentTransport {
 			})
 		}
 		return raceSignal(this.#features, signal)
-	}
-
-	// ---- files (agent-file-write.ts, agent-file-read.ts) --------------------------------------
-
-	/**
-	 * Writes `data` to `path` atomically: refused above `maxWriteFileBytes`, one request when it
-	 * fits a frame, otherwise sequential parts to a guest advertising `write-file-parts`.
-	 */
-	writeFile(path: string, data: string | Uint8Array, signal?: AbortSignal): Promise<void> {
-		return writeFileThroughAgent(this, path, data, signal)
-	}
-
-	/** A slice (ranged `read-file`) or the whole file (streamed when the guest can). */
-	readFile(path: string, options: AgentReadFileOptions = {}): Promise<Buffer> {
-		return readFileThroughAgent(this, path, options)
-	}
-
-	/** The file as ordered chunks; breaking the loop or aborting closes the connection. */
-	readFileStream(
-		path: string,
-		options: AgentReadFileOptions = {},
-	): AsyncGenerator<Buffer, void, undefined> {
-		return readFileStreamThroughAgent(this, path, options)
-	}
-
-	/** Recursive regular files under `path` (op `list-files`). */
-	listFiles(path: string, signal?: AbortSignal): Promise<SandboxFileEntry[]> {
-		return listFilesThroughAgent(this, path, signal)
 	}
 
 	// ---- executions -----------------------------------------------------------------------------

@@ -5,10 +5,13 @@
  * after it, then the same close. Anything else is a `RemoteProtocolError`.
  */
 
-import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
 import { POST_RESPONSE_CLOSE_TIMEOUT_MS } from './agent-transport-options.js'
 import type { FrameChannel } from './frame-channel.js'
-import { AgentOpRefusedError, AgentUnauthorizedError } from './transport-errors.js'
+import {
+	AgentOpRefusedError,
+	AgentUnauthorizedError,
+	RemoteProtocolError,
+} from './transport-errors.js'
 
 /** Waits for the peer to close after its last frame; extra frames or silence are violations. */
 export async function expectPeerClose(channel: FrameChannel): Promise<void> {

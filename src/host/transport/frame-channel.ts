@@ -6,9 +6,12 @@
  */
 import type { Socket } from 'node:net'
 import { encodeFrame, FrameError, FrameReader, parseFramePayload } from '../../wire/frame.js'
-import { RemoteProtocolError } from '../exec/remote-execution-errors.js'
 import { HOST_READ_FRAME_LIMIT_BYTES } from './agent-transport-options.js'
-import { AgentConnectionError, AgentReadTimeoutError } from './transport-errors.js'
+import {
+	AgentConnectionError,
+	AgentReadTimeoutError,
+	RemoteProtocolError,
+} from './transport-errors.js'
 
 export type ChannelItem =
 	| { readonly kind: 'frame'; readonly message: Record<string, unknown> }

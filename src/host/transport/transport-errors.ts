@@ -1,10 +1,19 @@
 /**
  * Refusals of the host's agent transport: dialing, frame ceilings, body limits, missing guest
- * features, and guest answers that refused an op. Messages name limits and the handle kind, never
+ * features, guest answers that refused an op, and a peer that broke the protocol. Messages name limits and the handle kind, never
  * a token or file contents.
  */
 import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
 import type { SandboxAgentHandleKind } from './agent-handle.js'
+
+/** A reservation, acknowledgement or stream the peer sent that breaks the protocol. */
+export class RemoteProtocolError extends SandboxError {
+	override readonly name = 'RemoteProtocolError'
+
+	constructor(message: string, options: SandboxErrorOptions = {}) {
+		super(message, 'protocol-error', options)
+	}
+}
 
 /** No socket to the agent could be established within the retry budget (or a permanent failure). */
 export class AgentDialFailedError extends SandboxError {

@@ -6,7 +6,7 @@ import {
 import { isExecutionId, mintExecutionId } from '../../../src/agent/executions/execution-id.js'
 import { settleOutcome } from '../../../src/agent/executions/execution-registry.js'
 import { OutputCapture } from '../../../src/agent/executions/output-capture.js'
-import { OpRefusal } from '../../../src/agent/server/op-context.js'
+import { OpRefusal } from '../../../src/agent/server/op-refusal.js'
 
 const limits = { maxTimeoutMs: 10_000, defaultTimeoutMs: 300_000, defaultMaxOutputBytes: 1024 }
 

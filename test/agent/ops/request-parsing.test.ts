@@ -9,7 +9,7 @@ import {
 	shellQuote,
 	terminalKillSignal,
 } from '../../../src/agent/process/terminal-request.js'
-import { OpRefusal } from '../../../src/agent/server/op-context.js'
+import { OpRefusal } from '../../../src/agent/server/op-refusal.js'
 
 function refusalOf(run: () => unknown): string | undefined {
 	try {

@@ -14,10 +14,10 @@ import {
 	RemoteCancellationUnknownError,
 	RemoteCommandError,
 	RemoteExecutionRefusedError,
-	RemoteProtocolError,
 	RemoteResultIncompleteError,
 } from '../../../src/host/exec/remote-execution-errors.js'
-import type { RemoteTerminalMetadata } from '../../../src/host/exec/remote-execution-reply.js'
+import type { RemoteTerminalMetadata } from '../../../src/host/exec/remote-execution-messages.js'
+import { RemoteProtocolError } from '../../../src/host/transport/transport-errors.js'
 
 const ID = 'exec_0b6f3c2e-6a51-4c0e-9d55-8f1f3e3b6a10'
 const RESERVATION = {

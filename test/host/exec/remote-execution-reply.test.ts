@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { RemoteProtocolError } from '../../../src/host/exec/remote-execution-errors.js'
 import {
 	parseCancellationAck,
 	parseExecEvent,
 	parseTerminalMetadata,
 } from '../../../src/host/exec/remote-execution-reply.js'
+import { RemoteProtocolError } from '../../../src/host/transport/transport-errors.js'
 
 const META = { exitCode: 0, timedOut: false, durationMs: 4 }
 

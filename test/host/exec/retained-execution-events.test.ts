@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { RemoteProtocolError } from '../../../src/host/exec/remote-execution-errors.js'
 import { parseRetainedExecutionEvent } from '../../../src/host/exec/retained-execution-events.js'
+import { RemoteProtocolError } from '../../../src/host/transport/transport-errors.js'
 
 const RESULT = { exitCode: 0, timedOut: false, durationMs: 3 }
 

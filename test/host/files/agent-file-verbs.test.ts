@@ -4,6 +4,11 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { SandboxFileError } from '../../../src/contract/errors.js'
+import {
+	readFileStreamThroughAgent,
+	readFileThroughAgent,
+} from '../../../src/host/files/agent-file-read.js'
+import { writeFileThroughAgent } from '../../../src/host/files/agent-file-write.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import type { AgentTransportOptions } from '../../../src/host/transport/agent-transport-options.js'
 import {
@@ -114,7 +119,7 @@ describe('writeFile routing', () => {
 	it('sends a body that fits one frame as the single write-file request, byte for byte', async () => {
 		const { fake, transport } = await peer('tcp', [WRITE_FILE_PARTS_FEATURE])
 		const data = body(1000)
-		await transport.writeFile('/w/a.bin', data)
+		await writeFileThroughAgent(transport, '/w/a.bin', data)
 		expect(fake.requests.map((request) => request.op)).toEqual(['write-file'])
 		const expected = encodeFrame({
 			op: 'write-file',
@@ -128,7 +133,9 @@ describe('writeFile routing', () => {
 		const { fake, transport, dials } = await peer('unix', [WRITE_FILE_PARTS_FEATURE], {
 			maxWriteFileBytes: 100,
 		})
-		const error = await transport.writeFile('/w/a', body(101)).catch((caught: unknown) => caught)
+		const error = await writeFileThroughAgent(transport, '/w/a', body(101)).catch(
+			(caught: unknown) => caught,
+		)
 		expect(error).toBeInstanceOf(AgentWriteFileTooLargeError)
 		expect(error).toMatchObject({ sizeBytes: 101, limitBytes: 100 })
 		expect((error as Error).message).toContain('100 bytes')
@@ -143,9 +150,9 @@ describe('writeFile routing', () => {
 
 	it('refuses an oversized tcp body to a guest without write-file-parts, naming what the guest lacks', async () => {
 		const { fake, transport } = await peer('tcp', [READ_FILE_STREAM_FEATURE])
-		const error = await transport
-			.writeFile('/w/big', body(7 * MiB))
-			.catch((caught: unknown) => caught)
+		const error = await writeFileThroughAgent(transport, '/w/big', body(7 * MiB)).catch(
+			(caught: unknown) => caught,
+		)
 		expect(error).toBeInstanceOf(AgentPreauthFrameTooLargeError)
 		expect((error as Error).message).toMatch(/guest does not advertise 'write-file-parts'/)
 		expect(fake.requests.map((request) => request.op)).toEqual(['healthz'])
@@ -158,7 +165,7 @@ describe('writeFile routing', () => {
 			[WRITE_FILE_PARTS_FEATURE],
 			{ writeFilePartBytes: 3 * MiB },
 		)
-		await transport.writeFile('/w/big.bin', data)
+		await writeFileThroughAgent(transport, '/w/big.bin', data)
 		const parts = fake.requests.filter((request) => request.op === 'write-file')
 		expect(parts).toHaveLength(3)
 		const temp = parts[0]?.body.path
@@ -178,7 +185,7 @@ describe('writeFile routing', () => {
 	it('defaults the part size to the most one frame admits', async () => {
 		const data = body(17 * MiB)
 		const { fake, transport } = await peer('tcp', [WRITE_FILE_PARTS_FEATURE])
-		await transport.writeFile('/w/big.bin', data)
+		await writeFileThroughAgent(transport, '/w/big.bin', data)
 		const frames = fake.requests.filter((request) => request.op === 'write-file')
 		expect(frames).toHaveLength(3)
 		const first = (frames[0]?.raw.length ?? 0) - 9
@@ -191,9 +198,9 @@ describe('writeFile routing', () => {
 			writeFilePartBytes: 3 * MiB,
 			failPartAt: 3 * MiB,
 		})
-		const error = await transport
-			.writeFile('/w/big.bin', body(7 * MiB))
-			.catch((caught: unknown) => caught)
+		const error = await writeFileThroughAgent(transport, '/w/big.bin', body(7 * MiB)).catch(
+			(caught: unknown) => caught,
+		)
 		expect(error).toBeInstanceOf(SandboxFileError)
 		expect((error as SandboxFileError).code).toBe('write_part_offset_mismatch')
 		const writes = fake.requests.filter((request) => request.op === 'write-file')
@@ -218,9 +225,12 @@ describe('writeFile routing', () => {
 				clearInterval(watcher)
 			}
 		}, 1)
-		const error = await transport
-			.writeFile('/w/big.bin', body(7 * MiB), controller.signal)
-			.catch((caught: unknown) => caught)
+		const error = await writeFileThroughAgent(
+			transport,
+			'/w/big.bin',
+			body(7 * MiB),
+			controller.signal,
+		).catch((caught: unknown) => caught)
 		clearInterval(watcher)
 		expect(error).toBe(reason)
 		const writes = fake.requests.filter((request) => request.op === 'write-file')
@@ -232,7 +242,7 @@ describe('writeFile routing', () => {
 describe('readFile routing', () => {
 	it('uses the single-frame read-file path against a guest without read-file-stream', async () => {
 		const { fake, transport } = await peer('unix', [WRITE_FILE_PARTS_FEATURE])
-		const content = await transport.readFile('/w/a.txt')
+		const content = await readFileThroughAgent(transport, '/w/a.txt')
 		expect(content.toString()).toBe('hello file')
 		expect(fake.requests.map((request) => [request.op, request.body])).toEqual([
 			['healthz', {}],
@@ -242,18 +252,18 @@ describe('readFile routing', () => {
 
 	it('serves a whole-file read through the stream against a guest that advertises it', async () => {
 		const { fake, transport } = await peer('unix', [READ_FILE_STREAM_FEATURE])
-		const content = await transport.readFile('/w/a.txt')
+		const content = await readFileThroughAgent(transport, '/w/a.txt')
 		expect(content.toString()).toBe('hello file')
 		expect(fake.requests.map((request) => request.op)).toEqual(['healthz', 'read-file-stream'])
 	})
 
 	it('refuses a ranged read or a stream before dialing when the guest lacks read-file-stream', async () => {
 		const { fake, transport } = await peer('unix', [])
-		await expect(transport.readFile('/w/a', { offset: 1, length: 2 })).rejects.toBeInstanceOf(
-			AgentReadFileStreamUnsupportedError,
-		)
+		await expect(
+			readFileThroughAgent(transport, '/w/a', { offset: 1, length: 2 }),
+		).rejects.toBeInstanceOf(AgentReadFileStreamUnsupportedError)
 		const consume = async () => {
-			for await (const _chunk of transport.readFileStream('/w/a')) {
+			for await (const _chunk of readFileStreamThroughAgent(transport, '/w/a')) {
 				// drain
 			}
 		}
@@ -263,7 +273,7 @@ describe('readFile routing', () => {
 
 	it('sends a ranged read as base64 read-file with the offset and length', async () => {
 		const { fake, transport } = await peer('unix', [READ_FILE_STREAM_FEATURE])
-		await transport.readFile('/w/a', { offset: 3, length: 4 })
+		await readFileThroughAgent(transport, '/w/a', { offset: 3, length: 4 })
 		expect(fake.requests.at(-1)?.body).toEqual({
 			path: '/w/a',
 			encoding: 'base64',

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { RemoteProtocolError } from '../../../src/host/exec/remote-execution-errors.js'
+import { listFilesThroughAgent } from '../../../src/host/files/agent-file-read.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import { REMOTE_EXECUTION_PROTOCOL_VERSION } from '../../../src/host/transport/agent-transport-options.js'
 import {
@@ -7,6 +7,7 @@ import {
 	AgentPreauthFrameTooLargeError,
 	AgentReadTimeoutError,
 	AgentUnauthorizedError,
+	RemoteProtocolError,
 } from '../../../src/host/transport/transport-errors.js'
 import { AGENT_PROTOCOL_VERSION } from '../../../src/wire/features.js'
 import { encodeFrame, STREAM_TERMINATOR } from '../../../src/wire/frame.js'
@@ -193,7 +194,7 @@ describe('tcp handles', () => {
 			token: 'sekret-token',
 		})
 		await transport.healthz()
-		await transport.listFiles('/w')
+		await listFilesThroughAgent(transport, '/w')
 		expect(fake.requests.map((request) => request.token)).toEqual(['sekret-token', 'sekret-token'])
 	})
 

@@ -5,6 +5,12 @@ import { readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SandboxFileError, SandboxPathEscapeError } from '../../../src/contract/errors.js'
+import {
+	listFilesThroughAgent,
+	readFileStreamThroughAgent,
+	readFileThroughAgent,
+} from '../../../src/host/files/agent-file-read.js'
+import { writeFileThroughAgent } from '../../../src/host/files/agent-file-write.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import { AgentUnauthorizedError } from '../../../src/host/transport/transport-errors.js'
 import {
@@ -63,7 +69,9 @@ describe('the real guest', () => {
 			port: tcpAgent.port ?? 0,
 			token: 'wrong-token',
 		})
-		await expect(wrong.listFiles(tcpAgent.workspace)).rejects.toBeInstanceOf(AgentUnauthorizedError)
+		await expect(listFilesThroughAgent(wrong, tcpAgent.workspace)).rejects.toBeInstanceOf(
+			AgentUnauthorizedError,
+		)
 	})
 })
 
@@ -71,17 +79,17 @@ describe('writeFile over tcp in parts', () => {
 	it('writes a ~20 MiB body in parts and leaves no temp file behind', async () => {
 		const data = randomBytes(20 * MiB + 123)
 		const transport = tcpTransport({ writeFilePartBytes: 3 * MiB })
-		await transport.writeFile('big.bin', data)
+		await writeFileThroughAgent(transport, 'big.bin', data)
 		const onDisk = await readFile(join(tcpAgent.workspace, 'big.bin'))
 		expect(onDisk.equals(data)).toBe(true)
 		expect(await partFiles(tcpAgent.workspace)).toEqual([])
-		const back = await transport.readFile('big.bin')
+		const back = await readFileThroughAgent(transport, 'big.bin')
 		expect(back.equals(data)).toBe(true)
 	})
 
 	it('writes a body above the ~5.9 MiB pre-auth ceiling with the default part size', async () => {
 		const data = randomBytes(Math.floor(6.5 * MiB))
-		await tcpTransport().writeFile('above-preauth.bin', data)
+		await writeFileThroughAgent(tcpTransport(), 'above-preauth.bin', data)
 		expect((await readFile(join(tcpAgent.workspace, 'above-preauth.bin'))).equals(data)).toBe(true)
 	})
 
@@ -99,7 +107,7 @@ describe('writeFile over tcp in parts', () => {
 				await new Promise((resolve) => setTimeout(resolve, 2))
 			}
 		})()
-		await tcpTransport({ writeFilePartBytes: MiB }).writeFile('observed.bin', after)
+		await writeFileThroughAgent(tcpTransport({ writeFilePartBytes: MiB }), 'observed.bin', after)
 		writing = false
 		await observe
 		seen.add((await readFile(target)).equals(after) ? 'after' : 'partial')
@@ -121,9 +129,12 @@ describe('writeFile over tcp in parts', () => {
 				if (dials === 3) controller.abort(reason)
 			},
 		})
-		const error = await transport
-			.writeFile('kept.txt', randomBytes(9 * MiB), controller.signal)
-			.catch((caught: unknown) => caught)
+		const error = await writeFileThroughAgent(
+			transport,
+			'kept.txt',
+			randomBytes(9 * MiB),
+			controller.signal,
+		).catch((caught: unknown) => caught)
 		expect(error).toBe(reason)
 		expect(await readFile(target, 'utf8')).toBe('original')
 		expect(await partFiles(tcpAgent.workspace)).toEqual([])
@@ -140,7 +151,7 @@ describe('writeFile over tcp in parts', () => {
 			},
 		})
 		await expect(
-			transport.writeFile('never.bin', randomBytes(9 * MiB), controller.signal),
+			writeFileThroughAgent(transport, 'never.bin', randomBytes(9 * MiB), controller.signal),
 		).rejects.toThrow()
 		expect((await readdir(tcpAgent.workspace)).includes('never.bin')).toBe(false)
 	})
@@ -149,8 +160,8 @@ describe('writeFile over tcp in parts', () => {
 describe('reads', () => {
 	it('round-trips 64 MiB through writeFile and the streamed readFile', async () => {
 		const data = randomBytes(64 * MiB)
-		await unix.writeFile('sixty-four.bin', data)
-		const back = await unix.readFile('sixty-four.bin')
+		await writeFileThroughAgent(unix, 'sixty-four.bin', data)
+		const back = await readFileThroughAgent(unix, 'sixty-four.bin')
 		expect(back.length).toBe(data.length)
 		expect(back.equals(data)).toBe(true)
 	})
@@ -159,7 +170,7 @@ describe('reads', () => {
 		const data = randomBytes(3 * MiB + 17)
 		await writeFile(join(unixAgent.workspace, 'streamed.bin'), data)
 		const chunks: Buffer[] = []
-		for await (const chunk of unix.readFileStream('streamed.bin')) chunks.push(chunk)
+		for await (const chunk of readFileStreamThroughAgent(unix, 'streamed.bin')) chunks.push(chunk)
 		expect(chunks.length).toBeGreaterThan(1)
 		expect(Buffer.concat(chunks).equals(data)).toBe(true)
 	})
@@ -167,7 +178,7 @@ describe('reads', () => {
 	it('stops the transfer when the consumer breaks out, and the agent keeps serving', async () => {
 		await writeFile(join(unixAgent.workspace, 'break.bin'), randomBytes(8 * MiB))
 		let count = 0
-		for await (const _chunk of unix.readFileStream('break.bin')) {
+		for await (const _chunk of readFileStreamThroughAgent(unix, 'break.bin')) {
 			count++
 			break
 		}
@@ -180,7 +191,9 @@ describe('reads', () => {
 		const controller = new AbortController()
 		const reason = new Error('enough')
 		const consume = async () => {
-			for await (const _chunk of unix.readFileStream('abort.bin', { signal: controller.signal })) {
+			for await (const _chunk of readFileStreamThroughAgent(unix, 'abort.bin', {
+				signal: controller.signal,
+			})) {
 				controller.abort(reason)
 			}
 		}
@@ -189,25 +202,34 @@ describe('reads', () => {
 
 	it('reads one slice with a ranged readFile and clips a range past the end', async () => {
 		await writeFile(join(unixAgent.workspace, 'ranged.txt'), '0123456789')
-		expect((await unix.readFile('ranged.txt', { offset: 2, length: 3 })).toString()).toBe('234')
-		expect((await unix.readFile('ranged.txt', { offset: 8, length: 10 })).toString()).toBe('89')
+		expect(
+			(await readFileThroughAgent(unix, 'ranged.txt', { offset: 2, length: 3 })).toString(),
+		).toBe('234')
+		expect(
+			(await readFileThroughAgent(unix, 'ranged.txt', { offset: 8, length: 10 })).toString(),
+		).toBe('89')
 	})
 
 	it('refuses, never shortens, a slice above the guest range cap', async () => {
 		await writeFile(join(unixAgent.workspace, 'ranged-big.bin'), randomBytes(2 * MiB))
-		const error = await unix
-			.readFile('ranged-big.bin', { offset: 0, length: 2 * MiB })
-			.catch((caught: unknown) => caught)
+		const error = await readFileThroughAgent(unix, 'ranged-big.bin', {
+			offset: 0,
+			length: 2 * MiB,
+		}).catch((caught: unknown) => caught)
 		expect(error).toBeInstanceOf(SandboxFileError)
 		expect((error as SandboxFileError).code).toBe('read_file_range_too_large')
 	})
 
 	it('maps a missing file to SandboxFileError ENOENT and an escape to SandboxPathEscapeError', async () => {
-		const missing = await unix.readFile('missing.txt').catch((caught: unknown) => caught)
+		const missing = await readFileThroughAgent(unix, 'missing.txt').catch(
+			(caught: unknown) => caught,
+		)
 		expect(missing).toBeInstanceOf(SandboxFileError)
 		expect((missing as SandboxFileError).code).toBe('ENOENT')
-		await expect(unix.readFile('../outside.txt')).rejects.toBeInstanceOf(SandboxPathEscapeError)
-		await expect(unix.writeFile('/etc/namzu-escape', 'x')).rejects.toBeInstanceOf(
+		await expect(readFileThroughAgent(unix, '../outside.txt')).rejects.toBeInstanceOf(
+			SandboxPathEscapeError,
+		)
+		await expect(writeFileThroughAgent(unix, '/etc/namzu-escape', 'x')).rejects.toBeInstanceOf(
 			SandboxPathEscapeError,
 		)
 	})
@@ -232,7 +254,7 @@ describe('reads', () => {
 				}
 				pump()
 			})
-			const back = await unix.readFile('huge.bin')
+			const back = await readFileThroughAgent(unix, 'huge.bin')
 			expect(back.length).toBe(size)
 			expect(back[size - 1]).toBe((MiB - 1) & 0xff)
 			expect(back.subarray(5 * MiB, 6 * MiB).equals(block)).toBe(true)

@@ -8,6 +8,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
+import { listFilesThroughAgent } from '../../../src/host/files/agent-file-read.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import {
 	AgentPreauthFrameTooLargeError,
@@ -157,7 +158,7 @@ describe('dialing a tcp handle', () => {
 			})
 			const requests = 5
 			for (let i = 0; i < requests; i++) {
-				if (i % 2 === 0) await transport.listFiles(agent.workspace)
+				if (i % 2 === 0) await listFilesThroughAgent(transport, agent.workspace)
 				else await transport.healthz()
 			}
 			expect(relay.accepted()).toBe(requests)
@@ -245,10 +246,10 @@ describe('a token-mode agent behind a tcp handle', () => {
 		const port = agent.port ?? 0
 		const anonymous = new AgentTransport({ kind: 'tcp', host: '127.0.0.1', port })
 		await expect(anonymous.healthz()).resolves.toMatchObject({ protocolVersion: 2 })
-		await expect(anonymous.listFiles(agent.workspace)).rejects.toBeInstanceOf(
+		await expect(listFilesThroughAgent(anonymous, agent.workspace)).rejects.toBeInstanceOf(
 			AgentUnauthorizedError,
 		)
 		const tokened = new AgentTransport({ kind: 'tcp', host: '127.0.0.1', port, token: TOKEN })
-		await expect(tokened.listFiles(agent.workspace)).resolves.toEqual([])
+		await expect(listFilesThroughAgent(tokened, agent.workspace)).resolves.toEqual([])
 	})
 })
