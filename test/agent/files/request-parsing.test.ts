@@ -2,24 +2,8 @@ import { describe, expect, it } from 'vitest'
 import { resolveReadRange, resolveStreamRange } from '../../../src/agent/files/read-range.js'
 import { isTempFileName, tempSiblingName } from '../../../src/agent/files/temp-sibling.js'
 import { parseWriteRequest } from '../../../src/agent/files/write-request.js'
-import { resolveLoopbackTarget } from '../../../src/agent/ops/loopback-target.js'
-import {
-	parseTerminalRequest,
-	scriptArgv,
-	shellQuote,
-	terminalKillSignal,
-} from '../../../src/agent/process/terminal-request.js'
-import { OpRefusal } from '../../../src/agent/server/op-refusal.js'
-
-function refusalOf(run: () => unknown): string | undefined {
-	try {
-		run()
-		return undefined
-	} catch (error) {
-		if (error instanceof OpRefusal) return error.error
-		throw error
-	}
-}
+import type { OpRefusal } from '../../../src/agent/server/op-refusal.js'
+import { refusalOf } from '../refusal-of.js'
 
 describe('resolveReadRange', () => {
 	const limit = 1024
@@ -127,76 +111,5 @@ describe('temp sibling names', () => {
 		['namzu-write-a.part', false],
 	])('%s is one of the agent temp files: %s', (name, expected) => {
 		expect(isTempFileName(name)).toBe(expected)
-	})
-})
-
-describe('terminal request', () => {
-	it.each([
-		[{ cols: 80, rows: 24 }, undefined],
-		[{ cols: 1, rows: 1000 }, undefined],
-		[{ cols: 0, rows: 24 }, 'invalid_terminal_size'],
-		[{ cols: 80, rows: 1001 }, 'invalid_terminal_size'],
-		[{ cols: 80.5, rows: 24 }, 'invalid_terminal_size'],
-		[{ cols: '80', rows: 24 }, 'invalid_terminal_size'],
-		[{ rows: 24 }, 'invalid_terminal_size'],
-		[{ cols: 80, rows: 24, args: ['a', 1] }, 'invalid_terminal_args'],
-		[{ cols: 80, rows: 24, env: { A: 1 } }, 'invalid_terminal_env'],
-		[{ cols: 80, rows: 24, command: '' }, 'invalid_terminal_command'],
-	])('%j is refused with %s', (body, expected) => {
-		expect(refusalOf(() => parseTerminalRequest(body))).toBe(expected)
-	})
-
-	it('defaults the command to /bin/sh', () => {
-		expect(parseTerminalRequest({ cols: 80, rows: 24 })).toMatchObject({
-			command: '/bin/sh',
-			args: [],
-		})
-	})
-
-	it.each([
-		['plain', "'plain'"],
-		["it's", "'it'\\''s'"],
-		['$(rm -rf /); `x` "y"', `'$(rm -rf /); \`x\` "y"'`],
-		['', "''"],
-	])('quotes %j as %s', (word, quoted) => {
-		expect(shellQuote(word)).toBe(quoted)
-	})
-
-	it('builds the script argv around an exec of the quoted command line', () => {
-		expect(scriptArgv('/bin/echo', ['a b', "c'd"])).toEqual([
-			'-qefc',
-			"exec '/bin/echo' 'a b' 'c'\\''d'",
-			'/dev/null',
-		])
-	})
-
-	it.each([
-		['SIGKILL', 'SIGKILL'],
-		['SIGINT', 'SIGINT'],
-		['SIGHUP', 'SIGHUP'],
-		['SIGTERM', 'SIGTERM'],
-		['SIGSTOP', 'SIGTERM'],
-		[undefined, 'SIGTERM'],
-		[9, 'SIGTERM'],
-	])('a kill asking for %s sends %s', (asked, sent) => {
-		expect(terminalKillSignal(asked)).toBe(sent)
-	})
-})
-
-describe('resolveLoopbackTarget', () => {
-	it.each([
-		[{ port: 80 }, undefined],
-		[{ host: '::1', port: 65535 }, undefined],
-		[{ host: '127.0.0.1', port: 1 }, undefined],
-		[{ host: '10.0.0.1', port: 80 }, 'invalid_loopback_target'],
-		[{ host: 'localhost', port: 80 }, 'invalid_loopback_target'],
-		[{ host: '127.0.0.2', port: 80 }, 'invalid_loopback_target'],
-		[{ port: 0 }, 'invalid_loopback_target'],
-		[{ port: 65536 }, 'invalid_loopback_target'],
-		[{ port: 1.5 }, 'invalid_loopback_target'],
-		[{ port: '80' }, 'invalid_loopback_target'],
-		[{}, 'invalid_loopback_target'],
-	])('%j is refused with %s', (body, expected) => {
-		expect(refusalOf(() => resolveLoopbackTarget(body))).toBe(expected)
 	})
 })

@@ -1,0 +1,12 @@
+import { OpRefusal } from '../../src/agent/server/op-refusal.js'
+
+/** The `error` of the `OpRefusal` that `run` throws, or undefined when it returns. */
+export function refusalOf(run: () => unknown): string | undefined {
+	try {
+		run()
+		return undefined
+	} catch (error) {
+		if (error instanceof OpRefusal) return error.error
+		throw error
+	}
+}
