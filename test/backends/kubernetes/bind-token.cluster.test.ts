@@ -1,34 +1,20 @@
 // The bind token is per instance: each pod's agent is bound to that pod's own metadata.uid (the
 // downward API), so a workload that reads its own agent's token out of /proc/1/environ — which it
 // can, sharing the agent's uid — holds a value that opens no other sandbox of the same pool.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Sandbox } from '../../../src/index.js'
 import type { KubeObject } from '../../cluster/cluster-objects.js'
 import { execInPod } from '../../cluster/pod-agent.js'
 import { agentPort, paths } from '../../cluster/sandbox-fixtures.js'
-import {
-	type KubernetesHarness,
-	poolName,
-	startKubernetesHarness,
-	waitPoolReady,
-} from './kubernetes-harness.js'
+import { useKubernetesHarness } from './kubernetes-harness.js'
 
 const replicas = 2
-let h: KubernetesHarness
-const open: Sandbox[] = []
-
-beforeAll(async () => {
-	h = await startKubernetesHarness({ poolReplicas: replicas, namespacePrefix: 'k8s-token' })
+const h = useKubernetesHarness({
+	poolReplicas: replicas,
+	namespacePrefix: 'k8s-token',
+	refillPoolAfterEach: true,
 })
-
-afterEach(async () => {
-	await Promise.allSettled(open.splice(0).map((sandbox) => sandbox.destroy()))
-	if (h) await waitPoolReady(h.cluster, h.namespace, poolName, replicas)
-})
-
-afterAll(async () => {
-	await h?.stop()
-})
+const open = h.open
 
 /** What a workload in the sandbox can read of its own agent's environment. */
 async function tokenSeenByWorkload(sandbox: Sandbox): Promise<string> {

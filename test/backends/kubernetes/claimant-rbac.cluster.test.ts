@@ -3,44 +3,28 @@
 // (SelfSubjectAccessReview with its own token), and a pool-only host holding nothing else claims,
 // holds (the lease PATCH included), enumerates and releases warm sandboxes. Without `list` on
 // sandboxclaims only the two fleet verbs are refused with a 403, never create().
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
 	KUBERNETES_CLAIMANT_RBAC_RULES,
 	type KubernetesBackendConfig,
 	type KubernetesRbacRule,
 	readKubernetesTaskCapacity,
 	releaseKubernetesTaskSandboxes,
-	type Sandbox,
 } from '../../../src/index.js'
 import type { KubeObject } from '../../cluster/cluster-objects.js'
 import { KubeApi } from '../../cluster/kube-api.js'
 import { paths } from '../../cluster/sandbox-fixtures.js'
 import { waitFor } from '../../cluster/wait-for.js'
 import { rejection } from './error-chain.js'
-import {
-	type KubernetesHarness,
-	listClaims,
-	poolName,
-	startKubernetesHarness,
-	waitPoolReady,
-} from './kubernetes-harness.js'
+import { listClaims, useKubernetesHarness } from './kubernetes-harness.js'
 
 const replicas = 2
-let h: KubernetesHarness
-const open: Sandbox[] = []
-
-beforeAll(async () => {
-	h = await startKubernetesHarness({ poolReplicas: replicas, namespacePrefix: 'k8s-rbac' })
+const h = useKubernetesHarness({
+	poolReplicas: replicas,
+	namespacePrefix: 'k8s-rbac',
+	refillPoolAfterEach: true,
 })
-
-afterEach(async () => {
-	await Promise.allSettled(open.splice(0).map((sandbox) => sandbox.destroy()))
-	if (h) await waitPoolReady(h.cluster, h.namespace, poolName, replicas)
-})
-
-afterAll(async () => {
-	await h?.stop()
-})
+const open = h.open
 
 interface Triple {
 	readonly group: string

@@ -1,22 +1,18 @@
 // The shared Sandbox contract suite against the Kubernetes task backend on the local cluster
 // harness: warm claims from a pool, the guest dialed at its pod IP (there is no cluster DNS here),
 // the stock agent over token-authenticated TCP in each pod. walkFiles runs (walkFilesViaExec).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { KubernetesTaskSandbox } from '../../../src/backends/kubernetes/kubernetes-task-sandbox.js'
 import type { SandboxProvider } from '../../../src/index.js'
 import { defineSandboxConformance } from '../../../src/testing/index.js'
-import { type KubernetesHarness, startKubernetesHarness } from './kubernetes-harness.js'
+import { useKubernetesHarness } from './kubernetes-harness.js'
 
-let h: KubernetesHarness | undefined
+const h = useKubernetesHarness({ poolReplicas: 4, namespacePrefix: 'k8s-conf' })
+
 let provider: SandboxProvider | undefined
 
-beforeAll(async () => {
-	h = await startKubernetesHarness({ poolReplicas: 4, namespacePrefix: 'k8s-conf' })
+beforeAll(() => {
 	provider = h.provider({ agentAddress: 'pod-ip' })
-})
-
-afterAll(async () => {
-	await h?.stop()
 })
 
 describe('Kubernetes task backend (pod-ip, warm pool of 4)', () => {

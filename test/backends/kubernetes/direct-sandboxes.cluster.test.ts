@@ -2,42 +2,30 @@
 // built from the template): the direct acquire, API faults (an unanswering server, 429/503 during
 // readiness), the after-budget pod diagnoses (capacity, image-pull), the privilege probe refusing a
 // root guest, `service` mode without cluster DNS, and `pod-ip` mode following a replaced pod.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import {
 	KubernetesAcquireError,
 	KubernetesAgentAddressUnresolvableError,
 	KubernetesApiTimeoutError,
 	KubernetesPrivilegeProbeError,
 	readKubernetesTaskCapacity,
-	type Sandbox,
 } from '../../../src/index.js'
 import { isReady, type KubeObject, waitGone, waitObject } from '../../cluster/cluster-objects.js'
 import { directSandbox, paths } from '../../cluster/sandbox-fixtures.js'
 import { waitFor } from '../../cluster/wait-for.js'
 import { findInChain, rejection } from './error-chain.js'
 import {
-	type KubernetesHarness,
 	listSandboxes,
 	privilegedTemplate,
-	startKubernetesHarness,
 	templateName,
+	useKubernetesHarness,
 } from './kubernetes-harness.js'
 
-let h: KubernetesHarness
-const open: Sandbox[] = []
+const h = useKubernetesHarness({ namespacePrefix: 'k8s-direct' })
+const open = h.open
 
 beforeAll(async () => {
-	h = await startKubernetesHarness({ namespacePrefix: 'k8s-direct' })
 	await h.cluster.api.create(paths.templates(h.namespace), privilegedTemplate('root-template'))
-})
-
-afterEach(async () => {
-	h?.cluster.faults.api.reset()
-	await Promise.allSettled(open.splice(0).map((sandbox) => sandbox.destroy()))
-})
-
-afterAll(async () => {
-	await h?.stop()
 })
 
 const liveSandboxes = async (): Promise<readonly KubeObject[]> =>

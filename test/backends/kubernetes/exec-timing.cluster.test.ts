@@ -2,20 +2,12 @@
 // network through KubernetesAgentTransport, and each exec's four durations reported without the
 // bind token (the pod uid), the command or its output.
 import { randomUUID } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { RemoteExecutionTiming } from '../../../src/index.js'
 import { paths } from '../../cluster/sandbox-fixtures.js'
-import { type KubernetesHarness, startKubernetesHarness } from './kubernetes-harness.js'
+import { useKubernetesHarness } from './kubernetes-harness.js'
 
-let harness: KubernetesHarness
-
-beforeAll(async () => {
-	harness = await startKubernetesHarness({ poolReplicas: 1, namespacePrefix: 'timing' })
-})
-
-afterAll(async () => {
-	await harness?.stop()
-})
+const harness = useKubernetesHarness({ poolReplicas: 1, namespacePrefix: 'timing' })
 
 describe('exec timing on the harness', () => {
 	it('reports dial, reserve, execute and drain for an exec in a warm pod, and nothing else', async () => {

@@ -3,42 +3,29 @@
 // write, counting only this pool's claims and only Pending pods; release is one LIST by the label
 // selector and one DELETE per claim found; both verbs give up on their signal while the API
 // server holds the request, long before the request bound.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import {
-	readKubernetesTaskCapacity,
-	releaseKubernetesTaskSandboxes,
-	type Sandbox,
-} from '../../../src/index.js'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { readKubernetesTaskCapacity, releaseKubernetesTaskSandboxes } from '../../../src/index.js'
 import { paths } from '../../cluster/sandbox-fixtures.js'
 import { rejection } from './error-chain.js'
-import {
-	type KubernetesHarness,
-	listClaims,
-	poolName,
-	startKubernetesHarness,
-	waitPoolReady,
-} from './kubernetes-harness.js'
+import { listClaims, poolName, useKubernetesHarness, waitPoolReady } from './kubernetes-harness.js'
 import { type RecordingApiProxy, startRecordingApiProxy } from './recording-api-proxy.js'
 
 const replicas = 3
-let h: KubernetesHarness
+const h = useKubernetesHarness({
+	poolReplicas: replicas,
+	namespacePrefix: 'k8s-fleet',
+	refillPoolAfterEach: true,
+})
+const open = h.open
+
 let proxy: RecordingApiProxy
-const open: Sandbox[] = []
 
 beforeAll(async () => {
-	h = await startKubernetesHarness({ poolReplicas: replicas, namespacePrefix: 'k8s-fleet' })
 	proxy = await startRecordingApiProxy(h.cluster.access)
-})
-
-afterEach(async () => {
-	h?.cluster.faults.api.reset()
-	await Promise.allSettled(open.splice(0).map((sandbox) => sandbox.destroy()))
-	if (h) await waitPoolReady(h.cluster, h.namespace, poolName, replicas)
 })
 
 afterAll(async () => {
 	await proxy?.close()
-	await h?.stop()
 })
 
 function recordedConfig() {

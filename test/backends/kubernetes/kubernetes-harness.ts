@@ -1,10 +1,13 @@
 // What the Kubernetes backend's cluster tests share: one local cluster per file with a namespace,
 // an agent SandboxTemplate (and optionally a warm pool filled and Ready), the backend config
-// pointing at it (direct or through the fault proxy), and small waits on what the controller and
-// the process kubelet write. The config shape is the documented `KubernetesBackendConfig`.
+// pointing at it (direct or through the fault proxy), the hooks every suite registers
+// (`useKubernetesHarness`), and small waits on what the controller and the process kubelet write.
+// The config shape is the documented `KubernetesBackendConfig`.
+import { afterAll, afterEach, beforeAll } from 'vitest'
 import {
 	createSandboxProvider,
 	type KubernetesBackendConfig,
+	type Sandbox,
 	type SandboxProvider,
 } from '../../../src/index.js'
 import type { ClusterAccess } from '../../cluster/cluster-access.js'
@@ -98,6 +101,60 @@ export async function startKubernetesHarness(
 	} catch (error) {
 		await cluster.stop()
 		throw error
+	}
+}
+
+export interface KubernetesHarnessHookOptions extends HarnessOptions {
+	/** After each test, wait until the warm pool is full again (suites that count claims or pods). */
+	readonly refillPoolAfterEach?: boolean
+}
+
+/** The file's harness, readable inside tests and hooks once the `beforeAll` has run. */
+export interface UsedKubernetesHarness extends Omit<KubernetesHarness, 'stop'> {
+	/** Sandboxes a test opened: destroyed after each test. */
+	readonly open: Sandbox[]
+}
+
+/**
+ * The hooks every Kubernetes cluster suite shares: the harness started once per file and stopped
+ * after it; after each test the API fault proxy reset, the sandboxes in `open` destroyed and, with
+ * `refillPoolAfterEach`, the warm pool awaited full again. Register file-specific hooks after this
+ * call: they run after its `beforeAll` and (hooks run as a stack) before its `afterAll`.
+ */
+export function useKubernetesHarness(
+	options: KubernetesHarnessHookOptions = {},
+): UsedKubernetesHarness {
+	let started: KubernetesHarness | undefined
+	const open: Sandbox[] = []
+	const current = (): KubernetesHarness => {
+		if (!started)
+			throw new Error('the Kubernetes harness is not started: read it in a test or hook')
+		return started
+	}
+	beforeAll(async () => {
+		started = await startKubernetesHarness(options)
+	})
+	afterEach(async () => {
+		started?.cluster.faults.api.reset()
+		await Promise.allSettled(open.splice(0).map((sandbox) => sandbox.destroy()))
+		if (started && options.refillPoolAfterEach) {
+			await waitPoolReady(started.cluster, started.namespace, poolName, options.poolReplicas ?? 0)
+		}
+	})
+	afterAll(async () => {
+		await started?.stop()
+	})
+	return {
+		open,
+		get cluster() {
+			return current().cluster
+		},
+		get namespace() {
+			return current().namespace
+		},
+		config: (overrides) => current().config(overrides),
+		faultedConfig: (overrides) => current().faultedConfig(overrides),
+		provider: (overrides) => current().provider(overrides),
 	}
 }
 

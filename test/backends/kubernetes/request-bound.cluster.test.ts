@@ -3,44 +3,32 @@
 // never answers; a joined teardown settles within the bound when the API server stops answering;
 // and a DELETE that timed out but had been applied (answer withheld by a front that forwards it)
 // counts as done — the retried destroy() finds the object gone and resolves.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { kubernetesPaths } from '../../../src/backends/kubernetes/kubernetes-objects.js'
 import {
 	KubernetesAcquireError,
 	KubernetesApiTimeoutError,
 	KubernetesSandboxDestroyedError,
-	type Sandbox,
 } from '../../../src/index.js'
 import { waitGone } from '../../cluster/cluster-objects.js'
 import { paths } from '../../cluster/sandbox-fixtures.js'
 import { findInChain, rejection } from './error-chain.js'
-import {
-	type KubernetesHarness,
-	listSandboxes,
-	startKubernetesHarness,
-	templateName,
-} from './kubernetes-harness.js'
+import { listSandboxes, templateName, useKubernetesHarness } from './kubernetes-harness.js'
 import { startWithholdingApiFront, type WithholdingApiFront } from './withholding-api-front.js'
 
 const BOUND_MS = 1000
 
-let h: KubernetesHarness
+const h = useKubernetesHarness({ namespacePrefix: 'k8s-bound' })
+const open = h.open
+
 let front: WithholdingApiFront
-const open: Sandbox[] = []
 
 beforeAll(async () => {
-	h = await startKubernetesHarness({ namespacePrefix: 'k8s-bound' })
 	front = await startWithholdingApiFront(h.cluster.access)
-})
-
-afterEach(async () => {
-	h?.cluster.faults.api.reset()
-	await Promise.allSettled(open.splice(0).map((sandbox) => sandbox.destroy()))
 })
 
 afterAll(async () => {
 	await front?.close()
-	await h?.stop()
 })
 
 describe('apiRequestTimeoutMs on the Kubernetes backend', () => {

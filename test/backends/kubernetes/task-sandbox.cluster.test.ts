@@ -1,29 +1,15 @@
 // The backend engineer's proof against the real control plane: a warm claim from a pool of one
 // acquired through createSandboxProvider (pod-ip mode), a command run in the pod's agent as the
 // deprivileged user, and destroy deleting the claim (the controller then cascades).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { KubernetesSandboxDestroyedError } from '../../../src/index.js'
 import { waitGone } from '../../cluster/cluster-objects.js'
 import { paths } from '../../cluster/sandbox-fixtures.js'
 import { waitFor } from '../../cluster/wait-for.js'
-import {
-	type KubernetesHarness,
-	listClaims,
-	poolName,
-	startKubernetesHarness,
-	waitPoolReady,
-} from './kubernetes-harness.js'
+import { listClaims, poolName, useKubernetesHarness, waitPoolReady } from './kubernetes-harness.js'
 import { startRecordingApiProxy } from './recording-api-proxy.js'
 
-let harness: KubernetesHarness
-
-beforeAll(async () => {
-	harness = await startKubernetesHarness({ poolReplicas: 1, namespacePrefix: 'task' })
-})
-
-afterAll(async () => {
-	await harness?.stop()
-})
+const harness = useKubernetesHarness({ poolReplicas: 1, namespacePrefix: 'task' })
 
 describe('Kubernetes task sandbox on the harness', () => {
 	it('acquires a warm claim, execs in its pod, and destroy deletes the claim', async () => {

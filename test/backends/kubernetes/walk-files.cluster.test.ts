@@ -13,7 +13,7 @@ import { createHash, randomUUID } from 'node:crypto'
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { walkFilesViaExec } from '../../../src/exec-programs/walk/walk-files-via-exec.js'
 import { WALK_PROGRAM_SOURCE } from '../../../src/exec-programs/walk/walk-program.js'
 import {
@@ -25,30 +25,15 @@ import {
 import { type KubeObject, waitGone } from '../../cluster/cluster-objects.js'
 import { paths } from '../../cluster/sandbox-fixtures.js'
 import { findInChain } from './error-chain.js'
-import {
-	type KubernetesHarness,
-	listClaims,
-	poolName,
-	startKubernetesHarness,
-	waitPoolReady,
-} from './kubernetes-harness.js'
+import { listClaims, useKubernetesHarness } from './kubernetes-harness.js'
 
 const replicas = 3
-let h: KubernetesHarness
-const open: Sandbox[] = []
-
-beforeAll(async () => {
-	h = await startKubernetesHarness({ poolReplicas: replicas, namespacePrefix: 'k8s-walk' })
+const h = useKubernetesHarness({
+	poolReplicas: replicas,
+	namespacePrefix: 'k8s-walk',
+	refillPoolAfterEach: true,
 })
-
-afterEach(async () => {
-	await Promise.allSettled(open.splice(0).map((sandbox) => sandbox.destroy()))
-	if (h) await waitPoolReady(h.cluster, h.namespace, poolName, replicas)
-})
-
-afterAll(async () => {
-	await h?.stop()
-})
+const open = h.open
 
 async function acquire(): Promise<Sandbox> {
 	const sandbox = await h.provider().create()

@@ -2,51 +2,40 @@
 // server, the real agent-sandbox controller and the process kubelet running our agent. Claims,
 // the exact request log of a clean acquire, a controller refusal, the lease under API faults, a
 // sandbox deleted under a run, and the fleet verbs (release by label, capacity).
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
 	KubernetesAcquireError,
 	KubernetesSandboxDestroyedError,
 	KubernetesSandboxGoneError,
 	readKubernetesTaskCapacity,
 	releaseKubernetesTaskSandboxes,
-	type Sandbox,
 } from '../../../src/index.js'
 import { boundSandboxName, type KubeObject, waitGone } from '../../cluster/cluster-objects.js'
 import { paths } from '../../cluster/sandbox-fixtures.js'
 import { waitFor } from '../../cluster/wait-for.js'
 import { findInChain, rejection } from './error-chain.js'
-import {
-	type KubernetesHarness,
-	listClaims,
-	poolName,
-	sleep,
-	startKubernetesHarness,
-	waitPoolReady,
-} from './kubernetes-harness.js'
+import { listClaims, poolName, sleep, useKubernetesHarness } from './kubernetes-harness.js'
 import { type RecordingApiProxy, startRecordingApiProxy } from './recording-api-proxy.js'
 
 const replicas = 3
-let h: KubernetesHarness
+const h = useKubernetesHarness({
+	poolReplicas: replicas,
+	namespacePrefix: 'k8s-warm',
+	refillPoolAfterEach: true,
+})
+const open = h.open
+
 let proxy: RecordingApiProxy
-const open: Sandbox[] = []
 
 beforeAll(async () => {
-	h = await startKubernetesHarness({ poolReplicas: replicas, namespacePrefix: 'k8s-warm' })
 	proxy = await startRecordingApiProxy(h.cluster.access)
 	console.info(
 		`cluster: Kubernetes ${h.cluster.versions.kubernetes}, agent-sandbox ${h.cluster.versions.agentSandbox}`,
 	)
 })
 
-afterEach(async () => {
-	h?.cluster.faults.api.reset()
-	await Promise.allSettled(open.splice(0).map((sandbox) => sandbox.destroy()))
-	if (h) await waitPoolReady(h.cluster, h.namespace, poolName, replicas)
-})
-
 afterAll(async () => {
 	await proxy?.close()
-	await h?.stop()
 })
 
 const liveClaims = async (): Promise<readonly KubeObject[]> =>

@@ -49,12 +49,8 @@ describe.skipIf(skip !== undefined)(
 
 		it('removes an ephemeral workspace on destroy and refuses every later call', async () => {
 			const provider = createLocalSandboxProvider({ tier: 'process', stateDir })
-			const started = performance.now()
 			const sandbox = await provider.create()
 			const first = await sandbox.exec('true')
-			console.log(
-				`[local tier] cold create() → first exec('true'): ${(performance.now() - started).toFixed(0)} ms`,
-			)
 			expect(first.exitCode).toBe(0)
 			const root = sandbox.rootDir
 			expect(existsSync(root)).toBe(true)
