@@ -3,21 +3,52 @@ import { dirname, join, relative, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
 
 /**
- * The layering in ARCHITECTURE.md, enforced: which area may import which. The guest agent in
- * particular is bundled into a file that runs inside every sandbox, so it may reach only the wire.
+ * The layering in ARCHITECTURE.md, enforced: which area may import which, which room of the host
+ * may import which, and no import cycle anywhere in src/. The guest agent in particular is bundled
+ * into a file that runs inside every sandbox, so it may reach only the wire.
  */
 const src = join(import.meta.dirname, '..', '..', 'src')
 
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 	wire: ['wire'],
 	contract: ['contract'],
+	'exec-programs': ['exec-programs', 'contract'],
 	agent: ['agent', 'wire'],
-	host: ['host', 'wire', 'contract'],
-	'backends/local': ['backends/local', 'host', 'wire', 'contract', 'root'],
-	'backends/kubernetes': ['backends/kubernetes', 'host', 'wire', 'contract', 'root'],
+	host: ['host', 'wire', 'contract', 'exec-programs'],
+	'backends/local': ['backends/local', 'host', 'exec-programs', 'wire', 'contract', 'root'],
+	'backends/kubernetes': [
+		'backends/kubernetes',
+		'host',
+		'exec-programs',
+		'wire',
+		'contract',
+		'root',
+	],
 	testing: ['testing', 'contract'],
 	cli: ['cli', 'backends/local', 'host', 'wire', 'contract', 'root'],
-	root: ['root', 'contract', 'wire', 'host', 'backends/local', 'backends/kubernetes'],
+	root: [
+		'root',
+		'contract',
+		'exec-programs',
+		'wire',
+		'host',
+		'backends/local',
+		'backends/kubernetes',
+	],
+}
+
+/**
+ * The host's rooms: the transport at the bottom, one room per family of verbs over it, the sandbox
+ * that composes them on top (and the area's index, which lists them all).
+ */
+const HOST_ROOMS: Readonly<Record<string, readonly string[]>> = {
+	transport: ['transport'],
+	exec: ['exec', 'transport'],
+	files: ['files', 'transport'],
+	sessions: ['sessions', 'transport'],
+	lifecycle: ['lifecycle', 'transport'],
+	sandbox: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport'],
+	index: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport'],
 }
 
 function areaOf(file: string): string {
@@ -25,6 +56,12 @@ function areaOf(file: string): string {
 	if (rel.startsWith('backends/')) return rel.split('/').slice(0, 2).join('/')
 	const [first] = rel.split('/')
 	return rel.includes('/') && first ? first : 'root'
+}
+
+/** `transport` for src/host/transport/…, `index` for src/host/index.ts. */
+function hostRoomOf(file: string): string {
+	const parts = relative(join(src, 'host'), file).split('/')
+	return parts.length > 1 ? (parts[0] ?? '') : 'index'
 }
 
 function sourceFiles(dir: string): string[] {
@@ -35,21 +72,104 @@ function sourceFiles(dir: string): string[] {
 	})
 }
 
-describe('import graph', () => {
-	it('every area imports only the areas it is allowed to', () => {
-		const violations: string[] = []
-		for (const file of sourceFiles(src)) {
-			const from = areaOf(file)
-			const text = readFileSync(file, 'utf8')
-			for (const match of text.matchAll(/from '(\.{1,2}\/[^']+)'/g)) {
-				const target = resolve(dirname(file), match[1] ?? '')
-				const to = areaOf(target)
-				if (!ALLOWED[from]?.includes(to)) {
-					violations.push(`${relative(src, file)} (${from}) imports ${match[1]} (${to})`)
-				}
+interface Edge {
+	readonly from: string
+	readonly to: string
+	readonly specifier: string
+}
+
+/** Every relative import and re-export in src/, type-only ones included, as absolute .ts paths. */
+function relativeImports(): Edge[] {
+	return sourceFiles(src).flatMap((file) =>
+		[...readFileSync(file, 'utf8').matchAll(/from '(\.{1,2}\/[^']+)'/g)].map((match) => {
+			const specifier = match[1] ?? ''
+			return {
+				from: file,
+				to: resolve(dirname(file), specifier.replace(/\.js$/, '.ts')),
+				specifier,
+			}
+		}),
+	)
+}
+
+/** One cycle of the graph as a path that starts and ends at the same file, or undefined. */
+function findCycle(graph: ReadonlyMap<string, readonly string[]>): string[] | undefined {
+	const state = new Map<string, 'open' | 'done'>()
+	const path: string[] = []
+	const visit = (node: string): string[] | undefined => {
+		state.set(node, 'open')
+		path.push(node)
+		for (const next of graph.get(node) ?? []) {
+			if (state.get(next) === 'open') return [...path.slice(path.indexOf(next)), next]
+			if (state.get(next) === undefined) {
+				const cycle = visit(next)
+				if (cycle) return cycle
 			}
 		}
+		path.pop()
+		state.set(node, 'done')
+		return undefined
+	}
+	for (const node of graph.keys()) {
+		if (state.get(node) === undefined) {
+			const cycle = visit(node)
+			if (cycle) return cycle
+		}
+	}
+	return undefined
+}
+
+describe('import graph', () => {
+	const edges = relativeImports()
+
+	it('every area imports only the areas it is allowed to', () => {
+		const violations = edges
+			.filter((edge) => !ALLOWED[areaOf(edge.from)]?.includes(areaOf(edge.to)))
+			.map(
+				(edge) =>
+					`${relative(src, edge.from)} (${areaOf(edge.from)}) imports ${edge.specifier} (${areaOf(edge.to)})`,
+			)
 		expect(violations).toEqual([])
+	})
+
+	it('every room of the host imports only the rooms below it', () => {
+		const violations = edges
+			.filter((edge) => areaOf(edge.from) === 'host' && areaOf(edge.to) === 'host')
+			.filter((edge) => !HOST_ROOMS[hostRoomOf(edge.from)]?.includes(hostRoomOf(edge.to)))
+			.map((edge) => `${relative(src, edge.from)} imports ${edge.specifier}`)
+		expect(violations).toEqual([])
+	})
+
+	it('the agent reaches its op handlers only through ops/registry.ts, from the connection', () => {
+		const ops = join(src, 'agent', 'ops')
+		const violations = edges
+			.filter((edge) => edge.to.startsWith(`${ops}/`) && !edge.from.startsWith(`${ops}/`))
+			.filter(
+				(edge) =>
+					edge.from !== join(src, 'agent', 'server', 'connection.ts') ||
+					edge.to !== join(ops, 'registry.ts'),
+			)
+			.map((edge) => `${relative(src, edge.from)} imports ${edge.specifier}`)
+		expect(violations).toEqual([])
+	})
+
+	it('src/ has no import cycle, type-only imports included', () => {
+		const graph = new Map<string, string[]>()
+		for (const file of sourceFiles(src)) graph.set(file, [])
+		for (const edge of edges) graph.get(edge.from)?.push(edge.to)
+		expect(findCycle(graph)?.map((file) => relative(src, file))).toBeUndefined()
+	})
+
+	it('the cycle check finds a cycle, and only where there is one', () => {
+		const chain = new Map([
+			['a', ['b']],
+			['b', ['c']],
+			['c', []],
+		])
+		expect(findCycle(chain)).toBeUndefined()
+		expect(findCycle(new Map([...chain, ['c', ['a']]]))).toEqual(['a', 'b', 'c', 'a'])
+		expect(findCycle(new Map([['self', ['self']]]))).toEqual(['self', 'self'])
+		expect(findCycle(new Map([...chain, ['d', ['b']]]))).toBeUndefined()
 	})
 
 	it('the guest agent imports nothing outside node built-ins but its own and the wire modules', () => {

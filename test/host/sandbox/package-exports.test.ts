@@ -20,6 +20,10 @@ describe('package root', () => {
 		'RemoteProtocolError',
 		'RemoteCommandError',
 		'RemoteResultIncompleteError',
+		'readFileThroughAgent',
+		'readFileStreamThroughAgent',
+		'listFilesThroughAgent',
+		'writeFileThroughAgent',
 	])('exports %s', (name) => {
 		expect(typeof (root as Record<string, unknown>)[name]).toBe('function')
 	})
