@@ -18,6 +18,7 @@ import {
 	ReadinessPollTimeout,
 	TERMINAL_CLAIM_REASONS,
 } from '../../../src/index.js'
+import { base as acquireBase } from './acquire-config.js'
 import { rejectionError } from './error-chain.js'
 import {
 	connectError,
@@ -28,17 +29,7 @@ import {
 	statusError,
 } from './scripted-api-port.js'
 
-const ns = 'sandboxes'
-const base: KubernetesBackendConfig = {
-	tier: 'microvm',
-	service: 'kubernetes',
-	namespace: ns,
-	access: { server: 'https://127.0.0.1:6443', getToken: () => 't' },
-	sandboxTemplateName: 'task',
-	warmPoolName: 'pool',
-	readyPollIntervalMs: 5,
-	readyTimeoutMs: 300,
-}
+const base: KubernetesBackendConfig = { ...acquireBase, readyTimeoutMs: 300 }
 const config = (overrides: Partial<KubernetesBackendConfig> = {}) =>
 	resolveKubernetesBackendConfig({ ...base, ...overrides })
 
