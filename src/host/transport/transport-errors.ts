@@ -1,7 +1,7 @@
 /**
  * Refusals of the host's agent transport: dialing, frame ceilings, body limits, missing guest
- * features, guest answers that refused an op, and a peer that broke the protocol. Messages name limits and the handle kind, never
- * a token or file contents.
+ * features, guest answers that refused an op, and a peer that broke the protocol. Messages name
+ * limits and the handle kind, never a token or file contents.
  */
 import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
 import type { SandboxAgentHandleKind } from './agent-handle.js'
