@@ -3,18 +3,11 @@
  * persistent session, and the bodies of `start-detached`, `attach-session` and `kill-session`.
  * Every failure is an `OpRefusal` with the stable code upstream shapes §3.5 gives it.
  */
+
+import { isStringRecord } from '../../wire/is-record.js'
 import { isSessionId, type SessionSignal, sessionSignal } from '../../wire/sessions.js'
 import { parseTerminalSize, type TerminalSize } from '../process/terminal-request.js'
 import { OpRefusal } from '../server/op-refusal.js'
-
-function isStringRecord(value: unknown): value is Record<string, string> {
-	return (
-		typeof value === 'object' &&
-		value !== null &&
-		!Array.isArray(value) &&
-		Object.values(value).every((entry) => typeof entry === 'string')
-	)
-}
 
 function isStringArray(value: unknown): value is string[] {
 	return Array.isArray(value) && value.every((entry) => typeof entry === 'string')

@@ -8,8 +8,10 @@
  * is retired and the handle fenced (`SandboxRetiredError`). No `setNetworkPolicy`: a tier that can
  * enforce one adds it.
  */
+
 import { setMaxListeners } from 'node:events'
 import { posix } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
 import { SandboxDestroyedError, SandboxFileError } from '../../contract/errors.js'
 import type { SandboxRetirementObservation } from '../../contract/retirement.js'
@@ -102,10 +104,6 @@ export interface AgentSandboxOptions {
 	readonly retire?: (error: Error) => Promise<SandboxRetirementObservation>
 	/** Overrides of the execution controller's windows (tests shorten them). */
 	readonly execution?: Omit<RemoteExecutionControllerOptions, 'defaultExecutionTimeoutMs'>
-}
-
-function delay(ms: number): Promise<void> {
-	return new Promise((resolve) => setTimeout(resolve, ms).unref())
 }
 
 export class AgentSandbox implements Sandbox {
@@ -399,7 +397,7 @@ export class AgentSandbox implements Sandbox {
 		// Aborted execs resolve as aborted once the guest confirms; give them a bounded moment.
 		await Promise.race([
 			Promise.allSettled([...this.#inFlight]),
-			delay(DESTROY_IN_FLIGHT_SETTLE_MS),
+			sleep(DESTROY_IN_FLIGHT_SETTLE_MS, undefined, { ref: false }),
 		])
 		await Promise.all([
 			...[...this.#terminals].map((session) => session.close()),
