@@ -1,5 +1,5 @@
 // The wire's public names: the protocol version and feature names a guest advertises in `healthz`,
-// the negotiated stream heartbeat, and the request / event shapes the spec names. The frame codec,
+// the negotiated stream heartbeat, and the request / event shapes a caller meets. The frame codec,
 // the base64 helpers and the op table are internal to the two ends.
 export {
 	AGENT_PROTOCOL_VERSION,

@@ -1,5 +1,5 @@
 /**
- * Serves one accepted connection: exactly one request per connection (upstream shapes §3.2).
+ * Serves one accepted connection: exactly one request per connection.
  *
  * The first frame is the envelope `{ op, body?, token? }`. Before it is dispatched the frame ceiling
  * is the pre-auth one in a token mode (`NAMZU_AGENT_MAX_PREAUTH_FRAME_BYTES`), the full one

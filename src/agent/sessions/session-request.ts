@@ -1,7 +1,7 @@
 /**
  * Validation of the session ops' request bodies (pure): which `terminal` bodies ask for a
  * persistent session, and the bodies of `start-detached`, `attach-session` and `kill-session`.
- * Every failure is an `OpRefusal` with the stable code upstream shapes §3.5 gives it.
+ * Every failure is an `OpRefusal` with a stable code (the host matches codes, never messages).
  */
 
 import { isStringRecord } from '../../wire/is-record.js'

@@ -1,5 +1,5 @@
 /**
- * Detachable executions over a guest agent (spec 260547f): a command whose output the guest
+ * Detachable executions over a guest agent: a command whose output the guest
  * retains, so losing the connection that watches it costs nothing. The host reserves under the
  * caller's id (or a minted one), executes with `retainOutput`, tracks the offset after the last
  * byte it received, and on a lost connection reattaches with `attach-execution` from that offset —
