@@ -103,6 +103,7 @@ export {
 	SANDBOX_ENVIRONMENTS,
 	SANDBOX_STATUSES,
 	type Sandbox,
+	SandboxArgumentError,
 	SandboxBackendNotImplementedError,
 	SandboxConfigError,
 	type SandboxCreateConfig,

@@ -3,6 +3,7 @@ export type { BackgroundJobOutput } from './background-job-output.js'
 export type { EgressPolicy, EgressPolicyKind } from './egress.js'
 export {
 	FileWalkLimitError,
+	SandboxArgumentError,
 	SandboxBackendNotImplementedError,
 	SandboxConfigError,
 	SandboxDestroyedError,

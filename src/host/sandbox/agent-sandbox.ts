@@ -86,6 +86,7 @@ import {
 	SandboxTcpTargetRefusedError,
 	tcpTargetRefusal,
 } from './agent-sandbox-errors.js'
+import { missingOptions } from './required-options.js'
 
 /** How long `destroy()` lets aborted in-flight calls settle before releasing the unit. */
 export const DESTROY_IN_FLIGHT_SETTLE_MS = 2000
@@ -250,6 +251,8 @@ export class AgentSandbox implements Sandbox {
 
 	walkFiles(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry> {
 		this.#admit('walkFiles')
+		const refused = missingOptions('walkFiles', options)
+		if (refused) throw refused
 		const resolved = this.#resolve(rootPath)
 		return this.#track('walkFiles', options.signal, (signal) =>
 			walkFilesViaExec(
@@ -264,6 +267,8 @@ export class AgentSandbox implements Sandbox {
 	openTerminal(options: PersistentTerminalOptions): Promise<SessionTerminal>
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession>
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession> {
+		const refused = missingOptions('openTerminal', options)
+		if (refused) return Promise.reject(refused)
 		if (isPersistentTerminalOptions(options)) return this.#openSessionTerminal(options)
 		return this.#run('openTerminal', options.signal, async (signal) => {
 			const session = await this.transport.openTerminal(
@@ -282,6 +287,8 @@ export class AgentSandbox implements Sandbox {
 	}
 
 	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection> {
+		const refused = missingOptions('openTcpConnection', options)
+		if (refused) return Promise.reject(refused)
 		return this.#run('openTcpConnection', options.signal, async (signal) => {
 			const host = options.host ?? '127.0.0.1'
 			const refusal = tcpTargetRefusal(host, options.port)
@@ -298,6 +305,8 @@ export class AgentSandbox implements Sandbox {
 
 	/** A program with no PTY, stdin closed, in its own kernel session; it outlives this host. */
 	startDetached(options: StartDetachedOptions): Promise<StartedSession> {
+		const refused = missingOptions('startDetached', options)
+		if (refused) return Promise.reject(refused)
 		return this.#run('startDetached', options.signal, (signal) =>
 			this.#sessions.startDetached({
 				...options,
