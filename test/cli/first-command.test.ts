@@ -1,7 +1,11 @@
-// The README's first command on a machine without bubblewrap: the demo and the CLI stop with one
-// line saying what to install and a non-zero exit, never a stack trace; `doctor` names it the same
-// way. `NAMZU_SANDBOX_BWRAP_PATH` points both at a bwrap that does not exist.
+// The README's first command: on this machine (bubblewrap installed) the demo and the README's
+// example run a real local sandbox through the package's own entry point; on a machine without
+// bubblewrap the demo and the CLI stop with one line saying what to install and a non-zero exit,
+// never a stack trace, and `doctor` names it the same way. `NAMZU_SANDBOX_BWRAP_PATH` points them
+// at a bwrap that does not exist.
+
 import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -34,6 +38,26 @@ function run(args: readonly string[], env: NodeJS.ProcessEnv): Promise<Run> {
 		child.on('exit', (code) => resolve({ code, stdout, stderr }))
 	})
 }
+
+describe.skipIf(!existsSync('/usr/bin/bwrap') && !process.env.CI)(
+	'a machine with bubblewrap',
+	() => {
+		it('npm run demo runs a local sandbox, round-trips a file and exits 0', async () => {
+			const demo = await run([join('examples', 'demo.mjs')], {})
+			expect(demo.stderr).toBe('')
+			expect(demo.stdout).toMatch(/^sandbox [0-9a-f]+ ready in \d+ ms \(linux-bwrap\)\n/)
+			expect(demo.stdout).toContain('read back: "written by the host\\n"\n')
+			expect(demo.stdout).toContain('network interfaces under deny-all: lo\n')
+			expect(demo.code).toBe(0)
+		})
+
+		it("the README's example runs as printed", async () => {
+			const example = await run([join('examples', 'readme-example.mjs')], {})
+			expect(example.stdout).toBe('42\n0 "42\\n"\n{"n"\n7\n')
+			expect(example.code).toBe(0)
+		})
+	},
+)
 
 describe('a machine without bubblewrap', () => {
 	let scratch: string
