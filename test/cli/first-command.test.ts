@@ -4,39 +4,18 @@
 // never a stack trace, and `doctor` names it the same way. `NAMZU_SANDBOX_BWRAP_PATH` points them
 // at a bwrap that does not exist.
 
-import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runNodeToExit } from '../helpers/run-to-exit.js'
 
 const root = join(import.meta.dirname, '..', '..')
 const fix = `${process.getuid?.() === 0 ? '' : 'sudo '}apt-get install -y bubblewrap`
 
-interface Run {
-	readonly code: number | null
-	readonly stdout: string
-	readonly stderr: string
-}
-
-function run(args: readonly string[], env: NodeJS.ProcessEnv): Promise<Run> {
-	return new Promise((resolve) => {
-		const child = spawn(process.execPath, args, {
-			cwd: root,
-			env: { ...process.env, ...env },
-			stdio: ['ignore', 'pipe', 'pipe'],
-		})
-		let stdout = ''
-		let stderr = ''
-		child.stdout.on('data', (chunk: Buffer) => {
-			stdout += chunk.toString()
-		})
-		child.stderr.on('data', (chunk: Buffer) => {
-			stderr += chunk.toString()
-		})
-		child.on('exit', (code) => resolve({ code, stdout, stderr }))
-	})
+function run(args: readonly string[], env: NodeJS.ProcessEnv) {
+	return runNodeToExit(args, { cwd: root, env: { ...process.env, ...env } })
 }
 
 describe.skipIf(!existsSync('/usr/bin/bwrap') && !process.env.CI)(
