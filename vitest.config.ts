@@ -9,6 +9,13 @@ export default defineConfig({
 			'test/cluster/**/*.cluster.test.ts',
 			'test/backends/kubernetes/**/*.cluster.test.ts',
 		],
+		// Type tests (`*.test-d.ts`, expectTypeOf) run through the compiler alongside the others; their
+		// own tsconfig holds only them (and what they import), so `npm run typecheck` is not repeated.
+		typecheck: {
+			enabled: true,
+			include: ['test/**/*.test-d.ts'],
+			tsconfig: './tsconfig.type-tests.json',
+		},
 		testTimeout: 30_000,
 		hookTimeout: 30_000,
 		// Real processes, real sockets, real bubblewrap: two cores on CI, so keep the fan-out modest.

@@ -61,12 +61,13 @@ export function argInt(name, fallback) {
 // ---- Issue 3 helpers: load the library, run a plain agent, read its memory ----
 
 /**
- * The library under measurement: `../dist/index.js` (what `npm run bench` builds), or the module
- * named by `NAMZU_BENCH_LIB` (e.g. an esbuild bundle of `src/index.ts`).
+ * The tier-building entry under measurement (`@namzu/sandbox/agent`): `../dist/agent-entry.js`
+ * (what `npm run bench` builds), or the module named by `NAMZU_BENCH_LIB` (e.g. an esbuild bundle
+ * of `src/agent-entry.ts`).
  */
 export async function loadLibrary() {
 	const override = process.env.NAMZU_BENCH_LIB
-	return import(override ? new URL(`file://${override}`).href : '../dist/index.js')
+	return import(override ? new URL(`file://${override}`).href : '../dist/agent-entry.js')
 }
 
 /** `VmRSS` and `VmHWM` (bytes) of a process, from `/proc/<pid>/status`. */

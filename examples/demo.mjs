@@ -1,9 +1,23 @@
 // The README's first command runs this: a local sandbox, a command, a file round trip, teardown.
-import { createSandboxProvider } from '@namzu/sandbox'
+// On a machine that cannot run one it stops with one line saying why (never a stack trace);
+// `npx namzu-sandbox doctor` says more. NAMZU_SANDBOX_BWRAP_PATH names a bwrap installed elsewhere.
+import { BubblewrapUnavailableError, createSandboxProvider, SandboxError } from '@namzu/sandbox'
 
+const bwrapPath = process.env.NAMZU_SANDBOX_BWRAP_PATH || undefined
 const started = performance.now()
-const provider = createSandboxProvider({ backend: { tier: 'process' } })
-const sandbox = await provider.create()
+const provider = createSandboxProvider({ backend: { tier: 'process', bwrapPath } })
+let sandbox
+try {
+	sandbox = await provider.create()
+} catch (error) {
+	await provider.close()
+	if (error instanceof BubblewrapUnavailableError) {
+		console.error(`namzu-sandbox needs bubblewrap at ${error.bwrapPath}: ${error.fix}`)
+	} else if (error instanceof SandboxError) {
+		console.error(`namzu-sandbox demo: ${error.name}: ${error.message}`)
+	} else throw error
+	process.exit(1)
+}
 console.log(
 	`sandbox ${sandbox.id} ready in ${(performance.now() - started).toFixed(0)} ms (${sandbox.environment})`,
 )

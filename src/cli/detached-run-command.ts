@@ -1,5 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { LocalSandbox } from '../backends/local/index.js'
-import { AgentSandbox, ExecutionDetachedError } from '../index.js'
+import { AgentSandbox } from '../host/index.js'
+import { ExecutionDetachedError } from '../index.js'
 import { formatCliHandle } from './cli-handle.js'
 import { cliLocalProvider } from './kept-alive-context.js'
 import { cliCreateConfig, type SandboxOptionsFromCli } from './run-command.js'
@@ -13,10 +15,6 @@ export interface DetachedRunOptions extends SandboxOptionsFromCli {
 	readonly args: readonly string[]
 	readonly timeoutMs?: number
 	readonly keepAliveMs?: number
-}
-
-function sleep(ms: number): Promise<void> {
-	return new Promise((done) => setTimeout(done, ms))
 }
 
 /**

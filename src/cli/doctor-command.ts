@@ -3,6 +3,7 @@ import {
 	type IsolationCheck,
 	type LocalIsolationReport,
 } from '../backends/local/index.js'
+import { cliBubblewrap } from './cli-bubblewrap.js'
 
 function mark(check: IsolationCheck): string {
 	return check.ok ? 'ok  ' : 'NO  '
@@ -27,7 +28,7 @@ export function formatIsolationReport(report: LocalIsolationReport): string {
 
 /** `namzu-sandbox doctor`: exit 0 when a default local sandbox can be created here, else 1. */
 export async function doctorCommand(options: { readonly json: boolean }): Promise<number> {
-	const report = await describeLocalIsolation()
+	const report = await describeLocalIsolation({ tier: 'process', ...cliBubblewrap() })
 	process.stdout.write(
 		options.json ? `${JSON.stringify(report, null, 2)}\n` : formatIsolationReport(report),
 	)

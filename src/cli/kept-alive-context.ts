@@ -9,6 +9,7 @@ import {
 	type LocalSandboxProvider,
 	openLocalSandbox,
 } from '../backends/local/index.js'
+import { cliBubblewrap } from './cli-bubblewrap.js'
 
 export function cliStateDir(): string | undefined {
 	const value = process.env.NAMZU_SANDBOX_STATE_DIR
@@ -20,6 +21,7 @@ export function cliLocalProvider(isolation: 'bubblewrap' | 'none'): LocalSandbox
 	return createLocalSandboxProvider({
 		tier: 'process',
 		isolation,
+		...cliBubblewrap(),
 		...(stateDir === undefined ? {} : { stateDir }),
 	})
 }

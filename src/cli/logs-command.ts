@@ -5,6 +5,7 @@
  * (an observer, never a signal): without `--follow` the observation stops once output has been
  * quiet for `LOGS_QUIET_MS`; with it, at the execution's end. Exits 0.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import { ExecutionDetachedError } from '../index.js'
 import type { CliHandle } from './cli-handle.js'
 import { openKeptAlive, withInterrupt } from './kept-alive-context.js'
@@ -13,20 +14,6 @@ import { openKeptAlive, withInterrupt } from './kept-alive-context.js'
 export const LOGS_QUIET_MS = 300
 /** Pause between session reads under --follow. */
 export const LOGS_POLL_MS = 200
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-	return new Promise((resolve) => {
-		const timer = setTimeout(resolve, ms)
-		signal.addEventListener(
-			'abort',
-			() => {
-				clearTimeout(timer)
-				resolve()
-			},
-			{ once: true },
-		)
-	})
-}
 
 async function sessionLogs(
 	sandboxId: string,
@@ -47,7 +34,8 @@ async function sessionLogs(
 		process.stdout.write(read.chunk)
 		fromOffset = read.nextOffset
 		if (!follow || read.status !== 'running' || signal.aborted) return 0
-		await sleep(LOGS_POLL_MS, signal)
+		// An interrupt cuts the pause short; the next read, under the same signal, ends the loop.
+		await sleep(LOGS_POLL_MS, undefined, { signal }).catch(() => undefined)
 	}
 }
 

@@ -8,6 +8,7 @@ import {
 	SessionRefusedError,
 } from '../index.js'
 import { attachCommand } from './attach-command.js'
+import { missingPrerequisiteLine } from './cli-bubblewrap.js'
 import { destroyCommand } from './destroy-command.js'
 import { detachedRunCommand } from './detached-run-command.js'
 import { doctorCommand } from './doctor-command.js'
@@ -72,7 +73,10 @@ export async function main(argv: readonly string[]): Promise<number> {
 			return EXIT_CODES.usage
 		}
 		if (error instanceof SandboxError) {
-			process.stderr.write(`namzu-sandbox: ${error.name}: ${error.message}\n`)
+			const missing = missingPrerequisiteLine(error)
+			process.stderr.write(
+				missing ? `${missing}\n` : `namzu-sandbox: ${error.name}: ${error.message}\n`,
+			)
 			return exitCodeForError(error)
 		}
 		throw error

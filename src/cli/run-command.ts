@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import type { Sandbox, SandboxProvider } from '../contract/index.js'
 import { createSandboxProvider } from '../create-sandbox-provider.js'
+import { cliBubblewrap } from './cli-bubblewrap.js'
 import { exitCodeOf } from './exit-code.js'
 import { EXIT_CODES } from './parse-args.js'
 
@@ -36,7 +37,7 @@ export async function openCliSandbox(
 	signal: AbortSignal,
 ): Promise<{ provider: SandboxProvider; sandbox: Sandbox }> {
 	const provider = createSandboxProvider({
-		backend: { tier: 'process', isolation: options.isolation },
+		backend: { tier: 'process', isolation: options.isolation, ...cliBubblewrap() },
 	})
 	try {
 		const sandbox = await provider.create({ signal, ...(await cliCreateConfig(options)) })

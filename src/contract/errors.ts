@@ -58,6 +58,31 @@ export class SandboxConfigError extends SandboxError {
 	}
 }
 
+/**
+ * An argument of a call that is of the wrong type, out of range or malformed, refused before
+ * anything is dialed, started or written. `parameter` is the path to it (`command`,
+ * `options.timeout`, `args[2]`); `received` describes what came (`NaN`, `null`, `a function`, a
+ * string cut to 60 characters) and never echoes an environment value or file content.
+ */
+export class SandboxArgumentError extends SandboxError {
+	override readonly name = 'SandboxArgumentError'
+	/** The method refused, e.g. `exec`, `openTerminal`, `openLocalSandbox`. */
+	readonly method: string
+	readonly parameter: string
+	readonly expected: string
+	readonly received: string
+
+	constructor(method: string, parameter: string, expected: string, received: string) {
+		super(`${method}: ${parameter} must be ${expected}, got ${received}`, 'invalid-argument', {
+			retryable: false,
+		})
+		this.method = method
+		this.parameter = parameter
+		this.expected = expected
+		this.received = received
+	}
+}
+
 /** A path that would leave the workspace jail (`..`, an absolute escape, or a symlink out). */
 export class SandboxPathEscapeError extends SandboxError {
 	override readonly name = 'SandboxPathEscapeError'

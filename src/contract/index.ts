@@ -1,7 +1,41 @@
-export type * from './background-job-output.js'
-export type * from './egress.js'
-export * from './errors.js'
-export type * from './provider.js'
-export type * from './retirement.js'
-export type * from './sandbox.js'
-export { SANDBOX_ENVIRONMENTS, SANDBOX_STATUSES } from './sandbox.js'
+// The portable contract: every name here is public at the package root.
+export type { BackgroundJobOutput } from './background-job-output.js'
+export type { EgressPolicy, EgressPolicyKind } from './egress.js'
+export {
+	FileWalkLimitError,
+	SandboxArgumentError,
+	SandboxBackendNotImplementedError,
+	SandboxConfigError,
+	SandboxDestroyedError,
+	SandboxError,
+	type SandboxErrorOptions,
+	SandboxFileError,
+	SandboxPathEscapeError,
+} from './errors.js'
+export type { SandboxCreateConfig, SandboxProvider, SandboxWorkspaceMode } from './provider.js'
+export type { SandboxRetirementObservation } from './retirement.js'
+export {
+	type OpenTerminalOptions,
+	SANDBOX_ENVIRONMENTS,
+	SANDBOX_STATUSES,
+	type Sandbox,
+	type SandboxDestroyOptions,
+	type SandboxEnvironment,
+	type SandboxExecOptions,
+	type SandboxExecResult,
+	type SandboxFileEntry,
+	type SandboxId,
+	type SandboxListFilesOptions,
+	type SandboxNetworkPolicy,
+	type SandboxOutputChunk,
+	type SandboxReadFileOptions,
+	type SandboxReadFileStreamOptions,
+	type SandboxStatus,
+	type SandboxTcpConnection,
+	type SandboxTcpConnectOptions,
+	type SandboxWalkFilesOptions,
+	type SandboxWriteFileOptions,
+	type TerminalExit,
+	type TerminalSession,
+	type TerminalSize,
+} from './sandbox.js'

@@ -2,7 +2,9 @@
  * Small pieces the conformance cases share: deterministic bytes, polling, error capture, and the
  * echo listener the TCP case starts inside the guest.
  */
+
 import { createHash } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
  * Guest-side echo server for `node -e <source> <port>`: listens on 127.0.0.1 (port 0 = any free
@@ -33,10 +35,6 @@ export function deterministicBytes(size: number, seed: number): Buffer {
 
 export function sha256(bytes: Uint8Array): string {
 	return createHash('sha256').update(bytes).digest('hex')
-}
-
-export function sleep(ms: number): Promise<void> {
-	return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 /** Polls `condition` every `intervalMs` until it holds or `timeoutMs` passes; returns whether it held. */

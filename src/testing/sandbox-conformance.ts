@@ -9,7 +9,9 @@
  * `guestCanRunNode: false` (the default TCP listener uses it, and so does a `walkFiles` built on
  * `walkFilesViaExec`).
  */
+
 import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type {
 	Sandbox,
 	SandboxExecResult,
@@ -26,7 +28,6 @@ import {
 	errorName,
 	hasSettled,
 	sha256,
-	sleep,
 	waitUntil,
 } from './conformance-fixtures.js'
 import type {

@@ -6,6 +6,7 @@
 import { isAscii } from 'node:buffer'
 import { asciiMemberBytes, defineLazyAsciiMember } from './ascii-string-members.js'
 import { base64Length, writeBase64 } from './base64-pieces.js'
+import { isRecord } from './is-record.js'
 
 export const FRAME_HEADER_BYTES = 9
 /** Largest length the 8-hex header can express; the real ceiling is the reader's `maxFrameBytes`. */
@@ -389,8 +390,6 @@ export function parseFramePayload(payload: Buffer): Record<string, unknown> {
 	const fast = parseDataEvent(payload) ?? parseBulkSafely(payload)
 	if (fast) return fast
 	const value: unknown = JSON.parse(payload.toString('utf8'))
-	if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-		throw new TypeError('frame payload is not a JSON object')
-	}
-	return value as Record<string, unknown>
+	if (!isRecord(value)) throw new TypeError('frame payload is not a JSON object')
+	return value
 }

@@ -1,5 +1,5 @@
 /**
- * The negotiated stream heartbeat (changelog a5c19bf, upstream shapes §3.6), shared by the guest
+ * The negotiated stream heartbeat, shared by the guest
  * and the host: the constants, the frame, the two clamps (the guest's floor before it echoes, the
  * host's window on what it accepts back) and `StreamLiveness`, the pure silence counter both sides'
  * watchdogs run. Liveness is counted in bytes, not frames, and time spent paused for backpressure is

@@ -1,7 +1,7 @@
 /**
- * Request and reply shapes of the guest's `quiesce` and `flush` ops (changelogs 3162371 and
- * 984d966, upstream shapes §3.5). Both are additive ops advertised as features; neither bumps the
- * protocol version.
+ * Request and reply shapes of the guest's `quiesce` and `flush` ops. Both are additive ops
+ * advertised as features; neither bumps the protocol version, so older hosts and guests keep
+ * working together.
  */
 
 /** Where a quiesce looked: the whole pid namespace, or only the kernel sessions the agent owns. */

@@ -1,5 +1,5 @@
 /**
- * The session ops of the guest-agent wire (upstream shapes §3.5): persistent terminals
+ * The session ops of the guest-agent wire: persistent terminals
  * (`terminal` with `sessionId` + `persistent: true`), `start-detached`, `attach-session`,
  * `list-sessions` and `kill-session`. All additive: the protocol version is unchanged and a guest
  * serving them advertises `sessions` in `healthz`. Offsets are bytes in the session's one

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { destroyLocalSandbox, listLocalSandboxes } from '../../src/backends/local/index.js'
 import { bundleCli, childEnv, type SourceBundle } from '../helpers/bundle-source.js'
+import { type ProcessRun, runNodeToExit } from '../helpers/run-to-exit.js'
 
 const hasBwrap = existsSync('/usr/bin/bwrap')
 const hasTmux = spawnSync('sh', ['-c', 'command -v tmux']).status === 0
@@ -13,34 +14,13 @@ const hasTmux = spawnSync('sh', ['-c', 'command -v tmux']).status === 0
 let stateDir = ''
 let cliBundle: SourceBundle | undefined
 
-interface CliRun {
-	readonly code: number | null
-	readonly stdout: string
-	readonly stderr: string
-}
-
 function env(): NodeJS.ProcessEnv {
 	return childEnv({ NAMZU_SANDBOX_STATE_DIR: stateDir })
 }
 
-function cli(args: string[]): Promise<CliRun> {
+function cli(args: string[]): Promise<ProcessRun> {
 	if (!cliBundle) throw new Error('CLI bundle missing')
-	const file = cliBundle.file
-	return new Promise((resolve) => {
-		const child = spawn(process.execPath, [file, ...args], {
-			env: env(),
-			stdio: ['ignore', 'pipe', 'pipe'],
-		})
-		let stdout = ''
-		let stderr = ''
-		child.stdout.on('data', (chunk: Buffer) => {
-			stdout += chunk.toString()
-		})
-		child.stderr.on('data', (chunk: Buffer) => {
-			stderr += chunk.toString()
-		})
-		child.on('exit', (code) => resolve({ code, stdout, stderr }))
-	})
+	return runNodeToExit([cliBundle.file, ...args], { env: env() })
 }
 
 beforeAll(async () => {

@@ -65,7 +65,7 @@ describe('docs/requirements-coverage.md', () => {
 			// ` · ` starts a note after the title.
 			const [file, ...titles] = (target.split(' · ')[0] ?? '').split(' › ')
 			const path = join(root, file ?? '')
-			if (!file?.endsWith('.test.ts') || !existsSync(path)) {
+			if (!/\.test(-d)?\.ts$/.test(file ?? '') || !existsSync(path)) {
 				broken.push(`${id}: no test file ${file}`)
 				continue
 			}
@@ -80,9 +80,19 @@ describe('docs/requirements-coverage.md', () => {
 		expect(broken).toEqual([])
 	})
 
-	it.skipIf(!existsSync(specDir) && !process.env.CI)(
+	// The spec is a sibling checkout (`../shared/spec`), present on CI but not in a fresh clone of
+	// this repository alone: without it the check is skipped and says so. On CI its absence fails.
+	const specPresent = existsSync(specDir)
+	if (!specPresent && !process.env.CI) {
+		console.warn(
+			`requirements coverage: ${specDir} is absent; the check against the spec is skipped`,
+		)
+	}
+
+	it.skipIf(!specPresent && !process.env.CI)(
 		'covers every requirement of every spec entry it mentions',
 		() => {
+			expect(specPresent, `${specDir} is absent; CI must run with the spec checked out`).toBe(true)
 			const spec = specRequirements()
 			const listed = new Set(lines.map((line) => line.id))
 			const unknown = [...listed].filter((id) => !spec.get(entryOf(id))?.includes(id))

@@ -3,6 +3,8 @@
  * with every default applied. Pure: no I/O (the working directory is resolved separately, against
  * the filesystem). Every failure is an `OpRefusal` whose `error` is the wire refusal string.
  */
+
+import { isRecord } from '../../wire/is-record.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { isExecutionId } from './execution-id.js'
@@ -37,7 +39,7 @@ function stringArray(value: unknown): readonly string[] | undefined {
 }
 
 function stringRecord(value: unknown): Record<string, string> | undefined {
-	if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined
+	if (!isRecord(value)) return undefined
 	// Null prototype: a caller-supplied `__proto__` key stays an ordinary variable name.
 	const record: Record<string, string> = Object.create(null)
 	for (const [key, item] of Object.entries(value)) {

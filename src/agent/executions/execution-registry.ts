@@ -17,8 +17,8 @@
  *
  * Once a cancel is requested the outcome is `cancelled` whatever the exit status, so a command
  * that ignores SIGTERM and happens to finish inside the grace window is never reported as a clean
- * success (changelog 77adb50). A terminal record is kept `NAMZU_AGENT_EXECUTION_TERMINAL_TTL_MS`
- * so a repeated cancel answers the same. Protocol shapes: upstream shapes §3.5.
+ * success. A terminal record is kept `NAMZU_AGENT_EXECUTION_TERMINAL_TTL_MS` so a repeated
+ * cancel answers the same.
  *
  * A run started with `retainOutput` (`startRetained`) writes into its record's `RetainedOutput`
  * instead of one connection, so it outlives that connection and `attach-execution` can follow it;

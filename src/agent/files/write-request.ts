@@ -5,6 +5,7 @@
 
 import { asciiMemberBytes } from '../../wire/ascii-string-members.js'
 import { decodeBase64 } from '../../wire/base64-pieces.js'
+import { isRecord } from '../../wire/is-record.js'
 import { OpRefusal } from '../server/op-refusal.js'
 
 export type WriteRequest =
@@ -20,15 +21,11 @@ export type WriteRequest =
 	  }
 	| { readonly kind: 'discard'; readonly path: string }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-	return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
 export function parseWriteRequest(body: Record<string, unknown>): WriteRequest {
 	// `content` is not read unless needed: for a bulk body it is a lazily built string (see
 	// ascii-string-members.ts), and decoding straight from its bytes avoids building it.
 	const { path, encoding, part } = body
-	if (part !== undefined && !isPlainObject(part)) throw new OpRefusal('write_part_invalid_shape')
+	if (part !== undefined && !isRecord(part)) throw new OpRefusal('write_part_invalid_shape')
 	if (part?.discard === true) {
 		if (typeof path !== 'string' || path === '') throw new OpRefusal('missing_path_or_content')
 		return { kind: 'discard', path }

@@ -1,5 +1,5 @@
 /**
- * Process-wide admission gates (upstream shapes §3.5 "Gates"). `retiring` is set after a
+ * Process-wide admission gates. `retiring` is set after a
  * cancellation the guest could not confirm and is never cleared: a retiring agent serves only
  * `healthz` and `cancel-execution`. `quiescing` is raised while a quiesce (or the SIGTERM drain)
  * runs: new work is refused, request-shaped ops with `quiesce_in_progress`, stream-shaped ones as

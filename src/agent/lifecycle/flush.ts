@@ -1,5 +1,5 @@
 /**
- * Putting the workspace's writes on its disk (changelog 984d966): `sync -f <workspace>` (syncfs of
+ * Putting the workspace's writes on its disk: `sync -f <workspace>` (syncfs of
  * the filesystem holding it — never a bare `sync`, which would wait on every filesystem the node
  * has), or the `NAMZU_AGENT_FLUSH_COMMAND` test override via `/bin/sh -c` with the workspace as
  * `$1`. Bounded: past the timeout the program is SIGKILLed and the answer is `flush_unconfirmed`.

@@ -1,5 +1,5 @@
 /**
- * The agent settings of quiesce, flush and the SIGTERM drain (upstream shapes §3.8), validated once
+ * The agent settings of quiesce, flush and the SIGTERM drain, validated once
  * at startup like every other `NAMZU_AGENT_*` variable: a bad value refuses startup naming it.
  * Kept apart from config.ts so the lifecycle work owns its own variables; config.ts carries the
  * result as `config.lifecycle`.

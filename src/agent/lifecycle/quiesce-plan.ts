@@ -93,7 +93,10 @@ export function planQuiesceTargets(
 		.sort((a, b) => a.pid - b.pid)
 }
 
-/** The SIGTERM-drain split (upstream §3.8): the flush keeps min(flush timeout, deadline / 3). */
+/**
+ * The SIGTERM-drain split: the flush keeps min(flush timeout, deadline / 3), so a quiesce that runs
+ * long can never leave the workspace unflushed.
+ */
 export function drainBudget(
 	deadlineMs: number,
 	flushTimeoutMs: number,

@@ -5,7 +5,9 @@
  * runs out of rounds or of its deadline, rejects with `QuiesceUnconfirmed` naming a pid: it never
  * answers on an assumption. Used by the `quiesce` op and by the SIGTERM drain (shutdown.ts).
  */
+
 import { readFileSync, readlinkSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { QuiescedProcess, QuiesceReply, QuiesceScope } from '../../wire/lifecycle-ops.js'
 import { readAllProcStats, readProcStat } from '../process/process-tree.js'
 import { OpRefusal } from '../server/op-refusal.js'
@@ -116,17 +118,13 @@ function signal(pid: number, name: NodeJS.Signals): void {
 	}
 }
 
-function delay(ms: number): Promise<void> {
-	return new Promise((resolve) => setTimeout(resolve, ms))
-}
-
 /** Polls until none of `pids` is alive or `untilAt`; answers those still alive. */
 async function waitGone(pids: readonly number[], untilAt: number): Promise<number[]> {
 	for (;;) {
 		const alive = pids.filter((pid) => !isGone(readProcStat(pid)))
 		const left = untilAt - performance.now()
 		if (alive.length === 0 || left <= 0) return alive
-		await delay(Math.min(POLL_INTERVAL_MS, left))
+		await sleep(Math.min(POLL_INTERVAL_MS, left))
 	}
 }
 

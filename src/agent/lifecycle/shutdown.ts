@@ -1,5 +1,5 @@
 /**
- * What the agent does on SIGTERM (changelog 984d966, upstream shapes §3.8): a bounded drain.
+ * What the agent does on SIGTERM: a bounded drain, so a stopping pod loses no written data.
  *
  * 1. Stop accepting and raise the quiesce gate for good (new work on open connections is refused).
  * 2. Quiesce — the same routine the `quiesce` op runs — within the shutdown deadline minus the flush

@@ -1,5 +1,5 @@
 /**
- * `attach-execution {executionId, fromOffset?}` (upstream shapes §3.5): follows a run that retains
+ * `attach-execution {executionId, fromOffset?}`: follows a run that retains
  * its output, from any connection. `attached` (with the replay's real start and `droppedBytes` when
  * the log already evicted what was asked for), the held deltas from `fromOffset` (default 0), the
  * live ones, then `attach_result` and the terminator. An attach only observes: it never signals the

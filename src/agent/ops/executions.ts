@@ -1,5 +1,5 @@
 /**
- * `reserve-execution`, `execute` and `cancel-execution` (upstream shapes §3.5): thin handlers that
+ * `reserve-execution`, `execute` and `cancel-execution`: thin handlers that
  * validate the body, then hand over to the execution registry and the process runner. `execute`
  * streams `stdout_delta`/`stderr_delta` events, then exactly one `result` or `error`, then the
  * terminator. A run with `retainOutput` goes through `execute-retained.ts`. Every reserve and cancel

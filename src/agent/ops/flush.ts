@@ -1,5 +1,5 @@
 /**
- * `flush` `{ timeoutMs? }` (changelog 984d966, upstream shapes §3.5): `sync -f` of the workspace
+ * `flush` `{ timeoutMs? }`: `sync -f` of the workspace
  * filesystem, bounded, answered `{ ok: true, durationMs, workspace }` or refused
  * (`flush_unsupported`, `flush_unsupported_platform`, `flush_invalid_timeout`,
  * `flush_unconfirmed` with the reason as `message`).

@@ -1,5 +1,5 @@
 /**
- * `quiesce` `{ graceMs? }` (changelog 3162371, upstream shapes §3.5): stops every guest process the
+ * `quiesce` `{ graceMs? }`: stops every guest process the
  * scope reaches and keeps the agent serving. The quiesce gate is held for the duration, so new work
  * is refused with `quiesce_in_progress` meanwhile. A process that outlives SIGKILL answers
  * `{ ok: false, error: 'quiesce_unconfirmed', message, pid }` — never an optimistic success.

@@ -1,5 +1,5 @@
 /**
- * `start-detached {sessionId, command, args?, cwd?, env?}` (upstream shapes §3.5): a program with no
+ * `start-detached {sessionId, command, args?, cwd?, env?}`: a program with no
  * PTY, stdin at EOF (`/dev/null`), as the leader of its own kernel session, with the scrubbed
  * environment every child gets and a jailed `cwd`. Its stdout and stderr are drained into the
  * session's ring for as long as it runs, attached or not. Answers `{ok: true, …summary, pid}` once

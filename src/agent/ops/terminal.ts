@@ -15,11 +15,10 @@ import {
 	spawnScriptPty,
 } from '../process/pty-process.js'
 import {
-	parseTerminalRequest,
-	parseTerminalSize,
-	type TerminalSize,
-	terminalKillSignal,
-} from '../process/terminal-request.js'
+	handleTerminalClientFrame,
+	type TerminalFrameTarget,
+} from '../process/terminal-client-frame.js'
+import { parseTerminalRequest } from '../process/terminal-request.js'
 import type { OpContext, OpHandler } from '../server/op-context.js'
 import { sendStreamReady } from '../server/stream-heartbeat.js'
 import { parsePersistentTerminal } from '../sessions/session-request.js'
@@ -172,31 +171,21 @@ class LiveTerminal {
 	}
 
 	handle(message: Record<string, unknown>): void {
-		switch (message.type) {
-			case 'input': {
-				const stdin = this.#child.stdin
-				if (typeof message.data !== 'string' || !stdin || stdin.destroyed) return
-				if (!stdin.write(message.data)) {
-					// Stop reading the connection until the PTY takes more.
-					this.#ctx.socket.pause()
-					stdin.once('drain', () => this.#ctx.socket.resume())
-				}
-				return
-			}
-			case 'resize': {
-				let size: TerminalSize
-				try {
-					size = parseTerminalSize(message)
-				} catch {
-					return
-				}
-				if (this.#shell) void runStty(this.#shell.slave, size, this.#env)
-				return
-			}
-			case 'kill':
-				this.#kill(terminalKillSignal(message.signal))
-				return
-		}
+		handleTerminalClientFrame(message, this.#frameTarget, this.#ctx.socket)
+	}
+
+	readonly #frameTarget: TerminalFrameTarget = {
+		input: (data) => {
+			const stdin = this.#child.stdin
+			// A closed PTY takes nothing; dropping the input is all there is to do.
+			if (!stdin || stdin.destroyed) return true
+			return stdin.write(data)
+		},
+		onInputDrain: (resume) => this.#child.stdin?.once('drain', resume),
+		resize: (size) => {
+			if (this.#shell) void runStty(this.#shell.slave, size, this.#env)
+		},
+		kill: (signal) => this.#kill(signal),
 	}
 
 	#kill(signal: NodeJS.Signals): void {

@@ -8,6 +8,7 @@
  * window": SIGTERM the group, wait up to the grace window for it to go quiet, SIGKILL it if anything
  * is still alive, then wait up to the confirm timeout for it to be gone.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import { type ProcStat, readAllProcStats } from './process-tree.js'
 
 const POLL_INTERVAL_MS = 10
@@ -53,10 +54,6 @@ export function isProcessGroupAlive(pgid: number): boolean {
 	return live === undefined ? true : live > 0
 }
 
-function delay(ms: number): Promise<void> {
-	return new Promise((resolve) => setTimeout(resolve, ms))
-}
-
 /** Polls until the group is gone or `timeoutMs` passed; true when it is gone. */
 export async function waitForProcessGroupExit(pgid: number, timeoutMs: number): Promise<boolean> {
 	const deadline = performance.now() + timeoutMs
@@ -64,7 +61,7 @@ export async function waitForProcessGroupExit(pgid: number, timeoutMs: number): 
 		if (!isProcessGroupAlive(pgid)) return true
 		const left = deadline - performance.now()
 		if (left <= 0) return false
-		await delay(Math.min(POLL_INTERVAL_MS, left))
+		await sleep(Math.min(POLL_INTERVAL_MS, left))
 	}
 }
 

@@ -4,9 +4,11 @@
  * `stty`, and the one-shot teardown that SIGKILLs the shell's whole kernel session plus `script`'s
  * own group (a job backgrounded with `&` is in the shell's session, not in any group we spawned).
  */
+
 import type { ChildProcess } from 'node:child_process'
 import { spawn } from 'node:child_process'
 import { statSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { resolveWorkspaceDirectory } from '../files/jail.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
@@ -70,7 +72,7 @@ export async function findSlave(
 			return { shell, exited: false }
 		}
 		if (child.exitCode !== null || child.signalCode !== null) return { exited: true }
-		await new Promise((resolve) => setTimeout(resolve, SLAVE_SEARCH_INTERVAL_MS))
+		await sleep(SLAVE_SEARCH_INTERVAL_MS)
 	}
 	return { exited: false }
 }

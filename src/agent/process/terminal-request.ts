@@ -3,6 +3,7 @@
  * `script` command line, and the allow-listed kill signals.
  */
 
+import { isStringRecord } from '../../wire/is-record.js'
 import { OpRefusal } from '../server/op-refusal.js'
 
 export const SCRIPT_PATH = '/usr/bin/script'
@@ -37,15 +38,6 @@ export function parseTerminalSize(message: Record<string, unknown>): TerminalSiz
 		)
 	}
 	return { cols, rows }
-}
-
-function isStringRecord(value: unknown): value is Record<string, string> {
-	return (
-		typeof value === 'object' &&
-		value !== null &&
-		!Array.isArray(value) &&
-		Object.values(value).every((entry) => typeof entry === 'string')
-	)
 }
 
 export function parseTerminalRequest(body: Record<string, unknown>): TerminalSpec {
@@ -84,12 +76,4 @@ export function scriptArgv(command: string, args: readonly string[]): string[] {
 
 export function sttyArgv(slave: string, size: TerminalSize): string[] {
 	return ['-F', slave, 'rows', String(size.rows), 'cols', String(size.cols)]
-}
-
-const KILL_SIGNALS = ['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGHUP'] as const
-export type TerminalKillSignal = (typeof KILL_SIGNALS)[number]
-
-/** The allow-listed signal named, else SIGTERM. */
-export function terminalKillSignal(value: unknown): TerminalKillSignal {
-	return KILL_SIGNALS.find((signal) => signal === value) ?? 'SIGTERM'
 }

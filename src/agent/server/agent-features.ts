@@ -1,6 +1,7 @@
 /**
- * The feature strings this agent advertises in `healthz` (upstream shapes §3.4). Additive ops are
- * announced here instead of bumping the protocol version; later work appends to this one list.
+ * The feature strings this agent advertises in `healthz`. Additive ops are announced here instead
+ * of bumping the protocol version, so a host can tell what a guest serves before it asks; later
+ * work appends to this one list.
  */
 import {
 	type AgentFeature,

@@ -1,5 +1,5 @@
 /**
- * Serves one accepted connection: exactly one request per connection (upstream shapes §3.2).
+ * Serves one accepted connection: exactly one request per connection.
  *
  * The first frame is the envelope `{ op, body?, token? }`. Before it is dispatched the frame ceiling
  * is the pre-auth one in a token mode (`NAMZU_AGENT_MAX_PREAUTH_FRAME_BYTES`), the full one
@@ -19,6 +19,7 @@ import {
 	parseFramePayload,
 	STREAM_TERMINATOR,
 } from '../../wire/frame.js'
+import { isRecord } from '../../wire/is-record.js'
 import type { ExecutionRegistry } from '../executions/execution-registry.js'
 import { type AgentGates, gateRefusal } from '../lifecycle/agent-gates.js'
 import { OPS, type OpEntry } from '../ops/registry.js'
@@ -51,10 +52,6 @@ const MAX_ECHOED_OP_CHARS = 128
 function describeOp(op: unknown): string {
 	const text = typeof op === 'string' ? op : String(JSON.stringify(op))
 	return text.length > MAX_ECHOED_OP_CHARS ? `${text.slice(0, MAX_ECHOED_OP_CHARS)}…` : text
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-	return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 function lookupOp(ops: Readonly<Record<string, OpEntry>>, op: unknown): OpEntry | undefined {
@@ -181,7 +178,7 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 			answerError(entry, new OpRefusal(closedGate))
 			return
 		}
-		const body = isObject(envelope.body) ? envelope.body : {}
+		const body = isRecord(envelope.body) ? envelope.body : {}
 		try {
 			const pending = entry.handler(body, ctx)
 			if (pending instanceof Promise) pending.catch((error: unknown) => answerError(entry, error))

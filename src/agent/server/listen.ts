@@ -1,6 +1,5 @@
 /**
- * Binds the agent's listener in the configured mode (README "Guest agent transports"; upstream
- * shapes §3.1): a unix socket (a stale socket file is removed first), the vsock bridge's inherited
+ * Binds the agent's listener in the configured mode: a unix socket (a stale socket file is removed first), the vsock bridge's inherited
  * descriptor 3, or TCP on 0.0.0.0 with 15 s keep-alive (port 0 = ephemeral). Resolves once bound,
  * with what the agent announces on stdout; rejects if binding fails.
  */

@@ -1,5 +1,5 @@
 /**
- * The guest's half of the negotiated stream heartbeat (heartbeat.ts, upstream shapes §3.6), for
+ * The guest's half of the negotiated stream heartbeat (its rules are in wire/heartbeat.ts), for
  * any two-way stream op (`terminal`, `tcp-connect`, attach ops) in one call: `sendStreamReady`
  * sends `ready` — echoing the interval it will use, clamped to the floor, only when the request
  * asked for one — and only then starts sending `{ type: 'heartbeat' }` every interval and watching

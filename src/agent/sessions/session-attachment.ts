@@ -11,11 +11,14 @@
  * `slow_reader`; a newer attachment ends this one as `superseded`. A detach never signals the
  * program; a closed connection just releases the session.
  */
-import type { SessionSignal, WireSessionDetachReason } from '../../wire/sessions.js'
-import { sessionSignal } from '../../wire/sessions.js'
+import type { WireSessionDetachReason } from '../../wire/sessions.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import type { OutputEntry, OutputStream } from '../process/output-log.js'
-import { parseTerminalSize, type TerminalSize } from '../process/terminal-request.js'
+import {
+	handleTerminalClientFrame,
+	type TerminalFrameTarget,
+} from '../process/terminal-client-frame.js'
+import type { TerminalSize } from '../process/terminal-request.js'
 import type { OpContext } from '../server/op-context.js'
 import { sendStreamReady } from '../server/stream-heartbeat.js'
 import type { Session, SessionObserver } from './session.js'
@@ -191,35 +194,19 @@ export class SessionAttachment implements SessionObserver {
 	/** A client frame (the op registers the connection's frame listener and forwards here). */
 	handle(message: Record<string, unknown>): void {
 		if (this.#done) return
-		const program = this.#session.program
-		switch (message.type) {
-			case 'input': {
-				if (typeof message.data !== 'string' || this.#session.state === 'exited') return
-				if (!this.#session.input(message.data) && program) {
-					// Stop reading the connection until the program takes more.
-					this.#ctx.socket.pause()
-					program.onInputDrain(() => this.#ctx.socket.resume())
-				}
-				return
-			}
-			case 'resize': {
-				let size: TerminalSize
-				try {
-					size = parseTerminalSize(message)
-				} catch {
-					return
-				}
-				program?.resize(size)
-				return
-			}
-			case 'kill': {
-				const signal: SessionSignal = sessionSignal(message.signal)
-				this.#session.kill(signal)
-				return
-			}
-			default:
-				// `heartbeat` and anything unknown: accepted, ignored.
-				return
-		}
+		handleTerminalClientFrame(message, this.#frameTarget, this.#ctx.socket)
+	}
+
+	readonly #frameTarget: TerminalFrameTarget = {
+		input: (data) => {
+			if (this.#session.state === 'exited') return true
+			// Without a program there is no drain to wait for, so the connection keeps being read.
+			return this.#session.input(data) || this.#session.program === undefined
+		},
+		onInputDrain: (resume) => this.#session.program?.onInputDrain(resume),
+		resize: (size) => this.#session.program?.resize(size),
+		kill: (signal) => {
+			this.#session.kill(signal)
+		},
 	}
 }

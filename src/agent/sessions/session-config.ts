@@ -1,5 +1,5 @@
 /**
- * The session registry's settings (upstream shapes §3.7), validated once at startup with the rest of
+ * The session registry's settings, validated once at startup with the rest of
  * the agent's environment: a bad value refuses startup naming the variable.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The process-wide session registry (upstream shapes §3.5, §3.7): at most `maxSessions` records,
+ * The process-wide session registry: at most `maxSessions` records,
  * running and exited alike; an exited record and its output are kept `terminalTtlMs` and then
  * removed. It lives only in this process's memory — nothing is written to disk, so a restarted
  * guest holds no sessions.

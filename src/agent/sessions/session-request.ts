@@ -1,20 +1,13 @@
 /**
  * Validation of the session ops' request bodies (pure): which `terminal` bodies ask for a
  * persistent session, and the bodies of `start-detached`, `attach-session` and `kill-session`.
- * Every failure is an `OpRefusal` with the stable code upstream shapes §3.5 gives it.
+ * Every failure is an `OpRefusal` with a stable code (the host matches codes, never messages).
  */
+
+import { isStringRecord } from '../../wire/is-record.js'
 import { isSessionId, type SessionSignal, sessionSignal } from '../../wire/sessions.js'
 import { parseTerminalSize, type TerminalSize } from '../process/terminal-request.js'
 import { OpRefusal } from '../server/op-refusal.js'
-
-function isStringRecord(value: unknown): value is Record<string, string> {
-	return (
-		typeof value === 'object' &&
-		value !== null &&
-		!Array.isArray(value) &&
-		Object.values(value).every((entry) => typeof entry === 'string')
-	)
-}
 
 function isStringArray(value: unknown): value is string[] {
 	return Array.isArray(value) && value.every((entry) => typeof entry === 'string')

@@ -1,5 +1,5 @@
 /**
- * One guest session (upstream shapes §3.5, §3.7): a program — a persistent PTY or a detached
+ * One guest session: a program — a persistent PTY or a detached
  * process — whose output is drained into an `OutputLog` ring whether or not anybody is attached,
  * plus its state (`running` → `exited`), timestamps and at most ONE attachment. The session owns
  * no socket: an attachment (session-attachment.ts) subscribes to it, and the program's I/O shell

@@ -1,6 +1,7 @@
 /**
- * Public names of the Kubernetes task-sandbox tier, re-exported from the package root. Each
- * sub-area lists its own names; this file only stitches them together (engineers add lines).
+ * Public names of the Kubernetes task-sandbox tier, all re-exported from the package root. The API
+ * client area lists its own public names in `api/index.ts`; this file names them again so the
+ * tier's list is read in one place.
  */
 
 export {
@@ -9,7 +10,25 @@ export {
 	ReadinessPollTimeout,
 	TERMINAL_CLAIM_REASONS,
 } from './acquire-errors.js'
-export * from './api/index.js'
+export {
+	DEFAULT_API_REQUEST_TIMEOUT_MS,
+	type KubernetesAccess,
+	KubernetesAlreadyGoneError,
+	KubernetesApiError,
+	type KubernetesApiErrorFields,
+	type KubernetesApiFailureTransport,
+	KubernetesApiRequestTimeoutConfigError,
+	KubernetesApiTimeoutError,
+	type KubernetesClusterAccess,
+	KubernetesConflictError,
+	KubernetesCredentialError,
+	type KubernetesHttpMethod,
+	type KubernetesInClusterAccess,
+	type KubernetesKubeconfigAccess,
+	KubernetesPatchNotAppliedError,
+	type KubernetesServerAccess,
+	MIN_API_REQUEST_TIMEOUT_MS,
+} from './api/index.js'
 export {
 	KUBERNETES_CLAIMANT_RBAC_RULES,
 	type KubernetesRbacRule,

@@ -7,6 +7,7 @@
  * and `shutdownPolicy: Delete` (never `ttlSecondsAfterFinished`, whose clock a crashed host never
  * starts).
  */
+import { isRecord } from '../../wire/is-record.js'
 
 export const SANDBOX_API_GROUP_VERSION = 'agents.x-k8s.io/v1beta1'
 export const EXTENSIONS_API_GROUP_VERSION = 'extensions.agents.x-k8s.io/v1beta1'
@@ -108,9 +109,7 @@ export class KubernetesTemplateInvalidError extends Error {
 }
 
 function record(value: unknown): Record<string, unknown> | undefined {
-	return typeof value === 'object' && value !== null && !Array.isArray(value)
-		? (value as Record<string, unknown>)
-		: undefined
+	return isRecord(value) ? value : undefined
 }
 
 /** A `Sandbox` from the template's blueprint, with the template label on its pod. */

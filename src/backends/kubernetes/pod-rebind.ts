@@ -1,5 +1,5 @@
 /**
- * `agentAddress: 'pod-ip'` follows a replaced pod (R15-5a2c25a-06…09). A call whose dial attempted
+ * `agentAddress: 'pod-ip'` follows a replaced pod. A call whose dial attempted
  * a connect and never obtained a socket re-reads the live pod once; a NEW pod uid switches the
  * transport to the new IP and token and the call is retried once, while an unchanged pod leaves the
  * original error standing. "No socket" is observed through the dial hooks, never read from error

@@ -6,6 +6,7 @@
  * later recovered from is forgotten: only a failure that was still standing when the budget ran
  * out is reported.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { KubernetesObject } from './kubernetes-objects.js'
 import { apiFailureShape, isRetryableReadFailure, nextPollDelayMs } from './readiness.js'
 
@@ -38,24 +39,6 @@ export class ReadinessReadCutError extends Error {
 	constructor(what: string) {
 		super(`${what}: no answer before the readiness budget ran out`)
 	}
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-	return new Promise((resolve, reject) => {
-		if (signal?.aborted) {
-			reject(signal.reason)
-			return
-		}
-		const onAbort = () => {
-			clearTimeout(timer)
-			reject(signal?.reason)
-		}
-		const timer = setTimeout(() => {
-			signal?.removeEventListener('abort', onAbort)
-			resolve()
-		}, ms)
-		signal?.addEventListener('abort', onAbort, { once: true })
-	})
 }
 
 /** Polls `read` until `judge` says done, a non-retryable failure, an abort, or the budget's end. */
@@ -93,7 +76,10 @@ export async function pollUntil<T>(
 		}
 		const left = budget.deadlineMs - budget.now()
 		if (left <= 0) return timeout()
-		await sleep(Math.min(delay, left), budget.signal)
+		// An abort rejects with the caller's own reason, as every other step of the poll does.
+		await sleep(Math.min(delay, left), undefined, { signal: budget.signal }).catch(() =>
+			budget.signal?.throwIfAborted(),
+		)
 	}
 
 	function timeout(): PollOutcome<T> {

@@ -60,7 +60,7 @@ export const PASSED_THROUGH_AGENT_SETTINGS = [
 	'NAMZU_AGENT_READ_FILE_RANGE_BYTES',
 	'NAMZU_AGENT_READ_FILE_STREAM_CHUNK_BYTES',
 	'NAMZU_SANDBOX_MAX_TIMEOUT_MS',
-	// Issue 3: sessions, retained executions, quiesce/flush and the SIGTERM drain.
+	// Sessions, retained executions, quiesce/flush and the SIGTERM drain.
 	'NAMZU_AGENT_MAX_SESSIONS',
 	'NAMZU_AGENT_SESSION_LOG_BYTES',
 	'NAMZU_AGENT_SESSION_TERMINAL_TTL_MS',

@@ -3,7 +3,9 @@
  * The launcher joins the returned `procsFiles` before bwrap starts; `remove()` kills whatever is
  * still inside (v1 has no `cgroup.kill`) and removes the groups.
  */
+
 import { access, mkdir, readFile, rmdir, writeFile } from 'node:fs/promises'
+import { setTimeout as sleep } from 'node:timers/promises'
 import {
 	type CgroupLimitValues,
 	type CgroupMounts,
@@ -82,10 +84,6 @@ export const AGENT_TASK_HEADROOM = 24
 
 const KILL_DEADLINE_MS = 5_000
 const POLL_MS = 10
-
-function sleep(ms: number): Promise<void> {
-	return new Promise((resolve) => setTimeout(resolve, ms))
-}
 
 async function exists(path: string): Promise<boolean> {
 	try {

@@ -10,7 +10,9 @@ import type { SandboxEnvironment } from '../../contract/sandbox.js'
 import { assertBubblewrapUsable, bubblewrapVersion } from './bubblewrap-binary.js'
 import type { LimitController } from './cgroup-layout.js'
 import { planSandboxCgroups, readCgroupHostView } from './cgroup-limits.js'
+import { missingProgramLine } from './install-hint.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
+import { BubblewrapUnavailableError } from './local-errors.js'
 
 export interface IsolationCheck {
 	readonly ok: boolean
@@ -93,6 +95,7 @@ export async function describeLocalIsolation(
 	const resolved = resolveLocalBackendConfig(config)
 	const problems: string[] = []
 	let bubblewrap: LocalIsolationReport['bubblewrap']
+	let bubblewrapProblem: string | undefined
 	let userNamespace: IsolationCheck = { ok: false, detail: 'not checked: bubblewrap unusable' }
 	let networkNamespace: IsolationCheck = userNamespace
 	try {
@@ -130,11 +133,15 @@ export async function describeLocalIsolation(
 			path: resolved.bwrapPath,
 			detail: error instanceof Error ? error.message : String(error),
 		}
+		// The problem line is the one the CLI and the demo print: what is missing and how to get it.
+		if (error instanceof BubblewrapUnavailableError) {
+			bubblewrapProblem = missingProgramLine('bubblewrap', error.bwrapPath, error.fix)
+		}
 	}
 	const cgroups = await cgroupChecks()
 	const usesBwrap = resolved.isolation === 'bubblewrap'
 	if (usesBwrap) {
-		if (!bubblewrap.ok) problems.push(bubblewrap.detail)
+		if (!bubblewrap.ok) problems.push(bubblewrapProblem ?? bubblewrap.detail)
 		else if (!userNamespace.ok) problems.push(`user namespaces unusable: ${userNamespace.detail}`)
 		else if (!networkNamespace.ok) {
 			problems.push(`network namespaces unusable (deny-all egress): ${networkNamespace.detail}`)

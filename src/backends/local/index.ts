@@ -1,21 +1,4 @@
-// Public surface of the local (process / bubblewrap) tier.
-
-// The privilege probe lives in src/exec-programs (every tier runs it), whose index the package root
-// also re-exports; re-exporting the same bindings here too is harmless.
-export type {
-	PrivilegeProbeFailure,
-	PrivilegeProbeOptions,
-	PrivilegeProbeTarget,
-	ProcStatusPrivileges,
-} from '../../exec-programs/privilege-probe.js'
-export {
-	assertDeprivileged,
-	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
-	parseProcStatusPrivileges,
-	privilegeViolations,
-	probeSandboxPrivileges,
-	SandboxPrivilegeProbeError,
-} from '../../exec-programs/privilege-probe.js'
+// Public names of the local (process / bubblewrap) tier, all re-exported from the package root.
 export type {
 	CgroupControllerCheck,
 	IsolationCheck,

@@ -3,20 +3,25 @@
  * machine-readable fields; no message carries an environment value or a token.
  */
 import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
+import { debianInstallCommand } from './install-hint.js'
 
 /** The configured bubblewrap binary is missing or not executable. Never searched on PATH. */
 export class BubblewrapUnavailableError extends SandboxError {
 	override readonly name = 'BubblewrapUnavailableError'
 	/** The exact path that was looked for. */
 	readonly bwrapPath: string
+	/** The command that installs it on Debian and Ubuntu (`sudo` only when not already root). */
+	readonly fix: string
 
 	constructor(bwrapPath: string, detail: string, options: SandboxErrorOptions = {}) {
+		const fix = debianInstallCommand('bubblewrap')
 		super(
-			`bubblewrap is not usable at ${bwrapPath} (${detail}); install it with \`apt-get install -y bubblewrap\`, point backend.bwrapPath at it, or opt out explicitly with isolation: 'none'`,
+			`bubblewrap is not usable at ${bwrapPath} (${detail}); install it with \`${fix}\`, point backend.bwrapPath at it, or opt out explicitly with isolation: 'none'`,
 			'bubblewrap-unavailable',
 			options,
 		)
 		this.bwrapPath = bwrapPath
+		this.fix = fix
 	}
 }
 

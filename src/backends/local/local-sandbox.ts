@@ -1,7 +1,7 @@
 /**
  * `LocalSandbox`: what the local tier hands out — the portable `Sandbox` plus the verbs the agent
- * serves beyond it (sessions, reattachable executions, quiesce/flush), under the names the spec
- * gives the Kubernetes workspace. It is the host's one `AgentSandbox`, typed by the members that
+ * serves beyond it (sessions, reattachable executions, quiesce/flush), under the names the
+ * Kubernetes workspace will share. It is the host's one `AgentSandbox`, typed by the members that
  * are public on this tier.
  */
 import type { Sandbox } from '../../contract/sandbox.js'
@@ -10,16 +10,16 @@ import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 /** Members beyond the portable contract that the local tier exposes. */
 export type LocalSandboxVerb =
 	| 'retirement'
-	// Sessions (spec b3db254): `openTerminal({ …, sessionId, persistent: true })` too.
+	// Sessions: `openTerminal({ …, sessionId, persistent: true })` too.
 	| 'startDetached'
 	| 'attachTerminal'
 	| 'readSession'
 	| 'listSessions'
 	| 'killSession'
-	// Reattachable executions (spec 260547f): `exec(…, { executionId, detach, detachSignal })` too.
+	// Reattachable executions: `exec(…, { executionId, detach, detachSignal })` too.
 	| 'attachExecution'
 	| 'cancelExecution'
-	// Lifecycle (spec 3162371 / 984d966).
+	// Lifecycle.
 	| 'quiesce'
 	| 'flush'
 

@@ -2,7 +2,9 @@
  * Descendants of a process, read from /proc. Used only without bubblewrap (isolation 'none'),
  * where no pid namespace or cgroup holds the sandbox's processes together.
  */
+
 import { readdir, readFile } from 'node:fs/promises'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /** Parent pid from `/proc/<pid>/stat` text; `comm` may hold spaces and parentheses. */
 export function parseStatParentPid(stat: string): number | undefined {
@@ -71,7 +73,7 @@ export async function waitUntilGone(pids: readonly number[], timeoutMs: number):
 		remaining = remaining.filter((_, index) => states[index])
 		if (remaining.length === 0) return true
 		if (Date.now() > deadline) return false
-		await new Promise((resolve) => setTimeout(resolve, 10))
+		await sleep(10)
 	}
 	return true
 }

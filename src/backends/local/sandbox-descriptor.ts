@@ -5,6 +5,7 @@
  * building, validating and classifying descriptors; the file I/O lives in `local-sandbox-registry.ts`.
  */
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
+import { isRecord } from '../../wire/is-record.js'
 import type { LocalIsolation } from './local-backend-config.js'
 
 export const DESCRIPTOR_FILE_NAME = 'sandbox.json'
@@ -38,10 +39,6 @@ export interface LocalSandboxDescriptor {
 /** Sandbox ids are minted by `newSandboxId` (12 hex digits); anything else is refused as a path. */
 export function isLocalSandboxId(id: string): boolean {
 	return /^[0-9a-f]{12}$/.test(id)
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-	return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function positiveInteger(value: unknown): value is number {

@@ -15,9 +15,6 @@ import { WalkOutputParser, type WalkRecord } from './walk-output-parser.js'
 import { planFileWalk } from './walk-plan.js'
 import { WALK_LIMIT_CODE, WALK_PROGRAM_SOURCE, WALK_ROOT_SYMLINK_CODE } from './walk-program.js'
 
-export * from './walk-errors.js'
-export { DEFAULT_MAX_VISITED_ENTRIES, type FileWalkPlan, planFileWalk } from './walk-plan.js'
-
 /** The one capability the walk needs: a sandbox's `exec`. */
 export type SandboxFileWalkExec = (
 	command: string,

@@ -1,7 +1,7 @@
 /**
- * Options of detachable executions on `AgentSandbox` (spec 260547f; the Kubernetes workspace will
- * re-export them under its `Kubernetes*` names). `SandboxExecOptions` itself is untouched: only a
- * call that names an `executionId` or asks to `detach` takes the detachable path.
+ * Options of detachable executions on `AgentSandbox` (the Kubernetes workspace will re-export them
+ * under its `Kubernetes*` names). `SandboxExecOptions` itself is untouched: only a call that names
+ * an `executionId` or asks to `detach` takes the detachable path.
  */
 import type { SandboxExecOptions, SandboxOutputChunk } from '../../contract/sandbox.js'
 

@@ -1,5 +1,5 @@
 /**
- * Refusals of detachable executions (spec 260547f, named here without the workspace's
+ * Refusals of detachable executions (named here without the Kubernetes workspace's
  * `Kubernetes` prefix): the host stopped watching a command that may still run, the guest would not
  * let it attach, the guest is too old to retain output, or it refused a cancel by id.
  */

@@ -1,5 +1,5 @@
 /**
- * Detachable executions over a guest agent (spec 260547f): a command whose output the guest
+ * Detachable executions over a guest agent: a command whose output the guest
  * retains, so losing the connection that watches it costs nothing. The host reserves under the
  * caller's id (or a minted one), executes with `retainOutput`, tracks the offset after the last
  * byte it received, and on a lost connection reattaches with `attach-execution` from that offset —
@@ -11,6 +11,7 @@
 
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxExecResult, SandboxOutputChunk } from '../../contract/sandbox.js'
 import { EXECUTION_ATTACH_FEATURE } from '../../wire/features.js'
@@ -65,16 +66,9 @@ const RETRY_PAUSE_MS = 50
 
 type FinalEvent = Extract<RetainedExecutionEvent, { kind: 'result' | 'attach-result' }>
 
-function delay(ms: number, signal?: AbortSignal): Promise<void> {
-	return new Promise((resolve) => {
-		const timer = setTimeout(done, ms)
-		function done() {
-			clearTimeout(timer)
-			signal?.removeEventListener('abort', done)
-			resolve()
-		}
-		signal?.addEventListener('abort', done, { once: true })
-	})
+/** A pause between attempts; an abort ends it early and the loop decides what the abort means. */
+function pause(signal: AbortSignal | undefined): Promise<void> {
+	return sleep(RETRY_PAUSE_MS, undefined, { signal }).catch(() => undefined)
 }
 
 /** Refuses, before anything is admitted, a guest that cannot retain output. */
@@ -275,7 +269,7 @@ async function follow(
 		lastLoss = attempt.error
 		lostAt ??= performance.now()
 		mode = 'attach'
-		await delay(RETRY_PAUSE_MS, plan.stop)
+		await pause(plan.stop)
 	}
 }
 
@@ -334,7 +328,7 @@ export async function cancelExecutionById(
 		} catch (error) {
 			if (signal?.aborted) throw error
 			lastError = error
-			await delay(RETRY_PAUSE_MS, signal)
+			await pause(signal)
 			continue
 		}
 		const ack = parseCancellationAck(reply)
@@ -350,7 +344,7 @@ export async function cancelExecutionById(
 			)
 		}
 		lastError = new RemoteProtocolError(`cancel-execution: ${refusal.slice(0, 200)}`)
-		await delay(RETRY_PAUSE_MS, signal)
+		await pause(signal)
 	}
 }
 

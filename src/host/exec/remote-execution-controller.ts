@@ -7,12 +7,15 @@
  * backend to retire the unit. A caller abort always RESOLVES with the aborted shape
  * (`exec-result-shapes.ts`), never as an unaborted success.
  */
+
 import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type {
 	SandboxExecOptions,
 	SandboxExecResult,
 	SandboxOutputChunk,
 } from '../../contract/sandbox.js'
+import { DEFAULT_AGENT_TRANSPORT_OPTIONS } from '../transport/agent-transport-options.js'
 import { RemoteProtocolError } from '../transport/transport-errors.js'
 import { boundedControlRequest } from './bounded-control-request.js'
 import {
@@ -34,7 +37,6 @@ import type {
 } from './remote-execution-messages.js'
 import { parseCancellationAck, parseReservation } from './remote-execution-reply.js'
 
-export const DEFAULT_CONTROL_REQUEST_TIMEOUT_MS = 2000
 /** How long cancel attempts continue before the outcome is declared unknown. */
 export const DEFAULT_CANCEL_CONFIRM_TIMEOUT_MS = 8000
 export const DEFAULT_RESULT_DRAIN_TIMEOUT_MS = 1500
@@ -101,10 +103,6 @@ type CancellationOutcome =
 	| { readonly kind: 'ack'; readonly ack: RemoteCancellationAcknowledgement }
 	| { readonly kind: 'unknown'; readonly error: unknown }
 
-function delay(ms: number): Promise<void> {
-	return new Promise((resolve) => setTimeout(resolve, ms))
-}
-
 function describeReply(reply: unknown): string {
 	if (reply !== null && typeof reply === 'object' && 'error' in reply) {
 		return String((reply as { error: unknown }).error).slice(0, 200)
@@ -124,7 +122,7 @@ export class RemoteExecutionController {
 	constructor(adapter: RemoteExecutionAdapter, options: RemoteExecutionControllerOptions = {}) {
 		this.adapter = adapter
 		this.controlRequestTimeoutMs =
-			options.controlRequestTimeoutMs ?? DEFAULT_CONTROL_REQUEST_TIMEOUT_MS
+			options.controlRequestTimeoutMs ?? DEFAULT_AGENT_TRANSPORT_OPTIONS.controlRequestTimeoutMs
 		this.cancelConfirmTimeoutMs =
 			options.cancelConfirmTimeoutMs ?? DEFAULT_CANCEL_CONFIRM_TIMEOUT_MS
 		this.resultDrainTimeoutMs = options.resultDrainTimeoutMs ?? DEFAULT_RESULT_DRAIN_TIMEOUT_MS
@@ -361,7 +359,7 @@ export class RemoteExecutionController {
 			} catch (error) {
 				lastError = error
 			}
-			await delay(Math.min(CANCEL_RETRY_PAUSE_MS, Math.max(0, deadline - performance.now())))
+			await sleep(Math.min(CANCEL_RETRY_PAUSE_MS, Math.max(0, deadline - performance.now())))
 		}
 	}
 }

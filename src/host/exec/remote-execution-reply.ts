@@ -3,6 +3,8 @@
  * acknowledgement, and each event of the execute stream (shapes in `remote-execution-messages.ts`).
  * Pure; the controller decides what a rejected value means.
  */
+
+import { isRecord } from '../../wire/is-record.js'
 import { REMOTE_EXECUTION_PROTOCOL_VERSION } from '../transport/agent-transport-options.js'
 import { RemoteProtocolError } from '../transport/transport-errors.js'
 import {
@@ -20,10 +22,6 @@ import type {
 /** `exec_` followed by a canonical UUID, versions 1 to 5. */
 export const EXECUTION_ID_PATTERN =
 	/^exec_[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-	return value !== null && typeof value === 'object' && !Array.isArray(value)
-}
 
 /** Validates a reservation; guest refusals become the named error for each. */
 export function parseReservation(reply: unknown): RemoteReservation {

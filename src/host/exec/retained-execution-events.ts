@@ -4,6 +4,8 @@
  * stream-shaped refusals with the execution's state. Pure; anything outside the vocabulary is a
  * `RemoteProtocolError`.
  */
+
+import { isRecord } from '../../wire/is-record.js'
 import type { ExecutionState, ExecutionTerminalState } from '../../wire/protocol.js'
 import { RemoteProtocolError } from '../transport/transport-errors.js'
 import type { RemoteTerminalMetadata } from './remote-execution-messages.js'
@@ -49,10 +51,6 @@ const TERMINAL: ReadonlySet<string> = new Set(['cancelled', 'completed', 'failed
 
 function isOffset(value: unknown): value is number {
 	return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-	return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 export function parseExecutionState(value: unknown): ExecutionState | undefined {

@@ -1,5 +1,5 @@
 /**
- * `quiesce` and `flush` through the agent (changelogs 3162371, 984d966): feature-checked before
+ * `quiesce` and `flush` through the agent: feature-checked before
  * dialing, one request-shaped exchange each, replies validated, refusals turned into named errors.
  * `AgentSandbox.quiesce()` / `.flush()` delegate here; the Kubernetes workspace will too.
  */

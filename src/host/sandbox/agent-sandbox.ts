@@ -8,8 +8,10 @@
  * is retired and the handle fenced (`SandboxRetiredError`). No `setNetworkPolicy`: a tier that can
  * enforce one adds it.
  */
+
 import { setMaxListeners } from 'node:events'
 import { posix } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
 import { SandboxDestroyedError, SandboxFileError } from '../../contract/errors.js'
 import type { SandboxRetirementObservation } from '../../contract/retirement.js'
@@ -84,6 +86,7 @@ import {
 	SandboxTcpTargetRefusedError,
 	tcpTargetRefusal,
 } from './agent-sandbox-errors.js'
+import { missingOptions } from './required-options.js'
 
 /** How long `destroy()` lets aborted in-flight calls settle before releasing the unit. */
 export const DESTROY_IN_FLIGHT_SETTLE_MS = 2000
@@ -102,10 +105,6 @@ export interface AgentSandboxOptions {
 	readonly retire?: (error: Error) => Promise<SandboxRetirementObservation>
 	/** Overrides of the execution controller's windows (tests shorten them). */
 	readonly execution?: Omit<RemoteExecutionControllerOptions, 'defaultExecutionTimeoutMs'>
-}
-
-function delay(ms: number): Promise<void> {
-	return new Promise((resolve) => setTimeout(resolve, ms).unref())
 }
 
 export class AgentSandbox implements Sandbox {
@@ -252,6 +251,8 @@ export class AgentSandbox implements Sandbox {
 
 	walkFiles(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry> {
 		this.#admit('walkFiles')
+		const refused = missingOptions('walkFiles', options)
+		if (refused) throw refused
 		const resolved = this.#resolve(rootPath)
 		return this.#track('walkFiles', options.signal, (signal) =>
 			walkFilesViaExec(
@@ -266,6 +267,8 @@ export class AgentSandbox implements Sandbox {
 	openTerminal(options: PersistentTerminalOptions): Promise<SessionTerminal>
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession>
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession> {
+		const refused = missingOptions('openTerminal', options)
+		if (refused) return Promise.reject(refused)
 		if (isPersistentTerminalOptions(options)) return this.#openSessionTerminal(options)
 		return this.#run('openTerminal', options.signal, async (signal) => {
 			const session = await this.transport.openTerminal(
@@ -284,6 +287,8 @@ export class AgentSandbox implements Sandbox {
 	}
 
 	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection> {
+		const refused = missingOptions('openTcpConnection', options)
+		if (refused) return Promise.reject(refused)
 		return this.#run('openTcpConnection', options.signal, async (signal) => {
 			const host = options.host ?? '127.0.0.1'
 			const refusal = tcpTargetRefusal(host, options.port)
@@ -300,6 +305,8 @@ export class AgentSandbox implements Sandbox {
 
 	/** A program with no PTY, stdin closed, in its own kernel session; it outlives this host. */
 	startDetached(options: StartDetachedOptions): Promise<StartedSession> {
+		const refused = missingOptions('startDetached', options)
+		if (refused) return Promise.reject(refused)
 		return this.#run('startDetached', options.signal, (signal) =>
 			this.#sessions.startDetached({
 				...options,
@@ -399,7 +406,7 @@ export class AgentSandbox implements Sandbox {
 		// Aborted execs resolve as aborted once the guest confirms; give them a bounded moment.
 		await Promise.race([
 			Promise.allSettled([...this.#inFlight]),
-			delay(DESTROY_IN_FLIGHT_SETTLE_MS),
+			sleep(DESTROY_IN_FLIGHT_SETTLE_MS, undefined, { ref: false }),
 		])
 		await Promise.all([
 			...[...this.#terminals].map((session) => session.close()),

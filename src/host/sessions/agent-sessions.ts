@@ -1,6 +1,6 @@
 /**
- * The host's session verbs over one agent transport (changelog b3db254), with the names the spec
- * gives the Kubernetes workspace: `openTerminal({ …, sessionId, persistent: true })`,
+ * The host's session verbs over one agent transport, with the names the Kubernetes workspace will
+ * share: `openTerminal({ …, sessionId, persistent: true })`,
  * `attachTerminal`, `startDetached`, `readSession`, `listSessions`, `killSession`. `AgentSandbox`
  * delegates to one `AgentSessions` and closes (detaches) the terminals it handed out on destroy.
  *

@@ -1,5 +1,5 @@
 /**
- * Refusals of the session verbs (changelog b3db254). Each names what the caller needs to act on:
+ * Refusals of the session verbs. Each names what the caller needs to act on:
  * the guest lacks the feature (rebuild the image — never a silent downgrade to a connection-bound
  * terminal), the guest refused the request by code, or an attachment ended while the program kept
  * running (the offset to come back at). Messages carry ids and codes, never input or output.

@@ -1,5 +1,5 @@
 /**
- * The host's view of a guest session (changelog b3db254): the summary `listSessions()`,
+ * The host's view of a guest session: the summary `listSessions()`,
  * `startDetached()` and `killSession()` answer, parsed strictly from the guest's reply (pure).
  * A malformed row is a `RemoteProtocolError`, never a guess.
  */

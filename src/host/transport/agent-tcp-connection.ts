@@ -14,7 +14,7 @@ export const TCP_FRAME_DATA_BYTES = 1024 * 1024
 export class AgentTcpConnection implements SandboxTcpConnection {
 	readonly closed: Promise<void>
 	readonly #channel: FrameChannel
-	readonly #data = new ListenerSet<Uint8Array>((chunk) => chunk.byteLength)
+	readonly #data = new ListenerSet<Buffer>((chunk) => chunk.byteLength)
 	#paused = false
 	#resume: (() => void) | undefined
 	#ended = false
@@ -60,7 +60,8 @@ export class AgentTcpConnection implements SandboxTcpConnection {
 		resume?.()
 	}
 
-	onData(listener: (chunk: Uint8Array) => void): () => void {
+	/** Chunks are `Buffer`s (the contract's `Uint8Array`, with Node's `toString()`). */
+	onData(listener: (chunk: Buffer) => void): () => void {
 		return this.#data.subscribe(listener)
 	}
 
@@ -86,7 +87,7 @@ export class AgentTcpConnection implements SandboxTcpConnection {
 			if (item.kind !== 'frame') continue
 			const event = item.message
 			if (event.type === 'data' && typeof event.data === 'string') {
-				this.#data.emit(new Uint8Array(Buffer.from(event.data, 'base64')))
+				this.#data.emit(Buffer.from(event.data, 'base64'))
 			} else if (event.type === 'error') {
 				this.#channel.destroy()
 			}

@@ -5,12 +5,14 @@
 import { SandboxConfigError } from '../../contract/errors.js'
 import { AGENT_PROTOCOL_VERSION } from '../../wire/features.js'
 
-/** Largest frame a guest accepts once authenticated (`NAMZU_AGENT_MAX_FRAME_BYTES` default). */
-export const GUEST_FRAME_LIMIT_BYTES = 256 * 1024 * 1024
-/** Largest first frame of an unauthenticated tcp connection (`NAMZU_AGENT_MAX_PREAUTH_FRAME_BYTES`). */
-export const TCP_PREAUTH_FRAME_LIMIT_BYTES = 8 * 1024 * 1024
-/** Largest `writeFile` body the host sends at all, unless `maxWriteFileBytes` says otherwise. */
-export const DEFAULT_MAX_WRITE_FILE_BYTES = 1024 * 1024 * 1024
+// The three public limits are written as literals so their types carry the values (the package's
+// type tests read them there).
+/** 256 MiB: the largest frame a guest accepts once authenticated (`NAMZU_AGENT_MAX_FRAME_BYTES`). */
+export const GUEST_FRAME_LIMIT_BYTES = 268_435_456
+/** 8 MiB: the largest first frame of an unauthenticated tcp connection (`…_MAX_PREAUTH_FRAME_BYTES`). */
+export const TCP_PREAUTH_FRAME_LIMIT_BYTES = 8_388_608
+/** 1 GiB: the largest `writeFile` body the host sends at all, unless `maxWriteFileBytes` says otherwise. */
+export const DEFAULT_MAX_WRITE_FILE_BYTES = 1_073_741_824
 /** The only guest protocol version this host speaks. */
 export const REMOTE_EXECUTION_PROTOCOL_VERSION = AGENT_PROTOCOL_VERSION
 /** After a request-shaped reply, the peer must close within this long. */

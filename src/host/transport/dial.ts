@@ -5,8 +5,10 @@
  * `connectRetryBudgetMs`; `permanentDialFailure` stops the loop early. Gives up with `AgentDialFailedError` (cause = the last error) only when no
  * socket was ever established; an abort rejects with the signal's reason at any point.
  */
+
 import { connect, type Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { SandboxAgentHandle } from './agent-handle.js'
 import {
 	type AgentDialAttemptEvent,
@@ -98,24 +100,6 @@ export function connectOnce(
 	})
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-	return new Promise((resolve, reject) => {
-		if (signal?.aborted) {
-			reject(abortReason(signal))
-			return
-		}
-		const onAbort = () => {
-			clearTimeout(timer)
-			reject(signal ? abortReason(signal) : new Error('aborted'))
-		}
-		const timer = setTimeout(() => {
-			signal?.removeEventListener('abort', onAbort)
-			resolve()
-		}, ms)
-		signal?.addEventListener('abort', onAbort, { once: true })
-	})
-}
-
 /** Dials with retries; see the module comment for the rules. */
 export async function dialAgent(
 	handle: SandboxAgentHandle,
@@ -150,7 +134,10 @@ export async function dialAgent(
 			if (spent + options.connectRetryIntervalMs >= options.connectRetryBudgetMs) {
 				throw new AgentDialFailedError(handle.kind, attempts, spent, { cause: error })
 			}
-			await sleep(options.connectRetryIntervalMs, signal)
+			// An abort rejects with the caller's reason, as an abort during the connect does.
+			await sleep(options.connectRetryIntervalMs, undefined, { signal }).catch((error) => {
+				throw signal?.aborted ? abortReason(signal) : error
+			})
 		}
 	}
 }

@@ -1,5 +1,5 @@
 /**
- * The host's half of the negotiated stream heartbeat (wire/heartbeat.ts, changelog a5c19bf). The
+ * The host's half of the negotiated stream heartbeat (its rules are in wire/heartbeat.ts). The
  * open request carries `heartbeatMs` only when the transport asks for one; the watchdog is armed,
  * and heartbeats sent, only once the guest echoed an interval in its `ready` and only when that
  * echo lies in [MIN_STREAM_HEARTBEAT_MS, STREAM_HEARTBEAT_MAX_ECHO_FACTOR × requested]. Any

@@ -3,7 +3,6 @@ import {
 	parseTerminalRequest,
 	scriptArgv,
 	shellQuote,
-	terminalKillSignal,
 } from '../../../src/agent/process/terminal-request.js'
 import { refusalOf } from '../refusal-of.js'
 
@@ -45,17 +44,5 @@ describe('terminal request', () => {
 			"exec '/bin/echo' 'a b' 'c'\\''d'",
 			'/dev/null',
 		])
-	})
-
-	it.each([
-		['SIGKILL', 'SIGKILL'],
-		['SIGINT', 'SIGINT'],
-		['SIGHUP', 'SIGHUP'],
-		['SIGTERM', 'SIGTERM'],
-		['SIGSTOP', 'SIGTERM'],
-		[undefined, 'SIGTERM'],
-		[9, 'SIGTERM'],
-	])('a kill asking for %s sends %s', (asked, sent) => {
-		expect(terminalKillSignal(asked)).toBe(sent)
 	})
 })

@@ -10,14 +10,13 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, expectTypeOf, it } from 'vitest'
+import { AgentTransport, type AgentTransportOptions } from '../../../src/agent-entry.js'
 import { resolveKubernetesBackendConfig } from '../../../src/backends/kubernetes/kubernetes-backend-config.js'
 import { createKubernetesTaskSandbox } from '../../../src/backends/kubernetes/kubernetes-sandbox-provider.js'
 import { dialAgent } from '../../../src/host/transport/dial.js'
 import * as root from '../../../src/index.js'
 import {
 	AgentDialFailedError,
-	AgentTransport,
-	type AgentTransportOptions,
 	KubernetesAgentAddressUnresolvableError,
 	type KubernetesBackendConfig,
 	SandboxConfigError,

@@ -4,6 +4,7 @@
 // probe off; a wedged guest is refused on the probe's own deadline, min(readyTimeoutMs, 15 s).
 import { randomUUID } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
+import { PRIVILEGE_PROBE_MAX_TIMEOUT_MS } from '../../../src/agent-entry.js'
 import {
 	type ResolvedKubernetesBackendConfig,
 	resolveKubernetesBackendConfig,
@@ -15,7 +16,6 @@ import {
 import {
 	type KubernetesBackendConfig,
 	KubernetesPrivilegeProbeError,
-	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
 	type SandboxCreateConfig,
 } from '../../../src/index.js'
 import { rejection } from './error-chain.js'

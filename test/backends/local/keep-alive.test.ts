@@ -13,6 +13,7 @@ import {
 } from '../../../src/backends/local/index.js'
 import { readProcessIdentity } from '../../../src/backends/local/process-identity.js'
 import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'
+import { runNodeToExit } from '../../helpers/run-to-exit.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import {
 	cgroupDirsFor,
@@ -66,28 +67,13 @@ console.log(JSON.stringify({ id: sandbox.id, pid: process.pid, inner: pids.stdou
 process.exit(0)
 `,
 	)
-	return new Promise((resolve, reject) => {
-		const child = spawn(process.execPath, [script], {
-			env: childEnv(),
-			stdio: ['ignore', 'pipe', 'pipe'],
-		})
-		let stdout = ''
-		let stderr = ''
-		child.stdout.on('data', (chunk: Buffer) => {
-			stdout += chunk.toString()
-		})
-		child.stderr.on('data', (chunk: Buffer) => {
-			stderr += chunk.toString()
-		})
-		child.on('exit', (code) => {
-			try {
-				const line: { id: string; pid: number } = JSON.parse(stdout.trim().split('\n').pop() ?? '')
-				resolve({ id: line.id, pid: line.pid, code })
-			} catch {
-				reject(new Error(`first host failed (${code}): ${stderr}`))
-			}
-		})
-	})
+	const run = await runNodeToExit([script], { env: childEnv() })
+	try {
+		const line: { id: string; pid: number } = JSON.parse(run.stdout.trim().split('\n').pop() ?? '')
+		return { id: line.id, pid: line.pid, code: run.code }
+	} catch {
+		throw new Error(`first host failed (${run.code}): ${run.stderr}`)
+	}
 }
 
 function alive(pid: number): boolean {

@@ -10,6 +10,8 @@ import {
 	FileWalkExecError,
 	FileWalkProtocolError,
 	FileWalkRootError,
+} from '../../../src/exec-programs/walk/walk-errors.js'
+import {
 	type SandboxFileWalkExec,
 	walkFilesViaExec,
 } from '../../../src/exec-programs/walk/walk-files-via-exec.js'

@@ -60,6 +60,15 @@ function transportFor(guest: SilentGuest, streamHeartbeatMs?: number): AgentTran
 const TERMINAL = { cols: 80, rows: 24 }
 
 describe('stream heartbeat, host side', () => {
+	it('a transport asks for no stream heartbeat unless told to', () => {
+		const transport = new AgentTransport({ kind: 'unix', path: '/nonexistent' })
+		expect(transport.options.streamHeartbeatMs).toBeUndefined()
+		const zero = new AgentTransport({ kind: 'unix', path: '/x' }, { streamHeartbeatMs: 0 })
+		expect(zero.options.streamHeartbeatMs).toBeUndefined()
+		const asking = new AgentTransport({ kind: 'unix', path: '/x' }, { streamHeartbeatMs: 500 })
+		expect(asking.options.streamHeartbeatMs).toBe(500)
+	})
+
 	it('asks for the configured interval in the open request, and for none by default', async () => {
 		const guest = await silentGuest(() => undefined)
 		const asking = await transportFor(guest, 250).openTerminal(TERMINAL)

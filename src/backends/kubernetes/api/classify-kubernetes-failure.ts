@@ -9,6 +9,8 @@
  * an object that failed validation (that 422 always lists its causes). Only a JSON patch that
  * carries a `test` op turns either into `KubernetesPatchNotAppliedError`.
  */
+
+import { isRecord } from '../../../wire/is-record.js'
 import {
 	KubernetesAlreadyGoneError,
 	KubernetesApiError,
@@ -123,8 +125,4 @@ export function kubernetesFailureError(
 		return new KubernetesPatchNotAppliedError(fields)
 	}
 	return new KubernetesApiError(fields)
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-	return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

@@ -8,6 +8,7 @@
  */
 import { isAbsolute, resolve } from 'node:path'
 import { parse } from 'yaml'
+import { isRecord } from '../../../wire/is-record.js'
 import { KubernetesCredentialError } from './api-errors.js'
 
 /** PEM given inline (already decoded) or as a file to read. */
@@ -164,10 +165,6 @@ function namedEntry(
 function stringField(record: Record<string, unknown>, key: string): string | undefined {
 	const value = record[key]
 	return typeof value === 'string' ? value : undefined
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-	return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function refuse(detail: string, cause?: unknown): KubernetesCredentialError {

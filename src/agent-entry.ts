@@ -1,0 +1,40 @@
+/**
+ * `@namzu/sandbox/agent`: what a tier of your own is built from. The guest agent is one file
+ * (`agentBundlePath()`) that runs on a plain `node` inside any guest; start it there, give the host
+ * a handle to reach it (`unix`, `vsock` or token `tcp`), prove the guest deprivileged
+ * (`probeSandboxPrivileges`), and `createAgentSandbox` serves the whole `Sandbox` contract over it
+ * through `AgentTransport`. `walkFilesViaExec` gives `walkFiles` to any sandbox that can `exec`
+ * node. The errors these throw are exported from the package root. Pinned by
+ * `test/package/entry-points.test.ts`.
+ */
+
+export {
+	assertDeprivileged,
+	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
+	type PrivilegeProbeFailure,
+	type PrivilegeProbeOptions,
+	type PrivilegeProbeTarget,
+	type ProcStatusPrivileges,
+	parseProcStatusPrivileges,
+	privilegeViolations,
+	probeSandboxPrivileges,
+	type SandboxFileWalkExec,
+	walkFilesViaExec,
+} from './exec-programs/index.js'
+export {
+	type AgentDialAttemptEvent,
+	type AgentDialEvent,
+	type AgentHealth,
+	type AgentRequestOptions,
+	AgentSandbox,
+	type AgentSandboxOptions,
+	AgentTransport,
+	type AgentTransportOptions,
+	agentBundlePath,
+	createAgentSandbox,
+	DEFAULT_AGENT_TRANSPORT_OPTIONS,
+	describeAgentHandle,
+	type ResolvedAgentTransportOptions,
+	type SandboxAgentHandle,
+	type SandboxAgentHandleKind,
+} from './host/index.js'

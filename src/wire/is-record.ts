@@ -1,0 +1,13 @@
+/**
+ * The one test for "a JSON object" (not null, not an array) that every reader of a parsed frame,
+ * reply or document starts from. It lives in the wire, the bottom layer, so the agent, the host and
+ * the tiers all share it.
+ */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+	return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** A JSON object whose every value is a string, such as an `env` body. */
+export function isStringRecord(value: unknown): value is Record<string, string> {
+	return isRecord(value) && Object.values(value).every((entry) => typeof entry === 'string')
+}

@@ -1,0 +1,153 @@
+/**
+ * What the package root exports, checked by the compiler: each class is there and is a
+ * `SandboxError`, each constant carries its wire value as its type, each type has the shape the
+ * spec names. `vitest --typecheck` runs this file (and `tsc` covers it); nothing here executes.
+ * The exact list of root names is pinned by `entry-points.test.ts`.
+ */
+import { describe, expectTypeOf, it } from 'vitest'
+import type * as agent from '../../src/agent-entry.js'
+import type * as root from '../../src/index.js'
+
+type Instance<T> = T extends abstract new (...args: never[]) => infer I ? I : never
+
+describe('package root: detachable executions', () => {
+	it('exports the execution errors, each a SandboxError', () => {
+		expectTypeOf<Instance<typeof root.ExecutionDetachedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.ExecutionNotAttachableError>>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.ExecutionAttachUnsupportedError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.ExecutionCancelRefusedError>>().toExtend<root.SandboxError>()
+	})
+
+	it('exports the feature names, the default reattach window and the option types', () => {
+		expectTypeOf<typeof root.EXECUTION_ATTACH_FEATURE>().toEqualTypeOf<'execution-attach'>()
+		expectTypeOf<typeof root.GUEST_BOOT_ID_FEATURE>().toEqualTypeOf<'guest-boot-id'>()
+		expectTypeOf<typeof root.DEFAULT_REATTACH_WINDOW_MS>().toEqualTypeOf<30_000>()
+		expectTypeOf<root.DetachableExecOptions>().toExtend<root.SandboxExecOptions>()
+		expectTypeOf({
+			timeout: 1,
+			detach: true,
+			reattachWindowMs: 5,
+		}).toExtend<root.DetachableExecOptions>()
+		expectTypeOf({ fromOffset: 0 }).toExtend<root.AttachExecutionOptions>()
+		expectTypeOf({}).toExtend<root.CancelExecutionOptions>()
+		expectTypeOf<'output_not_retained'>().toExtend<root.AttachRefusal>()
+	})
+
+	it('keeps SandboxExecOptions free of the detachable fields', () => {
+		expectTypeOf<keyof root.SandboxExecOptions>().toEqualTypeOf<
+			'timeout' | 'env' | 'cwd' | 'onOutput' | 'signal'
+		>()
+	})
+})
+
+describe('package root: transport limits, feature names, wire and handle types', () => {
+	it('exports the transport and execution errors, each a SandboxError', () => {
+		expectTypeOf<Instance<typeof root.AgentWriteFileTooLargeError>>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.AgentPreauthFrameTooLargeError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.AgentReadFileStreamUnsupportedError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.AgentDialFailedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.RemoteCancellationUnknownError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.RemoteProtocolError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.RemoteCommandError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.RemoteResultIncompleteError>>().toExtend<root.SandboxError>()
+	})
+
+	it('leaves the transport, the sandbox over it and the file verbs to @namzu/sandbox/agent or inside', () => {
+		expectTypeOf<typeof root>().not.toHaveProperty('AgentTransport')
+		expectTypeOf<typeof root>().not.toHaveProperty('createAgentSandbox')
+		expectTypeOf<typeof root>().not.toHaveProperty('RemoteExecutionController')
+		expectTypeOf<typeof root>().not.toHaveProperty('readFileThroughAgent')
+		expectTypeOf<typeof root>().not.toHaveProperty('writeFileThroughAgent')
+		expectTypeOf<typeof root>().not.toHaveProperty('FrameReader')
+		expectTypeOf<typeof agent.AgentTransport>().toBeConstructibleWith({
+			kind: 'unix',
+			path: '/run/agent.sock',
+		})
+		expectTypeOf<typeof agent.createAgentSandbox>().returns.toEqualTypeOf<agent.AgentSandbox>()
+	})
+
+	it('exports the transport limits and the feature names with their wire values', () => {
+		expectTypeOf<typeof root.DEFAULT_MAX_WRITE_FILE_BYTES>().toEqualTypeOf<1_073_741_824>()
+		expectTypeOf<typeof root.GUEST_FRAME_LIMIT_BYTES>().toEqualTypeOf<268_435_456>()
+		expectTypeOf<typeof root.TCP_PREAUTH_FRAME_LIMIT_BYTES>().toEqualTypeOf<8_388_608>()
+		expectTypeOf<typeof root.AGENT_PROTOCOL_VERSION>().toEqualTypeOf<2>()
+		expectTypeOf<typeof root.WRITE_FILE_PARTS_FEATURE>().toEqualTypeOf<'write-file-parts'>()
+		expectTypeOf<typeof root.READ_FILE_STREAM_FEATURE>().toEqualTypeOf<'read-file-stream'>()
+	})
+
+	it('exports the wire and handle types', () => {
+		expectTypeOf({ offset: 0, final: true, renameTo: 'a' }).toExtend<root.WriteFilePart>()
+		expectTypeOf({ path: 'a', offset: 1, length: 2 }).toExtend<root.ReadFileStreamRequest>()
+		expectTypeOf({ type: 'end' as const, bytesSent: 0 }).toExtend<root.ReadFileStreamEvent>()
+		expectTypeOf({
+			kind: 'tcp' as const,
+			host: 'h',
+			port: 1,
+			token: 't',
+		}).toExtend<root.SandboxAgentHandle>()
+		expectTypeOf<root.SandboxAgentHandle>().toEqualTypeOf<agent.SandboxAgentHandle>()
+	})
+})
+
+describe('package root: quiesce, flush, stream heartbeat', () => {
+	it('exports the quiesce, flush and stream-silence errors, each a SandboxError', () => {
+		expectTypeOf<Instance<typeof root.QuiesceUnsupportedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.QuiesceUnconfirmedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.FlushUnsupportedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.FlushUnconfirmedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.AgentStreamSilentError>>().toExtend<root.SandboxError>()
+	})
+
+	it('exports the feature names and heartbeat constants with their wire values, the protocol version unchanged', () => {
+		expectTypeOf<typeof root.QUIESCE_FEATURE>().toEqualTypeOf<'quiesce'>()
+		expectTypeOf<typeof root.FLUSH_FEATURE>().toEqualTypeOf<'flush'>()
+		expectTypeOf<typeof root.STREAM_HEARTBEAT_FEATURE>().toEqualTypeOf<'stream-heartbeat'>()
+		expectTypeOf<typeof root.DEFAULT_STREAM_HEARTBEAT_MS>().toEqualTypeOf<15_000>()
+		expectTypeOf<typeof root.MIN_STREAM_HEARTBEAT_MS>().toEqualTypeOf<100>()
+		expectTypeOf<typeof root.STREAM_HEARTBEAT_MISS_LIMIT>().toEqualTypeOf<3>()
+		expectTypeOf<typeof root.STREAM_HEARTBEAT_MAX_ECHO_FACTOR>().toEqualTypeOf<4>()
+		expectTypeOf<typeof root.AGENT_PROTOCOL_VERSION>().toEqualTypeOf<2>()
+	})
+
+	it('exports the StreamHeartbeat, QuiesceScope, QuiescedProcess and report types', () => {
+		expectTypeOf<root.StreamHeartbeat>().toEqualTypeOf<{ readonly type: 'heartbeat' }>()
+		expectTypeOf<root.QuiesceScope>().toEqualTypeOf<'pid-namespace' | 'owned-sessions'>()
+		expectTypeOf({
+			pid: 7,
+			command: 'sleep 30',
+			signal: 'SIGKILL' as const,
+		}).toExtend<root.QuiescedProcess>()
+		expectTypeOf<root.QuiesceReport['stopped']>().toEqualTypeOf<readonly root.QuiescedProcess[]>()
+		expectTypeOf({
+			scope: 'owned-sessions' as const,
+			graceMs: 1,
+			rounds: 2,
+			stopped: [],
+		}).toExtend<root.QuiesceReport>()
+		expectTypeOf({ durationMs: 1, workspace: '/workspace' }).toExtend<root.FlushReport>()
+	})
+
+	it('the contract Sandbox gains neither quiesce nor flush; only the agent-backed sandbox has them', () => {
+		expectTypeOf<root.Sandbox>().not.toHaveProperty('quiesce')
+		expectTypeOf<root.Sandbox>().not.toHaveProperty('flush')
+		expectTypeOf<agent.AgentSandbox>().toHaveProperty('quiesce').toBeFunction()
+		expectTypeOf<agent.AgentSandbox>().toHaveProperty('flush').toBeFunction()
+		expectTypeOf<root.LocalSandbox>().toHaveProperty('quiesce').toBeFunction()
+		expectTypeOf<root.LocalSandbox>().toHaveProperty('flush').toBeFunction()
+	})
+})
+
+describe('package root: Kubernetes API bounds', () => {
+	it('exports the default 30000 and the floor 1000 from the package root', () => {
+		expectTypeOf<typeof root.DEFAULT_API_REQUEST_TIMEOUT_MS>().toEqualTypeOf<30_000>()
+		expectTypeOf<typeof root.MIN_API_REQUEST_TIMEOUT_MS>().toEqualTypeOf<1_000>()
+	})
+})
