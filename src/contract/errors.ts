@@ -47,14 +47,55 @@ export class SandboxBackendNotImplementedError extends SandboxError {
 	}
 }
 
-/** A configuration value the backend cannot honour (it never accepts and ignores). */
+/**
+ * A configuration value the backend cannot honour (it never accepts and ignores). Configuration is
+ * what a provider, backend or sandbox is set up with: `createSandboxProvider`'s config and backend,
+ * the provider defaults, a `create()` config. A bad argument of a call is `SandboxArgumentError`.
+ */
 export class SandboxConfigError extends SandboxError {
 	override readonly name = 'SandboxConfigError'
 	readonly field: string
+	/** What the field must be, when the refusal is a type or range check. */
+	readonly expected?: string
+	/** What it was instead (described, never echoed when it could be a secret). */
+	readonly received?: string
 
-	constructor(field: string, message: string) {
+	constructor(
+		field: string,
+		message: string,
+		check?: { readonly expected: string; readonly received: string },
+	) {
 		super(`${field}: ${message}`, 'invalid-config')
 		this.field = field
+		if (check) {
+			this.expected = check.expected
+			this.received = check.received
+		}
+	}
+}
+
+/**
+ * An argument of a call that is of the wrong type, out of range or malformed, refused before
+ * anything is dialed, started or written. `parameter` is the path to it (`command`,
+ * `options.timeout`, `args[2]`); `received` describes what came (`NaN`, `null`, `a function`, a
+ * string cut to 60 characters) and never echoes an environment value or file content.
+ */
+export class SandboxArgumentError extends SandboxError {
+	override readonly name = 'SandboxArgumentError'
+	/** The method refused, e.g. `exec`, `openTerminal`, `openLocalSandbox`. */
+	readonly method: string
+	readonly parameter: string
+	readonly expected: string
+	readonly received: string
+
+	constructor(method: string, parameter: string, expected: string, received: string) {
+		super(`${method}: ${parameter} must be ${expected}, got ${received}`, 'invalid-argument', {
+			retryable: false,
+		})
+		this.method = method
+		this.parameter = parameter
+		this.expected = expected
+		this.received = received
 	}
 }
 

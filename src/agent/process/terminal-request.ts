@@ -3,12 +3,12 @@
  * `script` command line, and the allow-listed kill signals.
  */
 
+import { MAX_TERMINAL_DIMENSION } from '../../wire/terminal-size.js'
 import { OpRefusal } from '../server/op-refusal.js'
 
 export const SCRIPT_PATH = '/usr/bin/script'
 export const STTY_PATH = '/usr/bin/stty'
 export const DEFAULT_TERMINAL_COMMAND = '/bin/sh'
-export const MAX_TERMINAL_DIMENSION = 1000
 
 export interface TerminalSize {
 	readonly cols: number
