@@ -5,6 +5,7 @@
 
 import { MAX_TERMINAL_DIMENSION } from '../../wire/terminal-size.js'
 import { OpRefusal } from '../server/op-refusal.js'
+import { isIntegerIn, isStringArray, isStringRecord } from '../server/value-checks.js'
 
 export const SCRIPT_PATH = '/usr/bin/script'
 export const STTY_PATH = '/usr/bin/stty'
@@ -23,9 +24,7 @@ export interface TerminalSpec extends TerminalSize {
 }
 
 function isDimension(value: unknown): value is number {
-	return (
-		Number.isInteger(value) && (value as number) >= 1 && (value as number) <= MAX_TERMINAL_DIMENSION
-	)
+	return isIntegerIn(value, { min: 1, max: MAX_TERMINAL_DIMENSION })
 }
 
 export function parseTerminalSize(message: Record<string, unknown>): TerminalSize {
@@ -39,27 +38,13 @@ export function parseTerminalSize(message: Record<string, unknown>): TerminalSiz
 	return { cols, rows }
 }
 
-function isStringRecord(value: unknown): value is Record<string, string> {
-	return (
-		typeof value === 'object' &&
-		value !== null &&
-		!Array.isArray(value) &&
-		Object.values(value).every((entry) => typeof entry === 'string')
-	)
-}
-
 export function parseTerminalRequest(body: Record<string, unknown>): TerminalSpec {
 	const size = parseTerminalSize(body)
 	const { command, args, cwd, env } = body
 	if (command !== undefined && (typeof command !== 'string' || command === '')) {
 		throw new OpRefusal('invalid_terminal_command')
 	}
-	if (
-		args !== undefined &&
-		!(Array.isArray(args) && args.every((arg) => typeof arg === 'string'))
-	) {
-		throw new OpRefusal('invalid_terminal_args')
-	}
+	if (args !== undefined && !isStringArray(args)) throw new OpRefusal('invalid_terminal_args')
 	if (env !== undefined && !isStringRecord(env)) throw new OpRefusal('invalid_terminal_env')
 	if (cwd !== undefined && typeof cwd !== 'string') throw new OpRefusal('invalid_cwd')
 	return {

@@ -1,24 +1,17 @@
 /**
  * Validation of the session ops' request bodies (pure): which `terminal` bodies ask for a
  * persistent session, and the bodies of `start-detached`, `attach-session` and `kill-session`.
- * Every failure is an `OpRefusal` with the stable code upstream shapes §3.5 gives it.
+ * Every failure is an `OpRefusal` with the session ops' stable code.
  */
 import { isSessionId, type SessionSignal, sessionSignal } from '../../wire/sessions.js'
 import { parseTerminalSize, type TerminalSize } from '../process/terminal-request.js'
 import { OpRefusal } from '../server/op-refusal.js'
-
-function isStringRecord(value: unknown): value is Record<string, string> {
-	return (
-		typeof value === 'object' &&
-		value !== null &&
-		!Array.isArray(value) &&
-		Object.values(value).every((entry) => typeof entry === 'string')
-	)
-}
-
-function isStringArray(value: unknown): value is string[] {
-	return Array.isArray(value) && value.every((entry) => typeof entry === 'string')
-}
+import {
+	isIntegerIn,
+	isStringArray,
+	isStringRecord,
+	NON_NEGATIVE_INTEGER,
+} from '../server/value-checks.js'
 
 function sessionIdOf(body: Record<string, unknown>): string {
 	if (!isSessionId(body.sessionId)) throw new OpRefusal('invalid_session_id')
@@ -73,10 +66,7 @@ export interface AttachSessionSpec {
 export function parseAttachSession(body: Record<string, unknown>): AttachSessionSpec {
 	const sessionId = sessionIdOf(body)
 	const { fromOffset, follow } = body
-	if (
-		fromOffset !== undefined &&
-		!(Number.isSafeInteger(fromOffset) && typeof fromOffset === 'number' && fromOffset >= 0)
-	) {
+	if (fromOffset !== undefined && !isIntegerIn(fromOffset, NON_NEGATIVE_INTEGER)) {
 		throw new OpRefusal('invalid_offset')
 	}
 	if (follow !== undefined && typeof follow !== 'boolean') throw new OpRefusal('invalid_follow')
