@@ -36,8 +36,9 @@ export const MAX_TIMER_MS = 2_147_483_647
 /** Characters of a string argument kept in `received`. */
 export const RECEIVED_STRING_CHARS = 60
 
+/** `an AbortController`, `a Map`, `a Uint8Array` (the u of type names is read as a consonant). */
 function article(name: string): string {
-	return /^[aeiou]/i.test(name) ? `an ${name}` : `a ${name}`
+	return /^[aeio]/i.test(name) ? `an ${name}` : `a ${name}`
 }
 
 /** The kind of a value, with nothing of its content: for values that may be secrets. */
