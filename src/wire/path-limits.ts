@@ -35,22 +35,22 @@ export function pathLimitViolation(path: string): PathLimitViolation | undefined
 	return undefined
 }
 
-/** The violation as "must be …" / "got …" halves, for messages on either end. */
+/** The violation as the halves of "path must be …, got …", for messages on either end. */
 export function describePathLimitViolation(violation: PathLimitViolation): {
 	readonly expected: string
 	readonly received: string
 } {
 	switch (violation.kind) {
 		case 'contains-nul':
-			return { expected: 'a path without NUL bytes', received: 'a string containing a NUL byte' }
+			return { expected: 'free of NUL bytes', received: 'a string containing a NUL byte' }
 		case 'too-long':
 			return {
-				expected: `a path of at most ${MAX_PATH_BYTES} bytes (UTF-8)`,
+				expected: `at most ${MAX_PATH_BYTES} bytes (UTF-8)`,
 				received: `${violation.bytes} bytes`,
 			}
 		case 'component-too-long':
 			return {
-				expected: `a path whose components are at most ${MAX_PATH_COMPONENT_BYTES} bytes (UTF-8)`,
+				expected: `made of components of at most ${MAX_PATH_COMPONENT_BYTES} bytes (UTF-8)`,
 				received: `a component of ${violation.bytes} bytes`,
 			}
 	}

@@ -63,17 +63,17 @@ describe('describePathLimitViolation', () => {
 	it.each([
 		[
 			{ kind: 'too-long', bytes: 5000 } as const,
-			'a path of at most 4096 bytes (UTF-8)',
+			'at most 4096 bytes (UTF-8)',
 			'5000 bytes',
 		],
 		[
 			{ kind: 'component-too-long', bytes: 300 } as const,
-			'a path whose components are at most 255 bytes (UTF-8)',
+			'made of components of at most 255 bytes (UTF-8)',
 			'a component of 300 bytes',
 		],
 		[
 			{ kind: 'contains-nul' } as const,
-			'a path without NUL bytes',
+			'free of NUL bytes',
 			'a string containing a NUL byte',
 		],
 	])('%j', (violation, expected, received) => {

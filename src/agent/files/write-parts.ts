@@ -13,7 +13,7 @@ import { OpRefusal } from '../server/op-refusal.js'
 import { commitTemp } from './durable-commit.js'
 import { errnoCode, fsRefusal } from './fs-refusal.js'
 import { type JailedPath, resolveJailedPath } from './jail.js'
-import { assertDescriptorWithin, JailedDirectory } from './jailed-open.js'
+import { JailedDirectory } from './jailed-open.js'
 import { isTempFileName } from './temp-sibling.js'
 
 type JailConfig = Pick<AgentConfig, 'workspace' | 'readRoots' | 'writeRoots'>
@@ -105,7 +105,8 @@ async function appendInto(
 	}
 	let owned = true
 	try {
-		assertDescriptorWithin(handle.fd, places.temp.realRoot, places.tempShown)
+		// Opened by name inside the held directory, which was verified once held and is verified
+		// again before the rename.
 		const { size } = await handle.stat()
 		if (size !== offset) throw offsetMismatch(size, offset)
 		// One pwrite: a short count (free space, RLIMIT_FSIZE) is refused, never renamed.

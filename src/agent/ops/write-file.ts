@@ -3,7 +3,7 @@ import { type FileHandle, open, unlink } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
 import { commitTemp } from '../files/durable-commit.js'
 import { resolveJailedPath } from '../files/jail.js'
-import { assertDescriptorWithin, JailedDirectory } from '../files/jailed-open.js'
+import { JailedDirectory } from '../files/jailed-open.js'
 import { tempSiblingName } from '../files/temp-sibling.js'
 import { discardPart, writePart } from '../files/write-parts.js'
 import { parseWriteRequest } from '../files/write-request.js'
@@ -65,7 +65,8 @@ export async function writeWhole(
 		}
 		let committing = false
 		try {
-			assertDescriptorWithin(handle.fd, jailed.realRoot, path)
+			// The temp file was created by name inside the held, verified directory: verifying that
+			// directory again before the rename (commitTemp) covers it, whatever its path's length.
 			await writeAll(handle, content)
 			const { size } = await handle.stat()
 			if (size !== content.length) {
