@@ -1,10 +1,11 @@
 /**
- * The real path of a path, walked one component at a time from a held directory descriptor:
- * each step looks up one name under `/proc/self/fd/<fd>/` (the kernel jumps straight to the open
- * directory, so a step costs the same however deep it is), follows a symlink by pushing its target's
- * components, and stops at the first name that does not exist. Linear in the path's length, where
- * re-resolving every prefix (what `realpath` and a dirname loop do) is quadratic: a 100 KB path
- * once blocked the agent's event loop for a minute.
+ * The real path of a path, walked from a held directory descriptor: each step opens the next names
+ * under `/proc/self/fd/<fd>/` (the kernel jumps straight to the open directory, so a step costs
+ * the same however deep it is) and holds what it reached. Steps take up to `STEP_COMPONENTS` names
+ * at once; a step that does not reach a directory is retaken one name at a time, following a
+ * symlink by pushing its target's components and stopping at the first name that does not exist.
+ * Linear in the path's length, where re-resolving every prefix (what `realpath` and a dirname loop
+ * do) is quadratic: a 100 KB path once blocked the agent's event loop for a minute.
  *
  * Linux only (`O_PATH`, `/proc/self/fd`), like the rest of the agent.
  */
@@ -58,6 +59,25 @@ function reversedComponents(path: string): string[] {
 }
 
 const DIRECTORY_FLAGS = O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW
+/** Names one step takes at once: one syscall instead of three per name where all exist. */
+export const STEP_COMPONENTS = 64
+
+/**
+ * Opens the next up to `STEP_COMPONENTS` names below `fd` in one call (the kernel follows any
+ * symlinks among them, as a walk name by name would); undefined when they do not all lead to a
+ * directory, so the caller retakes them one at a time.
+ */
+function stepMany(fd: number, pending: string[]): number | undefined {
+	if (pending.length < 2) return undefined
+	const names = pending.slice(-STEP_COMPONENTS).reverse()
+	try {
+		const next = openSync(entryOf(fd, names.join('/')), O_PATH | constants.O_DIRECTORY)
+		pending.length -= names.length
+		return next
+	} catch {
+		return undefined
+	}
+}
 
 /**
  * Walks absolute `path` physically (symlinks followed, `..` taken in the directory reached) to the
@@ -67,8 +87,22 @@ export function walkToNearest(path: string): NearestDirectory {
 	const pending = reversedComponents(path)
 	let fd = openSync('/', O_PATH | constants.O_DIRECTORY)
 	let follows = 0
+	// Names left to take one at a time after a step of many failed (it is not retried inside them).
+	let single = 0
 	try {
-		for (let name = pending.pop(); name !== undefined; name = pending.pop()) {
+		for (;;) {
+			if (single === 0) {
+				const reached = stepMany(fd, pending)
+				if (reached !== undefined) {
+					closeSync(fd)
+					fd = reached
+					continue
+				}
+				single = STEP_COMPONENTS
+			}
+			single--
+			const name = pending.pop()
+			if (name === undefined) break
 			const entry = entryOf(fd, name)
 			let isLink: boolean
 			let isDirectory: boolean
