@@ -61,21 +61,13 @@ describe('pathLimitViolation', () => {
 
 describe('describePathLimitViolation', () => {
 	it.each([
-		[
-			{ kind: 'too-long', bytes: 5000 } as const,
-			'at most 4096 bytes (UTF-8)',
-			'5000 bytes',
-		],
+		[{ kind: 'too-long', bytes: 5000 } as const, 'at most 4096 bytes (UTF-8)', '5000 bytes'],
 		[
 			{ kind: 'component-too-long', bytes: 300 } as const,
 			'made of components of at most 255 bytes (UTF-8)',
 			'a component of 300 bytes',
 		],
-		[
-			{ kind: 'contains-nul' } as const,
-			'free of NUL bytes',
-			'a string containing a NUL byte',
-		],
+		[{ kind: 'contains-nul' } as const, 'free of NUL bytes', 'a string containing a NUL byte'],
 	])('%j', (violation, expected, received) => {
 		expect(describePathLimitViolation(violation)).toEqual({ expected, received })
 	})

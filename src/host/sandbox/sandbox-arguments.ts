@@ -100,14 +100,25 @@ export function checkWalkFiles(options: unknown): Signal {
 	return optionalSignal(site, 'options.signal', requireObject(site, 'options', options).signal)
 }
 
+/** The program an options object starts: `command` (required or not), `args`, `cwd`, `env`. */
+function program(
+	site: ArgumentSite,
+	given: Record<string, unknown>,
+	command: 'required' | 'optional',
+): void {
+	if (command === 'required' || given.command !== undefined) {
+		requireString(site, 'options.command', given.command, { nonEmpty: true })
+	}
+	optionalStringArray(site, 'options.args', given.args)
+	optionalString(site, 'options.cwd', given.cwd)
+	optionalEnvironment(site, 'options.env', given.env)
+}
+
 export function checkOpenTerminal(options: unknown): Signal {
 	const site = callSite('openTerminal')
 	const given = requireObject(site, 'options', options)
 	terminalSize(site, 'options.size', given.size)
-	optionalString(site, 'options.command', given.command, { nonEmpty: true })
-	optionalStringArray(site, 'options.args', given.args)
-	optionalString(site, 'options.cwd', given.cwd)
-	optionalEnvironment(site, 'options.env', given.env)
+	program(site, given, 'optional')
 	optionalString(site, 'options.sessionId', given.sessionId)
 	optionalBoolean(site, 'options.persistent', given.persistent)
 	return optionalSignal(site, 'options.signal', given.signal)
@@ -126,10 +137,7 @@ export function checkStartDetached(options: unknown): Signal {
 	const site = callSite('startDetached')
 	const given = requireObject(site, 'options', options)
 	requireString(site, 'options.sessionId', given.sessionId)
-	requireString(site, 'options.command', given.command, { nonEmpty: true })
-	optionalStringArray(site, 'options.args', given.args)
-	optionalString(site, 'options.cwd', given.cwd)
-	optionalEnvironment(site, 'options.env', given.env)
+	program(site, given, 'required')
 	return optionalSignal(site, 'options.signal', given.signal)
 }
 
