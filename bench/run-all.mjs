@@ -13,6 +13,7 @@ const benches = [
 	'large-files.mjs',
 	'preauth-flood.mjs',
 	'session-replay.mjs',
+	'jail-paths.mjs',
 ]
 for (const bench of benches) {
 	console.log(`\n# ${bench}`)

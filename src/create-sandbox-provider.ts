@@ -3,6 +3,7 @@ import {
 	type KubernetesBackendConfig,
 } from './backends/kubernetes/index.js'
 import { createLocalSandboxProvider, type LocalBackendConfig } from './backends/local/index.js'
+import { CONFIG_SITE, requireObject } from './contract/argument-validators.js'
 import { SandboxBackendNotImplementedError } from './contract/errors.js'
 import type { SandboxProvider } from './contract/provider.js'
 import type { SandboxProviderDefaults } from './provider-defaults.js'
@@ -14,9 +15,13 @@ export interface SandboxProviderConfig extends SandboxProviderDefaults {
 	readonly backend: SandboxBackendConfig
 }
 
-/** Picks the backend once, from `backend.tier`. Contacts nothing until `create()`. */
+/**
+ * Picks the backend once, from `backend.tier`. Contacts nothing until `create()`; a config that is
+ * not an object, or a backend that is not, is a `SandboxConfigError` before anything else.
+ */
 export function createSandboxProvider(config: SandboxProviderConfig): SandboxProvider {
-	const backend: { readonly tier?: unknown } = config.backend
+	requireObject(CONFIG_SITE, 'config', config)
+	const backend: { readonly tier?: unknown } = requireObject(CONFIG_SITE, 'backend', config.backend)
 	switch (config.backend.tier) {
 		case 'process':
 			return createLocalSandboxProvider(config.backend, config)

@@ -1,4 +1,21 @@
+/**
+ * The defaults every provider applies to `create()` calls that do not set their own, and the checks
+ * every tier runs on them and on a `create()` config before anything is started: types and ranges
+ * of the portable fields, `SandboxConfigError` naming the field. What a tier can honour (an egress
+ * kind, a working directory) stays that tier's to decide.
+ */
+import {
+	CONFIG_SITE,
+	describeReceived,
+	optionalDurationMs,
+	optionalInteger,
+	optionalObject,
+	optionalSignal,
+	requireObject,
+	requireString,
+} from './contract/argument-validators.js'
 import type { EgressPolicy } from './contract/egress.js'
+import type { SandboxCreateConfig } from './contract/provider.js'
 
 /** Defaults every provider applies to `create()` calls that do not set their own. */
 export interface SandboxProviderDefaults {
@@ -7,4 +24,46 @@ export interface SandboxProviderDefaults {
 	readonly defaultTimeoutMs?: number
 	readonly defaultMemoryLimitMb?: number
 	readonly defaultMaxProcesses?: number
+}
+
+const POSITIVE = { min: 1 } as const
+
+/** An egress policy is an object with a string `kind`; `null` is refused, never read as absent. */
+function optionalEgress(field: string, value: unknown): void {
+	if (value === undefined) return
+	const policy = requireObject(CONFIG_SITE, field, value)
+	if (typeof policy.kind !== 'string') {
+		throw CONFIG_SITE.refuse(
+			`${field}.kind`,
+			"an egress kind ('deny-all', 'allow-all', 'static' or 'resolver')",
+			describeReceived(policy.kind),
+		)
+	}
+}
+
+/** Checks the provider defaults once, at provider construction. */
+export function checkProviderDefaults(defaults: unknown): SandboxProviderDefaults {
+	const given = optionalObject(CONFIG_SITE, 'defaults', defaults)
+	optionalEgress('defaultEgress', given.defaultEgress)
+	optionalDurationMs(CONFIG_SITE, 'defaultTimeoutMs', given.defaultTimeoutMs)
+	optionalInteger(CONFIG_SITE, 'defaultMemoryLimitMb', given.defaultMemoryLimitMb, POSITIVE)
+	optionalInteger(CONFIG_SITE, 'defaultMaxProcesses', given.defaultMaxProcesses, POSITIVE)
+	return given as SandboxProviderDefaults
+}
+
+/**
+ * Checks the portable fields of a `create()` config before the tier reads it: an explicit `null`
+ * or `NaN` is refused by name rather than replaced by a default.
+ */
+export function checkCreateConfig(config: unknown): SandboxCreateConfig {
+	const given = optionalObject(CONFIG_SITE, 'config', config)
+	optionalSignal(CONFIG_SITE, 'signal', given.signal)
+	if (given.workingDirectory !== undefined) {
+		requireString(CONFIG_SITE, 'workingDirectory', given.workingDirectory)
+	}
+	optionalDurationMs(CONFIG_SITE, 'timeoutMs', given.timeoutMs)
+	optionalInteger(CONFIG_SITE, 'memoryLimitMb', given.memoryLimitMb, POSITIVE)
+	optionalInteger(CONFIG_SITE, 'maxProcesses', given.maxProcesses, POSITIVE)
+	optionalEgress('egress', given.egress)
+	return given as SandboxCreateConfig
 }

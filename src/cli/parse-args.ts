@@ -2,6 +2,12 @@
  * Pure argument parsing for the `namzu-sandbox` command. Everything after `--` belongs to the
  * sandboxed command and is never interpreted.
  */
+import { MAX_KEEP_ALIVE_MS, MIN_KEEP_ALIVE_MS } from '../backends/local/lifetime-watchdog.js'
+import {
+	type ArgumentSite,
+	MAX_TIMER_MS,
+	requireIntegerText,
+} from '../contract/argument-validators.js'
 import { type CliHandle, parseCliHandle } from './cli-handle.js'
 
 export type CliCommand =
@@ -101,18 +107,14 @@ function isVerb(value: string): value is Verb {
 	return (VERBS as readonly string[]).includes(value)
 }
 
-function positiveInteger(flag: string, raw: string | undefined): number {
-	if (
-		raw === undefined ||
-		!/^\d+$/.test(raw) ||
-		Number(raw) <= 0 ||
-		!Number.isSafeInteger(Number(raw))
-	) {
-		throw new CliUsageError(
-			`${flag} needs a positive integer, got ${raw === undefined ? 'nothing' : JSON.stringify(raw)}`,
-		)
-	}
-	return Number(raw)
+/** A flag's value refused by the contract's validators is bad usage (exit 2), named by flag. */
+const FLAG_SITE: ArgumentSite = {
+	refuse: (flag, expected, received) =>
+		new CliUsageError(`${flag} needs ${expected}, got ${received}`),
+}
+
+function milliseconds(flag: string, raw: string | undefined, min: number, max: number): number {
+	return requireIntegerText(FLAG_SITE, flag, raw, { min, max })
 }
 
 function handleArgument(verb: string, raw: string | undefined): CliHandle {
@@ -192,11 +194,16 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 			workspace = rest[++index]
 			if (!workspace) throw new CliUsageError('--workspace needs a directory')
 		} else if (arg === '--timeout-ms' && verb === 'run') {
-			timeoutMs = positiveInteger('--timeout-ms', rest[++index])
+			timeoutMs = milliseconds('--timeout-ms', rest[++index], 1, MAX_TIMER_MS)
 		} else if (arg === '--detach' && verb === 'run') detach = true
 		else if (arg === '--persistent' && verb === 'shell') persistent = true
 		else if (arg === '--keep-alive-ms' && verb !== 'doctor') {
-			keepAliveMs = positiveInteger('--keep-alive-ms', rest[++index])
+			keepAliveMs = milliseconds(
+				'--keep-alive-ms',
+				rest[++index],
+				MIN_KEEP_ALIVE_MS,
+				MAX_KEEP_ALIVE_MS,
+			)
 		} else if (arg === '--shell' && verb === 'shell') {
 			shell = rest[++index]
 			if (!shell) throw new CliUsageError('--shell needs a path')

@@ -47,14 +47,30 @@ export class SandboxBackendNotImplementedError extends SandboxError {
 	}
 }
 
-/** A configuration value the backend cannot honour (it never accepts and ignores). */
+/**
+ * A configuration value the backend cannot honour (it never accepts and ignores). Configuration is
+ * what a provider, backend or sandbox is set up with: `createSandboxProvider`'s config and backend,
+ * the provider defaults, a `create()` config. A bad argument of a call is `SandboxArgumentError`.
+ */
 export class SandboxConfigError extends SandboxError {
 	override readonly name = 'SandboxConfigError'
 	readonly field: string
+	/** What the field must be, when the refusal is a type or range check. */
+	readonly expected?: string
+	/** What it was instead (described, never echoed when it could be a secret). */
+	readonly received?: string
 
-	constructor(field: string, message: string) {
+	constructor(
+		field: string,
+		message: string,
+		check?: { readonly expected: string; readonly received: string },
+	) {
 		super(`${field}: ${message}`, 'invalid-config')
 		this.field = field
+		if (check) {
+			this.expected = check.expected
+			this.received = check.received
+		}
 	}
 }
 

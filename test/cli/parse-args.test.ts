@@ -143,6 +143,28 @@ describe('parseCliArgs', () => {
 		})
 	}
 
+	it.each([
+		[
+			['run', '--timeout-ms', 'soon', '--', 'true'],
+			'--timeout-ms needs an integer in 1..2147483647, got "soon"',
+		],
+		[
+			['run', '--timeout-ms', '0', '--', 'true'],
+			'--timeout-ms needs an integer in 1..2147483647, got "0"',
+		],
+		[
+			['run', '--timeout-ms', '3000000000', '--', 'true'],
+			'--timeout-ms needs an integer in 1..2147483647, got "3000000000"',
+		],
+		[['run', '--timeout-ms'], '--timeout-ms needs an integer in 1..2147483647, got nothing'],
+		[
+			['run', '--detach', '--keep-alive-ms', '10', '--', 'true'],
+			'--keep-alive-ms needs an integer in 1000..604800000, got "10"',
+		],
+	])('names the flag, the range and what came: %j', (argv, message) => {
+		expect(() => parseCliArgs(argv)).toThrow(new CliUsageError(message))
+	})
+
 	it('the usage text documents every verb, the detach key and the exit codes', () => {
 		for (const text of ['run --detach', 'attach HANDLE', 'logs HANDLE', 'sessions [SANDBOX]']) {
 			expect(USAGE).toContain(text)

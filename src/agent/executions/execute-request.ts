@@ -4,9 +4,14 @@
  * the filesystem). Every failure is an `OpRefusal` whose `error` is the wire refusal string.
  */
 
-import { isRecord } from '../../wire/is-record.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
+import {
+	isIntegerIn,
+	isStringArray,
+	isStringRecord,
+	POSITIVE_INTEGER,
+} from '../server/value-checks.js'
 import { isExecutionId } from './execution-id.js'
 
 export interface ResolvedExecuteRequest {
@@ -25,28 +30,13 @@ export interface ResolvedExecuteRequest {
 type Limits = Pick<AgentConfig, 'maxTimeoutMs' | 'defaultTimeoutMs' | 'defaultMaxOutputBytes'>
 
 function isPositiveInteger(value: unknown): value is number {
-	return typeof value === 'number' && Number.isSafeInteger(value) && value > 0
-}
-
-function stringArray(value: unknown): readonly string[] | undefined {
-	if (!Array.isArray(value)) return undefined
-	const strings: string[] = []
-	for (const item of value) {
-		if (typeof item !== 'string') return undefined
-		strings.push(item)
-	}
-	return strings
+	return isIntegerIn(value, POSITIVE_INTEGER)
 }
 
 function stringRecord(value: unknown): Record<string, string> | undefined {
-	if (!isRecord(value)) return undefined
+	if (!isStringRecord(value)) return undefined
 	// Null prototype: a caller-supplied `__proto__` key stays an ordinary variable name.
-	const record: Record<string, string> = Object.create(null)
-	for (const [key, item] of Object.entries(value)) {
-		if (typeof item !== 'string') return undefined
-		record[key] = item
-	}
-	return record
+	return Object.assign(Object.create(null) as Record<string, string>, value)
 }
 
 export function resolveTimeoutMs(value: unknown, limits: Limits): number {
@@ -69,8 +59,8 @@ export function parseExecuteRequest(
 	if (executionId !== undefined && !isExecutionId(executionId)) {
 		throw new OpRefusal('invalid_execution_id')
 	}
-	const args = body.args === undefined ? [] : stringArray(body.args)
-	if (args === undefined) throw new OpRefusal('invalid_args: args must be an array of strings')
+	const args = body.args === undefined ? [] : body.args
+	if (!isStringArray(args)) throw new OpRefusal('invalid_args: args must be an array of strings')
 	const env = body.env === undefined ? undefined : stringRecord(body.env)
 	if (body.env !== undefined && env === undefined) {
 		throw new OpRefusal('invalid_env: env must map names to strings')

@@ -1,13 +1,22 @@
 /**
- * The durable end of every write: carry the target's mode onto the temp file, `fsync` it, rename it
- * onto the target, `fsync` the directory. A reply of `ok` after this means the bytes and the new
- * name are on the device; a failure before the rename leaves the previous target untouched.
+ * The durable end of every write: carry the target's mode onto the temp file, `fsync` it, verify
+ * both directories are still inside the jail, rename the temp file onto the target, `fsync` the
+ * directory. Both names are taken relative to held directory descriptors (jailed-open.ts). A reply
+ * of `ok` after this means the bytes and the new name are on the device; a failure before the
+ * rename leaves the previous target untouched.
  */
 
-import { constants } from 'node:fs'
-import { type FileHandle, mkdir, open, rename, stat } from 'node:fs/promises'
+import type { FileHandle } from 'node:fs/promises'
+import { rename, stat } from 'node:fs/promises'
 import { OpRefusal } from '../server/op-refusal.js'
 import { errnoCode } from './fs-refusal.js'
+import type { JailedDirectory } from './jailed-open.js'
+
+/** A name inside a held directory. */
+export interface HeldName {
+	readonly directory: JailedDirectory
+	readonly name: string
+}
 
 /** Carries `target`'s permission bits onto `handle` when the target exists. */
 export async function carryMode(handle: FileHandle, target: string): Promise<void> {
@@ -30,41 +39,24 @@ function modeCarryFailed(error: unknown): OpRefusal {
 	return new OpRefusal(`write_mode_carry_failed: ${message}`)
 }
 
-export async function fsyncDirectory(directory: string): Promise<void> {
-	const handle = await open(directory, constants.O_RDONLY | constants.O_DIRECTORY)
-	try {
-		await handle.sync()
-	} finally {
-		await handle.close()
-	}
-}
-
 /**
- * Mode, fsync, close, rename, directory fsync. Closes `handle` itself (the caller must not); the
- * caller removes `tempPath` if this throws.
+ * Mode, fsync, close, verify, rename, directory fsync. Closes `handle` itself (the caller must
+ * not); the caller removes the temp file if this throws.
  */
 export async function commitTemp(
 	handle: FileHandle,
-	tempPath: string,
-	targetPath: string,
-	targetDirectory: string,
+	temp: HeldName,
+	target: HeldName,
 ): Promise<void> {
 	try {
-		await carryMode(handle, targetPath)
+		await carryMode(handle, target.directory.entry(target.name))
 		await handle.sync()
 	} finally {
 		await handle.close().catch(() => undefined)
 	}
-	await rename(tempPath, targetPath)
-	await fsyncDirectory(targetDirectory)
-}
-
-/** `mkdir -p` for a directory the jail already admitted. */
-export async function makeParents(directory: string): Promise<void> {
-	try {
-		await mkdir(directory, { recursive: true })
-	} catch (error) {
-		const message = error instanceof Error ? error.message : String(error)
-		throw new OpRefusal(`mkdir_failed: ${message}`)
-	}
+	// Last look before the file is put into place: neither directory may have left the jail.
+	temp.directory.verify()
+	target.directory.verify()
+	await rename(temp.directory.entry(temp.name), target.directory.entry(target.name))
+	await target.directory.handle.sync()
 }

@@ -1,24 +1,37 @@
 /**
  * The path jail every file op (and the exec/terminal `cwd`) goes through.
  *
- * A relative path resolves under the workspace. An absolute path must sit lexically under the
- * workspace or one of the extra roots (`NAMZU_SANDBOX_READ_ROOTS` for reads,
- * `NAMZU_SANDBOX_WRITE_ROOTS` for writes). Then the real path — of the target, or of its nearest
- * existing ancestor when the target does not exist yet — must stay inside the real path of the
- * root that matched, so a symlink cannot lead out.
+ * A path over the wire's limits (`wire/path-limits.ts`: 4096 bytes, a 255-byte component, a NUL) is
+ * refused at once, before any filesystem call. A relative path resolves under the workspace. An
+ * absolute path must sit lexically under the workspace or one of the extra roots
+ * (`NAMZU_SANDBOX_READ_ROOTS` for reads, `NAMZU_SANDBOX_WRITE_ROOTS` for writes). Then the real
+ * path — of the target, or of its nearest existing ancestor when the target does not exist yet —
+ * must stay inside the real path of the root that matched, so a symlink cannot lead out. Every step
+ * is linear in the path's length (physical-walk.ts).
+ *
+ * This is a check before an open: the workload can swap a component for a symlink in between. The
+ * ops close that where Node allows (jailed-open.ts: the opened descriptor is verified again).
  *
  * Every escape is refused with the one stable error `path_escapes_workspace` and the message
  * `path escapes the workspace: <path as given>`; an absent or empty path is `missing_path`.
  */
 
-import { realpathSync } from 'node:fs'
-import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { lstatSync } from 'node:fs'
+import { isAbsolute, relative, resolve, sep } from 'node:path'
+import { describePathLimitViolation, pathLimitViolation } from '../../wire/path-limits.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
+import { realpathOfNearest } from './physical-walk.js'
 
 export const PATH_ESCAPES_WORKSPACE = 'path_escapes_workspace'
 /** No path at all (absent, empty or not a string): nothing to jail. */
 export const MISSING_PATH = 'missing_path'
+/** Longer than `MAX_PATH_BYTES` (UTF-8). */
+export const PATH_TOO_LONG = 'path_too_long'
+/** A component longer than `MAX_PATH_COMPONENT_BYTES` (UTF-8). */
+export const PATH_COMPONENT_TOO_LONG = 'path_component_too_long'
+/** A NUL byte anywhere in the path. */
+export const PATH_CONTAINS_NUL = 'path_contains_nul'
 
 export type JailAccess = 'read' | 'write'
 
@@ -29,6 +42,10 @@ export interface JailedPath {
 	readonly path: string
 	/** The root it was admitted under (normalised). */
 	readonly root: string
+	/** The real path of that root: what an opened descriptor must still be inside. */
+	readonly realRoot: string
+	/** Whether the path's last component was a symlink when checked (an open may follow it). */
+	readonly finalIsLink: boolean
 }
 
 export function pathEscapesWorkspace(path: string): OpRefusal {
@@ -65,28 +82,26 @@ export function lexicalJail(
 	}
 }
 
-/**
- * Real path of `path` when it exists, else the real path of its nearest existing ancestor joined
- * with the missing tail (what the path will be once created).
- */
-export function realpathOfNearest(path: string): string {
-	let existing = path
-	const tail: string[] = []
-	for (;;) {
-		try {
-			return join(realpathSync(existing), ...tail.reverse())
-		} catch (error) {
-			const parent = dirname(existing)
-			if (parent === existing || !isMissing(error)) throw error
-			tail.push(existing.slice(parent.length).replace(/^\/+/, ''))
-			existing = parent
-		}
-	}
+const LIMIT_CODES = {
+	'contains-nul': PATH_CONTAINS_NUL,
+	'too-long': PATH_TOO_LONG,
+	'component-too-long': PATH_COMPONENT_TOO_LONG,
+} as const
+
+/** Refuses a path over the wire's limits (pure, one scan); the message never repeats the path. */
+export function checkPathLimits(path: string): void {
+	const violation = pathLimitViolation(path)
+	if (violation === undefined) return
+	const { expected, received } = describePathLimitViolation(violation)
+	throw new OpRefusal(LIMIT_CODES[violation.kind], `path must be ${expected}, got ${received}`)
 }
 
-function isMissing(error: unknown): boolean {
-	const code = (error as NodeJS.ErrnoException | undefined)?.code
-	return code === 'ENOENT' || code === 'ENOTDIR'
+function isSymlink(path: string): boolean {
+	try {
+		return lstatSync(path).isSymbolicLink()
+	} catch {
+		return false
+	}
 }
 
 export function resolveJailedPath(
@@ -95,7 +110,10 @@ export function resolveJailedPath(
 	access: JailAccess,
 ): JailedPath {
 	if (typeof path !== 'string' || path === '') throw new OpRefusal(MISSING_PATH)
+	checkPathLimits(path)
 	const lexical = lexicalJail(config, path, access)
+	// The resolved form is what the kernel sees; a relative path grows by the workspace's length.
+	checkPathLimits(lexical.path)
 	if (lexical.roots.length === 0) throw pathEscapesWorkspace(path)
 	let realTarget: string
 	try {
@@ -111,7 +129,9 @@ export function resolveJailedPath(
 		} catch {
 			continue
 		}
-		if (isWithin(realRoot, realTarget)) return { path: lexical.path, root }
+		if (isWithin(realRoot, realTarget)) {
+			return { path: lexical.path, root, realRoot, finalIsLink: isSymlink(lexical.path) }
+		}
 	}
 	throw pathEscapesWorkspace(path)
 }

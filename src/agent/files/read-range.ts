@@ -5,6 +5,7 @@
  */
 
 import { OpRefusal } from '../server/op-refusal.js'
+import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../server/value-checks.js'
 
 export const READ_FILE_RANGE_VARIABLE = 'NAMZU_AGENT_READ_FILE_RANGE_BYTES'
 
@@ -14,7 +15,7 @@ export type ReadRange =
 	| { readonly ranged: true; readonly offset: number; readonly length?: number }
 
 function isByteCount(value: unknown): value is number {
-	return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
+	return isIntegerIn(value, NON_NEGATIVE_INTEGER)
 }
 
 export function rangeTooLarge(requestedBytes: number, limitBytes: number): OpRefusal {

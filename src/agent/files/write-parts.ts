@@ -10,9 +10,10 @@ import { type FileHandle, lstat, open, unlink } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
-import { commitTemp, makeParents } from './durable-commit.js'
+import { commitTemp } from './durable-commit.js'
 import { errnoCode, fsRefusal } from './fs-refusal.js'
-import { resolveWritablePath } from './jail.js'
+import { type JailedPath, resolveJailedPath } from './jail.js'
+import { JailedDirectory } from './jailed-open.js'
 import { isTempFileName } from './temp-sibling.js'
 
 type JailConfig = Pick<AgentConfig, 'workspace' | 'readRoots' | 'writeRoots'>
@@ -26,12 +27,19 @@ export interface PartReply {
 /** Temp files with a part being written right now (absolute paths). */
 const inFlight = new Set<string>()
 
-function resolveTempFile(config: JailConfig, path: string): string {
-	const temp = resolveWritablePath(config, path)
-	if (!isTempFileName(basename(temp))) {
+function resolveTempFile(config: JailConfig, path: string): JailedPath {
+	const temp = resolveJailedPath(config, path, 'write')
+	if (!isTempFileName(basename(temp.path))) {
 		throw new OpRefusal('write_part_not_a_temp_file', `not a .namzu-write-….part file: ${path}`)
 	}
 	return temp
+}
+
+/** The part's file and, on the final part, where it goes: as jailed, and as the caller named them. */
+interface PartPlaces {
+	readonly temp: JailedPath
+	readonly tempShown: string
+	readonly target?: { readonly jailed: JailedPath; readonly shown: string }
 }
 
 export async function writePart(
@@ -41,36 +49,64 @@ export async function writePart(
 	const temp = resolveTempFile(config, part.path)
 	// Jailed before anything touches the temp file: a refused target leaves it as it was.
 	const target =
-		part.renameTo === undefined ? undefined : resolveWritablePath(config, part.renameTo)
-	if (inFlight.has(temp)) throw new OpRefusal('write_part_in_flight')
-	inFlight.add(temp)
+		part.renameTo === undefined
+			? undefined
+			: { jailed: resolveJailedPath(config, part.renameTo, 'write'), shown: part.renameTo }
+	if (inFlight.has(temp.path)) throw new OpRefusal('write_part_in_flight')
+	inFlight.add(temp.path)
 	try {
-		return await appendPart(temp, target, part.content, part.offset)
+		const places = { temp, tempShown: part.path, ...(target ? { target } : {}) }
+		return await appendPart(places, part.content, part.offset)
 	} finally {
-		inFlight.delete(temp)
+		inFlight.delete(temp.path)
 	}
 }
 
-async function appendPart(
-	temp: string,
-	target: string | undefined,
+/** The held directory of a jailed file; with `create: false` a missing one is `ENOENT`. */
+function holdParent(jailed: JailedPath, shown: string, create: boolean): Promise<JailedDirectory> {
+	return JailedDirectory.open(dirname(jailed.path), jailed.realRoot, shown, { create })
+}
+
+async function appendPart(places: PartPlaces, content: Buffer, offset: number): Promise<PartReply> {
+	const { temp, tempShown } = places
+	const tempName = basename(temp.path)
+	let directory: JailedDirectory
+	try {
+		directory = await holdParent(temp, tempShown, offset === 0)
+	} catch (error) {
+		if (errnoCode(error) === 'ENOENT') throw offsetMismatch(0, offset)
+		throw error
+	}
+	try {
+		return await appendInto(places, directory, tempName, content, offset)
+	} finally {
+		await directory.close()
+	}
+}
+
+async function appendInto(
+	places: PartPlaces,
+	directory: JailedDirectory,
+	tempName: string,
 	content: Buffer,
 	offset: number,
 ): Promise<PartReply> {
-	if (offset === 0) await makeParents(dirname(temp))
 	const flags =
 		offset === 0
 			? constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW
 			: constants.O_WRONLY | constants.O_NOFOLLOW
+	const directoryPath = dirname(places.temp.path)
 	let handle: FileHandle
 	try {
-		handle = await open(temp, flags, 0o666)
+		handle = await open(directory.entry(tempName), flags, 0o666)
 	} catch (error) {
 		if (errnoCode(error) === 'ENOENT') throw offsetMismatch(0, offset)
-		throw fsRefusal(error)
+		throw directory.refusal(error, directoryPath)
 	}
 	let owned = true
 	try {
+		// Opened by name inside the held directory, which was verified once held and is verified
+		// again before the rename.
 		const { size } = await handle.stat()
 		if (size !== offset) throw offsetMismatch(size, offset)
 		// One pwrite: a short count (free space, RLIMIT_FSIZE) is refused, never renamed.
@@ -80,14 +116,23 @@ async function appendPart(
 				`write_part_short_write: wrote ${bytesWritten} of ${content.length} bytes at offset ${offset}`,
 			)
 		}
+		const { target } = places
 		if (target === undefined) return { ok: true, bytesWritten }
 		const sizeBytes = offset + bytesWritten
-		await makeParents(dirname(target))
-		owned = false
-		await commitTemp(handle, temp, target, dirname(target))
+		const targetDirectory = await holdParent(target.jailed, target.shown, true)
+		try {
+			owned = false
+			await commitTemp(
+				handle,
+				{ directory, name: tempName },
+				{ directory: targetDirectory, name: basename(target.jailed.path) },
+			)
+		} finally {
+			await targetDirectory.close()
+		}
 		return { ok: true, bytesWritten, sizeBytes }
 	} catch (error) {
-		throw fsRefusal(error)
+		throw directory.refusal(error, directoryPath)
 	} finally {
 		if (owned) await handle.close().catch(() => undefined)
 	}
@@ -103,12 +148,22 @@ function offsetMismatch(tempBytes: number, offset: number): OpRefusal {
 /** Removes one of the agent's own temp files; a missing one counts as removed. */
 export async function discardPart(config: JailConfig, path: string): Promise<void> {
 	const temp = resolveTempFile(config, path)
+	let directory: JailedDirectory
 	try {
-		const stat = await lstat(temp)
-		if (!stat.isFile()) throw new OpRefusal('write_part_not_a_temp_file')
-		await unlink(temp)
+		directory = await holdParent(temp, path, false)
 	} catch (error) {
 		if (errnoCode(error) === 'ENOENT') return
 		throw fsRefusal(error)
+	}
+	const entry = directory.entry(basename(temp.path))
+	try {
+		const stat = await lstat(entry)
+		if (!stat.isFile()) throw new OpRefusal('write_part_not_a_temp_file')
+		await unlink(entry)
+	} catch (error) {
+		if (errnoCode(error) === 'ENOENT') return
+		throw directory.refusal(error, dirname(temp.path))
+	} finally {
+		await directory.close()
 	}
 }

@@ -7,6 +7,7 @@ import { asciiMemberBytes } from '../../wire/ascii-string-members.js'
 import { decodeBase64 } from '../../wire/base64-pieces.js'
 import { isRecord } from '../../wire/is-record.js'
 import { OpRefusal } from '../server/op-refusal.js'
+import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../server/value-checks.js'
 
 export type WriteRequest =
 	| { readonly kind: 'whole'; readonly path: string; readonly content: Buffer }
@@ -39,7 +40,7 @@ export function parseWriteRequest(body: Record<string, unknown>): WriteRequest {
 	} else throw new OpRefusal('missing_path_or_content')
 	if (part === undefined) return { kind: 'whole', path, content: bytes }
 	const { offset, final, renameTo } = part
-	if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) {
+	if (!isIntegerIn(offset, NON_NEGATIVE_INTEGER)) {
 		throw new OpRefusal('write_part_invalid_offset')
 	}
 	if (final !== true) return { kind: 'part', path, content: bytes, offset }

@@ -10,6 +10,7 @@ import { accessSync, constants, statSync } from 'node:fs'
 import { delimiter, isAbsolute, join } from 'node:path'
 import { childEnvironment } from '../process/child-env.js'
 import { OpRefusal } from '../server/op-refusal.js'
+import { isIntegerIn } from '../server/value-checks.js'
 
 export const SYNC_PROGRAM = 'sync'
 const SHELL = '/bin/sh'
@@ -60,12 +61,7 @@ export function flushSupported(
 /** A request's `timeoutMs`, or `fallback`; anything but an integer 1..MAX is refused. */
 export function resolveFlushTimeoutMs(requested: unknown, fallback: number): number {
 	if (requested === undefined) return fallback
-	if (
-		typeof requested !== 'number' ||
-		!Number.isSafeInteger(requested) ||
-		requested < 1 ||
-		requested > MAX_FLUSH_TIMEOUT_MS
-	) {
+	if (!isIntegerIn(requested, { min: 1, max: MAX_FLUSH_TIMEOUT_MS })) {
 		throw new OpRefusal(
 			'flush_invalid_timeout',
 			`timeoutMs must be an integer 1..${MAX_FLUSH_TIMEOUT_MS}, got ${JSON.stringify(requested)}`,

@@ -5,6 +5,7 @@
  * result as `config.lifecycle`.
  */
 import { AgentConfigError } from '../server/config-error.js'
+import { integerVariable, POSITIVE_INTEGER } from '../server/value-checks.js'
 
 export type QuiesceScopeSetting = 'auto' | 'owned-sessions'
 
@@ -38,18 +39,6 @@ export const DEFAULT_LIFECYCLE_CONFIG = {
 	shutdownDeadlineMs: 15_000,
 } as const
 
-function positive(env: Env, name: string, fallback: number): number {
-	const raw = env[name]
-	if (raw === undefined || raw === '') return fallback
-	const value = Number(raw)
-	if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < 1) {
-		throw new AgentConfigError(
-			`${name} must be a positive safe integer, got ${JSON.stringify(raw)}`,
-		)
-	}
-	return value
-}
-
 function scopeSetting(env: Env): QuiesceScopeSetting {
 	const raw = env.NAMZU_AGENT_QUIESCE_SCOPE
 	if (raw === undefined || raw === '') return 'auto'
@@ -63,13 +52,43 @@ export function loadLifecycleConfig(env: Env = process.env): LifecycleConfig {
 	const d = DEFAULT_LIFECYCLE_CONFIG
 	const flushCommand = env.NAMZU_AGENT_FLUSH_COMMAND
 	return {
-		quiesceGraceMs: positive(env, 'NAMZU_AGENT_QUIESCE_GRACE_MS', d.quiesceGraceMs),
-		quiesceDeadlineMs: positive(env, 'NAMZU_AGENT_QUIESCE_DEADLINE_MS', d.quiesceDeadlineMs),
-		quiesceMaxRounds: positive(env, 'NAMZU_AGENT_QUIESCE_MAX_ROUNDS', d.quiesceMaxRounds),
-		quiesceSettleMs: positive(env, 'NAMZU_AGENT_QUIESCE_SETTLE_MS', d.quiesceSettleMs),
+		quiesceGraceMs: integerVariable(
+			env,
+			'NAMZU_AGENT_QUIESCE_GRACE_MS',
+			d.quiesceGraceMs,
+			POSITIVE_INTEGER,
+		),
+		quiesceDeadlineMs: integerVariable(
+			env,
+			'NAMZU_AGENT_QUIESCE_DEADLINE_MS',
+			d.quiesceDeadlineMs,
+			POSITIVE_INTEGER,
+		),
+		quiesceMaxRounds: integerVariable(
+			env,
+			'NAMZU_AGENT_QUIESCE_MAX_ROUNDS',
+			d.quiesceMaxRounds,
+			POSITIVE_INTEGER,
+		),
+		quiesceSettleMs: integerVariable(
+			env,
+			'NAMZU_AGENT_QUIESCE_SETTLE_MS',
+			d.quiesceSettleMs,
+			POSITIVE_INTEGER,
+		),
 		quiesceScope: scopeSetting(env),
-		flushTimeoutMs: positive(env, 'NAMZU_AGENT_FLUSH_TIMEOUT_MS', d.flushTimeoutMs),
+		flushTimeoutMs: integerVariable(
+			env,
+			'NAMZU_AGENT_FLUSH_TIMEOUT_MS',
+			d.flushTimeoutMs,
+			POSITIVE_INTEGER,
+		),
 		...(flushCommand === undefined || flushCommand === '' ? {} : { flushCommand }),
-		shutdownDeadlineMs: positive(env, 'NAMZU_AGENT_SHUTDOWN_DEADLINE_MS', d.shutdownDeadlineMs),
+		shutdownDeadlineMs: integerVariable(
+			env,
+			'NAMZU_AGENT_SHUTDOWN_DEADLINE_MS',
+			d.shutdownDeadlineMs,
+			POSITIVE_INTEGER,
+		),
 	}
 }

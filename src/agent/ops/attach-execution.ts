@@ -16,12 +16,11 @@ import type { RetainedFollow } from '../executions/retained-output.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import { OutputLogOffsetError } from '../process/output-log.js'
 import type { OpHandler } from '../server/op-context.js'
+import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../server/value-checks.js'
 
 function requestedOffset(value: unknown): number {
 	if (value === undefined || value === null) return 0
-	if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-		throw new ExecutionRefusal('invalid_offset')
-	}
+	if (!isIntegerIn(value, NON_NEGATIVE_INTEGER)) throw new ExecutionRefusal('invalid_offset')
 	return value
 }
 

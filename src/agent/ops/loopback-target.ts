@@ -4,6 +4,7 @@
  */
 
 import { OpRefusal } from '../server/op-refusal.js'
+import { isIntegerIn } from '../server/value-checks.js'
 
 export const LOOPBACK_HOSTS = ['127.0.0.1', '::1'] as const
 export type LoopbackHost = (typeof LOOPBACK_HOSTS)[number]
@@ -23,13 +24,7 @@ function isLoopbackHost(value: unknown): value is LoopbackHost {
 export function resolveLoopbackTarget(body: Record<string, unknown>): LoopbackTarget {
 	const host = body.host ?? '127.0.0.1'
 	const { port } = body
-	if (
-		!isLoopbackHost(host) ||
-		typeof port !== 'number' ||
-		!Number.isInteger(port) ||
-		port < 1 ||
-		port > 65535
-	) {
+	if (!isLoopbackHost(host) || !isIntegerIn(port, { min: 1, max: 65_535 })) {
 		throw new OpRefusal('invalid_loopback_target')
 	}
 	return { host, port }

@@ -9,6 +9,7 @@ import { QuiesceUnconfirmed, runQuiesce } from '../lifecycle/quiesce.js'
 import { holdQuiesceGate } from '../lifecycle/quiesce-gate.js'
 import type { OpHandler } from '../server/op-context.js'
 import { OpRefusal } from '../server/op-refusal.js'
+import { isIntegerIn } from '../server/value-checks.js'
 
 /** The grace a request may use: an integer 0..confirm − 1, defaulting to the configured one. */
 export function resolveQuiesceGraceMs(
@@ -18,7 +19,7 @@ export function resolveQuiesceGraceMs(
 ): number {
 	const max = confirmTimeoutMs - 1
 	const grace = requested ?? fallback
-	if (typeof grace !== 'number' || !Number.isSafeInteger(grace) || grace < 0 || grace > max) {
+	if (!isIntegerIn(grace, { min: 0, max })) {
 		throw new OpRefusal(
 			'quiesce_invalid_grace',
 			`graceMs must be an integer 0..${max} (NAMZU_AGENT_CANCEL_CONFIRM_TIMEOUT_MS − 1), got ${JSON.stringify(grace)}${requested === undefined ? ' (NAMZU_AGENT_QUIESCE_GRACE_MS)' : ''}`,

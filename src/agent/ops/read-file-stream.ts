@@ -1,8 +1,9 @@
 import { constants } from 'node:fs'
-import { type FileHandle, open } from 'node:fs/promises'
+import type { FileHandle } from 'node:fs/promises'
 import { base64DataFrameBytes, encodeBase64DataFrameInto } from '../../wire/frame.js'
 import { fsRefusal } from '../files/fs-refusal.js'
-import { resolveReadablePath } from '../files/jail.js'
+import { resolveJailedPath } from '../files/jail.js'
+import { openJailedFile } from '../files/jailed-open.js'
 import { coveredBytes, resolveStreamRange, type StreamRange } from '../files/read-range.js'
 import type { OpContext, OpHandler } from '../server/op-context.js'
 import { OpRefusal } from '../server/op-refusal.js'
@@ -20,10 +21,14 @@ export const UNSIZED_FILE_MAX_BYTES = 64 * 1024 * 1024
  */
 export const readFileStream: OpHandler = async (body, ctx) => {
 	const range = resolveStreamRange(body)
-	const path = resolveReadablePath(ctx.config, body.path)
+	const jailed = resolveJailedPath(ctx.config, body.path, 'read')
 	let handle: FileHandle
 	try {
-		handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK)
+		handle = await openJailedFile(
+			jailed,
+			String(body.path),
+			constants.O_RDONLY | constants.O_NONBLOCK,
+		)
 	} catch (error) {
 		throw fsRefusal(error)
 	}

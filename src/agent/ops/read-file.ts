@@ -1,7 +1,8 @@
 import { constants } from 'node:fs'
-import { type FileHandle, open } from 'node:fs/promises'
+import type { FileHandle } from 'node:fs/promises'
 import { fsRefusal } from '../files/fs-refusal.js'
-import { resolveReadablePath } from '../files/jail.js'
+import { resolveJailedPath } from '../files/jail.js'
+import { openJailedFile } from '../files/jailed-open.js'
 import { rangeTooLarge, resolveReadRange } from '../files/read-range.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import type { OpHandler } from '../server/op-context.js'
@@ -15,12 +16,16 @@ const SCAN_CHUNK_BYTES = 64 * 1024
  */
 export const readFile: OpHandler = async (body, ctx) => {
 	const range = resolveReadRange(body, ctx.config.readFileRangeBytes)
-	const path = resolveReadablePath(ctx.config, body.path)
+	const jailed = resolveJailedPath(ctx.config, body.path, 'read')
 	const encoding = body.encoding === 'base64' ? 'base64' : 'utf8'
 	let handle: FileHandle
 	try {
-		// O_NONBLOCK so a fifo cannot hang the open; regular files ignore it.
-		handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK)
+		// O_NONBLOCK so a fifo cannot hang the open; regular files ignore it. Verified once open.
+		handle = await openJailedFile(
+			jailed,
+			String(body.path),
+			constants.O_RDONLY | constants.O_NONBLOCK,
+		)
 	} catch (error) {
 		throw fsRefusal(error)
 	}

@@ -1,9 +1,9 @@
 import { constants } from 'node:fs'
 import { type FileHandle, open, unlink } from 'node:fs/promises'
-import { basename, dirname, join } from 'node:path'
-import { commitTemp, makeParents } from '../files/durable-commit.js'
-import { fsRefusal } from '../files/fs-refusal.js'
-import { resolveWritablePath } from '../files/jail.js'
+import { basename, dirname } from 'node:path'
+import { commitTemp } from '../files/durable-commit.js'
+import { resolveJailedPath } from '../files/jail.js'
+import { JailedDirectory } from '../files/jailed-open.js'
 import { tempSiblingName } from '../files/temp-sibling.js'
 import { discardPart, writePart } from '../files/write-parts.js'
 import { parseWriteRequest } from '../files/write-request.js'
@@ -37,42 +37,51 @@ export const writeFile: OpHandler = async (body, ctx) => {
 }
 
 /**
- * Temp sibling (`O_EXCL`), write, verify size, then the durable commit. Any failure removes the
- * temp file and leaves the target as it was.
+ * Temp sibling (`O_EXCL`) created in the held target directory, verified, written, size checked,
+ * then the durable commit. Any failure removes the temp file and leaves the target as it was.
  */
 export async function writeWhole(
 	config: Pick<AgentConfig, 'workspace' | 'readRoots' | 'writeRoots'>,
 	path: string,
 	content: Buffer,
 ): Promise<number> {
-	const target = resolveWritablePath(config, path)
-	const directory = dirname(target)
-	await makeParents(directory)
-	const temp = join(directory, tempSiblingName(basename(target)))
-	let handle: FileHandle
+	const jailed = resolveJailedPath(config, path, 'write')
+	const directoryPath = dirname(jailed.path)
+	const name = basename(jailed.path)
+	const directory = await JailedDirectory.open(directoryPath, jailed.realRoot, path, {
+		create: true,
+	})
 	try {
-		handle = await open(
-			temp,
-			constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-			0o666,
-		)
-	} catch (error) {
-		throw fsRefusal(error)
-	}
-	let committing = false
-	try {
-		await writeAll(handle, content)
-		const { size } = await handle.stat()
-		if (size !== content.length) {
-			throw new OpRefusal(`write_short_write: wrote ${size} of ${content.length} bytes`)
+		const temp = tempSiblingName(name)
+		let handle: FileHandle
+		try {
+			handle = await open(
+				directory.entry(temp),
+				constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+				0o666,
+			)
+		} catch (error) {
+			throw directory.refusal(error, directoryPath)
 		}
-		committing = true
-		await commitTemp(handle, temp, target, directory)
-		return content.length
-	} catch (error) {
-		if (!committing) await handle.close().catch(() => undefined)
-		await unlink(temp).catch(() => undefined)
-		throw fsRefusal(error)
+		let committing = false
+		try {
+			// The temp file was created by name inside the held, verified directory: verifying that
+			// directory again before the rename (commitTemp) covers it, whatever its path's length.
+			await writeAll(handle, content)
+			const { size } = await handle.stat()
+			if (size !== content.length) {
+				throw new OpRefusal(`write_short_write: wrote ${size} of ${content.length} bytes`)
+			}
+			committing = true
+			await commitTemp(handle, { directory, name: temp }, { directory, name })
+			return content.length
+		} catch (error) {
+			if (!committing) await handle.close().catch(() => undefined)
+			await unlink(directory.entry(temp)).catch(() => undefined)
+			throw directory.refusal(error, directoryPath)
+		}
+	} finally {
+		await directory.close()
 	}
 }
 

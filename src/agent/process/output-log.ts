@@ -6,6 +6,8 @@
  * never a shorter stream that looks complete. Pure data structure: no I/O, no timers.
  */
 
+import { isIntegerIn, NON_NEGATIVE_INTEGER, POSITIVE_INTEGER } from '../server/value-checks.js'
+
 export type OutputStream = 'stdout' | 'stderr'
 
 export interface OutputEntry {
@@ -46,7 +48,7 @@ export class OutputLog {
 	#nextOffset = 0
 
 	constructor(capacityBytes: number) {
-		if (!Number.isSafeInteger(capacityBytes) || capacityBytes <= 0) {
+		if (!isIntegerIn(capacityBytes, POSITIVE_INTEGER)) {
 			throw new RangeError(`OutputLog capacity must be a positive integer, got ${capacityBytes}`)
 		}
 		this.capacityBytes = capacityBytes
@@ -94,7 +96,7 @@ export class OutputLog {
 
 	/** Everything held from `fromOffset` on (default: the oldest byte held). */
 	read(fromOffset: number = this.#startOffset): OutputLogRead {
-		if (!Number.isSafeInteger(fromOffset) || fromOffset < 0) {
+		if (!isIntegerIn(fromOffset, NON_NEGATIVE_INTEGER)) {
 			throw new OutputLogOffsetError(fromOffset, this.#nextOffset)
 		}
 		if (fromOffset > this.#nextOffset) throw new OutputLogOffsetError(fromOffset, this.#nextOffset)

@@ -3,13 +3,13 @@
  * `script` command line, and the allow-listed kill signals.
  */
 
-import { isStringRecord } from '../../wire/is-record.js'
+import { MAX_TERMINAL_DIMENSION } from '../../wire/terminal-size.js'
 import { OpRefusal } from '../server/op-refusal.js'
+import { isIntegerIn, isStringArray, isStringRecord } from '../server/value-checks.js'
 
 export const SCRIPT_PATH = '/usr/bin/script'
 export const STTY_PATH = '/usr/bin/stty'
 export const DEFAULT_TERMINAL_COMMAND = '/bin/sh'
-export const MAX_TERMINAL_DIMENSION = 1000
 
 export interface TerminalSize {
 	readonly cols: number
@@ -24,9 +24,7 @@ export interface TerminalSpec extends TerminalSize {
 }
 
 function isDimension(value: unknown): value is number {
-	return (
-		Number.isInteger(value) && (value as number) >= 1 && (value as number) <= MAX_TERMINAL_DIMENSION
-	)
+	return isIntegerIn(value, { min: 1, max: MAX_TERMINAL_DIMENSION })
 }
 
 export function parseTerminalSize(message: Record<string, unknown>): TerminalSize {
@@ -46,12 +44,7 @@ export function parseTerminalRequest(body: Record<string, unknown>): TerminalSpe
 	if (command !== undefined && (typeof command !== 'string' || command === '')) {
 		throw new OpRefusal('invalid_terminal_command')
 	}
-	if (
-		args !== undefined &&
-		!(Array.isArray(args) && args.every((arg) => typeof arg === 'string'))
-	) {
-		throw new OpRefusal('invalid_terminal_args')
-	}
+	if (args !== undefined && !isStringArray(args)) throw new OpRefusal('invalid_terminal_args')
 	if (env !== undefined && !isStringRecord(env)) throw new OpRefusal('invalid_terminal_env')
 	if (cwd !== undefined && typeof cwd !== 'string') throw new OpRefusal('invalid_cwd')
 	return {

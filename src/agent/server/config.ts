@@ -7,6 +7,7 @@ import { FRAME_HEADER_BYTES } from '../../wire/frame.js'
 import { type LifecycleConfig, loadLifecycleConfig } from '../lifecycle/lifecycle-config.js'
 import { loadSessionConfig, type SessionConfig } from '../sessions/session-config.js'
 import { AgentConfigError } from './config-error.js'
+import { integerVariable, NON_NEGATIVE_INTEGER, POSITIVE_INTEGER } from './value-checks.js'
 
 export const MiB = 1024 * 1024
 
@@ -69,16 +70,12 @@ function integer(
 	fallback: number,
 	options: { allowZero?: boolean } = {},
 ): number {
-	const raw = env[name]
-	if (raw === undefined || raw === '') return fallback
-	const value = Number(raw)
-	const min = options.allowZero ? 0 : 1
-	if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < min) {
-		throw new AgentConfigError(
-			`${name} must be a ${options.allowZero ? 'non-negative' : 'positive'} safe integer, got ${JSON.stringify(raw)}`,
-		)
-	}
-	return value
+	return integerVariable(
+		env,
+		name,
+		fallback,
+		options.allowZero ? NON_NEGATIVE_INTEGER : POSITIVE_INTEGER,
+	)
 }
 
 function roots(env: Env, name: string): string[] {
@@ -102,10 +99,10 @@ function listenMode(env: Env): ListenMode {
 	}
 	const tcpPort = env.NAMZU_AGENT_TCP_PORT
 	if (tcpPort !== undefined && tcpPort !== '') {
-		const port = integer(env, 'NAMZU_AGENT_TCP_PORT', 0, { allowZero: true })
-		if (port > 65535)
-			throw new AgentConfigError(`NAMZU_AGENT_TCP_PORT must be 0..65535, got ${port}`)
-		return { kind: 'tcp', port }
+		return {
+			kind: 'tcp',
+			port: integerVariable(env, 'NAMZU_AGENT_TCP_PORT', 0, { min: 0, max: 65_535 }),
+		}
 	}
 	throw new AgentConfigError(
 		'no listen mode configured: set NAMZU_AGENT_UNIX_PATH, NAMZU_AGENT_VSOCK_PORT or NAMZU_AGENT_TCP_PORT',

@@ -1,7 +1,8 @@
 /**
- * The session registry's settings, validated once at startup with the rest of
- * the agent's environment: a bad value refuses startup naming the variable.
+ * The session registry's settings, validated once at startup with the rest of the agent's
+ * environment: a bad value refuses startup (`AgentConfigError`) naming the variable.
  */
+import { integerVariable, POSITIVE_INTEGER } from '../server/value-checks.js'
 
 export interface SessionConfig {
 	/** Sessions held at once, running and exited (`NAMZU_AGENT_MAX_SESSIONS`). */
@@ -21,45 +22,33 @@ export const DEFAULT_SESSION_CONFIG: SessionConfig = {
 	killConfirmTimeoutMs: 5000,
 }
 
-export class SessionConfigError extends Error {
-	override readonly name = 'SessionConfigError'
-	readonly variable: string
-
-	constructor(variable: string, raw: string) {
-		super(`${variable} must be a positive safe integer, got ${JSON.stringify(raw)}`)
-		this.variable = variable
-	}
-}
-
-function positive(
-	env: Readonly<Record<string, string | undefined>>,
-	name: string,
-	fallback: number,
-): number {
-	const raw = env[name]
-	if (raw === undefined || raw === '') return fallback
-	const value = Number(raw)
-	if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < 1) {
-		throw new SessionConfigError(name, raw)
-	}
-	return value
-}
-
 export function loadSessionConfig(
 	env: Readonly<Record<string, string | undefined>> = process.env,
 ): SessionConfig {
 	return {
-		maxSessions: positive(env, 'NAMZU_AGENT_MAX_SESSIONS', DEFAULT_SESSION_CONFIG.maxSessions),
-		logBytes: positive(env, 'NAMZU_AGENT_SESSION_LOG_BYTES', DEFAULT_SESSION_CONFIG.logBytes),
-		terminalTtlMs: positive(
+		maxSessions: integerVariable(
+			env,
+			'NAMZU_AGENT_MAX_SESSIONS',
+			DEFAULT_SESSION_CONFIG.maxSessions,
+			POSITIVE_INTEGER,
+		),
+		logBytes: integerVariable(
+			env,
+			'NAMZU_AGENT_SESSION_LOG_BYTES',
+			DEFAULT_SESSION_CONFIG.logBytes,
+			POSITIVE_INTEGER,
+		),
+		terminalTtlMs: integerVariable(
 			env,
 			'NAMZU_AGENT_SESSION_TERMINAL_TTL_MS',
 			DEFAULT_SESSION_CONFIG.terminalTtlMs,
+			POSITIVE_INTEGER,
 		),
-		killConfirmTimeoutMs: positive(
+		killConfirmTimeoutMs: integerVariable(
 			env,
 			'NAMZU_AGENT_SESSION_KILL_CONFIRM_TIMEOUT_MS',
 			DEFAULT_SESSION_CONFIG.killConfirmTimeoutMs,
+			POSITIVE_INTEGER,
 		),
 	}
 }

@@ -1,17 +1,18 @@
 /**
  * Validation of the session ops' request bodies (pure): which `terminal` bodies ask for a
  * persistent session, and the bodies of `start-detached`, `attach-session` and `kill-session`.
- * Every failure is an `OpRefusal` with a stable code (the host matches codes, never messages).
+ * Every failure is an `OpRefusal` with the session ops' stable code.
  */
 
-import { isStringRecord } from '../../wire/is-record.js'
 import { isSessionId, type SessionSignal, sessionSignal } from '../../wire/sessions.js'
 import { parseTerminalSize, type TerminalSize } from '../process/terminal-request.js'
 import { OpRefusal } from '../server/op-refusal.js'
-
-function isStringArray(value: unknown): value is string[] {
-	return Array.isArray(value) && value.every((entry) => typeof entry === 'string')
-}
+import {
+	isIntegerIn,
+	isStringArray,
+	isStringRecord,
+	NON_NEGATIVE_INTEGER,
+} from '../server/value-checks.js'
 
 function sessionIdOf(body: Record<string, unknown>): string {
 	if (!isSessionId(body.sessionId)) throw new OpRefusal('invalid_session_id')
@@ -66,10 +67,7 @@ export interface AttachSessionSpec {
 export function parseAttachSession(body: Record<string, unknown>): AttachSessionSpec {
 	const sessionId = sessionIdOf(body)
 	const { fromOffset, follow } = body
-	if (
-		fromOffset !== undefined &&
-		!(Number.isSafeInteger(fromOffset) && typeof fromOffset === 'number' && fromOffset >= 0)
-	) {
+	if (fromOffset !== undefined && !isIntegerIn(fromOffset, NON_NEGATIVE_INTEGER)) {
 		throw new OpRefusal('invalid_offset')
 	}
 	if (follow !== undefined && typeof follow !== 'boolean') throw new OpRefusal('invalid_follow')

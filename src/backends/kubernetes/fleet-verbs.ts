@@ -5,6 +5,7 @@
  * work) and DELETEs each; `readKubernetesTaskCapacity` is three GETs and no write: the warm pool,
  * the claims (counted for that pool) and the Pending pods.
  */
+import { callSite, optionalSignal, signalOfOptions } from '../../contract/argument-validators.js'
 import { SandboxConfigError } from '../../contract/errors.js'
 import { createKubernetesClient } from './api/create-kubernetes-client.js'
 import { apiPortOf } from './client-port.js'
@@ -78,7 +79,8 @@ export async function releaseKubernetesTaskSandboxes(
 		)
 	}
 	const resolved = resolveKubernetesBackendConfig(config)
-	options.signal?.throwIfAborted()
+	const site = callSite('releaseKubernetesTaskSandboxes')
+	optionalSignal(site, 'options.signal', options.signal)?.throwIfAborted()
 	const api = connect(resolved, dependencies)
 	const claims = await api.list(kubernetesPaths.claims(resolved.namespace), {
 		labelSelector: selector,
@@ -109,6 +111,7 @@ export async function readKubernetesTaskCapacity(
 	options: KubernetesFleetOptions = {},
 	dependencies: FleetDependencies = {},
 ): Promise<KubernetesTaskCapacity> {
+	signalOfOptions(callSite('readKubernetesTaskCapacity'), options)
 	const resolved = resolveKubernetesBackendConfig(config)
 	const pool = resolved.warmPoolName
 	if (pool === undefined) {

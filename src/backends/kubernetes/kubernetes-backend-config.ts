@@ -3,6 +3,15 @@
  * checked at provider construction, before a single request goes out, and each refusal names the
  * field; defaults live here so every file reads one resolved shape.
  */
+import {
+	CONFIG_SITE,
+	MAX_TIMER_MS,
+	optionalDurationMs,
+	optionalFunction,
+	optionalInteger,
+	requireObject,
+	requireOneOf,
+} from '../../contract/argument-validators.js'
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { RemoteExecutionTiming } from '../../host/exec/execution-timing.js'
 import { DEFAULT_STREAM_HEARTBEAT_MS } from '../../wire/heartbeat.js'
@@ -71,8 +80,6 @@ export const DEFAULT_READY_POLL_INTERVAL_MS = 50
 export const DEFAULT_KUBERNETES_READY_TIMEOUT_MS = 60_000
 export const DEFAULT_CLAIM_TTL_SECONDS = 3600
 
-/** Largest value a Node timer accepts. */
-const MAX_TIMER_MS = 2_147_483_647
 /** DNS-1123 label (namespace) / subdomain (object names). */
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
@@ -89,22 +96,8 @@ function name(field: string, value: unknown, pattern: RegExp, max: number): stri
 	return value
 }
 
-function integerIn(field: string, value: unknown, fallback: number, min: number, max: number) {
-	if (value === undefined) return fallback
-	if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
-		throw new SandboxConfigError(
-			field,
-			`must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`,
-		)
-	}
-	return value
-}
-
 function callback<T>(field: string, value: T | undefined): T | undefined {
-	if (value !== undefined && typeof value !== 'function') {
-		throw new SandboxConfigError(field, 'must be a function')
-	}
-	return value
+	return optionalFunction(CONFIG_SITE, field, value)
 }
 
 function labels(value: unknown): Readonly<Record<string, string>> {
@@ -142,16 +135,14 @@ function access(value: unknown): KubernetesClusterAccess {
 export function resolveKubernetesBackendConfig(
 	config: KubernetesBackendConfig,
 ): ResolvedKubernetesBackendConfig {
+	requireObject(CONFIG_SITE, 'backend', config)
 	if (config.tier !== 'microvm' || config.service !== 'kubernetes') {
 		throw new SandboxConfigError('service', "must be 'kubernetes' with tier 'microvm'")
 	}
-	const agentAddress = config.agentAddress ?? 'service'
-	if (agentAddress !== 'service' && agentAddress !== 'pod-ip') {
-		throw new SandboxConfigError(
-			'agentAddress',
-			`must be 'service' or 'pod-ip', got ${JSON.stringify(agentAddress)}`,
-		)
-	}
+	const agentAddress = requireOneOf(CONFIG_SITE, 'agentAddress', config.agentAddress ?? 'service', [
+		'service',
+		'pod-ip',
+	] as const)
 	const warmPoolName =
 		config.warmPoolName === undefined
 			? undefined
@@ -159,10 +150,12 @@ export function resolveKubernetesBackendConfig(
 	const onLeaseRenewalError = callback('onLeaseRenewalError', config.onLeaseRenewalError)
 	const onDialAttempt = callback('onDialAttempt', config.onDialAttempt)
 	const onExecTiming = callback('onExecTiming', config.onExecTiming)
-	const apiRequestTimeoutMs =
-		config.apiRequestTimeoutMs === undefined
-			? undefined
-			: integerIn('apiRequestTimeoutMs', config.apiRequestTimeoutMs, 0, 1000, MAX_TIMER_MS)
+	const apiRequestTimeoutMs = optionalDurationMs(
+		CONFIG_SITE,
+		'apiRequestTimeoutMs',
+		config.apiRequestTimeoutMs,
+		{ min: 1000 },
+	)
 	return {
 		namespace: name('namespace', config.namespace, DNS_LABEL, 63),
 		access: access(config.access),
@@ -173,39 +166,28 @@ export function resolveKubernetesBackendConfig(
 			253,
 		),
 		...(warmPoolName === undefined ? {} : { warmPoolName }),
-		agentPort: integerIn('agentPort', config.agentPort, DEFAULT_KUBERNETES_AGENT_PORT, 1, 65_535),
+		agentPort:
+			optionalInteger(CONFIG_SITE, 'agentPort', config.agentPort, { min: 1, max: 65_535 }) ??
+			DEFAULT_KUBERNETES_AGENT_PORT,
 		agentAddress,
-		readyPollIntervalMs: integerIn(
-			'readyPollIntervalMs',
-			config.readyPollIntervalMs,
+		readyPollIntervalMs:
+			optionalDurationMs(CONFIG_SITE, 'readyPollIntervalMs', config.readyPollIntervalMs) ??
 			DEFAULT_READY_POLL_INTERVAL_MS,
-			1,
-			MAX_TIMER_MS,
-		),
-		readyTimeoutMs: integerIn(
-			'readyTimeoutMs',
-			config.readyTimeoutMs,
+		readyTimeoutMs:
+			optionalDurationMs(CONFIG_SITE, 'readyTimeoutMs', config.readyTimeoutMs) ??
 			DEFAULT_KUBERNETES_READY_TIMEOUT_MS,
-			1,
-			MAX_TIMER_MS,
-		),
 		// The lease renews every half TTL and a timer cannot exceed MAX_TIMER_MS.
-		claimTtlSeconds: integerIn(
-			'claimTtlSeconds',
-			config.claimTtlSeconds,
-			DEFAULT_CLAIM_TTL_SECONDS,
-			2,
-			Math.floor(MAX_TIMER_MS / 1000),
-		),
+		claimTtlSeconds:
+			optionalInteger(CONFIG_SITE, 'claimTtlSeconds', config.claimTtlSeconds, {
+				min: 2,
+				max: Math.floor(MAX_TIMER_MS / 1000),
+			}) ?? DEFAULT_CLAIM_TTL_SECONDS,
 		...(onLeaseRenewalError ? { onLeaseRenewalError } : {}),
 		...(apiRequestTimeoutMs === undefined ? {} : { apiRequestTimeoutMs }),
-		streamHeartbeatMs: integerIn(
-			'streamHeartbeatMs',
-			config.streamHeartbeatMs,
-			DEFAULT_STREAM_HEARTBEAT_MS,
-			0,
-			MAX_TIMER_MS,
-		),
+		streamHeartbeatMs:
+			optionalDurationMs(CONFIG_SITE, 'streamHeartbeatMs', config.streamHeartbeatMs, {
+				min: 0,
+			}) ?? DEFAULT_STREAM_HEARTBEAT_MS,
 		claimLabels: labels(config.claimLabels),
 		...(onDialAttempt ? { onDialAttempt } : {}),
 		...(onExecTiming ? { onExecTiming } : {}),

@@ -16,7 +16,11 @@ import {
 	SandboxPrivilegeProbeError,
 } from '../../exec-programs/privilege-probe.js'
 import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
-import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+import {
+	checkCreateConfig,
+	checkProviderDefaults,
+	type SandboxProviderDefaults,
+} from '../../provider-defaults.js'
 import { type AcquiredTaskSandbox, acquireTaskSandbox } from './acquire-task-sandbox.js'
 import { createKubernetesClient } from './api/create-kubernetes-client.js'
 import { apiPortOf } from './client-port.js'
@@ -73,6 +77,7 @@ export function createKubernetesSandboxProvider(
 	dependencies: KubernetesProviderDependencies = {},
 ): SandboxProvider {
 	const resolved = resolveKubernetesBackendConfig(config)
+	checkProviderDefaults(defaults)
 	for (const field of REFUSED_DEFAULTS) {
 		if (defaults[field] !== undefined) {
 			throw new SandboxConfigError(
@@ -99,6 +104,7 @@ export function createKubernetesSandboxProvider(
 		environment: 'linux-namespace',
 		workspaceModes: ['ephemeral'],
 		create: async (createConfig: SandboxCreateConfig = {}) => {
+			checkCreateConfig(createConfig)
 			refuseUnsupportedCreateOptions(createConfig)
 			const timeoutMs = createConfig.timeoutMs ?? defaults.defaultTimeoutMs
 			return createKubernetesTaskSandbox(apiPort(), resolved, {

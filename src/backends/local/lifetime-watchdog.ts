@@ -6,6 +6,11 @@
  * state directories and cgroups are reaped by the next provider or listing on the machine
  * (`local-sandbox-registry.ts`). Pure.
  */
+import {
+	CONFIG_SITE,
+	optionalBoolean,
+	requireDurationMs,
+} from '../../contract/argument-validators.js'
 import { SandboxConfigError } from '../../contract/errors.js'
 
 /** Default lifetime of a kept-alive sandbox: one hour. */
@@ -18,28 +23,17 @@ export const DEFAULT_TIMEOUT_PATH = '/usr/bin/timeout'
 
 /** Validates `keepAlive` / `keepAliveMs` of a create config; undefined when not kept alive. */
 export function resolveKeepAliveMs(keepAlive: unknown, keepAliveMs: unknown): number | undefined {
-	if (keepAlive !== undefined && typeof keepAlive !== 'boolean') {
-		throw new SandboxConfigError('keepAlive', `must be a boolean, got ${JSON.stringify(keepAlive)}`)
-	}
-	if (keepAlive !== true) {
+	if (optionalBoolean(CONFIG_SITE, 'keepAlive', keepAlive) !== true) {
 		if (keepAliveMs !== undefined) {
 			throw new SandboxConfigError('keepAliveMs', 'only applies together with keepAlive: true')
 		}
 		return undefined
 	}
 	if (keepAliveMs === undefined) return DEFAULT_KEEP_ALIVE_MS
-	if (
-		typeof keepAliveMs !== 'number' ||
-		!Number.isSafeInteger(keepAliveMs) ||
-		keepAliveMs < MIN_KEEP_ALIVE_MS ||
-		keepAliveMs > MAX_KEEP_ALIVE_MS
-	) {
-		throw new SandboxConfigError(
-			'keepAliveMs',
-			`must be an integer in ${MIN_KEEP_ALIVE_MS}..${MAX_KEEP_ALIVE_MS}, got ${JSON.stringify(keepAliveMs)}`,
-		)
-	}
-	return keepAliveMs
+	return requireDurationMs(CONFIG_SITE, 'keepAliveMs', keepAliveMs, {
+		min: MIN_KEEP_ALIVE_MS,
+		max: MAX_KEEP_ALIVE_MS,
+	})
 }
 
 /** `command` run under a watchdog that SIGKILLs it after `lifetimeMs`. */

@@ -4,7 +4,14 @@
  */
 import { tmpdir } from 'node:os'
 import { isAbsolute } from 'node:path'
-import { SandboxConfigError } from '../../contract/errors.js'
+import {
+	CONFIG_SITE,
+	describeReceived,
+	optionalDurationMs,
+	optionalInteger,
+	requireObject,
+	requireOneOf,
+} from '../../contract/argument-validators.js'
 
 export type LocalIsolation = 'bubblewrap' | 'none'
 
@@ -40,57 +47,36 @@ export interface ResolvedLocalBackendConfig {
 
 export const DEFAULT_BWRAP_PATH = '/usr/bin/bwrap'
 export const DEFAULT_READY_TIMEOUT_MS = 10_000
-/** Largest value a Node timer accepts; anything above fires immediately. */
-const MAX_TIMER_MS = 2_147_483_647
 /** A pool larger than this is almost certainly a unit mistake (each member is a live node process). */
 export const MAX_WARM_POOL_SIZE = 64
 
 function absolutePath(field: string, value: unknown, fallback: string): string {
 	if (value === undefined) return fallback
 	if (typeof value !== 'string' || value === '' || !isAbsolute(value)) {
-		throw new SandboxConfigError(field, `must be an absolute path, got ${JSON.stringify(value)}`)
-	}
-	return value
-}
-
-function integerIn(field: string, value: unknown, fallback: number, min: number, max: number) {
-	if (value === undefined) return fallback
-	if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
-		throw new SandboxConfigError(
-			field,
-			`must be an integer in ${min}..${max}, got ${JSON.stringify(value)}`,
-		)
+		throw CONFIG_SITE.refuse(field, 'an absolute path', describeReceived(value))
 	}
 	return value
 }
 
 export function resolveLocalBackendConfig(config: LocalBackendConfig): ResolvedLocalBackendConfig {
-	const raw: { readonly tier?: unknown; readonly isolation?: unknown } = config
-	if (raw.tier !== 'process') {
-		throw new SandboxConfigError(
-			'backend.tier',
-			`must be 'process', got ${JSON.stringify(raw.tier)}`,
-		)
-	}
-	const isolation = raw.isolation ?? 'bubblewrap'
-	if (isolation !== 'bubblewrap' && isolation !== 'none') {
-		throw new SandboxConfigError(
-			'backend.isolation',
-			`must be 'bubblewrap' or 'none', got ${JSON.stringify(isolation)}`,
-		)
-	}
+	const raw = requireObject(CONFIG_SITE, 'backend', config)
+	requireOneOf(CONFIG_SITE, 'backend.tier', raw.tier, ['process'])
+	const isolation = requireOneOf(CONFIG_SITE, 'backend.isolation', raw.isolation ?? 'bubblewrap', [
+		'bubblewrap',
+		'none',
+	] as const)
 	return {
 		isolation,
 		bwrapPath: absolutePath('backend.bwrapPath', config.bwrapPath, DEFAULT_BWRAP_PATH),
 		nodePath: absolutePath('backend.nodePath', config.nodePath, process.execPath),
-		warmPoolSize: integerIn('backend.warmPoolSize', config.warmPoolSize, 0, 0, MAX_WARM_POOL_SIZE),
+		warmPoolSize:
+			optionalInteger(CONFIG_SITE, 'backend.warmPoolSize', config.warmPoolSize, {
+				min: 0,
+				max: MAX_WARM_POOL_SIZE,
+			}) ?? 0,
 		stateDir: absolutePath('backend.stateDir', config.stateDir, tmpdir()),
-		readyTimeoutMs: integerIn(
-			'backend.readyTimeoutMs',
-			config.readyTimeoutMs,
+		readyTimeoutMs:
+			optionalDurationMs(CONFIG_SITE, 'backend.readyTimeoutMs', config.readyTimeoutMs) ??
 			DEFAULT_READY_TIMEOUT_MS,
-			1,
-			MAX_TIMER_MS,
-		),
 	}
 }

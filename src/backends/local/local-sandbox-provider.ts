@@ -5,6 +5,13 @@
  * (`keepAlive: true`), which outlive the provider and its process by design; `open(id)` reopens
  * them, `list()` shows them, and the first `create()` reaps expired ones in the background.
  */
+import {
+	CONFIG_SITE,
+	callSite,
+	optionalFunction,
+	optionalObject,
+	signalOfOptions,
+} from '../../contract/argument-validators.js'
 import type { SandboxProvider } from '../../contract/provider.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
@@ -58,6 +65,9 @@ export function createLocalSandboxProvider(
 ): LocalSandboxProvider {
 	const resolved = resolveLocalBackendConfig(backend)
 	const defaultSpec = resolveLocalSandboxSpec({}, defaults)
+	const givenHooks = optionalObject(CONFIG_SITE, 'hooks', hooks)
+	optionalFunction(CONFIG_SITE, 'hooks.onBackgroundError', givenHooks.onBackgroundError)
+	optionalFunction(CONFIG_SITE, 'hooks.onWarmSandboxReady', givenHooks.onWarmSandboxReady)
 	let context: LocalInstanceContext | undefined
 	// Resolved at the first start, so a provider without a pool touches nothing until create().
 	const instanceContext = () => {
@@ -142,7 +152,14 @@ export function createLocalSandboxProvider(
 	}
 
 	const create = (config: LocalSandboxCreateConfig = {}): Promise<LocalSandbox> => {
-		const run = createOnce(config)
+		let spec: LocalSandboxSpec
+		try {
+			// Checked before anything else runs: a refused config starts, reaps and creates nothing.
+			spec = resolveLocalSandboxSpec(config, defaults)
+		} catch (error) {
+			return Promise.reject(error)
+		}
+		const run = createOnce(config, spec)
 		void reapOnce()
 		// close() waits for every create in flight, so nothing it started outlives the provider.
 		const settled = run.then(
@@ -154,11 +171,13 @@ export function createLocalSandboxProvider(
 		return run
 	}
 
-	const createOnce = async (config: LocalSandboxCreateConfig): Promise<LocalSandbox> => {
+	const createOnce = async (
+		config: LocalSandboxCreateConfig,
+		spec: LocalSandboxSpec,
+	): Promise<LocalSandbox> => {
 		if (closing) throw new LocalProviderClosedError()
 		const signal = config.signal
 		signal?.throwIfAborted()
-		const spec = resolveLocalSandboxSpec(config, defaults)
 		const warm = pool && canServeFromPool(defaultSpec, spec) ? pool.take() : undefined
 		const instance = warm ?? (await startCold(spec, signal))
 		if (closing || signal?.aborted) {
@@ -189,17 +208,18 @@ export function createLocalSandboxProvider(
 		environment: resolved.isolation === 'bubblewrap' ? 'linux-bwrap' : 'basic',
 		workspaceModes: ['ephemeral', 'working-directory'],
 		create,
-		open: (id, options = {}) =>
-			openLocalSandbox(id, {
+		open: async (id, options = {}) => {
+			const signal = signalOfOptions(callSite('open'), options)
+			return openLocalSandbox(id, {
 				stateDir: resolved.stateDir,
 				readyTimeoutMs: resolved.readyTimeoutMs,
-				...(options.signal ? { signal: options.signal } : {}),
-			}),
-		list: (options = {}) =>
-			listLocalSandboxes({
-				stateDir: resolved.stateDir,
-				...(options.signal ? { signal: options.signal } : {}),
-			}),
+				...(signal ? { signal } : {}),
+			})
+		},
+		list: async (options = {}) => {
+			const signal = signalOfOptions(callSite('list'), options)
+			return listLocalSandboxes({ stateDir: resolved.stateDir, ...(signal ? { signal } : {}) })
+		},
 		close,
 		[Symbol.asyncDispose]: close,
 	}

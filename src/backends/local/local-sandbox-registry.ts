@@ -5,9 +5,18 @@
  * directories), and the reaper that removes expired or dead ones. The thin I/O shell over
  * `sandbox-descriptor.ts`.
  */
+
 import { chmod, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import {
+	callSite,
+	optionalFunction,
+	optionalObject,
+	optionalSignal,
+	optionalString,
+	requireString,
+} from '../../contract/argument-validators.js'
 import { adoptSandboxCgroups } from './cgroup-limits.js'
 import { LocalSandboxCleanupError } from './local-errors.js'
 import { isProcessAlive } from './process-identity.js'
@@ -37,6 +46,15 @@ export interface LocalSandboxListing {
 	readonly id: string
 	readonly state: LocalSandboxState
 	readonly descriptor: LocalSandboxDescriptor
+}
+
+/** The options every registry verb takes, checked (`SandboxArgumentError` naming `method`). */
+function checkRegistryOptions(method: string, options: unknown): Record<string, unknown> {
+	const site = callSite(method)
+	const given = optionalObject(site, 'options', options)
+	optionalString(site, 'options.stateDir', given.stateDir, { nonEmpty: true })
+	optionalSignal(site, 'options.signal', given.signal)
+	return given
 }
 
 async function stateBase(stateDir: string | undefined): Promise<string | undefined> {
@@ -125,6 +143,7 @@ export async function destroyByDescriptor(descriptor: LocalSandboxDescriptor): P
 export async function listLocalSandboxes(
 	options: LocalSandboxRegistryOptions = {},
 ): Promise<LocalSandboxListing[]> {
+	checkRegistryOptions('listLocalSandboxes', options)
 	options.signal?.throwIfAborted()
 	const base = await stateBase(options.stateDir)
 	if (base === undefined) return []
@@ -152,6 +171,8 @@ export async function listLocalSandboxes(
 export async function reapLocalSandboxes(
 	options: LocalSandboxRegistryOptions & { readonly onError?: (error: unknown) => void } = {},
 ): Promise<string[]> {
+	const given = checkRegistryOptions('reapLocalSandboxes', options)
+	optionalFunction(callSite('reapLocalSandboxes'), 'options.onError', given.onError)
 	const reaped: string[] = []
 	for (const listing of await listLocalSandboxes(options)) {
 		if (listing.state === 'running') continue
@@ -174,6 +195,8 @@ export async function destroyLocalSandbox(
 	id: string,
 	options: LocalSandboxRegistryOptions = {},
 ): Promise<boolean> {
+	requireString(callSite('destroyLocalSandbox'), 'id', id)
+	checkRegistryOptions('destroyLocalSandbox', options)
 	options.signal?.throwIfAborted()
 	const descriptor = await readDescriptor(id, options)
 	if (descriptor === undefined) return false

@@ -6,7 +6,11 @@
 import { isAbsolute } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../contract/provider.js'
-import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+import {
+	checkCreateConfig,
+	checkProviderDefaults,
+	type SandboxProviderDefaults,
+} from '../../provider-defaults.js'
 import { resolveKeepAliveMs } from './lifetime-watchdog.js'
 import { LocalEgressUnsupportedError } from './local-errors.js'
 
@@ -42,14 +46,6 @@ export interface LocalSandboxSpec {
 /** Keys the agent reads for itself; the agent scrubs them from children, so they could never apply. */
 const RESERVED_ENV_PREFIXES = ['NAMZU_AGENT_', 'NAMZU_SANDBOX_']
 
-function positiveInteger(field: string, value: unknown): number | undefined {
-	if (value === undefined) return undefined
-	if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-		throw new SandboxConfigError(field, `must be a positive integer, got ${JSON.stringify(value)}`)
-	}
-	return value
-}
-
 function environment(value: unknown): Record<string, string> {
 	if (value === undefined) return {}
 	if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -79,10 +75,16 @@ function egress(config: SandboxCreateConfig, defaults: SandboxProviderDefaults):
 	throw new SandboxConfigError('egress', `unknown egress kind ${JSON.stringify(kind)}`)
 }
 
+/**
+ * The spec a `create()` config asks for, over the provider defaults; the portable fields are
+ * checked first (provider-defaults.ts), so an explicit `null` never falls through to a default.
+ */
 export function resolveLocalSandboxSpec(
 	config: LocalSandboxCreateConfig,
 	defaults: SandboxProviderDefaults,
 ): LocalSandboxSpec {
+	checkCreateConfig(config)
+	checkProviderDefaults(defaults)
 	const workingDirectory: unknown = config.workingDirectory
 	if (
 		workingDirectory !== undefined &&
@@ -93,15 +95,9 @@ export function resolveLocalSandboxSpec(
 			`must be an absolute host path, got ${JSON.stringify(workingDirectory)}`,
 		)
 	}
-	const timeoutMs = positiveInteger('timeoutMs', config.timeoutMs ?? defaults.defaultTimeoutMs)
-	const memoryLimitMb = positiveInteger(
-		'memoryLimitMb',
-		config.memoryLimitMb ?? defaults.defaultMemoryLimitMb,
-	)
-	const maxProcesses = positiveInteger(
-		'maxProcesses',
-		config.maxProcesses ?? defaults.defaultMaxProcesses,
-	)
+	const timeoutMs = config.timeoutMs ?? defaults.defaultTimeoutMs
+	const memoryLimitMb = config.memoryLimitMb ?? defaults.defaultMemoryLimitMb
+	const maxProcesses = config.maxProcesses ?? defaults.defaultMaxProcesses
 	const keepAliveMs = resolveKeepAliveMs(config.keepAlive, config.keepAliveMs)
 	return {
 		...(workingDirectory === undefined ? {} : { workingDirectory }),

@@ -5,6 +5,14 @@
  * the sandbox down for good (from this process, whoever created it).
  */
 
+import {
+	callSite,
+	optionalDurationMs,
+	optionalObject,
+	optionalSignal,
+	optionalString,
+	requireString,
+} from '../../contract/argument-validators.js'
 import { type AgentSandbox, createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
 import { DEFAULT_READY_TIMEOUT_MS } from './local-backend-config.js'
@@ -62,7 +70,12 @@ export async function openLocalSandbox(
 	id: string,
 	options: OpenLocalSandboxOptions = {},
 ): Promise<LocalSandbox> {
-	const { signal } = options
+	const site = callSite('openLocalSandbox')
+	requireString(site, 'id', id)
+	const given = optionalObject(site, 'options', options)
+	optionalString(site, 'options.stateDir', given.stateDir, { nonEmpty: true })
+	optionalDurationMs(site, 'options.readyTimeoutMs', given.readyTimeoutMs)
+	const signal = optionalSignal(site, 'options.signal', given.signal)
 	signal?.throwIfAborted()
 	if (!isLocalSandboxId(id)) throw new LocalSandboxNotFoundError(id, 'invalid-id')
 	const descriptor = await readDescriptor(id, {

@@ -4,6 +4,7 @@
  * socket, prove the launcher pid is still the same process, and tear everything down. Pure:
  * building, validating and classifying descriptors; the file I/O lives in `local-sandbox-registry.ts`.
  */
+import { isIntegerIn } from '../../contract/argument-validators.js'
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
 import { isRecord } from '../../wire/is-record.js'
 import type { LocalIsolation } from './local-backend-config.js'
@@ -42,7 +43,7 @@ export function isLocalSandboxId(id: string): boolean {
 }
 
 function positiveInteger(value: unknown): value is number {
-	return typeof value === 'number' && Number.isSafeInteger(value) && value > 0
+	return isIntegerIn(value, { min: 1 })
 }
 
 /** Parses descriptor text; undefined for anything that is not a well-formed version-1 record. */

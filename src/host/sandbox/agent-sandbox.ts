@@ -12,6 +12,7 @@
 import { setMaxListeners } from 'node:events'
 import { posix } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { callSite } from '../../contract/argument-validators.js'
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
 import { SandboxDestroyedError, SandboxFileError } from '../../contract/errors.js'
 import type { SandboxRetirementObservation } from '../../contract/retirement.js'
@@ -86,7 +87,23 @@ import {
 	SandboxTcpTargetRefusedError,
 	tcpTargetRefusal,
 } from './agent-sandbox-errors.js'
-import { missingOptions } from './required-options.js'
+import {
+	checkAttachExecution,
+	checkCancelExecution,
+	checkExec,
+	checkFlush,
+	checkKillSession,
+	checkOpenTcpConnection,
+	checkOpenTerminal,
+	checkQuiesce,
+	checkReadRange,
+	checkSessionRead,
+	checkSignalOnly,
+	checkStartDetached,
+	checkWalkFiles,
+	checkWriteFile,
+	sandboxPath,
+} from './sandbox-arguments.js'
 
 /** How long `destroy()` lets aborted in-flight calls settle before releasing the unit. */
 export const DESTROY_IN_FLIGHT_SETTLE_MS = 2000
@@ -157,23 +174,18 @@ export class AgentSandbox implements Sandbox {
 		args: readonly string[] = [],
 		options: DetachableExecOptions = {},
 	): Promise<SandboxExecResult> {
-		return this.#run('exec', options.signal, async (signal) => {
-			const { cwd } = options
+		let cwd: string | undefined
+		const check = () => {
+			const signal = checkExec(command, args, options)
+			cwd = this.#optionalPath('exec', 'options.cwd', options.cwd)
+			return signal
+		}
+		return this.#run('exec', check, async (signal) => {
+			const resolved = { ...options, signal, ...(cwd === undefined ? {} : { cwd }) }
 			if (isDetachable(options)) {
-				const resolved = {
-					...options,
-					signal,
-					...(cwd === undefined ? {} : { cwd: this.#resolve(cwd) }),
-				}
 				return this.#guard(() => execDetachable(this.#detachableHost, command, args, resolved))
 			}
-			return this.#guard(() =>
-				this.#controller.exec(command, args, {
-					...options,
-					signal,
-					...(cwd === undefined ? {} : { cwd: this.#resolve(cwd) }),
-				}),
-			)
+			return this.#guard(() => this.#controller.exec(command, args, resolved))
 		})
 	}
 
@@ -185,7 +197,8 @@ export class AgentSandbox implements Sandbox {
 		executionId: string,
 		options: AttachExecutionOptions = {},
 	): Promise<SandboxExecResult> {
-		return this.#run('attachExecution', options.signal, (signal) =>
+		const check = () => checkAttachExecution(executionId, options)
+		return this.#run('attachExecution', check, (signal) =>
 			attachToExecution(this.#detachableHost, executionId, { ...options, signal }),
 		)
 	}
@@ -195,7 +208,8 @@ export class AgentSandbox implements Sandbox {
 		executionId: string,
 		options: CancelExecutionOptions = {},
 	): Promise<RemoteCancellationAcknowledgement> {
-		return this.#run('cancelExecution', options.signal, (signal) =>
+		const check = () => checkCancelExecution(executionId, options)
+		return this.#run('cancelExecution', check, (signal) =>
 			cancelExecutionById(this.#detachableHost, executionId, signal),
 		)
 	}
@@ -216,21 +230,32 @@ export class AgentSandbox implements Sandbox {
 		content: string | Uint8Array,
 		options: SandboxWriteFileOptions = {},
 	): Promise<void> {
-		return this.#run('writeFile', options.signal, (signal) =>
-			writeFileThroughAgent(this.transport, this.#resolve(path), content, signal),
+		let resolved = ''
+		const check = () => {
+			resolved = this.#path('writeFile', 'path', path)
+			return checkWriteFile(content, options)
+		}
+		return this.#run('writeFile', check, (signal) =>
+			writeFileThroughAgent(this.transport, resolved, content, signal),
 		)
 	}
 
 	readFile(path: string, options: SandboxReadFileOptions = {}): Promise<Buffer> {
-		return this.#run('readFile', options.signal, (signal) =>
-			readFileThroughAgent(this.transport, this.#resolve(path), { ...options, signal }),
+		let resolved = ''
+		const check = () => {
+			resolved = this.#path('readFile', 'path', path)
+			return checkReadRange('readFile', options)
+		}
+		return this.#run('readFile', check, (signal) =>
+			readFileThroughAgent(this.transport, resolved, { ...options, signal }),
 		)
 	}
 
 	readFileStream(path: string, options: SandboxReadFileStreamOptions = {}): AsyncIterable<Buffer> {
 		this.#admit('readFileStream')
-		const resolved = this.#resolve(path)
-		return this.#track('readFileStream', options.signal, (signal) =>
+		const resolved = this.#path('readFileStream', 'path', path)
+		const caller = checkReadRange('readFileStream', options)
+		return this.#track('readFileStream', caller, (signal) =>
 			readFileStreamThroughAgent(this.transport, resolved, { ...options, signal }),
 		)
 	}
@@ -239,9 +264,14 @@ export class AgentSandbox implements Sandbox {
 		rootPath: string,
 		options: SandboxListFilesOptions = {},
 	): Promise<readonly SandboxFileEntry[]> {
-		return this.#run('listFiles', options.signal, async (signal) => {
+		let resolved = ''
+		const check = () => {
+			resolved = this.#path('listFiles', 'rootPath', rootPath)
+			return checkSignalOnly('listFiles', options)
+		}
+		return this.#run('listFiles', check, async (signal) => {
 			try {
-				return await listFilesThroughAgent(this.transport, this.#resolve(rootPath), signal)
+				return await listFilesThroughAgent(this.transport, resolved, signal)
 			} catch (error) {
 				if (error instanceof SandboxFileError && error.code === 'ENOENT') return []
 				throw error
@@ -251,10 +281,9 @@ export class AgentSandbox implements Sandbox {
 
 	walkFiles(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry> {
 		this.#admit('walkFiles')
-		const refused = missingOptions('walkFiles', options)
-		if (refused) throw refused
-		const resolved = this.#resolve(rootPath)
-		return this.#track('walkFiles', options.signal, (signal) =>
+		const resolved = this.#path('walkFiles', 'rootPath', rootPath)
+		const caller = checkWalkFiles(options)
+		return this.#track('walkFiles', caller, (signal) =>
 			walkFilesViaExec(
 				(command, args, execOptions) => this.exec(command, args, execOptions),
 				resolved,
@@ -267,15 +296,22 @@ export class AgentSandbox implements Sandbox {
 	openTerminal(options: PersistentTerminalOptions): Promise<SessionTerminal>
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession>
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession> {
-		const refused = missingOptions('openTerminal', options)
-		if (refused) return Promise.reject(refused)
-		if (isPersistentTerminalOptions(options)) return this.#openSessionTerminal(options)
-		return this.#run('openTerminal', options.signal, async (signal) => {
+		let cwd: string | undefined
+		const check = () => {
+			const signal = checkOpenTerminal(options)
+			cwd = this.#optionalPath('openTerminal', 'options.cwd', options.cwd)
+			return signal
+		}
+		return this.#run('openTerminal', check, async (signal) => {
+			if (isPersistentTerminalOptions(options)) {
+				const resolved = { ...options, ...(cwd === undefined ? {} : { cwd }) }
+				return this.#ownSession(await this.#sessions.openTerminal(resolved, signal), 'openTerminal')
+			}
 			const session = await this.transport.openTerminal(
 				{
 					...(options.command === undefined ? {} : { command: options.command }),
 					...(options.args === undefined ? {} : { args: options.args }),
-					...(options.cwd === undefined ? {} : { cwd: this.#resolve(options.cwd) }),
+					...(cwd === undefined ? {} : { cwd }),
 					...(options.env === undefined ? {} : { env: options.env }),
 					cols: options.size.cols,
 					rows: options.size.rows,
@@ -287,9 +323,8 @@ export class AgentSandbox implements Sandbox {
 	}
 
 	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection> {
-		const refused = missingOptions('openTcpConnection', options)
-		if (refused) return Promise.reject(refused)
-		return this.#run('openTcpConnection', options.signal, async (signal) => {
+		const check = () => checkOpenTcpConnection(options)
+		return this.#run('openTcpConnection', check, async (signal) => {
 			const host = options.host ?? '127.0.0.1'
 			const refusal = tcpTargetRefusal(host, options.port)
 			if (refusal !== undefined) throw new SandboxTcpTargetRefusedError(host, options.port, refusal)
@@ -305,20 +340,21 @@ export class AgentSandbox implements Sandbox {
 
 	/** A program with no PTY, stdin closed, in its own kernel session; it outlives this host. */
 	startDetached(options: StartDetachedOptions): Promise<StartedSession> {
-		const refused = missingOptions('startDetached', options)
-		if (refused) return Promise.reject(refused)
-		return this.#run('startDetached', options.signal, (signal) =>
-			this.#sessions.startDetached({
-				...options,
-				signal,
-				...(options.cwd === undefined ? {} : { cwd: this.#resolve(options.cwd) }),
-			}),
+		let cwd: string | undefined
+		const check = () => {
+			const signal = checkStartDetached(options)
+			cwd = this.#optionalPath('startDetached', 'options.cwd', options.cwd)
+			return signal
+		}
+		return this.#run('startDetached', check, (signal) =>
+			this.#sessions.startDetached({ ...options, signal, ...(cwd === undefined ? {} : { cwd }) }),
 		)
 	}
 
 	/** Rejoins a session from any process: replay from `fromOffset`, then live; supersedes. */
 	attachTerminal(sessionId: string, options: AttachTerminalOptions = {}): Promise<SessionTerminal> {
-		return this.#run('attachTerminal', options.signal, async (signal) =>
+		const check = () => checkSessionRead('attachTerminal', sessionId, options)
+		return this.#run('attachTerminal', check, async (signal) =>
 			this.#ownSession(
 				await this.#sessions.attachTerminal(sessionId, { ...options, signal }),
 				'attachTerminal',
@@ -328,32 +364,23 @@ export class AgentSandbox implements Sandbox {
 
 	/** One read in the BackgroundJobOutput shape; not an attachment. */
 	readSession(sessionId: string, options: ReadSessionOptions = {}): Promise<BackgroundJobOutput> {
-		return this.#run('readSession', options.signal, (signal) =>
+		const check = () => checkSessionRead('readSession', sessionId, options)
+		return this.#run('readSession', check, (signal) =>
 			this.#sessions.readSession(sessionId, { ...options, signal }),
 		)
 	}
 
 	listSessions(options: ListSessionsOptions = {}): Promise<SessionSummary[]> {
-		return this.#run('listSessions', options.signal, (signal) =>
-			this.#sessions.listSessions({ signal }),
-		)
+		const check = () => checkSignalOnly('listSessions', options)
+		return this.#run('listSessions', check, (signal) => this.#sessions.listSessions({ signal }))
 	}
 
 	/** Signals everything still in the session (default SIGKILL) and reports whether it ended. */
 	killSession(sessionId: string, options: KillSessionOptions = {}): Promise<KilledSession> {
-		return this.#run('killSession', options.abortSignal, (abortSignal) =>
+		const check = () => checkKillSession(sessionId, options)
+		return this.#run('killSession', check, (abortSignal) =>
 			this.#sessions.killSession(sessionId, { ...options, abortSignal }),
 		)
-	}
-
-	#openSessionTerminal(options: PersistentTerminalOptions): Promise<SessionTerminal> {
-		return this.#run('openTerminal', options.signal, async (signal) => {
-			const resolved = {
-				...options,
-				...(options.cwd === undefined ? {} : { cwd: this.#resolve(options.cwd) }),
-			}
-			return this.#ownSession(await this.#sessions.openTerminal(resolved, signal), 'openTerminal')
-		})
 	}
 
 	/** A session terminal handed out after destroy began is detached at once, then refused. */
@@ -376,23 +403,33 @@ export class AgentSandbox implements Sandbox {
 	 * `QuiesceUnconfirmedError` (with the pid) when a process outlived SIGKILL.
 	 */
 	quiesce(options: QuiesceOptions = {}): Promise<QuiesceReport> {
-		return this.#run('quiesce', options.signal, (signal) =>
-			quiesceThroughAgent(this.transport, { ...options, signal }),
+		return this.#run(
+			'quiesce',
+			() => checkQuiesce(options),
+			(signal) => quiesceThroughAgent(this.transport, { ...options, signal }),
 		)
 	}
 
 	/** `sync -f` of the guest's workspace filesystem; `FlushUnsupportedError`/`FlushUnconfirmedError`. */
 	flush(options: FlushOptions = {}): Promise<FlushReport> {
-		return this.#run('flush', options.signal, (signal) =>
-			flushThroughAgent(this.transport, { ...options, signal }),
+		return this.#run(
+			'flush',
+			() => checkFlush(options),
+			(signal) => flushThroughAgent(this.transport, { ...options, signal }),
 		)
 	}
 
 	/** Idempotent; concurrent calls share one teardown. A failed teardown may be retried. */
 	destroy(options: SandboxDestroyOptions = {}): Promise<void> {
+		let signal: AbortSignal | undefined
+		try {
+			signal = checkSignalOnly('destroy', options)
+		} catch (error) {
+			return Promise.reject(error)
+		}
 		if (!this.#teardown) {
 			this.#destroyed = true
-			const teardown = this.#tearDown(options.signal)
+			const teardown = this.#tearDown(signal)
 			this.#teardown = teardown
 			teardown.catch(() => {
 				if (this.#teardown === teardown) this.#teardown = undefined
@@ -419,8 +456,15 @@ export class AgentSandbox implements Sandbox {
 		await this.#options.release(signal)
 	}
 
-	#resolve(path: string): string {
-		return posix.isAbsolute(path) ? path : posix.resolve(this.rootDir, path)
+	/** A checked sandbox path, resolved against `rootDir` (sandbox-arguments.ts). */
+	#path(method: string, parameter: string, path: unknown): string {
+		return sandboxPath(callSite(method), parameter, path, (given) =>
+			posix.isAbsolute(given) ? given : posix.resolve(this.rootDir, given),
+		)
+	}
+
+	#optionalPath(method: string, parameter: string, path: unknown): string | undefined {
+		return path === undefined ? undefined : this.#path(method, parameter, path)
 	}
 
 	#admit(operation: string): void {
@@ -433,13 +477,14 @@ export class AgentSandbox implements Sandbox {
 		return caller ? AbortSignal.any([caller, this.#lifetime.signal]) : this.#lifetime.signal
 	}
 
+	/** Admits the call, checks its arguments (`check` answers the caller's signal), then runs it. */
 	async #run<T>(
 		operation: string,
-		caller: AbortSignal | undefined,
+		check: () => AbortSignal | undefined,
 		call: (signal: AbortSignal) => Promise<T>,
 	): Promise<T> {
 		this.#admit(operation)
-		const pending = call(this.#signal(caller))
+		const pending = call(this.#signal(check()))
 		this.#inFlight.add(pending)
 		try {
 			return await pending

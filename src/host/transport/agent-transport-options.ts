@@ -2,7 +2,7 @@
  * Limits, defaults and options of the host's agent transport, resolved once at construction. Every
  * duration is in milliseconds; a bad value is refused naming the option rather than guessed at.
  */
-import { SandboxConfigError } from '../../contract/errors.js'
+import { CONFIG_SITE, optionalInteger } from '../../contract/argument-validators.js'
 import { AGENT_PROTOCOL_VERSION } from '../../wire/features.js'
 
 // The three public limits are written as literals so their types carry the values (the package's
@@ -98,19 +98,11 @@ export const DEFAULT_AGENT_TRANSPORT_OPTIONS = {
 } as const
 
 function positiveInteger(field: string, value: number | undefined, fallback: number): number {
-	if (value === undefined) return fallback
-	if (!Number.isSafeInteger(value) || value <= 0) {
-		throw new SandboxConfigError(field, `must be a positive safe integer, got ${String(value)}`)
-	}
-	return value
+	return optionalInteger(CONFIG_SITE, field, value, { min: 1 }) ?? fallback
 }
 
 function nonNegativeInteger(field: string, value: number | undefined, fallback: number): number {
-	if (value === undefined) return fallback
-	if (!Number.isSafeInteger(value) || value < 0) {
-		throw new SandboxConfigError(field, `must be a non-negative safe integer, got ${String(value)}`)
-	}
-	return value
+	return optionalInteger(CONFIG_SITE, field, value, { min: 0 }) ?? fallback
 }
 
 function heartbeatOption(value: number | undefined): { streamHeartbeatMs?: number } {

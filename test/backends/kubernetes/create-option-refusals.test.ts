@@ -7,6 +7,7 @@ import {
 } from '../../../src/backends/kubernetes/kubernetes-sandbox-provider.js'
 import {
 	KubernetesCreateOptionUnsupportedError,
+	SandboxConfigError,
 	type SandboxCreateConfig,
 } from '../../../src/index.js'
 import { base } from './acquire-config.js'
@@ -50,4 +51,29 @@ describe('per-sandbox options', () => {
 			expect(api.calls).toEqual([])
 		},
 	)
+
+	it.each([
+		['timeoutMs', { timeoutMs: Number.NaN }, 'NaN'],
+		['timeoutMs', { timeoutMs: -1 }, '-1'],
+		['signal', { signal: 'stop' }, '"stop"'],
+		['memoryLimitMb', { memoryLimitMb: null }, 'null'],
+		['egress', { egress: null }, 'null'],
+		['config', null, 'null'],
+	])(
+		'refuses a malformed %s (%s) by name before any request is sent',
+		async (field, config, received) => {
+			const api = scriptedApi(() => ({}))
+			const provider = createKubernetesSandboxProvider(base, {}, { api: api.port })
+			const error = await rejectionError(provider.create(config as never))
+			expect(error).toBeInstanceOf(SandboxConfigError)
+			expect(error).toMatchObject({ field, received })
+			expect(api.calls).toEqual([])
+		},
+	)
+
+	it('refuses malformed provider defaults at construction', () => {
+		expect(() => createKubernetesSandboxProvider(base, { defaultTimeoutMs: Number.NaN })).toThrow(
+			SandboxConfigError,
+		)
+	})
 })

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest'
 import {
 	readKubernetesTaskCapacity,
 	releaseKubernetesTaskSandboxes,
+	SandboxArgumentError,
 	SandboxConfigError,
 } from '../../../src/index.js'
 import { base, claims } from './acquire-config.js'
@@ -22,6 +23,29 @@ describe('fleet verbs', () => {
 			expect(api.calls).toEqual([])
 		},
 	)
+
+	it.each([
+		[
+			'releaseKubernetesTaskSandboxes',
+			(api: ReturnType<typeof scriptedApi>) =>
+				releaseKubernetesTaskSandboxes(base, { labelSelector: 'a=b', signal: 'stop' } as never, {
+					api: api.port,
+				}),
+		],
+		[
+			'readKubernetesTaskCapacity',
+			(api: ReturnType<typeof scriptedApi>) =>
+				readKubernetesTaskCapacity({ ...base, warmPoolName: 'pool' }, { signal: 'stop' } as never, {
+					api: api.port,
+				}),
+		],
+	])('%s refuses a signal that is not an AbortSignal before any request', async (method, call) => {
+		const api = scriptedApi(() => ({ items: [] }))
+		const error = await rejectionError(call(api))
+		expect(error).toBeInstanceOf(SandboxArgumentError)
+		expect(error).toMatchObject({ method, parameter: 'options.signal', received: '"stop"' })
+		expect(api.calls).toEqual([])
+	})
 
 	it('releaseKubernetesTaskSandboxes lists claims by selector and deletes each', async () => {
 		const api = scriptedApi((call) =>
