@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -45,6 +45,8 @@ function cli(args: string[]): Promise<CliRun> {
 
 beforeAll(async () => {
 	stateDir = await mkdtemp(join(tmpdir(), 'namzu-cli-state-'))
+	// Searchable: on a root host each sandbox's own uid passes through it (see README).
+	await chmod(stateDir, 0o711)
 	cliBundle = await bundleCli()
 })
 afterAll(async () => {

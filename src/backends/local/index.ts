@@ -36,12 +36,19 @@ export {
 	BubblewrapUnavailableError,
 	CgroupLimitsUnavailableError,
 	LocalEgressUnsupportedError,
+	LocalHelperUnavailableError,
 	LocalKeepAliveUnavailableError,
+	LocalPathOptionError,
+	type LocalPathOptionRefusal,
 	LocalProviderClosedError,
 	LocalSandboxCleanupError,
 	LocalSandboxNotFoundError,
 	type LocalSandboxNotFoundReason,
 	LocalSandboxStartError,
+	LocalSandboxUidsExhaustedError,
+	LocalStateDirUnreachableError,
+	LocalStateEntryUnsafeError,
+	LocalWorkspaceBusyError,
 } from './local-errors.js'
 export type { LocalSandbox, LocalSandboxVerb } from './local-sandbox.js'
 export {
@@ -61,4 +68,10 @@ export {
 } from './local-sandbox-registry.js'
 export type { LocalSandboxCreateConfig } from './local-sandbox-spec.js'
 export { type OpenLocalSandboxOptions, openLocalSandbox } from './open-local-sandbox.js'
+export type { SandboxHostClaims } from './host-claims.js'
 export type { LocalSandboxDescriptor, LocalSandboxState } from './sandbox-descriptor.js'
+export {
+	DEFAULT_SANDBOX_UID_RANGE,
+	MIN_SANDBOX_UID,
+	type SandboxUidRange,
+} from './sandbox-identity.js'

@@ -6,9 +6,10 @@
  * the host-claims record before it is made; `release()` undoes the record and removes the state
  * root once the sandbox's processes are gone. A failed preparation undoes what it did.
  */
-import { realpath, stat } from 'node:fs/promises'
+import { open, realpath, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { buildBwrapArgs } from './bwrap-argv.js'
+import { SandboxConfigError } from '../../contract/errors.js'
 import { claimsDirectory, takeLock } from './claim-locks.js'
 import {
 	emptyClaims,
@@ -219,6 +220,34 @@ async function workloadNodeTarget(
 	return visible(nodePath) && visible(real) ? undefined : real
 }
 
+const ELF_MAGIC = Buffer.from([0x7f, 0x45, 0x4c, 0x46])
+
+/**
+ * The agent's node must be a binary: a script runs through an interpreter that reads it, so an
+ * unreadable copy would not start, and whatever it execs would be readable (and dumpable) again.
+ */
+async function assertNodeBinary(nodePath: string): Promise<void> {
+	let head = Buffer.alloc(0)
+	try {
+		const file = await open(nodePath, 'r')
+		try {
+			const { buffer, bytesRead } = await file.read(Buffer.alloc(4), 0, 4, 0)
+			head = buffer.subarray(0, bytesRead)
+		} finally {
+			await file.close()
+		}
+	} catch (error) {
+		const code = (error as NodeJS.ErrnoException).code ?? 'error'
+		throw new SandboxConfigError('backend.nodePath', `${nodePath} is not readable (${code})`)
+	}
+	if (!head.equals(ELF_MAGIC)) {
+		throw new SandboxConfigError(
+			'backend.nodePath',
+			`${nodePath} is not an executable binary (a script or shim cannot run the agent from an unreadable copy); point it at the node binary itself`,
+		)
+	}
+}
+
 async function prepare(prep: Preparation): Promise<Omit<SandboxConfinement, 'claims' | 'release'>> {
 	const { input, dirs } = prep
 	const { backend, spec, signal } = input
@@ -228,6 +257,7 @@ async function prepare(prep: Preparation): Promise<Omit<SandboxConfinement, 'cla
 	const layout = await readHostRootLayout()
 	const readOnly = [...(await readOnlyBinds(prep)), ...(await resolverBind(layout))]
 	const hidden = await hiddenTargets(prep)
+	await assertNodeBinary(backend.nodePath)
 	const nodeTarget = await workloadNodeTarget(backend.nodePath, layout, readOnly)
 	signal?.throwIfAborted()
 	const runtime = await prepareAgentRuntime(prep.base, {
