@@ -17,11 +17,18 @@ export {
 	SandboxPrivilegeProbeError,
 } from '../../host/privilege-probe.js'
 export type {
+	AgentReachReport,
+	SandboxIdentityReport,
+	SandboxRootReport,
+} from './confinement-report.js'
+export type {
 	CgroupControllerCheck,
+	DescribeLocalIsolationOptions,
 	IsolationCheck,
 	LocalIsolationReport,
 } from './describe-local-isolation.js'
 export { describeLocalIsolation } from './describe-local-isolation.js'
+export type { SandboxHostClaims } from './host-claims.js'
 export {
 	DEFAULT_KEEP_ALIVE_MS,
 	MAX_KEEP_ALIVE_MS,
@@ -68,7 +75,6 @@ export {
 } from './local-sandbox-registry.js'
 export type { LocalSandboxCreateConfig } from './local-sandbox-spec.js'
 export { type OpenLocalSandboxOptions, openLocalSandbox } from './open-local-sandbox.js'
-export type { SandboxHostClaims } from './host-claims.js'
 export type { LocalSandboxDescriptor, LocalSandboxState } from './sandbox-descriptor.js'
 export {
 	DEFAULT_SANDBOX_UID_RANGE,

@@ -8,8 +8,8 @@
  */
 import { open, realpath, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { buildBwrapArgs } from './bwrap-argv.js'
 import { SandboxConfigError } from '../../contract/errors.js'
+import { buildBwrapArgs } from './bwrap-argv.js'
 import { claimsDirectory, takeLock } from './claim-locks.js'
 import {
 	emptyClaims,

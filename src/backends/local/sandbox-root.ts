@@ -97,6 +97,8 @@ export type RootMount =
 	| { readonly kind: 'dir'; readonly path: string }
 	/** An empty tmpfs remounted read-only: hides a directory. */
 	| { readonly kind: 'empty-dir'; readonly path: string }
+	/** An empty read-only file bound over it: hides a file. */
+	| { readonly kind: 'empty-file'; readonly source: string; readonly path: string }
 	| { readonly kind: 'remount-ro-root' }
 
 export interface SandboxRootPlan {
@@ -122,7 +124,7 @@ function exposedTargets(mounts: readonly RootMount[]): string[] {
 
 function maskMount(mask: MaskTarget, emptyFile: string): RootMount {
 	return mask.kind === 'file'
-		? { kind: 'ro-bind', source: emptyFile, target: mask.path }
+		? { kind: 'empty-file', source: emptyFile, path: mask.path }
 		: { kind: 'empty-dir', path: mask.path }
 }
 
@@ -217,6 +219,9 @@ export function rootMountArgs(mounts: readonly RootMount[]): string[] {
 			case 'empty-dir':
 				args.push('--tmpfs', mount.path, '--remount-ro', mount.path)
 				break
+			case 'empty-file':
+				args.push('--ro-bind', mount.source, mount.path)
+				break
 			case 'remount-ro-root':
 				args.push('--remount-ro', '/')
 				break
@@ -250,6 +255,8 @@ export function describeRootMount(mount: RootMount): string {
 			return `${mount.path} (directory in the private tmpfs)`
 		case 'empty-dir':
 			return `${mount.path} (hidden: empty read-only tmpfs)`
+		case 'empty-file':
+			return `${mount.path} (hidden: empty read-only file)`
 		case 'remount-ro-root':
 			return '/ remounted read-only'
 	}
