@@ -1,9 +1,20 @@
 // Acquire: create() → first exec('true') result, cold and from a warm pool, against spawning the
-// same bubblewrap command line running `node -e 0` (the floor any bwrap-based sandbox pays).
-import { mkdtemp, rm } from 'node:fs/promises'
+// same bubblewrap command line running `node -e 0` (the floor any bwrap-based sandbox pays): the
+// same minimal root, started as an unprivileged uid through setpriv on a root host.
+import { chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildBwrapArgs } from '../dist/backends/local/bwrap-argv.js'
+import { readHostRootLayout } from '../dist/backends/local/host-root-layout.js'
+import { HOST_TOOLS } from '../dist/backends/local/host-tools.js'
+import { prepareAgentRuntime } from '../dist/backends/local/runtime-cache.js'
+import {
+	DEFAULT_SANDBOX_UID_RANGE,
+	perSandboxUids,
+	withSandboxIdentity,
+} from '../dist/backends/local/sandbox-identity.js'
+import { planSandboxRoot } from '../dist/backends/local/sandbox-root.js'
+import { agentBundlePath } from '../dist/host/agent-bundle-path.js'
 import { createSandboxProvider } from '../dist/index.js'
 import { argInt, ms, printTable, ratio, spawnAndWait, summarize, timeEach } from './lib.mjs'
 
@@ -20,19 +31,44 @@ async function acquireOnce(provider) {
 }
 
 async function bwrapBaseline(n) {
-	const workspace = await mkdtemp(join(tmpdir(), 'namzu-bench-bwrap-'))
+	const stateDir = await mkdtemp(join(tmpdir(), 'namzu-bench-bwrap-'))
 	try {
-		const args = buildBwrapArgs({
-			workspace,
+		await chmod(stateDir, 0o711)
+		const workspace = join(stateDir, 'workspace')
+		await mkdir(workspace)
+		// The last uid of the range: the bench holds no lock, so it keeps clear of real sandboxes.
+		const uid = DEFAULT_SANDBOX_UID_RANGE.first + DEFAULT_SANDBOX_UID_RANGE.count - 1
+		const identity = perSandboxUids()
+			? { mode: 'per-sandbox-uid', uid, gid: uid, lockPath: '' }
+			: { mode: 'host-user', uid: process.getuid(), gid: process.getgid() }
+		if (identity.mode === 'per-sandbox-uid') await chown(workspace, uid, uid)
+		const runtime = await prepareAgentRuntime(stateDir, {
+			nodePath: process.execPath,
+			agentPath: agentBundlePath(),
+			readableNode: false,
+		})
+		const root = planSandboxRoot({
+			layout: await readHostRootLayout(),
+			workspace: { source: workspace, target: workspace },
 			homeDir: '/tmp/home',
-			readOnlyBinds: [],
+			runtime,
+			readOnly: [],
+			hidden: [],
+		})
+		const args = buildBwrapArgs({
+			root: root.mounts,
+			workspace,
 			egress: 'deny-all',
 			hostname: 'namzu-sandbox',
 			command: [process.execPath, '-e', '0'],
 		})
-		return await timeEach(n, () => spawnAndWait('/usr/bin/bwrap', args))
+		const [program, ...rest] = withSandboxIdentity(HOST_TOOLS.setpriv, identity, [
+			'/usr/bin/bwrap',
+			...args,
+		])
+		return await timeEach(n, () => spawnAndWait(program, rest))
 	} finally {
-		await rm(workspace, { recursive: true, force: true })
+		await rm(stateDir, { recursive: true, force: true })
 	}
 }
 

@@ -26,7 +26,7 @@ const skip = bwrapSkipReason()
  * Run inside: tries every way into process `pid` and prints one `name result` line each —
  * `ok` or the errno name. pidfd_open is syscall 434, pidfd_getfd 438 (x86-64 and arm64 alike).
  */
-const REACH = String.raw`
+const REACH = `
 import ctypes, errno, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 pid = int(sys.argv[1])
