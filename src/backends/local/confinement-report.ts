@@ -9,7 +9,7 @@ import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
 import { assertHostTool, HOST_TOOLS } from './host-tools.js'
 import type { LocalBackendConfig, ResolvedLocalBackendConfig } from './local-backend-config.js'
 import { createLocalSandboxProvider } from './local-sandbox-provider.js'
-import { RUNTIME_DIR_NAME } from './runtime-cache.js'
+import { runtimeDirName } from './runtime-cache.js'
 import { perSandboxUids, type SandboxUidRange } from './sandbox-identity.js'
 import { describeRootMount, planSandboxRoot, underSystemBinds } from './sandbox-root.js'
 
@@ -75,7 +75,7 @@ export async function describeSandboxRoot(
 ): Promise<SandboxRootReport> {
 	const layout = await readHostRootLayout()
 	const stateRoot = join(resolved.stateDir, 'namzu-sbx-<id>')
-	const runtime = join(resolved.stateDir, RUNTIME_DIR_NAME)
+	const runtime = join(resolved.stateDir, runtimeDirName())
 	const plan = planSandboxRoot({
 		layout,
 		workspace: { source: join(stateRoot, 'workspace'), target: join(stateRoot, 'workspace') },

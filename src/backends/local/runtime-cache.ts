@@ -1,5 +1,6 @@
 /**
- * `<stateDir>/namzu-runtime/` (0755, ours alone): the files every sandbox binds read-only at a
+ * `<stateDir>/namzu-runtime-<host uid>/` (0755, ours alone; the uid in the name keeps users who
+ * share a state directory such as /tmp apart): the files every sandbox binds read-only at a
  * neutral path, reused across sandboxes.
  *
  * - `node-<key>`, mode 0111: the agent's node. The kernel marks a process non-dumpable when it
@@ -22,7 +23,12 @@ import { chmod, copyFile, lstat, rename, rm, stat, writeFile } from 'node:fs/pro
 import { join } from 'node:path'
 import { ensurePrivateDirectory } from './claim-locks.js'
 
-export const RUNTIME_DIR_NAME = 'namzu-runtime'
+export const RUNTIME_DIR_PREFIX = 'namzu-runtime-'
+
+/** The runtime cache directory name of this process's uid. */
+export function runtimeDirName(): string {
+	return `${RUNTIME_DIR_PREFIX}${process.getuid?.() ?? 0}`
+}
 const AGENT_NODE_MODE = 0o111
 const READABLE_NODE_MODE = 0o555
 const READ_ONLY_MODE = 0o444
@@ -123,7 +129,7 @@ export async function prepareAgentRuntime(
 	stateBase: string,
 	sources: AgentRuntimeSources,
 ): Promise<AgentRuntimeFiles> {
-	const dir = await ensurePrivateDirectory(stateBase, RUNTIME_DIR_NAME, 0o755)
+	const dir = await ensurePrivateDirectory(stateBase, runtimeDirName(), 0o755)
 	await chmod(dir, 0o755)
 	const [node, bundle] = await Promise.all([stat(sources.nodePath), stat(sources.agentPath)])
 	const agentNode = join(dir, `node-${sourceKey(node)}`)

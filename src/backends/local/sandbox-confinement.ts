@@ -29,7 +29,7 @@ import {
 import type { LocalSandboxSpec } from './local-sandbox-spec.js'
 import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
 import { releaseHostClaims, removeStateRoot, writeHostClaims } from './release-host-claims.js'
-import { prepareAgentRuntime, RUNTIME_DIR_NAME } from './runtime-cache.js'
+import { prepareAgentRuntime, runtimeDirName } from './runtime-cache.js'
 import {
 	createSandboxDirectories,
 	resolveStateBase,
@@ -255,7 +255,10 @@ async function prepare(prep: Preparation): Promise<Omit<SandboxConfinement, 'cla
 	signal?.throwIfAborted()
 	const workspaceSource = await reachable(prep, dirs.workspace, 'workspace')
 	const layout = await readHostRootLayout()
-	const readOnly = [...(await readOnlyBinds(prep)), ...(await resolverBind(layout))]
+	const readOnly = await readOnlyBinds(prep)
+	for (const bind of await resolverBind(layout)) {
+		readOnly.push({ source: await reachable(prep, bind.source, 'resolver'), target: bind.target })
+	}
 	const hidden = await hiddenTargets(prep)
 	await assertNodeBinary(backend.nodePath)
 	const nodeTarget = await workloadNodeTarget(backend.nodePath, layout, readOnly)
@@ -301,7 +304,7 @@ export async function prepareConfinement(input: ConfinementInput): Promise<Sandb
 	try {
 		if (perSandbox(identity)) {
 			await assertHostTool('setpriv', 'start bubblewrap as the sandbox uid')
-			const blocked = await firstUnsearchable(join(base, RUNTIME_DIR_NAME), identity)
+			const blocked = await firstUnsearchable(join(base, runtimeDirName()), identity)
 			if (blocked !== undefined) throw new LocalStateDirUnreachableError(backend.stateDir, blocked)
 		}
 		dirs = await createSandboxDirectories(

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
 import { CLAIMS_DIR_NAME } from './claim-locks.js'
 import { removeStateRoot } from './release-host-claims.js'
-import { RUNTIME_DIR_NAME } from './runtime-cache.js'
+import { RUNTIME_DIR_PREFIX } from './runtime-cache.js'
 import { isWithin } from './sandbox-root.js'
 
 export const STATE_DIR_PREFIX = 'namzu-sbx-'
@@ -49,7 +49,9 @@ function stateEntryOf(base: string, path: string): boolean {
 	if (!isWithin(path, base) || path === base) return false
 	const first = path.slice(base.length + 1).split('/')[0] ?? ''
 	return (
-		first.startsWith(STATE_DIR_PREFIX) || first === RUNTIME_DIR_NAME || first === CLAIMS_DIR_NAME
+		first.startsWith(STATE_DIR_PREFIX) ||
+		first.startsWith(RUNTIME_DIR_PREFIX) ||
+		first === CLAIMS_DIR_NAME
 	)
 }
 

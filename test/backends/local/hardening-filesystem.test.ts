@@ -126,7 +126,10 @@ describe.skipIf(skip !== undefined)(
 			expect(base.stdout.trim().split('\n')).toEqual([own])
 			const root = await sh(sandbox, `ls -A ${join(stateDir, own)}`)
 			expect(root.stdout.trim().split('\n')).toEqual(['workspace'])
-			const runtime = await sh(sandbox, `ls ${join(stateDir, 'namzu-runtime')}`)
+			const runtime = await sh(
+				sandbox,
+				`ls ${join(stateDir, `namzu-runtime-${process.getuid?.() ?? 0}`)}`,
+			)
 			expect(runtime.exitCode).not.toBe(0)
 			// The host side does hold all of these.
 			expect((await readdir(join(stateDir, own))).sort()).toEqual(

@@ -312,3 +312,59 @@ setInterval(() => undefined, 1000)
 		})
 	},
 )
+
+describe.skipIf(skip !== undefined)(
+	`a sandbox started by a non-root host runs as that user, its agent still out of reach${skip ? ` (skipped: ${skip})` : ''}`,
+	() => {
+		let library: SourceBundle | undefined
+		let scratch = ''
+
+		beforeAll(async () => {
+			library = await bundleSource('src/backends/local/index.ts', 'local-tier')
+			await chmod(library.dir, 0o755)
+			await chmod(library.file, 0o644)
+			scratch = await mkdtemp(join(tmpdir(), 'namzu-unprivileged-host-'))
+			await chmod(scratch, 0o755)
+			await mkdir(join(scratch, 'state'), { mode: 0o700 })
+			await chown(join(scratch, 'state'), 65534, 65534)
+		})
+
+		afterAll(async () => {
+			await library?.remove()
+			if (scratch) await rm(scratch, { recursive: true, force: true })
+		})
+
+		it('files it makes are the host user’s, the agent environ stays closed, and nothing of root is involved', async () => {
+			if (!library) throw new Error('bundle missing')
+			const script = join(scratch, 'host.mjs')
+			await writeFile(
+				script,
+				`import { createLocalSandboxProvider } from ${JSON.stringify(library.file)}
+const provider = createLocalSandboxProvider({ tier: 'process', stateDir: ${JSON.stringify(join(scratch, 'state'))} })
+const sandbox = await provider.create()
+const reach = await sandbox.exec('sh', ['-c', 'cat /proc/$PPID/environ > /dev/null && echo reachable || echo unreachable; id -u; touch made'])
+const { statSync } = await import('node:fs')
+const owner = statSync(sandbox.rootDir + '/made').uid
+console.log(JSON.stringify({ owner, lines: reach.stdout.trim().split('\\n') }))
+await sandbox.destroy()
+await provider.close()
+`,
+			)
+			await chmod(script, 0o644)
+			const run = spawnSync(
+				'/usr/bin/setpriv',
+				['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, script],
+				{ env: childEnv({ HOME: scratch }), encoding: 'utf8', timeout: 60_000 },
+			)
+			expect(run.status, run.stderr).toBe(0)
+			const report = JSON.parse(run.stdout.trim().split('\n').pop() ?? '{}') as {
+				owner: number
+				lines: string[]
+			}
+			expect(report.lines).toEqual(['unreachable', '0'])
+			expect(report.owner).toBe(65534)
+			// No per-sandbox uid without root: no claims directory was made.
+			expect(await readdir(join(scratch, 'state'))).toEqual([`namzu-runtime-65534`])
+		})
+	},
+)
