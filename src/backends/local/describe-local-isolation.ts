@@ -154,7 +154,13 @@ export async function describeLocalIsolation(
 	}
 	const cgroups = await cgroupChecks()
 	const usesBwrap = resolved.isolation === 'bubblewrap'
-	const identity = await describeSandboxIdentity(resolved)
+	const identity: SandboxIdentityReport = usesBwrap
+		? await describeSandboxIdentity(resolved)
+		: {
+				ok: true,
+				mode: 'host-user',
+				detail: "isolation 'none': the agent runs as this user, unconfined",
+			}
 	const root = usesBwrap
 		? await describeSandboxRoot(resolved)
 		: {
