@@ -11,6 +11,14 @@ import { LocalStateEntryUnsafeError } from './local-errors.js'
 
 export const CLAIMS_DIR_NAME = 'namzu-claims'
 
+export function uidLockName(uid: number): string {
+	return `uid-${uid}.lock`
+}
+
+export function workspaceLockName(dev: number, ino: number): string {
+	return `ws-${dev}-${ino}.lock`
+}
+
 export interface LockOwner {
 	readonly id: string
 	readonly stateRoot: string

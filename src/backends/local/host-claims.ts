@@ -7,7 +7,7 @@
  * Pure: shape, parsing and the check that a record names only what belongs to its sandbox.
  */
 import { dirname } from 'node:path'
-import { CLAIMS_DIR_NAME } from './claim-locks.js'
+import { CLAIMS_DIR_NAME, uidLockName, workspaceLockName } from './claim-locks.js'
 import { isWithin } from './sandbox-root.js'
 import type { WorkspaceOwnership } from './workspace-ownership.js'
 
@@ -45,11 +45,11 @@ export function emptyClaims(id: string, stateRoot: string): SandboxHostClaims {
 }
 
 export function uidLockPath(stateRoot: string, uid: number): string {
-	return `${dirname(stateRoot)}/${CLAIMS_DIR_NAME}/uid-${uid}.lock`
+	return `${dirname(stateRoot)}/${CLAIMS_DIR_NAME}/${uidLockName(uid)}`
 }
 
 export function workspaceLockPath(stateRoot: string, dev: number, ino: number): string {
-	return `${dirname(stateRoot)}/${CLAIMS_DIR_NAME}/ws-${dev}-${ino}.lock`
+	return `${dirname(stateRoot)}/${CLAIMS_DIR_NAME}/${workspaceLockName(dev, ino)}`
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -10,7 +10,7 @@ import { open, realpath, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
 import { buildBwrapArgs } from './bwrap-argv.js'
-import { claimsDirectory, takeLock } from './claim-locks.js'
+import { claimsDirectory, takeLock, workspaceLockName } from './claim-locks.js'
 import {
 	emptyClaims,
 	OWNERSHIP_RECORD_NAME,
@@ -147,17 +147,15 @@ async function handOverCallerWorkspace(prep: Preparation): Promise<void> {
 	await ledger.record({ workspace })
 	const taken = await takeLock(
 		await claimsDirectory(prep.base),
-		`ws-${info.dev}-${info.ino}.lock`,
-		{
-			id: prep.input.id,
-			stateRoot: dirs.root,
-		},
+		workspaceLockName(info.dev, info.ino),
+		{ id: prep.input.id, stateRoot: dirs.root },
 	)
 	if (taken === undefined) throw new LocalWorkspaceBusyError(dirs.workspace, `${lockPath} is held`)
 	await handOverWorkspace(workspace, identity, prep.input.signal)
 }
 
-async function readOnlyBinds(prep: Preparation): Promise<BindSource[]> {
+/** `readOnlyPaths` resolved and checked against the host (before anything is claimed). */
+async function resolveReadOnlyPaths(prep: Preparation): Promise<BindSource[]> {
 	const { backend, spec } = prep.input
 	const lists = [
 		['backend.readOnlyPaths', backend.readOnlyPaths],
@@ -175,7 +173,7 @@ async function readOnlyBinds(prep: Preparation): Promise<BindSource[]> {
 				throw new LocalPathOptionError(parameter, 'missing', path, `does not exist (${code})`)
 			}
 			checkReadOnlyPath(parameter, path, real, prep.base)
-			binds.push({ source: await reachable(prep, real, `ro-${binds.length}`), target: path })
+			binds.push({ source: real, target: path })
 		}
 	}
 	return binds
@@ -251,15 +249,19 @@ async function assertNodeBinary(nodePath: string): Promise<void> {
 async function prepare(prep: Preparation): Promise<Omit<SandboxConfinement, 'claims' | 'release'>> {
 	const { input, dirs } = prep
 	const { backend, spec, signal } = input
+	const layout = await readHostRootLayout()
+	const wanted = [...(await resolveReadOnlyPaths(prep)), ...(await resolverBind(layout))]
+	const hidden = await hiddenTargets(prep)
 	await handOverCallerWorkspace(prep)
 	signal?.throwIfAborted()
 	const workspaceSource = await reachable(prep, dirs.workspace, 'workspace')
-	const layout = await readHostRootLayout()
-	const readOnly = await readOnlyBinds(prep)
-	for (const bind of await resolverBind(layout)) {
-		readOnly.push({ source: await reachable(prep, bind.source, 'resolver'), target: bind.target })
+	const readOnly: BindSource[] = []
+	for (const [index, bind] of wanted.entries()) {
+		readOnly.push({
+			source: await reachable(prep, bind.source, `ro-${index}`),
+			target: bind.target,
+		})
 	}
-	const hidden = await hiddenTargets(prep)
 	await assertNodeBinary(backend.nodePath)
 	const nodeTarget = await workloadNodeTarget(backend.nodePath, layout, readOnly)
 	signal?.throwIfAborted()

@@ -13,7 +13,13 @@
  */
 import { randomInt } from 'node:crypto'
 import { SandboxConfigError } from '../../contract/errors.js'
-import { claimsDirectory, type LockOwner, releaseLock, takeLock } from './claim-locks.js'
+import {
+	claimsDirectory,
+	type LockOwner,
+	releaseLock,
+	takeLock,
+	uidLockName,
+} from './claim-locks.js'
 import { LocalSandboxUidsExhaustedError } from './local-errors.js'
 
 export interface SandboxUidRange {
@@ -65,10 +71,6 @@ export function resolveSandboxUidRange(value: unknown): SandboxUidRange {
 
 export function inUidRange(uid: number, range: SandboxUidRange): boolean {
 	return uid >= range.first && uid < range.first + range.count
-}
-
-export function uidLockName(uid: number): string {
-	return `uid-${uid}.lock`
 }
 
 /** Whether sandboxes of this process get their own uid (only root can hand one out). */
