@@ -7,7 +7,7 @@
  */
 import { chmod, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { releaseLock } from './claim-locks.js'
+import { lockHolder, releaseLock } from './claim-locks.js'
 import {
 	HOST_CLAIMS_FILE_NAME,
 	hostClaimsBelongTo,
@@ -56,7 +56,9 @@ export async function releaseHostClaims(claims: SandboxHostClaims): Promise<void
 		})
 	}
 	const { workspace, identity } = claims
-	if (workspace && identity) {
+	// Only a workspace this sandbox locked was handed to it: a create refused because another
+	// sandbox holds the workspace must not touch that sandbox's files on the way out.
+	if (workspace && identity && (await lockHolder(workspace.lockPath)) === claims.id) {
 		try {
 			await giveBackWorkspace(workspace, identity)
 			await releaseLock(workspace.lockPath, claims.id)

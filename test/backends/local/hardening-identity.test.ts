@@ -220,9 +220,12 @@ describe.skipIf(skip !== undefined)(
 			const workspace = await callerWorkspace(tmpdir())
 			scratch.push(workspace)
 			const sandbox = await provider.create({ workingDirectory: workspace })
+			await sandbox.exec('sh', ['-c', 'mkdir shared && chmod 2775 shared'])
 			const error = await provider.create({ workingDirectory: workspace }).catch((e: unknown) => e)
 			expect(error).toBeInstanceOf(LocalWorkspaceBusyError)
 			expect((await sandbox.exec('touch', ['still-mine'])).exitCode).toBe(0)
+			// The refused create touched nothing of the first sandbox's.
+			expect((await lstat(join(workspace, 'shared'))).mode & 0o2000).toBe(0o2000)
 			expect(inRange((await lstat(join(workspace, 'README'))).uid)).toBe(true)
 			await sandbox.destroy()
 			expect((await lstat(join(workspace, 'README'))).uid).toBe(0)
