@@ -74,15 +74,33 @@ async function bwrapBaseline(n) {
 
 const baseline = summarize(await bwrapBaseline(count))
 
+// NAMZU_BENCH_COMPARE_LIB=<another build's dist/index.js>: cold acquires of that build interleaved
+// with this one's (alternating order), so a change's create-time cost is a same-run ratio.
+const compareLib = process.env.NAMZU_BENCH_COMPARE_LIB
+const other = compareLib
+	? (await import(new URL(`file://${compareLib}`).href)).createSandboxProvider({
+			backend: { tier: 'process' },
+		})
+	: undefined
 const cold = createSandboxProvider({ backend: { tier: 'process' } })
 const coldSamples = []
+const otherSamples = []
 try {
-	for (let i = 0; i < 3; i++) await acquireOnce(cold)
-	for (let i = 0; i < count; i++) coldSamples.push(await acquireOnce(cold))
+	for (let i = 0; i < 3; i++) {
+		await acquireOnce(cold)
+		if (other) await acquireOnce(other)
+	}
+	for (let i = 0; i < count; i++) {
+		if (other && i % 2 === 0) otherSamples.push(await acquireOnce(other))
+		coldSamples.push(await acquireOnce(cold))
+		if (other && i % 2 === 1) otherSamples.push(await acquireOnce(other))
+	}
 } finally {
 	await cold.close()
+	await other?.close()
 }
 const coldStats = summarize(coldSamples)
+const otherStats = other ? summarize(otherSamples) : undefined
 
 // Warm pool: the pool refills in the background between acquires; give it time to refill so each
 // sample measures a warm hand-out (the steady state of a host that acquires less often than ~10/s).
@@ -114,4 +132,10 @@ printTable(`acquire (n=${count})`, [
 	`warm create() → exec('true') result  p50 ${ms(warmStats.p50)}  p95 ${ms(warmStats.p95)}`,
 	`warm ratio to baseline               p50 ${ratio(warmStats.p50, baseline.p50)}`,
 	`warm create() alone                  p50 ${ms(warmCreateStats.p50)}  p95 ${ms(warmCreateStats.p95)}`,
+	...(otherStats
+		? [
+				`cold, ${compareLib}  p50 ${ms(otherStats.p50)}  p95 ${ms(otherStats.p95)}`,
+				`cold, this build / that build        p50 ${ratio(coldStats.p50, otherStats.p50)}`,
+			]
+		: []),
 ])
