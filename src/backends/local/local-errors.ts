@@ -253,14 +253,14 @@ export class LocalWorkspaceBusyError extends SandboxError {
 	}
 }
 
-/** A program the hardened launch needs (util-linux `setpriv`, `mount`, `umount`) is not usable. */
+/** A host program the hardened launch needs (util-linux `setpriv`/`mount`/`umount`, GNU `find`/`chown`/`chmod`) is not usable. */
 export class LocalHelperUnavailableError extends SandboxError {
 	override readonly name = 'LocalHelperUnavailableError'
 	readonly helperPath: string
 
 	constructor(helperPath: string, purpose: string, options: SandboxErrorOptions = {}) {
 		super(
-			`${helperPath} is needed to ${purpose} but is not executable (apt-get install -y util-linux)`,
+			`${helperPath} is needed to ${purpose} but is not executable (apt-get install -y util-linux coreutils findutils)`,
 			'helper-unavailable',
 			options,
 		)
