@@ -1,13 +1,15 @@
 /**
  * O_EXCL lock files under `<stateDir>/namzu-claims/`, each naming the sandbox that holds it: one
  * per sandbox uid in use (`uid-<uid>.lock`) and one per caller workspace handed to a sandbox
- * (`ws-<dev>-<ino>.lock`). A lock is released only by the sandbox it names, so a stale record can
+ * (`ws-<dev>-<ino>.lock`). Each names the sandbox, its state root and the taking process (pid +
+ * `/proc` start time). A lock is released only by the sandbox it names, so a stale record can
  * never free a lock somebody else holds. The directory must be ours alone: a directory another
  * user planted in a shared /tmp would let them forge or delete locks.
  */
 import { lstat, mkdir, open, readFile, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { LocalStateEntryUnsafeError } from './local-errors.js'
+import { readProcessIdentity } from './process-identity.js'
 
 export const CLAIMS_DIR_NAME = 'namzu-claims'
 
@@ -66,10 +68,12 @@ export async function takeLock(
 		throw error
 	}
 	try {
+		const self = await readProcessIdentity(process.pid)
 		const record = {
 			id: owner.id,
 			stateRoot: owner.stateRoot,
 			pid: process.pid,
+			...(self ? { pidStartTime: self.startTime } : {}),
 			takenAtMs: Date.now(),
 		}
 		await handle.writeFile(`${JSON.stringify(record)}\n`)

@@ -32,6 +32,11 @@ export interface SandboxHostClaims {
 	readonly version: typeof HOST_CLAIMS_VERSION
 	readonly id: string
 	readonly stateRoot: string
+	/**
+	 * The host process that made the claims (pid + `/proc` start time): while it lives, the sandbox
+	 * is its to undo (a kept-alive sandbox's descriptor names its launcher as well).
+	 */
+	readonly owner?: { readonly pid: number; readonly startTime: string }
 	/** The per-sandbox uid (root hosts only). */
 	readonly identity?: ClaimedIdentity
 	/** A caller workspace handed to `identity` for the sandbox's lifetime. */
@@ -40,8 +45,18 @@ export interface SandboxHostClaims {
 	readonly stagingMounts: readonly string[]
 }
 
-export function emptyClaims(id: string, stateRoot: string): SandboxHostClaims {
-	return { version: HOST_CLAIMS_VERSION, id, stateRoot, stagingMounts: [] }
+export function emptyClaims(
+	id: string,
+	stateRoot: string,
+	owner?: { readonly pid: number; readonly startTime: string },
+): SandboxHostClaims {
+	return {
+		version: HOST_CLAIMS_VERSION,
+		id,
+		stateRoot,
+		...(owner ? { owner } : {}),
+		stagingMounts: [],
+	}
 }
 
 export function uidLockPath(stateRoot: string, uid: number): string {
@@ -64,6 +79,12 @@ function id32(value: unknown): value is number {
 
 function nonNegative(value: unknown): value is number {
 	return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
+}
+
+function parseOwner(raw: unknown): SandboxHostClaims['owner'] {
+	if (!isRecord(raw) || !nonNegative(raw.pid) || raw.pid === 0) return undefined
+	if (typeof raw.startTime !== 'string' || !/^\d+$/.test(raw.startTime)) return undefined
+	return { pid: raw.pid, startTime: raw.startTime }
 }
 
 function parseIdentity(raw: unknown): ClaimedIdentity | undefined {
@@ -90,6 +111,8 @@ export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 	const mounts = raw.stagingMounts
 	if (!Array.isArray(mounts) || !mounts.every((mount) => typeof mount === 'string'))
 		return undefined
+	const owner = raw.owner === undefined ? undefined : parseOwner(raw.owner)
+	if (raw.owner !== undefined && owner === undefined) return undefined
 	const identity = raw.identity === undefined ? undefined : parseIdentity(raw.identity)
 	const workspace = raw.workspace === undefined ? undefined : parseWorkspace(raw.workspace)
 	if (raw.identity !== undefined && identity === undefined) return undefined
@@ -98,6 +121,7 @@ export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 		version: HOST_CLAIMS_VERSION,
 		id: raw.id,
 		stateRoot: raw.stateRoot,
+		...(owner ? { owner } : {}),
 		...(identity ? { identity } : {}),
 		...(workspace ? { workspace } : {}),
 		stagingMounts: mounts.map(String),

@@ -28,6 +28,7 @@ import {
 } from './local-errors.js'
 import type { LocalSandboxSpec } from './local-sandbox-spec.js'
 import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
+import { readProcessIdentity } from './process-identity.js'
 import { releaseHostClaims, removeStateRoot, writeHostClaims } from './release-host-claims.js'
 import { prepareAgentRuntime, runtimeDirName } from './runtime-cache.js'
 import {
@@ -319,8 +320,9 @@ export async function prepareConfinement(input: ConfinementInput): Promise<Sandb
 		await releaseSandboxIdentity(identity, id)
 		throw error
 	}
+	const owner = await readProcessIdentity(process.pid)
 	const ledger = new ClaimsLedger({
-		...emptyClaims(id, dirs.root),
+		...emptyClaims(id, dirs.root, owner),
 		...(perSandbox(identity)
 			? { identity: { uid: identity.uid, gid: identity.gid, lockPath: identity.lockPath } }
 			: {}),

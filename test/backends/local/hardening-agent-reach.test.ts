@@ -5,7 +5,6 @@
  * beside its positive control.
  */
 import { spawn } from 'node:child_process'
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -174,31 +173,38 @@ describe.skipIf(skip !== undefined)(
 	`a descriptor the host's own parent leaked never reaches the sandbox${skip ? ` (skipped: ${skip})` : ''}`,
 	() => {
 		let library: SourceBundle | undefined
+		let launcher: SourceBundle | undefined
 		let scratch = ''
 
 		beforeAll(async () => {
 			library = await bundleSource('src/backends/local/index.ts', 'local-tier')
+			launcher = await bundleSource('src/backends/local/agent-launcher.ts', 'launcher')
 			scratch = await mkdtemp(join(tmpdir(), 'namzu-leak-'))
 			await chmod(scratch, 0o711)
 		})
 
 		afterAll(async () => {
 			await library?.remove()
+			await launcher?.remove()
 			if (scratch) await rm(scratch, { recursive: true, force: true })
 		})
 
-		it('a host started with descriptor 40 open (not close-on-exec) hands bwrap /dev/null there, and commands see only stdio', async () => {
-			if (!library) throw new Error('bundle missing')
+		it('a host started with descriptor 40 open (not close-on-exec) launches with /dev/null there, and commands see only stdio', async () => {
+			if (!library || !launcher) throw new Error('bundle missing')
 			const script = join(scratch, 'leaky-host.mjs')
 			await writeFile(
 				script,
-				`import { readlinkSync } from 'node:fs'
+				`import { readFileSync, readlinkSync } from 'node:fs'
 import { createLocalSandboxProvider } from ${JSON.stringify(library.file)}
+import { launchAgentProcess } from ${JSON.stringify(launcher.file)}
 const provider = createLocalSandboxProvider({ tier: 'process', stateDir: ${JSON.stringify(scratch)} })
 const sandbox = await provider.create()
 const inside = await sandbox.exec('sh', ['-c', 'ls /proc/self/fd'])
-const host = { leaked: readlinkSync('/proc/self/fd/40') }
-console.log(JSON.stringify({ inside: inside.stdout.trim().split('\\n'), host, hostPid: process.pid }))
+// What the launch chain's first program (the cgroup-join shell, setpriv, then bwrap) is handed.
+const seen = ${JSON.stringify(join(scratch, 'seen'))}
+const probe = launchAgentProcess({ argv: ['/bin/sh', '-c', 'readlink /proc/$$/fd/40 > ' + seen], env: {}, cwd: '/', secrets: [] })
+await probe.exited
+console.log(JSON.stringify({ inside: inside.stdout.trim().split('\\n'), leaked: readlinkSync('/proc/self/fd/40'), launched: readFileSync(seen, 'utf8').trim() }))
 await provider.close()
 `,
 			)
@@ -219,32 +225,18 @@ await provider.close()
 			child.stderr?.on('data', (chunk: Buffer) => {
 				stderr += chunk.toString()
 			})
-			// While it runs, look at every bwrap it started: descriptor 40 must be /dev/null.
-			const seen: string[] = []
-			const watch = setInterval(() => {
-				for (const entry of readdirSync('/proc')) {
-					if (!/^\d+$/.test(entry)) continue
-					try {
-						const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8')
-						if (!cmdline.startsWith('/usr/bin/bwrap') || !cmdline.includes(scratch)) continue
-						seen.push(readlinkSync(`/proc/${entry}/fd/40`))
-					} catch {
-						// Not ours, or gone.
-					}
-				}
-			}, 5)
 			const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
-			clearInterval(watch)
 			expect(code, stderr).toBe(0)
 			const report = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as {
 				inside: string[]
-				host: { leaked: string }
+				leaked: string
+				launched: string
 			}
 			// Positive control: the host process really held the leaked descriptor.
-			expect(report.host.leaked).toBe(leakedFile)
+			expect(report.leaked).toBe(leakedFile)
 			expect(report.inside.sort()).toEqual(['0', '1', '2', '3'])
-			expect(seen.length).toBeGreaterThan(0)
-			expect(new Set(seen)).toEqual(new Set(['/dev/null']))
+			// A launched program holds /dev/null at that number, never the leaked file.
+			expect(report.launched).toBe('/dev/null')
 		})
 	},
 )

@@ -288,6 +288,8 @@ setInterval(() => undefined, 1000)
 			expect(mountsUnder(stateRoot)).toHaveLength(1)
 			const claims = await readHostClaims(id, stateRoot)
 			expect(claims?.workspace?.path).toBe(workspace)
+			// It names the host that made it, so a reaper can tell that host is gone.
+			expect(claims?.owner?.pid).toBe(child.pid)
 			await waitFor(() => spawnSync('pgrep', ['-f', stateRoot]).status !== 0)
 			if (claims === undefined) throw new Error('no host-claims record')
 			await releaseHostClaims(claims)

@@ -170,7 +170,7 @@ describe('ownership record', () => {
 describe('host claims', () => {
 	const root = '/var/lib/s/namzu-sbx-0123456789ab'
 	const claims: SandboxHostClaims = {
-		...emptyClaims('0123456789ab', root),
+		...emptyClaims('0123456789ab', root, { pid: 4242, startTime: '987654' }),
 		identity: {
 			uid: 1_879_048_200,
 			gid: 1_879_048_200,
@@ -214,6 +214,7 @@ describe('host claims', () => {
 		expect(parseHostClaims({ ...claims, version: 2 })).toBeUndefined()
 		expect(parseHostClaims({ ...claims, identity: { uid: -1 } })).toBeUndefined()
 		expect(parseHostClaims({ ...claims, stagingMounts: [1] })).toBeUndefined()
+		expect(parseHostClaims({ ...claims, owner: { pid: 7, startTime: 'x' } })).toBeUndefined()
 	})
 })
 
