@@ -18,6 +18,12 @@ export function formatIsolationReport(report: LocalIsolationReport): string {
 		`  ${mark(report.networkNamespace)} network namespace ${report.networkNamespace.detail} (needed for deny-all egress)`,
 		`  ${mark(report.cgroups.memory)} memory limits     ${report.cgroups.memory.detail} (memoryLimitMb)`,
 		`  ${mark(report.cgroups.pids)} process limits    ${report.cgroups.pids.detail} (maxProcesses)`,
+		`  ${mark(report.identity)} sandbox uid       ${report.identity.detail}`,
+		`  ${mark(report.agentReach)} agent reach       ${report.agentReach.detail}`,
+		'',
+		'root a sandbox sees (in mount order):',
+		...report.root.mounts.map((mount) => `  ${mount}`),
+		`masked: ${report.root.masked.length === 0 ? 'nothing' : report.root.masked.join(', ')}`,
 	]
 	if (report.problems.length > 0) {
 		lines.push('', 'problems:')

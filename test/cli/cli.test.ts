@@ -110,6 +110,8 @@ describe.skipIf(!hasBwrap && !process.env.CI)('namzu-sandbox CLI', () => {
 		const run = await cli(['doctor'])
 		expect(run.code).toBe(0)
 		expect(run.stdout).toContain('local tier: ready')
+		expect(run.stdout).toMatch(/ok {3}agent reach/)
+		expect(run.stdout).toContain('root a sandbox sees')
 		const json = await cli(['doctor', '--json'])
 		expect(JSON.parse(json.stdout)).toMatchObject({ ready: true, environment: 'linux-bwrap' })
 	})

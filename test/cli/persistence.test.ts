@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -25,6 +25,8 @@ function cli(args: string[]): Promise<ProcessRun> {
 
 beforeAll(async () => {
 	stateDir = await mkdtemp(join(tmpdir(), 'namzu-cli-state-'))
+	// Searchable: on a root host each sandbox's own uid passes through it (see README).
+	await chmod(stateDir, 0o711)
 	cliBundle = await bundleCli()
 })
 afterAll(async () => {

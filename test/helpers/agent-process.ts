@@ -22,6 +22,8 @@ export interface StartAgentOptions {
 	readonly env?: Record<string, string>
 	/** `unix` (default) or `tcp` (ephemeral port, read from the agent's stdout line). */
 	readonly mode?: 'unix' | 'tcp'
+	/** Descriptors handed to the agent at 3, 4, … (e.g. one it was not told about). */
+	readonly extraStdio?: readonly ('ignore' | number)[]
 }
 
 /**
@@ -43,7 +45,7 @@ export async function startAgent(options: StartAgentOptions = {}): Promise<Start
 	}
 	const child = spawn(process.execPath, [agentBundlePath()], {
 		env,
-		stdio: ['ignore', 'pipe', 'pipe'],
+		stdio: ['ignore', 'pipe', 'pipe', ...(options.extraStdio ?? [])],
 	})
 	let stderr = ''
 	let stdout = ''

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -36,6 +36,8 @@ function localTierSuite(label: string, warmPoolSize: number): void {
 
 	beforeAll(async () => {
 		stateDir = await mkdtemp(join(tmpdir(), 'namzu-conformance-local-'))
+		// Searchable: on a root host each sandbox's own uid passes through it (see README).
+		await chmod(stateDir, 0o711)
 		provider = createSandboxProvider({ backend: { tier: 'process', stateDir, warmPoolSize } })
 	})
 

@@ -11,6 +11,7 @@ import { createAgentGates } from '../lifecycle/agent-gates.js'
 import { createShutdown } from '../lifecycle/shutdown.js'
 import { loadAgentConfig } from './config.js'
 import { handleConnection } from './connection.js'
+import { closeUnlistedInheritedDescriptors } from './inherited-descriptors.js'
 import { listeningLine, startListening } from './listen.js'
 import { PreauthPool } from './preauth-pool.js'
 import { TokenGate } from './token-gate.js'
@@ -26,6 +27,7 @@ function describe(error: unknown): string {
 async function main(): Promise<void> {
 	let config: ReturnType<typeof loadAgentConfig>
 	try {
+		closeUnlistedInheritedDescriptors(process.env)
 		config = loadAgentConfig()
 	} catch (error) {
 		logLine(describe(error))

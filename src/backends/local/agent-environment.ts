@@ -8,7 +8,10 @@ import { dirname } from 'node:path'
 export interface AgentEnvironmentInput {
 	readonly workspace: string
 	readonly homeDir: string
-	/** Directory of the node binary, put first on PATH so `node` resolves inside the sandbox. */
+	/**
+	 * The node binary the workload runs (readable, unlike the agent's own copy); its directory goes
+	 * first on PATH so `node` resolves to it inside the sandbox.
+	 */
 	readonly nodePath: string
 	readonly user: string
 	readonly callerEnv: Readonly<Record<string, string>>
@@ -18,14 +21,16 @@ export interface AgentEnvironmentInput {
 
 /** The agent's inherited-descriptor mode needs a port value; nothing dials it by port locally. */
 export const INHERITED_LISTENER_PORT = '1024'
+/** The descriptors the agent is meant to inherit beyond stdio (the listener); it closes the rest. */
+export const INHERITED_AGENT_FDS = [3] as const
 
 export const SANDBOX_SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
 export function buildAgentEnvironment(input: AgentEnvironmentInput): Record<string, string> {
 	const nodeDir = dirname(input.nodePath)
-	const path = SANDBOX_SYSTEM_PATH.split(':').includes(nodeDir)
-		? SANDBOX_SYSTEM_PATH
-		: `${nodeDir}:${SANDBOX_SYSTEM_PATH}`
+	const path = [nodeDir, ...SANDBOX_SYSTEM_PATH.split(':').filter((dir) => dir !== nodeDir)].join(
+		':',
+	)
 	return {
 		PATH: path,
 		LANG: 'C.UTF-8',
@@ -39,6 +44,7 @@ export function buildAgentEnvironment(input: AgentEnvironmentInput): Record<stri
 		...(input.agentSettings ?? {}),
 		// The agent listens on the descriptor the host hands it as fd 3 (see agent-listen-socket.ts).
 		NAMZU_AGENT_VSOCK_PORT: INHERITED_LISTENER_PORT,
+		NAMZU_AGENT_INHERITED_FDS: INHERITED_AGENT_FDS.join(','),
 		NAMZU_SANDBOX_WORKSPACE: input.workspace,
 	}
 }

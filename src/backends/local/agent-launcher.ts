@@ -6,6 +6,7 @@
  */
 import { spawn } from 'node:child_process'
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
+import { inheritableHostDescriptors, stdioCovering } from './launch-descriptors.js'
 import { descendantPids, waitUntilGone } from './process-tree.js'
 import { STDERR_TAIL_BYTES, StderrTail } from './stderr-tail.js'
 
@@ -79,6 +80,7 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 	const stderrFile =
 		spec.outliveHost === undefined ? undefined : openSync(spec.outliveHost.stderrPath, 'a', 0o600)
 	const stderr = stderrFile ?? 'pipe'
+	const devNull = openSync('/dev/null', 'r')
 	let child: ReturnType<typeof spawn>
 	try {
 		child = spawn(program, args, {
@@ -87,12 +89,16 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 			detached: true,
 			cwd: spec.cwd,
 			env: { ...spec.env },
-			stdio:
+			stdio: stdioCovering(
 				spec.listenFd === undefined
 					? ['ignore', 'ignore', stderr]
 					: ['ignore', 'ignore', stderr, spec.listenFd],
+				inheritableHostDescriptors(),
+				devNull,
+			),
 		})
 	} finally {
+		closeSync(devNull)
 		if (stderrFile !== undefined) closeSync(stderrFile)
 	}
 	if (spec.outliveHost) child.unref()

@@ -1,42 +1,30 @@
 /**
- * The bubblewrap command line for one sandbox, as a pure function of its layout so the flag set can
- * be pinned by tests. Mount order matters: `--tmpfs /tmp` hides the host's /tmp, so every bind that
- * must stay visible (workspace, anything the agent runs from under /tmp) comes after it. The agent's
- * control socket is deliberately NOT mounted: the agent inherits it as a descriptor.
+ * The bubblewrap command line for one sandbox, as a pure function of its plan so the flag set can
+ * be pinned by tests. The root is the mount list of `sandbox-root.ts` (order matters there: the
+ * private tmpfs mounts come before the binds below them, the masks after what they cover, and the
+ * read-only remount of the root last). The agent's control socket is deliberately NOT mounted: the
+ * agent inherits it as a descriptor.
  */
 import type { LocalEgress } from './local-sandbox-spec.js'
+import { type RootMount, rootMountArgs } from './sandbox-root.js'
 
 export interface BwrapPlan {
-	/** Workspace, bound read-write at the same absolute path inside. */
+	/** The sandbox's root, in mount order (`planSandboxRoot`). */
+	readonly root: readonly RootMount[]
+	/** Working directory inside: the workspace, bound read-write at its absolute path. */
 	readonly workspace: string
-	/** Writable home created inside the private /tmp (never under the workspace). */
-	readonly homeDir: string
-	/** Host paths the command needs that the fresh /tmp would hide, bound read-only. */
-	readonly readOnlyBinds: readonly string[]
 	readonly egress: LocalEgress
 	readonly hostname: string
 	/** Program and arguments run inside (absolute program path). */
 	readonly command: readonly string[]
 }
 
-/** Mount points bwrap replaces with fresh instances; host paths below them need re-binding. */
-const REPLACED_MOUNTS = ['/tmp', '/run', '/dev', '/proc'] as const
-
-/** Whether `path` lies under a mount the sandbox replaces, so it must be bound explicitly. */
-export function hiddenInsideSandbox(path: string): boolean {
-	return REPLACED_MOUNTS.some((mount) => path === mount || path.startsWith(`${mount}/`))
-}
-
 export function buildBwrapArgs(plan: BwrapPlan): string[] {
-	const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp']
-	// A read-only bind does not stop connect() on a unix socket, and /run is where the host's
-	// daemons (docker, dbus, systemd) keep theirs: the sandbox gets an empty /run instead.
-	args.push('--tmpfs', '/run')
-	for (const path of plan.readOnlyBinds) args.push('--ro-bind', path, path)
-	args.push('--bind', plan.workspace, plan.workspace)
-	args.push('--dir', plan.homeDir)
-	args.push('--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts')
-	args.push('--unshare-cgroup-try')
+	const args = rootMountArgs(plan.root)
+	// uid 0 inside, mapped to whatever uid bwrap runs as on the host (the sandbox uid on a root
+	// host, the host user otherwise); every capability is dropped before the command runs.
+	args.push('--unshare-user', '--uid', '0', '--gid', '0')
+	args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try')
 	// deny-all gets a fresh network namespace holding only loopback; allow-all shares the host's.
 	if (plan.egress === 'deny-all') args.push('--unshare-net')
 	args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL')

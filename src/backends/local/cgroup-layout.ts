@@ -45,7 +45,7 @@ export function parseProcCgroup(text: string): ProcCgroupMembership {
 }
 
 /** Undoes the octal escapes mountinfo uses for space, tab, newline and backslash. */
-function unescapeMountField(field: string): string {
+export function unescapeMountField(field: string): string {
 	return field.replace(/\\([0-7]{3})/g, (_, octal: string) =>
 		String.fromCharCode(Number.parseInt(octal, 8)),
 	)

@@ -1,7 +1,8 @@
 /**
  * What the local tier can enforce on this machine, and why not when it cannot — for the CLI's
- * `doctor`. Every answer comes from a real check (a sentinel bwrap run, the cgroup mounts), never
- * from assumptions about the distribution.
+ * `doctor`. Every answer comes from a real check (a sentinel bwrap run, the cgroup mounts, a real
+ * sandbox whose workload tries to reach its agent), never from assumptions about the
+ * distribution.
  */
 import { execFile } from 'node:child_process'
 import { constants } from 'node:fs'
@@ -10,6 +11,14 @@ import type { SandboxEnvironment } from '../../contract/sandbox.js'
 import { assertBubblewrapUsable, bubblewrapVersion } from './bubblewrap-binary.js'
 import type { LimitController } from './cgroup-layout.js'
 import { planSandboxCgroups, readCgroupHostView } from './cgroup-limits.js'
+import {
+	type AgentReachReport,
+	describeSandboxIdentity,
+	describeSandboxRoot,
+	probeAgentReach,
+	type SandboxIdentityReport,
+	type SandboxRootReport,
+} from './confinement-report.js'
 import { missingProgramLine } from './install-hint.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
 import { BubblewrapUnavailableError } from './local-errors.js'
@@ -33,7 +42,13 @@ export interface LocalIsolationReport {
 	readonly userNamespace: IsolationCheck
 	readonly networkNamespace: IsolationCheck
 	readonly cgroups: Readonly<Record<LimitController, CgroupControllerCheck>>
-	/** Whether `create()` with default settings can succeed here. */
+	/** The host uid sandboxes run as: one per sandbox (root host) or this user. */
+	readonly identity: SandboxIdentityReport
+	/** The root a sandbox sees: its mounts in order, and what is masked. */
+	readonly root: SandboxRootReport
+	/** A real sandbox's workload tried to read its agent's `/proc/<pid>/environ`. */
+	readonly agentReach: AgentReachReport
+	/** Whether `create()` with default settings can succeed here, with every isolation above. */
 	readonly ready: boolean
 	/** Human-readable problems, with the fix where there is one. */
 	readonly problems: readonly string[]
@@ -89,8 +104,14 @@ async function cgroupChecks(): Promise<Record<LimitController, CgroupControllerC
 	return { memory: out.memory ?? missing, pids: out.pids ?? missing }
 }
 
+export interface DescribeLocalIsolationOptions {
+	/** Start a real sandbox to check the agent is out of the workload's reach (default true). */
+	readonly probeAgent?: boolean
+}
+
 export async function describeLocalIsolation(
 	config: LocalBackendConfig = { tier: 'process' },
+	options: DescribeLocalIsolationOptions = {},
 ): Promise<LocalIsolationReport> {
 	const resolved = resolveLocalBackendConfig(config)
 	const problems: string[] = []
@@ -140,11 +161,36 @@ export async function describeLocalIsolation(
 	}
 	const cgroups = await cgroupChecks()
 	const usesBwrap = resolved.isolation === 'bubblewrap'
+	const identity: SandboxIdentityReport = usesBwrap
+		? await describeSandboxIdentity(resolved)
+		: {
+				ok: true,
+				mode: 'host-user',
+				detail: "isolation 'none': the agent runs as this user, unconfined",
+			}
+	const root = usesBwrap
+		? await describeSandboxRoot(resolved)
+		: {
+				mounts: [
+					"none: isolation 'none' runs the agent unconfined, with the host's whole filesystem",
+				],
+				masked: [],
+			}
+	const namespacesOk = bubblewrap.ok && userNamespace.ok && networkNamespace.ok
+	const agentReach: AgentReachReport =
+		usesBwrap && namespacesOk && identity.ok && options.probeAgent !== false
+			? await probeAgentReach(config)
+			: { ok: false, ran: false, detail: 'not checked' }
 	if (usesBwrap) {
 		if (!bubblewrap.ok) problems.push(bubblewrapProblem ?? bubblewrap.detail)
 		else if (!userNamespace.ok) problems.push(`user namespaces unusable: ${userNamespace.detail}`)
 		else if (!networkNamespace.ok) {
 			problems.push(`network namespaces unusable (deny-all egress): ${networkNamespace.detail}`)
+		}
+		if (!identity.ok) problems.push(`sandbox uids: ${identity.detail}`)
+		if (agentReach.ran && !agentReach.ok) problems.push(`agent reach: ${agentReach.detail}`)
+		if (!agentReach.ran && namespacesOk && identity.ok && options.probeAgent !== false) {
+			problems.push(`agent reach: ${agentReach.detail}`)
 		}
 	} else {
 		problems.push("isolation 'none': the agent runs unconfined as this user (development only)")
@@ -162,7 +208,12 @@ export async function describeLocalIsolation(
 		userNamespace,
 		networkNamespace,
 		cgroups,
-		ready: usesBwrap ? bubblewrap.ok && userNamespace.ok && networkNamespace.ok : true,
+		identity,
+		root,
+		agentReach,
+		ready: usesBwrap
+			? namespacesOk && identity.ok && (options.probeAgent === false || agentReach.ok)
+			: true,
 		problems,
 	}
 }

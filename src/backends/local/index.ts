@@ -1,10 +1,17 @@
 // Public names of the local (process / bubblewrap) tier, all re-exported from the package root.
 export type {
+	AgentReachReport,
+	SandboxIdentityReport,
+	SandboxRootReport,
+} from './confinement-report.js'
+export type {
 	CgroupControllerCheck,
+	DescribeLocalIsolationOptions,
 	IsolationCheck,
 	LocalIsolationReport,
 } from './describe-local-isolation.js'
 export { describeLocalIsolation } from './describe-local-isolation.js'
+export type { SandboxHostClaims } from './host-claims.js'
 export {
 	DEFAULT_KEEP_ALIVE_MS,
 	MAX_KEEP_ALIVE_MS,
@@ -19,12 +26,19 @@ export {
 	BubblewrapUnavailableError,
 	CgroupLimitsUnavailableError,
 	LocalEgressUnsupportedError,
+	LocalHelperUnavailableError,
 	LocalKeepAliveUnavailableError,
+	LocalPathOptionError,
+	type LocalPathOptionRefusal,
 	LocalProviderClosedError,
 	LocalSandboxCleanupError,
 	LocalSandboxNotFoundError,
 	type LocalSandboxNotFoundReason,
 	LocalSandboxStartError,
+	LocalSandboxUidsExhaustedError,
+	LocalStateDirUnreachableError,
+	LocalStateEntryUnsafeError,
+	LocalWorkspaceBusyError,
 } from './local-errors.js'
 export type { LocalSandbox, LocalSandboxVerb } from './local-sandbox.js'
 export {
@@ -45,3 +59,8 @@ export {
 export type { LocalSandboxCreateConfig } from './local-sandbox-spec.js'
 export { type OpenLocalSandboxOptions, openLocalSandbox } from './open-local-sandbox.js'
 export type { LocalSandboxDescriptor, LocalSandboxState } from './sandbox-descriptor.js'
+export {
+	DEFAULT_SANDBOX_UID_RANGE,
+	MIN_SANDBOX_UID,
+	type SandboxUidRange,
+} from './sandbox-identity.js'

@@ -12,6 +12,8 @@ import {
 	requireObject,
 	requireOneOf,
 } from '../../contract/argument-validators.js'
+import { validatePathList } from './path-options.js'
+import { resolveSandboxUidRange, type SandboxUidRange } from './sandbox-identity.js'
 
 export type LocalIsolation = 'bubblewrap' | 'none'
 
@@ -34,6 +36,16 @@ export interface LocalBackendConfig {
 	readonly stateDir?: string
 	/** Budget for the agent to answer `healthz` after launch, default 10 000 ms. */
 	readonly readyTimeoutMs?: number
+	/**
+	 * Host uids handed out one per sandbox when the host runs as root (each sandbox runs as its
+	 * own unprivileged uid; gid = uid). Default `{ first: 0x70000000, count: 65536 }`; `first`
+	 * must be ≥ 65536. Providers sharing a range must share a `stateDir` (the locks live there).
+	 */
+	readonly sandboxUidRange?: SandboxUidRange
+	/** Host paths bound read-only at the same path into every sandbox (e.g. a toolchain). */
+	readonly readOnlyPaths?: readonly string[]
+	/** Paths masked in every sandbox even though a bind would expose them. */
+	readonly hiddenPaths?: readonly string[]
 }
 
 export interface ResolvedLocalBackendConfig {
@@ -43,6 +55,9 @@ export interface ResolvedLocalBackendConfig {
 	readonly warmPoolSize: number
 	readonly stateDir: string
 	readonly readyTimeoutMs: number
+	readonly sandboxUidRange: SandboxUidRange
+	readonly readOnlyPaths: readonly string[]
+	readonly hiddenPaths: readonly string[]
 }
 
 export const DEFAULT_BWRAP_PATH = '/usr/bin/bwrap'
@@ -78,5 +93,8 @@ export function resolveLocalBackendConfig(config: LocalBackendConfig): ResolvedL
 		readyTimeoutMs:
 			optionalDurationMs(CONFIG_SITE, 'backend.readyTimeoutMs', config.readyTimeoutMs) ??
 			DEFAULT_READY_TIMEOUT_MS,
+		sandboxUidRange: resolveSandboxUidRange(config.sandboxUidRange),
+		readOnlyPaths: validatePathList('backend.readOnlyPaths', config.readOnlyPaths),
+		hiddenPaths: validatePathList('backend.hiddenPaths', config.hiddenPaths),
 	}
 }

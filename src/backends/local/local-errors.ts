@@ -147,3 +147,128 @@ export class LocalKeepAliveUnavailableError extends SandboxError {
 		this.timeoutPath = timeoutPath
 	}
 }
+
+/** Why a `readOnlyPaths` / `hiddenPaths` entry was refused. */
+export type LocalPathOptionRefusal =
+	| 'not-a-list'
+	| 'not-a-string'
+	| 'not-absolute'
+	| 'dot-dot'
+	| 'nul'
+	| 'root'
+	| 'missing'
+	| 'state-dir'
+	| 'workspace'
+
+/**
+ * A `readOnlyPaths` or `hiddenPaths` entry the local tier will not use. `parameter` names the
+ * option and the index (`readOnlyPaths[2]`); nothing was started.
+ */
+export class LocalPathOptionError extends SandboxError {
+	override readonly name = 'LocalPathOptionError'
+	readonly parameter: string
+	readonly refusal: LocalPathOptionRefusal
+	/** The value as given (JSON-quoted in the message). */
+	readonly value: unknown
+
+	constructor(parameter: string, refusal: LocalPathOptionRefusal, value: unknown, detail: string) {
+		super(`${parameter}: ${detail}, got ${describeValue(value)}`, 'invalid-path-option')
+		this.parameter = parameter
+		this.refusal = refusal
+		this.value = value
+	}
+}
+
+function describeValue(value: unknown): string {
+	if (typeof value === 'number' && !Number.isFinite(value)) return String(value)
+	if (value === undefined) return 'undefined'
+	const text = JSON.stringify(value) ?? String(value)
+	return text.length > 200 ? `${text.slice(0, 200)}…` : text
+}
+
+/** The sandbox uid range is used up: every uid in it is locked by a live (or crashed) sandbox. */
+export class LocalSandboxUidsExhaustedError extends SandboxError {
+	override readonly name = 'LocalSandboxUidsExhaustedError'
+	readonly first: number
+	readonly count: number
+
+	constructor(first: number, count: number) {
+		super(
+			`no free sandbox uid in ${first}..${first + count - 1}: every one is locked under the state directory (destroy sandboxes, run gc, or widen backend.sandboxUidRange)`,
+			'uids-exhausted',
+			{ retryable: true },
+		)
+		this.first = first
+		this.count = count
+	}
+}
+
+/**
+ * A host path the sandbox's own uid must traverse is closed to it (a directory on the way lacks
+ * the search bit for others), and the tier cannot route around it (the state directory).
+ */
+export class LocalStateDirUnreachableError extends SandboxError {
+	override readonly name = 'LocalStateDirUnreachableError'
+	readonly stateDir: string
+	/** The first directory on the way that others cannot search. */
+	readonly blockedAt: string
+
+	constructor(stateDir: string, blockedAt: string) {
+		super(
+			`backend.stateDir ${stateDir}: the sandbox uids cannot traverse ${blockedAt} (no search permission for others); make it searchable (chmod o+x ${blockedAt}) or choose another state directory`,
+			'state-dir-unreachable',
+		)
+		this.stateDir = stateDir
+		this.blockedAt = blockedAt
+	}
+}
+
+/**
+ * A shared entry of the state directory (the runtime cache, the claim locks) is not ours alone:
+ * wrong owner, writable by others, or not what it should be. Somebody else may have planted it.
+ */
+export class LocalStateEntryUnsafeError extends SandboxError {
+	override readonly name = 'LocalStateEntryUnsafeError'
+	readonly path: string
+
+	constructor(path: string, detail: string, options: SandboxErrorOptions = {}) {
+		super(
+			`${path} in the sandbox state directory is not safe to use: ${detail}`,
+			'state-entry-unsafe',
+			options,
+		)
+		this.path = path
+	}
+}
+
+/** A caller-supplied workspace is already handed to another sandbox's uid. */
+export class LocalWorkspaceBusyError extends SandboxError {
+	override readonly name = 'LocalWorkspaceBusyError'
+	readonly workspace: string
+
+	constructor(workspace: string, detail: string) {
+		super(
+			`workingDirectory ${workspace} is in use by another sandbox (${detail})`,
+			'workspace-busy',
+			{
+				retryable: true,
+			},
+		)
+		this.workspace = workspace
+	}
+}
+
+/** A host program the hardened launch needs (util-linux `setpriv`/`mount`/`umount`, GNU `find`/`chown`/`chmod`) is not usable. */
+export class LocalHelperUnavailableError extends SandboxError {
+	override readonly name = 'LocalHelperUnavailableError'
+	readonly helperPath: string
+
+	constructor(helperPath: string, purpose: string, options: SandboxErrorOptions = {}) {
+		super(
+			`${helperPath} is needed to ${purpose} but is not executable (apt-get install -y util-linux coreutils findutils)`,
+			'helper-unavailable',
+			options,
+		)
+		this.helperPath = helperPath
+	}
+}

@@ -6,7 +6,7 @@
 
 import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
-import { access, realpath } from 'node:fs/promises'
+import { access } from 'node:fs/promises'
 import { userInfo } from 'node:os'
 import { join } from 'node:path'
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
@@ -23,8 +23,9 @@ import {
 	type InheritableListenSocket,
 } from './agent-listen-socket.js'
 import { assertBubblewrapUsable } from './bubblewrap-binary.js'
-import { buildBwrapArgs, hiddenInsideSandbox, withCgroupJoin } from './bwrap-argv.js'
+import { withCgroupJoin } from './bwrap-argv.js'
 import { createSandboxCgroups, type SandboxCgroups } from './cgroup-limits.js'
+import type { SandboxHostClaims } from './host-claims.js'
 import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import { LocalKeepAliveUnavailableError, LocalSandboxCleanupError } from './local-errors.js'
@@ -32,6 +33,7 @@ import { writeDescriptor } from './local-sandbox-registry.js'
 import type { LocalSandboxSpec } from './local-sandbox-spec.js'
 import { LOCAL_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
 import { readProcessIdentity } from './process-identity.js'
+import { prepareConfinement } from './sandbox-confinement.js'
 import { DESCRIPTOR_VERSION, type LocalSandboxDescriptor } from './sandbox-descriptor.js'
 import {
 	createSandboxDirectories,
@@ -81,6 +83,35 @@ function sandboxEnvironment(backend: ResolvedLocalBackendConfig): SandboxEnviron
 	return backend.isolation === 'bubblewrap' ? 'linux-bwrap' : 'basic'
 }
 
+/** What a launch runs and owns before the process starts: directories, command, host claims. */
+interface LaunchPreparation {
+	readonly dirs: SandboxDirectories
+	/** Program first: bwrap (behind setpriv with a per-sandbox uid), or the plain agent. */
+	readonly command: readonly string[]
+	/** The node the workload finds first on PATH. */
+	readonly workloadNodePath: string
+	claims(): SandboxHostClaims | undefined
+	/** Undoes the claims and removes the state root; only once every process is gone. */
+	release(): Promise<void>
+}
+
+/** Isolation 'none': the agent is a plain child of the host, as the host user, from the checkout. */
+async function prepareUnconfined(
+	context: LocalInstanceContext,
+	id: string,
+	spec: LocalSandboxSpec,
+): Promise<LaunchPreparation> {
+	const { backend } = context
+	const dirs = await createSandboxDirectories(backend.stateDir, id, spec.workingDirectory)
+	return {
+		dirs,
+		command: [backend.nodePath, context.agentPath],
+		workloadNodePath: backend.nodePath,
+		claims: () => undefined,
+		release: () => removeSandboxDirectories(dirs),
+	}
+}
+
 export async function startLocalInstance(
 	context: LocalInstanceContext,
 	spec: LocalSandboxSpec,
@@ -99,14 +130,25 @@ export async function startLocalInstance(
 	signal?.throwIfAborted()
 	const createdAtMs = Date.now()
 	const id = newSandboxId()
-	const dirs = await createSandboxDirectories(backend.stateDir, id, spec.workingDirectory)
+	const prepared: LaunchPreparation = confined
+		? await prepareConfinement({
+				id,
+				backend,
+				spec,
+				agentPath: context.agentPath,
+				homeDir: SANDBOX_HOME_DIR,
+				hostname: SANDBOX_HOSTNAME,
+				...(signal ? { signal } : {}),
+			})
+		: await prepareUnconfined(context, id, spec)
+	const { dirs } = prepared
 	let cgroups: SandboxCgroups | undefined
 	let agent: ReturnType<typeof launchAgentProcess> | undefined
 	let listener: InheritableListenSocket | undefined
 	let releasing: Promise<void> | undefined
 	const release = () => {
 		releasing ??= (listener?.discard() ?? Promise.resolve()).then(() =>
-			teardown(dirs, cgroups, agent),
+			teardown(prepared, cgroups, agent),
 		)
 		return releasing
 	}
@@ -122,33 +164,17 @@ export async function startLocalInstance(
 		const env = buildAgentEnvironment({
 			workspace: dirs.workspace,
 			homeDir,
-			nodePath: backend.nodePath,
+			nodePath: prepared.workloadNodePath,
 			user: confined ? 'root' : userInfo().username,
 			callerEnv: spec.env,
 			agentSettings: agentSettingsFrom(context.hostEnv ?? process.env),
 		})
-		const agentCommand = [backend.nodePath, context.agentPath]
-		const command = confined
-			? [
-					backend.bwrapPath,
-					...buildBwrapArgs({
-						workspace: dirs.workspace,
-						homeDir,
-						readOnlyBinds: [...agentCommand, ...(await resolverConfigPaths())].filter(
-							hiddenInsideSandbox,
-						),
-						egress: spec.egress,
-						hostname: SANDBOX_HOSTNAME,
-						command: agentCommand,
-					}),
-				]
-			: agentCommand
 		// A kept-alive sandbox runs under its lifetime watchdog, which becomes bwrap's parent: bwrap
 		// keeps --die-with-parent, so the watchdog firing (or being killed) takes the sandbox down.
 		const supervised =
 			spec.keepAliveMs === undefined
-				? command
-				: withLifetimeWatchdog(timeoutPath, spec.keepAliveMs, command)
+				? prepared.command
+				: withLifetimeWatchdog(timeoutPath, spec.keepAliveMs, prepared.command)
 		listener = await createInheritableListenSocket(dirs.socketPath)
 		const launched = launchAgentProcess({
 			argv: withCgroupJoin(cgroups?.procsFiles ?? [], supervised),
@@ -193,6 +219,7 @@ export async function startLocalInstance(
 		// deprivileged to prove, and 'none' is an explicit development-only choice reported as 'basic'.
 		if (confined) await probeInstance(instance, backend.readyTimeoutMs, signal)
 		if (spec.keepAliveMs === undefined) return instance
+		const claims = prepared.claims()
 		const descriptor = await recordKeptAlive({
 			id,
 			dirs,
@@ -202,6 +229,7 @@ export async function startLocalInstance(
 			spec,
 			createdAtMs,
 			keepAliveMs: spec.keepAliveMs,
+			...(claims ? { claims } : {}),
 		})
 		return { ...instance, descriptor }
 	} catch (error) {
@@ -220,6 +248,7 @@ interface KeptAliveRecordInput {
 	readonly spec: LocalSandboxSpec
 	readonly createdAtMs: number
 	readonly keepAliveMs: number
+	readonly claims?: SandboxHostClaims
 }
 
 /** Writes the descriptor a later host process reopens or destroys the sandbox by. */
@@ -241,22 +270,10 @@ async function recordKeptAlive(input: KeptAliveRecordInput): Promise<LocalSandbo
 		createdAtMs: input.createdAtMs,
 		expiresAtMs: input.createdAtMs + input.keepAliveMs,
 		...(input.spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: input.spec.timeoutMs }),
+		...(input.claims ? { claims: input.claims } : {}),
 	}
 	await writeDescriptor(descriptor)
 	return descriptor
-}
-
-/**
- * `/etc/resolv.conf` is often a symlink into /run (systemd-resolved, resolvconf), which the sandbox
- * replaces with an empty tmpfs; its target is bound back read-only so DNS keeps working under
- * allow-all.
- */
-async function resolverConfigPaths(): Promise<string[]> {
-	try {
-		return [await realpath('/etc/resolv.conf')]
-	} catch {
-		return []
-	}
 }
 
 /** Runs the privilege probe through a throwaway Sandbox over the instance's transport. */
@@ -282,14 +299,15 @@ async function probeInstance(
 }
 
 async function teardown(
-	dirs: SandboxDirectories,
+	prepared: LaunchPreparation,
 	cgroups: SandboxCgroups | undefined,
 	agent: ReturnType<typeof launchAgentProcess> | undefined,
 ): Promise<void> {
 	const failures: unknown[] = []
 	if (agent) await agent.kill()
 	if (cgroups) await cgroups.remove().catch((error: unknown) => failures.push(error))
-	await removeSandboxDirectories(dirs).catch((error: unknown) => failures.push(error))
+	// Claims (workspace ownership, staging mounts, the uid) only once no process is left.
+	await prepared.release().catch((error: unknown) => failures.push(error))
 	if (failures.length === 0) return
 	const leftovers = failures.flatMap((failure) =>
 		failure instanceof LocalSandboxCleanupError ? [...failure.leftovers] : [],

@@ -5,8 +5,7 @@
  * directories), and the reaper that removes expired or dead ones. The thin I/O shell over
  * `sandbox-descriptor.ts`.
  */
-
-import { chmod, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises'
+import { chmod, readdir, readFile, realpath, rename, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
@@ -21,6 +20,7 @@ import { adoptSandboxCgroups } from './cgroup-limits.js'
 import { LocalSandboxCleanupError } from './local-errors.js'
 import { isProcessAlive } from './process-identity.js'
 import { descendantPids, waitUntilGone } from './process-tree.js'
+import { releaseHostClaims, removeStateRoot } from './release-host-claims.js'
 import {
 	DESCRIPTOR_FILE_NAME,
 	descriptorBelongsTo,
@@ -112,6 +112,7 @@ function killQuietly(pid: number): void {
 /**
  * Tears down a kept-alive sandbox from any process: SIGKILLs the launcher (only if it is still the
  * very process recorded — pid plus start time) and its descendants, kills and removes the cgroups,
+ * undoes its host claims (staging mounts, a caller workspace given back to its owners, the uid),
  * removes the state directory (a caller-owned workspace is outside it and stays). Idempotent.
  */
 export async function destroyByDescriptor(descriptor: LocalSandboxDescriptor): Promise<void> {
@@ -127,10 +128,19 @@ export async function destroyByDescriptor(descriptor: LocalSandboxDescriptor): P
 	await adoptSandboxCgroups(descriptor.cgroupDirs)
 		.remove()
 		.catch((error: unknown) => failures.push(error))
-	try {
-		await rm(descriptor.stateRoot, { recursive: true, force: true, maxRetries: 3 })
-	} catch (error) {
-		failures.push(new LocalSandboxCleanupError([descriptor.stateRoot], { cause: error }))
+	const claims = descriptor.claims
+	const claimsReleased =
+		claims === undefined ||
+		(await releaseHostClaims(claims).then(
+			() => true,
+			(error: unknown) => {
+				failures.push(error)
+				return false
+			},
+		))
+	// Without its records a failed give-back could never be retried: keep the state root then.
+	if (claimsReleased) {
+		await removeStateRoot(descriptor.stateRoot).catch((error: unknown) => failures.push(error))
 	}
 	if (failures.length === 0) return
 	const leftovers = failures.flatMap((failure) =>

@@ -13,6 +13,7 @@ import {
 } from '../../provider-defaults.js'
 import { resolveKeepAliveMs } from './lifetime-watchdog.js'
 import { LocalEgressUnsupportedError } from './local-errors.js'
+import { validatePathList } from './path-options.js'
 
 /** Egress kinds the local tier enforces itself: no network namespace sharing, or the host's. */
 export type LocalEgress = 'deny-all' | 'allow-all'
@@ -29,6 +30,13 @@ export interface LocalSandboxCreateConfig extends SandboxCreateConfig {
 	 * Enforced by a watchdog process even when no host is running.
 	 */
 	readonly keepAliveMs?: number
+	/**
+	 * Host paths bound read-only at the same path inside (e.g. a toolchain under `~/.nvm`), on top
+	 * of `backend.readOnlyPaths`. Absolute, no `..`, must exist, never `/` or the state directory.
+	 */
+	readonly readOnlyPaths?: readonly string[]
+	/** Paths masked inside even though a bind would expose them, on top of `backend.hiddenPaths`. */
+	readonly hiddenPaths?: readonly string[]
 }
 
 export interface LocalSandboxSpec {
@@ -41,6 +49,9 @@ export interface LocalSandboxSpec {
 	readonly egress: LocalEgress
 	/** Present ⇒ the sandbox outlives its host for this many milliseconds. */
 	readonly keepAliveMs?: number
+	/** Normalized, lexically valid; checked against the host when the sandbox starts. Absent ⇒ none. */
+	readonly readOnlyPaths?: readonly string[]
+	readonly hiddenPaths?: readonly string[]
 }
 
 /** Keys the agent reads for itself; the agent scrubs them from children, so they could never apply. */
@@ -99,6 +110,8 @@ export function resolveLocalSandboxSpec(
 	const memoryLimitMb = config.memoryLimitMb ?? defaults.defaultMemoryLimitMb
 	const maxProcesses = config.maxProcesses ?? defaults.defaultMaxProcesses
 	const keepAliveMs = resolveKeepAliveMs(config.keepAlive, config.keepAliveMs)
+	const readOnlyPaths = validatePathList('readOnlyPaths', config.readOnlyPaths)
+	const hiddenPaths = validatePathList('hiddenPaths', config.hiddenPaths)
 	return {
 		...(workingDirectory === undefined ? {} : { workingDirectory }),
 		env: environment(config.env),
@@ -107,7 +120,13 @@ export function resolveLocalSandboxSpec(
 		...(maxProcesses === undefined ? {} : { maxProcesses }),
 		egress: egress(config, defaults),
 		...(keepAliveMs === undefined ? {} : { keepAliveMs }),
+		...(readOnlyPaths.length === 0 ? {} : { readOnlyPaths }),
+		...(hiddenPaths.length === 0 ? {} : { hiddenPaths }),
 	}
+}
+
+function samePaths(a: readonly string[] = [], b: readonly string[] = []): boolean {
+	return a.length === b.length && a.every((path, index) => path === b[index])
 }
 
 /**
@@ -124,6 +143,8 @@ export function canServeFromPool(pooled: LocalSandboxSpec, requested: LocalSandb
 		Object.keys(pooled.env).length === 0 &&
 		requested.memoryLimitMb === pooled.memoryLimitMb &&
 		requested.maxProcesses === pooled.maxProcesses &&
-		requested.egress === pooled.egress
+		requested.egress === pooled.egress &&
+		samePaths(requested.readOnlyPaths, pooled.readOnlyPaths) &&
+		samePaths(requested.hiddenPaths, pooled.hiddenPaths)
 	)
 }

@@ -7,6 +7,7 @@
 import { isIntegerIn } from '../../contract/argument-validators.js'
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
 import { isRecord } from '../../wire/is-record.js'
+import { hostClaimsBelongTo, parseHostClaims, type SandboxHostClaims } from './host-claims.js'
 import type { LocalIsolation } from './local-backend-config.js'
 
 export const DESCRIPTOR_FILE_NAME = 'sandbox.json'
@@ -35,6 +36,11 @@ export interface LocalSandboxDescriptor {
 	readonly expiresAtMs: number
 	/** Default `exec` timeout the creating host configured, if any. */
 	readonly defaultTimeoutMs?: number
+	/**
+	 * What the sandbox holds on the host (its uid, a caller workspace handed to it, staging
+	 * mounts): destroy undoes it from here, in whichever process runs it.
+	 */
+	readonly claims?: SandboxHostClaims
 }
 
 /** Sandbox ids are minted by `newSandboxId` (12 hex digits); anything else is refused as a path. */
@@ -69,6 +75,8 @@ export function parseDescriptor(text: string): LocalSandboxDescriptor | undefine
 	const environment = raw.environment
 	if (environment !== 'linux-bwrap' && environment !== 'basic') return undefined
 	if (raw.defaultTimeoutMs !== undefined && !positiveInteger(raw.defaultTimeoutMs)) return undefined
+	const claims = raw.claims === undefined ? undefined : parseHostClaims(raw.claims)
+	if (raw.claims !== undefined && claims === undefined) return undefined
 	return {
 		version: DESCRIPTOR_VERSION,
 		id: String(raw.id),
@@ -84,6 +92,7 @@ export function parseDescriptor(text: string): LocalSandboxDescriptor | undefine
 		createdAtMs: raw.createdAtMs,
 		expiresAtMs: raw.expiresAtMs,
 		...(raw.defaultTimeoutMs === undefined ? {} : { defaultTimeoutMs: raw.defaultTimeoutMs }),
+		...(claims ? { claims } : {}),
 	}
 }
 
@@ -120,6 +129,9 @@ export function descriptorBelongsTo(
 		(descriptor.callerOwnsWorkspace || descriptor.workspace === `${stateRoot}/workspace`) &&
 		descriptor.cgroupDirs.every(
 			(dir) => dir.startsWith('/') && !dir.includes('/../') && dir.endsWith(`/${groupName}`),
-		)
+		) &&
+		(descriptor.claims === undefined || hostClaimsBelongTo(descriptor.claims, id, stateRoot)) &&
+		(descriptor.claims?.workspace === undefined ||
+			descriptor.claims.workspace.path === descriptor.workspace)
 	)
 }

@@ -3,17 +3,55 @@ import {
 	type BwrapPlan,
 	buildBwrapArgs,
 	CGROUP_JOIN_SCRIPT,
-	hiddenInsideSandbox,
 	withCgroupJoin,
 } from '../../../src/backends/local/bwrap-argv.js'
+import {
+	AGENT_BUNDLE_PATH,
+	AGENT_NODE_PATH,
+	type HostRootLayout,
+	planSandboxRoot,
+	type SandboxRootInput,
+	underSystemBinds,
+	visibleAtSamePath,
+} from '../../../src/backends/local/sandbox-root.js'
+
+const MERGED_USR: HostRootLayout = {
+	systemEntries: [
+		{ path: '/bin', kind: 'symlink', target: 'usr/bin' },
+		{ path: '/lib', kind: 'symlink', target: 'usr/lib' },
+		{ path: '/lib64', kind: 'symlink', target: 'usr/lib64' },
+	],
+	etcSecrets: [
+		{ path: '/etc/shadow', kind: 'file' },
+		{ path: '/etc/ssl/private', kind: 'dir' },
+	],
+	sysCpu: true,
+}
+
+const INPUT: SandboxRootInput = {
+	layout: MERGED_USR,
+	workspace: { source: '/tmp/namzu-sbx-a/workspace', target: '/tmp/namzu-sbx-a/workspace' },
+	homeDir: '/tmp/home',
+	runtime: {
+		agentNode: '/tmp/namzu-runtime/node-1',
+		agentBundle: '/tmp/namzu-runtime/agent-1.cjs',
+		emptyFile: '/tmp/namzu-runtime/empty',
+	},
+	readOnly: [{ source: '/root/.nvm', target: '/root/.nvm' }],
+	hidden: [
+		{ path: '/root/.nvm/secret', kind: 'file' },
+		{ path: '/srv/not-bound', kind: 'dir' },
+	],
+}
+
+const ROOT = planSandboxRoot(INPUT)
 
 const PLAN: BwrapPlan = {
-	workspace: '/tmp/namzu-sbx-a/workspace',
-	homeDir: '/tmp/home',
-	readOnlyBinds: ['/tmp/agent.cjs'],
+	root: ROOT.mounts,
+	workspace: INPUT.workspace.target,
 	egress: 'deny-all',
 	hostname: 'namzu-sandbox',
-	command: ['/usr/bin/node', '/tmp/agent.cjs'],
+	command: [AGENT_NODE_PATH, AGENT_BUNDLE_PATH],
 }
 
 function indexOfPair(args: readonly string[], flag: string, value: string): number {
@@ -23,43 +61,114 @@ function indexOfPair(args: readonly string[], flag: string, value: string): numb
 	return -1
 }
 
-describe('buildBwrapArgs', () => {
-	it('mounts the host read-only with fresh /dev, /proc and a private /tmp', () => {
-		const args = buildBwrapArgs(PLAN)
-		expect(args.slice(0, 9)).toEqual([
-			'--ro-bind',
-			'/',
-			'/',
-			'--dev',
-			'/dev',
-			'--proc',
-			'/proc',
-			'--tmpfs',
-			'/tmp',
-		])
+function indexOfTriple(args: readonly string[], flag: string, a: string, b: string): number {
+	for (let i = 0; i < args.length - 2; i++) {
+		if (args[i] === flag && args[i + 1] === a && args[i + 2] === b) return i
+	}
+	return -1
+}
+
+describe('planSandboxRoot', () => {
+	const args = buildBwrapArgs(PLAN)
+
+	it('starts from an empty tmpfs root and binds /usr and /etc read-only, never the host root', () => {
+		expect(args.slice(0, 5)).toEqual(['--tmpfs', '/', '--ro-bind', '/usr', '/usr'])
+		expect(indexOfTriple(args, '--ro-bind', '/etc', '/etc')).toBeGreaterThan(-1)
+		expect(indexOfTriple(args, '--ro-bind', '/', '/')).toBe(-1)
 	})
 
-	it('binds the workspace and hidden programs after the /tmp tmpfs, at the same paths', () => {
-		const args = buildBwrapArgs(PLAN)
-		const tmpfs = indexOfPair(args, '--tmpfs', '/tmp')
-		const workspace = args.indexOf('--bind')
-		expect(args.slice(workspace, workspace + 3)).toEqual(['--bind', PLAN.workspace, PLAN.workspace])
-		expect(workspace).toBeGreaterThan(tmpfs)
-		expect(indexOfPair(args, '--ro-bind', '/tmp/agent.cjs')).toBeGreaterThan(tmpfs)
-		expect(indexOfPair(args, '--dir', '/tmp/home')).toBeGreaterThan(tmpfs)
+	it('recreates merged-/usr symlinks and binds real system directories', () => {
+		expect(indexOfTriple(args, '--symlink', 'usr/bin', '/bin')).toBeGreaterThan(-1)
+		const split = planSandboxRoot({
+			...INPUT,
+			layout: { ...MERGED_USR, systemEntries: [{ path: '/lib32', kind: 'dir' }] },
+		})
+		expect(split.mounts).toContainEqual({ kind: 'ro-bind', source: '/lib32', target: '/lib32' })
+	})
+
+	it.each(['/root', '/home', '/var', '/srv', '/mnt', '/opt', '/work'])(
+		'never binds the host %s',
+		(path) => {
+			const bound = ROOT.mounts.flatMap((mount) =>
+				mount.kind === 'ro-bind' || mount.kind === 'bind' ? [mount.source] : [],
+			)
+			expect(bound.filter((source) => source === path)).toEqual([])
+		},
+	)
+
+	it('gives private /tmp, /run and /var/tmp, fresh /dev and /proc, and of /sys only the CPU topology', () => {
+		for (const path of ['/tmp', '/run', '/var/tmp']) {
+			expect(indexOfPair(args, '--tmpfs', path)).toBeGreaterThan(-1)
+		}
+		expect(indexOfPair(args, '--dev', '/dev')).toBeGreaterThan(-1)
+		expect(indexOfPair(args, '--proc', '/proc')).toBeGreaterThan(-1)
+		const sys = args.filter((arg) => arg.startsWith('/sys'))
+		expect(sys).toEqual(['/sys/devices/system/cpu', '/sys/devices/system/cpu'])
+		const noCpu = planSandboxRoot({ ...INPUT, layout: { ...MERGED_USR, sysCpu: false } })
+		expect(JSON.stringify(noCpu.mounts)).not.toContain('/sys')
+	})
+
+	it('binds the agent runtime at a neutral path and the workspace read-write after the /tmp tmpfs', () => {
+		expect(
+			indexOfTriple(args, '--ro-bind', INPUT.runtime.agentNode, AGENT_NODE_PATH),
+		).toBeGreaterThan(-1)
+		expect(
+			indexOfTriple(args, '--ro-bind', INPUT.runtime.agentBundle, AGENT_BUNDLE_PATH),
+		).toBeGreaterThan(-1)
+		const workspace = indexOfTriple(args, '--bind', INPUT.workspace.source, INPUT.workspace.target)
+		expect(workspace).toBeGreaterThan(indexOfPair(args, '--tmpfs', '/tmp'))
+		expect(indexOfPair(args, '--dir', '/tmp/home')).toBeGreaterThan(
+			indexOfPair(args, '--tmpfs', '/tmp'),
+		)
+	})
+
+	it('masks secrets and hidden paths after the binds that expose them, only where something is bound', () => {
+		const shadow = indexOfTriple(args, '--ro-bind', INPUT.runtime.emptyFile, '/etc/shadow')
+		expect(shadow).toBeGreaterThan(indexOfTriple(args, '--ro-bind', '/etc', '/etc'))
+		expect(indexOfPair(args, '--tmpfs', '/etc/ssl/private')).toBeGreaterThan(-1)
+		expect(indexOfPair(args, '--remount-ro', '/etc/ssl/private')).toBeGreaterThan(-1)
+		const secret = indexOfTriple(args, '--ro-bind', INPUT.runtime.emptyFile, '/root/.nvm/secret')
+		expect(secret).toBeGreaterThan(indexOfTriple(args, '--ro-bind', '/root/.nvm', '/root/.nvm'))
+		expect(ROOT.masked).toEqual(['/etc/shadow', '/etc/ssl/private', '/root/.nvm/secret'])
+		expect(args).not.toContain('/srv/not-bound')
+	})
+
+	it('remounts the root read-only after every mount', () => {
+		const last = args.lastIndexOf('--remount-ro')
+		expect(args[last + 1]).toBe('/')
+		const lastMount = Math.max(
+			args.lastIndexOf('--ro-bind'),
+			args.lastIndexOf('--bind'),
+			args.lastIndexOf('--tmpfs'),
+		)
+		expect(last).toBeGreaterThan(lastMount)
 	})
 
 	it('never mounts the agent control directory: the agent inherits its listening socket', () => {
-		const args = buildBwrapArgs(PLAN)
 		expect(args.filter((arg) => arg.includes('/control'))).toEqual([])
 	})
 
-	it('hides the host /run, where daemons keep their unix sockets, behind an empty tmpfs', () => {
-		const args = buildBwrapArgs(PLAN)
-		expect(indexOfPair(args, '--tmpfs', '/run')).toBeGreaterThan(-1)
-		expect(hiddenInsideSandbox('/run/docker.sock')).toBe(true)
+	it.each([
+		['/usr/bin/node', true],
+		['/root/.nvm/versions/node/bin/node', true],
+		['/tmp/namzu-sbx-a/workspace/x', true],
+		['/opt/node/bin/node', false],
+		['/tmp/namzu-runtime/node-1', false],
+	])('visibleAtSamePath(%s) ⇒ %s', (path, visible) => {
+		expect(visibleAtSamePath(path, ROOT)).toBe(visible)
 	})
 
+	it.each([
+		['/usr/bin/node', true],
+		['/etc/resolv.conf', true],
+		['/run/systemd/resolve/stub-resolv.conf', false],
+		['/usrx/bin', false],
+	])('underSystemBinds(%s) ⇒ %s', (path, expected) => {
+		expect(underSystemBinds(path, MERGED_USR)).toBe(expected)
+	})
+})
+
+describe('buildBwrapArgs', () => {
 	it.each([
 		'--unshare-user',
 		'--unshare-pid',
@@ -72,8 +181,10 @@ describe('buildBwrapArgs', () => {
 		expect(buildBwrapArgs({ ...PLAN, egress: 'allow-all' })).toContain(flag)
 	})
 
-	it('drops every capability and sets a hostname', () => {
+	it('is uid 0 inside, drops every capability and sets a hostname', () => {
 		const args = buildBwrapArgs(PLAN)
+		expect(indexOfPair(args, '--uid', '0')).toBeGreaterThan(-1)
+		expect(indexOfPair(args, '--gid', '0')).toBeGreaterThan(-1)
 		expect(indexOfPair(args, '--cap-drop', 'ALL')).toBeGreaterThan(-1)
 		expect(indexOfPair(args, '--hostname', 'namzu-sandbox')).toBeGreaterThan(-1)
 	})
@@ -88,18 +199,6 @@ describe('buildBwrapArgs', () => {
 	it('ends with -- and the command', () => {
 		const args = buildBwrapArgs(PLAN)
 		expect(args.slice(-3)).toEqual(['--', ...PLAN.command])
-	})
-})
-
-describe('hiddenInsideSandbox', () => {
-	it.each([
-		['/tmp/x/agent.cjs', true],
-		['/tmp', true],
-		['/dev/shm/x', true],
-		['/work/main/dist/agent.cjs', false],
-		['/tmpfoo/agent.cjs', false],
-	])('%s ⇒ %s', (path, hidden) => {
-		expect(hiddenInsideSandbox(path)).toBe(hidden)
 	})
 })
 

@@ -7,14 +7,17 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { buildAgentEnvironment } from '../../../src/backends/local/agent-environment.js'
 import { launchAgentProcess } from '../../../src/backends/local/agent-launcher.js'
 import { createInheritableListenSocket } from '../../../src/backends/local/agent-listen-socket.js'
-import {
-	buildBwrapArgs,
-	hiddenInsideSandbox,
-	withCgroupJoin,
-} from '../../../src/backends/local/bwrap-argv.js'
+import { buildBwrapArgs, withCgroupJoin } from '../../../src/backends/local/bwrap-argv.js'
 import { createSandboxCgroups } from '../../../src/backends/local/cgroup-limits.js'
+import { readHostRootLayout } from '../../../src/backends/local/host-root-layout.js'
 import { LocalSandboxStartError } from '../../../src/backends/local/local-errors.js'
+import { prepareAgentRuntime } from '../../../src/backends/local/runtime-cache.js'
 import { createSandboxDirectories } from '../../../src/backends/local/sandbox-directories.js'
+import {
+	AGENT_BUNDLE_PATH,
+	AGENT_NODE_PATH,
+	planSandboxRoot,
+} from '../../../src/backends/local/sandbox-root.js'
 import { waitForAgentReady } from '../../../src/backends/local/wait-for-agent-ready.js'
 import { agentBundlePath } from '../../../src/host/sandbox/agent-bundle-path.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
@@ -80,13 +83,25 @@ async function setup(
 	await writeFile(script, FAKE_AGENT)
 	const cgroups = await createSandboxCgroups(`namzu-sbx-${id}`, limits)
 	if (cgroups) cleanups.push(() => cgroups.remove())
-	const args = buildBwrapArgs({
-		workspace: dirs.workspace,
+	const runtime = await prepareAgentRuntime(stateDir, {
+		nodePath: process.execPath,
+		agentPath: agentBundlePath(),
+		readableNode: false,
+	})
+	const root = planSandboxRoot({
+		layout: await readHostRootLayout(),
+		workspace: { source: dirs.workspace, target: dirs.workspace },
 		homeDir: '/tmp/home',
-		readOnlyBinds: [script, agentBundlePath()].filter(hiddenInsideSandbox),
+		runtime,
+		readOnly: [{ source: script, target: script }],
+		hidden: [],
+	})
+	const args = buildBwrapArgs({
+		root: root.mounts,
+		workspace: dirs.workspace,
 		egress: 'deny-all',
 		hostname: 'namzu-sandbox',
-		command: [process.execPath, realAgent ? agentBundlePath() : script],
+		command: realAgent ? [AGENT_NODE_PATH, AGENT_BUNDLE_PATH] : [process.execPath, script],
 	})
 	const env = buildAgentEnvironment({
 		workspace: dirs.workspace,

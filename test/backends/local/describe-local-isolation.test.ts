@@ -23,6 +23,25 @@ describe('describeLocalIsolation', () => {
 		},
 	)
 
+	it.skipIf(skip !== undefined)(
+		'reports the confinement actually applied: the sandbox uid, a live agent-reach check, the root and its masks',
+		async () => {
+			const report = await describeLocalIsolation()
+			expect(report.identity.ok).toBe(true)
+			expect(report.identity.mode).toBe(process.getuid?.() === 0 ? 'per-sandbox-uid' : 'host-user')
+			// A real sandbox ran, and its workload could not read the agent's environment.
+			expect(report.agentReach).toMatchObject({ ok: true, ran: true })
+			expect(report.agentReach.rootListing).toContain('usr')
+			expect(report.agentReach.rootListing).not.toContain('root')
+			expect(report.agentReach.rootListing).not.toContain('home')
+			expect(report.root.mounts[0]).toContain('empty tmpfs')
+			expect(report.root.mounts).toContain('/etc (read-only)')
+			expect(report.root.mounts.at(-1)).toBe('/ remounted read-only')
+			expect(report.root.masked).toContain('/etc/shadow')
+			expect(report.root.mounts.join('\n')).not.toMatch(/^\/root|^\/home/m)
+		},
+	)
+
 	it('says what was looked for and how to install it when bwrap is missing', async () => {
 		const report = await describeLocalIsolation({
 			tier: 'process',

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs'
-import { chmod, mkdir, readdir, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -120,20 +121,46 @@ describe.skipIf(skip !== undefined)(
 		})
 
 		it('reports an agent that dies at startup as LocalSandboxStartError with its stderr, secrets redacted', async () => {
+			// The agent runs from an unreadable copy of node, so a shell script cannot stand in for it:
+			// a preloaded module (readable through readOnlyPaths) kills it before it listens instead.
+			const boomDir = await mkdtemp(join(tmpdir(), 'namzu-boom-'))
+			await chmod(boomDir, 0o755)
+			const boom = join(boomDir, 'boom.cjs')
+			await writeFile(
+				boom,
+				"process.stderr.write('agent boom: API_TOKEN=' + process.env.API_TOKEN + '\\n'); process.exit(7)\n",
+			)
+			await chmod(boom, 0o644)
+			const provider = createLocalSandboxProvider({ tier: 'process', stateDir })
+			try {
+				const error = await provider
+					.create({
+						env: { API_TOKEN: 'tok-very-secret-123', NODE_OPTIONS: `--require ${boom}` },
+						readOnlyPaths: [boomDir],
+					})
+					.catch((e: unknown) => e)
+				expect(error).toBeInstanceOf(LocalSandboxStartError)
+				const start = error as LocalSandboxStartError
+				expect(start.exitCode).toBe(7)
+				expect(start.stderrTail).toContain('agent boom')
+				expect(start.message).toContain('agent boom')
+				expect(start.message).not.toContain('tok-very-secret-123')
+				expect(start.stderrTail).not.toContain('tok-very-secret-123')
+			} finally {
+				await provider.close()
+				await rm(boomDir, { recursive: true, force: true })
+			}
+			await expectNothingLeftBehind(stateDir)
+		})
+
+		it('refuses a node that is a script by name: the agent could not run from an unreadable copy', async () => {
 			const fakeNode = join(stateDir, 'fake-node.sh')
-			await writeFile(fakeNode, '#!/bin/sh\necho "agent boom: API_TOKEN=$API_TOKEN" >&2\nexit 7\n')
+			await writeFile(fakeNode, '#!/bin/sh\nexec /usr/bin/node "$@"\n')
 			await chmod(fakeNode, 0o755)
 			const provider = createLocalSandboxProvider({ tier: 'process', stateDir, nodePath: fakeNode })
-			const error = await provider
-				.create({ env: { API_TOKEN: 'tok-very-secret-123' } })
-				.catch((e: unknown) => e)
-			expect(error).toBeInstanceOf(LocalSandboxStartError)
-			const start = error as LocalSandboxStartError
-			expect(start.exitCode).toBe(7)
-			expect(start.stderrTail).toContain('agent boom')
-			expect(start.message).toContain('agent boom')
-			expect(start.message).not.toContain('tok-very-secret-123')
-			expect(start.stderrTail).not.toContain('tok-very-secret-123')
+			const error = await provider.create().catch((e: unknown) => e)
+			expect(error).toBeInstanceOf(SandboxConfigError)
+			expect((error as SandboxConfigError).field).toBe('backend.nodePath')
 			await provider.close()
 			await expectNothingLeftBehind(stateDir)
 		})

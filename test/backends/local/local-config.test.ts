@@ -20,6 +20,9 @@ describe('resolveLocalBackendConfig', () => {
 			warmPoolSize: 0,
 			stateDir: tmpdir(),
 			readyTimeoutMs: 10_000,
+			sandboxUidRange: { first: 0x7000_0000, count: 65_536 },
+			readOnlyPaths: [],
+			hiddenPaths: [],
 		})
 	})
 
@@ -32,6 +35,10 @@ describe('resolveLocalBackendConfig', () => {
 		['backend.stateDir', { stateDir: 'relative/dir' }],
 		['backend.readyTimeoutMs', { readyTimeoutMs: 0 }],
 		['backend.readyTimeoutMs', { readyTimeoutMs: 2 ** 31 }],
+		['backend.sandboxUidRange', { sandboxUidRange: 7 }],
+		['backend.sandboxUidRange.first', { sandboxUidRange: { first: 1000, count: 10 } }],
+		['backend.sandboxUidRange.count', { sandboxUidRange: { first: 70_000, count: 0 } }],
+		['backend.sandboxUidRange', { sandboxUidRange: { first: 0xffff_fff0, count: 100 } }],
 	])('refuses a bad %s naming the field', (field, override) => {
 		const config = { tier: 'process', ...override } as unknown as LocalBackendConfig
 		let caught: unknown

@@ -1,11 +1,16 @@
 import { readdirSync, readFileSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-/** A fresh state directory per test file, so leak scans only ever see our own sandboxes. */
+/**
+ * A fresh state directory per test file, so leak scans only ever see our own sandboxes. Searchable
+ * by others (mkdtemp makes it 0700): on a root host each sandbox runs as its own uid, which must
+ * pass through the state directory to its workspace and the runtime cache.
+ */
 export async function freshStateDir(): Promise<{ dir: string; remove: () => Promise<void> }> {
 	const dir = await mkdtemp(join(tmpdir(), 'namzu-local-test-'))
+	await chmod(dir, 0o711)
 	return { dir, remove: () => rm(dir, { recursive: true, force: true }) }
 }
 

@@ -1,0 +1,343 @@
+/**
+ * Everything a bubblewrap sandbox needs from the host before its launch, and the undoing of it:
+ * the sandbox uid (`sandbox-identity.ts`), the state directory, a caller workspace handed to that
+ * uid, staging binds for sources the uid cannot reach, the agent's runtime copies, and the root
+ * plan with its bwrap command line (behind `setpriv` on a root host). Every claim is written to
+ * the host-claims record before it is made; `release()` undoes the record and removes the state
+ * root once the sandbox's processes are gone. A failed preparation undoes what it did.
+ */
+import { open, realpath, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { SandboxConfigError } from '../../contract/errors.js'
+import { buildBwrapArgs } from './bwrap-argv.js'
+import { claimsDirectory, takeLock, workspaceLockName } from './claim-locks.js'
+import {
+	emptyClaims,
+	OWNERSHIP_RECORD_NAME,
+	type SandboxHostClaims,
+	STAGING_DIR_NAME,
+	workspaceLockPath,
+} from './host-claims.js'
+import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
+import { assertHostTool, HOST_TOOLS } from './host-tools.js'
+import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
+import {
+	LocalPathOptionError,
+	LocalStateDirUnreachableError,
+	LocalWorkspaceBusyError,
+} from './local-errors.js'
+import type { LocalSandboxSpec } from './local-sandbox-spec.js'
+import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
+import { readProcessIdentity } from './process-identity.js'
+import { releaseHostClaims, removeStateRoot, writeHostClaims } from './release-host-claims.js'
+import { prepareAgentRuntime, runtimeDirName } from './runtime-cache.js'
+import {
+	createSandboxDirectories,
+	resolveStateBase,
+	type SandboxDirectories,
+	sandboxRootFor,
+} from './sandbox-directories.js'
+import {
+	allocateSandboxIdentity,
+	inUidRange,
+	releaseSandboxIdentity,
+	type SandboxIdentity,
+	withSandboxIdentity,
+} from './sandbox-identity.js'
+import {
+	AGENT_BUNDLE_PATH,
+	AGENT_NODE_PATH,
+	type BindSource,
+	type HostRootLayout,
+	isWithin,
+	planSandboxRoot,
+	type SandboxRootPlan,
+	underSystemBinds,
+} from './sandbox-root.js'
+import { firstUnsearchable, stageBind } from './staging-mounts.js'
+import { handOverWorkspace } from './workspace-ownership.js'
+
+export interface ConfinementInput {
+	readonly id: string
+	readonly backend: ResolvedLocalBackendConfig
+	readonly spec: LocalSandboxSpec
+	readonly agentPath: string
+	/** Writable home inside the private /tmp. */
+	readonly homeDir: string
+	readonly hostname: string
+	readonly signal?: AbortSignal
+}
+
+export interface SandboxConfinement {
+	readonly identity: SandboxIdentity
+	readonly dirs: SandboxDirectories
+	readonly plan: SandboxRootPlan
+	/** bubblewrap and its arguments (program first), behind `setpriv` with a per-sandbox uid. */
+	readonly command: readonly string[]
+	/** The `node` the workload finds first on PATH (readable, unlike the agent's). */
+	readonly workloadNodePath: string
+	/** The record of what the sandbox holds on the host, as it stands. */
+	claims(): SandboxHostClaims
+	/** Undoes every claim and removes the state root. Only once every process is gone. Idempotent. */
+	release(): Promise<void>
+}
+
+/** The claims record, rewritten before each new claim is made. */
+class ClaimsLedger {
+	#claims: SandboxHostClaims
+
+	constructor(claims: SandboxHostClaims) {
+		this.#claims = claims
+	}
+
+	get current(): SandboxHostClaims {
+		return this.#claims
+	}
+
+	async record(update: Partial<Omit<SandboxHostClaims, 'version' | 'id' | 'stateRoot'>>) {
+		this.#claims = { ...this.#claims, ...update }
+		await writeHostClaims(this.#claims)
+	}
+}
+
+interface Preparation {
+	readonly input: ConfinementInput
+	readonly base: string
+	readonly identity: SandboxIdentity
+	readonly dirs: SandboxDirectories
+	readonly ledger: ClaimsLedger
+}
+
+function perSandbox(
+	identity: SandboxIdentity,
+): identity is Extract<SandboxIdentity, { mode: 'per-sandbox-uid' }> {
+	return identity.mode === 'per-sandbox-uid'
+}
+
+/** A source the sandbox uid can open as it is, or a staging bind of it that it can. */
+async function reachable(prep: Preparation, source: string, stagingName: string): Promise<string> {
+	if (
+		!perSandbox(prep.identity) ||
+		(await firstUnsearchable(source, prep.identity)) === undefined
+	) {
+		return source
+	}
+	const target = join(prep.dirs.root, STAGING_DIR_NAME, stagingName)
+	await prep.ledger.record({ stagingMounts: [...prep.ledger.current.stagingMounts, target] })
+	await stageBind(source, target)
+	return target
+}
+
+async function handOverCallerWorkspace(prep: Preparation): Promise<void> {
+	const { identity, dirs, ledger } = prep
+	if (!perSandbox(identity) || !dirs.callerOwnsWorkspace) return
+	const info = await stat(dirs.workspace)
+	if (inUidRange(info.uid, prep.input.backend.sandboxUidRange)) {
+		throw new LocalWorkspaceBusyError(dirs.workspace, `it is owned by sandbox uid ${info.uid}`)
+	}
+	const lockPath = workspaceLockPath(dirs.root, info.dev, info.ino)
+	const workspace = {
+		path: dirs.workspace,
+		dev: info.dev,
+		ino: info.ino,
+		ownerUid: info.uid,
+		ownerGid: info.gid,
+		recordPath: join(dirs.root, OWNERSHIP_RECORD_NAME),
+		lockPath,
+	}
+	await ledger.record({ workspace })
+	const taken = await takeLock(
+		await claimsDirectory(prep.base),
+		workspaceLockName(info.dev, info.ino),
+		{ id: prep.input.id, stateRoot: dirs.root },
+	)
+	if (taken === undefined) throw new LocalWorkspaceBusyError(dirs.workspace, `${lockPath} is held`)
+	await handOverWorkspace(workspace, identity, prep.input.signal)
+}
+
+/** `readOnlyPaths` resolved and checked against the host (before anything is claimed). */
+async function resolveReadOnlyPaths(prep: Preparation): Promise<BindSource[]> {
+	const { backend, spec } = prep.input
+	const lists = [
+		['backend.readOnlyPaths', backend.readOnlyPaths],
+		['readOnlyPaths', spec.readOnlyPaths ?? []],
+	] as const
+	const binds: BindSource[] = []
+	for (const [name, paths] of lists) {
+		for (const [index, path] of paths.entries()) {
+			const parameter = `${name}[${index}]`
+			let real: string
+			try {
+				real = await realpath(path)
+			} catch (error) {
+				const code = (error as NodeJS.ErrnoException).code ?? 'error'
+				throw new LocalPathOptionError(parameter, 'missing', path, `does not exist (${code})`)
+			}
+			checkReadOnlyPath(parameter, path, real, prep.base)
+			binds.push({ source: real, target: path })
+		}
+	}
+	return binds
+}
+
+async function hiddenTargets(prep: Preparation) {
+	const { backend, spec } = prep.input
+	const lists = [
+		['backend.hiddenPaths', backend.hiddenPaths],
+		['hiddenPaths', spec.hiddenPaths ?? []],
+	] as const
+	for (const [name, paths] of lists) {
+		for (const [index, path] of paths.entries()) {
+			checkHiddenPath(`${name}[${index}]`, path, prep.dirs.workspace)
+		}
+	}
+	return maskTargetsOf([...backend.hiddenPaths, ...(spec.hiddenPaths ?? [])])
+}
+
+/**
+ * `/etc/resolv.conf` is often a symlink into /run (systemd-resolved, resolvconf), which the
+ * sandbox replaces with an empty tmpfs; its target is bound back read-only so DNS keeps working.
+ */
+async function resolverBind(layout: HostRootLayout): Promise<BindSource[]> {
+	try {
+		const real = await realpath('/etc/resolv.conf')
+		return underSystemBinds(real, layout) ? [] : [{ source: real, target: real }]
+	} catch {
+		return []
+	}
+}
+
+/** Where the workload's node must be bound, when the host's binary is not visible as it is. */
+async function workloadNodeTarget(
+	nodePath: string,
+	layout: HostRootLayout,
+	binds: readonly BindSource[],
+): Promise<string | undefined> {
+	const real = await realpath(nodePath)
+	const visible = (path: string) =>
+		underSystemBinds(path, layout) || binds.some((bind) => isWithin(path, bind.target))
+	return visible(nodePath) && visible(real) ? undefined : real
+}
+
+const ELF_MAGIC = Buffer.from([0x7f, 0x45, 0x4c, 0x46])
+
+/**
+ * The agent's node must be a binary: a script runs through an interpreter that reads it, so an
+ * unreadable copy would not start, and whatever it execs would be readable (and dumpable) again.
+ */
+async function assertNodeBinary(nodePath: string): Promise<void> {
+	let head = Buffer.alloc(0)
+	try {
+		const file = await open(nodePath, 'r')
+		try {
+			const { buffer, bytesRead } = await file.read(Buffer.alloc(4), 0, 4, 0)
+			head = buffer.subarray(0, bytesRead)
+		} finally {
+			await file.close()
+		}
+	} catch (error) {
+		const code = (error as NodeJS.ErrnoException).code ?? 'error'
+		throw new SandboxConfigError('backend.nodePath', `${nodePath} is not readable (${code})`)
+	}
+	if (!head.equals(ELF_MAGIC)) {
+		throw new SandboxConfigError(
+			'backend.nodePath',
+			`${nodePath} is not an executable binary (a script or shim cannot run the agent from an unreadable copy); point it at the node binary itself`,
+		)
+	}
+}
+
+async function prepare(prep: Preparation): Promise<Omit<SandboxConfinement, 'claims' | 'release'>> {
+	const { input, dirs } = prep
+	const { backend, spec, signal } = input
+	const layout = await readHostRootLayout()
+	const wanted = [...(await resolveReadOnlyPaths(prep)), ...(await resolverBind(layout))]
+	const hidden = await hiddenTargets(prep)
+	await handOverCallerWorkspace(prep)
+	signal?.throwIfAborted()
+	const workspaceSource = await reachable(prep, dirs.workspace, 'workspace')
+	const readOnly: BindSource[] = []
+	for (const [index, bind] of wanted.entries()) {
+		readOnly.push({
+			source: await reachable(prep, bind.source, `ro-${index}`),
+			target: bind.target,
+		})
+	}
+	await assertNodeBinary(backend.nodePath)
+	const nodeTarget = await workloadNodeTarget(backend.nodePath, layout, readOnly)
+	signal?.throwIfAborted()
+	const runtime = await prepareAgentRuntime(prep.base, {
+		nodePath: backend.nodePath,
+		agentPath: input.agentPath,
+		readableNode: nodeTarget !== undefined,
+	})
+	if (nodeTarget !== undefined && runtime.workloadNode !== undefined) {
+		readOnly.push({ source: runtime.workloadNode, target: nodeTarget })
+	}
+	const plan = planSandboxRoot({
+		layout,
+		workspace: { source: workspaceSource, target: dirs.workspace },
+		homeDir: input.homeDir,
+		runtime,
+		readOnly,
+		hidden,
+	})
+	const bwrap = buildBwrapArgs({
+		root: plan.mounts,
+		workspace: dirs.workspace,
+		egress: spec.egress,
+		hostname: input.hostname,
+		command: [AGENT_NODE_PATH, AGENT_BUNDLE_PATH],
+	})
+	return {
+		identity: prep.identity,
+		dirs,
+		plan,
+		command: withSandboxIdentity(HOST_TOOLS.setpriv, prep.identity, [backend.bwrapPath, ...bwrap]),
+		workloadNodePath: nodeTarget ?? backend.nodePath,
+	}
+}
+
+export async function prepareConfinement(input: ConfinementInput): Promise<SandboxConfinement> {
+	const { id, backend, spec } = input
+	const base = await resolveStateBase(backend.stateDir)
+	const stateRoot = sandboxRootFor(base, id)
+	const identity = await allocateSandboxIdentity(base, backend.sandboxUidRange, { id, stateRoot })
+	let dirs: SandboxDirectories
+	try {
+		if (perSandbox(identity)) {
+			await assertHostTool('setpriv', 'start bubblewrap as the sandbox uid')
+			const blocked = await firstUnsearchable(join(base, runtimeDirName()), identity)
+			if (blocked !== undefined) throw new LocalStateDirUnreachableError(backend.stateDir, blocked)
+		}
+		dirs = await createSandboxDirectories(
+			base,
+			id,
+			spec.workingDirectory,
+			perSandbox(identity) ? identity : undefined,
+		)
+	} catch (error) {
+		await releaseSandboxIdentity(identity, id)
+		throw error
+	}
+	const owner = await readProcessIdentity(process.pid)
+	const ledger = new ClaimsLedger({
+		...emptyClaims(id, dirs.root, owner),
+		...(perSandbox(identity)
+			? { identity: { uid: identity.uid, gid: identity.gid, lockPath: identity.lockPath } }
+			: {}),
+	})
+	let releasing: Promise<void> | undefined
+	const release = () => {
+		releasing ??= releaseHostClaims(ledger.current).then(() => removeStateRoot(dirs.root))
+		return releasing
+	}
+	try {
+		await ledger.record({})
+		const prepared = await prepare({ input, base, identity, dirs, ledger })
+		return { ...prepared, claims: () => ledger.current, release }
+	} catch (error) {
+		await release().catch(() => undefined)
+		throw error
+	}
+}
