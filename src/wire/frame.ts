@@ -6,6 +6,7 @@
 import { isAscii } from 'node:buffer'
 import { asciiMemberBytes, defineLazyAsciiMember } from './ascii-string-members.js'
 import { base64Length, writeBase64 } from './base64-pieces.js'
+import { AGENT_REFUSAL, formatRefusal } from './refusals.js'
 
 export const FRAME_HEADER_BYTES = 9
 /** Largest length the 8-hex header can express; the real ceiling is the reader's `maxFrameBytes`. */
@@ -153,7 +154,10 @@ export class FrameError extends Error {
 }
 
 export function frameTooLargeMessage(announced: number, limit: number, variable: string): string {
-	return `frame_too_large: announced ${announced} bytes, limit ${limit} (${variable})`
+	return formatRefusal(
+		AGENT_REFUSAL.frame_too_large,
+		`announced ${announced} bytes, limit ${limit} (${variable})`,
+	)
 }
 
 export type FrameItem =
@@ -221,12 +225,18 @@ export class FrameReader {
 			for (let i = 0; i < Math.min(headerBytes, 8); i++) {
 				const byte = this.#buffer[this.#start + i] ?? 0
 				if (!isHexDigit(byte)) {
-					throw new FrameError('bad_header', 'bad_frame_header: length prefix is not 8 hex digits')
+					throw new FrameError(
+						'bad_header',
+						formatRefusal(AGENT_REFUSAL.bad_frame_header, 'length prefix is not 8 hex digits'),
+					)
 				}
 			}
 			if (available < FRAME_HEADER_BYTES) break
 			if (this.#buffer[this.#start + 8] !== 0x0a) {
-				throw new FrameError('bad_header', 'bad_frame_header: no newline after 8 hex digits')
+				throw new FrameError(
+					'bad_header',
+					formatRefusal(AGENT_REFUSAL.bad_frame_header, 'no newline after 8 hex digits'),
+				)
 			}
 			const length = Number.parseInt(
 				this.#buffer.toString('latin1', this.#start, this.#start + 8),

@@ -6,6 +6,7 @@
 
 import { constants } from 'node:fs'
 import { type FileHandle, mkdir, open, rename, stat } from 'node:fs/promises'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { errnoCode } from './fs-refusal.js'
 
@@ -27,7 +28,7 @@ export async function carryMode(handle: FileHandle, target: string): Promise<voi
 
 function modeCarryFailed(error: unknown): OpRefusal {
 	const message = error instanceof Error ? error.message : String(error)
-	return new OpRefusal(`write_mode_carry_failed: ${message}`)
+	return new OpRefusal(formatRefusal(AGENT_REFUSAL.write_mode_carry_failed, message))
 }
 
 export async function fsyncDirectory(directory: string): Promise<void> {
@@ -65,6 +66,6 @@ export async function makeParents(directory: string): Promise<void> {
 		await mkdir(directory, { recursive: true })
 	} catch (error) {
 		const message = error instanceof Error ? error.message : String(error)
-		throw new OpRefusal(`mkdir_failed: ${message}`)
+		throw new OpRefusal(formatRefusal(AGENT_REFUSAL.mkdir_failed, message))
 	}
 }

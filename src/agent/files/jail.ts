@@ -13,12 +13,13 @@
 
 import { realpathSync } from 'node:fs'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
 
-export const PATH_ESCAPES_WORKSPACE = 'path_escapes_workspace'
+export const PATH_ESCAPES_WORKSPACE = AGENT_REFUSAL.path_escapes_workspace
 /** No path at all (absent, empty or not a string): nothing to jail. */
-export const MISSING_PATH = 'missing_path'
+export const MISSING_PATH = AGENT_REFUSAL.missing_path
 
 export type JailAccess = 'read' | 'write'
 

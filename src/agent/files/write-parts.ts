@@ -8,6 +8,7 @@
 import { constants } from 'node:fs'
 import { type FileHandle, lstat, open, unlink } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { commitTemp, makeParents } from './durable-commit.js'
@@ -29,7 +30,10 @@ const inFlight = new Set<string>()
 function resolveTempFile(config: JailConfig, path: string): string {
 	const temp = resolveWritablePath(config, path)
 	if (!isTempFileName(basename(temp))) {
-		throw new OpRefusal('write_part_not_a_temp_file', `not a .namzu-write-….part file: ${path}`)
+		throw new OpRefusal(
+			AGENT_REFUSAL.write_part_not_a_temp_file,
+			`not a .namzu-write-….part file: ${path}`,
+		)
 	}
 	return temp
 }
@@ -42,7 +46,7 @@ export async function writePart(
 	// Jailed before anything touches the temp file: a refused target leaves it as it was.
 	const target =
 		part.renameTo === undefined ? undefined : resolveWritablePath(config, part.renameTo)
-	if (inFlight.has(temp)) throw new OpRefusal('write_part_in_flight')
+	if (inFlight.has(temp)) throw new OpRefusal(AGENT_REFUSAL.write_part_in_flight)
 	inFlight.add(temp)
 	try {
 		return await appendPart(temp, target, part.content, part.offset)
@@ -77,7 +81,10 @@ async function appendPart(
 		const { bytesWritten } = await handle.write(content, 0, content.length, offset)
 		if (bytesWritten !== content.length) {
 			throw new OpRefusal(
-				`write_part_short_write: wrote ${bytesWritten} of ${content.length} bytes at offset ${offset}`,
+				formatRefusal(
+					AGENT_REFUSAL.write_part_short_write,
+					`wrote ${bytesWritten} of ${content.length} bytes at offset ${offset}`,
+				),
 			)
 		}
 		if (target === undefined) return { ok: true, bytesWritten }
@@ -95,7 +102,7 @@ async function appendPart(
 
 function offsetMismatch(tempBytes: number, offset: number): OpRefusal {
 	return new OpRefusal(
-		'write_part_offset_mismatch',
+		AGENT_REFUSAL.write_part_offset_mismatch,
 		`temp file holds ${tempBytes} bytes; part starts at ${offset}`,
 	)
 }
@@ -105,7 +112,7 @@ export async function discardPart(config: JailConfig, path: string): Promise<voi
 	const temp = resolveTempFile(config, path)
 	try {
 		const stat = await lstat(temp)
-		if (!stat.isFile()) throw new OpRefusal('write_part_not_a_temp_file')
+		if (!stat.isFile()) throw new OpRefusal(AGENT_REFUSAL.write_part_not_a_temp_file)
 		await unlink(temp)
 	} catch (error) {
 		if (errnoCode(error) === 'ENOENT') return

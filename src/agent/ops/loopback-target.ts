@@ -3,6 +3,7 @@
  * sandbox itself runs and never becomes a way out to the network.
  */
 
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { OpRefusal } from '../server/op-refusal.js'
 
 export const LOOPBACK_HOSTS = ['127.0.0.1', '::1'] as const
@@ -30,7 +31,7 @@ export function resolveLoopbackTarget(body: Record<string, unknown>): LoopbackTa
 		port < 1 ||
 		port > 65535
 	) {
-		throw new OpRefusal('invalid_loopback_target')
+		throw new OpRefusal(AGENT_REFUSAL.invalid_loopback_target)
 	}
 	return { host, port }
 }

@@ -1,6 +1,7 @@
 import { constants } from 'node:fs'
 import { type FileHandle, open, unlink } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { commitTemp, makeParents } from '../files/durable-commit.js'
 import { fsRefusal } from '../files/fs-refusal.js'
 import { resolveWritablePath } from '../files/jail.js'
@@ -64,7 +65,9 @@ export async function writeWhole(
 		await writeAll(handle, content)
 		const { size } = await handle.stat()
 		if (size !== content.length) {
-			throw new OpRefusal(`write_short_write: wrote ${size} of ${content.length} bytes`)
+			throw new OpRefusal(
+				formatRefusal(AGENT_REFUSAL.write_short_write, `wrote ${size} of ${content.length} bytes`),
+			)
 		}
 		committing = true
 		await commitTemp(handle, temp, target, directory)

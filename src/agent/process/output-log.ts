@@ -5,6 +5,7 @@
  * asking for evicted bytes is told how many it missed (`droppedBytes`) and gets what remains —
  * never a shorter stream that looks complete. Pure data structure: no I/O, no timers.
  */
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 
 export type OutputStream = 'stdout' | 'stderr'
 
@@ -31,7 +32,12 @@ export class OutputLogOffsetError extends RangeError {
 	readonly nextOffset: number
 
 	constructor(requested: number, nextOffset: number) {
-		super(`invalid_offset: ${requested} is beyond the end of the output (${nextOffset})`)
+		super(
+			formatRefusal(
+				AGENT_REFUSAL.invalid_offset,
+				`${requested} is beyond the end of the output (${nextOffset})`,
+			),
+		)
 		this.requested = requested
 		this.nextOffset = nextOffset
 	}

@@ -4,9 +4,11 @@
  * `stty`, and the one-shot teardown that SIGKILLs the shell's whole kernel session plus `script`'s
  * own group (a job backgrounded with `&` is in the shell's session, not in any group we spawned).
  */
+
 import type { ChildProcess } from 'node:child_process'
 import { spawn } from 'node:child_process'
 import { statSync } from 'node:fs'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { resolveWorkspaceDirectory } from '../files/jail.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
@@ -129,7 +131,10 @@ export function planPtyLaunch(
 	spec: TerminalSpec,
 ): PtyLaunch {
 	const cwd = resolveWorkspaceDirectory(config, spec.cwd)
-	if (!isDirectory(cwd)) throw new OpRefusal(`invalid_cwd: not a directory: ${spec.cwd ?? cwd}`)
+	if (!isDirectory(cwd))
+		throw new OpRefusal(
+			formatRefusal(AGENT_REFUSAL.invalid_cwd, `not a directory: ${spec.cwd ?? cwd}`),
+		)
 	return { cwd, env: childEnvironment(spec.env, { TERM: 'xterm-256color' }) }
 }
 
