@@ -15,13 +15,12 @@ export {
 	execDetachable,
 	requireExecutionAttach,
 } from './exec/detachable-execution.js'
-export type { AttachRefusal, ExecutionDetachReason } from './exec/detachable-execution-errors.js'
+export type { ExecutionDetachReason } from './exec/detachable-execution-errors.js'
 export {
 	ExecutionAttachUnsupportedError,
-	ExecutionCancelRefusedError,
 	ExecutionDetachedError,
-	ExecutionNotAttachableError,
 } from './exec/detachable-execution-errors.js'
+export type { AgentExecOptions } from './exec/exec-options.js'
 export type { RemoteExecutionTiming } from './exec/execution-timing.js'
 export type {
 	RemoteExecuteRequest,
@@ -37,10 +36,7 @@ export {
 	RemoteExecutionController,
 } from './exec/remote-execution-controller.js'
 export {
-	RemoteCancellationUnknownError,
-	RemoteCommandError,
 	RemoteControlTimeoutError,
-	RemoteExecutionRefusedError,
 	RemoteResultIncompleteError,
 } from './exec/remote-execution-errors.js'
 export type {
@@ -63,12 +59,23 @@ export type {
 	QuiesceReport,
 } from './lifecycle/agent-lifecycle-ops.js'
 export { flushThroughAgent, quiesceThroughAgent } from './lifecycle/agent-lifecycle-ops.js'
+export type { AttachRefusal } from './refusals/execution-refusal-errors.js'
+export {
+	ExecutionCancelRefusedError,
+	ExecutionNotAttachableError,
+	RemoteCancellationUnknownError,
+	RemoteCommandError,
+	RemoteExecutionRefusedError,
+} from './refusals/execution-refusal-errors.js'
+export { RemoteByteCountError, RemoteProtocolError } from './refusals/guest-protocol-errors.js'
 export {
 	FlushUnconfirmedError,
 	FlushUnsupportedError,
 	QuiesceUnconfirmedError,
 	QuiesceUnsupportedError,
-} from './lifecycle/lifecycle-errors.js'
+} from './refusals/lifecycle-errors.js'
+export { AgentOpRefusedError, AgentUnauthorizedError } from './refusals/op-refused-errors.js'
+export { SessionRefusedError } from './refusals/session-refused-error.js'
 export { agentBundlePath } from './sandbox/agent-bundle-path.js'
 export type { AgentSandboxOptions } from './sandbox/agent-sandbox.js'
 export {
@@ -93,11 +100,7 @@ export type {
 } from './sessions/agent-sessions.js'
 export { AgentSessions, isPersistentTerminalOptions } from './sessions/agent-sessions.js'
 export type { SessionDetachReason } from './sessions/session-errors.js'
-export {
-	AgentSessionDetachedError,
-	SessionRefusedError,
-	SessionsUnsupportedError,
-} from './sessions/session-errors.js'
+export { AgentSessionDetachedError, SessionsUnsupportedError } from './sessions/session-errors.js'
 export type {
 	KilledSession,
 	SessionKind,
@@ -118,7 +121,9 @@ export type {
 } from './transport/agent-transport-options.js'
 export {
 	DEFAULT_AGENT_TRANSPORT_OPTIONS,
+	DEFAULT_MAX_READ_FILE_BYTES,
 	DEFAULT_MAX_WRITE_FILE_BYTES,
+	DEFAULT_SESSION_READ_MAX_BYTES,
 	GUEST_FRAME_LIMIT_BYTES,
 	POST_RESPONSE_CLOSE_TIMEOUT_MS,
 	REMOTE_EXECUTION_PROTOCOL_VERSION,
@@ -133,11 +138,9 @@ export {
 	AgentConnectionError,
 	AgentDialFailedError,
 	AgentFrameTooLargeError,
-	AgentOpRefusedError,
 	AgentPreauthFrameTooLargeError,
 	AgentReadFileStreamUnsupportedError,
+	AgentReadFileTooLargeError,
 	AgentReadTimeoutError,
-	AgentUnauthorizedError,
 	AgentWriteFileTooLargeError,
-	RemoteProtocolError,
 } from './transport/transport-errors.js'

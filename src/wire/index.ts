@@ -9,6 +9,8 @@ export {
 	DEFAULT_MAX_OUTPUT_BYTES,
 	EXECUTION_STATES,
 	EXECUTION_TERMINAL_STATES,
+	isExecutionState,
+	isExecutionTerminalState,
 } from './protocol.js'
 export * from './refusals.js'
 export type * from './sessions.js'

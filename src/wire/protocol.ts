@@ -62,6 +62,16 @@ export const EXECUTION_STATES: readonly ExecutionState[] = [
 	...EXECUTION_TERMINAL_STATES,
 ]
 
+export function isExecutionState(value: unknown): value is ExecutionState {
+	return typeof value === 'string' && (EXECUTION_STATES as readonly string[]).includes(value)
+}
+
+export function isExecutionTerminalState(value: unknown): value is ExecutionTerminalState {
+	return (
+		typeof value === 'string' && (EXECUTION_TERMINAL_STATES as readonly string[]).includes(value)
+	)
+}
+
 export interface ReserveExecutionRequest {
 	readonly executionId?: string
 }

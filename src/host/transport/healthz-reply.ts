@@ -4,8 +4,8 @@
  * not be used. `features` is optional for guests that predate it.
  */
 
+import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
 import { REMOTE_EXECUTION_PROTOCOL_VERSION } from './agent-transport-options.js'
-import { RemoteProtocolError } from './transport-errors.js'
 
 export interface AgentHealth {
 	readonly ok: true

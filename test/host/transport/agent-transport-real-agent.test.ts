@@ -11,8 +11,8 @@ import {
 	readFileThroughAgent,
 } from '../../../src/host/files/agent-file-read.js'
 import { writeFileThroughAgent } from '../../../src/host/files/agent-file-write.js'
+import { AgentUnauthorizedError } from '../../../src/host/refusals/op-refused-errors.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
-import { AgentUnauthorizedError } from '../../../src/host/transport/transport-errors.js'
 import {
 	AGENT_PROTOCOL_VERSION,
 	READ_FILE_STREAM_FEATURE,
