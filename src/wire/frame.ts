@@ -130,7 +130,7 @@ export function encodedFrameBytes(message: unknown): number {
 	return FRAME_HEADER_BYTES + Buffer.byteLength(json, 'utf8') - placeholder
 }
 
-export type FrameErrorReason = 'bad_header' | 'frame_too_large'
+export type FrameErrorReason = 'bad_header' | typeof AGENT_REFUSAL.frame_too_large
 
 /** The peer broke the framing. `message` is the refusal the agent sends back verbatim. */
 export class FrameError extends Error {
@@ -244,7 +244,7 @@ export class FrameReader {
 			)
 			if (length > this.#maxFrameBytes) {
 				throw new FrameError(
-					'frame_too_large',
+					AGENT_REFUSAL.frame_too_large,
 					frameTooLargeMessage(length, this.#maxFrameBytes, this.#limitVariable),
 					{
 						announcedBytes: length,

@@ -30,7 +30,7 @@ export function rangeTooLarge(requestedBytes: number, limitBytes: number): OpRef
 export function resolveReadRange(body: Record<string, unknown>, limitBytes: number): ReadRange {
 	const { offset, length, encoding } = body
 	if (offset === undefined && length === undefined) return { ranged: false }
-	if (encoding !== 'base64') throw new OpRefusal('read_file_range_requires_base64')
+	if (encoding !== 'base64') throw new OpRefusal(AGENT_REFUSAL.read_file_range_requires_base64)
 	if (offset !== undefined && !isByteCount(offset))
 		throw new OpRefusal(AGENT_REFUSAL.read_file_invalid_offset)
 	if (length !== undefined && !isByteCount(length))
