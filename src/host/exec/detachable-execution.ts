@@ -37,7 +37,7 @@ import {
 	ExecutionAttachUnsupportedError,
 	ExecutionDetachedError,
 } from './detachable-execution-errors.js'
-import { resolveMaxOutputBytes } from './exec-options.js'
+import { executeRequestOf, resolveMaxOutputBytes } from './exec-options.js'
 import {
 	type DecisionContext,
 	ExecOutputCapture,
@@ -385,14 +385,14 @@ export async function execDetachable(
 		? AbortSignal.any([options.detachSignal, stopWatching.signal])
 		: stopWatching.signal
 	const request: ExecuteRequest = {
-		executionId,
-		command,
-		args,
-		...(options.cwd === undefined ? {} : { cwd: options.cwd }),
-		...(options.env === undefined ? {} : { env: options.env }),
-		timeoutMs: options.timeout ?? host.defaultExecutionTimeoutMs,
+		...executeRequestOf(
+			executionId,
+			command,
+			args,
+			options,
+			options.timeout ?? host.defaultExecutionTimeoutMs,
+		),
 		retainOutput: true,
-		...(options.maxOutputBytes === undefined ? {} : { maxOutputBytes }),
 	}
 	try {
 		const facts = await runCancellationRace({

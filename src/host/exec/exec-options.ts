@@ -17,6 +17,36 @@ export interface AgentExecOptions extends SandboxExecOptions {
 	readonly maxOutputBytes?: number
 }
 
+export interface RemoteExecuteRequest {
+	readonly executionId: string
+	readonly command: string
+	readonly args: readonly string[]
+	readonly cwd?: string
+	readonly env?: Readonly<Record<string, string>>
+	readonly timeoutMs: number
+	/** Sent only when the caller set it; the guest's default cap is the host's default. */
+	readonly maxOutputBytes?: number
+}
+
+/** The `execute` body of one reserved run: what the caller set, the bound only when set. */
+export function executeRequestOf(
+	executionId: string,
+	command: string,
+	args: readonly string[],
+	options: AgentExecOptions,
+	timeoutMs: number,
+): RemoteExecuteRequest {
+	return {
+		executionId,
+		command,
+		args,
+		...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+		...(options.env === undefined ? {} : { env: options.env }),
+		timeoutMs,
+		...(options.maxOutputBytes === undefined ? {} : { maxOutputBytes: options.maxOutputBytes }),
+	}
+}
+
 /** The per-stream output bound of one exec: the option, else the guest's own default cap. */
 export function resolveMaxOutputBytes(value: number | undefined): number {
 	if (value === undefined) return DEFAULT_MAX_OUTPUT_BYTES

@@ -12,7 +12,12 @@ import { performance } from 'node:perf_hooks'
 import type { SandboxExecResult, SandboxOutputChunk } from '../../contract/sandbox.js'
 import { confirmCancellation } from './cancel-confirm.js'
 import { runCancellationRace } from './cancellation-race.js'
-import { type AgentExecOptions, resolveMaxOutputBytes } from './exec-options.js'
+import {
+	type AgentExecOptions,
+	executeRequestOf,
+	type RemoteExecuteRequest,
+	resolveMaxOutputBytes,
+} from './exec-options.js'
 import { ExecOutputCapture, neverStartedResult, resultOfDecision } from './exec-result-shapes.js'
 import { decideExecutionOutcome, type ExecutionSettlement } from './execution-outcome.js'
 import { ExecutionClock, type RemoteExecutionTiming } from './execution-timing.js'
@@ -30,16 +35,7 @@ export const DEFAULT_RESULT_DRAIN_TIMEOUT_MS = 1500
 export const DEFAULT_EXECUTION_OBSERVATION_GRACE_MS = 500
 export const DEFAULT_EXECUTION_TIMEOUT_MS = 5 * 60_000
 
-export interface RemoteExecuteRequest {
-	readonly executionId: string
-	readonly command: string
-	readonly args: readonly string[]
-	readonly cwd?: string
-	readonly env?: Readonly<Record<string, string>>
-	readonly timeoutMs: number
-	/** Sent only when the caller set it; the guest's default cap is the host's default. */
-	readonly maxOutputBytes?: number
-}
+export type { RemoteExecuteRequest } from './exec-options.js'
 
 /**
  * What a transport provides to the controller. `onDialed`, when an adapter honours it, is told how
@@ -139,15 +135,7 @@ export class RemoteExecutionController {
 
 		const output = new ExecOutputCapture(options.onOutput, maxOutputBytes)
 		const timeoutMs = options.timeout ?? this.defaultExecutionTimeoutMs
-		const request: RemoteExecuteRequest = {
-			executionId,
-			command,
-			args,
-			...(options.cwd === undefined ? {} : { cwd: options.cwd }),
-			...(options.env === undefined ? {} : { env: options.env }),
-			timeoutMs,
-			...(options.maxOutputBytes === undefined ? {} : { maxOutputBytes }),
-		}
+		const request = executeRequestOf(executionId, command, args, options, timeoutMs)
 		const stream = new AbortController()
 		try {
 			const facts = await runCancellationRace({

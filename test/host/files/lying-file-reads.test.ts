@@ -14,8 +14,9 @@ import {
 	RemoteByteCountError,
 	RemoteProtocolError,
 } from '../../../src/host/refusals/guest-protocol-errors.js'
+import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
+import type { AgentTransportOptions } from '../../../src/host/transport/agent-transport-options.js'
 import { AgentReadFileTooLargeError } from '../../../src/host/transport/transport-errors.js'
-import { AgentTransport, type AgentTransportOptions } from '../../../src/index.js'
 import { READ_FILE_STREAM_FEATURE } from '../../../src/wire/features.js'
 import {
 	type FakeAgent,
