@@ -6,6 +6,7 @@
 import type { AGENT_PROTOCOL_VERSION } from '../../wire/features.js'
 import type {
 	CancelExecutionReply,
+	ExecEvent,
 	ExecutionState,
 	ExecutionTerminalMetadata,
 	ReserveExecutionReply,
@@ -24,7 +25,4 @@ export type RemoteTerminalMetadata = ExecutionTerminalMetadata
 export type RemoteCancellationAcknowledgement = CancelExecutionReply
 
 /** One event of a plain `execute` stream, as the host reads it. */
-export type RemoteExecEvent =
-	| { readonly type: 'stdout_delta' | 'stderr_delta'; readonly data: string }
-	| ({ readonly type: 'result' } & RemoteTerminalMetadata)
-	| { readonly type: 'error'; readonly error: string }
+export type RemoteExecEvent = ExecEvent

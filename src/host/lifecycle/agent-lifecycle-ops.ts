@@ -4,7 +4,7 @@
  * `AgentSandbox.quiesce()` / `.flush()` delegate here; the Kubernetes workspace will too.
  */
 import { FLUSH_FEATURE, QUIESCE_FEATURE } from '../../wire/features.js'
-import type { QuiescedProcess, QuiesceScope } from '../../wire/lifecycle-ops.js'
+import type { FlushReply, QuiescedProcess, QuiesceReply } from '../../wire/lifecycle-ops.js'
 import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
 import { FlushUnsupportedError, QuiesceUnsupportedError } from '../refusals/lifecycle-errors.js'
 import { refusalToError } from '../refusals/refusal-to-error.js'
@@ -24,12 +24,8 @@ export interface QuiesceOptions {
 	readonly signal?: AbortSignal
 }
 
-export interface QuiesceReport {
-	readonly scope: QuiesceScope
-	readonly graceMs: number
-	readonly rounds: number
-	readonly stopped: readonly QuiescedProcess[]
-}
+/** What `quiesce()` answers: the guest's reply without its `ok`. */
+export type QuiesceReport = Omit<QuiesceReply, 'ok'>
 
 export interface FlushOptions {
 	/** How long the guest may spend in the sync; default the guest's own (10 000). */
@@ -37,10 +33,8 @@ export interface FlushOptions {
 	readonly signal?: AbortSignal
 }
 
-export interface FlushReport {
-	readonly durationMs: number
-	readonly workspace: string
-}
+/** What `flush()` answers: the guest's reply without its `ok`. */
+export type FlushReport = Omit<FlushReply, 'ok'>
 
 function isQuiescedProcess(value: unknown): value is QuiescedProcess {
 	if (value === null || typeof value !== 'object') return false
