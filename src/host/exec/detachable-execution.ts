@@ -1,12 +1,13 @@
 /**
- * Detachable executions over a guest agent (spec 260547f): a command whose output the guest
- * retains, so losing the connection that watches it costs nothing. The host reserves under the
- * caller's id (or a minted one), executes with `retainOutput`, tracks the offset after the last
- * byte it received, and on a lost connection reattaches with `attach-execution` from that offset —
- * retrying inside `reattachWindowMs`, a bound disarmed by every successful reattach. It never sends
+ * Detachable executions over a guest agent: a command whose output the guest retains, so losing
+ * the connection that watches it costs nothing. The host reserves under the caller's id (or a
+ * minted one), executes with `retainOutput`, tracks the offset after the last byte it received,
+ * and on a lost connection reattaches with `attach-execution` from that offset — retrying inside `reattachWindowMs`, a bound disarmed by every successful reattach. It never sends
  * a cancel to reconcile a lost connection. `signal` keeps the SDK contract (a confirmed cancel);
  * `detachSignal` only stops watching. Nothing here runs unless the caller named an `executionId`
- * or asked to `detach`; the plain `exec` path is `RemoteExecutionController`, unchanged.
+ * or asked to `detach`; the plain path is `RemoteExecutionController`, and both share one reserve,
+ * one cancel-confirm, one race and one outcome decision (`reserve-execution.ts`, `cancel-confirm.ts`,
+ * `cancellation-race.ts`, `execution-outcome.ts`).
  */
 
 import { randomUUID } from 'node:crypto'

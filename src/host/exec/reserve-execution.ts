@@ -23,17 +23,24 @@ export type ReserveOutcome =
 
 export async function reserveExecution(options: ReserveOptions): Promise<ReserveOutcome> {
 	const { caller } = options
+	let reply: unknown
 	try {
-		const reply = await boundedControlRequest(
+		reply = await boundedControlRequest(
 			'reserve-execution',
 			options.controlRequestTimeoutMs,
 			caller,
 			options.request,
 		)
+	} catch (error) {
+		if (caller?.aborted) return { kind: 'aborted' }
+		throw error
+	} finally {
 		options.onSettled?.()
+	}
+	try {
 		return { kind: 'reserved', reservation: parseReservation(reply) }
 	} catch (error) {
-		options.onSettled?.()
+		// A refusal that raced the caller's abort: nothing was reserved, so nothing ran.
 		if (caller?.aborted) return { kind: 'aborted' }
 		throw error
 	}
