@@ -4,8 +4,9 @@
  * a handle to reach it (`unix`, `vsock` or token `tcp`), prove the guest deprivileged
  * (`probeSandboxPrivileges`), and `createAgentSandbox` serves the whole `Sandbox` contract over it
  * through `AgentTransport`. `walkFilesViaExec` gives `walkFiles` to any sandbox that can `exec`
- * node. The errors these throw are exported from the package root. Pinned by
- * `test/package/entry-points.test.ts`.
+ * node. The errors these throw are exported from the package root; the refusal code table
+ * (`AGENT_REFUSAL`, `parseRefusal`, `WireRefusal`) is here, for reading what `AgentTransport`
+ * answers by code. Pinned by `test/package/entry-points.test.ts`.
  */
 
 export {
@@ -38,3 +39,11 @@ export {
 	type SandboxAgentHandle,
 	type SandboxAgentHandleKind,
 } from './host/index.js'
+export {
+	AGENT_REFUSAL,
+	AGENT_REFUSAL_CODES,
+	type AgentRefusalCode,
+	isAgentRefusalCode,
+	parseRefusal,
+	type WireRefusal,
+} from './wire/index.js'

@@ -7,6 +7,7 @@ import {
 	ExecutionNotAttachableError,
 	SessionRefusedError,
 } from '../index.js'
+import { AGENT_REFUSAL } from '../wire/refusals.js'
 import { attachCommand } from './attach-command.js'
 import { missingPrerequisiteLine } from './cli-bubblewrap.js'
 import { destroyCommand } from './destroy-command.js'
@@ -29,10 +30,13 @@ function packageVersion(): string {
 /** The exit code of a named library refusal (USAGE lists them). */
 export function exitCodeForError(error: SandboxError): number {
 	if (error instanceof LocalSandboxNotFoundError) return EXIT_CODES.notFound
-	if (error instanceof ExecutionNotAttachableError && error.refusal === 'unknown_execution') {
+	if (
+		error instanceof ExecutionNotAttachableError &&
+		error.refusal === AGENT_REFUSAL.unknown_execution
+	) {
 		return EXIT_CODES.notFound
 	}
-	if (error instanceof SessionRefusedError && error.refusal === 'unknown_session') {
+	if (error instanceof SessionRefusedError && error.refusal === AGENT_REFUSAL.unknown_session) {
 		return EXIT_CODES.notFound
 	}
 	if (error instanceof ExecutionDetachedError || error instanceof AgentSessionDetachedError) {

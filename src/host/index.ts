@@ -10,19 +10,14 @@ export {
 	type DetachableExecOptions,
 } from './exec/detachable-exec-options.js'
 export {
-	type AttachRefusal,
 	ExecutionAttachUnsupportedError,
-	ExecutionCancelRefusedError,
 	ExecutionDetachedError,
 	type ExecutionDetachReason,
-	ExecutionNotAttachableError,
 } from './exec/detachable-execution-errors.js'
+export type { AgentExecOptions } from './exec/exec-options.js'
 export type { RemoteExecutionTiming } from './exec/execution-timing.js'
 export {
-	RemoteCancellationUnknownError,
-	RemoteCommandError,
 	RemoteControlTimeoutError,
-	RemoteExecutionRefusedError,
 	RemoteResultIncompleteError,
 } from './exec/remote-execution-errors.js'
 export type {
@@ -32,11 +27,22 @@ export type {
 	QuiesceReport,
 } from './lifecycle/agent-lifecycle-ops.js'
 export {
+	type AttachRefusal,
+	ExecutionCancelRefusedError,
+	ExecutionNotAttachableError,
+	RemoteCancellationUnknownError,
+	RemoteCommandError,
+	RemoteExecutionRefusedError,
+} from './refusals/execution-refusal-errors.js'
+export { RemoteByteCountError, RemoteProtocolError } from './refusals/guest-protocol-errors.js'
+export {
 	FlushUnconfirmedError,
 	FlushUnsupportedError,
 	QuiesceUnconfirmedError,
 	QuiesceUnsupportedError,
-} from './lifecycle/lifecycle-errors.js'
+} from './refusals/lifecycle-errors.js'
+export { AgentOpRefusedError, AgentUnauthorizedError } from './refusals/op-refused-errors.js'
+export { SessionRefusedError } from './refusals/session-refused-error.js'
 export { agentBundlePath } from './sandbox/agent-bundle-path.js'
 export {
 	AgentSandbox,
@@ -59,7 +65,6 @@ export type {
 export {
 	AgentSessionDetachedError,
 	type SessionDetachReason,
-	SessionRefusedError,
 	SessionsUnsupportedError,
 } from './sessions/session-errors.js'
 export type {
@@ -80,7 +85,9 @@ export {
 	type AgentDialEvent,
 	type AgentTransportOptions,
 	DEFAULT_AGENT_TRANSPORT_OPTIONS,
+	DEFAULT_MAX_READ_FILE_BYTES,
 	DEFAULT_MAX_WRITE_FILE_BYTES,
+	DEFAULT_SESSION_READ_MAX_BYTES,
 	GUEST_FRAME_LIMIT_BYTES,
 	type ResolvedAgentTransportOptions,
 	TCP_PREAUTH_FRAME_LIMIT_BYTES,
@@ -91,11 +98,9 @@ export {
 	AgentConnectionError,
 	AgentDialFailedError,
 	AgentFrameTooLargeError,
-	AgentOpRefusedError,
 	AgentPreauthFrameTooLargeError,
 	AgentReadFileStreamUnsupportedError,
+	AgentReadFileTooLargeError,
 	AgentReadTimeoutError,
-	AgentUnauthorizedError,
 	AgentWriteFileTooLargeError,
-	RemoteProtocolError,
 } from './transport/transport-errors.js'

@@ -7,6 +7,7 @@ import { isAscii } from 'node:buffer'
 import { asciiMemberBytes, defineLazyAsciiMember } from './ascii-string-members.js'
 import { base64Length, writeBase64 } from './base64-pieces.js'
 import { isRecord } from './is-record.js'
+import { AGENT_REFUSAL, formatRefusal } from './refusals.js'
 
 export const FRAME_HEADER_BYTES = 9
 /** Largest length the 8-hex header can express; the real ceiling is the reader's `maxFrameBytes`. */
@@ -130,7 +131,7 @@ export function encodedFrameBytes(message: unknown): number {
 	return FRAME_HEADER_BYTES + Buffer.byteLength(json, 'utf8') - placeholder
 }
 
-export type FrameErrorReason = 'bad_header' | 'frame_too_large'
+export type FrameErrorReason = 'bad_header' | typeof AGENT_REFUSAL.frame_too_large
 
 /** The peer broke the framing. `message` is the refusal the agent sends back verbatim. */
 export class FrameError extends Error {
@@ -154,7 +155,10 @@ export class FrameError extends Error {
 }
 
 export function frameTooLargeMessage(announced: number, limit: number, variable: string): string {
-	return `frame_too_large: announced ${announced} bytes, limit ${limit} (${variable})`
+	return formatRefusal(
+		AGENT_REFUSAL.frame_too_large,
+		`announced ${announced} bytes, limit ${limit} (${variable})`,
+	)
 }
 
 export type FrameItem =
@@ -222,12 +226,18 @@ export class FrameReader {
 			for (let i = 0; i < Math.min(headerBytes, 8); i++) {
 				const byte = this.#buffer[this.#start + i] ?? 0
 				if (!isHexDigit(byte)) {
-					throw new FrameError('bad_header', 'bad_frame_header: length prefix is not 8 hex digits')
+					throw new FrameError(
+						'bad_header',
+						formatRefusal(AGENT_REFUSAL.bad_frame_header, 'length prefix is not 8 hex digits'),
+					)
 				}
 			}
 			if (available < FRAME_HEADER_BYTES) break
 			if (this.#buffer[this.#start + 8] !== 0x0a) {
-				throw new FrameError('bad_header', 'bad_frame_header: no newline after 8 hex digits')
+				throw new FrameError(
+					'bad_header',
+					formatRefusal(AGENT_REFUSAL.bad_frame_header, 'no newline after 8 hex digits'),
+				)
 			}
 			const length = Number.parseInt(
 				this.#buffer.toString('latin1', this.#start, this.#start + 8),
@@ -235,7 +245,7 @@ export class FrameReader {
 			)
 			if (length > this.#maxFrameBytes) {
 				throw new FrameError(
-					'frame_too_large',
+					AGENT_REFUSAL.frame_too_large,
 					frameTooLargeMessage(length, this.#maxFrameBytes, this.#limitVariable),
 					{
 						announcedBytes: length,

@@ -1,6 +1,7 @@
 // The wire's public names: the protocol version and feature names a guest advertises in `healthz`,
-// the negotiated stream heartbeat, and the request / event shapes a caller meets. The frame codec,
-// the base64 helpers and the op table are internal to the two ends.
+// the negotiated stream heartbeat, the output cap both ends apply, the request / event shapes a
+// caller meets, and the refusal code table. The frame codec, the base64 helpers, the op table and
+// the execution-state vocabulary are internal to the two ends.
 export {
 	AGENT_PROTOCOL_VERSION,
 	type AgentFeature,
@@ -22,4 +23,20 @@ export {
 	type StreamHeartbeat,
 } from './heartbeat.js'
 export type { QuiescedProcess, QuiesceScope } from './lifecycle-ops.js'
-export type { ReadFileStreamEvent, ReadFileStreamRequest, WriteFilePart } from './protocol.js'
+export {
+	DEFAULT_MAX_OUTPUT_BYTES,
+	type ReadFileStreamEvent,
+	type ReadFileStreamRequest,
+	type WriteFilePart,
+} from './protocol.js'
+// The refusal code table, for `@namzu/sandbox/agent` only: a tier of your own that calls
+// `AgentTransport` reads a refusal's typed code with these. The root's callers meet refusals as
+// errors (`AgentOpRefusedError.refusal.code` is the code as a string).
+export {
+	AGENT_REFUSAL,
+	AGENT_REFUSAL_CODES,
+	type AgentRefusalCode,
+	isAgentRefusalCode,
+	parseRefusal,
+	type WireRefusal,
+} from './refusals.js'

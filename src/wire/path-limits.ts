@@ -35,23 +35,30 @@ export function pathLimitViolation(path: string): PathLimitViolation | undefined
 	return undefined
 }
 
+/** What a path must be to keep `kind`'s limit: the first half of "path must be …, got …". */
+export function pathLimitExpectation(kind: PathLimitViolation['kind']): string {
+	switch (kind) {
+		case 'contains-nul':
+			return 'free of NUL bytes'
+		case 'too-long':
+			return `at most ${MAX_PATH_BYTES} bytes (UTF-8)`
+		case 'component-too-long':
+			return `made of components of at most ${MAX_PATH_COMPONENT_BYTES} bytes (UTF-8)`
+	}
+}
+
 /** The violation as the halves of "path must be …, got …", for messages on either end. */
 export function describePathLimitViolation(violation: PathLimitViolation): {
 	readonly expected: string
 	readonly received: string
 } {
+	const expected = pathLimitExpectation(violation.kind)
 	switch (violation.kind) {
 		case 'contains-nul':
-			return { expected: 'free of NUL bytes', received: 'a string containing a NUL byte' }
+			return { expected, received: 'a string containing a NUL byte' }
 		case 'too-long':
-			return {
-				expected: `at most ${MAX_PATH_BYTES} bytes (UTF-8)`,
-				received: `${violation.bytes} bytes`,
-			}
+			return { expected, received: `${violation.bytes} bytes` }
 		case 'component-too-long':
-			return {
-				expected: `made of components of at most ${MAX_PATH_COMPONENT_BYTES} bytes (UTF-8)`,
-				received: `a component of ${violation.bytes} bytes`,
-			}
+			return { expected, received: `a component of ${violation.bytes} bytes` }
 	}
 }

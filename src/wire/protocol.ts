@@ -11,10 +11,23 @@ export interface AgentRequestEnvelope {
 	readonly token?: string
 }
 
+/** A request-shaped refusal (`refusals.ts` defines every `error` code). */
 export interface AgentRefusal {
 	readonly ok: false
 	readonly error: string
 	readonly message?: string
+	/** Execution refusals: where the execution is. */
+	readonly executionState?: ExecutionState
+	/** Offset refusals: where the output currently ends. */
+	readonly nextOffset?: number
+}
+
+/** A stream-shaped refusal, followed by the terminator. */
+export interface AgentStreamRefusal {
+	readonly type: 'error'
+	readonly error: string
+	readonly executionState?: ExecutionState
+	readonly nextOffset?: number
 }
 
 // ---- healthz -----------------------------------------------------------------------------------
@@ -28,6 +41,36 @@ export interface HealthzReply {
 }
 
 // ---- reserve-execution / execute / cancel-execution --------------------------------------------
+
+/** The per-stream output cap of an `execute` that names none; the host holds itself to it too. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 100 * 1024 * 1024
+
+export type ExecutionTerminalState = 'cancelled' | 'completed' | 'failed'
+
+/** Every state an execution record can report (`'reserved'` = never started). */
+export type ExecutionState = 'reserved' | 'running' | ExecutionTerminalState
+
+export const EXECUTION_TERMINAL_STATES: readonly ExecutionTerminalState[] = [
+	'cancelled',
+	'completed',
+	'failed',
+]
+
+export const EXECUTION_STATES: readonly ExecutionState[] = [
+	'reserved',
+	'running',
+	...EXECUTION_TERMINAL_STATES,
+]
+
+export function isExecutionState(value: unknown): value is ExecutionState {
+	return typeof value === 'string' && (EXECUTION_STATES as readonly string[]).includes(value)
+}
+
+export function isExecutionTerminalState(value: unknown): value is ExecutionTerminalState {
+	return (
+		typeof value === 'string' && (EXECUTION_TERMINAL_STATES as readonly string[]).includes(value)
+	)
+}
 
 export interface ReserveExecutionRequest {
 	readonly executionId?: string
@@ -64,14 +107,19 @@ export interface ExecuteRequest {
 	readonly retainOutput?: boolean
 }
 
-export interface ExecResultEvent {
-	readonly type: 'result'
+/** What a finished run reports: the `result` event, and the `result` of a cancel or an attach. */
+export interface ExecutionTerminalMetadata {
 	readonly exitCode: number
 	readonly timedOut: boolean
 	readonly durationMs: number
 	readonly signal?: string
-	readonly stdoutTruncated: boolean
-	readonly stderrTruncated: boolean
+	/** This agent always sends both flags; a peer that predates the output caps sends neither. */
+	readonly stdoutTruncated?: boolean
+	readonly stderrTruncated?: boolean
+}
+
+export interface ExecResultEvent extends ExecutionTerminalMetadata {
+	readonly type: 'result'
 	/** True when the run ended because of a `cancel-execution`. */
 	readonly cancelled?: boolean
 }
@@ -86,8 +134,6 @@ export interface CancelExecutionRequest {
 	readonly executionId: string
 }
 
-export type ExecutionTerminalState = 'cancelled' | 'completed' | 'failed'
-
 export interface CancelExecutionReply {
 	readonly ok: true
 	readonly state: ExecutionTerminalState
@@ -99,9 +145,6 @@ export interface CancelExecutionReply {
 }
 
 // ---- retained executions: attach-execution ------------------------------------------------------
-
-/** Every state an execution record can report (`'reserved'` = never started). */
-export type ExecutionState = 'reserved' | 'running' | ExecutionTerminalState
 
 /** A delta of a retained run: its place in the one interleaved byte-offset space. */
 export interface RetainedDeltaEvent {

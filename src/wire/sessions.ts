@@ -5,6 +5,7 @@
  * serving them advertises `sessions` in `healthz`. Offsets are bytes in the session's one
  * monotonic output space; `droppedBytes` is what the ring evicted before the reader got it.
  */
+import type { AgentRefusalCode } from './refusals.js'
 
 export type SessionKind = 'terminal' | 'detached'
 export type SessionState = 'running' | 'exited'
@@ -127,15 +128,22 @@ export type KillSessionReply = {
 	readonly signalled: number
 } & SessionSummaryWire
 
-/** Refusal codes of the session ops. */
-export type SessionRefusalCode =
+/** Refusal codes of the session ops (defined with every other code in refusals.ts). */
+export type SessionRefusalCode = Extract<
+	AgentRefusalCode,
 	| 'invalid_session_id'
+	| 'invalid_session_request'
 	| 'session_exists'
 	| 'unknown_session'
 	| 'session_capacity'
 	| 'invalid_offset'
+	| 'invalid_follow'
 	| 'missing_command'
+	| 'invalid_args'
+	| 'invalid_env'
+	| 'invalid_cwd'
 	| 'spawn_failed'
+>
 
 /** The allow-listed signal named, else `SIGTERM`. */
 export function sessionSignal(value: unknown): SessionSignal {

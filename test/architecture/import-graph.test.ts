@@ -38,17 +38,19 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 }
 
 /**
- * The host's rooms: the transport at the bottom, one room per family of verbs over it, the sandbox
- * that composes them on top (and the area's index, which lists them all).
+ * The host's rooms: what a guest's answer becomes (the refusal table and its errors) at the
+ * bottom, the transport on it, one room per family of verbs over the transport, the sandbox that
+ * composes them on top (and the area's index, which lists them all).
  */
 const HOST_ROOMS: Readonly<Record<string, readonly string[]>> = {
-	transport: ['transport'],
-	exec: ['exec', 'transport'],
-	files: ['files', 'transport'],
-	sessions: ['sessions', 'transport'],
-	lifecycle: ['lifecycle', 'transport'],
-	sandbox: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport'],
-	index: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport'],
+	refusals: ['refusals'],
+	transport: ['transport', 'refusals'],
+	exec: ['exec', 'transport', 'refusals'],
+	files: ['files', 'transport', 'refusals'],
+	sessions: ['sessions', 'transport', 'refusals'],
+	lifecycle: ['lifecycle', 'transport', 'refusals'],
+	sandbox: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport', 'refusals'],
+	index: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport', 'refusals'],
 }
 
 function areaOf(file: string): string {

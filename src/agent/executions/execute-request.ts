@@ -4,6 +4,7 @@
  * the filesystem). Every failure is an `OpRefusal` whose `error` is the wire refusal string.
  */
 
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import {
@@ -44,7 +45,10 @@ export function resolveTimeoutMs(value: unknown, limits: Limits): number {
 		return Math.min(limits.defaultTimeoutMs, limits.maxTimeoutMs)
 	if (!isPositiveInteger(value) || value > limits.maxTimeoutMs) {
 		throw new OpRefusal(
-			`invalid_timeout: timeoutMs must be a positive integer no greater than ${limits.maxTimeoutMs} (NAMZU_SANDBOX_MAX_TIMEOUT_MS), got ${JSON.stringify(value)}`,
+			formatRefusal(
+				AGENT_REFUSAL.invalid_timeout,
+				`timeoutMs must be a positive integer no greater than ${limits.maxTimeoutMs} (NAMZU_SANDBOX_MAX_TIMEOUT_MS), got ${JSON.stringify(value)}`,
+			),
 		)
 	}
 	return value
@@ -55,31 +59,42 @@ export function parseExecuteRequest(
 	limits: Limits,
 ): ResolvedExecuteRequest {
 	const { command, executionId } = body
-	if (typeof command !== 'string' || command === '') throw new OpRefusal('missing_command')
+	if (typeof command !== 'string' || command === '')
+		throw new OpRefusal(AGENT_REFUSAL.missing_command)
 	if (executionId !== undefined && !isExecutionId(executionId)) {
-		throw new OpRefusal('invalid_execution_id')
+		throw new OpRefusal(AGENT_REFUSAL.invalid_execution_id)
 	}
 	const args = body.args === undefined ? [] : body.args
-	if (!isStringArray(args)) throw new OpRefusal('invalid_args: args must be an array of strings')
+	if (!isStringArray(args))
+		throw new OpRefusal(
+			formatRefusal(AGENT_REFUSAL.invalid_args, 'args must be an array of strings'),
+		)
 	const env = body.env === undefined ? undefined : stringRecord(body.env)
 	if (body.env !== undefined && env === undefined) {
-		throw new OpRefusal('invalid_env: env must map names to strings')
+		throw new OpRefusal(formatRefusal(AGENT_REFUSAL.invalid_env, 'env must map names to strings'))
 	}
 	if (body.cwd !== undefined && typeof body.cwd !== 'string') {
-		throw new OpRefusal('invalid_cwd: cwd must be a string')
+		throw new OpRefusal(formatRefusal(AGENT_REFUSAL.invalid_cwd, 'cwd must be a string'))
 	}
 	if (body.stdin !== undefined && typeof body.stdin !== 'string') {
-		throw new OpRefusal('invalid_stdin: stdin must be a string')
+		throw new OpRefusal(formatRefusal(AGENT_REFUSAL.invalid_stdin, 'stdin must be a string'))
 	}
 	if (body.retainOutput !== undefined && typeof body.retainOutput !== 'boolean') {
-		throw new OpRefusal('invalid_retain_output: retainOutput must be a boolean')
+		throw new OpRefusal(
+			formatRefusal(AGENT_REFUSAL.invalid_retain_output, 'retainOutput must be a boolean'),
+		)
 	}
 	if (body.retainOutput === true && executionId === undefined) {
-		throw new OpRefusal('retain_requires_execution_id')
+		throw new OpRefusal(AGENT_REFUSAL.retain_requires_execution_id)
 	}
 	const maxOutputBytes = body.maxOutputBytes ?? limits.defaultMaxOutputBytes
 	if (!isPositiveInteger(maxOutputBytes)) {
-		throw new OpRefusal('invalid_max_output_bytes: maxOutputBytes must be a positive integer')
+		throw new OpRefusal(
+			formatRefusal(
+				AGENT_REFUSAL.invalid_max_output_bytes,
+				'maxOutputBytes must be a positive integer',
+			),
+		)
 	}
 	return {
 		...(executionId === undefined ? {} : { executionId }),

@@ -25,13 +25,16 @@
  * at most `maxRetainedLogs` records hold such output at once, and a retained record is kept
  * `retainedTtlMs` after it ends (then the same id starts a fresh command).
  */
+
 import { AGENT_PROTOCOL_VERSION } from '../../wire/features.js'
 import type {
 	CancelExecutionReply,
 	ExecEvent,
+	ExecutionState,
 	ExecutionTerminalState,
 	ReserveExecutionReply,
 } from '../../wire/protocol.js'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { mintExecutionId } from './execution-id.js'
 import type {
@@ -42,8 +45,6 @@ import type {
 } from './execution-process.js'
 import { ExecutionRefusal } from './execution-refusal.js'
 import { RetainedOutput } from './retained-output.js'
-
-export type ExecutionState = 'reserved' | 'running' | ExecutionTerminalState
 
 export interface ExecutionRegistryOptions {
 	readonly leaseTtlMs: number
@@ -169,7 +170,7 @@ export class ExecutionRegistry {
 		return this.#records.get(id)?.state
 	}
 
-	reserve(requestedId?: string): ReserveExecutionReply & { state?: ExecutionState } {
+	reserve(requestedId?: string): ReserveExecutionReply {
 		if (requestedId !== undefined) {
 			const existing = this.#records.get(requestedId)
 			if (existing) {
@@ -260,7 +261,10 @@ export class ExecutionRegistry {
 		const limit = this.#options.maxRetainedLogs ?? 32
 		if (this.#records.get(executionId)?.state === 'reserved' && this.retainedCount >= limit) {
 			throw new ExecutionRefusal(
-				`retained_output_capacity: limit ${limit} (NAMZU_AGENT_MAX_RETAINED_OUTPUT_LOGS)`,
+				formatRefusal(
+					AGENT_REFUSAL.retained_output_capacity,
+					`limit ${limit} (NAMZU_AGENT_MAX_RETAINED_OUTPUT_LOGS)`,
+				),
 				{ executionState: 'reserved' },
 			)
 		}
@@ -272,10 +276,12 @@ export class ExecutionRegistry {
 	/** The retained run `executionId` names; refuses ids not held or whose output is not kept. */
 	attachable(executionId: string): AttachableExecution {
 		const record = this.#records.get(executionId)
-		if (!record) throw new ExecutionRefusal('unknown_execution')
+		if (!record) throw new ExecutionRefusal(AGENT_REFUSAL.unknown_execution)
 		const retained = record.retained
 		if (!retained) {
-			throw new ExecutionRefusal('output_not_retained', { executionState: record.state })
+			throw new ExecutionRefusal(AGENT_REFUSAL.output_not_retained, {
+				executionState: record.state,
+			})
 		}
 		return {
 			retained,
@@ -292,7 +298,7 @@ export class ExecutionRegistry {
 
 	cancel(executionId: string): Promise<CancelExecutionReply> {
 		const record = this.#records.get(executionId)
-		if (!record) return Promise.reject(new OpRefusal('unknown_execution'))
+		if (!record) return Promise.reject(new OpRefusal(AGENT_REFUSAL.unknown_execution))
 		if (isTerminal(record.state)) return Promise.resolve(this.#acknowledge(record))
 		if (record.state === 'reserved') {
 			record.cancelRequested = true
@@ -340,7 +346,7 @@ export class ExecutionRegistry {
 		const startedAt = performance.now()
 		const unconfirmed = () =>
 			new OpRefusal(
-				'cancellation_unconfirmed',
+				AGENT_REFUSAL.cancellation_unconfirmed,
 				`execution ${record.id} did not confirm termination within ${this.#options.confirmTimeoutMs} ms (NAMZU_AGENT_CANCEL_CONFIRM_TIMEOUT_MS)`,
 			)
 		if (run) {
@@ -355,14 +361,19 @@ export class ExecutionRegistry {
 
 	#claim(id: string): ExecutionRecord {
 		const record = this.#records.get(id)
-		if (!record) throw new ExecutionRefusal('unknown_execution')
+		if (!record) throw new ExecutionRefusal(AGENT_REFUSAL.unknown_execution)
 		if (record.state === 'cancelled' && !record.started) {
-			throw new ExecutionRefusal('execution_cancelled', { executionState: record.state })
-		}
-		if (record.state !== 'reserved') {
-			throw new ExecutionRefusal(`execution_not_reserved: ${record.state}`, {
+			throw new ExecutionRefusal(AGENT_REFUSAL.execution_cancelled, {
 				executionState: record.state,
 			})
+		}
+		if (record.state !== 'reserved') {
+			throw new ExecutionRefusal(
+				formatRefusal(AGENT_REFUSAL.execution_not_reserved, record.state),
+				{
+					executionState: record.state,
+				},
+			)
 		}
 		if (record.timer) clearTimeout(record.timer)
 		record.state = 'running'
@@ -416,8 +427,11 @@ export class ExecutionRegistry {
 			}
 		}
 		throw new OpRefusal(
-			'execution_capacity',
-			`execution_capacity: limit ${this.#options.maxTracked} (NAMZU_AGENT_MAX_TRACKED_EXECUTIONS)`,
+			AGENT_REFUSAL.execution_capacity,
+			formatRefusal(
+				AGENT_REFUSAL.execution_capacity,
+				`limit ${this.#options.maxTracked} (NAMZU_AGENT_MAX_TRACKED_EXECUTIONS)`,
+			),
 		)
 	}
 }

@@ -8,6 +8,7 @@
 
 import type { FileHandle } from 'node:fs/promises'
 import { rename, stat } from 'node:fs/promises'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { errnoCode } from './fs-refusal.js'
 import type { JailedDirectory } from './jailed-open.js'
@@ -36,7 +37,7 @@ export async function carryMode(handle: FileHandle, target: string): Promise<voi
 
 function modeCarryFailed(error: unknown): OpRefusal {
 	const message = error instanceof Error ? error.message : String(error)
-	return new OpRefusal(`write_mode_carry_failed: ${message}`)
+	return new OpRefusal(formatRefusal(AGENT_REFUSAL.write_mode_carry_failed, message))
 }
 
 /**

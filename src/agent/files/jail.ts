@@ -19,19 +19,20 @@
 import { lstatSync } from 'node:fs'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { describePathLimitViolation, pathLimitViolation } from '../../wire/path-limits.js'
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { realpathOfNearest } from './physical-walk.js'
 
-export const PATH_ESCAPES_WORKSPACE = 'path_escapes_workspace'
+export const PATH_ESCAPES_WORKSPACE = AGENT_REFUSAL.path_escapes_workspace
 /** No path at all (absent, empty or not a string): nothing to jail. */
-export const MISSING_PATH = 'missing_path'
+export const MISSING_PATH = AGENT_REFUSAL.missing_path
 /** Longer than `MAX_PATH_BYTES` (UTF-8). */
-export const PATH_TOO_LONG = 'path_too_long'
+export const PATH_TOO_LONG = AGENT_REFUSAL.path_too_long
 /** A component longer than `MAX_PATH_COMPONENT_BYTES` (UTF-8). */
-export const PATH_COMPONENT_TOO_LONG = 'path_component_too_long'
+export const PATH_COMPONENT_TOO_LONG = AGENT_REFUSAL.path_component_too_long
 /** A NUL byte anywhere in the path. */
-export const PATH_CONTAINS_NUL = 'path_contains_nul'
+export const PATH_CONTAINS_NUL = AGENT_REFUSAL.path_contains_nul
 
 export type JailAccess = 'read' | 'write'
 

@@ -14,6 +14,7 @@
  */
 import { closeSync, constants, mkdirSync, openSync } from 'node:fs'
 import { type FileHandle, open } from 'node:fs/promises'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { errnoCode } from './fs-refusal.js'
 import { isWithin, type JailedPath, pathEscapesWorkspace } from './jail.js'
@@ -130,7 +131,12 @@ function mkdirFailed(error: unknown, directory: string, shown: string): OpRefusa
 	const code = errnoCode(error)
 	// A name that became a symlink between our mkdir and our open of it.
 	if (code === 'ELOOP') return pathEscapesWorkspace(shown)
-	return new OpRefusal(`mkdir_failed: ${code ?? String(error)}: cannot create ${directory}`)
+	return new OpRefusal(
+		formatRefusal(
+			AGENT_REFUSAL.mkdir_failed,
+			`${code ?? String(error)}: cannot create ${directory}`,
+		),
+	)
 }
 
 /** An `O_PATH` descriptor of `directory`, created below its nearest existing ancestor if asked. */

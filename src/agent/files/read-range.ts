@@ -4,6 +4,7 @@
  * refused outright, never shortened.
  */
 
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../server/value-checks.js'
 
@@ -20,16 +21,21 @@ function isByteCount(value: unknown): value is number {
 
 export function rangeTooLarge(requestedBytes: number, limitBytes: number): OpRefusal {
 	return new OpRefusal(
-		`read_file_range_too_large: requested ${requestedBytes} bytes, limit ${limitBytes} (${READ_FILE_RANGE_VARIABLE})`,
+		formatRefusal(
+			AGENT_REFUSAL.read_file_range_too_large,
+			`requested ${requestedBytes} bytes, limit ${limitBytes} (${READ_FILE_RANGE_VARIABLE})`,
+		),
 	)
 }
 
 export function resolveReadRange(body: Record<string, unknown>, limitBytes: number): ReadRange {
 	const { offset, length, encoding } = body
 	if (offset === undefined && length === undefined) return { ranged: false }
-	if (encoding !== 'base64') throw new OpRefusal('read_file_range_requires_base64')
-	if (offset !== undefined && !isByteCount(offset)) throw new OpRefusal('read_file_invalid_offset')
-	if (length !== undefined && !isByteCount(length)) throw new OpRefusal('read_file_invalid_length')
+	if (encoding !== 'base64') throw new OpRefusal(AGENT_REFUSAL.read_file_range_requires_base64)
+	if (offset !== undefined && !isByteCount(offset))
+		throw new OpRefusal(AGENT_REFUSAL.read_file_invalid_offset)
+	if (length !== undefined && !isByteCount(length))
+		throw new OpRefusal(AGENT_REFUSAL.read_file_invalid_length)
 	if (length !== undefined && length > limitBytes) throw rangeTooLarge(length, limitBytes)
 	return {
 		ranged: true,
@@ -47,8 +53,10 @@ export interface StreamRange {
 /** `read-file-stream` takes the same offset/length vocabulary but no ceiling and no encoding. */
 export function resolveStreamRange(body: Record<string, unknown>): StreamRange {
 	const { offset, length } = body
-	if (offset !== undefined && !isByteCount(offset)) throw new OpRefusal('read_file_invalid_offset')
-	if (length !== undefined && !isByteCount(length)) throw new OpRefusal('read_file_invalid_length')
+	if (offset !== undefined && !isByteCount(offset))
+		throw new OpRefusal(AGENT_REFUSAL.read_file_invalid_offset)
+	if (length !== undefined && !isByteCount(length))
+		throw new OpRefusal(AGENT_REFUSAL.read_file_invalid_length)
 	return { offset: offset ?? 0, ...(length === undefined ? {} : { length }) }
 }
 

@@ -1,15 +1,17 @@
 /**
  * Resolves an `execute` working directory through the path jail (jail.ts), the same rule every
  * file op and the terminal's `cwd` follow, and requires a directory. Failures are
- * `OpRefusal('invalid_cwd: …')`, the refusal `execute` has always given.
+ * `OpRefusal(formatRefusal(AGENT_REFUSAL.invalid_cwd, '…'))`, the refusal `execute` has always given.
  */
+
 import { stat } from 'node:fs/promises'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { resolveWorkspaceDirectory } from './jail.js'
 
 function refuse(detail: string): OpRefusal {
-	return new OpRefusal(`invalid_cwd: ${detail}`)
+	return new OpRefusal(formatRefusal(AGENT_REFUSAL.invalid_cwd, detail))
 }
 
 export async function resolveWorkingDirectory(

@@ -8,6 +8,7 @@
 import { constants } from 'node:fs'
 import { type FileHandle, lstat, open, unlink } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { commitTemp } from './durable-commit.js'
@@ -30,7 +31,10 @@ const inFlight = new Set<string>()
 function resolveTempFile(config: JailConfig, path: string): JailedPath {
 	const temp = resolveJailedPath(config, path, 'write')
 	if (!isTempFileName(basename(temp.path))) {
-		throw new OpRefusal('write_part_not_a_temp_file', `not a .namzu-write-….part file: ${path}`)
+		throw new OpRefusal(
+			AGENT_REFUSAL.write_part_not_a_temp_file,
+			`not a .namzu-write-….part file: ${path}`,
+		)
 	}
 	return temp
 }
@@ -52,7 +56,7 @@ export async function writePart(
 		part.renameTo === undefined
 			? undefined
 			: { jailed: resolveJailedPath(config, part.renameTo, 'write'), shown: part.renameTo }
-	if (inFlight.has(temp.path)) throw new OpRefusal('write_part_in_flight')
+	if (inFlight.has(temp.path)) throw new OpRefusal(AGENT_REFUSAL.write_part_in_flight)
 	inFlight.add(temp.path)
 	try {
 		const places = { temp, tempShown: part.path, ...(target ? { target } : {}) }
@@ -113,7 +117,10 @@ async function appendInto(
 		const { bytesWritten } = await handle.write(content, 0, content.length, offset)
 		if (bytesWritten !== content.length) {
 			throw new OpRefusal(
-				`write_part_short_write: wrote ${bytesWritten} of ${content.length} bytes at offset ${offset}`,
+				formatRefusal(
+					AGENT_REFUSAL.write_part_short_write,
+					`wrote ${bytesWritten} of ${content.length} bytes at offset ${offset}`,
+				),
 			)
 		}
 		const { target } = places
@@ -140,7 +147,7 @@ async function appendInto(
 
 function offsetMismatch(tempBytes: number, offset: number): OpRefusal {
 	return new OpRefusal(
-		'write_part_offset_mismatch',
+		AGENT_REFUSAL.write_part_offset_mismatch,
 		`temp file holds ${tempBytes} bytes; part starts at ${offset}`,
 	)
 }
@@ -158,7 +165,7 @@ export async function discardPart(config: JailConfig, path: string): Promise<voi
 	const entry = directory.entry(basename(temp.path))
 	try {
 		const stat = await lstat(entry)
-		if (!stat.isFile()) throw new OpRefusal('write_part_not_a_temp_file')
+		if (!stat.isFile()) throw new OpRefusal(AGENT_REFUSAL.write_part_not_a_temp_file)
 		await unlink(entry)
 	} catch (error) {
 		if (errnoCode(error) === 'ENOENT') return

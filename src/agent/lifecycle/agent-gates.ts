@@ -5,6 +5,7 @@
  * runs: new work is refused, request-shaped ops with `quiesce_in_progress`, stream-shaped ones as
  * a stream refusal. Pure decision; the connection layer applies it after authentication.
  */
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 
 export interface AgentGates {
 	retiring: boolean
@@ -30,7 +31,7 @@ const REFUSED_WHILE_QUIESCING = new Set([
 
 /** The refusal for `op` under the current gates, or undefined when it may run. */
 export function gateRefusal(gates: AgentGates, op: string): string | undefined {
-	if (gates.retiring && !SERVED_WHILE_RETIRING.has(op)) return 'agent_retiring'
-	if (gates.quiescing && REFUSED_WHILE_QUIESCING.has(op)) return 'quiesce_in_progress'
+	if (gates.retiring && !SERVED_WHILE_RETIRING.has(op)) return AGENT_REFUSAL.agent_retiring
+	if (gates.quiescing && REFUSED_WHILE_QUIESCING.has(op)) return AGENT_REFUSAL.quiesce_in_progress
 	return undefined
 }

@@ -5,9 +5,11 @@
  * `$1`. Bounded: past the timeout the program is SIGKILLed and the answer is `flush_unconfirmed`.
  * Whether the agent can flush at all is decided once per process (`flushSupported`).
  */
+
 import { spawn } from 'node:child_process'
 import { accessSync, constants, statSync } from 'node:fs'
 import { delimiter, isAbsolute, join } from 'node:path'
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { childEnvironment } from '../process/child-env.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { isIntegerIn } from '../server/value-checks.js'
@@ -63,7 +65,7 @@ export function resolveFlushTimeoutMs(requested: unknown, fallback: number): num
 	if (requested === undefined) return fallback
 	if (!isIntegerIn(requested, { min: 1, max: MAX_FLUSH_TIMEOUT_MS })) {
 		throw new OpRefusal(
-			'flush_invalid_timeout',
+			AGENT_REFUSAL.flush_invalid_timeout,
 			`timeoutMs must be an integer 1..${MAX_FLUSH_TIMEOUT_MS}, got ${JSON.stringify(requested)}`,
 		)
 	}
@@ -95,7 +97,7 @@ export function runFlush(run: FlushRun): Promise<{ readonly durationMs: number }
 			settled = true
 			clearTimeout(timer)
 			if (error === undefined) resolve({ durationMs: Math.round(performance.now() - startedAt) })
-			else reject(new OpRefusal('flush_unconfirmed', error))
+			else reject(new OpRefusal(AGENT_REFUSAL.flush_unconfirmed, error))
 		}
 		const timer = setTimeout(() => {
 			child.kill('SIGKILL')

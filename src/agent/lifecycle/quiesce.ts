@@ -9,6 +9,7 @@
 import { readFileSync, readlinkSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { QuiescedProcess, QuiesceReply, QuiesceScope } from '../../wire/lifecycle-ops.js'
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { readAllProcStats, readProcStat } from '../process/process-tree.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import type { QuiesceScopeSetting } from './lifecycle-config.js'
@@ -31,7 +32,7 @@ export class QuiesceUnconfirmed extends OpRefusal {
 	readonly pid: number
 
 	constructor(pid: number, detail: string) {
-		super('quiesce_unconfirmed', `process ${pid} ${detail}`)
+		super(AGENT_REFUSAL.quiesce_unconfirmed, `process ${pid} ${detail}`)
 		this.pid = pid
 	}
 }
@@ -129,7 +130,7 @@ async function waitGone(pids: readonly number[], untilAt: number): Promise<numbe
 }
 
 export async function runQuiesce(run: QuiesceRun): Promise<QuiesceReply> {
-	if (process.platform !== 'linux') throw new OpRefusal('quiesce_unsupported_platform')
+	if (process.platform !== 'linux') throw new OpRefusal(AGENT_REFUSAL.quiesce_unsupported_platform)
 	const startedAt = performance.now()
 	const deadlineAt = startedAt + run.deadlineMs
 	const self = readSelf()

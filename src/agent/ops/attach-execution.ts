@@ -8,6 +8,7 @@
  * command never started).
  */
 
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { answerExecutionRefusal } from '../executions/answer-execution-refusal.js'
 import { connectionReader } from '../executions/connection-reader.js'
 import { isExecutionId } from '../executions/execution-id.js'
@@ -20,14 +21,15 @@ import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../server/value-checks.js'
 
 function requestedOffset(value: unknown): number {
 	if (value === undefined || value === null) return 0
-	if (!isIntegerIn(value, NON_NEGATIVE_INTEGER)) throw new ExecutionRefusal('invalid_offset')
+	if (!isIntegerIn(value, NON_NEGATIVE_INTEGER))
+		throw new ExecutionRefusal(AGENT_REFUSAL.invalid_offset)
 	return value
 }
 
 export const attachExecution: OpHandler = async (body, ctx) => {
 	try {
 		const { executionId } = body
-		if (!isExecutionId(executionId)) throw new ExecutionRefusal('invalid_execution_id')
+		if (!isExecutionId(executionId)) throw new ExecutionRefusal(AGENT_REFUSAL.invalid_execution_id)
 		const fromOffset = requestedOffset(body.fromOffset)
 		const target = ctx.executions.attachable(executionId)
 		const reader = connectionReader(ctx, ctx.config.executionLogBytes)
@@ -36,7 +38,7 @@ export const attachExecution: OpHandler = async (body, ctx) => {
 			follow = target.retained.follow(reader, fromOffset)
 		} catch (error) {
 			if (!(error instanceof OutputLogOffsetError)) throw error
-			throw new ExecutionRefusal('invalid_offset', {
+			throw new ExecutionRefusal(AGENT_REFUSAL.invalid_offset, {
 				executionState: target.state(),
 				nextOffset: error.nextOffset,
 			})

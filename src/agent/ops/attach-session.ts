@@ -7,6 +7,7 @@
  * then the terminator; it displaces nobody and signals nothing. An offset beyond the end is
  * refused `invalid_offset` with the session's `nextOffset`.
  */
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import type { SessionOutputEvent } from '../../wire/sessions.js'
 import type { OpHandler } from '../server/op-context.js'
 import { OpRefusal } from '../server/op-refusal.js'
@@ -35,9 +36,13 @@ export function readSessionOutput(session: Session, fromOffset?: number): Sessio
 export const attachSession: OpHandler = (body, ctx) => {
 	const spec = parseAttachSession(body)
 	const session = existingSessionRegistry()?.get(spec.sessionId)
-	if (!session) throw new OpRefusal('unknown_session')
+	if (!session) throw new OpRefusal(AGENT_REFUSAL.unknown_session)
 	if (spec.fromOffset !== undefined && spec.fromOffset > session.log.nextOffset) {
-		ctx.send({ type: 'error', error: 'invalid_offset', nextOffset: session.log.nextOffset })
+		ctx.send({
+			type: 'error',
+			error: AGENT_REFUSAL.invalid_offset,
+			nextOffset: session.log.nextOffset,
+		})
 		ctx.endStream()
 		return
 	}

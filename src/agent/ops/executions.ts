@@ -7,6 +7,7 @@
  * confirm fences it (`gates.retiring`): from then on it serves only `healthz` and `cancel-execution`.
  */
 
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { answerExecutionRefusal } from '../executions/answer-execution-refusal.js'
 import { parseExecuteRequest } from '../executions/execute-request.js'
 import { isExecutionId } from '../executions/execution-id.js'
@@ -20,7 +21,7 @@ import { executeRetained } from './execute-retained.js'
 export const reserveExecution: OpHandler = (body, ctx) => {
 	const requested = body.executionId
 	if (requested !== undefined && !isExecutionId(requested)) {
-		throw new OpRefusal('invalid_execution_id')
+		throw new OpRefusal(AGENT_REFUSAL.invalid_execution_id)
 	}
 	ctx.reply({ ...ctx.executions.reserve(requested), guestBootId: GUEST_BOOT_ID })
 }
@@ -87,11 +88,11 @@ async function executeCommand(body: Record<string, unknown>, ctx: OpContext): Pr
 export const cancelExecution: OpHandler = async (body, ctx) => {
 	try {
 		const { executionId } = body
-		if (!isExecutionId(executionId)) throw new OpRefusal('invalid_execution_id')
+		if (!isExecutionId(executionId)) throw new OpRefusal(AGENT_REFUSAL.invalid_execution_id)
 		ctx.reply({ ...(await ctx.executions.cancel(executionId)), guestBootId: GUEST_BOOT_ID })
 	} catch (error) {
 		// The command may still run and nothing can prove otherwise: fence the agent for good.
-		if (error instanceof OpRefusal && error.error === 'cancellation_unconfirmed') {
+		if (error instanceof OpRefusal && error.error === AGENT_REFUSAL.cancellation_unconfirmed) {
 			ctx.gates.retiring = true
 		}
 		if (!answerExecutionRefusal(ctx, 'request', error, { guestBootId: GUEST_BOOT_ID })) throw error

@@ -4,17 +4,19 @@
  * (`flush_unsupported`, `flush_unsupported_platform`, `flush_invalid_timeout`,
  * `flush_unconfirmed` with the reason as `message`).
  */
+
 import type { FlushReply } from '../../wire/lifecycle-ops.js'
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { flushSupported, resolveFlushTimeoutMs, runFlush } from '../lifecycle/flush.js'
 import type { OpHandler } from '../server/op-context.js'
 import { OpRefusal } from '../server/op-refusal.js'
 
 export const flush: OpHandler = async (body, ctx) => {
-	if (process.platform !== 'linux') throw new OpRefusal('flush_unsupported_platform')
+	if (process.platform !== 'linux') throw new OpRefusal(AGENT_REFUSAL.flush_unsupported_platform)
 	const { lifecycle, workspace } = ctx.config
 	const timeoutMs = resolveFlushTimeoutMs(body.timeoutMs, lifecycle.flushTimeoutMs)
 	if (!flushSupported()) {
-		throw new OpRefusal('flush_unsupported', 'no sync program is executable on PATH')
+		throw new OpRefusal(AGENT_REFUSAL.flush_unsupported, 'no sync program is executable on PATH')
 	}
 	const { durationMs } = await runFlush({
 		workspace,

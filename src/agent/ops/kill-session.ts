@@ -5,6 +5,7 @@
  * answers `{ok: true, …summary, signalled}` — the summary says whether it did. An exited session
  * answers its summary with `signalled: 0` (idempotent).
  */
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import type { OpHandler } from '../server/op-context.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { existingSessionRegistry } from '../sessions/session-registry.js'
@@ -13,7 +14,7 @@ import { parseKillSession } from '../sessions/session-request.js'
 export const killSession: OpHandler = async (body, ctx) => {
 	const spec = parseKillSession(body)
 	const session = existingSessionRegistry()?.get(spec.sessionId)
-	if (!session) throw new OpRefusal('unknown_session')
+	if (!session) throw new OpRefusal(AGENT_REFUSAL.unknown_session)
 	const signalled = session.kill(spec.signal)
 	await session.whenExited(ctx.config.sessions.killConfirmTimeoutMs)
 	ctx.reply({ ok: true, ...session.summary(), signalled })

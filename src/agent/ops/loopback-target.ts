@@ -3,6 +3,7 @@
  * sandbox itself runs and never becomes a way out to the network.
  */
 
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { isIntegerIn } from '../server/value-checks.js'
 
@@ -25,7 +26,7 @@ export function resolveLoopbackTarget(body: Record<string, unknown>): LoopbackTa
 	const host = body.host ?? '127.0.0.1'
 	const { port } = body
 	if (!isLoopbackHost(host) || !isIntegerIn(port, { min: 1, max: 65_535 })) {
-		throw new OpRefusal('invalid_loopback_target')
+		throw new OpRefusal(AGENT_REFUSAL.invalid_loopback_target)
 	}
 	return { host, port }
 }

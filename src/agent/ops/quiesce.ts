@@ -4,7 +4,9 @@
  * is refused with `quiesce_in_progress` meanwhile. A process that outlives SIGKILL answers
  * `{ ok: false, error: 'quiesce_unconfirmed', message, pid }` — never an optimistic success.
  */
+
 import type { QuiesceUnconfirmedReply } from '../../wire/lifecycle-ops.js'
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { QuiesceUnconfirmed, runQuiesce } from '../lifecycle/quiesce.js'
 import { holdQuiesceGate } from '../lifecycle/quiesce-gate.js'
 import type { OpHandler } from '../server/op-context.js'
@@ -21,7 +23,7 @@ export function resolveQuiesceGraceMs(
 	const grace = requested ?? fallback
 	if (!isIntegerIn(grace, { min: 0, max })) {
 		throw new OpRefusal(
-			'quiesce_invalid_grace',
+			AGENT_REFUSAL.quiesce_invalid_grace,
 			`graceMs must be an integer 0..${max} (NAMZU_AGENT_CANCEL_CONFIRM_TIMEOUT_MS − 1), got ${JSON.stringify(grace)}${requested === undefined ? ' (NAMZU_AGENT_QUIESCE_GRACE_MS)' : ''}`,
 		)
 	}
@@ -51,7 +53,7 @@ export const quiesce: OpHandler = async (body, ctx) => {
 		if (!(error instanceof QuiesceUnconfirmed)) throw error
 		const reply: QuiesceUnconfirmedReply = {
 			ok: false,
-			error: 'quiesce_unconfirmed',
+			error: AGENT_REFUSAL.quiesce_unconfirmed,
 			message: error.detail ?? error.message,
 			pid: error.pid,
 		}

@@ -1,6 +1,7 @@
 import { constants } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
 import { base64DataFrameBytes, encodeBase64DataFrameInto } from '../../wire/frame.js'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { fsRefusal } from '../files/fs-refusal.js'
 import { resolveJailedPath } from '../files/jail.js'
 import { openJailedFile } from '../files/jailed-open.js'
@@ -36,7 +37,7 @@ export const readFileStream: OpHandler = async (body, ctx) => {
 		const stat = await handle.stat().catch((error: unknown) => {
 			throw fsRefusal(error)
 		})
-		if (!stat.isFile()) throw new OpRefusal('read_file_stream_not_a_regular_file')
+		if (!stat.isFile()) throw new OpRefusal(AGENT_REFUSAL.read_file_stream_not_a_regular_file)
 		const source = stat.size === 0 ? await bufferedSource(handle) : fileSource(handle, stat.size)
 		const length = coveredBytes(source.sizeBytes, range)
 		ctx.send({ type: 'meta', sizeBytes: source.sizeBytes, offset: range.offset, length })
@@ -78,7 +79,10 @@ async function bufferedSource(handle: FileHandle): Promise<Source> {
 		total += bytesRead
 		if (total > UNSIZED_FILE_MAX_BYTES) {
 			throw new OpRefusal(
-				`read_file_stream_unsized_too_large: a file stat reports as empty exceeded ${UNSIZED_FILE_MAX_BYTES} bytes`,
+				formatRefusal(
+					AGENT_REFUSAL.read_file_stream_unsized_too_large,
+					`a file stat reports as empty exceeded ${UNSIZED_FILE_MAX_BYTES} bytes`,
+				),
 			)
 		}
 	}
@@ -114,7 +118,10 @@ async function readExactly(
 		)
 		if (bytesRead === 0) {
 			throw new OpRefusal(
-				`read_file_stream_short_read: expected ${length} bytes from offset ${range.offset}, file ended after ${at + filled}`,
+				formatRefusal(
+					AGENT_REFUSAL.read_file_stream_short_read,
+					`expected ${length} bytes from offset ${range.offset}, file ended after ${at + filled}`,
+				),
 			)
 		}
 		filled += bytesRead

@@ -1,5 +1,6 @@
 import { constants } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { fsRefusal } from '../files/fs-refusal.js'
 import { resolveJailedPath } from '../files/jail.js'
 import { openJailedFile } from '../files/jailed-open.js'
@@ -31,7 +32,8 @@ export const readFile: OpHandler = async (body, ctx) => {
 	}
 	try {
 		const stat = await handle.stat()
-		if (!stat.isFile() && !stat.isDirectory()) throw new OpRefusal('read_file_not_a_regular_file')
+		if (!stat.isFile() && !stat.isDirectory())
+			throw new OpRefusal(AGENT_REFUSAL.read_file_not_a_regular_file)
 		if (!range.ranged) {
 			// FileHandle.readFile reads to EOF when stat says 0 bytes (the procfs shape).
 			const content = await handle.readFile()

@@ -7,7 +7,9 @@
  * whatever is left in its kernel session is SIGKILLed after `NAMZU_AGENT_CANCEL_GRACE_MS`: a
  * session ends with its program.
  */
+
 import { spawn } from 'node:child_process'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { SessionSignal } from '../../wire/sessions.js'
 import { resolveWorkspaceDirectory } from '../files/jail.js'
 import { childEnvironment } from '../process/child-env.js'
@@ -52,7 +54,10 @@ class DetachedProgram implements SessionProgram {
 export const startDetached: OpHandler = async (body, ctx) => {
 	const spec = parseStartDetached(body)
 	const cwd = resolveWorkspaceDirectory(ctx.config, spec.cwd)
-	if (!isDirectory(cwd)) throw new OpRefusal(`invalid_cwd: not a directory: ${spec.cwd ?? cwd}`)
+	if (!isDirectory(cwd))
+		throw new OpRefusal(
+			formatRefusal(AGENT_REFUSAL.invalid_cwd, `not a directory: ${spec.cwd ?? cwd}`),
+		)
 	const registry = sessionRegistry(ctx.config.sessions)
 	const session = registry.create(spec.sessionId, 'detached', spec.command, spec.args)
 	const child = spawn(spec.command, [...spec.args], {
@@ -68,7 +73,10 @@ export const startDetached: OpHandler = async (body, ctx) => {
 	})
 	if (started) {
 		registry.remove(session)
-		throw new OpRefusal('spawn_failed', `spawn_failed: ${started.message}`)
+		throw new OpRefusal(
+			AGENT_REFUSAL.spawn_failed,
+			formatRefusal(AGENT_REFUSAL.spawn_failed, started.message),
+		)
 	}
 	const program = new DetachedProgram(child.pid)
 	session.start(program)

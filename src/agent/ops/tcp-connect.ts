@@ -1,4 +1,5 @@
 import { connect } from 'node:net'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import type { OpHandler } from '../server/op-context.js'
 import { sendStreamReady } from '../server/stream-heartbeat.js'
@@ -45,10 +46,15 @@ export const tcpConnect: OpHandler = (body, ctx) => {
 		if (finished) return
 		switch (message.type) {
 			case 'data': {
-				if (typeof message.data !== 'string') return finish('tcp_invalid_data')
+				if (typeof message.data !== 'string') return finish(AGENT_REFUSAL.tcp_invalid_data)
 				const bytes = Buffer.from(message.data, 'base64')
 				if (bytes.length > TCP_MAX_DATA_FRAME_BYTES) {
-					return finish(`tcp_data_frame_too_large: limit ${TCP_MAX_DATA_FRAME_BYTES} bytes`)
+					return finish(
+						formatRefusal(
+							AGENT_REFUSAL.tcp_data_frame_too_large,
+							`limit ${TCP_MAX_DATA_FRAME_BYTES} bytes`,
+						),
+					)
 				}
 				if (!upstream.write(bytes)) ctx.socket.pause()
 				return

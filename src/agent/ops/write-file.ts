@@ -1,6 +1,7 @@
 import { constants } from 'node:fs'
 import { type FileHandle, open, unlink } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { commitTemp } from '../files/durable-commit.js'
 import { resolveJailedPath } from '../files/jail.js'
 import { JailedDirectory } from '../files/jailed-open.js'
@@ -70,7 +71,12 @@ export async function writeWhole(
 			await writeAll(handle, content)
 			const { size } = await handle.stat()
 			if (size !== content.length) {
-				throw new OpRefusal(`write_short_write: wrote ${size} of ${content.length} bytes`)
+				throw new OpRefusal(
+					formatRefusal(
+						AGENT_REFUSAL.write_short_write,
+						`wrote ${size} of ${content.length} bytes`,
+					),
+				)
 			}
 			committing = true
 			await commitTemp(handle, { directory, name: temp }, { directory, name })

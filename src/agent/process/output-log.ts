@@ -5,6 +5,7 @@
  * asking for evicted bytes is told how many it missed (`droppedBytes`) and gets what remains —
  * never a shorter stream that looks complete. Pure data structure: no I/O, no timers.
  */
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 
 import { isIntegerIn, NON_NEGATIVE_INTEGER, POSITIVE_INTEGER } from '../server/value-checks.js'
 
@@ -33,7 +34,12 @@ export class OutputLogOffsetError extends RangeError {
 	readonly nextOffset: number
 
 	constructor(requested: number, nextOffset: number) {
-		super(`invalid_offset: ${requested} is beyond the end of the output (${nextOffset})`)
+		super(
+			formatRefusal(
+				AGENT_REFUSAL.invalid_offset,
+				`${requested} is beyond the end of the output (${nextOffset})`,
+			),
+		)
 		this.requested = requested
 		this.nextOffset = nextOffset
 	}

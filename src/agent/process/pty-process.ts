@@ -9,6 +9,7 @@ import type { ChildProcess } from 'node:child_process'
 import { spawn } from 'node:child_process'
 import { statSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { resolveWorkspaceDirectory } from '../files/jail.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
@@ -131,7 +132,10 @@ export function planPtyLaunch(
 	spec: TerminalSpec,
 ): PtyLaunch {
 	const cwd = resolveWorkspaceDirectory(config, spec.cwd)
-	if (!isDirectory(cwd)) throw new OpRefusal(`invalid_cwd: not a directory: ${spec.cwd ?? cwd}`)
+	if (!isDirectory(cwd))
+		throw new OpRefusal(
+			formatRefusal(AGENT_REFUSAL.invalid_cwd, `not a directory: ${spec.cwd ?? cwd}`),
+		)
 	return { cwd, env: childEnvironment(spec.env, { TERM: 'xterm-256color' }) }
 }
 

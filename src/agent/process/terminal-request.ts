@@ -3,6 +3,7 @@
  * `script` command line, and the allow-listed kill signals.
  */
 
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { MAX_TERMINAL_DIMENSION } from '../../wire/terminal-size.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { isIntegerIn, isStringArray, isStringRecord } from '../server/value-checks.js'
@@ -31,7 +32,7 @@ export function parseTerminalSize(message: Record<string, unknown>): TerminalSiz
 	const { cols, rows } = message
 	if (!isDimension(cols) || !isDimension(rows)) {
 		throw new OpRefusal(
-			'invalid_terminal_size',
+			AGENT_REFUSAL.invalid_terminal_size,
 			`cols and rows must be integers 1..${MAX_TERMINAL_DIMENSION}`,
 		)
 	}
@@ -42,11 +43,13 @@ export function parseTerminalRequest(body: Record<string, unknown>): TerminalSpe
 	const size = parseTerminalSize(body)
 	const { command, args, cwd, env } = body
 	if (command !== undefined && (typeof command !== 'string' || command === '')) {
-		throw new OpRefusal('invalid_terminal_command')
+		throw new OpRefusal(AGENT_REFUSAL.invalid_terminal_command)
 	}
-	if (args !== undefined && !isStringArray(args)) throw new OpRefusal('invalid_terminal_args')
-	if (env !== undefined && !isStringRecord(env)) throw new OpRefusal('invalid_terminal_env')
-	if (cwd !== undefined && typeof cwd !== 'string') throw new OpRefusal('invalid_cwd')
+	if (args !== undefined && !isStringArray(args))
+		throw new OpRefusal(AGENT_REFUSAL.invalid_terminal_args)
+	if (env !== undefined && !isStringRecord(env))
+		throw new OpRefusal(AGENT_REFUSAL.invalid_terminal_env)
+	if (cwd !== undefined && typeof cwd !== 'string') throw new OpRefusal(AGENT_REFUSAL.invalid_cwd)
 	return {
 		...size,
 		command: command ?? DEFAULT_TERMINAL_COMMAND,

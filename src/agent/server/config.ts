@@ -4,6 +4,7 @@
  */
 
 import { FRAME_HEADER_BYTES } from '../../wire/frame.js'
+import { DEFAULT_MAX_OUTPUT_BYTES } from '../../wire/protocol.js'
 import { type LifecycleConfig, loadLifecycleConfig } from '../lifecycle/lifecycle-config.js'
 import { loadSessionConfig, type SessionConfig } from '../sessions/session-config.js'
 import { AgentConfigError } from './config-error.js'
@@ -164,7 +165,7 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
 		writeRoots: roots(env, 'NAMZU_SANDBOX_WRITE_ROOTS'),
 		maxTimeoutMs: integer(env, 'NAMZU_SANDBOX_MAX_TIMEOUT_MS', 30 * 60_000),
 		defaultTimeoutMs: 5 * 60_000,
-		defaultMaxOutputBytes: 100 * MiB,
+		defaultMaxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES,
 		lifecycle: loadLifecycleConfig(env),
 		sessions: loadSessionConfig(env),
 	}

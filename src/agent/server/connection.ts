@@ -10,6 +10,7 @@
  * listener arrives). A handler's error is answered in its op's shape and never escapes: a connection
  * can fail, the agent cannot.
  */
+
 import type { Socket } from 'node:net'
 import {
 	encodeFrame,
@@ -20,6 +21,7 @@ import {
 	STREAM_TERMINATOR,
 } from '../../wire/frame.js'
 import { isRecord } from '../../wire/is-record.js'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { ExecutionRegistry } from '../executions/execution-registry.js'
 import { type AgentGates, gateRefusal } from '../lifecycle/agent-gates.js'
 import { OPS, type OpEntry } from '../ops/registry.js'
@@ -163,14 +165,17 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 		const entry = lookupOp(ops, envelope.op)
 		if (!entry?.public && gate.enabled) {
 			if (!gate.authenticate(envelope.token)) {
-				refuse('unauthorized')
+				refuse(AGENT_REFUSAL.unauthorized)
 				return
 			}
 			reader.setLimit(config.maxFrameBytes, FULL_LIMIT_VARIABLE)
 			preauth?.release()
 		}
 		if (!entry) {
-			ctx.reply({ ok: false, error: `unknown_op: ${describeOp(envelope.op)}` })
+			ctx.reply({
+				ok: false,
+				error: formatRefusal(AGENT_REFUSAL.unknown_op, describeOp(envelope.op)),
+			})
 			return
 		}
 		const closedGate = gateRefusal(services.gates, String(envelope.op))

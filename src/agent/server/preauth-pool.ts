@@ -7,6 +7,7 @@
  * `NAMZU_AGENT_PREAUTH_DEADLINE_MS` from accept (reset by nothing). Authenticating releases a
  * connection from all of it. The pool only decides; the connection layer refuses and destroys.
  */
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 
 export interface PreauthLimits {
 	readonly maxConnections: number
@@ -34,7 +35,10 @@ export class PreauthMember {
 		this.#deadline = setTimeout(
 			() =>
 				this.#expire(
-					`preauth_deadline_exceeded: not authenticated within ${limits.deadlineMs} ms (NAMZU_AGENT_PREAUTH_DEADLINE_MS)`,
+					formatRefusal(
+						AGENT_REFUSAL.preauth_deadline_exceeded,
+						`not authenticated within ${limits.deadlineMs} ms (NAMZU_AGENT_PREAUTH_DEADLINE_MS)`,
+					),
 				),
 			limits.deadlineMs,
 		)
@@ -54,7 +58,10 @@ export class PreauthMember {
 		const limits = this.#limits
 		const total = this.#pool.bufferedBytes + incomingBytes
 		if (total > limits.maxBufferBytes) {
-			return `preauth_buffer_exhausted: unauthenticated connections would hold ${total} bytes, limit ${limits.maxBufferBytes} (NAMZU_AGENT_MAX_PREAUTH_BUFFER_BYTES)`
+			return formatRefusal(
+				AGENT_REFUSAL.preauth_buffer_exhausted,
+				`unauthenticated connections would hold ${total} bytes, limit ${limits.maxBufferBytes} (NAMZU_AGENT_MAX_PREAUTH_BUFFER_BYTES)`,
+			)
 		}
 		this.#setHeld(this.#heldBytes + incomingBytes)
 		clearTimeout(this.#idle)
@@ -92,7 +99,10 @@ export class PreauthMember {
 		return setTimeout(
 			() =>
 				this.#expire(
-					`preauth_idle_timeout: silent for ${idleTimeoutMs} ms before authenticating (NAMZU_AGENT_PREAUTH_IDLE_TIMEOUT_MS)`,
+					formatRefusal(
+						AGENT_REFUSAL.preauth_idle_timeout,
+						`silent for ${idleTimeoutMs} ms before authenticating (NAMZU_AGENT_PREAUTH_IDLE_TIMEOUT_MS)`,
+					),
 				),
 			idleTimeoutMs,
 		)
@@ -128,7 +138,10 @@ export class PreauthPool {
 			const oldest = this.#members.values().next().value
 			if (!oldest) break
 			oldest.evict(
-				`too_many_unauthenticated_connections: limit ${this.limits.maxConnections} (NAMZU_AGENT_MAX_PREAUTH_CONNECTIONS)`,
+				formatRefusal(
+					AGENT_REFUSAL.too_many_unauthenticated_connections,
+					`limit ${this.limits.maxConnections} (NAMZU_AGENT_MAX_PREAUTH_CONNECTIONS)`,
+				),
 			)
 		}
 		const member = new PreauthMember(this, this.limits, retire)

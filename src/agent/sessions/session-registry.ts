@@ -9,6 +9,7 @@
  * `attach-session`, `kill-session`) look it up with `existingSessionRegistry` without creating it.
  * Creating it registers one shutdown hook that SIGKILLs every running session with the agent.
  */
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { SessionKind } from '../../wire/sessions.js'
 import { registerShutdownHook } from '../lifecycle/shutdown-hooks.js'
 import { OpRefusal } from '../server/op-refusal.js'
@@ -33,11 +34,14 @@ export class SessionRegistry {
 	 * or exited within its TTL) and a full registry.
 	 */
 	create(sessionId: string, kind: SessionKind, command: string, args: readonly string[]): Session {
-		if (this.#sessions.has(sessionId)) throw new OpRefusal('session_exists')
+		if (this.#sessions.has(sessionId)) throw new OpRefusal(AGENT_REFUSAL.session_exists)
 		if (this.#sessions.size >= this.config.maxSessions) {
 			throw new OpRefusal(
-				'session_capacity',
-				`session_capacity: limit ${this.config.maxSessions} (NAMZU_AGENT_MAX_SESSIONS)`,
+				AGENT_REFUSAL.session_capacity,
+				formatRefusal(
+					AGENT_REFUSAL.session_capacity,
+					`limit ${this.config.maxSessions} (NAMZU_AGENT_MAX_SESSIONS)`,
+				),
 			)
 		}
 		const session = new Session({ sessionId, kind, command, args }, this.config.logBytes, (ended) =>

@@ -4,6 +4,7 @@
  * Every failure is an `OpRefusal` with the session ops' stable code.
  */
 
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { isSessionId, type SessionSignal, sessionSignal } from '../../wire/sessions.js'
 import { parseTerminalSize, type TerminalSize } from '../process/terminal-request.js'
 import { OpRefusal } from '../server/op-refusal.js'
@@ -15,7 +16,7 @@ import {
 } from '../server/value-checks.js'
 
 function sessionIdOf(body: Record<string, unknown>): string {
-	if (!isSessionId(body.sessionId)) throw new OpRefusal('invalid_session_id')
+	if (!isSessionId(body.sessionId)) throw new OpRefusal(AGENT_REFUSAL.invalid_session_id)
 	return body.sessionId
 }
 
@@ -28,7 +29,10 @@ export function parsePersistentTerminal(body: Record<string, unknown>): string |
 	if (body.sessionId === undefined && body.persistent === undefined) return undefined
 	const sessionId = sessionIdOf(body)
 	if (body.persistent !== true) {
-		throw new OpRefusal('invalid_session_request', 'sessionId requires persistent: true')
+		throw new OpRefusal(
+			AGENT_REFUSAL.invalid_session_request,
+			'sessionId requires persistent: true',
+		)
 	}
 	return sessionId
 }
@@ -44,10 +48,11 @@ export interface StartDetachedSpec {
 export function parseStartDetached(body: Record<string, unknown>): StartDetachedSpec {
 	const sessionId = sessionIdOf(body)
 	const { command, args, cwd, env } = body
-	if (typeof command !== 'string' || command === '') throw new OpRefusal('missing_command')
-	if (args !== undefined && !isStringArray(args)) throw new OpRefusal('invalid_args')
-	if (env !== undefined && !isStringRecord(env)) throw new OpRefusal('invalid_env')
-	if (cwd !== undefined && typeof cwd !== 'string') throw new OpRefusal('invalid_cwd')
+	if (typeof command !== 'string' || command === '')
+		throw new OpRefusal(AGENT_REFUSAL.missing_command)
+	if (args !== undefined && !isStringArray(args)) throw new OpRefusal(AGENT_REFUSAL.invalid_args)
+	if (env !== undefined && !isStringRecord(env)) throw new OpRefusal(AGENT_REFUSAL.invalid_env)
+	if (cwd !== undefined && typeof cwd !== 'string') throw new OpRefusal(AGENT_REFUSAL.invalid_cwd)
 	return {
 		sessionId,
 		command,
@@ -68,9 +73,10 @@ export function parseAttachSession(body: Record<string, unknown>): AttachSession
 	const sessionId = sessionIdOf(body)
 	const { fromOffset, follow } = body
 	if (fromOffset !== undefined && !isIntegerIn(fromOffset, NON_NEGATIVE_INTEGER)) {
-		throw new OpRefusal('invalid_offset')
+		throw new OpRefusal(AGENT_REFUSAL.invalid_offset)
 	}
-	if (follow !== undefined && typeof follow !== 'boolean') throw new OpRefusal('invalid_follow')
+	if (follow !== undefined && typeof follow !== 'boolean')
+		throw new OpRefusal(AGENT_REFUSAL.invalid_follow)
 	const size =
 		body.cols === undefined && body.rows === undefined ? undefined : parseTerminalSize(body)
 	// `heartbeatMs` is accepted and ignored here; stream heartbeats are negotiated elsewhere.

@@ -27,12 +27,9 @@ import type {
 	SandboxWriteFileOptions,
 	TerminalSession,
 } from '../../contract/sandbox.js'
-import {
-	RemoteCancellationUnknownError,
-	RemoteExecutionRefusedError,
-} from '../../host/exec/remote-execution-errors.js'
+import { RemoteCancellationUnknownError } from '../../host/refusals/execution-refusal-errors.js'
+import { AgentUnauthorizedError } from '../../host/refusals/op-refused-errors.js'
 import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
-import { AgentUnauthorizedError } from '../../host/transport/transport-errors.js'
 import {
 	KubernetesAgentAddressUnresolvableError,
 	KubernetesAgentUnauthorizedError,
@@ -69,11 +66,9 @@ export function findInCauseChain<T>(
 	return undefined
 }
 
-/** True for every shape the guest's `unauthorized` refusal reaches the host in. */
+/** True for the guest's `unauthorized` refusal, which is `AgentUnauthorizedError` on every verb. */
 export function isUnauthorizedRefusal(error: unknown): boolean {
-	if (findInCauseChain(error, AgentUnauthorizedError)) return true
-	const refused = findInCauseChain(error, RemoteExecutionRefusedError)
-	return refused?.guestError === 'unauthorized'
+	return findInCauseChain(error, AgentUnauthorizedError) !== undefined
 }
 
 /** `permanentDialFailure` for a Service FQDN: ENOTFOUND is definitive, EAI_AGAIN is not. */

@@ -3,10 +3,11 @@
  * execute is the event stream, read strictly — deltas, then exactly one `result` (or an `error`),
  * then the terminator; anything after the terminal event is a protocol error.
  */
+
+import { RemoteCommandError } from '../refusals/execution-refusal-errors.js'
+import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
-import { RemoteProtocolError } from '../transport/transport-errors.js'
 import type { RemoteExecutionAdapter } from './remote-execution-controller.js'
-import { RemoteCommandError } from './remote-execution-errors.js'
 import type { RemoteTerminalMetadata } from './remote-execution-messages.js'
 import { parseExecEvent } from './remote-execution-reply.js'
 

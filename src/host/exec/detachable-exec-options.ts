@@ -3,12 +3,13 @@
  * under its `Kubernetes*` names). `SandboxExecOptions` itself is untouched: only a call that names
  * an `executionId` or asks to `detach` takes the detachable path.
  */
-import type { SandboxExecOptions, SandboxOutputChunk } from '../../contract/sandbox.js'
+import type { SandboxOutputChunk } from '../../contract/sandbox.js'
+import type { AgentExecOptions } from './exec-options.js'
 
 /** How long a detachable exec keeps trying to get back after losing its connection. */
 export const DEFAULT_REATTACH_WINDOW_MS = 30_000
 
-export interface DetachableExecOptions extends SandboxExecOptions {
+export interface DetachableExecOptions extends AgentExecOptions {
 	/**
 	 * Caller-named id (`exec_<uuid>`). Starting the same id twice while the guest holds its record
 	 * runs the command once: the second call follows the first run.
@@ -38,6 +39,8 @@ export interface AttachExecutionOptions {
 	readonly signal?: AbortSignal
 	/** Bound on getting back after a lost connection. Default `DEFAULT_REATTACH_WINDOW_MS`. */
 	readonly reattachWindowMs?: number
+	/** Per-stream output the host holds, as `AgentExecOptions.maxOutputBytes`. */
+	readonly maxOutputBytes?: number
 }
 
 export interface CancelExecutionOptions {

@@ -1,12 +1,14 @@
 /**
- * Detachable executions over a guest agent: a command whose output the guest
- * retains, so losing the connection that watches it costs nothing. The host reserves under the
- * caller's id (or a minted one), executes with `retainOutput`, tracks the offset after the last
- * byte it received, and on a lost connection reattaches with `attach-execution` from that offset —
- * retrying inside `reattachWindowMs`, a bound disarmed by every successful reattach. It never sends
- * a cancel to reconcile a lost connection. `signal` keeps the SDK contract (a confirmed cancel);
+ * Detachable executions over a guest agent: a command whose output the guest retains, so losing
+ * the connection that watches it costs nothing. The host reserves under the caller's id (or a
+ * minted one), executes with `retainOutput`, tracks the offset after the last byte it received,
+ * and on a lost connection reattaches with `attach-execution` from that offset — retrying inside
+ * `reattachWindowMs`, a bound disarmed by every successful reattach. It never sends a cancel to
+ * reconcile a lost connection. `signal` keeps the SDK contract (a confirmed cancel);
  * `detachSignal` only stops watching. Nothing here runs unless the caller named an `executionId`
- * or asked to `detach`; the plain `exec` path is `RemoteExecutionController`, unchanged.
+ * or asked to `detach`; the plain path is `RemoteExecutionController`, and both share one reserve,
+ * one cancel-confirm, one race and one outcome decision (`reserve-execution.ts`, `cancel-confirm.ts`,
+ * `cancellation-race.ts`, `execution-outcome.ts`).
  */
 
 import { randomUUID } from 'node:crypto'
@@ -16,9 +18,18 @@ import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxExecResult, SandboxOutputChunk } from '../../contract/sandbox.js'
 import { EXECUTION_ATTACH_FEATURE } from '../../wire/features.js'
 import type { ExecuteRequest } from '../../wire/protocol.js'
+import { AGENT_REFUSAL, type WireRefusal } from '../../wire/refusals.js'
+import {
+	ExecutionCancelRefusedError,
+	RemoteCancellationUnknownError,
+	RemoteCommandError,
+} from '../refusals/execution-refusal-errors.js'
+import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { AgentOpRefusedError } from '../refusals/op-refused-errors.js'
+import { refusalToError } from '../refusals/refusal-to-error.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
-import { AgentOpRefusedError, RemoteProtocolError } from '../transport/transport-errors.js'
-import { boundedControlRequest } from './bounded-control-request.js'
+import { confirmCancellation } from './cancel-confirm.js'
+import { runCancellationRace } from './cancellation-race.js'
 import {
 	type AttachExecutionOptions,
 	DEFAULT_REATTACH_WINDOW_MS,
@@ -26,28 +37,20 @@ import {
 } from './detachable-exec-options.js'
 import {
 	ExecutionAttachUnsupportedError,
-	ExecutionCancelRefusedError,
 	ExecutionDetachedError,
-	ExecutionNotAttachableError,
 } from './detachable-execution-errors.js'
+import { executeRequestOf, resolveMaxOutputBytes } from './exec-options.js'
 import {
-	abortedResult,
-	completedResult,
+	type DecisionContext,
 	ExecOutputCapture,
 	neverStartedResult,
+	resultOfDecision,
 } from './exec-result-shapes.js'
-import { RemoteCancellationUnknownError, RemoteCommandError } from './remote-execution-errors.js'
-import type {
-	RemoteCancellationAcknowledgement,
-	RemoteTerminalMetadata,
-} from './remote-execution-messages.js'
+import { decideExecutionOutcome, type ExecutionSettlement } from './execution-outcome.js'
+import type { RemoteCancellationAcknowledgement } from './remote-execution-messages.js'
+import { EXECUTION_ID_PATTERN } from './remote-execution-reply.js'
+import { reserveExecution } from './reserve-execution.js'
 import {
-	EXECUTION_ID_PATTERN,
-	parseCancellationAck,
-	parseReservation,
-} from './remote-execution-reply.js'
-import {
-	parseExecutionState,
 	parseRetainedExecutionEvent,
 	type RetainedExecutionEvent,
 } from './retained-execution-events.js'
@@ -61,15 +64,10 @@ export interface DetachableExecutionHost {
 	readonly defaultExecutionTimeoutMs: number
 }
 
-/** Pause between two reattach attempts, and between two cancel attempts. */
-const RETRY_PAUSE_MS = 50
+/** Pause between two reattach attempts. */
+const REATTACH_PAUSE_MS = 50
 
 type FinalEvent = Extract<RetainedExecutionEvent, { kind: 'result' | 'attach-result' }>
-
-/** A pause between attempts; an abort ends it early and the loop decides what the abort means. */
-function pause(signal: AbortSignal | undefined): Promise<void> {
-	return sleep(RETRY_PAUSE_MS, undefined, { signal }).catch(() => undefined)
-}
 
 /** Refuses, before anything is admitted, a guest that cannot retain output. */
 export async function requireExecutionAttach(
@@ -92,12 +90,13 @@ class ExecutionWatch {
 	constructor(
 		executionId: string,
 		fromOffset: number,
+		maxOutputBytes: number,
 		onOutput?: (chunk: SandboxOutputChunk) => void,
 		onGap?: (lostBytes: number) => void,
 	) {
 		this.executionId = executionId
 		this.offset = fromOffset
-		this.output = new ExecOutputCapture(onOutput)
+		this.output = new ExecOutputCapture(onOutput, maxOutputBytes)
 		this.#onGap = onGap
 	}
 
@@ -137,7 +136,7 @@ interface FollowPlan {
 
 type Attempt =
 	| { readonly kind: 'final'; readonly event: FinalEvent }
-	| { readonly kind: 'refused'; readonly error: string; readonly executionState?: string }
+	| { readonly kind: 'refused'; readonly refusal: WireRefusal }
 	| { readonly kind: 'lost'; readonly error: unknown }
 
 class ProtocolBreach {
@@ -198,13 +197,7 @@ async function attemptOnce(
 		return { kind: 'lost', error }
 	}
 	if (final) return { kind: 'final', event: final }
-	if (refused) {
-		return {
-			kind: 'refused',
-			error: refused.error,
-			...(refused.executionState === undefined ? {} : { executionState: refused.executionState }),
-		}
-	}
+	if (refused) return { kind: 'refused', refusal: refused.refusal }
 	throw new RemoteProtocolError(`${op}: stream ended without a result`)
 }
 
@@ -249,50 +242,62 @@ async function follow(
 		}
 		if (attempt.kind === 'final') return attempt.event
 		if (attempt.kind === 'refused') {
-			if (mode === 'execute' && attempt.error.startsWith('execution_not_reserved')) {
+			const { refusal } = attempt
+			if (mode === 'execute' && refusal.known === AGENT_REFUSAL.execution_not_reserved) {
 				// Someone (an earlier attempt of ours, or another host) already started this id.
 				mode = 'attach'
 				continue
 			}
-			if (mode === 'attach' && attempt.executionState === 'reserved' && plan.execute) {
+			if (mode === 'attach' && refusal.executionState === 'reserved' && plan.execute) {
 				// The execute never reached the guest: nothing runs yet, so starting it is safe.
 				mode = 'execute'
 				continue
 			}
-			if (mode === 'execute') throw new RemoteCommandError(attempt.error)
-			throw new ExecutionNotAttachableError(
-				watch.executionId,
-				attempt.error,
-				parseExecutionState(attempt.executionState),
-			)
+			if (mode === 'execute') throw refusalToError('execute', refusal, { op: 'execute' })
+			throw refusalToError('attach', refusal, {
+				op: 'attach-execution',
+				executionId: watch.executionId,
+			})
 		}
 		lastLoss = attempt.error
 		lostAt ??= performance.now()
 		mode = 'attach'
-		await pause(plan.stop)
+		await sleep(REATTACH_PAUSE_MS, undefined, { signal: plan.stop }).catch(() => undefined)
 	}
 }
 
-/** The `SandboxExecResult` a finished execution reads as, whoever watched it. */
-function resultOf(event: FinalEvent, watch: ExecutionWatch): SandboxExecResult {
+/** How a finished execution settled, whoever watched it. */
+function settlementOf(event: FinalEvent): ExecutionSettlement {
 	if (event.kind === 'result') {
-		const { metadata } = event
-		const result = event.cancelled
-			? abortedResult(metadata, watch.output, metadata.durationMs)
-			: completedResult(metadata, watch.output)
-		return watch.withGap(result)
+		return { kind: 'ran', metadata: event.metadata, cancelled: event.cancelled }
 	}
-	if (event.outcome === 'failed') throw new RemoteCommandError(event.error ?? 'execution failed')
-	if (event.outcome === 'cancelled' && !event.started) return neverStartedResult(0)
-	const metadata = event.metadata
-	if (!metadata) {
-		throw new RemoteProtocolError('attach-execution: a finished execution without its result')
+	if (event.outcome === 'failed') {
+		return { kind: 'failed', error: new RemoteCommandError(event.error ?? 'execution failed') }
 	}
-	const result =
-		event.outcome === 'cancelled' || event.cancelled
-			? abortedResult(metadata, watch.output, metadata.durationMs)
-			: completedResult(metadata, watch.output)
-	return watch.withGap(result)
+	if (event.outcome === 'cancelled' && !event.started) return { kind: 'never-started' }
+	if (!event.metadata) {
+		return {
+			kind: 'failed',
+			error: new RemoteProtocolError('attach-execution: a finished execution without its result'),
+		}
+	}
+	return {
+		kind: 'ran',
+		metadata: event.metadata,
+		cancelled: event.outcome === 'cancelled' || event.cancelled,
+	}
+}
+
+/** The watch, to its end, as a settlement (it never rejects). */
+function followToSettlement(
+	host: DetachableExecutionHost,
+	watch: ExecutionWatch,
+	plan: FollowPlan,
+): Promise<ExecutionSettlement> {
+	return follow(host, watch, plan).then(settlementOf, (error: unknown) => ({
+		kind: 'failed',
+		error,
+	}))
 }
 
 /**
@@ -300,73 +305,37 @@ function resultOf(event: FinalEvent, watch: ExecutionWatch): SandboxExecResult {
  * confirm window. An id the guest does not hold ⇒ `ExecutionCancelRefusedError`; a guest that
  * could not confirm, or no answer in the window ⇒ `RemoteCancellationUnknownError`. Retires nothing.
  */
-export async function cancelExecutionById(
+export function cancelExecutionById(
 	host: DetachableExecutionHost,
 	executionId: string,
 	signal?: AbortSignal,
 ): Promise<RemoteCancellationAcknowledgement> {
-	const deadline = performance.now() + host.cancelConfirmTimeoutMs
-	let lastError: unknown
-	for (;;) {
-		signal?.throwIfAborted()
-		const remaining = deadline - performance.now()
-		if (remaining <= 0) {
-			throw new RemoteCancellationUnknownError(
-				executionId,
-				`no cancellation was acknowledged within ${host.cancelConfirmTimeoutMs} ms`,
-				lastError === undefined ? {} : { cause: lastError },
-			)
-		}
-		let reply: Record<string, unknown>
-		try {
-			reply = await boundedControlRequest(
-				'cancel-execution',
-				Math.max(1, Math.min(host.controlRequestTimeoutMs, remaining)),
-				signal,
-				(s) => host.transport.cancelExecution(executionId, s),
-			)
-		} catch (error) {
-			if (signal?.aborted) throw error
-			lastError = error
-			await pause(signal)
-			continue
-		}
-		const ack = parseCancellationAck(reply)
-		if (ack) return ack
-		const refusal = typeof reply.error === 'string' ? reply.error : 'unspecified refusal'
-		if (refusal === 'unknown_execution' || refusal === 'invalid_execution_id') {
-			throw new ExecutionCancelRefusedError(executionId, refusal)
-		}
-		if (refusal === 'cancellation_unconfirmed') {
-			throw new RemoteCancellationUnknownError(
-				executionId,
-				'the guest could not confirm termination and is retiring',
-			)
-		}
-		lastError = new RemoteProtocolError(`cancel-execution: ${refusal.slice(0, 200)}`)
-		await pause(signal)
-	}
-}
-
-type Settled<T> =
-	| { readonly ok: true; readonly value: T }
-	| { readonly ok: false; readonly error: unknown }
-
-function settle<T>(promise: Promise<T>): Promise<Settled<T>> {
-	return promise.then(
-		(value) => ({ ok: true, value }),
-		(error: unknown) => ({ ok: false, error }),
-	)
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-	return new Promise((resolve) => {
-		const timer = setTimeout(() => resolve(undefined), ms)
-		void promise.then((value) => {
-			clearTimeout(timer)
-			resolve(value)
-		})
+	return confirmCancellation({
+		executionId,
+		cancel: (s) => host.transport.cancelExecution(executionId, s),
+		controlRequestTimeoutMs: host.controlRequestTimeoutMs,
+		cancelConfirmTimeoutMs: host.cancelConfirmTimeoutMs,
+		refusals: 'by-id',
+		...(signal ? { signal } : {}),
 	})
+}
+
+/**
+ * The cancellation a caller abort starts for a watched run: by id; an id the guest no longer holds
+ * means nobody can say whether the command ran, so the outcome is unknown.
+ */
+async function cancelWatched(
+	host: DetachableExecutionHost,
+	executionId: string,
+): Promise<RemoteCancellationAcknowledgement> {
+	try {
+		return await cancelExecutionById(host, executionId)
+	} catch (error) {
+		if (error instanceof ExecutionCancelRefusedError) {
+			throw new RemoteCancellationUnknownError(executionId, error.message, { cause: error })
+		}
+		throw error
+	}
 }
 
 function notify(callback: ((executionId: string) => void) | undefined, executionId: string): void {
@@ -391,6 +360,7 @@ export async function execDetachable(
 	const started = performance.now()
 	const elapsed = () => performance.now() - started
 	const caller = options.signal
+	const maxOutputBytes = resolveMaxOutputBytes(options.maxOutputBytes)
 	await requireExecutionAttach(host.transport, 'exec', caller)
 	if (caller?.aborted) return neverStartedResult(0)
 	const executionId = options.executionId ?? `exec_${randomUUID()}`
@@ -398,95 +368,68 @@ export async function execDetachable(
 		throw new SandboxConfigError('executionId', 'must be exec_ followed by a canonical UUID')
 	}
 
-	let reply: Record<string, unknown>
-	try {
-		reply = await boundedControlRequest(
-			'reserve-execution',
-			host.controlRequestTimeoutMs,
-			caller,
-			(s) => host.transport.reserveExecution(s, executionId),
-		)
-	} catch (error) {
-		if (caller?.aborted) return neverStartedResult(elapsed())
-		throw error
-	}
-	if (parseReservation(reply).executionId !== executionId) {
+	const reserved = await reserveExecution({
+		request: (signal) => host.transport.reserveExecution(signal, executionId),
+		controlRequestTimeoutMs: host.controlRequestTimeoutMs,
+		caller,
+	})
+	if (reserved.kind === 'aborted') return neverStartedResult(elapsed())
+	if (reserved.reservation.executionId !== executionId) {
 		throw new RemoteProtocolError('reserve-execution: the guest answered another executionId')
 	}
 	// An id the guest already holds is not started again: this call follows that run instead.
-	const heldState = parseExecutionState(reply.state)
+	const heldState = reserved.reservation.state
 	notify(options.onExecutionId, executionId)
 
-	const watch = new ExecutionWatch(executionId, 0, options.onOutput, options.onGap)
+	const watch = new ExecutionWatch(executionId, 0, maxOutputBytes, options.onOutput, options.onGap)
 	const stopWatching = new AbortController()
 	const stop = options.detachSignal
 		? AbortSignal.any([options.detachSignal, stopWatching.signal])
 		: stopWatching.signal
 	const request: ExecuteRequest = {
-		executionId,
-		command,
-		args,
-		...(options.cwd === undefined ? {} : { cwd: options.cwd }),
-		...(options.env === undefined ? {} : { env: options.env }),
-		timeoutMs: options.timeout ?? host.defaultExecutionTimeoutMs,
+		...executeRequestOf(
+			executionId,
+			command,
+			args,
+			options,
+			options.timeout ?? host.defaultExecutionTimeoutMs,
+		),
 		retainOutput: true,
 	}
-	const following = settle(
-		follow(host, watch, {
-			execute: request,
-			startWith: heldState === undefined || heldState === 'reserved' ? 'execute' : 'attach',
-			reattachWindowMs: options.reattachWindowMs ?? DEFAULT_REATTACH_WINDOW_MS,
-			stop,
-		}),
-	)
-
-	let onAbort: () => void = () => {}
-	const cancellation = new Promise<Settled<RemoteCancellationAcknowledgement>>((resolve) => {
-		onAbort = () => resolve(settle(cancelExecutionById(host, executionId)))
-	})
-	caller?.addEventListener('abort', onAbort, { once: true })
-	if (caller?.aborted) onAbort()
 	try {
-		const first = await Promise.race([
-			following.then((outcome) => ({ from: 'follow' as const, outcome })),
-			cancellation.then((outcome) => ({ from: 'cancel' as const, outcome })),
-		])
-		if (first.from === 'follow') {
-			if (!first.outcome.ok) throw first.outcome.error
-			const result = resultOf(first.outcome.value, watch)
-			if (caller?.aborted && !result.aborted) {
-				return abortedResult(metadataOf(first.outcome.value), watch.output, elapsed())
-			}
-			return result
-		}
-		const cancelled = first.outcome
-		if (!cancelled.ok) {
-			stopWatching.abort()
-			if (cancelled.error instanceof ExecutionCancelRefusedError) {
-				throw new RemoteCancellationUnknownError(executionId, cancelled.error.message, {
-					cause: cancelled.error,
-				})
-			}
-			throw cancelled.error
-		}
-		const ack = cancelled.value
-		if (!ack.started) {
-			stopWatching.abort()
-			return neverStartedResult(elapsed())
-		}
-		const drained = await withTimeout(following, host.resultDrainTimeoutMs)
-		stopWatching.abort()
-		const metadata = drained?.ok ? metadataOf(drained.value) : ack.result
-		return watch.withGap(abortedResult(metadata, watch.output, elapsed()))
+		const facts = await runCancellationRace({
+			execution: followToSettlement(host, watch, {
+				execute: request,
+				startWith: heldState === undefined || heldState === 'reserved' ? 'execute' : 'attach',
+				reattachWindowMs: options.reattachWindowMs ?? DEFAULT_REATTACH_WINDOW_MS,
+				stop,
+			}),
+			confirm: () => cancelWatched(host, executionId),
+			caller,
+			reconcileFailure: false,
+			resultDrainTimeoutMs: host.resultDrainTimeoutMs,
+		})
+		const decision = decideExecutionOutcome(facts)
+		return watch.withGap(
+			resultOfDecision(decision, watch.output, decisionContext(host, executionId, elapsed())),
+		)
 	} finally {
-		caller?.removeEventListener('abort', onAbort)
 		stopWatching.abort()
 	}
 }
 
-/** The run's terminal metadata, when the guest reported one. */
-function metadataOf(event: FinalEvent): RemoteTerminalMetadata | undefined {
-	return event.metadata
+/** Names and time for `resultOfDecision`. */
+function decisionContext(
+	host: DetachableExecutionHost,
+	executionId: string,
+	elapsedMs: number,
+): DecisionContext {
+	return {
+		label: `guest agent (${host.transport.handle.kind})`,
+		executionId,
+		elapsedMs,
+		resultDrainTimeoutMs: host.resultDrainTimeoutMs,
+	}
 }
 
 /**
@@ -503,12 +446,27 @@ export async function attachToExecution(
 	if (!Number.isSafeInteger(fromOffset) || fromOffset < 0) {
 		throw new SandboxConfigError('fromOffset', 'must be a non-negative safe integer')
 	}
-	const watch = new ExecutionWatch(executionId, fromOffset, options.onOutput, options.onGap)
+	const maxOutputBytes = resolveMaxOutputBytes(options.maxOutputBytes)
+	const started = performance.now()
+	const watch = new ExecutionWatch(
+		executionId,
+		fromOffset,
+		maxOutputBytes,
+		options.onOutput,
+		options.onGap,
+	)
 	const stop = options.signal ?? new AbortController().signal
-	const event = await follow(host, watch, {
+	const execution = await followToSettlement(host, watch, {
 		startWith: 'attach',
 		reattachWindowMs: options.reattachWindowMs ?? DEFAULT_REATTACH_WINDOW_MS,
 		stop,
 	})
-	return resultOf(event, watch)
+	const decision = decideExecutionOutcome({ first: 'execution', execution, callerAborted: false })
+	return watch.withGap(
+		resultOfDecision(
+			decision,
+			watch.output,
+			decisionContext(host, executionId, performance.now() - started),
+		),
+	)
 }

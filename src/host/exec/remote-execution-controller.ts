@@ -1,58 +1,42 @@
 /**
- * Runs a command on a remote peer so that an `AbortSignal` is honoured provably: every run is
- * reserved first (so the peer can say whether it ever started), then executed while racing a
- * cancellation that a caller abort, an observation deadline (timeout + grace) or an execution
- * failure can start. A cancellation is a series of cancel attempts inside a confirm window; if
- * none is acknowledged the outcome is unknown and `RemoteCancellationUnknownError` tells the
- * backend to retire the unit. A caller abort always RESOLVES with the aborted shape
- * (`exec-result-shapes.ts`), never as an unaborted success.
+ * Runs a command on a remote peer so that an `AbortSignal` is honoured provably, in four steps:
+ * reserve (`reserve-execution.ts`: so the peer can later say whether it ever started); cancel the
+ * reservation instead when the caller aborted meanwhile; execute while racing a cancellation that a
+ * caller abort, the observation deadline (timeout + grace) or a failed stream can start
+ * (`cancellation-race.ts`, confirmed by `cancel-confirm.ts`); decide what was observed
+ * (`execution-outcome.ts`) and shape it (`exec-result-shapes.ts`). No acknowledged cancellation
+ * inside the window ⇒ `RemoteCancellationUnknownError`, which tells the backend to retire the unit.
+ * A caller abort always RESOLVES with the aborted shape, never as an unaborted success.
  */
 
 import { performance } from 'node:perf_hooks'
-import { setTimeout as sleep } from 'node:timers/promises'
-import type {
-	SandboxExecOptions,
-	SandboxExecResult,
-	SandboxOutputChunk,
-} from '../../contract/sandbox.js'
+import type { SandboxExecResult, SandboxOutputChunk } from '../../contract/sandbox.js'
 import { DEFAULT_AGENT_TRANSPORT_OPTIONS } from '../transport/agent-transport-options.js'
-import { RemoteProtocolError } from '../transport/transport-errors.js'
-import { boundedControlRequest } from './bounded-control-request.js'
+import { confirmCancellation } from './cancel-confirm.js'
+import { runCancellationRace } from './cancellation-race.js'
 import {
-	abortedResult,
-	completedResult,
-	ExecOutputCapture,
-	neverStartedResult,
-	timedOutResult,
-} from './exec-result-shapes.js'
+	type AgentExecOptions,
+	executeRequestOf,
+	type RemoteExecuteRequest,
+	resolveMaxOutputBytes,
+} from './exec-options.js'
+import { ExecOutputCapture, neverStartedResult, resultOfDecision } from './exec-result-shapes.js'
+import { decideExecutionOutcome, type ExecutionSettlement } from './execution-outcome.js'
 import { ExecutionClock, type RemoteExecutionTiming } from './execution-timing.js'
-import {
-	RemoteCancellationUnknownError,
-	RemoteCommandError,
-	RemoteResultIncompleteError,
-} from './remote-execution-errors.js'
+import { RemoteResultIncompleteError } from './remote-execution-errors.js'
 import type {
 	RemoteCancellationAcknowledgement,
 	RemoteTerminalMetadata,
 } from './remote-execution-messages.js'
-import { parseCancellationAck, parseReservation } from './remote-execution-reply.js'
+import { type ReserveOutcome, reserveExecution } from './reserve-execution.js'
 
 /** How long cancel attempts continue before the outcome is declared unknown. */
 export const DEFAULT_CANCEL_CONFIRM_TIMEOUT_MS = 8000
 export const DEFAULT_RESULT_DRAIN_TIMEOUT_MS = 1500
 export const DEFAULT_EXECUTION_OBSERVATION_GRACE_MS = 500
 export const DEFAULT_EXECUTION_TIMEOUT_MS = 5 * 60_000
-/** Pause between two cancel attempts. */
-const CANCEL_RETRY_PAUSE_MS = 50
 
-export interface RemoteExecuteRequest {
-	readonly executionId: string
-	readonly command: string
-	readonly args: readonly string[]
-	readonly cwd?: string
-	readonly env?: Readonly<Record<string, string>>
-	readonly timeoutMs: number
-}
+export type { RemoteExecuteRequest } from './exec-options.js'
 
 /**
  * What a transport provides to the controller. `onDialed`, when an adapter honours it, is told how
@@ -93,23 +77,6 @@ export interface RemoteExecutionControllerOptions {
 	readonly onTiming?: (timing: RemoteExecutionTiming) => void
 }
 
-type CancellationReason = 'caller' | 'observation-timeout' | 'reconcile'
-
-type ExecutionOutcome =
-	| { readonly kind: 'result'; readonly metadata: RemoteTerminalMetadata }
-	| { readonly kind: 'failed'; readonly error: unknown }
-
-type CancellationOutcome =
-	| { readonly kind: 'ack'; readonly ack: RemoteCancellationAcknowledgement }
-	| { readonly kind: 'unknown'; readonly error: unknown }
-
-function describeReply(reply: unknown): string {
-	if (reply !== null && typeof reply === 'object' && 'error' in reply) {
-		return String((reply as { error: unknown }).error).slice(0, 200)
-	}
-	return 'not an acknowledgement'
-}
-
 export class RemoteExecutionController {
 	readonly adapter: RemoteExecutionAdapter
 	readonly controlRequestTimeoutMs: number
@@ -136,7 +103,7 @@ export class RemoteExecutionController {
 	async exec(
 		command: string,
 		args: readonly string[] = [],
-		options: SandboxExecOptions = {},
+		options: AgentExecOptions = {},
 	): Promise<SandboxExecResult> {
 		const clock = new ExecutionClock()
 		try {
@@ -153,213 +120,109 @@ export class RemoteExecutionController {
 	async #exec(
 		command: string,
 		args: readonly string[],
-		options: SandboxExecOptions,
+		options: AgentExecOptions,
 		clock: ExecutionClock,
 	): Promise<SandboxExecResult> {
 		const started = performance.now()
 		const elapsed = () => performance.now() - started
 		const caller = options.signal
+		const maxOutputBytes = resolveMaxOutputBytes(options.maxOutputBytes)
 		if (caller?.aborted) return neverStartedResult(0)
 
-		// 1. Reserve first, always: only a reservation lets the peer prove a run never started.
-		let executionId: string
-		clock.reserveStarted()
-		try {
-			const reply = await boundedControlRequest(
-				'reserve-execution',
-				this.controlRequestTimeoutMs,
-				caller,
-				(s) => this.adapter.reserve(s, clock.onDialed),
-			)
-			clock.reserveEnded()
-			executionId = parseReservation(reply).executionId
-		} catch (error) {
-			clock.reserveEnded()
-			if (caller?.aborted) return neverStartedResult(elapsed())
-			throw error
-		}
+		const reserved = await this.#reserve(caller, clock)
+		if (reserved.kind === 'aborted') return neverStartedResult(elapsed())
+		const { executionId } = reserved.reservation
+		if (caller?.aborted) return this.#cancelUnexecuted(executionId, clock, elapsed)
 
-		// 2. Aborted between reservation and execution: the reservation is cancelled, not run.
-		if (caller?.aborted) {
-			const ack = await this.confirmCancellation(executionId, clock.onDialed)
-			if (ack.started) {
-				throw new RemoteResultIncompleteError(
-					`${this.adapter.label}: ${executionId} reports started although it was never executed`,
-					ack,
-				)
-			}
-			return neverStartedResult(elapsed())
-		}
-
-		// 3. Execute on a private transport signal, racing a cancellation.
-		const output = new ExecOutputCapture(options.onOutput)
+		const output = new ExecOutputCapture(options.onOutput, maxOutputBytes)
 		const timeoutMs = options.timeout ?? this.defaultExecutionTimeoutMs
-		const transport = new AbortController()
-		clock.executeStarted()
-		const execution: Promise<ExecutionOutcome> = this.adapter
-			.execute(
-				{
-					executionId,
-					command,
-					args,
-					...(options.cwd === undefined ? {} : { cwd: options.cwd }),
-					...(options.env === undefined ? {} : { env: options.env }),
-					timeoutMs,
-				},
-				transport.signal,
-				output.push,
-				clock.onDialed,
-			)
-			.then(
-				(metadata) => {
-					clock.executeEnded()
-					return { kind: 'result', metadata }
-				},
-				(error: unknown) => {
-					clock.executeEnded()
-					return { kind: 'failed', error }
-				},
-			)
-
-		let reason: CancellationReason | undefined
-		let cancellation: Promise<CancellationOutcome> | undefined
-		let announceCancellation: (outcome: Promise<CancellationOutcome>) => void = () => {}
-		// Settles with the cancellation's outcome once one has been started (by whatever reason).
-		const cancellationSettled = new Promise<CancellationOutcome>((resolve) => {
-			announceCancellation = resolve
-		})
-		const startCancellation = (why: CancellationReason): Promise<CancellationOutcome> => {
-			if (!cancellation) {
-				reason = why
-				cancellation = this.confirmCancellation(executionId, clock.onDialed).then(
-					(ack) => ({ kind: 'ack', ack }),
-					(error: unknown) => ({ kind: 'unknown', error }),
-				)
-				announceCancellation(cancellation)
-			}
-			return cancellation
-		}
-		const onAbort = () => {
-			startCancellation('caller')
-		}
-		caller?.addEventListener('abort', onAbort, { once: true })
-		if (caller?.aborted) onAbort()
-		const timer = setTimeout(
-			() => startCancellation('observation-timeout'),
-			timeoutMs + this.executionObservationGraceMs,
-		)
-
+		const request = executeRequestOf(executionId, command, args, options, timeoutMs)
+		const stream = new AbortController()
 		try {
-			const first = await Promise.race([
-				execution.then((outcome) => ({ from: 'execution' as const, outcome })),
-				cancellationSettled.then((outcome) => ({ from: 'cancellation' as const, outcome })),
-			])
-
-			if (first.from === 'execution') {
-				const outcome = first.outcome
-				if (outcome.kind === 'result') {
-					if (caller?.aborted) return abortedResult(outcome.metadata, output, elapsed())
-					return completedResult(outcome.metadata, output)
-				}
-				// 6. The execution failed first: reconcile through a cancellation.
-				const reconciled = await startCancellation('reconcile')
-				if (reconciled.kind === 'unknown') throw reconciled.error
-				const ack = reconciled.ack
-				if (outcome.error instanceof RemoteCommandError && ack.state === 'failed') {
-					throw outcome.error
-				}
-				if (caller?.aborted) {
-					return ack.started
-						? abortedResult(ack.result, output, elapsed())
-						: neverStartedResult(elapsed())
-				}
-				if (!ack.started) throw outcome.error
-				throw new RemoteResultIncompleteError(
-					`${this.adapter.label}: ${executionId} failed after it started and its result was lost`,
-					ack,
-					{ cause: outcome.error },
-				)
-			}
-
-			// 5. The cancellation settled first.
-			const cancelled = first.outcome
-			if (cancelled.kind === 'unknown') throw cancelled.error
-			const ack = cancelled.ack
-			if (!ack.started) {
-				if (caller?.aborted) return neverStartedResult(elapsed())
-				return timedOutResult(ack.result, output, elapsed())
-			}
-			const drained = await this.#drain(execution)
-			if (drained?.kind === 'result') {
-				if (caller?.aborted) return abortedResult(drained.metadata, output, elapsed())
-				if (reason === 'observation-timeout') {
-					return timedOutResult(drained.metadata, output, elapsed())
-				}
-				return completedResult(drained.metadata, output)
-			}
-			if (caller?.aborted) return abortedResult(ack.result, output, elapsed())
-			if (drained?.error instanceof RemoteCommandError && ack.state === 'failed') {
-				throw drained.error
-			}
-			if (reason === 'observation-timeout' && ack.state === 'cancelled') {
-				return timedOutResult(ack.result, output, elapsed())
-			}
-			throw new RemoteResultIncompleteError(
-				`${this.adapter.label}: cancellation of ${executionId} was confirmed but its result did not arrive within ${this.resultDrainTimeoutMs} ms`,
-				ack,
-				drained ? { cause: drained.error } : {},
-			)
+			const facts = await runCancellationRace({
+				execution: this.#execute(request, stream.signal, output, clock),
+				confirm: () => this.#confirm(executionId, clock),
+				caller,
+				observationDeadlineMs: timeoutMs + this.executionObservationGraceMs,
+				reconcileFailure: true,
+				resultDrainTimeoutMs: this.resultDrainTimeoutMs,
+			})
+			return resultOfDecision(decideExecutionOutcome(facts), output, {
+				label: this.adapter.label,
+				executionId,
+				elapsedMs: elapsed(),
+				resultDrainTimeoutMs: this.resultDrainTimeoutMs,
+			})
 		} finally {
-			clearTimeout(timer)
-			caller?.removeEventListener('abort', onAbort)
-			transport.abort()
+			stream.abort()
 		}
 	}
 
-	/** Waits at most `resultDrainTimeoutMs` for the execution to settle. */
-	async #drain(execution: Promise<ExecutionOutcome>): Promise<ExecutionOutcome | undefined> {
-		let timer: NodeJS.Timeout | undefined
-		const expired = new Promise<undefined>((resolve) => {
-			timer = setTimeout(() => resolve(undefined), this.resultDrainTimeoutMs)
+	/** Step 1, always: only a reservation lets the peer prove a run never started. */
+	#reserve(caller: AbortSignal | undefined, clock: ExecutionClock): Promise<ReserveOutcome> {
+		clock.reserveStarted()
+		return reserveExecution({
+			request: (signal) => this.adapter.reserve(signal, clock.onDialed),
+			controlRequestTimeoutMs: this.controlRequestTimeoutMs,
+			caller,
+			onSettled: () => clock.reserveEnded(),
 		})
-		try {
-			return await Promise.race([execution, expired])
-		} finally {
-			clearTimeout(timer)
+	}
+
+	/** Aborted between reservation and execution: the reservation is cancelled, never run. */
+	async #cancelUnexecuted(
+		executionId: string,
+		clock: ExecutionClock,
+		elapsed: () => number,
+	): Promise<SandboxExecResult> {
+		const ack = await this.#confirm(executionId, clock)
+		if (ack.started) {
+			throw new RemoteResultIncompleteError(
+				`${this.adapter.label}: ${executionId} reports started although it was never executed`,
+				ack,
+			)
 		}
+		return neverStartedResult(elapsed())
+	}
+
+	/** The execute stream as a settlement (it never rejects); output goes into `output`. */
+	#execute(
+		request: RemoteExecuteRequest,
+		signal: AbortSignal,
+		output: ExecOutputCapture,
+		clock: ExecutionClock,
+	): Promise<ExecutionSettlement> {
+		clock.executeStarted()
+		return this.adapter.execute(request, signal, output.push, clock.onDialed).then(
+			(metadata): ExecutionSettlement => {
+				clock.executeEnded()
+				return { kind: 'ran', metadata, cancelled: false }
+			},
+			(error: unknown): ExecutionSettlement => {
+				clock.executeEnded()
+				return { kind: 'failed', error }
+			},
+		)
+	}
+
+	#confirm(executionId: string, clock: ExecutionClock): Promise<RemoteCancellationAcknowledgement> {
+		return this.confirmCancellation(executionId, clock.onDialed)
 	}
 
 	/**
-	 * Cancel attempts (each bounded by the control timeout and what remains of the window, 50 ms
-	 * apart) until one answers a valid acknowledgement; none within the window ⇒ unknown.
+	 * Cancel attempts until one is acknowledged inside the confirm window (`cancel-confirm.ts`);
+	 * none ⇒ `RemoteCancellationUnknownError`. Every refusal is retried.
 	 */
-	async confirmCancellation(
+	confirmCancellation(
 		executionId: string,
 		onDialed?: (durationMs: number) => void,
 	): Promise<RemoteCancellationAcknowledgement> {
-		const deadline = performance.now() + this.cancelConfirmTimeoutMs
-		let lastError: unknown
-		for (;;) {
-			const remaining = deadline - performance.now()
-			if (remaining <= 0) {
-				throw new RemoteCancellationUnknownError(
-					executionId,
-					`no cancellation was acknowledged within ${this.cancelConfirmTimeoutMs} ms`,
-					lastError === undefined ? {} : { cause: lastError },
-				)
-			}
-			const bound = Math.max(1, Math.min(this.controlRequestTimeoutMs, remaining))
-			try {
-				const reply = await boundedControlRequest('cancel-execution', bound, undefined, (s) =>
-					this.adapter.cancel(executionId, s, onDialed),
-				)
-				const ack = parseCancellationAck(reply)
-				if (ack) return ack
-				lastError = new RemoteProtocolError(`cancel-execution: ${describeReply(reply)}`)
-			} catch (error) {
-				lastError = error
-			}
-			await sleep(Math.min(CANCEL_RETRY_PAUSE_MS, Math.max(0, deadline - performance.now())))
-		}
+		return confirmCancellation({
+			executionId,
+			cancel: (signal) => this.adapter.cancel(executionId, signal, onDialed),
+			controlRequestTimeoutMs: this.controlRequestTimeoutMs,
+			cancelConfirmTimeoutMs: this.cancelConfirmTimeoutMs,
+			refusals: 'retry',
+		})
 	}
 }

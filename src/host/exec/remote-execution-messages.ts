@@ -1,37 +1,28 @@
 /**
- * What a remote execution peer answers, once read: the reservation, the terminal metadata of a
- * run, the cancellation acknowledgement, and the events of the execute stream. Types only; the
- * readers are `remote-execution-reply.ts`.
+ * What a remote execution peer answers, once read, under the names the host has always exported.
+ * The shapes themselves are the wire's (`wire/protocol.ts`); the readers are
+ * `remote-execution-reply.ts` and `retained-execution-events.ts`.
  */
-import type { REMOTE_EXECUTION_PROTOCOL_VERSION } from '../transport/agent-transport-options.js'
+import type { AGENT_PROTOCOL_VERSION } from '../../wire/features.js'
+import type {
+	CancelExecutionReply,
+	ExecEvent,
+	ExecutionState,
+	ExecutionTerminalMetadata,
+	ReserveExecutionReply,
+} from '../../wire/protocol.js'
 
-export interface RemoteReservation {
-	readonly ok: true
-	readonly protocolVersion: typeof REMOTE_EXECUTION_PROTOCOL_VERSION
-	readonly executionId: string
-	readonly leaseExpiresAt: number
+/** A reservation the host accepted: the one protocol version it speaks, a well-formed id. */
+export interface RemoteReservation
+	extends Pick<ReserveExecutionReply, 'ok' | 'executionId' | 'leaseExpiresAt'> {
+	readonly protocolVersion: typeof AGENT_PROTOCOL_VERSION
+	/** Only when the caller named the id: where the guest already holds that execution. */
+	readonly state?: ExecutionState
 }
 
-export interface RemoteTerminalMetadata {
-	readonly exitCode: number
-	readonly timedOut: boolean
-	readonly durationMs: number
-	readonly signal?: string
-	readonly stdoutTruncated?: boolean
-	readonly stderrTruncated?: boolean
-}
+export type RemoteTerminalMetadata = ExecutionTerminalMetadata
 
-export type RemoteExecutionState = 'cancelled' | 'completed' | 'failed'
+export type RemoteCancellationAcknowledgement = CancelExecutionReply
 
-export interface RemoteCancellationAcknowledgement {
-	readonly ok: true
-	readonly state: RemoteExecutionState
-	readonly started: boolean
-	readonly result?: RemoteTerminalMetadata
-	readonly error?: string
-}
-
-export type RemoteExecEvent =
-	| { readonly type: 'stdout_delta' | 'stderr_delta'; readonly data: string }
-	| ({ readonly type: 'result' } & RemoteTerminalMetadata)
-	| { readonly type: 'error'; readonly error: string }
+/** One event of a plain `execute` stream, as the host reads it. */
+export type RemoteExecEvent = ExecEvent

@@ -1,20 +1,19 @@
 /**
  * Strict readers of what a remote execution peer answers: the reservation, the cancellation
  * acknowledgement, and each event of the execute stream (shapes in `remote-execution-messages.ts`).
- * Pure; the controller decides what a rejected value means.
+ * Pure; a refusal becomes its error through the one table (`../refusals/refusal-to-error.ts`), and
+ * the engine decides what a rejected acknowledgement means.
  */
 
 import { isRecord } from '../../wire/is-record.js'
+import { isExecutionState, isExecutionTerminalState } from '../../wire/protocol.js'
+import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { refusalToError } from '../refusals/refusal-to-error.js'
 import { REMOTE_EXECUTION_PROTOCOL_VERSION } from '../transport/agent-transport-options.js'
-import { RemoteProtocolError } from '../transport/transport-errors.js'
-import {
-	RemoteCancellationUnknownError,
-	RemoteExecutionRefusedError,
-} from './remote-execution-errors.js'
+import { refusalOf } from '../transport/exchange.js'
 import type {
 	RemoteCancellationAcknowledgement,
 	RemoteExecEvent,
-	RemoteExecutionState,
 	RemoteReservation,
 	RemoteTerminalMetadata,
 } from './remote-execution-messages.js'
@@ -23,21 +22,11 @@ import type {
 export const EXECUTION_ID_PATTERN =
 	/^exec_[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i
 
-/** Validates a reservation; guest refusals become the named error for each. */
+/** Validates a reservation; a guest refusal becomes the named error for its code. */
 export function parseReservation(reply: unknown): RemoteReservation {
 	if (!isRecord(reply)) throw new RemoteProtocolError('reserve-execution: reply is not an object')
-	if (reply.ok === false) {
-		const error = typeof reply.error === 'string' ? reply.error : 'unspecified refusal'
-		if (error.startsWith('unknown_op')) {
-			throw new RemoteProtocolError(
-				'reserve-execution: the guest does not know the op; rebuild the guest image from this release',
-			)
-		}
-		if (error.startsWith('agent_retiring')) {
-			throw new RemoteCancellationUnknownError(undefined, 'the guest agent is retiring')
-		}
-		throw new RemoteExecutionRefusedError(error)
-	}
+	const refusal = refusalOf(reply)
+	if (refusal) throw refusalToError('reserve', refusal, { op: 'reserve-execution' })
 	if (reply.ok !== true) throw new RemoteProtocolError('reserve-execution: reply lacks ok: true')
 	if (reply.protocolVersion !== REMOTE_EXECUTION_PROTOCOL_VERSION) {
 		throw new RemoteProtocolError(
@@ -55,6 +44,7 @@ export function parseReservation(reply: unknown): RemoteReservation {
 		protocolVersion: REMOTE_EXECUTION_PROTOCOL_VERSION,
 		executionId: reply.executionId,
 		leaseExpiresAt: reply.leaseExpiresAt,
+		...(isExecutionState(reply.state) ? { state: reply.state } : {}),
 	}
 }
 
@@ -79,14 +69,12 @@ export function parseTerminalMetadata(value: unknown): RemoteTerminalMetadata | 
 	}
 }
 
-const STATES: ReadonlySet<string> = new Set(['cancelled', 'completed', 'failed'])
-
-/** A valid acknowledgement, or undefined (a refusal or garbage: the controller tries again). */
+/** A valid acknowledgement, or undefined (a refusal or garbage: the engine tries again). */
 export function parseCancellationAck(
 	reply: unknown,
 ): RemoteCancellationAcknowledgement | undefined {
 	if (!isRecord(reply) || reply.ok !== true) return undefined
-	if (typeof reply.state !== 'string' || !STATES.has(reply.state)) return undefined
+	if (!isExecutionTerminalState(reply.state)) return undefined
 	if (typeof reply.started !== 'boolean') return undefined
 	let result: RemoteTerminalMetadata | undefined
 	if (reply.result !== undefined && reply.result !== null) {
@@ -96,7 +84,7 @@ export function parseCancellationAck(
 	if (reply.error !== undefined && typeof reply.error !== 'string') return undefined
 	return {
 		ok: true,
-		state: reply.state as RemoteExecutionState,
+		state: reply.state,
 		started: reply.started,
 		...(result ? { result } : {}),
 		...(typeof reply.error === 'string' ? { error: reply.error } : {}),

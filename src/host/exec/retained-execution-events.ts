@@ -6,8 +6,15 @@
  */
 
 import { isRecord } from '../../wire/is-record.js'
-import type { ExecutionState, ExecutionTerminalState } from '../../wire/protocol.js'
-import { RemoteProtocolError } from '../transport/transport-errors.js'
+import {
+	type ExecutionState,
+	type ExecutionTerminalState,
+	isExecutionState,
+	isExecutionTerminalState,
+} from '../../wire/protocol.js'
+import type { WireRefusal } from '../../wire/refusals.js'
+import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { readRefusal } from '../transport/exchange.js'
 import type { RemoteTerminalMetadata } from './remote-execution-messages.js'
 import { parseTerminalMetadata } from './remote-execution-reply.js'
 
@@ -38,23 +45,12 @@ export type RetainedExecutionEvent =
 			readonly kind: 'refused'
 			readonly error: string
 			readonly executionState?: ExecutionState
+			/** The same refusal read into its code. */
+			readonly refusal: WireRefusal
 	  }
-
-const STATES: ReadonlySet<string> = new Set([
-	'reserved',
-	'running',
-	'cancelled',
-	'completed',
-	'failed',
-])
-const TERMINAL: ReadonlySet<string> = new Set(['cancelled', 'completed', 'failed'])
 
 function isOffset(value: unknown): value is number {
 	return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
-}
-
-export function parseExecutionState(value: unknown): ExecutionState | undefined {
-	return typeof value === 'string' && STATES.has(value) ? (value as ExecutionState) : undefined
 }
 
 function invalid(op: string, event: Record<string, unknown>): RemoteProtocolError {
@@ -87,7 +83,7 @@ export function parseRetainedExecutionEvent(
 		case 'attach_result': {
 			if (op !== 'attach-execution') break
 			const { outcome, started, error } = event
-			if (typeof outcome !== 'string' || !TERMINAL.has(outcome)) break
+			if (!isExecutionTerminalState(outcome)) break
 			if (typeof started !== 'boolean') break
 			if (error !== undefined && typeof error !== 'string') break
 			let metadata: RemoteTerminalMetadata | undefined
@@ -97,7 +93,7 @@ export function parseRetainedExecutionEvent(
 			}
 			return {
 				kind: 'attach-result',
-				outcome: outcome as ExecutionTerminalState,
+				outcome,
 				started,
 				...(metadata ? { metadata } : {}),
 				...(typeof error === 'string' ? { error } : {}),
@@ -106,11 +102,12 @@ export function parseRetainedExecutionEvent(
 		}
 		case 'error': {
 			if (typeof event.error !== 'string') break
-			const executionState = parseExecutionState(event.executionState)
+			const refusal = readRefusal(event)
 			return {
 				kind: 'refused',
 				error: event.error,
-				...(executionState === undefined ? {} : { executionState }),
+				...(isExecutionState(event.executionState) ? { executionState: event.executionState } : {}),
+				refusal,
 			}
 		}
 	}

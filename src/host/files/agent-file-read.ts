@@ -4,15 +4,23 @@
  * into one Buffer when the guest advertises the feature, and otherwise takes the single-frame
  * `read-file`. A range or a stream against a guest without the feature is refused before the read
  * is dialed. Guest refusals become the contract's file errors.
+ *
+ * The host holds itself to what it asked for, never the guest's word: a ranged reply may not be
+ * larger than the range's base64 (its frame is refused at the header otherwise) nor decode to more
+ * than the requested length; a stream may not announce more than was requested, nor send more than
+ * it announced; a whole file is gathered only up to `maxReadFileBytes`. A guest that breaks these
+ * gets a `RemoteByteCountError` (or `AgentReadFileTooLargeError` for an honest but larger file).
  */
 import type { SandboxFileEntry } from '../../contract/sandbox.js'
-import { decodeBase64 } from '../../wire/base64-pieces.js'
+import { decodeBase64, decodedBase64Length } from '../../wire/base64-pieces.js'
 import { READ_FILE_STREAM_FEATURE } from '../../wire/features.js'
 import { dataEventTextBytes } from '../../wire/frame.js'
+import { RemoteByteCountError, RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
+import { readRefusal } from '../transport/exchange.js'
 import {
 	AgentReadFileStreamUnsupportedError,
-	RemoteProtocolError,
+	AgentReadFileTooLargeError,
 } from '../transport/transport-errors.js'
 import { ByteCollector } from './byte-collector.js'
 import { asFileError, fileRefusalError } from './file-refusal.js'
@@ -28,11 +36,22 @@ interface ByteRange {
 	readonly length?: number
 }
 
+/** What a ranged reply holds besides its content (`ok`, sizes, offsets, the boot id), generously. */
+const RANGED_REPLY_OVERHEAD_BYTES = 64 * 1024
+
 function rangeOf(options: AgentReadFileOptions): ByteRange {
 	return {
 		...(options.offset === undefined ? {} : { offset: options.offset }),
 		...(options.length === undefined ? {} : { length: options.length }),
 	}
+}
+
+function base64Length(bytes: number): number {
+	return Math.ceil(bytes / 3) * 4
+}
+
+function isByteCount(value: unknown): value is number {
+	return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
 }
 
 /** A slice (ranged `read-file`) or the whole file (streamed when the guest can). */
@@ -52,12 +71,27 @@ export async function readFileThroughAgent(
 		}
 		return collector.toBuffer()
 	}
+	return readOneFrame(transport, path, options)
+}
+
+/** One `read-file` reply: a slice, or (against a guest without streams) the whole file. */
+async function readOneFrame(
+	transport: AgentTransport,
+	path: string,
+	options: AgentReadFileOptions,
+): Promise<Buffer> {
+	const { signal, length } = options
 	let reply: Record<string, unknown>
 	try {
 		reply = await transport.call(
 			'read-file',
 			{ path, encoding: 'base64', ...rangeOf(options) },
-			signal ? { signal } : {},
+			{
+				...(signal ? { signal } : {}),
+				...(length === undefined
+					? {}
+					: { maxFrameBytes: base64Length(length) + RANGED_REPLY_OVERHEAD_BYTES }),
+			},
 		)
 	} catch (error) {
 		throw asFileError('readFile', path, error)
@@ -65,7 +99,45 @@ export async function readFileThroughAgent(
 	if (typeof reply.content !== 'string') {
 		throw new RemoteProtocolError('read-file: reply has no string content')
 	}
-	return Buffer.from(reply.content, reply.encoding === 'utf8' ? 'utf8' : 'base64')
+	const content = Buffer.from(reply.content, reply.encoding === 'utf8' ? 'utf8' : 'base64')
+	checkReply(content.length, reply, options, transport.options.maxReadFileBytes)
+	return content
+}
+
+/** A `read-file` reply's byte counts against the request and against themselves. */
+function checkReply(
+	received: number,
+	reply: Record<string, unknown>,
+	options: AgentReadFileOptions,
+	maxReadFileBytes: number,
+): void {
+	const { offset, length } = options
+	const ranged = offset !== undefined || length !== undefined
+	if (length !== undefined && received > length) {
+		throw new RemoteByteCountError('read-file', 'more than the requested length', length, received)
+	}
+	if (isByteCount(reply.bytesRead) && reply.bytesRead !== received) {
+		throw new RemoteByteCountError(
+			'read-file',
+			'bytesRead contradicts the content sent',
+			reply.bytesRead,
+			received,
+		)
+	}
+	if (isByteCount(reply.sizeBytes)) {
+		const available = Math.max(0, reply.sizeBytes - (offset ?? 0))
+		if (received > available) {
+			throw new RemoteByteCountError(
+				'read-file',
+				'more than the file it announced',
+				available,
+				received,
+			)
+		}
+	}
+	if (!ranged && received > maxReadFileBytes) {
+		throw new AgentReadFileTooLargeError(received, maxReadFileBytes)
+	}
 }
 
 /** The file as ordered chunks; breaking the loop or aborting closes the connection. */
@@ -81,6 +153,30 @@ export async function* readFileStreamThroughAgent(
 	yield* streamFile(transport, 'readFileStream', path, rangeOf(options), options.signal)
 }
 
+/** The `meta` event's announced length, held to the request (and, gathering, to the host's cap). */
+function announcedLength(
+	event: Record<string, unknown>,
+	range: ByteRange,
+	gatherLimit: number | undefined,
+): number {
+	const { length } = event
+	if (!isByteCount(length)) {
+		throw new RemoteProtocolError('read-file-stream: meta without a byte length')
+	}
+	if (range.length !== undefined && length > range.length) {
+		throw new RemoteByteCountError(
+			'read-file-stream',
+			'an announced length above the requested length',
+			range.length,
+			length,
+		)
+	}
+	if (gatherLimit !== undefined && length > gatherLimit) {
+		throw new AgentReadFileTooLargeError(length, gatherLimit)
+	}
+	return length
+}
+
 async function* streamFile(
 	transport: AgentTransport,
 	operation: string,
@@ -89,6 +185,7 @@ async function* streamFile(
 	signal: AbortSignal | undefined,
 	collector?: ByteCollector,
 ): AsyncGenerator<Buffer, void, undefined> {
+	let announced: number | undefined
 	let received = 0
 	let ended = false
 	try {
@@ -99,12 +196,27 @@ async function* streamFile(
 		)
 		for await (const event of events) {
 			if (event.type === 'meta') {
-				if (typeof event.length === 'number') collector?.expect(event.length)
+				if (announced !== undefined)
+					throw new RemoteProtocolError('read-file-stream: a second meta')
+				const gatherLimit = collector ? transport.options.maxReadFileBytes : undefined
+				announced = announcedLength(event, range, gatherLimit)
+				collector?.expect(announced)
 			} else if (
 				event.type === 'data' &&
 				(dataEventTextBytes(event) || typeof event.data === 'string')
 			) {
+				if (announced === undefined)
+					throw new RemoteProtocolError('read-file-stream: data before meta')
 				const ascii = dataEventTextBytes(event) ?? Buffer.from(String(event.data), 'latin1')
+				const size = decodedBase64Length(ascii)
+				if (received + size > announced) {
+					throw new RemoteByteCountError(
+						'read-file-stream',
+						'data past the announced length',
+						announced,
+						received + size,
+					)
+				}
 				if (collector) {
 					received += collector.pushBase64(ascii)
 					continue
@@ -120,7 +232,7 @@ async function* streamFile(
 				}
 				ended = true
 			} else if (event.type === 'error') {
-				throw fileRefusalError(operation, path, String(event.error))
+				throw fileRefusalError(operation, 'read-file-stream', path, readRefusal(event))
 			} else {
 				throw new RemoteProtocolError(`read-file-stream: unexpected event ${String(event.type)}`)
 			}

@@ -9,13 +9,13 @@
 import { randomUUID } from 'node:crypto'
 import { WRITE_FILE_PARTS_FEATURE } from '../../wire/features.js'
 import type { WriteFilePart } from '../../wire/protocol.js'
+import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { WRITE_PART_DISCARD_TIMEOUT_MS } from '../transport/agent-transport-options.js'
 import {
 	AgentFrameTooLargeError,
 	AgentPreauthFrameTooLargeError,
 	AgentWriteFileTooLargeError,
-	RemoteProtocolError,
 } from '../transport/transport-errors.js'
 import { asFileError } from './file-refusal.js'
 import {

@@ -1,45 +1,39 @@
 /**
- * Maps a guest's file-op refusal onto the contract's errors: a jail refusal
- * (`path_escapes_workspace`) becomes `SandboxPathEscapeError`, anything else `SandboxFileError`
- * with the guest's leading code (`ENOENT`, `read_file_range_too_large`, …). Transport failures
- * and credential refusals pass through unchanged.
+ * A guest's file-op refusal as the contract's errors, through the one table
+ * (`../refusals/refusal-to-error.ts`): `path_escapes_workspace` becomes `SandboxPathEscapeError`,
+ * a path over the wire's limits `SandboxArgumentError` naming the parameter, anything else
+ * `SandboxFileError` with the guest's leading code (`ENOENT`, `read_file_range_too_large`, …).
+ * Transport failures and credential refusals pass through.
  */
-import {
-	type SandboxError,
-	SandboxFileError,
-	SandboxPathEscapeError,
-} from '../../contract/errors.js'
-import { AgentOpRefusedError, AgentUnauthorizedError } from '../transport/transport-errors.js'
+import type { WireRefusal } from '../../wire/refusals.js'
+import { AgentOpRefusedError, AgentUnauthorizedError } from '../refusals/op-refused-errors.js'
+import { refusalToError } from '../refusals/refusal-to-error.js'
 
-/** True for the guest's jail refusals, whatever their exact prefix. */
-export function isPathEscapeRefusal(guestError: string): boolean {
-	return (
-		guestError.startsWith('path_escapes_workspace') ||
-		guestError.startsWith('path_escape') ||
-		guestError.includes('escapes the workspace')
-	)
-}
-
-/** The leading code of a guest error string: `ENOENT: no such file` ⇒ `ENOENT`. */
-export function guestErrorCode(guestError: string): string {
-	return /^[A-Za-z_][A-Za-z0-9_]*/.exec(guestError)?.[0] ?? 'EIO'
+/** The parameter each file verb names its path with, as its argument check does. */
+function pathParameter(operation: string): string {
+	return operation === 'listFiles' ? 'rootPath' : 'path'
 }
 
 export function fileRefusalError(
 	operation: string,
+	op: string,
 	path: string,
-	guestError: string,
+	refusal: WireRefusal,
 	cause?: unknown,
-): SandboxError {
-	const options = cause === undefined ? {} : { cause }
-	if (isPathEscapeRefusal(guestError)) return new SandboxPathEscapeError(path, operation, options)
-	return new SandboxFileError(path, operation, guestErrorCode(guestError), guestError, options)
+): Error {
+	return refusalToError('file', refusal, {
+		op,
+		operation,
+		path,
+		parameter: pathParameter(operation),
+		...(cause === undefined ? {} : { cause }),
+	})
 }
 
 /** A thrown op refusal as the contract error for `operation` on `path`; anything else unchanged. */
 export function asFileError(operation: string, path: string, error: unknown): unknown {
 	if (error instanceof AgentOpRefusedError && !(error instanceof AgentUnauthorizedError)) {
-		return fileRefusalError(operation, path, error.guestError, error)
+		return fileRefusalError(operation, error.op, path, error.refusal, error)
 	}
 	return error
 }

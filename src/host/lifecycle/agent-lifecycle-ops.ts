@@ -1,19 +1,15 @@
 /**
- * `quiesce` and `flush` through the agent: feature-checked before
- * dialing, one request-shaped exchange each, replies validated, refusals turned into named errors.
+ * `quiesce` and `flush` through the agent: feature-checked before dialing, one request-shaped
+ * exchange each, replies validated, refusals turned into named errors by the one table.
  * `AgentSandbox.quiesce()` / `.flush()` delegate here; the Kubernetes workspace will too.
  */
 import { FLUSH_FEATURE, QUIESCE_FEATURE } from '../../wire/features.js'
-import type { QuiescedProcess, QuiesceScope } from '../../wire/lifecycle-ops.js'
+import type { FlushReply, QuiescedProcess, QuiesceReply } from '../../wire/lifecycle-ops.js'
+import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { FlushUnsupportedError, QuiesceUnsupportedError } from '../refusals/lifecycle-errors.js'
+import { refusalToError } from '../refusals/refusal-to-error.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
-import { refusalError, refusalOf } from '../transport/exchange.js'
-import { RemoteProtocolError } from '../transport/transport-errors.js'
-import {
-	FlushUnconfirmedError,
-	FlushUnsupportedError,
-	QuiesceUnconfirmedError,
-	QuiesceUnsupportedError,
-} from './lifecycle-errors.js'
+import { refusalOf } from '../transport/exchange.js'
 
 /** Slack over the guest's own bounds before the host stops waiting for an answer. */
 const REPLY_SLACK_MS = 5000
@@ -28,12 +24,8 @@ export interface QuiesceOptions {
 	readonly signal?: AbortSignal
 }
 
-export interface QuiesceReport {
-	readonly scope: QuiesceScope
-	readonly graceMs: number
-	readonly rounds: number
-	readonly stopped: readonly QuiescedProcess[]
-}
+/** What `quiesce()` answers: the guest's reply without its `ok`. */
+export type QuiesceReport = Omit<QuiesceReply, 'ok'>
 
 export interface FlushOptions {
 	/** How long the guest may spend in the sync; default the guest's own (10 000). */
@@ -41,10 +33,8 @@ export interface FlushOptions {
 	readonly signal?: AbortSignal
 }
 
-export interface FlushReport {
-	readonly durationMs: number
-	readonly workspace: string
-}
+/** What `flush()` answers: the guest's reply without its `ok`. */
+export type FlushReport = Omit<FlushReply, 'ok'>
 
 function isQuiescedProcess(value: unknown): value is QuiescedProcess {
 	if (value === null || typeof value !== 'object') return false
@@ -85,14 +75,7 @@ export async function quiesceThroughAgent(
 		},
 	)
 	const refusal = refusalOf(reply)
-	if (refusal === 'quiesce_unconfirmed') {
-		throw new QuiesceUnconfirmedError(
-			typeof reply.pid === 'number' ? reply.pid : undefined,
-			typeof reply.message === 'string' ? reply.message : refusal,
-		)
-	}
-	if (refusal === 'unknown_op: quiesce') throw new QuiesceUnsupportedError()
-	if (refusal !== undefined) throw refusalError('quiesce', refusal)
+	if (refusal) throw refusalToError('quiesce', refusal, { op: 'quiesce' })
 	return parseQuiesceReply(reply)
 }
 
@@ -116,12 +99,7 @@ export async function flushThroughAgent(
 		},
 	)
 	const refusal = refusalOf(reply)
-	const message = typeof reply.message === 'string' ? reply.message : (refusal ?? '')
-	if (refusal === 'flush_unconfirmed') throw new FlushUnconfirmedError(message)
-	if (refusal === 'flush_unsupported' || refusal === 'flush_unsupported_platform') {
-		throw new FlushUnsupportedError(message)
-	}
-	if (refusal !== undefined) throw refusalError('flush', refusal)
+	if (refusal) throw refusalToError('flush', refusal, { op: 'flush' })
 	const { durationMs, workspace } = reply
 	if (typeof durationMs !== 'number' || typeof workspace !== 'string') {
 		throw new RemoteProtocolError('flush: the guest answered a malformed report')

@@ -51,7 +51,6 @@ import {
 	RemoteExecutionController,
 	type RemoteExecutionControllerOptions,
 } from '../exec/remote-execution-controller.js'
-import { RemoteCancellationUnknownError } from '../exec/remote-execution-errors.js'
 import type { RemoteCancellationAcknowledgement } from '../exec/remote-execution-messages.js'
 import {
 	listFilesThroughAgent,
@@ -67,6 +66,7 @@ import {
 	type QuiesceReport,
 	quiesceThroughAgent,
 } from '../lifecycle/agent-lifecycle-ops.js'
+import { RemoteCancellationUnknownError } from '../refusals/execution-refusal-errors.js'
 import type { SessionTerminal } from '../sessions/agent-session-terminal.js'
 import {
 	AgentSessions,

@@ -6,21 +6,23 @@
  *
  * Every verb first checks the guest advertises `sessions` and otherwise throws
  * `SessionsUnsupportedError` before any session request is dialed — never a downgrade to a
- * connection-bound terminal. Guest refusals become `SessionRefusedError` with the guest's code.
+ * connection-bound terminal. Guest refusals become `SessionRefusedError` with the guest's code
+ * (through the one table, `../refusals/refusal-to-error.ts`).
  */
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
+import { SandboxConfigError } from '../../contract/errors.js'
 import type { OpenTerminalOptions, TerminalSize } from '../../contract/sandbox.js'
 import { SESSIONS_FEATURE } from '../../wire/features.js'
+import type { WireRefusal } from '../../wire/refusals.js'
+import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { AgentOpRefusedError, AgentUnauthorizedError } from '../refusals/op-refused-errors.js'
+import { refusalToError } from '../refusals/refusal-to-error.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
-import { refusalError, refusalOf, streamRefusalOf } from '../transport/exchange.js'
+import { DEFAULT_SESSION_READ_MAX_BYTES } from '../transport/agent-transport-options.js'
+import { refusalOf, streamRefusalOf } from '../transport/exchange.js'
 import type { FrameChannel } from '../transport/frame-channel.js'
-import {
-	AgentOpRefusedError,
-	AgentUnauthorizedError,
-	RemoteProtocolError,
-} from '../transport/transport-errors.js'
 import { AgentSessionTerminal, type SessionTerminal } from './agent-session-terminal.js'
-import { SessionRefusedError, SessionsUnsupportedError } from './session-errors.js'
+import { SessionsUnsupportedError } from './session-errors.js'
 import {
 	type KilledSession,
 	parseSessionOutput,
@@ -57,6 +59,12 @@ export interface AttachTerminalOptions {
 export interface ReadSessionOptions {
 	readonly fromOffset?: number
 	readonly signal?: AbortSignal
+	/**
+	 * Largest reply the host accepts for this read (the chunk as the guest encodes it), default
+	 * `DEFAULT_SESSION_READ_MAX_BYTES` (64 MiB, 64× the guest's default ring); a larger reply is
+	 * refused as a `RemoteProtocolError` before it is buffered.
+	 */
+	readonly maxBytes?: number
 }
 
 export interface ListSessionsOptions {
@@ -82,18 +90,9 @@ function sessionRefusal(
 	operation: string,
 	op: string,
 	sessionId: string,
-	message: Record<string, unknown>,
-	error: string,
+	refusal: WireRefusal,
 ): Error {
-	if (error === 'unauthorized') return refusalError(op, error)
-	const separator = error.indexOf(': ')
-	const code = separator === -1 ? error : error.slice(0, separator)
-	const inline = separator === -1 ? undefined : error.slice(separator + 2)
-	const detail = typeof message.message === 'string' ? message.message : inline
-	return new SessionRefusedError(operation, sessionId, code, {
-		...(typeof message.nextOffset === 'number' ? { nextOffset: message.nextOffset } : {}),
-		...(detail === undefined ? {} : { detail }),
-	})
+	return refusalToError('session', refusal, { op, operation, sessionId })
 }
 
 export class AgentSessions {
@@ -163,6 +162,13 @@ export class AgentSessions {
 		sessionId: string,
 		options: ReadSessionOptions = {},
 	): Promise<BackgroundJobOutput> {
+		const maxFrameBytes = options.maxBytes ?? DEFAULT_SESSION_READ_MAX_BYTES
+		if (!Number.isSafeInteger(maxFrameBytes) || maxFrameBytes <= 0) {
+			throw new SandboxConfigError(
+				'maxBytes',
+				`must be a positive safe integer, got ${maxFrameBytes}`,
+			)
+		}
 		await this.require('readSession', options.signal)
 		const body = {
 			sessionId,
@@ -172,19 +178,19 @@ export class AgentSessions {
 		let output: Record<string, unknown> | undefined
 		const events = this.transport.stream('attach-session', body, {
 			...(options.signal ? { signal: options.signal } : {}),
+			maxFrameBytes,
 		})
 		try {
 			for await (const event of events) {
-				const error = streamRefusalOf(event)
-				if (error !== undefined) {
-					throw sessionRefusal('readSession', 'attach-session', sessionId, event, error)
-				}
-				output ??= event
+				const refusal = streamRefusalOf(event)
+				if (refusal) throw sessionRefusal('readSession', 'attach-session', sessionId, refusal)
+				if (output) throw new RemoteProtocolError('attach-session: a read answered more than once')
+				output = event
 			}
 		} catch (error) {
 			// `stream` throws `{ ok: false }` refusals itself; give them the session shape too.
 			if (error instanceof AgentOpRefusedError && !(error instanceof AgentUnauthorizedError)) {
-				throw sessionRefusal('readSession', 'attach-session', sessionId, {}, error.guestError)
+				throw sessionRefusal('readSession', 'attach-session', sessionId, error.refusal)
 			}
 			throw error
 		}
@@ -235,8 +241,8 @@ export class AgentSessions {
 		signal: AbortSignal | undefined,
 	): Promise<Record<string, unknown>> {
 		const reply = await this.transport.request(op, body, signal ? { signal } : {})
-		const error = refusalOf(reply)
-		if (error !== undefined) throw sessionRefusal(operation, op, sessionId, reply, error)
+		const refusal = refusalOf(reply)
+		if (refusal) throw sessionRefusal(operation, op, sessionId, refusal)
 		return reply
 	}
 
@@ -265,7 +271,7 @@ export class AgentSessions {
 	): Promise<{ channel: FrameChannel; ready: Record<string, unknown> }> {
 		return this.transport.openStream(op, body, {
 			...(signal ? { signal } : {}),
-			mapRefusal: (message, refusal) => sessionRefusal(operation, op, sessionId, message, refusal),
+			mapRefusal: (refusal) => sessionRefusal(operation, op, sessionId, refusal),
 		})
 	}
 }

@@ -1,7 +1,7 @@
 /**
- * Refusals of the session verbs. Each names what the caller needs to act on:
- * the guest lacks the feature (rebuild the image — never a silent downgrade to a connection-bound
- * terminal), the guest refused the request by code, or an attachment ended while the program kept
+ * Failures of the session verbs that are not a guest refusal (those are `SessionRefusedError`,
+ * `../refusals/session-refused-error.ts`): the guest lacks the feature (rebuild the image — never a
+ * silent downgrade to a connection-bound terminal), or an attachment ended while the program kept
  * running (the offset to come back at). Messages carry ids and codes, never input or output.
  */
 import { SandboxError } from '../../contract/errors.js'
@@ -20,34 +20,6 @@ export class SessionsUnsupportedError extends SandboxError {
 			'sessions-unsupported',
 		)
 		this.operation = operation
-	}
-}
-
-/** The guest refused a session request; `refusal` is its code (`session_capacity`, …). */
-export class SessionRefusedError extends SandboxError {
-	override readonly name = 'SessionRefusedError'
-	readonly refusal: string
-	readonly sessionId: string
-	readonly operation: string
-	/** With `invalid_offset`: where the session's output currently ends. */
-	readonly nextOffset?: number
-
-	constructor(
-		operation: string,
-		sessionId: string,
-		refusal: string,
-		options: { readonly nextOffset?: number; readonly detail?: string } = {},
-	) {
-		const detail = options.detail === undefined ? '' : ` (${options.detail})`
-		super(
-			`${operation}: the guest refused session ${JSON.stringify(sessionId)}: ${refusal}${detail}`,
-			'session-refused',
-			{ retryable: refusal === 'session_capacity' },
-		)
-		this.refusal = refusal
-		this.sessionId = sessionId
-		this.operation = operation
-		if (options.nextOffset !== undefined) this.nextOffset = options.nextOffset
 	}
 }
 

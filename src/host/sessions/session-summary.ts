@@ -5,7 +5,7 @@
  */
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
 import type { SessionSummaryWire } from '../../wire/sessions.js'
-import { RemoteProtocolError } from '../transport/transport-errors.js'
+import { RemoteByteCountError, RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
 
 export type { SessionKind, SessionState } from '../../wire/sessions.js'
 
@@ -80,9 +80,20 @@ export function parseSessionOutput(raw: Record<string, unknown>): BackgroundJobO
 		fail(`unknown status ${String(status)}`)
 	}
 	const exitCode = optionalNumber(raw, 'exitCode')
+	const nextOffset = requiredNumber(raw, 'nextOffset')
+	const fromOffset = optionalNumber(raw, 'fromOffset')
+	// Every character the guest decodes costs at least one byte of the span it claims.
+	if (fromOffset !== undefined && chunk.length > nextOffset - fromOffset) {
+		throw new RemoteByteCountError(
+			'attach-session',
+			'a chunk longer than the offsets it spans',
+			Math.max(0, nextOffset - fromOffset),
+			chunk.length,
+		)
+	}
 	return {
 		chunk,
-		nextOffset: requiredNumber(raw, 'nextOffset'),
+		nextOffset,
 		droppedBytes: requiredNumber(raw, 'droppedBytes'),
 		status,
 		...(exitCode === undefined ? {} : { exitCode }),

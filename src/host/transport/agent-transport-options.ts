@@ -23,6 +23,16 @@ export const WRITE_PART_DISCARD_TIMEOUT_MS = 5000
 export const TCP_KEEPALIVE_MS = 15_000
 /** Ceiling of one incoming frame: above the guest's own, so a whole-file base64 reply still fits. */
 export const HOST_READ_FRAME_LIMIT_BYTES = 512 * 1024 * 1024
+/**
+ * Ceiling of one frame of an `execute` / `attach-execution` stream. The guest sends one delta per
+ * pipe read (at most 64 KiB of output, at most 384 KiB once JSON-escaped) and small result events,
+ * so this is ample headroom while keeping what a lying guest makes the host buffer small.
+ */
+export const EXEC_STREAM_FRAME_LIMIT_BYTES = 8 * 1024 * 1024
+/** Largest whole file `readFile` gathers into one Buffer, unless `maxReadFileBytes` says otherwise. */
+export const DEFAULT_MAX_READ_FILE_BYTES = 1024 * 1024 * 1024
+/** What a `readSession` reply may hold, unless the call's `maxBytes` says otherwise. */
+export const DEFAULT_SESSION_READ_MAX_BYTES = 64 * 1024 * 1024
 
 export interface AgentDialEvent {
 	readonly handleKind: string
@@ -49,6 +59,11 @@ export interface AgentTransportOptions {
 	readonly controlRequestTimeoutMs?: number
 	/** Largest `writeFile` body sent at all. Default `DEFAULT_MAX_WRITE_FILE_BYTES` (1 GiB). */
 	readonly maxWriteFileBytes?: number
+	/**
+	 * Largest whole file `readFile` gathers, whatever size the guest announces. Default
+	 * `DEFAULT_MAX_READ_FILE_BYTES` (1 GiB); `readFileStream` has no such bound (it holds one chunk).
+	 */
+	readonly maxReadFileBytes?: number
 	/** Raw bytes per part of a part sequence. Default (and ceiling): the most one frame admits. */
 	readonly writeFilePartBytes?: number
 	/**
@@ -79,6 +94,7 @@ export interface ResolvedAgentTransportOptions {
 	readonly readIdleTimeoutMs: number
 	readonly controlRequestTimeoutMs: number
 	readonly maxWriteFileBytes: number
+	readonly maxReadFileBytes: number
 	readonly writeFilePartBytes?: number
 	readonly maxRequestFrameBytes?: number
 	readonly permanentDialFailure: (error: Error) => boolean
@@ -95,6 +111,7 @@ export const DEFAULT_AGENT_TRANSPORT_OPTIONS = {
 	readIdleTimeoutMs: 60_000,
 	controlRequestTimeoutMs: 2000,
 	maxWriteFileBytes: DEFAULT_MAX_WRITE_FILE_BYTES,
+	maxReadFileBytes: DEFAULT_MAX_READ_FILE_BYTES,
 } as const
 
 function positiveInteger(field: string, value: number | undefined, fallback: number): number {
@@ -144,6 +161,11 @@ export function resolveAgentTransportOptions(
 			'maxWriteFileBytes',
 			options.maxWriteFileBytes,
 			d.maxWriteFileBytes,
+		),
+		maxReadFileBytes: nonNegativeInteger(
+			'maxReadFileBytes',
+			options.maxReadFileBytes,
+			d.maxReadFileBytes,
 		),
 		permanentDialFailure: options.permanentDialFailure ?? (() => false),
 		...(options.onDial ? { onDial: options.onDial } : {}),

@@ -14,11 +14,14 @@ import type {
 	TcpConnectRequest,
 	TerminalRequest,
 } from '../../wire/protocol.js'
+import type { WireRefusal } from '../../wire/refusals.js'
+import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
 import type { SandboxAgentHandle } from './agent-handle.js'
 import { AgentTcpConnection } from './agent-tcp-connection.js'
 import { AgentTerminalSession } from './agent-terminal-session.js'
 import {
 	type AgentTransportOptions,
+	EXEC_STREAM_FRAME_LIMIT_BYTES,
 	GUEST_FRAME_LIMIT_BYTES,
 	type ResolvedAgentTransportOptions,
 	resolveAgentTransportOptions,
@@ -36,11 +39,7 @@ import { FrameChannel } from './frame-channel.js'
 import { type AgentHealth, parseHealthzReply } from './healthz-reply.js'
 import { raceSignal } from './race-signal.js'
 import { startHostStreamHeartbeat, withHeartbeatRequest } from './stream-heartbeat.js'
-import {
-	AgentFrameTooLargeError,
-	AgentPreauthFrameTooLargeError,
-	RemoteProtocolError,
-} from './transport-errors.js'
+import { AgentFrameTooLargeError, AgentPreauthFrameTooLargeError } from './transport-errors.js'
 
 export interface AgentRequestOptions {
 	readonly signal?: AbortSignal
@@ -48,6 +47,11 @@ export interface AgentRequestOptions {
 	readonly idleTimeoutMs?: number
 	/** Told how long this request's dial took (retries included) once it has a socket. */
 	readonly onDialed?: (durationMs: number) => void
+	/**
+	 * Ceiling on each frame the guest may answer with, below the host's `HOST_READ_FRAME_LIMIT_BYTES`
+	 * (a ranged read knows its reply's size; exec streams carry only small deltas).
+	 */
+	readonly maxFrameBytes?: number
 }
 
 export class AgentTransport {
@@ -135,12 +139,12 @@ export class AgentTransport {
 		op: string,
 		frame: Buffer,
 		signal: AbortSignal | undefined,
-		onDialed?: (durationMs: number) => void,
+		options: Pick<AgentRequestOptions, 'onDialed' | 'maxFrameBytes'> = {},
 	): Promise<FrameChannel> {
 		const started = performance.now()
 		const socket = await dialAgent(this.handle, this.options, signal)
-		onDialed?.(performance.now() - started)
-		const channel = new FrameChannel(socket, op)
+		options.onDialed?.(performance.now() - started)
+		const channel = new FrameChannel(socket, op, options.maxFrameBytes)
 		channel.sendEncoded(frame)
 		return channel
 	}
@@ -160,7 +164,7 @@ export class AgentTransport {
 		options: AgentRequestOptions,
 	): Promise<Record<string, unknown>> {
 		options.signal?.throwIfAborted()
-		const channel = await this.#open(op, frame, options.signal, options.onDialed)
+		const channel = await this.#open(op, frame, options.signal, options)
 		const unbind = channel.bindSignal(options.signal)
 		channel.setIdleTimeout(options.idleTimeoutMs ?? this.options.readIdleTimeoutMs)
 		try {
@@ -193,7 +197,7 @@ export class AgentTransport {
 	): AsyncGenerator<Record<string, unknown>, void, undefined> {
 		const frame = this.#encode(this.#envelope(op, body))
 		options.signal?.throwIfAborted()
-		const channel = await this.#open(op, frame, options.signal, options.onDialed)
+		const channel = await this.#open(op, frame, options.signal, options)
 		const unbind = channel.bindSignal(options.signal)
 		channel.setIdleTimeout(options.idleTimeoutMs ?? this.options.readIdleTimeoutMs)
 		try {
@@ -216,7 +220,7 @@ export class AgentTransport {
 	/**
 	 * Opens a long-lived two-way op (terminal, tcp-connect, attach-session) and waits for its
 	 * `ready`, which is returned (session streams carry their fields on it). Asks for the heartbeat
-	 * and arms it on the guest's echo. A refusal before `ready` becomes `mapRefusal(message, code)`,
+	 * and arms it on the guest's echo. A refusal before `ready` becomes `mapRefusal(refusal)`,
 	 * default the transport's own refusal errors.
 	 */
 	async openStream(
@@ -224,7 +228,7 @@ export class AgentTransport {
 		body: unknown,
 		options: {
 			readonly signal?: AbortSignal
-			readonly mapRefusal?: (message: Record<string, unknown>, refusal: string) => Error
+			readonly mapRefusal?: (refusal: WireRefusal) => Error
 		} = {},
 	): Promise<{ channel: FrameChannel; ready: Record<string, unknown> }> {
 		const { signal } = options
@@ -246,7 +250,7 @@ export class AgentTransport {
 			if (first.kind !== 'frame') throw new RemoteProtocolError(`${op}: stream ended before ready`)
 			const refusal = streamRefusalOf(first.message)
 			if (refusal !== undefined) {
-				throw options.mapRefusal?.(first.message, refusal) ?? refusalError(op, refusal)
+				throw options.mapRefusal?.(refusal) ?? refusalError(op, refusal)
 			}
 			if (first.message.type !== 'ready') {
 				throw new RemoteProtocolError(`${op}: expected ready, got ${String(first.message.type)}`)
@@ -305,7 +309,11 @@ export class AgentTransport {
 		request: AttachExecutionRequest,
 		signal: AbortSignal,
 	): AsyncGenerator<Record<string, unknown>, void, undefined> {
-		return this.stream('attach-execution', request, { signal, idleTimeoutMs: 0 })
+		return this.stream('attach-execution', request, {
+			signal,
+			idleTimeoutMs: 0,
+			maxFrameBytes: EXEC_STREAM_FRAME_LIMIT_BYTES,
+		})
 	}
 
 	cancelExecution(
@@ -322,7 +330,12 @@ export class AgentTransport {
 		signal: AbortSignal,
 		onDialed?: (durationMs: number) => void,
 	): AsyncGenerator<Record<string, unknown>, void, undefined> {
-		return this.stream('execute', request, { signal, idleTimeoutMs: 0, onDialed })
+		return this.stream('execute', request, {
+			signal,
+			idleTimeoutMs: 0,
+			onDialed,
+			maxFrameBytes: EXEC_STREAM_FRAME_LIMIT_BYTES,
+		})
 	}
 
 	// ---- terminals and tcp ----------------------------------------------------------------------

@@ -5,13 +5,12 @@
  * after it, then the same close. Anything else is a `RemoteProtocolError`.
  */
 
+import { isExecutionState } from '../../wire/protocol.js'
+import { parseRefusal, type WireRefusal } from '../../wire/refusals.js'
+import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { refusalToError } from '../refusals/refusal-to-error.js'
 import { POST_RESPONSE_CLOSE_TIMEOUT_MS } from './agent-transport-options.js'
 import type { FrameChannel } from './frame-channel.js'
-import {
-	AgentOpRefusedError,
-	AgentUnauthorizedError,
-	RemoteProtocolError,
-} from './transport-errors.js'
 
 /** Waits for the peer to close after its last frame; extra frames or silence are violations. */
 export async function expectPeerClose(channel: FrameChannel): Promise<void> {
@@ -73,23 +72,29 @@ export async function* readStreamEvents(
 	}
 }
 
-/** The guest's refusal string when `message` is `{ ok: false, error }`. */
-export function refusalOf(message: Record<string, unknown>): string | undefined {
-	if (message.ok !== false) return undefined
-	return typeof message.error === 'string' ? message.error : 'unspecified refusal'
+/** A refusal message read into its code and the fields a refusal may carry beside `error`. */
+export function readRefusal(message: Record<string, unknown>): WireRefusal {
+	const { error, executionState, nextOffset, pid } = message
+	return parseRefusal(typeof error === 'string' ? error : 'unspecified refusal', {
+		...(typeof message.message === 'string' ? { message: message.message } : {}),
+		...(isExecutionState(executionState) ? { executionState } : {}),
+		...(typeof nextOffset === 'number' && Number.isFinite(nextOffset) ? { nextOffset } : {}),
+		...(typeof pid === 'number' && Number.isFinite(pid) ? { pid } : {}),
+	})
+}
+
+/** The guest's refusal when `message` is `{ ok: false, error }`. */
+export function refusalOf(message: Record<string, unknown>): WireRefusal | undefined {
+	return message.ok === false ? readRefusal(message) : undefined
 }
 
 /** A stream's refusal: a request-shaped `{ ok: false }` or a stream `{ type: 'error' }` event. */
-export function streamRefusalOf(message: Record<string, unknown>): string | undefined {
-	const refusal = refusalOf(message)
-	if (refusal !== undefined) return refusal
-	if (message.type === 'error') return String(message.error ?? 'unspecified refusal')
+export function streamRefusalOf(message: Record<string, unknown>): WireRefusal | undefined {
+	if (message.ok === false || message.type === 'error') return readRefusal(message)
 	return undefined
 }
 
-/** The named error for a guest refusal of `op`. */
-export function refusalError(op: string, guestError: string): AgentOpRefusedError {
-	return guestError === 'unauthorized'
-		? new AgentUnauthorizedError(op)
-		: new AgentOpRefusedError(op, guestError)
+/** The error for a guest refusal of `op` that no verb names more precisely. */
+export function refusalError(op: string, refusal: WireRefusal): Error {
+	return refusalToError('op', refusal, { op })
 }

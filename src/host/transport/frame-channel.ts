@@ -2,16 +2,17 @@
  * One connection to the agent seen as a queue of parsed items: frames, the zero-length stream
  * terminator, and finally `closed` (with the failure, if the connection did not end cleanly).
  * The reader is pull-based so a slow consumer pauses the socket instead of buffering without
- * bound. It knows nothing about ops; `exchange.ts` applies the request and stream rules.
+ * bound: at most `QUEUE_HIGH_WATER` items or `QUEUE_HIGH_WATER_BYTES` of payload wait before the
+ * socket is paused, and no frame may announce more than the channel's ceiling (the host's
+ * `HOST_READ_FRAME_LIMIT_BYTES`, or less for an op whose answers are known to be small) — so what
+ * one connection can make the host hold is bounded by the host, whatever the guest sends. It knows
+ * nothing about ops; `exchange.ts` applies the request and stream rules.
  */
 import type { Socket } from 'node:net'
 import { encodeFrame, FrameError, FrameReader, parseFramePayload } from '../../wire/frame.js'
+import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
 import { HOST_READ_FRAME_LIMIT_BYTES } from './agent-transport-options.js'
-import {
-	AgentConnectionError,
-	AgentReadTimeoutError,
-	RemoteProtocolError,
-} from './transport-errors.js'
+import { AgentConnectionError, AgentReadTimeoutError } from './transport-errors.js'
 
 export type ChannelItem =
 	| { readonly kind: 'frame'; readonly message: Record<string, unknown> }
@@ -20,24 +21,38 @@ export type ChannelItem =
 
 /** Parsed items held before the socket is paused. */
 const QUEUE_HIGH_WATER = 32
+/** Payload bytes of parsed items held before the socket is paused. */
+export const QUEUE_HIGH_WATER_BYTES = 8 * 1024 * 1024
+
+interface Queued {
+	readonly item: ChannelItem
+	readonly bytes: number
+}
 
 export class FrameChannel {
 	readonly op: string
 	readonly #socket: Socket
-	readonly #reader = new FrameReader({
-		maxFrameBytes: HOST_READ_FRAME_LIMIT_BYTES,
-		limitVariable: 'HOST_READ_FRAME_LIMIT_BYTES',
-	})
-	readonly #queue: ChannelItem[] = []
+	readonly #reader: FrameReader
+	readonly #queue: Queued[] = []
+	#queuedBytes = 0
 	#waiter: ((item: ChannelItem) => void) | undefined
 	#failure: Error | undefined
 	#closed = false
 	#heldByConsumer = false
 	readonly #closedPromise: Promise<void>
 
-	constructor(socket: Socket, op: string) {
+	/** `maxFrameBytes` lowers the host's frame ceiling for this connection (never raises it). */
+	constructor(socket: Socket, op: string, maxFrameBytes = HOST_READ_FRAME_LIMIT_BYTES) {
 		this.#socket = socket
 		this.op = op
+		this.#reader = new FrameReader(
+			maxFrameBytes < HOST_READ_FRAME_LIMIT_BYTES
+				? { maxFrameBytes, limitVariable: `the host's ${op} frame ceiling` }
+				: {
+						maxFrameBytes: HOST_READ_FRAME_LIMIT_BYTES,
+						limitVariable: 'HOST_READ_FRAME_LIMIT_BYTES',
+					},
+		)
 		this.#closedPromise = new Promise((resolve) => socket.once('close', () => resolve()))
 		socket.on('data', (chunk: Buffer) => this.#onData(chunk))
 		socket.on('error', (error: Error) => {
@@ -99,7 +114,11 @@ export class FrameChannel {
 
 	release(): void {
 		this.#heldByConsumer = false
-		if (this.#queue.length < QUEUE_HIGH_WATER) this.#socket.resume()
+		if (!this.#queueFull) this.#socket.resume()
+	}
+
+	get #queueFull(): boolean {
+		return this.#queue.length >= QUEUE_HIGH_WATER || this.#queuedBytes >= QUEUE_HIGH_WATER_BYTES
 	}
 
 	/** Half-closes our side. */
@@ -140,9 +159,12 @@ export class FrameChannel {
 	read(timeoutMs?: number): Promise<ChannelItem | { readonly kind: 'timeout' }> {
 		const queued = this.#queue.shift()
 		if (queued) {
-			if (queued.kind === 'closed') this.#queue.unshift(queued)
-			else if (!this.#heldByConsumer && this.#queue.length < QUEUE_HIGH_WATER) this.#socket.resume()
-			return Promise.resolve(queued)
+			if (queued.item.kind === 'closed') this.#queue.unshift(queued)
+			else {
+				this.#queuedBytes -= queued.bytes
+				if (!this.#heldByConsumer && !this.#queueFull) this.#socket.resume()
+			}
+			return Promise.resolve(queued.item)
 		}
 		return new Promise((resolve) => {
 			const timer =
@@ -159,16 +181,17 @@ export class FrameChannel {
 		})
 	}
 
-	#push(item: ChannelItem): void {
+	#push(item: ChannelItem, bytes = 0): void {
 		const waiter = this.#waiter
 		if (waiter) {
 			this.#waiter = undefined
-			if (item.kind === 'closed') this.#queue.push(item)
+			if (item.kind === 'closed') this.#queue.push({ item, bytes: 0 })
 			waiter(item)
 			return
 		}
-		this.#queue.push(item)
-		if (this.#queue.length >= QUEUE_HIGH_WATER) this.#socket.pause()
+		this.#queue.push({ item, bytes })
+		this.#queuedBytes += bytes
+		if (this.#queueFull) this.#socket.pause()
 	}
 
 	#onData(chunk: Buffer): void {
@@ -176,7 +199,10 @@ export class FrameChannel {
 		try {
 			for (const item of this.#reader.push(chunk)) {
 				if (item.kind === 'end') this.#push({ kind: 'end' })
-				else this.#push({ kind: 'frame', message: parseFramePayload(item.payload) })
+				else {
+					const message = parseFramePayload(item.payload)
+					this.#push({ kind: 'frame', message }, item.payload.length)
+				}
 			}
 		} catch (error) {
 			const detail =

@@ -4,13 +4,13 @@
  * not be used. `features` is optional for guests that predate it.
  */
 
+import type { HealthzReply } from '../../wire/protocol.js'
+import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
 import { REMOTE_EXECUTION_PROTOCOL_VERSION } from './agent-transport-options.js'
-import { RemoteProtocolError } from './transport-errors.js'
 
-export interface AgentHealth {
+/** A `healthz` answer the host accepted: `ok` true (a retiring agent is refused). */
+export interface AgentHealth extends Omit<HealthzReply, 'ok' | 'retiring'> {
 	readonly ok: true
-	readonly protocolVersion: number
-	readonly features: readonly string[]
 }
 
 export function parseHealthzReply(reply: Record<string, unknown>): AgentHealth {

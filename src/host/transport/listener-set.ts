@@ -3,6 +3,10 @@
  * to a byte bound) and handed to the first subscriber, so a session's first output is not lost in
  * the gap between "ready" and the caller's `onData`.
  */
+
+/** What is held for a first subscriber by default: past it the oldest held items are dropped. */
+export const MAX_HELD_BYTES = 1024 * 1024
+
 export class ListenerSet<T> {
 	readonly #listeners = new Set<(item: T) => void>()
 	readonly #pending: T[] = []
@@ -11,7 +15,7 @@ export class ListenerSet<T> {
 	#pendingBytes = 0
 	#everSubscribed = false
 
-	constructor(sizeOf: (item: T) => number, maxPendingBytes = 1024 * 1024) {
+	constructor(sizeOf: (item: T) => number, maxPendingBytes = MAX_HELD_BYTES) {
 		this.#sizeOf = sizeOf
 		this.#maxPendingBytes = maxPendingBytes
 	}

@@ -1,19 +1,11 @@
 /**
- * Refusals of the host's agent transport: dialing, frame ceilings, body limits, missing guest
- * features, guest answers that refused an op, and a peer that broke the protocol. Messages name
- * limits and the handle kind, never a token or file contents.
+ * Failures of the host's agent transport itself: dialing, frame ceilings, body limits, missing
+ * guest features, silence and broken connections. What a guest's answer becomes (a refusal, a
+ * broken protocol) is in `../refusals/`. Messages name limits and the handle kind, never a token
+ * or file contents.
  */
 import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
 import type { SandboxAgentHandleKind } from './agent-handle.js'
-
-/** A reservation, acknowledgement or stream the peer sent that breaks the protocol. */
-export class RemoteProtocolError extends SandboxError {
-	override readonly name = 'RemoteProtocolError'
-
-	constructor(message: string, options: SandboxErrorOptions = {}) {
-		super(message, 'protocol-error', options)
-	}
-}
 
 /** No socket to the agent could be established within the retry budget (or a permanent failure). */
 export class AgentDialFailedError extends SandboxError {
@@ -90,6 +82,25 @@ export class AgentWriteFileTooLargeError extends SandboxError {
 	}
 }
 
+/**
+ * A whole-file `readFile` of a file the guest says is larger than `maxReadFileBytes`, refused
+ * before any byte is gathered (`readFileStream` reads it a chunk at a time).
+ */
+export class AgentReadFileTooLargeError extends SandboxError {
+	override readonly name = 'AgentReadFileTooLargeError'
+	readonly sizeBytes: number
+	readonly limitBytes: number
+
+	constructor(sizeBytes: number, limitBytes: number) {
+		super(
+			`readFile of ${sizeBytes} bytes exceeds maxReadFileBytes (${limitBytes} bytes); use readFileStream`,
+			'read-file-too-large',
+		)
+		this.sizeBytes = sizeBytes
+		this.limitBytes = limitBytes
+	}
+}
+
 /** A ranged read or a streamed read against a guest that does not advertise `read-file-stream`. */
 export class AgentReadFileStreamUnsupportedError extends SandboxError {
 	override readonly name = 'AgentReadFileStreamUnsupportedError'
@@ -101,29 +112,6 @@ export class AgentReadFileStreamUnsupportedError extends SandboxError {
 			'read-file-stream-unsupported',
 		)
 		this.operation = operation
-	}
-}
-
-/** The guest answered an op with `{ ok: false, error }` (or a stream `error` event). */
-export class AgentOpRefusedError extends SandboxError {
-	override readonly name: string = 'AgentOpRefusedError'
-	readonly op: string
-	/** The guest's error string, e.g. `ENOENT: …` or `unknown_op: …`. */
-	readonly guestError: string
-
-	constructor(op: string, guestError: string, reason = 'op-refused') {
-		super(`guest agent refused ${op}: ${guestError}`, reason)
-		this.op = op
-		this.guestError = guestError
-	}
-}
-
-/** The guest refused the request's credential (`unauthorized`). */
-export class AgentUnauthorizedError extends AgentOpRefusedError {
-	override readonly name = 'AgentUnauthorizedError'
-
-	constructor(op: string) {
-		super(op, 'unauthorized', 'unauthorized')
 	}
 }
 

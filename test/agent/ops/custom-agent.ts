@@ -1,8 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process'
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { agentBundlePath } from '../../../src/host/sandbox/agent-bundle-path.js'
+import { spawnListening } from '../../helpers/listening-child.js'
 
 /**
  * Starts the real agent in ways the shared helper does not: under another uid, or behind a
@@ -36,39 +36,18 @@ export async function startCustomAgent(options: CustomAgentOptions = {}): Promis
 	const argv = [...(options.wrapper ?? []), process.execPath, agentBundlePath()]
 	const [command, ...args] = argv
 	if (command === undefined) throw new Error('empty argv')
-	const child: ChildProcess = spawn(command, args, {
-		...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid }),
-		env: {
-			PATH: process.env.PATH ?? '/usr/bin:/bin',
-			NAMZU_SANDBOX_WORKSPACE: workspace,
-			NAMZU_AGENT_UNIX_PATH: socketPath,
+	const { stop } = await spawnListening(
+		command,
+		args,
+		{
+			...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid }),
+			env: {
+				PATH: process.env.PATH ?? '/usr/bin:/bin',
+				NAMZU_SANDBOX_WORKSPACE: workspace,
+				NAMZU_AGENT_UNIX_PATH: socketPath,
+			},
 		},
-		stdio: ['ignore', 'pipe', 'pipe'],
-	})
-	const stop = async () => {
-		if (child.exitCode === null && child.signalCode === null) {
-			const exited = new Promise((resolve) => child.once('exit', resolve))
-			child.kill('SIGKILL')
-			await exited
-		}
-		rmSync(dir, { recursive: true, force: true })
-	}
-	try {
-		await new Promise<void>((resolve, reject) => {
-			let stdout = ''
-			let stderr = ''
-			child.stderr?.on('data', (chunk: Buffer) => {
-				stderr += chunk.toString()
-			})
-			child.once('exit', (code) => reject(new Error(`agent exited with ${code}: ${stderr}`)))
-			child.stdout?.on('data', (chunk: Buffer) => {
-				stdout += chunk.toString()
-				if (stdout.includes('listening ')) resolve()
-			})
-		})
-	} catch (error) {
-		await stop()
-		throw error
-	}
+		() => rmSync(dir, { recursive: true, force: true }),
+	)
 	return { socketPath, workspace, stop }
 }

@@ -5,11 +5,13 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
 	ExecutionAttachUnsupportedError,
-	ExecutionCancelRefusedError,
 	ExecutionDetachedError,
-	ExecutionNotAttachableError,
 } from '../../../src/host/exec/detachable-execution-errors.js'
-import { RemoteCancellationUnknownError } from '../../../src/host/exec/remote-execution-errors.js'
+import {
+	ExecutionCancelRefusedError,
+	ExecutionNotAttachableError,
+	RemoteCancellationUnknownError,
+} from '../../../src/host/refusals/execution-refusal-errors.js'
 import { type AgentSandbox, createAgentSandbox } from '../../../src/host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import { encodeFrame } from '../../../src/wire/frame.js'

@@ -10,14 +10,14 @@ import {
 	type RemoteExecutionAdapter,
 	RemoteExecutionController,
 } from '../../../src/host/exec/remote-execution-controller.js'
+import { RemoteResultIncompleteError } from '../../../src/host/exec/remote-execution-errors.js'
+import type { RemoteTerminalMetadata } from '../../../src/host/exec/remote-execution-messages.js'
 import {
 	RemoteCancellationUnknownError,
 	RemoteCommandError,
 	RemoteExecutionRefusedError,
-	RemoteResultIncompleteError,
-} from '../../../src/host/exec/remote-execution-errors.js'
-import type { RemoteTerminalMetadata } from '../../../src/host/exec/remote-execution-messages.js'
-import { RemoteProtocolError } from '../../../src/host/transport/transport-errors.js'
+} from '../../../src/host/refusals/execution-refusal-errors.js'
+import { RemoteProtocolError } from '../../../src/host/refusals/guest-protocol-errors.js'
 
 const ID = 'exec_0b6f3c2e-6a51-4c0e-9d55-8f1f3e3b6a10'
 const RESERVATION = {

@@ -78,9 +78,12 @@ async function peer(
 			return
 		}
 		if (request.op === 'read-file') {
+			// A ranged read answers its slice: the host refuses a reply longer than it asked for.
+			const offset = typeof body.offset === 'number' ? body.offset : 0
+			const end = typeof body.length === 'number' ? offset + body.length : file.length
 			return reply(socket, {
 				ok: true,
-				content: file.toString('base64'),
+				content: file.subarray(offset, end).toString('base64'),
 				sizeBytes: file.length,
 				encoding: 'base64',
 			})

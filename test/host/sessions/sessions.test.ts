@@ -6,11 +6,11 @@ import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { SandboxDestroyedError } from '../../../src/contract/errors.js'
 import type { TerminalSession } from '../../../src/contract/sandbox.js'
+import { SessionRefusedError } from '../../../src/host/refusals/session-refused-error.js'
 import { type AgentSandbox, createAgentSandbox } from '../../../src/host/sandbox/agent-sandbox.js'
 import type { SessionTerminal } from '../../../src/host/sessions/agent-session-terminal.js'
 import {
 	AgentSessionDetachedError,
-	SessionRefusedError,
 	SessionsUnsupportedError,
 } from '../../../src/host/sessions/session-errors.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'

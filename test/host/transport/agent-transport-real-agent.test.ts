@@ -4,15 +4,19 @@ import { createWriteStream } from 'node:fs'
 import { readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { SandboxFileError, SandboxPathEscapeError } from '../../../src/contract/errors.js'
+import {
+	SandboxArgumentError,
+	SandboxFileError,
+	SandboxPathEscapeError,
+} from '../../../src/contract/errors.js'
 import {
 	listFilesThroughAgent,
 	readFileStreamThroughAgent,
 	readFileThroughAgent,
 } from '../../../src/host/files/agent-file-read.js'
 import { writeFileThroughAgent } from '../../../src/host/files/agent-file-write.js'
+import { AgentUnauthorizedError } from '../../../src/host/refusals/op-refused-errors.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
-import { AgentUnauthorizedError } from '../../../src/host/transport/transport-errors.js'
 import {
 	AGENT_PROTOCOL_VERSION,
 	READ_FILE_STREAM_FEATURE,
@@ -232,6 +236,45 @@ describe('reads', () => {
 		await expect(writeFileThroughAgent(unix, '/etc/namzu-escape', 'x')).rejects.toBeInstanceOf(
 			SandboxPathEscapeError,
 		)
+	})
+
+	it('maps the guest path-limit refusals to SandboxArgumentError naming the verb and parameter', async () => {
+		// Relative paths the host sends as they are: within the limits here, over them once the guest
+		// resolves them against its workspace.
+		const relative = `${'d/'.repeat(2040)}f`
+		expect(Buffer.byteLength(relative)).toBeLessThan(4096)
+		const refused = [
+			[
+				() => readFileThroughAgent(unix, relative),
+				'readFile',
+				'path',
+				'at most 4096 bytes (UTF-8)',
+			],
+			[
+				() => listFilesThroughAgent(unix, relative),
+				'listFiles',
+				'rootPath',
+				'at most 4096 bytes (UTF-8)',
+			],
+			[
+				() => writeFileThroughAgent(unix, `x/${'c'.repeat(256)}`, 'x'),
+				'writeFile',
+				'path',
+				'made of components of at most 255 bytes (UTF-8)',
+			],
+			[() => readFileThroughAgent(unix, 'a\0b'), 'readFile', 'path', 'free of NUL bytes'],
+		] as const
+		for (const [call, method, parameter, expected] of refused) {
+			const error = await call().then(
+				() => undefined,
+				(caught: unknown) => caught,
+			)
+			expect(error).toBeInstanceOf(SandboxArgumentError)
+			expect(error).toMatchObject({ method, parameter, expected, reason: 'invalid-argument' })
+		}
+		// Positive control: a short relative path of the same shape is served.
+		await writeFile(join(unixAgent.workspace, 'short.txt'), 'fine')
+		expect((await readFileThroughAgent(unix, 'short.txt')).toString()).toBe('fine')
 	})
 
 	it.runIf(process.env.NAMZU_TEST_SLOW === '1')(

@@ -9,11 +9,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import { listFilesThroughAgent } from '../../../src/host/files/agent-file-read.js'
+import { AgentUnauthorizedError } from '../../../src/host/refusals/op-refused-errors.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
-import {
-	AgentPreauthFrameTooLargeError,
-	AgentUnauthorizedError,
-} from '../../../src/host/transport/transport-errors.js'
+import { AgentPreauthFrameTooLargeError } from '../../../src/host/transport/transport-errors.js'
 import type { SandboxAgentHandle } from '../../../src/index.js'
 import { encodeFrame, FRAME_HEADER_BYTES } from '../../../src/wire/frame.js'
 import { type StartedAgent, startAgent } from '../../helpers/agent-process.js'

@@ -1,5 +1,5 @@
 /**
- * Refusals of the host's `quiesce()` and `flush()` (agent-lifecycle-ops.ts). The guest lacking an
+ * Refusals of the host's `quiesce()` and `flush()` (`../lifecycle/agent-lifecycle-ops.ts`). The guest lacking an
  * op is refused before dialing, by feature, so an old image is never read as "nothing to stop" or
  * "nothing to flush"; an answer that could not be confirmed carries what the guest said.
  */

@@ -1,0 +1,57 @@
+/**
+ * The options of an exec on the host: the portable `SandboxExecOptions` plus the bound the host
+ * holds itself to whatever the guest sends. The contract is unchanged; `AgentSandbox.exec` (and so
+ * every agent-backed tier) takes these.
+ */
+import { SandboxConfigError } from '../../contract/errors.js'
+import type { SandboxExecOptions } from '../../contract/sandbox.js'
+import { DEFAULT_MAX_OUTPUT_BYTES } from '../../wire/protocol.js'
+
+export interface AgentExecOptions extends SandboxExecOptions {
+	/**
+	 * Per-stream output bound, default `DEFAULT_MAX_OUTPUT_BYTES` (100 MiB, the guest's own default
+	 * cap). Output past it is dropped — neither kept nor passed to `onOutput` — while the command
+	 * runs on, and the result says `stdoutTruncated` / `stderrTruncated`, exactly as the guest
+	 * reports its own cap. Sent to the guest only when set, so it caps there too.
+	 */
+	readonly maxOutputBytes?: number
+}
+
+export interface RemoteExecuteRequest {
+	readonly executionId: string
+	readonly command: string
+	readonly args: readonly string[]
+	readonly cwd?: string
+	readonly env?: Readonly<Record<string, string>>
+	readonly timeoutMs: number
+	/** Sent only when the caller set it; the guest's default cap is the host's default. */
+	readonly maxOutputBytes?: number
+}
+
+/** The `execute` body of one reserved run: what the caller set, the bound only when set. */
+export function executeRequestOf(
+	executionId: string,
+	command: string,
+	args: readonly string[],
+	options: AgentExecOptions,
+	timeoutMs: number,
+): RemoteExecuteRequest {
+	return {
+		executionId,
+		command,
+		args,
+		...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+		...(options.env === undefined ? {} : { env: options.env }),
+		timeoutMs,
+		...(options.maxOutputBytes === undefined ? {} : { maxOutputBytes: options.maxOutputBytes }),
+	}
+}
+
+/** The per-stream output bound of one exec: the option, else the guest's own default cap. */
+export function resolveMaxOutputBytes(value: number | undefined): number {
+	if (value === undefined) return DEFAULT_MAX_OUTPUT_BYTES
+	if (!Number.isSafeInteger(value) || value <= 0) {
+		throw new SandboxConfigError('maxOutputBytes', `must be a positive safe integer, got ${value}`)
+	}
+	return value
+}

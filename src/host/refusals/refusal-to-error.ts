@@ -1,0 +1,199 @@
+/**
+ * The one table from a guest refusal to the error a caller sees. The refusal is first read into its
+ * typed code (`wire/refusals.ts`, never its wording); what the code becomes depends on what the
+ * host was doing — the verb: `path_escapes_workspace` from a file verb is `SandboxPathEscapeError`,
+ * `agent_retiring` answering a reservation is `RemoteCancellationUnknownError`. A code the verb does
+ * not name becomes the verb's `otherwise`, and failing that the generic `AgentOpRefusedError`;
+ * `unauthorized` is `AgentUnauthorizedError` whatever the verb.
+ */
+import {
+	SandboxArgumentError,
+	SandboxFileError,
+	SandboxPathEscapeError,
+} from '../../contract/errors.js'
+import { type PathLimitViolation, pathLimitExpectation } from '../../wire/path-limits.js'
+import { AGENT_REFUSAL, type AgentRefusalCode, type WireRefusal } from '../../wire/refusals.js'
+import {
+	ExecutionCancelRefusedError,
+	ExecutionNotAttachableError,
+	RemoteCancellationUnknownError,
+	RemoteCommandError,
+	RemoteExecutionRefusedError,
+} from './execution-refusal-errors.js'
+import { RemoteProtocolError } from './guest-protocol-errors.js'
+import {
+	FlushUnconfirmedError,
+	FlushUnsupportedError,
+	QuiesceUnconfirmedError,
+	QuiesceUnsupportedError,
+} from './lifecycle-errors.js'
+import { AgentOpRefusedError, AgentUnauthorizedError } from './op-refused-errors.js'
+import { SessionRefusedError } from './session-refused-error.js'
+
+/** What each verb knows about the request a refusal answered (`op` is the wire op). */
+export interface RefusalContexts {
+	/** `reserve-execution`, on the plain and the detachable path alike. */
+	readonly reserve: { readonly op: 'reserve-execution' }
+	/** `cancel-execution` by id: the codes named end the confirm attempts; any other is retried. */
+	readonly cancel: { readonly op: 'cancel-execution'; readonly executionId: string }
+	/** An `error` event of `execute`. */
+	readonly execute: { readonly op: 'execute' }
+	/** An `error` event of `attach-execution`. */
+	readonly attach: { readonly op: 'attach-execution'; readonly executionId: string }
+	/** `readFile`, `readFileStream`, `writeFile`, `listFiles`. */
+	readonly file: {
+		readonly op: string
+		readonly operation: string
+		readonly path: string
+		/** The argument of `operation` that named the path (`path`, `rootPath`). */
+		readonly parameter: string
+		/** The refusal as the transport threw it, kept as the cause. */
+		readonly cause?: unknown
+	}
+	/** The session verbs. */
+	readonly session: { readonly op: string; readonly operation: string; readonly sessionId: string }
+	readonly quiesce: { readonly op: 'quiesce' }
+	readonly flush: { readonly op: 'flush' }
+	/** Any other op (terminals, tcp, healthz): the generic refusal. */
+	readonly op: { readonly op: string }
+}
+
+export type RefusalVerb = keyof RefusalContexts
+
+type Build<V extends RefusalVerb> = (refusal: WireRefusal, context: RefusalContexts[V]) => Error
+
+interface VerbRules<V extends RefusalVerb> {
+	readonly codes: { readonly [C in AgentRefusalCode]?: Build<V> }
+	readonly otherwise?: Build<V>
+}
+
+/** The guest's own explanation when it gave one, else the refusal text. */
+function explanation(refusal: WireRefusal): string {
+	return refusal.message ?? refusal.text
+}
+
+const cancelRefused: Build<'cancel'> = (refusal, { executionId }) =>
+	new ExecutionCancelRefusedError(executionId, refusal.text)
+
+const flushUnsupported: Build<'flush'> = (refusal) =>
+	new FlushUnsupportedError(explanation(refusal))
+
+/**
+ * A path over the wire's limits is the argument error the host raises itself for the same path
+ * (`sandbox-arguments.ts`); the guest only sees one when its own resolution made the path longer.
+ */
+function pathOverLimit(kind: PathLimitViolation['kind']): Build<'file'> {
+	return (refusal, { operation, parameter }) =>
+		new SandboxArgumentError(
+			operation,
+			parameter,
+			pathLimitExpectation(kind),
+			`a path the guest refused as ${refusal.code}`,
+		)
+}
+
+export const REFUSAL_TO_ERROR: { readonly [V in RefusalVerb]: VerbRules<V> } = {
+	reserve: {
+		codes: {
+			unknown_op: () =>
+				new RemoteProtocolError(
+					'reserve-execution: the guest does not know the op; rebuild the guest image from this release',
+				),
+			agent_retiring: () =>
+				new RemoteCancellationUnknownError(undefined, 'the guest agent is retiring'),
+		},
+		otherwise: (refusal) => new RemoteExecutionRefusedError(refusal.text),
+	},
+	cancel: {
+		codes: {
+			unknown_execution: cancelRefused,
+			invalid_execution_id: cancelRefused,
+			cancellation_unconfirmed: (_refusal, { executionId }) =>
+				new RemoteCancellationUnknownError(
+					executionId,
+					'the guest could not confirm termination and is retiring',
+				),
+		},
+	},
+	execute: {
+		codes: {},
+		otherwise: (refusal) => new RemoteCommandError(refusal.text),
+	},
+	attach: {
+		codes: {},
+		otherwise: (refusal, { executionId }) =>
+			new ExecutionNotAttachableError(executionId, refusal.text, refusal.executionState),
+	},
+	file: {
+		codes: {
+			path_escapes_workspace: (_refusal, { path, operation, cause }) =>
+				new SandboxPathEscapeError(path, operation, cause === undefined ? {} : { cause }),
+			path_too_long: pathOverLimit('too-long'),
+			path_component_too_long: pathOverLimit('component-too-long'),
+			path_contains_nul: pathOverLimit('contains-nul'),
+		},
+		otherwise: (refusal, { path, operation, cause }) =>
+			new SandboxFileError(
+				path,
+				operation,
+				refusal.code === '' ? 'EIO' : refusal.code,
+				refusal.text,
+				cause === undefined ? {} : { cause },
+			),
+	},
+	session: {
+		codes: {},
+		otherwise: (refusal, { operation, sessionId }) => {
+			const detail = refusal.message ?? refusal.detail
+			return new SessionRefusedError(
+				operation,
+				sessionId,
+				refusal.code === '' ? refusal.text : refusal.code,
+				{
+					...(refusal.nextOffset === undefined ? {} : { nextOffset: refusal.nextOffset }),
+					...(detail === undefined ? {} : { detail }),
+				},
+			)
+		},
+	},
+	quiesce: {
+		codes: {
+			quiesce_unconfirmed: (refusal) =>
+				new QuiesceUnconfirmedError(refusal.pid, explanation(refusal)),
+			unknown_op: () => new QuiesceUnsupportedError(),
+		},
+	},
+	flush: {
+		codes: {
+			flush_unconfirmed: (refusal) => new FlushUnconfirmedError(explanation(refusal)),
+			flush_unsupported: flushUnsupported,
+			flush_unsupported_platform: flushUnsupported,
+		},
+	},
+	op: { codes: {} },
+}
+
+/** The error the verb names for this code, or undefined when it names none (no `otherwise`). */
+export function namedRefusalError<V extends RefusalVerb>(
+	verb: V,
+	refusal: WireRefusal,
+	context: RefusalContexts[V],
+): Error | undefined {
+	const rules: VerbRules<V> = REFUSAL_TO_ERROR[verb]
+	const build =
+		(refusal.known === undefined ? undefined : rules.codes[refusal.known]) ?? rules.otherwise
+	return build?.(refusal, context)
+}
+
+/** The error a caller sees for `refusal` answering `verb`. */
+export function refusalToError<V extends RefusalVerb>(
+	verb: V,
+	refusal: WireRefusal,
+	context: RefusalContexts[V],
+): Error {
+	if (refusal.known === AGENT_REFUSAL.unauthorized) return new AgentUnauthorizedError(context.op)
+	return (
+		namedRefusalError(verb, refusal, context) ??
+		new AgentOpRefusedError(context.op, refusal.text, 'op-refused', refusal)
+	)
+}
