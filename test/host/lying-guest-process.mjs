@@ -1,9 +1,14 @@
 // A guest agent that lies, run as its own process so the host's memory is measured alone. It
-// speaks the real frame codec (dist/, the package as published), answers healthz, reserve and
-// cancel honestly, and answers `execute` with far more output than any cap allows, then a result
-// that claims nothing was truncated. Usage: node lying-guest-process.mjs <socket> <stdoutBytes>
+// speaks the real frame codec (dist/wire/frame.js as built: the codec is internal, on no entry),
+// answers healthz, reserve and cancel honestly, and answers `execute` with far more output than
+// any cap allows, then a result that claims nothing was truncated. Usage: node lying-guest-process.mjs <socket> <stdoutBytes>
 import { createServer } from 'node:net'
-import { encodeFrame, FrameReader, parseFramePayload, STREAM_TERMINATOR } from '../../dist/index.js'
+import {
+	encodeFrame,
+	FrameReader,
+	parseFramePayload,
+	STREAM_TERMINATOR,
+} from '../../dist/wire/frame.js'
 
 const [socketPath, totalArg] = process.argv.slice(2)
 const total = Number(totalArg)

@@ -14,7 +14,6 @@
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxExecResult, SandboxOutputChunk } from '../../contract/sandbox.js'
 import { EXECUTION_ATTACH_FEATURE } from '../../wire/features.js'
 import type { ExecuteRequest } from '../../wire/protocol.js'
@@ -48,7 +47,6 @@ import {
 } from './exec-result-shapes.js'
 import { decideExecutionOutcome, type ExecutionSettlement } from './execution-outcome.js'
 import type { RemoteCancellationAcknowledgement } from './remote-execution-messages.js'
-import { EXECUTION_ID_PATTERN } from './remote-execution-reply.js'
 import { reserveExecution } from './reserve-execution.js'
 import {
 	parseRetainedExecutionEvent,
@@ -363,10 +361,8 @@ export async function execDetachable(
 	const maxOutputBytes = resolveMaxOutputBytes(options.maxOutputBytes)
 	await requireExecutionAttach(host.transport, 'exec', caller)
 	if (caller?.aborted) return neverStartedResult(0)
+	// A caller's id was checked where the call entered (`sandbox/sandbox-arguments.ts`).
 	const executionId = options.executionId ?? `exec_${randomUUID()}`
-	if (!EXECUTION_ID_PATTERN.test(executionId)) {
-		throw new SandboxConfigError('executionId', 'must be exec_ followed by a canonical UUID')
-	}
 
 	const reserved = await reserveExecution({
 		request: (signal) => host.transport.reserveExecution(signal, executionId),
@@ -443,9 +439,6 @@ export async function attachToExecution(
 ): Promise<SandboxExecResult> {
 	await requireExecutionAttach(host.transport, 'attachExecution', options.signal)
 	const fromOffset = options.fromOffset ?? 0
-	if (!Number.isSafeInteger(fromOffset) || fromOffset < 0) {
-		throw new SandboxConfigError('fromOffset', 'must be a non-negative safe integer')
-	}
 	const maxOutputBytes = resolveMaxOutputBytes(options.maxOutputBytes)
 	const started = performance.now()
 	const watch = new ExecutionWatch(

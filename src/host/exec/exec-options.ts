@@ -3,7 +3,6 @@
  * holds itself to whatever the guest sends. The contract is unchanged; `AgentSandbox.exec` (and so
  * every agent-backed tier) takes these.
  */
-import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxExecOptions } from '../../contract/sandbox.js'
 import { DEFAULT_MAX_OUTPUT_BYTES } from '../../wire/protocol.js'
 
@@ -47,11 +46,10 @@ export function executeRequestOf(
 	}
 }
 
-/** The per-stream output bound of one exec: the option, else the guest's own default cap. */
+/**
+ * The per-stream output bound of one exec: the option, else the guest's own default cap. The value
+ * was checked where the call entered (`sandbox/sandbox-arguments.ts`), the engine's only caller.
+ */
 export function resolveMaxOutputBytes(value: number | undefined): number {
-	if (value === undefined) return DEFAULT_MAX_OUTPUT_BYTES
-	if (!Number.isSafeInteger(value) || value <= 0) {
-		throw new SandboxConfigError('maxOutputBytes', `must be a positive safe integer, got ${value}`)
-	}
-	return value
+	return value ?? DEFAULT_MAX_OUTPUT_BYTES
 }

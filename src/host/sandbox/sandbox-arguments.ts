@@ -7,6 +7,7 @@
 import {
 	type ArgumentSite,
 	callSite,
+	describeReceived,
 	optionalBoolean,
 	optionalDurationMs,
 	optionalEnvironment,
@@ -24,10 +25,13 @@ import {
 } from '../../contract/argument-validators.js'
 import { describePathLimitViolation, pathLimitViolation } from '../../wire/path-limits.js'
 import { MAX_TERMINAL_DIMENSION } from '../../wire/terminal-size.js'
+import { EXECUTION_ID_PATTERN } from '../exec/remote-execution-reply.js'
 
 type Signal = AbortSignal | undefined
 
 const BYTE_COUNT = { min: 0 } as const
+/** A bound on bytes the host holds (`maxOutputBytes`, `maxBytes`): zero would hold nothing. */
+const BYTE_BOUND = { min: 1 } as const
 
 /**
  * A path inside the sandbox: a non-empty string within the wire's path limits, resolved against
@@ -55,6 +59,14 @@ function terminalSize(site: ArgumentSite, parameter: string, value: unknown): vo
 	requireInteger(site, `${parameter}.rows`, size.rows, range)
 }
 
+/** An `executionId` the caller names for a new run: the form the guest reserves under. */
+function newExecutionId(site: ArgumentSite, parameter: string, value: unknown): void {
+	const id = optionalString(site, parameter, value)
+	if (id !== undefined && !EXECUTION_ID_PATTERN.test(id)) {
+		throw site.refuse(parameter, 'exec_ followed by a canonical UUID', describeReceived(id))
+	}
+}
+
 /** `command`, `args` and the options `exec` shares with detachable execution. */
 export function checkExec(command: unknown, args: unknown, options: unknown): Signal {
 	const site = callSite('exec')
@@ -65,7 +77,8 @@ export function checkExec(command: unknown, args: unknown, options: unknown): Si
 	optionalEnvironment(site, 'options.env', given.env)
 	optionalString(site, 'options.cwd', given.cwd)
 	optionalFunction(site, 'options.onOutput', given.onOutput)
-	optionalString(site, 'options.executionId', given.executionId)
+	optionalInteger(site, 'options.maxOutputBytes', given.maxOutputBytes, BYTE_BOUND)
+	newExecutionId(site, 'options.executionId', given.executionId)
 	optionalBoolean(site, 'options.detach', given.detach)
 	optionalSignal(site, 'options.detachSignal', given.detachSignal)
 	optionalDurationMs(site, 'options.reattachWindowMs', given.reattachWindowMs, { min: 0 })
@@ -141,13 +154,22 @@ export function checkStartDetached(options: unknown): Signal {
 	return optionalSignal(site, 'options.signal', given.signal)
 }
 
-/** `attachTerminal` and `readSession`: a session id, where to start, a signal (and a size). */
-export function checkSessionRead(method: string, sessionId: unknown, options: unknown): Signal {
+/**
+ * `attachTerminal` and `readSession`: a session id, where to start, a signal (and a size, or for
+ * `readSession` the most bytes the host accepts).
+ */
+export function checkSessionRead(
+	method: 'attachTerminal' | 'readSession',
+	sessionId: unknown,
+	options: unknown,
+): Signal {
 	const site = callSite(method)
 	requireString(site, 'sessionId', sessionId)
 	const given = optionalObject(site, 'options', options)
 	optionalInteger(site, 'options.fromOffset', given.fromOffset, BYTE_COUNT)
 	if (given.size !== undefined) terminalSize(site, 'options.size', given.size)
+	if (method === 'readSession')
+		optionalInteger(site, 'options.maxBytes', given.maxBytes, BYTE_BOUND)
 	return optionalSignal(site, 'options.signal', given.signal)
 }
 
@@ -164,6 +186,7 @@ export function checkAttachExecution(executionId: unknown, options: unknown): Si
 	requireString(site, 'executionId', executionId)
 	const given = optionalObject(site, 'options', options)
 	optionalInteger(site, 'options.fromOffset', given.fromOffset, BYTE_COUNT)
+	optionalInteger(site, 'options.maxOutputBytes', given.maxOutputBytes, BYTE_BOUND)
 	optionalFunction(site, 'options.onOutput', given.onOutput)
 	optionalFunction(site, 'options.onGap', given.onGap)
 	optionalDurationMs(site, 'options.reattachWindowMs', given.reattachWindowMs, { min: 0 })

@@ -10,7 +10,6 @@
  * (through the one table, `../refusals/refusal-to-error.ts`).
  */
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
-import { SandboxConfigError } from '../../contract/errors.js'
 import type { OpenTerminalOptions, TerminalSize } from '../../contract/sandbox.js'
 import { SESSIONS_FEATURE } from '../../wire/features.js'
 import type { WireRefusal } from '../../wire/refusals.js'
@@ -162,13 +161,8 @@ export class AgentSessions {
 		sessionId: string,
 		options: ReadSessionOptions = {},
 	): Promise<BackgroundJobOutput> {
+		// `maxBytes` was checked where the call entered (`sandbox/sandbox-arguments.ts`).
 		const maxFrameBytes = options.maxBytes ?? DEFAULT_SESSION_READ_MAX_BYTES
-		if (!Number.isSafeInteger(maxFrameBytes) || maxFrameBytes <= 0) {
-			throw new SandboxConfigError(
-				'maxBytes',
-				`must be a positive safe integer, got ${maxFrameBytes}`,
-			)
-		}
 		await this.require('readSession', options.signal)
 		const body = {
 			sessionId,

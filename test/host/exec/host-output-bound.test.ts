@@ -9,7 +9,7 @@
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { SandboxConfigError } from '../../../src/contract/errors.js'
+import { SandboxArgumentError } from '../../../src/contract/errors.js'
 import { createAgentSandbox } from '../../../src/host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import { DEFAULT_MAX_OUTPUT_BYTES } from '../../../src/wire/protocol.js'
@@ -162,10 +162,12 @@ describe('the host bounds exec output', () => {
 		const sandbox = sandboxOn(agent.socketPath ?? '')
 		try {
 			await expect(sandbox.exec('true', [], { maxOutputBytes: value })).rejects.toBeInstanceOf(
-				SandboxConfigError,
+				SandboxArgumentError,
 			)
 			await expect(sandbox.exec('true', [], { maxOutputBytes: value })).rejects.toMatchObject({
-				field: 'maxOutputBytes',
+				method: 'exec',
+				parameter: 'options.maxOutputBytes',
+				expected: 'a positive integer',
 			})
 		} finally {
 			await sandbox.destroy()

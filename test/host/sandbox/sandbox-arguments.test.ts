@@ -118,6 +118,20 @@ const cases: Array<[string, () => unknown, string, string, string]> = [
 		'"log"',
 	],
 	[
+		'a zero maxOutputBytes',
+		() => sandbox.exec('ls', [], { maxOutputBytes: 0 }),
+		'exec',
+		'options.maxOutputBytes',
+		'0',
+	],
+	[
+		'an executionId that is not exec_<uuid>',
+		() => sandbox.exec('ls', [], { executionId: 'job-1' }),
+		'exec',
+		'options.executionId',
+		'"job-1"',
+	],
+	[
 		'an over-long cwd',
 		() => sandbox.exec('ls', [], { cwd: longPath }),
 		'exec',
@@ -242,6 +256,13 @@ const cases: Array<[string, () => unknown, string, string, string]> = [
 	],
 	['a non-string session id', () => sandbox.readSession(bad(5)), 'readSession', 'sessionId', '5'],
 	[
+		'a readSession maxBytes of 0',
+		() => sandbox.readSession('job', { maxBytes: 0 }),
+		'readSession',
+		'options.maxBytes',
+		'0',
+	],
+	[
 		'a negative fromOffset',
 		() => sandbox.attachTerminal('job', { fromOffset: -3 }),
 		'attachTerminal',
@@ -254,6 +275,13 @@ const cases: Array<[string, () => unknown, string, string, string]> = [
 		'killSession',
 		'options.abortSignal',
 		'an object',
+	],
+	[
+		'an attachExecution maxOutputBytes of NaN',
+		() => sandbox.attachExecution('exec_x', { maxOutputBytes: Number.NaN }),
+		'attachExecution',
+		'options.maxOutputBytes',
+		'NaN',
 	],
 	[
 		'a non-string execution id',
