@@ -42,8 +42,8 @@ export interface HealthzReply {
 
 // ---- reserve-execution / execute / cancel-execution --------------------------------------------
 
-/** The per-stream output cap of an `execute` that names none; the host holds itself to it too. */
-export const DEFAULT_MAX_OUTPUT_BYTES = 100 * 1024 * 1024
+/** Per-stream output cap of an `execute` that names none (100 MiB); the host holds to it too. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 104_857_600
 
 export type ExecutionTerminalState = 'cancelled' | 'completed' | 'failed'
 

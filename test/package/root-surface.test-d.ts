@@ -56,6 +56,8 @@ describe('package root: transport limits, feature names, wire and handle types',
 			Instance<typeof root.RemoteCancellationUnknownError>
 		>().toExtend<root.SandboxError>()
 		expectTypeOf<Instance<typeof root.RemoteProtocolError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.RemoteByteCountError>>().toExtend<root.RemoteProtocolError>()
+		expectTypeOf<Instance<typeof root.AgentReadFileTooLargeError>>().toExtend<root.SandboxError>()
 		expectTypeOf<Instance<typeof root.RemoteCommandError>>().toExtend<root.SandboxError>()
 		expectTypeOf<Instance<typeof root.RemoteResultIncompleteError>>().toExtend<root.SandboxError>()
 	})
@@ -67,6 +69,19 @@ describe('package root: transport limits, feature names, wire and handle types',
 		expectTypeOf<typeof root>().not.toHaveProperty('readFileThroughAgent')
 		expectTypeOf<typeof root>().not.toHaveProperty('writeFileThroughAgent')
 		expectTypeOf<typeof root>().not.toHaveProperty('FrameReader')
+		// The refusal code table is for a tier's author (./agent); the table to errors is internal.
+		expectTypeOf<typeof root>().not.toHaveProperty('AGENT_REFUSAL')
+		expectTypeOf<typeof root>().not.toHaveProperty('parseRefusal')
+		expectTypeOf<typeof root>().not.toHaveProperty('REFUSAL_TO_ERROR')
+		expectTypeOf<typeof agent>().not.toHaveProperty('REFUSAL_TO_ERROR')
+		expectTypeOf<typeof agent>().not.toHaveProperty('formatRefusal')
+		expectTypeOf<typeof agent.AGENT_REFUSAL.path_too_long>().toEqualTypeOf<'path_too_long'>()
+		expectTypeOf<ReturnType<typeof agent.parseRefusal>['known']>().toEqualTypeOf<
+			agent.AgentRefusalCode | undefined
+		>()
+		expectTypeOf<
+			Instance<typeof root.AgentOpRefusedError>['refusal']
+		>().toEqualTypeOf<agent.WireRefusal>()
 		expectTypeOf<typeof agent.AgentTransport>().toBeConstructibleWith({
 			kind: 'unix',
 			path: '/run/agent.sock',
@@ -76,6 +91,11 @@ describe('package root: transport limits, feature names, wire and handle types',
 
 	it('exports the transport limits and the feature names with their wire values', () => {
 		expectTypeOf<typeof root.DEFAULT_MAX_WRITE_FILE_BYTES>().toEqualTypeOf<1_073_741_824>()
+		expectTypeOf<typeof root.DEFAULT_MAX_READ_FILE_BYTES>().toEqualTypeOf<1_073_741_824>()
+		expectTypeOf<typeof root.DEFAULT_SESSION_READ_MAX_BYTES>().toEqualTypeOf<67_108_864>()
+		expectTypeOf<typeof root.DEFAULT_MAX_OUTPUT_BYTES>().toEqualTypeOf<104_857_600>()
+		expectTypeOf({ maxOutputBytes: 1024 }).toExtend<root.AgentExecOptions>()
+		expectTypeOf<root.DetachableExecOptions>().toExtend<root.AgentExecOptions>()
 		expectTypeOf<typeof root.GUEST_FRAME_LIMIT_BYTES>().toEqualTypeOf<268_435_456>()
 		expectTypeOf<typeof root.TCP_PREAUTH_FRAME_LIMIT_BYTES>().toEqualTypeOf<8_388_608>()
 		expectTypeOf<typeof root.AGENT_PROTOCOL_VERSION>().toEqualTypeOf<2>()

@@ -29,10 +29,10 @@ export const HOST_READ_FRAME_LIMIT_BYTES = 512 * 1024 * 1024
  * so this is ample headroom while keeping what a lying guest makes the host buffer small.
  */
 export const EXEC_STREAM_FRAME_LIMIT_BYTES = 8 * 1024 * 1024
-/** Largest whole file `readFile` gathers into one Buffer, unless `maxReadFileBytes` says otherwise. */
-export const DEFAULT_MAX_READ_FILE_BYTES = 1024 * 1024 * 1024
-/** What a `readSession` reply may hold, unless the call's `maxBytes` says otherwise. */
-export const DEFAULT_SESSION_READ_MAX_BYTES = 64 * 1024 * 1024
+/** Largest whole file `readFile` gathers into one Buffer (1 GiB) unless `maxReadFileBytes` says. */
+export const DEFAULT_MAX_READ_FILE_BYTES = 1_073_741_824
+/** What a `readSession` reply may hold, unless the call's `maxBytes` says otherwise (64 MiB). */
+export const DEFAULT_SESSION_READ_MAX_BYTES = 67_108_864
 
 export interface AgentDialEvent {
 	readonly handleKind: string
