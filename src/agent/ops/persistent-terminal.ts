@@ -166,6 +166,7 @@ export async function persistentTerminal(
 	if (search instanceof Error || (search.shell === undefined && !search.exited)) {
 		teardown.run()
 		registry.remove(session)
+		await teardown.finished
 		if (!ctx.closed) {
 			const error = search instanceof Error ? search.message : slaveSearchFailure(child.pid)
 			ctx.send({ type: 'error', error })

@@ -70,6 +70,7 @@ export const terminal: OpHandler = async (body, ctx) => {
 	const search = await searchScriptPty(pty)
 	if (search instanceof Error || (search.shell === undefined && !search.exited)) {
 		teardown.run()
+		await teardown.finished
 		if (!ctx.closed) {
 			const error = search instanceof Error ? search.message : slaveSearchFailure(child.pid)
 			ctx.send({ type: 'error', error })
