@@ -45,6 +45,24 @@ export interface SandboxConformanceOptions {
 	 * and otherwise lets the case pass having checked nothing.
 	 */
 	readonly sandboxShape?: Partial<Pick<Sandbox, OptionalSandboxMember>>
+	/**
+	 * What the sandbox under test can do beyond the members it has. Each defaults to `true`; a tier
+	 * that cannot declares `{ supported: false, reason }` and the case is registered as skipped with
+	 * that reason in its title.
+	 */
+	readonly capabilities?: ConformanceCapabilities
+}
+
+/** A capability the sandbox has (`true`), or lacks and says why. */
+export type ConformanceCapability = true | { readonly supported: false; readonly reason: string }
+
+export interface ConformanceCapabilities {
+	/**
+	 * An aborted exec ends every descendant of its command, including those that left its process
+	 * group and kernel session (`setsid`, double-forked daemons) — e.g. through a cgroup per
+	 * command. Needs `setsid` (util-linux) in the guest.
+	 */
+	readonly killsDetachedDescendants?: ConformanceCapability
 }
 
 /** The optional `Sandbox` members some cases need. */

@@ -9,6 +9,8 @@ export type {
 	ConformanceTestFn,
 } from './conformance-framework.js'
 export type {
+	ConformanceCapabilities,
+	ConformanceCapability,
 	ConformanceSandbox,
 	GuestListenerCommand,
 	MakeSandbox,

@@ -7,7 +7,8 @@
  *
  * Assumptions about the guest: `/bin/sh` with `sleep`, `test`, `ln` and `printf`; `node` unless
  * `guestCanRunNode: false` (the default TCP listener uses it, and so does a `walkFiles` built on
- * `walkFilesViaExec`).
+ * `walkFilesViaExec`); `setsid` unless `capabilities.killsDetachedDescendants` says the sandbox
+ * cannot end detached descendants.
  */
 import type { Sandbox } from '../contract/sandbox.js'
 import type { SuiteContext } from './conformance-context.js'
@@ -20,13 +21,14 @@ import type {
 	OptionalSandboxMember,
 	SandboxConformanceOptions,
 } from './conformance-options.js'
+import { defineProcessTreeCases } from './conformance-process-tree-cases.js'
 import { defineTerminalAndTcpCases } from './conformance-terminal-cases.js'
 import { defineWalkCases } from './conformance-walk-cases.js'
 
 /**
  * Version of the contract this suite checks. 1: first suite; 2: a `writeFile` body larger than
- * one wire frame; 3: `walkFiles`, concurrent `exec`, `exec` timeout. (Ranged/streamed reads are
- * gated by an option and did not raise it.)
+ * one wire frame; 3: `walkFiles`, concurrent `exec`, `exec` timeout. (Ranged/streamed reads and
+ * the whole-tree abort are gated by options and did not raise it.)
  */
 export const SANDBOX_CONTRACT_VERSION = 3
 
@@ -96,7 +98,10 @@ export function defineSandboxConformance(
 	const context: SuiteContext = { expect, options, test }
 	const label = options.label ?? 'sandbox'
 	describe(`Sandbox conformance (contract v${SANDBOX_CONTRACT_VERSION}): ${label}`, () => {
-		describe('exec', () => defineExecCases(context))
+		describe('exec', () => {
+			defineExecCases(context)
+			defineProcessTreeCases(context)
+		})
 		describe('files', () => defineFileCases(context))
 		describe('walkFiles', () => defineWalkCases(context))
 		describe('terminals and tcp', () => defineTerminalAndTcpCases(context))
