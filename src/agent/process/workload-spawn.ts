@@ -7,7 +7,8 @@
  *
  * with `cgroup.procs` of the command's own group at 3 (the other groups after it) and a status pipe
  * last. A join that fails writes why into the status pipe and the program never runs; a join that
- * succeeds closes every one of those descriptors before the exec, so the program inherits none.
+ * succeeds closes every one of those descriptors before the exec, so the program inherits none. The
+ * shell is handed the caller's environment minus what a shell acts on at startup.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { Readable } from 'node:stream'
@@ -32,6 +33,28 @@ export function joinScript(count: number): string {
 	const writes = fds.length === 0 ? 'true' : fds.map((fd) => `echo $$ >&${fd}`).join(' && ')
 	const closes = [...fds, status].map((fd) => `${fd}>&-`).join(' ')
 	return `{ ${writes}; } 2>&${status} || exit ${JOIN_FAILED_EXIT_CODE}; exec "$@" ${closes}`
+}
+
+/**
+ * Variables a shell may act on before its first command — a bash behind `/bin/sh` imports
+ * functions (`BASH_FUNC_echo%%` would replace the join's `echo`) and options (`SHELLOPTS`, with
+ * `PS4` run for every traced line) — so a caller's environment could run code outside the
+ * command's groups. The join shell never sees them; nor, through it, does the program (dash
+ * drops the `BASH_FUNC_…%%` names it cannot hold anyway).
+ */
+const SHELL_STARTUP_VARIABLES = new Set(['BASH_ENV', 'ENV', 'SHELLOPTS', 'BASHOPTS', 'PS4'])
+const IMPORTED_FUNCTION_PREFIX = 'BASH_FUNC_'
+
+/** `env` without what could run code in the join shell before it joined (pure). */
+export function joinShellEnvironment(
+	env: Readonly<Record<string, string>>,
+): Record<string, string> {
+	const kept: Record<string, string> = {}
+	for (const [key, value] of Object.entries(env)) {
+		if (SHELL_STARTUP_VARIABLES.has(key) || key.startsWith(IMPORTED_FUNCTION_PREFIX)) continue
+		kept[key] = value
+	}
+	return kept
 }
 
 export interface WorkloadSpawnRequest {
@@ -133,7 +156,7 @@ export function spawnWorkload(
 			['-c', joinScript(join.procsFds.length), 'sh', request.command, ...request.args],
 			{
 				cwd: request.cwd,
-				env: request.env,
+				env: joinShellEnvironment(request.env),
 				detached: true,
 				stdio: [...stdio, ...join.procsFds, 'pipe'],
 			},

@@ -1,5 +1,7 @@
 import { spawnSync } from 'node:child_process'
-import { closeSync, openSync } from 'node:fs'
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { sessionsOfPids } from '../../../src/agent/lifecycle/quiesce-plan.js'
 import {
@@ -11,7 +13,7 @@ import {
 } from '../../../src/agent/process/cgroup-files.js'
 import { lookupExecutable, type ProbeResult } from '../../../src/agent/process/executable-lookup.js'
 import { parseWorkloadCgroups } from '../../../src/agent/process/workload-cgroup-config.js'
-import { joinScript } from '../../../src/agent/process/workload-spawn.js'
+import { joinScript, joinShellEnvironment } from '../../../src/agent/process/workload-spawn.js'
 import { AgentConfigError } from '../../../src/agent/server/config-error.js'
 
 describe('parseWorkloadCgroups', () => {
@@ -103,6 +105,67 @@ describe('joinScript', () => {
 		expect(failed.status).toBe(125)
 		expect(failed.stdout).toBe('')
 	})
+})
+
+describe('joinShellEnvironment', () => {
+	it('drops what a shell acts on at startup and keeps everything else', () => {
+		expect(
+			joinShellEnvironment({
+				PATH: '/usr/bin',
+				HOME: '/w',
+				'BASH_FUNC_echo%%': '() { builtin echo pwned; }',
+				BASH_FUNC_x: 'y',
+				SHELLOPTS: 'xtrace',
+				BASHOPTS: 'extdebug',
+				PS4: '$(id)',
+				BASH_ENV: '/w/rc',
+				ENV: '/w/rc',
+				BASH_XTRACEFD: '2',
+				MY_ENV: 'kept',
+			}),
+		).toEqual({ PATH: '/usr/bin', HOME: '/w', BASH_XTRACEFD: '2', MY_ENV: 'kept' })
+	})
+
+	it.skipIf(!existsSync('/bin/bash'))(
+		'keeps a bash behind /bin/sh from running a caller’s function or trace before the join',
+		() => {
+			const proof = join(mkdtempSync(join(tmpdir(), 'namzu-join-env-')), 'ran-before-join')
+			const hostile = {
+				PATH: process.env.PATH ?? '/usr/bin:/bin',
+				'BASH_FUNC_echo%%': `() { : > ${proof}; }`,
+				SHELLOPTS: 'xtrace',
+			}
+			const run = (env: Record<string, string>) => {
+				const procs = openSync('/dev/null', 'w')
+				const status = openSync('/dev/null', 'w')
+				try {
+					return spawnSync('/bin/bash', ['-c', joinScript(1), 'sh', 'true'], {
+						argv0: 'sh',
+						env,
+						encoding: 'utf8',
+						stdio: ['ignore', 'pipe', 'pipe', procs, status],
+					})
+				} finally {
+					closeSync(procs)
+					closeSync(status)
+				}
+			}
+			try {
+				// The attack is real against the raw environment…
+				const attacked = run(hostile)
+				expect(existsSync(proof), 'the imported function ran').toBe(true)
+				expect(attacked.stderr, 'the imported options applied').toContain('+ exec true')
+				rmSync(proof)
+				// …and gone once the join shell gets the sanitized one.
+				const sanitized = run(joinShellEnvironment(hostile))
+				expect(sanitized.status).toBe(0)
+				expect(existsSync(proof), 'the imported function ran').toBe(false)
+				expect(sanitized.stdout + sanitized.stderr).toBe('')
+			} finally {
+				rmSync(dirname(proof), { recursive: true, force: true })
+			}
+		},
+	)
 })
 
 describe('lookupExecutable', () => {
