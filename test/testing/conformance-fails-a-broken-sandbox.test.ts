@@ -92,7 +92,7 @@ function failureMessage(outcomes: readonly RecordedOutcome[], title: string): st
 describe('the conformance suite against deliberately broken sandboxes', () => {
 	// Each run below asserts that every OTHER case passes, so together they also show the wrappers
 	// forward faithfully: every case passes against at least two of them.
-	it('fails exactly the abort cases for an exec that resolves a clean success after abort', async () => {
+	it('fails exactly the abort case for an exec that resolves a clean success after abort (and the whole-tree case, which aborts too)', async () => {
 		const outcomes = await runSuite(wrapping((inner) => new IgnoresAbortSandbox(inner)))
 		const titles = [
 			'an aborted exec terminates a command that ignores SIGTERM and never reads as an unaborted success',

@@ -1,0 +1,109 @@
+// What per-command cgroups cost an exec: the same plain agent with and without
+// NAMZU_AGENT_WORKLOAD_CGROUPS (throwaway v1 freezer + pids groups under this process's own), runs
+// interleaved so drift hits both alike; baselines from the same run: host spawn of `true`, and of
+// `/bin/sh -c 'exec "$@"' sh true` (the floor of the join prefix's extra exec). Needs root.
+import {
+	closeSync,
+	constants,
+	existsSync,
+	mkdirSync,
+	openSync,
+	readFileSync,
+	rmdirSync,
+	writeFileSync,
+} from 'node:fs'
+import { join } from 'node:path'
+import {
+	argInt,
+	loadLibrary,
+	ms,
+	printTable,
+	ratio,
+	spawnAndWait,
+	startBenchAgent,
+	summarize,
+} from './lib.mjs'
+
+const count = argInt('count', 200)
+const { AgentTransport, createAgentSandbox } = await loadLibrary()
+
+function ownGroup(controller) {
+	for (const line of readFileSync('/proc/self/cgroup', 'utf8').split('\n')) {
+		const [, controllers, path] = line.split(':')
+		if (controllers?.split(',').includes(controller)) return path
+	}
+	throw new Error(`no v1 ${controller} hierarchy`)
+}
+
+const name = `namzu-bench-${process.pid}`
+const tops = ['pids', 'freezer'].map((controller) =>
+	join('/sys/fs/cgroup', controller, ownGroup(controller), name),
+)
+for (const top of tops) mkdirSync(join(top, 'work'), { recursive: true })
+writeFileSync(join(tops[0], 'work', 'pids.max'), '1024')
+const dirFds = tops.map((top) =>
+	openSync(join(top, 'work'), constants.O_RDONLY | constants.O_DIRECTORY),
+)
+
+const plain = await startBenchAgent()
+const grouped = await startBenchAgent({
+	env: {
+		NAMZU_AGENT_WORKLOAD_CGROUPS: JSON.stringify([
+			{ fd: 4, version: 1, perCommand: false },
+			{ fd: 5, version: 1, perCommand: true },
+		]),
+	},
+	fds: { 4: dirFds[0], 5: dirFds[1] },
+})
+for (const fd of dirFds) closeSync(fd)
+const sandboxOf = (agent) =>
+	createAgentSandbox({
+		id: `bench-${agent.pid}`,
+		transport: new AgentTransport(agent.handle),
+		rootDir: agent.workspace,
+		environment: 'basic',
+		release: async () => {},
+	})
+const sandboxes = { plain: sandboxOf(plain), grouped: sandboxOf(grouped) }
+try {
+	const samples = { plain: [], grouped: [], host: [], hostShell: [] }
+	const time = async (list, fn) => {
+		const start = performance.now()
+		await fn()
+		list.push(performance.now() - start)
+	}
+	const execTrue = (sandbox) => async () => {
+		const result = await sandbox.exec('true')
+		if (result.exitCode !== 0) throw new Error(`exec true exited ${result.exitCode}`)
+	}
+	for (let i = 0; i < 5; i++) {
+		await execTrue(sandboxes.plain)()
+		await execTrue(sandboxes.grouped)()
+	}
+	for (let i = 0; i < count; i++) {
+		await time(samples.plain, execTrue(sandboxes.plain))
+		await time(samples.grouped, execTrue(sandboxes.grouped))
+		await time(samples.host, () => spawnAndWait('true', []))
+		await time(samples.hostShell, () => spawnAndWait('/bin/sh', ['-c', 'exec "$@"', 'sh', 'true']))
+	}
+	const stats = Object.fromEntries(
+		Object.entries(samples).map(([key, list]) => [key, summarize(list)]),
+	)
+	printTable('exec round trip with per-command cgroups (plain agent, v1 freezer + pids)', [
+		`exec('true'), no cgroups     p50 ${ms(stats.plain.p50)}  p95 ${ms(stats.plain.p95)}  (n=${count})`,
+		`exec('true'), per-command    p50 ${ms(stats.grouped.p50)}  p95 ${ms(stats.grouped.p95)}`,
+		`ratio grouped / no cgroups   p50 ${ratio(stats.grouped.p50, stats.plain.p50)}  (+${ms(stats.grouped.p50 - stats.plain.p50)})`,
+		`host spawn('true')           p50 ${ms(stats.host.p50)}`,
+		`host sh -c 'exec "$@"' true  p50 ${ms(stats.hostShell.p50)}  (+${ms(stats.hostShell.p50 - stats.host.p50)} for the extra exec)`,
+	])
+} finally {
+	await sandboxes.plain.destroy()
+	await sandboxes.grouped.destroy()
+	await plain.stop()
+	await grouped.stop()
+	for (const top of tops) {
+		const work = join(top, 'work')
+		if (existsSync(work)) rmdirSync(work)
+		rmdirSync(top)
+	}
+}
