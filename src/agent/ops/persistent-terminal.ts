@@ -17,11 +17,11 @@ import {
 	planPtyLaunch,
 	runStty,
 	type ScriptPty,
-	type SessionTeardown,
 	searchScriptPty,
 	slaveSearchFailure,
 	spawnScriptPty,
 } from '../process/pty-process.js'
+import type { SessionTeardown } from '../process/session-teardown.js'
 import type { TerminalSize, TerminalSpec } from '../process/terminal-request.js'
 import type { OpContext } from '../server/op-context.js'
 import type { Session, SessionProgram } from '../sessions/session.js'

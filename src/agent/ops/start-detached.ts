@@ -13,10 +13,9 @@
 import type { SessionSignal } from '../../wire/sessions.js'
 import { resolveWorkspaceDirectory } from '../files/jail.js'
 import { childEnvironment } from '../process/child-env.js'
-import { killSession } from '../process/process-tree.js'
 import { isDirectory } from '../process/pty-process.js'
+import { SessionTeardown } from '../process/session-teardown.js'
 import {
-	type CommandTree,
 	spawnWorkload,
 	WORKLOAD_CGROUP_JOIN_FAILED,
 	type WorkloadChild,
@@ -31,14 +30,11 @@ import { drainIntoSession, recordExitWhenDone } from './persistent-terminal.js'
 
 class DetachedProgram implements SessionProgram {
 	readonly pid: number | undefined
-	readonly #tree: CommandTree
-	readonly #treeKillMs: number
-	#tornDown: Promise<void> = Promise.resolve()
+	readonly #teardown: SessionTeardown
 
-	constructor(pid: number | undefined, tree: CommandTree, treeKillMs: number) {
+	constructor(pid: number | undefined, teardown: SessionTeardown) {
 		this.pid = pid
-		this.#tree = tree
-		this.#treeKillMs = treeKillMs
+		this.#teardown = teardown
 	}
 
 	/** stdin is closed: input is dropped. */
@@ -53,31 +49,19 @@ class DetachedProgram implements SessionProgram {
 	resize(): void {}
 
 	signal(signal: SessionSignal): number {
-		if (signal === 'SIGKILL') return this.#killAll()
+		if (signal === 'SIGKILL') return this.#teardown.run()
 		// Spawned detached, so the program leads a kernel session whose id is its pid.
-		return this.pid === undefined ? 0 : signalKernelSession(this.pid, signal, this.#tree.members())
+		return this.pid === undefined
+			? 0
+			: signalKernelSession(this.pid, signal, this.#teardown.treeMembers())
 	}
 
 	teardown(): void {
-		this.#killAll()
+		this.#teardown.run()
 	}
 
 	get tornDown(): Promise<void> {
-		return this.#tornDown
-	}
-
-	#killAll(): number {
-		let signalled = this.pid === undefined ? 0 : killSession(this.pid)
-		if (!this.#tree.grouped) return signalled
-		signalled += this.#tree.members().length
-		const tree = this.#tree
-		this.#tornDown = tree.kill(this.#treeKillMs).then(
-			(empty) => {
-				if (!empty) tree.release()
-			},
-			() => tree.release(),
-		)
-		return signalled
+		return this.#teardown.finished
 	}
 }
 
@@ -116,7 +100,9 @@ export const startDetached: OpHandler = async (body, ctx) => {
 		tree.release()
 		throw new OpRefusal('spawn_failed', `spawn_failed: ${started.message}`)
 	}
-	const program = new DetachedProgram(child.pid, tree, ctx.config.cancelConfirmTimeoutMs)
+	const teardown = new SessionTeardown(child, tree, ctx.config.cancelConfirmTimeoutMs)
+	teardown.session = child.pid
+	const program = new DetachedProgram(child.pid, teardown)
 	const closed = new Promise<void>((resolve) => child.once('close', () => resolve()))
 	// Listening from the first byte, and for the exit, before the join is known.
 	drainIntoSession(session, [

@@ -9,11 +9,11 @@ import {
 	type PtyShell,
 	planPtyLaunch,
 	runStty,
-	type SessionTeardown,
 	searchScriptPty,
 	slaveSearchFailure,
 	spawnScriptPty,
 } from '../process/pty-process.js'
+import type { SessionTeardown } from '../process/session-teardown.js'
 import {
 	handleTerminalClientFrame,
 	type TerminalFrameTarget,

@@ -14,7 +14,8 @@ import { resolveWorkspaceDirectory } from '../files/jail.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { childEnvironment } from './child-env.js'
-import { findPtyDescendant, killSession, readChildren, readProcStat } from './process-tree.js'
+import { findPtyDescendant, readChildren, readProcStat } from './process-tree.js'
+import { SessionTeardown } from './session-teardown.js'
 import {
 	SCRIPT_PATH,
 	STTY_PATH,
@@ -24,7 +25,7 @@ import {
 	type TerminalSpec,
 } from './terminal-request.js'
 import type { WorkloadCgroups } from './workload-cgroups.js'
-import { type CommandTree, spawnWorkload, WORKLOAD_CGROUP_JOIN_FAILED } from './workload-spawn.js'
+import { spawnWorkload, WORKLOAD_CGROUP_JOIN_FAILED } from './workload-spawn.js'
 
 /** How long the PTY slave may take to appear under `script`: attempts × interval. */
 export const SLAVE_SEARCH_ATTEMPTS = 200
@@ -91,60 +92,6 @@ export function runStty(
 		stty.once('error', () => resolve())
 		stty.once('exit', () => resolve())
 	})
-}
-
-/** SIGKILL for the shell's kernel session, script's group and the terminal's cgroup, once. */
-export class SessionTeardown {
-	session: number | undefined
-	#done = false
-	readonly #child: ChildProcess
-	readonly #tree: CommandTree
-	readonly #treeKillMs: number
-	#finished: Promise<void> = Promise.resolve()
-
-	constructor(child: ChildProcess, tree: CommandTree, treeKillMs: number) {
-		this.#child = child
-		this.#tree = tree
-		this.#treeKillMs = treeKillMs
-	}
-
-	/** Settles once the last `run` is done with the cgroup: empty, or its kill gave up. */
-	get finished(): Promise<void> {
-		return this.#finished
-	}
-
-	/** Every pid in the terminal's cgroup (`[]` without one). */
-	treeMembers(): number[] {
-		return this.#tree.members()
-	}
-
-	/** Returns how many processes were signalled now (0 on a repeat); the cgroup follows. */
-	run(): number {
-		if (this.#done) return 0
-		this.#done = true
-		let signalled = this.session === undefined ? 0 : killSession(this.session)
-		const pid = this.#child.pid
-		if (pid !== undefined) {
-			try {
-				// Detached, so script leads its own group.
-				process.kill(-pid, 'SIGKILL')
-				signalled++
-			} catch {
-				// Already gone.
-			}
-		}
-		if (this.#tree.grouped) {
-			signalled += this.#tree.members().length
-			const tree = this.#tree
-			this.#finished = tree.kill(this.#treeKillMs).then(
-				(empty) => {
-					if (!empty) tree.release()
-				},
-				() => tree.release(),
-			)
-		}
-		return signalled
-	}
 }
 
 /** Where and with what environment a terminal program runs: the jailed cwd and the scrubbed env. */

@@ -72,7 +72,7 @@ export interface WorkloadSpawnRequest {
 export interface CommandTree {
 	/** Whether the command has a group of its own. */
 	readonly grouped: boolean
-	/** Kills the whole group; true once it is empty (or there is none). */
+	/** Kills the whole group and gives it up (removed once empty); true once it is empty. */
 	kill(timeoutMs: number): Promise<boolean>
 	/** Every pid in the group now (`[]` without one). */
 	members(): number[]
@@ -100,7 +100,7 @@ function groupTree(cgroups: WorkloadCgroups, group: CommandCgroup | undefined): 
 		grouped: true,
 		kill: async (timeoutMs) => {
 			const empty = await group.kill(timeoutMs)
-			if (empty) cgroups.retire(group)
+			cgroups.retire(group)
 			return empty
 		},
 		members: () => {

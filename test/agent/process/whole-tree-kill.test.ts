@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Sandbox, TerminalSession } from '../../../src/contract/sandbox.js'
+import type { Sandbox, SandboxExecResult, TerminalSession } from '../../../src/contract/sandbox.js'
 import { createAgentSandbox } from '../../../src/host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import { type StartedAgent, startAgent } from '../../helpers/agent-process.js'
@@ -114,6 +114,35 @@ function inheritableFds(pid: number): number[] {
 		.map(Number)
 }
 
+/**
+ * Runs `command args` with an abort signal, waits until it printed `started` and `ready()` holds,
+ * aborts, and answers how the exec settled.
+ */
+async function abortOnceReady(
+	sandbox: Sandbox,
+	command: string,
+	args: readonly string[],
+	ready: () => boolean,
+	timeoutMs = 5000,
+): Promise<{ result: SandboxExecResult } | { error: unknown }> {
+	const controller = new AbortController()
+	let started = false
+	const settled = sandbox
+		.exec(command, args, {
+			signal: controller.signal,
+			onOutput: (chunk) => {
+				if (chunk.data.includes('started')) started = true
+			},
+		})
+		.then(
+			(result) => ({ result }),
+			(error: unknown) => ({ error }),
+		)
+	await waitUntil(() => started && ready(), timeoutMs)
+	controller.abort()
+	return settled
+}
+
 async function waitForOutput(session: TerminalSession, text: string): Promise<void> {
 	let seen = ''
 	session.onData((chunk) => {
@@ -133,21 +162,12 @@ describe.skipIf(v1Skip !== undefined)('whole-tree kill with v1 freezer + pids gr
 	it('abort ends the command, its setsid child and its double-forked grandchild', async () => {
 		const { sandbox, groups } = await rig()
 		const marker = markerSleep()
-		const controller = new AbortController()
-		let started = false
-		const pending = sandbox.exec('/bin/sh', ['-c', escapingScript(marker)], {
-			signal: controller.signal,
-			onOutput: (chunk) => {
-				if (chunk.data.includes('started')) started = true
-			},
-		})
-		const settled = pending.then(
-			(result) => ({ result }),
-			(error: unknown) => ({ error }),
+		const outcome = await abortOnceReady(
+			sandbox,
+			'/bin/sh',
+			['-c', escapingScript(marker)],
+			() => sleepers(marker).length === 3,
 		)
-		await waitUntil(() => started && sleepers(marker).length === 3)
-		controller.abort()
-		const outcome = await settled
 		if ('result' in outcome) expect(outcome.result.exitCode).not.toBe(0)
 		expect(processesWithMarker(marker), 'processes left after the abort').toEqual([])
 		expect(groups?.commandGroups(), 'command groups left after the abort').toEqual([])
@@ -302,28 +322,28 @@ nohup node -e "$1" "$2" >/dev/null 2>&1 &`,
 		const pidsMax = 40
 		const { sandbox, groups } = await rig({ pidsMax })
 		const marker = markerSleep()
-		const controller = new AbortController()
-		let started = false
 		// bash retries a failed fork, so this bomb keeps the group at its limit until it is killed.
 		const bomb = `# ${marker}\necho started\nb() { b & b & wait; }\nb`
-		const pending = sandbox
-			.exec('/bin/bash', ['-c', bomb], {
-				signal: controller.signal,
-				onOutput: (chunk) => {
-					if (chunk.data.includes('started')) started = true
-				},
-			})
-			.catch(() => undefined)
 		const pidsDir = groups?.pidsDir ?? ''
 		const events = () => readFileSync(`${pidsDir}/pids.events`, 'utf8')
 		const current = () => Number(readFileSync(`${pidsDir}/pids.current`, 'utf8'))
-		await waitUntil(() => started && /^max [1-9]/m.test(events()), 10_000)
-		// Refused forks and a group at its limit: bounded, and still trying.
-		await delay(300)
-		expect(current(), 'processes in the workload group').toBeLessThanOrEqual(pidsMax)
-		expect(current(), 'the bomb holds the group near its limit').toBeGreaterThan(pidsMax / 2)
-		controller.abort()
-		await pending
+		const counts: number[] = []
+		await abortOnceReady(
+			sandbox,
+			'/bin/bash',
+			['-c', bomb],
+			() => {
+				// Refused forks, then a group held at its limit for a while: bounded, and still trying.
+				if (!/^max [1-9]/m.test(events())) return false
+				counts.push(current())
+				return counts.length >= 20
+			},
+			10_000,
+		)
+		expect(Math.max(...counts), 'processes in the workload group').toBeLessThanOrEqual(pidsMax)
+		expect(Math.min(...counts), 'the bomb holds the group near its limit').toBeGreaterThan(
+			pidsMax / 2,
+		)
 		expect(processesWithMarker(marker), 'bomb processes left after the abort').toEqual([])
 		expect(groups?.commandGroups()).toEqual([])
 	}, 30_000)
@@ -333,19 +353,12 @@ describe.skipIf(v2Skip !== undefined)('whole-tree kill with a v2 group (cgroup.k
 	it('abort ends a setsid child and a double-forked grandchild', async () => {
 		const { sandbox, groups } = await rig({ version: 2 })
 		const marker = markerSleep()
-		const controller = new AbortController()
-		let started = false
-		const pending = sandbox
-			.exec('/bin/sh', ['-c', escapingScript(marker)], {
-				signal: controller.signal,
-				onOutput: (chunk) => {
-					if (chunk.data.includes('started')) started = true
-				},
-			})
-			.catch(() => undefined)
-		await waitUntil(() => started && sleepers(marker).length === 3)
-		controller.abort()
-		await pending
+		await abortOnceReady(
+			sandbox,
+			'/bin/sh',
+			['-c', escapingScript(marker)],
+			() => sleepers(marker).length === 3,
+		)
 		expect(processesWithMarker(marker)).toEqual([])
 		expect(groups?.commandGroups()).toEqual([])
 	})
@@ -355,19 +368,12 @@ describe('without workload cgroups', () => {
 	it('behaves as before: the process group is killed and a setsid child is out of its reach', async () => {
 		const { sandbox } = await rig({ grouped: false })
 		const marker = markerSleep()
-		const controller = new AbortController()
-		let started = false
-		const pending = sandbox
-			.exec('/bin/sh', ['-c', escapingScript(marker)], {
-				signal: controller.signal,
-				onOutput: (chunk) => {
-					if (chunk.data.includes('started')) started = true
-				},
-			})
-			.catch(() => undefined)
-		await waitUntil(() => started && sleepers(marker).length === 3)
-		controller.abort()
-		await pending
+		await abortOnceReady(
+			sandbox,
+			'/bin/sh',
+			['-c', escapingScript(marker)],
+			() => sleepers(marker).length === 3,
+		)
 		const left = sleepers(marker)
 		try {
 			// The leader's own sleep is gone; the two that left its session are what cgroups are for.
