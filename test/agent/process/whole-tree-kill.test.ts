@@ -271,6 +271,20 @@ nohup node -e "$1" "$2" >/dev/null 2>&1 &`,
 		expect(groups?.commandGroups(), 'groups left after the agent stopped').toEqual([])
 	})
 
+	it('a quiesce reaches what a finished command left in a session of its own', async () => {
+		const { sandbox, groups } = await rig()
+		const marker = markerSleep()
+		const left = await sandbox.exec('/bin/sh', ['-c', `setsid sleep ${marker} >/dev/null 2>&1 &`])
+		expect(left.exitCode).toBe(0)
+		await waitUntil(() => sleepers(marker).length === 1)
+		// The agent is no ancestor of it and never registered its session: only its cgroup says so.
+		const report = await (sandbox as unknown as { quiesce(): Promise<{ scope: string }> }).quiesce()
+		expect(report.scope).toBe('owned-sessions')
+		expect(processesWithMarker(marker), 'left after the quiesce').toEqual([])
+		expect((await sandbox.exec('true')).exitCode, 'the agent still serves').toBe(0)
+		expect(groups?.commandGroups()).toEqual([])
+	})
+
 	it('removes a group as soon as it is empty, and one left populated once it empties', async () => {
 		const { sandbox, groups } = await rig()
 		for (let i = 0; i < 5; i++) {
