@@ -13,6 +13,7 @@ import {
 	writeFileSync,
 } from 'node:fs'
 import { join } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
 import {
 	argInt,
 	loadLibrary,
@@ -132,7 +133,7 @@ async function measureMigration(top) {
 	const moves = async (gapMs) => {
 		const list = []
 		for (let i = 0; i < 40; i++) {
-			if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs))
+			if (gapMs > 0) await delay(gapMs)
 			const start = performance.now()
 			writeFileSync(join(i % 2 ? a : b, 'cgroup.procs'), String(sleeper.pid))
 			list.push(performance.now() - start)

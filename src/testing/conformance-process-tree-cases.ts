@@ -8,9 +8,10 @@
  * started, and `setsid` exists), aborts, then reads each counter twice across a window in which a
  * live beat would have moved it several times.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Sandbox } from '../contract/sandbox.js'
 import { type SuiteContext, scratch } from './conformance-context.js'
-import { sleep, waitUntil } from './conformance-fixtures.js'
+import { waitUntil } from './conformance-fixtures.js'
 
 const BEAT_SCRIPT = 'i=0; while [ $i -lt 200 ]; do i=$((i+1)); echo $i > "$1"; sleep 0.05; done'
 /** A `setsid` child, and a double-forked grandchild in a session of its own (a daemon's shape). */

@@ -19,6 +19,7 @@ import {
 	writeFileSync,
 } from 'node:fs'
 import { join } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
 
 const CGROUP_ROOT = '/sys/fs/cgroup'
 
@@ -120,10 +121,6 @@ function membersOf(dir: string): number[] {
 	} catch {
 		return []
 	}
-}
-
-function delay(ms: number): Promise<void> {
-	return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 /** Kills every member of `dir` (freezing first on the v1 freezer) and removes it, children first. */

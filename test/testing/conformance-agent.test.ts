@@ -23,7 +23,7 @@ function agentSandboxFactory(mode: 'unix' | 'tcp', grouped = false): MakeSandbox
 				...(mode === 'tcp' ? { NAMZU_AGENT_BIND_TOKEN: token } : {}),
 				...(groups?.env ?? {}),
 			},
-			...(groups ? { fds: groups.fds } : {}),
+			...(groups ? { extraStdio: groups.extraStdio } : {}),
 		}).finally(() => groups?.closeFds())
 		const stop = async () => {
 			await agent.stop()

@@ -34,7 +34,7 @@ let groupless: StartedAgent
 
 beforeAll(async () => {
 	groups = cgroupsSkip === undefined ? makeThrowawayCgroups() : undefined
-	agent = await startAgent(groups ? { env: groups.env, fds: groups.fds } : {})
+	agent = await startAgent(groups ? { env: groups.env, extraStdio: groups.extraStdio } : {})
 	groups?.closeFds()
 	groupless = await startAgent()
 })

@@ -6,21 +6,11 @@
  * waits (within the same bound) until the program's whole cgroup is empty, when it has one. An
  * exited session answers its summary with `signalled: 0` (idempotent).
  */
+import { setTimeout as delay } from 'node:timers/promises'
 import type { OpHandler } from '../server/op-context.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { existingSessionRegistry } from '../sessions/session-registry.js'
 import { parseKillSession } from '../sessions/session-request.js'
-
-/** `promise`, or `ms` passing first. */
-function within(promise: Promise<void>, ms: number): Promise<void> {
-	return new Promise((resolve) => {
-		const timer = setTimeout(resolve, ms)
-		void promise.then(() => {
-			clearTimeout(timer)
-			resolve()
-		})
-	})
-}
 
 export const killSession: OpHandler = async (body, ctx) => {
 	const spec = parseKillSession(body)
@@ -32,7 +22,12 @@ export const killSession: OpHandler = async (body, ctx) => {
 	await session.whenExited(timeoutMs)
 	if (spec.signal === 'SIGKILL' && session.program) {
 		const left = Math.max(0, timeoutMs - (performance.now() - startedAt))
-		await within(session.program.tornDown, left)
+		const bound = new AbortController()
+		await Promise.race([
+			session.program.tornDown,
+			delay(left, undefined, { signal: bound.signal }).catch(() => undefined),
+		])
+		bound.abort()
 	}
 	ctx.reply({ ok: true, ...session.summary(), signalled })
 }

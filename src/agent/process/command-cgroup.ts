@@ -11,6 +11,7 @@
  *   for `cgroup.events` to say `populated 0`.
  */
 import { readFileSync, rmdirSync, writeFileSync } from 'node:fs'
+import { setTimeout as delay } from 'node:timers/promises'
 import { parseFreezerState, parsePopulated, parseProcsList } from './cgroup-files.js'
 
 const POLL_INTERVAL_MS = 5
@@ -22,10 +23,6 @@ const ROUND_SETTLE_MS = 50
 function errorCode(error: unknown): string | undefined {
 	if (error instanceof Error && 'code' in error && typeof error.code === 'string') return error.code
 	return undefined
-}
-
-function delay(ms: number): Promise<void> {
-	return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 export class CommandCgroup {

@@ -9,6 +9,7 @@
  * Absent or empty, the agent starts commands exactly as it always did: in their own process group.
  */
 import { AgentConfigError } from '../server/config-error.js'
+import { describeIntegerRange, isIntegerIn } from '../server/value-checks.js'
 
 export const WORKLOAD_CGROUPS_VARIABLE = 'NAMZU_AGENT_WORKLOAD_CGROUPS'
 
@@ -20,12 +21,12 @@ export interface WorkloadCgroupDescriptor {
 }
 
 /** Descriptors 0–2 are stdio: a cgroup directory is never one of them. */
-const FIRST_USABLE_FD = 3
+const FD_RANGE = { min: 3 } as const
 /** More groups than any tier has hierarchies would only be a mistake. */
 const MAX_DESCRIPTORS = 16
 
 function refuse(detail: string): never {
-	throw new AgentConfigError(`${WORKLOAD_CGROUPS_VARIABLE} ${detail}`)
+	throw new AgentConfigError(`${WORKLOAD_CGROUPS_VARIABLE} ${detail}`, WORKLOAD_CGROUPS_VARIABLE)
 }
 
 function parseEntry(entry: unknown, index: number): WorkloadCgroupDescriptor {
@@ -33,8 +34,10 @@ function parseEntry(entry: unknown, index: number): WorkloadCgroupDescriptor {
 		refuse(`entry ${index} must be an object {fd, version, perCommand}`)
 	}
 	const { fd, version, perCommand } = entry as Record<string, unknown>
-	if (typeof fd !== 'number' || !Number.isSafeInteger(fd) || fd < FIRST_USABLE_FD) {
-		refuse(`entry ${index}: fd must be an integer ≥ ${FIRST_USABLE_FD}, got ${JSON.stringify(fd)}`)
+	if (!isIntegerIn(fd, FD_RANGE)) {
+		refuse(
+			`entry ${index}: fd must be ${describeIntegerRange(FD_RANGE)}, got ${JSON.stringify(fd)}`,
+		)
 	}
 	if (version !== 1 && version !== 2) {
 		refuse(`entry ${index}: version must be 1 or 2, got ${JSON.stringify(version)}`)

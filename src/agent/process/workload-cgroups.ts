@@ -49,6 +49,7 @@ function reopenDirectory(fd: number): number {
 	} catch (error) {
 		throw new AgentConfigError(
 			`${WORKLOAD_CGROUPS_VARIABLE}: fd ${fd} is not an open directory (${describe(error)})`,
+			WORKLOAD_CGROUPS_VARIABLE,
 		)
 	}
 	closeSync(fd)

@@ -38,9 +38,12 @@ describe('parseWorkloadCgroups', () => {
 		['{', /must be a JSON array/],
 		['{"fd":4}', /must be a JSON array/],
 		['[4]', /entry 0 must be an object/],
-		['[{"fd":"4","version":1,"perCommand":true}]', /entry 0: fd must be an integer ≥ 3, got "4"/],
-		['[{"fd":1,"version":1,"perCommand":true}]', /fd must be an integer ≥ 3, got 1/],
-		['[{"fd":4.5,"version":1,"perCommand":true}]', /fd must be an integer/],
+		[
+			'[{"fd":"4","version":1,"perCommand":true}]',
+			/entry 0: fd must be a safe integer ≥ 3, got "4"/,
+		],
+		['[{"fd":1,"version":1,"perCommand":true}]', /fd must be a safe integer ≥ 3, got 1/],
+		['[{"fd":4.5,"version":1,"perCommand":true}]', /fd must be a safe integer ≥ 3, got 4.5/],
 		['[{"fd":4,"version":"1","perCommand":true}]', /version must be 1 or 2, got "1"/],
 		['[{"fd":4,"version":1}]', /perCommand must be a boolean, got undefined/],
 		[
@@ -67,6 +70,7 @@ describe('parseWorkloadCgroups', () => {
 			return undefined
 		})()
 		expect(error).toBeInstanceOf(AgentConfigError)
+		expect((error as AgentConfigError).variable).toBe('NAMZU_AGENT_WORKLOAD_CGROUPS')
 		expect(String((error as Error).message)).toMatch(/^NAMZU_AGENT_WORKLOAD_CGROUPS /)
 		expect(String((error as Error).message)).toMatch(message)
 	})
