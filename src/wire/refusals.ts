@@ -55,6 +55,12 @@ export const AGENT_REFUSAL = {
 	/** `invalid_timeout: … (NAMZU_SANDBOX_MAX_TIMEOUT_MS), got …`. */
 	invalid_timeout: 'invalid_timeout',
 
+	// ---- per-command cgroups (commands, terminals, detached sessions) ----------------------------
+	/** `workload_cgroup_unavailable: …`: the command's group could not be made; it did not run. */
+	workload_cgroup_unavailable: 'workload_cgroup_unavailable',
+	/** `workload_cgroup_join_failed: …`: the child could not join its groups; it never ran. */
+	workload_cgroup_join_failed: 'workload_cgroup_join_failed',
+
 	// ---- files -----------------------------------------------------------------------------------
 	missing_path: 'missing_path',
 	/** `path_too_long: path must be at most 4096 bytes (UTF-8), got N bytes` (`wire/path-limits.ts`). */
