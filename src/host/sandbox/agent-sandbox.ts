@@ -1,20 +1,20 @@
 /**
  * The one `Sandbox` over a guest agent, reused by every tier: it adds to `AgentTransport` the
- * contract's lifecycle — `busy` while any call is in flight, relative paths against `rootDir`,
- * exec through `RemoteExecutionController`, ownership of every terminal and tcp connection it hands
- * out, and an idempotent `destroy()` that aborts in-flight calls, kills and awaits what it owns,
- * then releases the unit. After `destroy()` every call is refused with `SandboxDestroyedError`
- * (members returning iterables refuse synchronously); after an unconfirmable cancellation the unit
- * is retired and the handle fenced (`SandboxRetiredError`). No `setNetworkPolicy`: a tier that can
- * enforce one adds it.
+ * contract — every argument checked once on entry (`sandbox-arguments.ts`), relative paths against
+ * `rootDir`, exec through `RemoteExecutionController` (detachable executions through
+ * `detachable-execution.ts`), the file, session and lifecycle verbs — and its lifecycle through
+ * `sandbox-lifetime.ts`: `busy` while any call is in flight, ownership of every terminal and tcp
+ * connection it hands out, and an idempotent `destroy()` that aborts in-flight calls, kills and
+ * awaits what it owns, then releases the unit. After `destroy()` every call is refused with
+ * `SandboxDestroyedError` (members returning iterables refuse synchronously); after an
+ * unconfirmable cancellation the unit is retired and the handle fenced (`SandboxRetiredError`).
+ * No `setNetworkPolicy`: a tier that can enforce one adds it.
  */
 
-import { setMaxListeners } from 'node:events'
 import { posix } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { callSite } from '../../contract/argument-validators.js'
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
-import { SandboxDestroyedError, SandboxFileError } from '../../contract/errors.js'
+import { SandboxFileError } from '../../contract/errors.js'
 import type { SandboxRetirementObservation } from '../../contract/retirement.js'
 import type {
 	OpenTerminalOptions,
@@ -66,7 +66,6 @@ import {
 	type QuiesceReport,
 	quiesceThroughAgent,
 } from '../lifecycle/agent-lifecycle-ops.js'
-import { RemoteCancellationUnknownError } from '../refusals/execution-refusal-errors.js'
 import type { SessionTerminal } from '../sessions/agent-session-terminal.js'
 import {
 	AgentSessions,
@@ -79,14 +78,8 @@ import {
 	type StartDetachedOptions,
 } from '../sessions/agent-sessions.js'
 import type { KilledSession, SessionSummary, StartedSession } from '../sessions/session-summary.js'
-import type { AgentTcpConnection } from '../transport/agent-tcp-connection.js'
-import type { AgentTerminalSession } from '../transport/agent-terminal-session.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
-import {
-	SandboxRetiredError,
-	SandboxTcpTargetRefusedError,
-	tcpTargetRefusal,
-} from './agent-sandbox-errors.js'
+import { SandboxTcpTargetRefusedError, tcpTargetRefusal } from './agent-sandbox-errors.js'
 import {
 	checkAttachExecution,
 	checkCancelExecution,
@@ -104,9 +97,7 @@ import {
 	checkWriteFile,
 	sandboxPath,
 } from './sandbox-arguments.js'
-
-/** How long `destroy()` lets aborted in-flight calls settle before releasing the unit. */
-export const DESTROY_IN_FLIGHT_SETTLE_MS = 2000
+import { SandboxLifetime } from './sandbox-lifetime.js'
 
 export interface AgentSandboxOptions {
 	readonly id: string
@@ -129,23 +120,17 @@ export class AgentSandbox implements Sandbox {
 	readonly rootDir: string
 	readonly environment: SandboxEnvironment
 	readonly transport: AgentTransport
-	readonly #options: AgentSandboxOptions
 	readonly #controller: RemoteExecutionController
-	readonly #lifetime = new AbortController()
-	readonly #inFlight = new Set<Promise<unknown>>()
-	readonly #terminals = new Set<AgentTerminalSession>()
-	readonly #connections = new Set<AgentTcpConnection>()
+	readonly #lifetime: SandboxLifetime
 	/** Session verbs and the session terminals handed out; created on first use. */
 	#sessionVerbs: AgentSessions | undefined
-	#destroyed = false
-	#retirement: Promise<SandboxRetirementObservation> | undefined
-	#teardown: Promise<void> | undefined
 
 	constructor(options: AgentSandboxOptions) {
-		// Every in-flight call listens on the lifetime signal (destroy aborts them all); any number of
-		// concurrent calls is legitimate, so the default 10-listener warning would be a false alarm.
-		setMaxListeners(0, this.#lifetime.signal)
-		this.#options = options
+		this.#lifetime = new SandboxLifetime({
+			id: options.id,
+			release: options.release,
+			...(options.retire ? { retire: options.retire } : {}),
+		})
 		this.id = options.id
 		this.rootDir = options.rootDir
 		this.environment = options.environment
@@ -160,13 +145,12 @@ export class AgentSandbox implements Sandbox {
 	}
 
 	get status(): SandboxStatus {
-		if (this.#destroyed || this.#retirement) return 'destroyed'
-		return this.#inFlight.size > 0 ? 'busy' : 'ready'
+		return this.#lifetime.status
 	}
 
 	/** What the retirement after an unconfirmable cancellation observed, once there was one. */
 	get retirement(): Promise<SandboxRetirementObservation> | undefined {
-		return this.#retirement
+		return this.#lifetime.retirement
 	}
 
 	exec(
@@ -180,12 +164,14 @@ export class AgentSandbox implements Sandbox {
 			cwd = this.#optionalPath('exec', 'options.cwd', options.cwd)
 			return signal
 		}
-		return this.#run('exec', check, async (signal) => {
+		return this.#lifetime.run('exec', check, async (signal) => {
 			const resolved = { ...options, signal, ...(cwd === undefined ? {} : { cwd }) }
 			if (isDetachable(options)) {
-				return this.#guard(() => execDetachable(this.#detachableHost, command, args, resolved))
+				return this.#lifetime.guard(() =>
+					execDetachable(this.#detachableHost, command, args, resolved),
+				)
 			}
-			return this.#guard(() => this.#controller.exec(command, args, resolved))
+			return this.#lifetime.guard(() => this.#controller.exec(command, args, resolved))
 		})
 	}
 
@@ -198,7 +184,7 @@ export class AgentSandbox implements Sandbox {
 		options: AttachExecutionOptions = {},
 	): Promise<SandboxExecResult> {
 		const check = () => checkAttachExecution(executionId, options)
-		return this.#run('attachExecution', check, (signal) =>
+		return this.#lifetime.run('attachExecution', check, (signal) =>
 			attachToExecution(this.#detachableHost, executionId, { ...options, signal }),
 		)
 	}
@@ -209,7 +195,7 @@ export class AgentSandbox implements Sandbox {
 		options: CancelExecutionOptions = {},
 	): Promise<RemoteCancellationAcknowledgement> {
 		const check = () => checkCancelExecution(executionId, options)
-		return this.#run('cancelExecution', check, (signal) =>
+		return this.#lifetime.run('cancelExecution', check, (signal) =>
 			cancelExecutionById(this.#detachableHost, executionId, signal),
 		)
 	}
@@ -235,7 +221,7 @@ export class AgentSandbox implements Sandbox {
 			resolved = this.#path('writeFile', 'path', path)
 			return checkWriteFile(content, options)
 		}
-		return this.#run('writeFile', check, (signal) =>
+		return this.#lifetime.run('writeFile', check, (signal) =>
 			writeFileThroughAgent(this.transport, resolved, content, signal),
 		)
 	}
@@ -246,16 +232,16 @@ export class AgentSandbox implements Sandbox {
 			resolved = this.#path('readFile', 'path', path)
 			return checkReadRange('readFile', options)
 		}
-		return this.#run('readFile', check, (signal) =>
+		return this.#lifetime.run('readFile', check, (signal) =>
 			readFileThroughAgent(this.transport, resolved, { ...options, signal }),
 		)
 	}
 
 	readFileStream(path: string, options: SandboxReadFileStreamOptions = {}): AsyncIterable<Buffer> {
-		this.#admit('readFileStream')
+		this.#lifetime.admit('readFileStream')
 		const resolved = this.#path('readFileStream', 'path', path)
 		const caller = checkReadRange('readFileStream', options)
-		return this.#track('readFileStream', caller, (signal) =>
+		return this.#lifetime.track('readFileStream', caller, (signal) =>
 			readFileStreamThroughAgent(this.transport, resolved, { ...options, signal }),
 		)
 	}
@@ -269,7 +255,7 @@ export class AgentSandbox implements Sandbox {
 			resolved = this.#path('listFiles', 'rootPath', rootPath)
 			return checkSignalOnly('listFiles', options)
 		}
-		return this.#run('listFiles', check, async (signal) => {
+		return this.#lifetime.run('listFiles', check, async (signal) => {
 			try {
 				return await listFilesThroughAgent(this.transport, resolved, signal)
 			} catch (error) {
@@ -280,10 +266,10 @@ export class AgentSandbox implements Sandbox {
 	}
 
 	walkFiles(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry> {
-		this.#admit('walkFiles')
+		this.#lifetime.admit('walkFiles')
 		const resolved = this.#path('walkFiles', 'rootPath', rootPath)
 		const caller = checkWalkFiles(options)
-		return this.#track('walkFiles', caller, (signal) =>
+		return this.#lifetime.track('walkFiles', caller, (signal) =>
 			walkFilesViaExec(
 				(command, args, execOptions) => this.exec(command, args, execOptions),
 				resolved,
@@ -302,7 +288,7 @@ export class AgentSandbox implements Sandbox {
 			cwd = this.#optionalPath('openTerminal', 'options.cwd', options.cwd)
 			return signal
 		}
-		return this.#run('openTerminal', check, async (signal) => {
+		return this.#lifetime.run('openTerminal', check, async (signal) => {
 			if (isPersistentTerminalOptions(options)) {
 				const resolved = { ...options, ...(cwd === undefined ? {} : { cwd }) }
 				return this.#ownSession(await this.#sessions.openTerminal(resolved, signal), 'openTerminal')
@@ -318,13 +304,13 @@ export class AgentSandbox implements Sandbox {
 				},
 				signal,
 			)
-			return this.#own(session, this.#terminals, 'openTerminal', () => session.close())
+			return this.#lifetime.own(session, 'openTerminal', () => session.close())
 		})
 	}
 
 	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection> {
 		const check = () => checkOpenTcpConnection(options)
-		return this.#run('openTcpConnection', check, async (signal) => {
+		return this.#lifetime.run('openTcpConnection', check, async (signal) => {
 			const host = options.host ?? '127.0.0.1'
 			const refusal = tcpTargetRefusal(host, options.port)
 			if (refusal !== undefined) throw new SandboxTcpTargetRefusedError(host, options.port, refusal)
@@ -332,7 +318,7 @@ export class AgentSandbox implements Sandbox {
 				{ host: host === '::1' ? '::1' : '127.0.0.1', port: options.port },
 				signal,
 			)
-			return this.#own(connection, this.#connections, 'openTcpConnection', () => connection.close())
+			return this.#lifetime.own(connection, 'openTcpConnection', () => connection.close())
 		})
 	}
 
@@ -346,7 +332,7 @@ export class AgentSandbox implements Sandbox {
 			cwd = this.#optionalPath('startDetached', 'options.cwd', options.cwd)
 			return signal
 		}
-		return this.#run('startDetached', check, (signal) =>
+		return this.#lifetime.run('startDetached', check, (signal) =>
 			this.#sessions.startDetached({ ...options, signal, ...(cwd === undefined ? {} : { cwd }) }),
 		)
 	}
@@ -354,7 +340,7 @@ export class AgentSandbox implements Sandbox {
 	/** Rejoins a session from any process: replay from `fromOffset`, then live; supersedes. */
 	attachTerminal(sessionId: string, options: AttachTerminalOptions = {}): Promise<SessionTerminal> {
 		const check = () => checkSessionRead('attachTerminal', sessionId, options)
-		return this.#run('attachTerminal', check, async (signal) =>
+		return this.#lifetime.run('attachTerminal', check, async (signal) =>
 			this.#ownSession(
 				await this.#sessions.attachTerminal(sessionId, { ...options, signal }),
 				'attachTerminal',
@@ -365,30 +351,29 @@ export class AgentSandbox implements Sandbox {
 	/** One read in the BackgroundJobOutput shape; not an attachment. */
 	readSession(sessionId: string, options: ReadSessionOptions = {}): Promise<BackgroundJobOutput> {
 		const check = () => checkSessionRead('readSession', sessionId, options)
-		return this.#run('readSession', check, (signal) =>
+		return this.#lifetime.run('readSession', check, (signal) =>
 			this.#sessions.readSession(sessionId, { ...options, signal }),
 		)
 	}
 
 	listSessions(options: ListSessionsOptions = {}): Promise<SessionSummary[]> {
 		const check = () => checkSignalOnly('listSessions', options)
-		return this.#run('listSessions', check, (signal) => this.#sessions.listSessions({ signal }))
+		return this.#lifetime.run('listSessions', check, (signal) =>
+			this.#sessions.listSessions({ signal }),
+		)
 	}
 
 	/** Signals everything still in the session (default SIGKILL) and reports whether it ended. */
 	killSession(sessionId: string, options: KillSessionOptions = {}): Promise<KilledSession> {
 		const check = () => checkKillSession(sessionId, options)
-		return this.#run('killSession', check, (abortSignal) =>
+		return this.#lifetime.run('killSession', check, (abortSignal) =>
 			this.#sessions.killSession(sessionId, { ...options, abortSignal }),
 		)
 	}
 
 	/** A session terminal handed out after destroy began is detached at once, then refused. */
 	async #ownSession(terminal: SessionTerminal, operation: string): Promise<SessionTerminal> {
-		if (this.#destroyed || this.#retirement) {
-			await terminal.detach()
-			this.#admit(operation)
-		}
+		await this.#lifetime.refuseIfGone(operation, () => terminal.detach())
 		return terminal
 	}
 
@@ -403,7 +388,7 @@ export class AgentSandbox implements Sandbox {
 	 * `QuiesceUnconfirmedError` (with the pid) when a process outlived SIGKILL.
 	 */
 	quiesce(options: QuiesceOptions = {}): Promise<QuiesceReport> {
-		return this.#run(
+		return this.#lifetime.run(
 			'quiesce',
 			() => checkQuiesce(options),
 			(signal) => quiesceThroughAgent(this.transport, { ...options, signal }),
@@ -412,7 +397,7 @@ export class AgentSandbox implements Sandbox {
 
 	/** `sync -f` of the guest's workspace filesystem; `FlushUnsupportedError`/`FlushUnconfirmedError`. */
 	flush(options: FlushOptions = {}): Promise<FlushReport> {
-		return this.#run(
+		return this.#lifetime.run(
 			'flush',
 			() => checkFlush(options),
 			(signal) => flushThroughAgent(this.transport, { ...options, signal }),
@@ -427,33 +412,8 @@ export class AgentSandbox implements Sandbox {
 		} catch (error) {
 			return Promise.reject(error)
 		}
-		if (!this.#teardown) {
-			this.#destroyed = true
-			const teardown = this.#tearDown(signal)
-			this.#teardown = teardown
-			teardown.catch(() => {
-				if (this.#teardown === teardown) this.#teardown = undefined
-			})
-		}
-		return this.#teardown
-	}
-
-	async #tearDown(signal: AbortSignal | undefined): Promise<void> {
-		this.#lifetime.abort(new SandboxDestroyedError(this.id, 'in-flight call'))
-		// Aborted execs resolve as aborted once the guest confirms; give them a bounded moment.
-		await Promise.race([
-			Promise.allSettled([...this.#inFlight]),
-			sleep(DESTROY_IN_FLIGHT_SETTLE_MS, undefined, { ref: false }),
-		])
-		await Promise.all([
-			...[...this.#terminals].map((session) => session.close()),
-			...[...this.#connections].map((connection) => connection.close()),
-			// Detaches only: the guest's sessions die with the unit `release` stops.
-			this.#sessionVerbs?.closeAll(),
-		])
-		this.#terminals.clear()
-		this.#connections.clear()
-		await this.#options.release(signal)
+		// Session terminals are detached only: the guest's sessions die with the unit `release` stops.
+		return this.#lifetime.destroy(signal, async () => this.#sessionVerbs?.closeAll())
 	}
 
 	/** A checked sandbox path, resolved against `rootDir` (sandbox-arguments.ts). */
@@ -465,103 +425,6 @@ export class AgentSandbox implements Sandbox {
 
 	#optionalPath(method: string, parameter: string, path: unknown): string | undefined {
 		return path === undefined ? undefined : this.#path(method, parameter, path)
-	}
-
-	#admit(operation: string): void {
-		if (this.#destroyed) throw new SandboxDestroyedError(this.id, operation)
-		if (this.#retirement) throw new SandboxRetiredError(this.id, operation)
-	}
-
-	/** The caller's signal joined with the sandbox's lifetime (aborted by `destroy()`). */
-	#signal(caller: AbortSignal | undefined): AbortSignal {
-		return caller ? AbortSignal.any([caller, this.#lifetime.signal]) : this.#lifetime.signal
-	}
-
-	/** Admits the call, checks its arguments (`check` answers the caller's signal), then runs it. */
-	async #run<T>(
-		operation: string,
-		check: () => AbortSignal | undefined,
-		call: (signal: AbortSignal) => Promise<T>,
-	): Promise<T> {
-		this.#admit(operation)
-		const pending = call(this.#signal(check()))
-		this.#inFlight.add(pending)
-		try {
-			return await pending
-		} finally {
-			this.#inFlight.delete(pending)
-		}
-	}
-
-	async *#track<T>(
-		operation: string,
-		caller: AbortSignal | undefined,
-		open: (signal: AbortSignal) => AsyncIterable<T>,
-	): AsyncGenerator<T, void, undefined> {
-		this.#admit(operation)
-		let finish: () => void = () => {}
-		const pending = new Promise<void>((resolve) => {
-			finish = resolve
-		})
-		this.#inFlight.add(pending)
-		try {
-			yield* this.#guardIterable(open(this.#signal(caller)))
-		} finally {
-			this.#inFlight.delete(pending)
-			finish()
-		}
-	}
-
-	async *#guardIterable<T>(iterable: AsyncIterable<T>): AsyncGenerator<T, void, undefined> {
-		try {
-			yield* iterable
-		} catch (error) {
-			if (error instanceof RemoteCancellationUnknownError) await this.#retire(error)
-			throw error
-		}
-	}
-
-	async #guard<T>(call: () => Promise<T>): Promise<T> {
-		try {
-			return await call()
-		} catch (error) {
-			if (error instanceof RemoteCancellationUnknownError) await this.#retire(error)
-			throw error
-		}
-	}
-
-	/** Retires the unit once (later errors share the observation), records it, fences the handle. */
-	async #retire(error: RemoteCancellationUnknownError): Promise<void> {
-		if (error.retirement) return
-		if (!this.#retirement) {
-			const retire = this.#options.retire
-			this.#retirement = retire
-				? retire(error).catch(
-						(failure: unknown): SandboxRetirementObservation => ({
-							accepted: false,
-							error: failure instanceof Error ? failure : new Error(String(failure)),
-						}),
-					)
-				: Promise.resolve({ accepted: false, reason: 'retirement-unavailable' })
-		}
-		error.retirement = await this.#retirement
-	}
-
-	/** Registers a terminal or connection, or closes it if the sandbox went away meanwhile. */
-	async #own<T extends { readonly closed?: Promise<void>; readonly exited?: Promise<unknown> }>(
-		resource: T,
-		owned: Set<T>,
-		operation: string,
-		close: () => Promise<unknown>,
-	): Promise<T> {
-		if (this.#destroyed || this.#retirement) {
-			await close()
-			this.#admit(operation)
-		}
-		owned.add(resource)
-		const done = resource.exited ?? resource.closed
-		void done?.then(() => owned.delete(resource))
-		return resource
 	}
 }
 

@@ -1,0 +1,197 @@
+/**
+ * The lifecycle half of `AgentSandbox`: which calls are admitted and in flight (`busy`), which
+ * terminals and connections the handle owns, the retirement after an unconfirmable cancellation,
+ * and the one idempotent teardown. The verbs live in `agent-sandbox.ts`; every one of them runs
+ * through `run` or `track`, so a destroyed or retired handle refuses them all the same way.
+ */
+
+import { setMaxListeners } from 'node:events'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { SandboxDestroyedError } from '../../contract/errors.js'
+import type { SandboxRetirementObservation } from '../../contract/retirement.js'
+import type { SandboxStatus } from '../../contract/sandbox.js'
+import { RemoteCancellationUnknownError } from '../refusals/execution-refusal-errors.js'
+import { SandboxRetiredError } from './agent-sandbox-errors.js'
+
+/** How long `destroy()` lets aborted in-flight calls settle before releasing the unit. */
+export const DESTROY_IN_FLIGHT_SETTLE_MS = 2000
+
+export interface SandboxLifetimeOptions {
+	readonly id: string
+	/** Frees the unit (process, VM, pod). Called once per successful teardown. */
+	readonly release: (signal?: AbortSignal) => Promise<void>
+	/** Removes the whole unit after an unconfirmable cancellation. */
+	readonly retire?: (error: Error) => Promise<SandboxRetirementObservation>
+}
+
+/** Something the handle owns until it ends: a terminal (`exited`) or a connection (`closed`). */
+interface Ownable {
+	readonly closed?: Promise<void>
+	readonly exited?: Promise<unknown>
+}
+
+export class SandboxLifetime {
+	readonly #options: SandboxLifetimeOptions
+	readonly #lifetime = new AbortController()
+	readonly #inFlight = new Set<Promise<unknown>>()
+	/** What `destroy()` closes, each with its own close. */
+	readonly #owned = new Map<Ownable, () => Promise<unknown>>()
+	#destroyed = false
+	#retirement: Promise<SandboxRetirementObservation> | undefined
+	#teardown: Promise<void> | undefined
+
+	constructor(options: SandboxLifetimeOptions) {
+		// Every in-flight call listens on the lifetime signal (destroy aborts them all); any number of
+		// concurrent calls is legitimate, so the default 10-listener warning would be a false alarm.
+		setMaxListeners(0, this.#lifetime.signal)
+		this.#options = options
+	}
+
+	get status(): SandboxStatus {
+		if (this.#gone) return 'destroyed'
+		return this.#inFlight.size > 0 ? 'busy' : 'ready'
+	}
+
+	get retirement(): Promise<SandboxRetirementObservation> | undefined {
+		return this.#retirement
+	}
+
+	get #gone(): boolean {
+		return this.#destroyed || this.#retirement !== undefined
+	}
+
+	/** Refuses a call on a destroyed or retired handle. */
+	admit(operation: string): void {
+		if (this.#destroyed) throw new SandboxDestroyedError(this.#options.id, operation)
+		if (this.#retirement) throw new SandboxRetiredError(this.#options.id, operation)
+	}
+
+	/** The caller's signal joined with the handle's lifetime (aborted by `destroy()`). */
+	#signal(caller: AbortSignal | undefined): AbortSignal {
+		return caller ? AbortSignal.any([caller, this.#lifetime.signal]) : this.#lifetime.signal
+	}
+
+	/** Admits the call, checks its arguments (`check` answers the caller's signal), then runs it. */
+	async run<T>(
+		operation: string,
+		check: () => AbortSignal | undefined,
+		call: (signal: AbortSignal) => Promise<T>,
+	): Promise<T> {
+		this.admit(operation)
+		const pending = call(this.#signal(check()))
+		this.#inFlight.add(pending)
+		try {
+			return await pending
+		} finally {
+			this.#inFlight.delete(pending)
+		}
+	}
+
+	/** `run` for a member that returns an iterable: in flight until the iteration ends. */
+	async *track<T>(
+		operation: string,
+		caller: AbortSignal | undefined,
+		open: (signal: AbortSignal) => AsyncIterable<T>,
+	): AsyncGenerator<T, void, undefined> {
+		this.admit(operation)
+		let finish: () => void = () => {}
+		const pending = new Promise<void>((resolve) => {
+			finish = resolve
+		})
+		this.#inFlight.add(pending)
+		try {
+			yield* this.#guardIterable(open(this.#signal(caller)))
+		} finally {
+			this.#inFlight.delete(pending)
+			finish()
+		}
+	}
+
+	async *#guardIterable<T>(iterable: AsyncIterable<T>): AsyncGenerator<T, void, undefined> {
+		try {
+			yield* iterable
+		} catch (error) {
+			if (error instanceof RemoteCancellationUnknownError) await this.#retire(error)
+			throw error
+		}
+	}
+
+	/** Runs an exec; an unconfirmable cancellation retires the unit before it is rethrown. */
+	async guard<T>(call: () => Promise<T>): Promise<T> {
+		try {
+			return await call()
+		} catch (error) {
+			if (error instanceof RemoteCancellationUnknownError) await this.#retire(error)
+			throw error
+		}
+	}
+
+	/** Retires the unit once (later errors share the observation), records it, fences the handle. */
+	async #retire(error: RemoteCancellationUnknownError): Promise<void> {
+		if (error.retirement) return
+		if (!this.#retirement) {
+			const retire = this.#options.retire
+			this.#retirement = retire
+				? retire(error).catch(
+						(failure: unknown): SandboxRetirementObservation => ({
+							accepted: false,
+							error: failure instanceof Error ? failure : new Error(String(failure)),
+						}),
+					)
+				: Promise.resolve({ accepted: false, reason: 'retirement-unavailable' })
+		}
+		error.retirement = await this.#retirement
+	}
+
+	/**
+	 * Something handed out after the handle went away meanwhile: `let go` (close or detach) it, then
+	 * refuse the call.
+	 */
+	async refuseIfGone(operation: string, letGo: () => Promise<unknown>): Promise<void> {
+		if (!this.#gone) return
+		await letGo()
+		this.admit(operation)
+	}
+
+	/** Registers a terminal or connection until it ends, or closes it if the handle went away. */
+	async own<T extends Ownable>(
+		resource: T,
+		operation: string,
+		close: () => Promise<unknown>,
+	): Promise<T> {
+		await this.refuseIfGone(operation, close)
+		this.#owned.set(resource, close)
+		const done = resource.exited ?? resource.closed
+		void done?.then(() => this.#owned.delete(resource))
+		return resource
+	}
+
+	/**
+	 * Idempotent; concurrent calls share one teardown, a failed one may be retried. Aborts in-flight
+	 * calls, gives them a bounded moment, closes what the handle owns and what `alsoClose` names,
+	 * then releases the unit.
+	 */
+	destroy(signal: AbortSignal | undefined, alsoClose: () => Promise<unknown>): Promise<void> {
+		if (!this.#teardown) {
+			this.#destroyed = true
+			const teardown = this.#tearDown(signal, alsoClose)
+			this.#teardown = teardown
+			teardown.catch(() => {
+				if (this.#teardown === teardown) this.#teardown = undefined
+			})
+		}
+		return this.#teardown
+	}
+
+	async #tearDown(signal: AbortSignal | undefined, alsoClose: () => Promise<unknown>) {
+		this.#lifetime.abort(new SandboxDestroyedError(this.#options.id, 'in-flight call'))
+		// Aborted execs resolve as aborted once the guest confirms; give them a bounded moment.
+		await Promise.race([
+			Promise.allSettled([...this.#inFlight]),
+			sleep(DESTROY_IN_FLIGHT_SETTLE_MS, undefined, { ref: false }),
+		])
+		await Promise.all([...[...this.#owned.values()].map((close) => close()), alsoClose()])
+		this.#owned.clear()
+		await this.#options.release(signal)
+	}
+}
