@@ -4,6 +4,11 @@
  * the caller's `env` on top.
  */
 import { dirname } from 'node:path'
+import {
+	WORKLOAD_CGROUPS_VARIABLE,
+	type WorkloadCgroupFd,
+	workloadCgroupsVariable,
+} from './workload-cgroups.js'
 
 export interface AgentEnvironmentInput {
 	readonly workspace: string
@@ -14,6 +19,8 @@ export interface AgentEnvironmentInput {
 	readonly callerEnv: Readonly<Record<string, string>>
 	/** Extra agent settings (`NAMZU_AGENT_*`) the provider wants, e.g. shorter test graces. */
 	readonly agentSettings?: Readonly<Record<string, string>>
+	/** The inherited `work/` cgroup descriptors (`workload-cgroups.ts`); none when absent. */
+	readonly workloadCgroups?: readonly WorkloadCgroupFd[]
 }
 
 /** The agent's inherited-descriptor mode needs a port value; nothing dials it by port locally. */
@@ -40,6 +47,9 @@ export function buildAgentEnvironment(input: AgentEnvironmentInput): Record<stri
 		// The agent listens on the descriptor the host hands it as fd 3 (see agent-listen-socket.ts).
 		NAMZU_AGENT_VSOCK_PORT: INHERITED_LISTENER_PORT,
 		NAMZU_SANDBOX_WORKSPACE: input.workspace,
+		...(input.workloadCgroups === undefined || input.workloadCgroups.length === 0
+			? {}
+			: { [WORKLOAD_CGROUPS_VARIABLE]: workloadCgroupsVariable(input.workloadCgroups) }),
 	}
 }
 

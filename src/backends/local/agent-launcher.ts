@@ -6,6 +6,7 @@
  */
 import { spawn } from 'node:child_process'
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
+import type { Readable } from 'node:stream'
 import { descendantPids, waitUntilGone } from './process-tree.js'
 import { STDERR_TAIL_BYTES, StderrTail } from './stderr-tail.js'
 
@@ -18,6 +19,11 @@ export interface AgentLaunchSpec {
 	readonly secrets: readonly string[]
 	/** Listening socket descriptor handed to the child as fd 3. */
 	readonly listenFd?: number
+	/**
+	 * Descriptors handed over after the listener (fd 4 onwards, in order): a host descriptor to
+	 * duplicate, or `'pipe'` for a socket pair whose host end is `pipes.get(childFd)`.
+	 */
+	readonly extraFds?: readonly (number | 'pipe')[]
 	/** Set for a kept-alive sandbox: stderr goes to this file and the child is unref'd. */
 	readonly outliveHost?: { readonly stderrPath: string }
 }
@@ -33,6 +39,8 @@ export interface LaunchedAgentProcess {
 	readonly pid: number | undefined
 	/** Settles once, when the process is gone (or never started). Never rejects. */
 	readonly exited: Promise<ChildExit>
+	/** Host ends of the `'pipe'` entries of `extraFds`, by the child's descriptor number. */
+	readonly pipes: ReadonlyMap<number, Readable>
 	exitStatus(): ChildExit | undefined
 	stderrTail(): string
 	/**
@@ -90,12 +98,17 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 			stdio:
 				spec.listenFd === undefined
 					? ['ignore', 'ignore', stderr]
-					: ['ignore', 'ignore', stderr, spec.listenFd],
+					: ['ignore', 'ignore', stderr, spec.listenFd, ...(spec.extraFds ?? [])],
 		})
 	} finally {
 		if (stderrFile !== undefined) closeSync(stderrFile)
 	}
 	if (spec.outliveHost) child.unref()
+	const pipes = new Map<number, Readable>()
+	for (const [index, entry] of (spec.extraFds ?? []).entries()) {
+		const stream = child.stdio[4 + index]
+		if (entry === 'pipe' && stream) pipes.set(4 + index, stream as Readable)
+	}
 	const exited = new Promise<ChildExit>((resolve) => {
 		child.once('error', (error) => {
 			// 'error' without a pid means spawn failed; with one, a later kill failed — exit still follows.
@@ -126,6 +139,7 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 	return {
 		pid: child.pid,
 		exited,
+		pipes,
 		exitStatus: () => status,
 		stderrTail: () => {
 			if (spec.outliveHost === undefined) return tail.read(spec.secrets)

@@ -5,6 +5,7 @@
  * control socket is deliberately NOT mounted: the agent inherits it as a descriptor.
  */
 import type { LocalEgress } from './local-sandbox-spec.js'
+import { sizedTmpfsArgs, type TmpfsSizes } from './sandbox-limits.js'
 
 export interface BwrapPlan {
 	/** Workspace, bound read-write at the same absolute path inside. */
@@ -13,7 +14,12 @@ export interface BwrapPlan {
 	readonly homeDir: string
 	/** Host paths the command needs that the fresh /tmp would hide, bound read-only. */
 	readonly readOnlyBinds: readonly string[]
+	/** Both kinds get their own network namespace; allow-all's plumbing comes in `networkArgs`. */
 	readonly egress: LocalEgress
+	/** Sizes of the sandbox's tmpfs mounts (unsized when absent). */
+	readonly tmpfsSizes?: TmpfsSizes
+	/** bwrap arguments of the network plumbing (`local-network.ts`), placed after the mounts. */
+	readonly networkArgs?: readonly string[]
 	readonly hostname: string
 	/** Program and arguments run inside (absolute program path). */
 	readonly command: readonly string[]
@@ -28,17 +34,23 @@ export function hiddenInsideSandbox(path: string): boolean {
 }
 
 export function buildBwrapArgs(plan: BwrapPlan): string[] {
-	const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp']
+	const sizes = plan.tmpfsSizes
+	const tmpfs = (mount: '/tmp' | '/run' | '/dev/shm') =>
+		sizes ? sizedTmpfsArgs(mount, sizes) : ['--tmpfs', mount]
+	const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', ...tmpfs('/tmp')]
+	// bwrap's /dev/shm is a directory of its (unsized) /dev tmpfs: give it a sized mount of its own.
+	if (sizes) args.push(...tmpfs('/dev/shm'))
 	// A read-only bind does not stop connect() on a unix socket, and /run is where the host's
 	// daemons (docker, dbus, systemd) keep theirs: the sandbox gets an empty /run instead.
-	args.push('--tmpfs', '/run')
+	args.push(...tmpfs('/run'))
 	for (const path of plan.readOnlyBinds) args.push('--ro-bind', path, path)
 	args.push('--bind', plan.workspace, plan.workspace)
 	args.push('--dir', plan.homeDir)
 	args.push('--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts')
 	args.push('--unshare-cgroup-try')
-	// deny-all gets a fresh network namespace holding only loopback; allow-all shares the host's.
-	if (plan.egress === 'deny-all') args.push('--unshare-net')
+	// Always a fresh network namespace (its own loopback): allow-all is slirp4netns attached to it.
+	args.push('--unshare-net')
+	args.push(...(plan.networkArgs ?? []))
 	args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL')
 	args.push('--hostname', plan.hostname, '--chdir', plan.workspace)
 	args.push('--', ...plan.command)

@@ -4,7 +4,15 @@
  * nested under this process's own cgroup so any limit the host itself runs under still applies.
  */
 
-export type LimitController = 'memory' | 'pids'
+/** Controllers that enforce a limit: a host without one of them cannot bound the sandbox. */
+export type LimitController = 'memory' | 'pids' | 'cpu'
+/**
+ * Every controller a sandbox uses: the limits, plus v1 `cpuacct` (the CPU usage counter) and v1
+ * `freezer` (per-command groups that can be killed as a whole). cgroup v2 has both built in.
+ */
+export type CgroupController = LimitController | 'cpuacct' | 'freezer'
+
+const V1_CONTROLLERS: readonly string[] = ['memory', 'pids', 'cpu', 'cpuacct', 'freezer']
 
 export interface CgroupMount {
 	readonly mountPoint: string
@@ -69,9 +77,7 @@ export function parseCgroupMounts(mountinfo: string): CgroupMounts {
 			v2 ??= mount
 		} else if (fsType === 'cgroup') {
 			for (const option of (after[2] ?? '').split(',')) {
-				if (option === 'memory' || option === 'pids' || option === 'cpu' || option === 'freezer') {
-					v1[option] ??= mount
-				}
+				if (V1_CONTROLLERS.includes(option)) v1[option] ??= mount
 			}
 		}
 	}
@@ -95,15 +101,22 @@ export interface CgroupGroupPlan {
 	readonly dir: string
 	/** Its parent (this process's group), whose `cgroup.subtree_control` v2 may need to enable. */
 	readonly parent: string
-	readonly controllers: readonly LimitController[]
+	readonly controllers: readonly CgroupController[]
 }
 
 export type CgroupPlan =
-	| { readonly ok: true; readonly groups: readonly CgroupGroupPlan[] }
-	| { readonly ok: false; readonly missing: readonly LimitController[]; readonly detail: string }
+	| {
+			readonly ok: true
+			readonly groups: readonly CgroupGroupPlan[]
+			/** This process's group in the unified hierarchy, when one is mounted and visible. */
+			readonly v2Parent?: string
+	  }
+	| { readonly ok: false; readonly missing: readonly CgroupController[]; readonly detail: string }
 
 export interface CgroupPlanInput {
-	readonly needed: readonly LimitController[]
+	readonly needed: readonly CgroupController[]
+	/** Placed in a v1 hierarchy when one is mounted, else left out (never reported missing). */
+	readonly optional?: readonly CgroupController[]
 	readonly membership: ProcCgroupMembership
 	readonly mounts: CgroupMounts
 	/** Contents of `cgroup.controllers` of this process's v2 group, when there is one. */
@@ -122,11 +135,13 @@ export function planCgroups(input: CgroupPlanInput): CgroupPlan {
 		input.mounts.v2 && input.membership.v2 !== undefined
 			? groupDirectory(input.mounts.v2, input.membership.v2)
 			: undefined
-	const v2Controllers: LimitController[] = []
+	const v2Controllers: CgroupController[] = []
 	const v1Groups: CgroupGroupPlan[] = []
-	const missing: LimitController[] = []
-	for (const controller of input.needed) {
-		if (v2Parent !== undefined && v2Available.has(controller)) {
+	const missing: CgroupController[] = []
+	const optional = input.optional ?? []
+	for (const controller of [...input.needed, ...optional]) {
+		const isOptional = !input.needed.includes(controller)
+		if (!isOptional && v2Parent !== undefined && v2Available.has(controller)) {
 			v2Controllers.push(controller)
 			continue
 		}
@@ -134,7 +149,7 @@ export function planCgroups(input: CgroupPlanInput): CgroupPlan {
 		const path = input.membership.v1[controller]
 		const parent = mount && path !== undefined ? groupDirectory(mount, path) : undefined
 		if (parent === undefined) {
-			missing.push(controller)
+			if (!isOptional) missing.push(controller)
 			continue
 		}
 		const dir = `${parent}/${input.name}`
@@ -162,13 +177,20 @@ export function planCgroups(input: CgroupPlanInput): CgroupPlan {
 		})
 	}
 	groups.push(...v1Groups)
-	return { ok: true, groups }
+	return { ok: true, groups, ...(v2Parent === undefined ? {} : { v2Parent }) }
 }
 
 export interface CgroupLimitValues {
 	readonly memoryLimitMb?: number
 	/** Already including any headroom the caller adds for the agent itself. */
 	readonly pidsMax?: number
+	/** v1 `cpu.shares`. */
+	readonly cpuShares?: number
+	/** v2 `cpu.weight`. */
+	readonly cpuWeight?: number
+	/** CFS quota per `cpuPeriodUs`; absent ⇒ no quota. */
+	readonly cpuQuotaUs?: number
+	readonly cpuPeriodUs?: number
 }
 
 export interface CgroupFileWrite {
@@ -199,6 +221,49 @@ export function limitWrites(group: CgroupGroupPlan, limits: CgroupLimitValues): 
 		if (controller === 'pids' && limits.pidsMax !== undefined) {
 			writes.push({ file: `${group.dir}/pids.max`, value: String(limits.pidsMax), optional: false })
 		}
+		if (controller === 'cpu') writes.push(...cpuWrites(group, limits))
+	}
+	return writes
+}
+
+function cpuWrites(group: CgroupGroupPlan, limits: CgroupLimitValues): CgroupFileWrite[] {
+	const writes: CgroupFileWrite[] = []
+	const period = limits.cpuPeriodUs ?? 100_000
+	if (group.version === 1) {
+		if (limits.cpuShares !== undefined) {
+			writes.push({
+				file: `${group.dir}/cpu.shares`,
+				value: String(limits.cpuShares),
+				optional: false,
+			})
+		}
+		if (limits.cpuQuotaUs !== undefined) {
+			writes.push({
+				file: `${group.dir}/cpu.cfs_period_us`,
+				value: String(period),
+				optional: false,
+			})
+			writes.push({
+				file: `${group.dir}/cpu.cfs_quota_us`,
+				value: String(limits.cpuQuotaUs),
+				optional: false,
+			})
+		}
+		return writes
+	}
+	if (limits.cpuWeight !== undefined) {
+		writes.push({
+			file: `${group.dir}/cpu.weight`,
+			value: String(limits.cpuWeight),
+			optional: false,
+		})
+	}
+	if (limits.cpuQuotaUs !== undefined) {
+		writes.push({
+			file: `${group.dir}/cpu.max`,
+			value: `${limits.cpuQuotaUs} ${period}`,
+			optional: false,
+		})
 	}
 	return writes
 }

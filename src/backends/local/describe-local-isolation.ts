@@ -10,6 +10,11 @@ import type { SandboxEnvironment } from '../../contract/sandbox.js'
 import { assertBubblewrapUsable, bubblewrapVersion } from './bubblewrap-binary.js'
 import type { LimitController } from './cgroup-layout.js'
 import { planSandboxCgroups, readCgroupHostView } from './cgroup-limits.js'
+import {
+	boundsProblems,
+	describeLocalBounds,
+	type LocalBoundsReport,
+} from './describe-local-bounds.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
 
 export interface IsolationCheck {
@@ -24,7 +29,7 @@ export interface CgroupControllerCheck extends IsolationCheck {
 	readonly parent?: string
 }
 
-export interface LocalIsolationReport {
+export interface LocalIsolationReport extends LocalBoundsReport {
 	readonly isolation: 'bubblewrap' | 'none'
 	readonly environment: SandboxEnvironment
 	readonly bubblewrap: IsolationCheck & { readonly path: string; readonly version?: string }
@@ -47,6 +52,12 @@ function run(file: string, args: readonly string[]): Promise<IsolationCheck> {
 	})
 }
 
+const LIMIT_FIELDS: Readonly<Record<LimitController, string>> = {
+	memory: 'memoryLimitMb',
+	pids: 'maxProcesses',
+	cpu: 'cpuLimit',
+}
+
 const SENTINEL_BASE = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp']
 
 async function maxUserNamespaces(): Promise<string> {
@@ -60,7 +71,7 @@ async function maxUserNamespaces(): Promise<string> {
 async function cgroupChecks(): Promise<Record<LimitController, CgroupControllerCheck>> {
 	const view = await readCgroupHostView()
 	const out: Partial<Record<LimitController, CgroupControllerCheck>> = {}
-	for (const controller of ['memory', 'pids'] as const) {
+	for (const controller of ['memory', 'pids', 'cpu'] as const) {
 		const plan = planSandboxCgroups(view, [controller], 'namzu-doctor')
 		if (!plan.ok) {
 			out[controller] = { ok: false, detail: `not available: ${plan.detail}` }
@@ -84,7 +95,7 @@ async function cgroupChecks(): Promise<Record<LimitController, CgroupControllerC
 		}
 	}
 	const missing = { ok: false, detail: 'not available' }
-	return { memory: out.memory ?? missing, pids: out.pids ?? missing }
+	return { memory: out.memory ?? missing, pids: out.pids ?? missing, cpu: out.cpu ?? missing }
 }
 
 export async function describeLocalIsolation(
@@ -137,25 +148,29 @@ export async function describeLocalIsolation(
 		if (!bubblewrap.ok) problems.push(bubblewrap.detail)
 		else if (!userNamespace.ok) problems.push(`user namespaces unusable: ${userNamespace.detail}`)
 		else if (!networkNamespace.ok) {
-			problems.push(`network namespaces unusable (deny-all egress): ${networkNamespace.detail}`)
+			problems.push(`network namespaces unusable (every sandbox has one): ${networkNamespace.detail}`)
 		}
 	} else {
 		problems.push("isolation 'none': the agent runs unconfined as this user (development only)")
 	}
-	for (const controller of ['memory', 'pids'] as const) {
+	for (const controller of ['memory', 'pids', 'cpu'] as const) {
 		if (!cgroups[controller].ok) {
-			const field = controller === 'memory' ? 'memoryLimitMb' : 'maxProcesses'
-			problems.push(`${field} cannot be enforced: ${cgroups[controller].detail}`)
+			problems.push(`${LIMIT_FIELDS[controller]} cannot be enforced: ${cgroups[controller].detail}`)
 		}
 	}
+	const bounds = await describeLocalBounds(resolved, cgroups, networkNamespace)
+	problems.push(...boundsProblems(bounds))
+	const boundsReady = bounds.defaultLimits.enforced || bounds.defaultLimits.mode === 'best-effort'
 	return {
+		...bounds,
 		isolation: resolved.isolation,
 		environment: usesBwrap ? 'linux-bwrap' : 'basic',
 		bubblewrap,
 		userNamespace,
 		networkNamespace,
 		cgroups,
-		ready: usesBwrap ? bubblewrap.ok && userNamespace.ok && networkNamespace.ok : true,
+		ready:
+			boundsReady && (usesBwrap ? bubblewrap.ok && userNamespace.ok && networkNamespace.ok : true),
 		problems,
 	}
 }

@@ -5,6 +5,9 @@
 import { tmpdir } from 'node:os'
 import { isAbsolute } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
+import type { DefaultLimitsMode } from './cgroup-limits.js'
+import { DEFAULT_NETWORK_TOOLS, type NetworkToolPaths } from './local-network.js'
+import { DEFAULT_MKFS_EXT4_PATH } from './workspace-disk.js'
 
 export type LocalIsolation = 'bubblewrap' | 'none'
 
@@ -27,6 +30,30 @@ export interface LocalBackendConfig {
 	readonly stateDir?: string
 	/** Budget for the agent to answer `healthz` after launch, default 10 000 ms. */
 	readonly readyTimeoutMs?: number
+	/**
+	 * Every sandbox is bounded by default (memory, tasks, CPU share; see the README). `required`
+	 * (default): a host that cannot enforce those defaults refuses `create()` with
+	 * `DefaultLimitsUnavailableError`. `best-effort`: such a host runs sandboxes without the bounds it
+	 * cannot enforce — an explicit opt-out; limits the caller asks for are always enforced or refused.
+	 */
+	readonly defaultLimits?: DefaultLimitsMode
+	/** Absolute paths of the helpers allow-all networking and `diskLimitMb` use. Never searched on PATH. */
+	readonly tools?: LocalToolPaths
+}
+
+export interface LocalToolPaths {
+	/** Default `/usr/bin/slirp4netns`. */
+	readonly slirp4netns?: string
+	/** Default `/usr/sbin/nft`. */
+	readonly nft?: string
+	/** Default `/usr/bin/nsenter`. */
+	readonly nsenter?: string
+	/** Default `/usr/sbin/mkfs.ext4`. */
+	readonly mkfsExt4?: string
+}
+
+export interface ResolvedLocalToolPaths extends NetworkToolPaths {
+	readonly mkfsExt4: string
 }
 
 export interface ResolvedLocalBackendConfig {
@@ -36,6 +63,8 @@ export interface ResolvedLocalBackendConfig {
 	readonly warmPoolSize: number
 	readonly stateDir: string
 	readonly readyTimeoutMs: number
+	readonly defaultLimits: DefaultLimitsMode
+	readonly tools: ResolvedLocalToolPaths
 }
 
 export const DEFAULT_BWRAP_PATH = '/usr/bin/bwrap'
@@ -92,5 +121,37 @@ export function resolveLocalBackendConfig(config: LocalBackendConfig): ResolvedL
 			1,
 			MAX_TIMER_MS,
 		),
+		defaultLimits: defaultLimitsMode(config.defaultLimits),
+		tools: toolPaths(config.tools),
+	}
+}
+
+function defaultLimitsMode(value: unknown): DefaultLimitsMode {
+	if (value === undefined || value === 'required' || value === 'best-effort') {
+		return value ?? 'required'
+	}
+	throw new SandboxConfigError(
+		'backend.defaultLimits',
+		`must be 'required' or 'best-effort', got ${JSON.stringify(value)}`,
+	)
+}
+
+function toolPaths(tools: unknown): ResolvedLocalToolPaths {
+	if (
+		tools !== undefined &&
+		(typeof tools !== 'object' || tools === null || Array.isArray(tools))
+	) {
+		throw new SandboxConfigError('backend.tools', `must be an object, got ${JSON.stringify(tools)}`)
+	}
+	const given: LocalToolPaths = tools ?? {}
+	return {
+		slirp4netns: absolutePath(
+			'backend.tools.slirp4netns',
+			given.slirp4netns,
+			DEFAULT_NETWORK_TOOLS.slirp4netns,
+		),
+		nft: absolutePath('backend.tools.nft', given.nft, DEFAULT_NETWORK_TOOLS.nft),
+		nsenter: absolutePath('backend.tools.nsenter', given.nsenter, DEFAULT_NETWORK_TOOLS.nsenter),
+		mkfsExt4: absolutePath('backend.tools.mkfsExt4', given.mkfsExt4, DEFAULT_MKFS_EXT4_PATH),
 	}
 }

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
 import { access, realpath } from 'node:fs/promises'
-import { userInfo } from 'node:os'
+import { totalmem, userInfo } from 'node:os'
 import { join } from 'node:path'
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
 import { createAgentSandbox } from '../../host/agent-sandbox.js'
@@ -24,12 +24,18 @@ import {
 } from './agent-listen-socket.js'
 import { assertBubblewrapUsable } from './bubblewrap-binary.js'
 import { buildBwrapArgs, hiddenInsideSandbox, withCgroupJoin } from './bwrap-argv.js'
-import { createSandboxCgroups, type SandboxCgroups } from './cgroup-limits.js'
+import {
+	closeFds,
+	createSandboxCgroups,
+	openWorkloadGroupFds,
+	type SandboxCgroups,
+} from './cgroup-limits.js'
 import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import { LocalKeepAliveUnavailableError, LocalSandboxCleanupError } from './local-errors.js'
 import { writeDescriptor } from './local-sandbox-registry.js'
 import type { LocalSandboxSpec } from './local-sandbox-spec.js'
+import { assertNetworkUsable } from './local-network.js'
 import { LOCAL_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
 import { readProcessIdentity } from './process-identity.js'
 import { DESCRIPTOR_VERSION, type LocalSandboxDescriptor } from './sandbox-descriptor.js'
@@ -39,7 +45,19 @@ import {
 	type SandboxDirectories,
 	STATE_DIR_PREFIX,
 } from './sandbox-directories.js'
+import { cgroupRequestFor, resolveSandboxLimits } from './sandbox-limits.js'
+import { prepareAllowAll, type SlirpNetwork } from './slirp-network.js'
 import { waitForAgentReady } from './wait-for-agent-ready.js'
+import {
+	type CgroupOwner,
+	FIRST_WORKLOAD_CGROUP_FD,
+	workloadCgroupFds,
+} from './workload-cgroups.js'
+import {
+	assertDiskLimitEnforceable,
+	mountWorkspaceDisk,
+	releaseWorkspaceDisk,
+} from './workspace-disk.js'
 
 /** Home inside bwrap's private /tmp: writable, gone with the sandbox, never in workspace listings. */
 export const SANDBOX_HOME_DIR = '/tmp/home'
@@ -77,6 +95,11 @@ export function newSandboxId(): string {
 	return randomBytes(6).toString('hex')
 }
 
+/** Host uid/gid the sandbox's `work/` cgroups (and sized workspace) belong to. */
+function sandboxOwner(): CgroupOwner {
+	return { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }
+}
+
 function sandboxEnvironment(backend: ResolvedLocalBackendConfig): SandboxEnvironment {
 	return backend.isolation === 'bubblewrap' ? 'linux-bwrap' : 'basic'
 }
@@ -90,6 +113,17 @@ export async function startLocalInstance(
 	const { backend } = context
 	const confined = backend.isolation === 'bubblewrap'
 	if (confined) await assertBubblewrapUsable(backend.bwrapPath)
+	if (confined) await assertNetworkUsable(spec.egress, backend.tools)
+	if (spec.diskLimitMb !== undefined) {
+		await assertDiskLimitEnforceable({
+			diskLimitMb: spec.diskLimitMb,
+			callerOwnsWorkspace: spec.workingDirectory !== undefined,
+			mkfsPath: backend.tools.mkfsExt4,
+			asRoot: process.getuid?.() === 0,
+		})
+	}
+	const limits = resolveSandboxLimits(spec, { totalMemoryBytes: totalmem() })
+	const owner = sandboxOwner()
 	const timeoutPath = context.timeoutPath ?? DEFAULT_TIMEOUT_PATH
 	if (spec.keepAliveMs !== undefined) {
 		await access(timeoutPath, constants.X_OK).catch((error: unknown) => {
@@ -103,21 +137,42 @@ export async function startLocalInstance(
 	let cgroups: SandboxCgroups | undefined
 	let agent: ReturnType<typeof launchAgentProcess> | undefined
 	let listener: InheritableListenSocket | undefined
+	let network: Promise<SlirpNetwork> | undefined
 	let releasing: Promise<void> | undefined
 	const release = () => {
 		releasing ??= (listener?.discard() ?? Promise.resolve()).then(() =>
-			teardown(dirs, cgroups, agent),
+			teardown(dirs, cgroups, agent, network),
 		)
 		return releasing
 	}
+	let hostFds: number[] = []
 	try {
 		signal?.throwIfAborted()
-		cgroups = await createSandboxCgroups(`${STATE_DIR_PREFIX}${id}`, {
-			...spec,
-			// No pid namespace without bwrap: a group is the only way to find double-forked orphans.
-			trackOnly: !confined,
-		})
+		if (spec.diskLimitMb !== undefined) {
+			await mountWorkspaceDisk({
+				root: dirs.root,
+				workspace: dirs.workspace,
+				diskLimitMb: spec.diskLimitMb,
+				owner,
+				mkfsPath: backend.tools.mkfsExt4,
+			})
+		}
+		cgroups = await createSandboxCgroups(
+			`${STATE_DIR_PREFIX}${id}`,
+			cgroupRequestFor(limits, {
+				defaultLimits: backend.defaultLimits,
+				workloadOwner: owner,
+				// No pid namespace without bwrap: a group is the only way to find double-forked orphans.
+				trackOnly: !confined,
+			}),
+		)
 		signal?.throwIfAborted()
+		const workloadGroups = cgroups?.workloadGroups ?? []
+		hostFds = openWorkloadGroupFds(workloadGroups)
+		const allowAll =
+			confined && spec.egress === 'allow-all'
+				? await prepareAllowAll(dirs.root, FIRST_WORKLOAD_CGROUP_FD + hostFds.length)
+				: undefined
 		const homeDir = confined ? SANDBOX_HOME_DIR : dirs.hostHomeDir
 		const env = buildAgentEnvironment({
 			workspace: dirs.workspace,
@@ -126,6 +181,7 @@ export async function startLocalInstance(
 			user: confined ? 'root' : userInfo().username,
 			callerEnv: spec.env,
 			agentSettings: agentSettingsFrom(context.hostEnv ?? process.env),
+			workloadCgroups: workloadCgroupFds(workloadGroups),
 		})
 		const agentCommand = [backend.nodePath, context.agentPath]
 		const command = confined
@@ -134,10 +190,14 @@ export async function startLocalInstance(
 					...buildBwrapArgs({
 						workspace: dirs.workspace,
 						homeDir,
-						readOnlyBinds: [...agentCommand, ...(await resolverConfigPaths())].filter(
-							hiddenInsideSandbox,
-						),
+						// allow-all binds its own resolv.conf (slirp's forwarder); deny-all resolves nothing.
+						readOnlyBinds: [
+							...agentCommand,
+							...(allowAll ? [] : await resolverConfigPaths()),
+						].filter(hiddenInsideSandbox),
 						egress: spec.egress,
+						tmpfsSizes: limits.tmpfs,
+						...(allowAll ? { networkArgs: allowAll.bwrapArgs } : {}),
 						hostname: SANDBOX_HOSTNAME,
 						command: agentCommand,
 					}),
@@ -156,11 +216,28 @@ export async function startLocalInstance(
 			cwd: dirs.workspace,
 			secrets: Object.values(spec.env),
 			listenFd: listener.fd,
+			extraFds: [...hostFds, ...(allowAll?.extraFds ?? [])],
 			...(spec.keepAliveMs === undefined
 				? {}
 				: { outliveHost: { stderrPath: join(dirs.root, 'agent.stderr') } }),
 		})
 		agent = launched
+		// The child has its own copies now.
+		closeFds(hostFds)
+		hostFds = []
+		allowAll?.closeHostFds()
+		network = allowAll?.attach(launched.pipes, {
+			sandboxId: id,
+			tools: backend.tools,
+			...(cgroups ? { join: cgroups.join } : {}),
+			...(spec.keepAliveMs === undefined
+				? {}
+				: { outliveHost: { stderrPath: join(dirs.root, 'network.stderr') } }),
+			timeoutMs: backend.readyTimeoutMs,
+			...(signal ? { signal } : {}),
+		})
+		// Settled by the ready wait below or by teardown; never an unhandled rejection.
+		network?.catch(() => undefined)
 		await listener.handOver()
 		const transport = new AgentTransport(
 			{ kind: 'unix', path: dirs.socketPath },
@@ -171,13 +248,17 @@ export async function startLocalInstance(
 				permanentDialFailure: () => launched.exitStatus() !== undefined,
 			},
 		)
-		await waitForAgentReady({
-			sandboxId: id,
-			agent: launched,
-			ready: (readySignal) => transport.healthz(readySignal),
-			timeoutMs: backend.readyTimeoutMs,
-			...(signal ? { signal } : {}),
-		})
+		// The network is attached while the agent starts; both must be up before anything runs inside.
+		await Promise.all([
+			waitForAgentReady({
+				sandboxId: id,
+				agent: launched,
+				ready: (readySignal) => transport.healthz(readySignal),
+				timeoutMs: backend.readyTimeoutMs,
+				...(signal ? { signal } : {}),
+			}),
+			network,
+		])
 		const instance: LocalInstance = {
 			id,
 			spec,
@@ -205,6 +286,7 @@ export async function startLocalInstance(
 		})
 		return { ...instance, descriptor }
 	} catch (error) {
+		closeFds(hostFds)
 		await release().catch(() => undefined)
 		if (signal?.aborted) throw signal.reason
 		throw error
@@ -285,10 +367,17 @@ async function teardown(
 	dirs: SandboxDirectories,
 	cgroups: SandboxCgroups | undefined,
 	agent: ReturnType<typeof launchAgentProcess> | undefined,
+	network: Promise<SlirpNetwork> | undefined,
 ): Promise<void> {
 	const failures: unknown[] = []
 	if (agent) await agent.kill()
+	await network?.then((attached) => attached.stop()).catch(() => undefined)
 	if (cgroups) await cgroups.remove().catch((error: unknown) => failures.push(error))
+	if (!dirs.callerOwnsWorkspace) {
+		await releaseWorkspaceDisk(dirs.root, dirs.workspace).catch((error: unknown) =>
+			failures.push(error),
+		)
+	}
 	await removeSandboxDirectories(dirs).catch((error: unknown) => failures.push(error))
 	if (failures.length === 0) return
 	const leftovers = failures.flatMap((failure) =>

@@ -9,6 +9,7 @@ import type { SandboxCreateConfig } from '../../contract/provider.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import { resolveKeepAliveMs } from './lifetime-watchdog.js'
 import { LocalEgressUnsupportedError } from './local-errors.js'
+import { parseCpuLimit, parseDiskLimitMb } from './sandbox-limits.js'
 
 /** Egress kinds the local tier enforces itself: no network namespace sharing, or the host's. */
 export type LocalEgress = 'deny-all' | 'allow-all'
@@ -25,6 +26,13 @@ export interface LocalSandboxCreateConfig extends SandboxCreateConfig {
 	 * Enforced by a watchdog process even when no host is running.
 	 */
 	readonly keepAliveMs?: number
+	/** CPU cores (fractional allowed), enforced as a CFS quota. Default: only a fair share. */
+	readonly cpuLimit?: number
+	/**
+	 * Size of the workspace in MiB, enforced as a loop-mounted filesystem of that size. Only for an
+	 * ephemeral workspace on a root host; refused by name anywhere else (`DiskLimitUnavailableError`).
+	 */
+	readonly diskLimitMb?: number
 }
 
 export interface LocalSandboxSpec {
@@ -37,6 +45,8 @@ export interface LocalSandboxSpec {
 	readonly egress: LocalEgress
 	/** Present ⇒ the sandbox outlives its host for this many milliseconds. */
 	readonly keepAliveMs?: number
+	readonly cpuLimit?: number
+	readonly diskLimitMb?: number
 }
 
 /** Keys the agent reads for itself; the agent scrubs them from children, so they could never apply. */
@@ -103,6 +113,8 @@ export function resolveLocalSandboxSpec(
 		config.maxProcesses ?? defaults.defaultMaxProcesses,
 	)
 	const keepAliveMs = resolveKeepAliveMs(config.keepAlive, config.keepAliveMs)
+	const cpuLimit = parseCpuLimit(config.cpuLimit)
+	const diskLimitMb = parseDiskLimitMb(config.diskLimitMb)
 	return {
 		...(workingDirectory === undefined ? {} : { workingDirectory }),
 		env: environment(config.env),
@@ -111,6 +123,8 @@ export function resolveLocalSandboxSpec(
 		...(maxProcesses === undefined ? {} : { maxProcesses }),
 		egress: egress(config, defaults),
 		...(keepAliveMs === undefined ? {} : { keepAliveMs }),
+		...(cpuLimit === undefined ? {} : { cpuLimit }),
+		...(diskLimitMb === undefined ? {} : { diskLimitMb }),
 	}
 }
 
@@ -128,6 +142,8 @@ export function canServeFromPool(pooled: LocalSandboxSpec, requested: LocalSandb
 		Object.keys(pooled.env).length === 0 &&
 		requested.memoryLimitMb === pooled.memoryLimitMb &&
 		requested.maxProcesses === pooled.maxProcesses &&
-		requested.egress === pooled.egress
+		requested.egress === pooled.egress &&
+		requested.cpuLimit === pooled.cpuLimit &&
+		requested.diskLimitMb === pooled.diskLimitMb
 	)
 }
