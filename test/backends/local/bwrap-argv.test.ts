@@ -78,11 +78,33 @@ describe('buildBwrapArgs', () => {
 		expect(indexOfPair(args, '--hostname', 'namzu-sandbox')).toBeGreaterThan(-1)
 	})
 
-	it.each([
-		['deny-all', true],
-		['allow-all', false],
-	] as const)('under %s egress unshares the network: %s', (egress, unshared) => {
-		expect(buildBwrapArgs({ ...PLAN, egress }).includes('--unshare-net')).toBe(unshared)
+	it.each(['deny-all', 'allow-all'] as const)(
+		'under %s egress gives the sandbox its own network namespace',
+		(egress) => {
+			expect(buildBwrapArgs({ ...PLAN, egress }).includes('--unshare-net')).toBe(true)
+		},
+	)
+
+	it('sizes /tmp, /run and a /dev/shm of its own when tmpfs sizes are planned', () => {
+		const tmpfsSizes = { '/tmp': 8, '/var/tmp': 4, '/dev/shm': 2, '/run': 1 }
+		const args = buildBwrapArgs({ ...PLAN, tmpfsSizes })
+		for (const [mount, size] of [
+			['/tmp', '8'],
+			['/dev/shm', '2'],
+			['/run', '1'],
+		] as const) {
+			const at = indexOfPair(args, '--tmpfs', mount)
+			expect(args.slice(at - 2, at)).toEqual(['--size', size])
+		}
+		expect(indexOfPair(args, '--tmpfs', '/dev/shm')).toBeGreaterThan(
+			indexOfPair(args, '--dev', '/dev'),
+		)
+	})
+
+	it('puts the network plumbing before the command', () => {
+		const args = buildBwrapArgs({ ...PLAN, egress: 'allow-all', networkArgs: ['--info-fd', '6'] })
+		expect(indexOfPair(args, '--info-fd', '6')).toBeGreaterThan(-1)
+		expect(indexOfPair(args, '--info-fd', '6')).toBeLessThan(args.indexOf('--'))
 	})
 
 	it('ends with -- and the command', () => {

@@ -20,6 +20,13 @@ describe('resolveLocalBackendConfig', () => {
 			warmPoolSize: 0,
 			stateDir: tmpdir(),
 			readyTimeoutMs: 10_000,
+			defaultLimits: 'required',
+			tools: {
+				slirp4netns: '/usr/bin/slirp4netns',
+				nft: '/usr/sbin/nft',
+				nsenter: '/usr/bin/nsenter',
+				mkfsExt4: '/usr/sbin/mkfs.ext4',
+			},
 		})
 	})
 
@@ -32,6 +39,11 @@ describe('resolveLocalBackendConfig', () => {
 		['backend.stateDir', { stateDir: 'relative/dir' }],
 		['backend.readyTimeoutMs', { readyTimeoutMs: 0 }],
 		['backend.readyTimeoutMs', { readyTimeoutMs: 2 ** 31 }],
+		['backend.defaultLimits', { defaultLimits: 'none' }],
+		['backend.tools', { tools: null }],
+		['backend.tools.slirp4netns', { tools: { slirp4netns: 'slirp4netns' } }],
+		['backend.tools.nft', { tools: { nft: '' } }],
+		['backend.tools.mkfsExt4', { tools: { mkfsExt4: 3 } }],
 	])('refuses a bad %s naming the field', (field, override) => {
 		const config = { tier: 'process', ...override } as unknown as LocalBackendConfig
 		let caught: unknown

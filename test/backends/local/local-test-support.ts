@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, rmdirSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -69,4 +69,46 @@ export async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise
 		if (Date.now() > deadline) throw new Error('condition not met in time')
 		await new Promise((resolve) => setTimeout(resolve, 20))
 	}
+}
+
+/**
+ * Every cgroup directory named `namzu-sbx-<id>` in any hierarchy this process can see (v1 and the
+ * unified one), found from `/proc/self/cgroup` + `/proc/self/mountinfo`.
+ */
+export function allCgroupDirsFor(id: string): string[] {
+	const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+		.split('\n')
+		.filter((line) => / - cgroup2? /.test(line))
+		.map((line) => line.split(' ')[4] ?? '')
+	const membership = readFileSync('/proc/self/cgroup', 'utf8').split('\n')
+	const found: string[] = []
+	for (const mount of mounts) {
+		const hierarchy = mount.split('/').pop() ?? ''
+		const line = membership.find((entry) => {
+			const [, controllers = ''] = entry.split(':')
+			return hierarchy === 'unified'
+				? entry.startsWith('0::')
+				: controllers.split(',').includes(hierarchy)
+		})
+		const own = line?.split(':').slice(2).join(':') ?? '/'
+		const dir = `${mount}${own === '/' ? '' : own}/namzu-sbx-${id}`
+		try {
+			readdirSync(dir)
+			found.push(dir)
+		} catch {
+			// Not in this hierarchy.
+		}
+	}
+	return found
+}
+
+/** Removes the (empty) cgroup tree of a sandbox whose host died without tearing it down. */
+export function removeLeftoverCgroups(id: string): void {
+	const remove = (dir: string) => {
+		for (const entry of readdirSync(dir, { withFileTypes: true })) {
+			if (entry.isDirectory()) remove(join(dir, entry.name))
+		}
+		rmdirSync(dir)
+	}
+	for (const dir of allCgroupDirsFor(id)) remove(dir)
 }

@@ -1,0 +1,359 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises'
+import { createServer, connect as netConnect, type Server } from 'node:net'
+import { networkInterfaces } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+	createLocalSandboxProvider,
+	type LocalSandboxProvider,
+} from '../../../src/backends/local/index.js'
+import type { LocalSandboxCreateConfig } from '../../../src/backends/local/local-sandbox-spec.js'
+import { LocalNetworkUnavailableError } from '../../../src/backends/local/network-errors.js'
+import type { Sandbox } from '../../../src/contract/sandbox.js'
+import { bwrapSkipReason } from './bwrap-available.js'
+import { freshStateDir, stateDirIds, waitFor } from './local-test-support.js'
+import { type StandInInternet, startStandInInternet } from './stand-in-internet.js'
+
+const bwrapSkip = bwrapSkipReason()
+const skip = bwrapSkip ?? (process.getuid?.() === 0 ? undefined : 'needs root (ip netns)')
+
+// `tcp HOST PORT` or `unix PATH` (`@name` = the abstract name): prints `reached <reply>` or the
+// error code, and never waits more than 5 s.
+const PROBE = `
+const net = require('node:net')
+const [kind, a, b] = process.argv.slice(1)
+const s = kind === 'tcp' ? net.connect(Number(b), a) : net.connect(a.startsWith('@') ? '\\0' + a.slice(1) : a)
+s.setTimeout(5000, () => { console.log('TIMEOUT'); process.exit(0) })
+s.on('data', (d) => { console.log('reached ' + d); process.exit(0) })
+s.on('error', (e) => { console.log(e.code); process.exit(0) })
+`
+
+async function probe(sandbox: Sandbox, ...target: string[]): Promise<string> {
+	const result = await sandbox.exec('node', ['-e', PROBE, ...target], { timeout: 10_000 })
+	return result.stdout.trim()
+}
+
+function hostProbe(...target: string[]): Promise<string> {
+	return new Promise((resolve) => {
+		const [kind, a = '', b = '0'] = target
+		const socket =
+			kind === 'tcp'
+				? netConnect(Number(b), a)
+				: netConnect(a.startsWith('@') ? `\0${a.slice(1)}` : a)
+		socket.setTimeout(5000, () => resolve('TIMEOUT'))
+		socket.on('data', (data) => {
+			resolve(`reached ${data}`)
+			socket.destroy()
+		})
+		socket.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'))
+	})
+}
+
+function listen(server: Server, port: number | string, host?: string): Promise<number> {
+	return new Promise((resolve, reject) => {
+		server.once('error', reject)
+		const ready = () => {
+			const address = server.address()
+			resolve(typeof address === 'object' && address ? address.port : 0)
+		}
+		if (typeof port === 'string') server.listen(port, ready)
+		else server.listen(port, host, ready)
+	})
+}
+
+function hostServer(): Server {
+	return createServer((socket) => {
+		socket.on('error', () => undefined)
+		socket.end('host')
+	})
+}
+
+/** The host's first non-loopback IPv4 address other than the stand-in's veth. */
+function hostPrimaryAddress(except: string): string | undefined {
+	for (const entries of Object.values(networkInterfaces())) {
+		for (const entry of entries ?? []) {
+			if (entry.family === 'IPv4' && !entry.internal && entry.address !== except) {
+				return entry.address
+			}
+		}
+	}
+	return undefined
+}
+
+/** Host pids (and their `comm`) of the processes in a sandbox's pids group. */
+async function sandboxProcesses(id: string): Promise<{ pid: number; comm: string }[]> {
+	const procs = await readFile(`/sys/fs/cgroup/pids/namzu-sbx-${id}/cgroup.procs`, 'utf8')
+	const found: { pid: number; comm: string }[] = []
+	for (const line of procs.split('\n').filter((entry) => entry !== '')) {
+		const comm = await readFile(`/proc/${line}/comm`, 'utf8').catch(() => '')
+		found.push({ pid: Number(line), comm: comm.trim() })
+	}
+	return found
+}
+
+describe.skipIf(skip !== undefined)(
+	`network: every sandbox has its own namespace; allow-all reaches the world but never the host${skip ? ` (skipped: ${skip})` : ''}`,
+	() => {
+		let provider: LocalSandboxProvider
+		let open: Sandbox
+		let closed: Sandbox
+		let internet: StandInInternet
+		let removeState: () => Promise<void>
+		let stateDir = ''
+		let socketDir = ''
+		const loopbackV4 = hostServer()
+		const loopbackV6 = hostServer()
+		const anyAddress = hostServer()
+		const abstract = hostServer()
+		const tmpSocket = hostServer()
+		const visibleSocket = hostServer()
+		const ports = { v4: 0, v6: 0, any: 0 }
+		const abstractName = `@namzu-net-test-${process.pid}`
+		let tmpSocketPath = ''
+		let visibleSocketPath = ''
+
+		beforeAll(async () => {
+			const state = await freshStateDir()
+			removeState = state.remove
+			stateDir = state.dir
+			// Before any sandbox: the guard refuses what the host has when the sandbox is created.
+			internet = await startStandInInternet()
+			ports.v4 = await listen(loopbackV4, 0, '127.0.0.1')
+			ports.v6 = await listen(loopbackV6, 0, '::1')
+			ports.any = await listen(anyAddress, 0, '0.0.0.0')
+			await listen(abstract, `\0${abstractName.slice(1)}`)
+			tmpSocketPath = join(stateDir, 'host.sock')
+			await listen(tmpSocket, tmpSocketPath)
+			socketDir = await mkdtemp('/var/tmp/namzu-net-socket-')
+			visibleSocketPath = join(socketDir, 'host.sock')
+			await listen(visibleSocket, visibleSocketPath)
+			provider = createLocalSandboxProvider({ tier: 'process', stateDir })
+			;[open, closed] = await Promise.all([
+				provider.create({ egress: { kind: 'allow-all' } }),
+				provider.create(),
+			])
+		})
+
+		afterAll(async () => {
+			await provider?.close()
+			for (const server of [
+				loopbackV4,
+				loopbackV6,
+				anyAddress,
+				abstract,
+				tmpSocket,
+				visibleSocket,
+			]) {
+				await new Promise((resolve) => server.close(resolve))
+			}
+			await internet?.close()
+			if (socketDir !== '') await rm(socketDir, { recursive: true, force: true })
+			await removeState?.()
+		})
+
+		it('allow-all reaches the stand-in internet (a machine that is not the host)', async () => {
+			expect(await probe(open, 'tcp', internet.address, String(internet.port))).toBe(
+				'reached internet',
+			)
+		})
+
+		it('deny-all reaches nothing: no route to the stand-in internet', async () => {
+			expect(await probe(closed, 'tcp', internet.address, String(internet.port))).toBe(
+				'ENETUNREACH',
+			)
+		})
+
+		it.each([
+			['127.0.0.1', 'v4'],
+			['::1', 'v6'],
+		] as const)(
+			'neither reaches a host listener on %s (each sandbox has its own loopback); the host does',
+			async (address, key) => {
+				expect(await hostProbe('tcp', address, String(ports[key]))).toBe('reached host')
+				expect(await probe(open, 'tcp', address, String(ports[key]))).toBe('ECONNREFUSED')
+				expect(await probe(closed, 'tcp', address, String(ports[key]))).toBe('ECONNREFUSED')
+			},
+		)
+
+		it("allow-all is refused at once on the host's own addresses (a listener on 0.0.0.0)", async () => {
+			const primary = hostPrimaryAddress(internet.hostSideAddress)
+			const addresses = [internet.hostSideAddress, ...(primary ? [primary] : [])]
+			for (const address of addresses) {
+				expect(await hostProbe('tcp', address, String(ports.any))).toBe('reached host')
+				expect(await probe(open, 'tcp', address, String(ports.any))).toBe('ECONNREFUSED')
+				expect(await probe(closed, 'tcp', address, String(ports.any))).toBe('ENETUNREACH')
+			}
+		})
+
+		it("allow-all is refused on slirp's host alias and on link-local (cloud metadata)", async () => {
+			expect(await probe(open, 'tcp', '10.0.2.2', String(ports.any))).toBe('ECONNREFUSED')
+			expect(await probe(open, 'tcp', '169.254.169.254', '80')).toBe('ECONNREFUSED')
+		})
+
+		it('allow-all has no IPv6 beyond loopback', async () => {
+			const v6 = Object.values(networkInterfaces())
+				.flatMap((entries) => entries ?? [])
+				.find(
+					(entry) =>
+						entry.family === 'IPv6' && !entry.internal && !entry.address.startsWith('fe80'),
+				)
+			const target = v6?.address ?? '2001:db8::1'
+			expect(['ENETUNREACH', 'ECONNREFUSED', 'EHOSTUNREACH']).toContain(
+				await probe(open, 'tcp', target, String(ports.any)),
+			)
+		})
+
+		it('neither reaches an abstract unix socket of the host (abstract names are per network namespace)', async () => {
+			expect(await hostProbe('unix', abstractName)).toBe('reached host')
+			expect(await probe(open, 'unix', abstractName)).toBe('ECONNREFUSED')
+			expect(await probe(closed, 'unix', abstractName)).toBe('ECONNREFUSED')
+		})
+
+		it('neither reaches a host unix socket file under /tmp (private /tmp)', async () => {
+			expect(await hostProbe('unix', tmpSocketPath)).toBe('reached host')
+			expect(await probe(open, 'unix', tmpSocketPath)).toBe('ENOENT')
+			expect(await probe(closed, 'unix', tmpSocketPath)).toBe('ENOENT')
+		})
+
+		it('a host unix socket file in a directory the sandbox sees read-only is not connectable', async (context) => {
+			const config: Record<string, unknown> = { readOnlyPaths: [socketDir] }
+			const sandbox = await provider.create(config as LocalSandboxCreateConfig)
+			try {
+				// connect() needs write permission on the socket file, which a read-only bind does not
+				// take away: only a sandbox uid that is not the socket owner's refuses it.
+				await sandbox.exec('touch', ['uid-probe'])
+				const owner = (await stat(join(sandbox.rootDir, 'uid-probe'))).uid
+				if (owner === 0) {
+					context.skip('the sandbox runs as host uid 0 here: needs the unprivileged sandbox uid')
+				}
+				expect((await sandbox.exec('ls', [socketDir])).stdout).toContain('host.sock')
+				expect(await hostProbe('unix', visibleSocketPath)).toBe('reached host')
+				expect(['EACCES', 'ENOENT', 'ECONNREFUSED']).toContain(
+					await probe(sandbox, 'unix', visibleSocketPath),
+				)
+			} finally {
+				await sandbox.destroy()
+			}
+		})
+
+		it('openTcpConnection lands inside the sandbox: a host service on that port is not reached', async () => {
+			for (const sandbox of [open, closed]) {
+				await expect(sandbox.openTcpConnection?.({ port: ports.v4 })).rejects.toThrow()
+				const controller = new AbortController()
+				let output = ''
+				const running = sandbox.exec(
+					'node',
+					[
+						'-e',
+						`require('net').createServer((s) => s.end('inside')).listen(${ports.v4}, '127.0.0.1', () => console.log('listening'))`,
+					],
+					{
+						signal: controller.signal,
+						onOutput: ({ data }) => {
+							output += data
+						},
+					},
+				)
+				try {
+					await waitFor(() => output.includes('listening'))
+					const connection = await sandbox.openTcpConnection?.({ port: ports.v4 })
+					if (!connection) throw new Error('no openTcpConnection')
+					let reply = ''
+					connection.onData((chunk) => {
+						reply += Buffer.from(chunk).toString()
+					})
+					await waitFor(() => reply === 'inside')
+					connection.destroy()
+				} finally {
+					controller.abort()
+					await running
+				}
+			}
+		})
+
+		it('the workload cannot change the guard: nft inside fails and the host stays refused', async () => {
+			const flush = await open.exec('nft', ['flush', 'ruleset'])
+			expect(flush.exitCode).not.toBe(0)
+			expect(flush.stderr).toMatch(/Operation not permitted/)
+			const down = await open.exec('sh', ['-c', 'ip link set tap0 down; ip route del default'])
+			expect(down.stderr).toMatch(/Operation not permitted/)
+			expect(await probe(open, 'tcp', internet.hostSideAddress, String(ports.any))).toBe(
+				'ECONNREFUSED',
+			)
+			expect(await probe(open, 'tcp', internet.address, String(internet.port))).toBe(
+				'reached internet',
+			)
+		})
+
+		it("allow-all resolves through slirp's forwarder only; deny-all resolution fails without waiting", async () => {
+			const conf = await open.exec('cat', ['/etc/resolv.conf'])
+			expect(conf.stdout).toBe('nameserver 10.0.2.3\n')
+			const lookup = await closed.exec('getent', ['hosts', 'example.com'], { timeout: 5000 })
+			expect(lookup.timedOut).toBe(false)
+			expect(lookup.exitCode).not.toBe(0)
+		})
+
+		it('slirp4netns lives inside the sandbox’s cgroup and exits with the sandbox, even unasked', async () => {
+			const sandbox = await provider.create({ egress: { kind: 'allow-all' } })
+			const processes = await sandboxProcesses(sandbox.id)
+			const slirp = processes.find((entry) => entry.comm === 'slirp4netns')
+			expect(slirp).toBeDefined()
+			// Kill the sandbox behind the host's back: slirp4netns sees its --exit-fd close and goes.
+			for (const entry of processes.filter((p) => p.comm === 'bwrap'))
+				process.kill(entry.pid, 'SIGKILL')
+			await waitFor(() => {
+				try {
+					process.kill(slirp?.pid ?? 0, 0)
+					return false
+				} catch {
+					return true
+				}
+			})
+			await sandbox.destroy()
+		})
+	},
+)
+
+describe.skipIf(bwrapSkip !== undefined)(
+	`allow-all without its tools${bwrapSkip ? ` (skipped: ${bwrapSkip})` : ''}`,
+	() => {
+		it('is refused at create() by name with what to install, and deny-all still works', async () => {
+			const state = await freshStateDir()
+			const provider = createLocalSandboxProvider({
+				tier: 'process',
+				stateDir: state.dir,
+				tools: { slirp4netns: '/nonexistent/slirp4netns', nft: '/nonexistent/nft' },
+			})
+			try {
+				const error = await provider
+					.create({ egress: { kind: 'allow-all' } })
+					.catch((caught: unknown) => caught)
+				expect(error).toBeInstanceOf(LocalNetworkUnavailableError)
+				expect(error).toMatchObject({ reason: 'network-unavailable' })
+				const message = (error as Error).message
+				expect(message).toContain('/nonexistent/slirp4netns')
+				expect(message).toContain('apt-get install -y slirp4netns')
+				expect(message).toContain('apt-get install -y nftables')
+				expect(stateDirIds(state.dir)).toEqual([])
+				const sandbox = await provider.create()
+				expect((await sandbox.exec('true')).exitCode).toBe(0)
+				await sandbox.destroy()
+				expect(await readdir(state.dir)).toEqual([])
+			} finally {
+				await provider.close()
+				await state.remove()
+			}
+		})
+
+		it('the host is unaffected: no namzu table appears in the host ruleset', () => {
+			let ruleset = ''
+			try {
+				ruleset = execFileSync('nft', ['list', 'tables'], { encoding: 'utf8' })
+			} catch {
+				return
+			}
+			expect(ruleset).not.toContain('namzu')
+		})
+	},
+)
