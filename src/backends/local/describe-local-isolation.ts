@@ -148,7 +148,9 @@ export async function describeLocalIsolation(
 		if (!bubblewrap.ok) problems.push(bubblewrap.detail)
 		else if (!userNamespace.ok) problems.push(`user namespaces unusable: ${userNamespace.detail}`)
 		else if (!networkNamespace.ok) {
-			problems.push(`network namespaces unusable (every sandbox has one): ${networkNamespace.detail}`)
+			problems.push(
+				`network namespaces unusable (every sandbox has one): ${networkNamespace.detail}`,
+			)
 		}
 	} else {
 		problems.push("isolation 'none': the agent runs unconfined as this user (development only)")

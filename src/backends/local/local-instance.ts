@@ -370,9 +370,12 @@ async function teardown(
 	network: Promise<SlirpNetwork> | undefined,
 ): Promise<void> {
 	const failures: unknown[] = []
-	if (agent) await agent.kill()
+	// Both at once: a frozen per-command group holds its processes until the cgroup side thaws it.
+	await Promise.all([
+		agent?.kill(),
+		cgroups?.remove().catch((error: unknown) => failures.push(error)),
+	])
 	await network?.then((attached) => attached.stop()).catch(() => undefined)
-	if (cgroups) await cgroups.remove().catch((error: unknown) => failures.push(error))
 	if (!dirs.callerOwnsWorkspace) {
 		await releaseWorkspaceDisk(dirs.root, dirs.workspace).catch((error: unknown) =>
 			failures.push(error),

@@ -23,6 +23,7 @@ import {
 	serializeDescriptor,
 } from './sandbox-descriptor.js'
 import { STATE_DIR_PREFIX, sandboxRootFor } from './sandbox-directories.js'
+import { releaseWorkspaceDisk } from './workspace-disk.js'
 
 /** Bound on waiting for killed sandbox processes to vanish. */
 const KILL_WAIT_MS = 5_000
@@ -109,6 +110,12 @@ export async function destroyByDescriptor(descriptor: LocalSandboxDescriptor): P
 	await adoptSandboxCgroups(descriptor.cgroupDirs)
 		.remove()
 		.catch((error: unknown) => failures.push(error))
+	// A sized workspace is a mount inside the state directory: unmount it before removing that.
+	if (!descriptor.callerOwnsWorkspace) {
+		await releaseWorkspaceDisk(descriptor.stateRoot, descriptor.workspace).catch((error: unknown) =>
+			failures.push(error),
+		)
+	}
 	try {
 		await rm(descriptor.stateRoot, { recursive: true, force: true, maxRetries: 3 })
 	} catch (error) {
