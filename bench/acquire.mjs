@@ -1,17 +1,28 @@
-// Acquire: create() → first exec('true') result, cold and from a warm pool, against spawning the
-// same bubblewrap command line running `node -e 0` (the floor any bwrap-based sandbox pays).
+// Acquire: create() → first exec('true') result, cold (deny-all and allow-all) and from a warm
+// pool, against spawning the same bubblewrap command line running `node -e 0` (the floor any
+// bwrap-based sandbox pays). The cold rows run interleaved, round by round, with the baseline, so
+// every ratio compares samples taken under the same load. `--before <dist dir>` adds the cold
+// deny-all row of another build (e.g. `--before /work/main/dist`) to the same rounds.
+import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { buildBwrapArgs } from '../dist/backends/local/bwrap-argv.js'
+import { sandboxGuardRuleset } from '../dist/backends/local/host-address-guard.js'
+import { readHostAddresses } from '../dist/backends/local/local-network.js'
+import { firewallCommand, slirpArguments } from '../dist/backends/local/slirp-network.js'
 import { createSandboxProvider } from '../dist/index.js'
-import { argInt, ms, printTable, ratio, spawnAndWait, summarize, timeEach } from './lib.mjs'
+import { argInt, ms, printTable, ratio, spawnAndWait, summarize } from './lib.mjs'
 
 const count = argInt('count', 30)
+const beforeIndex = process.argv.indexOf('--before')
+const beforeDist = beforeIndex === -1 ? undefined : resolve(process.argv[beforeIndex + 1] ?? '')
+const ALLOW_ALL = { egress: { kind: 'allow-all' } }
 
-async function acquireOnce(provider) {
+async function acquireOnce(provider, config = {}) {
 	const start = performance.now()
-	const sandbox = await provider.create()
+	const sandbox = await provider.create(config)
 	const result = await sandbox.exec('true')
 	const elapsed = performance.now() - start
 	if (result.exitCode !== 0) throw new Error(`exec true exited ${result.exitCode}`)
@@ -19,34 +30,100 @@ async function acquireOnce(provider) {
 	return elapsed
 }
 
-async function bwrapBaseline(n) {
-	const workspace = await mkdtemp(join(tmpdir(), 'namzu-bench-bwrap-'))
+function timed(fn) {
+	const start = performance.now()
+	return fn().then(() => performance.now() - start)
+}
+
+/** The allow-all plumbing alone, serially: slirp4netns until ready, then the guard through nft. */
+async function slirpAndGuardOnce(workspace) {
+	const args = buildBwrapArgs({
+		workspace,
+		homeDir: '/tmp/home',
+		readOnlyBinds: [],
+		egress: 'allow-all',
+		networkArgs: ['--info-fd', '3'],
+		hostname: 'namzu-sandbox',
+		command: ['/bin/sleep', '10'],
+	})
+	const bwrap = spawn('/usr/bin/bwrap', args, { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })
 	try {
-		const args = buildBwrapArgs({
-			workspace,
-			homeDir: '/tmp/home',
-			readOnlyBinds: [],
-			egress: 'deny-all',
-			hostname: 'namzu-sandbox',
-			command: [process.execPath, '-e', '0'],
+		const pid = await new Promise((done, fail) => {
+			let text = ''
+			bwrap.stdio[3].on('data', (chunk) => {
+				text += chunk
+				try {
+					done(JSON.parse(text)['child-pid'])
+				} catch {
+					// Not complete yet.
+				}
+			})
+			bwrap.once('exit', () => fail(new Error('bwrap exited')))
 		})
-		return await timeEach(n, () => spawnAndWait('/usr/bin/bwrap', args))
+		const start = performance.now()
+		const slirp = spawn('/usr/bin/slirp4netns', slirpArguments(pid), {
+			stdio: ['ignore', 'ignore', 'ignore', 'ignore', 'pipe'],
+		})
+		await new Promise((done) => slirp.stdio[4].once('data', done))
+		const [program, ...rest] = firewallCommand(
+			{ slirp4netns: '', nft: '/usr/sbin/nft', nsenter: '/usr/bin/nsenter' },
+			pid,
+			true,
+		)
+		const nft = spawn(program, rest, { stdio: ['pipe', 'ignore', 'inherit'] })
+		nft.stdin.end(sandboxGuardRuleset(readHostAddresses()))
+		await new Promise((done) => nft.once('exit', done))
+		const elapsed = performance.now() - start
+		slirp.kill('SIGKILL')
+		return elapsed
 	} finally {
-		await rm(workspace, { recursive: true, force: true })
+		bwrap.kill('SIGKILL')
 	}
 }
 
-const baseline = summarize(await bwrapBaseline(count))
+const workspace = await mkdtemp(join(tmpdir(), 'namzu-bench-bwrap-'))
+const baselineArgs = buildBwrapArgs({
+	workspace,
+	homeDir: '/tmp/home',
+	readOnlyBinds: [],
+	egress: 'deny-all',
+	hostname: 'namzu-sandbox',
+	command: [process.execPath, '-e', '0'],
+})
+const baselineOnce = () => timed(() => spawnAndWait('/usr/bin/bwrap', baselineArgs))
 
+const before = beforeDist
+	? (await import(pathToFileURL(join(beforeDist, 'index.js')).href)).createSandboxProvider({
+			backend: { tier: 'process' },
+		})
+	: undefined
 const cold = createSandboxProvider({ backend: { tier: 'process' } })
-const coldSamples = []
+const samples = { baseline: [], cold: [], allowAll: [], before: [], plumbing: [] }
 try {
-	for (let i = 0; i < 3; i++) await acquireOnce(cold)
-	for (let i = 0; i < count; i++) coldSamples.push(await acquireOnce(cold))
+	for (let i = 0; i < 3; i++) {
+		await baselineOnce()
+		await acquireOnce(cold)
+		await acquireOnce(cold, ALLOW_ALL)
+		if (before) await acquireOnce(before)
+		await slirpAndGuardOnce(workspace)
+	}
+	for (let i = 0; i < count; i++) {
+		samples.baseline.push(await baselineOnce())
+		samples.cold.push(await acquireOnce(cold))
+		samples.allowAll.push(await acquireOnce(cold, ALLOW_ALL))
+		if (before) samples.before.push(await acquireOnce(before))
+		samples.plumbing.push(await slirpAndGuardOnce(workspace))
+	}
 } finally {
 	await cold.close()
+	await before?.close()
+	await rm(workspace, { recursive: true, force: true })
 }
-const coldStats = summarize(coldSamples)
+const baseline = summarize(samples.baseline)
+const coldStats = summarize(samples.cold)
+const allowStats = summarize(samples.allowAll)
+const plumbingStats = summarize(samples.plumbing)
+const beforeStats = before ? summarize(samples.before) : undefined
 
 // Warm pool: the pool refills in the background between acquires; give it time to refill so each
 // sample measures a warm hand-out (the steady state of a host that acquires less often than ~10/s).
@@ -71,11 +148,17 @@ try {
 const warmStats = summarize(warmSamples)
 const warmCreateStats = summarize(warmCreateSamples)
 
-printTable(`acquire (n=${count})`, [
-	`bwrap + node -e 0 (baseline)        p50 ${ms(baseline.p50)}  p95 ${ms(baseline.p95)}`,
-	`cold create() → exec('true') result  p50 ${ms(coldStats.p50)}  p95 ${ms(coldStats.p95)}`,
-	`cold ratio to baseline               p50 ${ratio(coldStats.p50, baseline.p50)}  p95 ${ratio(coldStats.p95, baseline.p95)}`,
-	`warm create() → exec('true') result  p50 ${ms(warmStats.p50)}  p95 ${ms(warmStats.p95)}`,
-	`warm ratio to baseline               p50 ${ratio(warmStats.p50, baseline.p50)}`,
-	`warm create() alone                  p50 ${ms(warmCreateStats.p50)}  p95 ${ms(warmCreateStats.p95)}`,
+printTable(`acquire (n=${count}, cold rows interleaved round by round)`, [
+	`bwrap + node -e 0 (baseline)                 p50 ${ms(baseline.p50)}  p95 ${ms(baseline.p95)}`,
+	...(beforeStats
+		? [
+				`before (${beforeDist}) cold deny-all         p50 ${ms(beforeStats.p50)}  p95 ${ms(beforeStats.p95)}  ratio p50 ${ratio(beforeStats.p50, baseline.p50)}`,
+			]
+		: []),
+	`cold deny-all create() → exec('true')         p50 ${ms(coldStats.p50)}  p95 ${ms(coldStats.p95)}  ratio p50 ${ratio(coldStats.p50, baseline.p50)}  p95 ${ratio(coldStats.p95, baseline.p95)}`,
+	`cold allow-all create() → exec('true')        p50 ${ms(allowStats.p50)}  p95 ${ms(allowStats.p95)}  ratio p50 ${ratio(allowStats.p50, baseline.p50)}`,
+	`allow-all over deny-all (p50 difference)      ${ms(allowStats.p50 - coldStats.p50)}`,
+	`slirp4netns ready + nft guard, serially       p50 ${ms(plumbingStats.p50)}  p95 ${ms(plumbingStats.p95)}`,
+	`warm create() → exec('true') result           p50 ${ms(warmStats.p50)}  p95 ${ms(warmStats.p95)}  ratio p50 ${ratio(warmStats.p50, baseline.p50)}`,
+	`warm create() alone                           p50 ${ms(warmCreateStats.p50)}  p95 ${ms(warmCreateStats.p95)}`,
 ])

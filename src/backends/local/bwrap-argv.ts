@@ -20,6 +20,12 @@ export interface BwrapPlan {
 	readonly tmpfsSizes?: TmpfsSizes
 	/** bwrap arguments of the network plumbing (`local-network.ts`), placed after the mounts. */
 	readonly networkArgs?: readonly string[]
+	/**
+	 * Default true. False when per-command groups live in a cgroup v2 hierarchy: with `nsdelegate`
+	 * the kernel refuses moves into groups outside the mover's cgroup namespace, whose root would be
+	 * the agent's leaf.
+	 */
+	readonly unshareCgroupNamespace?: boolean
 	readonly hostname: string
 	/** Program and arguments run inside (absolute program path). */
 	readonly command: readonly string[]
@@ -47,7 +53,7 @@ export function buildBwrapArgs(plan: BwrapPlan): string[] {
 	args.push('--bind', plan.workspace, plan.workspace)
 	args.push('--dir', plan.homeDir)
 	args.push('--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts')
-	args.push('--unshare-cgroup-try')
+	if (plan.unshareCgroupNamespace !== false) args.push('--unshare-cgroup-try')
 	// Always a fresh network namespace (its own loopback): allow-all is slirp4netns attached to it.
 	args.push('--unshare-net')
 	args.push(...(plan.networkArgs ?? []))

@@ -16,6 +16,12 @@ export {
 	probeSandboxPrivileges,
 	SandboxPrivilegeProbeError,
 } from '../../host/privilege-probe.js'
+export { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from './cgroup-limits.js'
+export type {
+	DefaultSandboxBounds,
+	LocalBoundsReport,
+	LocalNetworkReport,
+} from './describe-local-bounds.js'
 export type {
 	CgroupControllerCheck,
 	IsolationCheck,
@@ -27,9 +33,15 @@ export {
 	MAX_KEEP_ALIVE_MS,
 	MIN_KEEP_ALIVE_MS,
 } from './lifetime-watchdog.js'
+export {
+	DefaultLimitsUnavailableError,
+	type DiskLimitRefusal,
+	DiskLimitUnavailableError,
+} from './limit-errors.js'
 export type {
 	LocalBackendConfig,
 	LocalIsolation,
+	LocalToolPaths,
 } from './local-backend-config.js'
 export { DEFAULT_BWRAP_PATH, DEFAULT_READY_TIMEOUT_MS } from './local-backend-config.js'
 export {
@@ -60,5 +72,17 @@ export {
 	reapLocalSandboxes,
 } from './local-sandbox-registry.js'
 export type { LocalSandboxCreateConfig } from './local-sandbox-spec.js'
+export {
+	LocalNetworkSetupError,
+	LocalNetworkUnavailableError,
+	type MissingNetworkTool,
+} from './network-errors.js'
 export { type OpenLocalSandboxOptions, openLocalSandbox } from './open-local-sandbox.js'
 export type { LocalSandboxDescriptor, LocalSandboxState } from './sandbox-descriptor.js'
+export {
+	DEFAULT_CPU_SHARES,
+	DEFAULT_CPU_WEIGHT,
+	DEFAULT_MAX_PROCESSES,
+	DEFAULT_MEMORY_LIMIT_MB,
+	type TmpfsSizes,
+} from './sandbox-limits.js'

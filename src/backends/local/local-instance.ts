@@ -33,9 +33,9 @@ import {
 import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import { LocalKeepAliveUnavailableError, LocalSandboxCleanupError } from './local-errors.js'
+import { assertNetworkUsable } from './local-network.js'
 import { writeDescriptor } from './local-sandbox-registry.js'
 import type { LocalSandboxSpec } from './local-sandbox-spec.js'
-import { assertNetworkUsable } from './local-network.js'
 import { LOCAL_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
 import { readProcessIdentity } from './process-identity.js'
 import { DESCRIPTOR_VERSION, type LocalSandboxDescriptor } from './sandbox-descriptor.js'
@@ -197,6 +197,7 @@ export async function startLocalInstance(
 						].filter(hiddenInsideSandbox),
 						egress: spec.egress,
 						tmpfsSizes: limits.tmpfs,
+						unshareCgroupNamespace: !workloadGroups.some((group) => group.version === 2),
 						...(allowAll ? { networkArgs: allowAll.bwrapArgs } : {}),
 						hostname: SANDBOX_HOSTNAME,
 						command: agentCommand,

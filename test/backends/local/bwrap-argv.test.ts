@@ -101,6 +101,13 @@ describe('buildBwrapArgs', () => {
 		)
 	})
 
+	it('keeps the cgroup namespace shared only when per-command groups are cgroup v2', () => {
+		expect(buildBwrapArgs(PLAN)).toContain('--unshare-cgroup-try')
+		expect(buildBwrapArgs({ ...PLAN, unshareCgroupNamespace: false })).not.toContain(
+			'--unshare-cgroup-try',
+		)
+	})
+
 	it('puts the network plumbing before the command', () => {
 		const args = buildBwrapArgs({ ...PLAN, egress: 'allow-all', networkArgs: ['--info-fd', '6'] })
 		expect(indexOfPair(args, '--info-fd', '6')).toBeGreaterThan(-1)
