@@ -73,6 +73,13 @@ describe('resolveLocalSandboxSpec', () => {
 		})
 	})
 
+	it('carries cpuLimit and diskLimitMb through', () => {
+		expect(resolveLocalSandboxSpec({ cpuLimit: 0.5, diskLimitMb: 64 }, {})).toMatchObject({
+			cpuLimit: 0.5,
+			diskLimitMb: 64,
+		})
+	})
+
 	it.each(['static', 'resolver'] as const)(
 		'refuses %s egress by name until the proxy exists',
 		(kind) => {
@@ -94,6 +101,10 @@ describe('resolveLocalSandboxSpec', () => {
 		['timeoutMs', { timeoutMs: -5 }],
 		['env', { env: { NAMZU_AGENT_BIND_TOKEN: 'x' } }],
 		['env', { env: { 'A=B': 'x' } }],
+		['cpuLimit', { cpuLimit: 0 }],
+		['cpuLimit', { cpuLimit: Number.NaN }],
+		['diskLimitMb', { diskLimitMb: 4 }],
+		['diskLimitMb', { diskLimitMb: 64.5 }],
 	])('refuses a bad %s naming the field', (field, config) => {
 		let caught: unknown
 		try {
@@ -117,6 +128,8 @@ describe('canServeFromPool', () => {
 		['another memory limit', { memoryLimitMb: 128 }, false],
 		['a process limit', { maxProcesses: 8 }, false],
 		['allow-all egress', { egress: { kind: 'allow-all' } as const }, false],
+		['a cpu limit', { cpuLimit: 1 }, false],
+		['a disk limit', { diskLimitMb: 64 }, false],
 	])('a request with %s ⇒ %s', (_, config, expected) => {
 		expect(
 			canServeFromPool(pooled, resolveLocalSandboxSpec(config, { defaultMemoryLimitMb: 256 })),

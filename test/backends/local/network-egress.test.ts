@@ -9,10 +9,13 @@ import {
 	type LocalSandboxProvider,
 } from '../../../src/backends/local/index.js'
 import type { LocalSandboxCreateConfig } from '../../../src/backends/local/local-sandbox-spec.js'
-import { LocalNetworkUnavailableError } from '../../../src/backends/local/network-errors.js'
+import {
+	LocalNetworkSetupError,
+	LocalNetworkUnavailableError,
+} from '../../../src/backends/local/network-errors.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import { bwrapSkipReason } from './bwrap-available.js'
-import { freshStateDir, stateDirIds, waitFor } from './local-test-support.js'
+import { freshStateDir, processesMentioning, stateDirIds, waitFor } from './local-test-support.js'
 import { type StandInInternet, startStandInInternet } from './stand-in-internet.js'
 
 const bwrapSkip = bwrapSkipReason()
@@ -321,7 +324,7 @@ describe.skipIf(skip !== undefined)(
 )
 
 describe.skipIf(bwrapSkip !== undefined)(
-	`allow-all without its tools${bwrapSkip ? ` (skipped: ${bwrapSkip})` : ''}`,
+	`allow-all that cannot be set up${bwrapSkip ? ` (skipped: ${bwrapSkip})` : ''}`,
 	() => {
 		it('is refused at create() by name with what to install, and deny-all still works', async () => {
 			const state = await freshStateDir()
@@ -350,6 +353,29 @@ describe.skipIf(bwrapSkip !== undefined)(
 				await state.remove()
 			}
 		})
+
+		it.each([
+			['slirp4netns', { slirp4netns: '/bin/false' }],
+			['firewall', { nft: '/bin/false' }],
+		] as const)(
+			'a %s that fails is named (LocalNetworkSetupError) and leaves nothing behind',
+			async (step, tools) => {
+				const state = await freshStateDir()
+				const provider = createLocalSandboxProvider({ tier: 'process', stateDir: state.dir, tools })
+				try {
+					const error = await provider
+						.create({ egress: { kind: 'allow-all' } })
+						.catch((caught: unknown) => caught)
+					expect(error).toBeInstanceOf(LocalNetworkSetupError)
+					expect(error).toMatchObject({ step, reason: 'network-setup-failed' })
+					expect(await readdir(state.dir)).toEqual([])
+					expect(processesMentioning(state.dir)).toEqual([])
+				} finally {
+					await provider.close()
+					await state.remove()
+				}
+			},
+		)
 
 		it('the host is unaffected: no namzu table appears in the host ruleset', () => {
 			let ruleset = ''
