@@ -227,43 +227,23 @@ export function limitWrites(group: CgroupGroupPlan, limits: CgroupLimitValues): 
 }
 
 function cpuWrites(group: CgroupGroupPlan, limits: CgroupLimitValues): CgroupFileWrite[] {
-	const writes: CgroupFileWrite[] = []
+	const write = (name: string, value: string): CgroupFileWrite => ({
+		file: `${group.dir}/${name}`,
+		value,
+		optional: false,
+	})
 	const period = limits.cpuPeriodUs ?? 100_000
+	const quota = limits.cpuQuotaUs
 	if (group.version === 1) {
-		if (limits.cpuShares !== undefined) {
-			writes.push({
-				file: `${group.dir}/cpu.shares`,
-				value: String(limits.cpuShares),
-				optional: false,
-			})
-		}
-		if (limits.cpuQuotaUs !== undefined) {
-			writes.push({
-				file: `${group.dir}/cpu.cfs_period_us`,
-				value: String(period),
-				optional: false,
-			})
-			writes.push({
-				file: `${group.dir}/cpu.cfs_quota_us`,
-				value: String(limits.cpuQuotaUs),
-				optional: false,
-			})
-		}
-		return writes
+		return [
+			...(limits.cpuShares === undefined ? [] : [write('cpu.shares', String(limits.cpuShares))]),
+			...(quota === undefined
+				? []
+				: [write('cpu.cfs_period_us', String(period)), write('cpu.cfs_quota_us', String(quota))]),
+		]
 	}
-	if (limits.cpuWeight !== undefined) {
-		writes.push({
-			file: `${group.dir}/cpu.weight`,
-			value: String(limits.cpuWeight),
-			optional: false,
-		})
-	}
-	if (limits.cpuQuotaUs !== undefined) {
-		writes.push({
-			file: `${group.dir}/cpu.max`,
-			value: `${limits.cpuQuotaUs} ${period}`,
-			optional: false,
-		})
-	}
-	return writes
+	return [
+		...(limits.cpuWeight === undefined ? [] : [write('cpu.weight', String(limits.cpuWeight))]),
+		...(quota === undefined ? [] : [write('cpu.max', `${quota} ${period}`)]),
+	]
 }

@@ -113,38 +113,55 @@ function shown(value: unknown): string {
 	return typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? String(value))
 }
 
-/** `cpuLimit` of a create config: cores, fractional allowed, or undefined. */
-export function parseCpuLimit(value: unknown): number | undefined {
+interface NumberRule {
+	readonly field: string
+	readonly min: number
+	readonly max: number
+	readonly integer: boolean
+	/** What the number counts, for the message. */
+	readonly unit: string
+}
+
+/** A finite number in [min, max] (whole when `integer`), or undefined when not given. */
+function boundedNumber(value: unknown, rule: NumberRule): number | undefined {
 	if (value === undefined) return undefined
+	const whole = typeof value === 'number' && (!rule.integer || Number.isSafeInteger(value))
 	if (
 		typeof value !== 'number' ||
 		!Number.isFinite(value) ||
-		value < MIN_CPU_LIMIT ||
-		value > MAX_CPU_LIMIT
+		!whole ||
+		value < rule.min ||
+		value > rule.max
 	) {
+		const kind = rule.integer ? 'an integer number' : 'a number'
 		throw new SandboxConfigError(
-			'cpuLimit',
-			`must be a number of cores in ${MIN_CPU_LIMIT}..${MAX_CPU_LIMIT}, got ${shown(value)}`,
+			rule.field,
+			`must be ${kind} of ${rule.unit} in ${rule.min}..${rule.max}, got ${shown(value)}`,
 		)
 	}
 	return value
 }
 
+/** `cpuLimit` of a create config: cores, fractional allowed, or undefined. */
+export function parseCpuLimit(value: unknown): number | undefined {
+	return boundedNumber(value, {
+		field: 'cpuLimit',
+		min: MIN_CPU_LIMIT,
+		max: MAX_CPU_LIMIT,
+		integer: false,
+		unit: 'cores',
+	})
+}
+
 /** `diskLimitMb` of a create config: whole MiB, or undefined. */
 export function parseDiskLimitMb(value: unknown): number | undefined {
-	if (value === undefined) return undefined
-	if (
-		typeof value !== 'number' ||
-		!Number.isSafeInteger(value) ||
-		value < MIN_DISK_LIMIT_MB ||
-		value > MAX_DISK_LIMIT_MB
-	) {
-		throw new SandboxConfigError(
-			'diskLimitMb',
-			`must be an integer number of MiB in ${MIN_DISK_LIMIT_MB}..${MAX_DISK_LIMIT_MB}, got ${shown(value)}`,
-		)
-	}
-	return value
+	return boundedNumber(value, {
+		field: 'diskLimitMb',
+		min: MIN_DISK_LIMIT_MB,
+		max: MAX_DISK_LIMIT_MB,
+		integer: true,
+		unit: 'MiB',
+	})
 }
 
 /** What `createSandboxCgroups` is asked to enforce for `limits`, defaults marked as such. */

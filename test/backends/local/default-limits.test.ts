@@ -1,14 +1,11 @@
-import { spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { chmod, mkdir, readFile, readlink, stat, writeFile } from 'node:fs/promises'
 import { totalmem } from 'node:os'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AGENT_TASK_HEADROOM } from '../../../src/backends/local/cgroup-limits.js'
-import {
-	createLocalSandboxProvider,
-	type LocalSandboxProvider,
-} from '../../../src/backends/local/index.js'
 import {
 	DEFAULT_MAX_PROCESSES,
 	defaultMemoryLimitMb,
@@ -21,12 +18,14 @@ import {
 	allCgroupDirsFor,
 	freshStateDir,
 	processesMentioning,
+	useLocalProvider,
 	waitFor,
 } from './local-test-support.js'
 
 const bwrapSkip = bwrapSkipReason()
 const skip = bwrapSkip ?? (process.getuid?.() === 0 ? undefined : 'needs root (cgroups)')
 const MIB = 1024 * 1024
+const run = promisify(execFile)
 
 /** The sandbox's group in the v1 hierarchy `hierarchy` (as this machine has them). */
 function groupIn(id: string, hierarchy: string): string {
@@ -75,22 +74,10 @@ async function tmpfsSizesInside(sandbox: Sandbox): Promise<Record<string, number
 describe.skipIf(skip !== undefined)(
 	`a sandbox is bounded by default${skip ? ` (skipped: ${skip})` : ''}`,
 	() => {
-		let provider: LocalSandboxProvider
-		let removeState: () => Promise<void>
-
-		beforeAll(async () => {
-			const state = await freshStateDir()
-			removeState = state.remove
-			provider = createLocalSandboxProvider({ tier: 'process', stateDir: state.dir })
-		})
-
-		afterAll(async () => {
-			await provider?.close()
-			await removeState?.()
-		})
+		const file = useLocalProvider()
 
 		it('with no options it has a memory limit, a task limit, a cpu share and sized tmpfs mounts', async () => {
-			const sandbox = await provider.create()
+			const sandbox = await file.provider.create()
 			try {
 				const memory = groupIn(sandbox.id, 'memory')
 				const pids = groupIn(sandbox.id, 'pids')
@@ -117,7 +104,7 @@ describe.skipIf(skip !== undefined)(
 		})
 
 		it('hands the agent its work/ groups as descriptors 4 and 5, described by one variable', async () => {
-			const sandbox = await provider.create()
+			const sandbox = await file.provider.create()
 			try {
 				const agent = await agentPid(sandbox.id)
 				expect(await readlink(`/proc/${agent}/fd/4`)).toBe(
@@ -144,7 +131,7 @@ describe.skipIf(skip !== undefined)(
 		})
 
 		it('teardown kills and removes per-command groups the agent left, frozen ones included', async () => {
-			const sandbox = await provider.create()
+			const sandbox = await file.provider.create()
 			const id = sandbox.id
 			const controller = new AbortController()
 			const running = sandbox
@@ -172,7 +159,7 @@ describe.skipIf(skip !== undefined)(
 		})
 
 		it('maxProcesses: 64 means 64 tasks for the workload: 63 children + itself, then the next fork fails', async () => {
-			const sandbox = await provider.create({ maxProcesses: 64 })
+			const sandbox = await file.provider.create({ maxProcesses: 64 })
 			try {
 				const counter = `
 import os, sys, time
@@ -207,7 +194,7 @@ for kid in kids:
 		})
 
 		it('cpuLimit holds a busy workload to its share of the cgroup usage counter', async () => {
-			const sandbox = await provider.create({ cpuLimit: 0.5 })
+			const sandbox = await file.provider.create({ cpuLimit: 0.5 })
 			try {
 				expect(await readNumber(join(groupIn(sandbox.id, 'cpu'), 'cpu.cfs_quota_us'))).toBe(50_000)
 				const usage = join(groupIn(sandbox.id, 'cpuacct'), 'cpuacct.usage')
@@ -227,7 +214,7 @@ for kid in kids:
 		})
 
 		it('a write past /dev/shm fails with ENOSPC inside its memory limit, and a smaller one succeeds', async () => {
-			const sandbox = await provider.create({ memoryLimitMb: 256 })
+			const sandbox = await file.provider.create({ memoryLimitMb: 256 })
 			try {
 				const small = await sandbox.exec('dd', [
 					'if=/dev/zero',
@@ -246,7 +233,7 @@ for kid in kids:
 		})
 
 		it("filling bwrap's /dev past the memory limit is stopped by the limit, and the host is unharmed", async () => {
-			const sandbox = await provider.create({ memoryLimitMb: 256 })
+			const sandbox = await file.provider.create({ memoryLimitMb: 256 })
 			const id = sandbox.id
 			const memory = groupIn(id, 'memory')
 			let failures = 0
@@ -334,26 +321,11 @@ describe.skipIf(skip !== undefined)(
 			const script = join(library.dir, 'non-root-host.mjs')
 			await writeFile(script, NON_ROOT_HOST.replace('LIBRARY', JSON.stringify(library.file)))
 			await chmod(script, 0o644)
-			const output = await new Promise<string>((resolve, reject) => {
-				const child = spawn(
-					'setpriv',
-					['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, script, stateDir],
-					{ env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
-				)
-				let stdout = ''
-				let stderr = ''
-				child.stdout.on('data', (chunk: Buffer) => {
-					stdout += chunk.toString()
-				})
-				child.stderr.on('data', (chunk: Buffer) => {
-					stderr += chunk.toString()
-				})
-				child.on('exit', (code) =>
-					code === 0
-						? resolve(stdout)
-						: reject(new Error(`non-root host exited ${code}: ${stderr}`)),
-				)
-			})
+			const { stdout: output } = await run(
+				'setpriv',
+				['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, script, stateDir],
+				{ env: childEnv() },
+			)
 			const result = JSON.parse(output.trim().split('\n').pop() ?? '{}') as Record<string, unknown>
 			expect(result.strict).toBe('DefaultLimitsUnavailableError')
 			expect(result.message).toContain('systemd-run --user --scope -p Delegate=yes')

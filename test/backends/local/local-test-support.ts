@@ -2,6 +2,11 @@ import { readdirSync, readFileSync, rmdirSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { afterAll, beforeAll } from 'vitest'
+import {
+	createLocalSandboxProvider,
+	type LocalSandboxProvider,
+} from '../../../src/backends/local/index.js'
 
 /** A fresh state directory per test file, so leak scans only ever see our own sandboxes. */
 export async function freshStateDir(): Promise<{ dir: string; remove: () => Promise<void> }> {
@@ -111,4 +116,36 @@ export function removeLeftoverCgroups(id: string): void {
 		rmdirSync(dir)
 	}
 	for (const dir of allCgroupDirsFor(id)) remove(dir)
+}
+
+export interface FileProvider {
+	readonly provider: LocalSandboxProvider
+	readonly stateDir: string
+}
+
+/**
+ * A provider on a fresh state directory for the enclosing `describe`, closed (and the directory
+ * removed) after it. Read `provider`/`stateDir` inside tests, not at collection time.
+ */
+export function useLocalProvider(): FileProvider {
+	let provider: LocalSandboxProvider | undefined
+	let state: { dir: string; remove: () => Promise<void> } | undefined
+	beforeAll(async () => {
+		state = await freshStateDir()
+		provider = createLocalSandboxProvider({ tier: 'process', stateDir: state.dir })
+	})
+	afterAll(async () => {
+		await provider?.close()
+		await state?.remove()
+	})
+	return {
+		get provider() {
+			if (!provider) throw new Error('the provider exists only inside tests')
+			return provider
+		},
+		get stateDir() {
+			if (!state) throw new Error('the state directory exists only inside tests')
+			return state.dir
+		},
+	}
 }

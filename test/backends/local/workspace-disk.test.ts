@@ -2,15 +2,14 @@ import { execFileSync } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
 	createLocalSandboxProvider,
 	destroyLocalSandbox,
-	type LocalSandboxProvider,
 } from '../../../src/backends/local/index.js'
 import { DiskLimitUnavailableError } from '../../../src/backends/local/limit-errors.js'
 import { bwrapSkipReason } from './bwrap-available.js'
-import { freshStateDir, mountsUnder, stateDirIds } from './local-test-support.js'
+import { mountsUnder, stateDirIds, useLocalProvider } from './local-test-support.js'
 
 const bwrapSkip = bwrapSkipReason()
 const skip = bwrapSkip ?? (process.getuid?.() === 0 ? undefined : 'needs root (loop mounts)')
@@ -24,24 +23,10 @@ function loopDevicesFor(stateDir: string): string[] {
 describe.skipIf(skip !== undefined)(
 	`diskLimitMb bounds what the workspace can hold${skip ? ` (skipped: ${skip})` : ''}`,
 	() => {
-		let provider: LocalSandboxProvider
-		let stateDir = ''
-		let removeState: () => Promise<void>
-
-		beforeAll(async () => {
-			const state = await freshStateDir()
-			stateDir = state.dir
-			removeState = state.remove
-			provider = createLocalSandboxProvider({ tier: 'process', stateDir })
-		})
-
-		afterAll(async () => {
-			await provider?.close()
-			await removeState?.()
-		})
+		const file = useLocalProvider()
 
 		it('a write under the limit succeeds, one past it fails with ENOSPC, and destroy leaves no mount', async () => {
-			const sandbox = await provider.create({ diskLimitMb: 32 })
+			const sandbox = await file.provider.create({ diskLimitMb: 32 })
 			try {
 				const under = await sandbox.exec('dd', ['if=/dev/zero', 'of=under', 'bs=1M', 'count=16'])
 				expect(under.exitCode).toBe(0)
@@ -61,30 +46,30 @@ describe.skipIf(skip !== undefined)(
 			} finally {
 				await sandbox.destroy()
 			}
-			expect(mountsUnder(stateDir)).toEqual([])
-			expect(loopDevicesFor(stateDir)).toEqual([])
-			expect(stateDirIds(stateDir)).toEqual([])
+			expect(mountsUnder(file.stateDir)).toEqual([])
+			expect(loopDevicesFor(file.stateDir)).toEqual([])
+			expect(stateDirIds(file.stateDir)).toEqual([])
 		})
 
 		it('a kept-alive sandbox with a sized workspace is unmounted by a destroy from its record', async () => {
-			const sandbox = await provider.create({ diskLimitMb: 16, keepAlive: true })
-			expect(mountsUnder(stateDir)).toEqual([sandbox.rootDir])
-			expect(await destroyLocalSandbox(sandbox.id, { stateDir })).toBe(true)
-			expect(mountsUnder(stateDir)).toEqual([])
-			expect(loopDevicesFor(stateDir)).toEqual([])
-			expect(stateDirIds(stateDir)).toEqual([])
+			const sandbox = await file.provider.create({ diskLimitMb: 16, keepAlive: true })
+			expect(mountsUnder(file.stateDir)).toEqual([sandbox.rootDir])
+			expect(await destroyLocalSandbox(sandbox.id, { stateDir: file.stateDir })).toBe(true)
+			expect(mountsUnder(file.stateDir)).toEqual([])
+			expect(loopDevicesFor(file.stateDir)).toEqual([])
+			expect(stateDirIds(file.stateDir)).toEqual([])
 		})
 
 		it('is refused by name for a caller-supplied workspace, and nothing is created', async () => {
 			const workspace = await mkdtemp(join(tmpdir(), 'namzu-disk-caller-'))
 			try {
-				const error = await provider
+				const error = await file.provider
 					.create({ diskLimitMb: 64, workingDirectory: workspace })
 					.catch((caught: unknown) => caught)
 				expect(error).toBeInstanceOf(DiskLimitUnavailableError)
 				expect(error).toMatchObject({ refusal: 'caller-workspace', diskLimitMb: 64 })
 				expect((error as Error).message).toContain('diskLimitMb')
-				expect(stateDirIds(stateDir)).toEqual([])
+				expect(stateDirIds(file.stateDir)).toEqual([])
 			} finally {
 				await rm(workspace, { recursive: true, force: true })
 			}
@@ -93,7 +78,7 @@ describe.skipIf(skip !== undefined)(
 		it('is refused by name when mkfs.ext4 is missing, never ignored', async () => {
 			const bare = createLocalSandboxProvider({
 				tier: 'process',
-				stateDir,
+				stateDir: file.stateDir,
 				tools: { mkfsExt4: '/nonexistent/mkfs.ext4' },
 			})
 			try {
@@ -101,7 +86,7 @@ describe.skipIf(skip !== undefined)(
 				expect(error).toBeInstanceOf(DiskLimitUnavailableError)
 				expect(error).toMatchObject({ refusal: 'mkfs-missing', reason: 'disk-limit-unavailable' })
 				expect((error as Error).message).toContain('e2fsprogs')
-				expect(stateDirIds(stateDir)).toEqual([])
+				expect(stateDirIds(file.stateDir)).toEqual([])
 			} finally {
 				await bare.close()
 			}
