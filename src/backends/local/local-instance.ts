@@ -46,7 +46,7 @@ import {
 	STATE_DIR_PREFIX,
 } from './sandbox-directories.js'
 import { cgroupRequestFor, resolveSandboxLimits } from './sandbox-limits.js'
-import { prepareAllowAll, type SlirpNetwork } from './slirp-network.js'
+import { type PreparedAllowAll, prepareAllowAll, type SlirpNetwork } from './slirp-network.js'
 import { waitForAgentReady } from './wait-for-agent-ready.js'
 import {
 	type CgroupOwner,
@@ -146,6 +146,7 @@ export async function startLocalInstance(
 		return releasing
 	}
 	let hostFds: number[] = []
+	let allowAll: PreparedAllowAll | undefined
 	try {
 		signal?.throwIfAborted()
 		if (spec.diskLimitMb !== undefined) {
@@ -169,7 +170,7 @@ export async function startLocalInstance(
 		signal?.throwIfAborted()
 		const workloadGroups = cgroups?.workloadGroups ?? []
 		hostFds = openWorkloadGroupFds(workloadGroups)
-		const allowAll =
+		allowAll =
 			confined && spec.egress === 'allow-all'
 				? await prepareAllowAll(dirs.root, FIRST_WORKLOAD_CGROUP_FD + hostFds.length)
 				: undefined
@@ -288,6 +289,7 @@ export async function startLocalInstance(
 		return { ...instance, descriptor }
 	} catch (error) {
 		closeFds(hostFds)
+		allowAll?.closeHostFds()
 		await release().catch(() => undefined)
 		if (signal?.aborted) throw signal.reason
 		throw error

@@ -1,12 +1,15 @@
-import { execFileSync } from 'node:child_process'
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises'
+import { execFile, execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { createServer, connect as netConnect, type Server } from 'node:net'
 import { networkInterfaces } from 'node:os'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
 	createLocalSandboxProvider,
 	type LocalSandboxProvider,
+	openLocalSandbox,
 } from '../../../src/backends/local/index.js'
 import type { LocalSandboxCreateConfig } from '../../../src/backends/local/local-sandbox-spec.js'
 import {
@@ -14,10 +17,12 @@ import {
 	LocalNetworkUnavailableError,
 } from '../../../src/backends/local/network-errors.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
+import { bundleSource, childEnv } from '../../helpers/bundle-source.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { freshStateDir, processesMentioning, stateDirIds, waitFor } from './local-test-support.js'
 import { type StandInInternet, startStandInInternet } from './stand-in-internet.js'
 
+const run = promisify(execFile)
 const bwrapSkip = bwrapSkipReason()
 const skip = bwrapSkip ?? (process.getuid?.() === 0 ? undefined : 'needs root (ip netns)')
 
@@ -82,6 +87,15 @@ function hostPrimaryAddress(except: string): string | undefined {
 		}
 	}
 	return undefined
+}
+
+/** Whether `pid` has exited (a zombie waiting for its reaper counts as exited). */
+function isGone(pid: number): boolean {
+	try {
+		return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true
+	} catch {
+		return true
+	}
 }
 
 /** Host pids (and their `comm`) of the processes in a sandbox's pids group. */
@@ -297,6 +311,36 @@ describe.skipIf(skip !== undefined)(
 			expect(lookup.exitCode).not.toBe(0)
 		})
 
+		it('a kept-alive allow-all sandbox keeps its network and its guard after its host exits', async () => {
+			const library = await bundleSource('src/backends/local/index.ts', 'local-tier')
+			try {
+				const script = join(library.dir, 'kept-alive-host.mjs')
+				await writeFile(
+					script,
+					`import { createLocalSandboxProvider } from ${JSON.stringify(library.file)}
+const provider = createLocalSandboxProvider({ tier: 'process', stateDir: process.argv[2] })
+const sandbox = await provider.create({ keepAlive: true, keepAliveMs: 60000, egress: { kind: 'allow-all' } })
+console.log(sandbox.id)
+process.exit(0)
+`,
+				)
+				const { stdout } = await run(process.execPath, [script, stateDir], { env: childEnv() })
+				const sandbox = await openLocalSandbox(stdout.trim(), { stateDir })
+				const slirp = (await sandboxProcesses(sandbox.id)).find((p) => p.comm === 'slirp4netns')
+				if (!slirp) throw new Error('no slirp4netns in the kept-alive sandbox group')
+				expect(await probe(sandbox, 'tcp', internet.address, String(internet.port))).toBe(
+					'reached internet',
+				)
+				expect(await probe(sandbox, 'tcp', internet.hostSideAddress, String(ports.any))).toBe(
+					'ECONNREFUSED',
+				)
+				await sandbox.destroy()
+				await waitFor(() => isGone(slirp.pid))
+			} finally {
+				await library.remove()
+			}
+		})
+
 		it('slirp4netns lives inside the sandbox’s cgroup and exits with the sandbox, even unasked', async () => {
 			const sandbox = await provider.create({ egress: { kind: 'allow-all' } })
 			const processes = await sandboxProcesses(sandbox.id)
@@ -310,14 +354,7 @@ describe.skipIf(skip !== undefined)(
 					// The outer bwrap goes by itself once the inner one is dead.
 				}
 			}
-			await waitFor(() => {
-				try {
-					process.kill(slirp.pid, 0)
-					return false
-				} catch {
-					return true
-				}
-			})
+			await waitFor(() => isGone(slirp.pid))
 			await sandbox.destroy()
 		})
 	},
