@@ -11,7 +11,11 @@ import { pathToFileURL } from 'node:url'
 import { buildBwrapArgs } from '../dist/backends/local/bwrap-argv.js'
 import { sandboxGuardRuleset } from '../dist/backends/local/host-address-guard.js'
 import { readHostAddresses } from '../dist/backends/local/local-network.js'
-import { firewallCommand, slirpArguments } from '../dist/backends/local/slirp-network.js'
+import {
+	firewallCommand,
+	slirpArguments,
+	waitForLoopback,
+} from '../dist/backends/local/slirp-network.js'
 import { createSandboxProvider } from '../dist/index.js'
 import { argInt, ms, printTable, ratio, spawnAndWait, summarize } from './lib.mjs'
 
@@ -60,6 +64,7 @@ async function slirpAndGuardOnce(workspace) {
 			})
 			bwrap.once('exit', () => fail(new Error('bwrap exited')))
 		})
+		await waitForLoopback(pid)
 		const start = performance.now()
 		const slirp = spawn('/usr/bin/slirp4netns', slirpArguments(pid), {
 			stdio: ['ignore', 'ignore', 'ignore', 'ignore', 'pipe'],

@@ -135,3 +135,15 @@ export function parseBwrapInfo(text: string): number | undefined {
 	const pid: unknown = (parsed as Record<string, unknown>)['child-pid']
 	return typeof pid === 'number' && Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
 }
+
+/**
+ * Whether the loopback of a network namespace is configured and up, from its `/proc/<pid>/net`
+ * files: `::1` on `lo` in `if_inet6` (present once `lo` is up), else — IPv6 disabled — a
+ * `127.0.0.1` entry in `fib_trie`.
+ */
+export function loopbackReady(ifInet6: string | undefined, fibTrie: string | undefined): boolean {
+	if (ifInet6 !== undefined) {
+		return ifInet6.split('\n').some((line) => /^0{31}1 .*\slo$/.test(line.trim()))
+	}
+	return fibTrie?.includes('127.0.0.1') ?? false
+}

@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { closeSync, openSync } from 'node:fs'
-import { writeFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { type HostAddresses, sandboxGuardRuleset } from './host-address-guard.js'
@@ -15,6 +15,7 @@ import {
 	ALLOW_ALL_RESOLV_CONF,
 	allowAllBwrapArgs,
 	allowAllFds,
+	loopbackReady,
 	type NetworkToolPaths,
 	parseBwrapInfo,
 	readHostAddresses,
@@ -29,6 +30,7 @@ export const SANDBOX_TAP = 'tap0'
 /** slirp4netns's descriptors: 3 = exit (the sandbox's lifetime), 4 = ready. */
 const SLIRP_EXIT_FD = 3
 const SLIRP_READY_FD = 4
+const LOOPBACK_POLL_MS = 1
 
 export interface AttachSlirpOptions {
 	readonly sandboxId: string
@@ -96,6 +98,21 @@ function readSandboxPid(info: Readable): Promise<number> {
 		info.once('error', (error) => done(error))
 		info.once('end', () => done(new Error('bwrap closed its info descriptor without a pid')))
 	})
+}
+
+/** Polls the sandbox's `/proc/<pid>/net` until bwrap has configured its loopback. */
+export async function waitForLoopback(sandboxPid: number): Promise<void> {
+	const read = (name: string) =>
+		readFile(`/proc/${sandboxPid}/net/${name}`, 'utf8').catch((error: NodeJS.ErrnoException) => {
+			if (error.code === 'ENOENT' && name === 'if_inet6') return undefined
+			throw error
+		})
+	for (;;) {
+		const ifInet6 = await read('if_inet6')
+		const fibTrie = ifInet6 === undefined ? await read('fib_trie') : undefined
+		if (loopbackReady(ifInet6, fibTrie)) return
+		await new Promise((resolve) => setTimeout(resolve, LOOPBACK_POLL_MS))
+	}
 }
 
 function exitOf(child: ChildProcess): Promise<string> {
@@ -178,6 +195,17 @@ export async function attachSlirpNetwork(options: AttachSlirpOptions): Promise<S
 		remaining(),
 		options.signal,
 		() => new LocalNetworkSetupError(sandboxId, 'namespace', 'bwrap reported no pid', ''),
+	)
+	// bwrap reports the pid before its child has set up loopback; slirp4netns brings `lo` up too,
+	// and bwrap fails ("loopback: Failed RTM_NEWADDR") when slirp4netns wins that race.
+	await bounded(
+		waitForLoopback(sandboxPid).catch((error: unknown) => {
+			const detail = 'the sandbox exited before its loopback was up'
+			throw new LocalNetworkSetupError(sandboxId, 'namespace', detail, '', { cause: error })
+		}),
+		remaining(),
+		options.signal,
+		() => new LocalNetworkSetupError(sandboxId, 'namespace', 'loopback never came up', ''),
 	)
 	const tail = new StderrTail()
 	const stderrFile =

@@ -10,6 +10,7 @@ import {
 	allowAllFds,
 	assertNetworkUsable,
 	DEFAULT_NETWORK_TOOLS,
+	loopbackReady,
 	missingNetworkTools,
 	parseBwrapInfo,
 } from '../../../src/backends/local/local-network.js'
@@ -95,6 +96,16 @@ describe('allow-all plumbing', () => {
 		['[]', undefined],
 	])('parses bwrap info %j ⇒ %s', (text, pid) => {
 		expect(parseBwrapInfo(text)).toBe(pid)
+	})
+
+	it.each([
+		['00000000000000000000000000000001 01 80 10 80       lo\n', undefined, true],
+		['', undefined, false],
+		['fe800000000000000000000000000001 02 40 20 80     tap0\n', undefined, false],
+		[undefined, 'Local:\n  +-- 127.0.0.0/8 2 0 2\n     |-- 127.0.0.1\n', true],
+		[undefined, 'Local:\n', false],
+	])('loopback ready from if_inet6 %j / fib_trie %j ⇒ %s', (ifInet6, fibTrie, ready) => {
+		expect(loopbackReady(ifInet6, fibTrie)).toBe(ready)
 	})
 
 	it('runs slirp4netns sandboxed, host loopback disabled, tied to the sandbox by --exit-fd', () => {
