@@ -311,6 +311,15 @@ describe.skipIf(skip !== undefined)(
 			expect(lookup.exitCode).not.toBe(0)
 		})
 
+		it('allow-all sandboxes started back to back with deny-all ones all come up (no loopback race)', async () => {
+			for (let round = 0; round < 12; round++) {
+				const egress = round % 2 === 0 ? 'allow-all' : 'deny-all'
+				const sandbox = await provider.create({ egress: { kind: egress } })
+				expect((await sandbox.exec('true')).exitCode).toBe(0)
+				await sandbox.destroy()
+			}
+		})
+
 		it('a kept-alive allow-all sandbox keeps its network and its guard after its host exits', async () => {
 			const library = await bundleSource('src/backends/local/index.ts', 'local-tier')
 			try {
