@@ -276,7 +276,9 @@ export async function createSandboxCgroups(
 		plan = planSandboxCgroups(hostView, needed, name)
 		if (!plan.ok) throw refusal(limits, plan.missing, plan.detail)
 	}
-	const optional = optionalControllersFor(plan.groups)
+	const optional = optionalControllersFor(plan.groups, {
+		cpuAccounting: effective.cpuLimit !== undefined,
+	})
 	if (optional.length > 0) {
 		const withOptional = planCgroups({ ...hostView, needed, optional, name })
 		if (withOptional.ok) plan = withOptional
@@ -290,7 +292,12 @@ export async function createSandboxCgroups(
 	})
 	const handle = sandboxCgroups([...tree.topDirs], tree.joinProcsFiles, tree.workloadGroups)
 	try {
-		await applyTree(tree.steps, limits.workloadOwner)
+		// Hierarchies are independent: set them up side by side.
+		const results = await Promise.allSettled(
+			tree.chains.map((chain) => applyChain(chain, limits.workloadOwner)),
+		)
+		const failed = results.find((result) => result.status === 'rejected')
+		if (failed) throw failed.reason
 	} catch (error) {
 		await handle.remove().catch(() => undefined)
 		if (tracking) return undefined
@@ -301,7 +308,7 @@ export async function createSandboxCgroups(
 	return handle
 }
 
-async function applyTree(steps: readonly CgroupTreeStep[], owner: CgroupOwner | undefined) {
+async function applyChain(steps: readonly CgroupTreeStep[], owner: CgroupOwner | undefined) {
 	const uid = owner?.uid ?? process.getuid?.()
 	const gid = owner?.gid ?? process.getgid?.()
 	const chownNeeded = uid !== undefined && gid !== undefined && uid !== process.getuid?.()

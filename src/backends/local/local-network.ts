@@ -93,24 +93,23 @@ export function allowAllFds(firstFd: number): AllowAllFds {
  * bwrap arguments of the allow-all plumbing. `resolvConfTarget` is where `/etc/resolv.conf` really
  * lives (it may be a symlink into /run, which the sandbox replaces with its own tmpfs).
  */
-export function allowAllBwrapArgs(fds: AllowAllFds, resolvConfTarget: string): string[] {
-	return [
-		'--info-fd',
-		String(fds.infoFd),
-		'--sync-fd',
-		String(fds.syncFd),
-		'--ro-bind-data',
-		String(fds.resolvConfFd),
-		resolvConfTarget,
-	]
+export function allowAllBwrapArgs(
+	fds: AllowAllFds,
+	resolvConfTarget: string | undefined,
+): string[] {
+	const args = ['--info-fd', String(fds.infoFd), '--sync-fd', String(fds.syncFd)]
+	// No /etc/resolv.conf on the host: nothing to bind over (and no file to create under a
+	// read-only root); resolution inside then fails, as it does on the host.
+	if (resolvConfTarget === undefined) return args
+	return [...args, '--ro-bind-data', String(fds.resolvConfFd), resolvConfTarget]
 }
 
-/** Where the generated resolv.conf must be bound so `/etc/resolv.conf` reads it. */
-export async function resolvConfTarget(): Promise<string> {
+/** Where the generated resolv.conf must be bound so `/etc/resolv.conf` reads it, if anywhere. */
+export async function resolvConfTarget(): Promise<string | undefined> {
 	try {
 		return await realpath('/etc/resolv.conf')
 	} catch {
-		return '/etc/resolv.conf'
+		return undefined
 	}
 }
 

@@ -47,7 +47,8 @@ export type CgroupTreeStep =
 	| { readonly kind: 'chown'; readonly path: string }
 
 export interface CgroupTreePlan {
-	readonly steps: readonly CgroupTreeStep[]
+	/** One chain per hierarchy: steps in a chain run in order, chains run side by side. */
+	readonly chains: readonly (readonly CgroupTreeStep[])[]
 	/** The `<sandbox>/` directories (removal takes their children with them). */
 	readonly topDirs: readonly string[]
 	/** `cgroup.procs` files bwrap's launcher joins before it starts. */
@@ -74,7 +75,7 @@ function delegatedFiles(dir: string, version: 1 | 2): string[] {
 }
 
 export function planCgroupTree(input: CgroupTreeInput): CgroupTreePlan {
-	const steps: CgroupTreeStep[] = []
+	const chains: CgroupTreeStep[][] = []
 	const topDirs: string[] = []
 	const joinProcsFiles: string[] = []
 	const workloadGroups: WorkloadGroup[] = []
@@ -83,6 +84,8 @@ export function planCgroupTree(input: CgroupTreeInput): CgroupTreePlan {
 	// One per-command home: the unified hierarchy when the sandbox has a v2 group, else v1 freezer.
 	const hasV2Group = input.groups.some((group) => group.version === 2)
 	for (const group of input.groups) {
+		const steps: CgroupTreeStep[] = []
+		chains.push(steps)
 		if (group.version === 2) steps.push(enableStep(group.parent, group.controllers))
 		steps.push({ kind: 'mkdir', dir: group.dir })
 		topDirs.push(group.dir)
@@ -117,6 +120,8 @@ export function planCgroupTree(input: CgroupTreeInput): CgroupTreePlan {
 	if (workload !== undefined && !hasPerCommand && input.v2Parent !== undefined) {
 		const dir = `${input.v2Parent}/${input.name}`
 		const work = `${dir}/${WORKLOAD_GROUP}`
+		const steps: CgroupTreeStep[] = []
+		chains.push(steps)
 		steps.push({ kind: 'mkdir', dir })
 		topDirs.push(dir)
 		steps.push({ kind: 'mkdir', dir: `${dir}/${AGENT_LEAF_GROUP}` })
@@ -125,7 +130,7 @@ export function planCgroupTree(input: CgroupTreeInput): CgroupTreePlan {
 		steps.push({ kind: 'chown', path: `${dir}/cgroup.procs` })
 		workloadGroups.push({ dir: work, version: 2, perCommand: true })
 	}
-	return { steps, topDirs, joinProcsFiles, workloadGroups }
+	return { chains, topDirs, joinProcsFiles, workloadGroups }
 }
 
 function enableStep(dir: string, controllers: readonly string[]): CgroupTreeStep {
@@ -171,14 +176,19 @@ export function workloadCgroupsVariable(fds: readonly WorkloadCgroupFd[]): strin
 }
 
 /**
- * v1 controllers worth adding to a plan: `cpuacct` beside a v1 `cpu` group (the usage counter), and
+ * v1 controllers worth adding to a plan: `cpuacct` beside a v1 `cpu` group with a quota (the usage
+ * counter that shows the quota holding), and
  * `freezer` when the workload's pids group is v1 and no unified group exists (per-command groups).
  */
-export function optionalControllersFor(groups: readonly CgroupGroupPlan[]): CgroupController[] {
+export function optionalControllersFor(
+	groups: readonly CgroupGroupPlan[],
+	options: { readonly cpuAccounting: boolean },
+): CgroupController[] {
 	const optional: CgroupController[] = []
 	const v1 = groups.filter((group) => group.version === 1)
 	const cpu = v1.find((group) => group.controllers.includes('cpu'))
-	if (cpu && !cpu.controllers.includes('cpuacct')) optional.push('cpuacct')
+	// Joining a v1 cpuacct group costs about a millisecond per sandbox: only with a CPU quota.
+	if (options.cpuAccounting && cpu && !cpu.controllers.includes('cpuacct')) optional.push('cpuacct')
 	const pidsOnV1 = v1.some((group) => group.controllers.includes('pids'))
 	const hasV2 = groups.some((group) => group.version === 2)
 	if (pidsOnV1 && !hasV2 && !v1.some((group) => group.controllers.includes('freezer'))) {

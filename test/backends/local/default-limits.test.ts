@@ -148,7 +148,7 @@ describe.skipIf(skip !== undefined)(
 				await writeFile(join(command, 'freezer.state'), 'FROZEN')
 				const pidsCommand = join(groupIn(id, 'pids'), 'work')
 				await writeFile(join(pidsCommand, 'cgroup.procs'), String(sleeper.pid))
-				expect(allCgroupDirsFor(id).length).toBe(5)
+				expect(allCgroupDirsFor(id).length).toBe(4)
 			} finally {
 				await sandbox.destroy()
 				controller.abort()

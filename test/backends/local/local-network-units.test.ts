@@ -86,6 +86,13 @@ describe('allow-all plumbing', () => {
 			'/etc/resolv.conf',
 		])
 		expect(ALLOW_ALL_RESOLV_CONF).toBe('nameserver 10.0.2.3\n')
+		// A host without /etc/resolv.conf gets no bind (bwrap could not create it under a read-only /).
+		expect(allowAllBwrapArgs(allowAllFds(6), undefined)).toEqual([
+			'--info-fd',
+			'6',
+			'--sync-fd',
+			'7',
+		])
 	})
 
 	it.each([

@@ -40,7 +40,7 @@ function hybridPlan() {
 	const needed = ['memory', 'pids', 'cpu'] as const
 	const base = planCgroups({ ...hybrid, needed: [...needed] })
 	if (!base.ok) throw new Error('hybrid plan failed')
-	const optional = optionalControllersFor(base.groups)
+	const optional = optionalControllersFor(base.groups, { cpuAccounting: true })
 	const plan = planCgroups({ ...hybrid, needed: [...needed], optional })
 	if (!plan.ok) throw new Error('hybrid plan failed')
 	return { optional, plan }
@@ -56,8 +56,14 @@ const writes = (steps: readonly CgroupTreeStep[]) =>
 	)
 
 describe('optionalControllersFor', () => {
-	it('adds cpuacct beside a v1 cpu group and freezer beside a v1 pids group', () => {
+	it('adds cpuacct beside a v1 cpu group with a quota and freezer beside a v1 pids group', () => {
 		expect(hybridPlan().optional).toEqual(['cpuacct', 'freezer'])
+	})
+
+	it('leaves cpuacct out without a quota (joining it costs every sandbox a millisecond)', () => {
+		const base = planCgroups({ ...hybrid, needed: ['memory', 'pids', 'cpu'] })
+		if (!base.ok) throw new Error('hybrid plan failed')
+		expect(optionalControllersFor(base.groups, { cpuAccounting: false })).toEqual(['freezer'])
 	})
 
 	it('adds neither when everything lives in the unified hierarchy', () => {
@@ -67,7 +73,7 @@ describe('optionalControllersFor', () => {
 			parent: '/u',
 			controllers: ['memory', 'pids', 'cpu'],
 		}
-		expect(optionalControllersFor([v2])).toEqual([])
+		expect(optionalControllersFor([v2], { cpuAccounting: true })).toEqual([])
 	})
 })
 
@@ -82,7 +88,7 @@ describe('planCgroupTree on a v1 host (as measured here)', () => {
 	})
 
 	it('makes a group per hierarchy, and work/ in the pids and freezer ones', () => {
-		expect(mkdirs(tree.steps)).toEqual([
+		expect(mkdirs(tree.chains.flat())).toEqual([
 			'/sys/fs/cgroup/memory/process_api/abc/namzu-sbx-x',
 			'/sys/fs/cgroup/pids/namzu-sbx-x',
 			'/sys/fs/cgroup/pids/namzu-sbx-x/work',
@@ -95,7 +101,7 @@ describe('planCgroupTree on a v1 host (as measured here)', () => {
 	})
 
 	it('gives the sandbox N + headroom tasks, the workload exactly N, and an explicit cpu share', () => {
-		expect(writes(tree.steps)).toMatchObject({
+		expect(writes(tree.chains.flat())).toMatchObject({
 			'/sys/fs/cgroup/pids/namzu-sbx-x/pids.max': '88',
 			'/sys/fs/cgroup/pids/namzu-sbx-x/work/pids.max': '64',
 			'/sys/fs/cgroup/cpu/namzu-sbx-x/cpu.shares': '1024',
@@ -104,7 +110,7 @@ describe('planCgroupTree on a v1 host (as measured here)', () => {
 	})
 
 	it('hands the work/ groups to the sandbox uid: the directory and the files to join them', () => {
-		expect(chowns(tree.steps)).toEqual([
+		expect(chowns(tree.chains.flat())).toEqual([
 			'/sys/fs/cgroup/pids/namzu-sbx-x/work',
 			'/sys/fs/cgroup/pids/namzu-sbx-x/work/cgroup.procs',
 			'/sys/fs/cgroup/pids/namzu-sbx-x/work/tasks',
@@ -152,12 +158,12 @@ describe('planCgroupTree on a cgroup v2 host', () => {
 	const base = '/sys/fs/cgroup/user.slice/u.scope/namzu-sbx-y'
 
 	it('puts bwrap and the agent in a leaf agent/ beside work/ (no internal processes)', () => {
-		expect(mkdirs(tree.steps)).toEqual([base, `${base}/agent`, `${base}/work`])
+		expect(mkdirs(tree.chains.flat())).toEqual([base, `${base}/agent`, `${base}/work`])
 		expect(tree.joinProcsFiles).toEqual([`${base}/agent/cgroup.procs`])
 	})
 
 	it('enables the controllers on the parent, and pids on the sandbox group for work/', () => {
-		const enables = tree.steps.flatMap((step) => (step.kind === 'enable' ? [step] : []))
+		const enables = tree.chains.flat().flatMap((step) => (step.kind === 'enable' ? [step] : []))
 		expect(enables).toEqual([
 			{
 				kind: 'enable',
@@ -166,7 +172,7 @@ describe('planCgroupTree on a cgroup v2 host', () => {
 			},
 			{ kind: 'enable', dir: base, controllers: ['pids'] },
 		])
-		expect(writes(tree.steps)).toMatchObject({
+		expect(writes(tree.chains.flat())).toMatchObject({
 			[`${base}/pids.max`]: '88',
 			[`${base}/work/pids.max`]: '64',
 			[`${base}/cpu.weight`]: '100',
@@ -175,7 +181,7 @@ describe('planCgroupTree on a cgroup v2 host', () => {
 	})
 
 	it('delegates work/ and the common ancestor procs file, and makes work/ the per-command home', () => {
-		expect(chowns(tree.steps)).toEqual([
+		expect(chowns(tree.chains.flat())).toEqual([
 			`${base}/work`,
 			`${base}/work/cgroup.procs`,
 			`${base}/work/cgroup.subtree_control`,
@@ -192,7 +198,7 @@ describe('planCgroupTree on a cgroup v2 host', () => {
 			values: { ...VALUES, cpuQuotaUs: 50_000, cpuPeriodUs: 100_000 },
 			workloadPidsMax: 64,
 		})
-		expect(writes(limited.steps)[`${base}/cpu.max`]).toBe('50000 100000')
+		expect(writes(limited.chains.flat())[`${base}/cpu.max`]).toBe('50000 100000')
 	})
 })
 
@@ -206,7 +212,7 @@ describe('planCgroupTree edge cases', () => {
 		}
 		const tree = planCgroupTree({ groups: [group], name: 'n', values: VALUES, workloadPidsMax: 8 })
 		expect(tree.workloadGroups).toEqual([{ dir: '/cg/n/work', version: 1, perCommand: true }])
-		expect(writes(tree.steps)['/cg/n/work/pids.max']).toBe('8')
+		expect(writes(tree.chains.flat())['/cg/n/work/pids.max']).toBe('8')
 	})
 
 	it('without a v1 freezer, per-command groups go to the unified hierarchy', () => {
@@ -230,6 +236,6 @@ describe('planCgroupTree edge cases', () => {
 		const pids: CgroupGroupPlan = { version: 1, dir: '/p/n', parent: '/p', controllers: ['pids'] }
 		const tree = planCgroupTree({ groups: [pids], v2Parent: '/u', name: 'n', values: {} })
 		expect(tree.workloadGroups).toEqual([])
-		expect(mkdirs(tree.steps)).toEqual(['/p/n'])
+		expect(mkdirs(tree.chains.flat())).toEqual(['/p/n'])
 	})
 })
