@@ -91,9 +91,10 @@ export function mib(bytes) {
 /**
  * Starts the bundled agent (`dist/agent.cjs`, or `NAMZU_SANDBOX_AGENT_PATH`) as a plain process on
  * a fresh workspace, listening on a unix socket (default) or on TCP 127.0.0.1 (`tcp: true`, with
- * `NAMZU_AGENT_BIND_TOKEN` in `env`). Resolves once it printed its `listening` line.
+ * `NAMZU_AGENT_BIND_TOKEN` in `env`), with extra inherited descriptors `fds`. Resolves once it
+ * printed its `listening` line.
  */
-export async function startBenchAgent({ env = {}, tcp = false } = {}) {
+export async function startBenchAgent({ env = {}, tcp = false, fds = {} } = {}) {
 	const { mkdtemp, mkdir, rm } = await import('node:fs/promises')
 	const { tmpdir } = await import('node:os')
 	const { join, dirname } = await import('node:path')
@@ -113,7 +114,15 @@ export async function startBenchAgent({ env = {}, tcp = false } = {}) {
 			...(tcp ? { NAMZU_AGENT_TCP_PORT: '0' } : { NAMZU_AGENT_UNIX_PATH: socketPath }),
 			...env,
 		},
-		stdio: ['ignore', 'pipe', 'inherit'],
+		// `fds`: agent fd number → this process's descriptor (e.g. NAMZU_AGENT_WORKLOAD_CGROUPS).
+		stdio: Object.entries(fds).reduce(
+			(stdio, [at, fd]) => {
+				while (stdio.length <= Number(at)) stdio.push('ignore')
+				stdio[Number(at)] = fd
+				return stdio
+			},
+			['ignore', 'pipe', 'inherit'],
+		),
 	})
 	const port = await new Promise((resolve, reject) => {
 		let out = ''

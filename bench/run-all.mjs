@@ -7,6 +7,7 @@ const here = dirname(fileURLToPath(import.meta.url))
 const benches = [
 	'acquire.mjs',
 	'exec-roundtrip.mjs',
+	'exec-cgroups.mjs',
 	'files.mjs',
 	'concurrency.mjs',
 	// Issue 3

@@ -8,6 +8,15 @@ export type {
 	ConformanceIt,
 	ConformanceTestFn,
 } from './conformance-framework.js'
+export type {
+	ConformanceCapabilities,
+	ConformanceCapability,
+	ConformanceSandbox,
+	GuestListenerCommand,
+	MakeSandbox,
+	OptionalSandboxMember,
+	SandboxConformanceOptions,
+} from './conformance-options.js'
 export { ConformanceAssertionError, createMinimalExpect } from './minimal-expect.js'
 export type {
 	RecordedCase,
@@ -16,11 +25,4 @@ export type {
 	RecordingHarnessOptions,
 } from './recording-harness.js'
 export { ConformanceCaseTimeoutError, createRecordingHarness } from './recording-harness.js'
-export type {
-	ConformanceSandbox,
-	GuestListenerCommand,
-	MakeSandbox,
-	OptionalSandboxMember,
-	SandboxConformanceOptions,
-} from './sandbox-conformance.js'
 export { defineSandboxConformance, SANDBOX_CONTRACT_VERSION } from './sandbox-conformance.js'

@@ -56,7 +56,18 @@ function localTierSuite(label: string, warmPoolSize: number): void {
 			if (!provider) throw new Error('provider not created')
 			return { sandbox: await provider.create() }
 		},
-		{ label, supportsRangedAndStreamedReads: true, sandboxShape: AgentSandbox.prototype },
+		{
+			label,
+			supportsRangedAndStreamedReads: true,
+			sandboxShape: AgentSandbox.prototype,
+			capabilities: {
+				killsDetachedDescendants: {
+					supported: false,
+					reason:
+						'the local tier does not hand its agent per-command cgroups yet (NAMZU_AGENT_WORKLOAD_CGROUPS)',
+				},
+			},
+		},
 	)
 }
 

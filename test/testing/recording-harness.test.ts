@@ -110,7 +110,7 @@ describe('defineSandboxConformance registration', () => {
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
 		})
-		expect(cases).toHaveLength(28)
+		expect(cases).toHaveLength(29)
 		expect(cases.every((c) => c.path[0] === 'Sandbox conformance (contract v3): x')).toBe(true)
 		expect(cases.filter((c) => c.skipped)).toEqual([])
 		expect(new Set(cases.map((c) => c.path[1]))).toEqual(
@@ -124,6 +124,24 @@ describe('defineSandboxConformance registration', () => {
 			'readFile returns exactly the requested range and clips a range past the end of the file (skipped: supportsRangedAndStreamedReads is false)',
 			'readFileStream yields a multi-MiB file in order and stops cleanly when the loop exits early (skipped: supportsRangedAndStreamedReads is false)',
 		])
+	})
+
+	it('skips the whole-tree abort case for a sandbox that declares it cannot kill detached descendants, saying why', () => {
+		const title = 'abort ends every descendant, including setsid/double-forked ones'
+		const declared = titles({
+			sandboxShape: AgentSandbox.prototype,
+			supportsRangedAndStreamedReads: true,
+			capabilities: {
+				killsDetachedDescendants: { supported: false, reason: 'no per-command cgroups here' },
+			},
+		})
+		expect(declared.filter((c) => c.skipped).map((c) => c.title)).toEqual([
+			`${title} (skipped: the sandbox cannot kill detached descendants: no per-command cgroups here)`,
+		])
+		const byDefault = titles({ sandboxShape: AgentSandbox.prototype })
+		const registered = byDefault.find((c) => c.title === title)
+		expect(registered?.skipped, 'registered to run by default').toBe(false)
+		expect(registered?.path[1]).toBe('exec')
 	})
 
 	it('skips the walkFiles section and the terminal and tcp cases for a sandbox without those members', () => {

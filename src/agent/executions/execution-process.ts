@@ -1,11 +1,14 @@
 /**
- * Runs one `execute` command: spawns it detached (its own process group), feeds stdin then closes
- * it, forwards stdout/stderr as UTF-8 text through an `OutputSink` under the per-stream byte cap,
- * enforces the timeout (SIGTERM the group → grace → SIGKILL, `timedOut: true`) and settles exactly
- * once with the result fields or a spawn error. It knows nothing about execution ids, leases or
- * cancellation outcomes — the execution registry decides what a finished run means.
+ * Runs one `execute` command: spawns it detached (its own process group; with workload cgroups,
+ * also a cgroup of its own, joined before it runs), feeds stdin then closes it, forwards
+ * stdout/stderr as UTF-8 text through an `OutputSink` under the per-stream byte cap, enforces the
+ * timeout (SIGTERM the group → grace → SIGKILL, then the command's cgroup killed as a whole,
+ * `timedOut: true`) and settles exactly once with the result fields or a spawn error. A command
+ * that exits by itself keeps its background descendants; its cgroup is removed once they are gone.
+ * It knows nothing about execution ids, leases or cancellation outcomes — the execution registry
+ * decides what a finished run means.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import type { ExecResultEvent } from '../../wire/protocol.js'
 import { childEnvironment } from '../process/child-env.js'
 import {
@@ -13,6 +16,13 @@ import {
 	type TerminateOutcome,
 	terminateProcessGroup,
 } from '../process/process-group.js'
+import type { WorkloadCgroups } from '../process/workload-cgroups.js'
+import {
+	type CommandTree,
+	spawnWorkload,
+	WORKLOAD_CGROUP_JOIN_FAILED,
+} from '../process/workload-spawn.js'
+import { OpRefusal } from '../server/op-refusal.js'
 import { OutputCapture } from './output-capture.js'
 
 export type ExecResultFields = Omit<ExecResultEvent, 'type'>
@@ -47,9 +57,9 @@ export interface ExecutionProcess {
 	readonly pgid: number | undefined
 	/** Settles once, after the leader exited and its output pipes closed. */
 	readonly outcome: Promise<ExecutionOutcome>
-	/** SIGTERM → grace → SIGKILL → confirm on the whole group. */
+	/** SIGTERM → grace → SIGKILL → confirm on the whole group, then its whole cgroup. */
 	terminate(): Promise<TerminateOutcome>
-	/** Immediate SIGKILL of the whole group (agent shutdown). */
+	/** Immediate SIGKILL of the whole group and cgroup (agent shutdown, a lost connection). */
 	kill(): void
 }
 
@@ -60,9 +70,11 @@ export interface ExecutionProcess {
 const PIPE_DRAIN_AFTER_TERMINATION_MS = 500
 
 function spawnFailure(error: Error): ExecutionProcess {
+	// A refusal (the command's cgroup could not be made) is reported by its code.
+	const text = error instanceof OpRefusal ? (error.detail ?? error.error) : error.message
 	return {
 		pgid: undefined,
-		outcome: Promise.resolve({ kind: 'error', error: error.message }),
+		outcome: Promise.resolve({ kind: 'error', error: text }),
 		terminate: () => Promise.resolve('exited-on-sigterm'),
 		kill: () => {},
 	}
@@ -94,15 +106,19 @@ export function startExecutionProcess(
 	command: ExecutionCommand,
 	timing: TerminationTiming,
 	sink: OutputSink,
+	cgroups?: WorkloadCgroups,
 ): ExecutionProcess {
 	let child: ChildProcess
+	let tree: CommandTree
+	let joinFailure: Promise<string | undefined>
 	try {
-		child = spawn(command.command, [...command.args], {
+		;({ child, tree, joinFailure } = spawnWorkload(cgroups, {
+			command: command.command,
+			args: command.args,
 			cwd: command.cwd,
 			env: childEnvironment(command.env),
-			detached: true,
-			stdio: ['pipe', 'pipe', 'pipe'],
-		})
+			stdin: 'pipe',
+		}))
 	} catch (error) {
 		return spawnFailure(error instanceof Error ? error : new Error(String(error)))
 	}
@@ -126,6 +142,7 @@ export function startExecutionProcess(
 	let closed = false
 	let exited = false
 	let terminating = false
+	let termination: Promise<TerminateOutcome> | undefined
 	let drainTimer: NodeJS.Timeout | undefined
 
 	const scheduleDrain = () => {
@@ -140,7 +157,8 @@ export function startExecutionProcess(
 		if (closed) return Promise.resolve('exited-on-sigterm')
 		terminating = true
 		scheduleDrain()
-		return terminateProcessGroup(pgid, timing)
+		termination ??= terminateTree(pgid, tree, timing)
+		return termination
 	}
 
 	child.stdin?.on('error', () => {}) // a child that never reads stdin is not our failure
@@ -167,17 +185,29 @@ export function startExecutionProcess(
 			if (tailOut !== '') sink.write('stdout', tailOut)
 			const tailErr = stderr.end()
 			if (tailErr !== '') sink.write('stderr', tailErr)
-			resolve({
-				kind: 'result',
-				result: {
-					exitCode: code ?? -1,
-					timedOut,
-					durationMs: Math.round(performance.now() - startedAt),
-					...(signal ? { signal } : {}),
-					stdoutTruncated: stdout.truncated,
-					stderrTruncated: stderr.truncated,
-				},
-			})
+			const durationMs = Math.round(performance.now() - startedAt)
+			const settle = async () => {
+				// A run being terminated reports once its whole tree is gone (or the kill gave up).
+				await termination?.catch(() => undefined)
+				tree.release()
+				const failedJoin = await joinFailure
+				if (failedJoin !== undefined) {
+					resolve({ kind: 'error', error: `${WORKLOAD_CGROUP_JOIN_FAILED}: ${failedJoin}` })
+					return
+				}
+				resolve({
+					kind: 'result',
+					result: {
+						exitCode: code ?? -1,
+						timedOut,
+						durationMs,
+						...(signal ? { signal } : {}),
+						stdoutTruncated: stdout.truncated,
+						stderrTruncated: stderr.truncated,
+					},
+				})
+			}
+			void settle()
 		})
 	})
 
@@ -190,6 +220,23 @@ export function startExecutionProcess(
 			terminating = true
 			scheduleDrain()
 			signalProcessGroup(pgid, 'SIGKILL')
+			void tree.kill(timing.confirmTimeoutMs)
 		},
 	}
+}
+
+/**
+ * The process group's SIGTERM → grace → SIGKILL, then the command's cgroup killed as a whole: only
+ * an empty cgroup confirms, since a `setsid` descendant is in no group we can signal.
+ */
+async function terminateTree(
+	pgid: number,
+	tree: CommandTree,
+	timing: TerminationTiming,
+): Promise<TerminateOutcome> {
+	const outcome = await terminateProcessGroup(pgid, timing)
+	if (!tree.grouped) return outcome
+	const empty = await tree.kill(timing.confirmTimeoutMs)
+	if (!empty) return 'unconfirmed'
+	return outcome === 'unconfirmed' ? 'killed' : outcome
 }

@@ -4,7 +4,8 @@
  * pseudo-session 0, never a zombie, never another uid's process. In `owned-sessions` scope only
  * processes in a session the agent started are candidates: sessions of the agent's current
  * descendants plus sessions its registries name (an execution's group is its session: every
- * command is spawned detached).
+ * command is spawned detached) plus the sessions of every process in the agent's workload cgroups
+ * (a `setsid` descendant, or one a finished command left behind, is in no other).
  */
 import type { QuiesceScope } from '../../wire/lifecycle-ops.js'
 import type { QuiesceScopeSetting } from './lifecycle-config.js'
@@ -70,6 +71,17 @@ export function ownedSessions(
 	owned.delete(self.session)
 	owned.delete(0)
 	return owned
+}
+
+/** The kernel sessions `pids` are in, as the snapshot shows them. */
+export function sessionsOfPids(
+	snapshot: readonly ProcEntry[],
+	pids: Iterable<number>,
+): Set<number> {
+	const wanted = new Set(pids)
+	const sessions = new Set<number>()
+	for (const entry of snapshot) if (wanted.has(entry.pid)) sessions.add(entry.session)
+	return sessions
 }
 
 /** The processes one quiesce round signals, in pid order. */

@@ -20,6 +20,7 @@ import {
 	type ProcEntry,
 	planQuiesceTargets,
 	type QuiesceSelf,
+	sessionsOfPids,
 } from './quiesce-plan.js'
 
 const POLL_INTERVAL_MS = 10
@@ -45,6 +46,8 @@ export interface QuiesceRun {
 	readonly scope: QuiesceScopeSetting
 	/** Marks running executions quiesced; answers their session (= group) ids. */
 	readonly markExecutions: () => Iterable<number>
+	/** Every pid in the agent's workload cgroups (none when the tier configured none). */
+	readonly workloadMembers?: () => Iterable<number>
 }
 
 function readUid(pid: number): number | undefined {
@@ -139,9 +142,11 @@ export async function runQuiesce(run: QuiesceRun): Promise<QuiesceReply> {
 	const stopped = new Map<number, QuiescedProcess>()
 	for (let round = 1; ; round++) {
 		const snapshot = readProcSnapshot()
-		for (const session of ownedSessions(snapshot, self, registeredOwnedSessions())) {
-			owned.add(session)
-		}
+		const registered = [
+			...registeredOwnedSessions(),
+			...sessionsOfPids(snapshot, run.workloadMembers?.() ?? []),
+		]
+		for (const session of ownedSessions(snapshot, self, registered)) owned.add(session)
 		const targets = planQuiesceTargets(snapshot, self, scope, owned)
 		const [first] = targets
 		if (first === undefined) {

@@ -4,7 +4,9 @@
  * 1. Stop accepting and raise the quiesce gate for good (new work on open connections is refused).
  * 2. Quiesce — the same routine the `quiesce` op runs — within the shutdown deadline minus the flush
  *    reserve (min(flush timeout, deadline / 3)); then SIGKILL whatever the registries and the
- *    shutdown hooks (shutdown-hooks.ts) still own, in case the quiesce could not confirm.
+ *    shutdown hooks (shutdown-hooks.ts) still own, in case the quiesce could not confirm, and kill
+ *    every workload cgroup the agent holds (what commands left running in the background included),
+ *    within the same part of the deadline.
  * 3. Flush the workspace with what is left of the deadline (at most the flush timeout).
  * 4. Exit 0. A watchdog exits 0 at the deadline whatever is still running.
  *
@@ -14,6 +16,7 @@
  */
 import type { Server } from 'node:net'
 import type { ExecutionRegistry } from '../executions/execution-registry.js'
+import type { WorkloadCgroups } from '../process/workload-cgroups.js'
 import type { AgentConfig } from '../server/config.js'
 import type { AgentGates } from './agent-gates.js'
 import { flushSupported, runFlush } from './flush.js'
@@ -28,6 +31,8 @@ export interface ShutdownTargets {
 	readonly executions: ExecutionRegistry
 	readonly gates: AgentGates
 	readonly config: AgentConfig
+	/** The tier's workload cgroups, when it configured any. */
+	readonly workloadCgroups?: WorkloadCgroups
 	readonly exit: (code: number) => void
 	readonly log: (line: string) => void
 }
@@ -73,6 +78,7 @@ async function drain(targets: ShutdownTargets): Promise<void> {
 			deadlineMs: Math.min(budget.quiesceMs, lifecycle.quiesceDeadlineMs),
 			scope: lifecycle.quiesceScope,
 			markExecutions: () => targets.executions.markRunningQuiesced(),
+			workloadMembers: () => targets.workloadCgroups?.memberPids() ?? [],
 		})
 		log(`shutdown quiesce (${report.scope}) stopped ${report.stopped.length} process(es)`)
 	} catch (error) {
@@ -81,6 +87,12 @@ async function drain(targets: ShutdownTargets): Promise<void> {
 	// Whatever the quiesce could not reach or confirm: what the agent itself owns dies now.
 	targets.executions.killAll()
 	runShutdownHooks()
+	const groups = targets.workloadCgroups
+	if (groups) {
+		const quiesceLeft = budget.quiesceMs - (performance.now() - startedAt)
+		const emptied = await groups.killAll(Math.max(0, quiesceLeft))
+		if (!emptied) log('shutdown: a workload cgroup was still populated at its kill deadline')
+	}
 	const left = deadlineMs - (performance.now() - startedAt)
 	// A little under what is left, so a flush that overruns is cut before the watchdog fires.
 	const flushMs = Math.floor(Math.min(lifecycle.flushTimeoutMs, left - DRAIN_EXIT_MARGIN_MS))

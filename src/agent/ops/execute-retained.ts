@@ -25,6 +25,7 @@ export async function executeRetained(
 				confirmTimeoutMs: ctx.config.cancelConfirmTimeoutMs,
 			},
 			sink,
+			ctx.workloadCgroups,
 		),
 	)
 	// Registered in the same tick as the spawn: nothing the run writes can be missed.

@@ -73,6 +73,7 @@ async function executeCommand(body: Record<string, unknown>, ctx: OpContext): Pr
 				confirmTimeoutMs: ctx.config.cancelConfirmTimeoutMs,
 			},
 			connectionSink(ctx),
+			ctx.workloadCgroups,
 		),
 	)
 	if (request.executionId === undefined) {

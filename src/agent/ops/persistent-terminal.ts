@@ -13,14 +13,15 @@ import { StringDecoder } from 'node:string_decoder'
 import type { SessionSignal } from '../../wire/sessions.js'
 import type { OutputStream } from '../process/output-log.js'
 import {
-	findSlave,
 	type PtyShell,
 	planPtyLaunch,
 	runStty,
-	type SessionTeardown,
+	type ScriptPty,
+	searchScriptPty,
 	slaveSearchFailure,
 	spawnScriptPty,
 } from '../process/pty-process.js'
+import type { SessionTeardown } from '../process/session-teardown.js'
 import type { TerminalSize, TerminalSpec } from '../process/terminal-request.js'
 import type { OpContext } from '../server/op-context.js'
 import type { Session, SessionProgram } from '../sessions/session.js'
@@ -110,11 +111,17 @@ class TerminalProgram implements SessionProgram {
 		if (signal === 'SIGKILL') return this.#teardown.run()
 		const session = this.#teardown.session
 		// The shell's kernel session holds the shell and every job it started; script follows them.
-		return session === undefined ? 0 : signalKernelSession(session, signal)
+		return session === undefined
+			? 0
+			: signalKernelSession(session, signal, this.#teardown.treeMembers())
 	}
 
 	teardown(): void {
 		this.#teardown.run()
+	}
+
+	get tornDown(): Promise<void> {
+		return this.#teardown.finished
 	}
 }
 
@@ -137,7 +144,14 @@ export async function persistentTerminal(
 		else queued.push(message)
 	})
 
-	const { child, teardown } = spawnScriptPty(spec, launch)
+	let pty: ScriptPty
+	try {
+		pty = spawnScriptPty(spec, launch, ctx.workloadCgroups, ctx.config.cancelConfirmTimeoutMs)
+	} catch (error) {
+		registry.remove(session)
+		throw error
+	}
+	const { child, teardown } = pty
 	const program = new TerminalProgram(child, teardown, env)
 	session.start(program)
 	drainIntoSession(session, [
@@ -145,14 +159,14 @@ export async function persistentTerminal(
 		['stderr', child.stderr],
 	])
 	child.stdin?.on('error', () => undefined)
-	const spawnFailure = new Promise<Error>((resolve) => child.once('error', resolve))
 	// The session ends with its program; whatever it left in the shell's session dies with it.
 	recordExitWhenDone(child, session, ctx.config.cancelGraceMs, () => teardown.run())
 
-	const search = await Promise.race([findSlave(child, teardown), spawnFailure])
+	const search = await searchScriptPty(pty)
 	if (search instanceof Error || (search.shell === undefined && !search.exited)) {
 		teardown.run()
 		registry.remove(session)
+		await teardown.finished
 		if (!ctx.closed) {
 			const error = search instanceof Error ? search.message : slaveSearchFailure(child.pid)
 			ctx.send({ type: 'error', error })

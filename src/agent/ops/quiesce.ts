@@ -45,6 +45,7 @@ export const quiesce: OpHandler = async (body, ctx) => {
 				deadlineMs: lifecycle.quiesceDeadlineMs,
 				scope: lifecycle.quiesceScope,
 				markExecutions: () => ctx.executions.markRunningQuiesced(),
+				workloadMembers: () => ctx.workloadCgroups?.memberPids() ?? [],
 			}),
 		)
 	} catch (error) {

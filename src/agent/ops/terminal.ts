@@ -6,14 +6,14 @@ import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import { registerShutdownHook } from '../lifecycle/shutdown-hooks.js'
 import {
 	type Exit,
-	findSlave,
 	type PtyShell,
 	planPtyLaunch,
 	runStty,
-	type SessionTeardown,
+	searchScriptPty,
 	slaveSearchFailure,
 	spawnScriptPty,
 } from '../process/pty-process.js'
+import type { SessionTeardown } from '../process/session-teardown.js'
 import {
 	handleTerminalClientFrame,
 	type TerminalFrameTarget,
@@ -49,7 +49,8 @@ export const terminal: OpHandler = async (body, ctx) => {
 		else queued.push(message)
 	})
 
-	const { child, teardown } = spawnScriptPty(spec, launch)
+	const pty = spawnScriptPty(spec, launch, ctx.workloadCgroups, ctx.config.cancelConfirmTimeoutMs)
+	const { child, teardown } = pty
 	// Read from the start: Node resumes unread stdio when the child exits, which would drop the
 	// output of a program that finishes before the PTY is found.
 	const output = new TerminalOutput(ctx, [child.stdout, child.stderr])
@@ -57,7 +58,6 @@ export const terminal: OpHandler = async (body, ctx) => {
 	// process.exit on SIGTERM fires no socket close: the terminal must still die with the agent.
 	const unregisterShutdown = registerShutdownHook(() => teardown.run())
 	ctx.onClose(unregisterShutdown)
-	const spawnFailure = new Promise<Error>((resolve) => child.once('error', resolve))
 	// A broken stdin (script gone) surfaces as 'close'; never as an unhandled error.
 	child.stdin?.on('error', () => undefined)
 
@@ -67,9 +67,10 @@ export const terminal: OpHandler = async (body, ctx) => {
 		),
 	)
 
-	const search = await Promise.race([findSlave(child, teardown), spawnFailure])
+	const search = await searchScriptPty(pty)
 	if (search instanceof Error || (search.shell === undefined && !search.exited)) {
 		teardown.run()
+		await teardown.finished
 		if (!ctx.closed) {
 			const error = search instanceof Error ? search.message : slaveSearchFailure(child.pid)
 			ctx.send({ type: 'error', error })
@@ -157,8 +158,10 @@ class LiveTerminal {
 		this.#teardown = teardown
 	}
 
-	exited({ code, signal }: Exit): void {
+	async exited({ code, signal }: Exit): Promise<void> {
 		this.#teardown.run()
+		// The exit is reported once the terminal's whole tree is gone.
+		await this.#teardown.finished
 		if (this.#ctx.closed) return
 		const signalNumber = signal === null ? undefined : osConstants.signals[signal]
 		const exitCode = code ?? (signalNumber === undefined ? -1 : 128 + signalNumber)

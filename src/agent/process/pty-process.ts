@@ -2,7 +2,8 @@
  * The PTY half of a terminal, shared by the connection-bound `terminal` and persistent terminal
  * sessions: finding the shell util-linux `script` started on the PTY slave, sizing the PTY with
  * `stty`, and the one-shot teardown that SIGKILLs the shell's whole kernel session plus `script`'s
- * own group (a job backgrounded with `&` is in the shell's session, not in any group we spawned).
+ * own group (a job backgrounded with `&` is in the shell's session, not in any group we spawned)
+ * and, with workload cgroups, the terminal's whole cgroup (a `setsid` job is in neither).
  */
 
 import type { ChildProcess } from 'node:child_process'
@@ -13,7 +14,8 @@ import { resolveWorkspaceDirectory } from '../files/jail.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { childEnvironment } from './child-env.js'
-import { findPtyDescendant, killSession, readChildren, readProcStat } from './process-tree.js'
+import { findPtyDescendant, readChildren, readProcStat } from './process-tree.js'
+import { SessionTeardown } from './session-teardown.js'
 import {
 	SCRIPT_PATH,
 	STTY_PATH,
@@ -22,6 +24,8 @@ import {
 	type TerminalSize,
 	type TerminalSpec,
 } from './terminal-request.js'
+import type { WorkloadCgroups } from './workload-cgroups.js'
+import { spawnWorkload, WORKLOAD_CGROUP_JOIN_FAILED } from './workload-spawn.js'
 
 /** How long the PTY slave may take to appear under `script`: attempts × interval. */
 export const SLAVE_SEARCH_ATTEMPTS = 200
@@ -90,34 +94,6 @@ export function runStty(
 	})
 }
 
-/** SIGKILL for the shell's kernel session and script's group, once. */
-export class SessionTeardown {
-	session: number | undefined
-	#done = false
-	readonly #child: ChildProcess
-
-	constructor(child: ChildProcess) {
-		this.#child = child
-	}
-
-	/** Returns how many processes were signalled (0 on a repeat). */
-	run(): number {
-		if (this.#done) return 0
-		this.#done = true
-		let signalled = this.session === undefined ? 0 : killSession(this.session)
-		const pid = this.#child.pid
-		if (pid === undefined) return signalled
-		try {
-			// Detached, so script leads its own group.
-			process.kill(-pid, 'SIGKILL')
-			signalled++
-		} catch {
-			// Already gone.
-		}
-		return signalled
-	}
-}
-
 /** Where and with what environment a terminal program runs: the jailed cwd and the scrubbed env. */
 export interface PtyLaunch {
 	readonly cwd: string
@@ -135,16 +111,51 @@ export function planPtyLaunch(
 	return { cwd, env: childEnvironment(spec.env, { TERM: 'xterm-256color' }) }
 }
 
-/** Starts util-linux `script` (its own process group) running the program on a fresh PTY. */
+/**
+ * Starts util-linux `script` (its own process group; with workload cgroups, in a cgroup of its own
+ * joined before it runs) running the program on a fresh PTY. Throws the refusal when the cgroup
+ * cannot be made.
+ */
 export function spawnScriptPty(
 	spec: TerminalSpec,
 	launch: PtyLaunch,
-): { readonly child: ChildProcess; readonly teardown: SessionTeardown } {
-	const child = spawn(SCRIPT_PATH, scriptArgv(spec.command, spec.args), {
+	cgroups: WorkloadCgroups | undefined,
+	treeKillMs: number,
+): ScriptPty {
+	const { child, tree, joinFailure } = spawnWorkload(cgroups, {
+		command: SCRIPT_PATH,
+		args: scriptArgv(spec.command, spec.args),
 		cwd: launch.cwd,
 		env: launch.env,
-		detached: true,
-		stdio: ['pipe', 'pipe', 'pipe'],
+		stdin: 'pipe',
 	})
-	return { child, teardown: new SessionTeardown(child) }
+	const joinError = joinFailure.then((text) =>
+		text === undefined ? undefined : new Error(`${WORKLOAD_CGROUP_JOIN_FAILED}: ${text}`),
+	)
+	const failure = new Promise<Error>((resolve) => {
+		child.once('error', resolve)
+		void joinError.then((error) => {
+			if (error) resolve(error)
+		})
+	})
+	return { child, teardown: new SessionTeardown(child, tree, treeKillMs), failure, joinError }
+}
+
+export interface ScriptPty {
+	readonly child: ChildProcess
+	readonly teardown: SessionTeardown
+	/** `script` could not be started, or could not join its cgroup. */
+	readonly failure: Promise<Error>
+	/** Resolves once the join is decided: the error when it failed. */
+	readonly joinError: Promise<Error | undefined>
+}
+
+/**
+ * Finds the PTY shell, or the reason there is none: a spawn or join failure (a `script` that exited
+ * before any PTY because it never joined its cgroup reports the join, not an early exit).
+ */
+export async function searchScriptPty(pty: ScriptPty): Promise<SlaveSearch | Error> {
+	const search = await Promise.race([findSlave(pty.child, pty.teardown), pty.failure])
+	if (search instanceof Error || search.shell !== undefined || !search.exited) return search
+	return (await pty.joinError) ?? search
 }

@@ -5,6 +5,11 @@
 
 import { FRAME_HEADER_BYTES } from '../../wire/frame.js'
 import { type LifecycleConfig, loadLifecycleConfig } from '../lifecycle/lifecycle-config.js'
+import {
+	parseWorkloadCgroups,
+	WORKLOAD_CGROUPS_VARIABLE,
+	type WorkloadCgroupDescriptor,
+} from '../process/workload-cgroup-config.js'
 import { loadSessionConfig, type SessionConfig } from '../sessions/session-config.js'
 import { AgentConfigError } from './config-error.js'
 import { integerVariable, NON_NEGATIVE_INTEGER, POSITIVE_INTEGER } from './value-checks.js'
@@ -60,6 +65,8 @@ export interface AgentConfig {
 	readonly lifecycle: LifecycleConfig
 	/** Session registry limits (session-config.ts). */
 	readonly sessions: SessionConfig
+	/** Inherited cgroup directories every command joins (`NAMZU_AGENT_WORKLOAD_CGROUPS`). */
+	readonly workloadCgroups: readonly WorkloadCgroupDescriptor[]
 }
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -167,5 +174,6 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
 		defaultMaxOutputBytes: 100 * MiB,
 		lifecycle: loadLifecycleConfig(env),
 		sessions: loadSessionConfig(env),
+		workloadCgroups: parseWorkloadCgroups(env[WORKLOAD_CGROUPS_VARIABLE]),
 	}
 }

@@ -23,6 +23,7 @@ import { isRecord } from '../../wire/is-record.js'
 import type { ExecutionRegistry } from '../executions/execution-registry.js'
 import { type AgentGates, gateRefusal } from '../lifecycle/agent-gates.js'
 import { OPS, type OpEntry } from '../ops/registry.js'
+import type { WorkloadCgroups } from '../process/workload-cgroups.js'
 import type { AgentConfig } from './config.js'
 import type { OpContext } from './op-context.js'
 import { OpRefusal } from './op-refusal.js'
@@ -36,6 +37,8 @@ export interface ConnectionServices {
 	readonly executions: ExecutionRegistry
 	/** Retiring / quiescing admission gates, shared by every connection of the process. */
 	readonly gates: AgentGates
+	/** The tier's workload cgroups (absent ⇒ commands run in their process group only). */
+	readonly workloadCgroups?: WorkloadCgroups
 	/** Token modes: the shared bounds on unauthenticated connections (absent ⇒ unbounded). */
 	readonly preauth?: PreauthPool
 	/** Op table; the registry's `OPS` unless a test supplies its own. */
@@ -104,6 +107,7 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 		socket,
 		executions: services.executions,
 		gates: services.gates,
+		workloadCgroups: services.workloadCgroups,
 		reply(message) {
 			if (answered || closed) return
 			answered = true

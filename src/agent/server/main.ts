@@ -9,6 +9,7 @@ import type { Server } from 'node:net'
 import { ExecutionRegistry } from '../executions/execution-registry.js'
 import { createAgentGates } from '../lifecycle/agent-gates.js'
 import { createShutdown } from '../lifecycle/shutdown.js'
+import { WorkloadCgroups } from '../process/workload-cgroups.js'
 import { loadAgentConfig } from './config.js'
 import { handleConnection } from './connection.js'
 import { closeUnlistedInheritedDescriptors } from './inherited-descriptors.js'
@@ -26,9 +27,12 @@ function describe(error: unknown): string {
 
 async function main(): Promise<void> {
 	let config: ReturnType<typeof loadAgentConfig>
+	let workloadCgroups: WorkloadCgroups | undefined
 	try {
 		closeUnlistedInheritedDescriptors(process.env)
 		config = loadAgentConfig()
+		// Before anything is spawned: the inherited descriptors must never reach a child.
+		workloadCgroups = WorkloadCgroups.open(config.workloadCgroups)
 	} catch (error) {
 		logLine(describe(error))
 		process.exit(1)
@@ -56,6 +60,7 @@ async function main(): Promise<void> {
 		executions,
 		gates,
 		config,
+		workloadCgroups,
 		log: logLine,
 		exit: (code) => process.exit(code),
 	})
@@ -65,7 +70,15 @@ async function main(): Promise<void> {
 
 	const listener = await startListening(config.listen, (socket) => {
 		try {
-			handleConnection(socket, { config, gate, executions, gates, preauth, log: logLine })
+			handleConnection(socket, {
+				config,
+				gate,
+				executions,
+				gates,
+				preauth,
+				workloadCgroups,
+				log: logLine,
+			})
 		} catch (error) {
 			logLine(`connection setup failed: ${describe(error)}`)
 			socket.destroy()

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net'
 import type { ExecutionRegistry } from '../executions/execution-registry.js'
 import type { AgentGates } from '../lifecycle/agent-gates.js'
+import type { WorkloadCgroups } from '../process/workload-cgroups.js'
 import type { AgentConfig } from './config.js'
 
 /**
@@ -35,6 +36,8 @@ export interface OpContext {
 	readonly executions: ExecutionRegistry
 	/** Process-wide admission gates (retiring, quiescing); handlers that own those states set them. */
 	readonly gates: AgentGates
+	/** The tier's workload cgroups every command joins; undefined when none were configured. */
+	readonly workloadCgroups: WorkloadCgroups | undefined
 }
 
 export type OpHandler = (body: Record<string, unknown>, ctx: OpContext) => void | Promise<void>

@@ -31,6 +31,8 @@ export interface SessionProgram {
 	signal(signal: SessionSignal): number
 	/** SIGKILL for everything the session started (agent shutdown). Synchronous. */
 	teardown(): void
+	/** Settles once the last SIGKILL teardown is done with the program's whole tree. */
+	readonly tornDown: Promise<void>
 }
 
 /** The one attachment a session may have (session-attachment.ts). */

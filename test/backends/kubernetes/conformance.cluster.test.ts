@@ -27,6 +27,13 @@ describe('Kubernetes task backend (pod-ip, warm pool of 4)', () => {
 			supportsRangedAndStreamedReads: true,
 			// Every optional member, walkFiles included, is on the class: no case may skip.
 			sandboxShape: KubernetesTaskSandbox.prototype,
+			capabilities: {
+				killsDetachedDescendants: {
+					supported: false,
+					reason:
+						'the pod gives its agent no delegated cgroup, so a setsid descendant of an aborted command lives until the pod is deleted',
+				},
+			},
 			timeoutMs: 60_000,
 		},
 	)

@@ -96,9 +96,9 @@ describe('a required options argument', () => {
 		['openTerminal', undefined, 'undefined'],
 		['openTerminal', null, 'null'],
 		['openTcpConnection', undefined, 'undefined'],
-		['openTcpConnection', 8080, 'number'],
+		['openTcpConnection', 8080, '8080'],
 		['startDetached', undefined, 'undefined'],
-		['startDetached', ['a'], 'an array'],
+		['startDetached', ['a'], 'an array of length 1'],
 	] as const)(
 		'%s(%j) rejects with SandboxArgumentError naming options',
 		async (method, options, received) => {

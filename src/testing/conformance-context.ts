@@ -1,0 +1,53 @@
+/**
+ * What every section of the conformance suite is handed (`SuiteContext`) and the small helpers the
+ * sections share: per-case scratch paths under the workspace, marker files, trees of files.
+ */
+import { randomUUID } from 'node:crypto'
+import type { Sandbox, SandboxFileEntry } from '../contract/sandbox.js'
+import type { ConformanceExpect } from './conformance-framework.js'
+import type { OptionalSandboxMember, SandboxConformanceOptions } from './conformance-options.js'
+
+export const TERMINAL_SIZE = { cols: 80, rows: 24 } as const
+
+export type CaseBody = (sandbox: Sandbox) => Promise<void>
+
+export interface SuiteContext {
+	readonly expect: ConformanceExpect
+	readonly options: SandboxConformanceOptions
+	/**
+	 * Registers a case that runs `body` against a fresh sandbox. It is registered as skipped, with
+	 * the reason in its title, when `skipReason` is set or `sandboxShape` shows a needed member is
+	 * absent; a needed member found absent only at run time skips it then.
+	 */
+	readonly test: (
+		title: string,
+		body: CaseBody,
+		needs?: { readonly members?: readonly OptionalSandboxMember[]; readonly skipReason?: string },
+	) => void
+}
+
+/** A unique absolute path under the workspace for one case's files. */
+export function scratch(sandbox: Sandbox, name: string): string {
+	const root = sandbox.rootDir.endsWith('/') ? sandbox.rootDir.slice(0, -1) : sandbox.rootDir
+	return `${root}/conformance-${name}-${randomUUID().slice(0, 8)}`
+}
+
+export async function markerExists(sandbox: Sandbox, marker: string): Promise<boolean> {
+	const directory = marker.slice(0, marker.lastIndexOf('/'))
+	const entries = await sandbox.listFiles(directory)
+	return entries.some((entry) => entry.path === marker)
+}
+
+export async function writeTree(
+	sandbox: Sandbox,
+	root: string,
+	files: Readonly<Record<string, string>>,
+): Promise<void> {
+	for (const [path, content] of Object.entries(files)) {
+		await sandbox.writeFile(`${root}/${path}`, content)
+	}
+}
+
+export function relativePaths(entries: readonly SandboxFileEntry[], root: string): string[] {
+	return entries.map((entry) => entry.path.slice(root.length + 1)).sort()
+}

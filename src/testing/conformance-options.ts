@@ -1,0 +1,73 @@
+/**
+ * What `defineSandboxConformance` is given: the factory of fresh sandboxes and the options that say
+ * what the sandbox under test has and can do.
+ */
+import type { Sandbox } from '../contract/sandbox.js'
+
+export interface ConformanceSandbox {
+	readonly sandbox: Sandbox
+	/** Runs after the case destroyed the sandbox: release whatever the factory made around it. */
+	readonly dispose?: () => Promise<void>
+}
+
+/** Makes a fresh, ready sandbox for one case. */
+export type MakeSandbox = () => Promise<ConformanceSandbox>
+
+/** A program that, run in the guest, listens on 127.0.0.1:`port` and echoes every byte back. */
+export interface GuestListenerCommand {
+	readonly command: string
+	readonly args: readonly string[]
+}
+
+export interface SandboxConformanceOptions {
+	/** Names the backend in the suite's title. */
+	readonly label?: string
+	/**
+	 * Whether the guest has `node` on its PATH (default true). Without it, and without
+	 * `guestListenerCommand`, the TCP positive case is skipped with that reason in its title.
+	 */
+	readonly guestCanRunNode?: boolean
+	/**
+	 * Replaces the default listener (`node -e <echo server>` on an ephemeral port). Given a port, it
+	 * returns the program the case runs through `openTerminal`; the program must listen on
+	 * 127.0.0.1:`port` and echo bytes back. The case retries connecting for up to 10 s.
+	 */
+	readonly guestListenerCommand?: (port: number) => GuestListenerCommand
+	/** Run the ranged `readFile` and `readFileStream` cases (default false). */
+	readonly supportsRangedAndStreamedReads?: boolean
+	/** Bound on each case, in milliseconds. Default 30 000. */
+	readonly timeoutMs?: number
+	/**
+	 * Which optional members your sandboxes have, e.g. the class prototype
+	 * (`AgentSandbox.prototype`) or one sandbox. With it, cases needing a member that is absent are
+	 * registered as skipped with the reason in their title. Without it the suite finds out when a
+	 * case runs: it calls the framework's runtime skip (vitest's `context.skip`) when there is one,
+	 * and otherwise lets the case pass having checked nothing.
+	 */
+	readonly sandboxShape?: Partial<Pick<Sandbox, OptionalSandboxMember>>
+	/**
+	 * What the sandbox under test can do beyond the members it has. Each defaults to `true`; a tier
+	 * that cannot declares `{ supported: false, reason }` and the case is registered as skipped with
+	 * that reason in its title.
+	 */
+	readonly capabilities?: ConformanceCapabilities
+}
+
+/** A capability the sandbox has (`true`), or lacks and says why. */
+export type ConformanceCapability = true | { readonly supported: false; readonly reason: string }
+
+export interface ConformanceCapabilities {
+	/**
+	 * An aborted exec ends every descendant of its command, including those that left its process
+	 * group and kernel session (`setsid`, double-forked daemons) — e.g. through a cgroup per
+	 * command. Needs `setsid` (util-linux) in the guest.
+	 */
+	readonly killsDetachedDescendants?: ConformanceCapability
+}
+
+/** The optional `Sandbox` members some cases need. */
+export type OptionalSandboxMember =
+	| 'readFileStream'
+	| 'walkFiles'
+	| 'openTerminal'
+	| 'openTcpConnection'

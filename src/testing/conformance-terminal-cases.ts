@@ -1,0 +1,124 @@
+/** The conformance suite's terminals and tcp section: terminals die with destroy, guest listeners. */
+import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type {
+	Sandbox,
+	SandboxTcpConnection,
+	SandboxTcpConnectOptions,
+	TerminalSession,
+} from '../contract/sandbox.js'
+import { type SuiteContext, TERMINAL_SIZE } from './conformance-context.js'
+import {
+	captureError,
+	ECHO_LISTENER_SOURCE,
+	hasSettled,
+	waitUntil,
+} from './conformance-fixtures.js'
+
+async function openTerminalOrFail(
+	sandbox: Sandbox,
+	command: string,
+	args: readonly string[],
+): Promise<TerminalSession> {
+	const open = sandbox.openTerminal?.bind(sandbox)
+	if (open === undefined) throw new Error('openTerminal is not implemented')
+	return open({ command, args, size: TERMINAL_SIZE })
+}
+
+async function connectWithRetry(
+	sandbox: Sandbox,
+	port: number,
+	budgetMs: number,
+): Promise<SandboxTcpConnection> {
+	const connect = sandbox.openTcpConnection?.bind(sandbox)
+	if (connect === undefined) throw new Error('openTcpConnection is not implemented')
+	const deadline = Date.now() + budgetMs
+	for (;;) {
+		try {
+			return await connect({ port })
+		} catch (error) {
+			if (Date.now() >= deadline) throw error
+			await sleep(100)
+		}
+	}
+}
+
+export function defineTerminalAndTcpCases({ test, expect, options }: SuiteContext): void {
+	test(
+		'destroy() kills and awaits every terminal the sandbox opened',
+		async (sandbox) => {
+			const session = await openTerminalOrFail(sandbox, '/bin/sh', [
+				'-c',
+				'echo term-ready; exec sleep 30',
+			])
+			let output = ''
+			session.onData((chunk) => {
+				output += chunk
+			})
+			expect(
+				await waitUntil(() => output.includes('term-ready'), 5000),
+				'terminal printed its banner',
+			).toBe(true)
+			await sandbox.destroy()
+			expect(
+				await hasSettled(session.exited),
+				'terminal exited by the time destroy() resolved',
+			).toBe(true)
+		},
+		{ members: ['openTerminal'] },
+	)
+
+	const listenerUnavailable =
+		options.guestListenerCommand === undefined && options.guestCanRunNode === false
+			? 'the guest cannot run node and no guestListenerCommand was given'
+			: undefined
+	test(
+		'openTcpConnection reaches an echo listener started inside the guest',
+		async (sandbox) => {
+			let output = ''
+			let port: number
+			if (options.guestListenerCommand) {
+				port = 20_000 + Math.floor(Math.random() * 20_000)
+				const { command, args } = options.guestListenerCommand(port)
+				const session = await openTerminalOrFail(sandbox, command, args)
+				session.onData((chunk) => {
+					output += chunk
+				})
+			} else {
+				const session = await openTerminalOrFail(sandbox, 'node', ['-e', ECHO_LISTENER_SOURCE, '0'])
+				session.onData((chunk) => {
+					output += chunk
+				})
+				const bound = await waitUntil(() => /echo-listening (\d+)/.test(output), 10_000)
+				expect(bound, 'the guest listener reported its port').toBe(true)
+				port = Number(/echo-listening (\d+)/.exec(output)?.[1])
+			}
+			const connection = await connectWithRetry(sandbox, port, 10_000)
+			let echoed = ''
+			connection.onData((chunk) => {
+				echoed += Buffer.from(chunk).toString('utf8')
+			})
+			const message = `conformance-ping-${randomUUID()}\n`
+			connection.write(message)
+			await waitUntil(() => echoed.length >= message.length, 10_000)
+			expect(echoed, 'bytes echoed by the guest listener').toBe(message)
+			connection.end()
+			await Promise.race([connection.closed.catch(() => undefined), sleep(2000)])
+		},
+		{ members: ['openTerminal', 'openTcpConnection'], skipReason: listenerUnavailable },
+	)
+
+	test(
+		'openTcpConnection refuses a host that is not loopback',
+		async (sandbox) => {
+			// 0.0.0.0 is not a loopback address, and dialling it could never leave the machine anyway.
+			const target = { port: 9, host: '0.0.0.0' } as unknown as SandboxTcpConnectOptions
+			const error = await captureError(async () => {
+				const connection = await sandbox.openTcpConnection?.(target)
+				connection?.destroy()
+			})
+			expect(error instanceof Error, 'openTcpConnection to 0.0.0.0 was refused').toBe(true)
+		},
+		{ members: ['openTcpConnection'] },
+	)
+}
