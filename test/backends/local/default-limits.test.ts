@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { chmod, mkdir, readdir, readFile, readlink, stat, writeFile } from 'node:fs/promises'
+import { chmod, readdir, readFile, readlink, stat, writeFile } from 'node:fs/promises'
 import { totalmem } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -18,13 +18,7 @@ import {
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'
 import { bwrapSkipReason } from './bwrap-available.js'
-import {
-	allCgroupDirsFor,
-	freshStateDir,
-	processesMentioning,
-	useLocalProvider,
-	waitFor,
-} from './local-test-support.js'
+import { allCgroupDirsFor, freshStateDir, useLocalProvider, waitFor } from './local-test-support.js'
 
 const bwrapSkip = bwrapSkipReason()
 const skip = bwrapSkip ?? (process.getuid?.() === 0 ? undefined : 'needs root (cgroups)')
@@ -44,9 +38,9 @@ async function readNumber(file: string): Promise<number> {
 	return Number((await readFile(file, 'utf8')).trim())
 }
 
-/** Host pids (with `comm`) in the sandbox's own pids group. */
-async function groupProcesses(id: string): Promise<{ pid: number; comm: string }[]> {
-	const text = await readFile(join(groupIn(id, 'pids'), 'cgroup.procs'), 'utf8')
+/** Host pids (with `comm`) in the sandbox's own pids group, or in `below` it (`work`). */
+async function groupProcesses(id: string, below = ''): Promise<{ pid: number; comm: string }[]> {
+	const text = await readFile(join(groupIn(id, 'pids'), below, 'cgroup.procs'), 'utf8')
 	const found: { pid: number; comm: string }[] = []
 	for (const pid of text
 		.split('\n')
@@ -70,6 +64,20 @@ async function descriptorTargets(pid: number): Promise<[number, string][]> {
 		found.push([Number(name), await readlink(`/proc/${pid}/fd/${name}`).catch(() => '')])
 	}
 	return found.sort(([a], [b]) => a - b)
+}
+
+/** The sandbox's `work/` groups, sorted: what the host hands its agent. */
+function workDirsOf(id: string): string[] {
+	return [join(groupIn(id, 'freezer'), 'work'), join(groupIn(id, 'pids'), 'work')].sort()
+}
+
+/** The directories among the descriptors of `pid`, sorted. */
+async function workDescriptorsOf(pid: number): Promise<string[]> {
+	const targets = await descriptorTargets(pid)
+	return targets
+		.map(([, target]) => target)
+		.filter((target) => target.startsWith('/sys/fs/cgroup/'))
+		.sort()
 }
 
 /** The real uid of `pid` on the host. */
@@ -127,12 +135,8 @@ describe.skipIf(skip !== undefined)(
 			const sandbox = await file.provider.create()
 			try {
 				const agent = await agentPid(sandbox.id)
-				expect(await readlink(`/proc/${agent}/fd/4`)).toBe(
-					join(groupIn(sandbox.id, 'pids'), 'work'),
-				)
-				expect(await readlink(`/proc/${agent}/fd/5`)).toBe(
-					join(groupIn(sandbox.id, 'freezer'), 'work'),
-				)
+				// Handed over as 4 and 5 (the variable), which the agent re-opens close-on-exec.
+				expect(await workDescriptorsOf(agent)).toEqual(workDirsOf(sandbox.id))
 				const environ = (await readFile(`/proc/${agent}/environ`, 'utf8')).split('\0')
 				expect(environ).toContain(
 					'NAMZU_AGENT_WORKLOAD_CGROUPS=[{"fd":4,"version":1,"perCommand":false},{"fd":5,"version":1,"perCommand":true}]',
@@ -179,10 +183,7 @@ describe.skipIf(skip !== undefined)(
 					if (kind === 'allow-all') expect(bwrapSockets.size).toBeGreaterThan(0)
 					expect(targets.filter(([, target]) => bwrapSockets.has(target))).toEqual([])
 					const paths = targets.filter(([, t]) => t.startsWith('/') && t !== '/dev/null')
-					expect(paths).toEqual([
-						[4, join(groupIn(sandbox.id, 'pids'), 'work')],
-						[5, join(groupIn(sandbox.id, 'freezer'), 'work')],
-					])
+					expect(paths.map(([, target]) => target).sort()).toEqual(workDirsOf(sandbox.id))
 				} finally {
 					await sandbox.destroy()
 				}
@@ -193,32 +194,37 @@ describe.skipIf(skip !== undefined)(
 			const sandbox = await file.provider.create()
 			const id = sandbox.id
 			const controller = new AbortController()
+			let pid = 0
 			const running = sandbox
 				.exec('sleep', ['30'], { signal: controller.signal })
 				.catch(() => undefined)
 			try {
-				// This sandbox's own sleep (other sandboxes on the machine may run one too).
+				// This sandbox's own sleep, which the agent put in work/ (pids) and a per-command group
+				// of its own under freezer work/.
 				let sleeper: { pid: number; comm: string } | undefined
 				for (let tries = 0; sleeper === undefined && tries < 500; tries++) {
-					sleeper = (await groupProcesses(id)).find((entry) => entry.comm === 'sleep')
+					sleeper = (await groupProcesses(id, 'work')).find((entry) => entry.comm === 'sleep')
 					if (sleeper === undefined) await new Promise((resolve) => setTimeout(resolve, 20))
 				}
 				if (!sleeper) throw new Error('sleep did not start')
-				// What the agent does per command: a child group under freezer work/, the command in it.
-				const command = join(groupIn(id, 'freezer'), 'work', 'c-1')
-				await mkdir(command)
-				await writeFile(join(command, 'cgroup.procs'), String(sleeper.pid))
+				const freezerWork = join(groupIn(id, 'freezer'), 'work')
+				const own = (await readdir(freezerWork, { withFileTypes: true }))
+					.filter((entry) => entry.isDirectory())
+					.map((entry) => join(freezerWork, entry.name))
+				expect(own).toHaveLength(1)
+				const command = own[0] ?? ''
+				expect(await readFile(join(command, 'cgroup.procs'), 'utf8')).toContain(String(sleeper.pid))
+				// Left frozen (an agent killed mid-cancel): teardown must thaw it to kill what is inside.
 				await writeFile(join(command, 'freezer.state'), 'FROZEN')
-				const pidsCommand = join(groupIn(id, 'pids'), 'work')
-				await writeFile(join(pidsCommand, 'cgroup.procs'), String(sleeper.pid))
 				expect(allCgroupDirsFor(id).length).toBe(4)
+				pid = sleeper.pid
 			} finally {
 				await sandbox.destroy()
 				controller.abort()
 				await running
 			}
 			expect(allCgroupDirsFor(id)).toEqual([])
-			await waitFor(() => processesMentioning('sleep 30').length === 0)
+			await waitFor(() => !existsSync(`/proc/${pid}`))
 		})
 
 		it('maxProcesses: 64 means 64 tasks for the workload: 63 children + itself, then the next fork fails', async () => {
@@ -240,16 +246,8 @@ except OSError as error:
 for kid in kids:
     os.kill(kid, 9)
 `
-				const running = sandbox.exec('python3', ['-c', counter], { timeout: 20_000 })
-				let python: number | undefined
-				for (let attempt = 0; attempt < 200 && python === undefined; attempt++) {
-					python = (await groupProcesses(sandbox.id)).find((entry) => entry.comm === 'python3')?.pid
-					if (python === undefined) await new Promise((resolve) => setTimeout(resolve, 20))
-				}
-				if (python === undefined) throw new Error('python3 did not start')
-				// The agent's side of the contract: the workload joins work/ before it runs.
-				await writeFile(join(groupIn(sandbox.id, 'pids'), 'work', 'cgroup.procs'), String(python))
-				const result = await running
+				// The agent puts every command in work/ before it runs (the loop only confirms it).
+				const result = await sandbox.exec('python3', ['-c', counter], { timeout: 20_000 })
 				expect(result.stdout.trim()).toBe('forked 63 then 11')
 			} finally {
 				await sandbox.destroy()
