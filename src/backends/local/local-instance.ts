@@ -30,6 +30,7 @@ import {
 	openWorkloadGroupFds,
 	type SandboxCgroups,
 } from './cgroup-limits.js'
+import { guestExitOf } from './guest-exit.js'
 import type { SandboxHostClaims } from './host-claims.js'
 import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
@@ -225,6 +226,8 @@ export async function startLocalInstance(
 			}),
 		)
 		signal?.throwIfAborted()
+		// The agent's death is told from a kill by the OOM killer by this counter rising.
+		const oomKillsAtStart = await cgroups?.oomKills()
 		const workloadGroups = cgroups?.workloadGroups ?? []
 		hostFds = openWorkloadGroupFds(workloadGroups)
 		// bwrap's own descriptors come after the ones the agent keeps (the listener, then work/).
@@ -289,6 +292,20 @@ export async function startLocalInstance(
 				// Once the agent is dead no retry can reach it: fail calls at once.
 				permanentDialFailure: () => launched.exitStatus() !== undefined,
 			},
+		)
+		// The agent's end is the guest's death (GuestDiedError for every call), unless we ended it.
+		const watchedCgroups = cgroups
+		transport.liveness.watch(
+			launched.exited.then(async (exit) => {
+				if (releasing !== undefined) return undefined
+				return guestExitOf({
+					sandboxId: id,
+					exit,
+					confined,
+					oomKillsAtStart,
+					oomKillsAtExit: await watchedCgroups?.oomKills(),
+				})
+			}),
 		)
 		// The network is attached while the agent starts; both must be up before anything runs inside.
 		await Promise.all([
