@@ -1,10 +1,12 @@
 /**
- * What one local sandbox holds on the host beyond its state directory and cgroups — the sandbox
- * uid lock, a caller workspace handed to that uid (with the record of its original owners and its
- * lock), staging bind mounts, the sized workspace's loop mount — as one record, `<stateRoot>/host-claims.json`. Each claim is
- * written here before it is made, so a sandbox whose host died can be undone from this record
- * alone (`release-host-claims.ts`); a kept-alive sandbox's descriptor carries the same record.
- * Pure: shape, parsing and the check that a record names only what belongs to its sandbox.
+ * What one local sandbox holds on the host beyond its state directory — the sandbox uid lock, a
+ * caller workspace handed to that uid (with the record of its original owners and its lock),
+ * staging bind mounts, the sized workspace's loop mount, its cgroups — and who holds it (the
+ * creating host process, the launched process), as one record, `<stateRoot>/host-claims.json`.
+ * Each claim is written here before it is made, so a sandbox whose host died can be undone from
+ * this record alone (`release-host-claims.ts`, `local-garbage.ts`); a kept-alive sandbox's
+ * descriptor carries the same record. Pure: shape, parsing and the check that a record names only
+ * what belongs to its sandbox.
  */
 import { dirname } from 'node:path'
 import { CLAIMS_DIR_NAME, uidLockName, workspaceLockName } from './claim-locks.js'
@@ -47,6 +49,10 @@ export interface SandboxHostClaims {
 	readonly stagingMounts: readonly string[]
 	/** `diskLimitMb`: the ephemeral workspace (`<stateRoot>/workspace`), a loop-mounted image. */
 	readonly workspaceDisk?: string
+	/** The `<sandbox>/` cgroup directories, recorded before they are made. */
+	readonly cgroupDirs?: readonly string[]
+	/** The launched process (bwrap, its watchdog, or the plain agent), once it exists. */
+	readonly launcher?: { readonly pid: number; readonly startTime: string }
 }
 
 /** Where an ephemeral workspace is, and so where a sized one is mounted. */
@@ -90,6 +96,11 @@ function nonNegative(value: unknown): value is number {
 	return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
 }
 
+/** A sandbox's own cgroup directory: absolute, no `..`, named `namzu-sbx-<id>`. */
+export function isSandboxCgroupDir(dir: string, id: string): boolean {
+	return dir.startsWith('/') && !dir.includes('/../') && dir.endsWith(`/namzu-sbx-${id}`)
+}
+
 function parseOwner(raw: unknown): SandboxHostClaims['owner'] {
 	if (!isRecord(raw) || !nonNegative(raw.pid) || raw.pid === 0) return undefined
 	if (typeof raw.startTime !== 'string' || !/^\d+$/.test(raw.startTime)) return undefined
@@ -128,6 +139,15 @@ export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 	if (raw.workspace !== undefined && workspace === undefined) return undefined
 	const disk = raw.workspaceDisk
 	if (disk !== undefined && typeof disk !== 'string') return undefined
+	const groups = raw.cgroupDirs
+	if (
+		groups !== undefined &&
+		(!Array.isArray(groups) || !groups.every((dir) => typeof dir === 'string'))
+	) {
+		return undefined
+	}
+	const launcher = raw.launcher === undefined ? undefined : parseOwner(raw.launcher)
+	if (raw.launcher !== undefined && launcher === undefined) return undefined
 	return {
 		version: HOST_CLAIMS_VERSION,
 		id: raw.id,
@@ -137,6 +157,8 @@ export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 		...(workspace ? { workspace } : {}),
 		stagingMounts: mounts.map(String),
 		...(disk === undefined ? {} : { workspaceDisk: disk }),
+		...(groups === undefined ? {} : { cgroupDirs: groups.map(String) }),
+		...(launcher ? { launcher } : {}),
 	}
 }
 
@@ -175,6 +197,7 @@ export function hostClaimsBelongTo(
 	) {
 		return false
 	}
+	if (!(claims.cgroupDirs ?? []).every((dir) => isSandboxCgroupDir(dir, id))) return false
 	const staging = `${stateRoot}/${STAGING_DIR_NAME}`
 	return claims.stagingMounts.every(
 		(mount) => isWithin(mount, staging) && mount !== staging && !mount.includes('/../'),
