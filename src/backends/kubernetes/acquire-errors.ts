@@ -95,3 +95,58 @@ export class ReadinessPollTimeout extends SandboxError {
 		if (lastObserved !== undefined) this.lastObserved = lastObserved
 	}
 }
+
+/**
+ * A read the readiness budget cut short: the server had not answered inside it. The acquire
+ * reports it as `api-timeout`, with this as the cause.
+ */
+export class ReadinessReadCutError extends SandboxError {
+	override readonly name = 'ReadinessReadCutError'
+
+	constructor(what: string) {
+		super(`${what}: no answer before the readiness budget ran out`, 'readiness-budget', {
+			retryable: true,
+		})
+	}
+}
+
+/**
+ * The failures an acquire cannot honestly classify: `create()` rejects with them as they are, not
+ * as a `KubernetesAcquireError` with an approximate reason.
+ */
+
+/** A claim the controller reported Ready without naming a sandbox. */
+export class KubernetesClaimUnboundError extends SandboxError {
+	override readonly name = 'KubernetesClaimUnboundError'
+	readonly claimName: string
+
+	constructor(claimName: string) {
+		super(
+			`SandboxClaim ${claimName} reported Ready but named no sandbox in status.sandbox`,
+			'claim-unbound',
+		)
+		this.claimName = claimName
+	}
+}
+
+/** The bound pod had no uid (or its IP never arrived): the acquire cannot reach the guest. */
+export class KubernetesPodUnusableError extends SandboxError {
+	override readonly name = 'KubernetesPodUnusableError'
+	readonly podName: string
+
+	constructor(podName: string, detail: string) {
+		super(`pod ${podName}: ${detail}`, 'pod-unusable')
+		this.podName = podName
+	}
+}
+
+/** A template whose `spec.podTemplate` is missing or not an object. */
+export class KubernetesTemplateInvalidError extends SandboxError {
+	override readonly name = 'KubernetesTemplateInvalidError'
+	readonly templateName: string
+
+	constructor(templateName: string, detail: string) {
+		super(`SandboxTemplate ${templateName}: ${detail}`, 'template-invalid')
+		this.templateName = templateName
+	}
+}

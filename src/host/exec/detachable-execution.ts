@@ -19,14 +19,15 @@ import { EXECUTION_ATTACH_FEATURE } from '../../wire/features.js'
 import type { ExecuteRequest } from '../../wire/protocol.js'
 import { AGENT_REFUSAL, type WireRefusal } from '../../wire/refusals.js'
 import {
+	AgentOpRefusedError,
 	ExecutionCancelRefusedError,
 	RemoteCancellationUnknownError,
 	RemoteCommandError,
-} from '../refusals/execution-refusal-errors.js'
-import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
-import { AgentOpRefusedError } from '../refusals/op-refused-errors.js'
+	RemoteProtocolError,
+} from '../refusals/refusal-errors.js'
 import { refusalToError } from '../refusals/refusal-to-error.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
+import { requireGuestFeature } from '../transport/guest-features.js'
 import { confirmCancellation } from './cancel-confirm.js'
 import { runCancellationRace } from './cancellation-race.js'
 import {
@@ -34,10 +35,7 @@ import {
 	DEFAULT_REATTACH_WINDOW_MS,
 	type DetachableExecOptions,
 } from './detachable-exec-options.js'
-import {
-	ExecutionAttachUnsupportedError,
-	ExecutionDetachedError,
-} from './detachable-execution-errors.js'
+import { ExecutionDetachedError } from './exec-errors.js'
 import { executeRequestOf, resolveMaxOutputBytes } from './exec-options.js'
 import {
 	type DecisionContext,
@@ -73,8 +71,7 @@ export async function requireExecutionAttach(
 	operation: string,
 	signal?: AbortSignal,
 ): Promise<void> {
-	const features = await transport.features(signal)
-	if (!features.has(EXECUTION_ATTACH_FEATURE)) throw new ExecutionAttachUnsupportedError(operation)
+	await requireGuestFeature(transport, EXECUTION_ATTACH_FEATURE, operation, signal)
 }
 
 /** What one watcher has received: the output so far, the resume offset, and any gap. */

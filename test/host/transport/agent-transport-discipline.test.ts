@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { listFilesThroughAgent } from '../../../src/host/files/agent-file-read.js'
-import { RemoteProtocolError } from '../../../src/host/refusals/guest-protocol-errors.js'
 import {
 	AgentOpRefusedError,
 	AgentUnauthorizedError,
-} from '../../../src/host/refusals/op-refused-errors.js'
+	RemoteProtocolError,
+} from '../../../src/host/refusals/refusal-errors.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import { REMOTE_EXECUTION_PROTOCOL_VERSION } from '../../../src/host/transport/agent-transport-options.js'
 import {
