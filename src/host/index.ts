@@ -27,6 +27,7 @@ export {
 	AgentReadFileStreamUnsupportedError,
 	ExecutionAttachUnsupportedError,
 	FlushUnsupportedError,
+	GuestFeatureUnsupportedError,
 	QuiesceUnsupportedError,
 	SessionsUnsupportedError,
 } from './refusals/guest-feature-errors.js'

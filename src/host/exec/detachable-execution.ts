@@ -65,15 +65,6 @@ const REATTACH_PAUSE_MS = 50
 
 type FinalEvent = Extract<RetainedExecutionEvent, { kind: 'result' | 'attach-result' }>
 
-/** Refuses, before anything is admitted, a guest that cannot retain output. */
-export async function requireExecutionAttach(
-	transport: AgentTransport,
-	operation: string,
-	signal?: AbortSignal,
-): Promise<void> {
-	await requireGuestFeature(transport, EXECUTION_ATTACH_FEATURE, operation, signal)
-}
-
 /** What one watcher has received: the output so far, the resume offset, and any gap. */
 class ExecutionWatch {
 	readonly executionId: string
@@ -356,7 +347,7 @@ export async function execDetachable(
 	const elapsed = () => performance.now() - started
 	const caller = options.signal
 	const maxOutputBytes = resolveMaxOutputBytes(options.maxOutputBytes)
-	await requireExecutionAttach(host.transport, 'exec', caller)
+	await requireGuestFeature(host.transport, EXECUTION_ATTACH_FEATURE, 'exec', caller)
 	if (caller?.aborted) return neverStartedResult(0)
 	// A caller's id was checked where the call entered (`sandbox/sandbox-arguments.ts`).
 	const executionId = options.executionId ?? `exec_${randomUUID()}`
@@ -434,7 +425,12 @@ export async function attachToExecution(
 	executionId: string,
 	options: AttachExecutionOptions = {},
 ): Promise<SandboxExecResult> {
-	await requireExecutionAttach(host.transport, 'attachExecution', options.signal)
+	await requireGuestFeature(
+		host.transport,
+		EXECUTION_ATTACH_FEATURE,
+		'attachExecution',
+		options.signal,
+	)
 	const fromOffset = options.fromOffset ?? 0
 	const maxOutputBytes = resolveMaxOutputBytes(options.maxOutputBytes)
 	const started = performance.now()

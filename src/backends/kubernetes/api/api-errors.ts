@@ -13,8 +13,13 @@ export type KubernetesHttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 /** `connect`: no HTTP status arrived (refused, reset, TLS); `status`: the server answered non-2xx. */
 export type KubernetesApiFailureTransport = 'connect' | 'status'
 
-/** What a non-2xx answer means (`classify-kubernetes-failure.ts` decides it). */
-export type KubernetesFailureKind =
+/**
+ * `KubernetesApiError.reason`: what a non-2xx answer meant (`classify-kubernetes-failure.ts`
+ * decides it), or `connect-failed` when no answer arrived. The API server's own Status `reason`
+ * (`NotFound`, `Conflict`, …) is `statusReason`.
+ */
+export type KubernetesApiFailureReason =
+	| 'connect-failed'
 	| 'gone'
 	| 'conflict'
 	| 'patch-test-failed'
@@ -26,11 +31,8 @@ export type KubernetesFailureKind =
 	| 'server-error'
 	| 'other'
 
-/**
- * `KubernetesApiError.reason`: what the answer meant, or `connect-failed` when none arrived. The
- * API server's own Status `reason` (`NotFound`, `Conflict`, …) is `statusReason`.
- */
-export type KubernetesApiFailureReason = KubernetesFailureKind | 'connect-failed'
+/** What a non-2xx answer meant. */
+export type KubernetesFailureKind = Exclude<KubernetesApiFailureReason, 'connect-failed'>
 
 /** `apiRequestTimeoutMs` below `MIN_API_REQUEST_TIMEOUT_MS` (or not a finite number). */
 export class KubernetesApiRequestTimeoutConfigError extends SandboxError {
