@@ -1,8 +1,11 @@
 /**
- * Why a Kubernetes acquire failed, in a field: `KubernetesAcquireError.reason` is one of seven
- * names, with `retryable`, the original failure as `cause`, and — for a claim the controller
- * refused — the controller's own condition reason and message. `ReadinessPollTimeout` is the cause
- * of `not-ready` (and what a future workspace lifecycle throws directly).
+ * Why a Kubernetes acquire failed. `KubernetesAcquireError.reason` is one of seven names, with
+ * `retryable`, the original failure as `cause`, and — for a claim the controller refused — the
+ * controller's own condition reason and message. `ReadinessPollTimeout` is the cause of
+ * `not-ready` (and what a future workspace lifecycle throws directly), `ReadinessReadCutError` the
+ * cause of an `api-timeout` the budget cut. What the taxonomy cannot honestly name travels as
+ * itself: `KubernetesClaimUnboundError`, `KubernetesPodUnusableError`,
+ * `KubernetesTemplateInvalidError` (and the API client's own errors, `api/api-errors.ts`).
  */
 import { SandboxError } from '../../contract/errors.js'
 
@@ -109,11 +112,6 @@ export class ReadinessReadCutError extends SandboxError {
 		})
 	}
 }
-
-/**
- * The failures an acquire cannot honestly classify: `create()` rejects with them as they are, not
- * as a `KubernetesAcquireError` with an approximate reason.
- */
 
 /** A claim the controller reported Ready without naming a sandbox. */
 export class KubernetesClaimUnboundError extends SandboxError {
