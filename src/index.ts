@@ -74,6 +74,7 @@ export {
 	LOCAL_PROVIDER_NAME_UNCONFINED,
 	type LocalBackendConfig,
 	LocalEgressUnsupportedError,
+	LocalHostToolError,
 	type LocalIsolation,
 	type LocalIsolationReport,
 	LocalKeepAliveUnavailableError,

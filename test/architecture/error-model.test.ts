@@ -202,6 +202,7 @@ const {
 	CgroupLimitsUnavailableError,
 	LocalEgressUnsupportedError,
 	LocalHelperUnavailableError,
+	LocalHostToolError,
 	LocalKeepAliveUnavailableError,
 	LocalPathOptionError,
 	LocalProviderClosedError,
@@ -429,6 +430,11 @@ const CASES: readonly ErrorCase[] = [
 	{
 		type: LocalHelperUnavailableError,
 		make: () => new LocalHelperUnavailableError('/usr/bin/setpriv', 'p'),
+	},
+	{
+		type: LocalHostToolError,
+		make: () =>
+			new LocalHostToolError('/usr/bin/chown', ['-R'], { code: 1, signal: null, stderr: 'x' }),
 	},
 	// cli, testing
 	{ type: CliUsageError, make: () => new CliUsageError('unknown command: x') },

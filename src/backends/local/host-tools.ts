@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process'
 import { constants } from 'node:fs'
 import { access } from 'node:fs/promises'
-import { LocalHelperUnavailableError } from './local-errors.js'
+import { LocalHelperUnavailableError, LocalHostToolError } from './local-errors.js'
 
 export const HOST_TOOLS = {
 	setpriv: '/usr/bin/setpriv',
@@ -68,9 +68,5 @@ export async function runHostToolOrThrow(
 	options: ToolOptions = {},
 ): Promise<void> {
 	const run = await runHostTool(tool, args, options)
-	if (run.code !== 0) {
-		throw new Error(
-			`${HOST_TOOLS[tool]} ${args.join(' ')} failed (${run.code ?? run.signal}): ${run.stderr}`,
-		)
-	}
+	if (run.code !== 0) throw new LocalHostToolError(HOST_TOOLS[tool], args, run)
 }

@@ -27,6 +27,7 @@ export {
 	CgroupLimitsUnavailableError,
 	LocalEgressUnsupportedError,
 	LocalHelperUnavailableError,
+	LocalHostToolError,
 	LocalKeepAliveUnavailableError,
 	LocalPathOptionError,
 	type LocalPathOptionRefusal,
