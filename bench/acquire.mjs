@@ -1,28 +1,51 @@
-// Acquire: create() → first exec('true') result, cold and from a warm pool, against spawning the
-// same bubblewrap command line running `node -e 0` (the floor any bwrap-based sandbox pays): the
-// same minimal root, started as an unprivileged uid through setpriv on a root host.
+// Acquire: create() → first exec('true') result, cold (deny-all and allow-all) and from a warm
+// pool, against spawning the same bubblewrap command line running `node -e 0` (the floor any
+// bwrap-based sandbox pays): the same minimal root with its sized tmpfs mounts, started as an
+// unprivileged uid through setpriv on a root host. The cold rows run interleaved, round by round,
+// with the baseline, so every ratio compares samples taken under the same load.
+// `--before <dist dir>` (or `NAMZU_BENCH_COMPARE_LIB=<dist dir>/index.js`) adds the cold deny-all
+// row of another build (e.g. `--before /work/main/dist`) to the same rounds.
+import { spawn } from 'node:child_process'
 import { chmod, chown, mkdir, mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { tmpdir, totalmem } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { buildBwrapArgs } from '../dist/backends/local/bwrap-argv.js'
+import { sandboxGuardRuleset } from '../dist/backends/local/host-address-guard.js'
 import { readHostRootLayout } from '../dist/backends/local/host-root-layout.js'
 import { HOST_TOOLS } from '../dist/backends/local/host-tools.js'
+import { readHostAddresses } from '../dist/backends/local/local-network.js'
 import { prepareAgentRuntime } from '../dist/backends/local/runtime-cache.js'
 import {
 	DEFAULT_SANDBOX_UID_RANGE,
 	perSandboxUids,
 	withSandboxIdentity,
 } from '../dist/backends/local/sandbox-identity.js'
+import { resolveSandboxLimits } from '../dist/backends/local/sandbox-limits.js'
 import { planSandboxRoot } from '../dist/backends/local/sandbox-root.js'
-import { agentBundlePath } from '../dist/host/agent-bundle-path.js'
+import {
+	firewallCommand,
+	slirpArguments,
+	waitForLoopback,
+} from '../dist/backends/local/slirp-network.js'
+import { agentBundlePath } from '../dist/host/sandbox/agent-bundle-path.js'
 import { createSandboxProvider } from '../dist/index.js'
-import { argInt, ms, printTable, ratio, spawnAndWait, summarize, timeEach } from './lib.mjs'
+import { argInt, ms, printTable, ratio, spawnAndWait, summarize } from './lib.mjs'
 
 const count = argInt('count', 30)
+const beforeIndex = process.argv.indexOf('--before')
+const compareLib = process.env.NAMZU_BENCH_COMPARE_LIB
+const beforeDist =
+	beforeIndex !== -1
+		? resolve(process.argv[beforeIndex + 1] ?? '')
+		: compareLib
+			? dirname(resolve(compareLib))
+			: undefined
+const ALLOW_ALL = { egress: { kind: 'allow-all' } }
 
-async function acquireOnce(provider) {
+async function acquireOnce(provider, config = {}) {
 	const start = performance.now()
-	const sandbox = await provider.create()
+	const sandbox = await provider.create(config)
 	const result = await sandbox.exec('true')
 	const elapsed = performance.now() - start
 	if (result.exitCode !== 0) throw new Error(`exec true exited ${result.exitCode}`)
@@ -30,77 +53,130 @@ async function acquireOnce(provider) {
 	return elapsed
 }
 
-async function bwrapBaseline(n) {
-	const stateDir = await mkdtemp(join(tmpdir(), 'namzu-bench-bwrap-'))
+function timed(fn) {
+	const start = performance.now()
+	return fn().then(() => performance.now() - start)
+}
+
+/**
+ * The hardened command line for `command`, behind setpriv as a sandbox uid on a root host (the
+ * last uid of the range: the bench holds no lock, so it keeps clear of real sandboxes).
+ */
+async function hardenedCommandLine(stateDir, options) {
+	const workspace = join(stateDir, 'workspace')
+	await mkdir(workspace, { recursive: true })
+	const uid = DEFAULT_SANDBOX_UID_RANGE.first + DEFAULT_SANDBOX_UID_RANGE.count - 1
+	const identity = perSandboxUids()
+		? { mode: 'per-sandbox-uid', uid, gid: uid, lockPath: '' }
+		: { mode: 'host-user', uid: process.getuid(), gid: process.getgid() }
+	if (identity.mode === 'per-sandbox-uid') await chown(workspace, uid, uid)
+	const runtime = await prepareAgentRuntime(stateDir, {
+		nodePath: process.execPath,
+		agentPath: agentBundlePath(),
+		readableNode: false,
+	})
+	const root = planSandboxRoot({
+		layout: await readHostRootLayout(),
+		workspace: { source: workspace, target: workspace },
+		homeDir: '/tmp/home',
+		runtime,
+		readOnly: [],
+		hidden: [],
+		tmpfsSizes: resolveSandboxLimits({}, { totalMemoryBytes: totalmem() }).tmpfs,
+	})
+	const args = buildBwrapArgs({
+		root: root.mounts,
+		workspace,
+		hostname: 'namzu-sandbox',
+		...options,
+	})
+	return withSandboxIdentity(HOST_TOOLS.setpriv, identity, ['/usr/bin/bwrap', ...args])
+}
+
+/** The allow-all plumbing alone, serially: slirp4netns until ready, then the guard through nft. */
+async function slirpAndGuardOnce(commandLine) {
+	const [program, ...rest] = commandLine
+	const bwrap = spawn(program, rest, { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })
 	try {
-		await chmod(stateDir, 0o711)
-		const workspace = join(stateDir, 'workspace')
-		await mkdir(workspace)
-		// The last uid of the range: the bench holds no lock, so it keeps clear of real sandboxes.
-		const uid = DEFAULT_SANDBOX_UID_RANGE.first + DEFAULT_SANDBOX_UID_RANGE.count - 1
-		const identity = perSandboxUids()
-			? { mode: 'per-sandbox-uid', uid, gid: uid, lockPath: '' }
-			: { mode: 'host-user', uid: process.getuid(), gid: process.getgid() }
-		if (identity.mode === 'per-sandbox-uid') await chown(workspace, uid, uid)
-		const runtime = await prepareAgentRuntime(stateDir, {
-			nodePath: process.execPath,
-			agentPath: agentBundlePath(),
-			readableNode: false,
+		const pid = await new Promise((done, fail) => {
+			let text = ''
+			bwrap.stdio[3].on('data', (chunk) => {
+				text += chunk
+				try {
+					done(JSON.parse(text)['child-pid'])
+				} catch {
+					// Not complete yet.
+				}
+			})
+			bwrap.once('exit', () => fail(new Error('bwrap exited')))
 		})
-		const root = planSandboxRoot({
-			layout: await readHostRootLayout(),
-			workspace: { source: workspace, target: workspace },
-			homeDir: '/tmp/home',
-			runtime,
-			readOnly: [],
-			hidden: [],
+		await waitForLoopback(pid)
+		const start = performance.now()
+		const slirp = spawn('/usr/bin/slirp4netns', slirpArguments(pid), {
+			stdio: ['ignore', 'ignore', 'ignore', 'ignore', 'pipe'],
 		})
-		const args = buildBwrapArgs({
-			root: root.mounts,
-			workspace,
-			egress: 'deny-all',
-			hostname: 'namzu-sandbox',
-			command: [process.execPath, '-e', '0'],
-		})
-		const [program, ...rest] = withSandboxIdentity(HOST_TOOLS.setpriv, identity, [
-			'/usr/bin/bwrap',
-			...args,
-		])
-		return await timeEach(n, () => spawnAndWait(program, rest))
+		await new Promise((done) => slirp.stdio[4].once('data', done))
+		const [nsenter, ...nsenterArgs] = firewallCommand(
+			{ slirp4netns: '', nft: '/usr/sbin/nft', nsenter: '/usr/bin/nsenter' },
+			pid,
+			process.getuid() === 0,
+		)
+		const nft = spawn(nsenter, nsenterArgs, { stdio: ['pipe', 'ignore', 'inherit'] })
+		nft.stdin.end(sandboxGuardRuleset(readHostAddresses()))
+		await new Promise((done) => nft.once('exit', done))
+		const elapsed = performance.now() - start
+		slirp.kill('SIGKILL')
+		return elapsed
 	} finally {
-		await rm(stateDir, { recursive: true, force: true })
+		bwrap.kill('SIGKILL')
 	}
 }
 
-const baseline = summarize(await bwrapBaseline(count))
+const stateDir = await mkdtemp(join(tmpdir(), 'namzu-bench-bwrap-'))
+await chmod(stateDir, 0o711)
+const [baselineProgram, ...baselineArgs] = await hardenedCommandLine(stateDir, {
+	egress: 'deny-all',
+	command: [process.execPath, '-e', '0'],
+})
+const plumbingCommand = await hardenedCommandLine(stateDir, {
+	egress: 'allow-all',
+	networkArgs: ['--info-fd', '3'],
+	command: ['/bin/sleep', '10'],
+})
+const baselineOnce = () => timed(() => spawnAndWait(baselineProgram, baselineArgs))
 
-// NAMZU_BENCH_COMPARE_LIB=<another build's dist/index.js>: cold acquires of that build interleaved
-// with this one's (alternating order), so a change's create-time cost is a same-run ratio.
-const compareLib = process.env.NAMZU_BENCH_COMPARE_LIB
-const other = compareLib
-	? (await import(new URL(`file://${compareLib}`).href)).createSandboxProvider({
+const before = beforeDist
+	? (await import(pathToFileURL(join(beforeDist, 'index.js')).href)).createSandboxProvider({
 			backend: { tier: 'process' },
 		})
 	: undefined
 const cold = createSandboxProvider({ backend: { tier: 'process' } })
-const coldSamples = []
-const otherSamples = []
+const samples = { baseline: [], cold: [], allowAll: [], before: [], plumbing: [] }
 try {
 	for (let i = 0; i < 3; i++) {
+		await baselineOnce()
 		await acquireOnce(cold)
-		if (other) await acquireOnce(other)
+		await acquireOnce(cold, ALLOW_ALL)
+		if (before) await acquireOnce(before)
+		await slirpAndGuardOnce(plumbingCommand)
 	}
 	for (let i = 0; i < count; i++) {
-		if (other && i % 2 === 0) otherSamples.push(await acquireOnce(other))
-		coldSamples.push(await acquireOnce(cold))
-		if (other && i % 2 === 1) otherSamples.push(await acquireOnce(other))
+		samples.baseline.push(await baselineOnce())
+		samples.cold.push(await acquireOnce(cold))
+		samples.allowAll.push(await acquireOnce(cold, ALLOW_ALL))
+		if (before) samples.before.push(await acquireOnce(before))
+		samples.plumbing.push(await slirpAndGuardOnce(plumbingCommand))
 	}
 } finally {
 	await cold.close()
-	await other?.close()
+	await before?.close()
+	await rm(stateDir, { recursive: true, force: true })
 }
-const coldStats = summarize(coldSamples)
-const otherStats = other ? summarize(otherSamples) : undefined
+const baseline = summarize(samples.baseline)
+const coldStats = summarize(samples.cold)
+const allowStats = summarize(samples.allowAll)
+const plumbingStats = summarize(samples.plumbing)
+const beforeStats = before ? summarize(samples.before) : undefined
 
 // Warm pool: the pool refills in the background between acquires; give it time to refill so each
 // sample measures a warm hand-out (the steady state of a host that acquires less often than ~10/s).
@@ -125,17 +201,18 @@ try {
 const warmStats = summarize(warmSamples)
 const warmCreateStats = summarize(warmCreateSamples)
 
-printTable(`acquire (n=${count})`, [
-	`bwrap + node -e 0 (baseline)        p50 ${ms(baseline.p50)}  p95 ${ms(baseline.p95)}`,
-	`cold create() → exec('true') result  p50 ${ms(coldStats.p50)}  p95 ${ms(coldStats.p95)}`,
-	`cold ratio to baseline               p50 ${ratio(coldStats.p50, baseline.p50)}  p95 ${ratio(coldStats.p95, baseline.p95)}`,
-	`warm create() → exec('true') result  p50 ${ms(warmStats.p50)}  p95 ${ms(warmStats.p95)}`,
-	`warm ratio to baseline               p50 ${ratio(warmStats.p50, baseline.p50)}`,
-	`warm create() alone                  p50 ${ms(warmCreateStats.p50)}  p95 ${ms(warmCreateStats.p95)}`,
-	...(otherStats
+printTable(`acquire (n=${count}, cold rows interleaved round by round)`, [
+	`bwrap + node -e 0 (baseline)                 p50 ${ms(baseline.p50)}  p95 ${ms(baseline.p95)}`,
+	...(beforeStats
 		? [
-				`cold, ${compareLib}  p50 ${ms(otherStats.p50)}  p95 ${ms(otherStats.p95)}`,
-				`cold, this build / that build        p50 ${ratio(coldStats.p50, otherStats.p50)}`,
+				`before (${beforeDist}) cold deny-all         p50 ${ms(beforeStats.p50)}  p95 ${ms(beforeStats.p95)}  ratio p50 ${ratio(beforeStats.p50, baseline.p50)}`,
+				`cold deny-all, this build / that build       p50 ${ratio(coldStats.p50, beforeStats.p50)}`,
 			]
 		: []),
+	`cold deny-all create() → exec('true')         p50 ${ms(coldStats.p50)}  p95 ${ms(coldStats.p95)}  ratio p50 ${ratio(coldStats.p50, baseline.p50)}  p95 ${ratio(coldStats.p95, baseline.p95)}`,
+	`cold allow-all create() → exec('true')        p50 ${ms(allowStats.p50)}  p95 ${ms(allowStats.p95)}  ratio p50 ${ratio(allowStats.p50, baseline.p50)}`,
+	`allow-all over deny-all (p50 difference)      ${ms(allowStats.p50 - coldStats.p50)}`,
+	`slirp4netns ready + nft guard, serially       p50 ${ms(plumbingStats.p50)}  p95 ${ms(plumbingStats.p95)}`,
+	`warm create() → exec('true') result           p50 ${ms(warmStats.p50)}  p95 ${ms(warmStats.p95)}  ratio p50 ${ratio(warmStats.p50, baseline.p50)}`,
+	`warm create() alone                           p50 ${ms(warmCreateStats.p50)}  p95 ${ms(warmCreateStats.p95)}`,
 ])

@@ -9,17 +9,35 @@ function mark(check: IsolationCheck): string {
 	return check.ok ? 'ok  ' : 'NO  '
 }
 
+/** What a sandbox created with no options gets (its tmpfs sizes are in the root listing). */
+function defaultSandboxLines(report: LocalIsolationReport): string[] {
+	const limits = report.defaultLimits
+	return [
+		`default sandbox (backend.defaultLimits: ${limits.mode}${limits.enforced ? '' : ', NOT enforced here'}):`,
+		`  memory ${limits.memoryLimitMb} MiB; ${limits.maxProcesses} workload tasks (threads count) + ${limits.agentTaskHeadroom} for the agent; cpu.shares ${limits.cpuShares} / cpu.weight ${limits.cpuWeight}, no quota`,
+		report.isolation === 'bubblewrap'
+			? `  every tmpfs sized inside the memory limit (below), /dev bounded by it; egress ${report.network.defaultEgress}`
+			: "  isolation 'none': no private tmpfs, no network namespace",
+	]
+}
+
 /** Human-readable rendering of the local isolation report (pure, so it is testable). */
 export function formatIsolationReport(report: LocalIsolationReport): string {
 	const lines = [
 		`local tier: ${report.ready ? 'ready' : 'NOT ready'} (environment ${report.environment})`,
 		`  ${mark(report.bubblewrap)} bubblewrap        ${report.bubblewrap.path}${report.bubblewrap.version ? ` ${report.bubblewrap.version}` : ''}: ${report.bubblewrap.detail}`,
 		`  ${mark(report.userNamespace)} user namespaces   ${report.userNamespace.detail}`,
-		`  ${mark(report.networkNamespace)} network namespace ${report.networkNamespace.detail} (needed for deny-all egress)`,
-		`  ${mark(report.cgroups.memory)} memory limits     ${report.cgroups.memory.detail} (memoryLimitMb)`,
-		`  ${mark(report.cgroups.pids)} process limits    ${report.cgroups.pids.detail} (maxProcesses)`,
+		`  ${mark(report.networkNamespace)} network namespace ${report.networkNamespace.detail} (every sandbox has its own)`,
 		`  ${mark(report.identity)} sandbox uid       ${report.identity.detail}`,
 		`  ${mark(report.agentReach)} agent reach       ${report.agentReach.detail}`,
+		`  ${mark(report.network.denyAll)} egress deny-all   default: loopback only, no route anywhere`,
+		`  ${mark(report.network.allowAll)} egress allow-all  ${report.network.allowAll.detail}`,
+		`  ${mark(report.cgroups.memory)} memory limits     ${report.cgroups.memory.detail} (memoryLimitMb)`,
+		`  ${mark(report.cgroups.pids)} process limits    ${report.cgroups.pids.detail} (maxProcesses)`,
+		`  ${mark(report.cgroups.cpu)} cpu limits        ${report.cgroups.cpu.detail} (cpuLimit, cpu share)`,
+		`  ${mark(report.diskLimit)} disk limits       ${report.diskLimit.detail} (diskLimitMb)`,
+		'',
+		...defaultSandboxLines(report),
 		'',
 		'root a sandbox sees (in mount order):',
 		...report.root.mounts.map((mount) => `  ${mount}`),

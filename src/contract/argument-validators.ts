@@ -131,6 +131,38 @@ export function optionalInteger(
 	return value === undefined ? undefined : requireInteger(site, parameter, value, range)
 }
 
+export interface NumberRange {
+	readonly min: number
+	readonly max: number
+}
+
+/** A finite number inside `range` (bounds inclusive), fractions allowed: `cpuLimit` cores. */
+export function requireNumber(
+	site: ArgumentSite,
+	parameter: string,
+	value: unknown,
+	range: NumberRange,
+): number {
+	if (
+		typeof value !== 'number' ||
+		!Number.isFinite(value) ||
+		value < range.min ||
+		value > range.max
+	) {
+		throw site.refuse(parameter, `a number in ${range.min}..${range.max}`, describeReceived(value))
+	}
+	return value
+}
+
+export function optionalNumber(
+	site: ArgumentSite,
+	parameter: string,
+	value: unknown,
+	range: NumberRange,
+): number | undefined {
+	return value === undefined ? undefined : requireNumber(site, parameter, value, range)
+}
+
 export interface DurationRange {
 	/** Default 1: a zero duration means nothing useful unless the caller says it does. */
 	readonly min?: number

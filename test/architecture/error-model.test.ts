@@ -39,7 +39,15 @@ import {
 	KubernetesSandboxDestroyedError,
 	KubernetesSandboxGoneError,
 } from '../../src/backends/kubernetes/kubernetes-sandbox-errors.js'
+import {
+	DefaultLimitsUnavailableError,
+	DiskLimitUnavailableError,
+} from '../../src/backends/local/limit-errors.js'
 import * as localErrors from '../../src/backends/local/local-errors.js'
+import {
+	LocalNetworkSetupError,
+	LocalNetworkUnavailableError,
+} from '../../src/backends/local/network-errors.js'
 import { CliUsageError } from '../../src/cli/cli-errors.js'
 import {
 	FileWalkLimitError,
@@ -436,6 +444,29 @@ const CASES: readonly ErrorCase[] = [
 		make: () =>
 			new LocalHostToolError('/usr/bin/chown', ['-R'], { code: 1, signal: null, stderr: 'x' }),
 	},
+	{
+		type: LocalNetworkUnavailableError,
+		make: () =>
+			new LocalNetworkUnavailableError([
+				{
+					tool: 'slirp4netns',
+					path: '/usr/bin/slirp4netns',
+					fix: 'apt-get install -y slirp4netns',
+				},
+			]),
+	},
+	...(['namespace', 'slirp4netns', 'firewall'] as const).map((step) => ({
+		type: LocalNetworkSetupError,
+		make: () => new LocalNetworkSetupError('sb', step, 'detail', ''),
+	})),
+	{
+		type: DefaultLimitsUnavailableError,
+		make: () => new DefaultLimitsUnavailableError(['memory'], 'd'),
+	},
+	...(['caller-workspace', 'not-root', 'mkfs-missing', 'setup-failed'] as const).map((refusal) => ({
+		type: DiskLimitUnavailableError,
+		make: () => new DiskLimitUnavailableError(refusal, 64, 'detail'),
+	})),
 	// cli, testing
 	{ type: CliUsageError, make: () => new CliUsageError('unknown command: x') },
 	{ type: ConformanceAssertionError, make: () => new ConformanceAssertionError('toBe', 'm') },

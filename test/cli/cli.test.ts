@@ -112,8 +112,18 @@ describe.skipIf(!hasBwrap && !process.env.CI)('namzu-sandbox CLI', () => {
 		expect(run.stdout).toContain('local tier: ready')
 		expect(run.stdout).toMatch(/ok {3}agent reach/)
 		expect(run.stdout).toContain('root a sandbox sees')
+		expect(run.stdout).toContain('egress allow-all')
+		expect(run.stdout).toContain('default sandbox (backend.defaultLimits: required)')
+		expect(run.stdout).toMatch(
+			/memory \d+ MiB; 512 workload tasks \(threads count\) \+ 24 for the agent/,
+		)
 		const json = await cli(['doctor', '--json'])
-		expect(JSON.parse(json.stdout)).toMatchObject({ ready: true, environment: 'linux-bwrap' })
+		expect(JSON.parse(json.stdout)).toMatchObject({
+			ready: true,
+			environment: 'linux-bwrap',
+			network: { defaultEgress: 'deny-all' },
+			defaultLimits: { mode: 'required', maxProcesses: 512 },
+		})
 	})
 
 	it.skipIf(!hasTmux && !process.env.CI)(

@@ -213,3 +213,35 @@ describe('package root: the error model', () => {
 		>().toExtend<root.SandboxError>()
 	})
 })
+
+describe('package root: the local tier’s hardening', () => {
+	it('exports the confinement, network and limit refusals, each a SandboxError', () => {
+		expectTypeOf<Instance<typeof root.LocalPathOptionError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.LocalWorkspaceBusyError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.LocalHelperUnavailableError>>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.LocalSandboxUidsExhaustedError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.LocalStateDirUnreachableError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.LocalStateEntryUnsafeError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.LocalNetworkUnavailableError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.LocalNetworkSetupError>>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.DefaultLimitsUnavailableError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.DiskLimitUnavailableError>>().toExtend<root.SandboxError>()
+	})
+
+	it('takes the new create and backend options', () => {
+		expectTypeOf<root.LocalSandboxCreateConfig['cpuLimit']>().toEqualTypeOf<number | undefined>()
+		expectTypeOf<root.LocalSandboxCreateConfig['diskLimitMb']>().toEqualTypeOf<number | undefined>()
+		expectTypeOf<root.LocalBackendConfig['defaultLimits']>().toEqualTypeOf<
+			root.DefaultLimitsMode | undefined
+		>()
+		expectTypeOf<root.LocalBackendConfig['sandboxUidRange']>().toEqualTypeOf<
+			root.SandboxUidRange | undefined
+		>()
+	})
+})

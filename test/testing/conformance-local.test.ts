@@ -60,13 +60,8 @@ function localTierSuite(label: string, warmPoolSize: number): void {
 			label,
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
-			capabilities: {
-				killsDetachedDescendants: {
-					supported: false,
-					reason:
-						'the local tier does not hand its agent per-command cgroups yet (NAMZU_AGENT_WORKLOAD_CGROUPS)',
-				},
-			},
+			// The host hands the agent its work/ groups, so the whole tree of every command ends
+			// (capabilities.killsDetachedDescendants defaults to supported).
 		},
 	)
 }

@@ -4,6 +4,11 @@
  * the caller's `env` on top.
  */
 import { dirname } from 'node:path'
+import {
+	WORKLOAD_CGROUPS_VARIABLE,
+	type WorkloadCgroupFd,
+	workloadCgroupsVariable,
+} from './workload-cgroups.js'
 
 export interface AgentEnvironmentInput {
 	readonly workspace: string
@@ -17,12 +22,23 @@ export interface AgentEnvironmentInput {
 	readonly callerEnv: Readonly<Record<string, string>>
 	/** Extra agent settings (`NAMZU_AGENT_*`) the provider wants, e.g. shorter test graces. */
 	readonly agentSettings?: Readonly<Record<string, string>>
+	/** The inherited `work/` cgroup descriptors (`workload-cgroups.ts`); none when absent. */
+	readonly workloadCgroups?: readonly WorkloadCgroupFd[]
 }
 
 /** The agent's inherited-descriptor mode needs a port value; nothing dials it by port locally. */
 export const INHERITED_LISTENER_PORT = '1024'
-/** The descriptors the agent is meant to inherit beyond stdio (the listener); it closes the rest. */
-export const INHERITED_AGENT_FDS = [3] as const
+/** The listener, the first descriptor the agent inherits beyond stdio. */
+export const INHERITED_LISTENER_FD = 3
+
+/**
+ * The descriptors the agent is meant to inherit beyond stdio — the listener, then the `work/`
+ * cgroup directories — for `NAMZU_AGENT_INHERITED_FDS`; it closes every other one it inherited
+ * (bwrap's own info and lifetime descriptors never reach it).
+ */
+export function inheritedAgentFds(workloadCgroups: readonly WorkloadCgroupFd[] = []): number[] {
+	return [INHERITED_LISTENER_FD, ...workloadCgroups.map((entry) => entry.fd)]
+}
 
 export const SANDBOX_SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
@@ -44,8 +60,11 @@ export function buildAgentEnvironment(input: AgentEnvironmentInput): Record<stri
 		...(input.agentSettings ?? {}),
 		// The agent listens on the descriptor the host hands it as fd 3 (see agent-listen-socket.ts).
 		NAMZU_AGENT_VSOCK_PORT: INHERITED_LISTENER_PORT,
-		NAMZU_AGENT_INHERITED_FDS: INHERITED_AGENT_FDS.join(','),
+		NAMZU_AGENT_INHERITED_FDS: inheritedAgentFds(input.workloadCgroups).join(','),
 		NAMZU_SANDBOX_WORKSPACE: input.workspace,
+		...(input.workloadCgroups === undefined || input.workloadCgroups.length === 0
+			? {}
+			: { [WORKLOAD_CGROUPS_VARIABLE]: workloadCgroupsVariable(input.workloadCgroups) }),
 	}
 }
 

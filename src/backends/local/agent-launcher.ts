@@ -6,6 +6,7 @@
  */
 import { spawn } from 'node:child_process'
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
+import type { Readable } from 'node:stream'
 import { inheritableHostDescriptors, stdioCovering } from './launch-descriptors.js'
 import { descendantPids, waitUntilGone } from './process-tree.js'
 import { STDERR_TAIL_BYTES, StderrTail } from './stderr-tail.js'
@@ -19,6 +20,11 @@ export interface AgentLaunchSpec {
 	readonly secrets: readonly string[]
 	/** Listening socket descriptor handed to the child as fd 3. */
 	readonly listenFd?: number
+	/**
+	 * Descriptors handed over after the listener (fd 4 onwards, in order): a host descriptor to
+	 * duplicate, or `'pipe'` for a socket pair whose host end is `pipes.get(childFd)`.
+	 */
+	readonly extraFds?: readonly (number | 'pipe')[]
 	/** Set for a kept-alive sandbox: stderr goes to this file and the child is unref'd. */
 	readonly outliveHost?: { readonly stderrPath: string }
 }
@@ -34,6 +40,8 @@ export interface LaunchedAgentProcess {
 	readonly pid: number | undefined
 	/** Settles once, when the process is gone (or never started). Never rejects. */
 	readonly exited: Promise<ChildExit>
+	/** Host ends of the `'pipe'` entries of `extraFds`, by the child's descriptor number. */
+	readonly pipes: ReadonlyMap<number, Readable>
 	exitStatus(): ChildExit | undefined
 	stderrTail(): string
 	/**
@@ -92,7 +100,7 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 			stdio: stdioCovering(
 				spec.listenFd === undefined
 					? ['ignore', 'ignore', stderr]
-					: ['ignore', 'ignore', stderr, spec.listenFd],
+					: ['ignore', 'ignore', stderr, spec.listenFd, ...(spec.extraFds ?? [])],
 				inheritableHostDescriptors(),
 				devNull,
 			),
@@ -102,6 +110,11 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 		if (stderrFile !== undefined) closeSync(stderrFile)
 	}
 	if (spec.outliveHost) child.unref()
+	const pipes = new Map<number, Readable>()
+	for (const [index, entry] of (spec.extraFds ?? []).entries()) {
+		const stream = child.stdio[4 + index]
+		if (entry === 'pipe' && stream) pipes.set(4 + index, stream as Readable)
+	}
 	const exited = new Promise<ChildExit>((resolve) => {
 		child.once('error', (error) => {
 			// 'error' without a pid means spawn failed; with one, a later kill failed — exit still follows.
@@ -132,6 +145,7 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 	return {
 		pid: child.pid,
 		exited,
+		pipes,
 		exitStatus: () => status,
 		stderrTail: () => {
 			if (spec.outliveHost === undefined) return tail.read(spec.secrets)

@@ -13,7 +13,16 @@ export interface BwrapPlan {
 	readonly root: readonly RootMount[]
 	/** Working directory inside: the workspace, bound read-write at its absolute path. */
 	readonly workspace: string
+	/** Both kinds get their own network namespace; allow-all's plumbing comes in `networkArgs`. */
 	readonly egress: LocalEgress
+	/** bwrap arguments of the network plumbing (`local-network.ts`), placed after the mounts. */
+	readonly networkArgs?: readonly string[]
+	/**
+	 * Default true. False when per-command groups live in a cgroup v2 hierarchy: with `nsdelegate`
+	 * the kernel refuses moves into groups outside the mover's cgroup namespace, whose root would be
+	 * the agent's leaf.
+	 */
+	readonly unshareCgroupNamespace?: boolean
 	readonly hostname: string
 	/** Program and arguments run inside (absolute program path). */
 	readonly command: readonly string[]
@@ -24,9 +33,11 @@ export function buildBwrapArgs(plan: BwrapPlan): string[] {
 	// uid 0 inside, mapped to whatever uid bwrap runs as on the host (the sandbox uid on a root
 	// host, the host user otherwise); every capability is dropped before the command runs.
 	args.push('--unshare-user', '--uid', '0', '--gid', '0')
-	args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try')
-	// deny-all gets a fresh network namespace holding only loopback; allow-all shares the host's.
-	if (plan.egress === 'deny-all') args.push('--unshare-net')
+	args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts')
+	if (plan.unshareCgroupNamespace !== false) args.push('--unshare-cgroup-try')
+	// Always a fresh network namespace (its own loopback): allow-all is slirp4netns attached to it.
+	args.push('--unshare-net')
+	args.push(...(plan.networkArgs ?? []))
 	args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL')
 	args.push('--hostname', plan.hostname, '--chdir', plan.workspace)
 	args.push('--', ...plan.command)

@@ -4,7 +4,15 @@
  * nested under this process's own cgroup so any limit the host itself runs under still applies.
  */
 
-export type LimitController = 'memory' | 'pids'
+/** Controllers that enforce a limit: a host without one of them cannot bound the sandbox. */
+export type LimitController = 'memory' | 'pids' | 'cpu'
+/**
+ * Every controller a sandbox uses: the limits, plus v1 `cpuacct` (the CPU usage counter) and v1
+ * `freezer` (per-command groups that can be killed as a whole). cgroup v2 has both built in.
+ */
+export type CgroupController = LimitController | 'cpuacct' | 'freezer'
+
+const V1_CONTROLLERS: readonly string[] = ['memory', 'pids', 'cpu', 'cpuacct', 'freezer']
 
 export interface CgroupMount {
 	readonly mountPoint: string
@@ -69,9 +77,7 @@ export function parseCgroupMounts(mountinfo: string): CgroupMounts {
 			v2 ??= mount
 		} else if (fsType === 'cgroup') {
 			for (const option of (after[2] ?? '').split(',')) {
-				if (option === 'memory' || option === 'pids' || option === 'cpu' || option === 'freezer') {
-					v1[option] ??= mount
-				}
+				if (V1_CONTROLLERS.includes(option)) v1[option] ??= mount
 			}
 		}
 	}
@@ -95,15 +101,22 @@ export interface CgroupGroupPlan {
 	readonly dir: string
 	/** Its parent (this process's group), whose `cgroup.subtree_control` v2 may need to enable. */
 	readonly parent: string
-	readonly controllers: readonly LimitController[]
+	readonly controllers: readonly CgroupController[]
 }
 
 export type CgroupPlan =
-	| { readonly ok: true; readonly groups: readonly CgroupGroupPlan[] }
-	| { readonly ok: false; readonly missing: readonly LimitController[]; readonly detail: string }
+	| {
+			readonly ok: true
+			readonly groups: readonly CgroupGroupPlan[]
+			/** This process's group in the unified hierarchy, when one is mounted and visible. */
+			readonly v2Parent?: string
+	  }
+	| { readonly ok: false; readonly missing: readonly CgroupController[]; readonly detail: string }
 
 export interface CgroupPlanInput {
-	readonly needed: readonly LimitController[]
+	readonly needed: readonly CgroupController[]
+	/** Placed in a v1 hierarchy when one is mounted, else left out (never reported missing). */
+	readonly optional?: readonly CgroupController[]
 	readonly membership: ProcCgroupMembership
 	readonly mounts: CgroupMounts
 	/** Contents of `cgroup.controllers` of this process's v2 group, when there is one. */
@@ -122,11 +135,13 @@ export function planCgroups(input: CgroupPlanInput): CgroupPlan {
 		input.mounts.v2 && input.membership.v2 !== undefined
 			? groupDirectory(input.mounts.v2, input.membership.v2)
 			: undefined
-	const v2Controllers: LimitController[] = []
+	const v2Controllers: CgroupController[] = []
 	const v1Groups: CgroupGroupPlan[] = []
-	const missing: LimitController[] = []
-	for (const controller of input.needed) {
-		if (v2Parent !== undefined && v2Available.has(controller)) {
+	const missing: CgroupController[] = []
+	const optional = input.optional ?? []
+	for (const controller of [...input.needed, ...optional]) {
+		const isOptional = !input.needed.includes(controller)
+		if (!isOptional && v2Parent !== undefined && v2Available.has(controller)) {
 			v2Controllers.push(controller)
 			continue
 		}
@@ -134,7 +149,7 @@ export function planCgroups(input: CgroupPlanInput): CgroupPlan {
 		const path = input.membership.v1[controller]
 		const parent = mount && path !== undefined ? groupDirectory(mount, path) : undefined
 		if (parent === undefined) {
-			missing.push(controller)
+			if (!isOptional) missing.push(controller)
 			continue
 		}
 		const dir = `${parent}/${input.name}`
@@ -162,13 +177,20 @@ export function planCgroups(input: CgroupPlanInput): CgroupPlan {
 		})
 	}
 	groups.push(...v1Groups)
-	return { ok: true, groups }
+	return { ok: true, groups, ...(v2Parent === undefined ? {} : { v2Parent }) }
 }
 
 export interface CgroupLimitValues {
 	readonly memoryLimitMb?: number
 	/** Already including any headroom the caller adds for the agent itself. */
 	readonly pidsMax?: number
+	/** v1 `cpu.shares`. */
+	readonly cpuShares?: number
+	/** v2 `cpu.weight`. */
+	readonly cpuWeight?: number
+	/** CFS quota per `cpuPeriodUs`; absent ⇒ no quota. */
+	readonly cpuQuotaUs?: number
+	readonly cpuPeriodUs?: number
 }
 
 export interface CgroupFileWrite {
@@ -199,6 +221,37 @@ export function limitWrites(group: CgroupGroupPlan, limits: CgroupLimitValues): 
 		if (controller === 'pids' && limits.pidsMax !== undefined) {
 			writes.push({ file: `${group.dir}/pids.max`, value: String(limits.pidsMax), optional: false })
 		}
+		if (controller === 'cpu') writes.push(...cpuWrites(group, limits))
 	}
 	return writes
+}
+
+/** CFS period the `cpuLimit` quota is expressed in. */
+export const CPU_PERIOD_US = 100_000
+
+/** `cpu.cfs_quota_us` (v1) / the first field of `cpu.max` (v2) for `cpuLimit` cores. */
+export function cpuQuotaUs(cpuLimit: number): number {
+	return Math.max(1000, Math.round(cpuLimit * CPU_PERIOD_US))
+}
+
+function cpuWrites(group: CgroupGroupPlan, limits: CgroupLimitValues): CgroupFileWrite[] {
+	const write = (name: string, value: string): CgroupFileWrite => ({
+		file: `${group.dir}/${name}`,
+		value,
+		optional: false,
+	})
+	const period = limits.cpuPeriodUs ?? CPU_PERIOD_US
+	const quota = limits.cpuQuotaUs
+	if (group.version === 1) {
+		return [
+			...(limits.cpuShares === undefined ? [] : [write('cpu.shares', String(limits.cpuShares))]),
+			...(quota === undefined
+				? []
+				: [write('cpu.cfs_period_us', String(period)), write('cpu.cfs_quota_us', String(quota))]),
+		]
+	}
+	return [
+		...(limits.cpuWeight === undefined ? [] : [write('cpu.weight', String(limits.cpuWeight))]),
+		...(quota === undefined ? [] : [write('cpu.max', `${quota} ${period}`)]),
+	]
 }

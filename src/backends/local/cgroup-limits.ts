@@ -3,21 +3,31 @@
  * The launcher joins the returned `procsFiles` before bwrap starts; `remove()` kills whatever is
  * still inside (v1 has no `cgroup.kill`) and removes the groups.
  */
-
-import { access, mkdir, readFile, rmdir, writeFile } from 'node:fs/promises'
+import { closeSync, constants, type Dirent, openSync } from 'node:fs'
+import { access, chown, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
+	type CgroupController,
 	type CgroupLimitValues,
 	type CgroupMounts,
 	type CgroupPlan,
+	CPU_PERIOD_US,
+	cpuQuotaUs,
 	type LimitController,
-	limitWrites,
 	type ProcCgroupMembership,
 	parseCgroupMounts,
 	parseProcCgroup,
 	planCgroups,
 } from './cgroup-layout.js'
+import { DefaultLimitsUnavailableError } from './limit-errors.js'
 import { CgroupLimitsUnavailableError, LocalSandboxCleanupError } from './local-errors.js'
+import {
+	type CgroupOwner,
+	type CgroupTreeStep,
+	optionalControllersFor,
+	planCgroupTree,
+	type WorkloadGroup,
+} from './workload-cgroups.js'
 
 export interface CgroupHostView {
 	readonly membership: ProcCgroupMembership
@@ -48,7 +58,7 @@ export async function readCgroupHostView(): Promise<CgroupHostView> {
 
 export function planSandboxCgroups(
 	view: CgroupHostView,
-	needed: readonly LimitController[],
+	needed: readonly CgroupController[],
 	name: string,
 ): CgroupPlan {
 	return planCgroups({ ...view, needed, name })
@@ -57,16 +67,41 @@ export function planSandboxCgroups(
 export interface SandboxCgroups {
 	/** `cgroup.procs` files the sandbox's first process must join. */
 	readonly procsFiles: readonly string[]
+	/** The `<sandbox>/` directories (recorded for kept-alive teardown; children go with them). */
 	readonly dirs: readonly string[]
-	/** Pids currently in the groups (deduplicated). */
+	/** The `work/` groups handed to the agent as descriptors, in descriptor order. */
+	readonly workloadGroups: readonly WorkloadGroup[]
+	/** Pids currently anywhere in the groups, children included (deduplicated). */
 	pids(): Promise<number[]>
-	/** Kills every task still inside, then removes the groups. Idempotent. */
+	/** Moves `pid` (and its threads) into the sandbox's own groups, beside the agent. */
+	join(pid: number): Promise<void>
+	/** CPU time the sandbox has used, in nanoseconds, when an accounting group exists. */
+	cpuUsageNs(): Promise<number | undefined>
+	/** Kills every task still inside (thawing frozen groups first), then removes the tree. Idempotent. */
 	remove(): Promise<void>
 }
 
+export type DefaultLimitsMode = 'required' | 'best-effort'
+
 export interface RequestedLimits {
 	readonly memoryLimitMb?: number
+	/** What the workload may hold; the sandbox's own group gets `AGENT_TASK_HEADROOM` on top. */
 	readonly maxProcesses?: number
+	/** Cores, enforced as a CFS quota. */
+	readonly cpuLimit?: number
+	/** v1 `cpu.shares` / v2 `cpu.weight`, written explicitly whenever set. */
+	readonly cpuShares?: number
+	readonly cpuWeight?: number
+	/**
+	 * Which controllers only carry defaults (nobody asked for them): when the host cannot enforce
+	 * those, `defaultLimits` decides between `DefaultLimitsUnavailableError` (`required`, the
+	 * default) and dropping them (`best-effort`). Anything not listed was asked for and refuses with
+	 * `CgroupLimitsUnavailableError`.
+	 */
+	readonly defaultsOnly?: readonly LimitController[]
+	readonly defaultLimits?: DefaultLimitsMode
+	/** Owner of the `work/` groups (the sandbox's host uid); default this process's uid/gid. */
+	readonly workloadOwner?: CgroupOwner
 	/**
 	 * Without limits, still create an unlimited `pids` group when one is available, purely so
 	 * teardown can find (and kill) processes that escaped the process tree. Best effort: no group
@@ -76,9 +111,10 @@ export interface RequestedLimits {
 }
 
 /**
- * Tasks the sandbox needs before user code runs: bwrap's two processes plus the agent's node
- * threads (main, V8 platform workers, libuv pool). `pids.max` counts threads, so this headroom is
- * added to `maxProcesses` rather than charged to the caller's budget.
+ * Tasks the sandbox needs besides its workload: bwrap's two processes, the agent's node threads
+ * (main, V8 platform workers, libuv pool) and slirp4netns under allow-all. `pids.max` counts
+ * threads, so the workload's `work/` group gets exactly `maxProcesses` and the sandbox's group this
+ * much more.
  */
 export const AGENT_TASK_HEADROOM = 24
 
@@ -106,6 +142,37 @@ async function groupPids(dirs: readonly string[]): Promise<number[]> {
 	return [...pids]
 }
 
+/** `dir` and every group below it, deepest first (the order they can be removed in). */
+async function groupTree(dir: string): Promise<string[]> {
+	let entries: Dirent[]
+	try {
+		entries = await readdir(dir, { withFileTypes: true })
+	} catch {
+		return []
+	}
+	const below: string[] = []
+	for (const entry of entries) {
+		if (entry.isDirectory()) below.push(...(await groupTree(`${dir}/${entry.name}`)))
+	}
+	return [...below, dir]
+}
+
+async function treeOf(dirs: readonly string[]): Promise<string[]> {
+	const all: string[] = []
+	for (const dir of dirs) all.push(...(await groupTree(dir)))
+	return all
+}
+
+/** A frozen v1 group holds SIGKILL pending until thawed. */
+async function thaw(dirs: readonly string[]): Promise<void> {
+	for (const dir of dirs) {
+		const state = await readOptional(`${dir}/freezer.state`)
+		if (state !== undefined && state.trim() !== 'THAWED') {
+			await writeFile(`${dir}/freezer.state`, 'THAWED').catch(() => undefined)
+		}
+	}
+}
+
 function killQuietly(pid: number): void {
 	try {
 		process.kill(pid, 'SIGKILL')
@@ -114,69 +181,143 @@ function killQuietly(pid: number): void {
 	}
 }
 
-async function enableV2Controllers(parent: string, controllers: readonly LimitController[]) {
-	const enabled = ((await readOptional(`${parent}/cgroup.subtree_control`)) ?? '').split(/\s+/)
+async function enableV2Controllers(dir: string, controllers: readonly string[]) {
+	const enabled = ((await readOptional(`${dir}/cgroup.subtree_control`)) ?? '').split(/\s+/)
 	const wanted = controllers.filter((controller) => !enabled.includes(controller))
 	if (wanted.length === 0) return
-	// Fails with EBUSY when the parent holds processes itself (the no-internal-process rule).
-	await writeFile(`${parent}/cgroup.subtree_control`, wanted.map((c) => `+${c}`).join(' '))
+	// Fails with EBUSY when the group holds processes itself (the no-internal-process rule).
+	await writeFile(`${dir}/cgroup.subtree_control`, wanted.map((c) => `+${c}`).join(' '))
+}
+
+function neededControllers(limits: RequestedLimits): LimitController[] {
+	const needed: LimitController[] = []
+	if (limits.memoryLimitMb !== undefined) needed.push('memory')
+	if (limits.maxProcesses !== undefined) needed.push('pids')
+	const cpu = limits.cpuLimit ?? limits.cpuShares ?? limits.cpuWeight
+	if (cpu !== undefined) needed.push('cpu')
+	return needed
+}
+
+/** The limits without the controllers in `dropped` (best-effort defaults the host cannot enforce). */
+function without(limits: RequestedLimits, dropped: readonly string[]): RequestedLimits {
+	const { memoryLimitMb, maxProcesses, cpuLimit, cpuShares, cpuWeight, ...rest } = limits
+	return {
+		...rest,
+		...(dropped.includes('memory') || memoryLimitMb === undefined ? {} : { memoryLimitMb }),
+		...(dropped.includes('pids') || maxProcesses === undefined ? {} : { maxProcesses }),
+		...(dropped.includes('cpu')
+			? {}
+			: {
+					...(cpuLimit === undefined ? {} : { cpuLimit }),
+					...(cpuShares === undefined ? {} : { cpuShares }),
+					...(cpuWeight === undefined ? {} : { cpuWeight }),
+				}),
+	}
+}
+
+function limitValues(limits: RequestedLimits): CgroupLimitValues {
+	return {
+		...(limits.memoryLimitMb === undefined ? {} : { memoryLimitMb: limits.memoryLimitMb }),
+		...(limits.maxProcesses === undefined
+			? {}
+			: { pidsMax: limits.maxProcesses + AGENT_TASK_HEADROOM }),
+		...(limits.cpuShares === undefined ? {} : { cpuShares: limits.cpuShares }),
+		...(limits.cpuWeight === undefined ? {} : { cpuWeight: limits.cpuWeight }),
+		...(limits.cpuLimit === undefined
+			? {}
+			: { cpuQuotaUs: cpuQuotaUs(limits.cpuLimit), cpuPeriodUs: CPU_PERIOD_US }),
+	}
+}
+
+/** A refusal for `controllers` that could not be set up: the caller's, or only defaults. */
+function refusal(
+	limits: RequestedLimits,
+	controllers: readonly string[],
+	detail: string,
+	cause?: unknown,
+): Error {
+	const defaults: readonly string[] = limits.defaultsOnly ?? []
+	const asked = controllers.filter((controller) => !defaults.includes(controller))
+	const options = cause === undefined ? {} : { cause }
+	if (asked.length > 0) return new CgroupLimitsUnavailableError(asked, detail, options)
+	return new DefaultLimitsUnavailableError(controllers, detail, options)
 }
 
 /**
- * Creates the groups for `limits` under this process's own cgroups, or returns undefined when no
- * limit was asked for. Rejects with `CgroupLimitsUnavailableError` when a needed controller is
- * missing or cannot be set up — never silently unlimited.
+ * Creates the cgroup tree for `limits` under this process's own cgroups (`workload-cgroups.ts`),
+ * or returns undefined when nothing is to be enforced. Rejects with `CgroupLimitsUnavailableError`
+ * when a limit the caller asked for cannot be set up, and with `DefaultLimitsUnavailableError` when
+ * only defaults cannot (unless `defaultLimits: 'best-effort'`) — never silently unlimited.
  */
 export async function createSandboxCgroups(
 	name: string,
 	limits: RequestedLimits,
 	view?: CgroupHostView,
 ): Promise<SandboxCgroups | undefined> {
-	const needed: LimitController[] = []
-	if (limits.memoryLimitMb !== undefined) needed.push('memory')
-	if (limits.maxProcesses !== undefined) needed.push('pids')
+	const hostView = view ?? (await readCgroupHostView())
+	const bestEffort = limits.defaultLimits === 'best-effort'
+	const droppable = (controllers: readonly string[]) =>
+		bestEffort && controllers.every((c) => (limits.defaultsOnly ?? []).some((d) => d === c))
+	let effective = limits
+	let needed = neededControllers(effective)
 	const tracking = needed.length === 0 && limits.trackOnly === true
 	if (needed.length === 0 && !tracking) return undefined
-	const plan = planSandboxCgroups(
-		view ?? (await readCgroupHostView()),
-		tracking ? ['pids'] : needed,
-		name,
-	)
+	let plan = planSandboxCgroups(hostView, tracking ? ['pids'] : needed, name)
 	if (!plan.ok) {
 		if (tracking) return undefined
-		throw new CgroupLimitsUnavailableError(plan.missing, plan.detail)
+		const missing = plan.missing
+		const stillNeeded = needed.filter((controller) => !missing.includes(controller))
+		if (!droppable(missing)) throw refusal(limits, missing, plan.detail)
+		effective = without(limits, missing)
+		needed = stillNeeded
+		if (needed.length === 0) return undefined
+		plan = planSandboxCgroups(hostView, needed, name)
+		if (!plan.ok) throw refusal(limits, plan.missing, plan.detail)
 	}
-	const values: CgroupLimitValues = {
-		...(limits.memoryLimitMb === undefined ? {} : { memoryLimitMb: limits.memoryLimitMb }),
-		...(limits.maxProcesses === undefined
-			? {}
-			: { pidsMax: limits.maxProcesses + AGENT_TASK_HEADROOM }),
+	const optional = optionalControllersFor(plan.groups, {
+		cpuAccounting: effective.cpuLimit !== undefined,
+	})
+	if (optional.length > 0) {
+		const withOptional = planCgroups({ ...hostView, needed, optional, name })
+		if (withOptional.ok) plan = withOptional
 	}
-	const created: string[] = []
-	const handle = sandboxCgroups(
-		created,
-		plan.groups.map((group) => `${group.dir}/cgroup.procs`),
-	)
+	const tree = planCgroupTree({
+		groups: plan.groups,
+		...(plan.v2Parent === undefined ? {} : { v2Parent: plan.v2Parent }),
+		name,
+		values: limitValues(effective),
+		...(effective.maxProcesses === undefined ? {} : { workloadPidsMax: effective.maxProcesses }),
+	})
+	const handle = sandboxCgroups([...tree.topDirs], tree.joinProcsFiles, tree.workloadGroups)
 	try {
-		for (const group of plan.groups) {
-			if (group.version === 2) await enableV2Controllers(group.parent, group.controllers)
-			await mkdir(group.dir)
-			created.push(group.dir)
-			for (const write of limitWrites(group, values)) {
-				if (write.optional && !(await exists(write.file))) continue
-				await writeFile(write.file, write.value)
-			}
-		}
+		// Hierarchies are independent: set them up side by side.
+		const results = await Promise.allSettled(
+			tree.chains.map((chain) => applyChain(chain, limits.workloadOwner)),
+		)
+		const failed = results.find((result) => result.status === 'rejected')
+		if (failed) throw failed.reason
 	} catch (error) {
 		await handle.remove().catch(() => undefined)
 		if (tracking) return undefined
-		if (error instanceof CgroupLimitsUnavailableError) throw error
-		const detail = error instanceof Error ? error.message : String(error)
-		throw new CgroupLimitsUnavailableError(needed, `setting up the cgroup failed: ${detail}`, {
-			cause: error,
-		})
+		const detail = `setting up the cgroup failed: ${error instanceof Error ? error.message : String(error)}`
+		if (droppable(needed)) return undefined
+		throw refusal(limits, needed, detail, error)
 	}
 	return handle
+}
+
+async function applyChain(steps: readonly CgroupTreeStep[], owner: CgroupOwner | undefined) {
+	const uid = owner?.uid ?? process.getuid?.()
+	const gid = owner?.gid ?? process.getgid?.()
+	const chownNeeded = uid !== undefined && gid !== undefined && uid !== process.getuid?.()
+	for (const step of steps) {
+		if (step.kind === 'mkdir') await mkdir(step.dir)
+		else if (step.kind === 'enable') await enableV2Controllers(step.dir, step.controllers)
+		else if (step.kind === 'write') {
+			if (step.write.optional && !(await exists(step.write.file))) continue
+			await writeFile(step.write.file, step.write.value)
+		} else if (chownNeeded && (await exists(step.path))) await chown(step.path, uid, gid)
+	}
 }
 
 /**
@@ -187,22 +328,40 @@ export function adoptSandboxCgroups(dirs: readonly string[]): SandboxCgroups {
 	return sandboxCgroups(
 		[...dirs],
 		dirs.map((dir) => `${dir}/cgroup.procs`),
+		[],
 	)
 }
 
-function sandboxCgroups(dirs: string[], procsFiles: readonly string[]): SandboxCgroups {
+async function readCpuUsageNs(dirs: readonly string[]): Promise<number | undefined> {
+	for (const dir of dirs) {
+		const v1 = await readOptional(`${dir}/cpuacct.usage`)
+		if (v1 !== undefined) return Number(v1.trim())
+		const stat = await readOptional(`${dir}/cpu.stat`)
+		const usec = stat === undefined ? undefined : /^usage_usec (\d+)$/m.exec(stat)?.[1]
+		if (usec !== undefined) return Number(usec) * 1000
+	}
+	return undefined
+}
+
+function sandboxCgroups(
+	dirs: string[],
+	procsFiles: readonly string[],
+	workloadGroups: readonly WorkloadGroup[],
+): SandboxCgroups {
 	let removal: Promise<void> | undefined
 	const remove = async () => {
 		const deadline = Date.now() + KILL_DEADLINE_MS
 		for (;;) {
-			const pids = await groupPids(dirs)
+			const tree = await treeOf(dirs)
+			await thaw(tree)
+			const pids = await groupPids(tree)
 			if (pids.length === 0) break
 			for (const pid of pids) killQuietly(pid)
 			if (Date.now() > deadline) break
 			await sleep(POLL_MS)
 		}
 		const leftovers: string[] = []
-		for (const dir of [...dirs].reverse()) {
+		for (const dir of await treeOf([...dirs].reverse())) {
 			for (;;) {
 				try {
 					await rmdir(dir)
@@ -214,6 +373,7 @@ function sandboxCgroups(dirs: string[], procsFiles: readonly string[]): SandboxC
 						leftovers.push(dir)
 						break
 					}
+					await thaw([dir])
 					for (const pid of await groupPids([dir])) killQuietly(pid)
 					await sleep(POLL_MS)
 				}
@@ -224,10 +384,42 @@ function sandboxCgroups(dirs: string[], procsFiles: readonly string[]): SandboxC
 	return {
 		procsFiles,
 		dirs,
-		pids: () => groupPids(dirs),
+		workloadGroups,
+		pids: async () => groupPids(await treeOf(dirs)),
+		join: async (pid) => {
+			for (const file of procsFiles) await writeFile(file, String(pid))
+		},
+		cpuUsageNs: () => readCpuUsageNs(dirs),
 		remove: () => {
 			removal ??= remove()
 			return removal
 		},
+	}
+}
+
+/**
+ * Read-only directory descriptors of the `work/` groups, in order, for the agent to inherit (the
+ * caller closes them once the child has its copies). Opened by the host, so the agent needs no
+ * path to the cgroup filesystem.
+ */
+export function openWorkloadGroupFds(groups: readonly WorkloadGroup[]): number[] {
+	const fds: number[] = []
+	try {
+		for (const group of groups)
+			fds.push(openSync(group.dir, constants.O_RDONLY | constants.O_DIRECTORY))
+	} catch (error) {
+		closeFds(fds)
+		throw error
+	}
+	return fds
+}
+
+export function closeFds(fds: readonly number[]): void {
+	for (const fd of fds) {
+		try {
+			closeSync(fd)
+		} catch {
+			// Already closed.
+		}
 	}
 }

@@ -5,12 +5,14 @@
  * `/proc/<pid>/environ`.
  */
 import { join } from 'node:path'
+import { ephemeralWorkspacePath } from './host-claims.js'
 import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
 import { assertHostTool, HOST_TOOLS } from './host-tools.js'
 import type { LocalBackendConfig, ResolvedLocalBackendConfig } from './local-backend-config.js'
 import { createLocalSandboxProvider } from './local-sandbox-provider.js'
 import { runtimeDirName } from './runtime-cache.js'
 import { perSandboxUids, type SandboxUidRange } from './sandbox-identity.js'
+import type { TmpfsSizes } from './sandbox-limits.js'
 import { describeRootMount, planSandboxRoot, underSystemBinds } from './sandbox-root.js'
 
 export interface CheckResult {
@@ -72,13 +74,17 @@ export async function describeSandboxIdentity(
 /** The mounts a default sandbox gets here (paths of one sandbox shown with `<id>`). */
 export async function describeSandboxRoot(
 	resolved: ResolvedLocalBackendConfig,
+	tmpfsSizes?: TmpfsSizes,
 ): Promise<SandboxRootReport> {
 	const layout = await readHostRootLayout()
 	const stateRoot = join(resolved.stateDir, 'namzu-sbx-<id>')
 	const runtime = join(resolved.stateDir, runtimeDirName())
 	const plan = planSandboxRoot({
 		layout,
-		workspace: { source: join(stateRoot, 'workspace'), target: join(stateRoot, 'workspace') },
+		workspace: {
+			source: ephemeralWorkspacePath(stateRoot),
+			target: ephemeralWorkspacePath(stateRoot),
+		},
 		homeDir: '/tmp/home',
 		runtime: {
 			agentNode: join(runtime, 'node-<key>'),
@@ -92,6 +98,7 @@ export async function describeSandboxRoot(
 				: [{ source: join(runtime, 'node-<key>.readable'), target: resolved.nodePath }]),
 		],
 		hidden: await maskTargetsOf(resolved.hiddenPaths),
+		...(tmpfsSizes ? { tmpfsSizes } : {}),
 	})
 	return { mounts: plan.mounts.map(describeRootMount), masked: plan.masked }
 }

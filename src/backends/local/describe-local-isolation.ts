@@ -19,23 +19,17 @@ import {
 	type SandboxIdentityReport,
 	type SandboxRootReport,
 } from './confinement-report.js'
+import {
+	boundsProblems,
+	describeLocalBounds,
+	type LocalBoundsReport,
+} from './describe-local-bounds.js'
 import { missingProgramLine } from './install-hint.js'
+import type { CgroupControllerCheck, IsolationCheck } from './isolation-check.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
 import { BubblewrapUnavailableError } from './local-errors.js'
 
-export interface IsolationCheck {
-	readonly ok: boolean
-	readonly detail: string
-}
-
-export interface CgroupControllerCheck extends IsolationCheck {
-	/** Hierarchy that would hold the limit. */
-	readonly version?: 1 | 2
-	/** Group under which sandbox groups would be created. */
-	readonly parent?: string
-}
-
-export interface LocalIsolationReport {
+export interface LocalIsolationReport extends LocalBoundsReport {
 	readonly isolation: 'bubblewrap' | 'none'
 	readonly environment: SandboxEnvironment
 	readonly bubblewrap: IsolationCheck & { readonly path: string; readonly version?: string }
@@ -64,6 +58,12 @@ function run(file: string, args: readonly string[]): Promise<IsolationCheck> {
 	})
 }
 
+const LIMIT_FIELDS: Readonly<Record<LimitController, string>> = {
+	memory: 'memoryLimitMb',
+	pids: 'maxProcesses',
+	cpu: 'cpuLimit',
+}
+
 const SENTINEL_BASE = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp']
 
 async function maxUserNamespaces(): Promise<string> {
@@ -77,7 +77,7 @@ async function maxUserNamespaces(): Promise<string> {
 async function cgroupChecks(): Promise<Record<LimitController, CgroupControllerCheck>> {
 	const view = await readCgroupHostView()
 	const out: Partial<Record<LimitController, CgroupControllerCheck>> = {}
-	for (const controller of ['memory', 'pids'] as const) {
+	for (const controller of ['memory', 'pids', 'cpu'] as const) {
 		const plan = planSandboxCgroups(view, [controller], 'namzu-doctor')
 		if (!plan.ok) {
 			out[controller] = { ok: false, detail: `not available: ${plan.detail}` }
@@ -101,7 +101,7 @@ async function cgroupChecks(): Promise<Record<LimitController, CgroupControllerC
 		}
 	}
 	const missing = { ok: false, detail: 'not available' }
-	return { memory: out.memory ?? missing, pids: out.pids ?? missing }
+	return { memory: out.memory ?? missing, pids: out.pids ?? missing, cpu: out.cpu ?? missing }
 }
 
 export interface DescribeLocalIsolationOptions {
@@ -168,8 +168,9 @@ export async function describeLocalIsolation(
 				mode: 'host-user',
 				detail: "isolation 'none': the agent runs as this user, unconfined",
 			}
+	const bounds = await describeLocalBounds(resolved, cgroups, networkNamespace)
 	const root = usesBwrap
-		? await describeSandboxRoot(resolved)
+		? await describeSandboxRoot(resolved, bounds.defaultLimits.tmpfs)
 		: {
 				mounts: [
 					"none: isolation 'none' runs the agent unconfined, with the host's whole filesystem",
@@ -185,7 +186,9 @@ export async function describeLocalIsolation(
 		if (!bubblewrap.ok) problems.push(bubblewrapProblem ?? bubblewrap.detail)
 		else if (!userNamespace.ok) problems.push(`user namespaces unusable: ${userNamespace.detail}`)
 		else if (!networkNamespace.ok) {
-			problems.push(`network namespaces unusable (deny-all egress): ${networkNamespace.detail}`)
+			problems.push(
+				`network namespaces unusable (every sandbox has one): ${networkNamespace.detail}`,
+			)
 		}
 		if (!identity.ok) problems.push(`sandbox uids: ${identity.detail}`)
 		if (agentReach.ran && !agentReach.ok) problems.push(`agent reach: ${agentReach.detail}`)
@@ -195,13 +198,15 @@ export async function describeLocalIsolation(
 	} else {
 		problems.push("isolation 'none': the agent runs unconfined as this user (development only)")
 	}
-	for (const controller of ['memory', 'pids'] as const) {
+	for (const controller of ['memory', 'pids', 'cpu'] as const) {
 		if (!cgroups[controller].ok) {
-			const field = controller === 'memory' ? 'memoryLimitMb' : 'maxProcesses'
-			problems.push(`${field} cannot be enforced: ${cgroups[controller].detail}`)
+			problems.push(`${LIMIT_FIELDS[controller]} cannot be enforced: ${cgroups[controller].detail}`)
 		}
 	}
+	problems.push(...boundsProblems(bounds))
+	const boundsReady = bounds.defaultLimits.enforced || bounds.defaultLimits.mode === 'best-effort'
 	return {
+		...bounds,
 		isolation: resolved.isolation,
 		environment: usesBwrap ? 'linux-bwrap' : 'basic',
 		bubblewrap,
@@ -211,9 +216,11 @@ export async function describeLocalIsolation(
 		identity,
 		root,
 		agentReach,
-		ready: usesBwrap
-			? namespacesOk && identity.ok && (options.probeAgent === false || agentReach.ok)
-			: true,
+		ready:
+			boundsReady &&
+			(usesBwrap
+				? namespacesOk && identity.ok && (options.probeAgent === false || agentReach.ok)
+				: true),
 		problems,
 	}
 }

@@ -1,7 +1,7 @@
 /**
  * What one local sandbox holds on the host beyond its state directory and cgroups — the sandbox
  * uid lock, a caller workspace handed to that uid (with the record of its original owners and its
- * lock), staging bind mounts — as one record, `<stateRoot>/host-claims.json`. Each claim is
+ * lock), staging bind mounts, the sized workspace's loop mount — as one record, `<stateRoot>/host-claims.json`. Each claim is
  * written here before it is made, so a sandbox whose host died can be undone from this record
  * alone (`release-host-claims.ts`); a kept-alive sandbox's descriptor carries the same record.
  * Pure: shape, parsing and the check that a record names only what belongs to its sandbox.
@@ -17,6 +17,8 @@ export const HOST_CLAIMS_VERSION = 1
 export const OWNERSHIP_RECORD_NAME = 'workspace-owners'
 /** Inside the state root: where staging binds are mounted. */
 export const STAGING_DIR_NAME = 'mnt'
+/** Inside the state root: the ephemeral workspace. */
+export const EPHEMERAL_WORKSPACE_NAME = 'workspace'
 
 export interface ClaimedIdentity {
 	readonly uid: number
@@ -43,6 +45,13 @@ export interface SandboxHostClaims {
 	readonly workspace?: ClaimedWorkspace
 	/** Staging bind mounts, in the order they were made. */
 	readonly stagingMounts: readonly string[]
+	/** `diskLimitMb`: the ephemeral workspace (`<stateRoot>/workspace`), a loop-mounted image. */
+	readonly workspaceDisk?: string
+}
+
+/** Where an ephemeral workspace is, and so where a sized one is mounted. */
+export function ephemeralWorkspacePath(stateRoot: string): string {
+	return `${stateRoot}/${EPHEMERAL_WORKSPACE_NAME}`
 }
 
 export function emptyClaims(
@@ -117,6 +126,8 @@ export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 	const workspace = raw.workspace === undefined ? undefined : parseWorkspace(raw.workspace)
 	if (raw.identity !== undefined && identity === undefined) return undefined
 	if (raw.workspace !== undefined && workspace === undefined) return undefined
+	const disk = raw.workspaceDisk
+	if (disk !== undefined && typeof disk !== 'string') return undefined
 	return {
 		version: HOST_CLAIMS_VERSION,
 		id: raw.id,
@@ -125,6 +136,7 @@ export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 		...(identity ? { identity } : {}),
 		...(workspace ? { workspace } : {}),
 		stagingMounts: mounts.map(String),
+		...(disk === undefined ? {} : { workspaceDisk: disk }),
 	}
 }
 
@@ -156,6 +168,12 @@ export function hostClaimsBelongTo(
 		if (workspace.recordPath !== `${stateRoot}/${OWNERSHIP_RECORD_NAME}`) return false
 		if (workspace.lockPath !== workspaceLockPath(stateRoot, workspace.dev, workspace.ino))
 			return false
+	}
+	if (
+		claims.workspaceDisk !== undefined &&
+		(claims.workspace !== undefined || claims.workspaceDisk !== ephemeralWorkspacePath(stateRoot))
+	) {
+		return false
 	}
 	const staging = `${stateRoot}/${STAGING_DIR_NAME}`
 	return claims.stagingMounts.every(

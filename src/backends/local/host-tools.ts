@@ -47,8 +47,17 @@ export function runHostTool(
 	args: readonly string[],
 	options: ToolOptions = {},
 ): Promise<ToolRun> {
+	return runProgram(HOST_TOOLS[tool], args, options)
+}
+
+/** Runs the program at `path` (absolute, never looked up) to completion. */
+export function runProgram(
+	path: string,
+	args: readonly string[],
+	options: ToolOptions = {},
+): Promise<ToolRun> {
 	return new Promise((resolve, reject) => {
-		const child = spawn(HOST_TOOLS[tool], [...args], {
+		const child = spawn(path, [...args], {
 			stdio: ['ignore', options.stdoutFd ?? 'ignore', 'pipe'],
 			...(options.signal ? { signal: options.signal } : {}),
 		})
@@ -62,11 +71,20 @@ export function runHostTool(
 }
 
 /** Runs a host tool and rejects with its stderr unless it exits 0. */
-export async function runHostToolOrThrow(
+export function runHostToolOrThrow(
 	tool: HostTool,
 	args: readonly string[],
 	options: ToolOptions = {},
 ): Promise<void> {
-	const run = await runHostTool(tool, args, options)
-	if (run.code !== 0) throw new LocalHostToolError(HOST_TOOLS[tool], args, run)
+	return runProgramOrThrow(HOST_TOOLS[tool], args, options)
+}
+
+/** Runs the program at `path` and rejects with its stderr unless it exits 0. */
+export async function runProgramOrThrow(
+	path: string,
+	args: readonly string[],
+	options: ToolOptions = {},
+): Promise<void> {
+	const run = await runProgram(path, args, options)
+	if (run.code !== 0) throw new LocalHostToolError(path, args, run)
 }

@@ -1,25 +1,37 @@
 // Public names of the local (process / bubblewrap) tier, all re-exported from the package root.
+
+export { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from './cgroup-limits.js'
 export type {
 	AgentReachReport,
 	SandboxIdentityReport,
 	SandboxRootReport,
 } from './confinement-report.js'
 export type {
-	CgroupControllerCheck,
+	DefaultSandboxBounds,
+	LocalBoundsReport,
+	LocalNetworkReport,
+} from './describe-local-bounds.js'
+export type {
 	DescribeLocalIsolationOptions,
-	IsolationCheck,
 	LocalIsolationReport,
 } from './describe-local-isolation.js'
 export { describeLocalIsolation } from './describe-local-isolation.js'
 export type { SandboxHostClaims } from './host-claims.js'
+export type { CgroupControllerCheck, IsolationCheck } from './isolation-check.js'
 export {
 	DEFAULT_KEEP_ALIVE_MS,
 	MAX_KEEP_ALIVE_MS,
 	MIN_KEEP_ALIVE_MS,
 } from './lifetime-watchdog.js'
+export {
+	DefaultLimitsUnavailableError,
+	type DiskLimitRefusal,
+	DiskLimitUnavailableError,
+} from './limit-errors.js'
 export type {
 	LocalBackendConfig,
 	LocalIsolation,
+	LocalToolPaths,
 } from './local-backend-config.js'
 export { DEFAULT_BWRAP_PATH, DEFAULT_READY_TIMEOUT_MS } from './local-backend-config.js'
 export {
@@ -58,6 +70,11 @@ export {
 	reapLocalSandboxes,
 } from './local-sandbox-registry.js'
 export type { LocalSandboxCreateConfig } from './local-sandbox-spec.js'
+export {
+	LocalNetworkSetupError,
+	LocalNetworkUnavailableError,
+	type MissingNetworkTool,
+} from './network-errors.js'
 export { type OpenLocalSandboxOptions, openLocalSandbox } from './open-local-sandbox.js'
 export type { LocalSandboxDescriptor, LocalSandboxState } from './sandbox-descriptor.js'
 export {
@@ -65,3 +82,10 @@ export {
 	MIN_SANDBOX_UID,
 	type SandboxUidRange,
 } from './sandbox-identity.js'
+export {
+	DEFAULT_CPU_SHARES,
+	DEFAULT_CPU_WEIGHT,
+	DEFAULT_MAX_PROCESSES,
+	DEFAULT_MEMORY_LIMIT_MB,
+	type TmpfsSizes,
+} from './sandbox-limits.js'

@@ -9,11 +9,15 @@ import {
 	describeReceived,
 	optionalDurationMs,
 	optionalInteger,
+	optionalObject,
 	requireObject,
 	requireOneOf,
 } from '../../contract/argument-validators.js'
+import type { DefaultLimitsMode } from './cgroup-limits.js'
+import { DEFAULT_NETWORK_TOOLS, type NetworkToolPaths } from './local-network.js'
 import { validatePathList } from './path-options.js'
 import { resolveSandboxUidRange, type SandboxUidRange } from './sandbox-identity.js'
+import { DEFAULT_MKFS_EXT4_PATH } from './workspace-disk.js'
 
 export type LocalIsolation = 'bubblewrap' | 'none'
 
@@ -46,6 +50,30 @@ export interface LocalBackendConfig {
 	readonly readOnlyPaths?: readonly string[]
 	/** Paths masked in every sandbox even though a bind would expose them. */
 	readonly hiddenPaths?: readonly string[]
+	/**
+	 * Every sandbox is bounded by default (memory, tasks, CPU share; see the README). `required`
+	 * (default): a host that cannot enforce those defaults refuses `create()` with
+	 * `DefaultLimitsUnavailableError`. `best-effort`: such a host runs sandboxes without the bounds it
+	 * cannot enforce — an explicit opt-out; limits the caller asks for are always enforced or refused.
+	 */
+	readonly defaultLimits?: DefaultLimitsMode
+	/** Absolute paths of the helpers allow-all networking and `diskLimitMb` use. Never searched on PATH. */
+	readonly tools?: LocalToolPaths
+}
+
+export interface LocalToolPaths {
+	/** Default `/usr/bin/slirp4netns`. */
+	readonly slirp4netns?: string
+	/** Default `/usr/sbin/nft`. */
+	readonly nft?: string
+	/** Default `/usr/bin/nsenter`. */
+	readonly nsenter?: string
+	/** Default `/usr/sbin/mkfs.ext4`. */
+	readonly mkfsExt4?: string
+}
+
+export interface ResolvedLocalToolPaths extends NetworkToolPaths {
+	readonly mkfsExt4: string
 }
 
 export interface ResolvedLocalBackendConfig {
@@ -58,12 +86,15 @@ export interface ResolvedLocalBackendConfig {
 	readonly sandboxUidRange: SandboxUidRange
 	readonly readOnlyPaths: readonly string[]
 	readonly hiddenPaths: readonly string[]
+	readonly defaultLimits: DefaultLimitsMode
+	readonly tools: ResolvedLocalToolPaths
 }
 
 export const DEFAULT_BWRAP_PATH = '/usr/bin/bwrap'
 export const DEFAULT_READY_TIMEOUT_MS = 10_000
 /** A pool larger than this is almost certainly a unit mistake (each member is a live node process). */
 export const MAX_WARM_POOL_SIZE = 64
+const DEFAULT_LIMITS_MODES: readonly DefaultLimitsMode[] = ['required', 'best-effort']
 
 function absolutePath(field: string, value: unknown, fallback: string): string {
 	if (value === undefined) return fallback
@@ -96,5 +127,27 @@ export function resolveLocalBackendConfig(config: LocalBackendConfig): ResolvedL
 		sandboxUidRange: resolveSandboxUidRange(config.sandboxUidRange),
 		readOnlyPaths: validatePathList('backend.readOnlyPaths', config.readOnlyPaths),
 		hiddenPaths: validatePathList('backend.hiddenPaths', config.hiddenPaths),
+		defaultLimits:
+			raw.defaultLimits === undefined
+				? 'required'
+				: requireOneOf(
+						CONFIG_SITE,
+						'backend.defaultLimits',
+						raw.defaultLimits,
+						DEFAULT_LIMITS_MODES,
+					),
+		tools: toolPaths(raw.tools),
+	}
+}
+
+function toolPaths(value: unknown): ResolvedLocalToolPaths {
+	const given = optionalObject(CONFIG_SITE, 'backend.tools', value)
+	const tool = (name: keyof ResolvedLocalToolPaths, fallback: string) =>
+		absolutePath(`backend.tools.${name}`, given[name], fallback)
+	return {
+		slirp4netns: tool('slirp4netns', DEFAULT_NETWORK_TOOLS.slirp4netns),
+		nft: tool('nft', DEFAULT_NETWORK_TOOLS.nft),
+		nsenter: tool('nsenter', DEFAULT_NETWORK_TOOLS.nsenter),
+		mkfsExt4: tool('mkfsExt4', DEFAULT_MKFS_EXT4_PATH),
 	}
 }

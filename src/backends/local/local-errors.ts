@@ -2,6 +2,7 @@
  * Refusals of the local (process / bubblewrap) tier. Each is its own class with `name` set and
  * machine-readable fields; no message carries an environment value or a token.
  */
+import { describeReceived } from '../../contract/argument-validators.js'
 import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
 import { debianInstallCommand } from './install-hint.js'
 
@@ -168,22 +169,15 @@ export class LocalPathOptionError extends SandboxError {
 	override readonly name = 'LocalPathOptionError'
 	readonly parameter: string
 	readonly refusal: LocalPathOptionRefusal
-	/** The value as given (JSON-quoted in the message). */
+	/** The value as given (described in the message the way the contract's validators do). */
 	readonly value: unknown
 
 	constructor(parameter: string, refusal: LocalPathOptionRefusal, value: unknown, detail: string) {
-		super(`${parameter}: ${detail}, got ${describeValue(value)}`, 'invalid-path-option')
+		super(`${parameter}: ${detail}, got ${describeReceived(value)}`, 'invalid-path-option')
 		this.parameter = parameter
 		this.refusal = refusal
 		this.value = value
 	}
-}
-
-function describeValue(value: unknown): string {
-	if (typeof value === 'number' && !Number.isFinite(value)) return String(value)
-	if (value === undefined) return 'undefined'
-	const text = JSON.stringify(value) ?? String(value)
-	return text.length > 200 ? `${text.slice(0, 200)}…` : text
 }
 
 /** The sandbox uid range is used up: every uid in it is locked by a live (or crashed) sandbox. */
@@ -258,14 +252,17 @@ export class LocalWorkspaceBusyError extends SandboxError {
 	}
 }
 
-/** A host program the hardened launch needs (util-linux `setpriv`/`mount`/`umount`, GNU `find`/`chown`/`chmod`) is not usable. */
+/**
+ * A host program the hardened launch needs is not usable: `setpriv` (util-linux), `mount` and
+ * `umount` (Debian's `mount` package), GNU `find` (findutils), `chown`, `chmod` (coreutils).
+ */
 export class LocalHelperUnavailableError extends SandboxError {
 	override readonly name = 'LocalHelperUnavailableError'
 	readonly helperPath: string
 
 	constructor(helperPath: string, purpose: string, options: SandboxErrorOptions = {}) {
 		super(
-			`${helperPath} is needed to ${purpose} but is not executable (apt-get install -y util-linux coreutils findutils)`,
+			`${helperPath} is needed to ${purpose} but is not executable (${debianInstallCommand('util-linux mount coreutils findutils')})`,
 			'helper-unavailable',
 			options,
 		)

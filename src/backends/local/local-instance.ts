@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
 import { access } from 'node:fs/promises'
-import { userInfo } from 'node:os'
+import { totalmem, userInfo } from 'node:os'
 import { join } from 'node:path'
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
 import {
@@ -24,7 +24,12 @@ import {
 } from './agent-listen-socket.js'
 import { assertBubblewrapUsable } from './bubblewrap-binary.js'
 import { withCgroupJoin } from './bwrap-argv.js'
-import { createSandboxCgroups, type SandboxCgroups } from './cgroup-limits.js'
+import {
+	closeFds,
+	createSandboxCgroups,
+	openWorkloadGroupFds,
+	type SandboxCgroups,
+} from './cgroup-limits.js'
 import type { SandboxHostClaims } from './host-claims.js'
 import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
@@ -33,11 +38,12 @@ import {
 	LocalSandboxCleanupError,
 	LocalSandboxStartError,
 } from './local-errors.js'
+import { assertNetworkUsable } from './local-network.js'
 import { writeDescriptor } from './local-sandbox-registry.js'
 import type { LocalSandboxSpec } from './local-sandbox-spec.js'
 import { LOCAL_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
 import { readProcessIdentity } from './process-identity.js'
-import { prepareConfinement } from './sandbox-confinement.js'
+import { type BwrapLaunch, prepareConfinement } from './sandbox-confinement.js'
 import { DESCRIPTOR_VERSION, type LocalSandboxDescriptor } from './sandbox-descriptor.js'
 import {
 	createSandboxDirectories,
@@ -45,7 +51,19 @@ import {
 	type SandboxDirectories,
 	STATE_DIR_PREFIX,
 } from './sandbox-directories.js'
+import { cgroupRequestFor, resolveSandboxLimits } from './sandbox-limits.js'
+import { type PreparedAllowAll, prepareAllowAll, type SlirpNetwork } from './slirp-network.js'
 import { waitForAgentReady } from './wait-for-agent-ready.js'
+import {
+	type CgroupOwner,
+	FIRST_WORKLOAD_CGROUP_FD,
+	workloadCgroupFds,
+} from './workload-cgroups.js'
+import {
+	assertDiskLimitEnforceable,
+	mountWorkspaceDisk,
+	releaseWorkspaceDisk,
+} from './workspace-disk.js'
 
 /** Home inside bwrap's private /tmp: writable, gone with the sandbox, never in workspace listings. */
 export const SANDBOX_HOME_DIR = '/tmp/home'
@@ -90,8 +108,16 @@ function sandboxEnvironment(backend: ResolvedLocalBackendConfig): SandboxEnviron
 /** What a launch runs and owns before the process starts: directories, command, host claims. */
 interface LaunchPreparation {
 	readonly dirs: SandboxDirectories
-	/** Program first: bwrap (behind setpriv with a per-sandbox uid), or the plain agent. */
-	readonly command: readonly string[]
+	/**
+	 * Host uid/gid the sandbox runs as: its own on a root host, else the host user. Owns the `work/`
+	 * cgroups and the sized workspace.
+	 */
+	readonly owner: CgroupOwner
+	/**
+	 * Program first: bwrap (behind setpriv with a per-sandbox uid), or the plain agent; `launch`
+	 * carries what is known only once the cgroups exist.
+	 */
+	command(launch: BwrapLaunch): readonly string[]
 	/** The node the workload finds first on PATH. */
 	readonly workloadNodePath: string
 	claims(): SandboxHostClaims | undefined
@@ -107,12 +133,33 @@ async function prepareUnconfined(
 ): Promise<LaunchPreparation> {
 	const { backend } = context
 	const dirs = await createSandboxDirectories(backend.stateDir, id, spec.workingDirectory)
+	const owner = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }
+	// No claims record here: the sized workspace is found by its fixed layout on the way out.
+	const release = async () => {
+		if (!dirs.callerOwnsWorkspace) await releaseWorkspaceDisk(dirs.root, dirs.workspace)
+		await removeSandboxDirectories(dirs)
+	}
+	try {
+		if (spec.diskLimitMb !== undefined) {
+			await mountWorkspaceDisk({
+				root: dirs.root,
+				workspace: dirs.workspace,
+				diskLimitMb: spec.diskLimitMb,
+				owner,
+				mkfsPath: backend.tools.mkfsExt4,
+			})
+		}
+	} catch (error) {
+		await release().catch(() => undefined)
+		throw error
+	}
 	return {
 		dirs,
-		command: [backend.nodePath, context.agentPath],
+		owner,
+		command: () => [backend.nodePath, context.agentPath],
 		workloadNodePath: backend.nodePath,
 		claims: () => undefined,
-		release: () => removeSandboxDirectories(dirs),
+		release,
 	}
 }
 
@@ -125,6 +172,16 @@ export async function startLocalInstance(
 	const { backend } = context
 	const confined = backend.isolation === 'bubblewrap'
 	if (confined) await assertBubblewrapUsable(backend.bwrapPath)
+	if (confined) await assertNetworkUsable(spec.egress, backend.tools)
+	if (spec.diskLimitMb !== undefined) {
+		await assertDiskLimitEnforceable({
+			diskLimitMb: spec.diskLimitMb,
+			callerOwnsWorkspace: spec.workingDirectory !== undefined,
+			mkfsPath: backend.tools.mkfsExt4,
+			asRoot: process.getuid?.() === 0,
+		})
+	}
+	const limits = resolveSandboxLimits(spec, { totalMemoryBytes: totalmem() })
 	const timeoutPath = context.timeoutPath ?? DEFAULT_TIMEOUT_PATH
 	if (spec.keepAliveMs !== undefined) {
 		await access(timeoutPath, constants.X_OK).catch((error: unknown) => {
@@ -142,6 +199,7 @@ export async function startLocalInstance(
 				agentPath: context.agentPath,
 				homeDir: SANDBOX_HOME_DIR,
 				hostname: SANDBOX_HOSTNAME,
+				tmpfsSizes: limits.tmpfs,
 				...(signal ? { signal } : {}),
 			})
 		: await prepareUnconfined(context, id, spec)
@@ -149,21 +207,35 @@ export async function startLocalInstance(
 	let cgroups: SandboxCgroups | undefined
 	let agent: ReturnType<typeof launchAgentProcess> | undefined
 	let listener: InheritableListenSocket | undefined
+	let network: Promise<SlirpNetwork> | undefined
 	let releasing: Promise<void> | undefined
 	const release = () => {
 		releasing ??= (listener?.discard() ?? Promise.resolve()).then(() =>
-			teardown(prepared, cgroups, agent),
+			teardown(prepared, cgroups, agent, network),
 		)
 		return releasing
 	}
+	let hostFds: number[] = []
+	let allowAll: PreparedAllowAll | undefined
 	try {
 		signal?.throwIfAborted()
-		cgroups = await createSandboxCgroups(`${STATE_DIR_PREFIX}${id}`, {
-			...spec,
-			// No pid namespace without bwrap: a group is the only way to find double-forked orphans.
-			trackOnly: !confined,
-		})
+		cgroups = await createSandboxCgroups(
+			`${STATE_DIR_PREFIX}${id}`,
+			cgroupRequestFor(limits, {
+				defaultLimits: backend.defaultLimits,
+				workloadOwner: prepared.owner,
+				// No pid namespace without bwrap: a group is the only way to find double-forked orphans.
+				trackOnly: !confined,
+			}),
+		)
 		signal?.throwIfAborted()
+		const workloadGroups = cgroups?.workloadGroups ?? []
+		hostFds = openWorkloadGroupFds(workloadGroups)
+		// bwrap's own descriptors come after the ones the agent keeps (the listener, then work/).
+		allowAll =
+			confined && spec.egress === 'allow-all'
+				? prepareAllowAll(FIRST_WORKLOAD_CGROUP_FD + hostFds.length)
+				: undefined
 		const homeDir = confined ? SANDBOX_HOME_DIR : dirs.hostHomeDir
 		const env = buildAgentEnvironment({
 			workspace: dirs.workspace,
@@ -172,13 +244,18 @@ export async function startLocalInstance(
 			user: confined ? 'root' : userInfo().username,
 			callerEnv: spec.env,
 			agentSettings: agentSettingsFrom(context.hostEnv ?? process.env),
+			workloadCgroups: workloadCgroupFds(workloadGroups),
+		})
+		const command = prepared.command({
+			networkArgs: allowAll?.bwrapArgs ?? [],
+			unshareCgroupNamespace: !workloadGroups.some((group) => group.version === 2),
 		})
 		// A kept-alive sandbox runs under its lifetime watchdog, which becomes bwrap's parent: bwrap
 		// keeps --die-with-parent, so the watchdog firing (or being killed) takes the sandbox down.
 		const supervised =
 			spec.keepAliveMs === undefined
-				? prepared.command
-				: withLifetimeWatchdog(timeoutPath, spec.keepAliveMs, prepared.command)
+				? command
+				: withLifetimeWatchdog(timeoutPath, spec.keepAliveMs, command)
 		listener = await createInheritableListenSocket(dirs.socketPath)
 		const launched = launchAgentProcess({
 			argv: withCgroupJoin(cgroups?.procsFiles ?? [], supervised),
@@ -186,11 +263,27 @@ export async function startLocalInstance(
 			cwd: dirs.workspace,
 			secrets: Object.values(spec.env),
 			listenFd: listener.fd,
+			extraFds: [...hostFds, ...(allowAll?.extraFds ?? [])],
 			...(spec.keepAliveMs === undefined
 				? {}
 				: { outliveHost: { stderrPath: join(dirs.root, 'agent.stderr') } }),
 		})
 		agent = launched
+		// The child has its own copies now.
+		closeFds(hostFds)
+		hostFds = []
+		network = allowAll?.attach(launched.pipes, {
+			sandboxId: id,
+			tools: backend.tools,
+			...(cgroups ? { join: cgroups.join } : {}),
+			...(spec.keepAliveMs === undefined
+				? {}
+				: { outliveHost: { stderrPath: join(dirs.root, 'network.stderr') } }),
+			timeoutMs: backend.readyTimeoutMs,
+			...(signal ? { signal } : {}),
+		})
+		// Settled by the ready wait below or by teardown; never an unhandled rejection.
+		network?.catch(() => undefined)
 		await listener.handOver()
 		const transport = new AgentTransport(
 			{ kind: 'unix', path: dirs.socketPath },
@@ -201,13 +294,17 @@ export async function startLocalInstance(
 				permanentDialFailure: () => launched.exitStatus() !== undefined,
 			},
 		)
-		await waitForAgentReady({
-			sandboxId: id,
-			agent: launched,
-			ready: (readySignal) => transport.healthz(readySignal),
-			timeoutMs: backend.readyTimeoutMs,
-			...(signal ? { signal } : {}),
-		})
+		// The network is attached while the agent starts; both must be up before anything runs inside.
+		await Promise.all([
+			waitForAgentReady({
+				sandboxId: id,
+				agent: launched,
+				ready: (readySignal) => transport.healthz(readySignal),
+				timeoutMs: backend.readyTimeoutMs,
+				...(signal ? { signal } : {}),
+			}),
+			network,
+		])
 		const instance: LocalInstance = {
 			id,
 			spec,
@@ -237,6 +334,7 @@ export async function startLocalInstance(
 		})
 		return { ...instance, descriptor }
 	} catch (error) {
+		closeFds(hostFds)
 		await release().catch(() => undefined)
 		if (signal?.aborted) throw signal.reason
 		throw error
@@ -314,11 +412,17 @@ async function teardown(
 	prepared: LaunchPreparation,
 	cgroups: SandboxCgroups | undefined,
 	agent: ReturnType<typeof launchAgentProcess> | undefined,
+	network: Promise<SlirpNetwork> | undefined,
 ): Promise<void> {
 	const failures: unknown[] = []
-	if (agent) await agent.kill()
-	if (cgroups) await cgroups.remove().catch((error: unknown) => failures.push(error))
-	// Claims (workspace ownership, staging mounts, the uid) only once no process is left.
+	// Both at once: a frozen per-command group holds its processes until the cgroup side thaws it.
+	await Promise.all([
+		agent?.kill(),
+		cgroups?.remove().catch((error: unknown) => failures.push(error)),
+	])
+	await network?.then((attached) => attached.stop()).catch(() => undefined)
+	// Claims (the sized workspace, workspace ownership, staging mounts, the uid) only once no
+	// process is left.
 	await prepared.release().catch((error: unknown) => failures.push(error))
 	if (failures.length === 0) return
 	const leftovers = failures.flatMap((failure) =>

@@ -32,6 +32,7 @@ import {
 	serializeDescriptor,
 } from './sandbox-descriptor.js'
 import { STATE_DIR_PREFIX, sandboxRootFor } from './sandbox-directories.js'
+import { releaseWorkspaceDisk } from './workspace-disk.js'
 
 /** Bound on waiting for killed sandbox processes to vanish. */
 const KILL_WAIT_MS = 5_000
@@ -112,8 +113,9 @@ function killQuietly(pid: number): void {
 /**
  * Tears down a kept-alive sandbox from any process: SIGKILLs the launcher (only if it is still the
  * very process recorded — pid plus start time) and its descendants, kills and removes the cgroups,
- * undoes its host claims (staging mounts, a caller workspace given back to its owners, the uid),
- * removes the state directory (a caller-owned workspace is outside it and stays). Idempotent.
+ * undoes its host claims (staging mounts, the sized workspace, a caller workspace given back to its
+ * owners, the uid), removes the state directory (a caller-owned workspace is outside it and stays).
+ * Idempotent.
  */
 export async function destroyByDescriptor(descriptor: LocalSandboxDescriptor): Promise<void> {
 	const identity = { pid: descriptor.pid, startTime: descriptor.pidStartTime }
@@ -129,6 +131,12 @@ export async function destroyByDescriptor(descriptor: LocalSandboxDescriptor): P
 		.remove()
 		.catch((error: unknown) => failures.push(error))
 	const claims = descriptor.claims
+	// Unconfined sandboxes keep no claims record: a sized workspace is found by its fixed layout.
+	if (claims === undefined && !descriptor.callerOwnsWorkspace) {
+		await releaseWorkspaceDisk(descriptor.stateRoot, descriptor.workspace).catch((error: unknown) =>
+			failures.push(error),
+		)
+	}
 	const claimsReleased =
 		claims === undefined ||
 		(await releaseHostClaims(claims).then(

@@ -14,6 +14,7 @@ import {
 import { resolveKeepAliveMs } from './lifetime-watchdog.js'
 import { LocalEgressUnsupportedError } from './local-errors.js'
 import { validatePathList } from './path-options.js'
+import { parseCpuLimit, parseDiskLimitMb } from './sandbox-limits.js'
 
 /** Egress kinds the local tier enforces itself: no network namespace sharing, or the host's. */
 export type LocalEgress = 'deny-all' | 'allow-all'
@@ -37,6 +38,13 @@ export interface LocalSandboxCreateConfig extends SandboxCreateConfig {
 	readonly readOnlyPaths?: readonly string[]
 	/** Paths masked inside even though a bind would expose them, on top of `backend.hiddenPaths`. */
 	readonly hiddenPaths?: readonly string[]
+	/** CPU cores (fractional allowed), enforced as a CFS quota. Default: only a fair share. */
+	readonly cpuLimit?: number
+	/**
+	 * Size of the workspace in MiB, enforced as a loop-mounted filesystem of that size. Only for an
+	 * ephemeral workspace on a root host; refused by name anywhere else (`DiskLimitUnavailableError`).
+	 */
+	readonly diskLimitMb?: number
 }
 
 export interface LocalSandboxSpec {
@@ -52,6 +60,8 @@ export interface LocalSandboxSpec {
 	/** Normalized, lexically valid; checked against the host when the sandbox starts. Absent ⇒ none. */
 	readonly readOnlyPaths?: readonly string[]
 	readonly hiddenPaths?: readonly string[]
+	readonly cpuLimit?: number
+	readonly diskLimitMb?: number
 }
 
 /** Keys the agent reads for itself; the agent scrubs them from children, so they could never apply. */
@@ -112,6 +122,8 @@ export function resolveLocalSandboxSpec(
 	const keepAliveMs = resolveKeepAliveMs(config.keepAlive, config.keepAliveMs)
 	const readOnlyPaths = validatePathList('readOnlyPaths', config.readOnlyPaths)
 	const hiddenPaths = validatePathList('hiddenPaths', config.hiddenPaths)
+	const cpuLimit = parseCpuLimit(config.cpuLimit)
+	const diskLimitMb = parseDiskLimitMb(config.diskLimitMb)
 	return {
 		...(workingDirectory === undefined ? {} : { workingDirectory }),
 		env: environment(config.env),
@@ -122,6 +134,8 @@ export function resolveLocalSandboxSpec(
 		...(keepAliveMs === undefined ? {} : { keepAliveMs }),
 		...(readOnlyPaths.length === 0 ? {} : { readOnlyPaths }),
 		...(hiddenPaths.length === 0 ? {} : { hiddenPaths }),
+		...(cpuLimit === undefined ? {} : { cpuLimit }),
+		...(diskLimitMb === undefined ? {} : { diskLimitMb }),
 	}
 }
 
@@ -145,6 +159,8 @@ export function canServeFromPool(pooled: LocalSandboxSpec, requested: LocalSandb
 		requested.maxProcesses === pooled.maxProcesses &&
 		requested.egress === pooled.egress &&
 		samePaths(requested.readOnlyPaths, pooled.readOnlyPaths) &&
-		samePaths(requested.hiddenPaths, pooled.hiddenPaths)
+		samePaths(requested.hiddenPaths, pooled.hiddenPaths) &&
+		requested.cpuLimit === pooled.cpuLimit &&
+		requested.diskLimitMb === pooled.diskLimitMb
 	)
 }

@@ -6,6 +6,7 @@
  * `LocalPathOptionError` naming the option and index. Pure.
  */
 
+import { type ArgumentSite, optionalStringArray } from '../../contract/argument-validators.js'
 import { LocalPathOptionError } from './local-errors.js'
 import { isWithin } from './sandbox-root.js'
 
@@ -21,18 +22,28 @@ function normalized(path: string): string {
 	return `/${parts.join('/')}`
 }
 
+/**
+ * The contract's array-of-strings check, refusing as `LocalPathOptionError`: the list itself
+ * (`not-a-list`) or the entry at the index the parameter names (`not-a-string`).
+ */
+function listShapeSite(name: PathOptionName, list: unknown): ArgumentSite {
+	return {
+		refuse: (parameter, expected) => {
+			if (parameter === name || !Array.isArray(list)) {
+				return new LocalPathOptionError(parameter, 'not-a-list', list, `must be ${expected}`)
+			}
+			const entry: unknown = list[Number(parameter.slice(name.length + 1, -1))]
+			return new LocalPathOptionError(parameter, 'not-a-string', entry, `must be ${expected}`)
+		},
+	}
+}
+
 /** Validates one list option lexically; returns normalized absolute paths (order kept, duplicates dropped). */
 export function validatePathList(name: PathOptionName, value: unknown): string[] {
-	if (value === undefined) return []
-	if (!Array.isArray(value)) {
-		throw new LocalPathOptionError(name, 'not-a-list', value, 'must be an array of absolute paths')
-	}
+	const entries = optionalStringArray(listShapeSite(name, value), name, value) ?? []
 	const out: string[] = []
-	value.forEach((entry: unknown, index) => {
+	entries.forEach((entry, index) => {
 		const parameter = `${name}[${index}]`
-		if (typeof entry !== 'string') {
-			throw new LocalPathOptionError(parameter, 'not-a-string', entry, 'must be a string')
-		}
 		if (entry.includes('\0')) {
 			throw new LocalPathOptionError(parameter, 'nul', entry, 'must not contain NUL')
 		}

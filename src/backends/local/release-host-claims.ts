@@ -1,6 +1,6 @@
 /**
- * Writing the host-claims record (`host-claims.ts`) and undoing it: unmount staging binds, give a
- * caller workspace back, free the workspace and uid locks — idempotently, from the record alone,
+ * Writing the host-claims record (`host-claims.ts`) and undoing it: unmount staging binds and the
+ * sized workspace, give a caller workspace back, free the workspace and uid locks — idempotently, from the record alone,
  * once every process of the sandbox is gone. `removeStateRoot` is the one way a state root is
  * deleted: never while anything is still mounted below it (a recursive delete through a staging
  * bind would empty the caller's workspace).
@@ -16,6 +16,7 @@ import {
 } from './host-claims.js'
 import { LocalSandboxCleanupError } from './local-errors.js'
 import { hostMountPointsUnder, unstage } from './staging-mounts.js'
+import { releaseWorkspaceDisk } from './workspace-disk.js'
 import { giveBackWorkspace } from './workspace-ownership.js'
 
 /** Writes `<stateRoot>/host-claims.json` (0600) through a temp sibling. */
@@ -53,6 +54,12 @@ export async function releaseHostClaims(claims: SandboxHostClaims): Promise<void
 		await unstage(mount).catch((error: unknown) => {
 			failures.push(error)
 			leftovers.push(mount)
+		})
+	}
+	if (claims.workspaceDisk !== undefined) {
+		await releaseWorkspaceDisk(claims.stateRoot, claims.workspaceDisk).catch((error: unknown) => {
+			failures.push(error)
+			leftovers.push(claims.workspaceDisk ?? claims.stateRoot)
 		})
 	}
 	const { workspace, identity } = claims

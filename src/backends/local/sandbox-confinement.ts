@@ -1,12 +1,13 @@
 /**
  * Everything a bubblewrap sandbox needs from the host before its launch, and the undoing of it:
  * the sandbox uid (`sandbox-identity.ts`), the state directory, a caller workspace handed to that
- * uid, staging binds for sources the uid cannot reach, the agent's runtime copies, and the root
- * plan with its bwrap command line (behind `setpriv` on a root host). Every claim is written to
+ * uid, the sized workspace (`diskLimitMb`), staging binds for sources the uid cannot reach, the
+ * agent's runtime copies, allow-all's resolv.conf, and the root plan with its bwrap command line
+ * (behind `setpriv` on a root host). Every claim is written to
  * the host-claims record before it is made; `release()` undoes the record and removes the state
  * root once the sandbox's processes are gone. A failed preparation undoes what it did.
  */
-import { open, realpath, stat } from 'node:fs/promises'
+import { chmod, open, realpath, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
 import { buildBwrapArgs } from './bwrap-argv.js'
@@ -26,6 +27,7 @@ import {
 	LocalStateDirUnreachableError,
 	LocalWorkspaceBusyError,
 } from './local-errors.js'
+import { ALLOW_ALL_RESOLV_CONF, resolvConfTarget } from './local-network.js'
 import type { LocalSandboxSpec } from './local-sandbox-spec.js'
 import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
 import { readProcessIdentity } from './process-identity.js'
@@ -44,6 +46,7 @@ import {
 	type SandboxIdentity,
 	withSandboxIdentity,
 } from './sandbox-identity.js'
+import type { TmpfsSizes } from './sandbox-limits.js'
 import {
 	AGENT_BUNDLE_PATH,
 	AGENT_NODE_PATH,
@@ -55,7 +58,11 @@ import {
 	underSystemBinds,
 } from './sandbox-root.js'
 import { firstUnsearchable, stageBind } from './staging-mounts.js'
+import { mountWorkspaceDisk } from './workspace-disk.js'
 import { handOverWorkspace } from './workspace-ownership.js'
+
+/** Inside the state root: the resolver configuration an allow-all sandbox sees. */
+export const ALLOW_ALL_RESOLV_CONF_NAME = 'resolv.conf'
 
 export interface ConfinementInput {
 	readonly id: string
@@ -65,15 +72,27 @@ export interface ConfinementInput {
 	/** Writable home inside the private /tmp. */
 	readonly homeDir: string
 	readonly hostname: string
+	/** Sizes of the private tmpfs mounts (`sandbox-limits.ts`). */
+	readonly tmpfsSizes?: TmpfsSizes
 	readonly signal?: AbortSignal
+}
+
+/** What the bwrap command line needs that is known only once the sandbox's cgroups exist. */
+export interface BwrapLaunch {
+	/** allow-all's `--info-fd` / `--sync-fd` (their numbers follow the cgroup descriptors). */
+	readonly networkArgs: readonly string[]
+	/** False when per-command groups are cgroup v2 (`BwrapPlan.unshareCgroupNamespace`). */
+	readonly unshareCgroupNamespace: boolean
 }
 
 export interface SandboxConfinement {
 	readonly identity: SandboxIdentity
 	readonly dirs: SandboxDirectories
 	readonly plan: SandboxRootPlan
+	/** The host uid/gid the sandbox runs as (`identity`'s). */
+	readonly owner: { readonly uid: number; readonly gid: number }
 	/** bubblewrap and its arguments (program first), behind `setpriv` with a per-sandbox uid. */
-	readonly command: readonly string[]
+	command(launch: BwrapLaunch): readonly string[]
 	/** The `node` the workload finds first on PATH (readable, unlike the agent's). */
 	readonly workloadNodePath: string
 	/** The record of what the sandbox holds on the host, as it stands. */
@@ -197,14 +216,38 @@ async function hiddenTargets(prep: Preparation) {
 /**
  * `/etc/resolv.conf` is often a symlink into /run (systemd-resolved, resolvconf), which the
  * sandbox replaces with an empty tmpfs; its target is bound back read-only so DNS keeps working.
+ * allow-all instead gets a file naming slirp4netns's forwarder bound there (the host's resolver is
+ * a host address the guard refuses). No resolv.conf on the host: nothing is bound, and resolution
+ * inside fails as it does on the host.
  */
-async function resolverBind(layout: HostRootLayout): Promise<BindSource[]> {
-	try {
-		const real = await realpath('/etc/resolv.conf')
-		return underSystemBinds(real, layout) ? [] : [{ source: real, target: real }]
-	} catch {
-		return []
+async function resolverBind(prep: Preparation, layout: HostRootLayout): Promise<BindSource[]> {
+	const real = await resolvConfTarget()
+	if (real === undefined) return []
+	if (prep.input.spec.egress === 'allow-all') {
+		const source = join(prep.dirs.root, ALLOW_ALL_RESOLV_CONF_NAME)
+		await writeFile(source, ALLOW_ALL_RESOLV_CONF)
+		// Readable by the sandbox uid whatever the umask.
+		await chmod(source, 0o644)
+		return [{ source, target: real }]
 	}
+	return underSystemBinds(real, layout) ? [] : [{ source: real, target: real }]
+}
+
+/**
+ * `diskLimitMb`: the ephemeral workspace (already the sandbox uid's) gets a filesystem of that size
+ * mounted over it, its root owned by the same uid; recorded before it is mounted.
+ */
+async function mountSizedWorkspace(prep: Preparation): Promise<void> {
+	const { diskLimitMb } = prep.input.spec
+	if (diskLimitMb === undefined) return
+	await prep.ledger.record({ workspaceDisk: prep.dirs.workspace })
+	await mountWorkspaceDisk({
+		root: prep.dirs.root,
+		workspace: prep.dirs.workspace,
+		diskLimitMb,
+		owner: prep.identity,
+		mkfsPath: prep.input.backend.tools.mkfsExt4,
+	})
 }
 
 /** Where the workload's node must be bound, when the host's binary is not visible as it is. */
@@ -251,8 +294,9 @@ async function prepare(prep: Preparation): Promise<Omit<SandboxConfinement, 'cla
 	const { input, dirs } = prep
 	const { backend, spec, signal } = input
 	const layout = await readHostRootLayout()
-	const wanted = [...(await resolveReadOnlyPaths(prep)), ...(await resolverBind(layout))]
+	const wanted = [...(await resolveReadOnlyPaths(prep)), ...(await resolverBind(prep, layout))]
 	const hidden = await hiddenTargets(prep)
+	await mountSizedWorkspace(prep)
 	await handOverCallerWorkspace(prep)
 	signal?.throwIfAborted()
 	const workspaceSource = await reachable(prep, dirs.workspace, 'workspace')
@@ -281,19 +325,26 @@ async function prepare(prep: Preparation): Promise<Omit<SandboxConfinement, 'cla
 		runtime,
 		readOnly,
 		hidden,
+		...(input.tmpfsSizes ? { tmpfsSizes: input.tmpfsSizes } : {}),
 	})
-	const bwrap = buildBwrapArgs({
-		root: plan.mounts,
-		workspace: dirs.workspace,
-		egress: spec.egress,
-		hostname: input.hostname,
-		command: [AGENT_NODE_PATH, AGENT_BUNDLE_PATH],
-	})
+	const command = (launch: BwrapLaunch) => {
+		const bwrap = buildBwrapArgs({
+			root: plan.mounts,
+			workspace: dirs.workspace,
+			egress: spec.egress,
+			networkArgs: launch.networkArgs,
+			unshareCgroupNamespace: launch.unshareCgroupNamespace,
+			hostname: input.hostname,
+			command: [AGENT_NODE_PATH, AGENT_BUNDLE_PATH],
+		})
+		return withSandboxIdentity(HOST_TOOLS.setpriv, prep.identity, [backend.bwrapPath, ...bwrap])
+	}
 	return {
 		identity: prep.identity,
 		dirs,
 		plan,
-		command: withSandboxIdentity(HOST_TOOLS.setpriv, prep.identity, [backend.bwrapPath, ...bwrap]),
+		owner: { uid: prep.identity.uid, gid: prep.identity.gid },
+		command,
 		workloadNodePath: nodeTarget ?? backend.nodePath,
 	}
 }

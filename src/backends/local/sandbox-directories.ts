@@ -10,6 +10,7 @@ import { chmod, chown, mkdir, realpath, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
 import { CLAIMS_DIR_NAME } from './claim-locks.js'
+import { ephemeralWorkspacePath } from './host-claims.js'
 import { removeStateRoot } from './release-host-claims.js'
 import { RUNTIME_DIR_PREFIX } from './runtime-cache.js'
 import { isWithin } from './sandbox-root.js'
@@ -112,7 +113,7 @@ export async function createSandboxDirectories(
 			await chown(root, process.getuid?.() ?? 0, sandboxOwner.gid)
 			await chmod(root, 0o710)
 		}
-		const workspace = workspaceOfCaller ?? join(root, 'workspace')
+		const workspace = workspaceOfCaller ?? ephemeralWorkspacePath(root)
 		if (workspaceOfCaller === undefined) {
 			await mkdir(workspace, { mode: 0o755 })
 			if (sandboxOwner) await chown(workspace, sandboxOwner.uid, sandboxOwner.gid)

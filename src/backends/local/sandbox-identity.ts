@@ -12,7 +12,7 @@
  * still misread uids as signed.
  */
 import { randomInt } from 'node:crypto'
-import { SandboxConfigError } from '../../contract/errors.js'
+import { CONFIG_SITE, requireInteger, requireObject } from '../../contract/argument-validators.js'
 import {
 	claimsDirectory,
 	type LockOwner,
@@ -46,25 +46,18 @@ export type SandboxIdentity =
 export function resolveSandboxUidRange(value: unknown): SandboxUidRange {
 	if (value === undefined) return DEFAULT_SANDBOX_UID_RANGE
 	const field = 'backend.sandboxUidRange'
-	if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-		throw new SandboxConfigError(field, `must be { first, count }, got ${JSON.stringify(value)}`)
-	}
-	const first: unknown = Reflect.get(value, 'first')
-	const count: unknown = Reflect.get(value, 'count')
-	if (typeof first !== 'number' || !Number.isSafeInteger(first) || first < MIN_SANDBOX_UID) {
-		throw new SandboxConfigError(
-			`${field}.first`,
-			`must be an integer ≥ ${MIN_SANDBOX_UID}, got ${String(first)}`,
-		)
-	}
-	if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1) {
-		throw new SandboxConfigError(
-			`${field}.count`,
-			`must be a positive integer, got ${String(count)}`,
-		)
-	}
+	const range = requireObject(CONFIG_SITE, field, value)
+	const first = requireInteger(CONFIG_SITE, `${field}.first`, range.first, {
+		min: MIN_SANDBOX_UID,
+		max: MAX_SANDBOX_UID,
+	})
+	const count = requireInteger(CONFIG_SITE, `${field}.count`, range.count, { min: 1 })
 	if (first + count - 1 > MAX_SANDBOX_UID) {
-		throw new SandboxConfigError(field, `ends above ${MAX_SANDBOX_UID}: ${first} + ${count} - 1`)
+		throw CONFIG_SITE.refuse(
+			field,
+			`a range ending at or below ${MAX_SANDBOX_UID}`,
+			`${first} + ${count} - 1 = ${first + count - 1}`,
+		)
 	}
 	return { first, count }
 }

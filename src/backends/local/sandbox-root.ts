@@ -5,8 +5,11 @@
  * agent's runtime at a neutral path, the workspace read-write at its absolute path, then every
  * mask, and finally the root itself made read-only. Nothing else of the host exists inside: not
  * `/root`, `/home`, `/var`, `/srv`, `/mnt`, `/opt`, the state directory or the checkout the host
- * runs from. Pure: the host facts come in (`host-root-layout.ts` reads them).
+ * runs from. Every writable tmpfs (`/tmp`, `/run`, `/var/tmp`, `/dev/shm`) is sized inside the
+ * memory limit when sizes are given (`sandbox-limits.ts` plans them). Pure: the host facts come in
+ * (`host-root-layout.ts` reads them).
  */
+import type { TmpfsMount, TmpfsSizes } from './sandbox-limits.js'
 
 /** Where the agent's private copies are bound inside (never on the workload's PATH). */
 export const AGENT_RUNTIME_DIR = '/.namzu'
@@ -39,7 +42,9 @@ export const ETC_SECRET_ENTRIES = [
 export const SSH_HOST_KEY_PREFIX = 'ssh/ssh_host_'
 
 /** Private writable tmpfs mounts (their sizes are the limits' concern). */
-export const PRIVATE_TMPFS = ['/tmp', '/run', '/var/tmp'] as const
+export const PRIVATE_TMPFS = ['/tmp', '/run', '/var/tmp'] as const satisfies readonly TmpfsMount[]
+/** bwrap's `/dev/shm` is a directory of its unsized `/dev`: a sized root gets a tmpfs of its own. */
+export const DEV_SHM = '/dev/shm' satisfies TmpfsMount
 /** The only part of /sys inside: CPU counting (`nproc`, `os.cpus()`, `os.cpu_count()`) reads it. */
 export const SYS_CPU_DIR = '/sys/devices/system/cpu'
 
@@ -84,6 +89,8 @@ export interface SandboxRootInput {
 	readonly readOnly: readonly BindSource[]
 	/** Resolved `hiddenPaths`. */
 	readonly hidden: readonly MaskTarget[]
+	/** Byte sizes of the writable tmpfs mounts; unsized (and no `/dev/shm` of its own) when absent. */
+	readonly tmpfsSizes?: TmpfsSizes
 }
 
 export type RootMount =
@@ -93,7 +100,8 @@ export type RootMount =
 	| { readonly kind: 'symlink'; readonly linkTarget: string; readonly path: string }
 	| { readonly kind: 'dev'; readonly path: '/dev' }
 	| { readonly kind: 'proc'; readonly path: '/proc' }
-	| { readonly kind: 'tmpfs'; readonly path: string }
+	/** A private writable tmpfs, of at most `sizeBytes` when set. */
+	| { readonly kind: 'tmpfs'; readonly path: string; readonly sizeBytes?: number }
 	| { readonly kind: 'dir'; readonly path: string }
 	/** An empty tmpfs remounted read-only: hides a directory. */
 	| { readonly kind: 'empty-dir'; readonly path: string }
@@ -106,6 +114,8 @@ export interface SandboxRootPlan {
 	/** Every path masked (secrets of /etc and hiddenPaths), for reports. */
 	readonly masked: readonly string[]
 }
+
+const MIB = 1024 * 1024
 
 /** Whether `path` is `root` or lies below it (lexically; both absolute and normalized). */
 export function isWithin(path: string, root: string): boolean {
@@ -141,12 +151,17 @@ export function planSandboxRoot(input: SandboxRootInput): SandboxRootPlan {
 		)
 	}
 	mounts.push({ kind: 'ro-bind', source: '/etc', target: '/etc' })
-	mounts.push({ kind: 'dev', path: '/dev' }, { kind: 'proc', path: '/proc' })
+	const sizes = input.tmpfsSizes
+	const tmpfs = (path: TmpfsMount): RootMount =>
+		sizes === undefined ? { kind: 'tmpfs', path } : { kind: 'tmpfs', path, sizeBytes: sizes[path] }
+	mounts.push({ kind: 'dev', path: '/dev' })
+	if (sizes !== undefined) mounts.push(tmpfs(DEV_SHM))
+	mounts.push({ kind: 'proc', path: '/proc' })
 	if (input.layout.sysCpu)
 		mounts.push({ kind: 'ro-bind', source: SYS_CPU_DIR, target: SYS_CPU_DIR })
 	// A read-only bind does not stop connect() on a unix socket, and /run is where the host's
 	// daemons keep theirs: every writable place is a private tmpfs instead.
-	for (const path of PRIVATE_TMPFS) mounts.push({ kind: 'tmpfs', path })
+	for (const path of PRIVATE_TMPFS) mounts.push(tmpfs(path))
 	mounts.push({ kind: 'dir', path: input.homeDir })
 	mounts.push({ kind: 'ro-bind', source: input.runtime.agentNode, target: AGENT_NODE_PATH })
 	mounts.push({ kind: 'ro-bind', source: input.runtime.agentBundle, target: AGENT_BUNDLE_PATH })
@@ -211,6 +226,8 @@ export function rootMountArgs(mounts: readonly RootMount[]): string[] {
 				args.push('--proc', mount.path)
 				break
 			case 'tmpfs':
+				// `--size` applies to the next tmpfs bwrap mounts.
+				if (mount.sizeBytes !== undefined) args.push('--size', String(mount.sizeBytes))
 				args.push('--tmpfs', mount.path)
 				break
 			case 'dir':
@@ -250,7 +267,9 @@ export function describeRootMount(mount: RootMount): string {
 		case 'proc':
 			return "/proc (the sandbox's own pid namespace)"
 		case 'tmpfs':
-			return `${mount.path} (private tmpfs)`
+			return mount.sizeBytes === undefined
+				? `${mount.path} (private tmpfs)`
+				: `${mount.path} (private tmpfs, ${Math.round(mount.sizeBytes / MIB)} MiB)`
 		case 'dir':
 			return `${mount.path} (directory in the private tmpfs)`
 		case 'empty-dir':

@@ -189,11 +189,46 @@ describe('buildBwrapArgs', () => {
 		expect(indexOfPair(args, '--hostname', 'namzu-sandbox')).toBeGreaterThan(-1)
 	})
 
-	it.each([
-		['deny-all', true],
-		['allow-all', false],
-	] as const)('under %s egress unshares the network: %s', (egress, unshared) => {
-		expect(buildBwrapArgs({ ...PLAN, egress }).includes('--unshare-net')).toBe(unshared)
+	it.each(['deny-all', 'allow-all'] as const)(
+		'under %s egress gives the sandbox its own network namespace',
+		(egress) => {
+			expect(buildBwrapArgs({ ...PLAN, egress }).includes('--unshare-net')).toBe(true)
+		},
+	)
+
+	it('sizes /tmp, /run, /var/tmp and a /dev/shm of its own when tmpfs sizes are planned', () => {
+		const tmpfsSizes = { '/tmp': 8, '/var/tmp': 4, '/dev/shm': 2, '/run': 1 }
+		const root = planSandboxRoot({ ...INPUT, tmpfsSizes }).mounts
+		const args = buildBwrapArgs({ ...PLAN, root })
+		for (const [mount, size] of [
+			['/tmp', '8'],
+			['/var/tmp', '4'],
+			['/dev/shm', '2'],
+			['/run', '1'],
+		] as const) {
+			const at = indexOfPair(args, '--tmpfs', mount)
+			expect(args.slice(at - 2, at)).toEqual(['--size', size])
+		}
+		expect(indexOfPair(args, '--tmpfs', '/dev/shm')).toBeGreaterThan(
+			indexOfPair(args, '--dev', '/dev'),
+		)
+		// The masks' empty directories stay unsized (read-only, nothing can be written there).
+		const unsized = buildBwrapArgs(PLAN)
+		expect(unsized).not.toContain('--size')
+		expect(indexOfPair(unsized, '--tmpfs', '/dev/shm')).toBe(-1)
+	})
+
+	it('keeps the cgroup namespace shared only when per-command groups are cgroup v2', () => {
+		expect(buildBwrapArgs(PLAN)).toContain('--unshare-cgroup-try')
+		expect(buildBwrapArgs({ ...PLAN, unshareCgroupNamespace: false })).not.toContain(
+			'--unshare-cgroup-try',
+		)
+	})
+
+	it('puts the network plumbing before the command', () => {
+		const args = buildBwrapArgs({ ...PLAN, egress: 'allow-all', networkArgs: ['--info-fd', '6'] })
+		expect(indexOfPair(args, '--info-fd', '6')).toBeGreaterThan(-1)
+		expect(indexOfPair(args, '--info-fd', '6')).toBeLessThan(args.indexOf('--'))
 	})
 
 	it('ends with -- and the command', () => {

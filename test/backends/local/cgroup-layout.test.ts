@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import {
 	type CgroupGroupPlan,
+	cpuQuotaUs,
 	groupDirectory,
 	limitWrites,
 	parseCgroupMounts,
@@ -97,6 +98,7 @@ describe('planCgroups', () => {
 					controllers: ['pids'],
 				},
 			],
+			v2Parent: '/sys/fs/cgroup/unified',
 		})
 	})
 
@@ -118,6 +120,7 @@ describe('planCgroups', () => {
 					controllers: ['memory', 'pids'],
 				},
 			],
+			v2Parent: '/sys/fs/cgroup/user.slice/session-1.scope',
 		})
 	})
 
@@ -177,5 +180,37 @@ describe('limitWrites', () => {
 			{ file: '/u/g/memory.swap.max', value: '0', optional: true },
 			{ file: '/u/g/pids.max', value: '40', optional: false },
 		])
+	})
+
+	it('writes an explicit v1 cpu.shares, and the period before the quota for a cpu limit', () => {
+		const v1Cpu: CgroupGroupPlan = { version: 1, dir: '/c/g', parent: '/c', controllers: ['cpu'] }
+		expect(
+			limitWrites(v1Cpu, { cpuShares: 1024, cpuQuotaUs: 50_000, cpuPeriodUs: 100_000 }),
+		).toEqual([
+			{ file: '/c/g/cpu.shares', value: '1024', optional: false },
+			{ file: '/c/g/cpu.cfs_period_us', value: '100000', optional: false },
+			{ file: '/c/g/cpu.cfs_quota_us', value: '50000', optional: false },
+		])
+	})
+
+	it('writes cpu.weight and cpu.max on cgroup2', () => {
+		const v2Cpu: CgroupGroupPlan = { version: 2, dir: '/u/g', parent: '/u', controllers: ['cpu'] }
+		expect(
+			limitWrites(v2Cpu, { cpuWeight: 100, cpuQuotaUs: 150_000, cpuPeriodUs: 100_000 }),
+		).toEqual([
+			{ file: '/u/g/cpu.weight', value: '100', optional: false },
+			{ file: '/u/g/cpu.max', value: '150000 100000', optional: false },
+		])
+	})
+})
+
+describe('cpuQuotaUs', () => {
+	it.each([
+		[1, 100_000],
+		[0.5, 50_000],
+		[2.25, 225_000],
+		[0.001, 1000],
+	])('%d cores ⇒ %d µs per 100 ms period (at least the kernel minimum)', (cores, quota) => {
+		expect(cpuQuotaUs(cores)).toBe(quota)
 	})
 })

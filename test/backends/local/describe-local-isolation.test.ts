@@ -1,5 +1,12 @@
+import { totalmem } from 'node:os'
 import { describe, expect, it } from 'vitest'
+import { AGENT_TASK_HEADROOM } from '../../../src/backends/local/cgroup-limits.js'
 import { describeLocalIsolation } from '../../../src/backends/local/index.js'
+import {
+	DEFAULT_MAX_PROCESSES,
+	defaultMemoryLimitMb,
+	tmpfsSizesFor,
+} from '../../../src/backends/local/sandbox-limits.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 
 const skip = bwrapSkipReason()
@@ -16,7 +23,7 @@ describe('describeLocalIsolation', () => {
 			expect(report.userNamespace.ok).toBe(true)
 			expect(report.networkNamespace.ok).toBe(true)
 			expect(report.ready).toBe(true)
-			for (const controller of ['memory', 'pids'] as const) {
+			for (const controller of ['memory', 'pids', 'cpu'] as const) {
 				expect(report.cgroups[controller].ok).toBe(true)
 				expect([1, 2]).toContain(report.cgroups[controller].version)
 			}
@@ -41,6 +48,43 @@ describe('describeLocalIsolation', () => {
 			expect(report.root.mounts.join('\n')).not.toMatch(/^\/root|^\/home/m)
 		},
 	)
+
+	it.skipIf(skip !== undefined)(
+		'reports the bounds a default sandbox gets and the network modes',
+		async () => {
+			const report = await describeLocalIsolation()
+			expect(report.defaultLimits).toEqual({
+				mode: 'required',
+				enforced: true,
+				memoryLimitMb: defaultMemoryLimitMb(totalmem()),
+				maxProcesses: DEFAULT_MAX_PROCESSES,
+				agentTaskHeadroom: AGENT_TASK_HEADROOM,
+				cpuShares: 1024,
+				cpuWeight: 100,
+				tmpfs: tmpfsSizesFor(defaultMemoryLimitMb(totalmem())),
+			})
+			expect(report.network.defaultEgress).toBe('deny-all')
+			expect(report.network.denyAll.ok).toBe(true)
+			expect(report.network.allowAll).toMatchObject({ ok: true })
+			expect(report.network.allowAll.detail).toContain('slirp4netns')
+			if (process.getuid?.() === 0) expect(report.diskLimit.ok).toBe(true)
+		},
+	)
+
+	it('says allow-all is refused, and what to install, when its tools are missing', async () => {
+		const report = await describeLocalIsolation({
+			tier: 'process',
+			tools: { slirp4netns: '/nonexistent/slirp4netns' },
+		})
+		expect(report.network.allowAll.ok).toBe(false)
+		expect(report.network.allowAll.detail).toContain('apt-get install -y slirp4netns')
+		expect(report.problems.join('\n')).toContain('egress allow-all is refused here')
+	})
+
+	it("reports defaultLimits: 'best-effort' as the explicit opt-out it is", async () => {
+		const report = await describeLocalIsolation({ tier: 'process', defaultLimits: 'best-effort' })
+		expect(report.defaultLimits.mode).toBe('best-effort')
+	})
 
 	it('says what was looked for and how to install it when bwrap is missing', async () => {
 		const report = await describeLocalIsolation({

@@ -194,6 +194,21 @@ describe('host claims', () => {
 		expect(parsed && hostClaimsBelongTo(parsed, '0123456789ab', root)).toBe(true)
 	})
 
+	it('a sized ephemeral workspace belongs to its sandbox only at <stateRoot>/workspace', () => {
+		const { workspace: _caller, ...ephemeral } = claims
+		const sized: SandboxHostClaims = { ...ephemeral, workspaceDisk: `${root}/workspace` }
+		expect(parseHostClaims(JSON.parse(JSON.stringify(sized)))).toEqual(sized)
+		expect(hostClaimsBelongTo(sized, '0123456789ab', root)).toBe(true)
+		expect(hostClaimsBelongTo({ ...sized, workspaceDisk: '/home' }, '0123456789ab', root)).toBe(
+			false,
+		)
+		// A caller workspace is never the sized one.
+		expect(
+			hostClaimsBelongTo({ ...claims, workspaceDisk: `${root}/workspace` }, '0123456789ab', root),
+		).toBe(false)
+		expect(parseHostClaims({ ...sized, workspaceDisk: 7 })).toBeUndefined()
+	})
+
 	it.each([
 		['another id', { id: 'ffffffffffff' }],
 		['a uid lock elsewhere', { identity: { ...claims.identity, lockPath: '/etc/passwd' } }],

@@ -66,10 +66,10 @@ describe.skipIf(skip !== undefined)(
 			expect(result.exitCode).toBe(3)
 		})
 
-		it('under allow-all reaches the same host listener', async () => {
+		it('under allow-all cannot connect to that host listener either: 127.0.0.1 is its own loopback', async () => {
 			const result = await open.exec('node', ['-e', CONNECT, String(port)])
-			expect(result.stdout.trim()).toBe('connected')
-			expect(result.exitCode).toBe(0)
+			expect(result.stdout.trim()).toBe('ECONNREFUSED')
+			expect(result.exitCode).toBe(3)
 		})
 
 		it('under deny-all sees only the loopback interface', async () => {

@@ -19,6 +19,7 @@ import {
 	cgroupDirsFor,
 	freshStateDir,
 	processesMentioning,
+	removeLeftoverCgroups,
 	stateDirIds,
 	waitFor,
 } from './local-test-support.js'
@@ -196,6 +197,8 @@ describe.skipIf(skip !== undefined)(
 			// A sandbox that died with its host leaves its state directory (as before this change).
 			const leftover = (await readdir(stateDir)).filter((name) => name.endsWith(first.id))
 			for (const name of leftover) await rm(join(stateDir, name), { recursive: true, force: true })
+			// And the cgroups its default limits live in (reaping both is the crash-safety work).
+			removeLeftoverCgroups(first.id)
 		})
 	},
 )

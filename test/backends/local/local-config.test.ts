@@ -23,6 +23,13 @@ describe('resolveLocalBackendConfig', () => {
 			sandboxUidRange: { first: 0x7000_0000, count: 65_536 },
 			readOnlyPaths: [],
 			hiddenPaths: [],
+			defaultLimits: 'required',
+			tools: {
+				slirp4netns: '/usr/bin/slirp4netns',
+				nft: '/usr/sbin/nft',
+				nsenter: '/usr/bin/nsenter',
+				mkfsExt4: '/usr/sbin/mkfs.ext4',
+			},
 		})
 	})
 
@@ -39,6 +46,12 @@ describe('resolveLocalBackendConfig', () => {
 		['backend.sandboxUidRange.first', { sandboxUidRange: { first: 1000, count: 10 } }],
 		['backend.sandboxUidRange.count', { sandboxUidRange: { first: 70_000, count: 0 } }],
 		['backend.sandboxUidRange', { sandboxUidRange: { first: 0xffff_fff0, count: 100 } }],
+		['backend.defaultLimits', { defaultLimits: null }],
+		['backend.defaultLimits', { defaultLimits: 'none' }],
+		['backend.tools', { tools: null }],
+		['backend.tools.slirp4netns', { tools: { slirp4netns: 'slirp4netns' } }],
+		['backend.tools.nft', { tools: { nft: '' } }],
+		['backend.tools.mkfsExt4', { tools: { mkfsExt4: 3 } }],
 	])('refuses a bad %s naming the field', (field, override) => {
 		const config = { tier: 'process', ...override } as unknown as LocalBackendConfig
 		let caught: unknown
@@ -68,6 +81,13 @@ describe('resolveLocalSandboxSpec', () => {
 		})
 	})
 
+	it('carries cpuLimit and diskLimitMb through', () => {
+		expect(resolveLocalSandboxSpec({ cpuLimit: 0.5, diskLimitMb: 64 }, {})).toMatchObject({
+			cpuLimit: 0.5,
+			diskLimitMb: 64,
+		})
+	})
+
 	it.each(['static', 'resolver'] as const)(
 		'refuses %s egress by name until the proxy exists',
 		(kind) => {
@@ -89,6 +109,10 @@ describe('resolveLocalSandboxSpec', () => {
 		['timeoutMs', { timeoutMs: -5 }],
 		['env', { env: { NAMZU_AGENT_BIND_TOKEN: 'x' } }],
 		['env', { env: { 'A=B': 'x' } }],
+		['cpuLimit', { cpuLimit: 0 }],
+		['cpuLimit', { cpuLimit: Number.NaN }],
+		['diskLimitMb', { diskLimitMb: 4 }],
+		['diskLimitMb', { diskLimitMb: 64.5 }],
 	])('refuses a bad %s naming the field', (field, config) => {
 		let caught: unknown
 		try {
@@ -112,6 +136,8 @@ describe('canServeFromPool', () => {
 		['another memory limit', { memoryLimitMb: 128 }, false],
 		['a process limit', { maxProcesses: 8 }, false],
 		['allow-all egress', { egress: { kind: 'allow-all' } as const }, false],
+		['a cpu limit', { cpuLimit: 1 }, false],
+		['a disk limit', { diskLimitMb: 64 }, false],
 	])('a request with %s ⇒ %s', (_, config, expected) => {
 		expect(
 			canServeFromPool(pooled, resolveLocalSandboxSpec(config, { defaultMemoryLimitMb: 256 })),

@@ -1,0 +1,110 @@
+/**
+ * The network and limits half of `describeLocalIsolation`: what a sandbox created with no options
+ * gets on this host (memory, tasks, CPU share, tmpfs sizes, network mode) and whether allow-all and
+ * `diskLimitMb` can be set up here — each from a real check (tool paths, cgroup write access).
+ */
+import { constants } from 'node:fs'
+import { access } from 'node:fs/promises'
+import { totalmem } from 'node:os'
+import type { LimitController } from './cgroup-layout.js'
+import { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from './cgroup-limits.js'
+import type { CgroupControllerCheck, IsolationCheck } from './isolation-check.js'
+import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
+import { missingNetworkTools } from './local-network.js'
+import { missingNetworkToolsLine } from './network-errors.js'
+import { resolveSandboxLimits, type TmpfsSizes } from './sandbox-limits.js'
+
+export interface DefaultSandboxBounds {
+	/** `backend.defaultLimits`: whether a host that cannot enforce the defaults refuses. */
+	readonly mode: DefaultLimitsMode
+	/** Whether every default below is enforced on this host (false ⇒ refused, or unbounded under best-effort). */
+	readonly enforced: boolean
+	readonly memoryLimitMb: number
+	/** Tasks the workload may hold (threads count); the sandbox's group adds `agentTaskHeadroom`. */
+	readonly maxProcesses: number
+	readonly agentTaskHeadroom: number
+	/** v1 `cpu.shares` / v2 `cpu.weight`; no CPU quota unless `cpuLimit` is set. */
+	readonly cpuShares: number
+	readonly cpuWeight: number
+	/** tmpfs sizes in bytes (bwrap's `/dev` is bounded by the memory limit only). */
+	readonly tmpfs: TmpfsSizes
+}
+
+export interface LocalNetworkReport {
+	/** The egress a sandbox gets without `egress`: deny-all (loopback only). */
+	readonly defaultEgress: 'deny-all'
+	/** Own network namespace with loopback only (bwrap `--unshare-net`). */
+	readonly denyAll: IsolationCheck
+	/** slirp4netns + the host-address guard (nft), with what is missing. */
+	readonly allowAll: IsolationCheck
+}
+
+export interface LocalBoundsReport {
+	readonly defaultLimits: DefaultSandboxBounds
+	readonly network: LocalNetworkReport
+	/** Whether `diskLimitMb` can be enforced for an ephemeral workspace here. */
+	readonly diskLimit: IsolationCheck
+}
+
+export async function describeLocalBounds(
+	config: ResolvedLocalBackendConfig,
+	cgroups: Readonly<Record<LimitController, CgroupControllerCheck>>,
+	networkNamespace: IsolationCheck,
+): Promise<LocalBoundsReport> {
+	const limits = resolveSandboxLimits({}, { totalMemoryBytes: totalmem() })
+	const missing = await missingNetworkTools(config.tools)
+	const asRoot = process.getuid?.() === 0
+	let diskLimit: IsolationCheck = {
+		ok: true,
+		detail: `loop-mounted ext4 (${config.tools.mkfsExt4})`,
+	}
+	if (!asRoot) diskLimit = { ok: false, detail: 'needs a root host (loop mount)' }
+	else {
+		try {
+			await access(config.tools.mkfsExt4, constants.X_OK)
+		} catch {
+			diskLimit = { ok: false, detail: `${config.tools.mkfsExt4} is not executable (e2fsprogs)` }
+		}
+	}
+	return {
+		defaultLimits: {
+			mode: config.defaultLimits,
+			enforced: cgroups.memory.ok && cgroups.pids.ok && cgroups.cpu.ok,
+			memoryLimitMb: limits.memoryLimitMb,
+			maxProcesses: limits.maxProcesses,
+			agentTaskHeadroom: AGENT_TASK_HEADROOM,
+			cpuShares: limits.cpuShares,
+			cpuWeight: limits.cpuWeight,
+			tmpfs: limits.tmpfs,
+		},
+		network: {
+			defaultEgress: 'deny-all',
+			denyAll: networkNamespace,
+			allowAll:
+				missing.length === 0
+					? {
+							ok: true,
+							detail: `slirp4netns (${config.tools.slirp4netns}) with host loopback disabled; nft (${config.tools.nft}) refuses every host address, 10.0.2.2, link-local and IPv6`,
+						}
+					: { ok: false, detail: missingNetworkToolsLine(missing) },
+		},
+		diskLimit,
+	}
+}
+
+/** The problems the bounds add to the report, with the fix. */
+export function boundsProblems(report: LocalBoundsReport): string[] {
+	const problems: string[] = []
+	const { defaultLimits } = report
+	if (!defaultLimits.enforced) {
+		problems.push(
+			defaultLimits.mode === 'required'
+				? "the default limits cannot be enforced, so create() refuses: run as root or inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes …), or set backend.defaultLimits: 'best-effort'"
+				: "the default limits cannot be enforced and backend.defaultLimits is 'best-effort': sandboxes run without the bounds this host cannot enforce",
+		)
+	}
+	if (!report.network.allowAll.ok) {
+		problems.push(`egress allow-all is refused here: ${report.network.allowAll.detail}`)
+	}
+	return problems
+}

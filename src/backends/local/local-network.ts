@@ -1,0 +1,143 @@
+/**
+ * What a sandbox's network is, per egress kind. Every sandbox gets its own network namespace:
+ *
+ * - `deny-all`: loopback only, no route anywhere (bwrap's `--unshare-net`, nothing else).
+ * - `allow-all`: slirp4netns attached by the host to the sandbox's namespace (user-mode TCP/UDP
+ *   relayed through the host's sockets), host loopback disabled, an nftables ruleset inside that
+ *   refuses every address of the host (`host-address-guard.ts`), and a resolv.conf naming slirp's
+ *   DNS forwarder bound where `/etc/resolv.conf` leads (`sandbox-confinement.ts`, in the root plan).
+ *
+ * bwrap reports the sandbox's pid on `--info-fd` and holds `--sync-fd` open for as long as the
+ * sandbox runs; that descriptor's other end is slirp4netns's `--exit-fd`, so slirp4netns exits with
+ * the sandbox whoever ends it (teardown, a crashed host, a kept-alive sandbox's watchdog).
+ */
+import { constants } from 'node:fs'
+import { access, realpath } from 'node:fs/promises'
+import { networkInterfaces } from 'node:os'
+import { type HostAddresses, hostAddressesFrom, SLIRP_DNS } from './host-address-guard.js'
+import { debianInstallCommand } from './install-hint.js'
+import type { LocalEgress } from './local-sandbox-spec.js'
+import { LocalNetworkUnavailableError, type MissingNetworkTool } from './network-errors.js'
+
+export interface NetworkToolPaths {
+	readonly slirp4netns: string
+	readonly nft: string
+	readonly nsenter: string
+}
+
+export const DEFAULT_NETWORK_TOOLS: NetworkToolPaths = {
+	slirp4netns: '/usr/bin/slirp4netns',
+	nft: '/usr/sbin/nft',
+	nsenter: '/usr/bin/nsenter',
+}
+
+const PACKAGES: Readonly<Record<keyof NetworkToolPaths, string>> = {
+	slirp4netns: 'slirp4netns',
+	nft: 'nftables',
+	nsenter: 'util-linux',
+}
+
+/** slirp4netns opens it inside the sandbox's user namespace, i.e. with no privilege on a non-root host. */
+export const TUN_DEVICE = '/dev/net/tun'
+
+/** The resolver configuration an allow-all sandbox sees: slirp's forwarder, nothing of the host's. */
+export const ALLOW_ALL_RESOLV_CONF = `nameserver ${SLIRP_DNS}\n`
+
+/** Which tools of `tools` are not usable (an empty list: allow-all can be set up). */
+export async function missingNetworkTools(
+	tools: NetworkToolPaths,
+	asRoot = process.getuid?.() === 0,
+): Promise<MissingNetworkTool[]> {
+	const missing: MissingNetworkTool[] = []
+	for (const tool of ['slirp4netns', 'nft', 'nsenter'] as const) {
+		try {
+			await access(tools[tool], constants.X_OK)
+		} catch {
+			const fix = `${debianInstallCommand(PACKAGES[tool])}, or point backend.tools.${tool} at it`
+			missing.push({ tool, path: tools[tool], fix, debianPackage: PACKAGES[tool] })
+		}
+	}
+	if (!asRoot) {
+		try {
+			await access(TUN_DEVICE, constants.R_OK | constants.W_OK)
+		} catch {
+			const fix = `chmod 0666 ${TUN_DEVICE} (its usual mode; this user cannot open it), or run as root`
+			missing.push({ tool: 'tun', path: TUN_DEVICE, fix })
+		}
+	}
+	return missing
+}
+
+/** Refuses `allow-all` by name when a tool is missing; `deny-all` needs none of them. */
+export async function assertNetworkUsable(
+	egress: LocalEgress,
+	tools: NetworkToolPaths,
+): Promise<void> {
+	if (egress !== 'allow-all') return
+	const missing = await missingNetworkTools(tools)
+	if (missing.length > 0) throw new LocalNetworkUnavailableError(missing)
+}
+
+/**
+ * Descriptor numbers (in bwrap) of the allow-all plumbing, placed after `firstFd - 1`: bwrap's
+ * own, which never reach the agent.
+ */
+export interface AllowAllFds {
+	readonly infoFd: number
+	readonly syncFd: number
+}
+
+export function allowAllFds(firstFd: number): AllowAllFds {
+	return { infoFd: firstFd, syncFd: firstFd + 1 }
+}
+
+/** bwrap arguments of the allow-all plumbing: where it reports the pid, what it holds open. */
+export function allowAllBwrapArgs(fds: AllowAllFds): string[] {
+	return ['--info-fd', String(fds.infoFd), '--sync-fd', String(fds.syncFd)]
+}
+
+/**
+ * Where `/etc/resolv.conf` really is (it may be a symlink into /run, which the sandbox replaces
+ * with its own tmpfs), if the host has one.
+ */
+export async function resolvConfTarget(): Promise<string | undefined> {
+	try {
+		return await realpath('/etc/resolv.conf')
+	} catch {
+		return undefined
+	}
+}
+
+/** Every address of every interface of the host, read now (both families). */
+export function readHostAddresses(): HostAddresses {
+	const addresses: string[] = []
+	for (const entries of Object.values(networkInterfaces())) {
+		for (const entry of entries ?? []) addresses.push(entry.address)
+	}
+	return hostAddressesFrom(addresses)
+}
+
+/** Parses bwrap's `--info-fd` JSON; undefined until a complete object with a child pid arrived. */
+export function parseBwrapInfo(text: string): number | undefined {
+	let parsed: unknown
+	try {
+		parsed = JSON.parse(text)
+	} catch {
+		return undefined
+	}
+	if (typeof parsed !== 'object' || parsed === null) return undefined
+	const pid: unknown = (parsed as Record<string, unknown>)['child-pid']
+	return typeof pid === 'number' && Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
+}
+
+/**
+ * Whether the loopback of a network namespace is configured and up, from its `/proc/<pid>/net`
+ * files: `::1` on `lo` in `if_inet6` (present once `lo` is up), else — IPv6 disabled — a
+ * `127.0.0.1` entry in `fib_trie`.
+ */
+export function loopbackReady(ifInet6: string | undefined, fibTrie: string | undefined): boolean {
+	if (ifInet6 !== undefined) {
+		return ifInet6.split('\n').some((line) => /^0{31}1 .*\slo$/.test(line.trim()))
+	}
+	return fibTrie?.includes('127.0.0.1') ?? false
+}

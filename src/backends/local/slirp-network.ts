@@ -1,0 +1,299 @@
+/**
+ * Attaches allow-all networking to a sandbox bwrap has just started (the thin I/O shell over
+ * `local-network.ts` and `host-address-guard.ts`): read the sandbox's pid from bwrap's info
+ * descriptor, start slirp4netns on its network namespace, wait for it to report the interface up,
+ * then install the guard ruleset inside that namespace. Any failure kills slirp4netns and rejects
+ * with `LocalNetworkSetupError`; the caller tears the sandbox down.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { closeSync, openSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import type { Readable } from 'node:stream'
+import { type HostAddresses, sandboxGuardRuleset } from './host-address-guard.js'
+import {
+	allowAllBwrapArgs,
+	allowAllFds,
+	loopbackReady,
+	type NetworkToolPaths,
+	parseBwrapInfo,
+	readHostAddresses,
+} from './local-network.js'
+import { LocalNetworkSetupError } from './network-errors.js'
+import { StderrTail } from './stderr-tail.js'
+
+/** The MTU slirp4netns is fastest with (its documented recommendation). */
+export const SLIRP_MTU = 65520
+export const SANDBOX_TAP = 'tap0'
+/** slirp4netns's descriptors: 3 = exit (the sandbox's lifetime), 4 = ready. */
+const SLIRP_EXIT_FD = 3
+const SLIRP_READY_FD = 4
+const LOOPBACK_POLL_MS = 1
+
+export interface AttachSlirpOptions {
+	readonly sandboxId: string
+	readonly tools: NetworkToolPaths
+	/** The host end of bwrap's `--info-fd`. */
+	readonly info: Readable
+	/** The host end of the socket pair whose other end bwrap holds as `--sync-fd`. */
+	readonly lifetime: Readable
+	readonly hostAddresses: HostAddresses
+	/** Moves slirp4netns into the sandbox's own cgroups, so its limits and teardown cover it. */
+	readonly join?: (pid: number) => Promise<void>
+	/** Kept-alive sandboxes: slirp4netns must not depend on the host (stderr to a file, unref'd). */
+	readonly outliveHost?: { readonly stderrPath: string }
+	readonly timeoutMs: number
+	readonly signal?: AbortSignal
+}
+
+export interface SlirpNetwork {
+	/** Host pid of the sandbox's init (whose namespaces slirp4netns serves). */
+	readonly sandboxPid: number
+	readonly slirpPid: number | undefined
+	/** Kills slirp4netns (it also exits on its own when the sandbox ends). Idempotent. */
+	stop(): Promise<void>
+}
+
+/** Rejects when `signal` aborts or `ms` pass; `onTimeout` names what was being waited for. */
+function bounded<T>(
+	work: Promise<T>,
+	ms: number,
+	signal: AbortSignal | undefined,
+	onTimeout: () => Error,
+): Promise<T> {
+	let timer: NodeJS.Timeout | undefined
+	let onAbort: (() => void) | undefined
+	const limits = new Promise<never>((_, reject) => {
+		timer = setTimeout(() => reject(onTimeout()), ms)
+		if (signal) {
+			onAbort = () => reject(signal.reason)
+			if (signal.aborted) onAbort()
+			else signal.addEventListener('abort', onAbort, { once: true })
+		}
+	})
+	return Promise.race([work, limits]).finally(() => {
+		clearTimeout(timer)
+		if (onAbort) signal?.removeEventListener('abort', onAbort)
+	})
+}
+
+/** The sandbox pid from bwrap's info JSON (bwrap writes it once the namespaces exist). */
+function readSandboxPid(info: Readable): Promise<number> {
+	return new Promise((resolve, reject) => {
+		let text = ''
+		const done = (error?: Error, pid?: number) => {
+			info.removeAllListeners('data')
+			info.destroy()
+			if (pid !== undefined) resolve(pid)
+			else reject(error)
+		}
+		info.on('data', (chunk: Buffer) => {
+			text += chunk.toString('utf8')
+			const pid = parseBwrapInfo(text)
+			if (pid !== undefined) done(undefined, pid)
+			else if (text.length > 64 * 1024) done(new Error('bwrap info is not the expected JSON'))
+		})
+		info.once('error', (error) => done(error))
+		info.once('end', () => done(new Error('bwrap closed its info descriptor without a pid')))
+	})
+}
+
+/** Polls the sandbox's `/proc/<pid>/net` until bwrap has configured its loopback. */
+export async function waitForLoopback(sandboxPid: number): Promise<void> {
+	const read = (name: string) =>
+		readFile(`/proc/${sandboxPid}/net/${name}`, 'utf8').catch((error: NodeJS.ErrnoException) => {
+			if (error.code === 'ENOENT' && name === 'if_inet6') return undefined
+			throw error
+		})
+	for (;;) {
+		const ifInet6 = await read('if_inet6')
+		const fibTrie = ifInet6 === undefined ? await read('fib_trie') : undefined
+		if (loopbackReady(ifInet6, fibTrie)) return
+		await new Promise((resolve) => setTimeout(resolve, LOOPBACK_POLL_MS))
+	}
+}
+
+function exitOf(child: ChildProcess): Promise<string> {
+	return new Promise((resolve) => {
+		child.once('error', (error) => resolve(`could not be started (${error.message})`))
+		child.once('exit', (code, signal) => resolve(`exited (code ${code}, signal ${signal})`))
+	})
+}
+
+function killAndWait(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
+	if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+	return exited.then(() => undefined)
+}
+
+/** `nsenter … nft -f -` for the sandbox's namespace, as root or as the sandbox's own user. */
+export function firewallCommand(
+	tools: NetworkToolPaths,
+	sandboxPid: number,
+	asRoot: boolean,
+): string[] {
+	const net = `--net=/proc/${sandboxPid}/ns/net`
+	// A non-root host enters the sandbox's user namespace, which it owns, for CAP_NET_ADMIN there;
+	// its uid must be 0 inside for nft to keep that capability across exec.
+	const entry = asRoot
+		? [net]
+		: [`--user=/proc/${sandboxPid}/ns/user`, net, '--preserve-credentials']
+	return [tools.nsenter, ...entry, '--', tools.nft, '-f', '-']
+}
+
+export function slirpArguments(sandboxPid: number): string[] {
+	return [
+		'--configure',
+		`--mtu=${SLIRP_MTU}`,
+		'--disable-host-loopback',
+		// slirp4netns parses hostile packets: keep it in its own empty root with a syscall filter.
+		'--enable-sandbox',
+		'--enable-seccomp',
+		`--exit-fd=${SLIRP_EXIT_FD}`,
+		`--ready-fd=${SLIRP_READY_FD}`,
+		String(sandboxPid),
+		SANDBOX_TAP,
+	]
+}
+
+async function installFirewall(
+	options: AttachSlirpOptions,
+	sandboxPid: number,
+	deadline: number,
+): Promise<void> {
+	const [program, ...args] = firewallCommand(options.tools, sandboxPid, process.getuid?.() === 0)
+	if (program === undefined) return
+	const tail = new StderrTail()
+	const child = spawn(program, args, { stdio: ['pipe', 'ignore', 'pipe'] })
+	child.stderr?.on('data', (chunk: Buffer) => tail.push(chunk))
+	child.stdin?.on('error', () => undefined)
+	child.stdin?.end(sandboxGuardRuleset(options.hostAddresses))
+	const exited = exitOf(child)
+	const fail = (detail: string) =>
+		new LocalNetworkSetupError(options.sandboxId, 'firewall', detail, tail.read())
+	try {
+		const how = await bounded(exited, Math.max(1, deadline - Date.now()), options.signal, () =>
+			fail('nft did not finish in time'),
+		)
+		if (child.exitCode !== 0) throw fail(`nft ${how}`)
+	} catch (error) {
+		await killAndWait(child, exited)
+		throw error
+	}
+}
+
+export async function attachSlirpNetwork(options: AttachSlirpOptions): Promise<SlirpNetwork> {
+	const deadline = Date.now() + options.timeoutMs
+	const remaining = () => Math.max(1, deadline - Date.now())
+	const { sandboxId } = options
+	const sandboxPid = await bounded(
+		readSandboxPid(options.info).catch((error: unknown) => {
+			const detail = error instanceof Error ? error.message : String(error)
+			throw new LocalNetworkSetupError(sandboxId, 'namespace', detail, '', { cause: error })
+		}),
+		remaining(),
+		options.signal,
+		() => new LocalNetworkSetupError(sandboxId, 'namespace', 'bwrap reported no pid', ''),
+	)
+	// bwrap reports the pid before its child has set up loopback; slirp4netns brings `lo` up too,
+	// and bwrap fails ("loopback: Failed RTM_NEWADDR") when slirp4netns wins that race.
+	await bounded(
+		waitForLoopback(sandboxPid).catch((error: unknown) => {
+			const detail = 'the sandbox exited before its loopback was up'
+			throw new LocalNetworkSetupError(sandboxId, 'namespace', detail, '', { cause: error })
+		}),
+		remaining(),
+		options.signal,
+		() => new LocalNetworkSetupError(sandboxId, 'namespace', 'loopback never came up', ''),
+	)
+	const tail = new StderrTail()
+	const stderrFile =
+		options.outliveHost === undefined
+			? undefined
+			: openSync(options.outliveHost.stderrPath, 'a', 0o600)
+	let child: ChildProcess
+	try {
+		child = spawn(options.tools.slirp4netns, slirpArguments(sandboxPid), {
+			// Its own process group: a terminal's Ctrl-C is for the host program, not for the network.
+			detached: true,
+			stdio: ['ignore', 'ignore', stderrFile ?? 'pipe', options.lifetime, 'pipe'],
+		})
+	} finally {
+		if (stderrFile !== undefined) closeSync(stderrFile)
+		// slirp4netns holds its own copy; ours would keep nothing alive but a handle in this process.
+		options.lifetime.destroy()
+	}
+	child.stderr?.on('data', (chunk: Buffer) => tail.push(chunk))
+	const exited = exitOf(child)
+	const fail = (detail: string, cause?: unknown) =>
+		new LocalNetworkSetupError(
+			sandboxId,
+			'slirp4netns',
+			detail,
+			tail.read(),
+			cause === undefined ? {} : { cause },
+		)
+	const ready = child.stdio[SLIRP_READY_FD] as Readable | null | undefined
+	try {
+		if (child.pid !== undefined) await options.join?.(child.pid)
+		await bounded(
+			new Promise<void>((resolve, reject) => {
+				ready?.once('data', () => resolve())
+				void exited.then((how) => reject(fail(`slirp4netns ${how} before it was ready`)))
+			}),
+			remaining(),
+			options.signal,
+			() => fail(`not ready within ${options.timeoutMs} ms`),
+		)
+		ready?.destroy()
+		await installFirewall(options, sandboxPid, deadline)
+	} catch (error) {
+		ready?.destroy()
+		await killAndWait(child, exited)
+		if (error instanceof LocalNetworkSetupError || options.signal?.aborted) throw error
+		throw fail(error instanceof Error ? error.message : String(error), error)
+	}
+	if (options.outliveHost) child.unref()
+	let stopping: Promise<void> | undefined
+	return {
+		sandboxPid,
+		slirpPid: child.pid,
+		stop: () => {
+			stopping ??= killAndWait(child, exited)
+			return stopping
+		},
+	}
+}
+
+/** What the launcher needs to give bwrap allow-all networking, and the step that attaches it. */
+export interface PreparedAllowAll {
+	/** `extraFds` entries for the launcher: the info pipe and the lifetime pipe. */
+	readonly extraFds: readonly 'pipe'[]
+	readonly bwrapArgs: readonly string[]
+	/** Attaches slirp4netns once bwrap runs, given the launcher's pipes by child fd. */
+	attach(
+		pipes: ReadonlyMap<number, Readable>,
+		options: Omit<AttachSlirpOptions, 'info' | 'lifetime' | 'hostAddresses'>,
+	): Promise<SlirpNetwork>
+}
+
+/**
+ * Plans the descriptors bwrap gets, starting at `firstFd`. The host's addresses are read now: the
+ * guard refuses what the host has at create time.
+ */
+export function prepareAllowAll(firstFd: number): PreparedAllowAll {
+	const fds = allowAllFds(firstFd)
+	const hostAddresses = readHostAddresses()
+	return {
+		extraFds: ['pipe', 'pipe'],
+		bwrapArgs: allowAllBwrapArgs(fds),
+		attach: (pipes, options) => {
+			const info = pipes.get(fds.infoFd)
+			const lifetime = pipes.get(fds.syncFd)
+			if (!info || !lifetime) {
+				return Promise.reject(
+					new LocalNetworkSetupError(options.sandboxId, 'namespace', 'bwrap pipes missing', ''),
+				)
+			}
+			return attachSlirpNetwork({ ...options, info, lifetime, hostAddresses })
+		},
+	}
+}

@@ -1,0 +1,84 @@
+/**
+ * "The internet" for network tests: a network namespace joined to the host by a veth pair, in a
+ * private /24 nothing else on this machine uses, with a TCP listener inside it that answers
+ * `internet`. Reaching it from a sandbox means reaching a machine that is not the host.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+
+export interface StandInInternet {
+	/** Address of the listener inside the namespace. */
+	readonly address: string
+	readonly port: number
+	/** The host's own end of the veth pair (an address OF the host). */
+	readonly hostSideAddress: string
+	close(): Promise<void>
+}
+
+function ip(...args: string[]): string {
+	return execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+}
+
+function unusedSubnet(): string {
+	const used = ip('-4', 'addr') + ip('-4', 'route')
+	for (let offset = 0; offset < 250; offset++) {
+		const candidate = `10.213.${(process.pid + offset) % 250}`
+		if (!used.includes(`${candidate}.`)) return candidate
+	}
+	throw new Error('no unused 10.213.x.0/24 subnet on this host')
+}
+
+const LISTENER = `require('node:net').createServer((s) => { s.on('error', () => {}); s.end('internet') })
+	.listen(Number(process.argv[2]), process.argv[1], () => console.log('ready'))`
+
+export async function startStandInInternet(): Promise<StandInInternet> {
+	const tag = String(process.pid % 10_000_000)
+	const namespace = `namzu-inet-${tag}`
+	const hostLink = `nzi${tag}h`
+	const innerLink = `nzi${tag}c`
+	const subnet = unusedSubnet()
+	const address = `${subnet}.2`
+	const hostSideAddress = `${subnet}.1`
+	const port = 18_080
+	let listener: ChildProcess | undefined
+	const close = async () => {
+		if (listener && listener.exitCode === null) {
+			const gone = new Promise((resolve) => listener?.once('exit', resolve))
+			listener.kill('SIGKILL')
+			await gone
+		}
+		for (const args of [
+			['netns', 'del', namespace],
+			['link', 'del', hostLink],
+		]) {
+			try {
+				ip(...args)
+			} catch {
+				// Already gone (deleting one end of a veth pair deletes both).
+			}
+		}
+	}
+	try {
+		ip('netns', 'add', namespace)
+		ip('link', 'add', hostLink, 'type', 'veth', 'peer', 'name', innerLink)
+		ip('link', 'set', innerLink, 'netns', namespace)
+		ip('addr', 'add', `${hostSideAddress}/24`, 'dev', hostLink)
+		ip('link', 'set', hostLink, 'up')
+		ip('-n', namespace, 'addr', 'add', `${address}/24`, 'dev', innerLink)
+		ip('-n', namespace, 'link', 'set', innerLink, 'up')
+		ip('-n', namespace, 'link', 'set', 'lo', 'up')
+		const started = spawn(
+			'ip',
+			['netns', 'exec', namespace, process.execPath, '-e', LISTENER, address, String(port)],
+			{ stdio: ['ignore', 'pipe', 'inherit'] },
+		)
+		listener = started
+		await new Promise<void>((resolve, reject) => {
+			started.stdout?.once('data', () => resolve())
+			started.once('exit', (code) => reject(new Error(`stand-in listener exited ${code}`)))
+		})
+	} catch (error) {
+		await close()
+		throw error
+	}
+	return { address, port, hostSideAddress, close }
+}
