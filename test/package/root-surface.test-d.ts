@@ -172,6 +172,48 @@ describe('package root: Kubernetes API bounds', () => {
 	})
 })
 
+describe('package root: the error model', () => {
+	it('exports GuestFeatureUnsupportedError, and each named feature error is one', () => {
+		expectTypeOf<Instance<typeof root.GuestFeatureUnsupportedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.GuestFeatureUnsupportedError>['feature']
+		>().toEqualTypeOf<root.AgentFeature>()
+		expectTypeOf<
+			Instance<typeof root.GuestFeatureUnsupportedError>['operation']
+		>().toEqualTypeOf<string>()
+		expectTypeOf<
+			Instance<typeof root.SessionsUnsupportedError>
+		>().toExtend<root.GuestFeatureUnsupportedError>()
+		expectTypeOf<
+			Instance<typeof root.ExecutionAttachUnsupportedError>
+		>().toExtend<root.GuestFeatureUnsupportedError>()
+		expectTypeOf<
+			Instance<typeof root.AgentReadFileStreamUnsupportedError>
+		>().toExtend<root.GuestFeatureUnsupportedError>()
+		expectTypeOf<
+			Instance<typeof root.QuiesceUnsupportedError>
+		>().toExtend<root.GuestFeatureUnsupportedError>()
+		expectTypeOf<
+			Instance<typeof root.FlushUnsupportedError>
+		>().toExtend<root.GuestFeatureUnsupportedError>()
+	})
+
+	it('types KubernetesApiError.reason as the failure kind, the Status reason apart', () => {
+		expectTypeOf<
+			root.KubernetesApiError['reason']
+		>().toEqualTypeOf<root.KubernetesApiFailureReason>()
+		expectTypeOf<root.KubernetesApiError['statusReason']>().toEqualTypeOf<string | undefined>()
+	})
+
+	it('exports the acquire failures that travel as themselves, each a SandboxError', () => {
+		expectTypeOf<Instance<typeof root.KubernetesClaimUnboundError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.KubernetesPodUnusableError>>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.KubernetesTemplateInvalidError>
+		>().toExtend<root.SandboxError>()
+	})
+})
+
 describe('package root: the local tier’s hardening', () => {
 	it('exports the confinement, network and limit refusals, each a SandboxError', () => {
 		expectTypeOf<Instance<typeof root.LocalPathOptionError>>().toExtend<root.SandboxError>()

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { SandboxDestroyedError } from '../../contract/errors.js'
 import type { SandboxRetirementObservation } from '../../contract/retirement.js'
 import type { SandboxStatus } from '../../contract/sandbox.js'
-import { RemoteCancellationUnknownError } from '../refusals/execution-refusal-errors.js'
+import { RemoteCancellationUnknownError } from '../refusals/refusal-errors.js'
 import { SandboxRetiredError } from './agent-sandbox-errors.js'
 
 /** How long `destroy()` lets aborted in-flight calls settle before releasing the unit. */
