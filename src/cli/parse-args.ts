@@ -8,6 +8,7 @@ import {
 	MAX_TIMER_MS,
 	requireIntegerText,
 } from '../contract/argument-validators.js'
+import { CliUsageError } from './cli-errors.js'
 import { type CliHandle, parseCliHandle } from './cli-handle.js'
 
 export type CliCommand =
@@ -40,10 +41,6 @@ export type CliCommand =
 	| { readonly kind: 'doctor'; readonly json: boolean }
 	| { readonly kind: 'help' }
 	| { readonly kind: 'version' }
-
-export class CliUsageError extends Error {
-	override readonly name = 'CliUsageError'
-}
 
 /** Exit codes of the CLI's own failures (a command's exit code passes through unchanged). */
 export const EXIT_CODES = {

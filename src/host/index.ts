@@ -10,16 +10,13 @@ export {
 	type DetachableExecOptions,
 } from './exec/detachable-exec-options.js'
 export {
-	ExecutionAttachUnsupportedError,
 	ExecutionDetachedError,
 	type ExecutionDetachReason,
-} from './exec/detachable-execution-errors.js'
-export type { AgentExecOptions } from './exec/exec-options.js'
-export type { RemoteExecutionTiming } from './exec/execution-timing.js'
-export {
 	RemoteControlTimeoutError,
 	RemoteResultIncompleteError,
-} from './exec/remote-execution-errors.js'
+} from './exec/exec-errors.js'
+export type { AgentExecOptions } from './exec/exec-options.js'
+export type { RemoteExecutionTiming } from './exec/execution-timing.js'
 export type {
 	FlushOptions,
 	FlushReport,
@@ -27,22 +24,28 @@ export type {
 	QuiesceReport,
 } from './lifecycle/agent-lifecycle-ops.js'
 export {
+	AgentReadFileStreamUnsupportedError,
+	ExecutionAttachUnsupportedError,
+	FlushUnsupportedError,
+	GuestFeatureUnsupportedError,
+	QuiesceUnsupportedError,
+	SessionsUnsupportedError,
+} from './refusals/guest-feature-errors.js'
+export {
+	AgentOpRefusedError,
+	AgentUnauthorizedError,
 	type AttachRefusal,
 	ExecutionCancelRefusedError,
 	ExecutionNotAttachableError,
+	FlushUnconfirmedError,
+	QuiesceUnconfirmedError,
+	RemoteByteCountError,
 	RemoteCancellationUnknownError,
 	RemoteCommandError,
 	RemoteExecutionRefusedError,
-} from './refusals/execution-refusal-errors.js'
-export { RemoteByteCountError, RemoteProtocolError } from './refusals/guest-protocol-errors.js'
-export {
-	FlushUnconfirmedError,
-	FlushUnsupportedError,
-	QuiesceUnconfirmedError,
-	QuiesceUnsupportedError,
-} from './refusals/lifecycle-errors.js'
-export { AgentOpRefusedError, AgentUnauthorizedError } from './refusals/op-refused-errors.js'
-export { SessionRefusedError } from './refusals/session-refused-error.js'
+	RemoteProtocolError,
+	SessionRefusedError,
+} from './refusals/refusal-errors.js'
 export { agentBundlePath } from './sandbox/agent-bundle-path.js'
 export {
 	AgentSandbox,
@@ -62,11 +65,7 @@ export type {
 	ReadSessionOptions,
 	StartDetachedOptions,
 } from './sessions/agent-sessions.js'
-export {
-	AgentSessionDetachedError,
-	type SessionDetachReason,
-	SessionsUnsupportedError,
-} from './sessions/session-errors.js'
+export { AgentSessionDetachedError, type SessionDetachReason } from './sessions/session-errors.js'
 export type {
 	KilledSession,
 	SessionKind,
@@ -93,14 +92,15 @@ export {
 	TCP_PREAUTH_FRAME_LIMIT_BYTES,
 } from './transport/agent-transport-options.js'
 export type { AgentHealth } from './transport/healthz-reply.js'
-export { AgentStreamSilentError } from './transport/stream-silent-error.js'
 export {
 	AgentConnectionError,
 	AgentDialFailedError,
 	AgentFrameTooLargeError,
 	AgentPreauthFrameTooLargeError,
-	AgentReadFileStreamUnsupportedError,
 	AgentReadFileTooLargeError,
 	AgentReadTimeoutError,
+	AgentStreamSilentError,
 	AgentWriteFileTooLargeError,
+	GuestDiedError,
+	type GuestExit,
 } from './transport/transport-errors.js'

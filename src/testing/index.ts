@@ -1,4 +1,6 @@
 // Public surface of @namzu/sandbox/testing: the Sandbox contract suite and a framework-free harness.
+
+export { ConformanceAssertionError, ConformanceCaseTimeoutError } from './conformance-errors.js'
 export type {
 	ConformanceAssertion,
 	ConformanceCaseContext,
@@ -17,12 +19,12 @@ export type {
 	OptionalSandboxMember,
 	SandboxConformanceOptions,
 } from './conformance-options.js'
-export { ConformanceAssertionError, createMinimalExpect } from './minimal-expect.js'
+export { createMinimalExpect } from './minimal-expect.js'
 export type {
 	RecordedCase,
 	RecordedOutcome,
 	RecordingHarness,
 	RecordingHarnessOptions,
 } from './recording-harness.js'
-export { ConformanceCaseTimeoutError, createRecordingHarness } from './recording-harness.js'
+export { createRecordingHarness } from './recording-harness.js'
 export { defineSandboxConformance, SANDBOX_CONTRACT_VERSION } from './sandbox-conformance.js'

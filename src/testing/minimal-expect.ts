@@ -3,18 +3,8 @@
  * run without any test framework (see `createRecordingHarness`).
  */
 import { inspect, isDeepStrictEqual } from 'node:util'
+import { ConformanceAssertionError } from './conformance-errors.js'
 import type { ConformanceAssertion, ConformanceExpect } from './conformance-framework.js'
-
-/** One failed expectation. `matcher` names the check, e.g. `not.toBe`. */
-export class ConformanceAssertionError extends Error {
-	override readonly name = 'ConformanceAssertionError'
-	readonly matcher: string
-
-	constructor(matcher: string, message: string) {
-		super(message)
-		this.matcher = matcher
-	}
-}
 
 function show(value: unknown): string {
 	return inspect(value, { depth: 4, maxArrayLength: 20, maxStringLength: 200, breakLength: 120 })

@@ -4,6 +4,8 @@
  * outcome instead of reporting it. Used to test the suite itself and to run it outside a test
  * runner (a smoke check of a new backend, a health probe).
  */
+
+import { ConformanceCaseTimeoutError } from './conformance-errors.js'
 import type {
 	ConformanceExpect,
 	ConformanceFramework,
@@ -41,17 +43,6 @@ export interface RecordingHarness {
 	readonly cases: readonly RecordedCase[]
 	/** Runs the (selected) cases sequentially; never throws for a failing case. */
 	run(select?: (testCase: RecordedCase) => boolean): Promise<RecordedOutcome[]>
-}
-
-/** A case that did not settle within its bound. It may still be running in the background. */
-export class ConformanceCaseTimeoutError extends Error {
-	override readonly name = 'ConformanceCaseTimeoutError'
-	readonly timeoutMs: number
-
-	constructor(title: string, timeoutMs: number) {
-		super(`case did not finish within ${timeoutMs} ms: ${title}`)
-		this.timeoutMs = timeoutMs
-	}
 }
 
 async function runBounded(testCase: RecordedCase, timeoutMs: number): Promise<void> {

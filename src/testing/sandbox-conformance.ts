@@ -32,7 +32,7 @@ import { defineWalkCases } from './conformance-walk-cases.js'
  */
 export const SANDBOX_CONTRACT_VERSION = 3
 
-/** Thrown inside a case to end it as skipped. */
+/** Thrown inside a case to end it as skipped; the case's own `run` below catches it, so it never escapes. */
 class CaseSkipped extends Error {
 	override readonly name = 'CaseSkipped'
 }

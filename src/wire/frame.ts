@@ -131,23 +131,29 @@ export function encodedFrameBytes(message: unknown): number {
 	return FRAME_HEADER_BYTES + Buffer.byteLength(json, 'utf8') - placeholder
 }
 
-export type FrameErrorReason = 'bad_header' | typeof AGENT_REFUSAL.frame_too_large
+export type FrameErrorCode = 'bad_header' | typeof AGENT_REFUSAL.frame_too_large
 
-/** The peer broke the framing. `message` is the refusal the agent sends back verbatim. */
+/**
+ * The peer broke the framing. `message` is the refusal the agent sends back verbatim. The wire
+ * imports nothing, so this is not a `SandboxError`: it never reaches a caller — the agent answers
+ * it as a refusal and the host wraps it as the cause of a `RemoteProtocolError`
+ * (`host/transport/frame-channel.ts`).
+ */
 export class FrameError extends Error {
 	override readonly name = 'FrameError'
-	readonly reason: FrameErrorReason
+	/** The wire code (`frame_too_large`, `bad_header`). */
+	readonly code: FrameErrorCode
 	readonly announcedBytes?: number
 	readonly limitBytes?: number
 	readonly limitVariable?: string
 
 	constructor(
-		reason: FrameErrorReason,
+		code: FrameErrorCode,
 		message: string,
 		details: { announcedBytes?: number; limitBytes?: number; limitVariable?: string } = {},
 	) {
 		super(message)
-		this.reason = reason
+		this.code = code
 		if (details.announcedBytes !== undefined) this.announcedBytes = details.announcedBytes
 		if (details.limitBytes !== undefined) this.limitBytes = details.limitBytes
 		if (details.limitVariable !== undefined) this.limitVariable = details.limitVariable

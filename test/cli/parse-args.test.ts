@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
+import { CliUsageError } from '../../src/cli/cli-errors.js'
 import { formatCliHandle, parseCliHandle } from '../../src/cli/cli-handle.js'
-import { CliUsageError, parseCliArgs, USAGE } from '../../src/cli/parse-args.js'
+import { parseCliArgs, USAGE } from '../../src/cli/parse-args.js'
 
 describe('parseCliArgs', () => {
 	const cases: Array<[string, string[], unknown]> = [

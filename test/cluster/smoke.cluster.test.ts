@@ -158,8 +158,11 @@ describe('agent-sandbox controller against a real control plane', () => {
 		const suspended = await waitObject(
 			cluster.api,
 			paths.sandbox(ns, sandbox),
-			'Sandbox Ready=False/SandboxSuspended',
-			(object) => condition(object, 'Ready')?.reason === 'SandboxSuspended',
+			'Sandbox Ready=False/SandboxSuspended with its pod addresses cleared',
+			// The controller writes the condition and clears podIPs in separate status updates.
+			(object) =>
+				condition(object, 'Ready')?.reason === 'SandboxSuspended' &&
+				object.status?.podIPs === undefined,
 		)
 		expect(condition(suspended, 'Ready')?.status).toBe('False')
 		expect(suspended.status?.podIPs).toBeUndefined()

@@ -126,6 +126,14 @@ describe('package root: quiesce, flush, stream heartbeat', () => {
 		expectTypeOf<Instance<typeof root.AgentStreamSilentError>>().toExtend<root.SandboxError>()
 	})
 
+	it('exports GuestDiedError, a SandboxError carrying how the guest ended', () => {
+		expectTypeOf<Instance<typeof root.GuestDiedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.GuestDiedError>['oomKilled']>().toEqualTypeOf<
+			boolean | undefined
+		>()
+		expectTypeOf<root.GuestExit['signal']>().toEqualTypeOf<NodeJS.Signals | null>()
+	})
+
 	it('exports the feature names and heartbeat constants with their wire values, the protocol version unchanged', () => {
 		expectTypeOf<typeof root.QUIESCE_FEATURE>().toEqualTypeOf<'quiesce'>()
 		expectTypeOf<typeof root.FLUSH_FEATURE>().toEqualTypeOf<'flush'>()
@@ -169,6 +177,48 @@ describe('package root: Kubernetes API bounds', () => {
 	it('exports the default 30000 and the floor 1000 from the package root', () => {
 		expectTypeOf<typeof root.DEFAULT_API_REQUEST_TIMEOUT_MS>().toEqualTypeOf<30_000>()
 		expectTypeOf<typeof root.MIN_API_REQUEST_TIMEOUT_MS>().toEqualTypeOf<1_000>()
+	})
+})
+
+describe('package root: the error model', () => {
+	it('exports GuestFeatureUnsupportedError, and each named feature error is one', () => {
+		expectTypeOf<Instance<typeof root.GuestFeatureUnsupportedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.GuestFeatureUnsupportedError>['feature']
+		>().toEqualTypeOf<root.AgentFeature>()
+		expectTypeOf<
+			Instance<typeof root.GuestFeatureUnsupportedError>['operation']
+		>().toEqualTypeOf<string>()
+		expectTypeOf<
+			Instance<typeof root.SessionsUnsupportedError>
+		>().toExtend<root.GuestFeatureUnsupportedError>()
+		expectTypeOf<
+			Instance<typeof root.ExecutionAttachUnsupportedError>
+		>().toExtend<root.GuestFeatureUnsupportedError>()
+		expectTypeOf<
+			Instance<typeof root.AgentReadFileStreamUnsupportedError>
+		>().toExtend<root.GuestFeatureUnsupportedError>()
+		expectTypeOf<
+			Instance<typeof root.QuiesceUnsupportedError>
+		>().toExtend<root.GuestFeatureUnsupportedError>()
+		expectTypeOf<
+			Instance<typeof root.FlushUnsupportedError>
+		>().toExtend<root.GuestFeatureUnsupportedError>()
+	})
+
+	it('types KubernetesApiError.reason as the failure kind, the Status reason apart', () => {
+		expectTypeOf<
+			root.KubernetesApiError['reason']
+		>().toEqualTypeOf<root.KubernetesApiFailureReason>()
+		expectTypeOf<root.KubernetesApiError['statusReason']>().toEqualTypeOf<string | undefined>()
+	})
+
+	it('exports the acquire failures that travel as themselves, each a SandboxError', () => {
+		expectTypeOf<Instance<typeof root.KubernetesClaimUnboundError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.KubernetesPodUnusableError>>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.KubernetesTemplateInvalidError>
+		>().toExtend<root.SandboxError>()
 	})
 })
 

@@ -162,7 +162,7 @@ describe('frame codec', () => {
 		}
 		expect(caught).toBeInstanceOf(FrameError)
 		const error = caught as FrameError
-		expect(error.reason).toBe('frame_too_large')
+		expect(error.code).toBe('frame_too_large')
 		expect(error.message).toBe(
 			'frame_too_large: announced 101 bytes, limit 100 (NAMZU_AGENT_MAX_FRAME_BYTES)',
 		)

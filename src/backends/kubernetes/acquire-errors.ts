@@ -1,8 +1,11 @@
 /**
- * Why a Kubernetes acquire failed, in a field: `KubernetesAcquireError.reason` is one of seven
- * names, with `retryable`, the original failure as `cause`, and — for a claim the controller
- * refused — the controller's own condition reason and message. `ReadinessPollTimeout` is the cause
- * of `not-ready` (and what a future workspace lifecycle throws directly).
+ * Why a Kubernetes acquire failed. `KubernetesAcquireError.reason` is one of seven names, with
+ * `retryable`, the original failure as `cause`, and — for a claim the controller refused — the
+ * controller's own condition reason and message. `ReadinessPollTimeout` is the cause of
+ * `not-ready` (and what a future workspace lifecycle throws directly), `ReadinessReadCutError` the
+ * cause of an `api-timeout` the budget cut. What the taxonomy cannot honestly name travels as
+ * itself: `KubernetesClaimUnboundError`, `KubernetesPodUnusableError`,
+ * `KubernetesTemplateInvalidError` (and the API client's own errors, `api/api-errors.ts`).
  */
 import { SandboxError } from '../../contract/errors.js'
 
@@ -93,5 +96,55 @@ export class ReadinessPollTimeout extends SandboxError {
 		)
 		this.timeoutMs = timeoutMs
 		if (lastObserved !== undefined) this.lastObserved = lastObserved
+	}
+}
+
+/**
+ * A read the readiness budget cut short: the server had not answered inside it. The acquire
+ * reports it as `api-timeout`, with this as the cause.
+ */
+export class ReadinessReadCutError extends SandboxError {
+	override readonly name = 'ReadinessReadCutError'
+
+	constructor(what: string) {
+		super(`${what}: no answer before the readiness budget ran out`, 'readiness-budget', {
+			retryable: true,
+		})
+	}
+}
+
+/** A claim the controller reported Ready without naming a sandbox. */
+export class KubernetesClaimUnboundError extends SandboxError {
+	override readonly name = 'KubernetesClaimUnboundError'
+	readonly claimName: string
+
+	constructor(claimName: string) {
+		super(
+			`SandboxClaim ${claimName} reported Ready but named no sandbox in status.sandbox`,
+			'claim-unbound',
+		)
+		this.claimName = claimName
+	}
+}
+
+/** The bound pod had no uid (or its IP never arrived): the acquire cannot reach the guest. */
+export class KubernetesPodUnusableError extends SandboxError {
+	override readonly name = 'KubernetesPodUnusableError'
+	readonly podName: string
+
+	constructor(podName: string, detail: string) {
+		super(`pod ${podName}: ${detail}`, 'pod-unusable')
+		this.podName = podName
+	}
+}
+
+/** A template whose `spec.podTemplate` is missing or not an object. */
+export class KubernetesTemplateInvalidError extends SandboxError {
+	override readonly name = 'KubernetesTemplateInvalidError'
+	readonly templateName: string
+
+	constructor(templateName: string, detail: string) {
+		super(`SandboxTemplate ${templateName}: ${detail}`, 'template-invalid')
+		this.templateName = templateName
 	}
 }

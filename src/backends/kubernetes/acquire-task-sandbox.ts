@@ -6,7 +6,13 @@
  * budget (gone counts as released) before rejecting with `KubernetesAcquireError`, or with the
  * original error when the taxonomy cannot honestly name it.
  */
-import { KubernetesAcquireError, ReadinessPollTimeout } from './acquire-errors.js'
+import {
+	KubernetesAcquireError,
+	KubernetesClaimUnboundError,
+	KubernetesPodUnusableError,
+	ReadinessPollTimeout,
+	ReadinessReadCutError,
+} from './acquire-errors.js'
 import type { KubernetesApiPort } from './kubernetes-api-port.js'
 import type { ResolvedKubernetesBackendConfig } from './kubernetes-backend-config.js'
 import {
@@ -27,7 +33,7 @@ import {
 	podAddress,
 	type ReadinessVerdict,
 } from './readiness.js'
-import { type Judgement, pollUntil, ReadinessReadCutError } from './readiness-poll.js'
+import { type Judgement, pollUntil } from './readiness-poll.js'
 
 /** Budget of the cleanup DELETE after a failed acquire, independent of the caller's signal. */
 export const ACQUIRE_CLEANUP_TIMEOUT_MS = 5000
@@ -42,28 +48,6 @@ export interface AcquiredTaskSandbox {
 	readonly token: string
 	/** Service FQDN or pod IP, per `agentAddress`. */
 	readonly host: string
-}
-
-/** A claim the controller reported Ready without naming a sandbox: not a diagnosable refusal. */
-export class KubernetesClaimUnboundError extends Error {
-	override readonly name = 'KubernetesClaimUnboundError'
-	readonly reason = 'claim-unbound'
-	readonly retryable = false
-
-	constructor(claimName: string) {
-		super(`SandboxClaim ${claimName} reported Ready but named no sandbox in status.sandbox`)
-	}
-}
-
-/** The bound pod had no uid (or its IP never arrived): the acquire cannot reach the guest. */
-export class KubernetesPodUnusableError extends Error {
-	override readonly name = 'KubernetesPodUnusableError'
-	readonly reason = 'pod-unusable'
-	readonly retryable = false
-
-	constructor(podName: string, detail: string) {
-		super(`pod ${podName}: ${detail}`)
-	}
 }
 
 export interface AcquireDependencies {

@@ -7,6 +7,9 @@
 export {
 	KubernetesAcquireError,
 	type KubernetesAcquireFailureReason,
+	KubernetesClaimUnboundError,
+	KubernetesPodUnusableError,
+	KubernetesTemplateInvalidError,
 	ReadinessPollTimeout,
 	TERMINAL_CLAIM_REASONS,
 } from './acquire-errors.js'
@@ -16,6 +19,7 @@ export {
 	KubernetesAlreadyGoneError,
 	KubernetesApiError,
 	type KubernetesApiErrorFields,
+	type KubernetesApiFailureReason,
 	type KubernetesApiFailureTransport,
 	KubernetesApiRequestTimeoutConfigError,
 	KubernetesApiTimeoutError,

@@ -8,6 +8,7 @@
  * starts).
  */
 import { isRecord } from '../../wire/is-record.js'
+import { KubernetesTemplateInvalidError } from './acquire-errors.js'
 
 export const SANDBOX_API_GROUP_VERSION = 'agents.x-k8s.io/v1beta1'
 export const EXTENSIONS_API_GROUP_VERSION = 'extensions.agents.x-k8s.io/v1beta1'
@@ -93,19 +94,6 @@ export interface DirectSandboxBuildInput {
 	/** The `SandboxTemplate` as read from the API. */
 	readonly template: KubernetesObject
 	readonly shutdownTime: string
-}
-
-/** Refusal of a template whose `spec.podTemplate` is missing or not an object. */
-export class KubernetesTemplateInvalidError extends Error {
-	override readonly name = 'KubernetesTemplateInvalidError'
-	readonly reason = 'template-invalid'
-	readonly retryable = false
-	readonly templateName: string
-
-	constructor(templateName: string, detail: string) {
-		super(`SandboxTemplate ${templateName}: ${detail}`)
-		this.templateName = templateName
-	}
 }
 
 function record(value: unknown): Record<string, unknown> | undefined {

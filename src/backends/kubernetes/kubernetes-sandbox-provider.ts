@@ -7,6 +7,7 @@
  * then starts the lease and hands the sandbox out. A refused probe destroys what it acquired.
  */
 
+import { findCauseOfType } from '../../contract/cause-chain.js'
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig, SandboxProvider } from '../../contract/provider.js'
 import type { Sandbox } from '../../contract/sandbox.js'
@@ -36,11 +37,7 @@ import {
 	KubernetesCreateOptionUnsupportedError,
 	KubernetesPrivilegeProbeError,
 } from './kubernetes-sandbox-errors.js'
-import {
-	findInCauseChain,
-	isPermanentDialFailure,
-	KubernetesTaskSandbox,
-} from './kubernetes-task-sandbox.js'
+import { isPermanentDialFailure, KubernetesTaskSandbox } from './kubernetes-task-sandbox.js'
 import { KubernetesLeaseRenewal } from './lease-renewal.js'
 import { DialTracker, PodRebinder } from './pod-rebind.js'
 import { KubernetesAgentTransport } from './transport.js'
@@ -151,8 +148,8 @@ export async function createKubernetesTaskSandbox(
 function probeFailure(error: unknown, sandboxId: string): unknown {
 	if (!(error instanceof SandboxPrivilegeProbeError)) return error
 	const unreachable =
-		findInCauseChain(error, KubernetesAgentAddressUnresolvableError) ??
-		findInCauseChain(error, KubernetesAgentUnauthorizedError)
+		findCauseOfType(error, KubernetesAgentAddressUnresolvableError) ??
+		findCauseOfType(error, KubernetesAgentUnauthorizedError)
 	if (unreachable) return unreachable
 	return new KubernetesPrivilegeProbeError(error, sandboxId)
 }

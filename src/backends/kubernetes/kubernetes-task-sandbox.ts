@@ -8,6 +8,7 @@
  * `KubernetesAgentAddressUnresolvableError`. `setNetworkPolicy` and `spawnDetached` are absent on
  * purpose: egress is the template's NetworkPolicy and there is no detached spawn on this tier.
  */
+import { causeCode, findCauseOfType } from '../../contract/cause-chain.js'
 import { SandboxDestroyedError } from '../../contract/errors.js'
 import type {
 	OpenTerminalOptions,
@@ -27,8 +28,10 @@ import type {
 	SandboxWriteFileOptions,
 	TerminalSession,
 } from '../../contract/sandbox.js'
-import { RemoteCancellationUnknownError } from '../../host/refusals/execution-refusal-errors.js'
-import { AgentUnauthorizedError } from '../../host/refusals/op-refused-errors.js'
+import {
+	AgentUnauthorizedError,
+	RemoteCancellationUnknownError,
+} from '../../host/refusals/refusal-errors.js'
 import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import {
 	KubernetesAgentAddressUnresolvableError,
@@ -42,38 +45,14 @@ import type { DialTracker, PodRebinder } from './pod-rebind.js'
 /** Resolver codes that mean the name does not resolve (ENOTFOUND final, EAI_AGAIN temporary). */
 export const UNRESOLVABLE_CODES: readonly string[] = ['ENOTFOUND', 'EAI_AGAIN']
 
-/** The first `code` on an error's cause chain. */
-export function errorCode(error: unknown): string | undefined {
-	let current: unknown = error
-	for (let depth = 0; depth < 6 && current instanceof Error; depth++) {
-		const code = (current as { code?: unknown }).code
-		if (typeof code === 'string') return code
-		current = current.cause
-	}
-	return undefined
-}
-
-/** The first error on the cause chain (the error itself included) that is a `type`. */
-export function findInCauseChain<T>(
-	error: unknown,
-	type: abstract new (...args: never[]) => T,
-): T | undefined {
-	let current: unknown = error
-	for (let depth = 0; depth < 6 && current instanceof Error; depth++) {
-		if (current instanceof type) return current
-		current = current.cause
-	}
-	return undefined
-}
-
 /** True for the guest's `unauthorized` refusal, which is `AgentUnauthorizedError` on every verb. */
 export function isUnauthorizedRefusal(error: unknown): boolean {
-	return findInCauseChain(error, AgentUnauthorizedError) !== undefined
+	return findCauseOfType(error, AgentUnauthorizedError) !== undefined
 }
 
 /** `permanentDialFailure` for a Service FQDN: ENOTFOUND is definitive, EAI_AGAIN is not. */
 export function isPermanentDialFailure(error: Error): boolean {
-	return errorCode(error) === 'ENOTFOUND'
+	return causeCode(error) === 'ENOTFOUND'
 }
 
 export interface KubernetesTaskSandboxOptions {
@@ -215,7 +194,7 @@ export class KubernetesTaskSandbox implements Sandbox {
 		error: unknown,
 	): Promise<boolean> {
 		if (this.#destroyed || this.#gone) return false
-		if (findInCauseChain(error, RemoteCancellationUnknownError)) return false
+		if (findCauseOfType(error, RemoteCancellationUnknownError)) return false
 		if (!rebind.tracker.connectFailedSince(before)) return false
 		return rebind.rebinder.rebind()
 	}
@@ -242,7 +221,7 @@ export class KubernetesTaskSandbox implements Sandbox {
 		if (isUnauthorizedRefusal(error)) {
 			return new KubernetesAgentUnauthorizedError(this.id, operation, { cause: error })
 		}
-		const code = errorCode(error)
+		const code = causeCode(error)
 		if (this.#options.addressMode === 'service' && code && UNRESOLVABLE_CODES.includes(code)) {
 			return new KubernetesAgentAddressUnresolvableError(this.#options.host, code, {
 				cause: error,

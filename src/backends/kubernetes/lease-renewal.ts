@@ -7,6 +7,7 @@
  * not unref'd: a handle dropped without `destroy()` keeps renewing for the life of the process.
  */
 
+import { KubernetesAlreadyGoneError } from './api/api-errors.js'
 import type { KubernetesApiPort } from './kubernetes-api-port.js'
 import { shutdownTimeAt, shutdownTimePatch } from './kubernetes-objects.js'
 import { leaseRenewalTimeoutMs, nextLeaseDelayMs } from './lease-schedule.js'
@@ -27,7 +28,7 @@ export interface LeaseRenewalOptions {
 
 /** True for an API failure that says the object no longer exists. */
 export function isObjectGoneFailure(error: unknown): boolean {
-	if (error instanceof Error && error.name === 'KubernetesAlreadyGoneError') return true
+	if (error instanceof KubernetesAlreadyGoneError) return true
 	const shape = apiFailureShape(error)
 	return shape?.kind === 'status' && (shape.status === 404 || shape.status === 410)
 }

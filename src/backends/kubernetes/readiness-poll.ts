@@ -7,6 +7,7 @@
  * out is reported.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
+import { ReadinessReadCutError } from './acquire-errors.js'
 import type { KubernetesObject } from './kubernetes-objects.js'
 import { apiFailureShape, isRetryableReadFailure, nextPollDelayMs } from './readiness.js'
 
@@ -29,16 +30,6 @@ export interface PollBudget {
 	readonly intervalMs: number
 	readonly signal?: AbortSignal
 	readonly now: () => number
-}
-
-/** Marks a read the budget cut short: the server had not answered inside it. */
-export class ReadinessReadCutError extends Error {
-	override readonly name = 'ReadinessReadCutError'
-	readonly reason = 'readiness-budget'
-
-	constructor(what: string) {
-		super(`${what}: no answer before the readiness budget ran out`)
-	}
 }
 
 /** Polls `read` until `judge` says done, a non-retryable failure, an abort, or the budget's end. */

@@ -5,6 +5,7 @@
  * after the budget says. The I/O loop lives in readiness-poll.ts.
  */
 import { type KubernetesAcquireFailureReason, TERMINAL_CLAIM_REASONS } from './acquire-errors.js'
+import { KubernetesApiError, KubernetesApiTimeoutError } from './api/api-errors.js'
 import type { KubernetesCondition, KubernetesObject } from './kubernetes-objects.js'
 
 export type ReadinessVerdict =
@@ -79,20 +80,14 @@ export type ApiFailureShape =
 	| { readonly kind: 'connect' }
 	| { readonly kind: 'status'; readonly status: number; readonly retryAfterMs?: number }
 
-function field(error: object, key: string): unknown {
-	return (error as Record<string, unknown>)[key]
-}
-
 /** The shape of a failure the API client threw; undefined for anything else. */
 export function apiFailureShape(error: unknown): ApiFailureShape | undefined {
-	if (typeof error !== 'object' || error === null) return undefined
-	const name = field(error, 'name')
-	if (name === 'KubernetesApiTimeoutError') return { kind: 'timeout' }
-	if (field(error, 'transport') === 'connect') return { kind: 'connect' }
-	const status = field(error, 'status')
-	if (typeof status !== 'number') return undefined
-	const retryAfterMs = field(error, 'retryAfterMs')
-	return typeof retryAfterMs === 'number' && retryAfterMs >= 0
+	if (error instanceof KubernetesApiTimeoutError) return { kind: 'timeout' }
+	if (!(error instanceof KubernetesApiError)) return undefined
+	if (error.transport === 'connect') return { kind: 'connect' }
+	const { status, retryAfterMs } = error
+	if (status === undefined) return undefined
+	return retryAfterMs !== undefined && retryAfterMs >= 0
 		? { kind: 'status', status, retryAfterMs }
 		: { kind: 'status', status }
 }

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process'
 import { constants } from 'node:fs'
 import { access } from 'node:fs/promises'
-import { LocalHelperUnavailableError } from './local-errors.js'
+import { LocalHelperUnavailableError, LocalHostToolError } from './local-errors.js'
 
 export const HOST_TOOLS = {
 	setpriv: '/usr/bin/setpriv',
@@ -86,7 +86,5 @@ export async function runProgramOrThrow(
 	options: ToolOptions = {},
 ): Promise<void> {
 	const run = await runProgram(path, args, options)
-	if (run.code !== 0) {
-		throw new Error(`${path} ${args.join(' ')} failed (${run.code ?? run.signal}): ${run.stderr}`)
-	}
+	if (run.code !== 0) throw new LocalHostToolError(path, args, run)
 }

@@ -39,6 +39,7 @@ export {
 	CgroupLimitsUnavailableError,
 	LocalEgressUnsupportedError,
 	LocalHelperUnavailableError,
+	LocalHostToolError,
 	LocalKeepAliveUnavailableError,
 	LocalPathOptionError,
 	type LocalPathOptionRefusal,

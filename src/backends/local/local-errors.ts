@@ -269,3 +269,33 @@ export class LocalHelperUnavailableError extends SandboxError {
 		this.helperPath = helperPath
 	}
 }
+
+/** A host program the launch or the teardown ran (`chown`, `mount`, …) exited non-zero. */
+export class LocalHostToolError extends SandboxError {
+	override readonly name = 'LocalHostToolError'
+	/** The program's fixed path. */
+	readonly toolPath: string
+	readonly exitCode?: number
+	readonly signal?: string
+	/** The first bytes of what it wrote to stderr. */
+	readonly stderrTail: string
+
+	constructor(
+		toolPath: string,
+		args: readonly string[],
+		run: {
+			readonly code: number | null
+			readonly signal: string | null
+			readonly stderr: string
+		},
+	) {
+		super(
+			`${toolPath} ${args.join(' ')} failed (${run.code ?? run.signal}): ${run.stderr}`,
+			'host-tool-failed',
+		)
+		this.toolPath = toolPath
+		if (run.code !== null) this.exitCode = run.code
+		if (run.signal !== null) this.signal = run.signal
+		this.stderrTail = run.stderr
+	}
+}

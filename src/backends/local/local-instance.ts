@@ -34,7 +34,11 @@ import { guestExitOf } from './guest-exit.js'
 import type { SandboxHostClaims } from './host-claims.js'
 import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
-import { LocalKeepAliveUnavailableError, LocalSandboxCleanupError } from './local-errors.js'
+import {
+	LocalKeepAliveUnavailableError,
+	LocalSandboxCleanupError,
+	LocalSandboxStartError,
+} from './local-errors.js'
 import { assertNetworkUsable } from './local-network.js'
 import { writeDescriptor } from './local-sandbox-registry.js'
 import type { LocalSandboxSpec } from './local-sandbox-spec.js'
@@ -369,7 +373,15 @@ interface KeptAliveRecordInput {
 /** Writes the descriptor a later host process reopens or destroys the sandbox by. */
 async function recordKeptAlive(input: KeptAliveRecordInput): Promise<LocalSandboxDescriptor> {
 	const identity = input.pid === undefined ? undefined : await readProcessIdentity(input.pid)
-	if (identity === undefined) throw new Error('the kept-alive sandbox launcher vanished at start')
+	if (identity === undefined) {
+		throw new LocalSandboxStartError(
+			input.id,
+			'the kept-alive sandbox launcher vanished at start',
+			{
+				stderrTail: '',
+			},
+		)
+	}
 	const descriptor: LocalSandboxDescriptor = {
 		version: DESCRIPTOR_VERSION,
 		id: input.id,

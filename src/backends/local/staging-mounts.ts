@@ -8,7 +8,8 @@
 import { lstat, mkdir, readFile, rmdir, stat, unlink, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { unescapeMountField } from './cgroup-layout.js'
-import { assertHostTool, runHostTool, runHostToolOrThrow } from './host-tools.js'
+import { assertHostTool, HOST_TOOLS, runHostTool, runHostToolOrThrow } from './host-tools.js'
+import { LocalHostToolError } from './local-errors.js'
 import { isWithin } from './sandbox-root.js'
 
 export interface Searcher {
@@ -67,10 +68,9 @@ export async function stageBind(source: string, target: string): Promise<void> {
 export async function unstage(target: string): Promise<void> {
 	for (let attempt = 0; attempt < 8; attempt++) {
 		if (!(await hostMountPointsUnder(target)).includes(target)) break
-		const run = await runHostTool('umount', attempt === 0 ? [target] : ['-l', target])
-		if (run.code !== 0 && attempt === 7) {
-			throw new Error(`cannot unmount staging point ${target}: ${run.stderr}`)
-		}
+		const args = attempt === 0 ? [target] : ['-l', target]
+		const run = await runHostTool('umount', args)
+		if (run.code !== 0 && attempt === 7) throw new LocalHostToolError(HOST_TOOLS.umount, args, run)
 	}
 	// Never recursive: a point still mounted fails here instead of emptying the source.
 	try {

@@ -4,8 +4,7 @@
  * then the terminator; anything after the terminal event is a protocol error.
  */
 
-import { RemoteCommandError } from '../refusals/execution-refusal-errors.js'
-import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { RemoteCommandError, RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import type { RemoteExecutionAdapter } from './remote-execution-controller.js'
 import type { RemoteTerminalMetadata } from './remote-execution-messages.js'

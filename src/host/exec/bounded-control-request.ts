@@ -1,4 +1,4 @@
-import { RemoteControlTimeoutError } from './remote-execution-errors.js'
+import { RemoteControlTimeoutError } from './exec-errors.js'
 
 /**
  * Runs a control request (reserve, cancel, attach set-up) under its own `timeoutMs` and, when given,

@@ -19,14 +19,15 @@ import { EXECUTION_ATTACH_FEATURE } from '../../wire/features.js'
 import type { ExecuteRequest } from '../../wire/protocol.js'
 import { AGENT_REFUSAL, type WireRefusal } from '../../wire/refusals.js'
 import {
+	AgentOpRefusedError,
 	ExecutionCancelRefusedError,
 	RemoteCancellationUnknownError,
 	RemoteCommandError,
-} from '../refusals/execution-refusal-errors.js'
-import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
-import { AgentOpRefusedError } from '../refusals/op-refused-errors.js'
+	RemoteProtocolError,
+} from '../refusals/refusal-errors.js'
 import { refusalToError } from '../refusals/refusal-to-error.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
+import { requireGuestFeature } from '../transport/guest-features.js'
 import { GuestDiedError } from '../transport/transport-errors.js'
 import { confirmCancellation } from './cancel-confirm.js'
 import { runCancellationRace } from './cancellation-race.js'
@@ -35,10 +36,7 @@ import {
 	DEFAULT_REATTACH_WINDOW_MS,
 	type DetachableExecOptions,
 } from './detachable-exec-options.js'
-import {
-	ExecutionAttachUnsupportedError,
-	ExecutionDetachedError,
-} from './detachable-execution-errors.js'
+import { ExecutionDetachedError } from './exec-errors.js'
 import { executeRequestOf, resolveMaxOutputBytes } from './exec-options.js'
 import {
 	type DecisionContext,
@@ -67,16 +65,6 @@ export interface DetachableExecutionHost {
 const REATTACH_PAUSE_MS = 50
 
 type FinalEvent = Extract<RetainedExecutionEvent, { kind: 'result' | 'attach-result' }>
-
-/** Refuses, before anything is admitted, a guest that cannot retain output. */
-export async function requireExecutionAttach(
-	transport: AgentTransport,
-	operation: string,
-	signal?: AbortSignal,
-): Promise<void> {
-	const features = await transport.features(signal)
-	if (!features.has(EXECUTION_ATTACH_FEATURE)) throw new ExecutionAttachUnsupportedError(operation)
-}
 
 /** What one watcher has received: the output so far, the resume offset, and any gap. */
 class ExecutionWatch {
@@ -361,7 +349,7 @@ export async function execDetachable(
 	const elapsed = () => performance.now() - started
 	const caller = options.signal
 	const maxOutputBytes = resolveMaxOutputBytes(options.maxOutputBytes)
-	await requireExecutionAttach(host.transport, 'exec', caller)
+	await requireGuestFeature(host.transport, EXECUTION_ATTACH_FEATURE, 'exec', caller)
 	if (caller?.aborted) return neverStartedResult(0)
 	// A caller's id was checked where the call entered (`sandbox/sandbox-arguments.ts`).
 	const executionId = options.executionId ?? `exec_${randomUUID()}`
@@ -439,7 +427,12 @@ export async function attachToExecution(
 	executionId: string,
 	options: AttachExecutionOptions = {},
 ): Promise<SandboxExecResult> {
-	await requireExecutionAttach(host.transport, 'attachExecution', options.signal)
+	await requireGuestFeature(
+		host.transport,
+		EXECUTION_ATTACH_FEATURE,
+		'attachExecution',
+		options.signal,
+	)
 	const fromOffset = options.fromOffset ?? 0
 	const maxOutputBytes = resolveMaxOutputBytes(options.maxOutputBytes)
 	const started = performance.now()

@@ -7,8 +7,8 @@
  */
 import type { SandboxExecResult, SandboxOutputChunk } from '../../contract/sandbox.js'
 import { DEFAULT_MAX_OUTPUT_BYTES } from '../../wire/protocol.js'
+import { RemoteResultIncompleteError } from './exec-errors.js'
 import type { ExecutionDecision } from './execution-outcome.js'
-import { RemoteResultIncompleteError } from './remote-execution-errors.js'
 import type { RemoteTerminalMetadata } from './remote-execution-messages.js'
 
 /** `text` cut to at most `room` UTF-16 units, never inside a surrogate pair. */

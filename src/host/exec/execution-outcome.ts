@@ -6,7 +6,7 @@
  * completed, timed out, aborted, never started, failed (an error to throw) or incomplete (a
  * confirmed cancellation whose result never arrived).
  */
-import { RemoteCommandError } from '../refusals/execution-refusal-errors.js'
+import { RemoteCommandError } from '../refusals/refusal-errors.js'
 import type {
 	RemoteCancellationAcknowledgement,
 	RemoteTerminalMetadata,

@@ -14,6 +14,7 @@ import type { SandboxExecResult, SandboxOutputChunk } from '../../contract/sandb
 import { DEFAULT_AGENT_TRANSPORT_OPTIONS } from '../transport/agent-transport-options.js'
 import { confirmCancellation } from './cancel-confirm.js'
 import { runCancellationRace } from './cancellation-race.js'
+import { RemoteResultIncompleteError } from './exec-errors.js'
 import {
 	type AgentExecOptions,
 	executeRequestOf,
@@ -23,7 +24,6 @@ import {
 import { ExecOutputCapture, neverStartedResult, resultOfDecision } from './exec-result-shapes.js'
 import { decideExecutionOutcome, type ExecutionSettlement } from './execution-outcome.js'
 import { ExecutionClock, type RemoteExecutionTiming } from './execution-timing.js'
-import { RemoteResultIncompleteError } from './remote-execution-errors.js'
 import type {
 	RemoteCancellationAcknowledgement,
 	RemoteTerminalMetadata,

@@ -7,7 +7,7 @@
 
 import { isRecord } from '../../wire/is-record.js'
 import { isExecutionState, isExecutionTerminalState } from '../../wire/protocol.js'
-import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { refusalToError } from '../refusals/refusal-to-error.js'
 import { REMOTE_EXECUTION_PROTOCOL_VERSION } from '../transport/agent-transport-options.js'
 import { refusalOf } from '../transport/exchange.js'

@@ -13,7 +13,7 @@ import {
 	isExecutionTerminalState,
 } from '../../wire/protocol.js'
 import type { WireRefusal } from '../../wire/refusals.js'
-import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { readRefusal } from '../transport/exchange.js'
 import type { RemoteTerminalMetadata } from './remote-execution-messages.js'
 import { parseTerminalMetadata } from './remote-execution-reply.js'

@@ -15,13 +15,11 @@ import type { SandboxFileEntry } from '../../contract/sandbox.js'
 import { decodeBase64, decodedBase64Length } from '../../wire/base64-pieces.js'
 import { READ_FILE_STREAM_FEATURE } from '../../wire/features.js'
 import { dataEventTextBytes } from '../../wire/frame.js'
-import { RemoteByteCountError, RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { RemoteByteCountError, RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { readRefusal } from '../transport/exchange.js'
-import {
-	AgentReadFileStreamUnsupportedError,
-	AgentReadFileTooLargeError,
-} from '../transport/transport-errors.js'
+import { guestHasFeature, requireGuestFeature } from '../transport/guest-features.js'
+import { AgentReadFileTooLargeError } from '../transport/transport-errors.js'
 import { ByteCollector } from './byte-collector.js'
 import { asFileError, fileRefusalError } from './file-refusal.js'
 
@@ -62,9 +60,9 @@ export async function readFileThroughAgent(
 ): Promise<Buffer> {
 	const { signal } = options
 	const ranged = options.offset !== undefined || options.length !== undefined
-	const streams = (await transport.features(signal)).has(READ_FILE_STREAM_FEATURE)
-	if (ranged && !streams) throw new AgentReadFileStreamUnsupportedError('readFile')
-	if (!ranged && streams) {
+	if (ranged) {
+		await requireGuestFeature(transport, READ_FILE_STREAM_FEATURE, 'readFile', signal)
+	} else if (await guestHasFeature(transport, READ_FILE_STREAM_FEATURE, signal)) {
 		const collector = new ByteCollector()
 		// Chunks are decoded straight into the collector, so nothing is yielded here.
 		for await (const _ of streamFile(transport, 'readFile', path, {}, signal, collector)) {
@@ -146,10 +144,7 @@ export async function* readFileStreamThroughAgent(
 	path: string,
 	options: AgentReadFileOptions = {},
 ): AsyncGenerator<Buffer, void, undefined> {
-	const features = await transport.features(options.signal)
-	if (!features.has(READ_FILE_STREAM_FEATURE)) {
-		throw new AgentReadFileStreamUnsupportedError('readFileStream')
-	}
+	await requireGuestFeature(transport, READ_FILE_STREAM_FEATURE, 'readFileStream', options.signal)
 	yield* streamFile(transport, 'readFileStream', path, rangeOf(options), options.signal)
 }
 

@@ -9,9 +9,10 @@
 import { randomUUID } from 'node:crypto'
 import { WRITE_FILE_PARTS_FEATURE } from '../../wire/features.js'
 import type { WriteFilePart } from '../../wire/protocol.js'
-import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { WRITE_PART_DISCARD_TIMEOUT_MS } from '../transport/agent-transport-options.js'
+import { guestHasFeature } from '../transport/guest-features.js'
 import {
 	AgentFrameTooLargeError,
 	AgentPreauthFrameTooLargeError,
@@ -69,8 +70,7 @@ export async function writeFileThroughAgent(
 		await sendWrite(transport, path, writeFileBody(path, bytes), signal)
 		return
 	}
-	const features = await transport.features(signal)
-	if (!features.has(WRITE_FILE_PARTS_FEATURE)) {
+	if (!(await guestHasFeature(transport, WRITE_FILE_PARTS_FEATURE, signal))) {
 		if (transport.handle.kind === 'tcp') {
 			throw new AgentPreauthFrameTooLargeError(singleBytes, frameLimit, {
 				guestLacks: WRITE_FILE_PARTS_FEATURE,

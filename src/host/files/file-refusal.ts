@@ -6,7 +6,7 @@
  * Transport failures and credential refusals pass through.
  */
 import type { WireRefusal } from '../../wire/refusals.js'
-import { AgentOpRefusedError, AgentUnauthorizedError } from '../refusals/op-refused-errors.js'
+import { AgentOpRefusedError, AgentUnauthorizedError } from '../refusals/refusal-errors.js'
 import { refusalToError } from '../refusals/refusal-to-error.js'
 
 /** The parameter each file verb names its path with, as its argument check does. */

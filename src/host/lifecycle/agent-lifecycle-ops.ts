@@ -5,11 +5,11 @@
  */
 import { FLUSH_FEATURE, QUIESCE_FEATURE } from '../../wire/features.js'
 import type { FlushReply, QuiescedProcess, QuiesceReply } from '../../wire/lifecycle-ops.js'
-import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
-import { FlushUnsupportedError, QuiesceUnsupportedError } from '../refusals/lifecycle-errors.js'
+import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { refusalToError } from '../refusals/refusal-to-error.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { refusalOf } from '../transport/exchange.js'
+import { requireGuestFeature } from '../transport/guest-features.js'
 
 /** Slack over the guest's own bounds before the host stops waiting for an answer. */
 const REPLY_SLACK_MS = 5000
@@ -64,8 +64,7 @@ export async function quiesceThroughAgent(
 	transport: AgentTransport,
 	options: QuiesceOptions = {},
 ): Promise<QuiesceReport> {
-	const features = await transport.features(options.signal)
-	if (!features.has(QUIESCE_FEATURE)) throw new QuiesceUnsupportedError()
+	await requireGuestFeature(transport, QUIESCE_FEATURE, 'quiesce', options.signal)
 	const reply = await transport.request(
 		'quiesce',
 		options.graceMs === undefined ? {} : { graceMs: options.graceMs },
@@ -83,10 +82,7 @@ export async function flushThroughAgent(
 	transport: AgentTransport,
 	options: FlushOptions = {},
 ): Promise<FlushReport> {
-	const features = await transport.features(options.signal)
-	if (!features.has(FLUSH_FEATURE)) {
-		throw new FlushUnsupportedError("the guest agent does not advertise 'flush'")
-	}
+	await requireGuestFeature(transport, FLUSH_FEATURE, 'flush', options.signal)
 	const reply = await transport.request(
 		'flush',
 		options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs },

@@ -13,22 +13,20 @@ import {
 } from '../../contract/errors.js'
 import { type PathLimitViolation, pathLimitExpectation } from '../../wire/path-limits.js'
 import { AGENT_REFUSAL, type AgentRefusalCode, type WireRefusal } from '../../wire/refusals.js'
+import { FlushUnsupportedError, QuiesceUnsupportedError } from './guest-feature-errors.js'
 import {
+	AgentOpRefusedError,
+	AgentUnauthorizedError,
 	ExecutionCancelRefusedError,
 	ExecutionNotAttachableError,
+	FlushUnconfirmedError,
+	QuiesceUnconfirmedError,
 	RemoteCancellationUnknownError,
 	RemoteCommandError,
 	RemoteExecutionRefusedError,
-} from './execution-refusal-errors.js'
-import { RemoteProtocolError } from './guest-protocol-errors.js'
-import {
-	FlushUnconfirmedError,
-	FlushUnsupportedError,
-	QuiesceUnconfirmedError,
-	QuiesceUnsupportedError,
-} from './lifecycle-errors.js'
-import { AgentOpRefusedError, AgentUnauthorizedError } from './op-refused-errors.js'
-import { SessionRefusedError } from './session-refused-error.js'
+	RemoteProtocolError,
+	SessionRefusedError,
+} from './refusal-errors.js'
 
 /** What each verb knows about the request a refusal answered (`op` is the wire op). */
 export interface RefusalContexts {
@@ -76,7 +74,10 @@ const cancelRefused: Build<'cancel'> = (refusal, { executionId }) =>
 	new ExecutionCancelRefusedError(executionId, refusal.text)
 
 const flushUnsupported: Build<'flush'> = (refusal) =>
-	new FlushUnsupportedError(explanation(refusal))
+	new FlushUnsupportedError(
+		explanation(refusal),
+		refusal.known === undefined ? {} : { guestCode: refusal.known },
+	)
 
 /**
  * A path over the wire's limits is the argument error the host raises itself for the same path

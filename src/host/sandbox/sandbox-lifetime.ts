@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { SandboxDestroyedError } from '../../contract/errors.js'
 import type { SandboxRetirementObservation } from '../../contract/retirement.js'
 import type { SandboxStatus } from '../../contract/sandbox.js'
-import { RemoteCancellationUnknownError } from '../refusals/execution-refusal-errors.js'
+import { RemoteCancellationUnknownError } from '../refusals/refusal-errors.js'
 import type { GuestLiveness } from '../transport/guest-liveness.js'
 import { SandboxRetiredError } from './agent-sandbox-errors.js'
 

@@ -146,7 +146,7 @@ export class AgentSessionTerminal implements SessionTerminal {
 					typeof event.signal === 'number' ? { exitCode, signal: event.signal } : { exitCode },
 				)
 			} else if (event.type === 'detached') {
-				const reason = event.reason === 'slow_reader' ? 'slow_reader' : 'superseded'
+				const reason = event.reason === 'slow_reader' ? 'slow-reader' : 'superseded'
 				this.#detached(reason, numberField(event, 'nextOffset', this.#nextOffset))
 			}
 		}

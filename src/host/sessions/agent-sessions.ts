@@ -13,15 +13,18 @@ import type { BackgroundJobOutput } from '../../contract/background-job-output.j
 import type { OpenTerminalOptions, TerminalSize } from '../../contract/sandbox.js'
 import { SESSIONS_FEATURE } from '../../wire/features.js'
 import type { WireRefusal } from '../../wire/refusals.js'
-import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
-import { AgentOpRefusedError, AgentUnauthorizedError } from '../refusals/op-refused-errors.js'
+import {
+	AgentOpRefusedError,
+	AgentUnauthorizedError,
+	RemoteProtocolError,
+} from '../refusals/refusal-errors.js'
 import { refusalToError } from '../refusals/refusal-to-error.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { DEFAULT_SESSION_READ_MAX_BYTES } from '../transport/agent-transport-options.js'
 import { refusalOf, streamRefusalOf } from '../transport/exchange.js'
 import type { FrameChannel } from '../transport/frame-channel.js'
+import { requireGuestFeature } from '../transport/guest-features.js'
 import { AgentSessionTerminal, type SessionTerminal } from './agent-session-terminal.js'
-import { SessionsUnsupportedError } from './session-errors.js'
 import {
 	type KilledSession,
 	parseSessionOutput,
@@ -104,8 +107,7 @@ export class AgentSessions {
 
 	/** Throws `SessionsUnsupportedError` unless the guest advertises `sessions` (healthz only). */
 	async require(operation: string, signal?: AbortSignal): Promise<void> {
-		const features = await this.transport.features(signal)
-		if (!features.has(SESSIONS_FEATURE)) throw new SessionsUnsupportedError(operation)
+		await requireGuestFeature(this.transport, SESSIONS_FEATURE, operation, signal)
 	}
 
 	async startDetached(options: StartDetachedOptions): Promise<StartedSession> {

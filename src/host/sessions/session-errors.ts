@@ -1,27 +1,17 @@
 /**
- * Failures of the session verbs that are not a guest refusal (those are `SessionRefusedError`,
- * `../refusals/session-refused-error.ts`): the guest lacks the feature (rebuild the image — never a
- * silent downgrade to a connection-bound terminal), or an attachment ended while the program kept
- * running (the offset to come back at). Messages carry ids and codes, never input or output.
+ * The session room's own finding: an attachment ended while the program kept running (the offset
+ * to come back at). A guest refusal of a session verb is `SessionRefusedError`
+ * (`../refusals/refusal-errors.ts`); a guest without `sessions` is `SessionsUnsupportedError`
+ * (`../refusals/guest-feature-errors.ts`) — never a silent downgrade to a connection-bound
+ * terminal. Messages carry ids and codes, never input or output.
  */
 import { SandboxError } from '../../contract/errors.js'
 
-/** Why a session terminal's attachment ended while its program kept running. */
-export type SessionDetachReason = 'connection-lost' | 'superseded' | 'slow_reader' | 'closed'
-
-/** A session verb against a guest whose `healthz` does not advertise `sessions`. Nothing was sent. */
-export class SessionsUnsupportedError extends SandboxError {
-	override readonly name = 'SessionsUnsupportedError'
-	readonly operation: string
-
-	constructor(operation: string) {
-		super(
-			`${operation}: the guest agent does not advertise 'sessions'; redeploy the guest image to get persistent terminals and detached programs`,
-			'sessions-unsupported',
-		)
-		this.operation = operation
-	}
-}
+/**
+ * Why a session terminal's attachment ended while its program kept running. The guest's `detached`
+ * event says `superseded` or `slow_reader`; the host names the second `slow-reader`.
+ */
+export type SessionDetachReason = 'connection-lost' | 'superseded' | 'slow-reader' | 'closed'
 
 /**
  * A session terminal's `exited` when the attachment ended but the program did not: resolving would

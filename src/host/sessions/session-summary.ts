@@ -5,7 +5,7 @@
  */
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
 import type { SessionSummaryWire } from '../../wire/sessions.js'
-import { RemoteByteCountError, RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { RemoteByteCountError, RemoteProtocolError } from '../refusals/refusal-errors.js'
 
 export type { SessionKind, SessionState } from '../../wire/sessions.js'
 

@@ -15,7 +15,7 @@ import type {
 	TerminalRequest,
 } from '../../wire/protocol.js'
 import type { WireRefusal } from '../../wire/refusals.js'
-import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { SandboxAgentHandle } from './agent-handle.js'
 import { AgentTcpConnection } from './agent-tcp-connection.js'
 import { AgentTerminalSession } from './agent-terminal-session.js'

@@ -15,7 +15,7 @@ import {
 	type AgentDialEvent,
 	TCP_KEEPALIVE_MS,
 } from './agent-transport-options.js'
-import { AgentDialFailedError } from './transport-errors.js'
+import { AgentDialFailedError, ConnectTimeoutError } from './transport-errors.js'
 import { performVsockHandshake } from './vsock-handshake.js'
 
 export interface DialOptions {
@@ -25,15 +25,6 @@ export interface DialOptions {
 	readonly permanentDialFailure: (error: Error) => boolean
 	readonly onDial?: (event: AgentDialEvent) => void
 	readonly onDialAttempt?: (event: AgentDialAttemptEvent) => void
-}
-
-export class ConnectTimeoutError extends Error {
-	override readonly name = 'ConnectTimeoutError'
-	readonly code = 'ETIMEDOUT'
-
-	constructor(timeoutMs: number) {
-		super(`connect attempt timed out after ${timeoutMs} ms`)
-	}
 }
 
 function abortReason(signal: AbortSignal): Error {

@@ -7,7 +7,7 @@
 
 import { isExecutionState } from '../../wire/protocol.js'
 import { parseRefusal, type WireRefusal } from '../../wire/refusals.js'
-import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { refusalToError } from '../refusals/refusal-to-error.js'
 import { POST_RESPONSE_CLOSE_TIMEOUT_MS } from './agent-transport-options.js'
 import type { FrameChannel } from './frame-channel.js'

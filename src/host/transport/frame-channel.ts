@@ -10,7 +10,7 @@
  */
 import type { Socket } from 'node:net'
 import { encodeFrame, FrameError, FrameReader, parseFramePayload } from '../../wire/frame.js'
-import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { HOST_READ_FRAME_LIMIT_BYTES } from './agent-transport-options.js'
 import { AgentConnectionError, AgentReadTimeoutError } from './transport-errors.js'
 

@@ -8,8 +8,7 @@
  * that explains it. A transport nobody watches behaves exactly as before: nothing is held.
  */
 import { setMaxListeners } from 'node:events'
-import { RemoteCancellationUnknownError } from '../refusals/execution-refusal-errors.js'
-import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { RemoteCancellationUnknownError, RemoteProtocolError } from '../refusals/refusal-errors.js'
 import {
 	AgentConnectionError,
 	AgentDialFailedError,

@@ -5,7 +5,7 @@
  */
 
 import type { HealthzReply } from '../../wire/protocol.js'
-import { RemoteProtocolError } from '../refusals/guest-protocol-errors.js'
+import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { REMOTE_EXECUTION_PROTOCOL_VERSION } from './agent-transport-options.js'
 
 /** A `healthz` answer the host accepted: `ok` true (a retiring agent is refused). */

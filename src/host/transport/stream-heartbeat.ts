@@ -14,7 +14,7 @@ import {
 	StreamLiveness,
 } from '../../wire/heartbeat.js'
 import type { FrameChannel } from './frame-channel.js'
-import { AgentStreamSilentError } from './stream-silent-error.js'
+import { AgentStreamSilentError } from './transport-errors.js'
 
 /** The open request's body with `heartbeatMs` added when one is asked for. */
 export function withHeartbeatRequest(body: unknown, requestedMs: number | undefined): unknown {

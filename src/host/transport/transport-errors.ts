@@ -1,10 +1,12 @@
 /**
- * Failures of the host's agent transport itself: dialing, frame ceilings, body limits, missing
- * guest features, silence and broken connections. What a guest's answer becomes (a refusal, a
- * broken protocol) is in `../refusals/`. Messages name limits and the handle kind, never a token
- * or file contents.
+ * Failures of the host's agent transport itself: dialing (and the per-attempt causes it carries),
+ * frame ceilings, body limits, silence — on a request or on a heartbeat-watched stream — and
+ * broken connections. What a guest's answer becomes (a refusal, a broken protocol) is in
+ * `../refusals/refusal-errors.ts`, a guest lacking a feature in `../refusals/guest-feature-errors.ts`.
+ * Messages name limits and the handle kind, never a token or file contents.
  */
 import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
+import { STREAM_HEARTBEAT_MISS_LIMIT } from '../../wire/heartbeat.js'
 import type { SandboxAgentHandleKind } from './agent-handle.js'
 
 /** No socket to the agent could be established within the retry budget (or a permanent failure). */
@@ -29,6 +31,27 @@ export class AgentDialFailedError extends SandboxError {
 		this.handleKind = handleKind
 		this.attempts = attempts
 		this.elapsedMs = elapsedMs
+	}
+}
+
+/** One connect attempt got no connection within `connectTimeoutMs` (a cause of `AgentDialFailedError`). */
+export class ConnectTimeoutError extends SandboxError {
+	override readonly name = 'ConnectTimeoutError'
+	readonly code = 'ETIMEDOUT'
+	readonly timeoutMs: number
+
+	constructor(timeoutMs: number) {
+		super(`connect attempt timed out after ${timeoutMs} ms`, 'connect-timeout', { retryable: true })
+		this.timeoutMs = timeoutMs
+	}
+}
+
+/** The Firecracker `CONNECT <port>` preamble was refused or cut short (a cause of `AgentDialFailedError`). */
+export class VsockHandshakeError extends SandboxError {
+	override readonly name = 'VsockHandshakeError'
+
+	constructor(message: string) {
+		super(message, 'vsock-handshake-failed', { retryable: true })
 	}
 }
 
@@ -101,20 +124,6 @@ export class AgentReadFileTooLargeError extends SandboxError {
 	}
 }
 
-/** A ranged read or a streamed read against a guest that does not advertise `read-file-stream`. */
-export class AgentReadFileStreamUnsupportedError extends SandboxError {
-	override readonly name = 'AgentReadFileStreamUnsupportedError'
-	readonly operation: string
-
-	constructor(operation: string) {
-		super(
-			`${operation}: the guest agent does not advertise 'read-file-stream' (ranged and streamed reads); rebuild the guest image`,
-			'read-file-stream-unsupported',
-		)
-		this.operation = operation
-	}
-}
-
 /** The connection went silent for longer than `readIdleTimeoutMs`. */
 export class AgentReadTimeoutError extends SandboxError {
 	override readonly name = 'AgentReadTimeoutError'
@@ -139,6 +148,27 @@ export class AgentConnectionError extends SandboxError {
 		const detail = options.cause instanceof Error ? `: ${options.cause.message}` : ''
 		super(`${op}: connection to the guest agent failed${detail}`, 'connection-failed', options)
 		this.op = op
+	}
+}
+
+/**
+ * A heartbeat-watched stream whose guest went silent (`stream-heartbeat.ts`). Separate from
+ * `AgentReadTimeoutError`: that bound is for request-shaped exchanges, this one is the negotiated
+ * liveness of a long-lived stream.
+ */
+export class AgentStreamSilentError extends SandboxError {
+	override readonly name = 'AgentStreamSilentError'
+	readonly op: string
+	readonly heartbeatMs: number
+
+	constructor(op: string, heartbeatMs: number) {
+		super(
+			`${op}: the guest agent sent nothing for ${STREAM_HEARTBEAT_MISS_LIMIT} heartbeat intervals of ${heartbeatMs} ms; the stream is dead`,
+			'stream-silent',
+			{ retryable: true },
+		)
+		this.op = op
+		this.heartbeatMs = heartbeatMs
 	}
 }
 

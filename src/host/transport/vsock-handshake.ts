@@ -4,13 +4,10 @@
  * agent, so they are pushed back onto the socket for the frame reader.
  */
 import type { Socket } from 'node:net'
+import { VsockHandshakeError } from './transport-errors.js'
 
 /** Longest acknowledgement line accepted (Firecracker answers `OK <host port>\n`). */
 const MAX_ACK_LINE_BYTES = 256
-
-export class VsockHandshakeError extends Error {
-	override readonly name = 'VsockHandshakeError'
-}
 
 /** Splits the first line off `buffered`; undefined while no newline has arrived. */
 export function splitAckLine(buffered: Buffer): { line: string; rest: Buffer } | undefined {

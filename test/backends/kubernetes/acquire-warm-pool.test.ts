@@ -3,7 +3,11 @@
 // post-budget diagnosis before the cleanup, and the POST never retried.
 import { describe, expect, it } from 'vitest'
 import { acquireTaskSandbox } from '../../../src/backends/kubernetes/acquire-task-sandbox.js'
-import { KubernetesAcquireError, ReadinessPollTimeout } from '../../../src/index.js'
+import {
+	KubernetesAcquireError,
+	KubernetesApiTimeoutError,
+	ReadinessPollTimeout,
+} from '../../../src/index.js'
 import { claims, config, ns } from './acquire-config.js'
 import { rejectionError } from './error-chain.js'
 import {
@@ -211,10 +215,7 @@ describe('acquire from a warm pool', () => {
 
 	it('deletes by name after a POST that timed out (it may have committed), once', async () => {
 		const api = scriptedApi((call) => {
-			if (call.verb === 'POST')
-				throw new (class extends Error {
-					override name = 'KubernetesApiTimeoutError'
-				})('no answer')
+			if (call.verb === 'POST') throw new KubernetesApiTimeoutError('POST', claims, 1000)
 			return {}
 		})
 		const error = await rejectionError(acquireTaskSandbox({ api: api.port, config: config() }))

@@ -1,18 +1,9 @@
 // Finds an error of a given class in a rejection or along its `cause` chain: acquire failures may
 // wrap the specific refusal (`KubernetesAcquireError.cause`), and a test asserts the specific one.
 
-type ErrorClass<T extends Error> = abstract new (...args: never[]) => T
+import { findCauseOfType } from '../../../src/contract/cause-chain.js'
 
-export function findInChain<T extends Error>(error: unknown, kind: ErrorClass<T>): T | undefined {
-	const seen = new Set<unknown>()
-	let current: unknown = error
-	while (current !== undefined && current !== null && !seen.has(current)) {
-		if (current instanceof kind) return current
-		seen.add(current)
-		current = current instanceof Error ? current.cause : undefined
-	}
-	return undefined
-}
+export const findInChain = findCauseOfType
 
 /** Awaits `promise`, expecting it to reject; resolves with the rejection and the elapsed time. */
 export async function rejection(

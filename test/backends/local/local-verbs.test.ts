@@ -5,7 +5,7 @@ import {
 	type LocalSandbox,
 	type LocalSandboxProvider,
 } from '../../../src/backends/local/index.js'
-import { ExecutionDetachedError } from '../../../src/host/exec/detachable-execution-errors.js'
+import { ExecutionDetachedError } from '../../../src/host/exec/exec-errors.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { freshStateDir } from './local-test-support.js'
 

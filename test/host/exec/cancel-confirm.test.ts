@@ -8,8 +8,8 @@ import { confirmCancellation } from '../../../src/host/exec/cancel-confirm.js'
 import {
 	ExecutionCancelRefusedError,
 	RemoteCancellationUnknownError,
-} from '../../../src/host/refusals/execution-refusal-errors.js'
-import { RemoteProtocolError } from '../../../src/host/refusals/guest-protocol-errors.js'
+	RemoteProtocolError,
+} from '../../../src/host/refusals/refusal-errors.js'
 
 const ID = 'exec_0b6f3c2e-6a51-4c0e-9d55-8f1f3e3b6a10'
 const ACK = { ok: true, state: 'cancelled', started: true }

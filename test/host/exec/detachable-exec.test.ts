@@ -3,15 +3,13 @@ import { randomUUID } from 'node:crypto'
 import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-	ExecutionAttachUnsupportedError,
-	ExecutionDetachedError,
-} from '../../../src/host/exec/detachable-execution-errors.js'
+import { ExecutionDetachedError } from '../../../src/host/exec/exec-errors.js'
+import { ExecutionAttachUnsupportedError } from '../../../src/host/refusals/guest-feature-errors.js'
 import {
 	ExecutionCancelRefusedError,
 	ExecutionNotAttachableError,
 	RemoteCancellationUnknownError,
-} from '../../../src/host/refusals/execution-refusal-errors.js'
+} from '../../../src/host/refusals/refusal-errors.js'
 import { type AgentSandbox, createAgentSandbox } from '../../../src/host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import { encodeFrame } from '../../../src/wire/frame.js'

@@ -9,7 +9,7 @@ import {
 	type ExecutionFacts,
 } from '../../../src/host/exec/execution-outcome.js'
 import type { RemoteCancellationAcknowledgement } from '../../../src/host/exec/remote-execution-messages.js'
-import { RemoteCommandError } from '../../../src/host/refusals/execution-refusal-errors.js'
+import { RemoteCommandError } from '../../../src/host/refusals/refusal-errors.js'
 
 const RAN = { exitCode: 3, timedOut: false, durationMs: 7 }
 const ACK_RESULT = { exitCode: -1, signal: 'SIGTERM', timedOut: false, durationMs: 9 }

@@ -4,20 +4,20 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { SandboxOutputChunk } from '../../../src/contract/sandbox.js'
+import { RemoteResultIncompleteError } from '../../../src/host/exec/exec-errors.js'
 import {
 	DEFAULT_CANCEL_CONFIRM_TIMEOUT_MS,
 	type RemoteExecuteRequest,
 	type RemoteExecutionAdapter,
 	RemoteExecutionController,
 } from '../../../src/host/exec/remote-execution-controller.js'
-import { RemoteResultIncompleteError } from '../../../src/host/exec/remote-execution-errors.js'
 import type { RemoteTerminalMetadata } from '../../../src/host/exec/remote-execution-messages.js'
 import {
 	RemoteCancellationUnknownError,
 	RemoteCommandError,
 	RemoteExecutionRefusedError,
-} from '../../../src/host/refusals/execution-refusal-errors.js'
-import { RemoteProtocolError } from '../../../src/host/refusals/guest-protocol-errors.js'
+	RemoteProtocolError,
+} from '../../../src/host/refusals/refusal-errors.js'
 
 const ID = 'exec_0b6f3c2e-6a51-4c0e-9d55-8f1f3e3b6a10'
 const RESERVATION = {

@@ -4,7 +4,7 @@ import {
 	parseExecEvent,
 	parseTerminalMetadata,
 } from '../../../src/host/exec/remote-execution-reply.js'
-import { RemoteProtocolError } from '../../../src/host/refusals/guest-protocol-errors.js'
+import { RemoteProtocolError } from '../../../src/host/refusals/refusal-errors.js'
 
 const META = { exitCode: 0, timedOut: false, durationMs: 4 }
 

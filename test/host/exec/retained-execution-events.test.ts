@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { parseRetainedExecutionEvent } from '../../../src/host/exec/retained-execution-events.js'
-import { RemoteProtocolError } from '../../../src/host/refusals/guest-protocol-errors.js'
+import { RemoteProtocolError } from '../../../src/host/refusals/refusal-errors.js'
 
 const RESULT = { exitCode: 0, timedOut: false, durationMs: 3 }
 

@@ -9,11 +9,11 @@ import {
 	readFileThroughAgent,
 } from '../../../src/host/files/agent-file-read.js'
 import { writeFileThroughAgent } from '../../../src/host/files/agent-file-write.js'
+import { AgentReadFileStreamUnsupportedError } from '../../../src/host/refusals/guest-feature-errors.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import type { AgentTransportOptions } from '../../../src/host/transport/agent-transport-options.js'
 import {
 	AgentPreauthFrameTooLargeError,
-	AgentReadFileStreamUnsupportedError,
 	AgentWriteFileTooLargeError,
 } from '../../../src/host/transport/transport-errors.js'
 import { READ_FILE_STREAM_FEATURE, WRITE_FILE_PARTS_FEATURE } from '../../../src/wire/features.js'

@@ -13,7 +13,7 @@ import {
 import {
 	RemoteByteCountError,
 	RemoteProtocolError,
-} from '../../../src/host/refusals/guest-protocol-errors.js'
+} from '../../../src/host/refusals/refusal-errors.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import type { AgentTransportOptions } from '../../../src/host/transport/agent-transport-options.js'
 import { AgentReadFileTooLargeError } from '../../../src/host/transport/transport-errors.js'

@@ -88,7 +88,7 @@ describe('AgentSandbox.quiesce', () => {
 		sandbox = sandboxOn(fake.path ?? '', '/workspace')
 		const error = await sandbox.quiesce({ graceMs: 10 }).catch((caught: unknown) => caught)
 		expect(error).toBeInstanceOf(QuiesceUnconfirmedError)
-		expect(error).toMatchObject({ pid: 4242, reason: 'quiesce_unconfirmed' })
+		expect(error).toMatchObject({ pid: 4242, guestCode: 'quiesce_unconfirmed' })
 		expect(fake.requests[1]?.body).toEqual({ graceMs: 10 })
 	})
 })

@@ -11,23 +11,22 @@ import {
 	SandboxPathEscapeError,
 } from '../../../src/contract/errors.js'
 import {
-	ExecutionCancelRefusedError,
-	ExecutionNotAttachableError,
-	RemoteCancellationUnknownError,
-	RemoteCommandError,
-	RemoteExecutionRefusedError,
-} from '../../../src/host/refusals/execution-refusal-errors.js'
-import { RemoteProtocolError } from '../../../src/host/refusals/guest-protocol-errors.js'
-import {
-	FlushUnconfirmedError,
 	FlushUnsupportedError,
-	QuiesceUnconfirmedError,
 	QuiesceUnsupportedError,
-} from '../../../src/host/refusals/lifecycle-errors.js'
+} from '../../../src/host/refusals/guest-feature-errors.js'
 import {
 	AgentOpRefusedError,
 	AgentUnauthorizedError,
-} from '../../../src/host/refusals/op-refused-errors.js'
+	ExecutionCancelRefusedError,
+	ExecutionNotAttachableError,
+	FlushUnconfirmedError,
+	QuiesceUnconfirmedError,
+	RemoteCancellationUnknownError,
+	RemoteCommandError,
+	RemoteExecutionRefusedError,
+	RemoteProtocolError,
+	SessionRefusedError,
+} from '../../../src/host/refusals/refusal-errors.js'
 import {
 	namedRefusalError,
 	REFUSAL_TO_ERROR,
@@ -35,7 +34,6 @@ import {
 	type RefusalVerb,
 	refusalToError,
 } from '../../../src/host/refusals/refusal-to-error.js'
-import { SessionRefusedError } from '../../../src/host/refusals/session-refused-error.js'
 import {
 	AGENT_REFUSAL_CODES,
 	type AgentRefusalCode,

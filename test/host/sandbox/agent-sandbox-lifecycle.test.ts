@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { SandboxDestroyedError } from '../../../src/contract/errors.js'
 import type { SandboxRetirementObservation } from '../../../src/contract/retirement.js'
 import type { SandboxFileEntry, TerminalSession } from '../../../src/contract/sandbox.js'
-import { RemoteCancellationUnknownError } from '../../../src/host/refusals/execution-refusal-errors.js'
+import { RemoteCancellationUnknownError } from '../../../src/host/refusals/refusal-errors.js'
 import { type AgentSandbox, createAgentSandbox } from '../../../src/host/sandbox/agent-sandbox.js'
 import {
 	SandboxRetiredError,

@@ -8,7 +8,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { afterEach, describe, expect, it } from 'vitest'
 import { SandboxFileError } from '../../../src/contract/errors.js'
-import { RemoteCancellationUnknownError } from '../../../src/host/refusals/execution-refusal-errors.js'
+import { RemoteCancellationUnknownError } from '../../../src/host/refusals/refusal-errors.js'
 import { type AgentSandbox, createAgentSandbox } from '../../../src/host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import { GuestDiedError, type GuestExit } from '../../../src/host/transport/transport-errors.js'
@@ -26,9 +26,7 @@ function endOf(child: ChildProcess): Promise<GuestExit> {
 	})
 }
 
-async function sandboxOver(options: {
-	readonly watched: boolean
-}): Promise<{
+async function sandboxOver(options: { readonly watched: boolean }): Promise<{
 	sandbox: AgentSandbox
 	agent: StartedAgent
 	releases: () => number

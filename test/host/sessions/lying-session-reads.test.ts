@@ -6,7 +6,7 @@
  * Positive controls: an honest read, and an honest replay under the bound, arrive whole.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { RemoteProtocolError } from '../../../src/host/refusals/guest-protocol-errors.js'
+import { RemoteProtocolError } from '../../../src/host/refusals/refusal-errors.js'
 import { AgentSessions } from '../../../src/host/sessions/agent-sessions.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import { MAX_HELD_BYTES } from '../../../src/host/transport/listener-set.js'

@@ -6,13 +6,11 @@ import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { SandboxDestroyedError } from '../../../src/contract/errors.js'
 import type { TerminalSession } from '../../../src/contract/sandbox.js'
-import { SessionRefusedError } from '../../../src/host/refusals/session-refused-error.js'
+import { SessionsUnsupportedError } from '../../../src/host/refusals/guest-feature-errors.js'
+import { SessionRefusedError } from '../../../src/host/refusals/refusal-errors.js'
 import { type AgentSandbox, createAgentSandbox } from '../../../src/host/sandbox/agent-sandbox.js'
 import type { SessionTerminal } from '../../../src/host/sessions/agent-session-terminal.js'
-import {
-	AgentSessionDetachedError,
-	SessionsUnsupportedError,
-} from '../../../src/host/sessions/session-errors.js'
+import { AgentSessionDetachedError } from '../../../src/host/sessions/session-errors.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import { SESSIONS_FEATURE } from '../../../src/wire/features.js'
 import { encodeFrame } from '../../../src/wire/frame.js'

@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import { SandboxError } from '../../../src/contract/errors.js'
 import { listFilesThroughAgent } from '../../../src/host/files/agent-file-read.js'
-import { RemoteProtocolError } from '../../../src/host/refusals/guest-protocol-errors.js'
 import {
 	AgentOpRefusedError,
 	AgentUnauthorizedError,
-} from '../../../src/host/refusals/op-refused-errors.js'
+	RemoteProtocolError,
+} from '../../../src/host/refusals/refusal-errors.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import { REMOTE_EXECUTION_PROTOCOL_VERSION } from '../../../src/host/transport/agent-transport-options.js'
 import {
@@ -12,7 +13,7 @@ import {
 	AgentReadTimeoutError,
 } from '../../../src/host/transport/transport-errors.js'
 import { AGENT_PROTOCOL_VERSION } from '../../../src/wire/features.js'
-import { encodeFrame, STREAM_TERMINATOR } from '../../../src/wire/frame.js'
+import { encodeFrame, FrameError, STREAM_TERMINATOR } from '../../../src/wire/frame.js'
 import {
 	type FakeAgent,
 	type FakeHandler,
@@ -76,6 +77,23 @@ describe('request-shaped replies', () => {
 			RemoteProtocolError,
 		)
 	})
+
+	it.each([
+		['a header that is not hex', Buffer.from('zzzzzzzz\n{}'), 'bad_header'],
+		['a length above the ceiling', Buffer.from('7fffffff\n'), 'frame_too_large'],
+	] as const)(
+		'a malformed frame (%s) reaches the caller as RemoteProtocolError, the FrameError only as its cause',
+		async (_label, bytes, code) => {
+			const { transport } = await unixPeer((_request, socket) => socket.end(bytes))
+			const error = await transport
+				.request('read-file', { path: 'a' })
+				.catch((caught: unknown) => caught)
+			expect(error).toBeInstanceOf(RemoteProtocolError)
+			expect(error).toBeInstanceOf(SandboxError)
+			expect((error as Error).cause).toBeInstanceOf(FrameError)
+			expect((error as Error).cause).toMatchObject({ code })
+		},
+	)
 
 	it('refuses a peer that closes without replying', async () => {
 		const { transport } = await unixPeer((_request, socket) => socket.end())

@@ -15,7 +15,7 @@ import {
 	readFileThroughAgent,
 } from '../../../src/host/files/agent-file-read.js'
 import { writeFileThroughAgent } from '../../../src/host/files/agent-file-write.js'
-import { AgentUnauthorizedError } from '../../../src/host/refusals/op-refused-errors.js'
+import { AgentUnauthorizedError } from '../../../src/host/refusals/refusal-errors.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import {
 	AGENT_PROTOCOL_VERSION,

@@ -7,7 +7,7 @@
  */
 import { connect, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { RemoteProtocolError } from '../../../src/host/refusals/guest-protocol-errors.js'
+import { RemoteProtocolError } from '../../../src/host/refusals/refusal-errors.js'
 import { createAgentSandbox } from '../../../src/host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import {

@@ -4,6 +4,7 @@
  * API server said no". No message or field ever carries the bearer token: messages are built only
  * from the verb, the path, the status and the API server's own Status text.
  */
+import { causeChain, causeCode } from '../../../contract/cause-chain.js'
 import { SandboxError } from '../../../contract/errors.js'
 
 /** The HTTP verbs the client sends. */
@@ -11,6 +12,27 @@ export type KubernetesHttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 
 /** `connect`: no HTTP status arrived (refused, reset, TLS); `status`: the server answered non-2xx. */
 export type KubernetesApiFailureTransport = 'connect' | 'status'
+
+/**
+ * `KubernetesApiError.reason`: what a non-2xx answer meant (`classify-kubernetes-failure.ts`
+ * decides it), or `connect-failed` when no answer arrived. The API server's own Status `reason`
+ * (`NotFound`, `Conflict`, …) is `statusReason`.
+ */
+export type KubernetesApiFailureReason =
+	| 'connect-failed'
+	| 'gone'
+	| 'conflict'
+	| 'patch-test-failed'
+	| 'patch-unapplicable'
+	| 'invalid'
+	| 'unauthorized'
+	| 'forbidden'
+	| 'throttled'
+	| 'server-error'
+	| 'other'
+
+/** What a non-2xx answer meant. */
+export type KubernetesFailureKind = Exclude<KubernetesApiFailureReason, 'connect-failed'>
 
 /** `apiRequestTimeoutMs` below `MIN_API_REQUEST_TIMEOUT_MS` (or not a finite number). */
 export class KubernetesApiRequestTimeoutConfigError extends SandboxError {
@@ -52,7 +74,9 @@ export interface KubernetesApiErrorFields {
 	readonly transport: KubernetesApiFailureTransport
 	/** HTTP status; undefined when `transport` is `connect`. */
 	readonly status?: number
-	/** The Status object's `reason` (`NotFound`, `Conflict`, …); `connect-failed` for a connect. */
+	/** What the answer meant; `other` when not given. Ignored for a connect failure. */
+	readonly kind?: KubernetesFailureKind
+	/** The Status object's `reason` (`NotFound`, `Conflict`, …), when the body was a Status. */
 	readonly statusReason?: string
 	/** The Status object's `message`. */
 	readonly statusMessage?: string
@@ -65,15 +89,18 @@ export interface KubernetesApiErrorFields {
 /** The API server refused the request, or could not be reached at all. */
 export class KubernetesApiError extends SandboxError {
 	override readonly name: string = 'KubernetesApiError'
+	declare readonly reason: KubernetesApiFailureReason
 	readonly verb: KubernetesHttpMethod
 	readonly path: string
 	readonly transport: KubernetesApiFailureTransport
 	readonly status: number | undefined
+	/** The Status object's `reason` (`NotFound`, `Conflict`, …), when the server sent one. */
+	readonly statusReason: string | undefined
 	readonly statusMessage: string | undefined
 	readonly retryAfterMs: number | undefined
 
 	constructor(fields: KubernetesApiErrorFields) {
-		super(apiFailureMessage(fields), fields.statusReason ?? defaultReason(fields), {
+		super(apiFailureMessage(fields), failureReason(fields), {
 			retryable: fields.retryable,
 			cause: fields.cause,
 		})
@@ -81,13 +108,14 @@ export class KubernetesApiError extends SandboxError {
 		this.path = fields.path
 		this.transport = fields.transport
 		this.status = fields.status
+		this.statusReason = fields.statusReason
 		this.statusMessage = fields.statusMessage
 		this.retryAfterMs = fields.retryAfterMs
 	}
 }
 
-function defaultReason(fields: KubernetesApiErrorFields): string {
-	return fields.transport === 'connect' ? 'connect-failed' : 'Unknown'
+function failureReason(fields: KubernetesApiErrorFields): KubernetesApiFailureReason {
+	return fields.transport === 'connect' ? 'connect-failed' : (fields.kind ?? 'other')
 }
 
 function apiFailureMessage(fields: KubernetesApiErrorFields): string {
@@ -101,15 +129,7 @@ function apiFailureMessage(fields: KubernetesApiErrorFields): string {
 }
 
 function connectCode(cause: unknown): string {
-	let current: unknown = cause
-	let innermost = 'unknown error'
-	for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
-		const code = (current as { code?: unknown }).code
-		if (typeof code === 'string') return code
-		innermost = current.message.slice(0, 120)
-		current = current.cause
-	}
-	return innermost
+	return causeCode(cause) ?? causeChain(cause).at(-1)?.message.slice(0, 120) ?? 'unknown error'
 }
 
 /** 404/410 on a DELETE or PATCH: the object is already gone, which the caller may count as done. */

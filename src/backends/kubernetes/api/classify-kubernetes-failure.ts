@@ -16,28 +16,17 @@ import {
 	KubernetesApiError,
 	type KubernetesApiErrorFields,
 	KubernetesConflictError,
+	type KubernetesFailureKind,
 	type KubernetesHttpMethod,
 	KubernetesPatchNotAppliedError,
 } from './api-errors.js'
 import { parseRetryAfterMs } from './retry-after.js'
 
-export type KubernetesFailureKind =
-	| 'gone'
-	| 'conflict'
-	| 'patch-test-failed'
-	| 'patch-unapplicable'
-	| 'invalid'
-	| 'unauthorized'
-	| 'forbidden'
-	| 'throttled'
-	| 'server-error'
-	| 'other'
-
 export interface KubernetesFailure {
 	readonly kind: KubernetesFailureKind
 	readonly status: number
-	/** The Status object's `reason`, when the body is a Status. */
-	readonly reason?: string
+	/** The Status object's `reason` (`NotFound`, …), when the body is a Status. */
+	readonly statusReason?: string
 	readonly message?: string
 	readonly retryAfterMs?: number
 	readonly retryable: boolean
@@ -55,7 +44,7 @@ export function classifyKubernetesFailure(
 	nowMs: number = Date.now(),
 ): KubernetesFailure {
 	const record = isRecord(body) ? body : undefined
-	const reason =
+	const statusReason =
 		typeof record?.reason === 'string' && record.reason !== '' ? record.reason : undefined
 	const message =
 		typeof record?.message === 'string'
@@ -70,7 +59,7 @@ export function classifyKubernetesFailure(
 	return {
 		kind,
 		status,
-		...(reason === undefined ? {} : { reason }),
+		...(statusReason === undefined ? {} : { statusReason }),
 		...(message === undefined ? {} : { message }),
 		...(retryAfterMs === undefined ? {} : { retryAfterMs }),
 		retryable: kind === 'throttled' || kind === 'server-error',
@@ -112,7 +101,8 @@ export function kubernetesFailureError(
 		transport: 'status',
 		status: failure.status,
 		retryable: failure.retryable,
-		...(failure.reason === undefined ? {} : { statusReason: failure.reason }),
+		kind: failure.kind,
+		...(failure.statusReason === undefined ? {} : { statusReason: failure.statusReason }),
 		...(failure.message === undefined ? {} : { statusMessage: failure.message }),
 		...(failure.retryAfterMs === undefined ? {} : { retryAfterMs: failure.retryAfterMs }),
 	}

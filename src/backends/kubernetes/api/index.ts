@@ -8,6 +8,7 @@ export {
 	KubernetesAlreadyGoneError,
 	KubernetesApiError,
 	type KubernetesApiErrorFields,
+	type KubernetesApiFailureReason,
 	type KubernetesApiFailureTransport,
 	KubernetesApiRequestTimeoutConfigError,
 	KubernetesApiTimeoutError,

@@ -87,7 +87,7 @@ describe('classifyKubernetesFailure', () => {
 			status(404, 'NotFound', 'pods "x" not found'),
 			{},
 		)
-		expect(failure).toMatchObject({ reason: 'NotFound', message: 'pods "x" not found' })
+		expect(failure).toMatchObject({ statusReason: 'NotFound', message: 'pods "x" not found' })
 	})
 
 	it('reads Retry-After from the header before the Status details', () => {
@@ -168,7 +168,7 @@ describe('kubernetesFailureError', () => {
 			expect(error.name).toBe(expected.name)
 			expect(error).toBeInstanceOf(KubernetesApiError)
 			expect(error).toMatchObject({ verb, path: '/api/v1/x', status: code, transport: 'status' })
-			expect(error.reason).toBe(body.reason)
+			expect(error.statusReason).toBe(body.reason)
 			expect(error.message).toMatch(new RegExp(`^kubernetes ${verb} /api/v1/x failed: ${code} `))
 		},
 	)

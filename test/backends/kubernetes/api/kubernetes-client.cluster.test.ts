@@ -86,7 +86,7 @@ describe('verbs against the real API server', () => {
 		expect(error).toBeInstanceOf(KubernetesConflictError)
 		expect(error).toMatchObject({
 			status: 409,
-			reason: 'AlreadyExists',
+			statusReason: 'AlreadyExists',
 			verb: 'POST',
 			retryable: false,
 		})
@@ -98,7 +98,7 @@ describe('verbs against the real API server', () => {
 			.then(unexpected, asRejection)
 		expect(error).toBeInstanceOf(KubernetesApiError)
 		expect(error).not.toBeInstanceOf(KubernetesPatchNotAppliedError)
-		expect(error).toMatchObject({ status: 422, reason: 'Invalid', transport: 'status' })
+		expect(error).toMatchObject({ status: 422, statusReason: 'Invalid', transport: 'status' })
 	})
 
 	it('merge-patches and JSON-patches; a JSON patch whose test fails applies nothing', async () => {
@@ -117,7 +117,12 @@ describe('verbs against the real API server', () => {
 			])
 			.then(unexpected, asRejection)
 		expect(error).toBeInstanceOf(KubernetesPatchNotAppliedError)
-		expect(error).toMatchObject({ verb: 'PATCH', status: 422, reason: 'Invalid', retryable: false })
+		expect(error).toMatchObject({
+			verb: 'PATCH',
+			status: 422,
+			statusReason: 'Invalid',
+			retryable: false,
+		})
 		expect((await client.get<ConfigMap>(configMap('patched'))).data).toEqual({ a: '10', b: '2' })
 	})
 
@@ -131,7 +136,7 @@ describe('verbs against the real API server', () => {
 			})
 			.then(unexpected, asRejection)
 		expect(error).toBeInstanceOf(KubernetesConflictError)
-		expect(error).toMatchObject({ status: 409, reason: 'Conflict' })
+		expect(error).toMatchObject({ status: 409, statusReason: 'Conflict' })
 		expect((await client.get<ConfigMap>(configMap('stale'))).data).toEqual({ a: '2' })
 	})
 
@@ -154,7 +159,7 @@ describe('verbs against the real API server', () => {
 		})
 		const again = await client.delete(configMap('doomed')).then(unexpected, asRejection)
 		expect(again).toBeInstanceOf(KubernetesAlreadyGoneError)
-		expect(again).toMatchObject({ status: 404, reason: 'NotFound' })
+		expect(again).toMatchObject({ status: 404, statusReason: 'NotFound' })
 		const patch = await client
 			.mergePatch(configMap('doomed'), { data: {} })
 			.then(unexpected, asRejection)
@@ -162,7 +167,7 @@ describe('verbs against the real API server', () => {
 		const read = await client.get(configMap('doomed')).then(unexpected, asRejection)
 		expect(read).toBeInstanceOf(KubernetesApiError)
 		expect(read).not.toBeInstanceOf(KubernetesAlreadyGoneError)
-		expect(read).toMatchObject({ status: 404, reason: 'NotFound', verb: 'GET' })
+		expect(read).toMatchObject({ status: 404, statusReason: 'NotFound', verb: 'GET' })
 	})
 })
 
@@ -200,7 +205,7 @@ describe('faults through the proxy', () => {
 		expect(error).toBeInstanceOf(KubernetesApiError)
 		expect(error).toMatchObject({
 			status: 429,
-			reason: 'TooManyRequests',
+			statusReason: 'TooManyRequests',
 			retryAfterMs: 2000,
 			retryable: true,
 			transport: 'status',
@@ -260,7 +265,7 @@ describe('access forms', () => {
 			writeFileSync(join(dir, 'token'), 'rotated-but-wrong')
 			const refused = await inCluster.get(`/api/v1/namespaces/${ns}`).then(unexpected, asRejection)
 			expect(refused).toBeInstanceOf(KubernetesApiError)
-			expect(refused).toMatchObject({ status: 401, reason: 'Unauthorized', retryable: false })
+			expect(refused).toMatchObject({ status: 401, statusReason: 'Unauthorized', retryable: false })
 			expect(refused.message).not.toContain('rotated-but-wrong')
 			writeFileSync(join(dir, 'token'), cluster.access.token)
 			expect(await inCluster.get(`/api/v1/namespaces/${ns}`)).toMatchObject({

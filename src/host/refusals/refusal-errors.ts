@@ -1,0 +1,232 @@
+/**
+ * What a guest's answer becomes when it is not what the host asked for: a refusal (the generic
+ * `AgentOpRefusedError`, `AgentUnauthorizedError`, and the per-verb classes `refusal-to-error.ts`
+ * builds: a refused command or reservation, a cancellation nobody could confirm, a refused attach,
+ * cancel by id or session request, a quiesce or flush the guest could not confirm) and a guest that
+ * broke the protocol. The guest's own code always travels in a field of its own (`refusal`,
+ * `guestError`, `guestCode`), never as `reason`. Messages carry ids, codes and counts, never input,
+ * output or a token.
+ */
+import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
+import type { SandboxRetirementObservation } from '../../contract/retirement.js'
+import type { ExecutionState } from '../../wire/protocol.js'
+import {
+	AGENT_REFUSAL,
+	type AgentRefusalCode,
+	parseRefusal,
+	type WireRefusal,
+} from '../../wire/refusals.js'
+
+/** The guest answered an op with `{ ok: false, error }` (or a stream `error` event). */
+export class AgentOpRefusedError extends SandboxError {
+	override readonly name: string = 'AgentOpRefusedError'
+	readonly op: string
+	/** The guest's error string, e.g. `ENOENT: …` or `unknown_op: …`. */
+	readonly guestError: string
+	/** The same answer read into its code, detail and fields. */
+	readonly refusal: WireRefusal
+
+	constructor(
+		op: string,
+		guestError: string,
+		reason = 'op-refused',
+		refusal: WireRefusal = parseRefusal(guestError),
+	) {
+		super(`guest agent refused ${op}: ${guestError}`, reason)
+		this.op = op
+		this.guestError = guestError
+		this.refusal = refusal
+	}
+}
+
+/** The guest refused the request's credential (`unauthorized`). */
+export class AgentUnauthorizedError extends AgentOpRefusedError {
+	override readonly name = 'AgentUnauthorizedError'
+
+	constructor(op: string) {
+		super(op, 'unauthorized', 'unauthorized')
+	}
+}
+
+/** A reservation, acknowledgement or stream the peer sent that breaks the protocol. */
+export class RemoteProtocolError extends SandboxError {
+	override readonly name: string = 'RemoteProtocolError'
+
+	constructor(message: string, options: SandboxErrorOptions = {}) {
+		super(message, 'protocol-error', options)
+	}
+}
+
+/**
+ * The guest sent a byte count the host did not ask for: more than the requested length, more than
+ * it announced, or a count that contradicts the bytes it sent.
+ */
+export class RemoteByteCountError extends RemoteProtocolError {
+	override readonly name = 'RemoteByteCountError'
+	/** The wire op the count broke (`read-file`, `read-file-stream`, `attach-session`, …). */
+	readonly op: string
+	/** The most the host accepts here (the requested length, or the announced size). */
+	readonly expectedBytes: number
+	/** What the guest sent, or claimed, when the host stopped reading. */
+	readonly receivedBytes: number
+
+	constructor(op: string, what: string, expectedBytes: number, receivedBytes: number) {
+		super(`${op}: ${what}: expected at most ${expectedBytes} bytes, received ${receivedBytes}`)
+		this.op = op
+		this.expectedBytes = expectedBytes
+		this.receivedBytes = receivedBytes
+	}
+}
+
+/** The guest reported an `error` for the command (bad cwd, spawn failure, invalid timeout, …). */
+export class RemoteCommandError extends SandboxError {
+	override readonly name = 'RemoteCommandError'
+	/** The guest's error string. */
+	readonly guestError: string
+
+	constructor(guestError: string, options: SandboxErrorOptions = {}) {
+		super(`the guest refused the command: ${guestError}`, 'command-error', options)
+		this.guestError = guestError
+	}
+}
+
+/** The guest refused to reserve an execution (e.g. `execution_capacity`). */
+export class RemoteExecutionRefusedError extends SandboxError {
+	override readonly name = 'RemoteExecutionRefusedError'
+	readonly guestError: string
+
+	constructor(guestError: string) {
+		super(`the guest refused to reserve an execution: ${guestError}`, 'execution-refused', {
+			retryable: parseRefusal(guestError).known === AGENT_REFUSAL.execution_capacity,
+		})
+		this.guestError = guestError
+	}
+}
+
+/**
+ * Whether the command still runs is unknown: no cancellation could be confirmed inside the window.
+ * The backend retires the whole unit and records what happened in `retirement`.
+ */
+export class RemoteCancellationUnknownError extends SandboxError {
+	override readonly name = 'RemoteCancellationUnknownError'
+	/** Absent when the guest refused before an execution was reserved (`agent_retiring`). */
+	readonly executionId?: string
+	/** Set by the sandbox once it retired (or tried to retire) the unit. */
+	retirement?: SandboxRetirementObservation
+
+	constructor(executionId: string | undefined, detail: string, options: SandboxErrorOptions = {}) {
+		const subject = executionId === undefined ? 'the guest' : `execution ${executionId}`
+		super(
+			`${subject}: ${detail}; outcome unknown; do not retry automatically`,
+			'cancellation-unknown',
+			{ ...options, retryable: false },
+		)
+		if (executionId !== undefined) this.executionId = executionId
+	}
+}
+
+/** The guest's refusal of an attach (`attach-execution` error strings). */
+export type AttachRefusal =
+	| Extract<
+			AgentRefusalCode,
+			| 'invalid_execution_id'
+			| 'unknown_execution'
+			| 'output_not_retained'
+			| 'invalid_offset'
+			| 'agent_retiring'
+	  >
+	| (string & { readonly __otherRefusal?: never })
+
+/**
+ * The guest would not attach to `executionId`. `executionState`, when the guest reported one, says
+ * where the execution is: `'reserved'` means the command never started, so nothing is running.
+ */
+export class ExecutionNotAttachableError extends SandboxError {
+	override readonly name = 'ExecutionNotAttachableError'
+	readonly executionId: string
+	readonly refusal: AttachRefusal
+	readonly executionState?: ExecutionState
+
+	constructor(executionId: string, refusal: AttachRefusal, executionState?: ExecutionState) {
+		const state = executionState === undefined ? '' : ` (execution state: ${executionState})`
+		super(
+			`cannot attach to execution ${executionId}: ${refusal}${state}`,
+			'execution-not-attachable',
+		)
+		this.executionId = executionId
+		this.refusal = refusal
+		if (executionState !== undefined) this.executionState = executionState
+	}
+}
+
+/** `cancelExecution` of an id the guest does not hold (or a malformed one). */
+export class ExecutionCancelRefusedError extends SandboxError {
+	override readonly name = 'ExecutionCancelRefusedError'
+	readonly executionId: string
+	/** The guest's refusal, e.g. `unknown_execution`. */
+	readonly refusal: string
+
+	constructor(executionId: string, refusal: string) {
+		super(`cancel of execution ${executionId} refused: ${refusal}`, 'execution-cancel-refused')
+		this.executionId = executionId
+		this.refusal = refusal
+	}
+}
+
+/** The guest refused a session request; `refusal` is its code (`session_capacity`, …). */
+export class SessionRefusedError extends SandboxError {
+	override readonly name = 'SessionRefusedError'
+	readonly refusal: string
+	readonly sessionId: string
+	readonly operation: string
+	/** With `invalid_offset`: where the session's output currently ends. */
+	readonly nextOffset?: number
+
+	constructor(
+		operation: string,
+		sessionId: string,
+		refusal: string,
+		options: { readonly nextOffset?: number; readonly detail?: string } = {},
+	) {
+		const detail = options.detail === undefined ? '' : ` (${options.detail})`
+		super(
+			`${operation}: the guest refused session ${JSON.stringify(sessionId)}: ${refusal}${detail}`,
+			'session-refused',
+			{ retryable: refusal === AGENT_REFUSAL.session_capacity },
+		)
+		this.refusal = refusal
+		this.sessionId = sessionId
+		this.operation = operation
+		if (options.nextOffset !== undefined) this.nextOffset = options.nextOffset
+	}
+}
+
+/** A process survived SIGKILL, or the guest ran out of rounds or time; `pid` names it. */
+export class QuiesceUnconfirmedError extends SandboxError {
+	override readonly name = 'QuiesceUnconfirmedError'
+	/** The process the guest could not confirm gone; undefined when the guest named none. */
+	readonly pid: number | undefined
+	/** The guest's own explanation. */
+	readonly guestMessage: string
+	/** The guest's refusal code. */
+	readonly guestCode = AGENT_REFUSAL.quiesce_unconfirmed
+
+	constructor(pid: number | undefined, guestMessage: string) {
+		super(`quiesce could not be confirmed: ${guestMessage}`, 'quiesce-unconfirmed')
+		this.pid = pid
+		this.guestMessage = guestMessage
+	}
+}
+
+/** The guest ran the flush but could not confirm it (timeout, non-zero exit). */
+export class FlushUnconfirmedError extends SandboxError {
+	override readonly name = 'FlushUnconfirmedError'
+	readonly guestMessage: string
+	/** The guest's refusal code. */
+	readonly guestCode = AGENT_REFUSAL.flush_unconfirmed
+
+	constructor(guestMessage: string) {
+		super(`flush could not be confirmed: ${guestMessage}`, 'flush-unconfirmed', { retryable: true })
+		this.guestMessage = guestMessage
+	}
+}
