@@ -53,6 +53,8 @@ export interface SandboxHostClaims {
 	readonly cgroupDirs?: readonly string[]
 	/** The launched process (bwrap, its watchdog, or the plain agent), once it exists. */
 	readonly launcher?: { readonly pid: number; readonly startTime: string }
+	/** The runtime cache files it binds (`runtime-cache.ts`), named before they are written. */
+	readonly runtimeFiles?: readonly string[]
 }
 
 /** Where an ephemeral workspace is, and so where a sized one is mounted. */
@@ -146,6 +148,13 @@ export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 	) {
 		return undefined
 	}
+	const runtime = raw.runtimeFiles
+	if (
+		runtime !== undefined &&
+		(!Array.isArray(runtime) || !runtime.every((file) => typeof file === 'string'))
+	) {
+		return undefined
+	}
 	const launcher = raw.launcher === undefined ? undefined : parseOwner(raw.launcher)
 	if (raw.launcher !== undefined && launcher === undefined) return undefined
 	return {
@@ -159,6 +168,7 @@ export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 		...(disk === undefined ? {} : { workspaceDisk: disk }),
 		...(groups === undefined ? {} : { cgroupDirs: groups.map(String) }),
 		...(launcher ? { launcher } : {}),
+		...(runtime === undefined ? {} : { runtimeFiles: runtime.map(String) }),
 	}
 }
 

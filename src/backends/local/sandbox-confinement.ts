@@ -37,7 +37,7 @@ import {
 	releaseHostClaims,
 	removeStateRoot,
 } from './release-host-claims.js'
-import { prepareAgentRuntime, runtimeDirName } from './runtime-cache.js'
+import { materializeAgentRuntime, planAgentRuntime, runtimeDirName } from './runtime-cache.js'
 import {
 	createSandboxDirectories,
 	resolveStateBase,
@@ -301,11 +301,17 @@ async function prepare(
 	await assertNodeBinary(backend.nodePath)
 	const nodeTarget = await workloadNodeTarget(backend.nodePath, layout, readOnly)
 	signal?.throwIfAborted()
-	const runtime = await prepareAgentRuntime(prep.base, {
+	const runtimePlan = await planAgentRuntime(prep.base, {
 		nodePath: backend.nodePath,
 		agentPath: input.agentPath,
 		readableNode: nodeTarget !== undefined,
 	})
+	// Named before they are written: the cache's reaper keeps what a live record names.
+	const { agentNode, agentBundle, workloadNode } = runtimePlan.files
+	await prep.ledger.record({
+		runtimeFiles: [agentNode, agentBundle, ...(workloadNode === undefined ? [] : [workloadNode])],
+	})
+	const runtime = await materializeAgentRuntime(runtimePlan)
 	if (nodeTarget !== undefined && runtime.workloadNode !== undefined) {
 		readOnly.push({ source: runtime.workloadNode, target: nodeTarget })
 	}
