@@ -237,6 +237,7 @@ export async function startLocalInstance(
 				workloadOwner: prepared.owner,
 				// No pid namespace without bwrap: a group is the only way to find double-forked orphans.
 				trackOnly: !confined,
+				recordDirs: (dirs) => prepared.record({ cgroupDirs: dirs }),
 			}),
 		)
 		signal?.throwIfAborted()
