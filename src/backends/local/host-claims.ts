@@ -103,6 +103,12 @@ export function isSandboxCgroupDir(dir: string, id: string): boolean {
 	return dir.startsWith('/') && !dir.includes('/../') && dir.endsWith(`/namzu-sbx-${id}`)
 }
 
+function stringList(raw: unknown): string[] | undefined {
+	return Array.isArray(raw) && raw.every((item) => typeof item === 'string')
+		? raw.map(String)
+		: undefined
+}
+
 function parseOwner(raw: unknown): SandboxHostClaims['owner'] {
 	if (!isRecord(raw) || !nonNegative(raw.pid) || raw.pid === 0) return undefined
 	if (typeof raw.startTime !== 'string' || !/^\d+$/.test(raw.startTime)) return undefined
@@ -130,9 +136,8 @@ function parseWorkspace(raw: unknown): ClaimedWorkspace | undefined {
 export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 	if (!isRecord(raw) || raw.version !== HOST_CLAIMS_VERSION) return undefined
 	if (typeof raw.id !== 'string' || typeof raw.stateRoot !== 'string') return undefined
-	const mounts = raw.stagingMounts
-	if (!Array.isArray(mounts) || !mounts.every((mount) => typeof mount === 'string'))
-		return undefined
+	const mounts = stringList(raw.stagingMounts)
+	if (mounts === undefined) return undefined
 	const owner = raw.owner === undefined ? undefined : parseOwner(raw.owner)
 	if (raw.owner !== undefined && owner === undefined) return undefined
 	const identity = raw.identity === undefined ? undefined : parseIdentity(raw.identity)
@@ -141,20 +146,10 @@ export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 	if (raw.workspace !== undefined && workspace === undefined) return undefined
 	const disk = raw.workspaceDisk
 	if (disk !== undefined && typeof disk !== 'string') return undefined
-	const groups = raw.cgroupDirs
-	if (
-		groups !== undefined &&
-		(!Array.isArray(groups) || !groups.every((dir) => typeof dir === 'string'))
-	) {
-		return undefined
-	}
-	const runtime = raw.runtimeFiles
-	if (
-		runtime !== undefined &&
-		(!Array.isArray(runtime) || !runtime.every((file) => typeof file === 'string'))
-	) {
-		return undefined
-	}
+	const groups = raw.cgroupDirs === undefined ? undefined : stringList(raw.cgroupDirs)
+	if (raw.cgroupDirs !== undefined && groups === undefined) return undefined
+	const runtime = raw.runtimeFiles === undefined ? undefined : stringList(raw.runtimeFiles)
+	if (raw.runtimeFiles !== undefined && runtime === undefined) return undefined
 	const launcher = raw.launcher === undefined ? undefined : parseOwner(raw.launcher)
 	if (raw.launcher !== undefined && launcher === undefined) return undefined
 	return {
@@ -164,11 +159,11 @@ export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 		...(owner ? { owner } : {}),
 		...(identity ? { identity } : {}),
 		...(workspace ? { workspace } : {}),
-		stagingMounts: mounts.map(String),
+		stagingMounts: mounts,
 		...(disk === undefined ? {} : { workspaceDisk: disk }),
-		...(groups === undefined ? {} : { cgroupDirs: groups.map(String) }),
+		...(groups === undefined ? {} : { cgroupDirs: groups }),
 		...(launcher ? { launcher } : {}),
-		...(runtime === undefined ? {} : { runtimeFiles: runtime.map(String) }),
+		...(runtime === undefined ? {} : { runtimeFiles: runtime }),
 	}
 }
 

@@ -4,7 +4,7 @@
  * sandbox still alive, every start still in flight and the pool — except kept-alive sandboxes
  * (`keepAlive: true`), which outlive the provider and its process by design; `open(id)` reopens
  * them, `list()` shows them. What sandboxes of dead hosts left in the state directory is reaped in
- * the background when the provider first starts anything (`reap-leftovers.ts`).
+ * the background once the first `create()` settles, or as the warm pool starts (`reap-leftovers.ts`).
  */
 import {
 	CONFIG_SITE,
@@ -78,7 +78,7 @@ export function createLocalSandboxProvider(
 	let closing: Promise<void> | undefined
 	let reaping: Promise<void> | undefined
 	// What sandboxes of dead hosts left in this state directory (and expired kept-alive ones) is
-	// reaped once, in the background, when the provider first starts anything.
+	// reaped once, in the background: once the first create() settles, or as the warm pool starts.
 	const reapOnce = () => {
 		reaping ??= collectLocalGarbage({
 			stateDir: resolved.stateDir,
@@ -160,7 +160,8 @@ export function createLocalSandboxProvider(
 			return Promise.reject(error)
 		}
 		const run = createOnce(config, spec)
-		void reapOnce()
+		// After the first create settles, so the reaper never competes with it for the machine.
+		void run.then(reapOnce, reapOnce)
 		// close() waits for every create in flight, so nothing it started outlives the provider.
 		const settled = run.then(
 			() => undefined,
