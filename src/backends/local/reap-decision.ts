@@ -3,7 +3,7 @@
  * state root, a claim lock, a runtime cache entry. A sandbox is reaped only when nobody can still
  * want it — its owner provably gone (the recorded pid absent, or present with another start time),
  * or for a kept-alive sandbox its lifetime over or its watchdog gone; a state root without any
- * record only once it is older than any create takes to write one. The I/O shell is
+ * record only once it is older than any create takes to write one and no live process mentions it. The I/O shell is
  * `reap-leftovers.ts`.
  */
 import { AGENT_NODE_PREFIX, READABLE_SUFFIX } from './runtime-cache.js'
@@ -24,6 +24,11 @@ export interface StateRootFacts {
 	readonly keptAlive?: { readonly expiresAtMs: number; readonly launcherAlive: boolean }
 	/** From its host-claims record: whether the recorded owner is alive; absent without a record. */
 	readonly owner?: 'alive' | 'gone' | 'unrecorded'
+	/**
+	 * Without a record: whether a live process mentions the state root (its cwd, command line or
+	 * environment — a sandbox of a version that kept no record for it).
+	 */
+	readonly mentioned?: boolean
 }
 
 export type ReapReason =
@@ -36,7 +41,7 @@ export type ReapReason =
 	/** A state root without a record, older than `UNRECORDED_GRACE_MS`. */
 	| 'unrecorded'
 
-export type KeepReason = 'kept-alive' | 'owner-alive' | 'owner-unrecorded' | 'too-new'
+export type KeepReason = 'kept-alive' | 'owner-alive' | 'owner-unrecorded' | 'too-new' | 'in-use'
 
 export type ReapDecision =
 	| { readonly reap: true; readonly reason: ReapReason }
@@ -57,9 +62,10 @@ export function decideStateRoot(facts: StateRootFacts): ReapDecision {
 		case 'unrecorded':
 			return { reap: false, reason: 'owner-unrecorded' }
 		case undefined:
-			return facts.ageMs >= UNRECORDED_GRACE_MS
-				? { reap: true, reason: 'unrecorded' }
-				: { reap: false, reason: 'too-new' }
+			if (facts.ageMs < UNRECORDED_GRACE_MS) return { reap: false, reason: 'too-new' }
+			return facts.mentioned === true
+				? { reap: false, reason: 'in-use' }
+				: { reap: true, reason: 'unrecorded' }
 	}
 }
 

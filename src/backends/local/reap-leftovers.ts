@@ -8,7 +8,7 @@
  * first `create()`, and on demand by `namzu-sandbox gc`.
  */
 import type { Stats } from 'node:fs'
-import { lstat, readdir, readFile, realpath, rm, stat } from 'node:fs/promises'
+import { lstat, readdir, readFile, readlink, realpath, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import {
@@ -30,6 +30,7 @@ import {
 	type ReapReason,
 	runtimeEntryIsGarbage,
 	type StateRootFacts,
+	UNRECORDED_GRACE_MS,
 } from './reap-decision.js'
 import { readHostClaims } from './release-host-claims.js'
 import {
@@ -115,6 +116,27 @@ function pidAlive(pid: number): boolean {
 	}
 }
 
+async function readOptional(path: string): Promise<string | undefined> {
+	try {
+		return await readFile(path, 'latin1')
+	} catch {
+		return undefined
+	}
+}
+
+/** Whether any live process has its cwd under `root` or names it in its command line or env. */
+async function mentionedByAProcess(root: string): Promise<boolean> {
+	for (const entry of await readdir('/proc').catch(() => [])) {
+		if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue
+		const cwd = await readlink(`/proc/${entry}/cwd`).catch(() => '')
+		if (cwd === root || cwd.startsWith(`${root}/`)) return true
+		for (const file of ['cmdline', 'environ']) {
+			if ((await readOptional(`/proc/${entry}/${file}`))?.includes(root)) return true
+		}
+	}
+	return false
+}
+
 interface StateRootLook {
 	readonly facts: StateRootFacts
 	readonly remains: SandboxRemains
@@ -149,6 +171,9 @@ async function lookAt(id: string, root: string, base: string, nowMs: number) {
 				}
 			: {}),
 		...(owner === undefined ? {} : { owner }),
+		...(claims === undefined && nowMs - info.mtimeMs >= UNRECORDED_GRACE_MS
+			? { mentioned: await mentionedByAProcess(root) }
+			: {}),
 	}
 	const remains: SandboxRemains = descriptor
 		? remainsOfDescriptor(descriptor)

@@ -309,6 +309,51 @@ describe.skipIf(skip !== undefined)(
 		)
 
 		it(
+			'a state root with no record goes only once old and unmentioned; a lock only once its sandbox and taker are gone',
+			async () => {
+				const state = await freshStateDir()
+				const sleepers: ChildProcess[] = []
+				try {
+					const hourAgo = new Date(Date.now() - 3_600_000)
+					const root = (id: string) => join(state.dir, `namzu-sbx-${id}`)
+					for (const id of ['aaaaaaaaaaaa', 'bbbbbbbbbbbb', 'cccccccccccc']) {
+						await mkdir(join(root(id), 'workspace'), { recursive: true })
+						await writeFile(join(root(id), 'workspace', 'file'), 'x')
+					}
+					// An old root nothing mentions; an old root a live process works in; a fresh one.
+					await utimes(root('aaaaaaaaaaaa'), hourAgo, hourAgo)
+					await utimes(root('bbbbbbbbbbbb'), hourAgo, hourAgo)
+					sleepers.push(spawn('sleep', ['30'], { cwd: join(root('bbbbbbbbbbbb'), 'workspace') }))
+					const locks = join(state.dir, 'namzu-claims')
+					await mkdir(locks, { mode: 0o700 })
+					const gone = spawnSync('true').pid
+					const orphan = join(locks, 'uid-1879048201.lock')
+					const lock = (id: string, pid: number | undefined) =>
+						`${JSON.stringify({ id, stateRoot: root(id), pid, takenAtMs: Date.now() })}\n`
+					await writeFile(orphan, lock('dddddddddddd', gone))
+					// Its taker lives (it takes the uid lock before it makes the root); its root exists.
+					await writeFile(join(locks, 'uid-1879048202.lock'), lock('eeeeeeeeeeee', process.pid))
+					await writeFile(join(locks, 'uid-1879048203.lock'), lock('cccccccccccc', gone))
+
+					const report = await collectLocalGarbage({ stateDir: state.dir })
+					expect(report.sandboxes).toEqual([
+						{ id: 'aaaaaaaaaaaa', stateRoot: root('aaaaaaaaaaaa'), reason: 'unrecorded' },
+					])
+					expect(report.locks).toEqual([orphan])
+					expect(stateDirIds(state.dir).sort()).toEqual(['bbbbbbbbbbbb', 'cccccccccccc'])
+					expect((await readdir(locks)).sort()).toEqual([
+						'uid-1879048202.lock',
+						'uid-1879048203.lock',
+					])
+				} finally {
+					for (const child of sleepers) child.kill('SIGKILL')
+					await state.remove()
+				}
+			},
+			CASE_TIMEOUT_MS,
+		)
+
+		it(
 			'bounds the runtime cache: old node copies and dead writers’ temporaries go, the current copies stay',
 			async () => {
 				const state = await freshStateDir()

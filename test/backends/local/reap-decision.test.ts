@@ -55,9 +55,14 @@ describe('decideStateRoot', () => {
 			{ reap: false, reason: 'too-new' },
 		],
 		[
-			'a state root without a record past the grace is reaped',
-			{ nowMs: NOW, ageMs: UNRECORDED_GRACE_MS },
+			'a state root without a record past the grace, that no process mentions, is reaped',
+			{ nowMs: NOW, ageMs: UNRECORDED_GRACE_MS, mentioned: false },
 			{ reap: true, reason: 'unrecorded' },
+		],
+		[
+			'a state root without a record that a live process mentions (an older version’s) stays',
+			{ nowMs: NOW, ageMs: UNRECORDED_GRACE_MS * 10, mentioned: true },
+			{ reap: false, reason: 'in-use' },
 		],
 	]
 	it.each(cases)('%s', (_, facts, expected) => {
