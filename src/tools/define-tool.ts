@@ -1,11 +1,14 @@
 /**
  * A tool from its definition: the arguments are checked against the tool's own schema before the
- * handler sees them, so every handler reads validated values only.
+ * handler sees them, so every handler reads validated values only. A definition is independent of
+ * any sandbox — the handler is given the sandbox it runs against — so the toolset of one sandbox
+ * and the MCP server (which names the sandbox in each call) serve the same definitions.
  */
+import type { Sandbox } from '../index.js'
 import { SandboxArgumentError } from '../index.js'
+import type { BackgroundExecState } from './background-exec-state.js'
 import { stringArgument, stringArrayArgument, validateToolArguments } from './tool-arguments.js'
 import type {
-	SandboxTool,
 	ToolAnnotations,
 	ToolArguments,
 	ToolCallContext,
@@ -13,21 +16,38 @@ import type {
 	ToolResult,
 } from './tool-types.js'
 
+/** What a handler runs against: the sandbox, and what the long-command tools hold for it. */
+export interface ToolTarget {
+	readonly sandbox: Sandbox
+	readonly background: BackgroundExecState
+}
+
 export interface ToolDefinition {
 	readonly name: string
 	readonly description: string
 	readonly inputSchema: ToolObjectSchema
 	readonly annotations: ToolAnnotations
-	readonly handler: (args: ToolArguments, context: ToolCallContext) => Promise<ToolResult>
+	/** Runs with arguments already validated against `inputSchema`. */
+	readonly handler: (
+		target: ToolTarget,
+		args: ToolArguments,
+		context: ToolCallContext,
+	) => Promise<ToolResult>
 }
 
-export function defineTool(definition: ToolDefinition): SandboxTool {
-	const { handler, ...described } = definition
-	return {
-		...described,
-		run: async (args, context = {}) =>
-			handler(validateToolArguments(definition.name, definition.inputSchema, args), context),
-	}
+export function defineTool(definition: ToolDefinition): ToolDefinition {
+	return definition
+}
+
+/** Validates, then runs: the one way a definition is called. */
+export function runToolDefinition(
+	definition: ToolDefinition,
+	target: ToolTarget,
+	args: unknown,
+	context: ToolCallContext = {},
+): Promise<ToolResult> {
+	const validated = validateToolArguments(definition.name, definition.inputSchema, args)
+	return definition.handler(target, validated, context)
 }
 
 /** `command` (a shell line) or `argv` (no shell): exactly one, as the program and its arguments. */
