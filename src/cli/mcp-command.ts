@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto'
 import { cliBubblewrap } from './cli-bubblewrap.js'
 import { CliUsageError } from './cli-errors.js'
+import { cliStateDir } from './kept-alive-context.js'
 import type { CliCommand } from './parse-args.js'
 
 type McpCommand = Extract<CliCommand, { kind: 'mcp' }>
@@ -27,6 +28,7 @@ export async function mcpCommand(command: McpCommand, version: string): Promise<
 	const mcp = await loadMcp()
 	const given = process.env.NAMZU_SANDBOX_MCP_TOKEN
 	const token = given === undefined || given === '' ? randomBytes(32).toString('base64url') : given
+	const stateDir = cliStateDir()
 	const controller = new AbortController()
 	const stop = () => controller.abort()
 	process.once('SIGINT', stop)
@@ -38,7 +40,12 @@ export async function mcpCommand(command: McpCommand, version: string): Promise<
 			port: command.port,
 			allowRemote: command.allowRemote,
 			token,
-			backend: { tier: 'process', isolation: command.isolation, ...cliBubblewrap() },
+			backend: {
+				tier: 'process',
+				isolation: command.isolation,
+				...cliBubblewrap(),
+				...(stateDir === undefined ? {} : { stateDir }),
+			},
 			allowNetwork: command.allowNetwork,
 			version,
 			signal: controller.signal,
