@@ -37,14 +37,21 @@ import type { ToolArguments } from './tool-types.js'
 
 /** The session verbs a sandbox must serve for the long-command tools (the local tier does). */
 export interface SessionVerbs {
+	/** Starts a program with stdin closed under a session id. */
 	startDetached(options: StartDetachedOptions): Promise<StartedSession>
+	/** Starts a program on a PTY as a persistent session. */
 	openTerminal(options: PersistentTerminalOptions): Promise<SessionTerminal>
+	/** Attaches to a session to write to it. */
 	attachTerminal(sessionId: string, options?: AttachTerminalOptions): Promise<SessionTerminal>
+	/** Reads a session's output from an offset without attaching. */
 	readSession(sessionId: string, options?: ReadSessionOptions): Promise<BackgroundJobOutput>
+	/** The guest's sessions. */
 	listSessions(options?: ListSessionsOptions): Promise<readonly SessionSummary[]>
+	/** Signals a session's whole kernel session. */
 	killSession(sessionId: string, options?: KillSessionOptions): Promise<KilledSession>
 }
 
+/** Whether `sandbox` serves every verb the long-command tools use. */
 export function hasSessionVerbs(sandbox: Sandbox): sandbox is Sandbox & SessionVerbs {
 	const verbs = sandbox as Sandbox & Partial<SessionVerbs>
 	return (

@@ -9,7 +9,9 @@ import { boundText } from './output-budget.js'
 import { integerArgument, stringArgument, stringMapArgument } from './tool-arguments.js'
 import { COMMAND_PROPERTIES, MAX_TOOL_TIMEOUT_MS } from './tool-schema-parts.js'
 
+/** `exec`'s `timeout_ms` when the call gives none. */
 export const DEFAULT_EXEC_TIMEOUT_MS = 120_000
+/** Bytes of stdout and of stderr `exec` returns when the call gives no `max_output_bytes`. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 16_384
 /** Output the host holds per stream while the command runs; past it the rest is dropped. */
 export const HOST_CAPTURE_BYTES = 8 * 1024 * 1024

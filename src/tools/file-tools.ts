@@ -18,11 +18,13 @@ import {
 import { PATH_SCHEMA } from './tool-schema-parts.js'
 import type { ToolArguments } from './tool-types.js'
 
+/** Bytes `read_file` returns when the call gives no `max_bytes`. */
 export const DEFAULT_READ_FILE_MAX_BYTES = 65_536
 /** The most a byte range reads in one call (the sandbox serves ranges of at most 1 MiB). */
 export const MAX_READ_FILE_RANGE_BYTES = 1_048_576
 /** Files a tool reads whole (line ranges, edits, grep) are refused past this. */
 export const MAX_WHOLE_FILE_BYTES = 16 * 1024 * 1024
+/** Files `list_files` shows when the call gives no `max_entries`. */
 export const DEFAULT_LIST_MAX_ENTRIES = 1000
 
 function pathOf(args: ToolArguments): string {

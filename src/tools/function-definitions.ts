@@ -6,6 +6,7 @@
 import { SandboxError } from '../index.js'
 import type { SandboxTool, ToolObjectSchema } from './tool-types.js'
 
+/** One tool in the function-calling shape model APIs take. */
 export interface FunctionToolDefinition {
 	readonly type: 'function'
 	readonly function: {
@@ -15,6 +16,7 @@ export interface FunctionToolDefinition {
 	}
 }
 
+/** The tools as function definitions, schemas unchanged, in the same order. */
 export function toFunctionDefinitions(tools: readonly SandboxTool[]): FunctionToolDefinition[] {
 	return tools.map((tool) => ({
 		type: 'function',
@@ -22,6 +24,7 @@ export function toFunctionDefinitions(tools: readonly SandboxTool[]): FunctionTo
 	}))
 }
 
+/** A failed call as a model is shown it. */
 export interface ToolErrorReport {
 	readonly name: string
 	readonly reason: string

@@ -22,6 +22,7 @@ export const SANDBOX_TOOL_DEFINITIONS: readonly ToolDefinition[] = [
 	...SEARCH_TOOLS,
 ]
 
+/** The tools of one sandbox, callable by name. */
 export interface SandboxToolset {
 	readonly sandbox: Sandbox
 	readonly tools: readonly SandboxTool[]
@@ -31,6 +32,7 @@ export interface SandboxToolset {
 	close(): Promise<void>
 }
 
+/** The tools of `sandbox`; long-command tools refuse by name on a sandbox without sessions. */
 export function createSandboxTools(sandbox: Sandbox): SandboxToolset {
 	const target = { sandbox, background: new BackgroundExecState() }
 	const tools: SandboxTool[] = SANDBOX_TOOL_DEFINITIONS.map((definition) => ({

@@ -12,9 +12,13 @@ import { ToolFileTooLargeError, ToolUnsupportedError } from './tool-errors.js'
 import { PATH_SCHEMA } from './tool-schema-parts.js'
 import type { ToolArguments, ToolCallContext } from './tool-types.js'
 
+/** Files `glob` lists when the call gives no `max_entries`. */
 export const DEFAULT_GLOB_MAX_ENTRIES = 500
+/** Matching lines `grep` returns when the call gives no `max_matches`. */
 export const DEFAULT_GREP_MAX_MATCHES = 200
+/** Files `grep` walks when the call gives no `max_files`. */
 export const DEFAULT_GREP_MAX_FILES = 2000
+/** Files larger than this are counted as skipped by `grep`, not read. */
 export const DEFAULT_GREP_MAX_FILE_BYTES = 1_048_576
 /** Matching time one `grep` call may spend on the host, all files together. */
 export const GREP_MATCH_BUDGET_MS = 2000

@@ -56,6 +56,7 @@ export interface ToolProgress {
 	readonly message?: string
 }
 
+/** What a caller hands a call besides its arguments. */
 export interface ToolCallContext {
 	/** Aborting cancels the call; a running command is terminated. */
 	readonly signal?: AbortSignal
@@ -72,6 +73,7 @@ export interface ToolResult {
 /** Validated arguments: what the schema admitted, by property name. */
 export type ToolArguments = Readonly<Record<string, unknown>>
 
+/** One tool bound to one sandbox. */
 export interface SandboxTool {
 	readonly name: string
 	readonly description: string
