@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { cliBubblewrap } from './cli-bubblewrap.js'
-import { CliUsageError } from './cli-errors.js'
+import { CliDependencyMissingError } from './cli-errors.js'
 import { cliStateDir } from './kept-alive-context.js'
 import type { CliCommand } from './parse-args.js'
 
@@ -16,9 +16,7 @@ async function loadMcp(): Promise<typeof import('../mcp/index.js')> {
 		return await import('../mcp/index.js')
 	} catch (error) {
 		if ((error as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND') {
-			throw new CliUsageError(
-				'mcp needs the optional dependency @modelcontextprotocol/sdk: npm install @modelcontextprotocol/sdk',
-			)
+			throw new CliDependencyMissingError('mcp', '@modelcontextprotocol/sdk')
 		}
 		throw error
 	}

@@ -3,17 +3,18 @@
  * error carrying the error's `name` and `reason` (`toolErrorReport`); these two are raised before
  * or outside any sandbox.
  */
-import { SandboxError } from '../index.js'
+import { SandboxError, type SandboxErrorOptions } from '../index.js'
 
 /** A tool call named a `sandbox_id` this server neither created nor can reopen. */
 export class UnknownSandboxError extends SandboxError {
 	override readonly name = 'UnknownSandboxError'
 	readonly sandboxId: string
 
-	constructor(sandboxId: string) {
+	constructor(sandboxId: string, options: SandboxErrorOptions = {}) {
 		super(
 			`no sandbox ${JSON.stringify(sandboxId.slice(0, 80))}; sandbox_list shows the ones this server holds`,
 			'unknown-sandbox',
+			options,
 		)
 		this.sandboxId = sandboxId
 	}

@@ -77,7 +77,7 @@ export class McpSandboxRegistry {
 		try {
 			sandbox = await open.call(this.#source, id, signal ? { signal } : {})
 		} catch (error) {
-			throw Object.assign(new UnknownSandboxError(id), { cause: error })
+			throw new UnknownSandboxError(id, { cause: error })
 		}
 		const raced = this.#byId.get(id)
 		if (raced) return raced

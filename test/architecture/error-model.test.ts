@@ -48,7 +48,7 @@ import {
 	LocalNetworkSetupError,
 	LocalNetworkUnavailableError,
 } from '../../src/backends/local/network-errors.js'
-import { CliUsageError } from '../../src/cli/cli-errors.js'
+import { CliDependencyMissingError, CliUsageError } from '../../src/cli/cli-errors.js'
 import {
 	FileWalkLimitError,
 	SandboxArgumentError,
@@ -490,6 +490,7 @@ const CASES: readonly ErrorCase[] = [
 	{ type: McpHttpConfigError, make: () => new McpHttpConfigError('--host', 'm') },
 	// cli, testing
 	{ type: CliUsageError, make: () => new CliUsageError('unknown command: x') },
+	{ type: CliDependencyMissingError, make: () => new CliDependencyMissingError('mcp', 'x') },
 	{ type: ConformanceAssertionError, make: () => new ConformanceAssertionError('toBe', 'm') },
 	{ type: ConformanceCaseTimeoutError, make: () => new ConformanceCaseTimeoutError('t', 10) },
 ]
