@@ -15,7 +15,7 @@ import {
 	optionalIntegerArgument,
 	stringArgument,
 } from './tool-arguments.js'
-import { PATH_SCHEMA } from './tool-schema-parts.js'
+import { PATH_SCHEMA, READ_ONLY_ANNOTATIONS } from './tool-schema-parts.js'
 import type { ToolArguments } from './tool-types.js'
 
 /** Bytes `read_file` returns when the call gives no `max_bytes`. */
@@ -34,13 +34,6 @@ function pathOf(args: ToolArguments): string {
 function signalOption(signal: AbortSignal | undefined): { signal?: AbortSignal } {
 	return signal ? { signal } : {}
 }
-
-const READ_ONLY = {
-	readOnlyHint: true,
-	destructiveHint: false,
-	idempotentHint: true,
-	openWorldHint: false,
-} as const
 
 export const READ_FILE_TOOL = defineTool({
 	name: 'read_file',
@@ -64,7 +57,7 @@ export const READ_FILE_TOOL = defineTool({
 		required: ['path'],
 		additionalProperties: false,
 	},
-	annotations: { title: 'Read a file', ...READ_ONLY },
+	annotations: { title: 'Read a file', ...READ_ONLY_ANNOTATIONS },
 	handler: async ({ sandbox }, args, context) => {
 		const path = pathOf(args)
 		const maxBytes = integerArgument(args, 'max_bytes', DEFAULT_READ_FILE_MAX_BYTES)
@@ -240,7 +233,7 @@ export const LIST_FILES_TOOL = defineTool({
 		},
 		additionalProperties: false,
 	},
-	annotations: { title: 'List files', ...READ_ONLY },
+	annotations: { title: 'List files', ...READ_ONLY_ANNOTATIONS },
 	handler: async ({ sandbox }, args, context) => {
 		const root = stringArgument(args, 'path') ?? sandbox.rootDir
 		const limit = integerArgument(args, 'max_entries', DEFAULT_LIST_MAX_ENTRIES)

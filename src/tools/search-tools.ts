@@ -9,7 +9,7 @@ import { defineTool, throttledProgress } from './define-tool.js'
 import { compileGrepQuery, type LineMatch, matchLines } from './grep-matcher.js'
 import { booleanArgument, integerArgument, stringArgument } from './tool-arguments.js'
 import { ToolFileTooLargeError, ToolUnsupportedError } from './tool-errors.js'
-import { PATH_SCHEMA } from './tool-schema-parts.js'
+import { PATH_SCHEMA, READ_ONLY_ANNOTATIONS } from './tool-schema-parts.js'
 import type { ToolArguments, ToolCallContext } from './tool-types.js'
 
 /** Files `glob` lists when the call gives no `max_entries`. */
@@ -22,13 +22,6 @@ export const DEFAULT_GREP_MAX_FILES = 2000
 export const DEFAULT_GREP_MAX_FILE_BYTES = 1_048_576
 /** Matching time one `grep` call may spend on the host, all files together. */
 export const GREP_MATCH_BUDGET_MS = 2000
-
-const READ_ONLY = {
-	readOnlyHint: true,
-	destructiveHint: false,
-	idempotentHint: true,
-	openWorldHint: false,
-} as const
 
 const GLOB_PATTERN = {
 	type: 'string',
@@ -69,7 +62,7 @@ export const GLOB_TOOL = defineTool({
 		required: ['pattern'],
 		additionalProperties: false,
 	},
-	annotations: { title: 'Find files by glob', ...READ_ONLY },
+	annotations: { title: 'Find files by glob', ...READ_ONLY_ANNOTATIONS },
 	handler: async ({ sandbox }, args, context) => {
 		const limit = integerArgument(args, 'max_entries', DEFAULT_GLOB_MAX_ENTRIES)
 		const files: SandboxFileEntry[] = []
@@ -118,7 +111,7 @@ export const GREP_TOOL = defineTool({
 		required: ['pattern'],
 		additionalProperties: false,
 	},
-	annotations: { title: 'Search file contents', ...READ_ONLY },
+	annotations: { title: 'Search file contents', ...READ_ONLY_ANNOTATIONS },
 	handler: async ({ sandbox }, args, context) => {
 		const pattern = compileGrepQuery({
 			pattern: stringArgument(args, 'pattern') ?? '',

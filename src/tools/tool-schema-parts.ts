@@ -36,3 +36,11 @@ export const COMMAND_PROPERTIES = {
 			'Environment variables on top of the sandbox defaults. Never pass credentials: the server supplies those.',
 	},
 } as const satisfies Readonly<Record<string, ToolJsonSchema>>
+
+/** The annotations of a tool that only reads the sandbox. */
+export const READ_ONLY_ANNOTATIONS = {
+	readOnlyHint: true,
+	destructiveHint: false,
+	idempotentHint: true,
+	openWorldHint: false,
+} as const
