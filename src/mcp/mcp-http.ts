@@ -16,6 +16,11 @@ import type { McpSandboxRegistry } from './sandbox-registry.js'
 /** The largest request body accepted (a `write_file` of 16 MiB, JSON-escaped, fits). */
 export const MAX_MCP_REQUEST_BYTES = 64 * 1024 * 1024
 export const MCP_HTTP_PATH = '/mcp'
+/**
+ * Sessions held at once; a new one past it closes the least recently used, so clients that vanish
+ * without closing theirs never grow the server without bound.
+ */
+export const MAX_MCP_SESSIONS = 64
 
 export interface McpHttpOptions {
 	readonly host: string
@@ -75,7 +80,10 @@ export async function serveMcpHttp(
 			}
 		}
 		const known = sessionId === undefined ? undefined : sessions.get(sessionId)
-		if (known) {
+		if (known && sessionId !== undefined) {
+			// Map order is use order: the first entry is the least recently used.
+			sessions.delete(sessionId)
+			sessions.set(sessionId, known)
 			await known.handleRequest(req, res, body)
 			return
 		}
@@ -91,6 +99,11 @@ export async function serveMcpHttp(
 			sessionIdGenerator: () => randomUUID(),
 			onsessioninitialized: (id) => {
 				sessions.set(id, transport)
+				for (const [oldId, old] of sessions) {
+					if (sessions.size <= MAX_MCP_SESSIONS) break
+					sessions.delete(oldId)
+					old.close().catch(() => undefined)
+				}
 			},
 		})
 		transport.onclose = () => {

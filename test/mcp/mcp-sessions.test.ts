@@ -9,6 +9,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { destroyLocalSandbox } from '../../src/index.js'
+import { MAX_MCP_SESSIONS } from '../../src/mcp/mcp-http.js'
 import { bwrapSkipReason } from '../backends/local/bwrap-available.js'
 import { freshStateDir } from '../backends/local/local-test-support.js'
 import {
@@ -109,6 +110,38 @@ describe.skipIf(skip !== undefined)('mcp --http', () => {
 		const client = await httpClient(server.url)
 		expect((await client.listTools()).tools.length).toBeGreaterThan(0)
 		await client.close()
+	})
+
+	it('holds at most MAX_MCP_SESSIONS sessions: the least recently used one is closed past it', async () => {
+		const open = async () => {
+			const response = await post(server.url, { authorization: `Bearer ${TEST_TOKEN}` })
+			await response.body?.cancel()
+			return String(response.headers.get('mcp-session-id'))
+		}
+		const first = await open()
+		const second = await open()
+		for (let i = 2; i < MAX_MCP_SESSIONS; i++) await open()
+		// Using the first makes the second the least recently used.
+		const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} })
+		const use = (session: string) =>
+			fetch(server.url, {
+				method: 'POST',
+				headers: {
+					authorization: `Bearer ${TEST_TOKEN}`,
+					'content-type': 'application/json',
+					accept: 'application/json, text/event-stream',
+					'mcp-session-id': session,
+					'mcp-protocol-version': '2025-06-18',
+				},
+				body: list,
+			})
+		const touched = await use(first)
+		await touched.body?.cancel()
+		await open()
+		expect((await use(second)).status).toBe(404)
+		const still = await use(first)
+		expect(still.status).toBe(200)
+		await still.body?.cancel()
 	})
 
 	it('a long command read across a client reconnect loses and repeats nothing', async () => {
