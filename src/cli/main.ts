@@ -15,6 +15,7 @@ import { destroyCommand } from './destroy-command.js'
 import { detachedRunCommand } from './detached-run-command.js'
 import { doctorCommand } from './doctor-command.js'
 import { logsCommand } from './logs-command.js'
+import { mcpCommand } from './mcp-command.js'
 import { EXIT_CODES, parseCliArgs, USAGE } from './parse-args.js'
 import { runCommand } from './run-command.js'
 import { sessionsCommand } from './sessions-command.js'
@@ -71,6 +72,8 @@ export async function main(argv: readonly string[]): Promise<number> {
 				return await sessionsCommand(command.sandboxId)
 			case 'destroy':
 				return await destroyCommand(command.sandboxId)
+			case 'mcp':
+				return await mcpCommand(command, packageVersion())
 		}
 	} catch (error) {
 		if (error instanceof CliUsageError) {

@@ -4,8 +4,43 @@ import { formatCliHandle, parseCliHandle } from '../../src/cli/cli-handle.js'
 import { parseCliArgs, USAGE } from '../../src/cli/parse-args.js'
 
 describe('parseCliArgs', () => {
+	const mcp = {
+		kind: 'mcp',
+		transport: 'stdio',
+		host: '127.0.0.1',
+		port: 8808,
+		allowRemote: false,
+		allowNetwork: false,
+		isolation: 'bubblewrap',
+		tier: 'local',
+	}
 	const cases: Array<[string, string[], unknown]> = [
 		['no verb means help', [], { kind: 'help' }],
+		['mcp serves stdio by default', ['mcp'], mcp],
+		['mcp --http on loopback by default', ['mcp', '--http'], { ...mcp, transport: 'http' }],
+		[
+			'mcp --http with a port, host, remote access and network',
+			[
+				'mcp',
+				'--http',
+				'--port',
+				'0',
+				'--host',
+				'0.0.0.0',
+				'--allow-remote',
+				'--allow-network',
+				'--tier',
+				'local',
+			],
+			{
+				...mcp,
+				transport: 'http',
+				port: 0,
+				host: '0.0.0.0',
+				allowRemote: true,
+				allowNetwork: true,
+			},
+		],
 		[
 			'run takes the command after --',
 			['run', '--', 'sh', '-c', 'exit 3'],
@@ -137,6 +172,11 @@ describe('parseCliArgs', () => {
 		['--follow on attach', ['attach', '--follow', '0123456789ab/exec_1']],
 		['destroy of a session handle', ['destroy', '0123456789ab/session:x']],
 		['destroy without a sandbox', ['destroy']],
+		['mcp --port without --http', ['mcp', '--port', '9000']],
+		['mcp --allow-remote without --http', ['mcp', '--allow-remote']],
+		['mcp with a port out of range', ['mcp', '--http', '--port', '70000']],
+		['mcp with a tier it does not serve', ['mcp', '--tier', 'kubernetes']],
+		['mcp with an unknown option', ['mcp', '--sse']],
 	]
 	for (const [title, argv] of refusals) {
 		it(`refuses ${title} with CliUsageError`, () => {

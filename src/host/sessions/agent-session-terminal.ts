@@ -14,6 +14,7 @@ import type { FrameChannel } from '../transport/frame-channel.js'
 import { ListenerSet } from '../transport/listener-set.js'
 import { AgentSessionDetachedError, type SessionDetachReason } from './session-errors.js'
 
+/** A terminal attached to a guest session: detaching leaves the program running. */
 export interface SessionTerminal extends TerminalSession {
 	readonly sessionId: string
 	readonly kind: SessionKind
