@@ -11,3 +11,17 @@ export class CliUsageError extends SandboxError {
 		super(message, 'usage')
 	}
 }
+
+/** A command needs an optional dependency that is not installed (exit 1, the fix in the message). */
+export class CliDependencyMissingError extends SandboxError {
+	override readonly name = 'CliDependencyMissingError'
+	readonly dependency: string
+
+	constructor(command: string, dependency: string) {
+		super(
+			`${command} needs the optional dependency ${dependency}: npm install ${dependency}`,
+			'dependency-missing',
+		)
+		this.dependency = dependency
+	}
+}

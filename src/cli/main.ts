@@ -16,6 +16,7 @@ import { detachedRunCommand } from './detached-run-command.js'
 import { doctorCommand } from './doctor-command.js'
 import { gcCommand } from './gc-command.js'
 import { logsCommand } from './logs-command.js'
+import { mcpCommand } from './mcp-command.js'
 import { EXIT_CODES, parseCliArgs, USAGE } from './parse-args.js'
 import { runCommand } from './run-command.js'
 import { sessionsCommand } from './sessions-command.js'
@@ -74,6 +75,8 @@ export async function main(argv: readonly string[]): Promise<number> {
 				return await destroyCommand(command.sandboxId)
 			case 'gc':
 				return await gcCommand(command.dryRun)
+			case 'mcp':
+				return await mcpCommand(command, packageVersion())
 		}
 	} catch (error) {
 		if (error instanceof CliUsageError) {

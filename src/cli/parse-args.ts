@@ -40,6 +40,16 @@ export type CliCommand =
 	| { readonly kind: 'destroy'; readonly sandboxId: string }
 	| { readonly kind: 'doctor'; readonly json: boolean }
 	| { readonly kind: 'gc'; readonly dryRun: boolean }
+	| {
+			readonly kind: 'mcp'
+			readonly transport: 'stdio' | 'http'
+			readonly host: string
+			readonly port: number
+			readonly allowRemote: boolean
+			readonly allowNetwork: boolean
+			readonly isolation: 'bubblewrap' | 'none'
+			readonly tier: 'local'
+	  }
 	| { readonly kind: 'help' }
 	| { readonly kind: 'version' }
 
@@ -85,6 +95,12 @@ export const USAGE = `Usage:
   namzu-sandbox gc [--dry-run]
       Reap what sandboxes of dead hosts left (directories, cgroups, mounts, processes, locks, a
       caller workspace's ownership) and expired kept-alive sandboxes; print each. --dry-run lists.
+  namzu-sandbox mcp [--http [--port N] [--host H] [--allow-remote]] [--tier local]
+                    [--allow-network] [--no-isolation]
+      An MCP server for agents: stdio by default; --http serves Streamable HTTP at
+      http://H:N/mcp (default 127.0.0.1:8808) and requires Authorization: Bearer
+      $NAMZU_SANDBOX_MCP_TOKEN (a token is generated and printed to stderr when unset).
+      Sandboxes it created are destroyed when it stops, unless created with keep_alive.
 
 Options:
   --allow-network     share the host network (default: no network at all)
@@ -96,12 +112,23 @@ Options:
 
 Environment:
   NAMZU_SANDBOX_STATE_DIR   where kept-alive sandboxes are recorded (default: the system temp dir)
+  NAMZU_SANDBOX_MCP_TOKEN   the bearer token of mcp --http (at least 16 characters)
 
 Exit codes: the command's own code; 2 bad usage; 1 refused by the library; 3 no such sandbox,
 session or execution; 4 detached before the end; 124 timed out; 130 interrupted (Ctrl-C).
 `
 
-const VERBS = ['run', 'shell', 'doctor', 'attach', 'logs', 'sessions', 'destroy', 'gc'] as const
+const VERBS = [
+	'run',
+	'shell',
+	'doctor',
+	'attach',
+	'logs',
+	'sessions',
+	'destroy',
+	'gc',
+	'mcp',
+] as const
 type Verb = (typeof VERBS)[number]
 
 function isVerb(value: string): value is Verb {
@@ -174,12 +201,56 @@ function parseGc(rest: readonly string[]): CliCommand {
 	return { kind: 'gc', dryRun }
 }
 
+export const DEFAULT_MCP_HOST = '127.0.0.1'
+export const DEFAULT_MCP_PORT = 8808
+
+/** `mcp`: the transport and what every sandbox it creates gets. */
+function parseMcp(rest: readonly string[]): CliCommand {
+	let http = false
+	let host: string | undefined
+	let port: number | undefined
+	let allowRemote = false
+	let allowNetwork = false
+	let isolation: 'bubblewrap' | 'none' = 'bubblewrap'
+	for (let index = 0; index < rest.length; index++) {
+		const arg = rest[index]
+		if (arg === '--http') http = true
+		else if (arg === '--port')
+			port = requireIntegerText(FLAG_SITE, '--port', rest[++index], { min: 0, max: 65_535 })
+		else if (arg === '--host') {
+			host = rest[++index]
+			if (!host) throw new CliUsageError('--host needs an address')
+		} else if (arg === '--allow-remote') allowRemote = true
+		else if (arg === '--allow-network') allowNetwork = true
+		else if (arg === '--no-isolation') isolation = 'none'
+		else if (arg === '--tier') {
+			const tier = rest[++index]
+			if (tier !== 'local')
+				throw new CliUsageError(`--tier: only local is served, got ${JSON.stringify(tier ?? '')}`)
+		} else throw new CliUsageError(`unknown option for mcp: ${arg}`)
+	}
+	if (!http && (host !== undefined || port !== undefined || allowRemote)) {
+		throw new CliUsageError('--host, --port and --allow-remote apply only to mcp --http')
+	}
+	return {
+		kind: 'mcp',
+		transport: http ? 'http' : 'stdio',
+		host: host ?? DEFAULT_MCP_HOST,
+		port: port ?? DEFAULT_MCP_PORT,
+		allowRemote,
+		allowNetwork,
+		isolation,
+		tier: 'local',
+	}
+}
+
 export function parseCliArgs(argv: readonly string[]): CliCommand {
 	const [verb, ...rest] = argv
 	if (verb === undefined || verb === 'help' || verb === '--help' || verb === '-h')
 		return { kind: 'help' }
 	if (verb === '--version' || verb === 'version') return { kind: 'version' }
 	if (!isVerb(verb)) throw new CliUsageError(`unknown command: ${verb}`)
+	if (verb === 'mcp') return parseMcp(rest)
 	if (verb === 'attach' || verb === 'logs' || verb === 'sessions' || verb === 'destroy') {
 		return parseHandleVerb(verb, rest)
 	}

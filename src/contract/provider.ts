@@ -1,6 +1,7 @@
 import type { EgressPolicy } from './egress.js'
 import type { Sandbox, SandboxEnvironment } from './sandbox.js'
 
+/** Whether a provider makes fresh workspaces, uses a caller's directory, or both. */
 export type SandboxWorkspaceMode = 'ephemeral' | 'working-directory'
 
 /** Per-sandbox settings; each overrides the provider's default of the same name. */
@@ -20,13 +21,16 @@ export interface SandboxCreateConfig {
 	readonly egress?: EgressPolicy
 }
 
+/** Makes sandboxes of one tier, and tears down what it still holds. */
 export interface SandboxProvider {
 	readonly id: string
 	readonly name: string
 	readonly environment: SandboxEnvironment
 	readonly workspaceModes: readonly SandboxWorkspaceMode[]
+	/** A new, ready sandbox; a refused config starts nothing. */
 	create(config?: SandboxCreateConfig): Promise<Sandbox>
 	/** Tears down everything the provider still holds (its warm pool included). Idempotent. */
 	close(): Promise<void>
+	/** `close()`, for `await using`. */
 	[Symbol.asyncDispose](): Promise<void>
 }

@@ -5,11 +5,13 @@
 
 export type SandboxStatus = 'creating' | 'ready' | 'busy' | 'destroyed'
 
+/** Every `SandboxStatus`, in lifecycle order. */
 export const SANDBOX_STATUSES: readonly SandboxStatus[] = ['creating', 'ready', 'busy', 'destroyed']
 
 /** Host-shape tag, strongest first in `SANDBOX_ENVIRONMENTS`. Remote backends report `linux-namespace`. */
 export type SandboxEnvironment = 'linux-bwrap' | 'linux-namespace' | 'macos-seatbelt' | 'basic'
 
+/** Every `SandboxEnvironment`, strongest isolation first. */
 export const SANDBOX_ENVIRONMENTS: readonly SandboxEnvironment[] = [
 	'linux-bwrap',
 	'macos-seatbelt',
@@ -20,11 +22,13 @@ export const SANDBOX_ENVIRONMENTS: readonly SandboxEnvironment[] = [
 /** Opaque identity of one sandbox. */
 export type SandboxId = string & { readonly __brand?: 'SandboxId' }
 
+/** One piece of a command's output, as `onOutput` receives it. */
 export interface SandboxOutputChunk {
 	readonly stream: 'stdout' | 'stderr'
 	readonly data: string
 }
 
+/** Options of `Sandbox.exec`. */
 export interface SandboxExecOptions {
 	/** Wall-clock budget in milliseconds (wire `timeoutMs`). A fired deadline yields `timedOut: true`. */
 	readonly timeout?: number
@@ -41,6 +45,7 @@ export interface SandboxExecOptions {
 	readonly signal?: AbortSignal
 }
 
+/** What `Sandbox.exec` resolves with once the command ended (or was proven never started). */
 export interface SandboxExecResult {
 	/** -1 when the process produced no exit code (killed by a signal, or never started). */
 	readonly exitCode: number
@@ -60,16 +65,19 @@ export interface SandboxExecResult {
 	readonly stderrTruncated?: boolean
 }
 
+/** One regular file `listFiles` / `walkFiles` found. */
 export interface SandboxFileEntry {
 	/** Absolute path inside the sandbox. Regular files only. */
 	readonly path: string
 	readonly size: number
 }
 
+/** Options of `Sandbox.writeFile`. */
 export interface SandboxWriteFileOptions {
 	readonly signal?: AbortSignal
 }
 
+/** Options of `Sandbox.readFile`: a byte range (at most 1 MiB when given). */
 export interface SandboxReadFileOptions {
 	/** Byte offset, default 0. */
 	readonly offset?: number
@@ -78,16 +86,19 @@ export interface SandboxReadFileOptions {
 	readonly signal?: AbortSignal
 }
 
+/** Options of `Sandbox.readFileStream`: an optional byte range. */
 export interface SandboxReadFileStreamOptions {
 	readonly offset?: number
 	readonly length?: number
 	readonly signal?: AbortSignal
 }
 
+/** Options of `Sandbox.listFiles`. */
 export interface SandboxListFilesOptions {
 	readonly signal?: AbortSignal
 }
 
+/** Options of `Sandbox.walkFiles`: the glob and the bounds of the walk. */
 export interface SandboxWalkFilesOptions {
 	/** Glob relative to the root, default `**\/*`. No `..`, not absolute, ≤ 4096 characters. */
 	readonly pattern?: string
@@ -102,16 +113,19 @@ export interface SandboxWalkFilesOptions {
 	readonly includeHidden?: boolean
 }
 
+/** The hosts `setNetworkPolicy` allows. */
 export interface SandboxNetworkPolicy {
 	/** Empty denies everything. `host` matches exactly; `.domain` matches the domain and subdomains. */
 	readonly allowedHosts: readonly string[]
 }
 
+/** A terminal's size in character cells (each at most 1000). */
 export interface TerminalSize {
 	readonly cols: number
 	readonly rows: number
 }
 
+/** Options of `Sandbox.openTerminal`. */
 export interface OpenTerminalOptions {
 	/** Program to run, default `/bin/sh`. */
 	readonly command?: string
@@ -123,13 +137,17 @@ export interface OpenTerminalOptions {
 	readonly signal?: AbortSignal
 }
 
+/** How a terminal's program ended. */
 export interface TerminalExit {
 	readonly exitCode: number
 	readonly signal?: number
 }
 
+/** A PTY in the sandbox: input, output, resize, signals, and its exit. */
 export interface TerminalSession {
+	/** Writes keyboard input. */
 	write(data: string): void
+	/** Resizes the PTY. */
 	resize(size: TerminalSize): void
 	/** Subscribe to output; returns the unsubscribe function. */
 	onData(listener: (chunk: string) => void): () => void
@@ -138,6 +156,7 @@ export interface TerminalSession {
 	kill(signal?: string): void
 }
 
+/** Options of `Sandbox.openTcpConnection`. */
 export interface SandboxTcpConnectOptions {
 	readonly port: number
 	/** Loopback only. Default `127.0.0.1`. */
@@ -151,18 +170,25 @@ export interface SandboxTcpConnection {
 	write(data: string | Uint8Array): boolean
 	/** Half-close. */
 	end(): void
+	/** Closes the connection at once, both directions. */
 	destroy(): void
+	/** Stops delivering data until `resume()`. */
 	pause(): void
+	/** Resumes delivering data after `pause()`. */
 	resume(): void
+	/** Subscribes to the bytes the guest service sends; returns the unsubscribe function. */
 	onData(listener: (chunk: Uint8Array) => void): () => void
+	/** Called once a write that returned false may be followed by more; returns the unsubscribe function. */
 	onDrain(listener: () => void): () => void
 	readonly closed: Promise<void>
 }
 
+/** Options of `Sandbox.destroy`. */
 export interface SandboxDestroyOptions {
 	readonly signal?: AbortSignal
 }
 
+/** One sandbox: commands, files, terminals and TCP into the guest, whatever the tier. */
 export interface Sandbox {
 	readonly id: SandboxId
 	readonly status: SandboxStatus
@@ -181,13 +207,16 @@ export interface Sandbox {
 		content: string | Uint8Array,
 		options?: SandboxWriteFileOptions,
 	): Promise<void>
+	/** The file's bytes, or the byte range asked for; relative paths resolve against `rootDir`. */
 	readFile(path: string, options?: SandboxReadFileOptions): Promise<Buffer>
+	/** The file as a stream of chunks, without holding it whole. */
 	readFileStream?(path: string, options?: SandboxReadFileStreamOptions): AsyncIterable<Buffer>
 	/** Recursive regular files with absolute paths; a missing root yields `[]`. */
 	listFiles(
 		rootPath: string,
 		options?: SandboxListFilesOptions,
 	): Promise<readonly SandboxFileEntry[]>
+	/** A bounded, lazy glob walk under `rootPath`, inside the guest. */
 	walkFiles?(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry>
 	/** A backend that cannot enforce a policy omits this; it never accepts and ignores. */
 	setNetworkPolicy?(policy: SandboxNetworkPolicy): Promise<void>

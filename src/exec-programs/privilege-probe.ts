@@ -110,6 +110,7 @@ export function assertDeprivileged(privileges: ProcStatusPrivileges): void {
 
 /** The one member of a Sandbox the probe needs. */
 export interface PrivilegeProbeTarget {
+	/** Runs a command, as `Sandbox.exec`. */
 	exec(
 		command: string,
 		args?: readonly string[],

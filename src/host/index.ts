@@ -91,6 +91,7 @@ export {
 	type ResolvedAgentTransportOptions,
 	TCP_PREAUTH_FRAME_LIMIT_BYTES,
 } from './transport/agent-transport-options.js'
+export { GuestLiveness } from './transport/guest-liveness.js'
 export type { AgentHealth } from './transport/healthz-reply.js'
 export {
 	AgentConnectionError,

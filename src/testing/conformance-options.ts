@@ -4,6 +4,7 @@
  */
 import type { Sandbox } from '../contract/sandbox.js'
 
+/** A sandbox made for one case, and what releases what was made around it. */
 export interface ConformanceSandbox {
 	readonly sandbox: Sandbox
 	/** Runs after the case destroyed the sandbox: release whatever the factory made around it. */
@@ -19,6 +20,7 @@ export interface GuestListenerCommand {
 	readonly args: readonly string[]
 }
 
+/** What `defineSandboxConformance` is given: how to make sandboxes and what the tier offers. */
 export interface SandboxConformanceOptions {
 	/** Names the backend in the suite's title. */
 	readonly label?: string
@@ -56,6 +58,7 @@ export interface SandboxConformanceOptions {
 /** A capability the sandbox has (`true`), or lacks and says why. */
 export type ConformanceCapability = true | { readonly supported: false; readonly reason: string }
 
+/** What a tier cannot do, each with its reason; a case needing it is skipped and says why. */
 export interface ConformanceCapabilities {
 	/**
 	 * An aborted exec ends every descendant of its command, including those that left its process

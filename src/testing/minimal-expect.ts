@@ -56,6 +56,7 @@ function assertion(
 	}
 }
 
+/** The suite's matchers without a test framework. */
 export function createMinimalExpect(): ConformanceExpect {
 	return (actual, message) => assertion(actual, false, message)
 }

@@ -13,6 +13,7 @@ import type {
 } from './conformance-framework.js'
 import { createMinimalExpect } from './minimal-expect.js'
 
+/** One case the harness recorded. */
 export interface RecordedCase {
 	readonly title: string
 	/** Enclosing describe titles, outermost first. */
@@ -23,6 +24,7 @@ export interface RecordedCase {
 	readonly fn: ConformanceTestFn
 }
 
+/** How one recorded case ran. */
 export interface RecordedOutcome {
 	readonly title: string
 	readonly fullTitle: string
@@ -31,6 +33,7 @@ export interface RecordedOutcome {
 	readonly durationMs: number
 }
 
+/** Options of `createRecordingHarness`. */
 export interface RecordingHarnessOptions {
 	/** Default: `createMinimalExpect()`. Vitest's `expect` works too. */
 	readonly expect?: ConformanceExpect
@@ -38,6 +41,7 @@ export interface RecordingHarnessOptions {
 	readonly defaultTimeoutMs?: number
 }
 
+/** A framework-free harness: records the suite's cases and runs them. */
 export interface RecordingHarness {
 	readonly framework: ConformanceFramework
 	readonly cases: readonly RecordedCase[]
@@ -60,6 +64,7 @@ async function runBounded(testCase: RecordedCase, timeoutMs: number): Promise<vo
 	}
 }
 
+/** A harness that records cases for running outside any test framework. */
 export function createRecordingHarness(options: RecordingHarnessOptions = {}): RecordingHarness {
 	const cases: RecordedCase[] = []
 	const path: string[] = []

@@ -21,6 +21,7 @@ export const STREAM_HEARTBEAT_FEATURE = 'stream-heartbeat'
 /** Guest serves persistent terminals and `start-detached` / `attach-` / `list-` / `kill-session`. */
 export const SESSIONS_FEATURE = 'sessions'
 
+/** A feature name a guest advertises in `healthz`. */
 export type AgentFeature =
 	| typeof WRITE_FILE_PARTS_FEATURE
 	| typeof READ_FILE_STREAM_FEATURE

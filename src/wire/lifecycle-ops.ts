@@ -12,6 +12,7 @@ export interface QuiesceRequest {
 	readonly graceMs?: number
 }
 
+/** A process `quiesce` ended, by pid and how. */
 export interface QuiescedProcess {
 	readonly pid: number
 	/** The command line (or `comm`) as `/proc` showed it, truncated. */

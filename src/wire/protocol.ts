@@ -206,12 +206,14 @@ export interface ReadFileReply {
 	readonly guestBootId?: string
 }
 
+/** The body of a `read-file-stream` request. */
 export interface ReadFileStreamRequest {
 	readonly path: string
 	readonly offset?: number
 	readonly length?: number
 }
 
+/** One event of a `read-file-stream` answer. */
 export type ReadFileStreamEvent =
 	| {
 			readonly type: 'meta'
@@ -223,6 +225,7 @@ export type ReadFileStreamEvent =
 	| { readonly type: 'end'; readonly bytesSent: number }
 	| { readonly type: 'error'; readonly error: string }
 
+/** One part of a large `write-file`, at its offset. */
 export interface WriteFilePart {
 	/** Byte offset this part starts at; must equal the temp file's current size (0 truncates). */
 	readonly offset?: number

@@ -8,6 +8,7 @@
  */
 import type { ExecutionState } from './protocol.js'
 
+/** Every refusal code the guest agent answers, each entry the code itself. */
 export const AGENT_REFUSAL = {
 	// ---- any op: framing, credential, admission -------------------------------------------------
 	/** The token check failed; the connection is destroyed after the refusal. */
@@ -122,14 +123,17 @@ export const AGENT_REFUSAL = {
 	flush_unconfirmed: 'flush_unconfirmed',
 } as const
 
+/** One refusal code of `AGENT_REFUSAL`. */
 export type AgentRefusalCode = (typeof AGENT_REFUSAL)[keyof typeof AGENT_REFUSAL]
 
+/** Every `AgentRefusalCode`. */
 export const AGENT_REFUSAL_CODES: readonly AgentRefusalCode[] = Object.freeze(
 	Object.values(AGENT_REFUSAL),
 )
 
 const KNOWN: ReadonlySet<string> = new Set(AGENT_REFUSAL_CODES)
 
+/** Whether `value` is a refusal code this build knows. */
 export function isAgentRefusalCode(value: unknown): value is AgentRefusalCode {
 	return typeof value === 'string' && KNOWN.has(value)
 }

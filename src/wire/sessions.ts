@@ -7,7 +7,9 @@
  */
 import type { AgentRefusalCode } from './refusals.js'
 
+/** A session's program: on a PTY (`terminal`) or with stdin closed (`detached`). */
 export type SessionKind = 'terminal' | 'detached'
+/** Whether a session's program still runs. */
 export type SessionState = 'running' | 'exited'
 /** Why an attachment ended while the program kept running, as the guest names it. */
 export type WireSessionDetachReason = 'superseded' | 'slow_reader'

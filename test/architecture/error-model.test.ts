@@ -48,7 +48,7 @@ import {
 	LocalNetworkSetupError,
 	LocalNetworkUnavailableError,
 } from '../../src/backends/local/network-errors.js'
-import { CliUsageError } from '../../src/cli/cli-errors.js'
+import { CliDependencyMissingError, CliUsageError } from '../../src/cli/cli-errors.js'
 import {
 	FileWalkLimitError,
 	SandboxArgumentError,
@@ -118,11 +118,22 @@ import {
 	VsockHandshakeError,
 } from '../../src/host/transport/transport-errors.js'
 import * as root from '../../src/index.js'
+import { McpHttpConfigError, UnknownSandboxError } from '../../src/mcp/mcp-errors.js'
 import {
 	ConformanceAssertionError,
 	ConformanceCaseTimeoutError,
 } from '../../src/testing/conformance-errors.js'
 import * as testingEntry from '../../src/testing/index.js'
+import * as toolsEntry from '../../src/tools/index.js'
+import {
+	EditMatchAmbiguousError,
+	EditMatchNotFoundError,
+	ExecStdinUnavailableError,
+	GrepPatternTimeoutError,
+	ToolFileTooLargeError,
+	ToolUnsupportedError,
+	UnknownToolError,
+} from '../../src/tools/tool-errors.js'
 import * as wireFeatures from '../../src/wire/features.js'
 import { type AgentFeature, FLUSH_FEATURE } from '../../src/wire/features.js'
 import { AGENT_REFUSAL, parseRefusal } from '../../src/wire/refusals.js'
@@ -469,8 +480,19 @@ const CASES: readonly ErrorCase[] = [
 		type: DiskLimitUnavailableError,
 		make: () => new DiskLimitUnavailableError(refusal, 64, 'detail'),
 	})),
+	// tools, mcp
+	{ type: EditMatchNotFoundError, make: () => new EditMatchNotFoundError('a.txt') },
+	{ type: EditMatchAmbiguousError, make: () => new EditMatchAmbiguousError('a.txt', 2) },
+	{ type: ToolFileTooLargeError, make: () => new ToolFileTooLargeError('grep', 'a', 1) },
+	{ type: ToolUnsupportedError, make: () => new ToolUnsupportedError('glob', 'walkFiles') },
+	{ type: UnknownToolError, make: () => new UnknownToolError('x') },
+	{ type: ExecStdinUnavailableError, make: () => new ExecStdinUnavailableError('exec-1') },
+	{ type: GrepPatternTimeoutError, make: () => new GrepPatternTimeoutError(10) },
+	{ type: UnknownSandboxError, make: () => new UnknownSandboxError('sbx') },
+	{ type: McpHttpConfigError, make: () => new McpHttpConfigError('--host', 'm') },
 	// cli, testing
 	{ type: CliUsageError, make: () => new CliUsageError('unknown command: x') },
+	{ type: CliDependencyMissingError, make: () => new CliDependencyMissingError('mcp', 'x') },
 	{ type: ConformanceAssertionError, make: () => new ConformanceAssertionError('toBe', 'm') },
 	{ type: ConformanceCaseTimeoutError, make: () => new ConformanceCaseTimeoutError('t', 10) },
 ]
@@ -528,6 +550,7 @@ describe('the error model', () => {
 		['@namzu/sandbox', root],
 		['@namzu/sandbox/agent', agentEntry],
 		['@namzu/sandbox/testing', testingEntry],
+		['@namzu/sandbox/tools', toolsEntry],
 	] as const)('covers every error class %s exports', (_entry, module) => {
 		const missing = Object.entries(module)
 			.filter(([, value]) => typeof value === 'function' && value.prototype instanceof Error)

@@ -25,7 +25,10 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 		'root',
 	],
 	testing: ['testing', 'contract'],
-	cli: ['cli', 'backends/local', 'host', 'wire', 'contract', 'root'],
+	// The top layers over the package's public surface: the tools, and the MCP server over them.
+	tools: ['tools', 'root'],
+	mcp: ['mcp', 'tools', 'root'],
+	cli: ['cli', 'mcp', 'backends/local', 'host', 'wire', 'contract', 'root'],
 	root: [
 		'root',
 		'contract',
@@ -172,6 +175,31 @@ describe('import graph', () => {
 		expect(findCycle(new Map([...chain, ['c', ['a']]]))).toEqual(['a', 'b', 'c', 'a'])
 		expect(findCycle(new Map([['self', ['self']]]))).toEqual(['self', 'self'])
 		expect(findCycle(new Map([...chain, ['d', ['b']]]))).toBeUndefined()
+	})
+
+	it('the tools and the MCP server use the package only through its public root', () => {
+		const violations = edges
+			.filter((edge) => ['tools', 'mcp'].includes(areaOf(edge.from)) && areaOf(edge.to) === 'root')
+			.filter((edge) => edge.to !== join(src, 'index.ts'))
+			.map((edge) => `${relative(src, edge.from)} imports ${edge.specifier}`)
+		expect(violations).toEqual([])
+	})
+
+	it('only src/mcp/ loads the MCP SDK, and the CLI reaches it only through import()', () => {
+		const sdk: string[] = []
+		for (const file of sourceFiles(src)) {
+			const text = readFileSync(file, 'utf8')
+			if (/from '@modelcontextprotocol\//.test(text) && areaOf(file) !== 'mcp') {
+				sdk.push(relative(src, file))
+			}
+		}
+		expect(sdk).toEqual([])
+		const staticMcp = edges
+			.filter((edge) => areaOf(edge.to) === 'mcp' && areaOf(edge.from) !== 'mcp')
+			.map((edge) => `${relative(src, edge.from)} imports ${edge.specifier}`)
+		expect(staticMcp).toEqual([])
+		const dynamic = readFileSync(join(src, 'cli', 'mcp-command.ts'), 'utf8')
+		expect(dynamic).toContain("await import('../mcp/index.js')")
 	})
 
 	it('the guest agent imports nothing outside node built-ins but its own and the wire modules', () => {

@@ -5,8 +5,43 @@ import { formatGarbageReport } from '../../src/cli/gc-command.js'
 import { parseCliArgs, USAGE } from '../../src/cli/parse-args.js'
 
 describe('parseCliArgs', () => {
+	const mcp = {
+		kind: 'mcp',
+		transport: 'stdio',
+		host: '127.0.0.1',
+		port: 8808,
+		allowRemote: false,
+		allowNetwork: false,
+		isolation: 'bubblewrap',
+		tier: 'local',
+	}
 	const cases: Array<[string, string[], unknown]> = [
 		['no verb means help', [], { kind: 'help' }],
+		['mcp serves stdio by default', ['mcp'], mcp],
+		['mcp --http on loopback by default', ['mcp', '--http'], { ...mcp, transport: 'http' }],
+		[
+			'mcp --http with a port, host, remote access and network',
+			[
+				'mcp',
+				'--http',
+				'--port',
+				'0',
+				'--host',
+				'0.0.0.0',
+				'--allow-remote',
+				'--allow-network',
+				'--tier',
+				'local',
+			],
+			{
+				...mcp,
+				transport: 'http',
+				port: 0,
+				host: '0.0.0.0',
+				allowRemote: true,
+				allowNetwork: true,
+			},
+		],
 		[
 			'run takes the command after --',
 			['run', '--', 'sh', '-c', 'exit 3'],
@@ -142,6 +177,11 @@ describe('parseCliArgs', () => {
 		['destroy without a sandbox', ['destroy']],
 		['gc with an argument', ['gc', '0123456789ab']],
 		['gc with an unknown option', ['gc', '--force']],
+		['mcp --port without --http', ['mcp', '--port', '9000']],
+		['mcp --allow-remote without --http', ['mcp', '--allow-remote']],
+		['mcp with a port out of range', ['mcp', '--http', '--port', '70000']],
+		['mcp with a tier it does not serve', ['mcp', '--tier', 'kubernetes']],
+		['mcp with an unknown option', ['mcp', '--sse']],
 	]
 	for (const [title, argv] of refusals) {
 		it(`refuses ${title} with CliUsageError`, () => {

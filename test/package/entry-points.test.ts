@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest'
  * The published entry points, each pinned to an exact list of names: the runtime names come from
  * the built `dist/` through the package's own `exports` map (exactly what a user imports), the
  * type-only names from the entry's source. Adding or removing a public name is therefore a
- * deliberate diff of `root-exports.txt`, `agent-exports.txt` or `testing-exports.txt`
+ * deliberate diff of `root-exports.txt`, `agent-exports.txt`, `testing-exports.txt` or
+ * `tools-exports.txt`
  * (`npx vitest run test/package/entry-points.test.ts -u` rewrites them after such a change).
  */
 const repo = join(import.meta.dirname, '..', '..')
@@ -28,6 +29,12 @@ const ENTRIES = [
 		specifier: '@namzu/sandbox/testing',
 		source: 'src/testing/index.ts',
 		list: 'testing-exports.txt',
+	},
+	{
+		subpath: './tools',
+		specifier: '@namzu/sandbox/tools',
+		source: 'src/tools/index.ts',
+		list: 'tools-exports.txt',
 	},
 ] as const
 
@@ -79,7 +86,7 @@ function sourceFiles(dir: string): string[] {
 }
 
 describe('package entry points', () => {
-	it('package.json exports exactly the root, ./agent and ./testing, each built into dist/', () => {
+	it('package.json exports exactly the root, ./agent, ./testing and ./tools, each built into dist/', () => {
 		expect(Object.keys(manifest.exports).sort()).toEqual(ENTRIES.map((e) => e.subpath).sort())
 		for (const entry of ENTRIES) {
 			const built = entry.source.replace(/^src\//, './dist/').replace(/\.ts$/, '')

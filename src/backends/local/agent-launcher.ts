@@ -1,14 +1,15 @@
 /**
  * Starts the agent's process (bwrap, or plain node under isolation 'none') and owns it until it is
  * dead: stderr is drained into a tail for failure reports, and `kill()` SIGKILLs and awaits exit.
- * A process that must outlive the host (`outliveHost`) writes stderr to a file instead of a pipe
- * (a pipe would break when the host exits) and is unref'd so the host can exit.
+ * A process that must outlive the host (`outliveHost`) writes stderr through a bounded keeper that
+ * outlives the host too (`stderr-log-keeper.ts`) and is unref'd so the host can exit.
  */
 import { spawn } from 'node:child_process'
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
 import type { Readable } from 'node:stream'
 import { inheritableHostDescriptors, stdioCovering } from './launch-descriptors.js'
 import { descendantPids, waitUntilGone } from './process-tree.js'
+import { startStderrLogKeeper } from './stderr-log-keeper.js'
 import { STDERR_TAIL_BYTES, StderrTail } from './stderr-tail.js'
 
 export interface AgentLaunchSpec {
@@ -25,8 +26,11 @@ export interface AgentLaunchSpec {
 	 * duplicate, or `'pipe'` for a socket pair whose host end is `pipes.get(childFd)`.
 	 */
 	readonly extraFds?: readonly (number | 'pipe')[]
-	/** Set for a kept-alive sandbox: stderr goes to this file and the child is unref'd. */
-	readonly outliveHost?: { readonly stderrPath: string }
+	/**
+	 * Set for a kept-alive sandbox: the child is unref'd and the last bytes of its stderr land in
+	 * this file once it has ended (through `tailPath`, coreutils `tail`).
+	 */
+	readonly outliveHost?: { readonly stderrPath: string; readonly tailPath?: string }
 }
 
 export interface ChildExit {
@@ -85,9 +89,11 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 	if (program === undefined) throw new TypeError('launchAgentProcess: empty argv')
 	const tail = new StderrTail()
 	let status: ChildExit | undefined
-	const stderrFile =
-		spec.outliveHost === undefined ? undefined : openSync(spec.outliveHost.stderrPath, 'a', 0o600)
-	const stderr = stderrFile ?? 'pipe'
+	const keeper =
+		spec.outliveHost === undefined
+			? undefined
+			: startStderrLogKeeper(spec.outliveHost.stderrPath, spec.outliveHost.tailPath)
+	const stderr = keeper?.input ?? 'pipe'
 	const devNull = openSync('/dev/null', 'r')
 	let child: ReturnType<typeof spawn>
 	try {
@@ -107,7 +113,7 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 		})
 	} finally {
 		closeSync(devNull)
-		if (stderrFile !== undefined) closeSync(stderrFile)
+		keeper?.release()
 	}
 	if (spec.outliveHost) child.unref()
 	const pipes = new Map<number, Readable>()
@@ -115,7 +121,7 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 		const stream = child.stdio[4 + index]
 		if (entry === 'pipe' && stream) pipes.set(4 + index, stream as Readable)
 	}
-	const exited = new Promise<ChildExit>((resolve) => {
+	const childExited = new Promise<ChildExit>((resolve) => {
 		child.once('error', (error) => {
 			// 'error' without a pid means spawn failed; with one, a later kill failed — exit still follows.
 			if (child.pid === undefined) {
@@ -128,6 +134,14 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 			resolve(status)
 		})
 	})
+	// The log of a kept-alive sandbox is written once it has ended: an exit report waits for it.
+	const exited =
+		keeper === undefined
+			? childExited
+			: childExited.then(async (exit) => {
+					await keeper.flushed()
+					return exit
+				})
 	child.stderr?.on('data', (chunk: Buffer) => tail.push(chunk))
 	child.stderr?.on('error', () => undefined)
 	let killing: Promise<void> | undefined

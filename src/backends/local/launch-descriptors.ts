@@ -7,10 +7,12 @@
  * descriptor it was not told about).
  */
 import { readdirSync, readFileSync } from 'node:fs'
+import type { Stream } from 'node:stream'
 
 const O_CLOEXEC = 0o2000000
 
-export type StdioEntry = 'ignore' | 'pipe' | number
+/** A stream entry hands the child the descriptor under it (a pipe end the host opened). */
+export type StdioEntry = 'ignore' | 'pipe' | number | Stream
 
 /** Host descriptors beyond stdio that a child would inherit (no close-on-exec). */
 export function inheritableHostDescriptors(): number[] {

@@ -134,18 +134,28 @@ export class LocalSandboxNotFoundError extends SandboxError {
 	}
 }
 
-/** `keepAlive` was asked for but the lifetime watchdog (coreutils `timeout`) is not usable. */
+/**
+ * `keepAlive` was asked for but a coreutils program it needs is not usable: `timeout` (the lifetime
+ * watchdog) or `tail` (the bounded keeper of the sandbox's stderr).
+ */
 export class LocalKeepAliveUnavailableError extends SandboxError {
 	override readonly name = 'LocalKeepAliveUnavailableError'
 	readonly timeoutPath: string
+	/** The program that is not executable. */
+	readonly missingPath: string
 
-	constructor(timeoutPath: string, options: SandboxErrorOptions = {}) {
+	constructor(timeoutPath: string, options: SandboxErrorOptions = {}, missingPath = timeoutPath) {
+		const role =
+			missingPath === timeoutPath
+				? "to bound the sandbox's lifetime"
+				: "to keep the sandbox's stderr log bounded"
 		super(
-			`keepAlive needs coreutils timeout at ${timeoutPath} to bound the sandbox's lifetime; it is not executable`,
+			`keepAlive needs coreutils ${missingPath === timeoutPath ? 'timeout' : 'tail'} at ${missingPath} ${role}; it is not executable`,
 			'keep-alive-unavailable',
 			options,
 		)
 		this.timeoutPath = timeoutPath
+		this.missingPath = missingPath
 	}
 }
 

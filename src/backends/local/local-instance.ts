@@ -59,6 +59,7 @@ import {
 } from './sandbox-directories.js'
 import { cgroupRequestFor, resolveSandboxLimits } from './sandbox-limits.js'
 import { type PreparedAllowAll, prepareAllowAll, type SlirpNetwork } from './slirp-network.js'
+import { DEFAULT_TAIL_PATH } from './stderr-log-keeper.js'
 import { waitForAgentReady } from './wait-for-agent-ready.js'
 import {
 	type CgroupOwner,
@@ -80,6 +81,8 @@ export interface LocalInstanceContext {
 	readonly hostEnv?: Readonly<Record<string, string | undefined>>
 	/** coreutils `timeout`, the lifetime watchdog of kept-alive sandboxes (default `/usr/bin/timeout`). */
 	readonly timeoutPath?: string
+	/** coreutils `tail`, the bounded keeper of a kept-alive sandbox's stderr (default `/usr/bin/tail`). */
+	readonly tailPath?: string
 }
 
 export interface LocalInstance {
@@ -194,9 +197,13 @@ export async function startLocalInstance(
 	}
 	const limits = resolveSandboxLimits(spec, { totalMemoryBytes: totalmem() })
 	const timeoutPath = context.timeoutPath ?? DEFAULT_TIMEOUT_PATH
+	const tailPath = context.tailPath ?? DEFAULT_TAIL_PATH
 	if (spec.keepAliveMs !== undefined) {
 		await access(timeoutPath, constants.X_OK).catch((error: unknown) => {
 			throw new LocalKeepAliveUnavailableError(timeoutPath, { cause: error })
+		})
+		await access(tailPath, constants.X_OK).catch((error: unknown) => {
+			throw new LocalKeepAliveUnavailableError(timeoutPath, { cause: error }, tailPath)
 		})
 	}
 	signal?.throwIfAborted()
@@ -280,7 +287,7 @@ export async function startLocalInstance(
 			extraFds: [...hostFds, ...(allowAll?.extraFds ?? [])],
 			...(spec.keepAliveMs === undefined
 				? {}
-				: { outliveHost: { stderrPath: join(dirs.root, 'agent.stderr') } }),
+				: { outliveHost: { stderrPath: join(dirs.root, 'agent.stderr'), tailPath } }),
 		})
 		agent = launched
 		// Named with its start time, so a reaper never signals a process that reused the pid.
@@ -296,7 +303,7 @@ export async function startLocalInstance(
 			...(cgroups ? { join: cgroups.join } : {}),
 			...(spec.keepAliveMs === undefined
 				? {}
-				: { outliveHost: { stderrPath: join(dirs.root, 'network.stderr') } }),
+				: { outliveHost: { stderrPath: join(dirs.root, 'network.stderr'), tailPath } }),
 			timeoutMs: backend.readyTimeoutMs,
 			...(signal ? { signal } : {}),
 		})

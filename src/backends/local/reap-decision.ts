@@ -31,6 +31,7 @@ export interface StateRootFacts {
 	readonly mentioned?: boolean
 }
 
+/** Why the reaper took a sandbox's state root. */
 export type ReapReason =
 	/** A kept-alive sandbox past its lifetime (its watchdog has killed it, or is about to). */
 	| 'expired'
@@ -41,6 +42,7 @@ export type ReapReason =
 	/** A state root without a record, older than `UNRECORDED_GRACE_MS`. */
 	| 'unrecorded'
 
+/** Why the reaper left a state root alone. */
 export type KeepReason = 'kept-alive' | 'owner-alive' | 'owner-unrecorded' | 'too-new' | 'in-use'
 
 export type ReapDecision =

@@ -44,6 +44,7 @@ import { isLocalSandboxId } from './sandbox-descriptor.js'
 import { STATE_DIR_PREFIX, sandboxRootFor } from './sandbox-directories.js'
 import { type SandboxRemains, tearDownFromRecord } from './teardown-from-record.js'
 
+/** Where `collectLocalGarbage` looks, and whether it only lists. */
 export interface LocalGarbageOptions {
 	/** The provider's `backend.stateDir`; default `os.tmpdir()`. */
 	readonly stateDir?: string
@@ -59,6 +60,7 @@ export interface LocalGarbageOptions {
 	readonly onError?: (error: unknown) => void
 }
 
+/** One sandbox the reaper removed (or would remove), and why. */
 export interface ReapedLocalSandbox {
 	readonly id: string
 	readonly stateRoot: string

@@ -6,7 +6,6 @@
  * with `LocalNetworkSetupError`; the caller tears the sandbox down.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { closeSync, openSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import type { Readable } from 'node:stream'
 import { type HostAddresses, sandboxGuardRuleset } from './host-address-guard.js'
@@ -19,6 +18,7 @@ import {
 	readHostAddresses,
 } from './local-network.js'
 import { LocalNetworkSetupError } from './network-errors.js'
+import { startStderrLogKeeper } from './stderr-log-keeper.js'
 import { StderrTail } from './stderr-tail.js'
 
 /** The MTU slirp4netns is fastest with (its documented recommendation). */
@@ -40,7 +40,7 @@ export interface AttachSlirpOptions {
 	/** Moves slirp4netns into the sandbox's own cgroups, so its limits and teardown cover it. */
 	readonly join?: (pid: number) => Promise<void>
 	/** Kept-alive sandboxes: slirp4netns must not depend on the host (stderr to a file, unref'd). */
-	readonly outliveHost?: { readonly stderrPath: string }
+	readonly outliveHost?: { readonly stderrPath: string; readonly tailPath?: string }
 	readonly timeoutMs: number
 	readonly signal?: AbortSignal
 }
@@ -205,19 +205,20 @@ export async function attachSlirpNetwork(options: AttachSlirpOptions): Promise<S
 		() => new LocalNetworkSetupError(sandboxId, 'namespace', 'loopback never came up', ''),
 	)
 	const tail = new StderrTail()
-	const stderrFile =
+	// slirp4netns relays the workload's traffic: what it logs is bounded like the sandbox's own stderr.
+	const keeper =
 		options.outliveHost === undefined
 			? undefined
-			: openSync(options.outliveHost.stderrPath, 'a', 0o600)
+			: startStderrLogKeeper(options.outliveHost.stderrPath, options.outliveHost.tailPath)
 	let child: ChildProcess
 	try {
 		child = spawn(options.tools.slirp4netns, slirpArguments(sandboxPid), {
 			// Its own process group: a terminal's Ctrl-C is for the host program, not for the network.
 			detached: true,
-			stdio: ['ignore', 'ignore', stderrFile ?? 'pipe', options.lifetime, 'pipe'],
+			stdio: ['ignore', 'ignore', keeper?.input ?? 'pipe', options.lifetime, 'pipe'],
 		})
 	} finally {
-		if (stderrFile !== undefined) closeSync(stderrFile)
+		keeper?.release()
 		// slirp4netns holds its own copy; ours would keep nothing alive but a handle in this process.
 		options.lifetime.destroy()
 	}

@@ -21,6 +21,7 @@ export class FileWalkRootError extends SandboxError {
 	}
 }
 
+/** Why a walk's glob pattern was refused (the error's `reason`). */
 export type FileWalkPatternRefusal =
 	| 'pattern-empty'
 	| 'pattern-too-long'
@@ -69,6 +70,7 @@ export class FileWalkOptionError extends SandboxError {
 	}
 }
 
+/** How the guest's walk output broke its format (the error's `violation`). */
 export type FileWalkProtocolViolation =
 	| 'line-too-long'
 	| 'invalid-record'

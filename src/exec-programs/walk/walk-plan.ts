@@ -9,6 +9,7 @@ import { compileGlob, DEFAULT_WALK_PATTERN } from './glob-pattern.js'
 import type { GlobSegment } from './glob-segment.js'
 import { FileWalkOptionError, FileWalkPatternError, FileWalkRootError } from './walk-errors.js'
 
+/** Entries a walk may examine when `maxVisitedEntries` is not given. */
 export const DEFAULT_MAX_VISITED_ENTRIES = 20_000
 /** A plan travels as one argv string; Linux refuses a single argument above 128 KiB. */
 export const MAX_PLAN_CHARS = 120_000

@@ -9,6 +9,7 @@ import type { AgentExecOptions } from './exec-options.js'
 /** How long a detachable exec keeps trying to get back after losing its connection. */
 export const DEFAULT_REATTACH_WINDOW_MS = 30_000
 
+/** `exec` options of a command that survives its connection (`executionId`, `detach`). */
 export interface DetachableExecOptions extends AgentExecOptions {
 	/**
 	 * Caller-named id (`exec_<uuid>`). Starting the same id twice while the guest holds its record
@@ -30,10 +31,13 @@ export interface DetachableExecOptions extends AgentExecOptions {
 	readonly onExecutionId?: (executionId: string) => void
 }
 
+/** Options of `attachExecution`. */
 export interface AttachExecutionOptions {
 	/** First output byte wanted (default 0: everything the guest still holds). */
 	readonly fromOffset?: number
+	/** Called as output arrives, as `SandboxExecOptions.onOutput`. */
 	readonly onOutput?: (chunk: SandboxOutputChunk) => void
+	/** Told how many bytes the guest had evicted before they could be read. */
 	readonly onGap?: (lostBytes: number) => void
 	/** Aborting only detaches (`ExecutionDetachedError`); it never signals the command. */
 	readonly signal?: AbortSignal
@@ -43,6 +47,7 @@ export interface AttachExecutionOptions {
 	readonly maxOutputBytes?: number
 }
 
+/** Options of `cancelExecution`. */
 export interface CancelExecutionOptions {
 	readonly signal?: AbortSignal
 }

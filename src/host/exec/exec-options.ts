@@ -6,6 +6,7 @@
 import type { SandboxExecOptions } from '../../contract/sandbox.js'
 import { DEFAULT_MAX_OUTPUT_BYTES } from '../../wire/protocol.js'
 
+/** `SandboxExecOptions` plus the per-stream output bound the host applies. */
 export interface AgentExecOptions extends SandboxExecOptions {
 	/**
 	 * Per-stream output bound, default `DEFAULT_MAX_OUTPUT_BYTES` (100 MiB, the guest's own default

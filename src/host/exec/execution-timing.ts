@@ -7,6 +7,7 @@
  */
 import { performance } from 'node:perf_hooks'
 
+/** Where one `exec()` spent its time; durations in milliseconds, nothing else. */
 export interface RemoteExecutionTiming {
 	/** Establishing this call's connections (reserve, execute, cancel attempts), retries included. */
 	readonly dialMs: number

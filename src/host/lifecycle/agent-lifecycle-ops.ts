@@ -18,6 +18,7 @@ export const QUIESCE_REPLY_TIMEOUT_MS = 20_000 + REPLY_SLACK_MS
 /** The guest's default `NAMZU_AGENT_FLUSH_TIMEOUT_MS`. */
 export const DEFAULT_FLUSH_TIMEOUT_MS = 10_000
 
+/** Options of `quiesce`. */
 export interface QuiesceOptions {
 	/** SIGTERM → SIGKILL wait per round; default the guest's `NAMZU_AGENT_QUIESCE_GRACE_MS`. */
 	readonly graceMs?: number
@@ -27,6 +28,7 @@ export interface QuiesceOptions {
 /** What `quiesce()` answers: the guest's reply without its `ok`. */
 export type QuiesceReport = Omit<QuiesceReply, 'ok'>
 
+/** Options of `flush`. */
 export interface FlushOptions {
 	/** How long the guest may spend in the sync; default the guest's own (10 000). */
 	readonly timeoutMs?: number

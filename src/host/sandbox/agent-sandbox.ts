@@ -102,6 +102,7 @@ import {
 } from './sandbox-arguments.js'
 import { SandboxLifetime } from './sandbox-lifetime.js'
 
+/** What `createAgentSandbox` needs: the transport, the workspace root and how to release the unit. */
 export interface AgentSandboxOptions {
 	readonly id: string
 	readonly transport: AgentTransport
@@ -118,6 +119,7 @@ export interface AgentSandboxOptions {
 	readonly execution?: Omit<RemoteExecutionControllerOptions, 'defaultExecutionTimeoutMs'>
 }
 
+/** The one `Sandbox` over a guest agent, which every tier hands out. */
 export class AgentSandbox implements Sandbox {
 	readonly id: string
 	readonly rootDir: string
@@ -245,6 +247,7 @@ export class AgentSandbox implements Sandbox {
 		)
 	}
 
+	/** The file's bytes, or the byte range asked for. */
 	readFile(path: string, options: SandboxReadFileOptions = {}): Promise<Buffer> {
 		let resolved = ''
 		const check = () => {
@@ -256,6 +259,7 @@ export class AgentSandbox implements Sandbox {
 		)
 	}
 
+	/** The file as a stream of chunks, without holding it whole. */
 	readFileStream(path: string, options: SandboxReadFileStreamOptions = {}): AsyncIterable<Buffer> {
 		this.#lifetime.admit('readFileStream')
 		const resolved = this.#path('readFileStream', 'path', path)
@@ -284,6 +288,7 @@ export class AgentSandbox implements Sandbox {
 		})
 	}
 
+	/** A bounded, lazy glob walk under `rootPath`, run inside the guest. */
 	walkFiles(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry> {
 		this.#lifetime.admit('walkFiles')
 		const resolved = this.#path('walkFiles', 'rootPath', rootPath)
@@ -375,6 +380,7 @@ export class AgentSandbox implements Sandbox {
 		)
 	}
 
+	/** The guest's sessions. */
 	listSessions(options: ListSessionsOptions = {}): Promise<SessionSummary[]> {
 		const check = () => checkSignalOnly('listSessions', options)
 		return this.#lifetime.run('listSessions', check, (signal) =>

@@ -17,6 +17,7 @@ import type { GuestLiveness } from '../transport/guest-liveness.js'
 import { ListenerSet } from '../transport/listener-set.js'
 import { AgentSessionDetachedError, type SessionDetachReason } from './session-errors.js'
 
+/** A terminal attached to a guest session: detaching leaves the program running. */
 export interface SessionTerminal extends TerminalSession {
 	readonly sessionId: string
 	readonly kind: SessionKind

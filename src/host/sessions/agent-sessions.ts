@@ -39,6 +39,7 @@ export interface PersistentTerminalOptions extends OpenTerminalOptions {
 	readonly persistent: true
 }
 
+/** Options of `startDetached`: a program with stdin closed, kept by the guest under `sessionId`. */
 export interface StartDetachedOptions {
 	/** 1–64 characters, the first alphanumeric, then `[A-Za-z0-9._-]`. */
 	readonly sessionId: string
@@ -50,6 +51,7 @@ export interface StartDetachedOptions {
 	readonly signal?: AbortSignal
 }
 
+/** Options of `attachTerminal`. */
 export interface AttachTerminalOptions {
 	/** Default: the oldest byte the guest still holds. */
 	readonly fromOffset?: number
@@ -58,6 +60,7 @@ export interface AttachTerminalOptions {
 	readonly signal?: AbortSignal
 }
 
+/** Options of `readSession`. */
 export interface ReadSessionOptions {
 	readonly fromOffset?: number
 	readonly signal?: AbortSignal
@@ -69,10 +72,12 @@ export interface ReadSessionOptions {
 	readonly maxBytes?: number
 }
 
+/** Options of `listSessions`. */
 export interface ListSessionsOptions {
 	readonly signal?: AbortSignal
 }
 
+/** Options of `killSession`. */
 export interface KillSessionOptions {
 	/** `SIGTERM`, `SIGKILL`, `SIGINT` or `SIGHUP` (else `SIGTERM`, by the guest). Default `SIGKILL`. */
 	readonly signal?: string

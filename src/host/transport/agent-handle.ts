@@ -8,6 +8,7 @@ export type SandboxAgentHandle =
 	| { readonly kind: 'vsock'; readonly udsPath: string; readonly port: number }
 	| { readonly kind: 'tcp'; readonly host: string; readonly port: number; readonly token?: string }
 
+/** How a guest agent is reached: `unix`, `vsock` or `tcp`. */
 export type SandboxAgentHandleKind = SandboxAgentHandle['kind']
 
 /** A log-safe description of a handle: never the token. */

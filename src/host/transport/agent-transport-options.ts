@@ -34,6 +34,7 @@ export const DEFAULT_MAX_READ_FILE_BYTES = 1_073_741_824
 /** What a `readSession` reply may hold, unless the call's `maxBytes` says otherwise (64 MiB). */
 export const DEFAULT_SESSION_READ_MAX_BYTES = 67_108_864
 
+/** A dial that got a connection: how many attempts it took and how long. */
 export interface AgentDialEvent {
 	readonly handleKind: string
 	readonly attempts: number
@@ -46,6 +47,7 @@ export interface AgentDialAttemptEvent {
 	readonly attempt: number
 }
 
+/** Options of an `AgentTransport`: bounds on dialing, frames and bodies, and dial hooks. */
 export interface AgentTransportOptions {
 	/** Bound on one connection attempt (connect plus any handshake). Default 5000. */
 	readonly connectTimeoutMs?: number
@@ -87,6 +89,7 @@ export interface AgentTransportOptions {
 	readonly streamHeartbeatMs?: number
 }
 
+/** `AgentTransportOptions` with every default applied. */
 export interface ResolvedAgentTransportOptions {
 	readonly connectTimeoutMs: number
 	readonly connectRetryBudgetMs: number
@@ -97,13 +100,17 @@ export interface ResolvedAgentTransportOptions {
 	readonly maxReadFileBytes: number
 	readonly writeFilePartBytes?: number
 	readonly maxRequestFrameBytes?: number
+	/** Whether a failed attempt ends the dial at once instead of retrying. */
 	readonly permanentDialFailure: (error: Error) => boolean
+	/** Told after each dial that got a connection. */
 	readonly onDial?: (event: AgentDialEvent) => void
+	/** Told before each connect attempt. */
 	readonly onDialAttempt?: (event: AgentDialAttemptEvent) => void
 	/** Present only when a heartbeat is asked for (> 0). */
 	readonly streamHeartbeatMs?: number
 }
 
+/** The defaults `AgentTransportOptions` falls back to. */
 export const DEFAULT_AGENT_TRANSPORT_OPTIONS = {
 	connectTimeoutMs: 5000,
 	connectRetryBudgetMs: 30_000,

@@ -42,6 +42,7 @@ import { raceSignal } from './race-signal.js'
 import { startHostStreamHeartbeat, withHeartbeatRequest } from './stream-heartbeat.js'
 import { AgentFrameTooLargeError, AgentPreauthFrameTooLargeError } from './transport-errors.js'
 
+/** Options of one request over the transport. */
 export interface AgentRequestOptions {
 	readonly signal?: AbortSignal
 	/** Silence bound for this exchange; 0 disables. Default `readIdleTimeoutMs`. */
@@ -55,6 +56,7 @@ export interface AgentRequestOptions {
 	readonly maxFrameBytes?: number
 }
 
+/** Requests to one guest agent, a fresh connection per request, every reply held to the host's bounds. */
 export class AgentTransport {
 	#handle: SandboxAgentHandle
 	readonly options: ResolvedAgentTransportOptions
@@ -328,6 +330,7 @@ export class AgentTransport {
 		})
 	}
 
+	/** Asks the guest to cancel an execution by id; answers its acknowledgement. */
 	cancelExecution(
 		executionId: string,
 		signal: AbortSignal,
@@ -352,6 +355,7 @@ export class AgentTransport {
 
 	// ---- terminals and tcp ----------------------------------------------------------------------
 
+	/** Opens a connection-bound PTY in the guest. */
 	async openTerminal(
 		request: TerminalRequest,
 		signal?: AbortSignal,
@@ -362,6 +366,7 @@ export class AgentTransport {
 		)
 	}
 
+	/** Opens a connection to a loopback service inside the guest. */
 	async openTcpConnection(
 		request: TcpConnectRequest,
 		signal?: AbortSignal,

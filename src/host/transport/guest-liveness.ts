@@ -31,6 +31,11 @@ export function mayBeGuestDeath(error: unknown): boolean {
 	)
 }
 
+/**
+ * One transport's "guest gone" signal (`transport.liveness`): a tier that can see its guest end
+ * hands that end to `watch()`; from then on every channel, dial and guarded call of the transport
+ * fails with the one `GuestDiedError`.
+ */
 export class GuestLiveness {
 	readonly #controller = new AbortController()
 	readonly #listeners = new Set<(error: GuestDiedError) => void>()
@@ -82,6 +87,7 @@ export class GuestLiveness {
 		return this.#controller.signal
 	}
 
+	/** Throws the `GuestDiedError` once the death is declared; a no-op while the guest lives. */
 	throwIfDied(): void {
 		if (this.#error) throw this.#error
 	}

@@ -5,6 +5,7 @@ import {
 	resolveKeepAliveMs,
 	withLifetimeWatchdog,
 } from '../../../src/backends/local/lifetime-watchdog.js'
+import { LocalKeepAliveUnavailableError } from '../../../src/backends/local/local-errors.js'
 import {
 	canServeFromPool,
 	resolveLocalSandboxSpec,
@@ -155,5 +156,25 @@ describe('keep-alive settings', () => {
 		const pooled = resolveLocalSandboxSpec({}, {})
 		expect(canServeFromPool(pooled, resolveLocalSandboxSpec({}, {}))).toBe(true)
 		expect(canServeFromPool(pooled, resolveLocalSandboxSpec({ keepAlive: true }, {}))).toBe(false)
+	})
+})
+
+describe('LocalKeepAliveUnavailableError', () => {
+	it.each([
+		[
+			'/nope/timeout',
+			undefined,
+			"coreutils timeout at /nope/timeout to bound the sandbox's lifetime",
+		],
+		[
+			'/usr/bin/timeout',
+			'/nope/tail',
+			"coreutils tail at /nope/tail to keep the sandbox's stderr log bounded",
+		],
+	])('names the program that is missing (%s, %s)', (timeoutPath, missing, text) => {
+		const error = new LocalKeepAliveUnavailableError(timeoutPath, {}, missing)
+		expect(error.message).toContain(text)
+		expect(error.missingPath).toBe(missing ?? timeoutPath)
+		expect(error.reason).toBe('keep-alive-unavailable')
 	})
 })

@@ -1,12 +1,14 @@
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { readdir, writeFile } from 'node:fs/promises'
+import { existsSync, statSync } from 'node:fs'
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
 	createLocalSandboxProvider,
 	destroyLocalSandbox,
 	LocalSandboxNotFoundError,
+	LocalSandboxStartError,
 	listLocalSandboxes,
 	openLocalSandbox,
 	reapLocalSandboxes,
@@ -184,6 +186,73 @@ describe.skipIf(skip !== undefined)(
 				process.kill(listing.descriptor.pid, 'SIGKILL')
 			}
 			await waitFor(() => processesMentioning(`namzu-sbx-${first.id}`).length === 0)
+		})
+
+		it("a workload that takes bwrap's stderr descriptor cannot grow a file on the host: the log keeps its last 64 KiB", async () => {
+			const provider = createLocalSandboxProvider({ tier: 'process', stateDir })
+			const sandbox = await provider.create({ keepAlive: true, keepAliveMs: 60_000 })
+			const root = join(stateDir, `namzu-sbx-${sandbox.id}`)
+			try {
+				// PID 1 inside (bwrap) runs as the workload's uid and is dumpable: its descriptor 2 is
+				// reachable with pidfd_getfd. Write 8 MiB through it, then a marker.
+				const attack = await sandbox.exec('python3', [
+					'-c',
+					[
+						'import ctypes, os, select',
+						'libc = ctypes.CDLL(None, use_errno=True)',
+						'fd = libc.syscall(438, libc.syscall(434, 1, 0), 2, 0)',
+						'assert fd >= 0, os.strerror(ctypes.get_errno())',
+						'n, chunk = 0, b"x" * 65536',
+						'while n < 8 * 1024 * 1024:',
+						'    select.select([], [fd], [])',
+						'    try: n += os.write(fd, chunk)',
+						'    except BlockingIOError: pass',
+						'os.write(fd, b"END-MARK\\n")',
+						'print(n)',
+					].join('\n'),
+				])
+				expect(attack).toMatchObject({ exitCode: 0, stdout: `${8 * 1024 * 1024}\n` })
+				const sizes = spawnSync('du', ['-sb', root], { encoding: 'utf8' }).stdout
+				expect(Number(sizes.split('\t')[0])).toBeLessThan(1024 * 1024)
+				// The sandbox ends (its watchdog killed): the keeper writes what it kept.
+				const [listing] = (await listLocalSandboxes({ stateDir })).filter(
+					(l) => l.id === sandbox.id,
+				)
+				if (!listing) throw new Error('no descriptor recorded')
+				process.kill(listing.descriptor.pid, 'SIGKILL')
+				await waitFor(() => processesMentioning(root).length === 0)
+				await waitFor(() => statSync(join(root, 'agent.stderr')).size > 0)
+				const log = await readFile(join(root, 'agent.stderr'))
+				expect(log.length).toBeLessThanOrEqual(64 * 1024)
+				expect(log.toString().endsWith('END-MARK\n')).toBe(true)
+			} finally {
+				await destroyLocalSandbox(sandbox.id, { stateDir }).catch(() => undefined)
+				await provider.close()
+			}
+			expect(stateDirIds(stateDir)).not.toContain(sandbox.id)
+		})
+
+		it('positive control: a kept-alive agent that dies at startup is reported with its stderr', async () => {
+			const boomDir = await mkdtemp(join(tmpdir(), 'namzu-boom-'))
+			await chmod(boomDir, 0o755)
+			const boom = join(boomDir, 'boom.cjs')
+			await writeFile(boom, "process.stderr.write('kept agent boom\\n'); process.exit(9)\n")
+			await chmod(boom, 0o644)
+			const provider = createLocalSandboxProvider({ tier: 'process', stateDir })
+			try {
+				const error = await provider
+					.create({
+						keepAlive: true,
+						env: { NODE_OPTIONS: `--require ${boom}` },
+						readOnlyPaths: [boomDir],
+					})
+					.catch((e: unknown) => e)
+				expect(error).toBeInstanceOf(LocalSandboxStartError)
+				expect((error as LocalSandboxStartError).stderrTail).toContain('kept agent boom')
+			} finally {
+				await provider.close()
+				await rm(boomDir, { recursive: true, force: true })
+			}
 		})
 
 		it('without keepAlive the sandbox still dies with its host', async () => {

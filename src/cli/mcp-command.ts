@@ -1,0 +1,60 @@
+/**
+ * `namzu-sandbox mcp`: the MCP server, loaded only now (`import()`), so no other command — and
+ * no user of the library — loads the SDK. Ctrl-C / SIGTERM stop it; stdio also stops when the
+ * client closes stdin. Nothing but the protocol goes to stdout.
+ */
+import { randomBytes } from 'node:crypto'
+import { cliBubblewrap } from './cli-bubblewrap.js'
+import { CliDependencyMissingError } from './cli-errors.js'
+import { cliStateDir } from './kept-alive-context.js'
+import type { CliCommand } from './parse-args.js'
+
+type McpCommand = Extract<CliCommand, { kind: 'mcp' }>
+
+async function loadMcp(): Promise<typeof import('../mcp/index.js')> {
+	try {
+		return await import('../mcp/index.js')
+	} catch (error) {
+		if ((error as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND') {
+			throw new CliDependencyMissingError('mcp', '@modelcontextprotocol/sdk')
+		}
+		throw error
+	}
+}
+
+export async function mcpCommand(command: McpCommand, version: string): Promise<number> {
+	const mcp = await loadMcp()
+	const given = process.env.NAMZU_SANDBOX_MCP_TOKEN
+	const token = given === undefined || given === '' ? randomBytes(32).toString('base64url') : given
+	const stateDir = cliStateDir()
+	const controller = new AbortController()
+	const stop = () => controller.abort()
+	process.once('SIGINT', stop)
+	process.once('SIGTERM', stop)
+	try {
+		await mcp.serveMcp({
+			transport: command.transport,
+			host: command.host,
+			port: command.port,
+			allowRemote: command.allowRemote,
+			token,
+			backend: {
+				tier: 'process',
+				isolation: command.isolation,
+				...cliBubblewrap(),
+				...(stateDir === undefined ? {} : { stateDir }),
+			},
+			allowNetwork: command.allowNetwork,
+			version,
+			signal: controller.signal,
+			onListening: (url) => {
+				const shown = given === undefined || given === '' ? `, token ${token}` : ''
+				process.stderr.write(`namzu-sandbox mcp: listening on ${url}${shown}\n`)
+			},
+		})
+		return 0
+	} finally {
+		process.off('SIGINT', stop)
+		process.off('SIGTERM', stop)
+	}
+}

@@ -1,0 +1,66 @@
+/**
+ * The MCP server behind `namzu-sandbox mcp`: a sandbox source, one registry, and a transport
+ * (stdio, or Streamable HTTP with a bearer token on loopback by default). Loaded by the CLI only
+ * when that command runs, so nothing else pays for the SDK.
+ */
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
+import type { LocalBackendConfig } from '../index.js'
+import { checkHttpAccess } from './http-access.js'
+import { localSandboxSource } from './local-sandbox-source.js'
+import { serveMcpHttp } from './mcp-http.js'
+import { createMcpServer } from './mcp-server.js'
+import { McpSandboxRegistry } from './sandbox-registry.js'
+
+export { isLoopbackHost, MIN_MCP_TOKEN_LENGTH } from './http-access.js'
+export { McpHttpConfigError, UnknownSandboxError } from './mcp-errors.js'
+
+export interface McpServeOptions {
+	readonly transport: 'stdio' | 'http'
+	readonly host: string
+	readonly port: number
+	readonly allowRemote: boolean
+	readonly token: string
+	readonly backend: LocalBackendConfig
+	readonly allowNetwork: boolean
+	readonly version: string
+	/** Ends serving: sandboxes the server created are destroyed unless kept alive. */
+	readonly signal: AbortSignal
+	/** Told the endpoint once HTTP is listening. */
+	readonly onListening?: (url: string) => void
+}
+
+function aborted(signal: AbortSignal): Promise<void> {
+	return new Promise((resolve) => {
+		if (signal.aborted) resolve()
+		else signal.addEventListener('abort', () => resolve(), { once: true })
+	})
+}
+
+/** Serves until `signal` aborts (or, on stdio, the client closes stdin), then cleans up. */
+export async function serveMcp(options: McpServeOptions): Promise<void> {
+	if (options.transport === 'http')
+		checkHttpAccess(options.host, options.allowRemote, options.token)
+	const registry = new McpSandboxRegistry(
+		localSandboxSource({ backend: options.backend, allowNetwork: options.allowNetwork }),
+	)
+	try {
+		if (options.transport === 'http') {
+			const http = await serveMcpHttp(registry, options)
+			options.onListening?.(http.url)
+			await aborted(options.signal)
+			await http.close()
+			return
+		}
+		const transport = new StdioServerTransport()
+		const closed = new Promise<void>((resolve) => {
+			transport.onclose = () => resolve()
+			process.stdin.once('end', () => resolve())
+		})
+		const server = createMcpServer(registry, options.version)
+		await server.connect(transport)
+		await Promise.race([closed, aborted(options.signal)])
+		await server.close()
+	} finally {
+		await registry.close()
+	}
+}

@@ -1,0 +1,32 @@
+/**
+ * What the MCP server refuses on its own. A tool call's failure reaches the client as a tool
+ * error carrying the error's `name` and `reason` (`toolErrorReport`); these two are raised before
+ * or outside any sandbox.
+ */
+import { SandboxError, type SandboxErrorOptions } from '../index.js'
+
+/** A tool call named a `sandbox_id` this server neither created nor can reopen. */
+export class UnknownSandboxError extends SandboxError {
+	override readonly name = 'UnknownSandboxError'
+	readonly sandboxId: string
+
+	constructor(sandboxId: string, options: SandboxErrorOptions = {}) {
+		super(
+			`no sandbox ${JSON.stringify(sandboxId.slice(0, 80))}; sandbox_list shows the ones this server holds`,
+			'unknown-sandbox',
+			options,
+		)
+		this.sandboxId = sandboxId
+	}
+}
+
+/** `--http` on an address other than loopback without `--allow-remote`, or a weak token. */
+export class McpHttpConfigError extends SandboxError {
+	override readonly name = 'McpHttpConfigError'
+	readonly field: string
+
+	constructor(field: string, message: string) {
+		super(`${field}: ${message}`, 'invalid-mcp-http-config')
+		this.field = field
+	}
+}
