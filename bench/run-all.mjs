@@ -15,6 +15,7 @@ const benches = [
 	'preauth-flood.mjs',
 	'session-replay.mjs',
 	'jail-paths.mjs',
+	'reap-at-start.mjs',
 ]
 for (const bench of benches) {
 	console.log(`\n# ${bench}`)

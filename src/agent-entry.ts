@@ -35,6 +35,7 @@ export {
 	createAgentSandbox,
 	DEFAULT_AGENT_TRANSPORT_OPTIONS,
 	describeAgentHandle,
+	GuestLiveness,
 	type ResolvedAgentTransportOptions,
 	type SandboxAgentHandle,
 	type SandboxAgentHandleKind,

@@ -14,6 +14,7 @@ import { CliUsageError } from './cli-errors.js'
 import { destroyCommand } from './destroy-command.js'
 import { detachedRunCommand } from './detached-run-command.js'
 import { doctorCommand } from './doctor-command.js'
+import { gcCommand } from './gc-command.js'
 import { logsCommand } from './logs-command.js'
 import { mcpCommand } from './mcp-command.js'
 import { EXIT_CODES, parseCliArgs, USAGE } from './parse-args.js'
@@ -72,6 +73,8 @@ export async function main(argv: readonly string[]): Promise<number> {
 				return await sessionsCommand(command.sandboxId)
 			case 'destroy':
 				return await destroyCommand(command.sandboxId)
+			case 'gc':
+				return await gcCommand(command.dryRun)
 			case 'mcp':
 				return await mcpCommand(command, packageVersion())
 		}

@@ -39,6 +39,7 @@ export type CliCommand =
 	| { readonly kind: 'sessions'; readonly sandboxId?: string }
 	| { readonly kind: 'destroy'; readonly sandboxId: string }
 	| { readonly kind: 'doctor'; readonly json: boolean }
+	| { readonly kind: 'gc'; readonly dryRun: boolean }
 	| {
 			readonly kind: 'mcp'
 			readonly transport: 'stdio' | 'http'
@@ -91,6 +92,9 @@ export const USAGE = `Usage:
       Tear down a kept-alive sandbox (every process, its cgroups and its directories).
   namzu-sandbox doctor [--json]
       What isolation this machine offers, and why.
+  namzu-sandbox gc [--dry-run]
+      Reap what sandboxes of dead hosts left (directories, cgroups, mounts, processes, locks, a
+      caller workspace's ownership) and expired kept-alive sandboxes; print each. --dry-run lists.
   namzu-sandbox mcp [--http [--port N] [--host H] [--allow-remote]] [--tier local]
                     [--allow-network] [--no-isolation]
       An MCP server for agents: stdio by default; --http serves Streamable HTTP at
@@ -114,7 +118,17 @@ Exit codes: the command's own code; 2 bad usage; 1 refused by the library; 3 no 
 session or execution; 4 detached before the end; 124 timed out; 130 interrupted (Ctrl-C).
 `
 
-const VERBS = ['run', 'shell', 'doctor', 'attach', 'logs', 'sessions', 'destroy', 'mcp'] as const
+const VERBS = [
+	'run',
+	'shell',
+	'doctor',
+	'attach',
+	'logs',
+	'sessions',
+	'destroy',
+	'gc',
+	'mcp',
+] as const
 type Verb = (typeof VERBS)[number]
 
 function isVerb(value: string): value is Verb {
@@ -177,6 +191,16 @@ function parseHandleVerb(verb: Verb, rest: readonly string[]): CliCommand {
 	}
 }
 
+function parseGc(rest: readonly string[]): CliCommand {
+	let dryRun = false
+	for (const arg of rest) {
+		if (arg === '--dry-run') dryRun = true
+		else if (arg.startsWith('-')) throw new CliUsageError(`unknown option for gc: ${arg}`)
+		else throw new CliUsageError(`unexpected argument for gc: ${arg}`)
+	}
+	return { kind: 'gc', dryRun }
+}
+
 export const DEFAULT_MCP_HOST = '127.0.0.1'
 export const DEFAULT_MCP_PORT = 8808
 
@@ -230,6 +254,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 	if (verb === 'attach' || verb === 'logs' || verb === 'sessions' || verb === 'destroy') {
 		return parseHandleVerb(verb, rest)
 	}
+	if (verb === 'gc') return parseGc(rest)
 	let allowNetwork = false
 	let workspace: string | undefined
 	let timeoutMs: number | undefined

@@ -91,6 +91,7 @@ export {
 	type ResolvedAgentTransportOptions,
 	TCP_PREAUTH_FRAME_LIMIT_BYTES,
 } from './transport/agent-transport-options.js'
+export { GuestLiveness } from './transport/guest-liveness.js'
 export type { AgentHealth } from './transport/healthz-reply.js'
 export {
 	AgentConnectionError,
@@ -101,4 +102,6 @@ export {
 	AgentReadTimeoutError,
 	AgentStreamSilentError,
 	AgentWriteFileTooLargeError,
+	GuestDiedError,
+	type GuestExit,
 } from './transport/transport-errors.js'

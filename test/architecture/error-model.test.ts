@@ -114,6 +114,7 @@ import {
 	AgentStreamSilentError,
 	AgentWriteFileTooLargeError,
 	ConnectTimeoutError,
+	GuestDiedError,
 	VsockHandshakeError,
 } from '../../src/host/transport/transport-errors.js'
 import * as root from '../../src/index.js'
@@ -343,6 +344,7 @@ const CASES: readonly ErrorCase[] = [
 	{ type: AgentReadTimeoutError, make: () => new AgentReadTimeoutError('read-file', 100) },
 	{ type: AgentConnectionError, make: () => new AgentConnectionError('exec') },
 	{ type: AgentStreamSilentError, make: () => new AgentStreamSilentError('terminal', 100) },
+	{ type: GuestDiedError, make: () => new GuestDiedError({ exitCode: null, signal: 'SIGKILL' }) },
 	// the Kubernetes tier
 	...ACQUIRE_REASONS.map((reason) => ({
 		type: KubernetesAcquireError,

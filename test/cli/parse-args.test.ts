@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { CliUsageError } from '../../src/cli/cli-errors.js'
 import { formatCliHandle, parseCliHandle } from '../../src/cli/cli-handle.js'
+import { formatGarbageReport } from '../../src/cli/gc-command.js'
 import { parseCliArgs, USAGE } from '../../src/cli/parse-args.js'
 
 describe('parseCliArgs', () => {
@@ -147,6 +148,8 @@ describe('parseCliArgs', () => {
 		],
 		['destroy', ['destroy', '0123456789ab'], { kind: 'destroy', sandboxId: '0123456789ab' }],
 		['doctor --json', ['doctor', '--json'], { kind: 'doctor', json: true }],
+		['gc', ['gc'], { kind: 'gc', dryRun: false }],
+		['gc --dry-run', ['gc', '--dry-run'], { kind: 'gc', dryRun: true }],
 	]
 	for (const [title, argv, expected] of cases) {
 		it(title, () => {
@@ -172,6 +175,8 @@ describe('parseCliArgs', () => {
 		['--follow on attach', ['attach', '--follow', '0123456789ab/exec_1']],
 		['destroy of a session handle', ['destroy', '0123456789ab/session:x']],
 		['destroy without a sandbox', ['destroy']],
+		['gc with an argument', ['gc', '0123456789ab']],
+		['gc with an unknown option', ['gc', '--force']],
 		['mcp --port without --http', ['mcp', '--port', '9000']],
 		['mcp --allow-remote without --http', ['mcp', '--allow-remote']],
 		['mcp with a port out of range', ['mcp', '--http', '--port', '70000']],
@@ -210,9 +215,46 @@ describe('parseCliArgs', () => {
 		for (const text of ['run --detach', 'attach HANDLE', 'logs HANDLE', 'sessions [SANDBOX]']) {
 			expect(USAGE).toContain(text)
 		}
-		for (const text of ['shell [--persistent', 'destroy SANDBOX', 'Ctrl-]', 'Exit codes:']) {
+		for (const text of [
+			'shell [--persistent',
+			'destroy SANDBOX',
+			'gc [--dry-run]',
+			'Exit codes:',
+		]) {
 			expect(USAGE).toContain(text)
 		}
+		expect(USAGE).toContain('Ctrl-]')
+	})
+})
+
+describe('gc output', () => {
+	const report = {
+		sandboxes: [
+			{ id: '0123456789ab', stateRoot: '/s/namzu-sbx-0123456789ab', reason: 'owner-gone' },
+		],
+		locks: ['/s/namzu-claims/uid-100000.lock'],
+		runtimeFiles: ['/s/namzu-runtime-0/node-1-2-3-4'],
+		failed: [],
+	} as const
+	it.each([
+		[
+			false,
+			[
+				'reaped sandbox 0123456789ab (owner-gone) /s/namzu-sbx-0123456789ab',
+				'removed lock /s/namzu-claims/uid-100000.lock',
+				'removed runtime copy /s/namzu-runtime-0/node-1-2-3-4',
+			],
+		],
+		[
+			true,
+			[
+				'would reap sandbox 0123456789ab (owner-gone) /s/namzu-sbx-0123456789ab',
+				'would remove lock /s/namzu-claims/uid-100000.lock',
+				'would remove runtime copy /s/namzu-runtime-0/node-1-2-3-4',
+			],
+		],
+	])('dry run %s: one line per thing', (dryRun, lines) => {
+		expect(formatGarbageReport(report, dryRun)).toEqual(lines)
 	})
 })
 

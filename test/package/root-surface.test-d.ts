@@ -126,6 +126,14 @@ describe('package root: quiesce, flush, stream heartbeat', () => {
 		expectTypeOf<Instance<typeof root.AgentStreamSilentError>>().toExtend<root.SandboxError>()
 	})
 
+	it('exports GuestDiedError, a SandboxError carrying how the guest ended', () => {
+		expectTypeOf<Instance<typeof root.GuestDiedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof root.GuestDiedError>['oomKilled']>().toEqualTypeOf<
+			boolean | undefined
+		>()
+		expectTypeOf<root.GuestExit['signal']>().toEqualTypeOf<NodeJS.Signals | null>()
+	})
+
 	it('exports the feature names and heartbeat constants with their wire values, the protocol version unchanged', () => {
 		expectTypeOf<typeof root.QUIESCE_FEATURE>().toEqualTypeOf<'quiesce'>()
 		expectTypeOf<typeof root.FLUSH_FEATURE>().toEqualTypeOf<'flush'>()

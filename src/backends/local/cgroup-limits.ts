@@ -19,9 +19,11 @@ import {
 	parseProcCgroup,
 	planCgroups,
 } from './cgroup-layout.js'
+import { parseOomKillCount } from './guest-exit.js'
 import { DefaultLimitsUnavailableError } from './limit-errors.js'
 import { CgroupLimitsUnavailableError, LocalSandboxCleanupError } from './local-errors.js'
 import {
+	AGENT_LEAF_GROUP,
 	type CgroupOwner,
 	type CgroupTreeStep,
 	optionalControllersFor,
@@ -77,6 +79,11 @@ export interface SandboxCgroups {
 	join(pid: number): Promise<void>
 	/** CPU time the sandbox has used, in nanoseconds, when an accounting group exists. */
 	cpuUsageNs(): Promise<number | undefined>
+	/**
+	 * OOM kills counted in the group the agent lives in (v1 `<sandbox>/memory.oom_control`, v2
+	 * `<sandbox>/agent/memory.events`); undefined without a memory group or when unreadable.
+	 */
+	oomKills(): Promise<number | undefined>
 	/** Kills every task still inside (thawing frozen groups first), then removes the tree. Idempotent. */
 	remove(): Promise<void>
 }
@@ -108,6 +115,11 @@ export interface RequestedLimits {
 	 * is not an error here, since nothing was promised.
 	 */
 	readonly trackOnly?: boolean
+	/**
+	 * Told the `<sandbox>/` directories before any of them is made, so a host that dies midway has
+	 * them on record (`host-claims.ts`).
+	 */
+	readonly recordDirs?: (dirs: readonly string[]) => Promise<void>
 }
 
 /**
@@ -288,7 +300,20 @@ export async function createSandboxCgroups(
 		values: limitValues(effective),
 		...(effective.maxProcesses === undefined ? {} : { workloadPidsMax: effective.maxProcesses }),
 	})
-	const handle = sandboxCgroups([...tree.topDirs], tree.joinProcsFiles, tree.workloadGroups)
+	const memory = plan.groups.find((group) => group.controllers.includes('memory'))
+	const oomCounter =
+		memory === undefined
+			? undefined
+			: memory.version === 1
+				? `${memory.dir}/memory.oom_control`
+				: `${memory.dir}/${AGENT_LEAF_GROUP}/memory.events`
+	const handle = sandboxCgroups(
+		[...tree.topDirs],
+		tree.joinProcsFiles,
+		tree.workloadGroups,
+		oomCounter,
+	)
+	await limits.recordDirs?.(tree.topDirs)
 	try {
 		// Hierarchies are independent: set them up side by side.
 		const results = await Promise.allSettled(
@@ -347,6 +372,7 @@ function sandboxCgroups(
 	dirs: string[],
 	procsFiles: readonly string[],
 	workloadGroups: readonly WorkloadGroup[],
+	oomCounter?: string,
 ): SandboxCgroups {
 	let removal: Promise<void> | undefined
 	const remove = async () => {
@@ -390,6 +416,10 @@ function sandboxCgroups(
 			for (const file of procsFiles) await writeFile(file, String(pid))
 		},
 		cpuUsageNs: () => readCpuUsageNs(dirs),
+		oomKills: async () => {
+			const text = oomCounter === undefined ? undefined : await readOptional(oomCounter)
+			return text === undefined ? undefined : parseOomKillCount(text)
+		},
 		remove: () => {
 			removal ??= remove()
 			return removal

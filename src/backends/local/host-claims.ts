@@ -1,10 +1,12 @@
 /**
- * What one local sandbox holds on the host beyond its state directory and cgroups — the sandbox
- * uid lock, a caller workspace handed to that uid (with the record of its original owners and its
- * lock), staging bind mounts, the sized workspace's loop mount — as one record, `<stateRoot>/host-claims.json`. Each claim is
- * written here before it is made, so a sandbox whose host died can be undone from this record
- * alone (`release-host-claims.ts`); a kept-alive sandbox's descriptor carries the same record.
- * Pure: shape, parsing and the check that a record names only what belongs to its sandbox.
+ * What one local sandbox holds on the host beyond its state directory — the sandbox uid lock, a
+ * caller workspace handed to that uid (with the record of its original owners and its lock),
+ * staging bind mounts, the sized workspace's loop mount, its cgroups — and who holds it (the
+ * creating host process, the launched process), as one record, `<stateRoot>/host-claims.json`.
+ * Each claim is written here before it is made, so a sandbox whose host died can be undone from
+ * this record alone (`release-host-claims.ts`, `local-garbage.ts`); a kept-alive sandbox's
+ * descriptor carries the same record. Pure: shape, parsing and the check that a record names only
+ * what belongs to its sandbox.
  */
 import { dirname } from 'node:path'
 import { CLAIMS_DIR_NAME, uidLockName, workspaceLockName } from './claim-locks.js'
@@ -47,6 +49,12 @@ export interface SandboxHostClaims {
 	readonly stagingMounts: readonly string[]
 	/** `diskLimitMb`: the ephemeral workspace (`<stateRoot>/workspace`), a loop-mounted image. */
 	readonly workspaceDisk?: string
+	/** The `<sandbox>/` cgroup directories, recorded before they are made. */
+	readonly cgroupDirs?: readonly string[]
+	/** The launched process (bwrap, its watchdog, or the plain agent), once it exists. */
+	readonly launcher?: { readonly pid: number; readonly startTime: string }
+	/** The runtime cache files it binds (`runtime-cache.ts`), named before they are written. */
+	readonly runtimeFiles?: readonly string[]
 }
 
 /** Where an ephemeral workspace is, and so where a sized one is mounted. */
@@ -90,6 +98,17 @@ function nonNegative(value: unknown): value is number {
 	return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
 }
 
+/** A sandbox's own cgroup directory: absolute, no `..`, named `namzu-sbx-<id>`. */
+export function isSandboxCgroupDir(dir: string, id: string): boolean {
+	return dir.startsWith('/') && !dir.includes('/../') && dir.endsWith(`/namzu-sbx-${id}`)
+}
+
+function stringList(raw: unknown): string[] | undefined {
+	return Array.isArray(raw) && raw.every((item) => typeof item === 'string')
+		? raw.map(String)
+		: undefined
+}
+
 function parseOwner(raw: unknown): SandboxHostClaims['owner'] {
 	if (!isRecord(raw) || !nonNegative(raw.pid) || raw.pid === 0) return undefined
 	if (typeof raw.startTime !== 'string' || !/^\d+$/.test(raw.startTime)) return undefined
@@ -117,9 +136,8 @@ function parseWorkspace(raw: unknown): ClaimedWorkspace | undefined {
 export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 	if (!isRecord(raw) || raw.version !== HOST_CLAIMS_VERSION) return undefined
 	if (typeof raw.id !== 'string' || typeof raw.stateRoot !== 'string') return undefined
-	const mounts = raw.stagingMounts
-	if (!Array.isArray(mounts) || !mounts.every((mount) => typeof mount === 'string'))
-		return undefined
+	const mounts = stringList(raw.stagingMounts)
+	if (mounts === undefined) return undefined
 	const owner = raw.owner === undefined ? undefined : parseOwner(raw.owner)
 	if (raw.owner !== undefined && owner === undefined) return undefined
 	const identity = raw.identity === undefined ? undefined : parseIdentity(raw.identity)
@@ -128,6 +146,12 @@ export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 	if (raw.workspace !== undefined && workspace === undefined) return undefined
 	const disk = raw.workspaceDisk
 	if (disk !== undefined && typeof disk !== 'string') return undefined
+	const groups = raw.cgroupDirs === undefined ? undefined : stringList(raw.cgroupDirs)
+	if (raw.cgroupDirs !== undefined && groups === undefined) return undefined
+	const runtime = raw.runtimeFiles === undefined ? undefined : stringList(raw.runtimeFiles)
+	if (raw.runtimeFiles !== undefined && runtime === undefined) return undefined
+	const launcher = raw.launcher === undefined ? undefined : parseOwner(raw.launcher)
+	if (raw.launcher !== undefined && launcher === undefined) return undefined
 	return {
 		version: HOST_CLAIMS_VERSION,
 		id: raw.id,
@@ -135,8 +159,11 @@ export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 		...(owner ? { owner } : {}),
 		...(identity ? { identity } : {}),
 		...(workspace ? { workspace } : {}),
-		stagingMounts: mounts.map(String),
+		stagingMounts: mounts,
 		...(disk === undefined ? {} : { workspaceDisk: disk }),
+		...(groups === undefined ? {} : { cgroupDirs: groups }),
+		...(launcher ? { launcher } : {}),
+		...(runtime === undefined ? {} : { runtimeFiles: runtime }),
 	}
 }
 
@@ -175,6 +202,7 @@ export function hostClaimsBelongTo(
 	) {
 		return false
 	}
+	if (!(claims.cgroupDirs ?? []).every((dir) => isSandboxCgroupDir(dir, id))) return false
 	const staging = `${stateRoot}/${STAGING_DIR_NAME}`
 	return claims.stagingMounts.every(
 		(mount) => isWithin(mount, staging) && mount !== staging && !mount.includes('/../'),

@@ -67,7 +67,6 @@ export {
 	type LocalSandboxListing,
 	type LocalSandboxRegistryOptions,
 	listLocalSandboxes,
-	reapLocalSandboxes,
 } from './local-sandbox-registry.js'
 export type { LocalSandboxCreateConfig } from './local-sandbox-spec.js'
 export {
@@ -76,6 +75,14 @@ export {
 	type MissingNetworkTool,
 } from './network-errors.js'
 export { type OpenLocalSandboxOptions, openLocalSandbox } from './open-local-sandbox.js'
+export type { ReapReason } from './reap-decision.js'
+export {
+	collectLocalGarbage,
+	type LocalGarbageOptions,
+	type LocalGarbageReport,
+	type ReapedLocalSandbox,
+	reapLocalSandboxes,
+} from './reap-leftovers.js'
 export type { LocalSandboxDescriptor, LocalSandboxState } from './sandbox-descriptor.js'
 export {
 	DEFAULT_SANDBOX_UID_RANGE,

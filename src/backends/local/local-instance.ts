@@ -30,7 +30,8 @@ import {
 	openWorkloadGroupFds,
 	type SandboxCgroups,
 } from './cgroup-limits.js'
-import type { SandboxHostClaims } from './host-claims.js'
+import { guestExitOf } from './guest-exit.js'
+import { emptyClaims, type SandboxHostClaims } from './host-claims.js'
 import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import {
@@ -43,6 +44,11 @@ import { writeDescriptor } from './local-sandbox-registry.js'
 import type { LocalSandboxSpec } from './local-sandbox-spec.js'
 import { LOCAL_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
 import { readProcessIdentity } from './process-identity.js'
+import {
+	HostClaimsLedger,
+	type HostClaimsUpdate,
+	releaseHostClaims,
+} from './release-host-claims.js'
 import { type BwrapLaunch, prepareConfinement } from './sandbox-confinement.js'
 import { DESCRIPTOR_VERSION, type LocalSandboxDescriptor } from './sandbox-descriptor.js'
 import {
@@ -60,11 +66,7 @@ import {
 	FIRST_WORKLOAD_CGROUP_FD,
 	workloadCgroupFds,
 } from './workload-cgroups.js'
-import {
-	assertDiskLimitEnforceable,
-	mountWorkspaceDisk,
-	releaseWorkspaceDisk,
-} from './workspace-disk.js'
+import { assertDiskLimitEnforceable, mountWorkspaceDisk } from './workspace-disk.js'
 
 /** Home inside bwrap's private /tmp: writable, gone with the sandbox, never in workspace listings. */
 export const SANDBOX_HOME_DIR = '/tmp/home'
@@ -123,7 +125,9 @@ interface LaunchPreparation {
 	command(launch: BwrapLaunch): readonly string[]
 	/** The node the workload finds first on PATH. */
 	readonly workloadNodePath: string
-	claims(): SandboxHostClaims | undefined
+	claims(): SandboxHostClaims
+	/** Adds to the record: the cgroups before they are made, the launched process once it runs. */
+	record(update: HostClaimsUpdate): Promise<void>
 	/** Undoes the claims and removes the state root; only once every process is gone. */
 	release(): Promise<void>
 }
@@ -137,13 +141,19 @@ async function prepareUnconfined(
 	const { backend } = context
 	const dirs = await createSandboxDirectories(backend.stateDir, id, spec.workingDirectory)
 	const owner = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }
-	// No claims record here: the sized workspace is found by its fixed layout on the way out.
-	const release = async () => {
-		if (!dirs.callerOwnsWorkspace) await releaseWorkspaceDisk(dirs.root, dirs.workspace)
-		await removeSandboxDirectories(dirs)
+	// Its record holds no uid or workspace claims, only who owns it and what it made.
+	const ledger = new HostClaimsLedger(
+		emptyClaims(id, dirs.root, await readProcessIdentity(process.pid)),
+	)
+	let releasing: Promise<void> | undefined
+	const release = () => {
+		releasing ??= releaseHostClaims(ledger.current).then(() => removeSandboxDirectories(dirs))
+		return releasing
 	}
 	try {
+		await ledger.record({})
 		if (spec.diskLimitMb !== undefined) {
+			await ledger.record({ workspaceDisk: dirs.workspace })
 			await mountWorkspaceDisk({
 				root: dirs.root,
 				workspace: dirs.workspace,
@@ -161,7 +171,8 @@ async function prepareUnconfined(
 		owner,
 		command: () => [backend.nodePath, context.agentPath],
 		workloadNodePath: backend.nodePath,
-		claims: () => undefined,
+		claims: () => ledger.current,
+		record: (update) => ledger.record(update),
 		release,
 	}
 }
@@ -233,9 +244,12 @@ export async function startLocalInstance(
 				workloadOwner: prepared.owner,
 				// No pid namespace without bwrap: a group is the only way to find double-forked orphans.
 				trackOnly: !confined,
+				recordDirs: (dirs) => prepared.record({ cgroupDirs: dirs }),
 			}),
 		)
 		signal?.throwIfAborted()
+		// The agent's death is told from a kill by the OOM killer by this counter rising.
+		const oomKillsAtStart = await cgroups?.oomKills()
 		const workloadGroups = cgroups?.workloadGroups ?? []
 		hostFds = openWorkloadGroupFds(workloadGroups)
 		// bwrap's own descriptors come after the ones the agent keeps (the listener, then work/).
@@ -276,6 +290,10 @@ export async function startLocalInstance(
 				: { outliveHost: { stderrPath: join(dirs.root, 'agent.stderr'), tailPath } }),
 		})
 		agent = launched
+		// Named with its start time, so a reaper never signals a process that reused the pid.
+		const launcherIdentity =
+			launched.pid === undefined ? undefined : await readProcessIdentity(launched.pid)
+		if (launcherIdentity) await prepared.record({ launcher: launcherIdentity })
 		// The child has its own copies now.
 		closeFds(hostFds)
 		hostFds = []
@@ -300,6 +318,20 @@ export async function startLocalInstance(
 				// Once the agent is dead no retry can reach it: fail calls at once.
 				permanentDialFailure: () => launched.exitStatus() !== undefined,
 			},
+		)
+		// The agent's end is the guest's death (GuestDiedError for every call), unless we ended it.
+		const watchedCgroups = cgroups
+		transport.liveness.watch(
+			launched.exited.then(async (exit) => {
+				if (releasing !== undefined) return undefined
+				return guestExitOf({
+					sandboxId: id,
+					exit,
+					confined,
+					oomKillsAtStart,
+					oomKillsAtExit: await watchedCgroups?.oomKills(),
+				})
+			}),
 		)
 		// The network is attached while the agent starts; both must be up before anything runs inside.
 		await Promise.all([

@@ -3,7 +3,8 @@
  * started by `startLocalInstance`, optionally served from a warm pool. `close()` takes down every
  * sandbox still alive, every start still in flight and the pool — except kept-alive sandboxes
  * (`keepAlive: true`), which outlive the provider and its process by design; `open(id)` reopens
- * them, `list()` shows them, and the first `create()` reaps expired ones in the background.
+ * them, `list()` shows them. What sandboxes of dead hosts left in the state directory is reaped in
+ * the background once the first `create()` settles, or as the warm pool starts (`reap-leftovers.ts`).
  */
 import {
 	CONFIG_SITE,
@@ -24,11 +25,7 @@ import {
 	startLocalInstance,
 } from './local-instance.js'
 import type { LocalSandbox } from './local-sandbox.js'
-import {
-	type LocalSandboxListing,
-	listLocalSandboxes,
-	reapLocalSandboxes,
-} from './local-sandbox-registry.js'
+import { type LocalSandboxListing, listLocalSandboxes } from './local-sandbox-registry.js'
 import {
 	canServeFromPool,
 	type LocalSandboxCreateConfig,
@@ -36,6 +33,7 @@ import {
 	resolveLocalSandboxSpec,
 } from './local-sandbox-spec.js'
 import { openLocalSandbox } from './open-local-sandbox.js'
+import { collectLocalGarbage } from './reap-leftovers.js'
 import { WarmPool } from './warm-pool.js'
 
 export const LOCAL_PROVIDER_ID = 'namzu-process-local'
@@ -79,11 +77,12 @@ export function createLocalSandboxProvider(
 	const pending = new Set<Promise<void>>()
 	let closing: Promise<void> | undefined
 	let reaping: Promise<void> | undefined
-	// Expired or dead kept-alive sandboxes of this state directory (their watchdog killed the
-	// processes; cgroups and directories remain) are reaped once, in the background, at first use.
+	// What sandboxes of dead hosts left in this state directory (and expired kept-alive ones) is
+	// reaped once, in the background: once the first create() settles, or as the warm pool starts.
 	const reapOnce = () => {
-		reaping ??= reapLocalSandboxes({
+		reaping ??= collectLocalGarbage({
 			stateDir: resolved.stateDir,
+			nodePath: resolved.nodePath,
 			...(hooks.onBackgroundError ? { onError: hooks.onBackgroundError } : {}),
 		}).then(
 			() => undefined,
@@ -103,6 +102,7 @@ export function createLocalSandboxProvider(
 						: {}),
 				})
 			: undefined
+	if (pool) void reapOnce()
 	pool?.fill()
 
 	const handOut = (instance: LocalInstance, spec: LocalSandboxSpec): LocalSandbox => {
@@ -160,7 +160,8 @@ export function createLocalSandboxProvider(
 			return Promise.reject(error)
 		}
 		const run = createOnce(config, spec)
-		void reapOnce()
+		// After the first create settles, so the reaper never competes with it for the machine.
+		void run.then(reapOnce, reapOnce)
 		// close() waits for every create in flight, so nothing it started outlives the provider.
 		const settled = run.then(
 			() => undefined,

@@ -10,17 +10,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
 	callSite,
-	optionalFunction,
 	optionalObject,
 	optionalSignal,
 	optionalString,
 	requireString,
 } from '../../contract/argument-validators.js'
-import { adoptSandboxCgroups } from './cgroup-limits.js'
-import { LocalSandboxCleanupError } from './local-errors.js'
 import { isProcessAlive } from './process-identity.js'
-import { descendantPids, waitUntilGone } from './process-tree.js'
-import { releaseHostClaims, removeStateRoot } from './release-host-claims.js'
 import {
 	DESCRIPTOR_FILE_NAME,
 	descriptorBelongsTo,
@@ -32,10 +27,7 @@ import {
 	serializeDescriptor,
 } from './sandbox-descriptor.js'
 import { STATE_DIR_PREFIX, sandboxRootFor } from './sandbox-directories.js'
-import { releaseWorkspaceDisk } from './workspace-disk.js'
-
-/** Bound on waiting for killed sandbox processes to vanish. */
-const KILL_WAIT_MS = 5_000
+import { type SandboxRemains, tearDownFromRecord } from './teardown-from-record.js'
 
 export interface LocalSandboxRegistryOptions {
 	/** The provider's `backend.stateDir`; default `os.tmpdir()`. */
@@ -102,59 +94,23 @@ export function stateOf(descriptor: LocalSandboxDescriptor, nowMs = Date.now()):
 	)
 }
 
-function killQuietly(pid: number): void {
-	try {
-		process.kill(pid, 'SIGKILL')
-	} catch {
-		// Already gone.
+/** What a kept-alive sandbox's descriptor says it left, for the one teardown. */
+export function remainsOfDescriptor(descriptor: LocalSandboxDescriptor): SandboxRemains {
+	return {
+		stateRoot: descriptor.stateRoot,
+		launcher: { pid: descriptor.pid, startTime: descriptor.pidStartTime },
+		cgroupDirs: descriptor.cgroupDirs,
+		...(descriptor.claims ? { claims: descriptor.claims } : {}),
+		...(descriptor.callerOwnsWorkspace ? {} : { ephemeralWorkspace: descriptor.workspace }),
 	}
 }
 
 /**
- * Tears down a kept-alive sandbox from any process: SIGKILLs the launcher (only if it is still the
- * very process recorded — pid plus start time) and its descendants, kills and removes the cgroups,
- * undoes its host claims (staging mounts, the sized workspace, a caller workspace given back to its
- * owners, the uid), removes the state directory (a caller-owned workspace is outside it and stays).
- * Idempotent.
+ * Tears down a kept-alive sandbox from any process (`teardown-from-record.ts`): its launcher only
+ * if it is still the very process recorded, then cgroups, host claims and directories. Idempotent.
  */
-export async function destroyByDescriptor(descriptor: LocalSandboxDescriptor): Promise<void> {
-	const identity = { pid: descriptor.pid, startTime: descriptor.pidStartTime }
-	if (isProcessAlive(identity)) {
-		const descendants = await descendantPids(descriptor.pid)
-		// Re-check right before signalling: the recorded pid must still be the same process.
-		if (isProcessAlive(identity)) killQuietly(descriptor.pid)
-		for (const pid of descendants) killQuietly(pid)
-		await waitUntilGone([descriptor.pid, ...descendants], KILL_WAIT_MS)
-	}
-	const failures: unknown[] = []
-	await adoptSandboxCgroups(descriptor.cgroupDirs)
-		.remove()
-		.catch((error: unknown) => failures.push(error))
-	const claims = descriptor.claims
-	// Unconfined sandboxes keep no claims record: a sized workspace is found by its fixed layout.
-	if (claims === undefined && !descriptor.callerOwnsWorkspace) {
-		await releaseWorkspaceDisk(descriptor.stateRoot, descriptor.workspace).catch((error: unknown) =>
-			failures.push(error),
-		)
-	}
-	const claimsReleased =
-		claims === undefined ||
-		(await releaseHostClaims(claims).then(
-			() => true,
-			(error: unknown) => {
-				failures.push(error)
-				return false
-			},
-		))
-	// Without its records a failed give-back could never be retried: keep the state root then.
-	if (claimsReleased) {
-		await removeStateRoot(descriptor.stateRoot).catch((error: unknown) => failures.push(error))
-	}
-	if (failures.length === 0) return
-	const leftovers = failures.flatMap((failure) =>
-		failure instanceof LocalSandboxCleanupError ? [...failure.leftovers] : [],
-	)
-	throw new LocalSandboxCleanupError(leftovers, { cause: failures[0] })
+export function destroyByDescriptor(descriptor: LocalSandboxDescriptor): Promise<void> {
+	return tearDownFromRecord(remainsOfDescriptor(descriptor))
 }
 
 /** Every kept-alive sandbox recorded in the state directory, with its state, oldest first. */
@@ -179,30 +135,6 @@ export async function listLocalSandboxes(
 		if (descriptor) listings.push({ id, state: stateOf(descriptor), descriptor })
 	}
 	return listings.sort((a, b) => a.descriptor.createdAtMs - b.descriptor.createdAtMs)
-}
-
-/**
- * Removes every recorded sandbox that is expired or dead (its watchdog already killed the
- * processes; this takes the cgroups and directories). Resolves with the reaped ids; a teardown
- * that fails is reported through `onError` and retried by the next reaper.
- */
-export async function reapLocalSandboxes(
-	options: LocalSandboxRegistryOptions & { readonly onError?: (error: unknown) => void } = {},
-): Promise<string[]> {
-	const given = checkRegistryOptions('reapLocalSandboxes', options)
-	optionalFunction(callSite('reapLocalSandboxes'), 'options.onError', given.onError)
-	const reaped: string[] = []
-	for (const listing of await listLocalSandboxes(options)) {
-		if (listing.state === 'running') continue
-		options.signal?.throwIfAborted()
-		try {
-			await destroyByDescriptor(listing.descriptor)
-			reaped.push(listing.id)
-		} catch (error) {
-			options.onError?.(error)
-		}
-	}
-	return reaped
 }
 
 /**

@@ -10,6 +10,8 @@ import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 /** Members beyond the portable contract that the local tier exposes. */
 export type LocalSandboxVerb =
 	| 'retirement'
+	// How the agent ended once it died under the sandbox (`GuestDiedError`).
+	| 'guestExit'
 	// Sessions: `openTerminal({ …, sessionId, persistent: true })` too.
 	| 'startDetached'
 	| 'attachTerminal'

@@ -28,6 +28,27 @@ export async function writeHostClaims(claims: SandboxHostClaims): Promise<void> 
 	await rename(temporary, target)
 }
 
+/** What a sandbox adds to its record as it goes (everything but what names the sandbox). */
+export type HostClaimsUpdate = Partial<Omit<SandboxHostClaims, 'version' | 'id' | 'stateRoot'>>
+
+/** One sandbox's record, rewritten (atomically) before each new claim is made. */
+export class HostClaimsLedger {
+	#claims: SandboxHostClaims
+
+	constructor(claims: SandboxHostClaims) {
+		this.#claims = claims
+	}
+
+	get current(): SandboxHostClaims {
+		return this.#claims
+	}
+
+	async record(update: HostClaimsUpdate): Promise<void> {
+		this.#claims = { ...this.#claims, ...update }
+		await writeHostClaims(this.#claims)
+	}
+}
+
 /** The record in `stateRoot` for sandbox `id`, when there is a trustworthy one. */
 export async function readHostClaims(
 	id: string,

@@ -29,6 +29,9 @@ export const RUNTIME_DIR_PREFIX = 'namzu-runtime-'
 export function runtimeDirName(): string {
 	return `${RUNTIME_DIR_PREFIX}${process.getuid?.() ?? 0}`
 }
+export const EMPTY_FILE_NAME = 'empty'
+export const AGENT_NODE_PREFIX = 'node-'
+export const READABLE_SUFFIX = '.readable'
 const AGENT_NODE_MODE = 0o111
 const READABLE_NODE_MODE = 0o555
 const READ_ONLY_MODE = 0o444
@@ -59,6 +62,24 @@ export function sourceKey(info: {
 	return [info.dev, info.ino, info.size, Math.trunc(info.mtimeMs)]
 		.map((n) => n.toString(16))
 		.join('-')
+}
+
+type SourceStat = Parameters<typeof sourceKey>[0]
+
+/** The cache entry of the agent's node copied from a binary with this `stat`. */
+export function agentNodeName(node: SourceStat): string {
+	return `${AGENT_NODE_PREFIX}${sourceKey(node)}`
+}
+
+/** The cache entry of the agent bundle copied from a file with this `stat`. */
+export function agentBundleName(bundle: SourceStat): string {
+	return `agent-${sourceKey(bundle)}.cjs`
+}
+
+/** A copy being written: `<target>.tmp-<pid>-<hex>`. */
+export function temporaryWriter(name: string): number | undefined {
+	const match = /\.tmp-(\d+)-[0-9a-f]+$/.exec(name)
+	return match?.[1] === undefined ? undefined : Number(match[1])
 }
 
 /** Copies in flight in this process, so concurrent creates write each file once. */
@@ -125,24 +146,51 @@ async function ensureEmptyFile(target: string): Promise<void> {
 	)
 }
 
+/** Which files a sandbox will bind, named before any is written (so its record can hold them). */
+export interface AgentRuntimePlan {
+	readonly files: AgentRuntimeFiles
+	readonly sources: AgentRuntimeSources
+	readonly nodeSize: number
+	readonly bundleSize: number
+}
+
+/** The runtime cache entries `sources` map to (the directory is created, nothing is copied). */
+export async function planAgentRuntime(
+	stateBase: string,
+	sources: AgentRuntimeSources,
+): Promise<AgentRuntimePlan> {
+	const dir = await ensurePrivateDirectory(stateBase, runtimeDirName(), 0o755)
+	await chmod(dir, 0o755)
+	const [node, bundle] = await Promise.all([stat(sources.nodePath), stat(sources.agentPath)])
+	const agentNode = join(dir, agentNodeName(node))
+	const agentBundle = join(dir, agentBundleName(bundle))
+	const emptyFile = join(dir, EMPTY_FILE_NAME)
+	const workloadNode = sources.readableNode ? `${agentNode}${READABLE_SUFFIX}` : undefined
+	return {
+		files: { dir, agentNode, agentBundle, emptyFile, ...(workloadNode ? { workloadNode } : {}) },
+		sources,
+		nodeSize: node.size,
+		bundleSize: bundle.size,
+	}
+}
+
+/** Writes whatever of the plan is not in the cache yet. */
+export async function materializeAgentRuntime(plan: AgentRuntimePlan): Promise<AgentRuntimeFiles> {
+	const { files, sources } = plan
+	await Promise.all([
+		ensureCopy(sources.nodePath, files.agentNode, plan.nodeSize, AGENT_NODE_MODE),
+		ensureCopy(sources.agentPath, files.agentBundle, plan.bundleSize, READ_ONLY_MODE),
+		ensureEmptyFile(files.emptyFile),
+		...(files.workloadNode === undefined
+			? []
+			: [ensureCopy(sources.nodePath, files.workloadNode, plan.nodeSize, READABLE_NODE_MODE)]),
+	])
+	return files
+}
+
 export async function prepareAgentRuntime(
 	stateBase: string,
 	sources: AgentRuntimeSources,
 ): Promise<AgentRuntimeFiles> {
-	const dir = await ensurePrivateDirectory(stateBase, runtimeDirName(), 0o755)
-	await chmod(dir, 0o755)
-	const [node, bundle] = await Promise.all([stat(sources.nodePath), stat(sources.agentPath)])
-	const agentNode = join(dir, `node-${sourceKey(node)}`)
-	const agentBundle = join(dir, `agent-${sourceKey(bundle)}.cjs`)
-	const emptyFile = join(dir, 'empty')
-	const workloadNode = sources.readableNode ? `${agentNode}.readable` : undefined
-	await Promise.all([
-		ensureCopy(sources.nodePath, agentNode, node.size, AGENT_NODE_MODE),
-		ensureCopy(sources.agentPath, agentBundle, bundle.size, READ_ONLY_MODE),
-		ensureEmptyFile(emptyFile),
-		...(workloadNode === undefined
-			? []
-			: [ensureCopy(sources.nodePath, workloadNode, node.size, READABLE_NODE_MODE)]),
-	])
-	return { dir, agentNode, agentBundle, emptyFile, ...(workloadNode ? { workloadNode } : {}) }
+	return materializeAgentRuntime(await planAgentRuntime(stateBase, sources))
 }

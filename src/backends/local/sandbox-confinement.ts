@@ -31,8 +31,13 @@ import { ALLOW_ALL_RESOLV_CONF, resolvConfTarget } from './local-network.js'
 import type { LocalSandboxSpec } from './local-sandbox-spec.js'
 import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
 import { readProcessIdentity } from './process-identity.js'
-import { releaseHostClaims, removeStateRoot, writeHostClaims } from './release-host-claims.js'
-import { prepareAgentRuntime, runtimeDirName } from './runtime-cache.js'
+import {
+	HostClaimsLedger,
+	type HostClaimsUpdate,
+	releaseHostClaims,
+	removeStateRoot,
+} from './release-host-claims.js'
+import { materializeAgentRuntime, planAgentRuntime, runtimeDirName } from './runtime-cache.js'
 import {
 	createSandboxDirectories,
 	resolveStateBase,
@@ -97,26 +102,10 @@ export interface SandboxConfinement {
 	readonly workloadNodePath: string
 	/** The record of what the sandbox holds on the host, as it stands. */
 	claims(): SandboxHostClaims
+	/** Adds to the record (its cgroups before they are made, the launched process once it runs). */
+	record(update: HostClaimsUpdate): Promise<void>
 	/** Undoes every claim and removes the state root. Only once every process is gone. Idempotent. */
 	release(): Promise<void>
-}
-
-/** The claims record, rewritten before each new claim is made. */
-class ClaimsLedger {
-	#claims: SandboxHostClaims
-
-	constructor(claims: SandboxHostClaims) {
-		this.#claims = claims
-	}
-
-	get current(): SandboxHostClaims {
-		return this.#claims
-	}
-
-	async record(update: Partial<Omit<SandboxHostClaims, 'version' | 'id' | 'stateRoot'>>) {
-		this.#claims = { ...this.#claims, ...update }
-		await writeHostClaims(this.#claims)
-	}
 }
 
 interface Preparation {
@@ -124,7 +113,7 @@ interface Preparation {
 	readonly base: string
 	readonly identity: SandboxIdentity
 	readonly dirs: SandboxDirectories
-	readonly ledger: ClaimsLedger
+	readonly ledger: HostClaimsLedger
 }
 
 function perSandbox(
@@ -290,7 +279,9 @@ async function assertNodeBinary(nodePath: string): Promise<void> {
 	}
 }
 
-async function prepare(prep: Preparation): Promise<Omit<SandboxConfinement, 'claims' | 'release'>> {
+async function prepare(
+	prep: Preparation,
+): Promise<Omit<SandboxConfinement, 'claims' | 'record' | 'release'>> {
 	const { input, dirs } = prep
 	const { backend, spec, signal } = input
 	const layout = await readHostRootLayout()
@@ -310,11 +301,17 @@ async function prepare(prep: Preparation): Promise<Omit<SandboxConfinement, 'cla
 	await assertNodeBinary(backend.nodePath)
 	const nodeTarget = await workloadNodeTarget(backend.nodePath, layout, readOnly)
 	signal?.throwIfAborted()
-	const runtime = await prepareAgentRuntime(prep.base, {
+	const runtimePlan = await planAgentRuntime(prep.base, {
 		nodePath: backend.nodePath,
 		agentPath: input.agentPath,
 		readableNode: nodeTarget !== undefined,
 	})
+	// Named before they are written: the cache's reaper keeps what a live record names.
+	const { agentNode, agentBundle, workloadNode } = runtimePlan.files
+	await prep.ledger.record({
+		runtimeFiles: [agentNode, agentBundle, ...(workloadNode === undefined ? [] : [workloadNode])],
+	})
+	const runtime = await materializeAgentRuntime(runtimePlan)
 	if (nodeTarget !== undefined && runtime.workloadNode !== undefined) {
 		readOnly.push({ source: runtime.workloadNode, target: nodeTarget })
 	}
@@ -372,7 +369,7 @@ export async function prepareConfinement(input: ConfinementInput): Promise<Sandb
 		throw error
 	}
 	const owner = await readProcessIdentity(process.pid)
-	const ledger = new ClaimsLedger({
+	const ledger = new HostClaimsLedger({
 		...emptyClaims(id, dirs.root, owner),
 		...(perSandbox(identity)
 			? { identity: { uid: identity.uid, gid: identity.gid, lockPath: identity.lockPath } }
@@ -386,7 +383,12 @@ export async function prepareConfinement(input: ConfinementInput): Promise<Sandb
 	try {
 		await ledger.record({})
 		const prepared = await prepare({ input, base, identity, dirs, ledger })
-		return { ...prepared, claims: () => ledger.current, release }
+		return {
+			...prepared,
+			claims: () => ledger.current,
+			record: (update) => ledger.record(update),
+			release,
+		}
 	} catch (error) {
 		await release().catch(() => undefined)
 		throw error

@@ -7,7 +7,12 @@
 import { isIntegerIn } from '../../contract/argument-validators.js'
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
 import { isRecord } from '../../wire/is-record.js'
-import { hostClaimsBelongTo, parseHostClaims, type SandboxHostClaims } from './host-claims.js'
+import {
+	hostClaimsBelongTo,
+	isSandboxCgroupDir,
+	parseHostClaims,
+	type SandboxHostClaims,
+} from './host-claims.js'
 import type { LocalIsolation } from './local-backend-config.js'
 
 export const DESCRIPTOR_FILE_NAME = 'sandbox.json'
@@ -121,15 +126,12 @@ export function descriptorBelongsTo(
 	id: string,
 	stateRoot: string,
 ): boolean {
-	const groupName = `namzu-sbx-${id}`
 	return (
 		descriptor.id === id &&
 		descriptor.stateRoot === stateRoot &&
 		descriptor.socketPath === `${stateRoot}/control/agent.sock` &&
 		(descriptor.callerOwnsWorkspace || descriptor.workspace === `${stateRoot}/workspace`) &&
-		descriptor.cgroupDirs.every(
-			(dir) => dir.startsWith('/') && !dir.includes('/../') && dir.endsWith(`/${groupName}`),
-		) &&
+		descriptor.cgroupDirs.every((dir) => isSandboxCgroupDir(dir, id)) &&
 		(descriptor.claims === undefined || hostClaimsBelongTo(descriptor.claims, id, stateRoot)) &&
 		(descriptor.claims?.workspace === undefined ||
 			descriptor.claims.workspace.path === descriptor.workspace)

@@ -116,6 +116,7 @@ export function cgroupRequestFor(
 		readonly defaultLimits: DefaultLimitsMode
 		readonly workloadOwner?: CgroupOwner
 		readonly trackOnly?: boolean
+		readonly recordDirs?: (dirs: readonly string[]) => Promise<void>
 	},
 ): RequestedLimits {
 	const defaultsOnly: LimitController[] = []
@@ -132,5 +133,6 @@ export function cgroupRequestFor(
 		defaultLimits: options.defaultLimits,
 		...(options.workloadOwner === undefined ? {} : { workloadOwner: options.workloadOwner }),
 		...(options.trackOnly === undefined ? {} : { trackOnly: options.trackOnly }),
+		...(options.recordDirs === undefined ? {} : { recordDirs: options.recordDirs }),
 	}
 }

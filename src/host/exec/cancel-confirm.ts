@@ -5,7 +5,8 @@
  * path retries every refusal (a guest that restarted may still answer); the by-id path ends at once
  * on the refusals the one table names for `cancel` (`unknown_execution`, `invalid_execution_id` ⇒
  * `ExecutionCancelRefusedError`, `cancellation_unconfirmed` ⇒ `RemoteCancellationUnknownError`) and
- * with the caller's abort.
+ * with the caller's abort. Both end at once when the guest died (`GuestDiedError`): nothing is left
+ * to cancel or to answer.
  */
 
 import { performance } from 'node:perf_hooks'
@@ -14,6 +15,7 @@ import { isRecord } from '../../wire/is-record.js'
 import { RemoteCancellationUnknownError, RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { namedRefusalError } from '../refusals/refusal-to-error.js'
 import { refusalOf } from '../transport/exchange.js'
+import { GuestDiedError } from '../transport/transport-errors.js'
 import { boundedControlRequest } from './bounded-control-request.js'
 import type { RemoteCancellationAcknowledgement } from './remote-execution-messages.js'
 import { parseCancellationAck } from './remote-execution-reply.js'
@@ -73,7 +75,7 @@ export async function confirmCancellation(
 		try {
 			reply = await boundedControlRequest('cancel-execution', bound, signal, options.cancel)
 		} catch (error) {
-			if (signal?.aborted) throw error
+			if (signal?.aborted || error instanceof GuestDiedError) throw error
 			lastError = error
 			await pause(deadline, signal)
 			continue

@@ -28,6 +28,7 @@ import {
 import { refusalToError } from '../refusals/refusal-to-error.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { requireGuestFeature } from '../transport/guest-features.js'
+import { GuestDiedError } from '../transport/transport-errors.js'
 import { confirmCancellation } from './cancel-confirm.js'
 import { runCancellationRace } from './cancellation-race.js'
 import {
@@ -177,8 +178,9 @@ async function attemptOnce(
 		}
 	} catch (error) {
 		if (error instanceof ProtocolBreach) throw error.error
-		// A refusal in request shape (unknown op, unauthorized) will not heal by retrying.
-		if (error instanceof AgentOpRefusedError) throw error
+		// A refusal in request shape (unknown op, unauthorized) will not heal by retrying, nor will a
+		// guest that died.
+		if (error instanceof AgentOpRefusedError || error instanceof GuestDiedError) throw error
 		if (final) return { kind: 'final', event: final }
 		return { kind: 'lost', error }
 	}

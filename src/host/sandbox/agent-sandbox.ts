@@ -7,7 +7,9 @@
  * connection it hands out, and an idempotent `destroy()` that aborts in-flight calls, kills and
  * awaits what it owns, then releases the unit. After `destroy()` every call is refused with
  * `SandboxDestroyedError` (members returning iterables refuse synchronously); after an
- * unconfirmable cancellation the unit is retired and the handle fenced (`SandboxRetiredError`).
+ * unconfirmable cancellation the unit is retired and the handle fenced (`SandboxRetiredError`);
+ * once the tier reports the guest dead (`transport.liveness`) every call in flight and every later
+ * one fails with its `GuestDiedError`, `status` is `destroyed` and `guestExit` says how it ended.
  * No `setNetworkPolicy`: a tier that can enforce one adds it.
  */
 
@@ -79,6 +81,7 @@ import {
 } from '../sessions/agent-sessions.js'
 import type { KilledSession, SessionSummary, StartedSession } from '../sessions/session-summary.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
+import type { GuestExit } from '../transport/transport-errors.js'
 import { SandboxTcpTargetRefusedError, tcpTargetRefusal } from './agent-sandbox-errors.js'
 import {
 	checkAttachExecution,
@@ -132,6 +135,7 @@ export class AgentSandbox implements Sandbox {
 			id: options.id,
 			release: options.release,
 			...(options.retire ? { retire: options.retire } : {}),
+			liveness: options.transport.liveness,
 		})
 		this.id = options.id
 		this.rootDir = options.rootDir
@@ -148,6 +152,21 @@ export class AgentSandbox implements Sandbox {
 
 	get status(): SandboxStatus {
 		return this.#lifetime.status
+	}
+
+	/**
+	 * How the guest agent ended, once its tier reported it dead (then `status` is `destroyed` and
+	 * every call fails with `GuestDiedError`); undefined while it lives, and after a `destroy()`.
+	 */
+	get guestExit(): GuestExit | undefined {
+		const died = this.transport.liveness.error
+		if (died === undefined) return undefined
+		return {
+			exitCode: died.exitCode,
+			signal: died.signal,
+			...(died.oomKilled === undefined ? {} : { oomKilled: died.oomKilled }),
+			...(died.sandboxId === undefined ? {} : { sandboxId: died.sandboxId }),
+		}
 	}
 
 	/** What the retirement after an unconfirmable cancellation observed, once there was one. */

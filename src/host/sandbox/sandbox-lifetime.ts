@@ -1,8 +1,12 @@
 /**
  * The lifecycle half of `AgentSandbox`: which calls are admitted and in flight (`busy`), which
  * terminals and connections the handle owns, the retirement after an unconfirmable cancellation,
- * and the one idempotent teardown. The verbs live in `agent-sandbox.ts`; every one of them runs
- * through `run` or `track`, so a destroyed or retired handle refuses them all the same way.
+ * the guest's death, and the one idempotent teardown. The verbs live in `agent-sandbox.ts`; every
+ * one of them runs through `run` or `track`, so a destroyed or retired handle refuses them all the
+ * same way, and every call in flight is raced against the guest's death (`GuestLiveness`): once the
+ * tier reports it, each fails with the one `GuestDiedError`, later calls refuse with it, and the
+ * status is the contract's terminal `destroyed` (the contract has no status of its own for it;
+ * `guestExit` tells a death from a `destroy()`). `destroy()` still releases the unit.
  */
 
 import { setMaxListeners } from 'node:events'
@@ -11,6 +15,7 @@ import { SandboxDestroyedError } from '../../contract/errors.js'
 import type { SandboxRetirementObservation } from '../../contract/retirement.js'
 import type { SandboxStatus } from '../../contract/sandbox.js'
 import { RemoteCancellationUnknownError } from '../refusals/refusal-errors.js'
+import type { GuestLiveness } from '../transport/guest-liveness.js'
 import { SandboxRetiredError } from './agent-sandbox-errors.js'
 
 /** How long `destroy()` lets aborted in-flight calls settle before releasing the unit. */
@@ -22,6 +27,8 @@ export interface SandboxLifetimeOptions {
 	readonly release: (signal?: AbortSignal) => Promise<void>
 	/** Removes the whole unit after an unconfirmable cancellation. */
 	readonly retire?: (error: Error) => Promise<SandboxRetirementObservation>
+	/** The guest's liveness, as its tier reports it (the transport's). */
+	readonly liveness?: GuestLiveness
 }
 
 /** Something the handle owns until it ends: a terminal (`exited`) or a connection (`closed`). */
@@ -57,13 +64,23 @@ export class SandboxLifetime {
 	}
 
 	get #gone(): boolean {
-		return this.#destroyed || this.#retirement !== undefined
+		return (
+			this.#destroyed ||
+			this.#retirement !== undefined ||
+			this.#options.liveness?.error !== undefined
+		)
 	}
 
-	/** Refuses a call on a destroyed or retired handle. */
+	/** Refuses a call on a destroyed or retired handle, or one whose guest died. */
 	admit(operation: string): void {
 		if (this.#destroyed) throw new SandboxDestroyedError(this.#options.id, operation)
 		if (this.#retirement) throw new SandboxRetiredError(this.#options.id, operation)
+		this.#options.liveness?.throwIfDied()
+	}
+
+	/** `pending` raced against the guest's death (as it is when nobody watches the guest). */
+	#againstDeath<T>(pending: Promise<T>): Promise<T> {
+		return this.#options.liveness?.guard(pending) ?? pending
 	}
 
 	/** The caller's signal joined with the handle's lifetime (aborted by `destroy()`). */
@@ -78,7 +95,7 @@ export class SandboxLifetime {
 		call: (signal: AbortSignal) => Promise<T>,
 	): Promise<T> {
 		this.admit(operation)
-		const pending = call(this.#signal(check()))
+		const pending = this.#againstDeath(call(this.#signal(check())))
 		this.#inFlight.add(pending)
 		try {
 			return await pending
@@ -108,11 +125,28 @@ export class SandboxLifetime {
 	}
 
 	async *#guardIterable<T>(iterable: AsyncIterable<T>): AsyncGenerator<T, void, undefined> {
+		const iterator = iterable[Symbol.asyncIterator]()
+		let stepping = false
+		let done = false
 		try {
-			yield* iterable
+			for (;;) {
+				stepping = true
+				const step = await this.#againstDeath(iterator.next())
+				stepping = false
+				if (step.done) {
+					done = true
+					return
+				}
+				yield step.value
+			}
 		} catch (error) {
 			if (error instanceof RemoteCancellationUnknownError) await this.#retire(error)
 			throw error
+		} finally {
+			// A step the death raced out may still be running: never wait for it. Any other early exit
+			// (break, return) ends the inner iteration first, as `yield*` would.
+			if (stepping) void iterator.return?.()?.catch(() => undefined)
+			else if (!done) await iterator.return?.()
 		}
 	}
 
@@ -162,7 +196,9 @@ export class SandboxLifetime {
 		await this.refuseIfGone(operation, close)
 		this.#owned.set(resource, close)
 		const done = resource.exited ?? resource.closed
-		void done?.then(() => this.#owned.delete(resource))
+		const forget = () => this.#owned.delete(resource)
+		// A guest's death rejects them; either way the resource is over.
+		void done?.then(forget, forget)
 		return resource
 	}
 

@@ -5,12 +5,15 @@
  * at). `exited` resolves only with the program's real exit. When the attachment ends and the
  * program has not — the connection was lost, another attach superseded this one, the guest cut a
  * slow reader, or the owner detached — `exited` REJECTS with `AgentSessionDetachedError` carrying
- * `nextOffset`: resolving would report an exit that never happened. Detaching never signals.
+ * `nextOffset`: resolving would report an exit that never happened. A connection lost because the
+ * guest itself died (`GuestLiveness`) rejects with that `GuestDiedError` instead: the program died
+ * with it. Detaching never signals.
  */
 import type { TerminalExit, TerminalSession, TerminalSize } from '../../contract/sandbox.js'
 import type { SessionKind, SessionState } from '../../wire/sessions.js'
 import { terminalSignal } from '../transport/agent-terminal-session.js'
 import type { FrameChannel } from '../transport/frame-channel.js'
+import type { GuestLiveness } from '../transport/guest-liveness.js'
 import { ListenerSet } from '../transport/listener-set.js'
 import { AgentSessionDetachedError, type SessionDetachReason } from './session-errors.js'
 
@@ -49,10 +52,17 @@ export class AgentSessionTerminal implements SessionTerminal {
 	#detaching = false
 	#resolveExit: (exit: TerminalExit) => void = () => {}
 	#rejectExit: (error: Error) => void = () => {}
+	readonly #liveness: GuestLiveness | undefined
 
 	/** `ready` is the guest's ready event for this attachment (session fields included). */
-	constructor(channel: FrameChannel, ready: Record<string, unknown>, sessionId: string) {
+	constructor(
+		channel: FrameChannel,
+		ready: Record<string, unknown>,
+		sessionId: string,
+		liveness?: GuestLiveness,
+	) {
 		this.#channel = channel
+		this.#liveness = liveness
 		this.sessionId = typeof ready.sessionId === 'string' ? ready.sessionId : sessionId
 		this.kind = ready.kind === 'detached' ? 'detached' : 'terminal'
 		this.initialState = ready.state === 'exited' ? 'exited' : 'running'
@@ -114,6 +124,12 @@ export class AgentSessionTerminal implements SessionTerminal {
 		for (;;) {
 			const item = await this.#channel.read()
 			if (item.kind === 'closed') {
+				const lost = !this.#detaching && !this.#settled
+				const died = lost ? await this.#liveness?.explain() : undefined
+				if (died && !this.#settled) {
+					this.#settled = true
+					this.#rejectExit(died)
+				}
 				this.#detached(this.#detaching ? 'closed' : 'connection-lost')
 				return
 			}

@@ -255,7 +255,7 @@ export class AgentSessions {
 		signal: AbortSignal | undefined,
 	): Promise<SessionTerminal> {
 		const { channel, ready } = await this.#openStream(operation, op, sessionId, body, signal)
-		const terminal = new AgentSessionTerminal(channel, ready, sessionId)
+		const terminal = new AgentSessionTerminal(channel, ready, sessionId, this.transport.liveness)
 		this.#terminals.add(terminal)
 		const forget = () => this.#terminals.delete(terminal)
 		terminal.exited.then(forget, forget)

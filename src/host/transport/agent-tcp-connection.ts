@@ -2,10 +2,12 @@
  * A `SandboxTcpConnection` over one `tcp-connect` connection that has answered `ready`. Bytes go
  * out base64-encoded in `data` frames (at most `TCP_FRAME_DATA_BYTES` decoded each); `pause()`
  * stops reading the socket, so backpressure reaches the guest; `closed` resolves once the
- * connection is gone and never rejects. `close()` is the owner's teardown.
+ * connection is gone — and rejects with the `GuestDiedError` only when it was lost because the
+ * guest itself died (`GuestLiveness`). `close()` is the owner's teardown.
  */
 import type { SandboxTcpConnection } from '../../contract/sandbox.js'
 import type { FrameChannel } from './frame-channel.js'
+import type { GuestLiveness } from './guest-liveness.js'
 import { ListenerSet } from './listener-set.js'
 
 /** Decoded bytes per outgoing frame (the guest accepts at most 8 MiB). */
@@ -18,10 +20,18 @@ export class AgentTcpConnection implements SandboxTcpConnection {
 	#paused = false
 	#resume: (() => void) | undefined
 	#ended = false
+	/** The host let the connection go. */
+	#released = false
 
-	constructor(channel: FrameChannel) {
+	constructor(channel: FrameChannel, liveness?: GuestLiveness) {
 		this.#channel = channel
-		this.closed = channel.closed
+		this.closed = channel.closed.then(async () => {
+			const orderly = this.#released || channel.sawTerminator
+			const died = orderly ? undefined : await liveness?.explain()
+			if (died) throw died
+		})
+		// A caller that never looks at `closed` must not see an unhandled rejection.
+		this.closed.catch(() => undefined)
 		void this.#pump()
 	}
 
@@ -43,6 +53,7 @@ export class AgentTcpConnection implements SandboxTcpConnection {
 	}
 
 	destroy(): void {
+		this.#released = true
 		this.#channel.send({ type: 'destroy' })
 		this.#channel.destroy()
 	}
@@ -72,7 +83,7 @@ export class AgentTcpConnection implements SandboxTcpConnection {
 	/** Owner's teardown: destroy and await the close. */
 	async close(): Promise<void> {
 		this.destroy()
-		await this.closed
+		await this.closed.catch(() => undefined)
 	}
 
 	async #pump(): Promise<void> {

@@ -1,11 +1,13 @@
 /**
  * A `TerminalSession` over one `terminal` connection that has answered `ready`. Input, resize and
- * kill go out as client frames; `data` frames reach `onData`; `exited` resolves exactly once, with
- * the guest's `exit` event or, if the connection ends without one, `exitCode: -1`. `close()` is
+ * kill go out as client frames; `data` frames reach `onData`; `exited` settles exactly once, with
+ * the guest's `exit` event or, if the connection ends without one, `exitCode: -1` — unless the
+ * guest itself died (`GuestLiveness`), when it REJECTS with the `GuestDiedError`. `close()` is
  * the owner's teardown: SIGKILL, wait (bounded) for the exit, then close and await the socket.
  */
 import type { TerminalExit, TerminalSession, TerminalSize } from '../../contract/sandbox.js'
 import type { FrameChannel } from './frame-channel.js'
+import type { GuestLiveness } from './guest-liveness.js'
 import { ListenerSet } from './listener-set.js'
 
 const TERMINAL_SIGNALS = new Set(['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGHUP'])
@@ -20,24 +22,32 @@ export class AgentTerminalSession implements TerminalSession {
 	readonly exited: Promise<TerminalExit>
 	readonly #channel: FrameChannel
 	readonly #data = new ListenerSet<string>((chunk) => chunk.length)
+	readonly #liveness: GuestLiveness | undefined
 	#resolveExit: (exit: TerminalExit) => void = () => {}
+	#rejectExit: (error: Error) => void = () => {}
 	#exit: TerminalExit | undefined
+	#ended = false
+	#closing = false
 
-	constructor(channel: FrameChannel) {
+	constructor(channel: FrameChannel, liveness?: GuestLiveness) {
 		this.#channel = channel
-		this.exited = new Promise((resolve) => {
+		this.#liveness = liveness
+		this.exited = new Promise((resolve, reject) => {
 			this.#resolveExit = resolve
+			this.#rejectExit = reject
 		})
+		// A caller that never looks at `exited` must not see an unhandled rejection.
+		this.exited.catch(() => undefined)
 		void this.#pump()
 	}
 
 	write(data: string): void {
-		if (this.#exit) return
+		if (this.#ended) return
 		this.#channel.send({ type: 'input', data })
 	}
 
 	resize(size: TerminalSize): void {
-		if (this.#exit) return
+		if (this.#ended) return
 		this.#channel.send({ type: 'resize', cols: size.cols, rows: size.rows })
 	}
 
@@ -46,17 +56,18 @@ export class AgentTerminalSession implements TerminalSession {
 	}
 
 	kill(signal?: string): void {
-		if (this.#exit) return
+		if (this.#ended) return
 		this.#channel.send({ type: 'kill', signal: terminalSignal(signal) })
 	}
 
 	/** Kills the terminal's process tree and resolves once the exit is observed and the socket closed. */
 	async close(): Promise<TerminalExit> {
-		if (!this.#exit && !this.#channel.isClosed) {
+		this.#closing = true
+		if (!this.#ended && !this.#channel.isClosed) {
 			this.kill('SIGKILL')
 			let timer: NodeJS.Timeout | undefined
 			await Promise.race([
-				this.exited,
+				this.exited.catch(() => undefined),
 				new Promise((resolve) => {
 					timer = setTimeout(resolve, CLOSE_EXIT_WAIT_MS)
 				}),
@@ -67,20 +78,32 @@ export class AgentTerminalSession implements TerminalSession {
 		this.#channel.destroy()
 		await this.#channel.closed
 		this.#settle({ exitCode: -1 })
-		return this.exited
+		return this.#exit ?? { exitCode: -1 }
 	}
 
 	#settle(exit: TerminalExit): void {
-		if (this.#exit) return
+		if (this.#ended) return
+		this.#ended = true
 		this.#exit = exit
 		this.#resolveExit(exit)
+	}
+
+	/** The connection ended without an exit event: the guest's death, or `exitCode: -1`. */
+	async #lost(): Promise<void> {
+		const died = this.#closing || this.#ended ? undefined : await this.#liveness?.explain()
+		if (died === undefined || this.#ended) {
+			this.#settle({ exitCode: -1 })
+			return
+		}
+		this.#ended = true
+		this.#rejectExit(died)
 	}
 
 	async #pump(): Promise<void> {
 		for (;;) {
 			const item = await this.#channel.read()
 			if (item.kind === 'closed') {
-				this.#settle({ exitCode: -1 })
+				await this.#lost()
 				return
 			}
 			if (item.kind !== 'frame') continue

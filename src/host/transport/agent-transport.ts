@@ -36,6 +36,7 @@ import {
 	streamRefusalOf,
 } from './exchange.js'
 import { FrameChannel } from './frame-channel.js'
+import { GuestLiveness } from './guest-liveness.js'
 import { type AgentHealth, parseHealthzReply } from './healthz-reply.js'
 import { raceSignal } from './race-signal.js'
 import { startHostStreamHeartbeat, withHeartbeatRequest } from './stream-heartbeat.js'
@@ -59,6 +60,12 @@ export interface AgentRequestOptions {
 export class AgentTransport {
 	#handle: SandboxAgentHandle
 	readonly options: ResolvedAgentTransportOptions
+	/**
+	 * Whether the guest is alive, as its tier reports it (`liveness.watch(death)`): once it died,
+	 * every open connection fails with its `GuestDiedError` and every request refuses with it at
+	 * once, without dialing. Outlives `rebind`: a transport whose guest died stays dead.
+	 */
+	readonly liveness = new GuestLiveness()
 	#features: Promise<ReadonlySet<string>> | undefined
 	#guestBootId: string | undefined
 
@@ -143,10 +150,15 @@ export class AgentTransport {
 		signal: AbortSignal | undefined,
 		options: Pick<AgentRequestOptions, 'onDialed' | 'maxFrameBytes'> = {},
 	): Promise<FrameChannel> {
+		const { liveness } = this
+		liveness.throwIfDied()
 		const started = performance.now()
-		const socket = await dialAgent(this.handle, this.options, signal)
+		const socket = await dialAgent(this.handle, this.options, liveness.join(signal))
 		options.onDialed?.(performance.now() - started)
 		const channel = new FrameChannel(socket, op, options.maxFrameBytes)
+		// For the channel's whole life (a terminal or tcp channel outlives the call that opened it).
+		const unbind = channel.bindSignal(liveness.signal)
+		void channel.closed.then(unbind)
 		channel.sendEncoded(frame)
 		return channel
 	}
@@ -348,7 +360,10 @@ export class AgentTransport {
 		request: TerminalRequest,
 		signal?: AbortSignal,
 	): Promise<AgentTerminalSession> {
-		return new AgentTerminalSession(await this.#openDuplex('terminal', request, signal))
+		return new AgentTerminalSession(
+			await this.#openDuplex('terminal', request, signal),
+			this.liveness,
+		)
 	}
 
 	/** Opens a connection to a loopback service inside the guest. */
@@ -356,6 +371,9 @@ export class AgentTransport {
 		request: TcpConnectRequest,
 		signal?: AbortSignal,
 	): Promise<AgentTcpConnection> {
-		return new AgentTcpConnection(await this.#openDuplex('tcp-connect', request, signal))
+		return new AgentTcpConnection(
+			await this.#openDuplex('tcp-connect', request, signal),
+			this.liveness,
+		)
 	}
 }

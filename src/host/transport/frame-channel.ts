@@ -39,6 +39,7 @@ export class FrameChannel {
 	#failure: Error | undefined
 	#closed = false
 	#heldByConsumer = false
+	#sawTerminator = false
 	readonly #closedPromise: Promise<void>
 
 	/** `maxFrameBytes` lowers the host's frame ceiling for this connection (never raises it). */
@@ -72,6 +73,11 @@ export class FrameChannel {
 
 	get isClosed(): boolean {
 		return this.#closed
+	}
+
+	/** Whether the peer sent the stream terminator (whether or not it has been read yet). */
+	get sawTerminator(): boolean {
+		return this.#sawTerminator
 	}
 
 	/** Arms (or with 0 disarms) the idle timeout: silence that long fails the channel. */
@@ -198,8 +204,10 @@ export class FrameChannel {
 		if (this.#closed || this.#failure) return
 		try {
 			for (const item of this.#reader.push(chunk)) {
-				if (item.kind === 'end') this.#push({ kind: 'end' })
-				else {
+				if (item.kind === 'end') {
+					this.#sawTerminator = true
+					this.#push({ kind: 'end' })
+				} else {
 					const message = parseFramePayload(item.payload)
 					this.#push({ kind: 'frame', message }, item.payload.length)
 				}

@@ -171,3 +171,52 @@ export class AgentStreamSilentError extends SandboxError {
 		this.heartbeatMs = heartbeatMs
 	}
 }
+
+/** How a guest agent ended, as far as its tier can tell. */
+export interface GuestExit {
+	/** The agent's exit code when it exited by itself; null when a signal ended it or it is unknown. */
+	readonly exitCode: number | null
+	/** The signal that ended it (`SIGKILL` for the OOM killer); null when none did or it is unknown. */
+	readonly signal: NodeJS.Signals | null
+	/**
+	 * True when the tier's memory counters show the OOM killer took it, false when they show it did
+	 * not; absent when the tier cannot tell.
+	 */
+	readonly oomKilled?: boolean
+	/** The sandbox whose guest it was, when the tier knows. */
+	readonly sandboxId?: string
+}
+
+function describeGuestExit(exit: GuestExit): string {
+	if (exit.oomKilled === true) return `was killed by the OOM killer (${exit.signal ?? 'SIGKILL'})`
+	if (exit.signal !== null) return `was killed by ${exit.signal}`
+	if (exit.exitCode !== null) return `exited with code ${exit.exitCode}`
+	return 'ended'
+}
+
+/**
+ * The guest agent died under the sandbox (it exited, was killed, or the OOM killer took it):
+ * every call in flight fails with this error as soon as the tier reports the death, and so does
+ * every later call. Nothing in the guest survives its agent; `destroy()` still releases the unit.
+ */
+export class GuestDiedError extends SandboxError {
+	override readonly name = 'GuestDiedError'
+	readonly exitCode: number | null
+	readonly signal: NodeJS.Signals | null
+	/** Absent when the tier cannot tell (no memory counters). */
+	readonly oomKilled?: boolean
+	readonly sandboxId?: string
+
+	constructor(exit: GuestExit, options: SandboxErrorOptions = {}) {
+		const subject = exit.sandboxId === undefined ? 'the sandbox' : `sandbox ${exit.sandboxId}`
+		super(
+			`${subject}: the guest agent ${describeGuestExit(exit)}; nothing in it can answer any more (destroy() releases what is left)`,
+			'guest-died',
+			{ ...options, retryable: false },
+		)
+		this.exitCode = exit.exitCode
+		this.signal = exit.signal
+		if (exit.oomKilled !== undefined) this.oomKilled = exit.oomKilled
+		if (exit.sandboxId !== undefined) this.sandboxId = exit.sandboxId
+	}
+}

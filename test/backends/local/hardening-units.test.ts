@@ -186,6 +186,9 @@ describe('host claims', () => {
 			lockPath: workspaceLockPath(root, 2049, 77),
 		},
 		stagingMounts: [`${root}/mnt/workspace`],
+		cgroupDirs: ['/sys/fs/cgroup/memory/user.slice/namzu-sbx-0123456789ab'],
+		launcher: { pid: 4343, startTime: '987700' },
+		runtimeFiles: ['/var/lib/s/namzu-runtime-0/node-1-2-3-4'],
 	}
 
 	it('parses what it writes and belongs to its sandbox', () => {
@@ -220,6 +223,9 @@ describe('host claims', () => {
 		],
 		['a staging point outside the state root', { stagingMounts: ['/home'] }],
 		['a staging point escaping it', { stagingMounts: [`${root}/mnt/../../../home`] }],
+		['another sandbox’s cgroup', { cgroupDirs: ['/sys/fs/cgroup/memory/namzu-sbx-ffffffffffff'] }],
+		['a cgroup escaping upwards', { cgroupDirs: ['/sys/fs/cgroup/../namzu-sbx-0123456789ab'] }],
+		['a relative cgroup', { cgroupDirs: ['memory/namzu-sbx-0123456789ab'] }],
 	])('refuses a record naming %s', (_, override) => {
 		const tampered = { ...claims, ...override } as SandboxHostClaims
 		expect(hostClaimsBelongTo(tampered, '0123456789ab', root)).toBe(false)
@@ -230,6 +236,9 @@ describe('host claims', () => {
 		expect(parseHostClaims({ ...claims, identity: { uid: -1 } })).toBeUndefined()
 		expect(parseHostClaims({ ...claims, stagingMounts: [1] })).toBeUndefined()
 		expect(parseHostClaims({ ...claims, owner: { pid: 7, startTime: 'x' } })).toBeUndefined()
+		expect(parseHostClaims({ ...claims, cgroupDirs: '/sys/fs/cgroup' })).toBeUndefined()
+		expect(parseHostClaims({ ...claims, launcher: { pid: 0, startTime: '1' } })).toBeUndefined()
+		expect(parseHostClaims({ ...claims, runtimeFiles: [null] })).toBeUndefined()
 	})
 })
 

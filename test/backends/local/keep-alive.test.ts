@@ -21,7 +21,6 @@ import {
 	cgroupDirsFor,
 	freshStateDir,
 	processesMentioning,
-	removeLeftoverCgroups,
 	stateDirIds,
 	waitFor,
 } from './local-test-support.js'
@@ -263,11 +262,11 @@ describe.skipIf(skip !== undefined)(
 			await expect(openLocalSandbox(first.id, { stateDir })).rejects.toMatchObject({
 				state: 'missing',
 			})
-			// A sandbox that died with its host leaves its state directory (as before this change).
-			const leftover = (await readdir(stateDir)).filter((name) => name.endsWith(first.id))
-			for (const name of leftover) await rm(join(stateDir, name), { recursive: true, force: true })
-			// And the cgroups its default limits live in (reaping both is the crash-safety work).
-			removeLeftoverCgroups(first.id)
+			// It left its state directory and cgroups; the reaper takes both, its host being gone.
+			expect(stateDirIds(stateDir)).toContain(first.id)
+			expect(await reapLocalSandboxes({ stateDir })).toEqual([first.id])
+			expect((await readdir(stateDir)).filter((name) => name.endsWith(first.id))).toEqual([])
+			expect(cgroupDirsFor([first.id])).toEqual([])
 		})
 	},
 )

@@ -1,0 +1,43 @@
+/**
+ * `namzu-sandbox gc [--dry-run]`: runs the local tier's reaper over the CLI's state directory and
+ * prints one line per thing it removed (with `--dry-run`, would remove): sandboxes of dead hosts
+ * and expired kept-alive ones, orphaned locks, old runtime copies. Exit 1 when a teardown failed
+ * (it is named on stderr and left for the next run).
+ */
+import { collectLocalGarbage, type LocalGarbageReport } from '../backends/local/index.js'
+import { cliStateDir } from './kept-alive-context.js'
+import { EXIT_CODES } from './parse-args.js'
+
+/** The lines `gc` prints for a report (pure). */
+export function formatGarbageReport(report: LocalGarbageReport, dryRun: boolean): string[] {
+	const verb = dryRun ? 'would reap' : 'reaped'
+	const remove = dryRun ? 'would remove' : 'removed'
+	return [
+		...report.sandboxes.map(
+			(sandbox) => `${verb} sandbox ${sandbox.id} (${sandbox.reason}) ${sandbox.stateRoot}`,
+		),
+		...report.locks.map((lock) => `${remove} lock ${lock}`),
+		...report.runtimeFiles.map((file) => `${remove} runtime copy ${file}`),
+	]
+}
+
+export async function gcCommand(dryRun: boolean): Promise<number> {
+	const stateDir = cliStateDir()
+	const errors: unknown[] = []
+	const report = await collectLocalGarbage({
+		dryRun,
+		...(stateDir === undefined ? {} : { stateDir }),
+		onError: (error) => errors.push(error),
+	})
+	const lines = formatGarbageReport(report, dryRun)
+	if (lines.length > 0) process.stdout.write(`${lines.join('\n')}\n`)
+	for (const [index, id] of report.failed.entries()) {
+		const error = errors[index]
+		const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+		process.stderr.write(`namzu-sandbox: gc could not reap sandbox ${id}: ${detail}\n`)
+	}
+	if (lines.length === 0 && report.failed.length === 0) {
+		process.stderr.write('namzu-sandbox: nothing to reap\n')
+	}
+	return report.failed.length > 0 ? EXIT_CODES.refused : 0
+}
