@@ -26,6 +26,39 @@ export const paths = {
 	claims: (ns: string) => `/apis/${extensionsGroup}/namespaces/${ns}/sandboxclaims`,
 	claim: (ns: string, name: string) =>
 		`/apis/${extensionsGroup}/namespaces/${ns}/sandboxclaims/${name}`,
+	networkPolicies: (ns: string) => `/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies`,
+	networkPolicy: (ns: string, name: string) =>
+		`/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies/${name}`,
+	roles: (ns: string) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`,
+	roleBindings: (ns: string) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`,
+	serviceAccounts: (ns: string) => `/api/v1/namespaces/${ns}/serviceaccounts`,
+}
+
+/**
+ * The agent-port ingress policy a deployment applies (k8s/manifests/networkpolicy.yaml's shape):
+ * pods carrying the template label accept the agent port only from `hostCidr` (the host that dials
+ * them — here the harness bridge's own address).
+ */
+export function agentIngressPolicy(
+	name: string,
+	template: string,
+	hostCidr: string,
+): Record<string, unknown> {
+	return {
+		apiVersion: 'networking.k8s.io/v1',
+		kind: 'NetworkPolicy',
+		metadata: { name },
+		spec: {
+			podSelector: { matchLabels: { 'sandbox.namzu.ai/template': template } },
+			policyTypes: ['Ingress'],
+			ingress: [
+				{
+					from: [{ ipBlock: { cidr: hostCidr } }],
+					ports: [{ protocol: 'TCP', port: agentPort }],
+				},
+			],
+		},
+	}
 }
 
 export interface AgentPodOptions {
