@@ -36,20 +36,24 @@ export const paths = {
 
 /**
  * The agent-port ingress policy a deployment applies (k8s/manifests/networkpolicy.yaml's shape):
- * pods carrying the template label accept the agent port only from `hostCidr` (the host that dials
- * them — here the harness bridge's own address).
+ * pods carrying the template label (of `template`, or of any template) accept the agent port only
+ * from `hostCidr` (the host that dials them — here the harness bridge's own address).
  */
 export function agentIngressPolicy(
 	name: string,
-	template: string,
+	template: string | undefined,
 	hostCidr: string,
 ): Record<string, unknown> {
+	const key = 'sandbox.namzu.ai/template'
 	return {
 		apiVersion: 'networking.k8s.io/v1',
 		kind: 'NetworkPolicy',
 		metadata: { name },
 		spec: {
-			podSelector: { matchLabels: { 'sandbox.namzu.ai/template': template } },
+			podSelector:
+				template === undefined
+					? { matchExpressions: [{ key, operator: 'Exists' }] }
+					: { matchLabels: { [key]: template } },
 			policyTypes: ['Ingress'],
 			ingress: [
 				{

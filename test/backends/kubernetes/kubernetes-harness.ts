@@ -79,11 +79,7 @@ export async function startKubernetesHarness(
 			// A deployment applies it (the backend refuses an agent port no policy closes).
 			await cluster.api.create(
 				paths.networkPolicies(namespace),
-				agentIngressPolicy(
-					ingressPolicyName,
-					templateName,
-					`${cluster.kubelet.network.gateway}/32`,
-				),
+				agentIngressPolicy(ingressPolicyName, undefined, `${cluster.kubelet.network.gateway}/32`),
 			)
 		}
 		const replicas = options.poolReplicas ?? 0
