@@ -129,7 +129,8 @@ export function sandboxTemplate(
 			},
 			...((options.workspace ?? true) ? { volumeClaimTemplates: workspaceClaimTemplates() } : {}),
 			service: true,
-			// The harness enforces no NetworkPolicy; Unmanaged also keeps the DNS override away.
+			// No controller-managed policy (the tests apply their own); Unmanaged also keeps the DNS
+			// override away.
 			networkPolicyManagement: 'Unmanaged',
 		},
 	}

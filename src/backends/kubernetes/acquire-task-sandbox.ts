@@ -57,6 +57,8 @@ export interface AcquiredTaskSandbox {
 
 /** The network checks (network/network-verifier.ts), given the labels the pod carries. */
 export interface AcquireNetworkChecks {
+	/** Before anything is created: the named egress object. */
+	prepare(signal?: AbortSignal): Promise<void>
 	verify(podLabels: Readonly<Record<string, string>>, signal?: AbortSignal): Promise<void>
 }
 
@@ -135,6 +137,14 @@ export async function acquireTaskSandbox(
 	const profileLabels: Record<string, string> =
 		profile === undefined ? {} : { [profile.key]: profile.value }
 
+	if (deps.network) {
+		try {
+			await deps.network.prepare(signal)
+		} catch (error) {
+			signal?.throwIfAborted()
+			throw classifyAcquireFailure(error)
+		}
+	}
 	let created: { kind: 'claim' | 'sandbox'; path: string; name: string }
 	if (config.warmPoolName !== undefined) {
 		const name = generateObjectName('namzu-task')

@@ -120,8 +120,10 @@ describe('the network checks on the harness API server', () => {
 
 	it('egress deny-all: refuses before the policy is applied, passes with the translation applied, refuses a second widening policy (union), and named-object-only accepts it', async () => {
 		await apply(agentIngressPolicy(ingressPolicyName, templateName, gatewayCidr()))
+		const untouched = await liveSandboxNames()
 		const missing = await rejection(h.provider({ egress: denyAll }).create())
 		expect(missing.error).toBeInstanceOf(KubernetesEgressPolicyNotAppliedError)
+		expect(await liveSandboxNames()).toEqual(untouched)
 
 		await apply(translated(denyAll))
 		const passing = await h.provider({ egress: denyAll }).create()

@@ -54,6 +54,15 @@ export class KubernetesNetworkVerifier {
 		return this.#options.egress !== undefined || this.#options.ingress.verify
 	}
 
+	/**
+	 * The named egress object, before anything is created (a no-op without `egress`, and once a
+	 * pass is remembered).
+	 */
+	async prepare(signal?: AbortSignal): Promise<void> {
+		const { egress } = this.#options
+		if (egress !== undefined) await this.#namedObject(egress, signal)
+	}
+
 	/** Every check for a pod carrying `podLabels`; throws the first refusal. */
 	async verify(podLabels: Readonly<Record<string, string>>, signal?: AbortSignal): Promise<void> {
 		const { egress, ingress, namespace, api } = this.#options

@@ -44,7 +44,7 @@ const ciliumDns = (dns: readonly object[]) => ({
 })
 
 describe('egress translation', () => {
-	it('R14-432db25-05 R15-ff6134f-23 R15-ff6134f-27 deny-all is exactly DNS (UDP and TCP 53) to kube-system', () => {
+	it('deny-all is exactly DNS (UDP and TCP 53) to kube-system', () => {
 		expect(
 			translatedPolicyObject(translate({ policy: { kind: 'deny-all' } }), 'sandboxes'),
 		).toEqual({
@@ -55,7 +55,7 @@ describe('egress translation', () => {
 		})
 	})
 
-	it('R14-432db25-06 R14-432db25-07 R15-ff6134f-27 allow-all is the DNS rule plus one rule allowing everything', () => {
+	it('allow-all is the DNS rule plus one rule allowing everything', () => {
 		expect(translate({ policy: { kind: 'allow-all' } }).spec).toEqual({
 			podSelector: templateSelector,
 			policyTypes: ['Egress'],
@@ -63,14 +63,14 @@ describe('egress translation', () => {
 		})
 	})
 
-	it('R15-ff6134f-22 no-network is policyTypes Egress with no rule at all, not even DNS', () => {
+	it('no-network is policyTypes Egress with no rule at all, not even DNS', () => {
 		expect(translate({ policy: { kind: 'no-network' } }).spec).toEqual({
 			podSelector: templateSelector,
 			policyTypes: ['Egress'],
 		})
 	})
 
-	it('R15-ff6134f-24 R15-ff6134f-25 public-internet: DNS to the resolver pods, both families minus the except lists, exceptCidrs routed by family', () => {
+	it('public-internet: DNS to the resolver pods, both families minus the except lists, exceptCidrs routed by family', () => {
 		const spec = translate({
 			policy: { kind: 'public-internet', exceptCidrs: ['203.0.113.0/24', '2001:db8::/32'] },
 		}).spec
@@ -121,7 +121,7 @@ describe('egress translation', () => {
 		})
 	})
 
-	it('R14-432db25-10 R14-432db25-11 R15-a75f670-01 static under cilium: a CiliumNetworkPolicy, DNS visibility rule and one toFQDNs rule for every host', () => {
+	it('static under cilium: a CiliumNetworkPolicy, DNS visibility rule and one toFQDNs rule for every host', () => {
 		const translated = translate(
 			{
 				engine: 'cilium',
@@ -143,7 +143,7 @@ describe('egress translation', () => {
 		})
 	})
 
-	it('R15-a75f670-03 R15-a75f670-04 R15-a75f670-05 ports and hostPorts: one toFQDNs rule per host with its own toPorts', () => {
+	it('ports and hostPorts: one toFQDNs rule per host with its own toPorts', () => {
 		const spec = translate(
 			{
 				engine: 'cilium',
@@ -172,7 +172,7 @@ describe('egress translation', () => {
 		])
 	})
 
-	it('R15-a75f670-06 R15-a75f670-07 R15-a75f670-08 tlsServerNames: serverNames on the TLS ports; an unported host is limited to its TLS ports', () => {
+	it('tlsServerNames: serverNames on the TLS ports; an unported host is limited to its TLS ports', () => {
 		const spec = translate(
 			{
 				engine: 'cilium',
@@ -209,7 +209,7 @@ describe('egress translation', () => {
 		])
 	})
 
-	it('R15-a75f670-09 R15-a75f670-10 R15-a75f670-11 R15-a75f670-12 dnsNames: exact matchNames for each host under every search suffix, cluster.local by default', () => {
+	it('dnsNames: exact matchNames for each host under every search suffix, cluster.local by default', () => {
 		const spec = translate(
 			{
 				engine: 'cilium',
@@ -246,7 +246,7 @@ describe('egress translation', () => {
 		])
 	})
 
-	it('R14-432db25-08 R15-7488339-05 R15-7488339-06 a profile joins the selector (podSelector and endpointSelector) and names the policy', () => {
+	it('a profile joins the selector (podSelector and endpointSelector) and names the policy', () => {
 		const core = translate({ policy: { kind: 'deny-all' }, profile: 'none' })
 		expect(core.name).toBe('task-none-egress')
 		expect(core.spec.podSelector).toEqual({
@@ -271,7 +271,7 @@ describe('egress translation', () => {
 		expect(translate({ policy: { kind: 'deny-all' }, networkPolicyName: 'mine' }).name).toBe('mine')
 	})
 
-	it('R15-7488339-07 without a profile the name and selector are the template ones alone', () => {
+	it('without a profile the name and selector are the template ones alone', () => {
 		const translated = translate({ policy: { kind: 'deny-all' } })
 		expect(translated.name).toBe('task-egress')
 		expect(translated.spec.podSelector).toEqual(templateSelector)

@@ -234,6 +234,49 @@ describe('the network checks', () => {
 		expect((error as Error).message.startsWith('ingress refused')).toBe(true)
 	})
 
+	it('reports an ingress LIST refused (403) in unread, and names the verb to grant rather than a policy to apply', async () => {
+		const { checks } = verifier({}, (_verb, path) => {
+			throw statusError('GET', path, 403)
+		})
+		const error = await rejectionError(checks.verify(labels))
+		expect(error).toBeInstanceOf(KubernetesIngressPolicyError)
+		expect(error).toMatchObject({
+			refusal: 'not-evaluable',
+			unread: [
+				{
+					resource: 'networkpolicies',
+					apiGroup: 'networking.k8s.io',
+					status: 'forbidden',
+					verb: 'list',
+				},
+			],
+		})
+		expect((error as Error).message).toContain("grant verb 'list'")
+		expect((error as Error).message).not.toContain('networkpolicy.yaml')
+	})
+
+	it('requires every configured narrowing element: an applied CiliumNetworkPolicy without the toPorts is a mismatch naming it', async () => {
+		const egress: KubernetesEgressConfig = {
+			engine: 'cilium',
+			policy: { kind: 'static', allowedHosts: ['a.example'] },
+			ciliumNarrowing: { ports: [443] },
+		}
+		const resolved = config({ egress }).egress
+		if (!resolved) throw new Error('no egress')
+		const unnarrowed = translatedPolicyObject(
+			translateEgressPolicy({ ...resolved, narrowing: undefined }, 'task', ['a.example']),
+			ns,
+		)
+		const { api, checks } = verifier({ egress, ingress: 'unverified' }, () => unnarrowed)
+		const error = await rejectionError(checks.verify(labels))
+		expect(error).toBeInstanceOf(KubernetesEgressPolicyMismatchError)
+		expect(error).toMatchObject({
+			policyKind: 'CiliumNetworkPolicy',
+			field: 'spec.egress[1].toPorts',
+		})
+		expect(api.log()).toEqual([`GET ${cnps}/task-egress`])
+	})
+
 	it('LISTs ciliumnetworkpolicies under the ingress cilium engine', async () => {
 		const { api, checks } = verifier({ ingress: { engine: 'cilium' } }, (_verb, path) => ({
 			items: path === nps ? [ingressPolicy] : [],
@@ -249,6 +292,24 @@ const template = {
 }
 
 describe('where the acquire runs the checks', () => {
+	it('claim: the named egress object is read before the claim is POSTed; a refusal creates nothing', async () => {
+		const api = scriptedApi(() => ({}))
+		const error = await rejectionError(
+			acquireTaskSandbox({
+				api: api.port,
+				config: config({ warmPoolName: 'pool', egress: denyAll }),
+				network: {
+					prepare: async () => {
+						throw new KubernetesEgressPolicyNotAppliedError('NetworkPolicy', 'task-egress', ns)
+					},
+					verify: async () => {},
+				},
+			}),
+		)
+		expect(error).toBeInstanceOf(KubernetesEgressPolicyNotAppliedError)
+		expect(api.log()).toEqual([])
+	})
+
 	it('direct Sandbox: before the POST, with the labels the pod will carry; a refusal POSTs nothing', async () => {
 		const seen: Record<string, string>[] = []
 		const api = scriptedApi((call) => (call.verb === 'GET' ? template : call.body))
@@ -265,6 +326,7 @@ describe('where the acquire runs the checks', () => {
 				api: api.port,
 				config: config({ egress: { ...denyAll, profile: 'none' } }),
 				network: {
+					prepare: async () => {},
 					verify: async (podLabels) => {
 						seen.push({ ...podLabels })
 						throw refusal
@@ -273,6 +335,8 @@ describe('where the acquire runs the checks', () => {
 			}),
 		)
 		expect(error).toBe(refusal)
+		// Never an HTTP proxy as a stand-in for a policy.
+		expect(JSON.stringify(api.calls)).not.toMatch(/HTTPS?_PROXY/i)
 		expect(seen).toEqual([
 			{ app: 'x', 'sandbox.namzu.ai/egress-profile': 'none', 'sandbox.namzu.ai/template': 'task' },
 		])
@@ -295,6 +359,7 @@ describe('where the acquire runs the checks', () => {
 				api: api.port,
 				config: config({ warmPoolName: 'pool' }),
 				network: {
+					prepare: async () => {},
 					verify: async (podLabels) => {
 						seen.push({ ...podLabels })
 						throw new Error('refused')
