@@ -9,6 +9,11 @@
  * have no IPv6 address. Cilium objects are not enforced (they are verified, not enforced).
  */
 
+import {
+	readSelector,
+	selectorMatches,
+} from '../../../src/backends/kubernetes/network/label-selector.js'
+
 export type Labels = Readonly<Record<string, string>>
 
 export interface FirewallPod {
@@ -35,30 +40,10 @@ function isObject(value: unknown): value is Json {
 	return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
+/** The package's own selector engine; a selector it cannot read selects nothing (fail closed). */
 function selects(selector: unknown, labels: Labels): boolean {
-	if (!isObject(selector)) return false
-	const matchLabels = selector.matchLabels ?? {}
-	if (!isObject(matchLabels)) return false
-	for (const [key, value] of Object.entries(matchLabels)) if (labels[key] !== value) return false
-	const expressions = selector.matchExpressions ?? []
-	if (!Array.isArray(expressions)) return false
-	return expressions.every((term) => {
-		if (!isObject(term) || typeof term.key !== 'string') return false
-		const value = labels[term.key]
-		const values = Array.isArray(term.values) ? term.values : []
-		switch (term.operator) {
-			case 'In':
-				return value !== undefined && values.includes(value)
-			case 'NotIn':
-				return value === undefined || !values.includes(value)
-			case 'Exists':
-				return value !== undefined
-			case 'DoesNotExist':
-				return value === undefined
-			default:
-				return false
-		}
-	})
+	const read = readSelector(selector, 'selector')
+	return read.ok && selectorMatches(read.selector, labels)
 }
 
 const IPV4_CIDR = /^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/

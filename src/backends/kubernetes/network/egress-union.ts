@@ -13,12 +13,7 @@ import {
 	CLUSTER_DNS_POD_LABELS,
 	NAMESPACE_NAME_LABEL,
 } from './egress-translation.js'
-import {
-	type LabelSelector,
-	readSelector,
-	selectorMatches,
-	selectorRequires,
-} from './label-selector.js'
+import { type LabelSelector, readSelector, selectorRequires } from './label-selector.js'
 import type {
 	EgressPolicyRefusal,
 	EgressPolicyVerdict,
@@ -34,8 +29,7 @@ import {
 	readCorePorts,
 	readStringList,
 } from './policy-model.js'
-
-export const CILIUM_NAMESPACE_LABEL = 'io.kubernetes.pod.namespace'
+import { CILIUM_NAMESPACE_LABEL, examinePolicies } from './policy-selection.js'
 
 export type UnionDecision =
 	| { readonly pass: true; readonly examined: readonly ExaminedEgressPolicy[] }
@@ -53,17 +47,6 @@ type RuleVerdict =
 const WITHIN: RuleVerdict = { kind: 'within' }
 const widens = (detail: string): RuleVerdict => ({ kind: 'widens', detail })
 const unreadable = (detail: string): RuleVerdict => ({ kind: 'unreadable', detail })
-
-/** Labels a policy of either engine is matched against: Cilium also sees the namespace. */
-export function labelsFor(
-	policy: ModelledPolicy,
-	podLabels: Readonly<Record<string, string>>,
-	namespace: string,
-): Readonly<Record<string, string>> {
-	return policy.kind === 'CiliumNetworkPolicy'
-		? { ...podLabels, [CILIUM_NAMESPACE_LABEL]: namespace }
-		: podLabels
-}
 
 function onlyPort53(
 	ports: readonly { protocol: string; from?: number; to?: number }[] | 'any',
@@ -360,32 +343,17 @@ export function decideEgressUnion(input: {
 	readonly allowance: EgressAllowance
 	readonly unread: readonly UnreadPolicySource[]
 }): UnionDecision {
-	const examined: ExaminedEgressPolicy[] = []
 	let enforced = false
-	for (const read of input.policies) {
-		if (!read.ok) {
-			examined.push({
-				kind: read.kind,
-				name: read.name,
-				verdict: 'not-evaluable',
-				detail: read.problem,
-			})
-			continue
-		}
-		const policy = read.policy
-		if (!selectorMatches(policy.selector, labelsFor(policy, input.podLabels, input.namespace))) {
-			examined.push({ kind: policy.kind, name: policy.name, verdict: 'not-selecting' })
-			continue
-		}
-		const { verdict, detail, enforces } = policyVerdict(policy, input.allowance)
-		if (enforces) enforced = true
-		examined.push({
-			kind: policy.kind,
-			name: policy.name,
-			verdict,
-			...(detail === undefined ? {} : { detail }),
-		})
-	}
+	const examined: ExaminedEgressPolicy[] = examinePolicies(
+		input.policies,
+		input.podLabels,
+		input.namespace,
+		(policy) => {
+			const judged = policyVerdict(policy, input.allowance)
+			if (judged.enforces) enforced = true
+			return judged
+		},
+	)
 	const has = (verdict: EgressPolicyVerdict) => examined.some((entry) => entry.verdict === verdict)
 	if (has('widens-egress')) return { pass: false, refusal: 'policy-widens-egress', examined }
 	if (input.unread.length > 0 || has('not-evaluable')) {

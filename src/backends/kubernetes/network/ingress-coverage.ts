@@ -7,8 +7,7 @@
  * sandbox namespace (the other sandboxes), or any Cilium entity.
  */
 import { parseCidr } from './cidr.js'
-import { labelsFor } from './egress-union.js'
-import { readSelector, selectorMatches, selectsEverything } from './label-selector.js'
+import { readSelector, selectsEverything } from './label-selector.js'
 import type {
 	ExaminedIngressPolicy,
 	IngressPolicyRefusal,
@@ -23,6 +22,7 @@ import {
 	readCorePorts,
 	readStringList,
 } from './policy-model.js'
+import { examinePolicies } from './policy-selection.js'
 
 export type IngressDecision =
 	| { readonly pass: true; readonly examined: readonly ExaminedIngressPolicy[] }
@@ -194,30 +194,12 @@ export function decideIngressCoverage(input: {
 	readonly agentPort: number
 	readonly unread: readonly UnreadPolicySource[]
 }): IngressDecision {
-	const examined: ExaminedIngressPolicy[] = []
-	for (const read of input.policies) {
-		if (!read.ok) {
-			examined.push({
-				kind: read.kind,
-				name: read.name,
-				verdict: 'not-evaluable',
-				detail: read.problem,
-			})
-			continue
-		}
-		const policy = read.policy
-		if (!selectorMatches(policy.selector, labelsFor(policy, input.podLabels, input.namespace))) {
-			examined.push({ kind: policy.kind, name: policy.name, verdict: 'not-selecting' })
-			continue
-		}
-		const { verdict, detail } = policyVerdict(policy, input.agentPort)
-		examined.push({
-			kind: policy.kind,
-			name: policy.name,
-			verdict,
-			...(detail === undefined ? {} : { detail }),
-		})
-	}
+	const examined: ExaminedIngressPolicy[] = examinePolicies(
+		input.policies,
+		input.podLabels,
+		input.namespace,
+		(policy) => policyVerdict(policy, input.agentPort),
+	)
 	const has = (verdict: IngressPolicyVerdict) => examined.some((entry) => entry.verdict === verdict)
 	if (has('opens-agent-port')) return { pass: false, refusal: 'agent-port-open', examined }
 	if (input.unread.length > 0 || has('not-evaluable')) {

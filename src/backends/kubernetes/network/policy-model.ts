@@ -146,35 +146,71 @@ export interface CorePort {
 	readonly to?: number
 }
 
+/** How one engine spells a port: its protocols, its default, and the port field itself. */
+interface PortDialect<P extends string> {
+	readonly protocols: readonly P[]
+	readonly defaultProtocol: P
+	/** The port, `'all'` for every port, `undefined` for a named or malformed one. */
+	readPort(value: unknown): number | 'all' | undefined
+}
+
+/** One port list of either engine: `'any'` when absent or empty. */
+function readPortList<P extends string>(
+	value: unknown,
+	field: string,
+	dialect: PortDialect<P>,
+): readonly { protocol: P; from?: number; to?: number }[] | 'any' | Problem {
+	if (value === undefined || (Array.isArray(value) && value.length === 0)) return 'any'
+	if (!Array.isArray(value)) return { problem: `${field} is not a list` }
+	const ports: { protocol: P; from?: number; to?: number }[] = []
+	for (const [index, entry] of value.entries()) {
+		const at = `${field}[${index}]`
+		if (!isRecord(entry)) return { problem: `${at} is not a port` }
+		const protocol = entry.protocol ?? dialect.defaultProtocol
+		if (!dialect.protocols.includes(protocol as P)) {
+			return { problem: `${at}.protocol ${JSON.stringify(protocol)} is unknown` }
+		}
+		const port = dialect.readPort(entry.port)
+		if (port === undefined) {
+			return { problem: `${at}.port ${JSON.stringify(entry.port)} is a named or malformed port` }
+		}
+		if (port === 'all') {
+			ports.push({ protocol: protocol as P })
+			continue
+		}
+		const end = entry.endPort ?? port
+		if (typeof end !== 'number' || !Number.isInteger(end) || end < port) {
+			return { problem: `${at}.endPort is malformed` }
+		}
+		ports.push({ protocol: protocol as P, from: port, to: end })
+	}
+	return ports
+}
+
+const CORE_PORTS: PortDialect<CorePort['protocol']> = {
+	protocols: ['TCP', 'UDP', 'SCTP'],
+	defaultProtocol: 'TCP',
+	readPort: (value) =>
+		value === undefined ? 'all' : Number.isInteger(value) ? (value as number) : undefined,
+}
+
+const CILIUM_PORTS: PortDialect<CiliumPort['protocol']> = {
+	protocols: ['TCP', 'UDP', 'SCTP', 'ANY'],
+	defaultProtocol: 'ANY',
+	// Cilium spells a port as a string; `'0'` (or none) is every port.
+	readPort: (value) => {
+		const text = value ?? '0'
+		if (typeof text !== 'string' || !/^\d{1,5}$/.test(text)) return undefined
+		return Number(text) === 0 ? 'all' : Number(text)
+	},
+}
+
 /** A core rule's `ports`: `'any'` when absent or empty; a problem for a named or malformed port. */
 export function readCorePorts(
 	value: unknown,
 	field: string,
 ): readonly CorePort[] | 'any' | Problem {
-	if (value === undefined || (Array.isArray(value) && value.length === 0)) return 'any'
-	if (!Array.isArray(value)) return { problem: `${field} is not a list` }
-	const ports: CorePort[] = []
-	for (const [index, entry] of value.entries()) {
-		const at = `${field}[${index}]`
-		if (!isRecord(entry)) return { problem: `${at} is not a port` }
-		const protocol = entry.protocol ?? 'TCP'
-		if (protocol !== 'TCP' && protocol !== 'UDP' && protocol !== 'SCTP') {
-			return { problem: `${at}.protocol ${JSON.stringify(protocol)} is unknown` }
-		}
-		if (entry.port === undefined) {
-			ports.push({ protocol })
-			continue
-		}
-		if (typeof entry.port !== 'number' || !Number.isInteger(entry.port)) {
-			return { problem: `${at}.port ${JSON.stringify(entry.port)} is a named or malformed port` }
-		}
-		const end = entry.endPort ?? entry.port
-		if (typeof end !== 'number' || !Number.isInteger(end) || end < entry.port) {
-			return { problem: `${at}.endPort is malformed` }
-		}
-		ports.push({ protocol, from: entry.port, to: end })
-	}
-	return ports
+	return readPortList(value, field, CORE_PORTS)
 }
 
 /** One port of a Cilium `toPorts[].ports` entry. */
@@ -205,7 +241,7 @@ export function readCiliumToPorts(
 	for (const [index, entry] of value.entries()) {
 		const at = `${field}[${index}]`
 		if (!isRecord(entry)) return { problem: `${at} is not a port rule` }
-		const ports = readCiliumPortList(entry.ports, `${at}.ports`)
+		const ports = readPortList(entry.ports, `${at}.ports`, CILIUM_PORTS)
 		if (isProblem(ports)) return ports
 		let serverNames: string[] | undefined
 		if (entry.serverNames !== undefined) {
@@ -249,38 +285,6 @@ export function readCiliumToPorts(
 		})
 	}
 	return out
-}
-
-function readCiliumPortList(
-	value: unknown,
-	field: string,
-): readonly CiliumPort[] | 'any' | Problem {
-	if (value === undefined || (Array.isArray(value) && value.length === 0)) return 'any'
-	if (!Array.isArray(value)) return { problem: `${field} is not a list` }
-	const ports: CiliumPort[] = []
-	for (const [index, entry] of value.entries()) {
-		const at = `${field}[${index}]`
-		if (!isRecord(entry)) return { problem: `${at} is not a port` }
-		const protocol = entry.protocol ?? 'ANY'
-		if (protocol !== 'TCP' && protocol !== 'UDP' && protocol !== 'SCTP' && protocol !== 'ANY') {
-			return { problem: `${at}.protocol ${JSON.stringify(protocol)} is unknown` }
-		}
-		const text = entry.port ?? '0'
-		if (typeof text !== 'string' || !/^\d{1,5}$/.test(text)) {
-			return { problem: `${at}.port ${JSON.stringify(text)} is a named or malformed port` }
-		}
-		const port = Number(text)
-		if (port === 0) {
-			ports.push({ protocol })
-			continue
-		}
-		const end = entry.endPort ?? port
-		if (typeof end !== 'number' || !Number.isInteger(end) || end < port) {
-			return { problem: `${at}.endPort is malformed` }
-		}
-		ports.push({ protocol, from: port, to: end })
-	}
-	return ports
 }
 
 /** A list of strings (Cilium `fromCIDR`, `toEntities`, …); a string alone is a problem. */
