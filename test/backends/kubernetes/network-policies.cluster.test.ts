@@ -217,6 +217,9 @@ describe('a claimed sandbox under the controller-managed template policy', () =>
 		// Managed with no networkPolicy block: the controller writes its internet-wide default.
 		const { networkPolicyManagement: _unmanaged, ...managedSpec } = template.spec
 		await h.cluster.api.create(paths.templates(h.namespace), { ...template, spec: managedSpec })
+		// The managed policy admits only the controller's router: the host needs its own way in
+		// (the harness kubelet enforces it, and its readiness probe dials from the host).
+		await apply(agentIngressPolicy('managed-ingress', managedTemplate, gatewayCidr()))
 		await h.cluster.api.create(paths.pools(h.namespace), warmPool(managedPool, managedTemplate, 1))
 		await waitPoolReady(h.cluster, h.namespace, managedPool, 1)
 		const managedPolicy = await waitFor('the controller-managed template policy', async () => {
@@ -227,7 +230,6 @@ describe('a claimed sandbox under the controller-managed template policy', () =>
 		})
 		expect(managedPolicy.spec).toMatchObject({ policyTypes: ['Ingress', 'Egress'] })
 
-		await apply(agentIngressPolicy('managed-ingress', managedTemplate, gatewayCidr()))
 		await apply(translated(denyAll, managedTemplate))
 		const config = {
 			sandboxTemplateName: managedTemplate,
@@ -280,9 +282,14 @@ describe('an egress profile on a claim', () => {
 		expect(pod.metadata.labels?.['sandbox.users.io/egress-profile']).toBe('none')
 
 		await waitPoolReady(h.cluster, h.namespace, pool, 1)
-		const refused = await rejection(
-			h.provider({ warmPoolName: pool, egress: { ...denyAll, profile: 'none' } }).create(),
-		)
+		// The default key: its own applied policy (the named check runs before the claim is POSTed).
+		const disallowed: KubernetesEgressConfig = {
+			...denyAll,
+			profile: 'none',
+			networkPolicyName: 'default-key-egress',
+		}
+		await apply(translated(disallowed))
+		const refused = await rejection(h.provider({ warmPoolName: pool, egress: disallowed }).create())
 		expect(refused.error).toBeInstanceOf(KubernetesAcquireError)
 		expect(refused.error).toMatchObject({ reason: 'claim-rejected', retryable: false })
 		const cause = (refused.error as Error).cause
