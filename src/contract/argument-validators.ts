@@ -297,6 +297,28 @@ export function requireObject(
 	return value
 }
 
+/**
+ * A configuration object holds only the keys its type declares: an unknown one (a misspelling, or
+ * a setting this tier does not have) is refused by name rather than silently ignored, so a caller
+ * can never believe a setting took effect that nothing reads.
+ */
+export function refuseUnknownKeys(
+	site: ArgumentSite,
+	parameter: string,
+	value: Record<string, unknown>,
+	known: readonly string[],
+): void {
+	for (const key of Object.keys(value)) {
+		if (!known.includes(key)) {
+			throw site.refuse(
+				`${parameter}.${key}`,
+				`absent: not a setting of ${parameter} (known: ${known.join(', ')})`,
+				describeReceived(value[key]),
+			)
+		}
+	}
+}
+
 /** An options argument: absent, or an object (`null` is refused, not treated as absent). */
 export function optionalObject(
 	site: ArgumentSite,

@@ -40,6 +40,18 @@ import {
 	KubernetesSandboxGoneError,
 } from '../../src/backends/kubernetes/kubernetes-sandbox-errors.js'
 import {
+	KubernetesEgressNarrowingUnsupportedError,
+	KubernetesEgressPolicyConfigError,
+	KubernetesEgressPolicyMismatchError,
+	KubernetesEgressPolicyNotAppliedError,
+	KubernetesEgressPolicyUnionError,
+	KubernetesEgressProfileConfigError,
+	KubernetesIngressPolicyError,
+	KubernetesPodLabelNotObservedError,
+	KubernetesPodLabelsRejectedError,
+	KubernetesUnenforceableEgressPolicyError,
+} from '../../src/backends/kubernetes/network/network-errors.js'
+import {
 	DefaultLimitsUnavailableError,
 	DiskLimitUnavailableError,
 } from '../../src/backends/local/limit-errors.js'
@@ -405,6 +417,69 @@ const CASES: readonly ErrorCase[] = [
 	{
 		type: KubernetesPrivilegeProbeError,
 		make: () => new KubernetesPrivilegeProbeError(probe('probe-failed'), 'sb'),
+	},
+	{
+		type: KubernetesUnenforceableEgressPolicyError,
+		make: () => new KubernetesUnenforceableEgressPolicyError('static'),
+	},
+	{
+		type: KubernetesEgressPolicyConfigError,
+		make: () => new KubernetesEgressPolicyConfigError('policy.exceptCidrs[0]', 'not a CIDR'),
+	},
+	{
+		type: KubernetesEgressNarrowingUnsupportedError,
+		make: () =>
+			new KubernetesEgressNarrowingUnsupportedError('ciliumNarrowing.ports', 'core', 'deny-all'),
+	},
+	{
+		type: KubernetesEgressProfileConfigError,
+		make: () => new KubernetesEgressProfileConfigError('profile', 'not a label'),
+	},
+	{
+		type: KubernetesEgressPolicyNotAppliedError,
+		make: () => new KubernetesEgressPolicyNotAppliedError('NetworkPolicy', 'task-egress', 'ns'),
+	},
+	{
+		type: KubernetesEgressPolicyMismatchError,
+		make: () =>
+			new KubernetesEgressPolicyMismatchError({
+				policyKind: 'NetworkPolicy',
+				policyName: 'task-egress',
+				field: 'spec.egress',
+				expected: '[]',
+				actual: undefined,
+			}),
+	},
+	{
+		type: KubernetesEgressPolicyUnionError,
+		make: () =>
+			new KubernetesEgressPolicyUnionError({
+				refusal: 'policy-widens-egress',
+				namespace: 'ns',
+				podLabels: {},
+				examined: [],
+				unread: [],
+			}),
+	},
+	{
+		type: KubernetesIngressPolicyError,
+		make: () =>
+			new KubernetesIngressPolicyError({
+				refusal: 'no-ingress-policy',
+				namespace: 'ns',
+				podLabels: {},
+				port: 1024,
+				examined: [],
+				unread: [],
+			}),
+	},
+	{
+		type: KubernetesPodLabelNotObservedError,
+		make: () => new KubernetesPodLabelNotObservedError('pod', 'k', 'v', undefined),
+	},
+	{
+		type: KubernetesPodLabelsRejectedError,
+		make: () => new KubernetesPodLabelsRejectedError({ k: 'v' }, 'k'),
 	},
 	{
 		type: KubernetesCreateOptionUnsupportedError,

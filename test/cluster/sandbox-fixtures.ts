@@ -26,6 +26,43 @@ export const paths = {
 	claims: (ns: string) => `/apis/${extensionsGroup}/namespaces/${ns}/sandboxclaims`,
 	claim: (ns: string, name: string) =>
 		`/apis/${extensionsGroup}/namespaces/${ns}/sandboxclaims/${name}`,
+	networkPolicies: (ns: string) => `/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies`,
+	networkPolicy: (ns: string, name: string) =>
+		`/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies/${name}`,
+	roles: (ns: string) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`,
+	roleBindings: (ns: string) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`,
+	serviceAccounts: (ns: string) => `/api/v1/namespaces/${ns}/serviceaccounts`,
+}
+
+/**
+ * The agent-port ingress policy a deployment applies (k8s/manifests/networkpolicy.yaml's shape):
+ * pods carrying the template label (of `template`, or of any template) accept the agent port only
+ * from `hostCidr` (the host that dials them — here the harness bridge's own address).
+ */
+export function agentIngressPolicy(
+	name: string,
+	template: string | undefined,
+	hostCidr: string,
+): Record<string, unknown> {
+	const key = 'sandbox.namzu.ai/template'
+	return {
+		apiVersion: 'networking.k8s.io/v1',
+		kind: 'NetworkPolicy',
+		metadata: { name },
+		spec: {
+			podSelector:
+				template === undefined
+					? { matchExpressions: [{ key, operator: 'Exists' }] }
+					: { matchLabels: { [key]: template } },
+			policyTypes: ['Ingress'],
+			ingress: [
+				{
+					from: [{ ipBlock: { cidr: hostCidr } }],
+					ports: [{ protocol: 'TCP', port: agentPort }],
+				},
+			],
+		},
+	}
 }
 
 export interface AgentPodOptions {
@@ -92,7 +129,8 @@ export function sandboxTemplate(
 			},
 			...((options.workspace ?? true) ? { volumeClaimTemplates: workspaceClaimTemplates() } : {}),
 			service: true,
-			// The harness enforces no NetworkPolicy; Unmanaged also keeps the DNS override away.
+			// No controller-managed policy (the tests apply their own); Unmanaged also keeps the DNS
+			// override away.
 			networkPolicyManagement: 'Unmanaged',
 		},
 	}

@@ -16,6 +16,7 @@ import {
 	optionalSignal,
 	optionalString,
 	optionalStringArray,
+	refuseUnknownKeys,
 	requireContent,
 	requireDurationMs,
 	requireInteger,
@@ -263,6 +264,21 @@ const table: Array<[string, Check, unknown[], Array<[unknown, string]>]> = [
 			[null, 'options must be an object, got null'],
 			[[], 'options must be an object, got an array of length 0'],
 			['x', 'options must be an object, got "x"'],
+		],
+	],
+	[
+		'refuseUnknownKeys names the key and what is known',
+		(v) => refuseUnknownKeys(site, 'backend', v as Record<string, unknown>, ['tier', 'namespace']),
+		[{}, { tier: 'x' }, { tier: 'x', namespace: 'y' }],
+		[
+			[
+				{ tier: 'x', egress: { kind: 'deny-all' } },
+				'backend.egress must be absent: not a setting of backend (known: tier, namespace), got an object',
+			],
+			[
+				{ Tier: 1 },
+				'backend.Tier must be absent: not a setting of backend (known: tier, namespace), got 1',
+			],
 		],
 	],
 	[

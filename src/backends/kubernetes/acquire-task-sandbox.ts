@@ -18,11 +18,16 @@ import type { ResolvedKubernetesBackendConfig } from './kubernetes-backend-confi
 import {
 	buildDirectSandbox,
 	buildSandboxClaim,
+	directSandboxPodLabels,
 	generateObjectName,
 	type KubernetesObject,
 	kubernetesPaths,
 	shutdownTimeAt,
 } from './kubernetes-objects.js'
+import {
+	KubernetesPodLabelNotObservedError,
+	KubernetesPodLabelsRejectedError,
+} from './network/network-errors.js'
 import {
 	acquireReasonForApiFailure,
 	apiFailureShape,
@@ -50,9 +55,18 @@ export interface AcquiredTaskSandbox {
 	readonly host: string
 }
 
+/** The network checks (network/network-verifier.ts), given the labels the pod carries. */
+export interface AcquireNetworkChecks {
+	/** Before anything is created: the named egress object. */
+	prepare(signal?: AbortSignal): Promise<void>
+	verify(podLabels: Readonly<Record<string, string>>, signal?: AbortSignal): Promise<void>
+}
+
 export interface AcquireDependencies {
 	readonly api: KubernetesApiPort
 	readonly config: ResolvedKubernetesBackendConfig
+	/** Run before the POST of a direct Sandbox, and after a claim binds (a refusal releases it). */
+	readonly network?: AcquireNetworkChecks
 	readonly now?: () => number
 	readonly wallClock?: () => number
 }
@@ -79,7 +93,15 @@ async function cleanupDelete(api: KubernetesApiPort, path: string): Promise<void
 	}
 }
 
-function judged(verdict: ReadinessVerdict, objectName: string): Judgement<string> {
+/** The controller refused a claim for its metadata: what was asked for rides as the cause. */
+const METADATA_REFUSAL = 'InvalidMetadata'
+
+function judged(
+	verdict: ReadinessVerdict,
+	objectName: string,
+	requestedPodLabels: Readonly<Record<string, string>> | undefined,
+	profileLabelKey: string | undefined,
+): Judgement<string> {
 	switch (verdict.state) {
 		case 'ready':
 			return { done: true, value: verdict.sandboxName }
@@ -90,6 +112,9 @@ function judged(verdict: ReadinessVerdict, objectName: string): Judgement<string
 				controllerReason: verdict.controllerReason,
 				controllerMessage: verdict.controllerMessage,
 				objectName,
+				...(verdict.controllerReason === METADATA_REFUSAL && requestedPodLabels !== undefined
+					? { cause: new KubernetesPodLabelsRejectedError(requestedPodLabels, profileLabelKey) }
+					: {}),
 			})
 		case 'ready-without-sandbox':
 			throw new KubernetesClaimUnboundError(objectName)
@@ -108,7 +133,18 @@ export async function acquireTaskSandbox(
 	signal?.throwIfAborted()
 	const deadlineMs = now() + config.readyTimeoutMs
 	const shutdownTime = shutdownTimeAt(wallClock(), config.claimTtlSeconds)
+	const profile = config.egress?.profile
+	const profileLabels: Record<string, string> =
+		profile === undefined ? {} : { [profile.key]: profile.value }
 
+	if (deps.network) {
+		try {
+			await deps.network.prepare(signal)
+		} catch (error) {
+			signal?.throwIfAborted()
+			throw classifyAcquireFailure(error)
+		}
+	}
 	let created: { kind: 'claim' | 'sandbox'; path: string; name: string }
 	if (config.warmPoolName !== undefined) {
 		const name = generateObjectName('namzu-task')
@@ -117,6 +153,7 @@ export async function acquireTaskSandbox(
 			warmPoolName: config.warmPoolName,
 			shutdownTime,
 			claimLabels: config.claimLabels,
+			podLabels: profileLabels,
 		})
 		created = { kind: 'claim', path: kubernetesPaths.claim(ns, name), name }
 		await post(kubernetesPaths.claims(ns), body, created.path, name)
@@ -136,13 +173,27 @@ export async function acquireTaskSandbox(
 			templateName: config.sandboxTemplateName,
 			template,
 			shutdownTime,
+			podLabels: profileLabels,
 		})
+		if (deps.network) {
+			// Before the POST, so a refusal leaves nothing behind.
+			try {
+				await deps.network.verify(directSandboxPodLabels(body), signal)
+			} catch (error) {
+				signal?.throwIfAborted()
+				throw classifyAcquireFailure(error)
+			}
+		}
 		created = { kind: 'sandbox', path: kubernetesPaths.sandbox(ns, name), name }
 		await post(kubernetesPaths.sandboxes(ns), body, created.path, name)
 	}
 
 	try {
-		return await bindAndResolve(created)
+		const acquired = await bindAndResolve(created)
+		if (created.kind === 'claim' && deps.network) {
+			await deps.network.verify(acquired.podLabels, signal)
+		}
+		return acquired.sandbox
 	} catch (error) {
 		await cleanupDelete(api, created.path)
 		signal?.throwIfAborted()
@@ -167,7 +218,7 @@ export async function acquireTaskSandbox(
 		kind: 'claim' | 'sandbox'
 		path: string
 		name: string
-	}): Promise<AcquiredTaskSandbox> {
+	}): Promise<BoundPod> {
 		const budget = {
 			deadlineMs,
 			intervalMs: config.readyPollIntervalMs,
@@ -182,7 +233,12 @@ export async function acquireTaskSandbox(
 			(readSignal) => api.get(object.path, { signal: readSignal }),
 			(read) => {
 				if (object.kind === 'claim') podName = boundSandboxName(read) ?? podName
-				return judged(evaluate(read), object.name)
+				return judged(
+					evaluate(read),
+					object.name,
+					object.kind === 'claim' ? profileLabels : undefined,
+					profile?.key,
+				)
 			},
 			budget,
 		)
@@ -228,20 +284,32 @@ export async function acquireTaskSandbox(
 	async function readPod(
 		sandboxName: string,
 		object: { kind: 'claim' | 'sandbox'; path: string; name: string },
-	): Promise<AcquiredTaskSandbox> {
+	): Promise<BoundPod> {
 		const podPath = kubernetesPaths.pod(ns, sandboxName)
 		const result = { id: sandboxName, created: { kind: object.kind, path: object.path } }
-		const judge = (pod: KubernetesObject): Judgement<{ uid: string; host: string }> => {
+		let profileObserved: string | undefined
+		const judge = (
+			pod: KubernetesObject,
+		): Judgement<{ uid: string; host: string; labels: Readonly<Record<string, string>> }> => {
 			const uid = pod.metadata.uid
 			if (typeof uid !== 'string' || uid === '') {
 				throw new KubernetesPodUnusableError(sandboxName, 'has no metadata.uid')
 			}
+			const labels = pod.metadata.labels ?? {}
+			// A claimed pod gets the profile label from the controller; wait for it on the budget.
+			if (profile !== undefined && object.kind === 'claim') {
+				profileObserved = labels[profile.key]
+				if (profileObserved !== profile.value) {
+					return { done: false, observed: `pod lacks ${profile.key}=${profile.value}` }
+				}
+			}
 			if (config.agentAddress === 'service') {
-				return { done: true, value: { uid, host: `${sandboxName}.${ns}.svc.cluster.local` } }
+				const host = `${sandboxName}.${ns}.svc.cluster.local`
+				return { done: true, value: { uid, host, labels } }
 			}
 			const ip = podAddress(pod)
 			if (ip === undefined) return { done: false, observed: 'pod has no IP yet' }
-			return { done: true, value: { uid, host: ip } }
+			return { done: true, value: { uid, host: ip, labels } }
 		}
 		const outcome = await pollUntil(
 			`pod ${sandboxName}`,
@@ -254,6 +322,14 @@ export async function acquireTaskSandbox(
 				const classified = classifyAcquireFailure(outcome.standingFailure, object.name)
 				if (classified instanceof KubernetesAcquireError) throw classified
 			}
+			if (profile !== undefined && object.kind === 'claim' && profileObserved !== profile.value) {
+				throw new KubernetesPodLabelNotObservedError(
+					sandboxName,
+					profile.key,
+					profile.value,
+					profileObserved,
+				)
+			}
 			throw new KubernetesAcquireError('not-ready', {
 				cause: new ReadinessPollTimeout(
 					`pod ${sandboxName} IP`,
@@ -264,10 +340,19 @@ export async function acquireTaskSandbox(
 			})
 		}
 		return {
-			...result,
-			podName: sandboxName,
-			token: outcome.value.uid,
-			host: outcome.value.host,
+			sandbox: {
+				...result,
+				podName: sandboxName,
+				token: outcome.value.uid,
+				host: outcome.value.host,
+			},
+			podLabels: outcome.value.labels,
 		}
 	}
+}
+
+interface BoundPod {
+	readonly sandbox: AcquiredTaskSandbox
+	/** The pod's real labels, as read after the bind. */
+	readonly podLabels: Readonly<Record<string, string>>
 }

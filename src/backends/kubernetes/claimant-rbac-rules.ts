@@ -53,12 +53,15 @@ export const KUBERNETES_CLAIMANT_RBAC_RULES: readonly KubernetesRbacRule[] = Obj
 		apiGroups: ['networking.k8s.io'],
 		resources: ['networkpolicies'],
 		verbs: ['get', 'list'],
-		callSites: ['get, list: egress verification (the network-policy work)'],
+		callSites: [
+			'get: network/network-verifier.ts (the named egress policy)',
+			'list: network/policy-listing.ts (egress union and agent-port ingress checks)',
+		],
 	},
 	{
 		apiGroups: ['cilium.io'],
 		resources: ['ciliumnetworkpolicies'],
 		verbs: ['get', 'list'],
-		callSites: ['get, list: egress verification under engine cilium (the network-policy work)'],
+		callSites: ['get, list: network/policy-listing.ts under engine cilium (egress or ingress)'],
 	},
 ])

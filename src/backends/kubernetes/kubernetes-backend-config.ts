@@ -9,6 +9,7 @@ import {
 	optionalDurationMs,
 	optionalFunction,
 	optionalInteger,
+	refuseUnknownKeys,
 	requireObject,
 	requireOneOf,
 } from '../../contract/argument-validators.js'
@@ -16,6 +17,16 @@ import { SandboxConfigError } from '../../contract/errors.js'
 import type { RemoteExecutionTiming } from '../../host/exec/execution-timing.js'
 import { DEFAULT_STREAM_HEARTBEAT_MS } from '../../wire/heartbeat.js'
 import type { KubernetesClusterAccess } from './api/index.js'
+import {
+	type KubernetesEgressConfig,
+	type ResolvedEgressConfig,
+	resolveEgressConfig,
+} from './network/egress-config.js'
+import {
+	type KubernetesIngressConfig,
+	type ResolvedIngressConfig,
+	resolveIngressConfig,
+} from './network/ingress-config.js'
 
 export type KubernetesAgentAddressMode = 'service' | 'pod-ip'
 
@@ -55,6 +66,13 @@ export interface KubernetesBackendConfig {
 	 * the token, the command or any output. Must not throw.
 	 */
 	readonly onExecTiming?: (timing: RemoteExecutionTiming) => void
+	/**
+	 * The egress the sandbox pods must be held to: translated to one policy an operator applies,
+	 * verified on the cluster (never created by this backend), then every policy selecting the pod.
+	 */
+	readonly egress?: KubernetesEgressConfig
+	/** Verification that a policy closes the agent port: on by default; `'unverified'` skips it. */
+	readonly ingress?: KubernetesIngressConfig
 }
 
 export interface ResolvedKubernetesBackendConfig {
@@ -73,7 +91,32 @@ export interface ResolvedKubernetesBackendConfig {
 	readonly claimLabels: Readonly<Record<string, string>>
 	readonly onDialAttempt?: (event: { readonly host: string; readonly port: number }) => void
 	readonly onExecTiming?: (timing: RemoteExecutionTiming) => void
+	readonly egress?: ResolvedEgressConfig
+	readonly ingress: ResolvedIngressConfig
 }
+
+// Every key of the config, checked complete by the compiler: any other key is refused by name.
+const BACKEND_KEYS = Object.keys({
+	tier: true,
+	service: true,
+	namespace: true,
+	access: true,
+	sandboxTemplateName: true,
+	warmPoolName: true,
+	agentPort: true,
+	agentAddress: true,
+	readyPollIntervalMs: true,
+	readyTimeoutMs: true,
+	claimTtlSeconds: true,
+	onLeaseRenewalError: true,
+	apiRequestTimeoutMs: true,
+	streamHeartbeatMs: true,
+	claimLabels: true,
+	onDialAttempt: true,
+	onExecTiming: true,
+	egress: true,
+	ingress: true,
+} satisfies Record<keyof KubernetesBackendConfig, true>)
 
 export const DEFAULT_KUBERNETES_AGENT_PORT = 1024
 export const DEFAULT_READY_POLL_INTERVAL_MS = 50
@@ -135,7 +178,8 @@ function access(value: unknown): KubernetesClusterAccess {
 export function resolveKubernetesBackendConfig(
 	config: KubernetesBackendConfig,
 ): ResolvedKubernetesBackendConfig {
-	requireObject(CONFIG_SITE, 'backend', config)
+	const given = requireObject(CONFIG_SITE, 'backend', config)
+	refuseUnknownKeys(CONFIG_SITE, 'backend', given, BACKEND_KEYS)
 	if (config.tier !== 'microvm' || config.service !== 'kubernetes') {
 		throw new SandboxConfigError('service', "must be 'kubernetes' with tier 'microvm'")
 	}
@@ -156,15 +200,18 @@ export function resolveKubernetesBackendConfig(
 		config.apiRequestTimeoutMs,
 		{ min: 1000 },
 	)
+	const namespace = name('namespace', config.namespace, DNS_LABEL, 63)
+	const sandboxTemplateName = name(
+		'sandboxTemplateName',
+		config.sandboxTemplateName,
+		DNS_SUBDOMAIN,
+		253,
+	)
+	const egress = resolveEgressConfig(given.egress, { namespace, sandboxTemplateName })
 	return {
-		namespace: name('namespace', config.namespace, DNS_LABEL, 63),
+		namespace,
 		access: access(config.access),
-		sandboxTemplateName: name(
-			'sandboxTemplateName',
-			config.sandboxTemplateName,
-			DNS_SUBDOMAIN,
-			253,
-		),
+		sandboxTemplateName,
 		...(warmPoolName === undefined ? {} : { warmPoolName }),
 		agentPort:
 			optionalInteger(CONFIG_SITE, 'agentPort', config.agentPort, { min: 1, max: 65_535 }) ??
@@ -191,5 +238,7 @@ export function resolveKubernetesBackendConfig(
 		claimLabels: labels(config.claimLabels),
 		...(onDialAttempt ? { onDialAttempt } : {}),
 		...(onExecTiming ? { onExecTiming } : {}),
+		...(egress === undefined ? {} : { egress }),
+		ingress: resolveIngressConfig(given.ingress),
 	}
 }

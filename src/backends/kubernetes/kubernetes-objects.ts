@@ -72,17 +72,26 @@ export interface ClaimBuildInput {
 	readonly warmPoolName: string
 	readonly shutdownTime: string
 	readonly claimLabels: Readonly<Record<string, string>>
+	/** Labels the controller writes onto the bound pod (the egress profile); none: key absent. */
+	readonly podLabels?: Readonly<Record<string, string>>
 }
 
-/** A pristine `SandboxClaim`: pool reference, lifecycle and the host's labels, nothing else. */
+/**
+ * A pristine `SandboxClaim`: pool reference, lifecycle and the host's labels, nothing else — but
+ * the egress profile's pod label, which rides in `additionalPodMetadata` (it keeps the warm path).
+ */
 export function buildSandboxClaim(input: ClaimBuildInput): KubernetesObject {
 	const labels = Object.keys(input.claimLabels).length > 0 ? { labels: input.claimLabels } : {}
+	const podLabels = input.podLabels ?? {}
 	return {
 		apiVersion: EXTENSIONS_API_GROUP_VERSION,
 		kind: 'SandboxClaim',
 		metadata: { name: input.name, ...labels },
 		spec: {
 			warmPoolRef: { name: input.warmPoolName },
+			...(Object.keys(podLabels).length > 0
+				? { additionalPodMetadata: { labels: { ...podLabels } } }
+				: {}),
 			lifecycle: { shutdownTime: input.shutdownTime, shutdownPolicy: 'Delete' },
 		},
 	}
@@ -94,13 +103,15 @@ export interface DirectSandboxBuildInput {
 	/** The `SandboxTemplate` as read from the API. */
 	readonly template: KubernetesObject
 	readonly shutdownTime: string
+	/** Pod labels beyond the template label (the egress profile). */
+	readonly podLabels?: Readonly<Record<string, string>>
 }
 
 function record(value: unknown): Record<string, unknown> | undefined {
 	return isRecord(value) ? value : undefined
 }
 
-/** A `Sandbox` from the template's blueprint, with the template label on its pod. */
+/** A `Sandbox` from the template's blueprint, with the template (and profile) label on its pod. */
 export function buildDirectSandbox(input: DirectSandboxBuildInput): KubernetesObject {
 	const spec = record(input.template.spec)
 	const podTemplate = record(spec?.podTemplate)
@@ -120,7 +131,10 @@ export function buildDirectSandbox(input: DirectSandboxBuildInput): KubernetesOb
 		spec: {
 			podTemplate: {
 				...podTemplate,
-				metadata: { ...podMeta, labels: { ...podLabels, [TEMPLATE_LABEL]: input.templateName } },
+				metadata: {
+					...podMeta,
+					labels: { ...podLabels, ...input.podLabels, [TEMPLATE_LABEL]: input.templateName },
+				},
 			},
 			...copied,
 			shutdownTime: input.shutdownTime,
@@ -130,6 +144,19 @@ export function buildDirectSandbox(input: DirectSandboxBuildInput): KubernetesOb
 }
 
 /** The merge-patch body that moves a created object's expiry (claims keep it under `lifecycle`). */
+/** The labels the pod of a direct Sandbox will carry. */
+export function directSandboxPodLabels(
+	sandbox: KubernetesObject,
+): Readonly<Record<string, string>> {
+	const podTemplate = record(sandbox.spec?.podTemplate)
+	const labels = record(record(podTemplate?.metadata)?.labels) ?? {}
+	return Object.fromEntries(
+		Object.entries(labels).filter(
+			(entry): entry is [string, string] => typeof entry[1] === 'string',
+		),
+	)
+}
+
 export function shutdownTimePatch(kind: 'claim' | 'sandbox', shutdownTime: string): object {
 	return kind === 'claim' ? { spec: { lifecycle: { shutdownTime } } } : { spec: { shutdownTime } }
 }

@@ -22,7 +22,11 @@ import {
 	checkProviderDefaults,
 	type SandboxProviderDefaults,
 } from '../../provider-defaults.js'
-import { type AcquiredTaskSandbox, acquireTaskSandbox } from './acquire-task-sandbox.js'
+import {
+	type AcquiredTaskSandbox,
+	type AcquireNetworkChecks,
+	acquireTaskSandbox,
+} from './acquire-task-sandbox.js'
 import { createKubernetesClient } from './api/create-kubernetes-client.js'
 import { apiPortOf } from './client-port.js'
 import type { KubernetesApiPort } from './kubernetes-api-port.js'
@@ -39,6 +43,7 @@ import {
 } from './kubernetes-sandbox-errors.js'
 import { isPermanentDialFailure, KubernetesTaskSandbox } from './kubernetes-task-sandbox.js'
 import { KubernetesLeaseRenewal } from './lease-renewal.js'
+import { KubernetesNetworkVerifier } from './network/network-verifier.js'
 import { DialTracker, PodRebinder } from './pod-rebind.js'
 import { KubernetesAgentTransport } from './transport.js'
 
@@ -95,6 +100,19 @@ export function createKubernetesSandboxProvider(
 		)
 		return api
 	}
+	let network: KubernetesNetworkVerifier | undefined
+	// One per backend: the named-object pass and the union passes are remembered across creates.
+	const networkChecks = (port: KubernetesApiPort): KubernetesNetworkVerifier => {
+		network ??= new KubernetesNetworkVerifier({
+			api: port,
+			namespace: resolved.namespace,
+			sandboxTemplateName: resolved.sandboxTemplateName,
+			agentPort: resolved.agentPort,
+			...(resolved.egress === undefined ? {} : { egress: resolved.egress }),
+			ingress: resolved.ingress,
+		})
+		return network
+	}
 	const provider: SandboxProvider = {
 		id: `kubernetes:${resolved.namespace}`,
 		name: 'kubernetes',
@@ -104,9 +122,12 @@ export function createKubernetesSandboxProvider(
 			checkCreateConfig(createConfig)
 			refuseUnsupportedCreateOptions(createConfig)
 			const timeoutMs = createConfig.timeoutMs ?? defaults.defaultTimeoutMs
-			return createKubernetesTaskSandbox(apiPort(), resolved, {
+			const port = apiPort()
+			const checks = networkChecks(port)
+			return createKubernetesTaskSandbox(port, resolved, {
 				...(timeoutMs === undefined ? {} : { defaultTimeoutMs: timeoutMs }),
 				...(createConfig.signal ? { signal: createConfig.signal } : {}),
+				...(checks.active ? { network: checks } : {}),
 			})
 		},
 		close: async () => {},
@@ -120,6 +141,8 @@ export interface CreateTaskSandboxOptions {
 	readonly signal?: AbortSignal
 	/** The guest's workspace, default `KUBERNETES_WORKSPACE_ROOT` (tests point it elsewhere). */
 	readonly rootDir?: string
+	/** The backend's network checks; the provider always passes its own when any is on. */
+	readonly network?: AcquireNetworkChecks
 }
 
 /** Acquire → transport → sandbox → probe → lease; see the module comment. */
@@ -129,7 +152,10 @@ export async function createKubernetesTaskSandbox(
 	options: CreateTaskSandboxOptions = {},
 ): Promise<Sandbox> {
 	const { signal } = options
-	const acquired = await acquireTaskSandbox({ api, config }, signal)
+	const acquired = await acquireTaskSandbox(
+		{ api, config, ...(options.network ? { network: options.network } : {}) },
+		signal,
+	)
 	const sandbox = wrapAcquired(api, config, acquired, options)
 	try {
 		await probeSandboxPrivileges(sandbox, signal, {

@@ -7,9 +7,11 @@ import { isAbsolute } from 'node:path'
 import {
 	CONFIG_SITE,
 	describeReceived,
+	isPlainObject,
 	optionalDurationMs,
 	optionalInteger,
 	optionalObject,
+	refuseUnknownKeys,
 	requireObject,
 	requireOneOf,
 } from '../../contract/argument-validators.js'
@@ -94,6 +96,31 @@ export const DEFAULT_BWRAP_PATH = '/usr/bin/bwrap'
 export const DEFAULT_READY_TIMEOUT_MS = 10_000
 /** A pool larger than this is almost certainly a unit mistake (each member is a live node process). */
 export const MAX_WARM_POOL_SIZE = 64
+// Every key of each type, checked complete by the compiler: a key outside them is refused by name.
+const BACKEND_KEYS = Object.keys({
+	tier: true,
+	isolation: true,
+	bwrapPath: true,
+	nodePath: true,
+	warmPoolSize: true,
+	stateDir: true,
+	readyTimeoutMs: true,
+	sandboxUidRange: true,
+	readOnlyPaths: true,
+	hiddenPaths: true,
+	defaultLimits: true,
+	tools: true,
+} satisfies Record<keyof LocalBackendConfig, true>)
+const TOOL_KEYS = Object.keys({
+	slirp4netns: true,
+	nft: true,
+	nsenter: true,
+	mkfsExt4: true,
+} satisfies Record<keyof LocalToolPaths, true>)
+const UID_RANGE_KEYS = Object.keys({ first: true, count: true } satisfies Record<
+	keyof SandboxUidRange,
+	true
+>)
 const DEFAULT_LIMITS_MODES: readonly DefaultLimitsMode[] = ['required', 'best-effort']
 
 function absolutePath(field: string, value: unknown, fallback: string): string {
@@ -106,6 +133,10 @@ function absolutePath(field: string, value: unknown, fallback: string): string {
 
 export function resolveLocalBackendConfig(config: LocalBackendConfig): ResolvedLocalBackendConfig {
 	const raw = requireObject(CONFIG_SITE, 'backend', config)
+	refuseUnknownKeys(CONFIG_SITE, 'backend', raw, BACKEND_KEYS)
+	if (isPlainObject(raw.sandboxUidRange)) {
+		refuseUnknownKeys(CONFIG_SITE, 'backend.sandboxUidRange', raw.sandboxUidRange, UID_RANGE_KEYS)
+	}
 	requireOneOf(CONFIG_SITE, 'backend.tier', raw.tier, ['process'])
 	const isolation = requireOneOf(CONFIG_SITE, 'backend.isolation', raw.isolation ?? 'bubblewrap', [
 		'bubblewrap',
@@ -142,6 +173,7 @@ export function resolveLocalBackendConfig(config: LocalBackendConfig): ResolvedL
 
 function toolPaths(value: unknown): ResolvedLocalToolPaths {
 	const given = optionalObject(CONFIG_SITE, 'backend.tools', value)
+	refuseUnknownKeys(CONFIG_SITE, 'backend.tools', given, TOOL_KEYS)
 	const tool = (name: keyof ResolvedLocalToolPaths, fallback: string) =>
 		absolutePath(`backend.tools.${name}`, given[name], fallback)
 	return {

@@ -88,7 +88,7 @@ describe('KUBERNETES_CLAIMANT_RBAC_RULES', () => {
 				expect(named, `${rule.resources.join()} ${verb}`).toBe(true)
 			}
 			for (const site of rule.callSites) {
-				for (const file of site.match(/[a-z][a-z0-9-]*\.ts\b/g) ?? []) {
+				for (const file of site.match(/[a-z][a-z0-9/-]*\.ts\b/g) ?? []) {
 					expect(
 						existsSync(join('src/backends/kubernetes', file)),
 						`${file} named by ${rule.resources.join()}`,

@@ -17,6 +17,7 @@ import { paths } from '../../cluster/sandbox-fixtures.js'
 import { waitFor } from '../../cluster/wait-for.js'
 import { rejection } from './error-chain.js'
 import { listClaims, useKubernetesHarness } from './kubernetes-harness.js'
+import { bindServiceAccount as bindAccount } from './service-account.js'
 
 const replicas = 2
 const h = useKubernetesHarness({
@@ -34,45 +35,8 @@ interface Triple {
 }
 
 /** ServiceAccount + Role (`rules`, call sites stripped) + RoleBinding; a token for the account. */
-async function bindServiceAccount(
-	name: string,
-	rules: readonly KubernetesRbacRule[],
-): Promise<string> {
-	const ns = h.namespace
-	const api = h.cluster.api
-	await api.create(`/api/v1/namespaces/${ns}/serviceaccounts`, {
-		apiVersion: 'v1',
-		kind: 'ServiceAccount',
-		metadata: { name },
-	})
-	await api.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
-		apiVersion: 'rbac.authorization.k8s.io/v1',
-		kind: 'Role',
-		metadata: { name },
-		rules: rules.map((rule) => ({
-			apiGroups: [...rule.apiGroups],
-			resources: [...rule.resources],
-			verbs: [...rule.verbs],
-		})),
-	})
-	await api.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
-		apiVersion: 'rbac.authorization.k8s.io/v1',
-		kind: 'RoleBinding',
-		metadata: { name },
-		roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-		subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
-	})
-	const request = await api.create<{ status?: { token?: string } }>(
-		`/api/v1/namespaces/${ns}/serviceaccounts/${name}/token`,
-		{
-			apiVersion: 'authentication.k8s.io/v1',
-			kind: 'TokenRequest',
-			spec: { expirationSeconds: 3600 },
-		},
-	)
-	const token = request.status?.token
-	if (typeof token !== 'string' || token === '') throw new Error('TokenRequest returned no token')
-	return token
+function bindServiceAccount(name: string, rules: readonly KubernetesRbacRule[]): Promise<string> {
+	return bindAccount(h.cluster.api, h.namespace, name, rules)
 }
 
 /** What the API server's authorizer answers for `token` (SelfSubjectAccessReview). */

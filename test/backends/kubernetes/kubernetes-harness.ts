@@ -17,7 +17,13 @@ import {
 	listItems,
 	waitObject,
 } from '../../cluster/cluster-objects.js'
-import { agentPort, paths, sandboxTemplate, warmPool } from '../../cluster/sandbox-fixtures.js'
+import {
+	agentIngressPolicy,
+	agentPort,
+	paths,
+	sandboxTemplate,
+	warmPool,
+} from '../../cluster/sandbox-fixtures.js'
 import { startTestCluster, type TestCluster } from '../../cluster/test-cluster.js'
 import { waitFor } from '../../cluster/wait-for.js'
 
@@ -51,7 +57,12 @@ export interface HarnessOptions {
 	/** Extra env for the agent container (e.g. shortened grace periods). */
 	readonly agentEnv?: Readonly<Record<string, string>>
 	readonly namespacePrefix?: string
+	/** Leave the namespace without the agent-port ingress policy (the ingress check's own suite). */
+	readonly withoutIngressPolicy?: boolean
 }
+
+/** The name of the agent-port ingress policy every harness namespace gets by default. */
+export const ingressPolicyName = 'namzu-sandbox-ingress'
 
 export async function startKubernetesHarness(
 	options: HarnessOptions = {},
@@ -64,6 +75,13 @@ export async function startKubernetesHarness(
 			paths.templates(namespace),
 			sandboxTemplate(templateName, { env: options.agentEnv }),
 		)
+		if (!options.withoutIngressPolicy) {
+			// A deployment applies it (the backend refuses an agent port no policy closes).
+			await cluster.api.create(
+				paths.networkPolicies(namespace),
+				agentIngressPolicy(ingressPolicyName, undefined, `${cluster.kubelet.network.gateway}/32`),
+			)
+		}
 		const replicas = options.poolReplicas ?? 0
 		if (replicas > 0) {
 			await cluster.api.create(paths.pools(namespace), warmPool(poolName, templateName, replicas))

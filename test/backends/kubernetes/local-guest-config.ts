@@ -6,7 +6,11 @@ import {
 	resolveKubernetesBackendConfig,
 } from '../../../src/backends/kubernetes/kubernetes-backend-config.js'
 
-/** Namespace `ns`, template `task`, pool `pool`, a 5 ms readiness poll; never dials its server. */
+/**
+ * Namespace `ns`, template `task`, pool `pool`, a 5 ms readiness poll; never dials its server. The
+ * ingress check is off: these suites pin other request sequences, and the network checks have
+ * their own (network-verifier.test.ts, network-policies.cluster.test.ts).
+ */
 export const scriptedBackendBase: KubernetesBackendConfig = {
 	tier: 'microvm',
 	service: 'kubernetes',
@@ -15,6 +19,7 @@ export const scriptedBackendBase: KubernetesBackendConfig = {
 	sandboxTemplateName: 'task',
 	warmPoolName: 'pool',
 	readyPollIntervalMs: 5,
+	ingress: 'unverified',
 }
 
 /** `pod-ip` mode to a local guest listening on `agentPort`, with a 10 s readiness budget. */

@@ -198,16 +198,15 @@ describe('the privilege probe on a Kubernetes acquire', () => {
 			allowPrivileged: true,
 			privileged: true,
 		}
-		const resolved = resolveKubernetesBackendConfig({
-			...s.backend,
-			...switches,
-		} as KubernetesBackendConfig)
+		// A backend key that does not exist is refused by name at construction: none can be a switch.
+		for (const [key, value] of Object.entries(switches)) {
+			expect(() =>
+				resolveKubernetesBackendConfig({ ...s.backend, [key]: value } as KubernetesBackendConfig),
+			).toThrow(expect.objectContaining({ name: 'SandboxConfigError', field: `backend.${key}` }))
+		}
+		const resolved = resolveKubernetesBackendConfig(s.backend)
 		expect(Object.keys(resolved).filter((key) => /probe|privileg/i.test(key))).toEqual([])
-		const provider = createKubernetesSandboxProvider(
-			{ ...s.backend, ...switches } as KubernetesBackendConfig,
-			{},
-			{ api: s.api.port },
-		)
+		const provider = createKubernetesSandboxProvider(s.backend, {}, { api: s.api.port })
 		const { error } = await rejection(provider.create(switches as SandboxCreateConfig))
 		expect(error).toBeInstanceOf(KubernetesPrivilegeProbeError)
 		expect(error).toMatchObject({ reason: 'privileged' })

@@ -96,7 +96,7 @@ describe('Kubernetes task sandboxes from a warm pool', () => {
 		await expect(sandbox.exec('true')).rejects.toBeInstanceOf(KubernetesSandboxDestroyedError)
 	})
 
-	it('a clean warm acquire sends exactly POST claim, GETs of that claim, one GET of the bound pod; destroy one DELETE', async () => {
+	it('a clean warm acquire sends exactly POST claim, GETs of that claim, one GET of the bound pod, one LIST of the network policies; destroy one DELETE', async () => {
 		proxy.clear()
 		const token = h.cluster.access.token
 		const sandbox = await h
@@ -111,6 +111,8 @@ describe('Kubernetes task sandboxes from a warm pool', () => {
 			`POST ${paths.claims(h.namespace)}`,
 			`GET ${paths.claim(h.namespace, claimName)}`,
 			`GET ${paths.pod(h.namespace, sandbox.id)}`,
+			// The agent-port ingress check, after the bind.
+			`GET ${paths.networkPolicies(h.namespace)}`,
 		])
 		proxy.clear()
 		await sandbox.destroy()

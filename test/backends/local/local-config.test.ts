@@ -52,6 +52,10 @@ describe('resolveLocalBackendConfig', () => {
 		['backend.tools.slirp4netns', { tools: { slirp4netns: 'slirp4netns' } }],
 		['backend.tools.nft', { tools: { nft: '' } }],
 		['backend.tools.mkfsExt4', { tools: { mkfsExt4: 3 } }],
+		['backend.egress', { egress: { kind: 'deny-all' } }],
+		['backend.readyTimeout', { readyTimeout: 5000 }],
+		['backend.tools.iptables', { tools: { iptables: '/usr/sbin/iptables' } }],
+		['backend.sandboxUidRange.last', { sandboxUidRange: { first: 70_000, count: 1, last: 1 } }],
 	])('refuses a bad %s naming the field', (field, override) => {
 		const config = { tier: 'process', ...override } as unknown as LocalBackendConfig
 		let caught: unknown

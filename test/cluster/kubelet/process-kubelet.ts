@@ -22,6 +22,7 @@ import { refKey } from './kube-types.js'
 import { KubeletFaultError } from './kubelet-errors.js'
 import { HEARTBEAT_INTERVAL_MS, heartbeat, registerNode } from './node-registration.js'
 import type { RootEntry } from './pod-bwrap-argv.js'
+import { PodFirewalls, type RunningPod } from './pod-firewall.js'
 import { PodNetworkAllocator } from './pod-network.js'
 import { PodRuntime } from './pod-runtime.js'
 import { buildPodStatus, unschedulableConditions } from './pod-status.js'
@@ -97,6 +98,7 @@ class Kubelet implements ProcessKubelet {
 	readonly #unschedulableWritten = new Set<string>()
 	readonly #imagePull = new Set<string>()
 	readonly #stopController = new AbortController()
+	readonly #firewalls: PodFirewalls
 	#tick: Promise<void> = Promise.resolve()
 	#timer: NodeJS.Timeout | undefined
 	#heartbeat: NodeJS.Timeout | undefined
@@ -117,6 +119,7 @@ class Kubelet implements ProcessKubelet {
 		this.nodeName = nodeName
 		this.#allocator = new PodNetworkAllocator(net)
 		this.#pvcs = new PvcStore(client, join(options.stateDir, 'pvcs'))
+		this.#firewalls = new PodFirewalls(options.stateDir)
 		this.faults = {
 			killAgent: (pod) => this.#killAgent(pod),
 			freezeAgent: (pod) => this.#freezeAgent(pod),
@@ -196,6 +199,10 @@ class Kubelet implements ProcessKubelet {
 			if (!seen.has(entry.uid)) this.#forget(entry, 'gone from the API')
 			else if (!entry.deleting) void entry.writer.schedule()
 		}
+		// NetworkPolicy, enforced in each pod's namespace and re-evaluated on every sync.
+		await this.#firewalls.sync(this.#client, pods.items, this.#running(), signal, (line) =>
+			this.log(line),
+		)
 		const claims = await this.#client.get<ObjectList<PersistentVolumeClaim>>(
 			'/api/v1/persistentvolumeclaims',
 			signal,
@@ -290,6 +297,10 @@ class Kubelet implements ProcessKubelet {
 				imagePullError: this.#imagePull.has(refKey(entry.ref)),
 			})
 			entry.runtime = runtime
+			const netns = runtime.netns
+			if (netns !== undefined) {
+				await this.#firewalls.applyTo({ uid: entry.uid, netns, pod }, (line) => this.log(line))
+			}
 			this.log(`started ${refKey(entry.ref)} at ${runtime.address}`)
 			void entry.writer.schedule()
 		} catch (error) {
@@ -361,7 +372,18 @@ class Kubelet implements ProcessKubelet {
 		this.log(`deleted ${key}`)
 	}
 
+	#running(): RunningPod[] {
+		const out: RunningPod[] = []
+		for (const entry of this.#entries.values()) {
+			const netns = entry.runtime?.netns
+			if (netns !== undefined && !entry.deleting)
+				out.push({ uid: entry.uid, netns, pod: entry.pod })
+		}
+		return out
+	}
+
 	#forget(entry: PodEntry, why: string): void {
+		this.#firewalls.forget(entry.uid)
 		if (entry.deleting) return
 		this.#entries.delete(entry.uid)
 		entry.writer.close()
