@@ -67,6 +67,11 @@ describe('docs/requirements-coverage.md', () => {
 				if (target.length < 'deferred — '.length + 8) broken.push(`${id}: deferral names no owner`)
 				continue
 			}
+			if (target.startsWith('deviation — ')) {
+				if (target.length < 'deviation — '.length + 8)
+					broken.push(`${id}: deviation gives no reason`)
+				continue
+			}
 			// ` · ` starts a note after the title.
 			const [file, ...titles] = (target.split(' · ')[0] ?? '').split(' › ')
 			const path = join(root, file ?? '')

@@ -16,6 +16,7 @@ import {
 	tmpfsSizesFor,
 } from '../../../src/backends/local/sandbox-limits.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
+import { GuestDiedError } from '../../../src/host/transport/transport-errors.js'
 import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { allCgroupDirsFor, freshStateDir, useLocalProvider, waitFor } from './local-test-support.js'
@@ -306,8 +307,8 @@ for kid in kids:
 						timeout: 20_000,
 					})
 					.then(
-						(result) => result.exitCode,
-						() => 'agent gone',
+						(result) => ({ exitCode: result.exitCode }),
+						(error: unknown) => ({ error }),
 					)
 					.finally(() => {
 						settled = true
@@ -324,8 +325,15 @@ for kid in kids:
 					)
 					await new Promise((resolve) => setTimeout(resolve, 25))
 				}
-				expect(await outcome).not.toBe(0)
-				expect(failures).toBeGreaterThan(0)
+				const ended = await outcome
+				if ('error' in ended) {
+					// The limit took the agent itself: its death is named at once, with the OOM kill.
+					expect(ended.error).toBeInstanceOf(GuestDiedError)
+					expect((ended.error as GuestDiedError).oomKilled).toBe(true)
+				} else {
+					expect(ended.exitCode).not.toBe(0)
+					expect(failures).toBeGreaterThan(0)
+				}
 				expect(peak).toBeLessThanOrEqual(256 * MIB)
 				expect(existsSync('/dev/namzu-fill')).toBe(false)
 			} finally {
