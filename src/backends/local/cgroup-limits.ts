@@ -88,6 +88,7 @@ export interface SandboxCgroups {
 	remove(): Promise<void>
 }
 
+/** `backend.defaultLimits`: refuse (`'required'`) or start unbounded (`'best-effort'`) where the defaults cannot be enforced. */
 export type DefaultLimitsMode = 'required' | 'best-effort'
 
 export interface RequestedLimits {

@@ -20,12 +20,14 @@ export interface CheckResult {
 	readonly detail: string
 }
 
+/** Which host uid sandboxes run as here. */
 export interface SandboxIdentityReport extends CheckResult {
 	/** `per-sandbox-uid` on a root host, else `host-user`. */
 	readonly mode: 'per-sandbox-uid' | 'host-user'
 	readonly range?: SandboxUidRange
 }
 
+/** The root filesystem a sandbox sees: its mounts in order and what is masked. */
 export interface SandboxRootReport {
 	/** One line per mount, in order, as a default sandbox of this configuration gets them. */
 	readonly mounts: readonly string[]
@@ -33,6 +35,7 @@ export interface SandboxRootReport {
 	readonly masked: readonly string[]
 }
 
+/** Whether a real sandbox's workload could reach its agent (`/proc/<pid>/environ`, its descriptors). */
 export interface AgentReachReport extends CheckResult {
 	/** Whether a sandbox was actually started for the check. */
 	readonly ran: boolean

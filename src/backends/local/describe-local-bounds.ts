@@ -14,6 +14,7 @@ import { missingNetworkTools } from './local-network.js'
 import { missingNetworkToolsLine } from './network-errors.js'
 import { resolveSandboxLimits, type TmpfsSizes } from './sandbox-limits.js'
 
+/** The bounds a sandbox created with no options gets on this host. */
 export interface DefaultSandboxBounds {
 	/** `backend.defaultLimits`: whether a host that cannot enforce the defaults refuses. */
 	readonly mode: DefaultLimitsMode
@@ -30,6 +31,7 @@ export interface DefaultSandboxBounds {
 	readonly tmpfs: TmpfsSizes
 }
 
+/** Which egress modes work on this host, and what is missing for those that do not. */
 export interface LocalNetworkReport {
 	/** The egress a sandbox gets without `egress`: deny-all (loopback only). */
 	readonly defaultEgress: 'deny-all'
@@ -39,6 +41,7 @@ export interface LocalNetworkReport {
 	readonly allowAll: IsolationCheck
 }
 
+/** What bounds and networking a local sandbox gets on this host (part of the `doctor` report). */
 export interface LocalBoundsReport {
 	readonly defaultLimits: DefaultSandboxBounds
 	readonly network: LocalNetworkReport

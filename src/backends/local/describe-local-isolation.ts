@@ -29,6 +29,7 @@ import type { CgroupControllerCheck, IsolationCheck } from './isolation-check.js
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
 import { BubblewrapUnavailableError } from './local-errors.js'
 
+/** What the local tier can enforce on this machine, each answer from a real check (`namzu-sandbox doctor`). */
 export interface LocalIsolationReport extends LocalBoundsReport {
 	readonly isolation: 'bubblewrap' | 'none'
 	readonly environment: SandboxEnvironment
@@ -104,11 +105,13 @@ async function cgroupChecks(): Promise<Record<LimitController, CgroupControllerC
 	return { memory: out.memory ?? missing, pids: out.pids ?? missing, cpu: out.cpu ?? missing }
 }
 
+/** Options of `describeLocalIsolation`. */
 export interface DescribeLocalIsolationOptions {
 	/** Start a real sandbox to check the agent is out of the workload's reach (default true). */
 	readonly probeAgent?: boolean
 }
 
+/** Checks what the local tier can enforce here (a sentinel bwrap run, cgroups, a real sandbox). */
 export async function describeLocalIsolation(
 	config: LocalBackendConfig = { tier: 'process' },
 	options: DescribeLocalIsolationOptions = {},

@@ -32,6 +32,7 @@ export interface ClaimedWorkspace extends WorkspaceOwnership {
 	readonly lockPath: string
 }
 
+/** What one local sandbox holds on the host and who holds it, written before each claim is made. */
 export interface SandboxHostClaims {
 	readonly version: typeof HOST_CLAIMS_VERSION
 	readonly id: string

@@ -21,8 +21,10 @@ import { validatePathList } from './path-options.js'
 import { resolveSandboxUidRange, type SandboxUidRange } from './sandbox-identity.js'
 import { DEFAULT_MKFS_EXT4_PATH } from './workspace-disk.js'
 
+/** `'bubblewrap'` (the default) or `'none'`: commands run as plain host processes, for trusted code only. */
 export type LocalIsolation = 'bubblewrap' | 'none'
 
+/** The local tier's backend settings: `createSandboxProvider({ backend: { tier: 'process', … } })`. */
 export interface LocalBackendConfig {
 	readonly tier: 'process'
 	/**
@@ -63,6 +65,7 @@ export interface LocalBackendConfig {
 	readonly tools?: LocalToolPaths
 }
 
+/** Absolute paths of the host programs the local tier runs (never looked up on `PATH`). */
 export interface LocalToolPaths {
 	/** Default `/usr/bin/slirp4netns`. */
 	readonly slirp4netns?: string
@@ -92,7 +95,9 @@ export interface ResolvedLocalBackendConfig {
 	readonly tools: ResolvedLocalToolPaths
 }
 
+/** Where the local tier looks for bubblewrap unless `bwrapPath` says otherwise (never `PATH`). */
 export const DEFAULT_BWRAP_PATH = '/usr/bin/bwrap'
+/** How long `create()` waits for a new sandbox's agent to answer, unless `readyTimeoutMs` is set. */
 export const DEFAULT_READY_TIMEOUT_MS = 10_000
 /** A pool larger than this is almost certainly a unit mistake (each member is a live node process). */
 export const MAX_WARM_POOL_SIZE = 64

@@ -36,10 +36,14 @@ import { openLocalSandbox } from './open-local-sandbox.js'
 import { collectLocalGarbage } from './reap-leftovers.js'
 import { WarmPool } from './warm-pool.js'
 
+/** `SandboxProvider.id` of the local tier. */
 export const LOCAL_PROVIDER_ID = 'namzu-process-local'
+/** `SandboxProvider.name` of the local tier under bubblewrap. */
 export const LOCAL_PROVIDER_NAME = '@namzu/sandbox:process:bubblewrap'
+/** `SandboxProvider.name` of the local tier under `isolation: 'none'` (no sandbox at all). */
 export const LOCAL_PROVIDER_NAME_UNCONFINED = '@namzu/sandbox:process:none'
 
+/** Callbacks for what the provider does in the background. */
 export interface LocalProviderHooks {
 	/** Told about background failures (warm-pool starts and releases). Must not throw. */
 	readonly onBackgroundError?: (error: unknown) => void
@@ -56,6 +60,7 @@ export interface LocalSandboxProvider extends SandboxProvider {
 	list(options?: { readonly signal?: AbortSignal }): Promise<LocalSandboxListing[]>
 }
 
+/** The local tier's provider; `createSandboxProvider({ backend: { tier: 'process' } })` returns the same. */
 export function createLocalSandboxProvider(
 	backend: LocalBackendConfig,
 	defaults: SandboxProviderDefaults = {},

@@ -29,12 +29,14 @@ import {
 import { STATE_DIR_PREFIX, sandboxRootFor } from './sandbox-directories.js'
 import { type SandboxRemains, tearDownFromRecord } from './teardown-from-record.js'
 
+/** Where to look for kept-alive sandboxes (listing, reaping, destroying by id). */
 export interface LocalSandboxRegistryOptions {
 	/** The provider's `backend.stateDir`; default `os.tmpdir()`. */
 	readonly stateDir?: string
 	readonly signal?: AbortSignal
 }
 
+/** One kept-alive sandbox found in a state directory, with its state and record. */
 export interface LocalSandboxListing {
 	readonly id: string
 	readonly state: LocalSandboxState

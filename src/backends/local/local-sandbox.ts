@@ -25,6 +25,7 @@ export type LocalSandboxVerb =
 	| 'quiesce'
 	| 'flush'
 
+/** A local sandbox: the `Sandbox` contract (no `setNetworkPolicy`) plus the local tier's own verbs. */
 export type LocalSandbox = Pick<
 	AgentSandbox,
 	Exclude<keyof Sandbox, 'setNetworkPolicy'> | LocalSandboxVerb

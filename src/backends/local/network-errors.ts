@@ -5,6 +5,7 @@
 import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
 import { debianInstallCommand, missingProgramsLine } from './install-hint.js'
 
+/** A host program or device that `egress: 'allow-all'` needs and this host lacks. */
 export interface MissingNetworkTool {
 	/** `slirp4netns`, `nft`, `nsenter`, or the `tun` device slirp4netns opens. */
 	readonly tool: string

@@ -23,6 +23,7 @@ import { LOCAL_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
 import { isProcessAlive } from './process-identity.js'
 import { isLocalSandboxId, type LocalSandboxDescriptor } from './sandbox-descriptor.js'
 
+/** Options of `openLocalSandbox`. */
 export interface OpenLocalSandboxOptions {
 	/** The `backend.stateDir` the sandbox was created under; default `os.tmpdir()`. */
 	readonly stateDir?: string
@@ -66,6 +67,7 @@ export function handleForDescriptor(descriptor: LocalSandboxDescriptor): AgentSa
 	})
 }
 
+/** Reopens a kept-alive local sandbox by id, from any process on the host. */
 export async function openLocalSandbox(
 	id: string,
 	options: OpenLocalSandboxOptions = {},

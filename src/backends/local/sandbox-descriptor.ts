@@ -18,6 +18,7 @@ import type { LocalIsolation } from './local-backend-config.js'
 export const DESCRIPTOR_FILE_NAME = 'sandbox.json'
 export const DESCRIPTOR_VERSION = 1
 
+/** The record a kept-alive sandbox keeps in its state directory, so another process can reopen or destroy it. */
 export interface LocalSandboxDescriptor {
 	readonly version: typeof DESCRIPTOR_VERSION
 	readonly id: string

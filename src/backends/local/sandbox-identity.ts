@@ -22,11 +22,13 @@ import {
 } from './claim-locks.js'
 import { LocalSandboxUidsExhaustedError } from './local-errors.js'
 
+/** A range of host uids reserved for sandboxes: `first` … `first + count - 1`. */
 export interface SandboxUidRange {
 	readonly first: number
 	readonly count: number
 }
 
+/** The host uids sandboxes run as on a root host: one per sandbox, from 0x70000000 on. */
 export const DEFAULT_SANDBOX_UID_RANGE: SandboxUidRange = { first: 0x7000_0000, count: 65_536 }
 /** Ranges start above every uid a distribution assigns to system or login users. */
 export const MIN_SANDBOX_UID = 65_536

@@ -21,6 +21,7 @@ export interface KubernetesServerAccess {
 	readonly server: string
 	/** PEM bundle that verifies the server; absent = the system trust store (and `fetch`). */
 	readonly ca?: string
+	/** The bearer token for the next request; called before every request. */
 	getToken(signal: AbortSignal): Promise<string> | string
 }
 
