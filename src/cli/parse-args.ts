@@ -250,6 +250,8 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 		return { kind: 'help' }
 	if (verb === '--version' || verb === 'version') return { kind: 'version' }
 	if (!isVerb(verb)) throw new CliUsageError(`unknown command: ${verb}`)
+	// `namzu-sandbox <verb> --help`: only right after the verb, never a command's own argument.
+	if (rest[0] === '--help' || rest[0] === '-h') return { kind: 'help' }
 	if (verb === 'mcp') return parseMcp(rest)
 	if (verb === 'attach' || verb === 'logs' || verb === 'sessions' || verb === 'destroy') {
 		return parseHandleVerb(verb, rest)

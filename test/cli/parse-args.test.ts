@@ -150,6 +150,9 @@ describe('parseCliArgs', () => {
 		['doctor --json', ['doctor', '--json'], { kind: 'doctor', json: true }],
 		['gc', ['gc'], { kind: 'gc', dryRun: false }],
 		['gc --dry-run', ['gc', '--dry-run'], { kind: 'gc', dryRun: true }],
+		['mcp --help', ['mcp', '--help'], { kind: 'help' }],
+		['run -h', ['run', '-h'], { kind: 'help' }],
+		['doctor --help', ['doctor', '--help'], { kind: 'help' }],
 	]
 	for (const [title, argv, expected] of cases) {
 		it(title, () => {
@@ -281,4 +284,12 @@ describe('CLI handles', () => {
 			if (expected) expect(formatCliHandle(expected)).toBe(text)
 		})
 	}
+})
+
+describe('--help after a verb', () => {
+	it("is the command's own argument once the command has started", () => {
+		const parsed = parseCliArgs(['run', '--', 'node', '--help'])
+		expect(parsed).toMatchObject({ kind: 'run', command: 'node', args: ['--help'] })
+		expect(parseCliArgs(['run', 'node', '-h'])).toMatchObject({ command: 'node', args: ['-h'] })
+	})
 })
