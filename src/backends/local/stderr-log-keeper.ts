@@ -9,6 +9,7 @@
 import { spawn } from 'node:child_process'
 import { closeSync, openSync } from 'node:fs'
 import type { Writable } from 'node:stream'
+import { settleWithin } from '../../host/exec/cancellation-race.js'
 
 export const DEFAULT_TAIL_PATH = '/usr/bin/tail'
 /** What a kept-alive sandbox's stderr log holds at most. */
@@ -53,13 +54,8 @@ export function startStderrLogKeeper(
 		release: () => {
 			input.destroy()
 		},
-		flushed: () => {
-			let timer: NodeJS.Timeout | undefined
-			const bound = new Promise<void>((resolve) => {
-				timer = setTimeout(resolve, KEEPER_FLUSH_WAIT_MS)
-				timer.unref()
-			})
-			return Promise.race([done, bound]).finally(() => clearTimeout(timer))
+		flushed: async () => {
+			await settleWithin(done, KEEPER_FLUSH_WAIT_MS)
 		},
 	}
 }

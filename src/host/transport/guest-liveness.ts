@@ -38,7 +38,6 @@ export function mayBeGuestDeath(error: unknown): boolean {
  */
 export class GuestLiveness {
 	readonly #controller = new AbortController()
-	readonly #listeners = new Set<(error: GuestDiedError) => void>()
 	#watched = false
 	#error: GuestDiedError | undefined
 
@@ -67,8 +66,6 @@ export class GuestLiveness {
 		const error = new GuestDiedError(exit)
 		this.#error = error
 		this.#controller.abort(error)
-		for (const listener of this.#listeners) listener(error)
-		this.#listeners.clear()
 		return error
 	}
 
@@ -103,8 +100,13 @@ export class GuestLiveness {
 			listener(this.#error)
 			return () => undefined
 		}
-		this.#listeners.add(listener)
-		return () => this.#listeners.delete(listener)
+		const signal = this.#controller.signal
+		// `declare` sets the error before it aborts the signal.
+		const onAbort = () => {
+			if (this.#error) listener(this.#error)
+		}
+		signal.addEventListener('abort', onAbort, { once: true })
+		return () => signal.removeEventListener('abort', onAbort)
 	}
 
 	/**
