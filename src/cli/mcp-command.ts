@@ -4,12 +4,32 @@
  * client closes stdin. Nothing but the protocol goes to stdout.
  */
 import { randomBytes } from 'node:crypto'
+import type { KubernetesBackendConfig } from '../index.js'
 import { cliBubblewrap } from './cli-bubblewrap.js'
 import { CliDependencyMissingError } from './cli-errors.js'
 import { cliStateDir } from './kept-alive-context.js'
-import type { CliCommand } from './parse-args.js'
+import type { CliCommand, McpKubernetesTarget } from './parse-args.js'
 
 type McpCommand = Extract<CliCommand, { kind: 'mcp' }>
+
+/** The backend config `--tier kubernetes` names: a kubeconfig unless `--in-cluster`. */
+export function kubernetesBackend(target: McpKubernetesTarget): KubernetesBackendConfig {
+	return {
+		tier: 'microvm',
+		service: 'kubernetes',
+		namespace: target.namespace,
+		sandboxTemplateName: target.template,
+		access: target.inCluster
+			? { inCluster: true }
+			: {
+					...(target.kubeconfig === undefined ? {} : { kubeconfig: target.kubeconfig }),
+					...(target.context === undefined ? {} : { context: target.context }),
+				},
+		...(target.warmPool === undefined ? {} : { warmPoolName: target.warmPool }),
+		...(target.agentAddress === undefined ? {} : { agentAddress: target.agentAddress }),
+		...(target.agentPort === undefined ? {} : { agentPort: target.agentPort }),
+	}
+}
 
 async function loadMcp(): Promise<typeof import('../mcp/index.js')> {
 	try {
@@ -38,13 +58,19 @@ export async function mcpCommand(command: McpCommand, version: string): Promise<
 			port: command.port,
 			allowRemote: command.allowRemote,
 			token,
-			backend: {
-				tier: 'process',
-				isolation: command.isolation,
-				...cliBubblewrap(),
-				...(stateDir === undefined ? {} : { stateDir }),
-			},
-			allowNetwork: command.allowNetwork,
+			source:
+				command.kubernetes === undefined
+					? {
+							tier: 'local',
+							backend: {
+								tier: 'process',
+								isolation: command.isolation,
+								...cliBubblewrap(),
+								...(stateDir === undefined ? {} : { stateDir }),
+							},
+							allowNetwork: command.allowNetwork,
+						}
+					: { tier: 'kubernetes', backend: kubernetesBackend(command.kubernetes) },
 			version,
 			signal: controller.signal,
 			onListening: (url) => {

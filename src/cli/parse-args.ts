@@ -48,10 +48,25 @@ export type CliCommand =
 			readonly allowRemote: boolean
 			readonly allowNetwork: boolean
 			readonly isolation: 'bubblewrap' | 'none'
-			readonly tier: 'local'
+			readonly tier: 'local' | 'kubernetes'
+			/** Where `--tier kubernetes` creates its task sandboxes. */
+			readonly kubernetes?: McpKubernetesTarget
 	  }
 	| { readonly kind: 'help' }
 	| { readonly kind: 'version' }
+
+/** `mcp --tier kubernetes`: the namespace and template its sandboxes come from, and the access. */
+export interface McpKubernetesTarget {
+	readonly namespace: string
+	readonly template: string
+	readonly warmPool?: string
+	/** The in-cluster service account instead of a kubeconfig. */
+	readonly inCluster: boolean
+	readonly kubeconfig?: string
+	readonly context?: string
+	readonly agentAddress?: 'service' | 'pod-ip'
+	readonly agentPort?: number
+}
 
 /** Exit codes of the CLI's own failures (a command's exit code passes through unchanged). */
 export const EXIT_CODES = {
@@ -95,12 +110,17 @@ export const USAGE = `Usage:
   namzu-sandbox gc [--dry-run]
       Reap what sandboxes of dead hosts left (directories, cgroups, mounts, processes, locks, a
       caller workspace's ownership) and expired kept-alive sandboxes; print each. --dry-run lists.
-  namzu-sandbox mcp [--http [--port N] [--host H] [--allow-remote]] [--tier local]
-                    [--allow-network] [--no-isolation]
+  namzu-sandbox mcp [--http [--port N] [--host H] [--allow-remote]]
+                    [--tier local] [--allow-network] [--no-isolation]
+  namzu-sandbox mcp [--http …] --tier kubernetes --namespace NS --template NAME
+                    [--warm-pool NAME] [--kubeconfig FILE [--context C] | --in-cluster]
+                    [--agent-address service|pod-ip] [--agent-port N]
       An MCP server for agents: stdio by default; --http serves Streamable HTTP at
       http://H:N/mcp (default 127.0.0.1:8808) and requires Authorization: Bearer
       $NAMZU_SANDBOX_MCP_TOKEN (a token is generated and printed to stderr when unset).
-      Sandboxes it created are destroyed when it stops, unless created with keep_alive.
+      Sandboxes it created are destroyed when it stops, unless created with keep_alive (local
+      tier). --tier kubernetes creates task sandboxes from the SandboxTemplate NAME (or claims
+      from the warm pool), reaching the API through FILE (default KUBECONFIG, ~/.kube/config).
 
 Options:
   --allow-network     share the host network (default: no network at all)
@@ -212,6 +232,14 @@ function parseMcp(rest: readonly string[]): CliCommand {
 	let allowRemote = false
 	let allowNetwork = false
 	let isolation: 'bubblewrap' | 'none' = 'bubblewrap'
+	let tier: 'local' | 'kubernetes' = 'local'
+	const kubernetes = new Map<string, string>()
+	let inCluster = false
+	const value = (flag: string, raw: string | undefined): string => {
+		if (raw === undefined || raw === '' || raw.startsWith('--'))
+			throw new CliUsageError(`${flag} needs a value`)
+		return raw
+	}
 	for (let index = 0; index < rest.length; index++) {
 		const arg = rest[index]
 		if (arg === '--http') http = true
@@ -223,16 +251,20 @@ function parseMcp(rest: readonly string[]): CliCommand {
 		} else if (arg === '--allow-remote') allowRemote = true
 		else if (arg === '--allow-network') allowNetwork = true
 		else if (arg === '--no-isolation') isolation = 'none'
+		else if (arg === '--in-cluster') inCluster = true
 		else if (arg === '--tier') {
-			const tier = rest[++index]
-			if (tier !== 'local')
-				throw new CliUsageError(`--tier: only local is served, got ${JSON.stringify(tier ?? '')}`)
+			const chosen = rest[++index]
+			if (chosen !== 'local' && chosen !== 'kubernetes')
+				throw new CliUsageError(`--tier: local or kubernetes, got ${JSON.stringify(chosen ?? '')}`)
+			tier = chosen
+		} else if (arg !== undefined && MCP_KUBERNETES_FLAGS.includes(arg)) {
+			kubernetes.set(arg, value(arg, rest[++index]))
 		} else throw new CliUsageError(`unknown option for mcp: ${arg}`)
 	}
 	if (!http && (host !== undefined || port !== undefined || allowRemote)) {
 		throw new CliUsageError('--host, --port and --allow-remote apply only to mcp --http')
 	}
-	return {
+	const common = {
 		kind: 'mcp',
 		transport: http ? 'http' : 'stdio',
 		host: host ?? DEFAULT_MCP_HOST,
@@ -240,7 +272,64 @@ function parseMcp(rest: readonly string[]): CliCommand {
 		allowRemote,
 		allowNetwork,
 		isolation,
-		tier: 'local',
+	} as const
+	if (tier === 'local') {
+		const stray = [...kubernetes.keys(), ...(inCluster ? ['--in-cluster'] : [])][0]
+		if (stray !== undefined)
+			throw new CliUsageError(`${stray} applies only to mcp --tier kubernetes`)
+		return { ...common, tier }
+	}
+	return { ...common, tier, kubernetes: kubernetesTarget(kubernetes, inCluster, common) }
+}
+
+const MCP_KUBERNETES_FLAGS = [
+	'--namespace',
+	'--template',
+	'--warm-pool',
+	'--kubeconfig',
+	'--context',
+	'--agent-address',
+	'--agent-port',
+]
+
+/** The Kubernetes half of `mcp`: namespace and template required, one way to reach the API. */
+function kubernetesTarget(
+	flags: ReadonlyMap<string, string>,
+	inCluster: boolean,
+	common: { readonly allowNetwork: boolean; readonly isolation: 'bubblewrap' | 'none' },
+): McpKubernetesTarget {
+	// The cluster's template and its NetworkPolicy decide both; a flag could only be ignored.
+	if (common.allowNetwork)
+		throw new CliUsageError('--allow-network: on --tier kubernetes the template decides egress')
+	if (common.isolation === 'none')
+		throw new CliUsageError('--no-isolation applies only to mcp --tier local')
+	const namespace = flags.get('--namespace')
+	const template = flags.get('--template')
+	if (namespace === undefined) throw new CliUsageError('mcp --tier kubernetes needs --namespace')
+	if (template === undefined) throw new CliUsageError('mcp --tier kubernetes needs --template')
+	if (inCluster && (flags.has('--kubeconfig') || flags.has('--context')))
+		throw new CliUsageError('--in-cluster excludes --kubeconfig and --context')
+	const address = flags.get('--agent-address')
+	if (address !== undefined && address !== 'service' && address !== 'pod-ip')
+		throw new CliUsageError(`--agent-address: service or pod-ip, got ${JSON.stringify(address)}`)
+	const optional = (flag: string, key: string) => {
+		const given = flags.get(flag)
+		return given === undefined ? {} : { [key]: given }
+	}
+	const port = flags.get('--agent-port')
+	return {
+		namespace,
+		template,
+		inCluster,
+		...(port === undefined
+			? {}
+			: {
+					agentPort: requireIntegerText(FLAG_SITE, '--agent-port', port, { min: 1, max: 65_535 }),
+				}),
+		...optional('--warm-pool', 'warmPool'),
+		...optional('--kubeconfig', 'kubeconfig'),
+		...optional('--context', 'context'),
+		...(address === undefined ? {} : { agentAddress: address }),
 	}
 }
 

@@ -17,6 +17,7 @@ export {
 } from './exec/exec-errors.js'
 export type { AgentExecOptions } from './exec/exec-options.js'
 export type { RemoteExecutionTiming } from './exec/execution-timing.js'
+export type { RemoteExecutionControllerOptions } from './exec/remote-execution-controller.js'
 export type {
 	FlushOptions,
 	FlushReport,
@@ -78,6 +79,8 @@ export {
 	type SandboxAgentHandle,
 	type SandboxAgentHandleKind,
 } from './transport/agent-handle.js'
+export type { AgentTcpConnection } from './transport/agent-tcp-connection.js'
+export type { AgentTerminalSession } from './transport/agent-terminal-session.js'
 export { type AgentRequestOptions, AgentTransport } from './transport/agent-transport.js'
 export {
 	type AgentDialAttemptEvent,
@@ -91,6 +94,7 @@ export {
 	type ResolvedAgentTransportOptions,
 	TCP_PREAUTH_FRAME_LIMIT_BYTES,
 } from './transport/agent-transport-options.js'
+export type { ChannelItem, FrameChannel } from './transport/frame-channel.js'
 export { GuestLiveness } from './transport/guest-liveness.js'
 export type { AgentHealth } from './transport/healthz-reply.js'
 export {

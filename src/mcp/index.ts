@@ -4,15 +4,29 @@
  * when that command runs, so nothing else pays for the SDK.
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
-import type { LocalBackendConfig } from '../index.js'
+import type { KubernetesBackendConfig, LocalBackendConfig } from '../index.js'
 import { checkHttpAccess } from './http-access.js'
+import { kubernetesSandboxSource } from './kubernetes-sandbox-source.js'
 import { localSandboxSource } from './local-sandbox-source.js'
 import { serveMcpHttp } from './mcp-http.js'
 import { createMcpServer } from './mcp-server.js'
 import { McpSandboxRegistry } from './sandbox-registry.js'
 
 export { isLoopbackHost, MIN_MCP_TOKEN_LENGTH } from './http-access.js'
-export { McpHttpConfigError, UnknownSandboxError } from './mcp-errors.js'
+export {
+	McpHttpConfigError,
+	McpKeepAliveUnsupportedError,
+	UnknownSandboxError,
+} from './mcp-errors.js'
+
+/** The tier every `sandbox_create` of this server uses, with the server's settings for it. */
+export type McpTierConfig =
+	| {
+			readonly tier: 'local'
+			readonly backend: LocalBackendConfig
+			readonly allowNetwork: boolean
+	  }
+	| { readonly tier: 'kubernetes'; readonly backend: KubernetesBackendConfig }
 
 export interface McpServeOptions {
 	readonly transport: 'stdio' | 'http'
@@ -20,8 +34,7 @@ export interface McpServeOptions {
 	readonly port: number
 	readonly allowRemote: boolean
 	readonly token: string
-	readonly backend: LocalBackendConfig
-	readonly allowNetwork: boolean
+	readonly source: McpTierConfig
 	readonly version: string
 	/** Ends serving: sandboxes the server created are destroyed unless kept alive. */
 	readonly signal: AbortSignal
@@ -40,8 +53,11 @@ function aborted(signal: AbortSignal): Promise<void> {
 export async function serveMcp(options: McpServeOptions): Promise<void> {
 	if (options.transport === 'http')
 		checkHttpAccess(options.host, options.allowRemote, options.token)
+	const source = options.source
 	const registry = new McpSandboxRegistry(
-		localSandboxSource({ backend: options.backend, allowNetwork: options.allowNetwork }),
+		source.tier === 'local'
+			? localSandboxSource({ backend: source.backend, allowNetwork: source.allowNetwork })
+			: kubernetesSandboxSource(source.backend),
 	)
 	try {
 		if (options.transport === 'http') {

@@ -30,3 +30,17 @@ export class McpHttpConfigError extends SandboxError {
 		this.field = field
 	}
 }
+
+/** `keep_alive` asked of a tier whose sandboxes cannot outlive the server (Kubernetes tasks). */
+export class McpKeepAliveUnsupportedError extends SandboxError {
+	override readonly name = 'McpKeepAliveUnsupportedError'
+	readonly tier: string
+
+	constructor(tier: string) {
+		super(
+			`keep_alive: a ${tier} task sandbox is leased to this server and ends with it; create it without keep_alive`,
+			'keep-alive-unsupported',
+		)
+		this.tier = tier
+	}
+}

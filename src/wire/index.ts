@@ -1,7 +1,7 @@
 // The wire's public names: the protocol version and feature names a guest advertises in `healthz`,
-// the negotiated stream heartbeat, the output cap both ends apply, the request / event shapes a
-// caller meets, and the refusal code table. The frame codec, the base64 helpers, the op table and
-// the execution-state vocabulary are internal to the two ends.
+// the negotiated stream heartbeat, the output cap both ends apply, the request / reply / event shapes a
+// caller meets (as types), and the refusal code table. The frame codec, the base64 helpers and the
+// op table are internal to the two ends.
 export {
 	AGENT_PROTOCOL_VERSION,
 	type AgentFeature,
@@ -22,13 +22,22 @@ export {
 	STREAM_HEARTBEAT_MISS_LIMIT,
 	type StreamHeartbeat,
 } from './heartbeat.js'
-export type { QuiescedProcess, QuiesceScope } from './lifecycle-ops.js'
+export type { FlushReply, QuiescedProcess, QuiesceReply, QuiesceScope } from './lifecycle-ops.js'
 export {
+	type AttachExecutionRequest,
+	type CancelExecutionReply,
 	DEFAULT_MAX_OUTPUT_BYTES,
+	type ExecResultEvent,
+	type ExecuteRequest,
+	type ExecutionState,
+	type ExecutionTerminalState,
 	type ReadFileStreamEvent,
 	type ReadFileStreamRequest,
+	type TcpConnectRequest,
+	type TerminalRequest,
 	type WriteFilePart,
 } from './protocol.js'
+export type { SessionSummaryWire } from './sessions.js'
 // The refusal code table, for `@namzu/sandbox/agent` only: a tier of your own that calls
 // `AgentTransport` reads a refusal's typed code with these. The root's callers meet refusals as
 // errors (`AgentOpRefusedError.refusal.code` is the code as a string).

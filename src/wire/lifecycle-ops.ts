@@ -21,6 +21,7 @@ export interface QuiescedProcess {
 	readonly signal: 'SIGTERM' | 'SIGKILL'
 }
 
+/** The guest's answer to `quiesce`: what it stopped, and how widely it looked. */
 export interface QuiesceReply {
 	readonly ok: true
 	readonly scope: QuiesceScope
@@ -43,6 +44,7 @@ export interface FlushRequest {
 	readonly timeoutMs?: number
 }
 
+/** The guest's answer to `flush`: how long the sync took, and over which filesystem. */
 export interface FlushReply {
 	readonly ok: true
 	readonly durationMs: number

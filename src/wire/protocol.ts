@@ -45,6 +45,7 @@ export interface HealthzReply {
 /** Per-stream output cap of an `execute` that names none (100 MiB); the host holds to it too. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 104_857_600
 
+/** An execution's end state: cancelled, completed or failed. */
 export type ExecutionTerminalState = 'cancelled' | 'completed' | 'failed'
 
 /** Every state an execution record can report (`'reserved'` = never started). */
@@ -92,6 +93,7 @@ export interface ReserveExecutionReply {
 	readonly outputOffset?: number
 }
 
+/** `execute`: run a reserved execution (argv, cwd, env, stdin, bounds). */
 export interface ExecuteRequest {
 	readonly executionId?: string
 	readonly command: string
@@ -118,6 +120,7 @@ export interface ExecutionTerminalMetadata {
 	readonly stderrTruncated?: boolean
 }
 
+/** The `result` event that ends an execution: exit code or signal, end state, output accounting. */
 export interface ExecResultEvent extends ExecutionTerminalMetadata {
 	readonly type: 'result'
 	/** True when the run ended because of a `cancel-execution`. */
@@ -134,6 +137,7 @@ export interface CancelExecutionRequest {
 	readonly executionId: string
 }
 
+/** The guest's answer to `cancel-execution`: the state the execution was found in. */
 export interface CancelExecutionReply {
 	readonly ok: true
 	readonly state: ExecutionTerminalState
@@ -154,6 +158,7 @@ export interface RetainedDeltaEvent {
 	readonly nextOffset: number
 }
 
+/** `attach-execution`: follow a detached execution from a byte offset. */
 export interface AttachExecutionRequest {
 	readonly executionId: string
 	/** Default 0: everything still held. */
@@ -264,6 +269,7 @@ export interface ListFilesReply {
 
 // ---- terminal ----------------------------------------------------------------------------------
 
+/** `terminal`: open a PTY running a shell or command. */
 export interface TerminalRequest {
 	/** Default `/bin/sh`. */
 	readonly command?: string
@@ -291,6 +297,7 @@ export type TerminalClientEvent =
 
 // ---- tcp-connect -------------------------------------------------------------------------------
 
+/** `tcp-connect`: open a connection to a port on the guest's loopback. */
 export interface TcpConnectRequest {
 	/** Loopback only; default `127.0.0.1`. */
 	readonly host?: '127.0.0.1' | '::1'

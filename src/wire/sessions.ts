@@ -21,6 +21,7 @@ export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 export const SESSION_SIGNALS = ['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGHUP'] as const
 export type SessionSignal = (typeof SESSION_SIGNALS)[number]
 
+/** A session as the guest reports it: command, offsets, state, attachment. */
 export interface SessionSummaryWire {
 	readonly sessionId: string
 	readonly kind: SessionKind

@@ -130,7 +130,11 @@ import {
 	VsockHandshakeError,
 } from '../../src/host/transport/transport-errors.js'
 import * as root from '../../src/index.js'
-import { McpHttpConfigError, UnknownSandboxError } from '../../src/mcp/mcp-errors.js'
+import {
+	McpHttpConfigError,
+	McpKeepAliveUnsupportedError,
+	UnknownSandboxError,
+} from '../../src/mcp/mcp-errors.js'
 import {
 	ConformanceAssertionError,
 	ConformanceCaseTimeoutError,
@@ -565,6 +569,10 @@ const CASES: readonly ErrorCase[] = [
 	{ type: GrepPatternTimeoutError, make: () => new GrepPatternTimeoutError(10) },
 	{ type: UnknownSandboxError, make: () => new UnknownSandboxError('sbx') },
 	{ type: McpHttpConfigError, make: () => new McpHttpConfigError('--host', 'm') },
+	{
+		type: McpKeepAliveUnsupportedError,
+		make: () => new McpKeepAliveUnsupportedError('kubernetes'),
+	},
 	// cli, testing
 	{ type: CliUsageError, make: () => new CliUsageError('unknown command: x') },
 	{ type: CliDependencyMissingError, make: () => new CliDependencyMissingError('mcp', 'x') },

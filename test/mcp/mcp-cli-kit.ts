@@ -20,11 +20,11 @@ function serverEnv(stateDir: string, extra: Record<string, string> = {}): Record
 	return { ...env, NAMZU_SANDBOX_STATE_DIR: stateDir, ...extra }
 }
 
-/** A client of a fresh `namzu-sandbox mcp` over stdio; closing it ends that server. */
-export async function stdioClient(stateDir: string): Promise<Client> {
+/** A client of a fresh `namzu-sandbox mcp [args]` over stdio; closing it ends that server. */
+export async function stdioClient(stateDir: string, args: readonly string[] = []): Promise<Client> {
 	const transport = new StdioClientTransport({
 		command: process.execPath,
-		args: [BIN, 'mcp'],
+		args: [BIN, 'mcp', ...args],
 		env: serverEnv(stateDir),
 		stderr: 'ignore',
 	})

@@ -69,6 +69,16 @@ function withSignal(signal: AbortSignal | undefined): { signal?: AbortSignal } {
 export async function releaseKubernetesTaskSandboxes(
 	config: KubernetesBackendConfig,
 	options: ReleaseKubernetesTaskSandboxesOptions,
+): Promise<ReleasedKubernetesTaskSandboxes>
+/** @internal Tests replace the API client. */
+export async function releaseKubernetesTaskSandboxes(
+	config: KubernetesBackendConfig,
+	options: ReleaseKubernetesTaskSandboxesOptions,
+	dependencies: FleetDependencies,
+): Promise<ReleasedKubernetesTaskSandboxes>
+export async function releaseKubernetesTaskSandboxes(
+	config: KubernetesBackendConfig,
+	options: ReleaseKubernetesTaskSandboxesOptions,
 	dependencies: FleetDependencies = {},
 ): Promise<ReleasedKubernetesTaskSandboxes> {
 	const selector: unknown = options?.labelSelector
@@ -106,6 +116,16 @@ function poolOf(claim: KubernetesObject): unknown {
 }
 
 /** Warm-pool headroom before admitting more work; requires `warmPoolName`. */
+export async function readKubernetesTaskCapacity(
+	config: KubernetesBackendConfig,
+	options?: KubernetesFleetOptions,
+): Promise<KubernetesTaskCapacity>
+/** @internal Tests replace the API client. */
+export async function readKubernetesTaskCapacity(
+	config: KubernetesBackendConfig,
+	options: KubernetesFleetOptions,
+	dependencies: FleetDependencies,
+): Promise<KubernetesTaskCapacity>
 export async function readKubernetesTaskCapacity(
 	config: KubernetesBackendConfig,
 	options: KubernetesFleetOptions = {},

@@ -6,6 +6,7 @@
 
 export {
 	KubernetesAcquireError,
+	type KubernetesAcquireErrorFields,
 	type KubernetesAcquireFailureReason,
 	KubernetesClaimUnboundError,
 	KubernetesPodUnusableError,
@@ -22,6 +23,7 @@ export {
 	type KubernetesApiFailureReason,
 	type KubernetesApiFailureTransport,
 	KubernetesApiRequestTimeoutConfigError,
+	type KubernetesFailureKind,
 	KubernetesApiTimeoutError,
 	type KubernetesClusterAccess,
 	KubernetesConflictError,

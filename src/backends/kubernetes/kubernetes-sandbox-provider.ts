@@ -73,6 +73,21 @@ export interface KubernetesProviderDependencies {
 	readonly api?: KubernetesApiPort
 }
 
+/**
+ * The Kubernetes tier's `SandboxProvider`: each `create()` claims from `warmPoolName` or POSTs a
+ * `Sandbox` from `sandboxTemplateName`, verifies the network boundary and the guest's privileges,
+ * and hands out a leased task sandbox.
+ */
+export function createKubernetesSandboxProvider(
+	config: KubernetesBackendConfig,
+	defaults?: SandboxProviderDefaults,
+): SandboxProvider
+/** @internal Tests replace the API client. */
+export function createKubernetesSandboxProvider(
+	config: KubernetesBackendConfig,
+	defaults: SandboxProviderDefaults,
+	dependencies: KubernetesProviderDependencies,
+): SandboxProvider
 export function createKubernetesSandboxProvider(
 	config: KubernetesBackendConfig,
 	defaults: SandboxProviderDefaults = {},

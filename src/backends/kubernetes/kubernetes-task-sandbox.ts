@@ -75,6 +75,7 @@ export class KubernetesTaskSandbox implements Sandbox {
 	#gone: Error | undefined
 	#teardown: Promise<void> | undefined
 
+	/** @internal The provider builds it. */
 	constructor(options: KubernetesTaskSandboxOptions) {
 		this.#options = options
 		this.#inner = options.inner

@@ -22,12 +22,14 @@ export const STAGING_DIR_NAME = 'mnt'
 /** Inside the state root: the ephemeral workspace. */
 export const EPHEMERAL_WORKSPACE_NAME = 'workspace'
 
+/** The host uid/gid range a local sandbox was given, as recorded for crash-safe teardown. */
 export interface ClaimedIdentity {
 	readonly uid: number
 	readonly gid: number
 	readonly lockPath: string
 }
 
+/** A caller workspace a local sandbox took ownership of, as recorded so it can be handed back. */
 export interface ClaimedWorkspace extends WorkspaceOwnership {
 	readonly lockPath: string
 }

@@ -16,7 +16,8 @@ export type {
 	LocalIsolationReport,
 } from './describe-local-isolation.js'
 export { describeLocalIsolation } from './describe-local-isolation.js'
-export type { SandboxHostClaims } from './host-claims.js'
+export type { ClaimedIdentity, ClaimedWorkspace, SandboxHostClaims } from './host-claims.js'
+export type { LimitController } from './cgroup-layout.js'
 export type { CgroupControllerCheck, IsolationCheck } from './isolation-check.js'
 export {
 	DEFAULT_KEEP_ALIVE_MS,

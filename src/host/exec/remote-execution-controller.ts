@@ -64,6 +64,10 @@ export interface RemoteExecutionAdapter {
 	): Promise<RemoteTerminalMetadata>
 }
 
+/**
+ * The execution controller's windows (control requests, the cancel confirmation, the result drain,
+ * the observation grace, the default execution timeout) and its timing hook.
+ */
 export interface RemoteExecutionControllerOptions {
 	readonly controlRequestTimeoutMs?: number
 	readonly cancelConfirmTimeoutMs?: number

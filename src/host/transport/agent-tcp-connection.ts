@@ -13,6 +13,7 @@ import { ListenerSet } from './listener-set.js'
 /** Decoded bytes per outgoing frame (the guest accepts at most 8 MiB). */
 export const TCP_FRAME_DATA_BYTES = 1024 * 1024
 
+/** A TCP connection into the guest, carried as frames over one agent connection. */
 export class AgentTcpConnection implements SandboxTcpConnection {
 	readonly closed: Promise<void>
 	readonly #channel: FrameChannel

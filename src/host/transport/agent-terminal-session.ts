@@ -18,6 +18,7 @@ export function terminalSignal(signal: string | undefined): string {
 	return signal !== undefined && TERMINAL_SIGNALS.has(signal) ? signal : 'SIGTERM'
 }
 
+/** A PTY terminal in the guest, carried as frames over one agent connection. */
 export class AgentTerminalSession implements TerminalSession {
 	readonly exited: Promise<TerminalExit>
 	readonly #channel: FrameChannel

@@ -14,6 +14,7 @@ import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { HOST_READ_FRAME_LIMIT_BYTES } from './agent-transport-options.js'
 import { AgentConnectionError, AgentReadTimeoutError } from './transport-errors.js'
 
+/** What a channel read yields: a frame, the end, or the failure that ended it. */
 export type ChannelItem =
 	| { readonly kind: 'frame'; readonly message: Record<string, unknown> }
 	| { readonly kind: 'end' }
@@ -29,6 +30,7 @@ interface Queued {
 	readonly bytes: number
 }
 
+/** One agent connection as a queue of frames with back-pressure and bounded reads. */
 export class FrameChannel {
 	readonly op: string
 	readonly #socket: Socket
@@ -90,11 +92,13 @@ export class FrameChannel {
 		return this.sendEncoded(encodeFrame(message))
 	}
 
+	/** Sends one already-encoded frame; false as for `send`. */
 	sendEncoded(frame: Buffer): boolean {
 		if (this.#socket.destroyed || !this.#socket.writable) return false
 		return this.#socket.write(frame)
 	}
 
+	/** Calls `listener` on the socket's next `drain`; returns the unsubscribe. */
 	onDrain(listener: () => void): () => void {
 		this.#socket.on('drain', listener)
 		return () => this.#socket.off('drain', listener)
@@ -118,6 +122,7 @@ export class FrameChannel {
 		this.#socket.pause()
 	}
 
+	/** Ends `hold()`: reading resumes unless the queue is full. */
 	release(): void {
 		this.#heldByConsumer = false
 		if (!this.#queueFull) this.#socket.resume()

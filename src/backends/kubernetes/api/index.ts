@@ -11,6 +11,7 @@ export {
 	type KubernetesApiFailureReason,
 	type KubernetesApiFailureTransport,
 	KubernetesApiRequestTimeoutConfigError,
+	type KubernetesFailureKind,
 	KubernetesApiTimeoutError,
 	KubernetesConflictError,
 	KubernetesCredentialError,

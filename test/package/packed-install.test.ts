@@ -1,0 +1,118 @@
+/**
+ * What a user of the published package gets: `npm pack` of this checkout installed into an empty
+ * project (dependencies from the npm cache, the registry only for what it lacks), then
+ * `npx namzu-sandbox mcp` driven by the official MCP client, and the entry points imported from
+ * the install rather than from the checkout.
+ */
+import { execFile } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { bwrapSkipReason } from '../backends/local/bwrap-available.js'
+import { freshStateDir } from '../backends/local/local-test-support.js'
+import { runNodeToExit } from '../helpers/run-to-exit.js'
+import { call } from '../mcp/mcp-cli-kit.js'
+
+const run = promisify(execFile)
+const root = join(import.meta.dirname, '..', '..')
+
+function cleanEnv(extra: Record<string, string>): Record<string, string> {
+	const env: Record<string, string> = {}
+	for (const [key, value] of Object.entries(process.env)) {
+		if (value !== undefined && !key.startsWith('NAMZU_') && !key.startsWith('npm_'))
+			env[key] = value
+	}
+	return { ...env, ...extra }
+}
+
+describe('the packed package installed into an empty project', () => {
+	let scratch: string
+	let app: string
+	let state: { dir: string; remove: () => Promise<void> }
+
+	beforeAll(async () => {
+		expect(existsSync(join(root, 'dist', 'index.js')), 'run npm run build first').toBe(true)
+		scratch = await mkdtemp(join(tmpdir(), 'namzu-packed-'))
+		app = join(scratch, 'app')
+		state = await freshStateDir()
+		await mkdir(app)
+		// dist is what `npm test` just built; prepare would only build it again.
+		await run('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', scratch], {
+			cwd: root,
+		})
+		const [tarball] = (await readdir(scratch)).filter((name) => name.endsWith('.tgz'))
+		if (tarball === undefined) throw new Error('npm pack wrote no tarball')
+		await writeFile(
+			join(app, 'package.json'),
+			JSON.stringify({ name: 'app', version: '1.0.0', private: true, type: 'module' }),
+		)
+		await run(
+			'npm',
+			[
+				'install',
+				'--prefer-offline',
+				'--no-audit',
+				'--no-fund',
+				'--ignore-scripts',
+				join(scratch, tarball),
+			],
+			{ cwd: app, env: cleanEnv({}) },
+		)
+	}, 240_000)
+
+	afterAll(async () => {
+		if (scratch) await rm(scratch, { recursive: true, force: true })
+		await state?.remove()
+	})
+
+	it('imports the root, ./agent, ./testing and ./tools entry points from the install', async () => {
+		const script = [
+			"const root = await import('@namzu/sandbox')",
+			"const tools = await import('@namzu/sandbox/tools')",
+			"await import('@namzu/sandbox/agent')",
+			"await import('@namzu/sandbox/testing')",
+			'console.log(typeof root.createSandboxProvider, typeof tools.createSandboxTools)',
+			"console.log(import.meta.resolve('@namzu/sandbox').includes('/node_modules/'))",
+		].join('\n')
+		const result = await runNodeToExit(['--input-type=module', '-e', script], {
+			cwd: app,
+			env: cleanEnv({}),
+		})
+		expect(result.stderr).toBe('')
+		expect(result.stdout).toBe('function function\ntrue\n')
+	})
+
+	it.skipIf(bwrapSkipReason() !== undefined)(
+		'npx namzu-sandbox mcp serves every tool and runs a command in a local sandbox',
+		async () => {
+			const transport = new StdioClientTransport({
+				command: 'npx',
+				args: ['--no-install', 'namzu-sandbox', 'mcp'],
+				cwd: app,
+				env: cleanEnv({ NAMZU_SANDBOX_STATE_DIR: state.dir }),
+				stderr: 'ignore',
+			})
+			const client = new Client({ name: 'packed-install-test', version: '0' })
+			await client.connect(transport)
+			try {
+				const listed = await client.listTools()
+				expect(listed.tools.map((tool) => tool.name)).toContain('exec_start')
+				const created = await call(client, 'sandbox_create', {})
+				const ran = await call(client, 'exec', {
+					sandbox_id: String(created.sandbox_id),
+					command: 'echo from the installed package',
+				})
+				expect(ran).toMatchObject({ exit_code: 0, stdout: 'from the installed package\n' })
+				await call(client, 'sandbox_destroy', { sandbox_id: String(created.sandbox_id) })
+			} finally {
+				await client.close()
+			}
+		},
+		120_000,
+	)
+})
