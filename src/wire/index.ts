@@ -37,7 +37,6 @@ export {
 	type TerminalRequest,
 	type WriteFilePart,
 } from './protocol.js'
-export type { SessionSummaryWire } from './sessions.js'
 // The refusal code table, for `@namzu/sandbox/agent` only: a tier of your own that calls
 // `AgentTransport` reads a refusal's typed code with these. The root's callers meet refusals as
 // errors (`AgentOpRefusedError.refusal.code` is the code as a string).
@@ -49,3 +48,4 @@ export {
 	parseRefusal,
 	type WireRefusal,
 } from './refusals.js'
+export type { SessionSummaryWire } from './sessions.js'

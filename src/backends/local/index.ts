@@ -1,5 +1,6 @@
 // Public names of the local (process / bubblewrap) tier, all re-exported from the package root.
 
+export type { LimitController } from './cgroup-layout.js'
 export { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from './cgroup-limits.js'
 export type {
 	AgentReachReport,
@@ -17,7 +18,6 @@ export type {
 } from './describe-local-isolation.js'
 export { describeLocalIsolation } from './describe-local-isolation.js'
 export type { ClaimedIdentity, ClaimedWorkspace, SandboxHostClaims } from './host-claims.js'
-export type { LimitController } from './cgroup-layout.js'
 export type { CgroupControllerCheck, IsolationCheck } from './isolation-check.js'
 export {
 	DEFAULT_KEEP_ALIVE_MS,

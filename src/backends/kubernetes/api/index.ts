@@ -11,10 +11,10 @@ export {
 	type KubernetesApiFailureReason,
 	type KubernetesApiFailureTransport,
 	KubernetesApiRequestTimeoutConfigError,
-	type KubernetesFailureKind,
 	KubernetesApiTimeoutError,
 	KubernetesConflictError,
 	KubernetesCredentialError,
+	type KubernetesFailureKind,
 	type KubernetesHttpMethod,
 	KubernetesPatchNotAppliedError,
 } from './api-errors.js'
