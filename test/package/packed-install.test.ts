@@ -34,6 +34,7 @@ describe('the packed package installed into an empty project', () => {
 	let scratch: string
 	let app: string
 	let state: { dir: string; remove: () => Promise<void> }
+	let tarballPath: string
 
 	beforeAll(async () => {
 		expect(existsSync(join(root, 'dist', 'index.js')), 'run npm run build first').toBe(true)
@@ -47,6 +48,7 @@ describe('the packed package installed into an empty project', () => {
 		})
 		const [tarball] = (await readdir(scratch)).filter((name) => name.endsWith('.tgz'))
 		if (tarball === undefined) throw new Error('npm pack wrote no tarball')
+		tarballPath = join(scratch, tarball)
 		await writeFile(
 			join(app, 'package.json'),
 			JSON.stringify({ name: 'app', version: '1.0.0', private: true, type: 'module' }),
@@ -68,6 +70,17 @@ describe('the packed package installed into an empty project', () => {
 	afterAll(async () => {
 		if (scratch) await rm(scratch, { recursive: true, force: true })
 		await state?.remove()
+	})
+
+	it('the tarball carries dist, bin and the README only (nothing of deploy/)', async () => {
+		const { stdout } = await run('tar', ['-tzf', tarballPath])
+		const tops = new Set(
+			stdout
+				.trim()
+				.split('\n')
+				.map((entry) => entry.replace(/^package\//, '').split('/')[0]),
+		)
+		expect([...tops].sort()).toEqual(['README.md', 'bin', 'dist', 'package.json'])
 	})
 
 	it('imports the root, ./agent, ./testing and ./tools entry points from the install', async () => {
