@@ -1,0 +1,214 @@
+/**
+ * The manifests an operator applies (deploy/k8s/manifests/): each read as YAML and held to what the
+ * backend checks and needs — the templates' security contexts, grace periods and env, the egress
+ * objects equal to the backend's own deny-all translation, the agent port closed by the ingress
+ * policy as the backend's own coverage decision reads it, and the Roles' verbs. Applying them to a
+ * real API server and running the backend under their Roles is manifests.cluster.test.ts.
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { DEFAULT_KUBERNETES_AGENT_PORT } from '../../src/backends/kubernetes/kubernetes-backend-config.js'
+import { resolveEgressConfig } from '../../src/backends/kubernetes/network/egress-config.js'
+import { translateEgressPolicy } from '../../src/backends/kubernetes/network/egress-translation.js'
+import { decideIngressCoverage } from '../../src/backends/kubernetes/network/ingress-coverage.js'
+import { readNetworkPolicy } from '../../src/backends/kubernetes/network/policy-model.js'
+import { KUBERNETES_CLAIMANT_RBAC_RULES } from '../../src/index.js'
+import {
+	MANIFEST_DIR,
+	manifestObjects,
+	MANIFEST_NAMESPACE as NAMESPACE,
+	type ManifestObject as Obj,
+} from './manifest-files.js'
+
+function one(file: string, kind: string, name?: string): Obj {
+	const found = manifestObjects(file).filter(
+		(o) => o.kind === kind && (name === undefined || o.metadata.name === name),
+	)
+	if (found.length !== 1) throw new Error(`${file}: ${found.length} ${kind} ${name ?? ''}`)
+	return found[0] as Obj
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: walking parsed YAML in assertions
+type Any = any
+
+function container(template: Obj): Any {
+	return (template as Any).spec.podTemplate.spec.containers[0]
+}
+
+function env(template: Obj): Record<string, unknown> {
+	return Object.fromEntries(
+		(container(template).env as Any[]).map((e) => [e.name, e.value ?? e.valueFrom]),
+	)
+}
+
+const task = () => one('sandboxtemplate-task.yaml', 'SandboxTemplate')
+const workspace = () => one('sandboxtemplate-workspace.yaml', 'SandboxTemplate')
+
+describe('deploy/k8s/manifests', () => {
+	it('every file parses, and every namespaced object lives in the one sandbox namespace', () => {
+		const files = readdirSync(MANIFEST_DIR).filter((f) => f.endsWith('.yaml'))
+		expect(files.sort()).toEqual([
+			'networkpolicy.yaml',
+			'rbac-claimant.yaml',
+			'rbac.yaml',
+			'runtimeclass.yaml',
+			'sandboxtemplate-task.yaml',
+			'sandboxtemplate-workspace.yaml',
+			'sandboxwarmpool.yaml',
+		])
+		for (const file of files) {
+			for (const object of manifestObjects(file)) {
+				if (object.kind === 'RuntimeClass') expect(object.metadata.namespace).toBeUndefined()
+				else expect(object.metadata.namespace, `${file} ${object.kind}`).toBe(NAMESPACE)
+			}
+		}
+	})
+
+	it('the templates run the guest image under the RuntimeClass, labelled by their own name, with the pod uid as bind token on the default agent port', () => {
+		const runtimeClass = one('runtimeclass.yaml', 'RuntimeClass')
+		expect(runtimeClass).toMatchObject({ handler: 'kata' })
+		for (const template of [task(), workspace()]) {
+			const pod = (template as Any).spec.podTemplate
+			expect(pod.metadata.labels['sandbox.namzu.ai/template']).toBe(template.metadata.name)
+			expect(pod.spec.runtimeClassName).toBe(runtimeClass.metadata.name)
+			expect(env(template)).toMatchObject({
+				NAMZU_AGENT_TCP_PORT: String(DEFAULT_KUBERNETES_AGENT_PORT),
+				NAMZU_AGENT_BIND_TOKEN: { fieldRef: { fieldPath: 'metadata.uid' } },
+			})
+			expect(container(template).ports).toEqual([
+				{ name: 'agent', containerPort: DEFAULT_KUBERNETES_AGENT_PORT, protocol: 'TCP' },
+			])
+		}
+	})
+
+	it('the task template is restricted: not privileged, uid/gid 1001, no escalation, no capability, RuntimeDefault seccomp', () => {
+		expect(container(task()).securityContext).toEqual({
+			privileged: false,
+			runAsUser: 1001,
+			runAsGroup: 1001,
+			runAsNonRoot: true,
+			allowPrivilegeEscalation: false,
+			capabilities: { drop: ['ALL'] },
+			seccompProfile: { type: 'RuntimeDefault' },
+		})
+	})
+
+	it('the task template keeps a 5 s grace period with a 3000 ms agent drain and no preStop hook', () => {
+		expect((task() as Any).spec.podTemplate.spec.terminationGracePeriodSeconds).toBe(5)
+		expect(env(task()).NAMZU_AGENT_SHUTDOWN_DEADLINE_MS).toBe('3000')
+		expect(container(task()).lifecycle).toBeUndefined()
+		expect((task() as Any).spec.volumeClaimTemplates).toBeUndefined()
+	})
+
+	it('the workspace template runs privileged for its device branch, with a 30 s grace period and the prestop hook', () => {
+		const spec = (workspace() as Any).spec
+		expect(container(workspace()).securityContext).toEqual({ privileged: true })
+		expect(spec.podTemplate.spec.terminationGracePeriodSeconds).toBe(30)
+		expect(container(workspace()).lifecycle).toEqual({
+			preStop: { exec: { command: ['/entrypoint.sh', 'prestop'] } },
+		})
+	})
+
+	it('the workspace disk is Block, consumed through volumeDevices at the device the entrypoint mounts', () => {
+		const spec = (workspace() as Any).spec
+		const claims = spec.volumeClaimTemplates as Any[]
+		expect(claims.length).toBeGreaterThan(0)
+		for (const claim of claims) expect(claim.spec.volumeMode).toBe('Block')
+		const devices = container(workspace()).volumeDevices as Any[]
+		expect(devices.map((d) => d.name).sort()).toEqual(claims.map((c) => c.metadata.name).sort())
+		expect(container(workspace()).volumeMounts).toBeUndefined()
+		expect(devices.map((d) => d.devicePath)).toContain(env(workspace()).NAMZU_WORKSPACE_DEVICE)
+	})
+
+	it('the warm pool builds from the task template', () => {
+		expect((one('sandboxwarmpool.yaml', 'SandboxWarmPool') as Any).spec.sandboxTemplateRef).toEqual(
+			{
+				name: task().metadata.name,
+			},
+		)
+	})
+
+	it.each(['namzu-sandbox-task', 'namzu-sandbox-workspace'])(
+		'%s-egress is exactly the backend translation of deny-all for that template',
+		(template) => {
+			const resolved = resolveEgressConfig(
+				{ policy: { kind: 'deny-all' } },
+				{ namespace: NAMESPACE, sandboxTemplateName: template },
+			)
+			if (!resolved) throw new Error('no egress config')
+			const translated = translateEgressPolicy(resolved, template)
+			const applied = one('networkpolicy.yaml', 'NetworkPolicy', translated.name) as Any
+			expect(applied.apiVersion).toBe(translated.apiVersion)
+			expect(applied.spec).toEqual(translated.spec)
+		},
+	)
+
+	it('the ingress policy closes the agent port of every template pod, as the backend decides it', () => {
+		const policies = manifestObjects('networkpolicy.yaml').map((object) =>
+			readNetworkPolicy({ ...object, metadata: { ...object.metadata } }),
+		)
+		for (const template of [task(), workspace()]) {
+			const labels = (template as Any).spec.podTemplate.metadata.labels
+			const decision = decideIngressCoverage({
+				policies,
+				podLabels: labels,
+				namespace: NAMESPACE,
+				agentPort: DEFAULT_KUBERNETES_AGENT_PORT,
+				unread: [],
+			})
+			expect(decision.pass, template.metadata.name).toBe(true)
+		}
+	})
+
+	it('the port-53 rule of each egress policy says to delete it under ciliumNarrowing.dnsNames', () => {
+		const text = readFileSync(join(MANIFEST_DIR, 'networkpolicy.yaml'), 'utf8')
+		const egressPolicies = text.split('\n---\n').filter((doc) => /name: \S+-egress\n/.test(doc))
+		expect(egressPolicies).toHaveLength(2)
+		for (const doc of egressPolicies)
+			expect(doc).toMatch(/ciliumNarrowing\.dnsNames set, delete this plain port-53 rule/)
+	})
+
+	it('rbac-claimant.yaml is a ServiceAccount, Role and RoleBinding named namzu-sandbox-claimant whose rules are KUBERNETES_CLAIMANT_RBAC_RULES', () => {
+		const objects = manifestObjects('rbac-claimant.yaml')
+		expect(objects.map((o) => [o.kind, o.metadata.name])).toEqual([
+			['ServiceAccount', 'namzu-sandbox-claimant'],
+			['Role', 'namzu-sandbox-claimant'],
+			['RoleBinding', 'namzu-sandbox-claimant'],
+		])
+		expect((objects[1] as Any).rules).toEqual(
+			KUBERNETES_CLAIMANT_RBAC_RULES.map(({ apiGroups, resources, verbs }) => ({
+				apiGroups: [...apiGroups],
+				resources: [...resources],
+				verbs: [...verbs],
+			})),
+		)
+		const header = readFileSync(join(MANIFEST_DIR, 'rbac-claimant.yaml'), 'utf8').split(
+			'apiVersion',
+		)[0]
+		expect(header).toContain('Not measured on a real cluster')
+		expect(header).toContain('conformance suite')
+		expect(header).toContain('kubectl auth can-i create sandboxes')
+	})
+
+	it.each([
+		['networking.k8s.io', 'networkpolicies', 'list'],
+		['networking.k8s.io', 'networkpolicies', 'get'],
+		['cilium.io', 'ciliumnetworkpolicies', 'get'],
+		['cilium.io', 'ciliumnetworkpolicies', 'list'],
+		['', 'persistentvolumeclaims', 'get'],
+		['extensions.agents.x-k8s.io', 'sandboxclaims', 'list'],
+		['extensions.agents.x-k8s.io', 'sandboxclaims', 'patch'],
+		['extensions.agents.x-k8s.io', 'sandboxwarmpools', 'get'],
+		['agents.x-k8s.io', 'sandboxes', 'list'],
+		['agents.x-k8s.io', 'sandboxes', 'patch'],
+	])('rbac.yaml grants %s %s %s', (group, resource, verb) => {
+		const rules = (one('rbac.yaml', 'Role') as Any).rules as Any[]
+		expect(
+			rules.some(
+				(r) =>
+					r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb),
+			),
+		).toBe(true)
+	})
+})
