@@ -15,42 +15,20 @@
 //
 // Needs the cluster binaries (`npm run cluster:build`), root, bwrap, iproute2, losetup, mkfs.ext4
 // (process kubelet), and `npm run build` for the library half.
-import { rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { build } from 'esbuild'
-import { argInt, percentile } from './lib.mjs'
+import { argInt, importTypeScript, percentile } from './lib.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const count = argInt('count', 10)
 const pollMs = argInt('poll', 20)
 
-const bundle = join(root, 'bench', `.workspace-suspend-resume.${process.pid}.bundle.mjs`)
-await build({
-	stdin: {
-		contents: [
-			"export { startTestCluster } from './test/cluster/test-cluster.ts'",
-			"export { createTestNamespace, isReady } from './test/cluster/cluster-objects.ts'",
-			"export { paths, directSandbox, agentPort } from './test/cluster/sandbox-fixtures.ts'",
-			"export { probeAgent } from './test/cluster/kubelet/agent-probe.ts'",
-		].join('\n'),
-		resolveDir: root,
-		sourcefile: 'workspace-suspend-resume-entry.ts',
-		loader: 'ts',
-	},
-	outfile: bundle,
-	bundle: true,
-	platform: 'node',
-	format: 'esm',
-	target: 'node20',
-	packages: 'external',
-	logLevel: 'warning',
-	banner: {
-		js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-	},
-})
-const h = await import(pathToFileURL(bundle).href)
-rmSync(bundle, { force: true })
+const h = await importTypeScript('workspace-suspend-resume', [
+	"export { startTestCluster } from './test/cluster/test-cluster.ts'",
+	"export { createTestNamespace, isReady } from './test/cluster/cluster-objects.ts'",
+	"export { paths, directSandbox, agentPort } from './test/cluster/sandbox-fixtures.ts'",
+	"export { probeAgent } from './test/cluster/kubelet/agent-probe.ts'",
+])
 
 const sleep = (milliseconds) => new Promise((resolve) => setTimeout(resolve, milliseconds))
 const ms = (value) => `${value.toFixed(1)} ms`
