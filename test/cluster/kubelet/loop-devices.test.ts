@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { formatIfEmpty, mountDisk, probeSignature, unmountDisk } from './block-filesystem.js'
+import { ensureExt4, mountDisk, probeSignature, unmountDisk } from './block-filesystem.js'
 import {
 	attachLoop,
 	detachLoop,
@@ -52,16 +52,28 @@ describe.skipIf(!root)('loop devices and their filesystems (root)', () => {
 		const { device, file } = await attach('disk.img')
 		expect(await loopBackingFile(device)).toBe(file)
 		expect(await probeSignature(device)).toBeUndefined()
-		expect(await formatIfEmpty(device)).toBe(true)
+		expect(await ensureExt4(device)).toBe('formatted')
 		expect(await probeSignature(device)).toBe('ext4')
 		const mountPoint = join(dir, 'mnt')
 		await mountDisk(device, mountPoint)
 		await writeFile(join(mountPoint, 'kept'), 'data')
 		expect(await unmountDisk(mountPoint)).toBe(true)
-		expect(await formatIfEmpty(device)).toBe(false)
+		expect(await ensureExt4(device)).toBe('checked')
 		await mountDisk(device, mountPoint)
 		expect(await readFile(join(mountPoint, 'kept'), 'utf8')).toBe('data')
 		expect(await unmountDisk(mountPoint)).toBe(true)
+	})
+
+	it('refuses to mount an ext4 whose metadata e2fsck cannot repair, and leaves it as it is', async () => {
+		const { device } = await attach('broken.img')
+		expect(await ensureExt4(device)).toBe('formatted')
+		// The guest can write its raw device: here the root directory's inode is wiped.
+		execFileSync('debugfs', ['-w', '-R', 'clri <2>', device], { stdio: 'ignore' })
+		await expect(ensureExt4(device)).rejects.toMatchObject({
+			name: 'BlockDiskError',
+			reason: 'fsck-failed',
+		})
+		expect(await probeSignature(device)).toBe('ext4')
 	})
 
 	it('refuses, without formatting, a device that carries another signature', async () => {
@@ -70,7 +82,7 @@ describe.skipIf(!root)('loop devices and their filesystems (root)', () => {
 		execFileSync('mkswap', [file], { stdio: 'ignore' })
 		const device = await attachLoop(file, registry)
 		attached.push({ device, file })
-		await expect(formatIfEmpty(device)).rejects.toMatchObject({
+		await expect(ensureExt4(device)).rejects.toMatchObject({
 			name: 'BlockDiskError',
 			reason: 'not-ext4',
 		})
@@ -87,7 +99,7 @@ describe.skipIf(!root)('loop devices and their filesystems (root)', () => {
 	it('reaps a dead owner’s device (unmounting it first) but not a live owner’s or a reused number', async () => {
 		const dead = await attach('dead.img')
 		const live = await attach('live.img')
-		await formatIfEmpty(dead.device)
+		await ensureExt4(dead.device)
 		const mountPoint = join(dir, 'dead-mnt')
 		await mountDisk(dead.device, mountPoint)
 		// A crashed owner: same pid, another start time (a recycled pid is not the owner).
