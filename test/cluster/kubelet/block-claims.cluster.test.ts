@@ -21,7 +21,7 @@ import { execInPod } from '../pod-agent.js'
 import { agentPodSpec, agentPort, directSandbox, paths } from '../sandbox-fixtures.js'
 import { startTestCluster, type TestCluster } from '../test-cluster.js'
 import { waitFor } from '../wait-for.js'
-import { LOOP_REGISTRY_DIR } from './loop-devices.js'
+import { LOOP_REGISTRY_DIR, loopsBackedBy } from './loop-devices.js'
 import { BLOCK_DISK_FILE } from './pvc-store.js'
 
 let cluster: TestCluster
@@ -65,16 +65,6 @@ async function diskFile(sandbox: string): Promise<string> {
 	const dir = await cluster.kubelet.pvcDirectory(claimOf(sandbox))
 	if (dir === undefined) throw new Error(`no claim for ${sandbox}`)
 	return join(dir, BLOCK_DISK_FILE)
-}
-
-/** Loop devices backed by `file`, as the kernel reports them. */
-function loopsBackedBy(file: string): string[] {
-	return execFileSync('losetup', ['--noheadings', '--output', 'NAME', '--associated', file], {
-		encoding: 'utf8',
-	})
-		.split('\n')
-		.map((line) => line.trim())
-		.filter((line) => line !== '')
 }
 
 function majorMinor(device: string): string {
@@ -142,7 +132,7 @@ describe('block-mode claims on the process kubelet', () => {
 		const file = await diskFile('ws-a')
 		device = (await cluster.kubelet.pvcBlockDevice(claimOf('ws-a'))) ?? ''
 		expect(device).toMatch(/^\/dev\/loop\d+$/)
-		expect(loopsBackedBy(file)).toEqual([device])
+		expect(await loopsBackedBy(file)).toEqual([device])
 		// Sparse: 256Mi long, next to nothing on disk.
 		expect(statSync(file).size).toBe(256 * 2 ** 20)
 		expect(statSync(file).blocks * 512).toBeLessThan(64 * 2 ** 20)
@@ -202,7 +192,7 @@ describe('block-mode claims on the process kubelet', () => {
 		// No pod holds the claim: the device is unmounted and detached, the disk file stays.
 		await waitFor(
 			'ws-a disk detached',
-			async () => (loopsBackedBy(file).length === 0 ? true : undefined),
+			async () => ((await loopsBackedBy(file)).length === 0 ? true : undefined),
 			{ timeoutMs: 30_000 },
 		)
 		expect(await cluster.kubelet.pvcBlockDevice(claimOf('ws-a'))).toBeUndefined()
@@ -219,7 +209,7 @@ describe('block-mode claims on the process kubelet', () => {
 		const second = await runningSandbox('ws-a')
 		expect(second.metadata.uid).not.toBe(first.metadata.uid)
 		device = (await cluster.kubelet.pvcBlockDevice(claimOf('ws-a'))) ?? ''
-		expect(loopsBackedBy(file)).toEqual([device])
+		expect(await loopsBackedBy(file)).toEqual([device])
 		const read = await waitFor('agent in the resumed pod answers', () =>
 			exec(second, 'sha256sum /workspace/data.bin'),
 		)
@@ -329,7 +319,7 @@ describe('block-mode claims on the process kubelet', () => {
 	it('deleting the Sandbox and its claim unmounts and detaches the disk and removes its backing file', async () => {
 		const file = await diskFile('ws-a')
 		const attached = (await cluster.kubelet.pvcBlockDevice(claimOf('ws-a'))) ?? ''
-		expect(loopsBackedBy(file)).toEqual([attached])
+		expect(await loopsBackedBy(file)).toEqual([attached])
 		expect(existsSync(join(LOOP_REGISTRY_DIR, `${attached.slice('/dev/'.length)}.json`))).toBe(true)
 		await cluster.api.remove(paths.sandbox(ns, 'ws-a'))
 		await waitGone(cluster.api, paths.pod(ns, 'ws-a'), { timeoutMs: 90_000 })
