@@ -3,16 +3,19 @@
  * only): never reformat a device that carries a signature, and reap a crashed owner's devices —
  * mounts first — without touching a live owner's or a loop number reused for another file.
  */
-import { execFileSync } from 'node:child_process'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { reapAbandonedRuns, tempStatePrefix } from '../abandoned-runs.js'
 import { ensureExt4, mountDisk, probeSignature, unmountDisk } from './block-filesystem.js'
 import {
 	attachLoop,
 	detachLoop,
 	ensureSparseFile,
+	LOOP_REGISTRY_DIR,
 	loopBackingFile,
 	mountsOf,
 	reapAbandonedLoops,
@@ -130,5 +133,33 @@ describe.skipIf(!root)('loop devices and their filesystems (root)', () => {
 		await expect(readFile(deadRecord)).rejects.toMatchObject({ code: 'ENOENT' })
 		await expect(readFile(reusedRecord)).rejects.toMatchObject({ code: 'ENOENT' })
 		await readFile(join(registry, `${live.device.slice('/dev/'.length)}.json`))
+	})
+
+	it('a test cluster’s start unmounts and detaches a crashed run’s disks before removing its state directory', async () => {
+		// A crashed run: its owner process is gone, its kubelet's disk still attached and mounted
+		// in its state directory, recorded in the machine's loop registry.
+		const runs = join(dir, 'runs')
+		const state = join(runs, `${tempStatePrefix}crashed`)
+		const gone = spawnSync('true').pid
+		await mkdir(join(state, 'kubelet', 'pvcs', 'ns', 'uid'), { recursive: true })
+		await writeFile(join(state, 'owner.json'), JSON.stringify({ pid: gone }))
+		const file = join(state, 'kubelet', 'pvcs', 'ns', 'uid', 'disk.img')
+		await ensureSparseFile(file, 32 * MIB)
+		const device = await attachLoop(file)
+		attached.push({ device, file })
+		await ensureExt4(device)
+		const mountPoint = join(state, 'kubelet', 'pods', 'pod-uid', 'disks', 'workspace')
+		await mountDisk(device, mountPoint)
+		await writeFile(join(mountPoint, 'data'), 'x')
+		const record = join(LOOP_REGISTRY_DIR, `${device.slice('/dev/'.length)}.json`)
+		const written = JSON.parse(await readFile(record, 'utf8'))
+		await writeFile(record, JSON.stringify({ ...written, owner: { pid: gone, startTicks: '1' } }))
+
+		expect(await reapAbandonedRuns(runs)).toEqual([state])
+
+		expect(existsSync(state)).toBe(false)
+		expect(await mountsOf(device)).toEqual([])
+		expect(await loopBackingFile(device)).not.toBe(file)
+		expect(existsSync(record)).toBe(false)
 	})
 })
