@@ -35,6 +35,8 @@ beforeEach(async () => {
 
 afterEach(async () => {
 	for (const { device, file } of attached.splice(0)) {
+		// A number this test detached may already be someone else's (another test's loop mount).
+		if ((await loopBackingFile(device)) !== file) continue
 		for (const point of await mountsOf(device)) await unmountDisk(point)
 		await detachLoop(device, file, registry).catch(() => undefined)
 	}
