@@ -7,8 +7,9 @@
 //   - baseline: a Sandbox whose workspace claim is a filesystem-mode claim (a host directory);
 //   - block: the same with a `volumeMode: Block` claim — a loop device the kubelet detaches on
 //     suspend, re-attaches, probes and mounts on resume;
-//   - library: `workspace.suspend()` / `resume()` of `createKubernetesWorkspace` — skipped with a
-//     printed line until `dist/index.js` exports it.
+//   - library: `workspace.suspend()` / `resume()` of `createKubernetesWorkspace` on a block-disk
+//     workspace, after the bare rounds in the same cluster (skipped with a printed line when
+//     `dist/index.js` lacks it); its requests counted through `getToken` (one call per request).
 //
 //   node bench/workspace-suspend-resume.mjs [--count 10] [--poll 20]
 //   NAMZU_BENCH_STATE_DIR=/tmp/x node bench/workspace-suspend-resume.mjs   # keep the logs
@@ -26,7 +27,7 @@ const pollMs = argInt('poll', 20)
 const h = await importTypeScript('workspace-suspend-resume', [
 	"export { startTestCluster } from './test/cluster/test-cluster.ts'",
 	"export { createTestNamespace, isReady } from './test/cluster/cluster-objects.ts'",
-	"export { paths, directSandbox, agentPort } from './test/cluster/sandbox-fixtures.ts'",
+	"export { paths, directSandbox, sandboxTemplate, agentIngressPolicy, agentPort } from './test/cluster/sandbox-fixtures.ts'",
 	"export { probeAgent } from './test/cluster/kubelet/agent-probe.ts'",
 ])
 
@@ -108,10 +109,12 @@ async function rawRoundTrip(cluster, raw, ns, name) {
 }
 
 /**
- * The library's round trip, once `createKubernetesWorkspace` exists: returns undefined (and says
- * why) until then, so the bare rounds above still run and print.
+ * The library's round trips: `workspace.suspend()` (with its default flush) then `resume()` on a
+ * block-disk workspace from a template in `ns`, over the same cluster, after the bare rounds. API
+ * requests are counted through `getToken`, which the client calls before every request. Undefined
+ * (and says why) when dist/index.js does not load or lacks the verb.
  */
-async function libraryRoundTrips() {
+async function libraryRoundTrips(cluster, ns) {
 	let lib
 	try {
 		lib = await import(pathToFileURL(join(root, 'dist', 'index.js')).href)
@@ -125,12 +128,67 @@ async function libraryRoundTrips() {
 		console.log('library: skipped — dist/index.js does not export createKubernetesWorkspace yet')
 		return undefined
 	}
-	// The workspace API exists: measure workspace.suspend() → resume() → a live handle here, in
-	// the same rounds as the bare baseline, with a recording proxy counting its API requests.
-	console.log(
-		'library: skipped — createKubernetesWorkspace is exported but this measurement is not written yet',
+	const template = 'bench-workspace'
+	await cluster.api.create(
+		h.paths.templates(ns),
+		h.sandboxTemplate(template, { workspace: 'block' }),
 	)
-	return undefined
+	await cluster.api.create(
+		h.paths.networkPolicies(ns),
+		h.agentIngressPolicy('bench-ingress', template, `${cluster.kubelet.network.gateway}/32`),
+	)
+	let requests = 0
+	const token = cluster.access.token
+	const config = {
+		tier: 'microvm',
+		service: 'kubernetes',
+		namespace: ns,
+		access: {
+			server: cluster.access.server,
+			...(cluster.access.caPem === undefined ? {} : { ca: cluster.access.caPem }),
+			getToken: () => {
+				requests += 1
+				return token
+			},
+		},
+		sandboxTemplateName: template,
+		agentPort: h.agentPort,
+		agentAddress: 'pod-ip',
+		readyTimeoutMs: TRANSITION_TIMEOUT_MS,
+	}
+	const workspace = await lib.createKubernetesWorkspace(config, { workspaceId: 'bench' })
+	const rounds = []
+	try {
+		await workspace.writeFile('marker', 'kept')
+		// One untimed round first, as for the bare kinds.
+		await workspace.suspend()
+		await workspace.resume()
+		for (let round = 0; round < count; round += 1) {
+			requests = 0
+			const started = performance.now()
+			await workspace.suspend()
+			const suspended = performance.now()
+			const suspendRequests = requests
+			requests = 0
+			await workspace.resume()
+			await workspace.exec('true')
+			const resumed = performance.now()
+			rounds.push({
+				suspendMs: suspended - started,
+				resumeMs: resumed - suspended,
+				totalMs: resumed - started,
+				suspendRequests,
+				resumeRequests: requests,
+			})
+			process.stderr.write(`library round ${round + 1}/${count}: ${ms(resumed - started)}\n`)
+		}
+		if ((await workspace.readFile('marker')).toString() !== 'kept') {
+			throw new Error('the workspace lost its file across the rounds')
+		}
+	} finally {
+		await workspace.destroy({ deleteDisk: true })
+	}
+	return rounds
 }
 
 function row(label, samples, baseline) {
@@ -176,7 +234,7 @@ try {
 		}
 		process.stderr.write(`round ${round + 1}/${count}: ${line.join(', ')}\n`)
 	}
-	const library = await libraryRoundTrips()
+	const library = await libraryRoundTrips(cluster, ns)
 
 	const baseline = results.get('ws-dir')
 	console.log(
@@ -209,7 +267,30 @@ try {
 			),
 		)
 	}
-	if (library !== undefined) console.log(library)
+	if (library !== undefined) {
+		const base = baseline.map((r) => r.totalMs)
+		console.log(
+			row(
+				'library: workspace.suspend() → resume() → exec',
+				library.map((r) => r.totalMs),
+				base,
+			),
+		)
+		console.log(
+			row(
+				'library: suspend() (flush, PATCH, pod gone)',
+				library.map((r) => r.suspendMs),
+				baseline.map((r) => r.suspendMs),
+			),
+		)
+		console.log(
+			row(
+				'library: resume() + first exec',
+				library.map((r) => r.resumeMs),
+				baseline.map((r) => r.resumeMs),
+			),
+		)
+	}
 	console.log(
 		'\nAPI requests per transition (this script: PATCH, then GET polls at the poll interval)',
 	)
@@ -219,6 +300,13 @@ try {
 			`PATCH ${mean(samples.map((r) => pick(r).PATCH)).toFixed(0)}, GET mean ${mean(samples.map((r) => pick(r).GET)).toFixed(1)} (max ${Math.max(...samples.map((r) => pick(r).GET))})`
 		console.log(
 			`  ${kind.name}: suspend ${describe((r) => r.suspendRequests)}; resume ${describe((r) => r.resumeRequests)}`,
+		)
+	}
+	if (library !== undefined) {
+		const describe = (pick) =>
+			`mean ${mean(library.map(pick)).toFixed(1)} (max ${Math.max(...library.map(pick))})`
+		console.log(
+			`  library (every request it sends): suspend ${describe((r) => r.suspendRequests)}; resume + exec ${describe((r) => r.resumeRequests)}`,
 		)
 	}
 	await cluster.api.remove(h.paths.namespace(ns)).catch(() => {})
