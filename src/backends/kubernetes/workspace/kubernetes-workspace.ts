@@ -27,18 +27,12 @@ import type {
 	SandboxWriteFileOptions,
 	TerminalSession,
 } from '../../../contract/sandbox.js'
-import {
-	type FlushOptions,
-	type FlushReport,
-	flushThroughAgent,
-	type QuiesceOptions,
-	type QuiesceReport,
-	quiesceThroughAgent,
+import type {
+	FlushOptions,
+	FlushReport,
+	QuiesceOptions,
+	QuiesceReport,
 } from '../../../host/lifecycle/agent-lifecycle-ops.js'
-import {
-	FlushUnsupportedError,
-	QuiesceUnsupportedError,
-} from '../../../host/refusals/guest-feature-errors.js'
 import {
 	FlushUnconfirmedError,
 	QuiesceUnconfirmedError,
@@ -52,15 +46,12 @@ import {
 	KubernetesSandboxDestroyedError,
 } from '../kubernetes-sandbox-errors.js'
 import { isUnauthorizedRefusal, UNRESOLVABLE_CODES } from '../kubernetes-task-sandbox.js'
-import {
-	KubernetesFlushUnreachableError,
-	KubernetesWorkspaceSuspendedError,
-} from './workspace-errors.js'
+import { runSuspendGuestSteps } from './suspend-guest-steps.js'
+import { KubernetesWorkspaceSuspendedError } from './workspace-errors.js'
 import { patchOperatingMode } from './workspace-mode-patch.js'
 import {
 	type CheckedTransition,
 	checkTransitionOptions,
-	type GuestSteps,
 	type KubernetesWorkspaceDestroyOptions,
 	type KubernetesWorkspaceOptions,
 	type KubernetesWorkspaceSuspendOptions,
@@ -329,16 +320,10 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 		const checked = checkTransitionOptions(method, options)
 		const request = toRequest(checked)
 		try {
-			await this.#transitions.run(request, checked.signal, (prior, signal) => {
-				switch (request.verb) {
-					case 'suspend':
-						return this.#suspendFlight(checked.steps, signal)
-					case 'delete':
-						return this.#deleteFlight(signal)
-					case 'resume':
-						return this.#resumeFlight(checked, signal)
-				}
-				return Promise.resolve({ outcome: 'not-sent', error: new Error(`unknown ${prior}`) })
+			await this.#transitions.run(request, checked.signal, (signal) => {
+				if (request.verb === 'suspend') return this.#suspendFlight(checked.steps, signal)
+				if (request.verb === 'delete') return this.#deleteFlight(signal)
+				return this.#resumeFlight(checked, signal)
 			})
 		} catch (error) {
 			if (!(error instanceof TransitionRefusal)) throw error
@@ -360,12 +345,15 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 		}
 	}
 
-	async #suspendFlight(steps: GuestSteps, signal: AbortSignal | undefined): Promise<FlightResult> {
-		const { api, config, options } = this.#options
+	async #suspendFlight(
+		steps: CheckedTransition['steps'],
+		signal: AbortSignal | undefined,
+	): Promise<FlightResult> {
+		const { api, config } = this.#options
 		const session = this.#session
 		if (session) {
 			await this.#reapOwned()
-			const refused = await this.#guestSteps(session, steps, signal)
+			const refused = await runSuspendGuestSteps(session, steps, this.#options.options, signal)
 			if (refused !== undefined) return { outcome: 'not-sent', error: refused }
 		}
 		const retiring = session?.podUid ?? this.#lastPodUid
@@ -394,49 +382,7 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 		} catch (error) {
 			return { outcome: 'unconfirmed', error }
 		}
-		void options
 		return { outcome: 'confirmed' }
-	}
-
-	/**
-	 * Flush, then quiesce, on the live session. Returns the error that stops the suspend (the guest
-	 * answered and could not confirm, or the caller aborted); reports every other gap and goes on.
-	 */
-	async #guestSteps(
-		session: WorkspaceSession,
-		steps: GuestSteps,
-		signal: AbortSignal | undefined,
-	): Promise<unknown> {
-		const { options } = this.#options
-		if (steps.flush) {
-			try {
-				await flushThroughAgent(session.transport, {
-					...steps.flush,
-					...(signal ? { signal } : {}),
-				})
-			} catch (error) {
-				if (signal?.aborted) return signal.reason
-				if (error instanceof FlushUnconfirmedError) return error
-				if (error instanceof FlushUnsupportedError) options.onFlushUnsupported?.(error)
-				else
-					options.onFlushUnreachable?.(
-						new KubernetesFlushUnreachableError(this.id, { cause: error }),
-					)
-			}
-		}
-		if (steps.quiesce) {
-			try {
-				const report = await quiesceThroughAgent(session.transport, {
-					...steps.quiesce,
-					...(signal ? { signal } : {}),
-				})
-				if (report.scope === 'owned-sessions') options.onQuiesceNarrowed?.(report)
-			} catch (error) {
-				if (error instanceof QuiesceUnsupportedError) options.onQuiesceUnsupported?.(error)
-				else return error
-			}
-		}
-		return undefined
 	}
 
 	async #deleteFlight(signal: AbortSignal | undefined): Promise<FlightResult> {

@@ -158,7 +158,7 @@ export class WorkspaceTransitions {
 	async run(
 		request: TransitionRequest,
 		signal: AbortSignal | undefined,
-		body: (prior: WorkspaceState, signal: AbortSignal | undefined) => Promise<FlightResult>,
+		body: (signal: AbortSignal | undefined) => Promise<FlightResult>,
 	): Promise<void> {
 		for (;;) {
 			signal?.throwIfAborted()
@@ -188,13 +188,13 @@ export class WorkspaceTransitions {
 	#start(
 		request: TransitionRequest,
 		signal: AbortSignal | undefined,
-		body: (prior: WorkspaceState, signal: AbortSignal | undefined) => Promise<FlightResult>,
+		body: (signal: AbortSignal | undefined) => Promise<FlightResult>,
 	): Promise<void> {
 		const prior = this.#state
 		const done = (async () => {
 			let result: FlightResult
 			try {
-				result = await body(prior, signal)
+				result = await body(signal)
 			} catch (error) {
 				// A body that threw reports nothing: nothing is recorded.
 				result = { outcome: 'not-sent', error }
