@@ -30,6 +30,8 @@ export interface WorkspaceModel {
 export interface ScriptedWorkspaceApiOptions {
 	/** The template the API serves (`GET …/sandboxtemplates/<name>`). */
 	readonly template: KubernetesObject
+	/** Runs before the model answers a call (a delay holds the call in flight). */
+	readonly before?: (call: RecordedCall, model: WorkspaceModel) => Promise<void> | undefined
 	/** Decides a call before the model does: return an answer (or throw) to override it. */
 	readonly intercept?: (call: RecordedCall, model: WorkspaceModel) => unknown
 	/** A `Suspended` patch leaves the pod in place (terminating) instead of removing it. */
@@ -48,6 +50,10 @@ export interface ScriptedWorkspaceApi extends ScriptedApi {
 	stop(): Promise<void>
 	/** Brings a pod up now (as the controller would for a Running Sandbox). */
 	startPod(): Promise<void>
+	/** The current pod's guest dies (its address stops answering); the pod object stays. */
+	crashGuest(): Promise<void>
+	/** The current pod is removed (as the kubelet finishing a termination would). */
+	removePod(): Promise<void>
 }
 
 /** The block-disk template every happy-path test builds from. */
@@ -179,6 +185,7 @@ export async function scriptedWorkspaceApi(
 		await model.guests.get(uid)?.stop()
 	}
 	const api = scriptedApi(async (call) => {
+		await options.before?.(call, model)
 		const overridden = options.intercept?.(call, model)
 		if (overridden !== undefined) return overridden
 		const name = call.path.split('/').pop() ?? ''
@@ -226,6 +233,15 @@ export async function scriptedWorkspaceApi(
 		model,
 		agentPort,
 		startPod,
+		async crashGuest() {
+			const uid = model.pod?.metadata.uid
+			if (uid) await stopGuest(uid)
+		},
+		async removePod() {
+			const uid = model.pod?.metadata.uid
+			model.pod = undefined
+			if (uid) await stopGuest(uid)
+		},
 		async stop() {
 			await Promise.allSettled([...model.guests.keys()].map((uid) => stopGuest(uid)))
 			if (model.workspace) await rm(model.workspace, { recursive: true, force: true })

@@ -89,6 +89,8 @@ export interface KubernetesWorkspace extends Sandbox {
 	quiesce(options?: QuiesceOptions): Promise<QuiesceReport>
 	readFileStream(path: string, options?: SandboxReadFileStreamOptions): AsyncIterable<Buffer>
 	walkFiles(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry>
+	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession>
+	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection>
 }
 
 export interface WorkspaceHandleOptions {
