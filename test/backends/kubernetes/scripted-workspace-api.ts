@@ -33,6 +33,8 @@ export interface ScriptedWorkspaceApiOptions {
 	readonly template: KubernetesObject
 	/** Runs before the model answers a call (a delay holds the call in flight). */
 	readonly before?: (call: RecordedCall, model: WorkspaceModel) => Promise<void> | undefined
+	/** Runs after the model answered (throwing here loses an answer the model already applied). */
+	readonly after?: (call: RecordedCall, model: WorkspaceModel) => void
 	/** Decides a call before the model does: return an answer (or throw) to override it. */
 	readonly intercept?: (call: RecordedCall, model: WorkspaceModel) => unknown
 	/** A `Suspended` patch leaves the pod in place (terminating) instead of removing it. */
@@ -244,10 +246,7 @@ export async function scriptedWorkspaceApi(
 		await new Promise((resolve) => (forwarder ? forwarder.close(resolve) : resolve(undefined)))
 		await model.guests.get(uid)?.stop()
 	}
-	const api = scriptedApi(async (call) => {
-		await options.before?.(call, model)
-		const overridden = options.intercept?.(call, model)
-		if (overridden !== undefined) return overridden
+	const answer = async (call: RecordedCall): Promise<unknown> => {
 		const name = call.path.split('/').pop() ?? ''
 		if (call.path.includes('/sandboxtemplates/')) return options.template
 		if (call.verb === 'POST') {
@@ -287,6 +286,14 @@ export async function scriptedWorkspaceApi(
 			return {}
 		}
 		throw new Error(`unscripted ${call.verb} ${call.path}`)
+	}
+	const api = scriptedApi(async (call) => {
+		await options.before?.(call, model)
+		const overridden = options.intercept?.(call, model)
+		if (overridden !== undefined) return overridden
+		const answered = await answer(call)
+		options.after?.(call, model)
+		return answered
 	})
 	return {
 		...api,
