@@ -168,6 +168,40 @@ describe('Kubernetes workspace: create, suspend, resume', () => {
 		expect(created.spec.volumeClaimTemplates).toEqual(blockTemplate().spec?.volumeClaimTemplates)
 	})
 
+	it('serves walkFiles, ranged readFile and readFileStream through the same gate', async () => {
+		const api = await workspaceApi()
+		const workspace = await open(api)
+		await workspace.writeFile('dir/a.txt', 'abcdefgh')
+		await workspace.writeFile('dir/b.txt', 'x')
+		const walked: string[] = []
+		for await (const entry of workspace.walkFiles('dir', { maxEntries: 10 }))
+			walked.push(entry.path)
+		expect(walked.map((path) => path.split('/').pop()).sort()).toEqual(['a.txt', 'b.txt'])
+		expect((await workspace.readFile('dir/a.txt', { offset: 2, length: 3 })).toString()).toBe('cde')
+		const chunks: Buffer[] = []
+		for await (const chunk of workspace.readFileStream('dir/a.txt')) chunks.push(chunk)
+		expect(Buffer.concat(chunks).toString()).toBe('abcdefgh')
+	})
+
+	it("waits on resume, under 'pod-ip', for a Pending pod to receive its IP within the budget", async () => {
+		let withoutIp = 0
+		const api = await workspaceApi({
+			intercept: (call, model) => {
+				if (call.verb === 'GET' && call.path === POD && withoutIp > 0 && model.pod) {
+					withoutIp--
+					return { ...model.pod, status: { phase: 'Pending' } }
+				}
+				return undefined
+			},
+		})
+		const workspace = await open(api)
+		await workspace.suspend({ flush: false })
+		withoutIp = 5
+		await workspace.resume()
+		expect(withoutIp).toBe(0)
+		expect((await workspace.exec('true')).exitCode).toBe(0)
+	})
+
 	it('ignores warmPoolName: a workspace is always a POSTed Sandbox, never a claim', async () => {
 		const api = await workspaceApi()
 		await open(api, {}, { warmPoolName: 'pool' })
