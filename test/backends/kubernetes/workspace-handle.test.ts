@@ -111,6 +111,23 @@ function gate(): { promise: Promise<void>; open: () => void } {
 	return { promise, open }
 }
 
+/** Refuses the pod GET with a 403 while switched on (a read the client does not retry). */
+function podReadRefusal(initially: boolean): {
+	intercept: (call: { verb: string; path: string }) => undefined
+	refuse: (on: boolean) => void
+} {
+	let on = initially
+	return {
+		intercept: (call) => {
+			if (on && call.verb === 'GET' && call.path === POD) throw statusError('GET', call.path, 403)
+			return undefined
+		},
+		refuse: (value) => {
+			on = value
+		},
+	}
+}
+
 /** Counts flush ops through the guest's flush override (one line per flush, on the disk). */
 const COUNTING_FLUSH = { NAMZU_AGENT_FLUSH_COMMAND: 'echo flushed >> "$1/.flushes"' }
 async function flushes(api: ScriptedWorkspaceApi): Promise<number> {
@@ -540,56 +557,38 @@ describe('Kubernetes workspace: failed transitions leave the state they found', 
 	})
 
 	it('a failed resume writes its Suspended patch back, reads suspended, and a later resume is the way back', async () => {
-		let refusePod = false
-		const api = await workspaceApi({
-			intercept: (call) => {
-				if (refusePod && call.verb === 'GET' && call.path === POD)
-					throw statusError('GET', call.path, 403)
-				return undefined
-			},
-		})
+		const refusal = podReadRefusal(false)
+		const api = await workspaceApi({ intercept: refusal.intercept })
 		const workspace = await open(api)
 		await workspace.suspend({ flush: false })
-		refusePod = true
+		refusal.refuse(true)
 		await expect(workspace.resume()).rejects.toMatchObject({ status: 403 })
 		expect(patches(api)).toEqual(['Suspended', 'Running', 'Suspended'])
 		expect(workspace.suspended).toBe(true)
-		refusePod = false
+		refusal.refuse(false)
 		await workspace.resume()
 		expect((await workspace.exec('true')).exitCode).toBe(0)
 	})
 
 	it('a resume that finds another process already woke the workspace and then fails writes nothing', async () => {
-		let refusePod = false
-		const api = await workspaceApi({
-			intercept: (call) => {
-				if (refusePod && call.verb === 'GET' && call.path === POD)
-					throw statusError('GET', call.path, 403)
-				return undefined
-			},
-		})
+		const refusal = podReadRefusal(false)
+		const api = await workspaceApi({ intercept: refusal.intercept })
 		const first = await open(api)
 		await first.suspend({ flush: false })
 		await open(api)
 		api.calls.splice(0)
-		refusePod = true
+		refusal.refuse(true)
 		await expect(first.resume()).rejects.toMatchObject({ status: 403 })
 		expect(writes(api)).toEqual([])
 		expect(first.suspended).toBe(true)
 	})
 
 	it("resume({ onStartFailure: 'leave' }) sends no patch back", async () => {
-		let refusePod = false
-		const api = await workspaceApi({
-			intercept: (call) => {
-				if (refusePod && call.verb === 'GET' && call.path === POD)
-					throw statusError('GET', call.path, 403)
-				return undefined
-			},
-		})
+		const refusal = podReadRefusal(false)
+		const api = await workspaceApi({ intercept: refusal.intercept })
 		const workspace = await open(api)
 		await workspace.suspend({ flush: false })
-		refusePod = true
+		refusal.refuse(true)
 		await expect(workspace.resume({ onStartFailure: 'leave' })).rejects.toMatchObject({
 			status: 403,
 		})
@@ -632,16 +631,10 @@ describe('Kubernetes workspace: create failures and adoption', () => {
 	})
 
 	it('a failed start after adopting a running workspace writes nothing and rethrows', async () => {
-		let refusePod = false
-		const api = await workspaceApi({
-			intercept: (call) => {
-				if (refusePod && call.verb === 'GET' && call.path === POD)
-					throw statusError('GET', call.path, 403)
-				return undefined
-			},
-		})
+		const refusal = podReadRefusal(false)
+		const api = await workspaceApi({ intercept: refusal.intercept })
 		await open(api)
-		refusePod = true
+		refusal.refuse(true)
 		api.calls.splice(0)
 		await expect(open(api)).rejects.toMatchObject({ status: 403 })
 		expect(writes(api).map((call) => call.verb)).toEqual(['POST'])
@@ -649,12 +642,7 @@ describe('Kubernetes workspace: create failures and adoption', () => {
 	})
 
 	it('a failed start on the created path suspends what it POSTed and rethrows the original; never deletes', async () => {
-		const api = await workspaceApi({
-			intercept: (call) => {
-				if (call.verb === 'GET' && call.path === POD) throw statusError('GET', call.path, 403)
-				return undefined
-			},
-		})
+		const api = await workspaceApi({ intercept: podReadRefusal(true).intercept })
 		await expect(open(api)).rejects.toMatchObject({ status: 403 })
 		expect(writes(api).map((call) => call.verb)).toEqual(['POST', 'PATCH'])
 		expect(patches(api)).toEqual(['Suspended'])
@@ -662,17 +650,11 @@ describe('Kubernetes workspace: create failures and adoption', () => {
 	})
 
 	it('leaves one suspended Sandbox after a failed create, which the next call with the same id reuses', async () => {
-		let refusePod = true
-		const api = await workspaceApi({
-			intercept: (call) => {
-				if (refusePod && call.verb === 'GET' && call.path === POD)
-					throw statusError('GET', call.path, 403)
-				return undefined
-			},
-		})
+		const refusal = podReadRefusal(true)
+		const api = await workspaceApi({ intercept: refusal.intercept })
 		await expect(open(api)).rejects.toMatchObject({ status: 403 })
 		expect(api.model.sandbox?.spec.operatingMode).toBe('Suspended')
-		refusePod = false
+		refusal.refuse(false)
 		const again = await open(api)
 		expect(again.origin).toBe('resumed')
 		expect(writes(api).map((call) => call.verb)).toEqual(['POST', 'PATCH', 'POST', 'PATCH'])
@@ -738,12 +720,7 @@ describe('Kubernetes workspace: create failures and adoption', () => {
 	})
 
 	it("onStartFailure: 'leave' sends no patch on a failed created start", async () => {
-		const api = await workspaceApi({
-			intercept: (call) => {
-				if (call.verb === 'GET' && call.path === POD) throw statusError('GET', call.path, 403)
-				return undefined
-			},
-		})
+		const api = await workspaceApi({ intercept: podReadRefusal(true).intercept })
 		await expect(open(api, { onStartFailure: 'leave' })).rejects.toMatchObject({ status: 403 })
 		expect(writes(api).map((call) => call.verb)).toEqual(['POST'])
 	})
