@@ -7,12 +7,8 @@
 //   node bench/kubernetes-acquire.mjs [--count 30] [--pool 4]
 //
 // Needs the cluster binaries (`npm run cluster:build`), root, bwrap and iproute2 (process kubelet).
-import { rmSync } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
-import { build } from 'esbuild'
+import { importTypeScript } from './lib.mjs'
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const arg = (name, fallback) => {
 	const index = process.argv.indexOf(`--${name}`)
 	return index === -1 ? fallback : Number(process.argv[index + 1])
@@ -21,33 +17,13 @@ const count = arg('count', 30)
 const poolReplicas = arg('pool', 4)
 
 // The harness and the backend are TypeScript: bundle the few entry points this script needs.
-const bundle = join(root, 'bench', `.kubernetes-acquire.${process.pid}.bundle.mjs`)
-await build({
-	stdin: {
-		contents: [
-			"export { startTestCluster } from './test/cluster/test-cluster.ts'",
-			"export { createTestNamespace, boundSandboxName } from './test/cluster/cluster-objects.ts'",
-			"export { paths, sandboxTemplate, warmPool, sandboxClaim, agentPort } from './test/cluster/sandbox-fixtures.ts'",
-			"export { startRecordingApiProxy } from './test/backends/kubernetes/recording-api-proxy.ts'",
-			"export { createSandboxProvider } from './src/index.ts'",
-		].join('\n'),
-		resolveDir: root,
-		sourcefile: 'kubernetes-acquire-entry.ts',
-		loader: 'ts',
-	},
-	outfile: bundle,
-	bundle: true,
-	platform: 'node',
-	format: 'esm',
-	target: 'node20',
-	packages: 'external',
-	logLevel: 'warning',
-	banner: {
-		js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-	},
-})
-const h = await import(pathToFileURL(bundle).href)
-rmSync(bundle, { force: true })
+const h = await importTypeScript('kubernetes-acquire', [
+	"export { startTestCluster } from './test/cluster/test-cluster.ts'",
+	"export { createTestNamespace, boundSandboxName } from './test/cluster/cluster-objects.ts'",
+	"export { paths, sandboxTemplate, warmPool, sandboxClaim, agentPort } from './test/cluster/sandbox-fixtures.ts'",
+	"export { startRecordingApiProxy } from './test/backends/kubernetes/recording-api-proxy.ts'",
+	"export { createSandboxProvider } from './src/index.ts'",
+])
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const percentile = (values, p) => {

@@ -44,6 +44,44 @@ export function spawnAndWait(command, args, options = {}) {
 	})
 }
 
+/**
+ * Imports TypeScript from the repository (the cluster harness, the backends) into a benchmark
+ * script under plain Node: esbuild bundles `exportLines` (`export { x } from './test/….ts'`, paths
+ * from the repository root; npm packages stay external) into a temporary module next to this file,
+ * which is imported and removed.
+ */
+export async function importTypeScript(name, exportLines) {
+	const { rmSync } = await import('node:fs')
+	const { dirname, join } = await import('node:path')
+	const { fileURLToPath, pathToFileURL } = await import('node:url')
+	const { build } = await import('esbuild')
+	const here = dirname(fileURLToPath(import.meta.url))
+	const bundle = join(here, `.${name}.${process.pid}.bundle.mjs`)
+	try {
+		await build({
+			stdin: {
+				contents: exportLines.join('\n'),
+				resolveDir: join(here, '..'),
+				sourcefile: `${name}-entry.ts`,
+				loader: 'ts',
+			},
+			outfile: bundle,
+			bundle: true,
+			platform: 'node',
+			format: 'esm',
+			target: 'node20',
+			packages: 'external',
+			logLevel: 'warning',
+			banner: {
+				js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+			},
+		})
+		return await import(pathToFileURL(bundle).href)
+	} finally {
+		rmSync(bundle, { force: true })
+	}
+}
+
 export function printTable(title, rows) {
 	console.log(`\n## ${title}`)
 	for (const row of rows) console.log(`  ${row}`)

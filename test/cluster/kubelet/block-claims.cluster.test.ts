@@ -21,7 +21,7 @@ import { execInPod } from '../pod-agent.js'
 import { agentPodSpec, agentPort, directSandbox, paths } from '../sandbox-fixtures.js'
 import { startTestCluster, type TestCluster } from '../test-cluster.js'
 import { waitFor } from '../wait-for.js'
-import { LOOP_REGISTRY_DIR } from './loop-devices.js'
+import { LOOP_REGISTRY_DIR, loopsBackedBy } from './loop-devices.js'
 import { BLOCK_DISK_FILE } from './pvc-store.js'
 
 let cluster: TestCluster
@@ -67,22 +67,61 @@ async function diskFile(sandbox: string): Promise<string> {
 	return join(dir, BLOCK_DISK_FILE)
 }
 
-/** Loop devices backed by `file`, as the kernel reports them. */
-function loopsBackedBy(file: string): string[] {
-	return execFileSync('losetup', ['--noheadings', '--output', 'NAME', '--associated', file], {
-		encoding: 'utf8',
-	})
-		.split('\n')
-		.map((line) => line.trim())
-		.filter((line) => line !== '')
-}
-
 function majorMinor(device: string): string {
 	const rdev = statSync(device).rdev
 	// Linux dev_t: major in bits 8–19, minor in bits 0–7 and 20–31.
 	const major = (rdev >> 8) & 0xfff
 	const minor = (rdev & 0xff) | ((rdev >> 12) & 0xfff00)
 	return `${major.toString(16)}:${minor.toString(16)}`
+}
+
+async function createBlockClaim(name: string, storage = '64Mi'): Promise<void> {
+	await cluster.api.create(paths.pvcs(ns), {
+		apiVersion: 'v1',
+		kind: 'PersistentVolumeClaim',
+		metadata: { name },
+		spec: {
+			accessModes: ['ReadWriteOnce'],
+			volumeMode: 'Block',
+			resources: { requests: { storage } },
+		},
+	})
+}
+
+/** The fixture's agent pod on claim `claim`, its container changed by `edit`. */
+async function createAgentPod(
+	name: string,
+	claim: string,
+	edit: (container: Record<string, unknown>) => Record<string, unknown> = (c) => c,
+): Promise<void> {
+	const spec = agentPodSpec({ workspace: 'block' })
+	const containers = (spec.containers as Record<string, unknown>[]).map(edit)
+	await cluster.api.create(paths.pods(ns), {
+		apiVersion: 'v1',
+		kind: 'Pod',
+		metadata: { name },
+		spec: {
+			...spec,
+			containers,
+			volumes: [{ name: 'workspace', persistentVolumeClaim: { claimName: claim } }],
+		},
+	})
+}
+
+function withWorkspaceEnv(value: string) {
+	return (container: Record<string, unknown>) => ({
+		...container,
+		env: (container.env as { name: string }[]).map((entry) =>
+			entry.name === 'NAMZU_SANDBOX_WORKSPACE' ? { name: entry.name, value } : entry,
+		),
+	})
+}
+
+function waitingOf(pod: KubeObject): { reason?: string; message?: string } | undefined {
+	const statuses = pod.status?.containerStatuses as
+		| { state?: { waiting?: { reason?: string; message?: string } } }[]
+		| undefined
+	return statuses?.[0]?.state?.waiting
 }
 
 describe('block-mode claims on the process kubelet', () => {
@@ -93,7 +132,7 @@ describe('block-mode claims on the process kubelet', () => {
 		const file = await diskFile('ws-a')
 		device = (await cluster.kubelet.pvcBlockDevice(claimOf('ws-a'))) ?? ''
 		expect(device).toMatch(/^\/dev\/loop\d+$/)
-		expect(loopsBackedBy(file)).toEqual([device])
+		expect(await loopsBackedBy(file)).toEqual([device])
 		// Sparse: 256Mi long, next to nothing on disk.
 		expect(statSync(file).size).toBe(256 * 2 ** 20)
 		expect(statSync(file).blocks * 512).toBeLessThan(64 * 2 ** 20)
@@ -153,7 +192,7 @@ describe('block-mode claims on the process kubelet', () => {
 		// No pod holds the claim: the device is unmounted and detached, the disk file stays.
 		await waitFor(
 			'ws-a disk detached',
-			async () => (loopsBackedBy(file).length === 0 ? true : undefined),
+			async () => ((await loopsBackedBy(file)).length === 0 ? true : undefined),
 			{ timeoutMs: 30_000 },
 		)
 		expect(await cluster.kubelet.pvcBlockDevice(claimOf('ws-a'))).toBeUndefined()
@@ -170,7 +209,7 @@ describe('block-mode claims on the process kubelet', () => {
 		const second = await runningSandbox('ws-a')
 		expect(second.metadata.uid).not.toBe(first.metadata.uid)
 		device = (await cluster.kubelet.pvcBlockDevice(claimOf('ws-a'))) ?? ''
-		expect(loopsBackedBy(file)).toEqual([device])
+		expect(await loopsBackedBy(file)).toEqual([device])
 		const read = await waitFor('agent in the resumed pod answers', () =>
 			exec(second, 'sha256sum /workspace/data.bin'),
 		)
@@ -214,51 +253,73 @@ describe('block-mode claims on the process kubelet', () => {
 	})
 
 	it('a block claim over the node’s cap keeps the pod waiting with the refusal named', async () => {
-		await cluster.api.create(paths.pvcs(ns), {
-			apiVersion: 'v1',
-			kind: 'PersistentVolumeClaim',
-			metadata: { name: 'too-big' },
-			spec: {
-				accessModes: ['ReadWriteOnce'],
-				volumeMode: 'Block',
-				resources: { requests: { storage: '8Gi' } },
-			},
-		})
-		const spec = agentPodSpec({ workspace: 'block' })
-		await cluster.api.create(paths.pods(ns), {
-			apiVersion: 'v1',
-			kind: 'Pod',
-			metadata: { name: 'too-big' },
-			spec: {
-				...spec,
-				volumes: [{ name: 'workspace', persistentVolumeClaim: { claimName: 'too-big' } }],
-			},
-		})
+		await createBlockClaim('too-big', '8Gi')
+		await createAgentPod('too-big', 'too-big')
 		const pod = await waitObject(
 			cluster.api,
 			paths.pod(ns, 'too-big'),
 			'too-big waiting with a message',
-			(object) => JSON.stringify(object.status ?? {}).includes('more than the 4Gi'),
+			(object) => waitingOf(object)?.message?.includes('more than the 4Gi') === true,
 		)
-		expect(JSON.stringify(pod.status)).toContain(
-			'persistentvolumeclaim \\"too-big\\" requests 8Gi, more than the 4Gi this node provisions for a block claim',
-		)
-		expect(
-			existsSync(
-				join(
-					(await cluster.kubelet.pvcDirectory({ namespace: ns, name: 'too-big' })) ??
-						'/nonexistent',
-					BLOCK_DISK_FILE,
-				),
-			),
-		).toBe(false)
+		expect(waitingOf(pod)).toEqual({
+			reason: 'ContainerCreating',
+			message:
+				'persistentvolumeclaim "too-big" requests 8Gi, more than the 4Gi this node provisions for a block claim',
+		})
+		const dir = await cluster.kubelet.pvcDirectory({ namespace: ns, name: 'too-big' })
+		expect(existsSync(join(dir ?? '/nonexistent', BLOCK_DISK_FILE))).toBe(false)
+		const claim = await cluster.api.get<KubeObject>(paths.pvc(ns, 'too-big'))
+		expect(claim.status?.phase).not.toBe('Bound')
 		await cluster.api.remove(paths.pod(ns, 'too-big'))
+	})
+
+	it('the block workspace follows NAMZU_SANDBOX_WORKSPACE; a relative one, or a block claim in volumeMounts, is refused', async () => {
+		await createBlockClaim('custom')
+		await createAgentPod('custom', 'custom', withWorkspaceEnv('/data/work'))
+		const custom = await waitObject(
+			cluster.api,
+			paths.pod(ns, 'custom'),
+			'custom Ready',
+			(o) => o.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+			{ timeoutMs: 90_000 },
+		)
+		const device = (await cluster.kubelet.pvcBlockDevice({ namespace: ns, name: 'custom' })) ?? ''
+		const inside = await exec(
+			custom,
+			'awk \'$2 == "/data/work" || $2 == "/workspace" { print $1, $2, $3 }\' /proc/mounts; echo hi > /data/work/f && cat /data/work/f',
+		)
+		expect(inside).toMatchObject({ exitCode: 0, stdout: `${device} /data/work ext4\nhi\n` })
+
+		await createBlockClaim('relative')
+		await createAgentPod('relative', 'relative', withWorkspaceEnv('work'))
+		await createBlockClaim('mounted')
+		await createAgentPod('mounted', 'mounted', (container) => {
+			const { volumeDevices: _devices, ...rest } = container
+			return { ...rest, volumeMounts: [{ name: 'workspace', mountPath: '/workspace' }] }
+		})
+		for (const [name, message] of [
+			[
+				'relative',
+				'NAMZU_SANDBOX_WORKSPACE="work" is not an absolute path below / for the block workspace',
+			],
+			['mounted', 'volume "workspace" has volumeMode Block and can only be used in volumeDevices'],
+		] as const) {
+			const pod = await waitObject(
+				cluster.api,
+				paths.pod(ns, name),
+				`${name} refused`,
+				(object) => waitingOf(object)?.reason === 'CreateContainerConfigError',
+			)
+			expect(waitingOf(pod)).toEqual({ reason: 'CreateContainerConfigError', message })
+		}
+		for (const name of ['custom', 'relative', 'mounted'])
+			await cluster.api.remove(paths.pod(ns, name))
 	})
 
 	it('deleting the Sandbox and its claim unmounts and detaches the disk and removes its backing file', async () => {
 		const file = await diskFile('ws-a')
 		const attached = (await cluster.kubelet.pvcBlockDevice(claimOf('ws-a'))) ?? ''
-		expect(loopsBackedBy(file)).toEqual([attached])
+		expect(await loopsBackedBy(file)).toEqual([attached])
 		expect(existsSync(join(LOOP_REGISTRY_DIR, `${attached.slice('/dev/'.length)}.json`))).toBe(true)
 		await cluster.api.remove(paths.sandbox(ns, 'ws-a'))
 		await waitGone(cluster.api, paths.pod(ns, 'ws-a'), { timeoutMs: 90_000 })

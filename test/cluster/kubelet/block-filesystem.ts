@@ -2,7 +2,7 @@
  * The filesystem on a block claim, standing in for the guest image's entrypoint (which will do
  * this itself later): a device that `blkid -p` proves empty is formatted ext4 with its root owned
  * by the host uid/gid the container's `runAsUser`/`runAsGroup` map to; a device that carries any
- * signature is never formatted again. Mounts are made on the host — `nosuid,nodev`, so nothing
+ * signature is never formatted again, and an existing ext4 is checked with `e2fsck` first. Mounts are made on the host — `nosuid,nodev`, so nothing
  * the guest plants there (it can write the raw device) is worth more on the host than inside —
  * in a per-pod directory that is bound into the sandbox. Needs root.
  */
@@ -41,8 +41,12 @@ export function hostOwner(): { readonly uid: number; readonly gid: number } {
 	return { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }
 }
 
-/** Formats `device` ext4 only if it carries no signature; returns whether it formatted. */
-export async function formatIfEmpty(device: string): Promise<boolean> {
+/**
+ * Readies `device` for mounting: formats it ext4 if it carries no signature at all, or else —
+ * ext4 the guest has written, raw device included — has `e2fsck -f -p` check it, so the host
+ * kernel is not handed metadata that fsck cannot even repair. Any other signature is refused.
+ */
+export async function ensureExt4(device: string): Promise<'formatted' | 'checked'> {
 	const found = await probeSignature(device)
 	if (found !== undefined) {
 		if (found !== 'ext4') {
@@ -51,7 +55,8 @@ export async function formatIfEmpty(device: string): Promise<boolean> {
 				`${device} carries a ${found} signature, not ext4: it is never reformatted`,
 			)
 		}
-		return false
+		await checkExt4(device)
+		return 'checked'
 	}
 	const owner = hostOwner()
 	const args = [
@@ -66,7 +71,15 @@ export async function formatIfEmpty(device: string): Promise<boolean> {
 	if (result.code !== 0) {
 		throw new BlockDiskError('mkfs-failed', describeFailure('mkfs.ext4', args, result))
 	}
-	return true
+	return 'formatted'
+}
+
+/** `e2fsck -f -p`: exit 0 clean, 1 or 2 repaired; anything else leaves the disk unmounted. */
+async function checkExt4(device: string): Promise<void> {
+	const args = ['-f', '-p', device]
+	const result = await execHost('e2fsck', args, MKFS_TIMEOUT_MS)
+	if (result.code === 0 || result.code === 1 || result.code === 2) return
+	throw new BlockDiskError('fsck-failed', describeFailure('e2fsck', args, result))
 }
 
 /** Mounts the ext4 on `device` at `dir` (created), `nosuid,nodev`. */

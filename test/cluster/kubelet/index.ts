@@ -6,7 +6,12 @@
 export { HarnessNetwork } from './harness-network.js'
 export type { ClusterAccess } from './kube-client.js'
 export type { ObjectRef } from './kube-types.js'
-export { HarnessNetworkError, KubeApiError, KubeletFaultError } from './kubelet-errors.js'
+export {
+	BlockDiskError,
+	HarnessNetworkError,
+	KubeApiError,
+	KubeletFaultError,
+} from './kubelet-errors.js'
 export { type PodAgentTarget, podAgentRequest, podExec } from './pod-agent-client.js'
 export { PodNetworkAllocator } from './pod-network.js'
 export { PodRuntime, type PodRuntimeDeps } from './pod-runtime.js'

@@ -55,6 +55,7 @@ export class BlockDiskError extends Error {
 			| 'losetup-failed'
 			| 'probe-failed'
 			| 'mkfs-failed'
+			| 'fsck-failed'
 			| 'mount-failed'
 			| 'not-ext4',
 		message: string,

@@ -3,16 +3,19 @@
  * only): never reformat a device that carries a signature, and reap a crashed owner's devices —
  * mounts first — without touching a live owner's or a loop number reused for another file.
  */
-import { execFileSync } from 'node:child_process'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { formatIfEmpty, mountDisk, probeSignature, unmountDisk } from './block-filesystem.js'
+import { reapAbandonedRuns, tempStatePrefix } from '../abandoned-runs.js'
+import { ensureExt4, mountDisk, probeSignature, unmountDisk } from './block-filesystem.js'
 import {
 	attachLoop,
 	detachLoop,
 	ensureSparseFile,
+	LOOP_REGISTRY_DIR,
 	loopBackingFile,
 	mountsOf,
 	reapAbandonedLoops,
@@ -52,16 +55,28 @@ describe.skipIf(!root)('loop devices and their filesystems (root)', () => {
 		const { device, file } = await attach('disk.img')
 		expect(await loopBackingFile(device)).toBe(file)
 		expect(await probeSignature(device)).toBeUndefined()
-		expect(await formatIfEmpty(device)).toBe(true)
+		expect(await ensureExt4(device)).toBe('formatted')
 		expect(await probeSignature(device)).toBe('ext4')
 		const mountPoint = join(dir, 'mnt')
 		await mountDisk(device, mountPoint)
 		await writeFile(join(mountPoint, 'kept'), 'data')
 		expect(await unmountDisk(mountPoint)).toBe(true)
-		expect(await formatIfEmpty(device)).toBe(false)
+		expect(await ensureExt4(device)).toBe('checked')
 		await mountDisk(device, mountPoint)
 		expect(await readFile(join(mountPoint, 'kept'), 'utf8')).toBe('data')
 		expect(await unmountDisk(mountPoint)).toBe(true)
+	})
+
+	it('refuses to mount an ext4 whose metadata e2fsck cannot repair, and leaves it as it is', async () => {
+		const { device } = await attach('broken.img')
+		expect(await ensureExt4(device)).toBe('formatted')
+		// The guest can write its raw device: here the root directory's inode is wiped.
+		execFileSync('debugfs', ['-w', '-R', 'clri <2>', device], { stdio: 'ignore' })
+		await expect(ensureExt4(device)).rejects.toMatchObject({
+			name: 'BlockDiskError',
+			reason: 'fsck-failed',
+		})
+		expect(await probeSignature(device)).toBe('ext4')
 	})
 
 	it('refuses, without formatting, a device that carries another signature', async () => {
@@ -70,7 +85,7 @@ describe.skipIf(!root)('loop devices and their filesystems (root)', () => {
 		execFileSync('mkswap', [file], { stdio: 'ignore' })
 		const device = await attachLoop(file, registry)
 		attached.push({ device, file })
-		await expect(formatIfEmpty(device)).rejects.toMatchObject({
+		await expect(ensureExt4(device)).rejects.toMatchObject({
 			name: 'BlockDiskError',
 			reason: 'not-ext4',
 		})
@@ -87,7 +102,7 @@ describe.skipIf(!root)('loop devices and their filesystems (root)', () => {
 	it('reaps a dead owner’s device (unmounting it first) but not a live owner’s or a reused number', async () => {
 		const dead = await attach('dead.img')
 		const live = await attach('live.img')
-		await formatIfEmpty(dead.device)
+		await ensureExt4(dead.device)
 		const mountPoint = join(dir, 'dead-mnt')
 		await mountDisk(dead.device, mountPoint)
 		// A crashed owner: same pid, another start time (a recycled pid is not the owner).
@@ -118,5 +133,33 @@ describe.skipIf(!root)('loop devices and their filesystems (root)', () => {
 		await expect(readFile(deadRecord)).rejects.toMatchObject({ code: 'ENOENT' })
 		await expect(readFile(reusedRecord)).rejects.toMatchObject({ code: 'ENOENT' })
 		await readFile(join(registry, `${live.device.slice('/dev/'.length)}.json`))
+	})
+
+	it('a test cluster’s start unmounts and detaches a crashed run’s disks before removing its state directory', async () => {
+		// A crashed run: its owner process is gone, its kubelet's disk still attached and mounted
+		// in its state directory, recorded in the machine's loop registry.
+		const runs = join(dir, 'runs')
+		const state = join(runs, `${tempStatePrefix}crashed`)
+		const gone = spawnSync('true').pid
+		await mkdir(join(state, 'kubelet', 'pvcs', 'ns', 'uid'), { recursive: true })
+		await writeFile(join(state, 'owner.json'), JSON.stringify({ pid: gone }))
+		const file = join(state, 'kubelet', 'pvcs', 'ns', 'uid', 'disk.img')
+		await ensureSparseFile(file, 32 * MIB)
+		const device = await attachLoop(file)
+		attached.push({ device, file })
+		await ensureExt4(device)
+		const mountPoint = join(state, 'kubelet', 'pods', 'pod-uid', 'disks', 'workspace')
+		await mountDisk(device, mountPoint)
+		await writeFile(join(mountPoint, 'data'), 'x')
+		const record = join(LOOP_REGISTRY_DIR, `${device.slice('/dev/'.length)}.json`)
+		const written = JSON.parse(await readFile(record, 'utf8'))
+		await writeFile(record, JSON.stringify({ ...written, owner: { pid: gone, startTicks: '1' } }))
+
+		expect(await reapAbandonedRuns(runs)).toEqual([state])
+
+		expect(existsSync(state)).toBe(false)
+		expect(await mountsOf(device)).toEqual([])
+		expect(await loopBackingFile(device)).not.toBe(file)
+		expect(existsSync(record)).toBe(false)
 	})
 })

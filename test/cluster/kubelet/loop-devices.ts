@@ -7,7 +7,7 @@
  * while the device is still backed by the recorded file (a loop number reused since is never
  * touched). Needs root.
  */
-import { mkdir, open, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { isRecord } from '../paths.js'
 import { SLOT_REGISTRY_DIR } from './harness-network.js'
@@ -89,7 +89,11 @@ export async function attachLoop(
 	}
 	await mkdir(registryDir, { recursive: true })
 	const record: LoopRecord = { device, backingFile: file, owner: await currentOwner() }
-	await writeFile(recordFile(registryDir, device), JSON.stringify(record))
+	// Written aside and renamed into place: a reaper never reads half a record.
+	const target = recordFile(registryDir, device)
+	const aside = `${target}.${process.pid}.tmp`
+	await writeFile(aside, JSON.stringify(record))
+	await rename(aside, target)
 	return device
 }
 
@@ -144,9 +148,11 @@ export async function reapAbandonedLoops(
 	for (const name of await readdir(registryDir).catch(() => [] as string[])) {
 		if (!name.endsWith('.json')) continue
 		const file = join(registryDir, name)
+		const text = await readFile(file, 'utf8').catch(() => undefined)
+		if (text === undefined) continue
 		let record: unknown
 		try {
-			record = JSON.parse(await readFile(file, 'utf8'))
+			record = JSON.parse(text)
 		} catch {
 			record = undefined
 		}
@@ -160,7 +166,10 @@ export async function reapAbandonedLoops(
 			await execHost('losetup', ['--detach', record.device])
 			reaped.push(record.device)
 		}
-		await rm(file, { force: true })
+		// A live kubelet that attached the reused number since has replaced the record: keep that.
+		if ((await readFile(file, 'utf8').catch(() => undefined)) === text) {
+			await rm(file, { force: true })
+		}
 	}
 	return reaped
 }

@@ -5,6 +5,7 @@ import {
 	ipv4ToNumber,
 	lowestFreeHost,
 	podAddress,
+	podMacAddress,
 	podNetnsName,
 	podVethName,
 	routeIsOnBridge,
@@ -29,6 +30,17 @@ describe('harness network plan', () => {
 		expect(podNetnsName(last, 254)).toBe('nzk15-p254')
 		expect(podAddress(last, 2)).toBe('10.244.95.2')
 		expect(() => slotPlan(SLOT_COUNT)).toThrow(RangeError)
+	})
+
+	it('fixes each pod address’s MAC by slot and host: locally administered, unicast, distinct', () => {
+		expect(podMacAddress(slotPlan(0), 2)).toBe('02:6e:7a:00:00:02')
+		expect(podMacAddress(slotPlan(15), 254)).toBe('02:6e:7a:00:0f:fe')
+		const all = new Set<string>()
+		for (let slot = 0; slot < SLOT_COUNT; slot++) {
+			for (let host = 2; host <= 254; host++) all.add(podMacAddress(slotPlan(slot), host))
+		}
+		expect(all.size).toBe(SLOT_COUNT * 253)
+		expect([...all].every((mac) => /^02(:[0-9a-f]{2}){5}$/.test(mac))).toBe(true)
 	})
 
 	it.each<[number[], number | undefined]>([

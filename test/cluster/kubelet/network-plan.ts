@@ -52,6 +52,16 @@ export function podVethName(plan: SlotPlan, host: number): string {
 	return `${plan.namePrefix}h${host}`
 }
 
+/**
+ * The pod's `eth0` MAC, fixed by slot and host number: an address handed to a new pod (a resumed
+ * Sandbox gets its predecessor's) keeps its MAC, so the neighbour entries the host and the other
+ * pods still hold for it stay right instead of pointing at a deleted veth until they expire.
+ */
+export function podMacAddress(plan: SlotPlan, host: number): string {
+	const hex = (n: number) => n.toString(16).padStart(2, '0')
+	return `02:6e:7a:00:${hex(plan.slot)}:${hex(host)}`
+}
+
 /** Lowest free host number in `.2`–`.254`, or undefined when the /24 is full. */
 export function lowestFreeHost(used: ReadonlySet<number>): number | undefined {
 	for (let host = FIRST_POD_HOST; host <= LAST_POD_HOST; host++) if (!used.has(host)) return host

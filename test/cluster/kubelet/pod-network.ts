@@ -2,13 +2,19 @@
  * One pod's network: a namespace with `lo` and an `eth0` veth whose peer is enslaved to the harness
  * bridge, holding the pod address. No default route is added inside the pod (only the on-link
  * /24), so the pod can reach its siblings and the bridge address and nothing else. Host numbers
- * are handed out lowest-free and returned on release.
+ * are handed out lowest-free and returned on release; `eth0`'s MAC is fixed by the host number.
  */
 
 import type { HarnessNetwork } from './harness-network.js'
 import { ip, ipQuiet, runCommand } from './ip-command.js'
 import { HarnessNetworkError } from './kubelet-errors.js'
-import { lowestFreeHost, podAddress, podNetnsName, podVethName } from './network-plan.js'
+import {
+	lowestFreeHost,
+	podAddress,
+	podMacAddress,
+	podNetnsName,
+	podVethName,
+} from './network-plan.js'
 
 export interface PodNetwork {
 	readonly netns: string
@@ -47,7 +53,20 @@ export class PodNetworkAllocator {
 			await ipQuiet(['netns', 'del', netns])
 			await ipQuiet(['link', 'del', veth])
 			await ip(['netns', 'add', netns])
-			await ip(['link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns])
+			await ip([
+				'link',
+				'add',
+				veth,
+				'type',
+				'veth',
+				'peer',
+				'name',
+				'eth0',
+				'address',
+				podMacAddress(plan, host),
+				'netns',
+				netns,
+			])
 			await ip(['link', 'set', veth, 'master', plan.bridge, 'up'])
 			await ip(['-n', netns, 'addr', 'add', `${address}/24`, 'dev', 'eth0'])
 			await ip(['-n', netns, 'link', 'set', 'eth0', 'up'])

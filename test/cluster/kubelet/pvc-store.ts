@@ -3,7 +3,7 @@
  * filesystem-mode claim is that directory. A block-mode claim (`volumeMode: Block`) is a real
  * block device: the sparse file `disk.img` in that directory (its size the storage request,
  * `block-claim-plan.ts`), attached as a loop device when a pod on this node first needs it,
- * formatted ext4 only while provably empty, and detached once no pod holds it. Either way the
+ * formatted ext4 only while provably empty (else fsck-checked), and detached once no pod holds it. Either way the
  * claim is then marked `Bound` through its status subresource (the control plane runs no
  * provisioner; no PersistentVolume object is created and `spec.volumeName` stays empty). The
  * directory — and the disk file in it — outlives every pod and is removed once the claim is gone
@@ -13,7 +13,7 @@
 import { mkdir, readdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { blockClaimSize, isBlockClaim } from './block-claim-plan.js'
-import { formatIfEmpty } from './block-filesystem.js'
+import { ensureExt4 } from './block-filesystem.js'
 import { isStatus, type KubeClient } from './kube-client.js'
 import type { PersistentVolumeClaim } from './kube-types.js'
 import { attachLoop, detachLoop, ensureSparseFile, LOOP_REGISTRY_DIR } from './loop-devices.js'
@@ -189,7 +189,7 @@ export class PvcStore {
 		const device = await attachLoop(file, this.#loopRegistry)
 		this.#attached.set(uid, { device, file })
 		try {
-			await formatIfEmpty(device)
+			await ensureExt4(device)
 		} catch (error) {
 			this.#attached.delete(uid)
 			await detachLoop(device, file, this.#loopRegistry).catch(() => undefined)
