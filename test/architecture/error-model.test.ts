@@ -33,6 +33,7 @@ import {
 } from '../../src/backends/kubernetes/api/api-errors.js'
 import {
 	KubernetesAgentAddressUnresolvableError,
+	KubernetesAgentRetiringError,
 	KubernetesAgentUnauthorizedError,
 	KubernetesCreateOptionUnsupportedError,
 	KubernetesPrivilegeProbeError,
@@ -405,6 +406,14 @@ const CASES: readonly ErrorCase[] = [
 	{
 		type: KubernetesAgentUnauthorizedError,
 		make: () => new KubernetesAgentUnauthorizedError('sb', 'exec'),
+	},
+	{
+		type: KubernetesAgentRetiringError,
+		make: () => new KubernetesAgentRetiringError('sb', 'exec', 'task'),
+	},
+	{
+		type: KubernetesAgentRetiringError,
+		make: () => new KubernetesAgentRetiringError('ws', 'readFile', 'workspace'),
 	},
 	{
 		type: KubernetesAgentAddressUnresolvableError,

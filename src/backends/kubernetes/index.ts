@@ -56,8 +56,10 @@ export {
 } from './kubernetes-backend-config.js'
 export {
 	KubernetesAgentAddressUnresolvableError,
+	KubernetesAgentRetiringError,
 	KubernetesAgentUnauthorizedError,
 	KubernetesCreateOptionUnsupportedError,
+	type KubernetesHandleTier,
 	KubernetesPrivilegeProbeError,
 	KubernetesSandboxDestroyedError,
 	KubernetesSandboxGoneError,
