@@ -11,9 +11,9 @@ import {
 	RemoteCancellationUnknownError,
 	SandboxRetiredError,
 } from '../../../src/index.js'
+import { FENCE_AGENT_ENV, fenceGuest } from '../../helpers/fenced-agent.js'
 import { canFreeze } from '../../helpers/frozen-process.js'
 import { rejectionError } from './error-chain.js'
-import { FENCE_AGENT_ENV, fenceGuest } from './fenced-guest.js'
 import { launchGuestAgent, SETPRIV_CHAIN } from './launched-guest.js'
 import { podIpGuestConfig } from './local-guest-config.js'
 import { pod, warmClaimApi } from './scripted-api-port.js'
@@ -32,12 +32,10 @@ async function fencedTaskSandbox() {
 		rootDir: guest.workspace,
 	})) as KubernetesTaskSandbox
 	cleanups.unshift(() => sandbox.destroy())
-	const fence = await fenceGuest({
-		host: '127.0.0.1',
-		port: guest.port,
-		token,
-		rootDir: guest.workspace,
-	})
+	const fence = await fenceGuest(
+		{ kind: 'tcp', host: '127.0.0.1', port: guest.port, token },
+		guest.workspace,
+	)
 	cleanups.unshift(() => fence.frozen.thaw())
 	return { sandbox, api, callsBefore: api.calls.length }
 }

@@ -4,10 +4,11 @@
 // `cancel-execution` from then on. The agent must run with a short
 // `NAMZU_AGENT_CANCEL_CONFIRM_TIMEOUT_MS` (FENCE_AGENT_ENV).
 import { expect } from 'vitest'
-import { RemoteCancellationUnknownError } from '../../../src/host/refusals/refusal-errors.js'
-import { createAgentSandbox } from '../../../src/host/sandbox/agent-sandbox.js'
-import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
-import { type FrozenProcess, freezeProcess } from '../../helpers/frozen-process.js'
+import { RemoteCancellationUnknownError } from '../../src/host/refusals/refusal-errors.js'
+import { createAgentSandbox } from '../../src/host/sandbox/agent-sandbox.js'
+import type { SandboxAgentHandle } from '../../src/host/transport/agent-handle.js'
+import { AgentTransport } from '../../src/host/transport/agent-transport.js'
+import { type FrozenProcess, freezeProcess } from './frozen-process.js'
 
 /** Agent variables that make an unconfirmable cancel answer within half a second. */
 export const FENCE_AGENT_ENV: Readonly<Record<string, string>> = {
@@ -22,20 +23,20 @@ export interface FencedGuest {
 	readonly frozen: FrozenProcess
 }
 
-/** Fences the agent at `host:port` (token mode) and resolves once it is retiring. */
-export async function fenceGuest(target: {
-	readonly host: string
-	readonly port: number
-	readonly token: string
-	readonly rootDir: string
-}): Promise<FencedGuest> {
-	const transport = new AgentTransport({ kind: 'tcp', ...target })
+/** Fences the agent behind `handle` and resolves once it is retiring. */
+export async function fenceGuest(
+	handle: SandboxAgentHandle,
+	rootDir: string,
+): Promise<FencedGuest> {
+	const transport = new AgentTransport(handle)
 	const fencer = createAgentSandbox({
 		id: 'fencer',
 		transport,
-		rootDir: target.rootDir,
+		rootDir,
 		environment: 'linux-namespace',
 		release: async () => {},
+		// The guest answers `cancellation_unconfirmed` within 0.5 s; no need for the 8 s window.
+		execution: { cancelConfirmTimeoutMs: 1_500 },
 	})
 	const controller = new AbortController()
 	let output = ''
