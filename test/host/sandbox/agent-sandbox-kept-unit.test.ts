@@ -127,6 +127,7 @@ describe.skipIf(!canFreeze)(
 				rootDir: agent.workspace,
 				environment: 'linux-namespace',
 				release: async () => {},
+				execution: SHORT_CONFIRM,
 			})
 			await unconfirmedExec(fencer)
 			const retire = vi.fn(
