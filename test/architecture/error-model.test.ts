@@ -53,6 +53,10 @@ import {
 	KubernetesUnenforceableEgressPolicyError,
 } from '../../src/backends/kubernetes/network/network-errors.js'
 import {
+	KubernetesWorkspaceGuestGoneError,
+	KubernetesWorkspaceReplacedError,
+} from '../../src/backends/kubernetes/workspace/workspace-guest-errors.js'
+import {
 	DefaultLimitsUnavailableError,
 	DiskLimitUnavailableError,
 } from '../../src/backends/local/limit-errors.js'
@@ -414,6 +418,24 @@ const CASES: readonly ErrorCase[] = [
 	{
 		type: KubernetesAgentRetiringError,
 		make: () => new KubernetesAgentRetiringError('ws', 'readFile', 'workspace'),
+	},
+	{
+		type: KubernetesWorkspaceReplacedError,
+		make: () => new KubernetesWorkspaceReplacedError('namzu-ws-a', 'exec', 'uid-1', 'uid-2'),
+	},
+	{
+		type: KubernetesWorkspaceReplacedError,
+		make: () => new KubernetesWorkspaceReplacedError('namzu-ws-a', 'readFile', 'uid-1', undefined),
+	},
+	{
+		type: KubernetesWorkspaceGuestGoneError,
+		make: () =>
+			new KubernetesWorkspaceGuestGoneError(
+				new RemoteCancellationUnknownError('exec_1', 'no acknowledgement'),
+				'pod-replaced',
+				{ podUid: 'pod-a', guestBootId: 'boot-a' },
+				{ podUid: 'pod-b' },
+			),
 	},
 	{
 		type: KubernetesAgentAddressUnresolvableError,

@@ -108,7 +108,7 @@ export class RemoteExecutionRefusedError extends SandboxError {
  * The backend retires the whole unit and records what happened in `retirement`.
  */
 export class RemoteCancellationUnknownError extends SandboxError {
-	override readonly name = 'RemoteCancellationUnknownError'
+	override readonly name: string = 'RemoteCancellationUnknownError'
 	/** Absent when the guest refused before an execution was reserved (`agent_retiring`). */
 	readonly executionId?: string
 	/**
