@@ -130,10 +130,11 @@ export class PodRebinder {
 		let decision: RefusedCallDecision
 		try {
 			const sandbox = await readUnlessGone(() => api.get(sandboxPath, options))
+			// Another object under the name (or none) is decided without its pod.
 			const pod =
-				sandbox === undefined
-					? undefined
-					: await readUnlessGone(() => api.get(kubernetesPaths.pod(namespace, podName), options))
+				sandbox?.metadata.uid === expectedSandboxUid
+					? await readUnlessGone(() => api.get(kubernetesPaths.pod(namespace, podName), options))
+					: undefined
 			decision = decideAfterRefusal({
 				expectedSandboxUid,
 				currentPodUid: this.#currentUid,
