@@ -36,6 +36,7 @@ export {
 	DEFAULT_AGENT_TRANSPORT_OPTIONS,
 	describeAgentHandle,
 	GuestLiveness,
+	type ReservedGuest,
 	type ResolvedAgentTransportOptions,
 	type SandboxAgentHandle,
 	type SandboxAgentHandleKind,

@@ -78,7 +78,11 @@ export {
 	type SandboxAgentHandle,
 	type SandboxAgentHandleKind,
 } from './transport/agent-handle.js'
-export { type AgentRequestOptions, AgentTransport } from './transport/agent-transport.js'
+export {
+	type AgentRequestOptions,
+	AgentTransport,
+	type ReservedGuest,
+} from './transport/agent-transport.js'
 export {
 	type AgentDialAttemptEvent,
 	type AgentDialEvent,

@@ -115,14 +115,16 @@ export class RemoteCancellationUnknownError extends SandboxError {
 	 * The guest's refusal code when the guest itself said so (`agent_retiring` on a reservation,
 	 * `cancellation_unconfirmed` on a cancel); absent when no answer came in the window.
 	 */
-	readonly guestCode?: UnknownCancellationCode
+	readonly guestCode?: 'agent_retiring' | 'cancellation_unconfirmed'
 	/** Set by the sandbox once it retired (or tried to retire, or chose to keep) the unit. */
 	retirement?: SandboxRetirementObservation
 
 	constructor(
 		executionId: string | undefined,
 		detail: string,
-		options: SandboxErrorOptions & { readonly guestCode?: UnknownCancellationCode } = {},
+		options: SandboxErrorOptions & {
+			readonly guestCode?: 'agent_retiring' | 'cancellation_unconfirmed'
+		} = {},
 	) {
 		const subject = executionId === undefined ? 'the guest' : `execution ${executionId}`
 		const { guestCode, ...rest } = options
@@ -135,12 +137,6 @@ export class RemoteCancellationUnknownError extends SandboxError {
 		if (guestCode !== undefined) this.guestCode = guestCode
 	}
 }
-
-/** The guest codes a `RemoteCancellationUnknownError` can carry. */
-export type UnknownCancellationCode = Extract<
-	AgentRefusalCode,
-	'agent_retiring' | 'cancellation_unconfirmed'
->
 
 /** The guest's refusal of an attach (`attach-execution` error strings). */
 export type AttachRefusal =
