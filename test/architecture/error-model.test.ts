@@ -53,6 +53,13 @@ import {
 	KubernetesUnenforceableEgressPolicyError,
 } from '../../src/backends/kubernetes/network/network-errors.js'
 import {
+	KubernetesFlushUnreachableError,
+	KubernetesWorkspaceDiskError,
+	KubernetesWorkspaceMismatchError,
+	KubernetesWorkspaceSuspendedError,
+	KubernetesWorkspaceSuspendTimeoutError,
+} from '../../src/backends/kubernetes/workspace/workspace-errors.js'
+import {
 	KubernetesWorkspaceGuestGoneError,
 	KubernetesWorkspaceReplacedError,
 } from '../../src/backends/kubernetes/workspace/workspace-guest-errors.js'
@@ -181,7 +188,7 @@ const NAME_EXCEPTIONS: ReadonlyMap<ErrorClass, string> = new Map([
  * `test/host/transport/agent-transport-discipline.test.ts`). `CaseSkipped` is thrown and caught
  * inside one conformance case's `run`.
  */
-const INTERNAL_PLAIN_ERRORS: readonly string[] = ['FrameError', 'CaseSkipped']
+const INTERNAL_PLAIN_ERRORS: readonly string[] = ['FrameError', 'CaseSkipped', 'TransitionRefusal']
 
 const apiFields = (fields: Partial<KubernetesApiErrorFields> = {}): KubernetesApiErrorFields => ({
 	verb: 'GET',
@@ -407,6 +414,26 @@ const CASES: readonly ErrorCase[] = [
 		make: () => new KubernetesSandboxDestroyedError('sb', 'exec'),
 	},
 	{ type: KubernetesSandboxGoneError, make: () => new KubernetesSandboxGoneError('sb', 'exec') },
+	{
+		type: KubernetesWorkspaceDiskError,
+		make: () => new KubernetesWorkspaceDiskError('t', 'not-block', { claimName: 'disk' }),
+	},
+	{
+		type: KubernetesWorkspaceMismatchError,
+		make: () => new KubernetesWorkspaceMismatchError('ws', 'template-label', 'a', 'b'),
+	},
+	{
+		type: KubernetesWorkspaceSuspendTimeoutError,
+		make: () => new KubernetesWorkspaceSuspendTimeoutError('ws', 'ws', 1000),
+	},
+	{
+		type: KubernetesWorkspaceSuspendedError,
+		make: () => new KubernetesWorkspaceSuspendedError('ws', 'exec'),
+	},
+	{
+		type: KubernetesFlushUnreachableError,
+		make: () => new KubernetesFlushUnreachableError('ws', { cause: new Error('x') }),
+	},
 	{
 		type: KubernetesAgentUnauthorizedError,
 		make: () => new KubernetesAgentUnauthorizedError('sb', 'exec'),

@@ -1,10 +1,13 @@
 // Crash cleanup for test runs: every temporary cluster state directory records the pid of the
 // Node process that owns it (`owner.json`). At the next start, any `namzu-cluster-*` directory
 // whose owner is gone has its recorded processes killed (pid-registry checks each is still ours)
-// and is removed, so a crashed Vitest worker leaves nothing running for long.
+// and is removed, so a crashed Vitest worker leaves nothing running for long. Loop devices of dead
+// owners (block claims) are unmounted and detached first: removing a directory through a mounted
+// claim would empty it, and a mount point cannot be removed.
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { reapAbandonedLoops } from './kubelet/loop-devices.js'
 import { isRecord } from './paths.js'
 import { killRecorded } from './pid-registry.js'
 
@@ -29,6 +32,7 @@ function ownerAlive(stateDir: string): boolean {
 /** Kills and removes the temporary clusters of owners that no longer exist; returns their dirs. */
 export async function reapAbandonedRuns(root: string = tmpdir()): Promise<string[]> {
 	const reaped: string[] = []
+	await reapAbandonedLoops()
 	for (const entry of readdirSync(root)) {
 		if (!entry.startsWith(tempStatePrefix)) continue
 		const dir = join(root, entry)

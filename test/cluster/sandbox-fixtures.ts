@@ -1,7 +1,8 @@
 // Manifests the cluster tests create — SandboxTemplate, SandboxWarmPool, SandboxClaim (agent-sandbox
 // v1beta1) — with a pod template the process kubelet runs as our guest agent: TCP listener, the
 // pod uid as bind token through the downward API, a non-root, no-privilege securityContext and a
-// `workspace` volume claim. Pure builders plus the API paths of each kind.
+// `workspace` volume claim (a filesystem claim mounted at /workspace, or a block claim the container
+// consumes as the device /dev/workspace). Pure builders plus the API paths of each kind.
 
 export const sandboxGroup = 'agents.x-k8s.io/v1beta1'
 export const extensionsGroup = 'extensions.agents.x-k8s.io/v1beta1'
@@ -69,8 +70,28 @@ export interface AgentPodOptions {
 	/** Extra container env (e.g. agent lifecycle settings). */
 	readonly env?: Readonly<Record<string, string>>
 	readonly terminationGracePeriodSeconds?: number
-	/** Adds a `workspace` volume claim template mounted at /workspace (default true). */
-	readonly workspace?: boolean
+	/**
+	 * Adds a `workspace` volume claim template (default true): `true` a filesystem claim mounted at
+	 * /workspace; `'block'` a `volumeMode: Block` claim the container consumes through
+	 * `volumeDevices` at {@link workspaceDevicePath} (the process kubelet mounts its filesystem at
+	 * the container's `NAMZU_SANDBOX_WORKSPACE`, standing in for the image's entrypoint).
+	 */
+	readonly workspace?: WorkspaceOption
+}
+
+export type WorkspaceOption = boolean | 'block'
+
+/** Where a block workspace claim's device appears in the container. */
+export const workspaceDevicePath = '/dev/workspace'
+
+/** The workspace claim's size when it is a block device. */
+export const blockWorkspaceStorage = '256Mi'
+
+function workspaceVolumeUse(workspace: WorkspaceOption): Record<string, unknown> {
+	if (workspace === 'block') {
+		return { volumeDevices: [{ name: 'workspace', devicePath: workspaceDevicePath }] }
+	}
+	return workspace ? { volumeMounts: [{ name: 'workspace', mountPath: '/workspace' }] } : {}
 }
 
 export function agentPodSpec(options: AgentPodOptions = {}): Record<string, unknown> {
@@ -99,19 +120,42 @@ export function agentPodSpec(options: AgentPodOptions = {}): Record<string, unkn
 					allowPrivilegeEscalation: false,
 					capabilities: { drop: ['ALL'] },
 				},
-				...(workspace ? { volumeMounts: [{ name: 'workspace', mountPath: '/workspace' }] } : {}),
+				...workspaceVolumeUse(workspace),
 			},
 		],
 	}
 }
 
-export function workspaceClaimTemplates(): Record<string, unknown>[] {
+export function workspaceClaimTemplates(
+	mode: 'Filesystem' | 'Block' = 'Filesystem',
+): Record<string, unknown>[] {
+	if (mode === 'Block') {
+		return [
+			{
+				metadata: { name: 'workspace' },
+				spec: {
+					accessModes: ['ReadWriteOnce'],
+					volumeMode: 'Block',
+					resources: { requests: { storage: blockWorkspaceStorage } },
+				},
+			},
+		]
+	}
 	return [
 		{
 			metadata: { name: 'workspace' },
 			spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
 		},
 	]
+}
+
+/** The `volumeClaimTemplates` field a workspace option adds to a template or Sandbox spec. */
+function claimTemplatesFor(workspace: WorkspaceOption | undefined): Record<string, unknown> {
+	const value = workspace ?? true
+	if (value === false) return {}
+	return {
+		volumeClaimTemplates: workspaceClaimTemplates(value === 'block' ? 'Block' : 'Filesystem'),
+	}
 }
 
 export function sandboxTemplate(
@@ -127,7 +171,7 @@ export function sandboxTemplate(
 				metadata: { labels: { 'sandbox.namzu.ai/template': name } },
 				spec: agentPodSpec(options),
 			},
-			...((options.workspace ?? true) ? { volumeClaimTemplates: workspaceClaimTemplates() } : {}),
+			...claimTemplatesFor(options.workspace),
 			service: true,
 			// No controller-managed policy (the tests apply their own); Unmanaged also keeps the DNS
 			// override away.
@@ -169,7 +213,7 @@ export function directSandbox(
 		metadata: { name },
 		spec: {
 			podTemplate: { spec: agentPodSpec(options) },
-			...((options.workspace ?? true) ? { volumeClaimTemplates: workspaceClaimTemplates() } : {}),
+			...claimTemplatesFor(options.workspace),
 		},
 	}
 }

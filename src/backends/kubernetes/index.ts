@@ -115,6 +115,33 @@ export type {
 	KubernetesGuestRestartReason,
 } from './workspace/guest-restart-events.js'
 export {
+	createKubernetesWorkspace,
+	type KubernetesFlushOptions,
+	type KubernetesFlushReport,
+	KubernetesFlushUnconfirmedError,
+	KubernetesFlushUnreachableError,
+	KubernetesFlushUnsupportedError,
+	type KubernetesQuiesceOptions,
+	type KubernetesQuiesceReport,
+	KubernetesQuiesceUnconfirmedError,
+	KubernetesQuiesceUnsupportedError,
+	type KubernetesWorkspace,
+	type KubernetesWorkspaceDestroyOptions,
+	KubernetesWorkspaceDiskError,
+	type KubernetesWorkspaceDiskProblem,
+	type KubernetesWorkspaceFlushRequest,
+	KubernetesWorkspaceMismatchError,
+	type KubernetesWorkspaceMismatchField,
+	type KubernetesWorkspaceOptions,
+	type KubernetesWorkspaceOrigin,
+	type KubernetesWorkspaceQuiesceRequest,
+	type KubernetesWorkspaceStartFailurePolicy,
+	KubernetesWorkspaceSuspendedError,
+	type KubernetesWorkspaceSuspendOptions,
+	KubernetesWorkspaceSuspendTimeoutError,
+	type KubernetesWorkspaceTransitionOptions,
+} from './workspace/index.js'
+export {
 	KubernetesWorkspaceGuestGoneError,
 	KubernetesWorkspaceReplacedError,
 } from './workspace/workspace-guest-errors.js'

@@ -102,7 +102,8 @@ export interface DirectSandboxBuildInput {
 	readonly templateName: string
 	/** The `SandboxTemplate` as read from the API. */
 	readonly template: KubernetesObject
-	readonly shutdownTime: string
+	/** The task path's expiry; a workspace passes none and carries no `shutdownPolicy` either. */
+	readonly shutdownTime?: string
 	/** Pod labels beyond the template label (the egress profile). */
 	readonly podLabels?: Readonly<Record<string, string>>
 }
@@ -137,8 +138,9 @@ export function buildDirectSandbox(input: DirectSandboxBuildInput): KubernetesOb
 				},
 			},
 			...copied,
-			shutdownTime: input.shutdownTime,
-			shutdownPolicy: 'Delete',
+			...(input.shutdownTime === undefined
+				? {}
+				: { shutdownTime: input.shutdownTime, shutdownPolicy: 'Delete' }),
 		},
 	}
 }

@@ -172,7 +172,7 @@ export async function createKubernetesTaskSandbox(
 }
 
 /** The probe's own failure, or — when the guest could not be reached at all — why not. */
-function probeFailure(error: unknown, sandboxId: string): unknown {
+export function probeFailure(error: unknown, sandboxId: string): unknown {
 	if (!(error instanceof SandboxPrivilegeProbeError)) return error
 	const unreachable =
 		findCauseOfType(error, KubernetesAgentAddressUnresolvableError) ??

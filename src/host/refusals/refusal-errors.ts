@@ -224,8 +224,9 @@ export class QuiesceUnconfirmedError extends SandboxError {
 	/** The guest's refusal code. */
 	readonly guestCode = AGENT_REFUSAL.quiesce_unconfirmed
 
-	constructor(pid: number | undefined, guestMessage: string) {
-		super(`quiesce could not be confirmed: ${guestMessage}`, 'quiesce-unconfirmed')
+	/** `reason` other than the default names a host-side refusal (`suspend_already_in_flight`). */
+	constructor(pid: number | undefined, guestMessage: string, reason = 'quiesce-unconfirmed') {
+		super(`quiesce could not be confirmed: ${guestMessage}`, reason)
 		this.pid = pid
 		this.guestMessage = guestMessage
 	}
@@ -238,8 +239,9 @@ export class FlushUnconfirmedError extends SandboxError {
 	/** The guest's refusal code. */
 	readonly guestCode = AGENT_REFUSAL.flush_unconfirmed
 
-	constructor(guestMessage: string) {
-		super(`flush could not be confirmed: ${guestMessage}`, 'flush-unconfirmed', { retryable: true })
+	/** `reason` other than the default names a host-side refusal (`suspend_already_in_flight`). */
+	constructor(guestMessage: string, reason = 'flush-unconfirmed') {
+		super(`flush could not be confirmed: ${guestMessage}`, reason, { retryable: true })
 		this.guestMessage = guestMessage
 	}
 }

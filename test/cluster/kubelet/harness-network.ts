@@ -9,7 +9,7 @@
  * route is skipped. Slots are claimed with a pid file under `/run`; a slot whose owner is dead is
  * a crashed run, and its bridge, veths and namespaces are deleted before reuse.
  */
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ip, ipJson, ipQuiet } from './ip-command.js'
 import { HarnessNetworkError } from './kubelet-errors.js'
@@ -22,32 +22,9 @@ import {
 	slotCollides,
 	slotPlan,
 } from './network-plan.js'
+import { currentOwner, ownerFileAlive } from './process-owner.js'
 
 export const SLOT_REGISTRY_DIR = '/run/namzu-process-kubelet'
-
-interface SlotOwner {
-	readonly pid: number
-	/** `/proc/<pid>/stat` start time, so a recycled pid is not taken for the owner. */
-	readonly startTicks: string
-}
-
-async function startTicksOf(pid: number): Promise<string | undefined> {
-	try {
-		const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
-		return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
-	} catch {
-		return undefined
-	}
-}
-
-async function ownerAlive(file: string): Promise<boolean> {
-	try {
-		const owner = JSON.parse(await readFile(file, 'utf8')) as SlotOwner
-		return (await startTicksOf(owner.pid)) === owner.startTicks
-	} catch {
-		return false
-	}
-}
 
 /** Deletes every namespace, veth and the bridge of a slot (a crashed run's, or our own on stop). */
 export async function removeSlotResources(plan: SlotPlan): Promise<void> {
@@ -109,13 +86,12 @@ async function slotsWithResources(): Promise<Set<number>> {
  * atomically first; `wx` makes the creation exclusive, so of two racing kubelets one wins.
  */
 async function claimSlotFile(file: string): Promise<boolean> {
-	if (await ownerAlive(file)) return false
+	if (await ownerFileAlive(file)) return false
 	const aside = `${file}.stale-${process.pid}`
 	await rename(file, aside).catch(() => undefined)
 	await rm(aside, { force: true })
 	try {
-		const startTicks = await startTicksOf(process.pid)
-		await writeFile(file, JSON.stringify({ pid: process.pid, startTicks }), { flag: 'wx' })
+		await writeFile(file, JSON.stringify(await currentOwner()), { flag: 'wx' })
 		return true
 	} catch {
 		return false

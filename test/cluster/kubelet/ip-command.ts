@@ -1,31 +1,16 @@
 /**
  * Runs iproute2 (`ip …`) and `sysctl` and returns stdout; a failure carries stderr. The one place
- * the kubelet shells out for network configuration.
+ * the kubelet shells out for network configuration (through `execHost`).
  */
-import { execFile } from 'node:child_process'
+import { describeFailure, execHost } from './host-command.js'
 import { HarnessNetworkError } from './kubelet-errors.js'
 
-const IP_TIMEOUT_MS = 10_000
-
-export function runCommand(program: string, args: readonly string[]): Promise<string> {
-	return new Promise((resolve, reject) => {
-		execFile(
-			program,
-			[...args],
-			{ timeout: IP_TIMEOUT_MS, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } },
-			(error, stdout, stderr) => {
-				if (error) {
-					reject(
-						new HarnessNetworkError(
-							'command-failed',
-							`${program} ${args.join(' ')} failed: ${String(stderr).trim() || error.message}`,
-							{ cause: error },
-						),
-					)
-				} else resolve(String(stdout))
-			},
-		)
-	})
+export async function runCommand(program: string, args: readonly string[]): Promise<string> {
+	const result = await execHost(program, args)
+	if (result.code !== 0) {
+		throw new HarnessNetworkError('command-failed', describeFailure(program, args, result))
+	}
+	return result.stdout
 }
 
 export function ip(args: readonly string[]): Promise<string> {

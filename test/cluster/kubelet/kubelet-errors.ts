@@ -45,3 +45,21 @@ export class KubeletFaultError extends Error {
 		super(message)
 	}
 }
+
+/** A block-mode claim's disk could not be provisioned, attached, formatted or mounted. */
+export class BlockDiskError extends Error {
+	override readonly name = 'BlockDiskError'
+	readonly retryable = false
+	constructor(
+		readonly reason:
+			| 'losetup-failed'
+			| 'probe-failed'
+			| 'mkfs-failed'
+			| 'mount-failed'
+			| 'not-ext4',
+		message: string,
+		options?: { cause?: unknown },
+	) {
+		super(message, options)
+	}
+}

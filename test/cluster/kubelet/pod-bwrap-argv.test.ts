@@ -74,6 +74,36 @@ describe('container bubblewrap argv', () => {
 	})
 })
 
+describe('container bubblewrap argv with a block device', () => {
+	const plan = {
+		rootEntries: root,
+		readOnlyPaths: [],
+		mounts: [{ source: '/state/pods/p1/disks/ws', target: '/workspace', readOnly: false }],
+		identity: { uid: 1000, gid: 1000, capabilities: [] },
+		hostname: 'sbx-1',
+		workingDir: '/',
+		command: ['/bin/true'],
+	}
+
+	it('binds exactly the claimed device node into the private /dev, with --dev-bind, before the root goes read-only', () => {
+		const args = buildContainerBwrapArgs({
+			...plan,
+			devices: [{ source: '/dev/loop3', target: '/dev/workspace' }],
+		})
+		const bind = args.indexOf('--dev-bind')
+		expect(args.slice(bind, bind + 3)).toEqual(['--dev-bind', '/dev/loop3', '/dev/workspace'])
+		expect(args.filter((arg) => arg === '--dev-bind')).toHaveLength(1)
+		expect(args.indexOf('--dev')).toBeLessThan(bind)
+		expect(bind).toBeLessThan(args.indexOf('--remount-ro'))
+		expect(args.join(' ')).toContain('--bind /state/pods/p1/disks/ws /workspace')
+		expect(args.filter((arg) => arg.startsWith('/dev/loop'))).toEqual(['/dev/loop3'])
+	})
+
+	it('binds no device node at all without a block claim', () => {
+		expect(buildContainerBwrapArgs(plan)).not.toContain('--dev-bind')
+	})
+})
+
 describe('volume plan', () => {
 	const pod: Pod = {
 		metadata: { name: 'p' },
@@ -101,11 +131,18 @@ describe('volume plan', () => {
 		},
 	}
 
-	it('maps claims (mounts and block devices) and emptyDirs to directories and reports the rest as ignored', () => {
+	it('maps claims (mounted, or used as a device) and emptyDirs to their volumes and reports the rest as ignored', () => {
 		const [container] = pod.spec.containers
 		expect(container && planVolumes(pod, container)).toEqual({
 			needs: [
-				{ kind: 'pvc', volume: 'ws', claimName: 'ws-sbx', target: '/workspace', readOnly: false },
+				{
+					kind: 'pvc',
+					volume: 'ws',
+					claimName: 'ws-sbx',
+					target: '/workspace',
+					readOnly: false,
+					use: 'mount',
+				},
 				{ kind: 'emptyDir', volume: 'scratch', target: '/scratch' },
 				{
 					kind: 'pvc',
@@ -113,6 +150,7 @@ describe('volume plan', () => {
 					claimName: 'block-sbx',
 					target: '/dev/workspace',
 					readOnly: true,
+					use: 'device',
 				},
 			],
 			ignored: ['token', 'nowhere', 'ws'],

@@ -26,11 +26,21 @@ export interface ContainerMount {
 	readonly readOnly: boolean
 }
 
+/** A host device node (a block claim's loop device) bound into the container's `/dev`. */
+export interface DeviceBind {
+	/** Host device node, e.g. `/dev/loop3`. */
+	readonly source: string
+	/** Absolute path inside the container, e.g. `/dev/workspace`. */
+	readonly target: string
+}
+
 export interface ContainerBwrapPlan {
 	readonly rootEntries: readonly RootEntry[]
 	/** Host files or directories the command needs (node, the agent bundle), bound read-only. */
 	readonly readOnlyPaths: readonly string[]
 	readonly mounts: readonly ContainerMount[]
+	/** Device nodes bound into the sandbox's private `/dev`: only these, none of the host's others. */
+	readonly devices?: readonly DeviceBind[]
 	readonly identity: ContainerIdentity
 	readonly hostname: string
 	readonly workingDir: string
@@ -72,6 +82,8 @@ export function buildContainerBwrapArgs(plan: ContainerBwrapPlan): string[] {
 	for (const mount of plan.mounts) {
 		args.push(mount.readOnly ? '--ro-bind' : '--bind', mount.source, mount.target)
 	}
+	// `--bind` makes a mount nodev; a device node needs `--dev-bind` to be usable.
+	for (const device of plan.devices ?? []) args.push('--dev-bind', device.source, device.target)
 	args.push('--remount-ro', '/')
 	args.push('--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts')
 	args.push('--unshare-cgroup-try')

@@ -68,7 +68,7 @@ async function start(p: Pod): Promise<PodRuntime> {
 		nodePath: process.execPath,
 		bwrapPath: DEFAULT_BWRAP_PATH,
 		rootEntries: await readRootEntries(),
-		claimDirectory: async () => ({ ok: true, path: claimDir }),
+		claimVolume: async () => ({ ok: true, kind: 'directory', path: claimDir }),
 		onChange: () => undefined,
 	})
 	runtimes.push(runtime)

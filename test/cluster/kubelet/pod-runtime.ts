@@ -6,6 +6,8 @@
  */
 import { mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
+import { blockWorkspaceTarget } from './block-claim-plan.js'
+import { mountDisk, unmountDisk } from './block-filesystem.js'
 import type { ContainerLaunch } from './container-process.js'
 import { ContainerRunner, type PreparedLaunch } from './container-runner.js'
 import {
@@ -20,6 +22,7 @@ import {
 	agentReadOnlyPaths,
 	buildContainerBwrapArgs,
 	type ContainerMount,
+	type DeviceBind,
 	type RootEntry,
 } from './pod-bwrap-argv.js'
 import type { PodNetwork, PodNetworkAllocator } from './pod-network.js'
@@ -41,16 +44,23 @@ export interface PodRuntimeDeps {
 	readonly nodePath: string
 	readonly bwrapPath: string
 	readonly rootEntries: readonly RootEntry[]
-	/** Host directory of a claim, or a reason it is not available yet. */
-	readonly claimDirectory: (
-		namespace: string,
-		claimName: string,
-	) => Promise<{ ok: true; path: string } | { ok: false; message: string }>
+	/**
+	 * A claim's volume for this pod — its host directory, or its block device attached — or a
+	 * reason it is not available yet. The pod holds its claims until `releaseClaims`.
+	 */
+	readonly claimVolume: (namespace: string, claimName: string) => Promise<ClaimVolumeResult>
+	/** Called once the pod's disks are unmounted: its claims may be detached. */
+	readonly releaseClaims?: () => Promise<void>
 	readonly envSources?: (pod: Pod, container: Container) => Promise<EnvSources>
 	readonly onChange: () => void
 	/** Containers start in the `ErrImagePull` fault. */
 	readonly imagePullError?: boolean
 }
+
+export type ClaimVolumeResult =
+	| { readonly ok: true; readonly kind: 'directory'; readonly path: string }
+	| { readonly ok: true; readonly kind: 'block'; readonly device: string }
+	| { readonly ok: false; readonly message: string }
 
 /** The agent's TCP port from the resolved env, when it is a fixed one that can be probed. */
 export function agentProbePort(env: Readonly<Record<string, string>>): number | undefined {
@@ -68,6 +78,8 @@ export class PodRuntime {
 	#runners: ContainerRunner[] = []
 	#terminating: Promise<void> | undefined
 	#released: Promise<void> | undefined
+	/** Block claims' filesystems mounted on the host for this pod, by volume name. */
+	readonly #disks = new Map<string, Promise<string>>()
 
 	private constructor(pod: Pod, deps: PodRuntimeDeps) {
 		this.#pod = pod
@@ -151,6 +163,8 @@ export class PodRuntime {
 		const identity = resolveSecurity(pod, container)
 		if (!identity.ok) return { ok: false, reason: identity.reason, message: identity.message }
 		const mounts: ContainerMount[] = []
+		const devices: DeviceBind[] = []
+		let workspaceDisk: { volume: string; device: string } | undefined
 		const namespace = pod.metadata.namespace ?? 'default'
 		for (const need of planVolumes(pod, container).needs) {
 			if (need.kind === 'emptyDir') {
@@ -159,9 +173,39 @@ export class PodRuntime {
 				mounts.push({ source, target: need.target, readOnly: false })
 				continue
 			}
-			const claim = await this.#deps.claimDirectory(namespace, need.claimName)
+			const claim = await this.#deps.claimVolume(namespace, need.claimName)
 			if (!claim.ok) return { ok: false, reason: 'ContainerCreating', message: claim.message }
-			mounts.push({ source: claim.path, target: need.target, readOnly: need.readOnly })
+			if (claim.kind === 'directory') {
+				mounts.push({ source: claim.path, target: need.target, readOnly: need.readOnly })
+				continue
+			}
+			if (need.use === 'mount') {
+				return {
+					ok: false,
+					reason: 'CreateContainerConfigError',
+					message: `volume "${need.volume}" has volumeMode Block and can only be used in volumeDevices`,
+				}
+			}
+			devices.push({ source: claim.device, target: need.target })
+			workspaceDisk ??= { volume: need.volume, device: claim.device }
+		}
+		if (workspaceDisk !== undefined) {
+			// Standing in for the image entrypoint: the first block device's filesystem is the
+			// agent's workspace, at the container's NAMZU_SANDBOX_WORKSPACE.
+			const target = blockWorkspaceTarget(resolved.env)
+			if (!target.ok) {
+				return { ok: false, reason: 'CreateContainerConfigError', message: target.message }
+			}
+			try {
+				const source = await this.#mountDisk(workspaceDisk.volume, workspaceDisk.device)
+				mounts.push({ source, target: target.path, readOnly: false })
+			} catch (error) {
+				return {
+					ok: false,
+					reason: 'ContainerCreating',
+					message: `cannot mount volume "${workspaceDisk.volume}": ${error instanceof Error ? error.message : String(error)}`,
+				}
+			}
 		}
 		const hostname = (pod.spec.hostname ?? pod.metadata.name ?? 'pod').slice(0, 63)
 		const env: Record<string, string> = {
@@ -180,6 +224,7 @@ export class PodRuntime {
 			rootEntries: this.#deps.rootEntries,
 			readOnlyPaths: agentReadOnlyPaths(this.#deps.nodePath, this.#deps.agentBundlePath),
 			mounts,
+			devices,
 			identity,
 			hostname,
 			workingDir: container.workingDir ?? '/',
@@ -196,6 +241,28 @@ export class PodRuntime {
 		}
 		const probePort = agentProbePort(env)
 		return { ok: true, launch, ...(probePort === undefined ? {} : { probePort }) }
+	}
+
+	/** Mounts a block claim's filesystem once per pod, in the pod's own directory. */
+	#mountDisk(volume: string, device: string): Promise<string> {
+		let mounted = this.#disks.get(volume)
+		if (mounted === undefined) {
+			const dir = join(this.#deps.podDir, 'disks', volume)
+			mounted = mountDisk(device, dir).then(() => dir)
+			mounted.catch(() => this.#disks.delete(volume))
+			this.#disks.set(volume, mounted)
+		}
+		return mounted
+	}
+
+	/** Unmounts every disk of this pod; true when none is left mounted. */
+	async #unmountDisks(): Promise<boolean> {
+		let clean = true
+		for (const mounted of this.#disks.values()) {
+			const dir = await mounted.catch(() => undefined)
+			if (dir !== undefined && !(await unmountDisk(dir))) clean = false
+		}
+		return clean
 	}
 
 	/**
@@ -215,12 +282,18 @@ export class PodRuntime {
 		return this.#terminating
 	}
 
-	/** Kills every container at once and removes the namespace and the pod's scratch. Idempotent. */
+	/**
+	 * Kills every container at once, unmounts the pod's disks and lets go of its claims, and
+	 * removes the namespace and the pod's scratch. Idempotent.
+	 */
 	release(): Promise<void> {
 		this.#released ??= (async () => {
 			await Promise.all(this.#runners.map((runner) => runner.kill()))
 			await this.#net?.release()
-			await rm(this.#deps.podDir, { recursive: true, force: true })
+			const unmounted = await this.#unmountDisks()
+			await this.#deps.releaseClaims?.()
+			// Never recurse into a filesystem that is still mounted: that would empty the claim.
+			if (unmounted) await rm(this.#deps.podDir, { recursive: true, force: true })
 		})()
 		return this.#released
 	}

@@ -1,9 +1,10 @@
 /**
- * Which host directory backs each of a container's `volumeMounts` and `volumeDevices`. Pure.
- * A PersistentVolumeClaim is a directory that outlives the pod (block-mode `volumeDevices` are
- * emulated the same way, as a directory at `devicePath`); an `emptyDir` is a directory that lives
- * as long as the pod. Every other volume source (configMap, secret, projected, hostPath, …) is
- * reported as ignored and not mounted.
+ * Which volume backs each of a container's `volumeMounts` and `volumeDevices`. Pure.
+ * A PersistentVolumeClaim outlives the pod: a filesystem-mode claim is a directory (bound at
+ * `mountPath`, or at `devicePath` for a `volumeDevices` entry), a block-mode claim a loop device
+ * (its node bound at `devicePath`) — which one is the claim's `volumeMode`, known only to the
+ * PVC store. An `emptyDir` is a directory that lives as long as the pod. Every other volume source
+ * (configMap, secret, projected, hostPath, …) is reported as ignored and not mounted.
  */
 import type { Container, Pod } from './kube-types.js'
 
@@ -14,6 +15,8 @@ export type VolumeNeed =
 			readonly claimName: string
 			readonly target: string
 			readonly readOnly: boolean
+			/** From `volumeMounts` (a mounted filesystem) or `volumeDevices` (a raw device). */
+			readonly use: 'mount' | 'device'
 	  }
 	| { readonly kind: 'emptyDir'; readonly volume: string; readonly target: string }
 
@@ -33,12 +36,14 @@ export function planVolumes(pod: Pod, container: Container): VolumePlan {
 			target: m.mountPath,
 			readOnly: m.readOnly ?? false,
 			subPath: m.subPath,
+			use: 'mount' as const,
 		})),
 		...(container.volumeDevices ?? []).map((d) => ({
 			name: d.name,
 			target: d.devicePath,
 			readOnly: false,
 			subPath: undefined,
+			use: 'device' as const,
 		})),
 	]
 	for (const use of uses) {
@@ -52,6 +57,7 @@ export function planVolumes(pod: Pod, container: Container): VolumePlan {
 				claimName: volume.persistentVolumeClaim.claimName,
 				target: use.target,
 				readOnly: use.readOnly || (volume.persistentVolumeClaim.readOnly ?? false),
+				use: use.use,
 			})
 		} else if (volume.emptyDir !== undefined) {
 			needs.push({ kind: 'emptyDir', volume: use.name, target: use.target })

@@ -1,8 +1,8 @@
 /**
  * The process kubelet: registers a Ready Node (with heartbeat), binds every unscheduled pod to it,
  * and runs each pod bound to it as a `PodRuntime` (network namespace + the agent under bubblewrap),
- * reporting status, running graceful deletion to the final `DELETE`, and emulating PVCs as
- * directories.
+ * reporting status, running graceful deletion to the final `DELETE`, and provisioning PVCs
+ * (directories, or loop devices for block-mode claims).
  *
  * It POLLS rather than watches: every `SYNC_INTERVAL_MS` (200 ms) one list of pods and one of
  * PVCs across all namespaces. A test cluster holds tens of objects, a list costs about a
@@ -20,6 +20,7 @@ import { type ClusterAccess, isStatus, KubeClient } from './kube-client.js'
 import type { Container, ObjectList, ObjectRef, PersistentVolumeClaim, Pod } from './kube-types.js'
 import { refKey } from './kube-types.js'
 import { KubeletFaultError } from './kubelet-errors.js'
+import { reapAbandonedLoops } from './loop-devices.js'
 import { HEARTBEAT_INTERVAL_MS, heartbeat, registerNode } from './node-registration.js'
 import type { RootEntry } from './pod-bwrap-argv.js'
 import { PodFirewalls, type RunningPod } from './pod-firewall.js'
@@ -59,8 +60,10 @@ export interface ProcessKubelet {
 	readonly network: { readonly bridge: string; readonly subnet: string; readonly gateway: string }
 	/** Throws unless `address` routes onto the harness bridge: call before dialing a pod address. */
 	assertPodRoute(address: string): Promise<void>
-	/** Host directory emulating a claim (may not exist yet), or undefined when the claim is unknown. */
+	/** Host directory of a claim (may not exist yet), or undefined when the claim is unknown. */
 	pvcDirectory(claim: ObjectRef): Promise<string | undefined>
+	/** The loop device a block-mode claim is attached to now, or undefined when it is not. */
+	pvcBlockDevice(claim: ObjectRef): Promise<string | undefined>
 	stop(): Promise<void>
 }
 
@@ -141,6 +144,11 @@ class Kubelet implements ProcessKubelet {
 		const found = await this.#pvcs.claim(claim.namespace, claim.name)
 		const uid = found?.metadata.uid
 		return uid === undefined ? undefined : pvcDirectoryPath(this.#pvcs.root, claim.namespace, uid)
+	}
+
+	async pvcBlockDevice(claim: ObjectRef): Promise<string | undefined> {
+		const uid = (await this.#pvcs.claim(claim.namespace, claim.name))?.metadata.uid
+		return uid === undefined ? undefined : this.#pvcs.attachedDevice(uid)
 	}
 
 	log(line: string): void {
@@ -287,11 +295,12 @@ class Kubelet implements ProcessKubelet {
 				nodePath: process.execPath,
 				bwrapPath: this.#options.bwrapPath ?? DEFAULT_BWRAP_PATH,
 				rootEntries: this.#rootEntries,
-				claimDirectory: async (namespace, claimName) => {
-					const result = await this.#pvcs.directory(namespace, claimName)
+				claimVolume: async (namespace, claimName) => {
+					const result = await this.#pvcs.volume(namespace, claimName, entry.uid)
 					if (result.ok) entry.claimUids.add(result.uid)
 					return result
 				},
+				releaseClaims: () => this.#pvcs.release(entry.uid),
 				envSources: (p, container) => this.#envSources(p, container),
 				onChange: () => void entry.writer.schedule(),
 				imagePullError: this.#imagePull.has(refKey(entry.ref)),
@@ -460,6 +469,7 @@ class Kubelet implements ProcessKubelet {
 				}),
 			)
 			this.#entries.clear()
+			await this.#pvcs.stop()
 			await this.#net.stop()
 			this.#client.close()
 			await this.#log
@@ -475,6 +485,8 @@ export async function startProcessKubelet(options: ProcessKubeletOptions): Promi
 	// Readable is enough: node runs it.
 	await access(options.agentBundlePath, constants.R_OK)
 	await mkdir(options.stateDir, { recursive: true })
+	// A crashed run's block claims: unmounted and detached before any new one is attached.
+	await reapAbandonedLoops()
 	const net = await HarnessNetwork.start()
 	const client = new KubeClient(options.access)
 	const kubelet = new Kubelet(

@@ -1,0 +1,427 @@
+/**
+ * The Kubernetes workspace handle: the SDK `Sandbox` over ONE session at a time
+ * (workspace-session.ts), every data-plane verb admitted and translated by ONE gate (`#call`),
+ * and `suspend`/`resume`/`destroy` run through the one state machine (workspace-transitions.ts).
+ * A suspend reaps the terminals and tcp connections this handle returned, flushes the guest (by
+ * default) and quiesces it (when asked) — a guest that answered but could not confirm either
+ * stops the suspend with no patch — then patches `Suspended` and waits for the pod to stop. Only
+ * `destroy({ deleteDisk: true })` DELETEs. There is no lease: nothing reaps a workspace.
+ */
+import { setTimeout as sleep } from 'node:timers/promises'
+import { causeCode } from '../../../contract/cause-chain.js'
+import { SandboxDestroyedError } from '../../../contract/errors.js'
+import type {
+	OpenTerminalOptions,
+	Sandbox,
+	SandboxEnvironment,
+	SandboxExecOptions,
+	SandboxExecResult,
+	SandboxFileEntry,
+	SandboxListFilesOptions,
+	SandboxReadFileOptions,
+	SandboxReadFileStreamOptions,
+	SandboxStatus,
+	SandboxTcpConnection,
+	SandboxTcpConnectOptions,
+	SandboxWalkFilesOptions,
+	SandboxWriteFileOptions,
+	TerminalSession,
+} from '../../../contract/sandbox.js'
+import type {
+	FlushOptions,
+	FlushReport,
+	QuiesceOptions,
+	QuiesceReport,
+} from '../../../host/lifecycle/agent-lifecycle-ops.js'
+import {
+	FlushUnconfirmedError,
+	QuiesceUnconfirmedError,
+} from '../../../host/refusals/refusal-errors.js'
+import type { KubernetesApiPort } from '../kubernetes-api-port.js'
+import type { ResolvedKubernetesBackendConfig } from '../kubernetes-backend-config.js'
+import { kubernetesPaths } from '../kubernetes-objects.js'
+import {
+	KubernetesAgentAddressUnresolvableError,
+	KubernetesAgentUnauthorizedError,
+	KubernetesSandboxDestroyedError,
+} from '../kubernetes-sandbox-errors.js'
+import { isUnauthorizedRefusal, UNRESOLVABLE_CODES } from '../kubernetes-task-sandbox.js'
+import { runSuspendGuestSteps } from './suspend-guest-steps.js'
+import { KubernetesWorkspaceSuspendedError } from './workspace-errors.js'
+import { patchOperatingMode } from './workspace-mode-patch.js'
+import {
+	type CheckedTransition,
+	checkTransitionOptions,
+	type KubernetesWorkspaceDestroyOptions,
+	type KubernetesWorkspaceOptions,
+	type KubernetesWorkspaceSuspendOptions,
+	type KubernetesWorkspaceTransitionOptions,
+} from './workspace-options.js'
+import { waitForPodStopped } from './workspace-pod-wait.js'
+import type { WorkspaceSession } from './workspace-session.js'
+import {
+	type KubernetesWorkspaceOrigin,
+	resumeWorkspace,
+	type WorkspaceStartContext,
+} from './workspace-start.js'
+import {
+	type FlightResult,
+	TransitionRefusal,
+	type TransitionRequest,
+	WorkspaceTransitions,
+} from './workspace-transitions.js'
+
+/** The SDK `Sandbox` plus the verbs only a workspace has. */
+export interface KubernetesWorkspace extends Sandbox {
+	/** What the creating call walked into; never changes. */
+	readonly origin: KubernetesWorkspaceOrigin
+	/** True between a suspend and a resume (the resumable state); false while running or deleted. */
+	readonly suspended: boolean
+	/** Reaps this handle's terminals, flushes (default), quiesces (if asked), patches `Suspended`. */
+	suspend(options?: KubernetesWorkspaceSuspendOptions): Promise<void>
+	/** Wakes the workspace (no patch when another process already did) and binds the new pod. */
+	resume(options?: KubernetesWorkspaceTransitionOptions): Promise<void>
+	/** No options, or `deleteDisk: false`: a suspend. `deleteDisk: true`: DELETE, disk and all. */
+	destroy(options?: KubernetesWorkspaceDestroyOptions): Promise<void>
+	/** `sync -f` of the guest's workspace filesystem, outside a suspend. */
+	flush(options?: FlushOptions): Promise<FlushReport>
+	/** Stops every process in the guest and leaves the agent serving. */
+	quiesce(options?: QuiesceOptions): Promise<QuiesceReport>
+	readFileStream(path: string, options?: SandboxReadFileStreamOptions): AsyncIterable<Buffer>
+	walkFiles(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry>
+	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession>
+	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection>
+}
+
+export interface WorkspaceHandleOptions {
+	readonly api: KubernetesApiPort
+	readonly config: ResolvedKubernetesBackendConfig
+	readonly options: KubernetesWorkspaceOptions
+	readonly rootDir: string
+	readonly session: WorkspaceSession
+	readonly origin: KubernetesWorkspaceOrigin
+	/** The start context resume() reuses (its `onSuspendLanded` is rewired to the handle). */
+	readonly start: Omit<WorkspaceStartContext, 'onSuspendLanded' | 'network'>
+	readonly now: () => number
+	readonly wallClock: () => number
+}
+
+/** How long a suspend waits for one reaped terminal or connection to report its end. */
+const REAP_SETTLE_MS = 2000
+
+export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
+	readonly id: string
+	readonly rootDir: string
+	readonly environment: SandboxEnvironment = 'linux-namespace'
+	readonly origin: KubernetesWorkspaceOrigin
+	readonly #options: WorkspaceHandleOptions
+	readonly #transitions = new WorkspaceTransitions('running')
+	readonly #owned = new Map<object, () => Promise<unknown>>()
+	#session: WorkspaceSession | undefined
+	/** The pod uid the last landed `Suspended` patch retired (a resume waits for another). */
+	#retiredUid: string | undefined
+	/** The last pod this handle was bound to (what a patch from a sessionless state retires). */
+	#lastPodUid: string
+
+	constructor(options: WorkspaceHandleOptions) {
+		this.#options = options
+		this.id = options.session.sandboxName
+		this.rootDir = options.rootDir
+		this.origin = options.origin
+		this.#session = options.session
+		this.#lastPodUid = options.session.podUid
+	}
+
+	get status(): SandboxStatus {
+		const session = this.#session
+		if (!session || !this.#transitions.admitting) return 'destroyed'
+		return session.inner.status
+	}
+
+	get suspended(): boolean {
+		const state = this.#transitions.state
+		return state === 'suspended' || state === 'detached'
+	}
+
+	// ---- data plane: every verb through #call ----
+
+	exec(
+		command: string,
+		args: readonly string[] = [],
+		options: SandboxExecOptions = {},
+	): Promise<SandboxExecResult> {
+		return this.#call('exec', (session) => session.inner.exec(command, args, options))
+	}
+
+	writeFile(
+		path: string,
+		content: string | Uint8Array,
+		options: SandboxWriteFileOptions = {},
+	): Promise<void> {
+		return this.#call('writeFile', (session) => session.inner.writeFile(path, content, options))
+	}
+
+	readFile(path: string, options: SandboxReadFileOptions = {}): Promise<Buffer> {
+		return this.#call('readFile', (session) => session.inner.readFile(path, options))
+	}
+
+	readFileStream(path: string, options: SandboxReadFileStreamOptions = {}): AsyncIterable<Buffer> {
+		return this.#stream('readFileStream', (session) => session.inner.readFileStream(path, options))
+	}
+
+	listFiles(
+		rootPath: string,
+		options: SandboxListFilesOptions = {},
+	): Promise<readonly SandboxFileEntry[]> {
+		return this.#call('listFiles', (session) => session.inner.listFiles(rootPath, options))
+	}
+
+	walkFiles(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry> {
+		return this.#stream('walkFiles', (session) => session.inner.walkFiles(rootPath, options))
+	}
+
+	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession> {
+		return this.#call('openTerminal', async (session) =>
+			this.#own(await session.inner.openTerminal(options)),
+		)
+	}
+
+	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection> {
+		return this.#call('openTcpConnection', async (session) =>
+			this.#own(await session.inner.openTcpConnection(options)),
+		)
+	}
+
+	flush(options: FlushOptions = {}): Promise<FlushReport> {
+		return this.#call('flush', (session) => session.inner.flush(options))
+	}
+
+	quiesce(options: QuiesceOptions = {}): Promise<QuiesceReport> {
+		return this.#call('quiesce', (session) => session.inner.quiesce(options))
+	}
+
+	/**
+	 * The gate: refuses without dialing unless a session is bound and no transition is in flight,
+	 * runs `call` on the current session, and maps the failure to this tier's named errors. A call
+	 * admitted before a suspend began runs on; if it fails, it fails as itself.
+	 */
+	async #call<T>(operation: string, call: (session: WorkspaceSession) => Promise<T>): Promise<T> {
+		const session = this.#admit(operation)
+		try {
+			return await call(session)
+		} catch (error) {
+			throw this.#translate(operation, session, error)
+		}
+	}
+
+	/** An iterable verb: admitted through the gate at its first step, its failures translated. */
+	async *#stream<T>(
+		operation: string,
+		open: (session: WorkspaceSession) => AsyncIterable<T>,
+	): AsyncGenerator<T, void, undefined> {
+		const [session, source] = await this.#call(
+			operation,
+			async (current) => [current, open(current)] as const,
+		)
+		try {
+			yield* source
+		} catch (error) {
+			throw this.#translate(operation, session, error)
+		}
+	}
+
+	#admit(operation: string): WorkspaceSession {
+		const session = this.#session
+		if (this.#transitions.state === 'deleted')
+			throw new KubernetesSandboxDestroyedError(this.id, operation)
+		if (!session || !this.#transitions.admitting) {
+			throw new KubernetesWorkspaceSuspendedError(this.id, operation)
+		}
+		return session
+	}
+
+	#translate(operation: string, session: WorkspaceSession, error: unknown): unknown {
+		if (
+			error instanceof SandboxDestroyedError &&
+			!(error instanceof KubernetesSandboxDestroyedError)
+		) {
+			return new KubernetesSandboxDestroyedError(this.id, operation)
+		}
+		if (isUnauthorizedRefusal(error)) {
+			return new KubernetesAgentUnauthorizedError(this.id, operation, { cause: error })
+		}
+		const code = causeCode(error)
+		if (
+			this.#options.config.agentAddress === 'service' &&
+			code &&
+			UNRESOLVABLE_CODES.includes(code)
+		) {
+			return new KubernetesAgentAddressUnresolvableError(session.host, code, { cause: error })
+		}
+		return error
+	}
+
+	/** Remembers a terminal or connection until it ends, so a suspend can close it first. */
+	#own<T extends TerminalSession | SandboxTcpConnection>(resource: T): T {
+		const done: Promise<unknown> = 'exited' in resource ? resource.exited : resource.closed
+		const close = (): Promise<unknown> => {
+			if ('exited' in resource) resource.kill('SIGKILL')
+			else resource.destroy()
+			return done
+		}
+		this.#owned.set(resource, close)
+		const forget = () => this.#owned.delete(resource)
+		void done.then(forget, forget)
+		return resource
+	}
+
+	/** Closes every terminal and connection this handle returned, each bounded. */
+	async #reapOwned(): Promise<void> {
+		const closes = [...this.#owned.values()]
+		this.#owned.clear()
+		await Promise.allSettled(
+			closes.map((close) =>
+				Promise.race([close(), sleep(REAP_SETTLE_MS, undefined, { ref: false })]),
+			),
+		)
+	}
+
+	// ---- transitions: all through the one state machine ----
+
+	suspend(options: KubernetesWorkspaceSuspendOptions = {}): Promise<void> {
+		return this.#transition('suspend', options, (checked) => ({
+			verb: 'suspend',
+			explicit: true,
+			flush: checked.steps.flush !== undefined,
+			quiesce: checked.steps.quiesce !== undefined,
+		}))
+	}
+
+	resume(options: KubernetesWorkspaceTransitionOptions = {}): Promise<void> {
+		return this.#transition('resume', options, () => ({ verb: 'resume' }))
+	}
+
+	destroy(options: KubernetesWorkspaceDestroyOptions = {}): Promise<void> {
+		return this.#transition('destroy', options, (checked) =>
+			checked.deleteDisk
+				? { verb: 'delete' }
+				: {
+						verb: 'suspend',
+						explicit: false,
+						flush: checked.steps.flush !== undefined,
+						quiesce: checked.steps.quiesce !== undefined,
+					},
+		)
+	}
+
+	async #transition(
+		method: 'suspend' | 'resume' | 'destroy',
+		options: unknown,
+		toRequest: (checked: CheckedTransition) => TransitionRequest,
+	): Promise<void> {
+		const checked = checkTransitionOptions(method, options)
+		const request = toRequest(checked)
+		try {
+			await this.#transitions.run(request, checked.signal, (signal) => {
+				if (request.verb === 'suspend') return this.#suspendFlight(checked.steps, signal)
+				if (request.verb === 'delete') return this.#deleteFlight(signal)
+				return this.#resumeFlight(checked, signal)
+			})
+		} catch (error) {
+			if (!(error instanceof TransitionRefusal)) throw error
+			switch (error.refusal) {
+				case 'deleted':
+					throw new KubernetesSandboxDestroyedError(this.id, method)
+				case 'flush-skipped':
+					throw new FlushUnconfirmedError(
+						`a suspend of workspace ${this.id} that skips the flush is already in flight; its patch goes over an unflushed guest`,
+						'suspend_already_in_flight',
+					)
+				case 'quiesce-skipped':
+					throw new QuiesceUnconfirmedError(
+						undefined,
+						`a suspend of workspace ${this.id} without a quiesce is already in flight; its patch goes over a guest nothing stopped`,
+						'suspend_already_in_flight',
+					)
+			}
+		}
+	}
+
+	async #suspendFlight(
+		steps: CheckedTransition['steps'],
+		signal: AbortSignal | undefined,
+	): Promise<FlightResult> {
+		const { api, config } = this.#options
+		const session = this.#session
+		if (session) {
+			await this.#reapOwned()
+			const refused = await runSuspendGuestSteps(session, steps, this.#options.options, signal)
+			if (refused !== undefined) return { outcome: 'not-sent', error: refused }
+		}
+		const retiring = session?.podUid ?? this.#lastPodUid
+		try {
+			await patchOperatingMode(
+				api,
+				config.namespace,
+				this.id,
+				'Suspended',
+				this.#options.wallClock(),
+				signal,
+			)
+		} catch (error) {
+			return { outcome: 'not-sent', error }
+		}
+		this.#retiredUid = retiring
+		this.#session = undefined
+		try {
+			await waitForPodStopped(
+				{ api, config, now: this.#options.now },
+				this.id,
+				session?.podName ?? this.id,
+				retiring,
+				signal,
+			)
+		} catch (error) {
+			return { outcome: 'unconfirmed', error }
+		}
+		return { outcome: 'confirmed' }
+	}
+
+	async #deleteFlight(signal: AbortSignal | undefined): Promise<FlightResult> {
+		const { api, config } = this.#options
+		await this.#reapOwned()
+		this.#session = undefined
+		try {
+			await api.delete(kubernetesPaths.sandbox(config.namespace, this.id), signal ? { signal } : {})
+		} catch (error) {
+			return { outcome: 'unconfirmed', error }
+		}
+		return { outcome: 'confirmed' }
+	}
+
+	async #resumeFlight(
+		checked: CheckedTransition,
+		signal: AbortSignal | undefined,
+	): Promise<FlightResult> {
+		const { start, options } = this.#options
+		try {
+			const session = await resumeWorkspace(
+				{ ...start, onSuspendLanded: (uid) => this.#recordRetired(uid) },
+				{
+					...(signal ? { signal } : {}),
+					onStartFailure: checked.onStartFailure ?? options.onStartFailure ?? 'suspend',
+					...(this.#retiredUid === undefined ? {} : { retiredUid: this.#retiredUid }),
+				},
+			)
+			this.#session = session
+			this.#lastPodUid = session.podUid
+			return { outcome: 'confirmed' }
+		} catch (error) {
+			return { outcome: 'not-sent', error }
+		}
+	}
+
+	#recordRetired(uid: string | undefined): void {
+		if (uid !== undefined) this.#retiredUid = uid
+	}
+}

@@ -1,0 +1,81 @@
+/**
+ * One workspace session: the binding to ONE pod (the Sandbox's uid, the pod's name and uid — the
+ * agent's bind token — and the address per `agentAddress`) with the transport and the shared
+ * `AgentSandbox` built over it. A resume (or any rebind) builds a new session from a new binding;
+ * a session is never patched in place. `openWorkspaceSession` is the one function that builds it.
+ */
+import type { RemoteExecutionControllerOptions } from '../../../host/exec/remote-execution-controller.js'
+import { type AgentSandbox, createAgentSandbox } from '../../../host/sandbox/agent-sandbox.js'
+import type { AgentTransportOptions } from '../../../host/transport/agent-transport-options.js'
+import type { ResolvedKubernetesBackendConfig } from '../kubernetes-backend-config.js'
+import { isPermanentDialFailure } from '../kubernetes-task-sandbox.js'
+import { KubernetesAgentTransport } from '../transport.js'
+
+/** Which pod a session talks to, as read from the cluster. */
+export interface WorkspaceBinding {
+	/** The Sandbox's name (`namzu-ws-<id>`), also the pod's. */
+	readonly sandboxName: string
+	/** The Sandbox's `metadata.uid`: a different one is a different object with another disk. */
+	readonly sandboxUid: string
+	readonly podName: string
+	/** The pod's `metadata.uid`: the agent's bind token. */
+	readonly podUid: string
+	/** Service FQDN or pod IP, per `agentAddress`. */
+	readonly host: string
+}
+
+export interface WorkspaceSession extends WorkspaceBinding {
+	/** The bind token every request carries (the pod uid). */
+	readonly token: string
+	readonly transport: KubernetesAgentTransport
+	/** The shared agent-backed Sandbox every data-plane verb is served by. */
+	readonly inner: AgentSandbox
+}
+
+export interface WorkspaceSessionContext {
+	readonly config: ResolvedKubernetesBackendConfig
+	/** The guest's workspace root. */
+	readonly rootDir: string
+	readonly defaultTimeoutMs?: number
+	/** Test seams: shorter transport and execution windows. */
+	readonly transportOptions?: AgentTransportOptions
+	readonly execution?: Omit<RemoteExecutionControllerOptions, 'defaultExecutionTimeoutMs'>
+}
+
+/** Builds the transport and the `AgentSandbox` of one binding. */
+export function openWorkspaceSession(
+	binding: WorkspaceBinding,
+	context: WorkspaceSessionContext,
+): WorkspaceSession {
+	const { config } = context
+	const onDialAttempt = config.onDialAttempt
+	const transport = new KubernetesAgentTransport(
+		{ kind: 'tcp', host: binding.host, port: config.agentPort, token: binding.podUid },
+		{
+			streamHeartbeatMs: config.streamHeartbeatMs,
+			...(config.agentAddress === 'service'
+				? { permanentDialFailure: isPermanentDialFailure }
+				: {}),
+			...(onDialAttempt
+				? { onDialAttempt: () => onDialAttempt({ host: binding.host, port: config.agentPort }) }
+				: {}),
+			...(config.onExecTiming ? { onTiming: config.onExecTiming } : {}),
+			...context.transportOptions,
+		},
+	)
+	const inner = createAgentSandbox({
+		id: binding.sandboxName,
+		transport,
+		rootDir: context.rootDir,
+		environment: 'linux-namespace',
+		...(context.defaultTimeoutMs === undefined
+			? {}
+			: { defaultTimeoutMs: context.defaultTimeoutMs }),
+		execution: { ...transport.executionOptions, ...context.execution },
+		// The pod is the workspace's and outlives this session: a session's end stops nothing.
+		release: async () => {},
+		// An unconfirmed cancellation never retires a workspace: nothing is patched or deleted.
+		retire: async () => ({ accepted: false, reason: 'workspace-kept' }),
+	})
+	return { ...binding, token: binding.podUid, transport, inner }
+}

@@ -1,0 +1,256 @@
+/**
+ * Bringing a workspace session up, as the two I/O shells over the pure rules: `startWorkspace`
+ * (network checks → template GET and disk check → POST; `201` is `created`, `409` GETs the
+ * standing object, checks it and adopts it — running as `adopted-running`, suspended by waking it
+ * as `resumed`) and `resumeWorkspace` (GET, read `spec.operatingMode`, patch `Running` only when it
+ * was `Suspended`). Both then wait for a live pod (workspace-pod-wait.ts), open the session and
+ * run the privilege probe. A failure after this call moved the mode (it POSTed, or its own
+ * `Running` patch landed) sends the `Suspended` patch back — unless `onStartFailure: 'leave'` —
+ * swallowing that patch's own failure, and the original error is rethrown. Nothing here deletes.
+ */
+import {
+	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
+	probeSandboxPrivileges,
+} from '../../../exec-programs/privilege-probe.js'
+import { KubernetesPodUnusableError, ReadinessPollTimeout } from '../acquire-errors.js'
+import type { AcquireNetworkChecks } from '../acquire-task-sandbox.js'
+import { KubernetesConflictError } from '../api/api-errors.js'
+import type { KubernetesApiPort } from '../kubernetes-api-port.js'
+import type { ResolvedKubernetesBackendConfig } from '../kubernetes-backend-config.js'
+import {
+	buildDirectSandbox,
+	directSandboxPodLabels,
+	type KubernetesObject,
+	kubernetesPaths,
+} from '../kubernetes-objects.js'
+import { probeFailure } from '../kubernetes-sandbox-provider.js'
+import { evaluateSandboxReadiness } from '../readiness.js'
+import { pollUntil } from '../readiness-poll.js'
+import { checkAdoptedWorkspace } from './workspace-adopt-check.js'
+import { checkWorkspaceDisk } from './workspace-disk.js'
+import { operatingModeOf, patchOperatingMode } from './workspace-mode-patch.js'
+import { waitForLivePod } from './workspace-pod-wait.js'
+import {
+	openWorkspaceSession,
+	type WorkspaceSession,
+	type WorkspaceSessionContext,
+} from './workspace-session.js'
+
+/** What the call walked into; fixed for the life of the handle. */
+export type KubernetesWorkspaceOrigin = 'created' | 'adopted-running' | 'resumed'
+
+/** `'suspend'` (default): a start this call moved is patched back; `'leave'`: never patched. */
+export type KubernetesWorkspaceStartFailurePolicy = 'suspend' | 'leave'
+
+/** Bound of the cleanup patch after a failed start, independent of the caller's signal. */
+export const START_CLEANUP_TIMEOUT_MS = 5000
+
+export interface WorkspaceStartContext {
+	readonly api: KubernetesApiPort
+	readonly config: ResolvedKubernetesBackendConfig
+	readonly name: string
+	readonly templateName: string
+	readonly runtimeClassName?: string
+	/** The egress/ingress checks against the workspace's own template. */
+	readonly network?: AcquireNetworkChecks
+	readonly session: WorkspaceSessionContext
+	readonly now: () => number
+	readonly wallClock: () => number
+	/** Told the uid each landed `Suspended` patch retired (the cleanup's included). */
+	readonly onSuspendLanded: (retiredUid: string | undefined) => void
+}
+
+export interface StartedWorkspace {
+	readonly session: WorkspaceSession
+	readonly origin: KubernetesWorkspaceOrigin
+}
+
+/** Creates or adopts the workspace; see the module comment. */
+export async function startWorkspace(
+	context: WorkspaceStartContext,
+	options: {
+		readonly signal?: AbortSignal
+		readonly onStartFailure: KubernetesWorkspaceStartFailurePolicy
+	},
+): Promise<StartedWorkspace> {
+	const { api, config, name, templateName, signal } = { ...context, signal: options.signal }
+	const ns = config.namespace
+	const deadlineMs = context.now() + config.readyTimeoutMs
+	const callOptions = signal ? { signal } : {}
+	await context.network?.prepare(signal)
+	const template = await api.get(kubernetesPaths.template(ns, templateName), callOptions)
+	checkWorkspaceDisk(templateName, template.spec)
+	const profile = config.egress?.profile
+	const body = buildDirectSandbox({
+		name,
+		templateName,
+		template,
+		...(profile === undefined ? {} : { podLabels: { [profile.key]: profile.value } }),
+	})
+	// Before the POST, so a refusal creates nothing (and wakes nothing on the adopt path).
+	await context.network?.verify(directSandboxPodLabels(body), signal)
+
+	let sandbox: KubernetesObject
+	let origin: KubernetesWorkspaceOrigin
+	let moved = false
+	try {
+		sandbox = await api.create(kubernetesPaths.sandboxes(ns), body, callOptions)
+		origin = 'created'
+		moved = true
+	} catch (error) {
+		// A POST that timed out may have committed: the next call meets it here as a 409.
+		if (!(error instanceof KubernetesConflictError)) throw error
+		sandbox = await api.get(kubernetesPaths.sandbox(ns, name), callOptions)
+		checkAdoptedWorkspace(sandbox, {
+			templateName,
+			...(context.runtimeClassName === undefined
+				? {}
+				: { runtimeClassName: context.runtimeClassName }),
+		})
+		if (operatingModeOf(sandbox) === 'Suspended') {
+			sandbox = await patchOperatingMode(api, ns, name, 'Running', context.wallClock(), signal)
+			origin = 'resumed'
+			moved = true
+		} else {
+			origin = 'adopted-running'
+		}
+	}
+	try {
+		const sandboxUid = uidOf(sandbox, name)
+		if (origin === 'created') await waitSandboxReady(context, deadlineMs, signal)
+		const pod = await waitForLivePod(context, name, {
+			deadlineMs,
+			...(signal ? { signal } : {}),
+			// Nothing is being replaced on the created path: an unreadable pod is reported at once.
+			...(origin === 'created' ? { failFast: failOnUnusablePod } : {}),
+		})
+		const session = openWorkspaceSession({ sandboxName: name, sandboxUid, ...pod }, context.session)
+		await probe(session, config, signal)
+		return { session, origin }
+	} catch (error) {
+		if (moved && options.onStartFailure !== 'leave') await suspendAfterFailedStart(context)
+		throw error
+	}
+}
+
+/** Wakes a suspended workspace (or binds the one another process woke); see the module comment. */
+export async function resumeWorkspace(
+	context: WorkspaceStartContext,
+	options: {
+		readonly signal?: AbortSignal
+		readonly onStartFailure: KubernetesWorkspaceStartFailurePolicy
+		readonly retiredUid?: string
+	},
+): Promise<WorkspaceSession> {
+	const { api, config, name } = context
+	const { signal } = options
+	const ns = config.namespace
+	const deadlineMs = context.now() + config.readyTimeoutMs
+	let sandbox = await api.get(kubernetesPaths.sandbox(ns, name), signal ? { signal } : {})
+	let moved = false
+	if (operatingModeOf(sandbox) === 'Suspended') {
+		sandbox = await patchOperatingMode(api, ns, name, 'Running', context.wallClock(), signal)
+		moved = true
+	}
+	try {
+		const pod = await waitForLivePod(context, name, {
+			deadlineMs,
+			...(options.retiredUid === undefined ? {} : { retiredUid: options.retiredUid }),
+			...(signal ? { signal } : {}),
+		})
+		const session = openWorkspaceSession(
+			{ sandboxName: name, sandboxUid: uidOf(sandbox, name), ...pod },
+			context.session,
+		)
+		await probe(session, config, signal)
+		return session
+	} catch (error) {
+		if (moved && options.onStartFailure !== 'leave') await suspendAfterFailedStart(context)
+		throw error
+	}
+}
+
+function uidOf(sandbox: KubernetesObject, name: string): string {
+	const uid = sandbox.metadata.uid
+	if (typeof uid !== 'string' || uid === '') {
+		throw new KubernetesPodUnusableError(name, 'the Sandbox answered without metadata.uid')
+	}
+	return uid
+}
+
+function failOnUnusablePod(pod: KubernetesObject): void {
+	const uid = pod.metadata.uid
+	if (typeof uid !== 'string' || uid === '') {
+		throw new KubernetesPodUnusableError(pod.metadata.name ?? '(unnamed)', 'has no metadata.uid')
+	}
+}
+
+/** The created path waits for the new Sandbox's `Ready` (a resume never does). */
+async function waitSandboxReady(
+	context: WorkspaceStartContext,
+	deadlineMs: number,
+	signal: AbortSignal | undefined,
+): Promise<void> {
+	const { api, config, name } = context
+	const path = kubernetesPaths.sandbox(config.namespace, name)
+	const outcome = await pollUntil(
+		`Sandbox ${name}`,
+		(readSignal) => api.get(path, { signal: readSignal }),
+		(read) => {
+			const verdict = evaluateSandboxReadiness(read)
+			return verdict.state === 'ready'
+				? { done: true, value: true }
+				: { done: false, observed: verdict.state === 'pending' ? verdict.observed : verdict.state }
+		},
+		{
+			deadlineMs,
+			intervalMs: config.readyPollIntervalMs,
+			now: context.now,
+			...(signal ? { signal } : {}),
+		},
+	)
+	if (outcome.kind === 'done') return
+	if (outcome.standingFailure !== undefined) throw outcome.standingFailure
+	throw new ReadinessPollTimeout(`Sandbox ${name}`, config.readyTimeoutMs, outcome.lastObserved)
+}
+
+async function probe(
+	session: WorkspaceSession,
+	config: ResolvedKubernetesBackendConfig,
+	signal: AbortSignal | undefined,
+): Promise<void> {
+	try {
+		await probeSandboxPrivileges(session.inner, signal, {
+			timeoutMs: Math.min(config.readyTimeoutMs, PRIVILEGE_PROBE_MAX_TIMEOUT_MS),
+		})
+	} catch (error) {
+		signal?.throwIfAborted()
+		throw probeFailure(error, session.sandboxName)
+	}
+}
+
+/** The cleanup patch: on its own short budget, its failure swallowed, recorded only if it landed. */
+async function suspendAfterFailedStart(context: WorkspaceStartContext): Promise<void> {
+	const { api, config, name } = context
+	let retiredUid: string | undefined
+	try {
+		const pod = await api
+			.get(kubernetesPaths.pod(config.namespace, name), {
+				signal: AbortSignal.timeout(START_CLEANUP_TIMEOUT_MS),
+			})
+			.catch(() => undefined)
+		retiredUid = pod?.metadata.deletionTimestamp === undefined ? pod?.metadata.uid : undefined
+		await patchOperatingMode(
+			api,
+			config.namespace,
+			name,
+			'Suspended',
+			context.wallClock(),
+			AbortSignal.timeout(START_CLEANUP_TIMEOUT_MS),
+		)
+	} catch {
+		// The original failure is what the caller needs; a patch that did not land records nothing.
+		return
+	}
+	context.onSuspendLanded(retiredUid)
+}
