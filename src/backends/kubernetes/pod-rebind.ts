@@ -66,6 +66,11 @@ export interface PodRebinderOptions {
 	readonly transport: AgentTransport
 	/** Where a pod's agent is dialed; default its IP (`pod-ip`). A Service FQDN outlives pods. */
 	readonly addressOf?: (pod: KubernetesObject) => string | undefined
+	/**
+	 * Makes the move instead of pointing `transport` at the new pod: a holder that builds a new
+	 * binding per pod (a workspace session) rather than rebinding its transport in place.
+	 */
+	readonly follow?: (move: { readonly uid: string; readonly host: string }) => void
 	/** Told after every move to a new pod, whichever failure led there. */
 	readonly onRebound?: (move: { readonly previousUid: string; readonly currentUid: string }) => void
 }
@@ -157,7 +162,9 @@ export class PodRebinder {
 	#follow(uid: string, host: string): void {
 		const previousUid = this.#currentUid
 		this.#currentUid = uid
-		this.#options.transport.rebind({ kind: 'tcp', host, port: this.#options.port, token: uid })
+		const { follow, transport, port } = this.#options
+		if (follow) follow({ uid, host })
+		else transport.rebind({ kind: 'tcp', host, port, token: uid })
 		this.#options.onRebound?.({ previousUid, currentUid: uid })
 	}
 

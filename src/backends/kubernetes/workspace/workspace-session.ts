@@ -8,8 +8,12 @@ import type { RemoteExecutionControllerOptions } from '../../../host/exec/remote
 import { type AgentSandbox, createAgentSandbox } from '../../../host/sandbox/agent-sandbox.js'
 import type { AgentTransportOptions } from '../../../host/transport/agent-transport-options.js'
 import type { ResolvedKubernetesBackendConfig } from '../kubernetes-backend-config.js'
+import { KubernetesAgentRetiringError } from '../kubernetes-sandbox-errors.js'
 import { isPermanentDialFailure } from '../kubernetes-task-sandbox.js'
 import { KubernetesAgentTransport } from '../transport.js'
+
+/** The `retirement.reason` of an unconfirmed cancellation on a workspace: nothing was retired. */
+export const WORKSPACE_KEPT = 'workspace-kept'
 
 /** Which pod a session talks to, as read from the cluster. */
 export interface WorkspaceBinding {
@@ -74,8 +78,14 @@ export function openWorkspaceSession(
 		execution: { ...transport.executionOptions, ...context.execution },
 		// The pod is the workspace's and outlives this session: a session's end stops nothing.
 		release: async () => {},
-		// An unconfirmed cancellation never retires a workspace: nothing is patched or deleted.
-		retire: async () => ({ accepted: false, reason: 'workspace-kept' }),
+		// An unconfirmed cancellation never retires a workspace: nothing is patched or deleted, and
+		// the handle keeps admitting calls (the handle diagnoses the guest instead).
+		keepOnUnconfirmedCancellation: { reason: WORKSPACE_KEPT },
+		// A guest that fenced itself is named; its refused reservation ran nothing.
+		fencedGuest: (error, operation) =>
+			new KubernetesAgentRetiringError(binding.sandboxName, operation, 'workspace', {
+				cause: error,
+			}),
 	})
 	return { ...binding, token: binding.podUid, transport, inner }
 }
