@@ -253,3 +253,116 @@ describe('package root: the local tier’s hardening', () => {
 		>()
 	})
 })
+
+describe('package root: Kubernetes workspaces', () => {
+	it('exports createKubernetesWorkspace taking the backend config and answering a KubernetesWorkspace', () => {
+		expectTypeOf<typeof root.createKubernetesWorkspace>()
+			.parameter(0)
+			.toEqualTypeOf<root.KubernetesBackendConfig>()
+		expectTypeOf<typeof root.createKubernetesWorkspace>()
+			.parameter(1)
+			.toEqualTypeOf<root.KubernetesWorkspaceOptions>()
+		expectTypeOf<
+			typeof root.createKubernetesWorkspace
+		>().returns.resolves.toEqualTypeOf<root.KubernetesWorkspace>()
+	})
+
+	it('types KubernetesWorkspace as the SDK Sandbox plus the workspace verbs, origin required', () => {
+		expectTypeOf<root.KubernetesWorkspace>().toExtend<root.Sandbox>()
+		expectTypeOf<
+			root.KubernetesWorkspace['origin']
+		>().toEqualTypeOf<root.KubernetesWorkspaceOrigin>()
+		expectTypeOf<root.KubernetesWorkspaceOrigin>().toEqualTypeOf<
+			'created' | 'adopted-running' | 'resumed'
+		>()
+		expectTypeOf<root.KubernetesWorkspace['suspended']>().toEqualTypeOf<boolean>()
+		expectTypeOf<root.KubernetesWorkspace['suspend']>()
+			.parameter(0)
+			.toEqualTypeOf<root.KubernetesWorkspaceSuspendOptions | undefined>()
+		expectTypeOf<root.KubernetesWorkspace['resume']>()
+			.parameter(0)
+			.toEqualTypeOf<root.KubernetesWorkspaceTransitionOptions | undefined>()
+		expectTypeOf<root.KubernetesWorkspace['destroy']>()
+			.parameter(0)
+			.toEqualTypeOf<root.KubernetesWorkspaceDestroyOptions | undefined>()
+		expectTypeOf<root.KubernetesWorkspace['flush']>()
+			.parameter(0)
+			.toEqualTypeOf<root.KubernetesFlushOptions | undefined>()
+		expectTypeOf<
+			root.KubernetesWorkspace['flush']
+		>().returns.resolves.toEqualTypeOf<root.KubernetesFlushReport>()
+		expectTypeOf<root.KubernetesWorkspace['quiesce']>()
+			.parameter(0)
+			.toEqualTypeOf<root.KubernetesQuiesceOptions | undefined>()
+		expectTypeOf<
+			root.KubernetesWorkspace['quiesce']
+		>().returns.resolves.toEqualTypeOf<root.KubernetesQuiesceReport>()
+		expectTypeOf<root.KubernetesWorkspace['readFileStream']>().toBeFunction()
+		expectTypeOf<root.KubernetesWorkspace['walkFiles']>().toBeFunction()
+	})
+
+	it('leaves the SDK Sandbox contract unchanged: no suspended status, no suspend/resume, no deleteDisk', () => {
+		expectTypeOf<root.SandboxStatus>().toEqualTypeOf<'creating' | 'ready' | 'busy' | 'destroyed'>()
+		expectTypeOf<root.Sandbox>().not.toHaveProperty('suspend')
+		expectTypeOf<root.Sandbox>().not.toHaveProperty('resume')
+		expectTypeOf<root.SandboxDestroyOptions>().not.toHaveProperty('deleteDisk')
+	})
+
+	it('types the transition options: suspend is the transition options plus quiesce and flush, destroy gains quiesce', () => {
+		expectTypeOf<root.KubernetesWorkspaceSuspendOptions>().toExtend<root.KubernetesWorkspaceTransitionOptions>()
+		expectTypeOf<root.KubernetesWorkspaceSuspendOptions['quiesce']>().toEqualTypeOf<
+			root.KubernetesWorkspaceQuiesceRequest | undefined
+		>()
+		expectTypeOf<root.KubernetesWorkspaceTransitionOptions>().not.toHaveProperty('quiesce')
+		expectTypeOf<root.KubernetesWorkspaceDestroyOptions['quiesce']>().toEqualTypeOf<
+			root.KubernetesWorkspaceQuiesceRequest | undefined
+		>()
+		expectTypeOf<root.KubernetesWorkspaceDestroyOptions['deleteDisk']>().toEqualTypeOf<
+			boolean | undefined
+		>()
+		expectTypeOf<root.KubernetesWorkspaceFlushRequest>().toEqualTypeOf<
+			boolean | { readonly timeoutMs?: number }
+		>()
+		expectTypeOf<root.KubernetesWorkspaceStartFailurePolicy>().toEqualTypeOf<'suspend' | 'leave'>()
+		expectTypeOf<root.KubernetesWorkspaceOptions['onStartFailure']>().toEqualTypeOf<
+			root.KubernetesWorkspaceStartFailurePolicy | undefined
+		>()
+		expectTypeOf<root.KubernetesWorkspaceTransitionOptions['onStartFailure']>().toEqualTypeOf<
+			root.KubernetesWorkspaceStartFailurePolicy | undefined
+		>()
+	})
+
+	it('exports the workspace errors, each a SandboxError, and the spec names of the shared flush and quiesce classes', () => {
+		expectTypeOf<Instance<typeof root.KubernetesWorkspaceDiskError>>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.KubernetesWorkspaceMismatchError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.KubernetesWorkspaceSuspendTimeoutError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.KubernetesWorkspaceSuspendedError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof root.KubernetesFlushUnreachableError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<typeof root.KubernetesFlushUnconfirmedError>().toEqualTypeOf<
+			typeof root.FlushUnconfirmedError
+		>()
+		expectTypeOf<typeof root.KubernetesFlushUnsupportedError>().toEqualTypeOf<
+			typeof root.FlushUnsupportedError
+		>()
+		expectTypeOf<typeof root.KubernetesQuiesceUnconfirmedError>().toEqualTypeOf<
+			typeof root.QuiesceUnconfirmedError
+		>()
+		expectTypeOf<typeof root.KubernetesQuiesceUnsupportedError>().toEqualTypeOf<
+			typeof root.QuiesceUnsupportedError
+		>()
+		expectTypeOf<typeof root.FLUSH_FEATURE>().toEqualTypeOf<'flush'>()
+		expectTypeOf<typeof root.QUIESCE_FEATURE>().toEqualTypeOf<'quiesce'>()
+		expectTypeOf<root.QuiesceScope>().toEqualTypeOf<'pid-namespace' | 'owned-sessions'>()
+		expectTypeOf<root.KubernetesQuiesceReport['stopped']>().toEqualTypeOf<
+			readonly root.QuiescedProcess[]
+		>()
+	})
+})

@@ -3,9 +3,9 @@
  * builders. A claim is pristine (`warmPoolRef` and lifecycle only: an `env` or
  * `volumeClaimTemplates` would force the controller to cold-start instead of adopting a pool
  * sandbox); a direct `Sandbox` copies the template's pod template and `volumeClaimTemplates`
- * verbatim and adds the `sandbox.namzu.ai/template` label. Both carry an absolute `shutdownTime`
- * and `shutdownPolicy: Delete` (never `ttlSecondsAfterFinished`, whose clock a crashed host never
- * starts).
+ * verbatim and adds the `sandbox.namzu.ai/template` label. A task's objects carry an absolute
+ * `shutdownTime` and `shutdownPolicy: Delete` (never `ttlSecondsAfterFinished`, whose clock a
+ * crashed host never starts); a workspace's Sandbox carries neither — an expiry would delete its disk.
  */
 import { isRecord } from '../../wire/is-record.js'
 import { KubernetesTemplateInvalidError } from './acquire-errors.js'

@@ -9,7 +9,8 @@ import { createConnection, createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { KubernetesObject } from '../../../src/backends/kubernetes/kubernetes-objects.js'
-import { KubernetesConflictError } from '../../../src/index.js'
+import { KubernetesApiError, KubernetesConflictError } from '../../../src/index.js'
+import { encodeFrame, FrameReader, parseFramePayload } from '../../../src/wire/frame.js'
 import { type LaunchedGuest, launchGuestAgent, SETPRIV_CHAIN } from './launched-guest.js'
 import {
 	type RecordedCall,
@@ -32,6 +33,8 @@ export interface ScriptedWorkspaceApiOptions {
 	readonly template: KubernetesObject
 	/** Runs before the model answers a call (a delay holds the call in flight). */
 	readonly before?: (call: RecordedCall, model: WorkspaceModel) => Promise<void> | undefined
+	/** Runs after the model answered (throwing here loses an answer the model already applied). */
+	readonly after?: (call: RecordedCall, model: WorkspaceModel) => void
 	/** Decides a call before the model does: return an answer (or throw) to override it. */
 	readonly intercept?: (call: RecordedCall, model: WorkspaceModel) => unknown
 	/** A `Suspended` patch leaves the pod in place (terminating) instead of removing it. */
@@ -40,6 +43,10 @@ export interface ScriptedWorkspaceApiOptions {
 	readonly guestEnv?: Readonly<Record<string, string>>
 	/** Guest commands placed ahead of the system's (e.g. a failing `sync`). */
 	readonly guestCommands?: Readonly<Record<string, string>>
+	/** Per op, rewrites the guest's first reply frame on its way to the host (an older guest, a refusal). */
+	readonly rewriteReply?: Readonly<Record<string, (reply: Frame) => Frame>>
+	/** The next pod's guest runs without setpriv (the privilege probe must refuse it). */
+	readonly privileged?: () => boolean
 }
 
 export interface ScriptedWorkspaceApi extends ScriptedApi {
@@ -85,6 +92,19 @@ export function blockTemplate(name = 'ws-template'): KubernetesObject {
 
 const ready = { conditions: [{ type: 'Ready', status: 'True', reason: 'DependenciesReady' }] }
 
+/** A 404 as the real client reports it: "already gone" only for a DELETE or PATCH. */
+function missing(verb: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string): Error {
+	if (verb === 'DELETE' || verb === 'PATCH') return statusError(verb, path, 404)
+	return new KubernetesApiError({
+		verb,
+		path,
+		transport: 'status',
+		status: 404,
+		retryable: false,
+		kind: 'gone',
+	})
+}
+
 function listen(server: Server, host: string, port: number): Promise<number> {
 	return new Promise((resolve, reject) => {
 		server.once('error', reject)
@@ -95,14 +115,56 @@ function listen(server: Server, host: string, port: number): Promise<number> {
 	})
 }
 
-/** A forwarder on `host:port` to the guest's own listener. */
-async function podAddress(host: string, port: number, guestPort: number): Promise<Server> {
+type Frame = Record<string, unknown>
+
+function frames(): (chunk: Buffer) => Frame[] {
+	const reader = new FrameReader({ maxFrameBytes: 64 * 1024 * 1024, limitVariable: 'forwarder' })
+	return (chunk) =>
+		[...reader.push(chunk)].flatMap((item) =>
+			item.kind === 'frame' ? [parseFramePayload(item.payload)] : [],
+		)
+}
+
+/**
+ * A forwarder on `host:port` to the guest's own listener. For an op named in `rewrite` the
+ * guest's first reply frame passes through the rewrite (the rest of the connection unchanged).
+ */
+async function podAddress(
+	host: string,
+	port: number,
+	guestPort: number,
+	rewrite: Readonly<Record<string, (reply: Frame) => Frame>> = {},
+): Promise<Server> {
 	const sockets = new Set<{ destroy(): void }>()
 	const server = createServer((socket) => {
 		sockets.add(socket)
 		socket.on('close', () => sockets.delete(socket))
 		const upstream = createConnection({ host: '127.0.0.1', port: guestPort })
-		socket.pipe(upstream).pipe(socket)
+		socket.pipe(upstream)
+		if (Object.keys(rewrite).length === 0) upstream.pipe(socket)
+		else {
+			const fromHost = frames()
+			const fromGuest = frames()
+			let op: string | undefined
+			let replied = false
+			socket.on('data', (chunk: Buffer) => {
+				op ??= fromHost(chunk)
+					.map((frame) => frame.op)
+					.find((name) => typeof name === 'string') as string | undefined
+			})
+			upstream.on('data', (chunk: Buffer) => {
+				const change = op === undefined ? undefined : rewrite[op]
+				if (!change) {
+					socket.write(chunk)
+					return
+				}
+				for (const frame of fromGuest(chunk)) {
+					socket.write(encodeFrame(replied ? frame : change(frame)))
+					replied = true
+				}
+			})
+			upstream.on('end', () => socket.end())
+		}
 		const end = () => {
 			socket.destroy()
 			upstream.destroy()
@@ -152,14 +214,14 @@ export async function scriptedWorkspaceApi(
 		const workspace = await disk()
 		const guest = await launchGuestAgent({
 			token: uid,
-			launcher: SETPRIV_CHAIN,
+			launcher: options.privileged?.() ? [] : SETPRIV_CHAIN,
 			env: { ...options.guestEnv, NAMZU_SANDBOX_WORKSPACE: workspace, HOME: workspace },
 			...(options.guestCommands ? { commands: options.guestCommands } : {}),
 		})
 		model.guests.set(uid, guest)
 		pods++
 		const ip = `127.0.0.${10 + (pods % 200)}`
-		forwarders.set(uid, await podAddress(ip, agentPort, guest.port))
+		forwarders.set(uid, await podAddress(ip, agentPort, guest.port, options.rewriteReply))
 		model.pod = {
 			metadata: { name: model.sandbox?.metadata.name ?? 'pod', uid },
 			status: { phase: 'Running', podIP: ip },
@@ -184,10 +246,7 @@ export async function scriptedWorkspaceApi(
 		await new Promise((resolve) => (forwarder ? forwarder.close(resolve) : resolve(undefined)))
 		await model.guests.get(uid)?.stop()
 	}
-	const api = scriptedApi(async (call) => {
-		await options.before?.(call, model)
-		const overridden = options.intercept?.(call, model)
-		if (overridden !== undefined) return overridden
+	const answer = async (call: RecordedCall): Promise<unknown> => {
 		const name = call.path.split('/').pop() ?? ''
 		if (call.path.includes('/sandboxtemplates/')) return options.template
 		if (call.verb === 'POST') {
@@ -206,11 +265,11 @@ export async function scriptedWorkspaceApi(
 			return model.sandbox
 		}
 		if (call.path.includes('/pods/')) {
-			if (!model.pod) throw statusError('GET', call.path, 404)
+			if (!model.pod) throw missing('GET', call.path)
 			return model.pod
 		}
 		if (!model.sandbox || model.sandbox.metadata.name !== name) {
-			throw statusError(call.verb === 'LIST' ? 'GET' : call.verb, call.path, 404)
+			throw missing(call.verb === 'LIST' ? 'GET' : call.verb, call.path)
 		}
 		if (call.verb === 'GET') return model.sandbox
 		if (call.verb === 'PATCH') {
@@ -227,6 +286,14 @@ export async function scriptedWorkspaceApi(
 			return {}
 		}
 		throw new Error(`unscripted ${call.verb} ${call.path}`)
+	}
+	const api = scriptedApi(async (call) => {
+		await options.before?.(call, model)
+		const overridden = options.intercept?.(call, model)
+		if (overridden !== undefined) return overridden
+		const answered = await answer(call)
+		options.after?.(call, model)
+		return answered
 	})
 	return {
 		...api,

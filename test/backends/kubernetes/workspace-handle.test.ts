@@ -17,7 +17,9 @@ import {
 	KubernetesFlushUnconfirmedError,
 	KubernetesFlushUnreachableError,
 	KubernetesFlushUnsupportedError,
+	KubernetesPrivilegeProbeError,
 	KubernetesQuiesceUnconfirmedError,
+	KubernetesQuiesceUnsupportedError,
 	KubernetesSandboxDestroyedError,
 	KubernetesUnenforceableEgressPolicyError,
 	type KubernetesWorkspace,
@@ -164,6 +166,40 @@ describe('Kubernetes workspace: create, suspend, resume', () => {
 		expect(created.spec).not.toHaveProperty('shutdownTime')
 		expect(created.spec).not.toHaveProperty('shutdownPolicy')
 		expect(created.spec.volumeClaimTemplates).toEqual(blockTemplate().spec?.volumeClaimTemplates)
+	})
+
+	it('serves walkFiles, ranged readFile and readFileStream through the same gate', async () => {
+		const api = await workspaceApi()
+		const workspace = await open(api)
+		await workspace.writeFile('dir/a.txt', 'abcdefgh')
+		await workspace.writeFile('dir/b.txt', 'x')
+		const walked: string[] = []
+		for await (const entry of workspace.walkFiles('dir', { maxEntries: 10 }))
+			walked.push(entry.path)
+		expect(walked.map((path) => path.split('/').pop()).sort()).toEqual(['a.txt', 'b.txt'])
+		expect((await workspace.readFile('dir/a.txt', { offset: 2, length: 3 })).toString()).toBe('cde')
+		const chunks: Buffer[] = []
+		for await (const chunk of workspace.readFileStream('dir/a.txt')) chunks.push(chunk)
+		expect(Buffer.concat(chunks).toString()).toBe('abcdefgh')
+	})
+
+	it("waits on resume, under 'pod-ip', for a Pending pod to receive its IP within the budget", async () => {
+		let withoutIp = 0
+		const api = await workspaceApi({
+			intercept: (call, model) => {
+				if (call.verb === 'GET' && call.path === POD && withoutIp > 0 && model.pod) {
+					withoutIp--
+					return { ...model.pod, status: { phase: 'Pending' } }
+				}
+				return undefined
+			},
+		})
+		const workspace = await open(api)
+		await workspace.suspend({ flush: false })
+		withoutIp = 5
+		await workspace.resume()
+		expect(withoutIp).toBe(0)
+		expect((await workspace.exec('true')).exitCode).toBe(0)
 	})
 
 	it('ignores warmPoolName: a workspace is always a POSTed Sandbox, never a claim', async () => {
@@ -343,6 +379,44 @@ describe('Kubernetes workspace: flush and quiesce during a suspend', () => {
 		expect(patches(api)).toEqual(['Suspended'])
 	})
 
+	it('suspends and tells onQuiesceUnsupported when the guest does not advertise quiesce; an explicit quiesce() refuses', async () => {
+		const api = await workspaceApi({
+			rewriteReply: {
+				healthz: (reply) => ({
+					...reply,
+					features: (reply.features as string[]).filter((feature) => feature !== 'quiesce'),
+				}),
+			},
+		})
+		const told: unknown[] = []
+		const workspace = await open(api, { onQuiesceUnsupported: (error) => told.push(error) })
+		await expect(workspace.quiesce()).rejects.toBeInstanceOf(KubernetesQuiesceUnsupportedError)
+		await workspace.suspend({ quiesce: true, flush: false })
+		expect(told).toHaveLength(1)
+		expect(told[0]).toBeInstanceOf(KubernetesQuiesceUnsupportedError)
+		expect(patches(api)).toEqual(['Suspended'])
+	})
+
+	it('sends no patch when the quiesce could not be confirmed; the workspace keeps running and admitting calls', async () => {
+		const api = await workspaceApi({
+			rewriteReply: {
+				quiesce: () => ({
+					ok: false,
+					error: 'quiesce_unconfirmed',
+					message: 'pid 4242 outlived SIGKILL',
+					pid: 4242,
+				}),
+			},
+		})
+		const workspace = await open(api)
+		const error = await workspace.suspend({ quiesce: true }).catch((e: unknown) => e)
+		expect(error).toBeInstanceOf(KubernetesQuiesceUnconfirmedError)
+		expect(error).toMatchObject({ pid: 4242 })
+		expect(patches(api)).toEqual([])
+		expect(workspace.suspended).toBe(false)
+		expect((await workspace.exec('true')).exitCode).toBe(0)
+	})
+
 	it('flush() and quiesce() on the handle answer the guest reports', async () => {
 		const api = await workspaceApi({ guestEnv: COUNTING_FLUSH })
 		const workspace = await open(api)
@@ -485,6 +559,25 @@ describe('Kubernetes workspace: failed transitions leave the state they found', 
 		expect((await workspace.exec('true')).exitCode).toBe(0)
 	})
 
+	it('a resume that finds another process already woke the workspace and then fails writes nothing', async () => {
+		let refusePod = false
+		const api = await workspaceApi({
+			intercept: (call) => {
+				if (refusePod && call.verb === 'GET' && call.path === POD)
+					throw statusError('GET', call.path, 403)
+				return undefined
+			},
+		})
+		const first = await open(api)
+		await first.suspend({ flush: false })
+		await open(api)
+		api.calls.splice(0)
+		refusePod = true
+		await expect(first.resume()).rejects.toMatchObject({ status: 403 })
+		expect(writes(api)).toEqual([])
+		expect(first.suspended).toBe(true)
+	})
+
 	it("resume({ onStartFailure: 'leave' }) sends no patch back", async () => {
 		let refusePod = false
 		const api = await workspaceApi({
@@ -566,6 +659,82 @@ describe('Kubernetes workspace: create failures and adoption', () => {
 		expect(writes(api).map((call) => call.verb)).toEqual(['POST', 'PATCH'])
 		expect(patches(api)).toEqual(['Suspended'])
 		expect(api.model.sandbox).toBeDefined()
+	})
+
+	it('leaves one suspended Sandbox after a failed create, which the next call with the same id reuses', async () => {
+		let refusePod = true
+		const api = await workspaceApi({
+			intercept: (call) => {
+				if (refusePod && call.verb === 'GET' && call.path === POD)
+					throw statusError('GET', call.path, 403)
+				return undefined
+			},
+		})
+		await expect(open(api)).rejects.toMatchObject({ status: 403 })
+		expect(api.model.sandbox?.spec.operatingMode).toBe('Suspended')
+		refusePod = false
+		const again = await open(api)
+		expect(again.origin).toBe('resumed')
+		expect(writes(api).map((call) => call.verb)).toEqual(['POST', 'PATCH', 'POST', 'PATCH'])
+	})
+
+	it('adopts through the 409 when a POST that timed out had been committed', async () => {
+		let timeOut = true
+		const api = await workspaceApi({
+			after: (call) => {
+				if (call.verb === 'POST' && timeOut) {
+					timeOut = false
+					throw new KubernetesApiTimeoutError('POST', call.path, 1000)
+				}
+			},
+		})
+		await expect(open(api)).rejects.toBeInstanceOf(KubernetesApiTimeoutError)
+		expect(api.model.sandbox).toBeDefined()
+		const adopted = await open(api)
+		expect(adopted.origin).toBe('adopted-running')
+		expect(writes(api).map((call) => call.verb)).toEqual(['POST', 'POST'])
+	})
+
+	it('fails an unreadable pod on the created path at the first read instead of polling the budget', async () => {
+		const api = await workspaceApi({
+			intercept: (call, model) =>
+				call.verb === 'GET' && call.path === POD
+					? { ...model.pod, metadata: { name: 'namzu-ws-w1' } }
+					: undefined,
+		})
+		const error = await open(api).catch((e: unknown) => e)
+		expect(error).toMatchObject({ name: 'KubernetesPodUnusableError', podName: 'namzu-ws-w1' })
+		// One read, then the cleanup's (the uid its Suspended patch retires) and the patch itself.
+		const log = api.log()
+		const patchAt = log.indexOf(`PATCH ${SANDBOX}`)
+		expect(log.slice(0, patchAt).filter((entry) => entry === `GET ${POD}`)).toHaveLength(2)
+		expect(log.slice(patchAt + 1)).toEqual([])
+	})
+
+	it('runs the privilege probe on create and again on every resume', async () => {
+		let privileged = true
+		const api = await workspaceApi({ privileged: () => privileged })
+		await expect(open(api)).rejects.toBeInstanceOf(KubernetesPrivilegeProbeError)
+		expect(patches(api)).toEqual(['Suspended'])
+		privileged = false
+		const workspace = await open(api)
+		await workspace.suspend({ flush: false })
+		privileged = true
+		await expect(workspace.resume()).rejects.toBeInstanceOf(KubernetesPrivilegeProbeError)
+		expect(workspace.suspended).toBe(true)
+		expect(patches(api)).toEqual(['Suspended', 'Running', 'Suspended', 'Running', 'Suspended'])
+	})
+
+	it('refuses an onStartFailure other than suspend or leave by parameter, before any request', async () => {
+		const api = await workspaceApi()
+		const error = await open(api, {
+			onStartFailure: 'always' as unknown as 'leave',
+		}).catch((e: unknown) => e)
+		expect(error).toMatchObject({
+			name: 'SandboxArgumentError',
+			parameter: 'options.onStartFailure',
+		})
+		expect(api.calls).toEqual([])
 	})
 
 	it("onStartFailure: 'leave' sends no patch on a failed created start", async () => {

@@ -1,7 +1,10 @@
 // The pure rules of a Kubernetes workspace, table by table: its name, its disk, what an adopted
 // object must agree on, and which pod counts as live.
 import { describe, expect, it } from 'vitest'
-import type { KubernetesObject } from '../../../src/backends/kubernetes/kubernetes-objects.js'
+import {
+	buildDirectSandbox,
+	type KubernetesObject,
+} from '../../../src/backends/kubernetes/kubernetes-objects.js'
 import { judgeLivePod } from '../../../src/backends/kubernetes/workspace/live-pod.js'
 import { checkAdoptedWorkspace } from '../../../src/backends/kubernetes/workspace/workspace-adopt-check.js'
 import { checkWorkspaceDisk } from '../../../src/backends/kubernetes/workspace/workspace-disk.js'
@@ -266,5 +269,41 @@ describe('operating-mode patch', () => {
 		[{}, 'Running'],
 	])('reads operatingMode %j as %s', (spec, mode) => {
 		expect(operatingModeOf({ metadata: {}, spec })).toBe(mode)
+	})
+})
+
+describe('the direct Sandbox builder, task and workspace', () => {
+	const template: KubernetesObject = {
+		metadata: { name: 't' },
+		spec: { podTemplate: { spec: { containers: [{ name: 'agent' }] } } },
+	}
+
+	it('builds a task Sandbox from a diskless template exactly as before: no volumeClaimTemplates key, the lease fields set', () => {
+		expect(
+			buildDirectSandbox({
+				name: 'n',
+				templateName: 't',
+				template,
+				shutdownTime: '2026-01-01T00:00:00Z',
+			}),
+		).toEqual({
+			apiVersion: 'agents.x-k8s.io/v1beta1',
+			kind: 'Sandbox',
+			metadata: { name: 'n', labels: { 'sandbox.namzu.ai/template': 't' } },
+			spec: {
+				podTemplate: {
+					spec: { containers: [{ name: 'agent' }] },
+					metadata: { labels: { 'sandbox.namzu.ai/template': 't' } },
+				},
+				shutdownTime: '2026-01-01T00:00:00Z',
+				shutdownPolicy: 'Delete',
+			},
+		})
+	})
+
+	it('builds a workspace Sandbox with no shutdownTime and no shutdownPolicy', () => {
+		const spec = buildDirectSandbox({ name: 'namzu-ws-w1', templateName: 't', template }).spec
+		expect(spec).not.toHaveProperty('shutdownTime')
+		expect(spec).not.toHaveProperty('shutdownPolicy')
 	})
 })

@@ -5,7 +5,7 @@
  * `deletionTimestamp`, since a deleting guest still writes to the disk.
  */
 import { ReadinessPollTimeout } from '../acquire-errors.js'
-import { KubernetesAlreadyGoneError } from '../api/api-errors.js'
+import { KubernetesApiError } from '../api/api-errors.js'
 import type { KubernetesApiPort } from '../kubernetes-api-port.js'
 import type { ResolvedKubernetesBackendConfig } from '../kubernetes-backend-config.js'
 import { type KubernetesObject, kubernetesPaths } from '../kubernetes-objects.js'
@@ -39,7 +39,10 @@ function readPodOrNone(
 				signal,
 			})
 		} catch (error) {
-			if (error instanceof KubernetesAlreadyGoneError) return NO_POD
+			// The client answers a GET of a missing object with its 404 (or 410), not as "already gone".
+			if (error instanceof KubernetesApiError && (error.status === 404 || error.status === 410)) {
+				return NO_POD
+			}
 			throw error
 		}
 	}
