@@ -15,6 +15,7 @@ import {
 import {
 	KubernetesAgentRetiringError,
 	KubernetesAgentUnauthorizedError,
+	KubernetesExecutionDetachedError,
 	type KubernetesGuestRestartEvent,
 	type KubernetesWorkspace,
 	type KubernetesWorkspaceCancellationNotice,
@@ -239,6 +240,66 @@ describe('Kubernetes workspace: identity and restart events', () => {
 		const api = await workspaceApi()
 		const workspace = await open(api)
 		expect('spawnDetached' in workspace).toBe(false)
+	})
+})
+
+describe('Kubernetes workspace: a detached execution', () => {
+	const executionId = () => `exec_${randomUUID()}`
+	const program = 'echo first; sleep 1; echo second'
+
+	it('R15-260547f-01/06: a command detached from one handle is picked up by id from a second handle (adopted-running) with its output complete from the offset; nothing cancelled, nothing written', async () => {
+		const api = await workspaceApi()
+		const first = await open(api)
+		const id = executionId()
+		const detach = new AbortController()
+		let seen = ''
+		const detached = await rejectionError(
+			first.exec('/bin/sh', ['-c', program], {
+				executionId: id,
+				detach: true,
+				detachSignal: detach.signal,
+				onOutput: (chunk) => {
+					seen += chunk.data
+					if (seen.includes('first')) detach.abort()
+				},
+			}),
+		)
+		expect(detached).toBeInstanceOf(KubernetesExecutionDetachedError)
+		const offset = (detached as KubernetesExecutionDetachedError).outputOffset
+		expect(offset).toBeGreaterThan(0)
+		const before = api.calls.length
+		const second = await open(api)
+		expect(second.origin).toBe('adopted-running')
+		let rest = ''
+		const result = await second.attachExecution(id, {
+			fromOffset: offset,
+			onOutput: (chunk) => {
+				rest += chunk.data
+			},
+		})
+		expect(result.exitCode).toBe(0)
+		expect(seen + rest).toBe('first\nsecond\n')
+		// The second handle's POST is answered 409 (that is how it adopts); nothing else is written.
+		expect(writes(api, before).map((call) => call.verb)).toEqual(['POST'])
+	})
+
+	it('R15-260547f-14: after a pod replacement the same executionId starts a fresh command', async () => {
+		const api = await workspaceApi()
+		const workspace = await open(api)
+		const id = executionId()
+		const counter = 'count=$(cat runs 2>/dev/null || echo 0); echo $((count + 1)) > runs; cat runs'
+		expect((await workspace.exec('/bin/sh', ['-c', counter], { executionId: id })).stdout).toBe(
+			'1\n',
+		)
+		// The guest still holds the record: the same id runs nothing again.
+		expect((await workspace.exec('/bin/sh', ['-c', counter], { executionId: id })).stdout).toBe(
+			'1\n',
+		)
+		await workspace.suspend({ flush: false })
+		await workspace.resume()
+		expect((await workspace.exec('/bin/sh', ['-c', counter], { executionId: id })).stdout).toBe(
+			'2\n',
+		)
 	})
 })
 
