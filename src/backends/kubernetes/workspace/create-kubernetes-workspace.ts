@@ -84,6 +84,7 @@ export async function createKubernetesWorkspace(
 		session: {
 			config: workspaceConfig,
 			rootDir,
+			api,
 			...(dependencies.transportOptions ? { transportOptions: dependencies.transportOptions } : {}),
 			...(dependencies.execution ? { execution: dependencies.execution } : {}),
 		},

@@ -71,6 +71,7 @@ import {
 	isUnauthorizedRefusal,
 	UNRESOLVABLE_CODES,
 } from '../kubernetes-task-sandbox.js'
+import type { DialTracker } from '../pod-rebind.js'
 import type { KubernetesWorkspaceIdentity } from './guest-identity.js'
 import type { KubernetesGuestRestartListener } from './guest-restart-events.js'
 import { runSuspendGuestSteps } from './suspend-guest-steps.js'
@@ -328,11 +329,12 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 	 */
 	async #call<T>(operation: string, call: (session: WorkspaceSession) => Promise<T>): Promise<T> {
 		const session = this.#admit(operation)
+		const dialsBefore = session.podRebind?.dials.snapshot()
 		let retry: WorkspaceSession
 		try {
 			return this.#answered(session, await call(session))
 		} catch (error) {
-			retry = await this.#recover(operation, session, error)
+			retry = await this.#recover(operation, session, error, dialsBefore)
 		}
 		// The guest refused before dispatch and the pod was replaced: the call is sent once more.
 		try {
@@ -356,8 +358,15 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 		operation: string,
 		session: WorkspaceSession,
 		error: unknown,
+		dialsBefore: ReturnType<DialTracker['snapshot']> | undefined,
 	): Promise<WorkspaceSession> {
-		const recovery = await this.#guest.afterRefusal(operation, session, this.#session, error)
+		const recovery = await this.#guest.afterRefusal(
+			operation,
+			session,
+			this.#session,
+			error,
+			dialsBefore,
+		)
 		switch (recovery.kind) {
 			case 'retry':
 				if (this.#session !== session && this.#session !== recovery.session) break

@@ -12,7 +12,7 @@ import type { KubernetesApiPort } from '../kubernetes-api-port.js'
 import type { ResolvedKubernetesBackendConfig } from '../kubernetes-backend-config.js'
 import { kubernetesPaths } from '../kubernetes-objects.js'
 import { isUnauthorizedRefusal } from '../kubernetes-task-sandbox.js'
-import { PodRebinder } from '../pod-rebind.js'
+import { type DialTracker, PodRebinder } from '../pod-rebind.js'
 import { podAddress } from '../readiness.js'
 import {
 	diagnoseUnconfirmedCancellation,
@@ -133,11 +133,26 @@ export class WorkspaceGuest {
 		session: WorkspaceSession,
 		current: WorkspaceSession | undefined,
 		error: unknown,
+		dialsBefore?: ReturnType<DialTracker['snapshot']>,
 	): Promise<RefusalRecovery> {
-		if (!isUnauthorizedRefusal(error)) return { kind: 'none' }
 		if (findCauseOfType(error, RemoteCancellationUnknownError)) return { kind: 'none' }
+		const neverConnected =
+			dialsBefore !== undefined && session.podRebind?.dials.connectFailedSince(dialsBefore) === true
+		if (!neverConnected && !isUnauthorizedRefusal(error)) return { kind: 'none' }
 		if (current && current !== session && current.podUid !== session.podUid) {
 			return { kind: 'retry', session: current }
+		}
+		if (neverConnected && session.podRebind) {
+			// `pod-ip`: nothing reached the guest; a replaced pod is followed the same way.
+			const moved = await session.podRebind.replacement()
+			if (!moved) return { kind: 'none' }
+			const next = this.#options.openSession({
+				...bindingOf(session),
+				podUid: moved.uid,
+				host: moved.host,
+			})
+			this.bound(next, 'guest')
+			return { kind: 'retry', session: next }
 		}
 		const { api, config, sandboxName, openSession } = this.#options
 		let next: WorkspaceSession | undefined
