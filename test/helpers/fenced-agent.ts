@@ -4,6 +4,7 @@
 // `cancel-execution` from then on. The agent must run with a short
 // `NAMZU_AGENT_CANCEL_CONFIRM_TIMEOUT_MS` (FENCE_AGENT_ENV).
 import { expect } from 'vitest'
+import type { SandboxOutputChunk } from '../../src/contract/sandbox.js'
 import { RemoteCancellationUnknownError } from '../../src/host/refusals/refusal-errors.js'
 import { createAgentSandbox } from '../../src/host/sandbox/agent-sandbox.js'
 import type { SandboxAgentHandle } from '../../src/host/transport/agent-handle.js'
@@ -23,6 +24,45 @@ export interface FencedGuest {
 	readonly frozen: FrozenProcess
 }
 
+/** What can run the command: any sandbox's `exec`. */
+export interface ExecTarget {
+	exec(
+		command: string,
+		args: readonly string[],
+		options: { signal: AbortSignal; onOutput: (chunk: SandboxOutputChunk) => void },
+	): Promise<unknown>
+}
+
+/**
+ * Runs a command on `target`, freezes it once it printed its pid and aborts the exec: the cancel
+ * goes unconfirmed. Resolves with what the exec rejected with (undefined if it resolved) and the
+ * frozen command, which the caller thaws.
+ */
+export async function execUntilUnconfirmed(
+	target: ExecTarget,
+): Promise<{ readonly error: unknown; readonly frozen: FrozenProcess | undefined }> {
+	const controller = new AbortController()
+	let output = ''
+	let freezing: Promise<FrozenProcess> | undefined
+	const error = await target
+		.exec('/bin/sh', ['-c', 'echo "$$"; exec sleep 600'], {
+			signal: controller.signal,
+			onOutput: (chunk) => {
+				output += chunk.data
+				const pid = /^(\d+)\n/.exec(output)?.[1]
+				if (pid !== undefined && !freezing) {
+					freezing = freezeProcess(Number(pid))
+					void freezing.then(() => controller.abort())
+				}
+			},
+		})
+		.then(
+			() => undefined,
+			(failure: unknown) => failure,
+		)
+	return { error, frozen: await freezing }
+}
+
 /** Fences the agent behind `handle` and resolves once it is retiring. */
 export async function fenceGuest(
 	handle: SandboxAgentHandle,
@@ -38,28 +78,7 @@ export async function fenceGuest(
 		// The guest answers `cancellation_unconfirmed` within 0.5 s; no need for the 8 s window.
 		execution: { cancelConfirmTimeoutMs: 1_500 },
 	})
-	const controller = new AbortController()
-	let output = ''
-	let frozen: FrozenProcess | undefined
-	let freezing: Promise<void> | undefined
-	const exec = fencer.exec('/bin/sh', ['-c', 'echo "$$"; exec sleep 600'], {
-		signal: controller.signal,
-		onOutput: (chunk) => {
-			output += chunk.data
-			const match = /^(\d+)\n/.exec(output)
-			if (match && !freezing) {
-				freezing = freezeProcess(Number(match[1])).then((handle) => {
-					frozen = handle
-					controller.abort()
-				})
-			}
-		},
-	})
-	const error = await exec.then(
-		() => undefined,
-		(failure: unknown) => failure,
-	)
-	await freezing
+	const { error, frozen } = await execUntilUnconfirmed(fencer)
 	expect(error).toBeInstanceOf(RemoteCancellationUnknownError)
 	if (!(error instanceof RemoteCancellationUnknownError) || !frozen) {
 		throw new Error('the fence did not take')

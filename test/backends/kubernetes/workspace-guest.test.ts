@@ -5,7 +5,6 @@
 // the agent cannot confirm its kill) keeps the workspace and is diagnosed; a fenced agent is named.
 // Every case pins what it wrote to the cluster: nothing.
 import { randomUUID } from 'node:crypto'
-import { createConnection, createServer, type Server } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { KubernetesBackendConfig } from '../../../src/backends/kubernetes/kubernetes-backend-config.js'
 import {
@@ -24,12 +23,13 @@ import {
 	KubernetesWorkspaceSuspendedError,
 	RemoteCancellationUnknownError,
 } from '../../../src/index.js'
-import { FENCE_AGENT_ENV } from '../../helpers/fenced-agent.js'
-import { canFreeze, type FrozenProcess, freezeProcess } from '../../helpers/frozen-process.js'
+import { execUntilUnconfirmed, FENCE_AGENT_ENV } from '../../helpers/fenced-agent.js'
+import { canFreeze } from '../../helpers/frozen-process.js'
 import { rejectionError } from './error-chain.js'
 import { scriptedBackendBase } from './local-guest-config.js'
 import {
 	blockTemplate,
+	podAddress,
 	type ScriptedWorkspaceApi,
 	type ScriptedWorkspaceApiOptions,
 	scriptedWorkspaceApi,
@@ -71,25 +71,6 @@ async function open(
 const writes = (api: ScriptedWorkspaceApi, from = 0) =>
 	api.calls.slice(from).filter((call) => call.verb !== 'GET' && call.verb !== 'LIST')
 
-/** A forwarder on `host:port` to `guestPort`: an address that outlived its pod. */
-async function forward(host: string, port: number, guestPort: number): Promise<Server> {
-	const server = createServer((socket) => {
-		const upstream = createConnection({ host: '127.0.0.1', port: guestPort })
-		socket.pipe(upstream).pipe(socket)
-		const end = () => {
-			socket.destroy()
-			upstream.destroy()
-		}
-		socket.on('error', end)
-		upstream.on('error', end)
-		socket.on('close', end)
-		upstream.on('close', end)
-	})
-	await new Promise<void>((resolve) => server.listen(port, host, resolve))
-	cleanups.unshift(() => new Promise((resolve) => server.close(resolve)))
-	return server
-}
-
 /** The controller replaces the pod; its old address now reaches the replacement's agent. */
 async function replacePodBehindSameAddress(api: ScriptedWorkspaceApi): Promise<string> {
 	const oldIp = String(api.model.pod?.status?.podIP)
@@ -98,7 +79,8 @@ async function replacePodBehindSameAddress(api: ScriptedWorkspaceApi): Promise<s
 	const uid = String(api.model.pod?.metadata.uid)
 	const guest = api.model.guests.get(uid)
 	if (!guest) throw new Error('no replacement guest')
-	await forward(oldIp, api.agentPort, guest.port)
+	const forwarder = await podAddress(oldIp, api.agentPort, guest.port)
+	cleanups.unshift(() => new Promise((resolve) => forwarder.close(resolve)))
 	return uid
 }
 
@@ -303,25 +285,10 @@ describe('Kubernetes workspace: a detached execution', () => {
 	})
 })
 
-/** Runs a command, freezes it once it printed its pid, and aborts: the cancel goes unconfirmed. */
+/** A real unconfirmable cancellation on `workspace` (fenced-agent.ts); the frozen command is thawed after. */
 async function unconfirmedExec(workspace: KubernetesWorkspace): Promise<unknown> {
-	const controller = new AbortController()
-	let frozen: Promise<FrozenProcess> | undefined
-	let output = ''
-	const error = await rejectionError(
-		workspace.exec('/bin/sh', ['-c', 'echo "$$"; exec sleep 600'], {
-			signal: controller.signal,
-			onOutput: (chunk) => {
-				output += chunk.data
-				const pid = /^(\d+)\n/.exec(output)?.[1]
-				if (pid !== undefined && !frozen) {
-					frozen = freezeProcess(Number(pid))
-					void frozen.then(() => controller.abort())
-				}
-			},
-		}),
-	)
-	if (frozen) cleanups.unshift(async () => (await frozen)?.thaw())
+	const { error, frozen } = await execUntilUnconfirmed(workspace)
+	if (frozen) cleanups.unshift(() => frozen.thaw())
 	return error
 }
 

@@ -12,8 +12,8 @@ import {
 	SandboxRetiredError,
 } from '../../../src/index.js'
 import { type StartedAgent, startAgent } from '../../helpers/agent-process.js'
-import { FENCE_AGENT_ENV } from '../../helpers/fenced-agent.js'
-import { canFreeze, type FrozenProcess, freezeProcess } from '../../helpers/frozen-process.js'
+import { execUntilUnconfirmed, FENCE_AGENT_ENV } from '../../helpers/fenced-agent.js'
+import { canFreeze } from '../../helpers/frozen-process.js'
 
 const cleanups: Array<() => Promise<void>> = []
 afterEach(async () => {
@@ -53,29 +53,10 @@ async function keptSandbox(options: { fencedGuest?: boolean } = {}) {
 	return { sandbox, retire }
 }
 
-/** Runs a command, freezes it once it printed its pid, and aborts: the cancel goes unconfirmed. */
+/** A real unconfirmable cancellation on `sandbox` (fenced-agent.ts); the frozen command is thawed after. */
 async function unconfirmedExec(sandbox: ReturnType<typeof createAgentSandbox>): Promise<unknown> {
-	const controller = new AbortController()
-	let frozen: Promise<FrozenProcess> | undefined
-	let output = ''
-	const settled = sandbox
-		.exec('/bin/sh', ['-c', 'echo "$$"; exec sleep 600'], {
-			signal: controller.signal,
-			onOutput: (chunk) => {
-				output += chunk.data
-				const pid = /^(\d+)\n/.exec(output)?.[1]
-				if (pid !== undefined && !frozen) {
-					frozen = freezeProcess(Number(pid))
-					void frozen.then(() => controller.abort())
-				}
-			},
-		})
-		.then(
-			() => undefined,
-			(error: unknown) => error,
-		)
-	const error = await settled
-	if (frozen) cleanups.unshift(async () => (await frozen)?.thaw())
+	const { error, frozen } = await execUntilUnconfirmed(sandbox)
+	if (frozen) cleanups.unshift(() => frozen.thaw())
 	return error
 }
 
