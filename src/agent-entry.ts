@@ -41,6 +41,7 @@ export {
 	type FrameChannel,
 	GuestLiveness,
 	type RemoteExecutionControllerOptions,
+	type ReservedGuest,
 	type ResolvedAgentTransportOptions,
 	type SandboxAgentHandle,
 	type SandboxAgentHandleKind,

@@ -81,7 +81,11 @@ export {
 } from './transport/agent-handle.js'
 export type { AgentTcpConnection } from './transport/agent-tcp-connection.js'
 export type { AgentTerminalSession } from './transport/agent-terminal-session.js'
-export { type AgentRequestOptions, AgentTransport } from './transport/agent-transport.js'
+export {
+	type AgentRequestOptions,
+	AgentTransport,
+	type ReservedGuest,
+} from './transport/agent-transport.js'
 export {
 	type AgentDialAttemptEvent,
 	type AgentDialEvent,

@@ -33,6 +33,7 @@ import {
 } from '../../src/backends/kubernetes/api/api-errors.js'
 import {
 	KubernetesAgentAddressUnresolvableError,
+	KubernetesAgentRetiringError,
 	KubernetesAgentUnauthorizedError,
 	KubernetesCreateOptionUnsupportedError,
 	KubernetesPrivilegeProbeError,
@@ -58,6 +59,10 @@ import {
 	KubernetesWorkspaceSuspendedError,
 	KubernetesWorkspaceSuspendTimeoutError,
 } from '../../src/backends/kubernetes/workspace/workspace-errors.js'
+import {
+	KubernetesWorkspaceGuestGoneError,
+	KubernetesWorkspaceReplacedError,
+} from '../../src/backends/kubernetes/workspace/workspace-guest-errors.js'
 import {
 	DefaultLimitsUnavailableError,
 	DiskLimitUnavailableError,
@@ -436,6 +441,32 @@ const CASES: readonly ErrorCase[] = [
 	{
 		type: KubernetesAgentUnauthorizedError,
 		make: () => new KubernetesAgentUnauthorizedError('sb', 'exec'),
+	},
+	{
+		type: KubernetesAgentRetiringError,
+		make: () => new KubernetesAgentRetiringError('sb', 'exec', 'task'),
+	},
+	{
+		type: KubernetesAgentRetiringError,
+		make: () => new KubernetesAgentRetiringError('ws', 'readFile', 'workspace'),
+	},
+	{
+		type: KubernetesWorkspaceReplacedError,
+		make: () => new KubernetesWorkspaceReplacedError('namzu-ws-a', 'exec', 'uid-1', 'uid-2'),
+	},
+	{
+		type: KubernetesWorkspaceReplacedError,
+		make: () => new KubernetesWorkspaceReplacedError('namzu-ws-a', 'readFile', 'uid-1', undefined),
+	},
+	{
+		type: KubernetesWorkspaceGuestGoneError,
+		make: () =>
+			new KubernetesWorkspaceGuestGoneError(
+				new RemoteCancellationUnknownError('exec_1', 'no acknowledgement'),
+				'pod-replaced',
+				{ podUid: 'pod-a', guestBootId: 'boot-a' },
+				{ podUid: 'pod-b' },
+			),
 	},
 	{
 		type: KubernetesAgentAddressUnresolvableError,

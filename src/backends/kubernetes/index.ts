@@ -58,8 +58,10 @@ export {
 } from './kubernetes-backend-config.js'
 export {
 	KubernetesAgentAddressUnresolvableError,
+	KubernetesAgentRetiringError,
 	KubernetesAgentUnauthorizedError,
 	KubernetesCreateOptionUnsupportedError,
+	type KubernetesHandleTier,
 	KubernetesPrivilegeProbeError,
 	KubernetesSandboxDestroyedError,
 	KubernetesSandboxGoneError,
@@ -100,6 +102,20 @@ export {
 	type UnreadIngressPolicySource,
 	type UnreadPolicySource,
 } from './network/index.js'
+export type {
+	KubernetesWorkspaceAgentState,
+	KubernetesWorkspaceCancellationNotice,
+	KubernetesWorkspaceGuestVerdict,
+} from './workspace/cancellation-diagnosis.js'
+export type {
+	KubernetesGuestRef,
+	KubernetesWorkspaceIdentity,
+} from './workspace/guest-identity.js'
+export type {
+	KubernetesGuestRestartEvent,
+	KubernetesGuestRestartListener,
+	KubernetesGuestRestartReason,
+} from './workspace/guest-restart-events.js'
 export {
 	createKubernetesWorkspace,
 	type KubernetesFlushOptions,
@@ -127,3 +143,27 @@ export {
 	KubernetesWorkspaceSuspendTimeoutError,
 	type KubernetesWorkspaceTransitionOptions,
 } from './workspace/index.js'
+export {
+	KubernetesWorkspaceGuestGoneError,
+	KubernetesWorkspaceReplacedError,
+} from './workspace/workspace-guest-errors.js'
+export {
+	type KubernetesAttachExecutionOptions,
+	type KubernetesAttachRefusal,
+	type KubernetesAttachTerminalOptions,
+	type KubernetesDetachedExecOptions,
+	KubernetesExecutionAttachUnsupportedError,
+	KubernetesExecutionDetachedError,
+	KubernetesExecutionNotAttachableError,
+	type KubernetesKillSessionOptions,
+	type KubernetesOpenTerminalOptions,
+	type KubernetesReadSessionOptions,
+	type KubernetesSessionOutput,
+	type KubernetesSessionRefusal,
+	KubernetesSessionRefusedError,
+	type KubernetesSessionSummary,
+	KubernetesSessionsUnsupportedError,
+	type KubernetesSessionTerminal,
+	type KubernetesStartDetachedOptions,
+	type KubernetesWorkspaceTerminal,
+} from './workspace/workspace-shared-names.js'

@@ -50,6 +50,42 @@ export class KubernetesAgentUnauthorizedError extends SandboxError {
 	}
 }
 
+/** Which Kubernetes handle met the fence: what replaces the pod differs. */
+export type KubernetesHandleTier = 'task' | 'workspace'
+
+const RETIRING_REMEDY: Readonly<Record<KubernetesHandleTier, string>> = {
+	task: 'destroy() this sandbox and create a new one',
+	workspace: 'call suspend() then resume() to bring up a fresh pod on the same disk',
+}
+
+/**
+ * The guest agent fenced itself (`agent_retiring`) after a cancellation it could not confirm and
+ * refuses every op but `healthz` and `cancel-execution` until its pod is replaced. The refused call
+ * ran nothing; the handle is not retired and nothing was sent to the cluster.
+ */
+export class KubernetesAgentRetiringError extends SandboxError {
+	override readonly name = 'KubernetesAgentRetiringError'
+	readonly sandboxId: string
+	readonly operation: string
+	readonly tier: KubernetesHandleTier
+
+	constructor(
+		sandboxId: string,
+		operation: string,
+		tier: KubernetesHandleTier,
+		options: { cause?: unknown } = {},
+	) {
+		super(
+			`the guest agent of ${tier === 'task' ? 'sandbox' : 'workspace'} ${sandboxId} is retiring (it could not confirm an earlier cancellation) and refused ${operation}() until its pod is replaced; ${RETIRING_REMEDY[tier]}`,
+			'agent-retiring',
+			{ cause: options.cause },
+		)
+		this.sandboxId = sandboxId
+		this.operation = operation
+		this.tier = tier
+	}
+}
+
 /** A Service FQDN that does not resolve from this host (ENOTFOUND, or EAI_AGAIN past the budget). */
 export class KubernetesAgentAddressUnresolvableError extends SandboxError {
 	override readonly name = 'KubernetesAgentAddressUnresolvableError'

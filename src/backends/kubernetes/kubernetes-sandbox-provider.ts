@@ -37,6 +37,7 @@ import {
 } from './kubernetes-backend-config.js'
 import {
 	KubernetesAgentAddressUnresolvableError,
+	KubernetesAgentRetiringError,
 	KubernetesAgentUnauthorizedError,
 	KubernetesCreateOptionUnsupportedError,
 	KubernetesPrivilegeProbeError,
@@ -255,6 +256,10 @@ function wrapAcquired(
 		...(defaultTimeoutMs === undefined ? {} : { defaultTimeoutMs }),
 		execution: transport.executionOptions,
 		release,
+		// A guest that fenced itself is named; the refused reservation ran nothing, so nothing is
+		// retired on its account.
+		fencedGuest: (error, operation) =>
+			new KubernetesAgentRetiringError(acquired.id, operation, 'task', { cause: error }),
 		// An unconfirmable cancellation retires the pod: deleting the object kills every process.
 		retire: async (error) => {
 			try {

@@ -4,12 +4,13 @@
  * connections it owns) behind this tier's gate. After `destroy()` every call throws
  * `KubernetesSandboxDestroyedError`; once the lease found the object gone, every call throws
  * `KubernetesSandboxGoneError` without dialing; an `unauthorized` guest answer becomes
- * `KubernetesAgentUnauthorizedError`; a Service FQDN that does not resolve becomes
+ * `KubernetesAgentUnauthorizedError`, and a guest that fenced itself (`agent_retiring`)
+ * `KubernetesAgentRetiringError` (which retires nothing); a Service FQDN that does not resolve becomes
  * `KubernetesAgentAddressUnresolvableError`. `setNetworkPolicy` and `spawnDetached` are absent on
  * purpose: egress is the template's NetworkPolicy and there is no detached spawn on this tier.
  */
-import { causeCode, findCauseOfType } from '../../contract/cause-chain.js'
-import { SandboxDestroyedError } from '../../contract/errors.js'
+import { causeCode, findCause, findCauseOfType } from '../../contract/cause-chain.js'
+import { SandboxDestroyedError, SandboxFileError } from '../../contract/errors.js'
 import type {
 	OpenTerminalOptions,
 	Sandbox,
@@ -29,12 +30,15 @@ import type {
 	TerminalSession,
 } from '../../contract/sandbox.js'
 import {
+	AgentOpRefusedError,
 	AgentUnauthorizedError,
 	RemoteCancellationUnknownError,
 } from '../../host/refusals/refusal-errors.js'
 import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import {
 	KubernetesAgentAddressUnresolvableError,
+	KubernetesAgentRetiringError,
 	KubernetesAgentUnauthorizedError,
 	KubernetesSandboxDestroyedError,
 	KubernetesSandboxGoneError,
@@ -48,6 +52,24 @@ export const UNRESOLVABLE_CODES: readonly string[] = ['ENOTFOUND', 'EAI_AGAIN']
 /** True for the guest's `unauthorized` refusal, which is `AgentUnauthorizedError` on every verb. */
 export function isUnauthorizedRefusal(error: unknown): boolean {
 	return findCauseOfType(error, AgentUnauthorizedError) !== undefined
+}
+
+/**
+ * True for a refusal of a guest that fenced itself (`agent_retiring`), whichever verb met it: a
+ * reservation (`RemoteCancellationUnknownError` carrying the code), a file op (`SandboxFileError`
+ * with the code) or any other op (`AgentOpRefusedError`).
+ */
+export function isAgentRetiringRefusal(error: unknown): boolean {
+	const retiring = AGENT_REFUSAL.agent_retiring
+	return (
+		findCause(
+			error,
+			(cause) =>
+				(cause instanceof RemoteCancellationUnknownError && cause.guestCode === retiring) ||
+				(cause instanceof AgentOpRefusedError && cause.refusal.known === retiring) ||
+				(cause instanceof SandboxFileError && cause.code === retiring),
+		) !== undefined
+	)
 }
 
 /** `permanentDialFailure` for a Service FQDN: ENOTFOUND is definitive, EAI_AGAIN is not. */
@@ -219,6 +241,10 @@ export class KubernetesTaskSandbox implements Sandbox {
 			return new KubernetesSandboxDestroyedError(this.id, operation)
 		}
 		if (this.#gone) return new KubernetesSandboxGoneError(this.id, operation, { cause: error })
+		if (error instanceof KubernetesAgentRetiringError) return error
+		if (isAgentRetiringRefusal(error)) {
+			return new KubernetesAgentRetiringError(this.id, operation, 'task', { cause: error })
+		}
 		if (isUnauthorizedRefusal(error)) {
 			return new KubernetesAgentUnauthorizedError(this.id, operation, { cause: error })
 		}

@@ -1,17 +1,34 @@
 /**
- * `agentAddress: 'pod-ip'` follows a replaced pod. A call whose dial attempted
- * a connect and never obtained a socket re-reads the live pod once; a NEW pod uid switches the
- * transport to the new IP and token and the call is retried once, while an unchanged pod leaves the
- * original error standing. "No socket" is observed through the dial hooks, never read from error
- * text, so a SYN-dropping old address that hits a 2 s control bound still counts. The one pod
- * read of a failure episode starts at its first failed connect, so a long connect-retry budget is
- * not spent on an address whose pod is already gone, and is reused rather than repeated by every
- * later attempt and by the rebind itself.
+ * The one engine that re-reads and follows a replaced pod. Under `agentAddress: 'pod-ip'` a call
+ * whose dial attempted a connect and never obtained a socket re-reads the live pod once; a NEW pod
+ * uid switches the transport to the new IP and token and the call is retried once, while an
+ * unchanged pod leaves the original error standing. "No socket" is observed through the dial
+ * hooks, never read from error text, so a SYN-dropping old address that hits a 2 s control bound
+ * still counts. The one pod read of a failure episode starts at its first failed connect, so a
+ * long connect-retry budget is not spent on an address whose pod is already gone, and is reused
+ * rather than repeated by every later attempt and by the rebind itself. A workspace call the guest
+ * refused before dispatch (`unauthorized`) re-reads the `Sandbox` and its pod through
+ * `afterRefusal` and follows a replaced pod of the same object the same way
+ * (`workspace/guest-rebind.ts` decides).
  */
 import type { AgentTransport } from '../../host/transport/agent-transport.js'
+import { KubernetesApiError } from './api/api-errors.js'
 import type { KubernetesApiPort } from './kubernetes-api-port.js'
-import { kubernetesPaths } from './kubernetes-objects.js'
+import { type KubernetesObject, kubernetesPaths } from './kubernetes-objects.js'
 import { podAddress } from './readiness.js'
+import { decideAfterRefusal, type RefusedCallDecision } from './workspace/guest-rebind.js'
+
+/** An object read, or undefined when the server says it does not exist (404). */
+async function readUnlessGone(
+	read: () => Promise<KubernetesObject>,
+): Promise<KubernetesObject | undefined> {
+	try {
+		return await read()
+	} catch (error) {
+		if (error instanceof KubernetesApiError && error.status === 404) return undefined
+		throw error
+	}
+}
 
 /** Counts connect attempts and established sockets across the transport's dials. */
 export class DialTracker {
@@ -47,6 +64,15 @@ export interface PodRebinderOptions {
 	/** The pod uid the transport currently carries as its token. */
 	readonly token: string
 	readonly transport: AgentTransport
+	/** Where a pod's agent is dialed; default its IP (`pod-ip`). A Service FQDN outlives pods. */
+	readonly addressOf?: (pod: KubernetesObject) => string | undefined
+	/**
+	 * Makes the move instead of pointing `transport` at the new pod: a holder that builds a new
+	 * binding per pod (a workspace session) rather than rebinding its transport in place.
+	 */
+	readonly follow?: (move: { readonly uid: string; readonly host: string }) => void
+	/** Told after every move to a new pod, whichever failure led there. */
+	readonly onRebound?: (move: { readonly previousUid: string; readonly currentUid: string }) => void
 }
 
 export class PodRebinder {
@@ -84,14 +110,62 @@ export class PodRebinder {
 		this.#check = undefined
 		this.#replacementKnown = false
 		if (!replacement) return false
-		this.#currentUid = replacement.uid
-		this.#options.transport.rebind({
-			kind: 'tcp',
-			host: replacement.host,
-			port: this.#options.port,
-			token: replacement.uid,
-		})
+		this.#follow(replacement.uid, replacement.host)
 		return true
+	}
+
+	/** The pod uid the transport carries as its token now. */
+	get currentUid(): string {
+		return this.#currentUid
+	}
+
+	/**
+	 * After a refusal the guest made before dispatch (`unauthorized`): re-reads the `Sandbox` at
+	 * `sandboxPath` and its pod once, decides (`decideAfterRefusal`) and, on `rebind`, points the
+	 * transport at the new pod. A re-read that fails leaves the refusal standing (`unchanged`).
+	 */
+	async afterRefusal(
+		sandboxPath: string,
+		expectedSandboxUid: string,
+		signal?: AbortSignal,
+	): Promise<RefusedCallDecision> {
+		const { api, namespace, podName } = this.#options
+		const bound = AbortSignal.timeout(POD_READ_TIMEOUT_MS)
+		const options = { signal: signal ? AbortSignal.any([signal, bound]) : bound }
+		let decision: RefusedCallDecision
+		try {
+			const sandbox = await readUnlessGone(() => api.get(sandboxPath, options))
+			// Another object under the name (or none) is decided without its pod.
+			const pod =
+				sandbox?.metadata.uid === expectedSandboxUid
+					? await readUnlessGone(() => api.get(kubernetesPaths.pod(namespace, podName), options))
+					: undefined
+			decision = decideAfterRefusal({
+				expectedSandboxUid,
+				currentPodUid: this.#currentUid,
+				sandbox,
+				pod,
+				addressOf: this.#addressOf,
+			})
+		} catch {
+			return { kind: 'unchanged', observed: 'the re-read failed' }
+		}
+		if (decision.kind === 'rebind') this.#follow(decision.podUid, decision.host)
+		return decision
+	}
+
+	get #addressOf(): (pod: KubernetesObject) => string | undefined {
+		return this.#options.addressOf ?? podAddress
+	}
+
+	/** The one move to a new pod: its uid becomes the token, its address the dial target. */
+	#follow(uid: string, host: string): void {
+		const previousUid = this.#currentUid
+		this.#currentUid = uid
+		const { follow, transport, port } = this.#options
+		if (follow) follow({ uid, host })
+		else transport.rebind({ kind: 'tcp', host, port, token: uid })
+		this.#options.onRebound?.({ previousUid, currentUid: uid })
 	}
 
 	async #readReplacement(): Promise<{ uid: string; host: string } | undefined> {
@@ -101,7 +175,7 @@ export class PodRebinder {
 				signal: AbortSignal.timeout(POD_READ_TIMEOUT_MS),
 			})
 			const uid = pod.metadata.uid
-			const host = podAddress(pod)
+			const host = this.#addressOf(pod)
 			if (typeof uid !== 'string' || uid === this.#currentUid || host === undefined)
 				return undefined
 			this.#replacementKnown = true

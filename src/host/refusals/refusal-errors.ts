@@ -108,20 +108,33 @@ export class RemoteExecutionRefusedError extends SandboxError {
  * The backend retires the whole unit and records what happened in `retirement`.
  */
 export class RemoteCancellationUnknownError extends SandboxError {
-	override readonly name = 'RemoteCancellationUnknownError'
+	override readonly name: string = 'RemoteCancellationUnknownError'
 	/** Absent when the guest refused before an execution was reserved (`agent_retiring`). */
 	readonly executionId?: string
-	/** Set by the sandbox once it retired (or tried to retire) the unit. */
+	/**
+	 * The guest's refusal code when the guest itself said so (`agent_retiring` on a reservation,
+	 * `cancellation_unconfirmed` on a cancel); absent when no answer came in the window.
+	 */
+	readonly guestCode?: 'agent_retiring' | 'cancellation_unconfirmed'
+	/** Set by the sandbox once it retired (or tried to retire, or chose to keep) the unit. */
 	retirement?: SandboxRetirementObservation
 
-	constructor(executionId: string | undefined, detail: string, options: SandboxErrorOptions = {}) {
+	constructor(
+		executionId: string | undefined,
+		detail: string,
+		options: SandboxErrorOptions & {
+			readonly guestCode?: 'agent_retiring' | 'cancellation_unconfirmed'
+		} = {},
+	) {
 		const subject = executionId === undefined ? 'the guest' : `execution ${executionId}`
+		const { guestCode, ...rest } = options
 		super(
 			`${subject}: ${detail}; outcome unknown; do not retry automatically`,
 			'cancellation-unknown',
-			{ ...options, retryable: false },
+			{ ...rest, retryable: false },
 		)
 		if (executionId !== undefined) this.executionId = executionId
+		if (guestCode !== undefined) this.guestCode = guestCode
 	}
 }
 

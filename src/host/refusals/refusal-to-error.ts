@@ -101,7 +101,9 @@ export const REFUSAL_TO_ERROR: { readonly [V in RefusalVerb]: VerbRules<V> } = {
 					'reserve-execution: the guest does not know the op; rebuild the guest image from this release',
 				),
 			agent_retiring: () =>
-				new RemoteCancellationUnknownError(undefined, 'the guest agent is retiring'),
+				new RemoteCancellationUnknownError(undefined, 'the guest agent is retiring', {
+					guestCode: AGENT_REFUSAL.agent_retiring,
+				}),
 		},
 		otherwise: (refusal) => new RemoteExecutionRefusedError(refusal.text),
 	},
@@ -113,6 +115,7 @@ export const REFUSAL_TO_ERROR: { readonly [V in RefusalVerb]: VerbRules<V> } = {
 				new RemoteCancellationUnknownError(
 					executionId,
 					'the guest could not confirm termination and is retiring',
+					{ guestCode: AGENT_REFUSAL.cancellation_unconfirmed },
 				),
 		},
 	},

@@ -100,7 +100,7 @@ import {
 	checkWriteFile,
 	sandboxPath,
 } from './sandbox-arguments.js'
-import { SandboxLifetime } from './sandbox-lifetime.js'
+import { SandboxLifetime, type SandboxLifetimeOptions } from './sandbox-lifetime.js'
 
 /** What `createAgentSandbox` needs: the transport, the workspace root and how to release the unit. */
 export interface AgentSandboxOptions {
@@ -115,6 +115,10 @@ export interface AgentSandboxOptions {
 	readonly release: (signal?: AbortSignal) => Promise<void>
 	/** Removes the whole unit after an unconfirmable cancellation. */
 	readonly retire?: (error: Error) => Promise<SandboxRetirementObservation>
+	/** Keeps the unit after an unconfirmable cancellation (`SandboxLifetimeOptions`). */
+	readonly keepOnUnconfirmedCancellation?: SandboxLifetimeOptions['keepOnUnconfirmedCancellation']
+	/** The tier's error for a guest that fenced itself (`SandboxLifetimeOptions`). */
+	readonly fencedGuest?: SandboxLifetimeOptions['fencedGuest']
 	/** Overrides of the execution controller's windows (tests shorten them). */
 	readonly execution?: Omit<RemoteExecutionControllerOptions, 'defaultExecutionTimeoutMs'>
 }
@@ -135,6 +139,10 @@ export class AgentSandbox implements Sandbox {
 			id: options.id,
 			release: options.release,
 			...(options.retire ? { retire: options.retire } : {}),
+			...(options.keepOnUnconfirmedCancellation
+				? { keepOnUnconfirmedCancellation: options.keepOnUnconfirmedCancellation }
+				: {}),
+			...(options.fencedGuest ? { fencedGuest: options.fencedGuest } : {}),
 			liveness: options.transport.liveness,
 		})
 		this.id = options.id
@@ -188,11 +196,11 @@ export class AgentSandbox implements Sandbox {
 		return this.#lifetime.run('exec', check, async (signal) => {
 			const resolved = { ...options, signal, ...(cwd === undefined ? {} : { cwd }) }
 			if (isDetachable(options)) {
-				return this.#lifetime.guard(() =>
+				return this.#lifetime.guard('exec', () =>
 					execDetachable(this.#detachableHost, command, args, resolved),
 				)
 			}
-			return this.#lifetime.guard(() => this.#controller.exec(command, args, resolved))
+			return this.#lifetime.guard('exec', () => this.#controller.exec(command, args, resolved))
 		})
 	}
 

@@ -1,6 +1,7 @@
 /**
  * The lifecycle half of `AgentSandbox`: which calls are admitted and in flight (`busy`), which
- * terminals and connections the handle owns, the retirement after an unconfirmable cancellation,
+ * terminals and connections the handle owns, the retirement after an unconfirmable cancellation
+ * (or, for a tier that keeps its unit, the record that nothing was retired),
  * the guest's death, and the one idempotent teardown. The verbs live in `agent-sandbox.ts`; every
  * one of them runs through `run` or `track`, so a destroyed or retired handle refuses them all the
  * same way, and every call in flight is raced against the guest's death (`GuestLiveness`): once the
@@ -14,6 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { SandboxDestroyedError } from '../../contract/errors.js'
 import type { SandboxRetirementObservation } from '../../contract/retirement.js'
 import type { SandboxStatus } from '../../contract/sandbox.js'
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { RemoteCancellationUnknownError } from '../refusals/refusal-errors.js'
 import type { GuestLiveness } from '../transport/guest-liveness.js'
 import { SandboxRetiredError } from './agent-sandbox-errors.js'
@@ -27,6 +29,18 @@ export interface SandboxLifetimeOptions {
 	readonly release: (signal?: AbortSignal) => Promise<void>
 	/** Removes the whole unit after an unconfirmable cancellation. */
 	readonly retire?: (error: Error) => Promise<SandboxRetirementObservation>
+	/**
+	 * Set by a tier whose unit is worth more than one command (a workspace): an unconfirmable
+	 * cancellation retires nothing and fences nothing; the error carries
+	 * `{ accepted: false, reason }` and the handle keeps admitting calls.
+	 */
+	readonly keepOnUnconfirmedCancellation?: { readonly reason: string }
+	/**
+	 * Set by a tier that names a guest which fenced itself (a reservation refused `agent_retiring`):
+	 * the refusal becomes this error and retires nothing, since no command of this call ran. Absent,
+	 * it is an unconfirmable cancellation like any other.
+	 */
+	readonly fencedGuest?: (error: RemoteCancellationUnknownError, operation: string) => Error
 	/** The guest's liveness, as its tier reports it (the transport's). */
 	readonly liveness?: GuestLiveness
 }
@@ -117,14 +131,17 @@ export class SandboxLifetime {
 		})
 		this.#inFlight.add(pending)
 		try {
-			yield* this.#guardIterable(open(this.#signal(caller)))
+			yield* this.#guardIterable(operation, open(this.#signal(caller)))
 		} finally {
 			this.#inFlight.delete(pending)
 			finish()
 		}
 	}
 
-	async *#guardIterable<T>(iterable: AsyncIterable<T>): AsyncGenerator<T, void, undefined> {
+	async *#guardIterable<T>(
+		operation: string,
+		iterable: AsyncIterable<T>,
+	): AsyncGenerator<T, void, undefined> {
 		const iterator = iterable[Symbol.asyncIterator]()
 		let stepping = false
 		let done = false
@@ -140,8 +157,7 @@ export class SandboxLifetime {
 				yield step.value
 			}
 		} catch (error) {
-			if (error instanceof RemoteCancellationUnknownError) await this.#retire(error)
-			throw error
+			throw await this.#settle(error, operation)
 		} finally {
 			// A step the death raced out may still be running: never wait for it. Any other early exit
 			// (break, return) ends the inner iteration first, as `yield*` would.
@@ -150,14 +166,31 @@ export class SandboxLifetime {
 		}
 	}
 
-	/** Runs an exec; an unconfirmable cancellation retires the unit before it is rethrown. */
-	async guard<T>(call: () => Promise<T>): Promise<T> {
+	/** Runs an exec; an unconfirmable cancellation is settled (`#settle`) before it is rethrown. */
+	async guard<T>(operation: string, call: () => Promise<T>): Promise<T> {
 		try {
 			return await call()
 		} catch (error) {
-			if (error instanceof RemoteCancellationUnknownError) await this.#retire(error)
-			throw error
+			throw await this.#settle(error, operation)
 		}
+	}
+
+	/**
+	 * What an unconfirmable cancellation becomes: the tier's error for a self-fenced guest, a kept
+	 * unit, or a retired one. Any other error passes unchanged.
+	 */
+	async #settle(error: unknown, operation: string): Promise<unknown> {
+		if (!(error instanceof RemoteCancellationUnknownError)) return error
+		const { fencedGuest, keepOnUnconfirmedCancellation: keep } = this.#options
+		if (fencedGuest && error.guestCode === AGENT_REFUSAL.agent_retiring) {
+			return fencedGuest(error, operation)
+		}
+		if (keep) {
+			error.retirement ??= { accepted: false, reason: keep.reason }
+			return error
+		}
+		await this.#retire(error)
+		return error
 	}
 
 	/** Retires the unit once (later errors share the observation), records it, fences the handle. */

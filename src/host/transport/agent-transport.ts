@@ -56,6 +56,15 @@ export interface AgentRequestOptions {
 	readonly maxFrameBytes?: number
 }
 
+/** The guest that accepted a reservation: where the request went, the boot id it answered with. */
+export interface ReservedGuest {
+	readonly handle: SandboxAgentHandle
+	readonly guestBootId?: string
+}
+
+/** How many accepted reservations `reservedOn` remembers (oldest forgotten first). */
+export const RESERVATION_RECORD_LIMIT = 1024
+
 /** Requests to one guest agent, a fresh connection per request, every reply held to the host's bounds. */
 export class AgentTransport {
 	#handle: SandboxAgentHandle
@@ -68,6 +77,7 @@ export class AgentTransport {
 	readonly liveness = new GuestLiveness()
 	#features: Promise<ReadonlySet<string>> | undefined
 	#guestBootId: string | undefined
+	readonly #reservations = new Map<string, ReservedGuest>()
 
 	constructor(handle: SandboxAgentHandle, options: AgentTransportOptions = {}) {
 		this.#handle = handle
@@ -306,16 +316,46 @@ export class AgentTransport {
 
 	// ---- executions -----------------------------------------------------------------------------
 
-	/** `{}` exactly as before unless the caller names the id (detachable executions). */
-	reserveExecution(
+	/**
+	 * `{}` exactly as before unless the caller names the id (detachable executions). An accepted
+	 * reservation is remembered with the guest that accepted it (`reservedOn`).
+	 */
+	async reserveExecution(
 		signal: AbortSignal,
 		executionId?: string,
 		onDialed?: (durationMs: number) => void,
 	): Promise<Record<string, unknown>> {
-		return this.request('reserve-execution', executionId === undefined ? {} : { executionId }, {
-			signal,
-			onDialed,
-		})
+		const handle = this.handle
+		const reply = await this.request(
+			'reserve-execution',
+			executionId === undefined ? {} : { executionId },
+			{ signal, onDialed },
+		)
+		if (reply.ok === true && typeof reply.executionId === 'string') {
+			this.#noteReservation(reply.executionId, {
+				handle,
+				...(typeof reply.guestBootId === 'string' ? { guestBootId: reply.guestBootId } : {}),
+			})
+		}
+		return reply
+	}
+
+	/**
+	 * The guest that accepted `executionId`'s reservation through this transport: the handle the
+	 * request went to and the boot id its reply carried. A verdict about one command is made against
+	 * this, never against whatever the transport points at since (another call may have rebound it).
+	 * The most recent `RESERVATION_RECORD_LIMIT` reservations are kept.
+	 */
+	reservedOn(executionId: string): ReservedGuest | undefined {
+		return this.#reservations.get(executionId)
+	}
+
+	#noteReservation(executionId: string, guest: ReservedGuest): void {
+		this.#reservations.delete(executionId)
+		this.#reservations.set(executionId, guest)
+		if (this.#reservations.size <= RESERVATION_RECORD_LIMIT) return
+		const oldest = this.#reservations.keys().next()
+		if (!oldest.done) this.#reservations.delete(oldest.value)
 	}
 
 	/** The `attach-execution` event stream (observer only); no idle bound, the signal ends it. */

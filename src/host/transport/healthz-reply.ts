@@ -5,7 +5,8 @@
  */
 
 import type { HealthzReply } from '../../wire/protocol.js'
-import { RemoteProtocolError } from '../refusals/refusal-errors.js'
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
+import { AgentOpRefusedError, RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { REMOTE_EXECUTION_PROTOCOL_VERSION } from './agent-transport-options.js'
 
 /** A `healthz` answer the host accepted: `ok` true (a retiring agent is refused). */
@@ -20,8 +21,12 @@ export function parseHealthzReply(reply: Record<string, unknown>): AgentHealth {
 		)
 	}
 	if (reply.ok !== true) {
-		const retiring = reply.retiring === true ? ' (the agent is retiring)' : ''
-		throw new RemoteProtocolError(`guest agent healthz answered ok=${String(reply.ok)}${retiring}`)
+		const retiring = reply.retiring === true
+		// A fenced agent's answer keeps its code as the cause, so a tier can name the fence by type.
+		throw new RemoteProtocolError(
+			`guest agent healthz answered ok=${String(reply.ok)}${retiring ? ' (the agent is retiring)' : ''}`,
+			retiring ? { cause: new AgentOpRefusedError('healthz', AGENT_REFUSAL.agent_retiring) } : {},
+		)
 	}
 	const features = reply.features ?? []
 	if (!Array.isArray(features) || !features.every((entry) => typeof entry === 'string')) {

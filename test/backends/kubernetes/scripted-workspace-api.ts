@@ -129,7 +129,7 @@ function frames(): (chunk: Buffer) => Frame[] {
  * A forwarder on `host:port` to the guest's own listener. For an op named in `rewrite` the
  * guest's first reply frame passes through the rewrite (the rest of the connection unchanged).
  */
-async function podAddress(
+export async function podAddress(
 	host: string,
 	port: number,
 	guestPort: number,

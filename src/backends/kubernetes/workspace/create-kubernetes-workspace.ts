@@ -99,6 +99,7 @@ export async function createKubernetesWorkspace(
 		session: {
 			config: workspaceConfig,
 			rootDir,
+			api,
 			...(dependencies.transportOptions ? { transportOptions: dependencies.transportOptions } : {}),
 			...(dependencies.execution ? { execution: dependencies.execution } : {}),
 		},

@@ -8,13 +8,13 @@
  * `destroy({ deleteDisk: true })` DELETEs. There is no lease: nothing reaps a workspace.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { BackgroundJobOutput } from '../../../contract/background-job-output.js'
 import { causeCode } from '../../../contract/cause-chain.js'
 import { SandboxDestroyedError } from '../../../contract/errors.js'
 import type {
 	OpenTerminalOptions,
 	Sandbox,
 	SandboxEnvironment,
-	SandboxExecOptions,
 	SandboxExecResult,
 	SandboxFileEntry,
 	SandboxListFilesOptions,
@@ -28,6 +28,12 @@ import type {
 	TerminalSession,
 } from '../../../contract/sandbox.js'
 import type {
+	AttachExecutionOptions,
+	CancelExecutionOptions,
+	DetachableExecOptions,
+} from '../../../host/exec/detachable-exec-options.js'
+import type { RemoteCancellationAcknowledgement } from '../../../host/exec/remote-execution-messages.js'
+import type {
 	FlushOptions,
 	FlushReport,
 	QuiesceOptions,
@@ -37,17 +43,40 @@ import {
 	FlushUnconfirmedError,
 	QuiesceUnconfirmedError,
 } from '../../../host/refusals/refusal-errors.js'
+import type { SessionTerminal } from '../../../host/sessions/agent-session-terminal.js'
+import type {
+	AttachTerminalOptions,
+	KillSessionOptions,
+	ListSessionsOptions,
+	PersistentTerminalOptions,
+	ReadSessionOptions,
+	StartDetachedOptions,
+} from '../../../host/sessions/agent-sessions.js'
+import type {
+	KilledSession,
+	SessionSummary,
+	StartedSession,
+} from '../../../host/sessions/session-summary.js'
 import type { KubernetesApiPort } from '../kubernetes-api-port.js'
 import type { ResolvedKubernetesBackendConfig } from '../kubernetes-backend-config.js'
 import { kubernetesPaths } from '../kubernetes-objects.js'
 import {
 	KubernetesAgentAddressUnresolvableError,
+	KubernetesAgentRetiringError,
 	KubernetesAgentUnauthorizedError,
 	KubernetesSandboxDestroyedError,
 } from '../kubernetes-sandbox-errors.js'
-import { isUnauthorizedRefusal, UNRESOLVABLE_CODES } from '../kubernetes-task-sandbox.js'
+import {
+	isAgentRetiringRefusal,
+	isUnauthorizedRefusal,
+	UNRESOLVABLE_CODES,
+} from '../kubernetes-task-sandbox.js'
+import type { DialTracker } from '../pod-rebind.js'
+import type { KubernetesWorkspaceIdentity } from './guest-identity.js'
+import type { KubernetesGuestRestartListener } from './guest-restart-events.js'
 import { runSuspendGuestSteps } from './suspend-guest-steps.js'
 import { KubernetesWorkspaceSuspendedError } from './workspace-errors.js'
+import { isKeptUnconfirmedCancellation, WorkspaceGuest } from './workspace-guest.js'
 import { patchOperatingMode } from './workspace-mode-patch.js'
 import {
 	type CheckedTransition,
@@ -58,7 +87,7 @@ import {
 	type KubernetesWorkspaceTransitionOptions,
 } from './workspace-options.js'
 import { waitForPodStopped } from './workspace-pod-wait.js'
-import type { WorkspaceSession } from './workspace-session.js'
+import { openWorkspaceSession, type WorkspaceSession } from './workspace-session.js'
 import {
 	type KubernetesWorkspaceOrigin,
 	resumeWorkspace,
@@ -89,8 +118,39 @@ export interface KubernetesWorkspace extends Sandbox {
 	quiesce(options?: QuiesceOptions): Promise<QuiesceReport>
 	readFileStream(path: string, options?: SandboxReadFileStreamOptions): AsyncIterable<Buffer>
 	walkFiles(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry>
+	openTerminal(options: PersistentTerminalOptions): Promise<SessionTerminal>
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession>
 	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection>
+	/** `executionId`/`detach`: a command that survives a lost connection (reattached by id). */
+	exec(
+		command: string,
+		args?: readonly string[],
+		options?: DetachableExecOptions,
+	): Promise<SandboxExecResult>
+	/** Follows a detachable execution by id from any process; aborting only detaches. */
+	attachExecution(executionId: string, options?: AttachExecutionOptions): Promise<SandboxExecResult>
+	/** The confirmed cancel by id; one it could not confirm rejects and retires nothing. */
+	cancelExecution(
+		executionId: string,
+		options?: CancelExecutionOptions,
+	): Promise<RemoteCancellationAcknowledgement>
+	/** Rejoins a persistent terminal from any process, replaying from `fromOffset`. */
+	attachTerminal(sessionId: string, options?: AttachTerminalOptions): Promise<SessionTerminal>
+	/** Starts a program with no PTY in its own kernel session, kept by the guest under its name. */
+	startDetached(options: StartDetachedOptions): Promise<StartedSession>
+	/** A session's output from `fromOffset`; a read displaces nobody. */
+	readSession(sessionId: string, options?: ReadSessionOptions): Promise<BackgroundJobOutput>
+	/** The sessions the guest holds (its memory only: empty after a suspend/resume). */
+	listSessions(options?: ListSessionsOptions): Promise<SessionSummary[]>
+	/** Ends a session and everything still in it. */
+	killSession(sessionId: string, options?: KillSessionOptions): Promise<KilledSession>
+	/** The guest bound now: the Sandbox, its claims, the pod and the agent process. */
+	readonly identity: KubernetesWorkspaceIdentity
+	/**
+	 * Told when the guest is not the one it was (`pod-replaced`, `container-restarted`); never
+	 * across this handle's own `suspend()`/`resume()`. Returns the unsubscribe.
+	 */
+	onGuestRestart(listener: KubernetesGuestRestartListener): () => void
 }
 
 export interface WorkspaceHandleOptions {
@@ -117,6 +177,8 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 	readonly #options: WorkspaceHandleOptions
 	readonly #transitions = new WorkspaceTransitions('running')
 	readonly #owned = new Map<object, () => Promise<unknown>>()
+	/** Identity, restart events, the refused-call re-read and the cancellation diagnosis. */
+	readonly #guest: WorkspaceGuest
 	#session: WorkspaceSession | undefined
 	/** The pod uid the last landed `Suspended` patch retired (a resume waits for another). */
 	#retiredUid: string | undefined
@@ -130,6 +192,24 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 		this.origin = options.origin
 		this.#session = options.session
 		this.#lastPodUid = options.session.podUid
+		this.#guest = new WorkspaceGuest({
+			api: options.api,
+			config: options.config,
+			sandboxName: options.session.sandboxName,
+			openSession: (binding) => openWorkspaceSession(binding, options.start.session),
+			...(options.options.onCancellationUnconfirmed
+				? { onCancellationUnconfirmed: options.options.onCancellationUnconfirmed }
+				: {}),
+		})
+		this.#guest.bound(options.session, 'own-resume')
+	}
+
+	get identity(): KubernetesWorkspaceIdentity {
+		return this.#guest.identity()
+	}
+
+	onGuestRestart(listener: KubernetesGuestRestartListener): () => void {
+		return this.#guest.onGuestRestart(listener)
 	}
 
 	get status(): SandboxStatus {
@@ -148,9 +228,49 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 	exec(
 		command: string,
 		args: readonly string[] = [],
-		options: SandboxExecOptions = {},
+		options: DetachableExecOptions = {},
 	): Promise<SandboxExecResult> {
 		return this.#call('exec', (session) => session.inner.exec(command, args, options))
+	}
+
+	attachExecution(
+		executionId: string,
+		options: AttachExecutionOptions = {},
+	): Promise<SandboxExecResult> {
+		return this.#call('attachExecution', (session) =>
+			session.inner.attachExecution(executionId, options),
+		)
+	}
+
+	cancelExecution(
+		executionId: string,
+		options: CancelExecutionOptions = {},
+	): Promise<RemoteCancellationAcknowledgement> {
+		return this.#call('cancelExecution', (session) =>
+			session.inner.cancelExecution(executionId, options),
+		)
+	}
+
+	attachTerminal(sessionId: string, options: AttachTerminalOptions = {}): Promise<SessionTerminal> {
+		return this.#call('attachTerminal', async (session) =>
+			this.#own(await session.inner.attachTerminal(sessionId, options)),
+		)
+	}
+
+	startDetached(options: StartDetachedOptions): Promise<StartedSession> {
+		return this.#call('startDetached', (session) => session.inner.startDetached(options))
+	}
+
+	readSession(sessionId: string, options: ReadSessionOptions = {}): Promise<BackgroundJobOutput> {
+		return this.#call('readSession', (session) => session.inner.readSession(sessionId, options))
+	}
+
+	listSessions(options: ListSessionsOptions = {}): Promise<SessionSummary[]> {
+		return this.#call('listSessions', (session) => session.inner.listSessions(options))
+	}
+
+	killSession(sessionId: string, options: KillSessionOptions = {}): Promise<KilledSession> {
+		return this.#call('killSession', (session) => session.inner.killSession(sessionId, options))
 	}
 
 	writeFile(
@@ -180,6 +300,8 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 		return this.#stream('walkFiles', (session) => session.inner.walkFiles(rootPath, options))
 	}
 
+	openTerminal(options: PersistentTerminalOptions): Promise<SessionTerminal>
+	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession>
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession> {
 		return this.#call('openTerminal', async (session) =>
 			this.#own(await session.inner.openTerminal(options)),
@@ -207,11 +329,69 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 	 */
 	async #call<T>(operation: string, call: (session: WorkspaceSession) => Promise<T>): Promise<T> {
 		const session = this.#admit(operation)
+		const dialsBefore = session.podRebind?.dials.snapshot()
+		let retry: WorkspaceSession
 		try {
-			return await call(session)
+			return this.#answered(session, await call(session))
 		} catch (error) {
-			throw this.#translate(operation, session, error)
+			retry = await this.#recover(operation, session, error, dialsBefore)
 		}
+		// The guest refused before dispatch and the pod was replaced: the call is sent once more.
+		try {
+			return this.#answered(retry, await call(retry))
+		} catch (error) {
+			throw await this.#settle(operation, retry, error)
+		}
+	}
+
+	#answered<T>(session: WorkspaceSession, value: T): T {
+		this.#guest.answered(session)
+		return value
+	}
+
+	/**
+	 * A failed call: the session to send it to once more (a replaced pod of the same object the
+	 * guest refused the token of), or the error it rejects with. A re-read showing the workspace
+	 * suspended by another process is adopted: the handle reads `suspended` and `resume()` works.
+	 */
+	async #recover(
+		operation: string,
+		session: WorkspaceSession,
+		error: unknown,
+		dialsBefore: ReturnType<DialTracker['snapshot']> | undefined,
+	): Promise<WorkspaceSession> {
+		const recovery = await this.#guest.afterRefusal(
+			operation,
+			session,
+			this.#session,
+			error,
+			dialsBefore,
+		)
+		switch (recovery.kind) {
+			case 'retry':
+				if (this.#session !== session && this.#session !== recovery.session) break
+				if (!this.#transitions.admitting) break
+				this.#session = recovery.session
+				this.#lastPodUid = recovery.session.podUid
+				return recovery.session
+			case 'replaced':
+				throw recovery.error
+			case 'suspended':
+				if (this.#session === session && this.#transitions.adoptSuspension()) {
+					this.#session = undefined
+					this.#retiredUid = session.podUid
+				}
+				throw new KubernetesWorkspaceSuspendedError(this.id, operation)
+			case 'none':
+				break
+		}
+		throw await this.#settle(operation, session, error)
+	}
+
+	/** The error a failed call rejects with: a kept unconfirmed cancellation is diagnosed first. */
+	async #settle(operation: string, session: WorkspaceSession, error: unknown): Promise<unknown> {
+		if (isKeptUnconfirmedCancellation(error)) return this.#guest.diagnose(session, error)
+		return this.#translate(operation, session, error)
 	}
 
 	/** An iterable verb: admitted through the gate at its first step, its failures translated. */
@@ -226,7 +406,7 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 		try {
 			yield* source
 		} catch (error) {
-			throw this.#translate(operation, session, error)
+			throw await this.#settle(operation, session, error)
 		}
 	}
 
@@ -246,6 +426,10 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 			!(error instanceof KubernetesSandboxDestroyedError)
 		) {
 			return new KubernetesSandboxDestroyedError(this.id, operation)
+		}
+		if (error instanceof KubernetesAgentRetiringError) return error
+		if (isAgentRetiringRefusal(error)) {
+			return new KubernetesAgentRetiringError(this.id, operation, 'workspace', { cause: error })
 		}
 		if (isUnauthorizedRefusal(error)) {
 			return new KubernetesAgentUnauthorizedError(this.id, operation, { cause: error })
@@ -415,6 +599,7 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 			)
 			this.#session = session
 			this.#lastPodUid = session.podUid
+			this.#guest.bound(session, 'own-resume')
 			return { outcome: 'confirmed' }
 		} catch (error) {
 			return { outcome: 'not-sent', error }

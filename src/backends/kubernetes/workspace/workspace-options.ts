@@ -17,6 +17,7 @@ import type {
 	FlushUnsupportedError,
 	QuiesceUnsupportedError,
 } from '../../../host/refusals/guest-feature-errors.js'
+import type { KubernetesWorkspaceCancellationNotice } from './cancellation-diagnosis.js'
 import type { KubernetesWorkspaceStartFailurePolicy } from './workspace-start.js'
 
 /** `flush` of a suspend: on by default; `{ timeoutMs }` is what the guest may spend in the sync. */
@@ -43,6 +44,12 @@ export interface KubernetesWorkspaceOptions {
 	readonly onQuiesceUnsupported?: (error: QuiesceUnsupportedError) => void
 	/** A `suspend({ quiesce })` whose guest scanned only its own sessions. Must not throw. */
 	readonly onQuiesceNarrowed?: (report: QuiesceReport) => void
+	/**
+	 * A command's cancellation could not be confirmed; nothing was retired. Told once per such
+	 * call, after one bounded `healthz`, with the guest the command reserved on and the one now.
+	 * Call `suspend()` from here to retire the pod (e.g. when `agent === 'retiring'`).
+	 */
+	readonly onCancellationUnconfirmed?: (notice: KubernetesWorkspaceCancellationNotice) => void
 }
 
 /** The signal a transition runs under (and, for `resume()`, its start-failure policy). */
@@ -149,6 +156,7 @@ export function checkWorkspaceOptions(options: unknown): KubernetesWorkspaceOpti
 		'onFlushUnreachable',
 		'onQuiesceUnsupported',
 		'onQuiesceNarrowed',
+		'onCancellationUnconfirmed',
 	])
 	optionalSignal(site, 'options.signal', given.signal)
 	if (given.onStartFailure !== undefined) {
@@ -162,6 +170,7 @@ export function checkWorkspaceOptions(options: unknown): KubernetesWorkspaceOpti
 		'onFlushUnreachable',
 		'onQuiesceUnsupported',
 		'onQuiesceNarrowed',
+		'onCancellationUnconfirmed',
 	]) {
 		optionalFunction(site, `options.${key}`, given[key])
 	}

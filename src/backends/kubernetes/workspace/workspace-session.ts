@@ -7,9 +7,16 @@
 import type { RemoteExecutionControllerOptions } from '../../../host/exec/remote-execution-controller.js'
 import { type AgentSandbox, createAgentSandbox } from '../../../host/sandbox/agent-sandbox.js'
 import type { AgentTransportOptions } from '../../../host/transport/agent-transport-options.js'
+import type { KubernetesApiPort } from '../kubernetes-api-port.js'
 import type { ResolvedKubernetesBackendConfig } from '../kubernetes-backend-config.js'
+import { KubernetesAgentRetiringError } from '../kubernetes-sandbox-errors.js'
 import { isPermanentDialFailure } from '../kubernetes-task-sandbox.js'
+import { DialTracker, PodRebinder } from '../pod-rebind.js'
+import { podAddress } from '../readiness.js'
 import { KubernetesAgentTransport } from '../transport.js'
+
+/** The `retirement.reason` of an unconfirmed cancellation on a workspace: nothing was retired. */
+export const WORKSPACE_KEPT = 'workspace-kept'
 
 /** Which pod a session talks to, as read from the cluster. */
 export interface WorkspaceBinding {
@@ -30,6 +37,15 @@ export interface WorkspaceSession extends WorkspaceBinding {
 	readonly transport: KubernetesAgentTransport
 	/** The shared agent-backed Sandbox every data-plane verb is served by. */
 	readonly inner: AgentSandbox
+	/** `agentAddress: 'pod-ip'`: what follows a replaced pod after a call that never got a socket. */
+	readonly podRebind?: SessionPodRebind
+}
+
+/** The dial tracking and the one pod re-read of a `pod-ip` session (pod-rebind.ts). */
+export interface SessionPodRebind {
+	readonly dials: DialTracker
+	/** Re-reads the pod once; resolves the replacement to bind, or undefined when there is none. */
+	replacement(): Promise<{ readonly uid: string; readonly host: string } | undefined>
 }
 
 export interface WorkspaceSessionContext {
@@ -37,6 +53,8 @@ export interface WorkspaceSessionContext {
 	/** The guest's workspace root. */
 	readonly rootDir: string
 	readonly defaultTimeoutMs?: number
+	/** The API a `pod-ip` session re-reads its pod through; absent, a replaced pod is not followed. */
+	readonly api?: KubernetesApiPort
 	/** Test seams: shorter transport and execution windows. */
 	readonly transportOptions?: AgentTransportOptions
 	readonly execution?: Omit<RemoteExecutionControllerOptions, 'defaultExecutionTimeoutMs'>
@@ -47,18 +65,27 @@ export function openWorkspaceSession(
 	binding: WorkspaceBinding,
 	context: WorkspaceSessionContext,
 ): WorkspaceSession {
-	const { config } = context
+	const { config, api } = context
 	const onDialAttempt = config.onDialAttempt
+	const podIp = config.agentAddress === 'pod-ip' && api !== undefined
+	const dials = new DialTracker()
+	let rebinder: PodRebinder | undefined
+	let moved: { readonly uid: string; readonly host: string } | undefined
 	const transport = new KubernetesAgentTransport(
 		{ kind: 'tcp', host: binding.host, port: config.agentPort, token: binding.podUid },
 		{
 			streamHeartbeatMs: config.streamHeartbeatMs,
 			...(config.agentAddress === 'service'
 				? { permanentDialFailure: isPermanentDialFailure }
-				: {}),
-			...(onDialAttempt
-				? { onDialAttempt: () => onDialAttempt({ host: binding.host, port: config.agentPort }) }
-				: {}),
+				: { permanentDialFailure: () => rebinder?.permanentDialFailure() ?? false }),
+			onDialAttempt: () => {
+				dials.onAttempt()
+				onDialAttempt?.({ host: binding.host, port: config.agentPort })
+			},
+			onDial: () => {
+				dials.onSocket()
+				rebinder?.dialSucceeded()
+			},
 			...(config.onExecTiming ? { onTiming: config.onExecTiming } : {}),
 			...context.transportOptions,
 		},
@@ -74,8 +101,43 @@ export function openWorkspaceSession(
 		execution: { ...transport.executionOptions, ...context.execution },
 		// The pod is the workspace's and outlives this session: a session's end stops nothing.
 		release: async () => {},
-		// An unconfirmed cancellation never retires a workspace: nothing is patched or deleted.
-		retire: async () => ({ accepted: false, reason: 'workspace-kept' }),
+		// An unconfirmed cancellation never retires a workspace: nothing is patched or deleted, and
+		// the handle keeps admitting calls (the handle diagnoses the guest instead).
+		keepOnUnconfirmedCancellation: { reason: WORKSPACE_KEPT },
+		// A guest that fenced itself is named; its refused reservation ran nothing.
+		fencedGuest: (error, operation) =>
+			new KubernetesAgentRetiringError(binding.sandboxName, operation, 'workspace', {
+				cause: error,
+			}),
 	})
-	return { ...binding, token: binding.podUid, transport, inner }
+	if (podIp) {
+		// The follow builds a new session (the handle's), so this one only records the move.
+		rebinder = new PodRebinder({
+			api,
+			namespace: config.namespace,
+			podName: binding.podName,
+			port: config.agentPort,
+			token: binding.podUid,
+			transport,
+			addressOf: podAddress,
+			follow: (move) => {
+				moved = move
+			},
+		})
+	}
+	const follower = rebinder
+	const podRebind: SessionPodRebind | undefined = follower && {
+		dials,
+		replacement: async () => {
+			moved = undefined
+			return (await follower.rebind()) ? moved : undefined
+		},
+	}
+	return {
+		...binding,
+		token: binding.podUid,
+		transport,
+		inner,
+		...(podRebind ? { podRebind } : {}),
+	}
 }

@@ -152,6 +152,17 @@ export class WorkspaceTransitions {
 	}
 
 	/**
+	 * Records a suspension another process performed (a refused call re-read the object as
+	 * `Suspended`): a running handle with no flight becomes `suspended`, so `resume()` is the way
+	 * back. Resolves whether it was recorded.
+	 */
+	adoptSuspension(): boolean {
+		if (this.#state !== 'running' || this.#flight !== undefined) return false
+		this.#state = 'suspended'
+		return true
+	}
+
+	/**
 	 * Runs `request` by the rules: returns at once when already satisfied, joins or queues behind
 	 * the flight in progress, or starts a flight running `body` under `signal`.
 	 */
