@@ -2,7 +2,12 @@
 // the process kubelet): a pod deleted under the handle is followed once and the call succeeds
 // against the replacement (`pod-replaced`); an agent killed in place (restartCount + 1) is
 // `container-restarted`; an agent frozen under a command keeps the workspace after the
-// unconfirmed cancellation and the notice says the agent is unreachable.
+// unconfirmed cancellation and the notice says the agent is unreachable; a detached command
+// outlives the host process that started it (SIGKILLed) and another process attaches by id.
+import { spawn } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createKubernetesWorkspace } from '../../../src/backends/kubernetes/workspace/create-kubernetes-workspace.js'
 import {
@@ -144,5 +149,83 @@ describe('Kubernetes workspace guest on the local cluster', () => {
 		} finally {
 			await thaw()
 		}
+	})
+	it('R15-260547f-01/06: a detached command outlives the host process that started it (SIGKILLed) and a second process picks it up by id, output complete', async () => {
+		const config = h.config({ sandboxTemplateName: WS_TEMPLATE })
+		const access = h.cluster.access
+		const executionId = `exec_${randomUUID()}`
+		// The first host process: the built package, exactly as a user's process would load it.
+		const script = `
+			const { createKubernetesWorkspace } = await import(${JSON.stringify(pathToFileURL(join(import.meta.dirname, '..', '..', '..', 'dist', 'index.js')).href)})
+			const given = JSON.parse(process.argv[1])
+			const token = given.token
+			const workspace = await createKubernetesWorkspace(
+				{ ...given.config, access: { server: given.server, ca: given.ca, getToken: () => token } },
+				{ workspaceId: 'handover' },
+			)
+			let seen = ''
+			workspace.exec('/bin/sh', ['-c', 'echo first; sleep 3; echo second'], {
+				executionId: given.executionId,
+				detach: true,
+				onOutput: (chunk) => {
+					seen += chunk.data
+					if (seen.includes('first')) process.stdout.write('started\\n')
+				},
+			}).catch((error) => process.stderr.write('exec: ' + error + '\\n'))
+			setInterval(() => {}, 1000)
+		`
+		const { access: _omit, ...plain } = config
+		const child = spawn(
+			process.execPath,
+			[
+				'--input-type=module',
+				'-e',
+				script,
+				JSON.stringify({
+					config: plain,
+					server: access.server,
+					ca: access.caPem,
+					token: access.token,
+					executionId,
+				}),
+			],
+			{ stdio: ['ignore', 'pipe', 'pipe'] },
+		)
+		const exited = new Promise((resolve) => child.once('exit', resolve))
+		let errors = ''
+		child.stderr?.on('data', (chunk: Buffer) => {
+			errors += chunk.toString()
+		})
+		await new Promise<void>((resolve, reject) => {
+			const timer = setTimeout(
+				() => reject(new Error(`no output in 60 s; stderr: ${errors}`)),
+				60_000,
+			)
+			let out = ''
+			child.stdout?.on('data', (chunk: Buffer) => {
+				out += chunk.toString()
+				if (out.includes('started')) {
+					clearTimeout(timer)
+					resolve()
+				}
+			})
+			child.once('exit', (code) =>
+				reject(new Error(`the first host process exited ${code} early: ${errors}`)),
+			)
+		})
+		child.kill('SIGKILL')
+		await exited
+		const second = await open('handover')
+		expect(second.origin).toBe('adopted-running')
+		let output = ''
+		const result = await second.attachExecution(executionId, {
+			fromOffset: 0,
+			onOutput: (chunk) => {
+				output += chunk.data
+			},
+		})
+		expect(result.exitCode).toBe(0)
+		expect(output).toBe('first\nsecond\n')
+		expect(second.suspended).toBe(false)
 	})
 })
