@@ -29,6 +29,7 @@ import {
 } from './acquire-task-sandbox.js'
 import { createKubernetesClient } from './api/create-kubernetes-client.js'
 import { apiPortOf } from './client-port.js'
+import { isPermanentDialFailure } from './guest-call-errors.js'
 import type { KubernetesApiPort } from './kubernetes-api-port.js'
 import {
 	type KubernetesBackendConfig,
@@ -42,7 +43,7 @@ import {
 	KubernetesCreateOptionUnsupportedError,
 	KubernetesPrivilegeProbeError,
 } from './kubernetes-sandbox-errors.js'
-import { isPermanentDialFailure, KubernetesTaskSandbox } from './kubernetes-task-sandbox.js'
+import { KubernetesTaskSandbox } from './kubernetes-task-sandbox.js'
 import { KubernetesLeaseRenewal } from './lease-renewal.js'
 import { KubernetesNetworkVerifier } from './network/network-verifier.js'
 import { DialTracker, PodRebinder } from './pod-rebind.js'

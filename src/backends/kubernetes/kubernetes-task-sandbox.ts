@@ -9,8 +9,8 @@
  * `KubernetesAgentAddressUnresolvableError`. `setNetworkPolicy` and `spawnDetached` are absent on
  * purpose: egress is the template's NetworkPolicy and there is no detached spawn on this tier.
  */
-import { causeCode, findCause, findCauseOfType } from '../../contract/cause-chain.js'
-import { SandboxDestroyedError, SandboxFileError } from '../../contract/errors.js'
+import { findCauseOfType } from '../../contract/cause-chain.js'
+import { SandboxDestroyedError } from '../../contract/errors.js'
 import type {
 	OpenTerminalOptions,
 	Sandbox,
@@ -29,53 +29,15 @@ import type {
 	SandboxWriteFileOptions,
 	TerminalSession,
 } from '../../contract/sandbox.js'
-import {
-	AgentOpRefusedError,
-	AgentUnauthorizedError,
-	RemoteCancellationUnknownError,
-} from '../../host/refusals/refusal-errors.js'
+import { RemoteCancellationUnknownError } from '../../host/refusals/refusal-errors.js'
 import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
-import { AGENT_REFUSAL } from '../../wire/refusals.js'
+import { kubernetesCallError } from './guest-call-errors.js'
 import {
-	KubernetesAgentAddressUnresolvableError,
-	KubernetesAgentRetiringError,
-	KubernetesAgentUnauthorizedError,
 	KubernetesSandboxDestroyedError,
 	KubernetesSandboxGoneError,
 } from './kubernetes-sandbox-errors.js'
 import type { KubernetesLeaseRenewal } from './lease-renewal.js'
 import type { DialTracker, PodRebinder } from './pod-rebind.js'
-
-/** Resolver codes that mean the name does not resolve (ENOTFOUND final, EAI_AGAIN temporary). */
-export const UNRESOLVABLE_CODES: readonly string[] = ['ENOTFOUND', 'EAI_AGAIN']
-
-/** True for the guest's `unauthorized` refusal, which is `AgentUnauthorizedError` on every verb. */
-export function isUnauthorizedRefusal(error: unknown): boolean {
-	return findCauseOfType(error, AgentUnauthorizedError) !== undefined
-}
-
-/**
- * True for a refusal of a guest that fenced itself (`agent_retiring`), whichever verb met it: a
- * reservation (`RemoteCancellationUnknownError` carrying the code), a file op (`SandboxFileError`
- * with the code) or any other op (`AgentOpRefusedError`).
- */
-export function isAgentRetiringRefusal(error: unknown): boolean {
-	const retiring = AGENT_REFUSAL.agent_retiring
-	return (
-		findCause(
-			error,
-			(cause) =>
-				(cause instanceof RemoteCancellationUnknownError && cause.guestCode === retiring) ||
-				(cause instanceof AgentOpRefusedError && cause.refusal.known === retiring) ||
-				(cause instanceof SandboxFileError && cause.code === retiring),
-		) !== undefined
-	)
-}
-
-/** `permanentDialFailure` for a Service FQDN: ENOTFOUND is definitive, EAI_AGAIN is not. */
-export function isPermanentDialFailure(error: Error): boolean {
-	return causeCode(error) === 'ENOTFOUND'
-}
 
 export interface KubernetesTaskSandboxOptions {
 	readonly inner: AgentSandbox
@@ -234,26 +196,15 @@ export class KubernetesTaskSandbox implements Sandbox {
 	}
 
 	#translate(operation: string, error: unknown): unknown {
-		if (
-			error instanceof SandboxDestroyedError &&
-			!(error instanceof KubernetesSandboxDestroyedError)
-		) {
-			return new KubernetesSandboxDestroyedError(this.id, operation)
+		if (this.#gone && !(error instanceof SandboxDestroyedError)) {
+			return new KubernetesSandboxGoneError(this.id, operation, { cause: error })
 		}
-		if (this.#gone) return new KubernetesSandboxGoneError(this.id, operation, { cause: error })
-		if (error instanceof KubernetesAgentRetiringError) return error
-		if (isAgentRetiringRefusal(error)) {
-			return new KubernetesAgentRetiringError(this.id, operation, 'task', { cause: error })
-		}
-		if (isUnauthorizedRefusal(error)) {
-			return new KubernetesAgentUnauthorizedError(this.id, operation, { cause: error })
-		}
-		const code = causeCode(error)
-		if (this.#options.addressMode === 'service' && code && UNRESOLVABLE_CODES.includes(code)) {
-			return new KubernetesAgentAddressUnresolvableError(this.#options.host, code, {
-				cause: error,
-			})
-		}
-		return error
+		return kubernetesCallError(error, {
+			sandboxId: this.id,
+			operation,
+			tier: 'task',
+			addressMode: this.#options.addressMode,
+			host: this.#options.host,
+		})
 	}
 }

@@ -3,33 +3,17 @@
  * kubeconfig — against the harness: the capability check passes on a deprivileged guest and prints
  * its informational lines; acquire-p50 prints its figures; both refuse misuse with exit 2.
  */
-import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { agentPort } from '../../cluster/sandbox-fixtures.js'
+import { runNodeToExit } from '../../helpers/run-to-exit.js'
 import { templateName, useKubernetesHarness } from './kubernetes-harness.js'
 
 const h = useKubernetesHarness({ namespacePrefix: 'k8s-scripts' })
 const SCRIPTS = join(import.meta.dirname, '..', '..', '..', 'deploy', 'k8s', 'scripts')
 
-function runScript(
-	script: string,
-	args: readonly string[],
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-	return new Promise((resolve) => {
-		const child = spawn(process.execPath, [join(SCRIPTS, script), ...args], {
-			stdio: ['ignore', 'pipe', 'pipe'],
-		})
-		let stdout = ''
-		let stderr = ''
-		child.stdout.on('data', (chunk: Buffer) => {
-			stdout += chunk.toString()
-		})
-		child.stderr.on('data', (chunk: Buffer) => {
-			stderr += chunk.toString()
-		})
-		child.on('exit', (code) => resolve({ code, stdout, stderr }))
-	})
+function runScript(script: string, args: readonly string[]) {
+	return runNodeToExit([join(SCRIPTS, script), ...args])
 }
 
 function clusterArgs(): string[] {

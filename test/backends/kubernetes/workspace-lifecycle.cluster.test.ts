@@ -73,9 +73,11 @@ const pvcNames = async (): Promise<string[]> =>
 const podOf = (name: string) => h.cluster.api.get<KubeObject>(paths.pod(h.namespace, name))
 
 describe('Kubernetes workspaces on the local cluster', () => {
-	it('keeps the bytes across suspend (flushed) and resume on a new pod uid', async () => {
+	it('keeps the bytes across suspend (flushed) and resume on a new pod uid, onGuestRestart silent', async () => {
 		const workspace = await open('bytes')
 		expect(workspace.origin).toBe('created')
+		const restarts: unknown[] = []
+		workspace.onGuestRestart((event) => restarts.push(event))
 		const content = new Uint8Array(1 << 20).map((_, i) => (i * 31 + 7) % 251)
 		await workspace.writeFile('data.bin', content)
 		const before = (await podOf('namzu-ws-bytes')).metadata.uid
@@ -94,6 +96,9 @@ describe('Kubernetes workspaces on the local cluster', () => {
 			'awk \'$2 == "/workspace" { print $3 }\' /proc/mounts',
 		])
 		expect(mounted.stdout.trim()).toBe('ext4')
+		// The handle's own suspend/resume is not a guest restart.
+		expect(restarts).toEqual([])
+		expect(workspace.identity.podUid).toBe(after)
 	})
 
 	it('adopts a running workspace from a second handle while a third suspends it', async () => {

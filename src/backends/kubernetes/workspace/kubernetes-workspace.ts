@@ -9,8 +9,6 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { BackgroundJobOutput } from '../../../contract/background-job-output.js'
-import { causeCode } from '../../../contract/cause-chain.js'
-import { SandboxDestroyedError } from '../../../contract/errors.js'
 import type {
 	OpenTerminalOptions,
 	Sandbox,
@@ -57,20 +55,11 @@ import type {
 	SessionSummary,
 	StartedSession,
 } from '../../../host/sessions/session-summary.js'
+import { kubernetesCallError } from '../guest-call-errors.js'
 import type { KubernetesApiPort } from '../kubernetes-api-port.js'
 import type { ResolvedKubernetesBackendConfig } from '../kubernetes-backend-config.js'
 import { kubernetesPaths } from '../kubernetes-objects.js'
-import {
-	KubernetesAgentAddressUnresolvableError,
-	KubernetesAgentRetiringError,
-	KubernetesAgentUnauthorizedError,
-	KubernetesSandboxDestroyedError,
-} from '../kubernetes-sandbox-errors.js'
-import {
-	isAgentRetiringRefusal,
-	isUnauthorizedRefusal,
-	UNRESOLVABLE_CODES,
-} from '../kubernetes-task-sandbox.js'
+import { KubernetesSandboxDestroyedError } from '../kubernetes-sandbox-errors.js'
 import type { DialTracker } from '../pod-rebind.js'
 import type { KubernetesWorkspaceIdentity } from './guest-identity.js'
 import type { KubernetesGuestRestartListener } from './guest-restart-events.js'
@@ -421,28 +410,13 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 	}
 
 	#translate(operation: string, session: WorkspaceSession, error: unknown): unknown {
-		if (
-			error instanceof SandboxDestroyedError &&
-			!(error instanceof KubernetesSandboxDestroyedError)
-		) {
-			return new KubernetesSandboxDestroyedError(this.id, operation)
-		}
-		if (error instanceof KubernetesAgentRetiringError) return error
-		if (isAgentRetiringRefusal(error)) {
-			return new KubernetesAgentRetiringError(this.id, operation, 'workspace', { cause: error })
-		}
-		if (isUnauthorizedRefusal(error)) {
-			return new KubernetesAgentUnauthorizedError(this.id, operation, { cause: error })
-		}
-		const code = causeCode(error)
-		if (
-			this.#options.config.agentAddress === 'service' &&
-			code &&
-			UNRESOLVABLE_CODES.includes(code)
-		) {
-			return new KubernetesAgentAddressUnresolvableError(session.host, code, { cause: error })
-		}
-		return error
+		return kubernetesCallError(error, {
+			sandboxId: this.id,
+			operation,
+			tier: 'workspace',
+			addressMode: this.#options.config.agentAddress,
+			host: session.host,
+		})
 	}
 
 	/** Remembers a terminal or connection until it ends, so a suspend can close it first. */

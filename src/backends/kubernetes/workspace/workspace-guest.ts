@@ -8,10 +8,10 @@
  */
 import { findCauseOfType } from '../../../contract/cause-chain.js'
 import { RemoteCancellationUnknownError } from '../../../host/refusals/refusal-errors.js'
+import { isUnauthorizedRefusal } from '../guest-call-errors.js'
 import type { KubernetesApiPort } from '../kubernetes-api-port.js'
 import type { ResolvedKubernetesBackendConfig } from '../kubernetes-backend-config.js'
 import { kubernetesPaths } from '../kubernetes-objects.js'
-import { isUnauthorizedRefusal } from '../kubernetes-task-sandbox.js'
 import { type DialTracker, PodRebinder } from '../pod-rebind.js'
 import { podAddress } from '../readiness.js'
 import {
