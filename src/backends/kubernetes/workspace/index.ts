@@ -15,7 +15,7 @@ export {
 	QuiesceUnconfirmedError as KubernetesQuiesceUnconfirmedError,
 } from '../../../host/refusals/refusal-errors.js'
 export { createKubernetesWorkspace } from './create-kubernetes-workspace.js'
-export type { KubernetesWorkspace } from './kubernetes-workspace.js'
+export type { KubernetesWorkspace } from './kubernetes-workspace-interface.js'
 export {
 	KubernetesFlushUnreachableError,
 	KubernetesWorkspaceDiskError,

@@ -11,7 +11,6 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { BackgroundJobOutput } from '../../../contract/background-job-output.js'
 import type {
 	OpenTerminalOptions,
-	Sandbox,
 	SandboxEnvironment,
 	SandboxExecResult,
 	SandboxFileEntry,
@@ -63,6 +62,7 @@ import { KubernetesSandboxDestroyedError } from '../kubernetes-sandbox-errors.js
 import type { DialTracker } from '../pod-rebind.js'
 import type { KubernetesWorkspaceIdentity } from './guest-identity.js'
 import type { KubernetesGuestRestartListener } from './guest-restart-events.js'
+import type { KubernetesWorkspace } from './kubernetes-workspace-interface.js'
 import { runSuspendGuestSteps } from './suspend-guest-steps.js'
 import { KubernetesWorkspaceSuspendedError } from './workspace-errors.js'
 import { isKeptUnconfirmedCancellation, WorkspaceGuest } from './workspace-guest.js'
@@ -88,59 +88,6 @@ import {
 	type TransitionRequest,
 	WorkspaceTransitions,
 } from './workspace-transitions.js'
-
-/** The SDK `Sandbox` plus the verbs only a workspace has. */
-export interface KubernetesWorkspace extends Sandbox {
-	/** What the creating call walked into; never changes. */
-	readonly origin: KubernetesWorkspaceOrigin
-	/** True between a suspend and a resume (the resumable state); false while running or deleted. */
-	readonly suspended: boolean
-	/** Reaps this handle's terminals, flushes (default), quiesces (if asked), patches `Suspended`. */
-	suspend(options?: KubernetesWorkspaceSuspendOptions): Promise<void>
-	/** Wakes the workspace (no patch when another process already did) and binds the new pod. */
-	resume(options?: KubernetesWorkspaceTransitionOptions): Promise<void>
-	/** No options, or `deleteDisk: false`: a suspend. `deleteDisk: true`: DELETE, disk and all. */
-	destroy(options?: KubernetesWorkspaceDestroyOptions): Promise<void>
-	/** `sync -f` of the guest's workspace filesystem, outside a suspend. */
-	flush(options?: FlushOptions): Promise<FlushReport>
-	/** Stops every process in the guest and leaves the agent serving. */
-	quiesce(options?: QuiesceOptions): Promise<QuiesceReport>
-	readFileStream(path: string, options?: SandboxReadFileStreamOptions): AsyncIterable<Buffer>
-	walkFiles(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry>
-	openTerminal(options: PersistentTerminalOptions): Promise<SessionTerminal>
-	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession>
-	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection>
-	/** `executionId`/`detach`: a command that survives a lost connection (reattached by id). */
-	exec(
-		command: string,
-		args?: readonly string[],
-		options?: DetachableExecOptions,
-	): Promise<SandboxExecResult>
-	/** Follows a detachable execution by id from any process; aborting only detaches. */
-	attachExecution(executionId: string, options?: AttachExecutionOptions): Promise<SandboxExecResult>
-	/** The confirmed cancel by id; one it could not confirm rejects and retires nothing. */
-	cancelExecution(
-		executionId: string,
-		options?: CancelExecutionOptions,
-	): Promise<RemoteCancellationAcknowledgement>
-	/** Rejoins a persistent terminal from any process, replaying from `fromOffset`. */
-	attachTerminal(sessionId: string, options?: AttachTerminalOptions): Promise<SessionTerminal>
-	/** Starts a program with no PTY in its own kernel session, kept by the guest under its name. */
-	startDetached(options: StartDetachedOptions): Promise<StartedSession>
-	/** A session's output from `fromOffset`; a read displaces nobody. */
-	readSession(sessionId: string, options?: ReadSessionOptions): Promise<BackgroundJobOutput>
-	/** The sessions the guest holds (its memory only: empty after a suspend/resume). */
-	listSessions(options?: ListSessionsOptions): Promise<SessionSummary[]>
-	/** Ends a session and everything still in it. */
-	killSession(sessionId: string, options?: KillSessionOptions): Promise<KilledSession>
-	/** The guest bound now: the Sandbox, its claims, the pod and the agent process. */
-	readonly identity: KubernetesWorkspaceIdentity
-	/**
-	 * Told when the guest is not the one it was (`pod-replaced`, `container-restarted`); never
-	 * across this handle's own `suspend()`/`resume()`. Returns the unsubscribe.
-	 */
-	onGuestRestart(listener: KubernetesGuestRestartListener): () => void
-}
 
 export interface WorkspaceHandleOptions {
 	readonly api: KubernetesApiPort
