@@ -12,12 +12,15 @@ import {
 	releaseKubernetesTaskSandboxes,
 } from '../../../src/index.js'
 import type { KubeObject } from '../../cluster/cluster-objects.js'
-import { KubeApi } from '../../cluster/kube-api.js'
 import { paths } from '../../cluster/sandbox-fixtures.js'
 import { waitFor } from '../../cluster/wait-for.js'
 import { rejection } from './error-chain.js'
-import { listClaims, useKubernetesHarness } from './kubernetes-harness.js'
-import { bindServiceAccount as bindAccount } from './service-account.js'
+import { backendAccess, listClaims, useKubernetesHarness } from './kubernetes-harness.js'
+import {
+	type AccessTriple,
+	accessAllowed,
+	bindServiceAccount as bindAccount,
+} from './service-account.js'
 
 const replicas = 2
 const h = useKubernetesHarness({
@@ -27,12 +30,7 @@ const h = useKubernetesHarness({
 })
 const open = h.open
 
-interface Triple {
-	readonly group: string
-	readonly resource: string
-	readonly verb: string
-	readonly subresource?: string
-}
+type Triple = AccessTriple
 
 /** ServiceAccount + Role (`rules`, call sites stripped) + RoleBinding; a token for the account. */
 function bindServiceAccount(name: string, rules: readonly KubernetesRbacRule[]): Promise<string> {
@@ -40,40 +38,15 @@ function bindServiceAccount(name: string, rules: readonly KubernetesRbacRule[]):
 }
 
 /** What the API server's authorizer answers for `token` (SelfSubjectAccessReview). */
-async function allowed(token: string, triple: Triple): Promise<boolean> {
-	const api = new KubeApi({ ...h.cluster.access, token })
-	const review = await api.create<{ status?: { allowed?: boolean } }>(
-		'/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
-		{
-			apiVersion: 'authorization.k8s.io/v1',
-			kind: 'SelfSubjectAccessReview',
-			spec: {
-				resourceAttributes: {
-					namespace: h.namespace,
-					group: triple.group,
-					resource: triple.resource,
-					verb: triple.verb,
-					...(triple.subresource ? { subresource: triple.subresource } : {}),
-				},
-			},
-		},
-	)
-	return review.status?.allowed === true
+function allowed(token: string, triple: Triple): Promise<boolean> {
+	return accessAllowed(h.cluster.access, token, h.namespace, triple)
 }
 
 function configWithToken(
 	token: string,
 	overrides: Partial<KubernetesBackendConfig> = {},
 ): KubernetesBackendConfig {
-	const access = h.cluster.access
-	return h.config({
-		access: {
-			server: access.server,
-			...(access.caPem === undefined ? {} : { ca: access.caPem }),
-			getToken: async () => token,
-		},
-		...overrides,
-	})
+	return h.config({ access: backendAccess({ ...h.cluster.access, token }), ...overrides })
 }
 
 function shutdownMs(claim: KubeObject): number {

@@ -5,9 +5,8 @@
  */
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { agentPort } from '../../cluster/sandbox-fixtures.js'
 import { runNodeToExit } from '../../helpers/run-to-exit.js'
-import { templateName, useKubernetesHarness } from './kubernetes-harness.js'
+import { harnessCliFlags, useKubernetesHarness } from './kubernetes-harness.js'
 
 const h = useKubernetesHarness({ namespacePrefix: 'k8s-scripts' })
 const SCRIPTS = join(import.meta.dirname, '..', '..', '..', 'deploy', 'k8s', 'scripts')
@@ -17,18 +16,7 @@ function runScript(script: string, args: readonly string[]) {
 }
 
 function clusterArgs(): string[] {
-	return [
-		'--kubeconfig',
-		h.cluster.kubeconfigPath,
-		'--namespace',
-		h.namespace,
-		'--template',
-		templateName,
-		'--agent-address',
-		'pod-ip',
-		'--agent-port',
-		String(agentPort),
-	]
+	return harnessCliFlags(h)
 }
 
 describe('deploy/k8s/scripts against the harness', () => {

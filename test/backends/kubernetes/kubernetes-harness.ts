@@ -40,6 +40,28 @@ export function backendAccess(access: ClusterAccess): KubernetesBackendConfig['a
 	}
 }
 
+/**
+ * The flags a command-line user passes to reach this harness's template (`namzu-sandbox mcp
+ * --tier kubernetes`, the deploy/k8s scripts): its kubeconfig, namespace, template, pod-ip, port.
+ */
+export function harnessCliFlags(
+	harness: { readonly cluster: TestCluster; readonly namespace: string },
+	kubeconfig = harness.cluster.kubeconfigPath,
+): string[] {
+	return [
+		'--kubeconfig',
+		kubeconfig,
+		'--namespace',
+		harness.namespace,
+		'--template',
+		templateName,
+		'--agent-address',
+		'pod-ip',
+		'--agent-port',
+		String(agentPort),
+	]
+}
+
 export interface KubernetesHarness {
 	readonly cluster: TestCluster
 	readonly namespace: string

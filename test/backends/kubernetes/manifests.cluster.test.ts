@@ -9,13 +9,14 @@
 import { describe, expect, it } from 'vitest'
 import {
 	createKubernetesSandboxProvider,
+	DEFAULT_KUBERNETES_AGENT_PORT,
 	type KubernetesBackendConfig,
 } from '../../../src/index.js'
-import { KubeApi } from '../../cluster/kube-api.js'
 import { paths } from '../../cluster/sandbox-fixtures.js'
 import { waitFor } from '../../cluster/wait-for.js'
 import { manifestObjects } from '../../deploy/manifest-files.js'
-import { useKubernetesHarness } from './kubernetes-harness.js'
+import { backendAccess, useKubernetesHarness } from './kubernetes-harness.js'
+import { accessAllowed, serviceAccountToken } from './service-account.js'
 
 const h = useKubernetesHarness({ namespacePrefix: 'k8s-manifests', withoutIngressPolicy: true })
 
@@ -65,39 +66,22 @@ function edited(object: Any, ns: string, hostCidr: string): Any {
 	return copy
 }
 
-async function tokenFor(account: string): Promise<string> {
-	const request = await h.cluster.api.create<{ status?: { token?: string } }>(
-		`/api/v1/namespaces/${h.namespace}/serviceaccounts/${account}/token`,
-		{
-			apiVersion: 'authentication.k8s.io/v1',
-			kind: 'TokenRequest',
-			spec: { expirationSeconds: 3600 },
-		},
-	)
-	const token = request.status?.token
-	if (!token) throw new Error('no token')
-	return token
+function tokenFor(account: string): Promise<string> {
+	return serviceAccountToken(h.cluster.api, h.namespace, account)
 }
 
+/** The harness config acting as `token`, on the shipped task template and its agent port. */
 function configAs(
 	token: string,
 	overrides: Partial<KubernetesBackendConfig>,
 ): KubernetesBackendConfig {
-	const access = h.cluster.access
-	return {
-		tier: 'microvm',
-		service: 'kubernetes',
-		namespace: h.namespace,
-		access: {
-			server: access.server,
-			...(access.caPem === undefined ? {} : { ca: access.caPem }),
-			getToken: () => token,
-		},
+	return h.config({
+		access: backendAccess({ ...h.cluster.access, token }),
 		sandboxTemplateName: 'namzu-sandbox-task',
-		agentAddress: 'pod-ip',
+		agentPort: DEFAULT_KUBERNETES_AGENT_PORT,
 		readyTimeoutMs: 60_000,
 		...overrides,
-	}
+	})
 }
 
 describe('the shipped manifests on a real API server', () => {
@@ -147,22 +131,13 @@ describe('the shipped manifests on a real API server', () => {
 			{ timeoutMs: 90_000, intervalMs: 250 },
 		)
 		const token = await tokenFor('namzu-sandbox-claimant')
-		const review = await new KubeApi({ ...h.cluster.access, token }).create<Any>(
-			'/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
-			{
-				apiVersion: 'authorization.k8s.io/v1',
-				kind: 'SelfSubjectAccessReview',
-				spec: {
-					resourceAttributes: {
-						namespace: h.namespace,
-						group: 'agents.x-k8s.io',
-						resource: 'sandboxes',
-						verb: 'create',
-					},
-				},
-			},
-		)
-		expect(review.status?.allowed).toBe(false)
+		expect(
+			await accessAllowed(h.cluster.access, token, h.namespace, {
+				group: 'agents.x-k8s.io',
+				resource: 'sandboxes',
+				verb: 'create',
+			}),
+		).toBe(false)
 		const provider = createKubernetesSandboxProvider(
 			configAs(token, { warmPoolName: 'namzu-sandbox-task-pool' }),
 		)

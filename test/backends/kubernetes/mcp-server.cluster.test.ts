@@ -6,29 +6,16 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { describe, expect, it } from 'vitest'
 import { type KubeObject, listItems, waitGone } from '../../cluster/cluster-objects.js'
-import { agentPort, paths } from '../../cluster/sandbox-fixtures.js'
+import { paths } from '../../cluster/sandbox-fixtures.js'
 import { waitFor } from '../../cluster/wait-for.js'
 import { call, callError, stdioClient } from '../../mcp/mcp-cli-kit.js'
 import { freshStateDir } from '../local/local-test-support.js'
-import { templateName, useKubernetesHarness } from './kubernetes-harness.js'
+import { harnessCliFlags, useKubernetesHarness } from './kubernetes-harness.js'
 
 const harness = useKubernetesHarness()
 
-function serverArgs(): string[] {
-	return [
-		'--tier',
-		'kubernetes',
-		'--kubeconfig',
-		harness.cluster.kubeconfigPath,
-		'--namespace',
-		harness.namespace,
-		'--template',
-		templateName,
-		'--agent-address',
-		'pod-ip',
-		'--agent-port',
-		String(agentPort),
-	]
+function serverArgs(kubeconfig?: string): string[] {
+	return ['--tier', 'kubernetes', ...harnessCliFlags(harness, kubeconfig)]
 }
 
 async function sandboxNames(): Promise<string[]> {
@@ -105,12 +92,7 @@ describe('namzu-sandbox mcp --tier kubernetes', () => {
 		const state = await freshStateDir()
 		let client: Client | undefined
 		try {
-			client = await stdioClient(state.dir, [
-				...serverArgs().slice(0, 2),
-				'--kubeconfig',
-				`${state.dir}/no-such-kubeconfig`,
-				...serverArgs().slice(4),
-			])
+			client = await stdioClient(state.dir, serverArgs(`${state.dir}/no-such-kubeconfig`))
 			const failed = await callError(client, 'sandbox_create', {})
 			expect(failed.name).toBe('KubernetesCredentialError')
 			expect(failed.message).toContain('no-such-kubeconfig')
