@@ -39,6 +39,7 @@ import {
 	type ReadinessVerdict,
 } from './readiness.js'
 import { type Judgement, pollUntil } from './readiness-poll.js'
+import { watchUntil } from './readiness-watch.js'
 
 /** Budget of the cleanup DELETE after a failed acquire, independent of the caller's signal. */
 export const ACQUIRE_CLEANUP_TIMEOUT_MS = 5000
@@ -145,7 +146,7 @@ export async function acquireTaskSandbox(
 			throw classifyAcquireFailure(error)
 		}
 	}
-	let created: { kind: 'claim' | 'sandbox'; path: string; name: string }
+	let created: CreatedObject
 	if (config.warmPoolName !== undefined) {
 		const name = generateObjectName('namzu-task')
 		const body = buildSandboxClaim({
@@ -155,8 +156,10 @@ export async function acquireTaskSandbox(
 			claimLabels: config.claimLabels,
 			podLabels: profileLabels,
 		})
-		created = { kind: 'claim', path: kubernetesPaths.claim(ns, name), name }
-		await post(kubernetesPaths.claims(ns), body, created.path, name)
+		const collectionPath = kubernetesPaths.claims(ns)
+		const path = kubernetesPaths.claim(ns, name)
+		const version = await post(collectionPath, body, path, name)
+		created = { kind: 'claim', path, name, collectionPath, resourceVersion: version }
 	} else {
 		let template: KubernetesObject
 		try {
@@ -184,8 +187,10 @@ export async function acquireTaskSandbox(
 				throw classifyAcquireFailure(error)
 			}
 		}
-		created = { kind: 'sandbox', path: kubernetesPaths.sandbox(ns, name), name }
-		await post(kubernetesPaths.sandboxes(ns), body, created.path, name)
+		const collectionPath = kubernetesPaths.sandboxes(ns)
+		const path = kubernetesPaths.sandbox(ns, name)
+		const version = await post(collectionPath, body, path, name)
+		created = { kind: 'sandbox', path, name, collectionPath, resourceVersion: version }
 	}
 
 	try {
@@ -200,9 +205,17 @@ export async function acquireTaskSandbox(
 		throw classifyAcquireFailure(error, created.name)
 	}
 
-	async function post(collection: string, body: object, path: string, name: string) {
+	/** POSTs once; resolves with the created object's `resourceVersion` (what a watch starts from). */
+	async function post(
+		collection: string,
+		body: object,
+		path: string,
+		name: string,
+	): Promise<string | undefined> {
 		try {
-			await api.create(collection, body, { ...(signal ? { signal } : {}) })
+			const object = await api.create(collection, body, { ...(signal ? { signal } : {}) })
+			const version = object?.metadata?.resourceVersion
+			return typeof version === 'string' && version !== '' ? version : undefined
 		} catch (error) {
 			// The POST is never retried; one that may have committed (no answer) is deleted by name.
 			const shape = apiFailureShape(error)
@@ -214,11 +227,7 @@ export async function acquireTaskSandbox(
 		}
 	}
 
-	async function bindAndResolve(object: {
-		kind: 'claim' | 'sandbox'
-		path: string
-		name: string
-	}): Promise<BoundPod> {
+	async function bindAndResolve(object: CreatedObject): Promise<BoundPod> {
 		const budget = {
 			deadlineMs,
 			intervalMs: config.readyPollIntervalMs,
@@ -228,20 +237,26 @@ export async function acquireTaskSandbox(
 		const evaluate = object.kind === 'claim' ? evaluateClaimReadiness : evaluateSandboxReadiness
 		// A cold-started claim's Sandbox is named like the claim; a bound one names it in status.
 		let podName = object.name
-		const outcome = await pollUntil(
-			`${object.kind === 'claim' ? 'SandboxClaim' : 'Sandbox'} ${object.name}`,
-			(readSignal) => api.get(object.path, { signal: readSignal }),
-			(read) => {
-				if (object.kind === 'claim') podName = boundSandboxName(read) ?? podName
-				return judged(
-					evaluate(read),
-					object.name,
-					object.kind === 'claim' ? profileLabels : undefined,
-					profile?.key,
-				)
-			},
-			budget,
-		)
+		const judge = (read: KubernetesObject): Judgement<string> => {
+			if (object.kind === 'claim') podName = boundSandboxName(read) ?? podName
+			return judged(
+				evaluate(read),
+				object.name,
+				object.kind === 'claim' ? profileLabels : undefined,
+				profile?.key,
+			)
+		}
+		// Watched from the create's version; polled for the rest of the budget when it cannot be.
+		const watched = await watchUntil(api, object, judge, budget)
+		const outcome =
+			watched.kind === 'fallback'
+				? await pollUntil(
+						`${object.kind === 'claim' ? 'SandboxClaim' : 'Sandbox'} ${object.name}`,
+						(readSignal) => api.get(object.path, { signal: readSignal }),
+						judge,
+						budget,
+					)
+				: watched
 		if (outcome.kind === 'timeout') {
 			// One pod read after the budget, before the cleanup: the pod condition decides.
 			const diagnosis = await diagnose(podName)
@@ -281,10 +296,7 @@ export async function acquireTaskSandbox(
 		}
 	}
 
-	async function readPod(
-		sandboxName: string,
-		object: { kind: 'claim' | 'sandbox'; path: string; name: string },
-	): Promise<BoundPod> {
+	async function readPod(sandboxName: string, object: CreatedObject): Promise<BoundPod> {
 		const podPath = kubernetesPaths.pod(ns, sandboxName)
 		const result = { id: sandboxName, created: { kind: object.kind, path: object.path } }
 		let profileObserved: string | undefined
@@ -349,6 +361,14 @@ export async function acquireTaskSandbox(
 			podLabels: outcome.value.labels,
 		}
 	}
+}
+
+interface CreatedObject {
+	readonly kind: 'claim' | 'sandbox'
+	readonly path: string
+	readonly name: string
+	readonly collectionPath: string
+	readonly resourceVersion: string | undefined
 }
 
 interface BoundPod {

@@ -19,10 +19,11 @@ export const KUBERNETES_CLAIMANT_RBAC_RULES: readonly KubernetesRbacRule[] = Obj
 	{
 		apiGroups: ['extensions.agents.x-k8s.io'],
 		resources: ['sandboxclaims'],
-		verbs: ['create', 'get', 'list', 'patch', 'delete'],
+		verbs: ['create', 'get', 'list', 'watch', 'patch', 'delete'],
 		callSites: [
 			'create: acquire-task-sandbox.ts (POST the claim)',
 			'get: readiness-poll.ts (readiness reads)',
+			'watch: readiness-watch.ts (readiness from the POST; without it the reads are polled)',
 			'list: fleet-verbs.ts (releaseKubernetesTaskSandboxes, readKubernetesTaskCapacity)',
 			'patch: lease-renewal.ts (shutdownTime renewal)',
 			'delete: kubernetes-sandbox-provider.ts (destroy), acquire cleanup, release',

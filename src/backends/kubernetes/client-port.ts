@@ -15,6 +15,7 @@ export function apiPortOf(client: KubernetesClient): KubernetesApiPort {
 			client.list<KubernetesObject>(path, options) as Promise<KubernetesList>,
 		create: (path, body, options) => client.create<KubernetesObject>(path, body, options),
 		mergePatch: (path, body, options) => client.mergePatch<KubernetesObject>(path, body, options),
+		watch: (path, options) => client.watch<KubernetesObject>(path, options),
 		delete: async (path, options) => {
 			try {
 				await client.delete(path, options)

@@ -4,6 +4,7 @@
  * API client (api/) to it. Every call takes the caller's signal; the client adds its own per-request
  * bound (`apiRequestTimeoutMs`) on top.
  */
+import type { KubernetesWatchEvent } from './api/watch-events.js'
 import type { KubernetesList, KubernetesObject } from './kubernetes-objects.js'
 
 export interface KubernetesApiCallOptions {
@@ -13,6 +14,12 @@ export interface KubernetesApiCallOptions {
 export interface KubernetesListOptions extends KubernetesApiCallOptions {
 	readonly labelSelector?: string
 	readonly fieldSelector?: string
+}
+
+export interface KubernetesWatchPortOptions extends KubernetesApiCallOptions {
+	readonly fieldSelector: string
+	readonly resourceVersion: string
+	readonly timeoutSeconds: number
 }
 
 export interface KubernetesApiPort {
@@ -26,4 +33,9 @@ export interface KubernetesApiPort {
 	): Promise<KubernetesObject>
 	/** Resolves when deleted; an object already gone (404/410) also resolves. */
 	delete(path: string, options?: KubernetesApiCallOptions): Promise<void>
+	/** A collection's events after `resourceVersion`; a port without it is polled instead. */
+	watch?(
+		collectionPath: string,
+		options: KubernetesWatchPortOptions,
+	): AsyncIterable<KubernetesWatchEvent<KubernetesObject>>
 }

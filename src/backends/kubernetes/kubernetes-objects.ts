@@ -20,6 +20,7 @@ export interface KubernetesObjectMeta {
 	readonly generateName?: string
 	readonly namespace?: string
 	readonly uid?: string
+	readonly resourceVersion?: string
 	readonly labels?: Readonly<Record<string, string>>
 	readonly annotations?: Readonly<Record<string, string>>
 	readonly deletionTimestamp?: string

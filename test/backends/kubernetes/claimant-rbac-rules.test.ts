@@ -47,12 +47,19 @@ describe('KUBERNETES_CLAIMANT_RBAC_RULES', () => {
 		expect(rule.verbs).toEqual(['get'])
 	})
 
-	it('grants exactly the claimant Role: claims create/get/list/patch/delete, sandboxes and warm pools get, pods and both policy kinds get/list', () => {
+	it('grants exactly the claimant Role: claims create/get/list/watch/patch/delete, sandboxes and warm pools get, pods and both policy kinds get/list', () => {
 		expect(grants(KUBERNETES_CLAIMANT_RBAC_RULES)).toEqual({
 			'/pods': ['get', 'list'],
 			'agents.x-k8s.io/sandboxes': ['get'],
 			'cilium.io/ciliumnetworkpolicies': ['get', 'list'],
-			'extensions.agents.x-k8s.io/sandboxclaims': ['create', 'delete', 'get', 'list', 'patch'],
+			'extensions.agents.x-k8s.io/sandboxclaims': [
+				'create',
+				'delete',
+				'get',
+				'list',
+				'patch',
+				'watch',
+			],
 			'extensions.agents.x-k8s.io/sandboxwarmpools': ['get'],
 			'networking.k8s.io/networkpolicies': ['get', 'list'],
 		})

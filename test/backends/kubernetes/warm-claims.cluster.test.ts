@@ -4,6 +4,7 @@
 // sandbox deleted under a run, and the fleet verbs (release by label, capacity).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+	KUBERNETES_CLAIMANT_RBAC_RULES,
 	KubernetesAcquireError,
 	KubernetesSandboxDestroyedError,
 	KubernetesSandboxGoneError,
@@ -16,6 +17,7 @@ import { waitFor } from '../../cluster/wait-for.js'
 import { findInChain, rejection } from './error-chain.js'
 import { listClaims, poolName, sleep, useKubernetesHarness } from './kubernetes-harness.js'
 import { type RecordingApiProxy, startRecordingApiProxy } from './recording-api-proxy.js'
+import { bindServiceAccount } from './service-account.js'
 
 const replicas = 3
 const h = useKubernetesHarness({
@@ -96,29 +98,59 @@ describe('Kubernetes task sandboxes from a warm pool', () => {
 		await expect(sandbox.exec('true')).rejects.toBeInstanceOf(KubernetesSandboxDestroyedError)
 	})
 
-	it('a clean warm acquire sends exactly POST claim, GETs of that claim, one GET of the bound pod, one LIST of the network policies; destroy one DELETE', async () => {
+	it('a clean warm acquire sends exactly POST claim, one watch of that claim from the version the POST returned, one GET of the bound pod, one LIST of the network policies; destroy one DELETE', async () => {
 		proxy.clear()
 		const token = h.cluster.access.token
 		const sandbox = await h
 			.provider({ access: { server: proxy.server, getToken: async () => token } })
 			.create()
 		open.push(sandbox)
-		const acquireLog = proxy.requests.map(withoutQuery)
+		const acquireLog = [...proxy.requests]
 		const claim = (await liveClaims())[0] as KubeObject
 		const claimName = claim.metadata.name
 		expect(claim.spec).toMatchObject({ warmPoolRef: { name: poolName } })
-		expect(collapsed(acquireLog)).toEqual([
+		expect(acquireLog.map(withoutQuery)).toEqual([
 			`POST ${paths.claims(h.namespace)}`,
-			`GET ${paths.claim(h.namespace, claimName)}`,
+			`GET ${paths.claims(h.namespace)}`,
 			`GET ${paths.pod(h.namespace, sandbox.id)}`,
 			// The agent-port ingress check, after the bind.
 			`GET ${paths.networkPolicies(h.namespace)}`,
 		])
+		const watch = new URL(`http://x${acquireLog[1]?.split(' ')[1] ?? ''}`).searchParams
+		expect(watch.get('watch')).toBe('true')
+		expect(watch.get('fieldSelector')).toBe(`metadata.name=${claimName}`)
+		// From the version the POST answered, so a bind between the POST and the watch is not missed.
+		expect(Number(watch.get('resourceVersion'))).toBeGreaterThan(0)
+		expect(Number(watch.get('timeoutSeconds'))).toBeGreaterThan(0)
 		proxy.clear()
 		await sandbox.destroy()
 		expect(proxy.requests.map(withoutQuery)).toEqual([
 			`DELETE ${paths.claim(h.namespace, claimName)}`,
 		])
+	})
+
+	it('a Role without watch on sandboxclaims still acquires: the refused watch falls back to polling the claim', async () => {
+		const rules = KUBERNETES_CLAIMANT_RBAC_RULES.map((rule) => ({
+			...rule,
+			verbs: rule.verbs.filter((verb) => verb !== 'watch'),
+		}))
+		const token = await bindServiceAccount(h.cluster.api, h.namespace, 'no-watch', rules)
+		proxy.clear()
+		const sandbox = await h
+			.provider({ access: { server: proxy.server, getToken: async () => token } })
+			.create()
+		open.push(sandbox)
+		const claimName = (await liveClaims())[0]?.metadata.name ?? ''
+		expect(collapsed(proxy.requests.map(withoutQuery))).toEqual([
+			`POST ${paths.claims(h.namespace)}`,
+			// The watch, answered 403 …
+			`GET ${paths.claims(h.namespace)}`,
+			// … so the claim is read until bound.
+			`GET ${paths.claim(h.namespace, claimName)}`,
+			`GET ${paths.pod(h.namespace, sandbox.id)}`,
+			`GET ${paths.networkPolicies(h.namespace)}`,
+		])
+		expect(await sandbox.exec('true')).toMatchObject({ exitCode: 0 })
 	})
 
 	it('the guest learns its pod uid through the downward API, and the claim is never written after its POST', async () => {

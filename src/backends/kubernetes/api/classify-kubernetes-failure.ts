@@ -116,3 +116,13 @@ export function kubernetesFailureError(
 	}
 	return new KubernetesApiError(fields)
 }
+
+/** A response body as JSON when it is JSON, else the text (a proxy's HTML page), else undefined. */
+export function parseResponseBody(text: string): unknown {
+	if (text === '') return undefined
+	try {
+		return JSON.parse(text)
+	} catch {
+		return text
+	}
+}

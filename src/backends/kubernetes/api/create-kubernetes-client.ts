@@ -14,8 +14,12 @@ import {
 	type KubernetesHttpMethod,
 } from './api-errors.js'
 import { resolveApiRequestTimeoutMs } from './api-request-timeout.js'
-import { type ApiTransport, fetchTransport, httpsTransport } from './api-transport.js'
-import { classifyKubernetesFailure, kubernetesFailureError } from './classify-kubernetes-failure.js'
+import { apiTransports } from './api-transport.js'
+import {
+	classifyKubernetesFailure,
+	kubernetesFailureError,
+	parseResponseBody,
+} from './classify-kubernetes-failure.js'
 import { type KubernetesAccess, resolveKubernetesAccess } from './kubernetes-access.js'
 import type {
 	KubernetesClient,
@@ -28,6 +32,7 @@ import type {
 	KubernetesRequest,
 	KubernetesResponse,
 } from './kubernetes-client.js'
+import { watchCollection } from './kubernetes-watch.js'
 import { armRequestDeadline } from './request-deadline.js'
 
 const PATCH_CONTENT_TYPE: Readonly<Record<KubernetesPatchType, string>> = {
@@ -42,10 +47,15 @@ export function createKubernetesClient(
 ): KubernetesClient {
 	const timeoutMs = resolveApiRequestTimeoutMs(options.apiRequestTimeoutMs)
 	const resolved = resolveKubernetesAccess(access, options.environment)
-	const transport: ApiTransport =
-		resolved.tls === undefined
-			? fetchTransport(options.fetch ?? ((url, init) => fetch(url, init)))
-			: httpsTransport(resolved.tls)
+	const transports = apiTransports(resolved.tls, options.fetch ?? ((url, init) => fetch(url, init)))
+	const transport = transports.whole
+
+	async function headersFor(signal: AbortSignal): Promise<Record<string, string>> {
+		const token = await raceSignal(resolved.token(signal), signal)
+		const headers: Record<string, string> = { accept: 'application/json' }
+		if (token !== undefined) headers.authorization = `Bearer ${token}`
+		return headers
+	}
 
 	async function request<T>(req: KubernetesRequest): Promise<KubernetesResponse<T>> {
 		const { method, path } = req
@@ -55,15 +65,13 @@ export function createKubernetesClient(
 		}
 		const deadline = armRequestDeadline(timeoutMs, req.signal)
 		try {
-			const token = await raceSignal(resolved.token(deadline.signal), deadline.signal)
+			const headers = await headersFor(deadline.signal)
 			const payload = req.body === undefined ? undefined : JSON.stringify(req.body)
-			const headers: Record<string, string> = { accept: 'application/json' }
-			if (token !== undefined) headers.authorization = `Bearer ${token}`
 			if (payload !== undefined) {
 				headers['content-type'] =
 					req.patchType === undefined ? 'application/json' : PATCH_CONTENT_TYPE[req.patchType]
 			}
-			let response: Awaited<ReturnType<ApiTransport>>
+			let response: Awaited<ReturnType<typeof transport>>
 			try {
 				response = await transport({
 					method,
@@ -82,7 +90,7 @@ export function createKubernetesClient(
 					cause: error,
 				})
 			}
-			const body = parseBody(response.text)
+			const body = parseResponseBody(response.text)
 			if (response.status < 200 || response.status >= 300) {
 				const failure = classifyKubernetesFailure(response.status, body, response.headers)
 				throw kubernetesFailureError(method, path, failure, isConditionalPatch(req))
@@ -126,6 +134,18 @@ export function createKubernetesClient(
 			call('PATCH', path, { body: operations, patchType: 'json', ...signalOf(opts.signal) }),
 		delete: (path, opts = {}) =>
 			call('DELETE', path, { body: deleteOptionsBody(opts), ...signalOf(opts.signal) }),
+		watch: (path, opts = {}) =>
+			watchCollection(
+				{
+					server: resolved.server,
+					timeoutMs,
+					stream: transports.stream,
+					headers: headersFor,
+					queryString,
+				},
+				path,
+				opts,
+			),
 	}
 }
 
@@ -182,13 +202,4 @@ function isConditionalPatch(req: KubernetesRequest): boolean {
 			(op: unknown) => typeof op === 'object' && op !== null && 'op' in op && op.op === 'test',
 		)
 	)
-}
-
-function parseBody(text: string): unknown {
-	if (text === '') return undefined
-	try {
-		return JSON.parse(text)
-	} catch {
-		return text
-	}
 }

@@ -7,6 +7,8 @@
 import type { KubernetesHttpMethod } from './api-errors.js'
 import type { KubernetesFetch } from './api-transport.js'
 import type { KubernetesAccessEnvironment } from './kubernetes-access.js'
+import type { KubernetesWatchOptions } from './kubernetes-watch.js'
+import type { KubernetesWatchEvent } from './watch-events.js'
 
 export interface KubernetesClientOptions {
 	/**
@@ -98,4 +100,9 @@ export interface KubernetesClient {
 	): Promise<T>
 	/** 404/410 rejects with `KubernetesAlreadyGoneError` (count it as deleted). */
 	delete<T = unknown>(path: string, options?: KubernetesDeleteOptions): Promise<T>
+	/** `GET <collection>?watch=true`: the events as they arrive; see kubernetes-watch.ts. */
+	watch<T = unknown>(
+		collectionPath: string,
+		options?: KubernetesWatchOptions,
+	): AsyncIterable<KubernetesWatchEvent<T>>
 }
