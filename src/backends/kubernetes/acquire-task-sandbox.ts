@@ -35,6 +35,7 @@ import {
 	diagnosePod,
 	evaluateClaimReadiness,
 	evaluateSandboxReadiness,
+	nextPollDelayMs,
 	podAddress,
 	type ReadinessVerdict,
 } from './readiness.js'
@@ -254,7 +255,7 @@ export async function acquireTaskSandbox(
 						`${object.kind === 'claim' ? 'SandboxClaim' : 'Sandbox'} ${object.name}`,
 						(readSignal) => api.get(object.path, { signal: readSignal }),
 						judge,
-						budget,
+						{ ...budget, firstReadAfterMs: retryAfterOf(watched.cause) },
 					)
 				: watched
 		if (outcome.kind === 'timeout') {
@@ -361,6 +362,11 @@ export async function acquireTaskSandbox(
 			podLabels: outcome.value.labels,
 		}
 	}
+}
+
+/** A throttled watch's `Retry-After`, honoured before the poll's first read; else none. */
+function retryAfterOf(cause: unknown): number {
+	return nextPollDelayMs(0, apiFailureShape(cause))
 }
 
 interface CreatedObject {

@@ -30,6 +30,8 @@ export interface PollBudget {
 	readonly intervalMs: number
 	readonly signal?: AbortSignal
 	readonly now: () => number
+	/** Wait this long before the first read (a refused watch's `Retry-After`). */
+	readonly firstReadAfterMs?: number
 }
 
 /** Polls `read` until `judge` says done, a non-retryable failure, an abort, or the budget's end. */
@@ -41,6 +43,11 @@ export async function pollUntil<T>(
 ): Promise<PollOutcome<T>> {
 	let lastObserved: string | undefined
 	let standingFailure: unknown
+	if (budget.firstReadAfterMs !== undefined && budget.firstReadAfterMs > 0) {
+		const left = budget.deadlineMs - budget.now()
+		if (left <= 0) return timeout()
+		await pause(Math.min(budget.firstReadAfterMs, left))
+	}
 	for (;;) {
 		budget.signal?.throwIfAborted()
 		const remaining = budget.deadlineMs - budget.now()
@@ -67,8 +74,12 @@ export async function pollUntil<T>(
 		}
 		const left = budget.deadlineMs - budget.now()
 		if (left <= 0) return timeout()
+		await pause(Math.min(delay, left))
+	}
+
+	async function pause(ms: number): Promise<void> {
 		// An abort rejects with the caller's own reason, as every other step of the poll does.
-		await sleep(Math.min(delay, left), undefined, { signal: budget.signal }).catch(() =>
+		await sleep(ms, undefined, { signal: budget.signal }).catch(() =>
 			budget.signal?.throwIfAborted(),
 		)
 	}

@@ -118,7 +118,9 @@ describe('Kubernetes task sandboxes without a pool', () => {
 	})
 
 	it('429 and 503 answers to readiness reads are retried inside the budget and Retry-After is honoured', async () => {
-		const match = { method: 'GET', pathIncludes: '/sandboxes/' }
+		// The watch of the Sandbox is the first readiness read; a throttled watch is polled after
+		// its Retry-After.
+		const match = { method: 'GET', pathIncludes: '/sandboxes' }
 		const throttled = h.cluster.faults.api.respondWith({
 			status: 429,
 			count: 1,

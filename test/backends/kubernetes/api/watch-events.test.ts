@@ -23,13 +23,12 @@ describe('watch framing', () => {
 		['an object that is an array', JSON.stringify({ type: 'ADDED', object: [] }), 'not-an-event'],
 		['a bare string', JSON.stringify('ADDED'), 'not-an-event'],
 	])('refuses %s', (_what, line, problem) => {
-		const error = (() => {
-			try {
-				parseWatchEvent(line)
-			} catch (caught) {
-				return caught
-			}
-		})()
+		let error: unknown
+		try {
+			parseWatchEvent(line)
+		} catch (caught) {
+			error = caught
+		}
 		expect(error).toBeInstanceOf(WatchFramingError)
 		expect(error).toMatchObject({ problem })
 	})
