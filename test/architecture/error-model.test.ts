@@ -31,6 +31,7 @@ import {
 	KubernetesCredentialError,
 	KubernetesPatchNotAppliedError,
 } from '../../src/backends/kubernetes/api/api-errors.js'
+import { KubernetesWatchFramingError } from '../../src/backends/kubernetes/api/watch-events.js'
 import {
 	KubernetesAgentAddressUnresolvableError,
 	KubernetesAgentRetiringError,
@@ -413,6 +414,7 @@ const CASES: readonly ErrorCase[] = [
 		make: () => new KubernetesPatchNotAppliedError(apiFields({ kind: 'patch-test-failed' })),
 	},
 	{ type: KubernetesCredentialError, make: () => new KubernetesCredentialError('kubeconfig', 'd') },
+	{ type: KubernetesWatchFramingError, make: () => new KubernetesWatchFramingError('not-json') },
 	{
 		type: KubernetesSandboxDestroyedError,
 		make: () => new KubernetesSandboxDestroyedError('sb', 'exec'),

@@ -7,7 +7,6 @@
 import type { KubernetesHttpMethod } from './api-errors.js'
 import type { KubernetesFetch } from './api-transport.js'
 import type { KubernetesAccessEnvironment } from './kubernetes-access.js'
-import type { KubernetesWatchOptions } from './kubernetes-watch.js'
 import type { KubernetesWatchEvent } from './watch-events.js'
 
 export interface KubernetesClientOptions {
@@ -71,6 +70,14 @@ export type JsonPatchOperation =
 	| { readonly op: 'add' | 'replace' | 'test'; readonly path: string; readonly value: unknown }
 	| { readonly op: 'remove'; readonly path: string }
 	| { readonly op: 'move' | 'copy'; readonly from: string; readonly path: string }
+
+export interface KubernetesWatchOptions extends KubernetesCallOptions {
+	readonly fieldSelector?: string
+	/** Events after this version only (the version a create or read returned). */
+	readonly resourceVersion?: string
+	/** Asked of the server, which then ends the stream itself. */
+	readonly timeoutSeconds?: number
+}
 
 export interface KubernetesDeleteOptions extends KubernetesCallOptions {
 	readonly propagationPolicy?: 'Foreground' | 'Background' | 'Orphan'

@@ -14,25 +14,16 @@ import {
 	kubernetesFailureError,
 	parseResponseBody,
 } from './classify-kubernetes-failure.js'
-import type { KubernetesQuery } from './kubernetes-client.js'
+import type { KubernetesQuery, KubernetesWatchOptions } from './kubernetes-client.js'
 import {
 	type KubernetesWatchEvent,
+	KubernetesWatchFramingError,
 	parseWatchEvent,
-	WatchFramingError,
 	WatchLineSplitter,
 } from './watch-events.js'
 
 /** How much of a refused watch's Status body is read to classify it. */
 const REFUSAL_BODY_BYTES = 64 * 1024
-
-export interface KubernetesWatchOptions {
-	readonly fieldSelector?: string
-	/** Events after this version only (the version a create or read returned). */
-	readonly resourceVersion?: string
-	/** Asked of the server, which then ends the stream itself. */
-	readonly timeoutSeconds?: number
-	readonly signal?: AbortSignal
-}
 
 export interface WatchContext {
 	readonly server: string
@@ -124,7 +115,7 @@ function connectFailure(path: string, cause: unknown): KubernetesApiError {
 
 /** A framing refusal is its own error; anything else the body threw is the connection. */
 function isTransportCut(error: unknown): boolean {
-	return !(error instanceof WatchFramingError)
+	return !(error instanceof KubernetesWatchFramingError)
 }
 
 async function readBounded(body: AsyncIterable<Uint8Array>, limit: number): Promise<string> {

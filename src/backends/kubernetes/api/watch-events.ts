@@ -3,6 +3,7 @@
  * server is trusted less than a guest only in degree, and a watch must never grow the host without
  * limit — and every event is checked for shape before anything reads it.
  */
+import { SandboxError } from '../../../contract/errors.js'
 import { isRecord } from '../../../wire/is-record.js'
 
 /** Longest watch event line accepted; a claim or Sandbox is a few KiB. */
@@ -27,12 +28,15 @@ const EVENT_TYPES: ReadonlySet<string> = new Set([
 /** Why a watch line was refused. */
 export type WatchFramingProblem = 'line-too-long' | 'not-json' | 'not-an-event'
 
-export class WatchFramingError extends Error {
-	override readonly name = 'WatchFramingError'
+/** The API server sent a watch stream this client will not read (the acquire then polls). */
+export class KubernetesWatchFramingError extends SandboxError {
+	override readonly name = 'KubernetesWatchFramingError'
 	readonly problem: WatchFramingProblem
 
 	constructor(problem: WatchFramingProblem) {
-		super(`kubernetes watch stream refused: ${problem}`)
+		super(`kubernetes watch stream refused: ${problem}`, 'watch-stream-refused', {
+			retryable: true,
+		})
 		this.problem = problem
 	}
 }
@@ -43,12 +47,12 @@ export function parseWatchEvent(line: string): KubernetesWatchEvent {
 	try {
 		value = JSON.parse(line)
 	} catch {
-		throw new WatchFramingError('not-json')
+		throw new KubernetesWatchFramingError('not-json')
 	}
 	if (!isRecord(value) || typeof value.type !== 'string' || !EVENT_TYPES.has(value.type)) {
-		throw new WatchFramingError('not-an-event')
+		throw new KubernetesWatchFramingError('not-an-event')
 	}
-	if (!isRecord(value.object)) throw new WatchFramingError('not-an-event')
+	if (!isRecord(value.object)) throw new KubernetesWatchFramingError('not-an-event')
 	return { type: value.type as KubernetesWatchEventType, object: value.object }
 }
 
@@ -94,7 +98,8 @@ export class WatchLineSplitter {
 	#hold(piece: Buffer): void {
 		if (piece.byteLength === 0) return
 		this.#pendingBytes += piece.byteLength
-		if (this.#pendingBytes > this.#maxLineBytes) throw new WatchFramingError('line-too-long')
+		if (this.#pendingBytes > this.#maxLineBytes)
+			throw new KubernetesWatchFramingError('line-too-long')
 		this.#pending.push(Buffer.from(piece))
 	}
 }

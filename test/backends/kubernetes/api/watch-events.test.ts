@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import {
+	KubernetesWatchFramingError,
 	MAX_WATCH_EVENT_BYTES,
 	parseWatchEvent,
-	WatchFramingError,
 	WatchLineSplitter,
 } from '../../../../src/backends/kubernetes/api/watch-events.js'
 
@@ -29,7 +29,7 @@ describe('watch framing', () => {
 		} catch (caught) {
 			error = caught
 		}
-		expect(error).toBeInstanceOf(WatchFramingError)
+		expect(error).toBeInstanceOf(KubernetesWatchFramingError)
 		expect(error).toMatchObject({ problem })
 	})
 
@@ -56,7 +56,7 @@ describe('watch framing', () => {
 	it('refuses a line longer than the bound without holding more than it, across chunks', () => {
 		const splitter = new WatchLineSplitter(8)
 		expect(splitter.push(Buffer.from('12345'))).toEqual([])
-		expect(() => splitter.push(Buffer.from('6789'))).toThrow(WatchFramingError)
+		expect(() => splitter.push(Buffer.from('6789'))).toThrow(KubernetesWatchFramingError)
 		expect(MAX_WATCH_EVENT_BYTES).toBe(1024 * 1024)
 	})
 

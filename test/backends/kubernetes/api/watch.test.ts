@@ -16,7 +16,7 @@ import {
 	KubernetesApiTimeoutError,
 } from '../../../../src/backends/kubernetes/api/api-errors.js'
 import { createKubernetesClient } from '../../../../src/backends/kubernetes/api/create-kubernetes-client.js'
-import { WatchFramingError } from '../../../../src/backends/kubernetes/api/watch-events.js'
+import { KubernetesWatchFramingError } from '../../../../src/backends/kubernetes/api/watch-events.js'
 import { makeTestTls, type TestTls } from './test-tls.js'
 
 const TOKEN = 'watch-test-token'
@@ -172,7 +172,7 @@ describe.each([
 			for await (const _ of client(served.url, secure).watch('/w')) {
 			}
 		})
-		expect(error).toBeInstanceOf(WatchFramingError)
+		expect(error).toBeInstanceOf(KubernetesWatchFramingError)
 		expect(error).toMatchObject({ problem: 'line-too-long' })
 		await served.closed
 	})
