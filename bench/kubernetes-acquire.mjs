@@ -62,6 +62,7 @@ try {
 	await poolReady(poolReplicas)
 	const poolFull = () => poolReady(warmFloor)
 
+	let lastProbe
 	proxy = await h.startRecordingApiProxy(cluster.access)
 	const token = cluster.access.token
 	const provider = h.createSandboxProvider({
@@ -74,12 +75,17 @@ try {
 			warmPoolName: pool,
 			agentPort: h.agentPort,
 			agentAddress: 'pod-ip',
+			// The privilege probe is the first exec: its split says what the dial and probe cost.
+			onExecTiming: (timing) => {
+				lastProbe = timing
+			},
 		},
 	})
 
 	const baseline = []
 	const acquire = []
 	const requests = []
+	const probe = []
 	for (let round = 0; round < count; round += 1) {
 		// Baseline: the controller alone binds a bare claim.
 		await poolFull()
@@ -98,8 +104,10 @@ try {
 		await poolFull()
 		proxy.clear()
 		started = performance.now()
+		lastProbe = undefined
 		const sandbox = await provider.create()
 		acquire.push(performance.now() - started)
+		if (lastProbe) probe.push(lastProbe.reserveMs + lastProbe.executeMs + lastProbe.drainMs)
 		requests.push(proxy.requests.length)
 		await sandbox.destroy()
 		process.stderr.write(
@@ -122,6 +130,11 @@ try {
 	console.log(
 		`| \`create()\` → ready handle (probe included) | ${ms(a50)} | ${ms(percentile(acquire, 95))} | ${(a50 / b50).toFixed(2)}× |`,
 	)
+	if (probe.length > 0) {
+		console.log(
+			`\nthe privilege probe inside create() (first dial + reserve + execute): p50 ${ms(percentile(probe, 50))}; create() without it ≈ ${ms(a50 - percentile(probe, 50))} = ${((a50 - percentile(probe, 50)) / b50).toFixed(2)}× the baseline`,
+		)
+	}
 	const mean = requests.reduce((sum, value) => sum + value, 0) / requests.length
 	console.log(
 		`\nAPI requests per acquire: mean ${mean.toFixed(2)}, min ${Math.min(...requests)}, max ${Math.max(...requests)}`,
