@@ -46,7 +46,11 @@ try {
 	// The backend refuses an agent port no ingress policy closes; a deployment applies one.
 	await cluster.api.create(
 		h.paths.networkPolicies(ns),
-		h.agentIngressPolicy('namzu-sandbox-ingress', undefined, `${cluster.kubelet.network.gateway}/32`),
+		h.agentIngressPolicy(
+			'namzu-sandbox-ingress',
+			undefined,
+			`${cluster.kubelet.network.gateway}/32`,
+		),
 	)
 	await cluster.api.create(h.paths.pools(ns), h.warmPool(pool, template, poolReplicas))
 	const poolReady = async (at) => {
