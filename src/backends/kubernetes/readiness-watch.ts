@@ -34,8 +34,7 @@ export async function watchUntil<T>(
 	judge: (object: KubernetesObject) => Judgement<T>,
 	budget: PollBudget,
 ): Promise<WatchOutcome<T>> {
-	const watch = api.watch?.bind(api)
-	if (watch === undefined || object.resourceVersion === undefined) return { kind: 'fallback' }
+	if (api.watch === undefined || object.resourceVersion === undefined) return { kind: 'fallback' }
 	budget.signal?.throwIfAborted()
 	const remaining = budget.deadlineMs - budget.now()
 	if (remaining <= 0) return { kind: 'fallback' }
@@ -43,7 +42,7 @@ export async function watchUntil<T>(
 	const signal = budget.signal ? AbortSignal.any([budget.signal, cut]) : cut
 	let lastObserved: string | undefined
 	try {
-		const events = watch(object.collectionPath, {
+		const events = api.watch(object.collectionPath, {
 			fieldSelector: `metadata.name=${object.name}`,
 			resourceVersion: object.resourceVersion,
 			timeoutSeconds: Math.max(1, Math.ceil(remaining / 1000)),

@@ -1,0 +1,190 @@
+// Every Kubernetes API request the package can send, found by scanning its source, checked against
+// the shipped Role: a request site that is not declared below fails this test (so nobody adds a
+// call without deciding which verb it needs), a declared grant the Role lacks fails it (the 403 an
+// operator would otherwise meet on a live cluster), and a declared site that no longer exists fails
+// it too (the table cannot rot). The pool-only sites are checked against the claimant Role as well.
+import { readdirSync, readFileSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { manifestObjects } from './manifest-files.js'
+
+const SRC = join(import.meta.dirname, '..', '..', 'src', 'backends', 'kubernetes')
+/** The adapter from the client to the port forwards calls; it is not a request site itself. */
+const ADAPTERS = new Set(['client-port.ts'])
+const CALL = /\b(?:api|client|context\.api)\.(get|list|create|mergePatch|jsonPatch|delete|watch)\(/g
+
+type Method = 'get' | 'list' | 'create' | 'mergePatch' | 'jsonPatch' | 'delete' | 'watch'
+const VERB: Readonly<Record<Method, string>> = {
+	get: 'get',
+	list: 'list',
+	create: 'create',
+	mergePatch: 'patch',
+	jsonPatch: 'patch',
+	delete: 'delete',
+	watch: 'watch',
+}
+
+const CLAIMS = 'extensions.agents.x-k8s.io/sandboxclaims'
+const TEMPLATES = 'extensions.agents.x-k8s.io/sandboxtemplates'
+const POOLS = 'extensions.agents.x-k8s.io/sandboxwarmpools'
+const SANDBOXES = 'agents.x-k8s.io/sandboxes'
+const PODS = '/pods'
+const PVCS = '/persistentvolumeclaims'
+const POLICIES = 'networking.k8s.io/networkpolicies'
+const CILIUM = 'cilium.io/ciliumnetworkpolicies'
+
+interface Site {
+	/** `path/from/src/backends/kubernetes.ts method` */
+	readonly site: string
+	/** How many calls of that method the file makes. */
+	readonly count: number
+	/** The resources those calls may name (a path variable can name several). */
+	readonly resources: readonly string[]
+	/** Also on the pool-only path (must be granted by rbac-claimant.yaml). */
+	readonly claimant?: boolean
+}
+
+const SITES: readonly Site[] = [
+	{ site: 'fleet-verbs.ts list', count: 3, resources: [CLAIMS, PODS], claimant: true },
+	{ site: 'fleet-verbs.ts delete', count: 1, resources: [CLAIMS], claimant: true },
+	{ site: 'fleet-verbs.ts get', count: 1, resources: [POOLS], claimant: true },
+	{
+		site: 'network/policy-listing.ts get',
+		count: 1,
+		resources: [POLICIES, CILIUM],
+		claimant: true,
+	},
+	{
+		site: 'network/policy-listing.ts list',
+		count: 1,
+		resources: [POLICIES, CILIUM],
+		claimant: true,
+	},
+	{ site: 'pod-rebind.ts get', count: 3, resources: [SANDBOXES, PODS], claimant: true },
+	{ site: 'acquire-task-sandbox.ts delete', count: 1, resources: [CLAIMS, SANDBOXES] },
+	{
+		site: 'acquire-task-sandbox.ts get',
+		count: 4,
+		resources: [TEMPLATES, CLAIMS, SANDBOXES, PODS],
+	},
+	{ site: 'acquire-task-sandbox.ts create', count: 1, resources: [CLAIMS, SANDBOXES] },
+	{ site: 'kubernetes-sandbox-provider.ts delete', count: 1, resources: [CLAIMS, SANDBOXES] },
+	{ site: 'lease-renewal.ts mergePatch', count: 1, resources: [CLAIMS, SANDBOXES] },
+	{ site: 'readiness-watch.ts watch', count: 1, resources: [CLAIMS, SANDBOXES] },
+	{ site: 'workspace/workspace-guest.ts get', count: 2, resources: [SANDBOXES, PODS] },
+	{ site: 'workspace/kubernetes-workspace.ts delete', count: 1, resources: [SANDBOXES] },
+	{ site: 'workspace/guest-identity.ts get', count: 1, resources: [PVCS] },
+	{ site: 'workspace/workspace-start.ts get', count: 4, resources: [TEMPLATES, SANDBOXES] },
+	{ site: 'workspace/workspace-start.ts create', count: 1, resources: [SANDBOXES] },
+	{ site: 'workspace/workspace-mode-patch.ts mergePatch', count: 1, resources: [SANDBOXES] },
+	{ site: 'workspace/workspace-pod-wait.ts get', count: 1, resources: [PODS] },
+]
+
+/** The pool-only path's own calls inside files it shares with the direct path. */
+const CLAIMANT_GRANTS: readonly (readonly [string, string])[] = [
+	[CLAIMS, 'create'],
+	[CLAIMS, 'get'],
+	[CLAIMS, 'watch'],
+	[CLAIMS, 'delete'],
+	[CLAIMS, 'patch'],
+	[PODS, 'get'],
+]
+
+function sourceFiles(dir: string): string[] {
+	return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+		const path = join(dir, entry.name)
+		if (entry.isDirectory()) return sourceFiles(path)
+		return entry.name.endsWith('.ts') ? [path] : []
+	})
+}
+
+/** `file method` → number of calls, from the source. */
+function scannedSites(): Map<string, number> {
+	const sites = new Map<string, number>()
+	for (const file of sourceFiles(SRC)) {
+		const name = relative(SRC, file)
+		if (ADAPTERS.has(name)) continue
+		for (const match of readFileSync(file, 'utf8').matchAll(CALL)) {
+			const key = `${name} ${match[1]}`
+			sites.set(key, (sites.get(key) ?? 0) + 1)
+		}
+	}
+	return sites
+}
+
+type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] }
+
+function roleGrants(file: string): (resource: string, verb: string) => boolean {
+	const role = manifestObjects(file).find((object) => object.kind === 'Role')
+	const rules = (role?.rules ?? []) as Rule[]
+	return (resource, verb) => {
+		const [group, plural] = resource.split('/')
+		return rules.some(
+			(rule) =>
+				rule.apiGroups.includes(group ?? '') &&
+				rule.resources.includes(plural ?? '') &&
+				rule.verbs.includes(verb),
+		)
+	}
+}
+
+const grantsOf = (site: Site): [string, string][] => {
+	const verb = VERB[site.site.split(' ')[1] as Method]
+	return site.resources.map((resource) => [resource, verb])
+}
+
+describe('the API request sites against the shipped Roles', () => {
+	it('every request site in src/backends/kubernetes is declared with what it may name, and every declared site exists', () => {
+		const scanned = Object.fromEntries(scannedSites())
+		const declared = Object.fromEntries(SITES.map((site) => [site.site, site.count]))
+		expect(scanned).toEqual(declared)
+	})
+
+	it('no request path is a path builder with a subresource appended (authorized separately)', () => {
+		const appended = /kubernetesPaths\.\w+\([^()]*\)\s*\+|\$\{kubernetesPaths\.\w+\([^()]*\)\}\//
+		const offenders = sourceFiles(SRC).filter((file) => appended.test(readFileSync(file, 'utf8')))
+		expect(offenders.map((file) => relative(SRC, file))).toEqual([])
+	})
+
+	it('no file outside src/backends/kubernetes builds a Kubernetes API path or holds the client', () => {
+		const root = join(SRC, '..', '..')
+		const outside = sourceFiles(root).filter((file) => !file.startsWith(SRC))
+		const reaching = outside.filter((file) =>
+			/kubernetesPaths|createKubernetesClient|\/apis\/|\/api\/v1\//.test(
+				readFileSync(file, 'utf8'),
+			),
+		)
+		expect(reaching.map((file) => relative(root, file))).toEqual([])
+	})
+
+	it('every verb the claimant Role grants, rbac.yaml grants too (the claimant Role is the narrower one)', () => {
+		const claimant = manifestObjects('rbac-claimant.yaml').find((o) => o.kind === 'Role')
+		const full = roleGrants('rbac.yaml')
+		const missing: string[] = []
+		for (const rule of (claimant?.rules ?? []) as Rule[]) {
+			for (const group of rule.apiGroups) {
+				for (const resource of rule.resources) {
+					for (const verb of rule.verbs) {
+						if (!full(`${group}/${resource}`, verb)) missing.push(`${group}/${resource} ${verb}`)
+					}
+				}
+			}
+		}
+		expect(missing).toEqual([])
+	})
+
+	it.each(
+		SITES.flatMap((site) => grantsOf(site).map(([resource, verb]) => [site.site, resource, verb])),
+	)('rbac.yaml lets %s %s: %s', (_site, resource, verb) => {
+		expect(roleGrants('rbac.yaml')(resource, verb)).toBe(true)
+	})
+
+	it.each([
+		...SITES.filter((site) => site.claimant).flatMap((site) =>
+			grantsOf(site).map(([resource, verb]) => [site.site, resource, verb]),
+		),
+		...CLAIMANT_GRANTS.map(([resource, verb]) => ['the pool-only acquire', resource, verb]),
+	])('rbac-claimant.yaml lets %s %s: %s', (_site, resource, verb) => {
+		expect(roleGrants('rbac-claimant.yaml')(resource, verb)).toBe(true)
+	})
+})
