@@ -23,6 +23,7 @@ import { freePort } from './free-port.js'
 import { apiServerReady, httpStatus, waitUntilReady } from './http-probe.js'
 import { KubeApi } from './kube-api.js'
 import { renderKubeconfig } from './kubeconfig.js'
+import { builtGuestRootfs } from './kubelet/guest-image.js'
 import { type ProcessKubelet, startProcessKubelet } from './kubelet/index.js'
 import { ManagedProcess } from './managed-process.js'
 import { binDir, crdDir, pinnedVersions, repoRoot } from './paths.js'
@@ -264,11 +265,14 @@ export async function startTestCluster(options: TestClusterOptions = {}): Promis
 		kcm.assertRunning()
 
 		// The process kubelet (another engineer's component) joins as the only node.
+		const guestRootfs = builtGuestRootfs()
 		kubelet = await startProcessKubelet({
 			access,
 			stateDir: join(stateDir, 'kubelet'),
 			agentBundlePath: options.agentBundlePath ?? join(repoRoot(), 'dist', 'agent.cjs'),
 			nodeName: options.nodeName,
+			// Pods naming the guest image run the built one (`npm run image:build`) when it exists.
+			...(guestRootfs === undefined ? {} : { guestImageRootfs: guestRootfs }),
 			signal,
 		})
 

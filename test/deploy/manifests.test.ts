@@ -8,6 +8,8 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { loadAgentConfig } from '../../src/agent/server/config.js'
+import { loadSessionConfig } from '../../src/agent/sessions/session-config.js'
 import { DEFAULT_KUBERNETES_AGENT_PORT } from '../../src/backends/kubernetes/kubernetes-backend-config.js'
 import { resolveEgressConfig } from '../../src/backends/kubernetes/network/egress-config.js'
 import { translateEgressPolicy } from '../../src/backends/kubernetes/network/egress-translation.js'
@@ -119,6 +121,30 @@ describe('deploy/k8s/manifests', () => {
 		expect(devices.map((d) => d.name).sort()).toEqual(claims.map((c) => c.metadata.name).sort())
 		expect(container(workspace()).volumeMounts).toBeUndefined()
 		expect(devices.map((d) => d.devicePath)).toContain(env(workspace()).NAMZU_WORKSPACE_DEVICE)
+	})
+
+	it("the workspace template lists the session and execution-retention env at exactly the agent's defaults", () => {
+		const template = one('sandboxtemplate-workspace.yaml', 'SandboxTemplate') as Any
+		const env = Object.fromEntries(
+			(template.spec.podTemplate.spec.containers[0].env as Any[])
+				.filter((entry) => entry.value !== undefined)
+				.map((entry) => [entry.name, entry.value]),
+		)
+		const listed = [
+			'NAMZU_AGENT_MAX_SESSIONS',
+			'NAMZU_AGENT_SESSION_LOG_BYTES',
+			'NAMZU_AGENT_SESSION_TERMINAL_TTL_MS',
+			'NAMZU_SANDBOX_MAX_TIMEOUT_MS',
+			'NAMZU_AGENT_EXECUTION_LOG_BYTES',
+			'NAMZU_AGENT_MAX_RETAINED_OUTPUT_LOGS',
+			'NAMZU_AGENT_EXECUTION_RETAINED_TTL_MS',
+		]
+		const picked = Object.fromEntries(listed.map((name) => [name, env[name]]))
+		// Read with the template's values and with none: the agent must configure itself the same.
+		const listen = { NAMZU_AGENT_UNIX_PATH: '/run/agent.sock' }
+		expect(loadSessionConfig(picked)).toEqual(loadSessionConfig({}))
+		expect(loadAgentConfig({ ...listen, ...picked })).toEqual(loadAgentConfig(listen))
+		for (const name of listed) expect(picked[name], name).toMatch(/^\d+$/)
 	})
 
 	it('the warm pool builds from the task template', () => {

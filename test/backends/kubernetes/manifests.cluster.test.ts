@@ -6,17 +6,31 @@
  * verified against the shipped policy under rbac.yaml, and a pooled one under rbac-claimant.yaml,
  * which may not create a Sandbox.
  */
+import { readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import {
 	createKubernetesSandboxProvider,
 	DEFAULT_KUBERNETES_AGENT_PORT,
 	type KubernetesBackendConfig,
+	RemoteCancellationUnknownError,
 } from '../../../src/index.js'
+import { builtGuestRootfs } from '../../cluster/kubelet/guest-image.js'
 import { paths } from '../../cluster/sandbox-fixtures.js'
 import { waitFor } from '../../cluster/wait-for.js'
 import { manifestObjects } from '../../deploy/manifest-files.js'
 import { backendAccess, useKubernetesHarness } from './kubernetes-harness.js'
 import { accessAllowed, serviceAccountToken } from './service-account.js'
+
+/** The node version the guest image was built with (its build record). */
+function imageNodeVersion(): string {
+	const rootfs = builtGuestRootfs()
+	if (rootfs === undefined) throw new Error('the guest image is not built: npm run image:build')
+	const info = JSON.parse(readFileSync(join(dirname(rootfs), 'build-info.json'), 'utf8')) as {
+		node?: string
+	}
+	return `v${info.node ?? '?'}`
+}
 
 const h = useKubernetesHarness({ namespacePrefix: 'k8s-manifests', withoutIngressPolicy: true })
 
@@ -111,6 +125,82 @@ describe('the shipped manifests on a real API server', () => {
 					'id -u; echo "$NAMZU_AGENT_SHUTDOWN_DEADLINE_MS"',
 				])
 				expect(result).toMatchObject({ exitCode: 0, stdout: '1001\n\n' })
+			} finally {
+				await sandbox.destroy()
+			}
+		} finally {
+			await provider.close()
+		}
+	})
+
+	it("the shipped task template runs the built guest image: its entrypoint, tini as pid 1 reaping a cancelled command's background job, the image user and node, no uid 0 and no capability anywhere", async () => {
+		const provider = createKubernetesSandboxProvider(
+			configAs(await tokenFor('namzu-sandbox'), { egress: { policy: { kind: 'deny-all' } } }),
+		)
+		try {
+			const sandbox = await provider.create()
+			try {
+				const result = await sandbox.exec('sh', [
+					'-c',
+					'id -un; cat /proc/1/comm; node --version; echo "$HOME"; grep NoNewPrivs /proc/self/status',
+				])
+				// The image's node (22, from its build), not this host's (the harness runs Node 20), and
+				// the entrypoint's HOME fallback: the kubelet keeps every image read-only.
+				expect(result).toMatchObject({ exitCode: 0 })
+				expect(result.stdout).toBe(
+					`namzu\ntini\n${imageNodeVersion()}\n/tmp/namzu-home-1001\nNoNewPrivs:\t1\n`,
+				)
+				expect(imageNodeVersion()).not.toBe(process.version)
+
+				// Never root, never a capability, pid 1 included.
+				const ids = await sandbox.exec('sh', [
+					'-c',
+					"grep -hE '^(Uid|Gid|CapInh|CapPrm|CapEff|CapBnd|CapAmb):' /proc/1/status /proc/self/status",
+				])
+				const fields = ids.stdout.trim().split('\n')
+				expect(fields).toHaveLength(14)
+				for (const line of fields) {
+					const [name, value] = line.split(':\t')
+					if (name === 'Uid' || name === 'Gid') expect(value).toBe('1001\t1001\t1001\t1001')
+					else expect(value, line).toBe('0000000000000000')
+				}
+
+				// A cancelled sh -c leaves a background job; tini (pid 1, the subreaper) reaps it, so
+				// the cancellation is confirmed instead of timing out on a zombie.
+				const controller = new AbortController()
+				let started = false
+				const run = sandbox
+					.exec('sh', ['-c', 'sleep 300 & echo started; sleep 300'], {
+						signal: controller.signal,
+						onOutput: (chunk) => {
+							if (chunk.data.includes('started')) started = true
+						},
+					})
+					.then(
+						(value) => ({ value }),
+						(error: unknown) => ({ error }),
+					)
+				await waitFor('the command to start', async () => (started ? true : undefined), {
+					timeoutMs: 10_000,
+					intervalMs: 20,
+				})
+				controller.abort()
+				const outcome = await run
+				expect(outcome).not.toHaveProperty('value.exitCode', 0)
+				if ('error' in outcome) {
+					expect(outcome.error).not.toBeInstanceOf(RemoteCancellationUnknownError)
+				}
+				await waitFor(
+					'no sleep left, zombie or not',
+					async () => {
+						const left = await sandbox.exec('sh', [
+							'-c',
+							'ps -eo stat=,comm= | grep -c sleep || true',
+						])
+						return left.stdout.trim() === '0' ? true : undefined
+					},
+					{ timeoutMs: 10_000, intervalMs: 100 },
+				)
 			} finally {
 				await sandbox.destroy()
 			}

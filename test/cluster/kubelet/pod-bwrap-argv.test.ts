@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { namesGuestImage } from './guest-image.js'
 import type { Pod } from './kube-types.js'
 import { agentReadOnlyPaths, buildContainerBwrapArgs, type RootEntry } from './pod-bwrap-argv.js'
 import { claimNames, planVolumes } from './pod-volumes.js'
@@ -159,5 +160,46 @@ describe('volume plan', () => {
 
 	it('lists every claim the pod references once', () => {
 		expect(claimNames(pod)).toEqual(['ws-sbx', 'block-sbx', 'other'])
+	})
+})
+
+describe('container bubblewrap argv from an image root filesystem', () => {
+	const args = buildContainerBwrapArgs({
+		rootEntries: root,
+		imageRoot: '/cache/guest/rootfs/',
+		readOnlyPaths: [],
+		mounts: [
+			{ source: '/checkout/dist/agent.cjs', target: '/opt/namzu/agent.cjs', readOnly: true },
+		],
+		identity: { uid: 1001, gid: 1001, capabilities: [] },
+		hostname: 'sbx-2',
+		workingDir: '/',
+		command: ['/entrypoint.sh'],
+	})
+	const joined = args.join(' ')
+
+	it("binds every top-level entry of the image from the image, never the host's, and keeps the runtime's own /tmp", () => {
+		expect(joined).toContain('--ro-bind /cache/guest/rootfs/usr /usr')
+		expect(joined).toContain('--ro-bind /cache/guest/rootfs/home /home')
+		expect(joined).toContain('--ro-bind /cache/guest/rootfs/work /work')
+		expect(joined).toContain('--symlink usr/bin /bin')
+		expect(joined).not.toMatch(/--ro-bind \/(usr|etc|home) /)
+		expect(joined).not.toContain('/cache/guest/rootfs/tmp')
+		expect(joined).toContain('--tmpfs /tmp')
+		expect(joined).toContain('--ro-bind /checkout/dist/agent.cjs /opt/namzu/agent.cjs')
+		expect(args.slice(-2)).toEqual(['--', '/entrypoint.sh'])
+		expect(args.indexOf('--remount-ro')).toBeGreaterThan(args.indexOf('/opt/namzu/agent.cjs'))
+	})
+
+	it.each([
+		['namzu-sandbox-guest:latest', true],
+		['namzu-sandbox-guest', true],
+		['registry.example.com/team/namzu-sandbox-guest:1.2', true],
+		['namzu-sandbox-guest@sha256:abc', true],
+		['namzu-sandbox-guest-extra:latest', false],
+		['busybox', false],
+		[undefined, false],
+	])('%s names the guest image: %s', (image, expected) => {
+		expect(namesGuestImage(image)).toBe(expected)
 	})
 })

@@ -36,6 +36,11 @@ export interface DeviceBind {
 
 export interface ContainerBwrapPlan {
 	readonly rootEntries: readonly RootEntry[]
+	/**
+	 * Where the root entries live: absent, the host's own `/` (its system directories only); set,
+	 * an image's root filesystem, every top-level entry of which is the container's.
+	 */
+	readonly imageRoot?: string
 	/** Host files or directories the command needs (node, the agent bundle), bound read-only. */
 	readonly readOnlyPaths: readonly string[]
 	readonly mounts: readonly ContainerMount[]
@@ -63,14 +68,20 @@ export const IMAGE_ROOT_DIRS: readonly string[] = [
 	'var',
 ]
 
+/** An image's entries the runtime provides itself instead of the image's copies. */
+const RUNTIME_DIRS: readonly string[] = ['dev', 'proc', 'sys', 'tmp']
+
 export function buildContainerBwrapArgs(plan: ContainerBwrapPlan): string[] {
 	const args = ['--tmpfs', '/']
+	const source = plan.imageRoot?.replace(/\/+$/, '') ?? ''
+	const wanted = (name: string): boolean =>
+		plan.imageRoot === undefined ? IMAGE_ROOT_DIRS.includes(name) : !RUNTIME_DIRS.includes(name)
 	for (const entry of [...plan.rootEntries].sort((a, b) => a.name.localeCompare(b.name))) {
-		if (!IMAGE_ROOT_DIRS.includes(entry.name)) continue
+		if (!wanted(entry.name)) continue
 		if (entry.kind === 'symlink' && entry.target !== undefined) {
 			args.push('--symlink', entry.target, `/${entry.name}`)
 		} else if (entry.kind === 'dir') {
-			args.push('--ro-bind', `/${entry.name}`, `/${entry.name}`)
+			args.push('--ro-bind', `${source}/${entry.name}`, `/${entry.name}`)
 		}
 	}
 	args.push('--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp')

@@ -16,6 +16,7 @@ import {
 	NO_ENV_SOURCES,
 	resolveContainerEnv,
 } from './downward-env.js'
+import { GUEST_IMAGE_NAME, type GuestImage, namesGuestImage } from './guest-image.js'
 import type { HarnessNetwork } from './harness-network.js'
 import type { Container, Pod } from './kube-types.js'
 import {
@@ -44,6 +45,8 @@ export interface PodRuntimeDeps {
 	readonly nodePath: string
 	readonly bwrapPath: string
 	readonly rootEntries: readonly RootEntry[]
+	/** The built guest image; a container naming it runs from it (absent: such a pod cannot start). */
+	readonly guestImage?: GuestImage
 	/**
 	 * A claim's volume for this pod — its host directory, or its block device attached — or a
 	 * reason it is not available yet. The pod holds its claims until `releaseClaims`.
@@ -162,6 +165,14 @@ export class PodRuntime {
 		if (!resolved.ok) return { ok: false, reason: resolved.reason, message: resolved.message }
 		const identity = resolveSecurity(pod, container)
 		if (!identity.ok) return { ok: false, reason: identity.reason, message: identity.message }
+		const image = namesGuestImage(container.image) ? this.#deps.guestImage : undefined
+		if (namesGuestImage(container.image) && image === undefined) {
+			return {
+				ok: false,
+				reason: 'ErrImageNeverPull',
+				message: `image "${container.image ?? GUEST_IMAGE_NAME}" is not built on this node: npm run image:build`,
+			}
+		}
 		const mounts: ContainerMount[] = []
 		const devices: DeviceBind[] = []
 		let workspaceDisk: { volume: string; device: string } | undefined
@@ -208,22 +219,31 @@ export class PodRuntime {
 			}
 		}
 		const hostname = (pod.spec.hostname ?? pod.metadata.name ?? 'pod').slice(0, 63)
+		// The host "image" has no user database entry for the pod's uid: HOME is /tmp. The guest
+		// image's entrypoint resolves HOME itself, as it does under a real runtime.
 		const env: Record<string, string> = {
 			PATH: DEFAULT_PATH,
-			HOME: '/tmp',
-			[AGENT_BUNDLE_ENV]: this.#deps.agentBundlePath,
+			...(image === undefined
+				? { HOME: '/tmp', [AGENT_BUNDLE_ENV]: this.#deps.agentBundlePath }
+				: {}),
 			...resolved.env,
 			HOSTNAME: hostname,
 		}
 		const defined = new Map(Object.entries(env))
 		const entrypoint = container.command?.length
 			? container.command.map((part) => expandReferences(part, defined))
-			: [this.#deps.nodePath, this.#deps.agentBundlePath]
+			: image !== undefined
+				? [...image.entrypoint]
+				: [this.#deps.nodePath, this.#deps.agentBundlePath]
 		const args = (container.args ?? []).map((part) => expandReferences(part, defined))
 		const bwrapArgs = buildContainerBwrapArgs({
-			rootEntries: this.#deps.rootEntries,
-			readOnlyPaths: agentReadOnlyPaths(this.#deps.nodePath, this.#deps.agentBundlePath),
-			mounts,
+			rootEntries: image?.rootEntries ?? this.#deps.rootEntries,
+			...(image === undefined ? {} : { imageRoot: image.rootfs }),
+			readOnlyPaths:
+				image === undefined
+					? agentReadOnlyPaths(this.#deps.nodePath, this.#deps.agentBundlePath)
+					: [],
+			mounts: image === undefined ? mounts : [...image.binds, ...mounts],
 			devices,
 			identity,
 			hostname,

@@ -14,6 +14,7 @@ import { constants } from 'node:fs'
 import { access, appendFile, mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { type EnvSources, referencedSources } from './downward-env.js'
+import { type GuestImage, loadGuestImage } from './guest-image.js'
 import { HarnessNetwork } from './harness-network.js'
 import { DEFAULT_BWRAP_PATH, executable, readRootEntries } from './host-image.js'
 import { type ClusterAccess, isStatus, KubeClient } from './kube-client.js'
@@ -40,6 +41,8 @@ export interface ProcessKubeletOptions {
 	readonly signal?: AbortSignal
 	/** bubblewrap binary (default /usr/bin/bwrap). */
 	readonly bwrapPath?: string
+	/** The built guest image's root filesystem: pods naming `namzu-sandbox-guest` run from it. */
+	readonly guestImageRootfs?: string
 }
 
 export interface KubeletFaults {
@@ -96,6 +99,7 @@ class Kubelet implements ProcessKubelet {
 	readonly #pvcs: PvcStore
 	readonly #options: ProcessKubeletOptions
 	readonly #rootEntries: readonly RootEntry[]
+	readonly #guestImage: GuestImage | undefined
 	readonly #entries = new Map<string, PodEntry>()
 	readonly #unschedulable = new Set<string>()
 	readonly #unschedulableWritten = new Set<string>()
@@ -114,11 +118,13 @@ class Kubelet implements ProcessKubelet {
 		net: HarnessNetwork,
 		rootEntries: readonly RootEntry[],
 		nodeName: string,
+		guestImage: GuestImage | undefined,
 	) {
 		this.#options = options
 		this.#client = client
 		this.#net = net
 		this.#rootEntries = rootEntries
+		this.#guestImage = guestImage
 		this.nodeName = nodeName
 		this.#allocator = new PodNetworkAllocator(net)
 		this.#pvcs = new PvcStore(client, join(options.stateDir, 'pvcs'))
@@ -295,6 +301,7 @@ class Kubelet implements ProcessKubelet {
 				nodePath: process.execPath,
 				bwrapPath: this.#options.bwrapPath ?? DEFAULT_BWRAP_PATH,
 				rootEntries: this.#rootEntries,
+				...(this.#guestImage ? { guestImage: this.#guestImage } : {}),
 				claimVolume: async (namespace, claimName) => {
 					const result = await this.#pvcs.volume(namespace, claimName, entry.uid)
 					if (result.ok) entry.claimUids.add(result.uid)
@@ -495,6 +502,9 @@ export async function startProcessKubelet(options: ProcessKubeletOptions): Promi
 		net,
 		await readRootEntries(),
 		options.nodeName ?? `namzu-kubelet-${net.plan.slot}`,
+		options.guestImageRootfs === undefined
+			? undefined
+			: await loadGuestImage(options.guestImageRootfs, options.agentBundlePath),
 	)
 	try {
 		await kubelet.start()
