@@ -147,6 +147,14 @@ describe('deploy/k8s/manifests', () => {
 		for (const name of listed) expect(picked[name], name).toMatch(/^\d+$/)
 	})
 
+	it('egress-check says, in its header and in the README, that it does not probe the hostname allowlist', () => {
+		const script = readFileSync(join(MANIFEST_DIR, '..', 'scripts', 'egress-check.mjs'), 'utf8')
+		const readme = readFileSync(join(MANIFEST_DIR, '..', 'README.md'), 'utf8')
+		expect(script.split('\nimport')[0]).toContain('does not probe the hostname allowlist')
+		const section = readme.slice(readme.indexOf('egress-check.mjs'))
+		expect(section.slice(0, 1200)).toContain('does not probe the hostname allowlist')
+	})
+
 	it('the warm pool builds from the task template', () => {
 		expect((one('sandboxwarmpool.yaml', 'SandboxWarmPool') as Any).spec.sandboxTemplateRef).toEqual(
 			{
