@@ -12,7 +12,7 @@ import {
 	translateEgressPolicy,
 } from '../../../src/backends/kubernetes/network/egress-translation.js'
 import type { KubernetesEgressConfig } from '../../../src/index.js'
-import { paths } from '../../cluster/sandbox-fixtures.js'
+import { paths, sandboxTemplate } from '../../cluster/sandbox-fixtures.js'
 import { runNodeToExit } from '../../helpers/run-to-exit.js'
 import { harnessCliFlags, templateName, useKubernetesHarness } from './kubernetes-harness.js'
 
@@ -106,7 +106,33 @@ describe('deploy/k8s/scripts against the harness', () => {
 		}
 	})
 
+	it('suspend-resume writes 5 MiB and 100 MiB, times the suspend and the resume, finds both intact, and deletes the workspace', async () => {
+		await h.cluster.api.create(
+			paths.templates(h.namespace),
+			sandboxTemplate('ws-script', { workspace: 'block' }),
+		)
+		const run = await runScript('suspend-resume.mjs', [
+			...clusterArgs(),
+			'--template',
+			'ws-script',
+			'--workspace-id',
+			'script-check',
+		])
+		expect(run.stderr).toBe('')
+		expect(run.stdout).toMatch(/^workspace script-check: created in \d+ ms$/m)
+		expect(run.stdout).toContain('wrote 5 MiB (writeFile) and 100 MiB (from a command)\n')
+		expect(run.stdout).toMatch(/^suspend: \d+ ms\nresume: \d+ ms$/m)
+		expect(run.stdout).toContain('5 MiB file after resume: intact\n')
+		expect(run.stdout).toContain('100 MiB file after resume: intact\n')
+		expect(run.stdout).toContain('suspend-resume check: ok\n')
+		expect(run.code).toBe(0)
+		expect(
+			await h.cluster.api.find(paths.sandbox(h.namespace, 'namzu-ws-script-check')),
+		).toBeUndefined()
+	})
+
 	it.each([
+		['suspend-resume.mjs', ['--workspace-id', 'Not_A_Name']],
 		['egress-check.mjs', ['--blocked', 'no-port']],
 		['egress-check.mjs', ['--connect-timeout-ms', '5']],
 		['capability-check.mjs', ['--no-such-flag']],
