@@ -47,10 +47,27 @@ function env(template: Obj): Record<string, unknown> {
 const task = () => one('sandboxtemplate-task.yaml', 'SandboxTemplate')
 const workspace = () => one('sandboxtemplate-workspace.yaml', 'SandboxTemplate')
 
+/** The manifest files, without the kustomization that lists them. */
+const manifestFiles = () =>
+	readdirSync(MANIFEST_DIR)
+		.filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+		.sort()
+
 describe('deploy/k8s/manifests', () => {
+	it('kustomization.yaml lists every manifest file, in the README apply order', () => {
+		const [kustomization] = manifestObjects('kustomization.yaml') as unknown as [
+			{ resources: string[] },
+		]
+		expect([...kustomization.resources].sort()).toEqual(manifestFiles())
+		const readme = readFileSync(join(MANIFEST_DIR, '..', 'README.md'), 'utf8')
+		const positions = kustomization.resources.map((file) => readme.indexOf(file))
+		expect(positions.every((at) => at >= 0)).toBe(true)
+		expect([...positions].sort((a, b) => a - b)).toEqual(positions)
+	})
+
 	it('every file parses, and every namespaced object lives in the one sandbox namespace', () => {
-		const files = readdirSync(MANIFEST_DIR).filter((f) => f.endsWith('.yaml'))
-		expect(files.sort()).toEqual([
+		const files = manifestFiles()
+		expect(files).toEqual([
 			'networkpolicy.yaml',
 			'rbac-claimant.yaml',
 			'rbac.yaml',

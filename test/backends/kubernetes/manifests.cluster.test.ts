@@ -6,9 +6,11 @@
  * verified against the shipped policy under rbac.yaml, and a pooled one under rbac-claimant.yaml,
  * which may not create a Sandbox.
  */
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { parseAllDocuments } from 'yaml'
 import {
 	createKubernetesSandboxProvider,
 	DEFAULT_KUBERNETES_AGENT_PORT,
@@ -16,6 +18,7 @@ import {
 	RemoteCancellationUnknownError,
 } from '../../../src/index.js'
 import { builtGuestRootfs } from '../../cluster/kubelet/guest-image.js'
+import { binDir } from '../../cluster/paths.js'
 import { paths } from '../../cluster/sandbox-fixtures.js'
 import { waitFor } from '../../cluster/wait-for.js'
 import { manifestObjects } from '../../deploy/manifest-files.js'
@@ -31,6 +34,17 @@ function imageNodeVersion(): string {
 	}
 	return `v${info.node ?? '?'}`
 }
+
+const KIND_OVERLAY = join(
+	import.meta.dirname,
+	'..',
+	'..',
+	'..',
+	'deploy',
+	'k8s',
+	'overlays',
+	'kind',
+)
 
 const h = useKubernetesHarness({ namespacePrefix: 'k8s-manifests', withoutIngressPolicy: true })
 
@@ -206,6 +220,41 @@ describe('the shipped manifests on a real API server', () => {
 			}
 		} finally {
 			await provider.close()
+		}
+	})
+
+	it('the kind overlay builds with kubectl kustomize: the shipped objects minus the RuntimeClass and the workspace template, the task template unprivileged and restricted without a RuntimeClass', () => {
+		const built = execFileSync(join(binDir(), 'kubectl'), ['kustomize', KIND_OVERLAY], {
+			encoding: 'utf8',
+		})
+		const objects = parseAllDocuments(built).map((doc) => doc.toJS() as Any)
+		const key = (o: Any) => `${o.kind}/${o.metadata.name}`
+		const shipped = FILES.flatMap((file) => manifestObjects(file)) as Any[]
+		expect(objects.map(key).sort()).toEqual(
+			shipped
+				.map(key)
+				.filter(
+					(k) => k !== 'RuntimeClass/namzu-kata' && k !== 'SandboxTemplate/namzu-sandbox-workspace',
+				)
+				.sort(),
+		)
+		for (const object of objects) {
+			const original = shipped.find((o) => key(o) === key(object))
+			if (key(object) !== 'SandboxTemplate/namzu-sandbox-task') {
+				expect(object, key(object)).toEqual(original)
+				continue
+			}
+			const expected = structuredClone(original)
+			delete expected.spec.podTemplate.spec.runtimeClassName
+			expect(object).toEqual(expected)
+			const context = object.spec.podTemplate.spec.containers[0].securityContext
+			expect(context).toMatchObject({
+				privileged: false,
+				runAsUser: 1001,
+				runAsNonRoot: true,
+				allowPrivilegeEscalation: false,
+				capabilities: { drop: ['ALL'] },
+			})
 		}
 	})
 
