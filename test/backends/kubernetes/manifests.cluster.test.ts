@@ -13,13 +13,15 @@ import { describe, expect, it } from 'vitest'
 import { parseAllDocuments } from 'yaml'
 import {
 	createKubernetesSandboxProvider,
+	createKubernetesWorkspace,
 	DEFAULT_KUBERNETES_AGENT_PORT,
 	type KubernetesBackendConfig,
 	RemoteCancellationUnknownError,
 } from '../../../src/index.js'
+import { waitGone } from '../../cluster/cluster-objects.js'
 import { builtGuestRootfs } from '../../cluster/kubelet/guest-image.js'
 import { binDir } from '../../cluster/paths.js'
-import { paths } from '../../cluster/sandbox-fixtures.js'
+import { paths, sandboxTemplate } from '../../cluster/sandbox-fixtures.js'
 import { waitFor } from '../../cluster/wait-for.js'
 import { manifestObjects } from '../../deploy/manifest-files.js'
 import { backendAccess, useKubernetesHarness } from './kubernetes-harness.js'
@@ -256,6 +258,36 @@ describe('the shipped manifests on a real API server', () => {
 				capabilities: { drop: ['ALL'] },
 			})
 		}
+	})
+
+	it("runs a workspace's whole life under rbac.yaml's Role: create, write, suspend, resume onto the same disk, destroy with the disk", async () => {
+		// The shipped workspace template's device branch needs a privileged container, which the
+		// harness kubelet never grants; a block-disk template of the same shape stands in for it.
+		// On the shipped agent port: the shipped ingress policy opens only that one to the host.
+		const template = sandboxTemplate('ws-under-rbac', { workspace: 'block' }) as Any
+		for (const container of template.spec.podTemplate.spec.containers) {
+			for (const entry of container.env) {
+				if (entry.name === 'NAMZU_AGENT_TCP_PORT')
+					entry.value = String(DEFAULT_KUBERNETES_AGENT_PORT)
+			}
+			for (const port of container.ports ?? []) port.containerPort = DEFAULT_KUBERNETES_AGENT_PORT
+		}
+		await h.cluster.api.create(paths.templates(h.namespace), template)
+		const config = configAs(await tokenFor('namzu-sandbox'), {
+			sandboxTemplateName: 'ws-under-rbac',
+		})
+		const workspace = await createKubernetesWorkspace(config, { workspaceId: 'under-rbac' })
+		try {
+			await workspace.writeFile('kept.txt', 'across a suspend')
+			expect(workspace.identity.sandboxUid).not.toBe('')
+			await workspace.suspend()
+			expect(workspace.suspended).toBe(true)
+			await workspace.resume()
+			expect((await workspace.readFile('kept.txt')).toString()).toBe('across a suspend')
+		} finally {
+			await workspace.destroy({ deleteDisk: true, flush: false })
+		}
+		await waitGone(h.cluster.api, paths.sandbox(h.namespace, 'namzu-ws-under-rbac'))
 	})
 
 	it("claims from the shipped warm pool under rbac-claimant.yaml's Role, which may not create a Sandbox", async () => {
