@@ -54,6 +54,14 @@ import {
 	KubernetesUnenforceableEgressPolicyError,
 } from '../../src/backends/kubernetes/network/network-errors.js'
 import {
+	KubernetesAdmissionFenceMissingError,
+	KubernetesAdmissionFenceUnreadableError,
+	KubernetesNetworkPolicyHostError,
+	KubernetesOwnerUidMissingError,
+	KubernetesPerSandboxEgressConfigError,
+	KubernetesWorkspacePerSandboxEgressConfigError,
+} from '../../src/backends/kubernetes/network/per-sandbox-errors.js'
+import {
 	KubernetesFlushUnreachableError,
 	KubernetesWorkspaceDiskError,
 	KubernetesWorkspaceMismatchError,
@@ -548,6 +556,38 @@ const CASES: readonly ErrorCase[] = [
 	{
 		type: KubernetesCreateOptionUnsupportedError,
 		make: () => new KubernetesCreateOptionUnsupportedError('memoryLimitMb'),
+	},
+	{
+		type: KubernetesPerSandboxEgressConfigError,
+		make: () => new KubernetesPerSandboxEgressConfigError('perSandbox.engine', 'core'),
+	},
+	{
+		type: KubernetesNetworkPolicyHostError,
+		make: () =>
+			new KubernetesNetworkPolicyHostError({
+				host: 'a:1',
+				index: 0,
+				problem: 'port',
+				field: 'allowedHosts[0]',
+				detail: 'has a port',
+			}),
+	},
+	{
+		type: KubernetesAdmissionFenceMissingError,
+		make: () => new KubernetesAdmissionFenceMissingError('ValidatingAdmissionPolicy', 'fence'),
+	},
+	{
+		type: KubernetesAdmissionFenceUnreadableError,
+		make: () =>
+			new KubernetesAdmissionFenceUnreadableError('ValidatingAdmissionPolicy', 'fence', 403),
+	},
+	{
+		type: KubernetesOwnerUidMissingError,
+		make: () => new KubernetesOwnerUidMissingError('sb', 'claim'),
+	},
+	{
+		type: KubernetesWorkspacePerSandboxEgressConfigError,
+		make: () => new KubernetesWorkspacePerSandboxEgressConfigError(),
 	},
 	// the local tier
 	{

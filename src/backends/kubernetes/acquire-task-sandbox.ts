@@ -49,7 +49,13 @@ export interface AcquiredTaskSandbox {
 	/** The bound Sandbox's cluster name (`kubectl get sandbox <id>`). */
 	readonly id: string
 	/** What this acquire created and destroy deletes. */
-	readonly created: { readonly kind: 'claim' | 'sandbox'; readonly path: string }
+	readonly created: {
+		readonly kind: 'claim' | 'sandbox'
+		readonly path: string
+		readonly name: string
+		/** The created object's `metadata.uid` as the POST answered it; absent when it carried none. */
+		readonly uid?: string
+	}
 	readonly podName: string
 	/** The pod's `metadata.uid`: the agent's bind token. */
 	readonly token: string
@@ -138,6 +144,14 @@ export async function acquireTaskSandbox(
 	const profile = config.egress?.profile
 	const profileLabels: Record<string, string> =
 		profile === undefined ? {} : { [profile.key]: profile.value }
+	const perSandboxKey = config.egress?.perSandbox?.labelKey
+	// The labels this backend writes onto the pod, confirmed on it before the sandbox is handed out.
+	let podLabels: Record<string, string> = profileLabels
+	const withPerSandboxLabel = (name: string): Record<string, string> => {
+		podLabels =
+			perSandboxKey === undefined ? profileLabels : { ...profileLabels, [perSandboxKey]: name }
+		return podLabels
+	}
 
 	if (deps.network) {
 		try {
@@ -155,12 +169,12 @@ export async function acquireTaskSandbox(
 			warmPoolName: config.warmPoolName,
 			shutdownTime,
 			claimLabels: config.claimLabels,
-			podLabels: profileLabels,
+			podLabels: withPerSandboxLabel(name),
 		})
 		const collectionPath = kubernetesPaths.claims(ns)
 		const path = kubernetesPaths.claim(ns, name)
-		const version = await post(collectionPath, body, path, name)
-		created = { kind: 'claim', path, name, collectionPath, resourceVersion: version }
+		const answer = await post(collectionPath, body, path, name)
+		created = { kind: 'claim', path, name, collectionPath, ...answer }
 	} else {
 		let template: KubernetesObject
 		try {
@@ -177,7 +191,7 @@ export async function acquireTaskSandbox(
 			templateName: config.sandboxTemplateName,
 			template,
 			shutdownTime,
-			podLabels: profileLabels,
+			podLabels: withPerSandboxLabel(name),
 		})
 		if (deps.network) {
 			// Before the POST, so a refusal leaves nothing behind.
@@ -190,8 +204,8 @@ export async function acquireTaskSandbox(
 		}
 		const collectionPath = kubernetesPaths.sandboxes(ns)
 		const path = kubernetesPaths.sandbox(ns, name)
-		const version = await post(collectionPath, body, path, name)
-		created = { kind: 'sandbox', path, name, collectionPath, resourceVersion: version }
+		const answer = await post(collectionPath, body, path, name)
+		created = { kind: 'sandbox', path, name, collectionPath, ...answer }
 	}
 
 	try {
@@ -206,17 +220,24 @@ export async function acquireTaskSandbox(
 		throw classifyAcquireFailure(error, created.name)
 	}
 
-	/** POSTs once; resolves with the created object's `resourceVersion` (what a watch starts from). */
+	/**
+	 * POSTs once; resolves with the created object's `resourceVersion` (what a watch starts from)
+	 * and `uid` (what a per-sandbox policy is named after and owned by).
+	 */
 	async function post(
 		collection: string,
 		body: object,
 		path: string,
 		name: string,
-	): Promise<string | undefined> {
+	): Promise<{ resourceVersion: string | undefined; uid?: string }> {
 		try {
 			const object = await api.create(collection, body, { ...(signal ? { signal } : {}) })
 			const version = object?.metadata?.resourceVersion
-			return typeof version === 'string' && version !== '' ? version : undefined
+			const uid = object?.metadata?.uid
+			return {
+				resourceVersion: typeof version === 'string' && version !== '' ? version : undefined,
+				...(typeof uid === 'string' && uid !== '' ? { uid } : {}),
+			}
 		} catch (error) {
 			// The POST is never retried; one that may have committed (no answer) is deleted by name.
 			const shape = apiFailureShape(error)
@@ -243,7 +264,7 @@ export async function acquireTaskSandbox(
 			return judged(
 				evaluate(read),
 				object.name,
-				object.kind === 'claim' ? profileLabels : undefined,
+				object.kind === 'claim' ? podLabels : undefined,
 				profile?.key,
 			)
 		}
@@ -299,8 +320,25 @@ export async function acquireTaskSandbox(
 
 	async function readPod(sandboxName: string, object: CreatedObject): Promise<BoundPod> {
 		const podPath = kubernetesPaths.pod(ns, sandboxName)
-		const result = { id: sandboxName, created: { kind: object.kind, path: object.path } }
-		let profileObserved: string | undefined
+		const result = {
+			id: sandboxName,
+			created: {
+				kind: object.kind,
+				path: object.path,
+				name: object.name,
+				...(object.uid === undefined ? {} : { uid: object.uid }),
+			},
+		}
+		// A claimed pod gets the profile label from the controller; the per-sandbox label is checked
+		// on either path, since the policy written later selects by it alone.
+		const required = Object.entries(
+			object.kind === 'claim'
+				? podLabels
+				: perSandboxKey === undefined
+					? {}
+					: { [perSandboxKey]: podLabels[perSandboxKey] ?? '' },
+		)
+		let missing: { key: string; value: string; observed: string | undefined } | undefined
 		const judge = (
 			pod: KubernetesObject,
 		): Judgement<{ uid: string; host: string; labels: Readonly<Record<string, string>> }> => {
@@ -309,11 +347,12 @@ export async function acquireTaskSandbox(
 				throw new KubernetesPodUnusableError(sandboxName, 'has no metadata.uid')
 			}
 			const labels = pod.metadata.labels ?? {}
-			// A claimed pod gets the profile label from the controller; wait for it on the budget.
-			if (profile !== undefined && object.kind === 'claim') {
-				profileObserved = labels[profile.key]
-				if (profileObserved !== profile.value) {
-					return { done: false, observed: `pod lacks ${profile.key}=${profile.value}` }
+			// Waited for on the budget: the controller may write them after the bind.
+			missing = undefined
+			for (const [key, value] of required) {
+				if (labels[key] !== value) {
+					missing = { key, value, observed: labels[key] }
+					return { done: false, observed: `pod lacks ${key}=${value}` }
 				}
 			}
 			if (config.agentAddress === 'service') {
@@ -335,12 +374,12 @@ export async function acquireTaskSandbox(
 				const classified = classifyAcquireFailure(outcome.standingFailure, object.name)
 				if (classified instanceof KubernetesAcquireError) throw classified
 			}
-			if (profile !== undefined && object.kind === 'claim' && profileObserved !== profile.value) {
+			if (missing !== undefined) {
 				throw new KubernetesPodLabelNotObservedError(
 					sandboxName,
-					profile.key,
-					profile.value,
-					profileObserved,
+					missing.key,
+					missing.value,
+					missing.observed,
 				)
 			}
 			throw new KubernetesAcquireError('not-ready', {
@@ -375,6 +414,7 @@ interface CreatedObject {
 	readonly name: string
 	readonly collectionPath: string
 	readonly resourceVersion: string | undefined
+	readonly uid?: string
 }
 
 interface BoundPod {

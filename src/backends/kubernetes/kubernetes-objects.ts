@@ -24,6 +24,7 @@ export interface KubernetesObjectMeta {
 	readonly labels?: Readonly<Record<string, string>>
 	readonly annotations?: Readonly<Record<string, string>>
 	readonly deletionTimestamp?: string
+	readonly ownerReferences?: readonly unknown[]
 }
 
 export interface KubernetesCondition {

@@ -36,6 +36,7 @@ import {
 	type ResolvedKubernetesBackendConfig,
 	resolveKubernetesBackendConfig,
 } from './kubernetes-backend-config.js'
+import { EXTENSIONS_API_GROUP_VERSION, SANDBOX_API_GROUP_VERSION } from './kubernetes-objects.js'
 import {
 	KubernetesAgentAddressUnresolvableError,
 	KubernetesAgentRetiringError,
@@ -45,7 +46,10 @@ import {
 } from './kubernetes-sandbox-errors.js'
 import { KubernetesTaskSandbox } from './kubernetes-task-sandbox.js'
 import { KubernetesLeaseRenewal } from './lease-renewal.js'
+import { AdmissionFence } from './network/admission-fence.js'
 import { KubernetesNetworkVerifier } from './network/network-verifier.js'
+import { PerSandboxPolicyWriter } from './network/per-sandbox-policy-writer.js'
+import { KubernetesPerSandboxEgressTaskSandbox } from './per-sandbox-egress-task-sandbox.js'
 import { DialTracker, PodRebinder } from './pod-rebind.js'
 import { KubernetesAgentTransport } from './transport.js'
 
@@ -130,6 +134,12 @@ export function createKubernetesSandboxProvider(
 		})
 		return network
 	}
+	let fence: AdmissionFence | undefined
+	// One per backend: the admission fence is proven once, before the first policy write.
+	const admissionFence = (port: KubernetesApiPort): AdmissionFence => {
+		fence ??= new AdmissionFence(port)
+		return fence
+	}
 	const provider: SandboxProvider = {
 		id: `kubernetes:${resolved.namespace}`,
 		name: 'kubernetes',
@@ -145,6 +155,7 @@ export function createKubernetesSandboxProvider(
 				...(timeoutMs === undefined ? {} : { defaultTimeoutMs: timeoutMs }),
 				...(createConfig.signal ? { signal: createConfig.signal } : {}),
 				...(checks.active ? { network: checks } : {}),
+				...(resolved.egress?.perSandbox ? { admissionFence: admissionFence(port) } : {}),
 			})
 		},
 		close: async () => {},
@@ -160,6 +171,8 @@ export interface CreateTaskSandboxOptions {
 	readonly rootDir?: string
 	/** The backend's network checks; the provider always passes its own when any is on. */
 	readonly network?: AcquireNetworkChecks
+	/** Under `egress.perSandbox`: the backend's fence (one is made for this sandbox otherwise). */
+	readonly admissionFence?: AdmissionFence
 }
 
 /** Acquire → transport → sandbox → probe → lease; see the module comment. */
@@ -280,13 +293,36 @@ function wrapAcquired(
 		...(config.onLeaseRenewalError ? { onError: config.onLeaseRenewalError } : {}),
 		onGone: (error) => handle?.markGone(error),
 	})
-	const created = new KubernetesTaskSandbox({
+	const handleOptions = {
 		inner,
 		host: acquired.host,
 		addressMode: config.agentAddress,
 		lease,
 		...(rebinder ? { podRebind: { tracker, rebinder } } : {}),
-	})
+	}
+	const perSandbox = config.egress?.perSandbox
+	const created =
+		perSandbox === undefined
+			? new KubernetesTaskSandbox(handleOptions)
+			: new KubernetesPerSandboxEgressTaskSandbox({
+					...handleOptions,
+					policyWriter: new PerSandboxPolicyWriter({
+						api,
+						namespace: config.namespace,
+						perSandbox,
+						fence: options.admissionFence ?? new AdmissionFence(api),
+						sandboxId: acquired.id,
+						owner: {
+							apiVersion:
+								acquired.created.kind === 'claim'
+									? EXTENSIONS_API_GROUP_VERSION
+									: SANDBOX_API_GROUP_VERSION,
+							kind: acquired.created.kind === 'claim' ? 'SandboxClaim' : 'Sandbox',
+							name: acquired.created.name,
+							uid: acquired.created.uid,
+						},
+					}),
+				})
 	handle = created
 	return {
 		handle: created,

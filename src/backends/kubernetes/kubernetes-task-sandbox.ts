@@ -6,8 +6,9 @@
  * `KubernetesSandboxGoneError` without dialing; an `unauthorized` guest answer becomes
  * `KubernetesAgentUnauthorizedError`, and a guest that fenced itself (`agent_retiring`)
  * `KubernetesAgentRetiringError` (which retires nothing); a Service FQDN that does not resolve becomes
- * `KubernetesAgentAddressUnresolvableError`. `setNetworkPolicy` and `spawnDetached` are absent on
- * purpose: egress is the template's NetworkPolicy and there is no detached spawn on this tier.
+ * `KubernetesAgentAddressUnresolvableError`. `setNetworkPolicy` is absent unless the backend has
+ * `egress.perSandbox` (then the handle is a `KubernetesPerSandboxEgressTaskSandbox`, which adds
+ * it); `spawnDetached` is absent on purpose: there is no detached spawn on this tier.
  */
 import { findCauseOfType } from '../../contract/cause-chain.js'
 import { SandboxDestroyedError } from '../../contract/errors.js'
@@ -104,7 +105,7 @@ export class KubernetesTaskSandbox implements Sandbox {
 	}
 
 	readFileStream(path: string, options: SandboxReadFileStreamOptions = {}): AsyncIterable<Buffer> {
-		this.#admit('readFileStream')
+		this.admit('readFileStream')
 		return this.#iterate('readFileStream', this.#inner.readFileStream(path, options))
 	}
 
@@ -116,7 +117,7 @@ export class KubernetesTaskSandbox implements Sandbox {
 	}
 
 	walkFiles(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry> {
-		this.#admit('walkFiles')
+		this.admit('walkFiles')
 		return this.#iterate('walkFiles', this.#inner.walkFiles(rootPath, options))
 	}
 
@@ -145,13 +146,14 @@ export class KubernetesTaskSandbox implements Sandbox {
 		return this.#teardown
 	}
 
-	#admit(operation: string): void {
+	/** Throws once destroyed or gone, before anything is dialed or sent. */
+	protected admit(operation: string): void {
 		if (this.#destroyed) throw new KubernetesSandboxDestroyedError(this.id, operation)
 		if (this.#gone) throw new KubernetesSandboxGoneError(this.id, operation, { cause: this.#gone })
 	}
 
 	async #call<T>(operation: string, call: () => Promise<T>): Promise<T> {
-		this.#admit(operation)
+		this.admit(operation)
 		const rebind = this.#options.podRebind
 		const before = rebind?.tracker.snapshot()
 		try {

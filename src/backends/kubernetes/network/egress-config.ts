@@ -8,7 +8,6 @@
 import {
 	CONFIG_SITE,
 	describeReceived,
-	isPlainObject,
 	refuseUnknownKeys,
 	requireObject,
 	requireOneOf,
@@ -18,11 +17,34 @@ import { SandboxConfigError } from '../../../contract/errors.js'
 import { TEMPLATE_LABEL } from '../kubernetes-objects.js'
 import { parseCidr } from './cidr.js'
 import {
+	checkHosts,
+	DNS_SUBDOMAIN,
+	type KubernetesCiliumNarrowing,
+	NARROWING_KEYS,
+	narrowingFields,
+	type ResolvedCiliumNarrowing,
+	resolveNarrowing,
+} from './cilium-narrowing-config.js'
+import {
 	KubernetesEgressNarrowingUnsupportedError,
 	KubernetesEgressPolicyConfigError,
 	KubernetesEgressProfileConfigError,
 	KubernetesUnenforceableEgressPolicyError,
 } from './network-errors.js'
+import {
+	type KubernetesPerSandboxEgressConfig,
+	type ResolvedPerSandboxEgress,
+	resolvePerSandboxEgress,
+} from './per-sandbox-config.js'
+
+export {
+	checkHosts,
+	DEFAULT_CLUSTER_DOMAIN,
+	DEFAULT_TLS_PORTS,
+	type KubernetesCiliumDnsNames,
+	type KubernetesCiliumNarrowing,
+	type ResolvedCiliumNarrowing,
+} from './cilium-narrowing-config.js'
 
 export type KubernetesEgressEngine = 'core' | 'cilium'
 export type KubernetesEgressVerification = 'union' | 'named-object-only'
@@ -34,29 +56,6 @@ export type KubernetesOnlyEgressPolicy =
 
 /** The tier-wide `EgressPolicy` plus the Kubernetes-only kinds. */
 export type KubernetesEgressPolicy = EgressPolicy | KubernetesOnlyEgressPolicy
-
-export interface KubernetesCiliumDnsNames {
-	/** Default: the backend's namespace. */
-	readonly namespace?: string
-	/** Default `cluster.local`. */
-	readonly clusterDomain?: string
-	/** Extra resolver search suffixes each allowed host is also allowed under. */
-	readonly searchSuffixes?: readonly string[]
-}
-
-/** Narrowing of a `static`/`resolver` allowlist under `engine: 'cilium'`; all opt-in. */
-export interface KubernetesCiliumNarrowing {
-	/** Ports every allowed host is limited to (TCP). */
-	readonly ports?: readonly number[]
-	/** Per-host overrides of `ports`. */
-	readonly hostPorts?: Readonly<Record<string, readonly number[]>>
-	/** `serverNames: [<host>]` on each host's TLS ports (needs Cilium's L7 proxy). */
-	readonly tlsServerNames?: boolean
-	/** The TLS ports, default `[443]`. */
-	readonly tlsPorts?: readonly number[]
-	/** Only the allowed hosts resolve: exact `matchName`s instead of `matchPattern: '*'`. */
-	readonly dnsNames?: true | KubernetesCiliumDnsNames
-}
 
 export interface KubernetesEgressConfig {
 	readonly policy: KubernetesEgressPolicy
@@ -71,24 +70,11 @@ export interface KubernetesEgressConfig {
 	readonly profile?: string
 	/** Default `DEFAULT_EGRESS_PROFILE_LABEL_KEY`. */
 	readonly profileLabelKey?: string
+	/** Live `setNetworkPolicy` on task sandboxes, one CiliumNetworkPolicy each. */
+	readonly perSandbox?: KubernetesPerSandboxEgressConfig
 }
 
 export const DEFAULT_EGRESS_PROFILE_LABEL_KEY = 'sandbox.namzu.ai/egress-profile'
-export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local'
-export const DEFAULT_TLS_PORTS: readonly number[] = Object.freeze([443])
-
-export interface ResolvedCiliumNarrowing {
-	readonly ports?: readonly number[]
-	readonly hostPorts: Readonly<Record<string, readonly number[]>>
-	readonly tlsServerNames: boolean
-	readonly tlsPorts: readonly number[]
-	readonly dnsNames?: {
-		readonly namespace: string
-		readonly clusterDomain: string
-		readonly searchSuffixes: readonly string[]
-	}
-}
-
 export interface ResolvedEgressConfig {
 	readonly policy: KubernetesEgressPolicy
 	readonly networkPolicyName: string
@@ -97,6 +83,7 @@ export interface ResolvedEgressConfig {
 	/** Present only when a narrowing field is set. */
 	readonly narrowing?: ResolvedCiliumNarrowing
 	readonly profile?: { readonly key: string; readonly value: string }
+	readonly perSandbox?: ResolvedPerSandboxEgress
 }
 
 const EGRESS_KEYS = Object.keys({
@@ -107,19 +94,8 @@ const EGRESS_KEYS = Object.keys({
 	ciliumNarrowing: true,
 	profile: true,
 	profileLabelKey: true,
+	perSandbox: true,
 } satisfies Record<keyof KubernetesEgressConfig, true>)
-const NARROWING_KEYS = Object.keys({
-	ports: true,
-	hostPorts: true,
-	tlsServerNames: true,
-	tlsPorts: true,
-	dnsNames: true,
-} satisfies Record<keyof KubernetesCiliumNarrowing, true>)
-const DNS_NAMES_KEYS = Object.keys({
-	namespace: true,
-	clusterDomain: true,
-	searchSuffixes: true,
-} satisfies Record<keyof KubernetesCiliumDnsNames, true>)
 const POLICY_KEYS: Readonly<Record<string, readonly string[]>> = {
 	'deny-all': ['kind'],
 	'allow-all': ['kind'],
@@ -130,11 +106,7 @@ const POLICY_KEYS: Readonly<Record<string, readonly string[]>> = {
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/
-/** An allowlist entry: a hostname, or `.domain`; letters any case. */
-const HOST = /^\.?[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?$/
-
 /** The policy's shape: an object with a known `kind` and only that kind's keys. */
 function checkPolicy(value: unknown): KubernetesEgressPolicy {
 	const policy = requireObject(CONFIG_SITE, 'egress.policy', value)
@@ -179,129 +151,6 @@ function checkPolicy(value: unknown): KubernetesEgressPolicy {
 		})
 	}
 	return value as KubernetesEgressPolicy
-}
-
-/** Hostname allowlist entries (static at construction, a resolver's answer at verification). */
-export function checkHosts(field: string, hosts: readonly unknown[]): readonly string[] {
-	hosts.forEach((host, index) => {
-		if (typeof host !== 'string' || host.length > 253 || !HOST.test(host)) {
-			throw new KubernetesEgressPolicyConfigError(
-				`${field}[${index}]`,
-				`must be a hostname, got ${describeReceived(host)}`,
-			)
-		}
-	})
-	return hosts as readonly string[]
-}
-
-function ports(field: string, value: unknown): readonly number[] | undefined {
-	if (value === undefined) return undefined
-	if (!Array.isArray(value)) {
-		throw new KubernetesEgressPolicyConfigError(
-			field,
-			`must be an array of ports, got ${describeReceived(value)}`,
-		)
-	}
-	if (value.length === 0) {
-		throw new KubernetesEgressPolicyConfigError(
-			field,
-			'must not be empty: omit it for no restriction',
-		)
-	}
-	value.forEach((port, index) => {
-		if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65_535) {
-			throw new KubernetesEgressPolicyConfigError(
-				`${field}[${index}]`,
-				`must be a port in 1-65535, got ${describeReceived(port)}`,
-			)
-		}
-	})
-	return [...new Set(value as number[])]
-}
-
-function dnsSuffix(field: string, value: unknown): string {
-	if (typeof value !== 'string' || value === '' || !DNS_SUBDOMAIN.test(value)) {
-		throw new KubernetesEgressPolicyConfigError(
-			field,
-			`must be a non-empty DNS name, got ${describeReceived(value)}`,
-		)
-	}
-	return value
-}
-
-function narrowingFields(value: Record<string, unknown>): string[] {
-	return NARROWING_KEYS.filter(
-		(key) => value[key] !== undefined && !(key === 'tlsServerNames' && value[key] === false),
-	)
-}
-
-function resolveNarrowing(
-	value: Record<string, unknown>,
-	namespace: string,
-): ResolvedCiliumNarrowing {
-	const hostPortsValue = value.hostPorts
-	const hostPorts: Record<string, readonly number[]> = {}
-	if (hostPortsValue !== undefined) {
-		if (!isPlainObject(hostPortsValue)) {
-			throw new KubernetesEgressPolicyConfigError(
-				'ciliumNarrowing.hostPorts',
-				`must be an object of hostnames to ports, got ${describeReceived(hostPortsValue)}`,
-			)
-		}
-		for (const [host, list] of Object.entries(hostPortsValue)) {
-			checkHosts('ciliumNarrowing.hostPorts', [host])
-			hostPorts[host] = ports(`ciliumNarrowing.hostPorts.${host}`, list) ?? []
-		}
-	}
-	if (value.tlsServerNames !== undefined && typeof value.tlsServerNames !== 'boolean') {
-		throw new KubernetesEgressPolicyConfigError(
-			'ciliumNarrowing.tlsServerNames',
-			`must be a boolean, got ${describeReceived(value.tlsServerNames)}`,
-		)
-	}
-	const defaultPorts = ports('ciliumNarrowing.ports', value.ports)
-	return {
-		...(defaultPorts === undefined ? {} : { ports: defaultPorts }),
-		hostPorts,
-		tlsServerNames: value.tlsServerNames === true,
-		tlsPorts: ports('ciliumNarrowing.tlsPorts', value.tlsPorts) ?? DEFAULT_TLS_PORTS,
-		...(value.dnsNames === undefined
-			? {}
-			: { dnsNames: resolveDnsNames(value.dnsNames, namespace) }),
-	}
-}
-
-function resolveDnsNames(value: unknown, namespace: string): ResolvedCiliumNarrowing['dnsNames'] {
-	if (value === true) {
-		return { namespace, clusterDomain: DEFAULT_CLUSTER_DOMAIN, searchSuffixes: [] }
-	}
-	if (!isPlainObject(value)) {
-		throw new KubernetesEgressPolicyConfigError(
-			'ciliumNarrowing.dnsNames',
-			`must be true or { namespace?, clusterDomain?, searchSuffixes? }, got ${describeReceived(value)}`,
-		)
-	}
-	refuseUnknownKeys(CONFIG_SITE, 'egress.ciliumNarrowing.dnsNames', value, DNS_NAMES_KEYS)
-	const suffixes = value.searchSuffixes ?? []
-	if (!Array.isArray(suffixes)) {
-		throw new KubernetesEgressPolicyConfigError(
-			'ciliumNarrowing.dnsNames.searchSuffixes',
-			`must be an array of DNS suffixes, got ${describeReceived(suffixes)}`,
-		)
-	}
-	return {
-		namespace:
-			value.namespace === undefined
-				? namespace
-				: dnsSuffix('ciliumNarrowing.dnsNames.namespace', value.namespace),
-		clusterDomain:
-			value.clusterDomain === undefined
-				? DEFAULT_CLUSTER_DOMAIN
-				: dnsSuffix('ciliumNarrowing.dnsNames.clusterDomain', value.clusterDomain),
-		searchSuffixes: suffixes.map((suffix, index) =>
-			dnsSuffix(`ciliumNarrowing.dnsNames.searchSuffixes[${index}]`, suffix),
-		),
-	}
 }
 
 function resolveProfile(
@@ -377,6 +226,10 @@ export function resolveEgressConfig(
 		}
 	}
 	const profile = resolveProfile(given, context.sandboxTemplateName)
+	const perSandbox = resolvePerSandboxEgress(given.perSandbox, {
+		namespace: context.namespace,
+		...(profile === undefined ? {} : { profileLabelKey: profile.key }),
+	})
 	const networkPolicyName =
 		given.networkPolicyName === undefined
 			? profile === undefined
@@ -400,5 +253,6 @@ export function resolveEgressConfig(
 		verify,
 		...(narrowing === undefined ? {} : { narrowing }),
 		...(profile === undefined ? {} : { profile }),
+		...(perSandbox === undefined ? {} : { perSandbox }),
 	}
 }

@@ -11,6 +11,7 @@ import { TEMPLATE_LABEL } from '../kubernetes-objects.js'
 import { type Cidr, parseCidr } from './cidr.js'
 import type { ResolvedCiliumNarrowing, ResolvedEgressConfig } from './egress-config.js'
 import type { KubernetesPolicyKind } from './network-errors.js'
+import { KubernetesNetworkPolicyHostError } from './per-sandbox-errors.js'
 
 export const NETWORK_POLICY_API_VERSION = 'networking.k8s.io/v1'
 export const CILIUM_POLICY_API_VERSION = 'cilium.io/v2'
@@ -126,7 +127,8 @@ function corePolicy(selector: Json, egress: Json[] | undefined): Json {
 	}
 }
 
-function ciliumDnsRule(dnsNames: readonly string[] | undefined): Json {
+/** The kube-dns rule of every Cilium translation, restricted to `dns` selectors when given. */
+export function ciliumDnsRule(dns: readonly Json[] | undefined): Json {
 	return {
 		toEndpoints: [
 			{
@@ -141,15 +143,22 @@ function ciliumDnsRule(dnsNames: readonly string[] | undefined): Json {
 		toPorts: [
 			{
 				ports: [{ port: '53', protocol: 'ANY' }],
-				rules: {
-					dns:
-						dnsNames === undefined
-							? [{ matchPattern: '*' }]
-							: dnsNames.map((matchName) => ({ matchName })),
-				},
+				rules: { dns: dns === undefined ? [{ matchPattern: '*' }] : [...dns] },
 			},
 		],
 	}
+}
+
+/** The resolver search suffixes a guest tries a name under (`ndots: 5`), in order. */
+export function dnsSearchSuffixes(
+	dnsNames: NonNullable<ResolvedCiliumNarrowing['dnsNames']>,
+): string[] {
+	return [
+		`${dnsNames.namespace}.svc.${dnsNames.clusterDomain}`,
+		`svc.${dnsNames.clusterDomain}`,
+		dnsNames.clusterDomain,
+		...dnsNames.searchSuffixes,
+	]
 }
 
 /** The exact names a narrowed translation lets resolve: each host bare and under every suffix. */
@@ -157,12 +166,7 @@ export function allowedDnsNames(
 	hosts: readonly string[],
 	dnsNames: NonNullable<ResolvedCiliumNarrowing['dnsNames']>,
 ): string[] {
-	const suffixes = [
-		`${dnsNames.namespace}.svc.${dnsNames.clusterDomain}`,
-		`svc.${dnsNames.clusterDomain}`,
-		dnsNames.clusterDomain,
-		...dnsNames.searchSuffixes,
-	]
+	const suffixes = dnsSearchSuffixes(dnsNames)
 	const names: string[] = []
 	for (const host of hosts) {
 		for (const name of [host, ...suffixes.map((suffix) => `${host}.${suffix}`)]) {
@@ -172,7 +176,7 @@ export function allowedDnsNames(
 	return names
 }
 
-function tcpPorts(ports: readonly number[]): Json[] {
+export function tcpPorts(ports: readonly number[]): Json[] {
 	return ports.map((port) => ({ port: String(port), protocol: 'TCP' }))
 }
 
@@ -187,8 +191,9 @@ export function hostAllowance(host: string, narrowing: ResolvedCiliumNarrowing):
 	return { ports, serverNamePorts: ports.filter((port) => narrowing.tlsPorts.includes(port)) }
 }
 
-function perHostRule(host: string, allowance: HostAllowance): Json {
-	const rule: Json = { toFQDNs: [{ matchName: host }] }
+/** One allowlist entry's rule under per-host narrowing: its FQDN selectors on its ports. */
+export function perHostRule(fqdns: readonly Json[], host: string, allowance: HostAllowance): Json {
+	const rule: Json = { toFQDNs: [...fqdns] }
 	if (allowance.ports === undefined) return rule
 	const plain = allowance.ports.filter((port) => !allowance.serverNamePorts.includes(port))
 	const toPorts: Json[] = []
@@ -199,16 +204,43 @@ function perHostRule(host: string, allowance: HostAllowance): Json {
 	return { ...rule, toPorts }
 }
 
+/** Whether narrowing asks for one rule per host (ports or server names) rather than one list. */
+export function narrowsPerHost(narrowing: ResolvedCiliumNarrowing | undefined): boolean {
+	return (
+		narrowing !== undefined &&
+		(narrowing.ports !== undefined ||
+			Object.keys(narrowing.hostPorts).length > 0 ||
+			narrowing.tlsServerNames)
+	)
+}
+
+/**
+ * A config-level `.domain` entry with `tlsServerNames`: the entry reaches the object as the literal
+ * `matchName` (this translation expands nothing), so it admits nothing either way and `serverNames`
+ * would be a second, independent denial; refused rather than written.
+ */
+function refuseConfigDomainWithServerNames(
+	hosts: readonly string[],
+	narrowing: ResolvedCiliumNarrowing | undefined,
+): void {
+	if (!narrowing?.tlsServerNames) return
+	const domain = hosts.find((host) => host.startsWith('.'))
+	if (domain === undefined) return
+	throw new KubernetesNetworkPolicyHostError({
+		host: domain,
+		problem: 'domain-with-tls-server-names',
+		field: 'config.egress.ciliumNarrowing',
+		detail: `the allowlist entry ${JSON.stringify(domain)} with tlsServerNames is refused: the config-level translation writes it as the literal matchName ${JSON.stringify(domain)}, which no DNS answer carries, so it admits nothing with or without the option, and serverNames on top of it would be a second, independent denial`,
+	})
+}
+
 function ciliumTranslation(
 	selector: Record<string, string>,
 	hosts: readonly string[],
 	narrowing: ResolvedCiliumNarrowing | undefined,
 ): { spec: Json; allowance: EgressAllowance } {
-	const perHost =
-		narrowing !== undefined &&
-		(narrowing.ports !== undefined ||
-			Object.keys(narrowing.hostPorts).length > 0 ||
-			narrowing.tlsServerNames)
+	refuseConfigDomainWithServerNames(hosts, narrowing)
+	const perHost = narrowsPerHost(narrowing)
 	const dnsNames =
 		narrowing?.dnsNames === undefined ? undefined : allowedDnsNames(hosts, narrowing.dnsNames)
 	const allowances = new Map<string, HostAllowance>()
@@ -219,14 +251,16 @@ function ciliumTranslation(
 		)
 	}
 	const hostRules: Json[] = perHost
-		? hosts.map((host) => perHostRule(host, allowances.get(host) ?? { serverNamePorts: [] }))
+		? hosts.map((host) =>
+				perHostRule([{ matchName: host }], host, allowances.get(host) ?? { serverNamePorts: [] }),
+			)
 		: hosts.length > 0
 			? [{ toFQDNs: hosts.map((matchName) => ({ matchName })) }]
 			: []
 	return {
 		spec: {
 			endpointSelector: { matchLabels: selector },
-			egress: [ciliumDnsRule(dnsNames), ...hostRules],
+			egress: [ciliumDnsRule(dnsNames?.map((matchName) => ({ matchName }))), ...hostRules],
 		},
 		allowance: {
 			kind: 'hostnames',

@@ -31,3 +31,18 @@ export {
 	type UnreadIngressPolicySource,
 	type UnreadPolicySource,
 } from './network-errors.js'
+export {
+	DEFAULT_PER_SANDBOX_EGRESS_LABEL_KEY,
+	type KubernetesPerSandboxEgressConfig,
+} from './per-sandbox-config.js'
+export {
+	KubernetesAdmissionFenceMissingError,
+	type KubernetesAdmissionFenceObject,
+	KubernetesAdmissionFenceUnreadableError,
+	KubernetesNetworkPolicyHostError,
+	type KubernetesNetworkPolicyHostProblem,
+	KubernetesOwnerUidMissingError,
+	KubernetesPerSandboxEgressConfigError,
+	KubernetesWorkspacePerSandboxEgressConfigError,
+} from './per-sandbox-errors.js'
+export { PER_SANDBOX_POLICY_NAME_PREFIX } from './per-sandbox-policy-object.js'

@@ -288,7 +288,7 @@ function describeExamined(
 	return examined.map((policy) => `${policy.kind} ${policy.name}: ${policy.verdict}`).join(', ')
 }
 
-/** The bound pod never carried the configured profile label; the claim was released. */
+/** The bound pod never carried a label egress selects by (profile, per-sandbox); it was released. */
 export class KubernetesPodLabelNotObservedError extends SandboxError {
 	override readonly name = 'KubernetesPodLabelNotObservedError'
 	readonly podName: string
@@ -298,7 +298,7 @@ export class KubernetesPodLabelNotObservedError extends SandboxError {
 
 	constructor(podName: string, labelKey: string, expected: string, observed: string | undefined) {
 		super(
-			`egress profile refused: pod ${podName} does not carry ${labelKey}=${expected} (found ${observed === undefined ? 'no such label' : JSON.stringify(observed)}); an unlabelled pod would run under whatever policy selects it, so the claim was released`,
+			`egress pod label refused: pod ${podName} does not carry ${labelKey}=${expected} (found ${observed === undefined ? 'no such label' : JSON.stringify(observed)}); an unlabelled pod would run under whatever policy selects it, so the claim was released`,
 			'pod-label-not-observed',
 		)
 		this.podName = podName

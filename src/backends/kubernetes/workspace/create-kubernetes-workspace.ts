@@ -19,6 +19,7 @@ import {
 import { KUBERNETES_WORKSPACE_ROOT } from '../kubernetes-sandbox-provider.js'
 import { resolveEgressConfig } from '../network/egress-config.js'
 import { KubernetesNetworkVerifier } from '../network/network-verifier.js'
+import { refuseWorkspacePerSandboxEgress } from '../network/per-sandbox-config.js'
 import { KubernetesWorkspaceHandle } from './kubernetes-workspace.js'
 import type { KubernetesWorkspace } from './kubernetes-workspace-interface.js'
 import { workspaceSandboxName } from './workspace-name.js'
@@ -56,6 +57,7 @@ export async function createKubernetesWorkspace(
 	dependencies: KubernetesWorkspaceDependencies = {},
 ): Promise<KubernetesWorkspace> {
 	const checked = checkWorkspaceOptions(options)
+	refuseWorkspacePerSandboxEgress(config.egress)
 	const name = workspaceSandboxName(checked.workspaceId)
 	const resolved = resolveKubernetesBackendConfig(config)
 	const templateName = checked.sandboxTemplateName ?? resolved.sandboxTemplateName
