@@ -1,7 +1,9 @@
 // Installs the agent-sandbox CRDs (prepared at build time from the controller's own module: v1beta1
-// only, conversion None) and waits until the API server reports each one Established.
+// only, conversion None) and the CiliumNetworkPolicy CRD (cilium-crd.ts), and waits until the API
+// server reports each one Established.
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { CILIUM_NETWORK_POLICY_CRD } from './cilium-crd.js'
 import type { KubeApi } from './kube-api.js'
 import { isRecord } from './paths.js'
 import { waitFor } from './wait-for.js'
@@ -24,10 +26,17 @@ export async function installCrds(
 	signal?: AbortSignal,
 ): Promise<string[]> {
 	const names: string[] = []
-	for (const file of readdirSync(dir)
+	const files = readdirSync(dir)
 		.filter((name) => name.endsWith('.json'))
-		.sort()) {
-		const crd: unknown = JSON.parse(readFileSync(join(dir, file), 'utf8'))
+		.sort()
+	const sources: [string, unknown][] = [
+		...files.map((file): [string, unknown] => [
+			file,
+			JSON.parse(readFileSync(join(dir, file), 'utf8')),
+		]),
+		['cilium-crd.ts', CILIUM_NETWORK_POLICY_CRD],
+	]
+	for (const [file, crd] of sources) {
 		if (!isCrd(crd)) throw new Error(`${file} is not a CustomResourceDefinition`)
 		const name = crd.metadata.name
 		const created = await api.send('POST', crdPath, { body: crd, signal })
