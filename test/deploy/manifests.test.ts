@@ -11,11 +11,15 @@ import { describe, expect, it } from 'vitest'
 import { loadAgentConfig } from '../../src/agent/server/config.js'
 import { loadSessionConfig } from '../../src/agent/sessions/session-config.js'
 import { DEFAULT_KUBERNETES_AGENT_PORT } from '../../src/backends/kubernetes/kubernetes-backend-config.js'
+import { ADMISSION_FENCE_NAME } from '../../src/backends/kubernetes/network/admission-fence.js'
 import { resolveEgressConfig } from '../../src/backends/kubernetes/network/egress-config.js'
 import { translateEgressPolicy } from '../../src/backends/kubernetes/network/egress-translation.js'
 import { decideIngressCoverage } from '../../src/backends/kubernetes/network/ingress-coverage.js'
 import { readNetworkPolicy } from '../../src/backends/kubernetes/network/policy-model.js'
-import { KUBERNETES_CLAIMANT_RBAC_RULES } from '../../src/index.js'
+import {
+	DEFAULT_PER_SANDBOX_EGRESS_LABEL_KEY,
+	KUBERNETES_CLAIMANT_RBAC_RULES,
+} from '../../src/index.js'
 import {
 	MANIFEST_DIR,
 	manifestObjects,
@@ -44,6 +48,14 @@ function env(template: Obj): Record<string, unknown> {
 	)
 }
 
+const CLUSTER_SCOPED = [
+	'RuntimeClass',
+	'ClusterRole',
+	'ClusterRoleBinding',
+	'ValidatingAdmissionPolicy',
+	'ValidatingAdmissionPolicyBinding',
+]
+
 const task = () => one('sandboxtemplate-task.yaml', 'SandboxTemplate')
 const workspace = () => one('sandboxtemplate-workspace.yaml', 'SandboxTemplate')
 
@@ -67,18 +79,22 @@ describe('deploy/k8s/manifests', () => {
 
 	it('every file parses, and every namespaced object lives in the one sandbox namespace', () => {
 		const files = manifestFiles()
-		expect(files).toEqual([
-			'networkpolicy.yaml',
-			'rbac-claimant.yaml',
-			'rbac.yaml',
-			'runtimeclass.yaml',
-			'sandboxtemplate-task.yaml',
-			'sandboxtemplate-workspace.yaml',
-			'sandboxwarmpool.yaml',
-		])
+		expect(files).toEqual(
+			[
+				'networkpolicy.yaml',
+				'rbac-claimant.yaml',
+				'rbac-per-sandbox-egress.yaml',
+				'rbac.yaml',
+				'runtimeclass.yaml',
+				'sandboxtemplate-task.yaml',
+				'sandboxtemplate-workspace.yaml',
+				'sandboxwarmpool.yaml',
+				'validatingadmissionpolicy-cilium.yaml',
+			].sort(),
+		)
 		for (const file of files) {
 			for (const object of manifestObjects(file)) {
-				if (object.kind === 'RuntimeClass') expect(object.metadata.namespace).toBeUndefined()
+				if (CLUSTER_SCOPED.includes(object.kind)) expect(object.metadata.namespace).toBeUndefined()
 				else expect(object.metadata.namespace, `${file} ${object.kind}`).toBe(NAMESPACE)
 			}
 		}
@@ -261,5 +277,74 @@ describe('deploy/k8s/manifests', () => {
 					r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb),
 			),
 		).toBe(true)
+	})
+
+	it('R15-e2024bc-08: rbac.yaml grants no policy-write verb', () => {
+		const rules = (one('rbac.yaml', 'Role') as Any).rules as Any[]
+		const writes = rules.filter(
+			(r) =>
+				(r.resources.includes('ciliumnetworkpolicies') ||
+					r.resources.includes('networkpolicies')) &&
+				r.verbs.some((v: string) => ['create', 'update', 'patch', 'delete', '*'].includes(v)),
+		)
+		expect(writes).toEqual([])
+	})
+
+	it('R15-e2024bc-32: rbac-per-sandbox-egress.yaml is a Role with the policy-write verbs and a ClusterRole reading the two admission objects by name, each bound to the host', () => {
+		const role = one('rbac-per-sandbox-egress.yaml', 'Role') as Any
+		expect(role.rules).toEqual([
+			{
+				apiGroups: ['cilium.io'],
+				resources: ['ciliumnetworkpolicies'],
+				verbs: ['create', 'patch', 'delete'],
+			},
+		])
+		const clusterRole = one('rbac-per-sandbox-egress.yaml', 'ClusterRole') as Any
+		expect(clusterRole.rules).toEqual([
+			{
+				apiGroups: ['admissionregistration.k8s.io'],
+				resources: ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'],
+				resourceNames: [ADMISSION_FENCE_NAME],
+				verbs: ['get'],
+			},
+		])
+		const host = one('rbac.yaml', 'ServiceAccount')
+		for (const kind of ['RoleBinding', 'ClusterRoleBinding']) {
+			const binding = one('rbac-per-sandbox-egress.yaml', kind) as Any
+			expect(binding.subjects).toEqual([
+				{ kind: 'ServiceAccount', name: host.metadata.name, namespace: NAMESPACE },
+			])
+			expect(binding.roleRef.name).toBe(
+				one('rbac-per-sandbox-egress.yaml', kind.replace('Binding', '')).metadata.name,
+			)
+		}
+	})
+
+	it('R15-e2024bc-05/28: the admission fence is named as the backend reads it, fences the host identity and pins the default per-sandbox label key', () => {
+		const policy = one('validatingadmissionpolicy-cilium.yaml', 'ValidatingAdmissionPolicy') as Any
+		const binding = one(
+			'validatingadmissionpolicy-cilium.yaml',
+			'ValidatingAdmissionPolicyBinding',
+		) as Any
+		expect(policy.metadata.name).toBe(ADMISSION_FENCE_NAME)
+		expect(binding.metadata.name).toBe(ADMISSION_FENCE_NAME)
+		expect(binding.spec).toMatchObject({
+			policyName: ADMISSION_FENCE_NAME,
+			validationActions: ['Deny'],
+		})
+		expect(binding.spec.matchResources.namespaceSelector.matchLabels).toEqual({
+			'kubernetes.io/metadata.name': NAMESPACE,
+		})
+		const host = one('rbac.yaml', 'ServiceAccount')
+		expect(policy.spec.matchConditions[0].expression).toContain(
+			`'system:serviceaccount:${NAMESPACE}:${host.metadata.name}'`,
+		)
+		const labelKey = (policy.spec.variables as Any[]).find((v) => v.name === 'labelKey')
+		expect(labelKey.expression).toBe(`'${DEFAULT_PER_SANDBOX_EGRESS_LABEL_KEY}'`)
+		expect(policy.spec.matchConstraints.resourceRules[0]).toMatchObject({
+			apiGroups: ['cilium.io'],
+			operations: ['CREATE', 'UPDATE', 'DELETE'],
+			resources: ['ciliumnetworkpolicies'],
+		})
 	})
 })
