@@ -470,7 +470,7 @@ describe('per-sandbox egress under the shipped fence and RBAC', () => {
 		expect((await policies()).map((p) => p.metadata.name)).toEqual([OPERATOR_POLICY])
 	})
 
-	it(`R15-e2024bc-29: ${replicas} concurrent claims write ${replicas} distinct policies, each selecting its own pod`, async () => {
+	it('R15-e2024bc-29: concurrent claims, as many as the warm pool holds, write distinct policies, each selecting its own pod', async () => {
 		const provider = providerAs(hostToken)
 		const sandboxes = await Promise.all(Array.from({ length: replicas }, () => provider.create()))
 		h.open.push(...sandboxes)

@@ -223,6 +223,12 @@ describe('Kubernetes workspace: identity and restart events', () => {
 		const workspace = await open(api)
 		expect('spawnDetached' in workspace).toBe(false)
 	})
+
+	it('R15-e2024bc-02: a workspace has no setNetworkPolicy', async () => {
+		const api = await workspaceApi()
+		const workspace = await open(api)
+		expect('setNetworkPolicy' in workspace).toBe(false)
+	})
 })
 
 describe('Kubernetes workspace: a detached execution', () => {
