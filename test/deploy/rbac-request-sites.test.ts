@@ -32,6 +32,10 @@ const PODS = '/pods'
 const PVCS = '/persistentvolumeclaims'
 const POLICIES = 'networking.k8s.io/networkpolicies'
 const CILIUM = 'cilium.io/ciliumnetworkpolicies'
+const FENCE = [
+	'admissionregistration.k8s.io/validatingadmissionpolicies',
+	'admissionregistration.k8s.io/validatingadmissionpolicybindings',
+]
 
 interface Site {
 	/** `path/from/src/backends/kubernetes.ts method` */
@@ -80,6 +84,18 @@ const SITES: readonly Site[] = [
 	{ site: 'workspace/workspace-pod-wait.ts get', count: 1, resources: [PODS] },
 ]
 
+/**
+ * The sites only `egress.perSandbox` reaches: granted by rbac.yaml together with the opt-in
+ * rbac-per-sandbox-egress.yaml (its Role for the writes, its ClusterRole for the fence reads).
+ */
+const PER_SANDBOX_SITES: readonly Site[] = [
+	{ site: 'network/admission-fence.ts get', count: 1, resources: FENCE },
+	{ site: 'network/per-sandbox-policy-writer.ts create', count: 1, resources: [CILIUM] },
+	{ site: 'network/per-sandbox-policy-writer.ts mergePatch', count: 1, resources: [CILIUM] },
+	{ site: 'network/per-sandbox-policy-writer.ts get', count: 1, resources: [CILIUM] },
+	{ site: 'network/per-sandbox-policy-writer.ts delete', count: 1, resources: [CILIUM] },
+]
+
 /** The pool-only path's own calls inside files it shares with the direct path. */
 const CLAIMANT_GRANTS: readonly (readonly [string, string])[] = [
 	[CLAIMS, 'create'],
@@ -114,8 +130,11 @@ function scannedSites(): Map<string, number> {
 
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] }
 
-function roleGrants(file: string): (resource: string, verb: string) => boolean {
-	const role = manifestObjects(file).find((object) => object.kind === 'Role')
+function roleGrants(
+	file: string,
+	kind: 'Role' | 'ClusterRole' = 'Role',
+): (resource: string, verb: string) => boolean {
+	const role = manifestObjects(file).find((object) => object.kind === kind)
 	const rules = (role?.rules ?? []) as Rule[]
 	return (resource, verb) => {
 		const [group, plural] = resource.split('/')
@@ -136,7 +155,9 @@ const grantsOf = (site: Site): [string, string][] => {
 describe('the API request sites against the shipped Roles', () => {
 	it('every request site in src/backends/kubernetes is declared with what it may name, and every declared site exists', () => {
 		const scanned = Object.fromEntries(scannedSites())
-		const declared = Object.fromEntries(SITES.map((site) => [site.site, site.count]))
+		const declared = Object.fromEntries(
+			[...SITES, ...PER_SANDBOX_SITES].map((site) => [site.site, site.count]),
+		)
 		expect(scanned).toEqual(declared)
 	})
 
@@ -186,5 +207,23 @@ describe('the API request sites against the shipped Roles', () => {
 		...CLAIMANT_GRANTS.map(([resource, verb]) => ['the pool-only acquire', resource, verb]),
 	])('rbac-claimant.yaml lets %s %s: %s', (_site, resource, verb) => {
 		expect(roleGrants('rbac-claimant.yaml')(resource, verb)).toBe(true)
+	})
+
+	it.each(
+		PER_SANDBOX_SITES.flatMap((site) =>
+			grantsOf(site).map(([resource, verb]) => [site.site, resource, verb]),
+		),
+	)('rbac.yaml with rbac-per-sandbox-egress.yaml lets %s %s: %s', (_site, resource, verb) => {
+		const granted = FENCE.includes(resource)
+			? roleGrants('rbac-per-sandbox-egress.yaml', 'ClusterRole')(resource, verb)
+			: roleGrants('rbac.yaml')(resource, verb) ||
+				roleGrants('rbac-per-sandbox-egress.yaml')(resource, verb)
+		expect(granted).toBe(true)
+	})
+
+	it('R15-e2024bc-08: rbac.yaml alone withholds every per-sandbox write', () => {
+		const writes = PER_SANDBOX_SITES.flatMap(grantsOf).filter(([, verb]) => verb !== 'get')
+		expect(writes.length).toBeGreaterThan(0)
+		expect(writes.filter(([resource, verb]) => roleGrants('rbac.yaml')(resource, verb))).toEqual([])
 	})
 })
