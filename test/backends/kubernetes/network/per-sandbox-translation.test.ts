@@ -156,9 +156,8 @@ describe('the per-sandbox translation', () => {
 			narrowing({ dnsNames: { namespace: 'ns', searchSuffixes: ['corp.example'] } }),
 			selector,
 		)
-		const dns = (
-			(spec.egress as Record<string, unknown>[])[0]?.toPorts as { rules: { dns: unknown[] } }[]
-		)[0]?.rules.dns
+		const egress = spec.egress as { toPorts?: { rules?: { dns?: unknown[] } }[] }[]
+		const dns = egress[0]?.toPorts?.[0]?.rules?.dns ?? []
 		const suffixes = ['ns.svc.cluster.local', 'svc.cluster.local', 'cluster.local', 'corp.example']
 		expect(dns).toEqual([
 			{ matchName: 'api.example.com' },
@@ -168,7 +167,7 @@ describe('the per-sandbox translation', () => {
 			{ matchPattern: '*.example.org' },
 			...suffixes.map((s) => ({ matchPattern: `*.example.org.${s}` })),
 		])
-		const patterns = (dns ?? []).filter(
+		const patterns = dns.filter(
 			(s) => JSON.stringify(s).includes('api.example.com') && JSON.stringify(s).includes('Pattern'),
 		)
 		expect(patterns).toEqual([])
