@@ -493,6 +493,30 @@ describe('per-sandbox egress under the shipped fence and RBAC', () => {
 		expect(own).toHaveLength(replicas)
 	})
 
+	it('R15-29493a3-03: under rbac.yaml alone a cilium-engine backend reads its applied CiliumNetworkPolicy and creates', async () => {
+		const role = manifestObjects('rbac.yaml').find((o) => o.kind === 'Role') as Any
+		const token = await bindServiceAccount(h.cluster.api, h.namespace, 'cilium-reader', role.rules)
+		const egress: KubernetesEgressConfig = {
+			engine: 'cilium',
+			verify: 'named-object-only',
+			networkPolicyName: 'cilium-static-egress',
+			policy: { kind: 'static', allowedHosts: ['api.example.com'] },
+		}
+		const resolved = resolveKubernetesBackendConfig({ ...h.config(), egress })
+		if (!resolved.egress) throw new Error('no egress')
+		await h.cluster.api.create(
+			cnps(h.namespace),
+			translatedPolicyObject(
+				translateEgressPolicy(resolved.egress, templateName, ['api.example.com']),
+				h.namespace,
+			),
+		)
+		const sandbox = await providerAs(token, egress).create()
+		h.open.push(sandbox)
+		expect('setNetworkPolicy' in sandbox).toBe(false)
+		await h.cluster.api.remove(cnp(h.namespace, 'cilium-static-egress'))
+	})
+
 	it('R15-e2024bc-01: without egress.perSandbox the method is absent and no policy or admission request is sent', async () => {
 		proxy.clear()
 		const sandbox = await h
