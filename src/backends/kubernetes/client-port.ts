@@ -15,6 +15,8 @@ export function apiPortOf(client: KubernetesClient): KubernetesApiPort {
 			client.list<KubernetesObject>(path, options) as Promise<KubernetesList>,
 		create: (path, body, options) => client.create<KubernetesObject>(path, body, options),
 		mergePatch: (path, body, options) => client.mergePatch<KubernetesObject>(path, body, options),
+		jsonPatch: (path, operations, options) =>
+			client.jsonPatch<KubernetesObject>(path, operations, options),
 		delete: async (path, options) => {
 			try {
 				await client.delete(path, options)

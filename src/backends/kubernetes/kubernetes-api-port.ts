@@ -4,6 +4,7 @@
  * API client (api/) to it. Every call takes the caller's signal; the client adds its own per-request
  * bound (`apiRequestTimeoutMs`) on top.
  */
+import type { JsonPatchOperation } from './api/kubernetes-client.js'
 import type { KubernetesList, KubernetesObject } from './kubernetes-objects.js'
 
 export interface KubernetesApiCallOptions {
@@ -15,6 +16,11 @@ export interface KubernetesListOptions extends KubernetesApiCallOptions {
 	readonly fieldSelector?: string
 }
 
+export interface KubernetesDeleteCallOptions extends KubernetesApiCallOptions {
+	/** The API server deletes only while these still match; otherwise 409 (`KubernetesConflictError`). */
+	readonly preconditions?: { readonly uid?: string; readonly resourceVersion?: string }
+}
+
 export interface KubernetesApiPort {
 	get(path: string, options?: KubernetesApiCallOptions): Promise<KubernetesObject>
 	list(path: string, options?: KubernetesListOptions): Promise<KubernetesList>
@@ -24,6 +30,12 @@ export interface KubernetesApiPort {
 		body: object,
 		options?: KubernetesApiCallOptions,
 	): Promise<KubernetesObject>
+	/** `application/json-patch+json`; a failed `test` op rejects with `KubernetesPatchNotAppliedError`. */
+	jsonPatch(
+		path: string,
+		operations: readonly JsonPatchOperation[],
+		options?: KubernetesApiCallOptions,
+	): Promise<KubernetesObject>
 	/** Resolves when deleted; an object already gone (404/410) also resolves. */
-	delete(path: string, options?: KubernetesApiCallOptions): Promise<void>
+	delete(path: string, options?: KubernetesDeleteCallOptions): Promise<void>
 }

@@ -20,6 +20,8 @@ export interface KubernetesObjectMeta {
 	readonly generateName?: string
 	readonly namespace?: string
 	readonly uid?: string
+	readonly resourceVersion?: string
+	readonly creationTimestamp?: string
 	readonly labels?: Readonly<Record<string, string>>
 	readonly annotations?: Readonly<Record<string, string>>
 	readonly deletionTimestamp?: string
