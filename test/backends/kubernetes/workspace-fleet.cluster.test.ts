@@ -210,7 +210,7 @@ describe('Kubernetes workspace fleet verbs on the local cluster', () => {
 		await deleteKubernetesWorkspace(recorded(), 'race', { epoch: 6 })
 	})
 
-	it('R15-7bf9425-16: without list on sandboxes only listKubernetesWorkspaces fails, with a 403 naming list', async () => {
+	it('R15-7bf9425-16, R15-7948fc0-14: without list on sandboxes only listKubernetesWorkspaces fails, with a 403 naming list; fenced writes need only get, patch and delete', async () => {
 		await h.cluster.api.create(paths.sandboxes(h.namespace), bareWorkspace('norbac', 'Suspended'))
 		const token = await bindServiceAccount(h.cluster.api, h.namespace, 'no-list', [
 			{
@@ -225,8 +225,8 @@ describe('Kubernetes workspace fleet verbs on the local cluster', () => {
 		expect(error).toBeInstanceOf(KubernetesApiError)
 		expect((error as KubernetesApiError).status).toBe(403)
 		expect((error as Error).message).toContain('list')
-		await suspendKubernetesWorkspace(narrow, 'norbac')
-		await deleteKubernetesWorkspace(narrow, 'norbac')
+		await suspendKubernetesWorkspace(narrow, 'norbac', { epoch: 1 })
+		await deleteKubernetesWorkspace(narrow, 'norbac', { epoch: 1 })
 		await waitGone(h.cluster.api, sandboxPath('namzu-ws-norbac'), { timeoutMs: 30_000 })
 	})
 })
