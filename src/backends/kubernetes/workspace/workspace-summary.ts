@@ -7,11 +7,7 @@
 import { type KubernetesObject, TEMPLATE_LABEL } from '../kubernetes-objects.js'
 import { storedHolderEpoch } from './holder-epoch.js'
 import { templateRevisionOf } from './pod-template-refresh.js'
-import {
-	OPERATING_MODE_CHANGED_AT,
-	type OperatingMode,
-	operatingModeOf,
-} from './workspace-mode-patch.js'
+import { OPERATING_MODE_CHANGED_AT, operatingModeOf } from './workspace-mode-patch.js'
 import { workspaceIdOf } from './workspace-name.js'
 
 export interface KubernetesWorkspaceSummary {
@@ -19,7 +15,7 @@ export interface KubernetesWorkspaceSummary {
 	/** `namzu-ws-<workspaceId>`. */
 	readonly sandboxName: string
 	/** `spec.operatingMode`; `Running` when unset (the CRD default). */
-	readonly operatingMode: OperatingMode
+	readonly operatingMode: 'Running' | 'Suspended'
 	/** The `SandboxTemplate` it was built from (`sandbox.namzu.ai/template`), when labelled. */
 	readonly template: string | undefined
 	/** `metadata.creationTimestamp`. */
