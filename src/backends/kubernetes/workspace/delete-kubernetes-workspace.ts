@@ -5,20 +5,10 @@
  * sent again. With `epoch`, the DELETE is fenced (fenced-write.ts): a workspace held at a higher
  * epoch is refused with `KubernetesWorkspacePreconditionError` and left as it was.
  */
-import {
-	callSite,
-	optionalSignal,
-	refuseUnknownKeys,
-	requireObject,
-} from '../../../contract/argument-validators.js'
-import { connect, type FleetDependencies } from '../fleet-verbs.js'
-import {
-	type KubernetesBackendConfig,
-	resolveKubernetesBackendConfig,
-} from '../kubernetes-backend-config.js'
+import type { FleetDependencies } from '../fleet-verbs.js'
+import type { KubernetesBackendConfig } from '../kubernetes-backend-config.js'
 import { deleteWorkspaceObject } from './fenced-write.js'
-import { workspaceSandboxName } from './workspace-name.js'
-import { optionalEpoch } from './workspace-options.js'
+import { openWorkspaceFleetCall } from './workspace-fleet-call.js'
 
 export interface KubernetesWorkspaceDeleteOptions {
 	readonly signal?: AbortSignal
@@ -47,24 +37,12 @@ export async function deleteKubernetesWorkspace(
 	options: KubernetesWorkspaceDeleteOptions = {},
 	dependencies: FleetDependencies = {},
 ): Promise<void> {
-	const site = callSite(METHOD)
-	const sandboxName = workspaceSandboxName(workspaceId, {
-		method: METHOD,
-		parameter: 'workspaceId',
+	const call = openWorkspaceFleetCall(METHOD, 'delete', {
+		config,
+		workspaceId,
+		options,
+		keys: ['signal', 'epoch'],
+		dependencies,
 	})
-	const given = requireObject(site, 'options', options)
-	refuseUnknownKeys(site, 'options', given, ['signal', 'epoch'])
-	const signal = optionalSignal(site, 'options.signal', given.signal)
-	const epoch = optionalEpoch(METHOD, given.epoch)
-	const resolved = resolveKubernetesBackendConfig(config)
-	signal?.throwIfAborted()
-	await deleteWorkspaceObject(
-		{
-			api: connect(resolved, dependencies),
-			namespace: resolved.namespace,
-			sandboxName,
-			...(signal ? { signal } : {}),
-		},
-		epoch === undefined ? undefined : { epoch, operation: 'delete', workspaceId },
-	)
+	await deleteWorkspaceObject(call.target, call.fence)
 }

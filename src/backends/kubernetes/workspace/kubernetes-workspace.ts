@@ -55,7 +55,7 @@ import type {
 	SessionSummary,
 	StartedSession,
 } from '../../../host/sessions/session-summary.js'
-import { kubernetesCallError } from '../guest-call-errors.js'
+import { isUnauthorizedRefusal, kubernetesCallError } from '../guest-call-errors.js'
 import { kubernetesPaths } from '../kubernetes-objects.js'
 import { KubernetesSandboxDestroyedError } from '../kubernetes-sandbox-errors.js'
 import type { DialTracker } from '../pod-rebind.js'
@@ -322,11 +322,13 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 				break
 		}
 		const translated = await this.#settle(operation, session, error)
-		// A failure the guest did not answer, on a handle that believes it runs: one re-read.
+		// A failure the guest did not answer, on a handle that believes it runs: one re-read (an
+		// `unauthorized` refusal already had its re-read in the recovery above).
 		if (
 			this.#b.session === session &&
 			this.#transitions.admitting &&
 			isUnansweredFailure(error) &&
+			!isUnauthorizedRefusal(error) &&
 			(await readsSuspended(this.#options.api, this.#options.config.namespace, this.id))
 		) {
 			throw this.#foreignSuspension(operation, session, translated)

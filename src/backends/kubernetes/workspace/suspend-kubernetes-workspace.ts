@@ -6,29 +6,14 @@
  * flush nor quiesce: asking for either is refused. A workspace already `Suspended` gets no patch
  * (its mode is not changing); the wait still runs. With `epoch` the write is fenced.
  */
-import {
-	callSite,
-	optionalSignal,
-	refuseUnknownKeys,
-	requireObject,
-} from '../../../contract/argument-validators.js'
-import { connect, type FleetDependencies } from '../fleet-verbs.js'
-import {
-	type KubernetesBackendConfig,
-	resolveKubernetesBackendConfig,
-} from '../kubernetes-backend-config.js'
+import { callSite } from '../../../contract/argument-validators.js'
+import type { FleetDependencies } from '../fleet-verbs.js'
+import type { KubernetesBackendConfig } from '../kubernetes-backend-config.js'
 import { kubernetesPaths } from '../kubernetes-objects.js'
-import {
-	admitFence,
-	type Fence,
-	type FencedTarget,
-	isGone,
-	writeHolderEpoch,
-	writeOperatingMode,
-} from './fenced-write.js'
+import { admitFence, isGone, writeHolderEpoch, writeOperatingMode } from './fenced-write.js'
+import { openWorkspaceFleetCall } from './workspace-fleet-call.js'
 import { operatingModeOf } from './workspace-mode-patch.js'
-import { workspaceSandboxName } from './workspace-name.js'
-import { type KubernetesWorkspaceSuspendOptions, optionalEpoch } from './workspace-options.js'
+import type { KubernetesWorkspaceSuspendOptions } from './workspace-options.js'
 import { waitForPodStopped } from './workspace-pod-wait.js'
 
 const METHOD = 'suspendKubernetesWorkspace'
@@ -58,33 +43,26 @@ export async function suspendKubernetesWorkspace(
 	options: KubernetesWorkspaceSuspendOptions = {},
 	dependencies: SuspendWorkspaceDependencies = {},
 ): Promise<void> {
-	const site = callSite(METHOD)
-	const sandboxName = workspaceSandboxName(workspaceId, {
-		method: METHOD,
-		parameter: 'workspaceId',
+	const call = openWorkspaceFleetCall(METHOD, 'suspend', {
+		config,
+		workspaceId,
+		options,
+		keys: ['signal', 'epoch', 'flush', 'quiesce'],
+		dependencies,
 	})
-	const given = requireObject(site, 'options', options)
-	refuseUnknownKeys(site, 'options', given, ['signal', 'epoch', 'flush', 'quiesce'])
 	for (const key of ['flush', 'quiesce']) {
-		const value = given[key]
+		const value = call.given[key]
 		if (value !== undefined && value !== false) {
-			throw site.refuse(
+			throw callSite(METHOD).refuse(
 				`options.${key}`,
 				`absent or false (${METHOD} never dials the agent; suspend() on a handle does a ${key})`,
 				typeof value === 'object' ? JSON.stringify(value) : String(value),
 			)
 		}
 	}
-	const signal = optionalSignal(site, 'options.signal', given.signal)
-	const epoch = optionalEpoch(METHOD, given.epoch)
-	const resolved = resolveKubernetesBackendConfig(config)
-	signal?.throwIfAborted()
-	const api = connect(resolved, dependencies)
-	const ns = resolved.namespace
-	const callOptions = signal ? { signal } : {}
-	const target: FencedTarget = { api, namespace: ns, sandboxName, ...callOptions }
-	const fence: Fence | undefined =
-		epoch === undefined ? undefined : { epoch, operation: 'suspend', workspaceId }
+	const { target, fence, resolved } = call
+	const { api, namespace: ns, sandboxName } = target
+	const callOptions = target.signal ? { signal: target.signal } : {}
 	const read = await api.get(kubernetesPaths.sandbox(ns, sandboxName), callOptions)
 	if (fence) admitFence(target, fence, read)
 	// The pod this suspend retires: a replacement another process wakes is not waited for.
@@ -104,6 +82,6 @@ export async function suspendKubernetesWorkspace(
 		sandboxName,
 		sandboxName,
 		pod.metadata.uid,
-		signal,
+		target.signal,
 	)
 }
