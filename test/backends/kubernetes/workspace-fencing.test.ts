@@ -26,8 +26,11 @@ const EPOCH = 'sandbox.namzu.ai/holder-epoch'
 const EPOCH_PATH = '/metadata/annotations/sandbox.namzu.ai~1holder-epoch'
 const patchCalls = (api: ScriptedWorkspaceApi): RecordedCall[] =>
 	api.calls.filter((call) => call.verb === 'PATCH')
-const ops = (call: RecordedCall | undefined) =>
-	(call?.body as { op: string; path: string; value?: unknown }[]).map((op) => `${op.op} ${op.path}`)
+type Operation = { op: string; path: string; value?: unknown }
+/** A recorded JSON patch's operations (none when the call is missing). */
+const operations = (call: RecordedCall | undefined): Operation[] =>
+	(call?.body as Operation[] | undefined) ?? []
+const ops = (call: RecordedCall | undefined) => operations(call).map((op) => `${op.op} ${op.path}`)
 
 /** Another holder raises the stored epoch behind this handle's back. */
 function holdAt(api: ScriptedWorkspaceApi, epoch: number): void {
@@ -71,7 +74,7 @@ describe('holder epochs on a workspace handle', () => {
 		const api = await workspaceApi()
 		const workspace = await open(api, { epoch: 3 })
 		const post = api.calls.find((call) => call.verb === 'POST')
-		const annotations = (post?.body as KubernetesObject).metadata.annotations ?? {}
+		const annotations = (post?.body as KubernetesObject | undefined)?.metadata.annotations ?? {}
 		expect(annotations[EPOCH]).toBe('3')
 		expect(annotations['sandbox.namzu.ai/pod-template-hash']).toMatch(/^[0-9a-f]{16}$/)
 		expect(workspace.templateRevision).toBe(annotations['sandbox.namzu.ai/pod-template-hash'])
@@ -136,7 +139,7 @@ describe('holder epochs on a workspace handle', () => {
 		expect(api.model.sandbox?.spec.operatingMode).toBeUndefined()
 		await workspace.suspend({ flush: false })
 		const suspend = patchCalls(api)[1]
-		expect((suspend?.body as { value?: unknown }[]).at(0)).toEqual({
+		expect(operations(suspend).at(0)).toEqual({
 			op: 'test',
 			path: EPOCH_PATH,
 			value: '5',
@@ -162,7 +165,7 @@ describe('holder epochs on a workspace handle', () => {
 		await expect(open(api, { epoch: 4 })).rejects.toBeInstanceOf(KubernetesPrivilegeProbeError)
 		const [cleanup] = patchCalls(api)
 		expect(cleanup?.patchType).toBe('json')
-		expect((cleanup?.body as { path: string; value: unknown }[]).at(-1)).toEqual({
+		expect(operations(cleanup).at(-1)).toEqual({
 			op: 'add',
 			path: '/spec/operatingMode',
 			value: 'Suspended',
