@@ -65,6 +65,7 @@ import {
 	KubernetesFlushUnreachableError,
 	KubernetesWorkspaceDiskError,
 	KubernetesWorkspaceMismatchError,
+	KubernetesWorkspacePreconditionError,
 	KubernetesWorkspaceSuspendedError,
 	KubernetesWorkspaceSuspendTimeoutError,
 } from '../../src/backends/kubernetes/workspace/workspace-errors.js'
@@ -443,6 +444,25 @@ const CASES: readonly ErrorCase[] = [
 	{
 		type: KubernetesWorkspaceSuspendedError,
 		make: () => new KubernetesWorkspaceSuspendedError('ws', 'exec'),
+	},
+	{
+		type: KubernetesWorkspaceSuspendedError,
+		make: () =>
+			new KubernetesWorkspaceSuspendedError('ws', 'exec', {
+				noticedBy: 'transport',
+				cause: new Error('connect ECONNREFUSED'),
+			}),
+	},
+	{
+		type: KubernetesWorkspacePreconditionError,
+		make: () =>
+			new KubernetesWorkspacePreconditionError({
+				operation: 'suspend',
+				workspaceId: 'ws',
+				sandboxName: 'namzu-ws-ws',
+				epoch: 3,
+				storedEpoch: 7,
+			}),
 	},
 	{
 		type: KubernetesFlushUnreachableError,

@@ -16,6 +16,8 @@ export function apiPortOf(client: KubernetesClient): KubernetesApiPort {
 		create: (path, body, options) => client.create<KubernetesObject>(path, body, options),
 		mergePatch: (path, body, options) => client.mergePatch<KubernetesObject>(path, body, options),
 		watch: (path, options) => client.watch<KubernetesObject>(path, options),
+		jsonPatch: (path, operations, options) =>
+			client.jsonPatch<KubernetesObject>(path, operations, options),
 		delete: async (path, options) => {
 			try {
 				await client.delete(path, options)

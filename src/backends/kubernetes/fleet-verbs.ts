@@ -45,7 +45,8 @@ export interface FleetDependencies {
 	readonly api?: KubernetesApiPort
 }
 
-function connect(
+/** The API port a fleet verb talks through: the injected one, or a client from `config.access`. */
+export function connect(
 	config: ResolvedKubernetesBackendConfig,
 	dependencies: FleetDependencies,
 ): KubernetesApiPort {

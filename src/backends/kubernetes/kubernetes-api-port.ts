@@ -4,6 +4,7 @@
  * API client (api/) to it. Every call takes the caller's signal; the client adds its own per-request
  * bound (`apiRequestTimeoutMs`) on top.
  */
+import type { JsonPatchOperation } from './api/kubernetes-client.js'
 import type { KubernetesWatchEvent } from './api/watch-events.js'
 import type { KubernetesList, KubernetesObject } from './kubernetes-objects.js'
 
@@ -14,6 +15,11 @@ export interface KubernetesApiCallOptions {
 export interface KubernetesListOptions extends KubernetesApiCallOptions {
 	readonly labelSelector?: string
 	readonly fieldSelector?: string
+}
+
+export interface KubernetesDeleteCallOptions extends KubernetesApiCallOptions {
+	/** The API server deletes only while these still match; otherwise 409 (`KubernetesConflictError`). */
+	readonly preconditions?: { readonly uid?: string; readonly resourceVersion?: string }
 }
 
 export interface KubernetesWatchPortOptions extends KubernetesApiCallOptions {
@@ -31,8 +37,14 @@ export interface KubernetesApiPort {
 		body: object,
 		options?: KubernetesApiCallOptions,
 	): Promise<KubernetesObject>
+	/** `application/json-patch+json`; a failed `test` op rejects with `KubernetesPatchNotAppliedError`. */
+	jsonPatch(
+		path: string,
+		operations: readonly JsonPatchOperation[],
+		options?: KubernetesApiCallOptions,
+	): Promise<KubernetesObject>
 	/** Resolves when deleted; an object already gone (404/410) also resolves. */
-	delete(path: string, options?: KubernetesApiCallOptions): Promise<void>
+	delete(path: string, options?: KubernetesDeleteCallOptions): Promise<void>
 	/** A collection's events after `resourceVersion`; a port without it is polled instead. */
 	watch?(
 		collectionPath: string,

@@ -21,6 +21,7 @@ export interface KubernetesObjectMeta {
 	readonly namespace?: string
 	readonly uid?: string
 	readonly resourceVersion?: string
+	readonly creationTimestamp?: string
 	readonly labels?: Readonly<Record<string, string>>
 	readonly annotations?: Readonly<Record<string, string>>
 	readonly deletionTimestamp?: string

@@ -12,6 +12,10 @@ export interface RecordedCall {
 	readonly path: string
 	readonly body?: unknown
 	readonly query?: Readonly<Record<string, string | undefined>>
+	/** `json` for a JSON patch (its body is the operations); a merge patch leaves it unset. */
+	readonly patchType?: 'json'
+	/** A DELETE's preconditions, when it carried any. */
+	readonly preconditions?: { readonly uid?: string; readonly resourceVersion?: string }
 }
 
 export type Handler = (call: RecordedCall) => unknown | Promise<unknown>
@@ -70,9 +74,21 @@ export function scriptedApi(handler: Handler): ScriptedApi {
 			(await run({ verb: 'POST', path, body }, options?.signal)) as KubernetesObject,
 		mergePatch: async (path, body, options) =>
 			(await run({ verb: 'PATCH', path, body }, options?.signal)) as KubernetesObject,
+		jsonPatch: async (path, body, options) =>
+			(await run(
+				{ verb: 'PATCH', path, body, patchType: 'json' },
+				options?.signal,
+			)) as KubernetesObject,
 		delete: async (path, options) => {
 			try {
-				await run({ verb: 'DELETE', path }, options?.signal)
+				await run(
+					{
+						verb: 'DELETE',
+						path,
+						...(options?.preconditions ? { preconditions: options.preconditions } : {}),
+					},
+					options?.signal,
+				)
 			} catch (error) {
 				if (error instanceof KubernetesAlreadyGoneError) return
 				throw error

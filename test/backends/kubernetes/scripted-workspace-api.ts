@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import type { KubernetesObject } from '../../../src/backends/kubernetes/kubernetes-objects.js'
 import { KubernetesApiError, KubernetesConflictError } from '../../../src/index.js'
 import { encodeFrame, FrameReader, parseFramePayload } from '../../../src/wire/frame.js'
+import { applyJsonPatch } from './json-patch-apply.js'
 import { type LaunchedGuest, launchGuestAgent, SETPRIV_CHAIN } from './launched-guest.js'
 import {
 	type RecordedCall,
@@ -273,9 +274,35 @@ export async function scriptedWorkspaceApi(
 		}
 		if (call.verb === 'GET') return model.sandbox
 		if (call.verb === 'PATCH') {
-			const patch = call.body as { spec: { operatingMode: string }; metadata: object }
-			const mode = patch.spec.operatingMode
-			model.sandbox = { ...model.sandbox, spec: { ...model.sandbox.spec, operatingMode: mode } }
+			let mode: unknown
+			if (call.patchType === 'json') {
+				const before = model.sandbox.spec.operatingMode
+				model.sandbox = applyJsonPatch(
+					model.sandbox,
+					call.body as Parameters<typeof applyJsonPatch>[1],
+					call.path,
+				)
+				mode = model.sandbox.spec.operatingMode
+				// A write that leaves the mode where it was moves no pod.
+				if (mode === before || (mode === undefined && before === undefined)) return model.sandbox
+			} else {
+				const patch = call.body as {
+					spec: { operatingMode: string }
+					metadata?: { annotations?: Record<string, string> }
+				}
+				mode = patch.spec.operatingMode
+				model.sandbox = {
+					...model.sandbox,
+					metadata: {
+						...model.sandbox.metadata,
+						annotations: {
+							...model.sandbox.metadata.annotations,
+							...patch.metadata?.annotations,
+						},
+					},
+					spec: { ...model.sandbox.spec, operatingMode: mode },
+				}
+			}
 			if (mode === 'Suspended') await stopPod()
 			else if (!model.pod || model.pod.metadata.deletionTimestamp !== undefined) await startPod()
 			return model.sandbox

@@ -6,7 +6,6 @@
 // Every case pins what it wrote to the cluster: nothing.
 import { randomUUID } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { KubernetesBackendConfig } from '../../../src/backends/kubernetes/kubernetes-backend-config.js'
 import {
 	createKubernetesWorkspace,
 	type KubernetesWorkspaceDependencies,
@@ -26,35 +25,13 @@ import {
 import { execUntilUnconfirmed, FENCE_AGENT_ENV } from '../../helpers/fenced-agent.js'
 import { canFreeze } from '../../helpers/frozen-process.js'
 import { rejectionError } from './error-chain.js'
-import { scriptedBackendBase } from './local-guest-config.js'
-import {
-	blockTemplate,
-	podAddress,
-	type ScriptedWorkspaceApi,
-	type ScriptedWorkspaceApiOptions,
-	scriptedWorkspaceApi,
-} from './scripted-workspace-api.js'
+import { podAddress, type ScriptedWorkspaceApi } from './scripted-workspace-api.js'
+import { backend, workspaceApi } from './workspace-handle-fixture.js'
 
 const cleanups: Array<() => Promise<unknown>> = []
 afterEach(async () => {
 	for (const cleanup of cleanups.splice(0)) await cleanup().catch(() => undefined)
 })
-
-async function workspaceApi(options: Partial<ScriptedWorkspaceApiOptions> = {}) {
-	const api = await scriptedWorkspaceApi({ template: blockTemplate(), ...options })
-	cleanups.push(() => api.stop())
-	return api
-}
-
-function backend(api: ScriptedWorkspaceApi): KubernetesBackendConfig {
-	return {
-		...scriptedBackendBase,
-		sandboxTemplateName: 'ws-template',
-		agentAddress: 'pod-ip',
-		agentPort: api.agentPort,
-		readyTimeoutMs: 10_000,
-	}
-}
 
 async function open(
 	api: ScriptedWorkspaceApi,

@@ -5,12 +5,7 @@
 import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
-import type { KubernetesBackendConfig } from '../../../src/backends/kubernetes/kubernetes-backend-config.js'
-import {
-	createKubernetesWorkspace,
-	type KubernetesWorkspaceDependencies,
-} from '../../../src/backends/kubernetes/workspace/create-kubernetes-workspace.js'
+import { describe, expect, it } from 'vitest'
 import {
 	KubernetesAcquireError,
 	KubernetesApiTimeoutError,
@@ -25,64 +20,14 @@ import {
 	type KubernetesWorkspace,
 	KubernetesWorkspaceDiskError,
 	KubernetesWorkspaceMismatchError,
-	type KubernetesWorkspaceOptions,
 	KubernetesWorkspaceSuspendedError,
 	KubernetesWorkspaceSuspendTimeoutError,
 	ReadinessPollTimeout,
 	SandboxArgumentError,
 } from '../../../src/index.js'
-import { scriptedBackendBase } from './local-guest-config.js'
 import { statusError } from './scripted-api-port.js'
-import {
-	blockTemplate,
-	type ScriptedWorkspaceApi,
-	type ScriptedWorkspaceApiOptions,
-	scriptedWorkspaceApi,
-} from './scripted-workspace-api.js'
-
-const apis: ScriptedWorkspaceApi[] = []
-const handles: KubernetesWorkspace[] = []
-afterEach(async () => {
-	handles.splice(0)
-	await Promise.allSettled(apis.splice(0).map((api) => api.stop()))
-})
-
-async function workspaceApi(
-	options: Partial<ScriptedWorkspaceApiOptions> = {},
-): Promise<ScriptedWorkspaceApi> {
-	const api = await scriptedWorkspaceApi({ template: blockTemplate(), ...options })
-	apis.push(api)
-	return api
-}
-
-function backend(
-	api: ScriptedWorkspaceApi,
-	overrides: Partial<KubernetesBackendConfig> = {},
-): KubernetesBackendConfig {
-	return {
-		...scriptedBackendBase,
-		sandboxTemplateName: 'ws-template',
-		agentAddress: 'pod-ip',
-		agentPort: api.agentPort,
-		readyTimeoutMs: 10_000,
-		...overrides,
-	}
-}
-
-async function open(
-	api: ScriptedWorkspaceApi,
-	options: Partial<KubernetesWorkspaceOptions> = {},
-	overrides: Partial<KubernetesBackendConfig> = {},
-	dependencies: KubernetesWorkspaceDependencies = {},
-): Promise<KubernetesWorkspace> {
-	const workspace = await createKubernetesWorkspace(
-		backend(api, overrides),
-		{ workspaceId: 'w1', ...options },
-		{ api: api.port, rootDir: api.model.workspace ?? '/', ...dependencies },
-	)
-	handles.push(workspace)
-	return workspace
-}
+import { blockTemplate, type ScriptedWorkspaceApi } from './scripted-workspace-api.js'
+import { handles, open, workspaceApi } from './workspace-handle-fixture.js'
 
 /** The log with consecutive repeats of one poll read folded into one entry. */
 function collapse(log: readonly string[]): string[] {
@@ -599,7 +544,7 @@ describe('Kubernetes workspace: failed transitions leave the state they found', 
 })
 
 describe('Kubernetes workspace: create failures and adoption', () => {
-	it('adopts a running workspace from a second handle: adopted-running, no patch; a third handle suspends the pod both use', async () => {
+	it('adopts a running workspace from a second handle: adopted-running, no patch; a third handle suspends the pod both use, and their next call names the suspension (R15-7bf9425-13)', async () => {
 		const api = await workspaceApi()
 		const first = await open(api)
 		api.calls.splice(0)
@@ -615,8 +560,11 @@ describe('Kubernetes workspace: create failures and adoption', () => {
 		const third = await open(api)
 		await third.suspend({ flush: false })
 		const failed = await first.exec('true').catch((e: unknown) => e)
-		expect(failed).not.toBeInstanceOf(KubernetesWorkspaceSuspendedError)
-		expect(failed).toBeInstanceOf(Error)
+		// The call failed at the transport; the one re-read found the workspace suspended.
+		expect(failed).toBeInstanceOf(KubernetesWorkspaceSuspendedError)
+		expect((failed as KubernetesWorkspaceSuspendedError).noticedBy).toBe('transport')
+		expect((failed as Error).cause).toBeInstanceOf(Error)
+		expect(first.suspended).toBe(true)
 	})
 
 	it('adopts a suspended workspace by waking it: resumed, one Running patch; origin never changes', async () => {

@@ -110,10 +110,12 @@ describe('Kubernetes workspaces on the local cluster', () => {
 		const third = await open('shared')
 		await third.suspend({ flush: false })
 		expect(third.suspended).toBe(true)
-		// The others' session is gone with the pod: their calls fail at the transport, not as suspended.
+		// The others' session is gone with the pod: their call fails at the transport, and the one
+		// re-read it pays for names the suspension (the transport failure is its cause).
 		const failed = await second.exec('true').catch((error: unknown) => error)
-		expect(failed).toBeInstanceOf(Error)
-		expect(failed).not.toBeInstanceOf(KubernetesWorkspaceSuspendedError)
+		expect(failed).toBeInstanceOf(KubernetesWorkspaceSuspendedError)
+		expect((failed as KubernetesWorkspaceSuspendedError).noticedBy).toBe('transport')
+		expect((failed as Error).cause).toBeInstanceOf(Error)
 		const fourth = await open('shared')
 		expect(fourth.origin).toBe('resumed')
 		expect((await fourth.readFile('mark')).toString()).toBe('one')

@@ -44,12 +44,27 @@ describe('decideTransition, no flight in progress', () => {
 		['deleted', del, 'done'],
 		['deleted', suspend(), 'refuse'],
 		['deleted', resume, 'refuse'],
+		// R15-7948fc0-08: a resume bringing its own epoch writes it on a running workspace.
+		['running', { verb: 'resume', writesEpoch: true, epoch: 5 }, 'start'],
+		['suspended', { verb: 'resume', writesEpoch: true, epoch: 5 }, 'start'],
 	])('%s + %j → %s', (state, request, kind) => {
 		expect(decideTransition(state, undefined, request).kind).toBe(kind)
 	})
 })
 
 describe('decideTransition, a flight in progress', () => {
+	it.each<[TransitionRequest, TransitionRequest, string]>([
+		[{ ...suspend(), epoch: 3 }, { ...suspend(), epoch: 3 }, 'join'],
+		[{ ...suspend(), epoch: 3 }, { ...suspend(), epoch: 4 }, 'queue'],
+		[suspend(), { ...suspend(), epoch: 4 }, 'queue'],
+		[{ ...resume, epoch: 1 }, resume, 'queue'],
+	])(
+		'R15-7948fc0-01: a request under another epoch than the flight %j + %j → %s',
+		(flight, request, kind) => {
+			expect(decideTransition('running', flight, request).kind).toBe(kind)
+		},
+	)
+
 	it.each<[TransitionRequest, TransitionRequest, string, string?]>([
 		[suspend(), suspend(), 'join'],
 		[suspend(), destroySuspend(), 'join'],
@@ -235,5 +250,22 @@ describe('WorkspaceTransitions', () => {
 		gate.resolve()
 		await flight
 		expect(machine.state).toBe('suspended')
+	})
+})
+
+describe('a suspension another process made', () => {
+	it('R15-7bf9425-15: is recorded as detached (unconfirmed): suspended, refusing calls, and a suspend still runs', async () => {
+		const transitions = new WorkspaceTransitions('running')
+		expect(transitions.adoptSuspension()).toBe(true)
+		expect(transitions.state).toBe('detached')
+		expect(transitions.admitting).toBe(false)
+		let ran = false
+		await transitions.run(suspend(false), undefined, async () => {
+			ran = true
+			return { outcome: 'confirmed' }
+		})
+		expect(ran).toBe(true)
+		expect(transitions.state).toBe('suspended')
+		expect(transitions.adoptSuspension()).toBe(false)
 	})
 })

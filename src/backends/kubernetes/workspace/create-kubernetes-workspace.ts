@@ -38,8 +38,9 @@ export interface KubernetesWorkspaceDependencies {
 
 /**
  * A persistent workspace: the `Sandbox` named `namzu-ws-<workspaceId>` on a block disk, created or
- * adopted (and woken when asleep), with `suspend()`, `resume()`, `flush()`, `quiesce()` and a
- * `destroy()` that deletes the disk only when asked.
+ * adopted (and woken when asleep), with `suspend()`, `resume()`, `refresh()`, `flush()`,
+ * `quiesce()` and a `destroy()` that deletes the disk only when asked. `epoch` fences every
+ * lifecycle write; `refreshPodTemplate` wakes a suspended workspace onto the current template.
  */
 export async function createKubernetesWorkspace(
 	config: KubernetesBackendConfig,
@@ -95,6 +96,7 @@ export async function createKubernetesWorkspace(
 		api,
 		config: workspaceConfig,
 		name,
+		workspaceId: checked.workspaceId,
 		templateName,
 		...(checked.runtimeClassName === undefined
 			? {}
@@ -114,6 +116,8 @@ export async function createKubernetesWorkspace(
 		{
 			...(checked.signal ? { signal: checked.signal } : {}),
 			onStartFailure: checked.onStartFailure ?? 'suspend',
+			...(checked.epoch === undefined ? {} : { epoch: checked.epoch }),
+			...(checked.refreshPodTemplate === true ? { refreshPodTemplate: true } : {}),
 		},
 	)
 	return new KubernetesWorkspaceHandle({
@@ -121,8 +125,7 @@ export async function createKubernetesWorkspace(
 		config: workspaceConfig,
 		options: checked,
 		rootDir,
-		session: started.session,
-		origin: started.origin,
+		started,
 		start,
 		now,
 		wallClock,

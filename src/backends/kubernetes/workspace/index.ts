@@ -15,21 +15,35 @@ export {
 	QuiesceUnconfirmedError as KubernetesQuiesceUnconfirmedError,
 } from '../../../host/refusals/refusal-errors.js'
 export { createKubernetesWorkspace } from './create-kubernetes-workspace.js'
+export {
+	deleteKubernetesWorkspace,
+	type KubernetesWorkspaceDeleteOptions,
+} from './delete-kubernetes-workspace.js'
 export type { KubernetesWorkspace } from './kubernetes-workspace-interface.js'
+export {
+	type KubernetesWorkspaceListOptions,
+	listKubernetesWorkspaces,
+} from './list-kubernetes-workspaces.js'
+export { suspendKubernetesWorkspace } from './suspend-kubernetes-workspace.js'
 export {
 	KubernetesFlushUnreachableError,
 	KubernetesWorkspaceDiskError,
 	type KubernetesWorkspaceDiskProblem,
+	type KubernetesWorkspaceFencedOperation,
 	KubernetesWorkspaceMismatchError,
 	type KubernetesWorkspaceMismatchField,
+	KubernetesWorkspacePreconditionError,
 	KubernetesWorkspaceSuspendedError,
 	KubernetesWorkspaceSuspendTimeoutError,
+	type KubernetesWorkspaceSuspensionNotice,
 } from './workspace-errors.js'
 export type {
 	KubernetesWorkspaceDestroyOptions,
 	KubernetesWorkspaceFlushRequest,
 	KubernetesWorkspaceOptions,
 	KubernetesWorkspaceQuiesceRequest,
+	KubernetesWorkspaceRefreshOptions,
+	KubernetesWorkspaceResumeOptions,
 	KubernetesWorkspaceSuspendOptions,
 	KubernetesWorkspaceTransitionOptions,
 } from './workspace-options.js'
@@ -37,3 +51,4 @@ export type {
 	KubernetesWorkspaceOrigin,
 	KubernetesWorkspaceStartFailurePolicy,
 } from './workspace-start.js'
+export type { KubernetesWorkspaceSummary } from './workspace-summary.js'

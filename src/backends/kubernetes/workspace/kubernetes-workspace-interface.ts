@@ -44,8 +44,9 @@ import type { KubernetesWorkspaceIdentity } from './guest-identity.js'
 import type { KubernetesGuestRestartListener } from './guest-restart-events.js'
 import type {
 	KubernetesWorkspaceDestroyOptions,
+	KubernetesWorkspaceRefreshOptions,
+	KubernetesWorkspaceResumeOptions,
 	KubernetesWorkspaceSuspendOptions,
-	KubernetesWorkspaceTransitionOptions,
 } from './workspace-options.js'
 import type { KubernetesWorkspaceOrigin } from './workspace-start.js'
 
@@ -55,10 +56,25 @@ export interface KubernetesWorkspace extends Sandbox {
 	readonly origin: KubernetesWorkspaceOrigin
 	/** True between a suspend and a resume (the resumable state); false while running or deleted. */
 	readonly suspended: boolean
+	/**
+	 * The `sandbox.namzu.ai/pod-template-hash` the object carries: the revision of the template it
+	 * was built (or last refreshed) from. `undefined` for a workspace created before the annotation.
+	 */
+	readonly templateRevision: string | undefined
+	/** `templateRevision` equals the template as this handle last read it (never true when unknown). */
+	readonly templateCurrent: boolean
+	/**
+	 * Re-reads the `Sandbox`: a workspace another process suspended then reports `suspended: true`
+	 * (unconfirmed — `suspend()` still patches and waits; `resume()` wakes it on the same disk).
+	 */
+	refresh(options?: KubernetesWorkspaceRefreshOptions): Promise<void>
 	/** Reaps this handle's terminals, flushes (default), quiesces (if asked), patches `Suspended`. */
 	suspend(options?: KubernetesWorkspaceSuspendOptions): Promise<void>
-	/** Wakes the workspace (no patch when another process already did) and binds the new pod. */
-	resume(options?: KubernetesWorkspaceTransitionOptions): Promise<void>
+	/**
+	 * Wakes the workspace (no patch when another process already did) and binds the new pod;
+	 * `refreshPodTemplate` writes the current template's pod template in the same request.
+	 */
+	resume(options?: KubernetesWorkspaceResumeOptions): Promise<void>
 	/** No options, or `deleteDisk: false`: a suspend. `deleteDisk: true`: DELETE, disk and all. */
 	destroy(options?: KubernetesWorkspaceDestroyOptions): Promise<void>
 	/** `sync -f` of the guest's workspace filesystem, outside a suspend. */

@@ -5,9 +5,10 @@
  * A suspend reaps the terminals and tcp connections this handle returned, flushes the guest (by
  * default) and quiesces it (when asked) — a guest that answered but could not confirm either
  * stops the suspend with no patch — then patches `Suspended` and waits for the pod to stop. Only
- * `destroy({ deleteDisk: true })` DELETEs. There is no lease: nothing reaps a workspace.
+ * `destroy({ deleteDisk: true })` DELETEs. There is no lease: nothing reaps a workspace. A holder
+ * epoch (the handle keeps the one it was opened or last resumed with) is checked before a suspend
+ * reaps anything or a DELETE tears the session down, and fences the write itself (fenced-write.ts).
  */
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { BackgroundJobOutput } from '../../../contract/background-job-output.js'
 import type {
 	OpenTerminalOptions,
@@ -54,56 +55,45 @@ import type {
 	SessionSummary,
 	StartedSession,
 } from '../../../host/sessions/session-summary.js'
-import { kubernetesCallError } from '../guest-call-errors.js'
-import type { KubernetesApiPort } from '../kubernetes-api-port.js'
-import type { ResolvedKubernetesBackendConfig } from '../kubernetes-backend-config.js'
+import { isUnauthorizedRefusal, kubernetesCallError } from '../guest-call-errors.js'
 import { kubernetesPaths } from '../kubernetes-objects.js'
 import { KubernetesSandboxDestroyedError } from '../kubernetes-sandbox-errors.js'
 import type { DialTracker } from '../pod-rebind.js'
+import { isUnansweredFailure, readsSuspended } from './foreign-suspension.js'
 import type { KubernetesWorkspaceIdentity } from './guest-identity.js'
 import type { KubernetesGuestRestartListener } from './guest-restart-events.js'
 import type { KubernetesWorkspace } from './kubernetes-workspace-interface.js'
-import { runSuspendGuestSteps } from './suspend-guest-steps.js'
+import { OwnedResources } from './owned-resources.js'
 import { KubernetesWorkspaceSuspendedError } from './workspace-errors.js'
+import {
+	deleteFlight,
+	type FlightContext,
+	fenceOf,
+	type HandleBinding,
+	observe,
+	resumeFlight,
+	suspendFlight,
+	type WorkspaceHandleOptions,
+} from './workspace-flights.js'
 import { isKeptUnconfirmedCancellation, WorkspaceGuest } from './workspace-guest.js'
-import { patchOperatingMode } from './workspace-mode-patch.js'
+import { operatingModeOf } from './workspace-mode-patch.js'
 import {
 	type CheckedTransition,
 	checkTransitionOptions,
 	type KubernetesWorkspaceDestroyOptions,
-	type KubernetesWorkspaceOptions,
+	type KubernetesWorkspaceRefreshOptions,
+	type KubernetesWorkspaceResumeOptions,
 	type KubernetesWorkspaceSuspendOptions,
-	type KubernetesWorkspaceTransitionOptions,
 } from './workspace-options.js'
-import { waitForPodStopped } from './workspace-pod-wait.js'
 import { openWorkspaceSession, type WorkspaceSession } from './workspace-session.js'
+import type { KubernetesWorkspaceOrigin } from './workspace-start.js'
 import {
-	type KubernetesWorkspaceOrigin,
-	resumeWorkspace,
-	type WorkspaceStartContext,
-} from './workspace-start.js'
-import {
-	type FlightResult,
 	TransitionRefusal,
 	type TransitionRequest,
 	WorkspaceTransitions,
 } from './workspace-transitions.js'
 
-export interface WorkspaceHandleOptions {
-	readonly api: KubernetesApiPort
-	readonly config: ResolvedKubernetesBackendConfig
-	readonly options: KubernetesWorkspaceOptions
-	readonly rootDir: string
-	readonly session: WorkspaceSession
-	readonly origin: KubernetesWorkspaceOrigin
-	/** The start context resume() reuses (its `onSuspendLanded` is rewired to the handle). */
-	readonly start: Omit<WorkspaceStartContext, 'onSuspendLanded' | 'network'>
-	readonly now: () => number
-	readonly wallClock: () => number
-}
-
-/** How long a suspend waits for one reaped terminal or connection to report its end. */
-const REAP_SETTLE_MS = 2000
+export type { WorkspaceHandleOptions } from './workspace-flights.js'
 
 export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 	readonly id: string
@@ -112,32 +102,46 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 	readonly origin: KubernetesWorkspaceOrigin
 	readonly #options: WorkspaceHandleOptions
 	readonly #transitions = new WorkspaceTransitions('running')
-	readonly #owned = new Map<object, () => Promise<unknown>>()
+	readonly #owned = new OwnedResources()
 	/** Identity, restart events, the refused-call re-read and the cancellation diagnosis. */
 	readonly #guest: WorkspaceGuest
-	#session: WorkspaceSession | undefined
-	/** The pod uid the last landed `Suspended` patch retired (a resume waits for another). */
-	#retiredUid: string | undefined
-	/** The last pod this handle was bound to (what a patch from a sessionless state retires). */
-	#lastPodUid: string
+	readonly #b: HandleBinding
 
 	constructor(options: WorkspaceHandleOptions) {
+		const { session } = options.started
 		this.#options = options
-		this.id = options.session.sandboxName
+		this.id = session.sandboxName
 		this.rootDir = options.rootDir
-		this.origin = options.origin
-		this.#session = options.session
-		this.#lastPodUid = options.session.podUid
+		this.origin = options.started.origin
+		this.#b = {
+			session,
+			retiredUid: undefined,
+			lastPodUid: session.podUid,
+			epoch: options.options.epoch,
+			templateRevision: undefined,
+			templateHash: undefined,
+		}
+		observe(this.#b, options.started)
 		this.#guest = new WorkspaceGuest({
 			api: options.api,
 			config: options.config,
-			sandboxName: options.session.sandboxName,
+			sandboxName: session.sandboxName,
 			openSession: (binding) => openWorkspaceSession(binding, options.start.session),
 			...(options.options.onCancellationUnconfirmed
 				? { onCancellationUnconfirmed: options.options.onCancellationUnconfirmed }
 				: {}),
 		})
-		this.#guest.bound(options.session, 'own-resume')
+		this.#guest.bound(session, 'own-resume')
+	}
+
+	get templateRevision(): string | undefined {
+		return this.#b.templateRevision
+	}
+
+	get templateCurrent(): boolean {
+		return (
+			this.#b.templateRevision !== undefined && this.#b.templateRevision === this.#b.templateHash
+		)
 	}
 
 	get identity(): KubernetesWorkspaceIdentity {
@@ -149,7 +153,7 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 	}
 
 	get status(): SandboxStatus {
-		const session = this.#session
+		const session = this.#b.session
 		if (!session || !this.#transitions.admitting) return 'destroyed'
 		return session.inner.status
 	}
@@ -189,7 +193,7 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 
 	attachTerminal(sessionId: string, options: AttachTerminalOptions = {}): Promise<SessionTerminal> {
 		return this.#call('attachTerminal', async (session) =>
-			this.#own(await session.inner.attachTerminal(sessionId, options)),
+			this.#owned.own(await session.inner.attachTerminal(sessionId, options)),
 		)
 	}
 
@@ -240,13 +244,13 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession>
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession> {
 		return this.#call('openTerminal', async (session) =>
-			this.#own(await session.inner.openTerminal(options)),
+			this.#owned.own(await session.inner.openTerminal(options)),
 		)
 	}
 
 	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection> {
 		return this.#call('openTcpConnection', async (session) =>
-			this.#own(await session.inner.openTcpConnection(options)),
+			this.#owned.own(await session.inner.openTcpConnection(options)),
 		)
 	}
 
@@ -299,29 +303,68 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 		const recovery = await this.#guest.afterRefusal(
 			operation,
 			session,
-			this.#session,
+			this.#b.session,
 			error,
 			dialsBefore,
 		)
 		switch (recovery.kind) {
 			case 'retry':
-				if (this.#session !== session && this.#session !== recovery.session) break
+				if (this.#b.session !== session && this.#b.session !== recovery.session) break
 				if (!this.#transitions.admitting) break
-				this.#session = recovery.session
-				this.#lastPodUid = recovery.session.podUid
+				this.#b.session = recovery.session
+				this.#b.lastPodUid = recovery.session.podUid
 				return recovery.session
 			case 'replaced':
 				throw recovery.error
 			case 'suspended':
-				if (this.#session === session && this.#transitions.adoptSuspension()) {
-					this.#session = undefined
-					this.#retiredUid = session.podUid
-				}
-				throw new KubernetesWorkspaceSuspendedError(this.id, operation)
+				throw this.#foreignSuspension(operation, session, error)
 			case 'none':
 				break
 		}
-		throw await this.#settle(operation, session, error)
+		const translated = await this.#settle(operation, session, error)
+		// A failure the guest did not answer, on a handle that believes it runs: one re-read (an
+		// `unauthorized` refusal already had its re-read in the recovery above).
+		if (
+			this.#b.session === session &&
+			this.#transitions.admitting &&
+			isUnansweredFailure(error) &&
+			!isUnauthorizedRefusal(error) &&
+			(await readsSuspended(this.#options.api, this.#options.config.namespace, this.id))
+		) {
+			throw this.#foreignSuspension(operation, session, translated)
+		}
+		throw translated
+	}
+
+	/** Another process suspended the workspace: adopted as unconfirmed (a suspend still patches). */
+	#foreignSuspension(operation: string, session: WorkspaceSession, cause: unknown): Error {
+		if (this.#b.session === session && this.#transitions.adoptSuspension()) {
+			this.#b.session = undefined
+			this.#b.retiredUid = session.podUid
+		}
+		return new KubernetesWorkspaceSuspendedError(this.id, operation, {
+			noticedBy: 'transport',
+			cause,
+		})
+	}
+
+	/**
+	 * Re-reads the `Sandbox`: a workspace another process suspended is recorded as such
+	 * (unconfirmed — this handle's `suspend()` still patches and waits), and the template revision
+	 * is read again. Sends no write and dials nothing.
+	 */
+	async refresh(options: KubernetesWorkspaceRefreshOptions = {}): Promise<void> {
+		const { signal } = checkTransitionOptions('refresh', options)
+		const read = await this.#options.api.get(
+			kubernetesPaths.sandbox(this.#options.config.namespace, this.id),
+			signal ? { signal } : {},
+		)
+		observe(this.#b, { sandbox: read })
+		const session = this.#b.session
+		if (operatingModeOf(read) === 'Suspended' && session && this.#transitions.adoptSuspension()) {
+			this.#b.session = undefined
+			this.#b.retiredUid = session.podUid
+		}
 	}
 
 	/** The error a failed call rejects with: a kept unconfirmed cancellation is diagnosed first. */
@@ -347,7 +390,7 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 	}
 
 	#admit(operation: string): WorkspaceSession {
-		const session = this.#session
+		const session = this.#b.session
 		if (this.#transitions.state === 'deleted')
 			throw new KubernetesSandboxDestroyedError(this.id, operation)
 		if (!session || !this.#transitions.admitting) {
@@ -366,31 +409,6 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 		})
 	}
 
-	/** Remembers a terminal or connection until it ends, so a suspend can close it first. */
-	#own<T extends TerminalSession | SandboxTcpConnection>(resource: T): T {
-		const done: Promise<unknown> = 'exited' in resource ? resource.exited : resource.closed
-		const close = (): Promise<unknown> => {
-			if ('exited' in resource) resource.kill('SIGKILL')
-			else resource.destroy()
-			return done
-		}
-		this.#owned.set(resource, close)
-		const forget = () => this.#owned.delete(resource)
-		void done.then(forget, forget)
-		return resource
-	}
-
-	/** Closes every terminal and connection this handle returned, each bounded. */
-	async #reapOwned(): Promise<void> {
-		const closes = [...this.#owned.values()]
-		this.#owned.clear()
-		await Promise.allSettled(
-			closes.map((close) =>
-				Promise.race([close(), sleep(REAP_SETTLE_MS, undefined, { ref: false })]),
-			),
-		)
-	}
-
 	// ---- transitions: all through the one state machine ----
 
 	suspend(options: KubernetesWorkspaceSuspendOptions = {}): Promise<void> {
@@ -402,8 +420,11 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 		}))
 	}
 
-	resume(options: KubernetesWorkspaceTransitionOptions = {}): Promise<void> {
-		return this.#transition('resume', options, () => ({ verb: 'resume' }))
+	resume(options: KubernetesWorkspaceResumeOptions = {}): Promise<void> {
+		return this.#transition('resume', options, (checked) => ({
+			verb: 'resume',
+			writesEpoch: checked.epoch !== undefined,
+		}))
 	}
 
 	destroy(options: KubernetesWorkspaceDestroyOptions = {}): Promise<void> {
@@ -419,18 +440,35 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 		)
 	}
 
+	get #flight(): FlightContext {
+		return {
+			id: this.id,
+			handle: this.#options,
+			binding: this.#b,
+			owned: this.#owned,
+			guest: this.#guest,
+			state: () => this.#transitions.state,
+		}
+	}
+
 	async #transition(
 		method: 'suspend' | 'resume' | 'destroy',
 		options: unknown,
 		toRequest: (checked: CheckedTransition) => TransitionRequest,
 	): Promise<void> {
 		const checked = checkTransitionOptions(method, options)
-		const request = toRequest(checked)
+		const epoch = checked.epoch ?? this.#b.epoch
+		const request: TransitionRequest = {
+			...toRequest(checked),
+			...(epoch === undefined ? {} : { epoch }),
+		}
 		try {
 			await this.#transitions.run(request, checked.signal, (signal) => {
-				if (request.verb === 'suspend') return this.#suspendFlight(checked.steps, signal)
-				if (request.verb === 'delete') return this.#deleteFlight(signal)
-				return this.#resumeFlight(checked, signal)
+				const flight = this.#flight
+				const fence = fenceOf(flight, request, epoch)
+				if (request.verb === 'suspend') return suspendFlight(flight, checked.steps, fence, signal)
+				if (request.verb === 'delete') return deleteFlight(flight, fence, signal)
+				return resumeFlight(flight, checked, fence, signal)
 			})
 		} catch (error) {
 			if (!(error instanceof TransitionRefusal)) throw error
@@ -450,84 +488,5 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 					)
 			}
 		}
-	}
-
-	async #suspendFlight(
-		steps: CheckedTransition['steps'],
-		signal: AbortSignal | undefined,
-	): Promise<FlightResult> {
-		const { api, config } = this.#options
-		const session = this.#session
-		if (session) {
-			await this.#reapOwned()
-			const refused = await runSuspendGuestSteps(session, steps, this.#options.options, signal)
-			if (refused !== undefined) return { outcome: 'not-sent', error: refused }
-		}
-		const retiring = session?.podUid ?? this.#lastPodUid
-		try {
-			await patchOperatingMode(
-				api,
-				config.namespace,
-				this.id,
-				'Suspended',
-				this.#options.wallClock(),
-				signal,
-			)
-		} catch (error) {
-			return { outcome: 'not-sent', error }
-		}
-		this.#retiredUid = retiring
-		this.#session = undefined
-		try {
-			await waitForPodStopped(
-				{ api, config, now: this.#options.now },
-				this.id,
-				session?.podName ?? this.id,
-				retiring,
-				signal,
-			)
-		} catch (error) {
-			return { outcome: 'unconfirmed', error }
-		}
-		return { outcome: 'confirmed' }
-	}
-
-	async #deleteFlight(signal: AbortSignal | undefined): Promise<FlightResult> {
-		const { api, config } = this.#options
-		await this.#reapOwned()
-		this.#session = undefined
-		try {
-			await api.delete(kubernetesPaths.sandbox(config.namespace, this.id), signal ? { signal } : {})
-		} catch (error) {
-			return { outcome: 'unconfirmed', error }
-		}
-		return { outcome: 'confirmed' }
-	}
-
-	async #resumeFlight(
-		checked: CheckedTransition,
-		signal: AbortSignal | undefined,
-	): Promise<FlightResult> {
-		const { start, options } = this.#options
-		try {
-			const session = await resumeWorkspace(
-				{ ...start, onSuspendLanded: (uid) => this.#recordRetired(uid) },
-				{
-					...(signal ? { signal } : {}),
-					onStartFailure: checked.onStartFailure ?? options.onStartFailure ?? 'suspend',
-					...(this.#retiredUid === undefined ? {} : { retiredUid: this.#retiredUid }),
-				},
-			)
-			this.#session = session
-			this.#lastPodUid = session.podUid
-			this.#guest.bound(session, 'own-resume')
-			return { outcome: 'confirmed' }
-		} catch (error) {
-			return { outcome: 'not-sent', error }
-		}
-	}
-
-	#recordRetired(uid: string | undefined): void {
-		if (uid !== undefined) this.#retiredUid = uid
 	}
 }

@@ -7,12 +7,12 @@
 import { isRecord } from '../../../wire/is-record.js'
 import { KubernetesWorkspaceDiskError } from './workspace-errors.js'
 
-function records(value: unknown): Record<string, unknown>[] {
+export function records(value: unknown): Record<string, unknown>[] {
 	return Array.isArray(value) ? value.filter(isRecord) : []
 }
 
 /** The names a pod spec's containers (init containers too) consume through `volumeDevices`. */
-function deviceVolumeNames(podSpec: Record<string, unknown> | undefined): Set<string> {
+export function deviceVolumeNames(podSpec: Record<string, unknown> | undefined): Set<string> {
 	const names = new Set<string>()
 	for (const key of ['containers', 'initContainers']) {
 		for (const container of records(podSpec?.[key])) {
@@ -22,6 +22,15 @@ function deviceVolumeNames(podSpec: Record<string, unknown> | undefined): Set<st
 		}
 	}
 	return names
+}
+
+/** The `metadata.name`s of a blueprint's `volumeClaimTemplates` entries. */
+export function claimNames(spec: unknown): string[] {
+	const blueprint = isRecord(spec) ? spec : {}
+	return records(blueprint.volumeClaimTemplates).flatMap((claim) => {
+		const meta = isRecord(claim.metadata) ? claim.metadata : {}
+		return typeof meta.name === 'string' ? [meta.name] : []
+	})
 }
 
 /** Throws `KubernetesWorkspaceDiskError` unless `spec` declares a block disk in every entry. */

@@ -10,6 +10,10 @@ export type KubernetesWorkspaceDiskProblem =
 	| 'no-volume-claim-templates'
 	| 'not-block'
 	| 'not-consumed-as-device'
+	/** A refresh onto a template whose pod template no longer claims this workspace's disk. */
+	| 'refresh-drops-disk'
+	/** A refresh onto a template that declares a disk this workspace does not have. */
+	| 'refresh-adds-disk'
 
 const DISK_REMEDY: Readonly<Record<KubernetesWorkspaceDiskProblem, string>> = {
 	'no-volume-claim-templates':
@@ -17,7 +21,14 @@ const DISK_REMEDY: Readonly<Record<KubernetesWorkspaceDiskProblem, string>> = {
 	'not-block': 'has a volumeClaimTemplates entry whose volumeMode is not Block',
 	'not-consumed-as-device':
 		'has a volumeClaimTemplates entry no container claims through volumeDevices (a volumeMounts use is a Filesystem disk)',
+	'refresh-drops-disk':
+		"no longer claims the workspace's disk through volumeDevices, so a refreshed pod would not see it",
+	'refresh-adds-disk':
+		'declares a disk the workspace does not have (volumeClaimTemplates are fixed at create), so a refreshed pod would claim a device no PVC backs',
 }
+
+const REFRESH_REMEDY =
+	'; the workspace stays suspended — resume() without refreshPodTemplate, or create a new workspace from this template and migrate the data'
 
 /** The template (or an adopted object) does not declare a block-mode disk in every entry. */
 export class KubernetesWorkspaceDiskError extends SandboxError {
@@ -39,8 +50,11 @@ export class KubernetesWorkspaceDiskError extends SandboxError {
 		const claim =
 			fields.claimName === undefined ? '' : ` (entry ${JSON.stringify(fields.claimName)}`
 		const mode = fields.volumeMode === undefined ? '' : `, volumeMode ${fields.volumeMode}`
+		const remedy = problem.startsWith('refresh-')
+			? REFRESH_REMEDY
+			: '; declare volumeMode: Block and consume it through volumeDevices'
 		super(
-			`workspace disk refused: ${objectName} ${DISK_REMEDY[problem]}${claim}${mode}${claim ? ')' : ''}; declare volumeMode: Block and consume it through volumeDevices`,
+			`workspace disk refused: ${objectName} ${DISK_REMEDY[problem]}${claim}${mode}${claim ? ')' : ''}${remedy}`,
 			'workspace-disk',
 		)
 		this.objectName = objectName
@@ -105,20 +119,79 @@ export class KubernetesWorkspaceSuspendTimeoutError extends SandboxError {
 	}
 }
 
-/** A call on a workspace between a suspend and a resume; nothing was dialed. */
+/**
+ * How a call learned the workspace is suspended: `'admission'` — the handle already knew and
+ * dialed nothing; `'transport'` — the call failed and a re-read of the object found it suspended.
+ */
+export type KubernetesWorkspaceSuspensionNotice = 'admission' | 'transport'
+
+/**
+ * A call on a suspended workspace. `noticedBy: 'admission'`: refused before dialing.
+ * `'transport'`: the call failed (the failure is `cause`) and the object read back suspended.
+ */
 export class KubernetesWorkspaceSuspendedError extends SandboxError {
 	override readonly name = 'KubernetesWorkspaceSuspendedError'
 	declare readonly reason: 'workspace-suspended'
 	readonly workspaceName: string
 	readonly operation: string
+	readonly noticedBy: KubernetesWorkspaceSuspensionNotice
 
-	constructor(workspaceName: string, operation: string) {
+	constructor(
+		workspaceName: string,
+		operation: string,
+		options: {
+			readonly noticedBy?: KubernetesWorkspaceSuspensionNotice
+			readonly cause?: unknown
+		} = {},
+	) {
+		const noticedBy = options.noticedBy ?? 'admission'
 		super(
-			`workspace ${workspaceName} is suspended (or suspending); ${operation}() refused without dialing — resume() first`,
+			noticedBy === 'admission'
+				? `workspace ${workspaceName} is suspended (or suspending); ${operation}() refused without dialing — resume() first`
+				: `workspace ${workspaceName} was suspended by another process: ${operation}() failed at the guest and a re-read found spec.operatingMode Suspended — resume() first`,
 			'workspace-suspended',
+			{ cause: options.cause },
 		)
 		this.workspaceName = workspaceName
 		this.operation = operation
+		this.noticedBy = noticedBy
+	}
+}
+
+/** The lifecycle writes a holder epoch fences. */
+export type KubernetesWorkspaceFencedOperation = 'create' | 'suspend' | 'resume' | 'delete'
+
+/**
+ * A write carrying holder epoch `epoch` met a workspace held at a higher one (`storedEpoch`;
+ * `undefined` when the stored annotation is not an epoch at all). Nothing was changed.
+ */
+export class KubernetesWorkspacePreconditionError extends SandboxError {
+	override readonly name = 'KubernetesWorkspacePreconditionError'
+	declare readonly reason: 'holder-epoch-superseded'
+	readonly operation: KubernetesWorkspaceFencedOperation
+	readonly workspaceId: string
+	readonly sandboxName: string
+	readonly epoch: number
+	readonly storedEpoch: number | undefined
+
+	constructor(fields: {
+		readonly operation: KubernetesWorkspaceFencedOperation
+		readonly workspaceId: string
+		readonly sandboxName: string
+		readonly epoch: number
+		readonly storedEpoch: number | undefined
+	}) {
+		const stored =
+			fields.storedEpoch === undefined ? 'an unreadable epoch' : `epoch ${fields.storedEpoch}`
+		super(
+			`workspace ${fields.workspaceId} (${fields.sandboxName}) is held at ${stored}; a ${fields.operation} under epoch ${fields.epoch} was refused and nothing was changed — this holder has been superseded`,
+			'holder-epoch-superseded',
+		)
+		this.operation = fields.operation
+		this.workspaceId = fields.workspaceId
+		this.sandboxName = fields.sandboxName
+		this.epoch = fields.epoch
+		this.storedEpoch = fields.storedEpoch
 	}
 }
 

@@ -18,6 +18,7 @@ import type {
 	QuiesceUnsupportedError,
 } from '../../../host/refusals/guest-feature-errors.js'
 import type { KubernetesWorkspaceCancellationNotice } from './cancellation-diagnosis.js'
+import { isHolderEpoch } from './holder-epoch.js'
 import type { KubernetesWorkspaceStartFailurePolicy } from './workspace-start.js'
 
 /** `flush` of a suspend: on by default; `{ timeoutMs }` is what the guest may spend in the sync. */
@@ -36,6 +37,13 @@ export interface KubernetesWorkspaceOptions {
 	readonly signal?: AbortSignal
 	/** What a failed start does to a workspace this call woke or created (default `'suspend'`). */
 	readonly onStartFailure?: KubernetesWorkspaceStartFailurePolicy
+	/**
+	 * This holder's epoch (a non-negative integer): every lifecycle write lands only while the
+	 * epoch stored on the `Sandbox` is at most this, and stores it. The handle keeps it.
+	 */
+	readonly epoch?: number
+	/** Waking a suspended workspace writes the current template's pod template first (disk kept). */
+	readonly refreshPodTemplate?: boolean
 	/** A suspend whose guest cannot flush went ahead. Must not throw. */
 	readonly onFlushUnsupported?: (error: FlushUnsupportedError) => void
 	/** A suspend whose guest could not be reached to flush went ahead; `cause` is why. Must not throw. */
@@ -56,6 +64,19 @@ export interface KubernetesWorkspaceOptions {
 export interface KubernetesWorkspaceTransitionOptions {
 	readonly signal?: AbortSignal
 	readonly onStartFailure?: KubernetesWorkspaceStartFailurePolicy
+	/** The holder epoch this write carries; default the one the handle was opened or resumed with. */
+	readonly epoch?: number
+}
+
+/** `refresh()`: one read of the object, under `signal`. */
+export interface KubernetesWorkspaceRefreshOptions {
+	readonly signal?: AbortSignal
+}
+
+/** `resume()`: a transition that may also write the current template's pod template. */
+export interface KubernetesWorkspaceResumeOptions extends KubernetesWorkspaceTransitionOptions {
+	/** Honoured only on Suspended → Running: one JSON patch writes the template's pod template. */
+	readonly refreshPodTemplate?: boolean
 }
 
 export interface KubernetesWorkspaceSuspendOptions extends KubernetesWorkspaceTransitionOptions {
@@ -69,6 +90,8 @@ export interface KubernetesWorkspaceDestroyOptions {
 	readonly flush?: KubernetesWorkspaceFlushRequest
 	readonly quiesce?: KubernetesWorkspaceQuiesceRequest
 	readonly signal?: AbortSignal
+	/** The holder epoch this write carries; default the one the handle was opened or resumed with. */
+	readonly epoch?: number
 }
 
 /** A suspend's guest steps, normalised: `undefined` means skipped. */
@@ -102,25 +125,49 @@ export interface CheckedTransition {
 	readonly steps: GuestSteps
 	readonly deleteDisk: boolean
 	readonly onStartFailure?: KubernetesWorkspaceStartFailurePolicy
+	readonly epoch?: number
+	readonly refreshPodTemplate: boolean
 }
 
-const SUSPEND_KEYS = ['signal', 'flush', 'quiesce', 'onStartFailure']
-const DESTROY_KEYS = ['signal', 'flush', 'quiesce', 'deleteDisk']
-const RESUME_KEYS = ['signal', 'onStartFailure']
+const SUSPEND_KEYS = ['signal', 'flush', 'quiesce', 'onStartFailure', 'epoch']
+const DESTROY_KEYS = ['signal', 'flush', 'quiesce', 'deleteDisk', 'epoch']
+const RESUME_KEYS = ['signal', 'onStartFailure', 'epoch', 'refreshPodTemplate']
+const KEYS: Readonly<Record<'suspend' | 'resume' | 'destroy' | 'refresh', readonly string[]>> = {
+	suspend: SUSPEND_KEYS,
+	resume: RESUME_KEYS,
+	destroy: DESTROY_KEYS,
+	refresh: ['signal'],
+}
+
+/** `options.epoch`: absent, or a non-negative safe integer. */
+export function optionalEpoch(method: string, value: unknown): number | undefined {
+	if (value === undefined) return undefined
+	if (!isHolderEpoch(value)) {
+		throw callSite(method).refuse(
+			'options.epoch',
+			'a non-negative safe integer',
+			typeof value === 'number' ? String(value) : typeof value,
+		)
+	}
+	return value
+}
+
+/** `options.refreshPodTemplate`: absent or a boolean. */
+function optionalFlag(method: string, parameter: string, value: unknown): boolean {
+	if (value === undefined) return false
+	if (typeof value !== 'boolean')
+		throw callSite(method).refuse(parameter, 'a boolean', typeof value)
+	return value
+}
 
 /** Checks a transition's options; throws `SandboxArgumentError` naming the parameter. */
 export function checkTransitionOptions(
-	method: 'suspend' | 'resume' | 'destroy',
+	method: 'suspend' | 'resume' | 'destroy' | 'refresh',
 	options: unknown,
 ): CheckedTransition {
 	const site = callSite(method)
 	const given = requireObject(site, 'options', options ?? {})
-	refuseUnknownKeys(
-		site,
-		'options',
-		given,
-		method === 'destroy' ? DESTROY_KEYS : method === 'resume' ? RESUME_KEYS : SUSPEND_KEYS,
-	)
+	refuseUnknownKeys(site, 'options', given, KEYS[method])
 	const signal = optionalSignal(site, 'options.signal', given.signal)
 	if (given.deleteDisk !== undefined && typeof given.deleteDisk !== 'boolean') {
 		throw site.refuse('options.deleteDisk', 'a boolean', typeof given.deleteDisk)
@@ -134,11 +181,18 @@ export function checkTransitionOptions(
 				] as const)
 	const flush = step(method, 'options.flush', given.flush, 'timeoutMs', true)
 	const quiesce = step(method, 'options.quiesce', given.quiesce, 'graceMs', false)
+	const epoch = optionalEpoch(method, given.epoch)
 	return {
 		...(signal ? { signal } : {}),
 		steps: { ...(flush ? { flush } : {}), ...(quiesce ? { quiesce } : {}) },
 		deleteDisk: given.deleteDisk === true,
 		...(onStartFailure ? { onStartFailure } : {}),
+		...(epoch === undefined ? {} : { epoch }),
+		refreshPodTemplate: optionalFlag(
+			method,
+			'options.refreshPodTemplate',
+			given.refreshPodTemplate,
+		),
 	}
 }
 
@@ -152,6 +206,8 @@ export function checkWorkspaceOptions(options: unknown): KubernetesWorkspaceOpti
 		'runtimeClassName',
 		'signal',
 		'onStartFailure',
+		'epoch',
+		'refreshPodTemplate',
 		'onFlushUnsupported',
 		'onFlushUnreachable',
 		'onQuiesceUnsupported',
@@ -159,6 +215,8 @@ export function checkWorkspaceOptions(options: unknown): KubernetesWorkspaceOpti
 		'onCancellationUnconfirmed',
 	])
 	optionalSignal(site, 'options.signal', given.signal)
+	optionalEpoch('createKubernetesWorkspace', given.epoch)
+	optionalFlag('createKubernetesWorkspace', 'options.refreshPodTemplate', given.refreshPodTemplate)
 	if (given.onStartFailure !== undefined) {
 		requireOneOf(site, 'options.onStartFailure', given.onStartFailure, [
 			'suspend',

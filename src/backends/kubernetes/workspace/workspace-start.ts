@@ -7,6 +7,10 @@
  * run the privilege probe. A failure after this call moved the mode (it POSTed, or its own
  * `Running` patch landed) sends the `Suspended` patch back — unless `onStartFailure: 'leave'` —
  * swallowing that patch's own failure, and the original error is rethrown. Nothing here deletes.
+ * With a holder epoch every write is fenced (fenced-write.ts) — a create stamps it, an adopt or a
+ * resume of a running workspace stores it — and the cleanup patch carries it too. With
+ * `refreshPodTemplate`, the Suspended → Running write is the refresh patch
+ * (pod-template-refresh.ts); one that loses to another process's resume binds the pod there.
  */
 import {
 	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
@@ -26,9 +30,23 @@ import {
 import { probeFailure } from '../kubernetes-sandbox-provider.js'
 import { evaluateSandboxReadiness } from '../readiness.js'
 import { pollUntil } from '../readiness-poll.js'
+import {
+	type Fence,
+	type FencedTarget,
+	writeConditional,
+	writeHolderEpoch,
+	writeOperatingMode,
+} from './fenced-write.js'
+import { HOLDER_EPOCH_ANNOTATION } from './holder-epoch.js'
+import {
+	checkRefreshDisk,
+	POD_TEMPLATE_HASH_ANNOTATION,
+	podTemplateHash,
+	refreshPatch,
+} from './pod-template-refresh.js'
 import { checkAdoptedWorkspace } from './workspace-adopt-check.js'
 import { checkWorkspaceDisk } from './workspace-disk.js'
-import { operatingModeOf, patchOperatingMode } from './workspace-mode-patch.js'
+import { operatingModeOf } from './workspace-mode-patch.js'
 import { waitForLivePod } from './workspace-pod-wait.js'
 import {
 	openWorkspaceSession,
@@ -49,6 +67,7 @@ export interface WorkspaceStartContext {
 	readonly api: KubernetesApiPort
 	readonly config: ResolvedKubernetesBackendConfig
 	readonly name: string
+	readonly workspaceId: string
 	readonly templateName: string
 	readonly runtimeClassName?: string
 	/** The egress/ingress checks against the workspace's own template. */
@@ -63,15 +82,96 @@ export interface WorkspaceStartContext {
 export interface StartedWorkspace {
 	readonly session: WorkspaceSession
 	readonly origin: KubernetesWorkspaceOrigin
+	/** The `Sandbox` as last read or written by this start. */
+	readonly sandbox: KubernetesObject
+	/** The revision of the template as this start read it, when it read one. */
+	readonly templateHash?: string
+}
+
+export interface StartOptions {
+	readonly signal?: AbortSignal
+	readonly onStartFailure: KubernetesWorkspaceStartFailurePolicy
+	/** The holder epoch every write of this start carries. */
+	readonly epoch?: number
+	readonly refreshPodTemplate?: boolean
+}
+
+function fenceOf(
+	context: WorkspaceStartContext,
+	operation: Fence['operation'],
+	epoch: number | undefined,
+): Fence | undefined {
+	return epoch === undefined ? undefined : { epoch, operation, workspaceId: context.workspaceId }
+}
+
+function targetOf(context: WorkspaceStartContext, signal: AbortSignal | undefined): FencedTarget {
+	return {
+		api: context.api,
+		namespace: context.config.namespace,
+		sandboxName: context.name,
+		...(signal ? { signal } : {}),
+	}
+}
+
+/** The Sandbox a create POSTs (and whose pod template a refresh writes), built from `template`. */
+function workspaceBody(
+	context: WorkspaceStartContext,
+	template: KubernetesObject,
+): KubernetesObject {
+	const profile = context.config.egress?.profile
+	return buildDirectSandbox({
+		name: context.name,
+		templateName: context.templateName,
+		template,
+		...(profile === undefined ? {} : { podLabels: { [profile.key]: profile.value } }),
+	})
+}
+
+/**
+ * Suspended → Running as the refresh patch: the disk refusals and the runtime check of the pod
+ * template it would write run before anything is sent. `landed: false` — another process woke the
+ * workspace first; the object is as read.
+ */
+async function refreshOnto(
+	context: WorkspaceStartContext,
+	options: StartOptions,
+	template: KubernetesObject,
+	read: KubernetesObject,
+): Promise<{ readonly landed: boolean; readonly object: KubernetesObject }> {
+	checkRefreshDisk(context.templateName, template.spec, read.spec)
+	const podTemplate = workspaceBody(context, template).spec?.podTemplate
+	// The object as it will read once refreshed must pass the adopt checks a later call makes.
+	checkAdoptedWorkspace(
+		{ metadata: read.metadata, spec: { ...read.spec, podTemplate } },
+		{
+			templateName: context.templateName,
+			...(context.runtimeClassName === undefined
+				? {}
+				: { runtimeClassName: context.runtimeClassName }),
+		},
+	)
+	const templateHash = podTemplateHash(template)
+	return writeConditional(
+		targetOf(context, options.signal),
+		fenceOf(context, 'resume', options.epoch),
+		(current) =>
+			operatingModeOf(current) === 'Suspended'
+				? refreshPatch({
+						read: current,
+						podTemplate,
+						templateHash,
+						atMs: context.wallClock(),
+						...(options.epoch === undefined ? {} : { epoch: options.epoch }),
+					})
+				: undefined,
+		read,
+	)
 }
 
 /** Creates or adopts the workspace; see the module comment. */
 export async function startWorkspace(
 	context: WorkspaceStartContext,
-	options: {
-		readonly signal?: AbortSignal
-		readonly onStartFailure: KubernetesWorkspaceStartFailurePolicy
-	},
+	options: StartOptions,
 ): Promise<StartedWorkspace> {
 	const { api, config, name, templateName, signal } = { ...context, signal: options.signal }
 	const ns = config.namespace
@@ -80,13 +180,20 @@ export async function startWorkspace(
 	await context.network?.prepare(signal)
 	const template = await api.get(kubernetesPaths.template(ns, templateName), callOptions)
 	checkWorkspaceDisk(templateName, template.spec)
-	const profile = config.egress?.profile
-	const body = buildDirectSandbox({
-		name,
-		templateName,
-		template,
-		...(profile === undefined ? {} : { podLabels: { [profile.key]: profile.value } }),
-	})
+	const templateHash = podTemplateHash(template)
+	const built = workspaceBody(context, template)
+	const body: KubernetesObject = {
+		...built,
+		metadata: {
+			...built.metadata,
+			annotations: {
+				[POD_TEMPLATE_HASH_ANNOTATION]: templateHash,
+				...(options.epoch === undefined
+					? {}
+					: { [HOLDER_EPOCH_ANNOTATION]: String(options.epoch) }),
+			},
+		},
+	}
 	// Before the POST, so a refusal creates nothing (and wakes nothing on the adopt path).
 	await context.network?.verify(directSandboxPodLabels(body), signal)
 
@@ -101,17 +208,22 @@ export async function startWorkspace(
 		// A POST that timed out may have committed: the next call meets it here as a 409.
 		if (!(error instanceof KubernetesConflictError)) throw error
 		sandbox = await api.get(kubernetesPaths.sandbox(ns, name), callOptions)
-		checkAdoptedWorkspace(sandbox, {
+		const refresh = options.refreshPodTemplate === true && operatingModeOf(sandbox) === 'Suspended'
+		const expected = {
 			templateName,
 			...(context.runtimeClassName === undefined
 				? {}
 				: { runtimeClassName: context.runtimeClassName }),
-		})
-		if (operatingModeOf(sandbox) === 'Suspended') {
-			sandbox = await patchOperatingMode(api, ns, name, 'Running', context.wallClock(), signal)
+		}
+		// The RuntimeClass refusal is lifted for a refresh: its patch writes the template's class.
+		checkAdoptedWorkspace(sandbox, refresh ? { templateName } : expected)
+		const woken = await wake(context, options, sandbox, refresh ? template : undefined, 'create')
+		sandbox = woken.object
+		if (woken.landed) {
 			origin = 'resumed'
 			moved = true
 		} else {
+			if (refresh) checkAdoptedWorkspace(sandbox, expected)
 			origin = 'adopted-running'
 		}
 	}
@@ -126,32 +238,56 @@ export async function startWorkspace(
 		})
 		const session = openWorkspaceSession({ sandboxName: name, sandboxUid, ...pod }, context.session)
 		await probe(session, config, signal)
-		return { session, origin }
+		return { session, origin, sandbox, templateHash }
 	} catch (error) {
-		if (moved && options.onStartFailure !== 'leave') await suspendAfterFailedStart(context)
+		if (moved && options.onStartFailure !== 'leave') await suspendAfterFailedStart(context, options)
 		throw error
 	}
+}
+
+/**
+ * The write that wakes `read` (or, when it is running, only stores the epoch): the refresh patch
+ * when `template` is given, the mode patch otherwise. `landed`: this call moved the mode.
+ */
+async function wake(
+	context: WorkspaceStartContext,
+	options: StartOptions,
+	read: KubernetesObject,
+	template: KubernetesObject | undefined,
+	operation: Fence['operation'],
+): Promise<{ readonly landed: boolean; readonly object: KubernetesObject }> {
+	const fence = fenceOf(context, operation, options.epoch)
+	const target = targetOf(context, options.signal)
+	if (operatingModeOf(read) === 'Suspended') {
+		if (template !== undefined) {
+			const refreshed = await refreshOnto(context, options, template, read)
+			if (refreshed.landed || fence === undefined) return refreshed
+			return { landed: false, object: await writeHolderEpoch(target, fence, refreshed.object) }
+		}
+		const object = await writeOperatingMode(target, 'Running', context.wallClock(), fence, read)
+		return { landed: true, object }
+	}
+	if (fence === undefined) return { landed: false, object: read }
+	return { landed: false, object: await writeHolderEpoch(target, fence, read) }
 }
 
 /** Wakes a suspended workspace (or binds the one another process woke); see the module comment. */
 export async function resumeWorkspace(
 	context: WorkspaceStartContext,
-	options: {
-		readonly signal?: AbortSignal
-		readonly onStartFailure: KubernetesWorkspaceStartFailurePolicy
-		readonly retiredUid?: string
-	},
-): Promise<WorkspaceSession> {
+	options: StartOptions & { readonly retiredUid?: string },
+): Promise<StartedWorkspace> {
 	const { api, config, name } = context
 	const { signal } = options
 	const ns = config.namespace
 	const deadlineMs = context.now() + config.readyTimeoutMs
-	let sandbox = await api.get(kubernetesPaths.sandbox(ns, name), signal ? { signal } : {})
-	let moved = false
-	if (operatingModeOf(sandbox) === 'Suspended') {
-		sandbox = await patchOperatingMode(api, ns, name, 'Running', context.wallClock(), signal)
-		moved = true
-	}
+	const callOptions = signal ? { signal } : {}
+	const read = await api.get(kubernetesPaths.sandbox(ns, name), callOptions)
+	const template =
+		options.refreshPodTemplate === true && operatingModeOf(read) === 'Suspended'
+			? await api.get(kubernetesPaths.template(ns, context.templateName), callOptions)
+			: undefined
+	const woken = await wake(context, options, read, template, 'resume')
+	const sandbox = woken.object
 	try {
 		const pod = await waitForLivePod(context, name, {
 			deadlineMs,
@@ -163,9 +299,15 @@ export async function resumeWorkspace(
 			context.session,
 		)
 		await probe(session, config, signal)
-		return session
+		return {
+			session,
+			origin: 'resumed',
+			sandbox,
+			...(template === undefined ? {} : { templateHash: podTemplateHash(template) }),
+		}
 	} catch (error) {
-		if (moved && options.onStartFailure !== 'leave') await suspendAfterFailedStart(context)
+		if (woken.landed && options.onStartFailure !== 'leave')
+			await suspendAfterFailedStart(context, options)
 		throw error
 	}
 }
@@ -230,7 +372,10 @@ async function probe(
 }
 
 /** The cleanup patch: on its own short budget, its failure swallowed, recorded only if it landed. */
-async function suspendAfterFailedStart(context: WorkspaceStartContext): Promise<void> {
+async function suspendAfterFailedStart(
+	context: WorkspaceStartContext,
+	options: StartOptions,
+): Promise<void> {
 	const { api, config, name } = context
 	let retiredUid: string | undefined
 	try {
@@ -240,13 +385,11 @@ async function suspendAfterFailedStart(context: WorkspaceStartContext): Promise<
 			})
 			.catch(() => undefined)
 		retiredUid = pod?.metadata.deletionTimestamp === undefined ? pod?.metadata.uid : undefined
-		await patchOperatingMode(
-			api,
-			config.namespace,
-			name,
+		await writeOperatingMode(
+			targetOf(context, AbortSignal.timeout(START_CLEANUP_TIMEOUT_MS)),
 			'Suspended',
 			context.wallClock(),
-			AbortSignal.timeout(START_CLEANUP_TIMEOUT_MS),
+			fenceOf(context, 'suspend', options.epoch),
 		)
 	} catch {
 		// The original failure is what the caller needs; a patch that did not land records nothing.

@@ -5,7 +5,12 @@
  * the state it found. One flight per verb: a second request of the same verb joins the flight in
  * progress (which runs under the FIRST caller's signal), `destroy()` without options is a suspend
  * and joins one, a different verb queues behind it, and a joiner wanting more than the flight does
- * (a flush or a quiesce the flight skipped) is refused instead. The rules are pure
+ * (a flush or a quiesce the flight skipped) is refused instead. A request under another holder
+ * epoch than the flight's never joins it (the flight's write carries the flight's epoch): it
+ * queues. A `resume` that brings its own epoch writes it even on a running workspace. A
+ * suspension another process made is recorded as `detached`, never `suspended`: what was seen is
+ * the object's mode, not the pod stopping, so this handle's own suspend still patches and waits.
+ * The rules are pure
  * (`decideTransition`, `stateAfter`, `admits`); `WorkspaceTransitions` is their thin shell.
  */
 
@@ -16,7 +21,7 @@
  */
 export type WorkspaceState = 'running' | 'detached' | 'suspended' | 'deleted'
 
-export type TransitionRequest =
+export type TransitionRequest = (
 	| {
 			readonly verb: 'suspend'
 			/** `suspend()` (true) or a `destroy()` that suspends (false). */
@@ -25,7 +30,15 @@ export type TransitionRequest =
 			readonly quiesce: boolean
 	  }
 	| { readonly verb: 'delete' }
-	| { readonly verb: 'resume' }
+	| {
+			readonly verb: 'resume'
+			/** The call passed its own epoch: it is written even when the workspace is running. */
+			readonly writesEpoch?: boolean
+	  }
+) & {
+	/** The holder epoch the request's write carries (none: unfenced). */
+	readonly epoch?: number
+}
 
 export type TransitionDecision =
 	| { readonly kind: 'done' }
@@ -41,7 +54,7 @@ export function decideTransition(
 	request: TransitionRequest,
 ): TransitionDecision {
 	if (flight !== undefined) {
-		if (flight.verb !== request.verb) return { kind: 'queue' }
+		if (flight.verb !== request.verb || flight.epoch !== request.epoch) return { kind: 'queue' }
 		if (flight.verb === 'suspend' && request.verb === 'suspend') {
 			// The flight's patch goes over a guest nothing stopped (or flushed): no joiner changes that.
 			if (request.quiesce && !flight.quiesce) return { kind: 'refuse', refusal: 'quiesce-skipped' }
@@ -59,7 +72,9 @@ export function decideTransition(
 			return state === 'deleted' ? { kind: 'done' } : { kind: 'start' }
 		case 'resume':
 			if (state === 'deleted') return { kind: 'refuse', refusal: 'deleted' }
-			return state === 'running' ? { kind: 'done' } : { kind: 'start' }
+			return state === 'running' && request.writesEpoch !== true
+				? { kind: 'done' }
+				: { kind: 'start' }
 	}
 }
 
@@ -152,13 +167,14 @@ export class WorkspaceTransitions {
 	}
 
 	/**
-	 * Records a suspension another process performed (a refused call re-read the object as
-	 * `Suspended`): a running handle with no flight becomes `suspended`, so `resume()` is the way
-	 * back. Resolves whether it was recorded.
+	 * Records a suspension another process performed (a failed call or `refresh()` read the object
+	 * as `Suspended`): a running handle with no flight becomes `detached` — unconfirmed, so a
+	 * `suspend()` still patches and waits, and `resume()` is the way back. Resolves whether it was
+	 * recorded.
 	 */
 	adoptSuspension(): boolean {
 		if (this.#state !== 'running' || this.#flight !== undefined) return false
-		this.#state = 'suspended'
+		this.#state = 'detached'
 		return true
 	}
 
