@@ -12,6 +12,7 @@ import type { WriteFilePart } from '../../wire/protocol.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { WRITE_PART_DISCARD_TIMEOUT_MS } from '../transport/agent-transport-options.js'
+import { refusalError, refusalOf } from '../transport/exchange.js'
 import { guestHasFeature } from '../transport/guest-features.js'
 import {
 	AgentFrameTooLargeError,
@@ -62,6 +63,11 @@ export async function writeFileThroughAgent(
 	const limit = transport.options.maxWriteFileBytes
 	if (bytes.length > limit) throw new AgentWriteFileTooLargeError(bytes.length, limit)
 	signal?.throwIfAborted()
+	// Decided on what is known of the guest, never by dialing a healthz first (binaryFramesAgreed).
+	if (transport.binaryFramesAgreed) {
+		await uploadWrite(transport, path, bytes, signal)
+		return
+	}
 	const frameLimit = transport.frameLimitBytes
 	const singleBytes =
 		transport.encodedRequestBytes('write-file', writeFileBody(path, EMPTY)) +
@@ -83,6 +89,38 @@ export async function writeFileThroughAgent(
 		)
 	}
 	await writeParts(transport, path, bytes, signal)
+}
+
+/**
+ * The whole body on one connection as binary frames, written by the guest as they arrive into a
+ * temp sibling it commits durably at the end: nothing base64, no part sequence, and neither side
+ * holds more than a frame or two of it.
+ */
+async function uploadWrite(
+	transport: AgentTransport,
+	path: string,
+	bytes: Buffer,
+	signal: AbortSignal | undefined,
+): Promise<void> {
+	let reply: Record<string, unknown>
+	try {
+		reply = await transport.upload(
+			'write-file',
+			{ path, sizeBytes: bytes.length },
+			bytes,
+			signal ? { signal } : {},
+		)
+	} catch (error) {
+		throw asFileError('writeFile', path, error)
+	}
+	const refusal = refusalOf(reply)
+	if (refusal !== undefined)
+		throw asFileError('writeFile', path, refusalError('write-file', refusal))
+	if (reply.bytesWritten !== bytes.length) {
+		throw new RemoteProtocolError(
+			`write-file: guest wrote ${String(reply.bytesWritten)} of ${bytes.length} bytes`,
+		)
+	}
 }
 
 async function writeParts(
