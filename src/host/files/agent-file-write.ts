@@ -7,7 +7,7 @@
  * own 5 s clock) and rethrows the original error.
  */
 import { randomUUID } from 'node:crypto'
-import { WRITE_FILE_PARTS_FEATURE } from '../../wire/features.js'
+import { BINARY_FRAMES_FEATURE, WRITE_FILE_PARTS_FEATURE } from '../../wire/features.js'
 import type { WriteFilePart } from '../../wire/protocol.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
@@ -63,16 +63,22 @@ export async function writeFileThroughAgent(
 	const limit = transport.options.maxWriteFileBytes
 	if (bytes.length > limit) throw new AgentWriteFileTooLargeError(bytes.length, limit)
 	signal?.throwIfAborted()
-	// Decided on what is known of the guest, never by dialing a healthz first (binaryFramesAgreed).
-	if (transport.binaryFramesAgreed) {
-		await uploadWrite(transport, path, bytes, signal)
-		return
-	}
 	const frameLimit = transport.frameLimitBytes
 	const singleBytes =
 		transport.encodedRequestBytes('write-file', writeFileBody(path, EMPTY)) +
 		base64Length(bytes.length)
-	if (singleBytes <= frameLimit) {
+	const fits = singleBytes <= frameLimit
+	// A body that fits one frame goes binary only when the guest's features are already known (no
+	// healthz is dialed for it); a larger one reads them anyway, to choose between stream and parts.
+	const binary = fits
+		? transport.binaryFramesAgreed
+		: transport.options.binaryFrames &&
+			(await guestHasFeature(transport, BINARY_FRAMES_FEATURE, signal))
+	if (binary) {
+		await uploadWrite(transport, path, bytes, signal)
+		return
+	}
+	if (fits) {
 		await sendWrite(transport, path, writeFileBody(path, bytes), signal)
 		return
 	}

@@ -15,7 +15,7 @@ import {
 	type FrameRecordingRelay,
 	type RelayedConnection,
 	startFrameRecordingRelay,
-} from './frame-recording-relay.js'
+} from '../../helpers/frame-recording-relay.js'
 import { podIpGuestConfig } from './local-guest-config.js'
 import { pod, warmClaimApi } from './scripted-api-port.js'
 
