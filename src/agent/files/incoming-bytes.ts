@@ -12,7 +12,7 @@ import type { OpContext } from '../server/op-context.js'
 import { OpRefusal } from '../server/op-refusal.js'
 
 /** Queued bytes past which the connection is paused. */
-export const INCOMING_HIGH_WATER_BYTES = 4 * 1024 * 1024
+export const INCOMING_HIGH_WATER_BYTES = 1024 * 1024
 
 export class IncomingBytes {
 	readonly #ctx: OpContext
