@@ -189,12 +189,6 @@ export interface FrameReaderOptions {
 	readonly limitVariable: string
 	/** Whether binary frames are accepted from the start (otherwise only after `allowBinary`). */
 	readonly binary?: boolean
-	/**
-	 * Whether an announced length is believed enough to allocate the whole frame at its header
-	 * (default true). False for an unauthenticated peer: its buffer then grows only with the bytes
-	 * it actually sent, so a header announcing megabytes costs what arrived, not what was claimed.
-	 */
-	readonly reserveAnnounced?: boolean
 }
 
 const INITIAL_CAPACITY = 64 * 1024
@@ -222,13 +216,11 @@ export class FrameReader {
 	/** Whether payload views into `#buffer` exist, so it must not be reused. */
 	#handedOut = false
 	#binary: boolean
-	#reserveAnnounced: boolean
 
 	constructor(options: FrameReaderOptions) {
 		this.#maxFrameBytes = options.maxFrameBytes
 		this.#limitVariable = options.limitVariable
 		this.#binary = options.binary ?? false
-		this.#reserveAnnounced = options.reserveAnnounced ?? true
 	}
 
 	/** From now on binary frames are accepted (the connection negotiated them). */
@@ -236,14 +228,10 @@ export class FrameReader {
 		this.#binary = true
 	}
 
-	/**
-	 * Changes the ceiling for frames not yet started (e.g. once a connection authenticates), and
-	 * from then on trusts announced lengths for allocation.
-	 */
+	/** Changes the ceiling for frames not yet started (e.g. once a connection authenticates). */
 	setLimit(maxFrameBytes: number, limitVariable: string): void {
 		this.#maxFrameBytes = maxFrameBytes
 		this.#limitVariable = limitVariable
-		this.#reserveAnnounced = true
 	}
 
 	get maxFrameBytes(): number {
@@ -328,7 +316,7 @@ export class FrameReader {
 			return { kind: 'end' }
 		}
 		if (available < FRAME_HEADER_BYTES + length) {
-			if (this.#reserveAnnounced) this.#reserve(FRAME_HEADER_BYTES + length)
+			this.#reserve(FRAME_HEADER_BYTES + length)
 			return undefined
 		}
 		return { kind: 'frame', payload: this.#handOut(FRAME_HEADER_BYTES, length) }
@@ -348,7 +336,7 @@ export class FrameReader {
 			)
 		}
 		if (available < BINARY_FRAME_HEADER_BYTES + length) {
-			if (this.#reserveAnnounced) this.#reserve(BINARY_FRAME_HEADER_BYTES + length)
+			this.#reserve(BINARY_FRAME_HEADER_BYTES + length)
 			return undefined
 		}
 		return { kind: 'binary', channel, payload: this.#handOut(BINARY_FRAME_HEADER_BYTES, length) }

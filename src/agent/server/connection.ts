@@ -77,8 +77,6 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 		? new FrameReader({
 				maxFrameBytes: config.maxPreauthFrameBytes,
 				limitVariable: PREAUTH_LIMIT_VARIABLE,
-				// An unauthenticated header's length is a claim: hold only the bytes that came.
-				reserveAnnounced: false,
 			})
 		: new FrameReader({ maxFrameBytes: config.maxFrameBytes, limitVariable: FULL_LIMIT_VARIABLE })
 

@@ -70,15 +70,6 @@ export interface ReservedGuest {
 	readonly guestBootId?: string
 }
 
-/** Resolves on the channel's next `drain`, or when `other` settles first. */
-function drainedOr(channel: FrameChannel, other: Promise<void>): Promise<void> {
-	let stop: () => void = () => {}
-	const drained = new Promise<void>((resolve) => {
-		stop = channel.onDrain(() => resolve())
-	})
-	return Promise.race([drained, other]).finally(() => stop())
-}
-
 /** How many accepted reservations `reservedOn` remembers (oldest forgotten first). */
 export const RESERVATION_RECORD_LIMIT = 1024
 
@@ -279,7 +270,7 @@ export class AgentTransport {
 			for (let at = 0; at < bytes.byteLength; at += step) {
 				if (answered || channel.isClosed) break
 				const chunk = bytes.subarray(at, Math.min(bytes.byteLength, at + step))
-				if (!channel.sendBinary('data', chunk)) await drainedOr(channel, heard)
+				if (!channel.sendBinary('data', chunk)) await channel.drainedOr(heard)
 			}
 			if (!answered && !channel.isClosed) channel.send({ type: 'end' })
 			const result = await reply

@@ -137,6 +137,15 @@ export class FrameChannel {
 		return () => this.#socket.off('drain', listener)
 	}
 
+	/** Resolves on the socket's next `drain`, or when `other` settles first. */
+	drainedOr(other: Promise<void>): Promise<void> {
+		let stop: () => void = () => {}
+		const drained = new Promise<void>((resolve) => {
+			stop = this.onDrain(() => resolve())
+		})
+		return Promise.race([drained, other]).finally(() => stop())
+	}
+
 	/** Every chunk of bytes received (liveness counts bytes, not frames). Returns an unsubscribe. */
 	onBytes(listener: (byteCount: number) => void): () => void {
 		const onData = (chunk: Buffer) => listener(chunk.length)
