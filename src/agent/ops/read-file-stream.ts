@@ -44,7 +44,7 @@ export const readFileStream: OpHandler = async (body, ctx) => {
 		const length = coveredBytes(source.sizeBytes, range)
 		ctx.send({ type: 'meta', sizeBytes: source.sizeBytes, offset: range.offset, length })
 		try {
-			const bytesSent = await (ctx.binaryFrames ? pumpBinary : pump)(ctx, source, range, length)
+			const bytesSent = await pump(ctx, source, range, length)
 			if (bytesSent === undefined) return
 			ctx.send({ type: 'end', bytesSent })
 		} catch (error) {
@@ -132,10 +132,69 @@ async function readExactly(
 }
 
 /**
+ * How a stream's chunks become frames: where each chunk is read into, and the frame that carries
+ * it (with what to do once the socket flushed it, so its memory can be reused).
+ */
+interface ChunkFramer {
+	/** A buffer of `bytes` to read the next chunk into. */
+	target(bytes: number): Buffer
+	/** The frame carrying `chunk` (a buffer `target` gave), and its release once flushed. */
+	frame(chunk: Buffer): { readonly frame: Buffer; readonly flushed: () => void }
+}
+
+/**
+ * base64 JSON `data` frames: two read buffers alternate (one fills while the other is encoded)
+ * and frame buffers return to a free list once flushed.
+ */
+function base64Framer(chunkBytes: number): ChunkFramer {
+	const readBuffers = [Buffer.allocUnsafe(chunkBytes), Buffer.allocUnsafe(chunkBytes)]
+	const frameBytes = base64DataFrameBytes(chunkBytes)
+	const freeFrames: Buffer[] = []
+	let reads = 0
+	return {
+		target: (bytes) =>
+			(readBuffers[reads++ % 2] ?? Buffer.allocUnsafe(chunkBytes)).subarray(0, bytes),
+		frame: (chunk) => {
+			const target = freeFrames.pop() ?? Buffer.allocUnsafe(frameBytes)
+			return {
+				frame: encodeBase64DataFrameInto(target, chunk),
+				flushed: () => freeFrames.push(target),
+			}
+		},
+	}
+}
+
+/**
+ * Binary frames: each chunk is read straight into a frame buffer behind its 10-byte header, so no
+ * byte is copied or encoded; frame buffers return to a free list once flushed.
+ */
+function binaryFramer(chunkBytes: number): ChunkFramer {
+	const freeFrames: Buffer[] = []
+	const frameOf = new WeakMap<Buffer, Buffer>()
+	return {
+		target: (bytes) => {
+			const frame = freeFrames.pop() ?? Buffer.allocUnsafe(BINARY_FRAME_HEADER_BYTES + chunkBytes)
+			const body = frame.subarray(BINARY_FRAME_HEADER_BYTES, BINARY_FRAME_HEADER_BYTES + bytes)
+			frameOf.set(body, frame)
+			return body
+		},
+		frame: (chunk) => {
+			const whole = frameOf.get(chunk)
+			if (whole === undefined) throw new Error('a binary chunk must be read into its frame buffer')
+			writeBinaryFrameHeader(whole, 'data', chunk.length)
+			return {
+				frame: whole.subarray(0, BINARY_FRAME_HEADER_BYTES + chunk.length),
+				flushed: () => freeFrames.push(whole),
+			}
+		},
+	}
+}
+
+/**
  * Sends the covered bytes; undefined when the peer went away (nothing more may be sent). Memory is
- * recycled rather than allocated per chunk: two read buffers alternate (one fills while the other
- * is encoded) and frame buffers return to a free list once the socket has flushed them, so a
- * 1 GiB stream costs about MAX_QUEUED_BYTES plus a few frames, however long it runs.
+ * recycled rather than allocated per chunk (the framer's buffers), and the next chunk is read
+ * while this one is written, so a 1 GiB stream costs about MAX_QUEUED_BYTES plus a few frames,
+ * however long it runs.
  */
 async function pump(
 	ctx: OpContext,
@@ -144,15 +203,9 @@ async function pump(
 	length: number,
 ): Promise<number | undefined> {
 	const chunkBytes = Math.min(ctx.config.readFileStreamChunkBytes, Math.max(length, 1))
-	const readBuffers = [Buffer.allocUnsafe(chunkBytes), Buffer.allocUnsafe(chunkBytes)]
-	const frameBytes = base64DataFrameBytes(chunkBytes)
-	const freeFrames: Buffer[] = []
-	let reads = 0
+	const framer = ctx.binaryFrames ? binaryFramer(chunkBytes) : base64Framer(chunkBytes)
 	const readAt = (at: number) => {
-		const buffer = (readBuffers[reads++ % 2] ?? Buffer.allocUnsafe(chunkBytes)).subarray(
-			0,
-			Math.min(chunkBytes, length - at),
-		)
+		const buffer = framer.target(Math.min(chunkBytes, length - at))
 		const pending = readExactly(source, range, length, at, buffer)
 		// Observed below; this only keeps an abandoned read-ahead from being an unhandled rejection.
 		pending.catch(() => undefined)
@@ -164,50 +217,11 @@ async function pump(
 		if (ctx.closed) return undefined
 		const chunk = await next
 		const after = sent + chunk.length
-		// Read ahead (into the other buffer) while this chunk is encoded and written.
+		// Read ahead (into another buffer) while this chunk is framed and written.
 		next = after < length ? readAt(after) : undefined
 		if (ctx.closed) return undefined
-		const target = freeFrames.pop() ?? Buffer.allocUnsafe(frameBytes)
-		ctx.sendFrame(encodeBase64DataFrameInto(target, chunk), () => freeFrames.push(target))
-		sent = after
-		if (ctx.socket.writableLength > MAX_QUEUED_BYTES && !(await waitForDrain(ctx))) return undefined
-	}
-	return sent
-}
-
-/**
- * `pump` for a binary stream: each chunk is read straight into the frame buffer behind its 10-byte
- * header, so no byte is copied or encoded; frame buffers return to a free list once flushed.
- */
-async function pumpBinary(
-	ctx: OpContext,
-	source: Source,
-	range: StreamRange,
-	length: number,
-): Promise<number | undefined> {
-	const chunkBytes = Math.min(ctx.config.readFileStreamChunkBytes, Math.max(length, 1))
-	const freeFrames: Buffer[] = []
-	const readAt = (at: number) => {
-		const frame = freeFrames.pop() ?? Buffer.allocUnsafe(BINARY_FRAME_HEADER_BYTES + chunkBytes)
-		const bytes = Math.min(chunkBytes, length - at)
-		const body = frame.subarray(BINARY_FRAME_HEADER_BYTES, BINARY_FRAME_HEADER_BYTES + bytes)
-		const pending = readExactly(source, range, length, at, body).then(() => ({ frame, bytes }))
-		// Observed below; this only keeps an abandoned read-ahead from being an unhandled rejection.
-		pending.catch(() => undefined)
-		return pending
-	}
-	let sent = 0
-	let next = length > 0 ? readAt(0) : undefined
-	while (next) {
-		if (ctx.closed) return undefined
-		const { frame, bytes } = await next
-		const after = sent + bytes
-		next = after < length ? readAt(after) : undefined
-		if (ctx.closed) return undefined
-		writeBinaryFrameHeader(frame, 'data', bytes)
-		ctx.sendFrame(frame.subarray(0, BINARY_FRAME_HEADER_BYTES + bytes), () =>
-			freeFrames.push(frame),
-		)
+		const { frame, flushed } = framer.frame(chunk)
+		ctx.sendFrame(frame, flushed)
 		sent = after
 		if (ctx.socket.writableLength > MAX_QUEUED_BYTES && !(await waitForDrain(ctx))) return undefined
 	}
