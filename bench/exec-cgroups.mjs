@@ -68,15 +68,23 @@ const grouped = await startBenchAgent({
 	fds: { 4: dirFds[0], 5: dirFds[1] },
 })
 for (const fd of dirFds) closeSync(fd)
-const sandboxOf = (agent) =>
+// Where each exec's time went (onTiming): the split the exec round trip is judged by.
+const timings = { plain: [], grouped: [] }
+let recording = false
+const sandboxOf = (agent, key) =>
 	createAgentSandbox({
 		id: `bench-${agent.pid}`,
 		transport: new AgentTransport(agent.handle),
 		rootDir: agent.workspace,
 		environment: 'basic',
 		release: async () => {},
+		execution: {
+			onTiming: (timing) => {
+				if (recording) timings[key].push(timing)
+			},
+		},
 	})
-const sandboxes = { plain: sandboxOf(plain), grouped: sandboxOf(grouped) }
+const sandboxes = { plain: sandboxOf(plain, 'plain'), grouped: sandboxOf(grouped, 'grouped') }
 try {
 	const samples = { plain: [], grouped: [], host: [], hostShell: [] }
 	const time = async (list, fn) => {
@@ -92,6 +100,7 @@ try {
 		await execTrue(sandboxes.plain)()
 		await execTrue(sandboxes.grouped)()
 	}
+	recording = true
 	for (let i = 0; i < count; i++) {
 		await time(samples.plain, execTrue(sandboxes.plain))
 		await time(samples.grouped, execTrue(sandboxes.grouped))
@@ -111,6 +120,10 @@ try {
 		`host spawn('true')           p50 ${ms(stats.host.p50)}`,
 		`host sh -c 'exec "$@"' true  p50 ${ms(stats.hostShell.p50)}  (+${ms(stats.hostShell.p50 - stats.host.p50)} for the extra exec)`,
 		`one cgroup.procs move        p50 ${ms(migration.backToBack.p50)} back to back, ${ms(migration.spaced.p50)} 20 ms apart`,
+		...['plain', 'grouped'].map((key) => {
+			const p = (field) => ms(summarize(timings[key].map((t) => t[field])).p50)
+			return `onExecTiming ${key.padEnd(7)} p50  dial ${p('dialMs')}  reserve ${p('reserveMs')}  execute ${p('executeMs')}  drain ${p('drainMs')}`
+		}),
 	])
 } finally {
 	await sandboxes.plain.destroy()

@@ -22,6 +22,8 @@ const slowPeers = argInt('slow-peers', 50)
 const batch = 50
 const preauthBufferBytes = 32 * MiB
 const slowLorisMs = argInt('slow-loris-ms', 6000)
+/** What each flood peer sends of its announced 4 MiB frame before holding. */
+const peerKiB = argInt('peer-kib', 64)
 
 function frame(object) {
 	const payload = Buffer.from(JSON.stringify(object))
@@ -54,7 +56,7 @@ function healthz(port, timeoutMs = 2000) {
 	})
 }
 
-/** An unauthenticated peer: announces a 4 MiB frame, sends 64 KiB of it, holds until closed. */
+/** An unauthenticated peer: announces a 4 MiB frame, sends `peerKiB` of it, holds until closed. */
 function floodPeer(port, holdMs) {
 	return new Promise((resolve) => {
 		const socket = connect({ host: '127.0.0.1', port })
@@ -62,9 +64,9 @@ function floodPeer(port, holdMs) {
 		socket.on('connect', () => {
 			socket.write(`${(4 * MiB).toString(16).padStart(8, '0')}\n{"op":"execute","body":"`)
 			socket.write(
-				randomBytes(64 * 1024)
+				randomBytes(peerKiB * 1024)
 					.toString('hex')
-					.slice(0, 64 * 1024),
+					.slice(0, peerKiB * 1024),
 			)
 		})
 		socket.on('error', () => undefined)
@@ -147,9 +149,9 @@ try {
 	const growth = peakRss - seed
 	const bound = preauthBufferBytes + 16 * MiB
 	printTable(
-		`pre-auth flood: ${floodConnections} unauthenticated + ${slowPeers} slow-loris peers (${ms(floodMs)})`,
+		`pre-auth flood: ${floodConnections} unauthenticated (${peerKiB} KiB each) + ${slowPeers} slow-loris peers (${ms(floodMs)})`,
 		[
-			`agent RSS: seed ${mib(seed)}, peak growth ${mib(growth)}  (bound ${mib(bound)} = preauth buffer + 16 MiB: ${growth < bound ? 'held' : 'EXCEEDED'})`,
+			`agent RSS: seed ${mib(seed)}, peak growth ${mib(growth)}  (bound ${mib(bound)} = preauth buffer + 16 MiB: ${growth < bound ? 'held' : 'EXCEEDED'}, margin ${mib(bound - growth)})`,
 			`healthz idle     p50 ${ms(idleStats.p50)}  p95 ${ms(idleStats.p95)}  (n=${idleStats.n})`,
 			`healthz flooded  p50 ${ms(floodStats.p50)}  p95 ${ms(floodStats.p95)}  (n=${floodStats.n}, failed ${failed})   ratio p50 ${ratio(floodStats.p50, idleStats.p50)}`,
 		],

@@ -379,6 +379,7 @@ export type { SandboxProviderDefaults } from './provider-defaults.js'
 export {
 	AGENT_PROTOCOL_VERSION,
 	type AgentFeature,
+	BINARY_FRAMES_FEATURE,
 	type CancelExecutionReply,
 	DEFAULT_MAX_OUTPUT_BYTES,
 	DEFAULT_STREAM_HEARTBEAT_MS,

@@ -18,6 +18,13 @@ export const FLUSH_FEATURE = 'flush'
 /** Guest negotiates `heartbeatMs` on terminal / tcp-connect streams (heartbeat.ts). */
 export const STREAM_HEARTBEAT_FEATURE = 'stream-heartbeat'
 
+/**
+ * Guest answers (and accepts) binary data frames (binary-frame.ts) on a connection whose open
+ * request carried `binaryFrames: true`: `read-file-stream`, `execute`, `terminal`, `tcp-connect`,
+ * and the streamed `write-file` (content as binary frames after the envelope).
+ */
+export const BINARY_FRAMES_FEATURE = 'binary-frames'
+
 /** Guest serves persistent terminals and `start-detached` / `attach-` / `list-` / `kill-session`. */
 export const SESSIONS_FEATURE = 'sessions'
 
@@ -32,3 +39,4 @@ export type AgentFeature =
 	| typeof QUIESCE_FEATURE
 	| typeof FLUSH_FEATURE
 	| typeof STREAM_HEARTBEAT_FEATURE
+	| typeof BINARY_FRAMES_FEATURE

@@ -6,6 +6,12 @@
 import { isAscii } from 'node:buffer'
 import { asciiMemberBytes, defineLazyAsciiMember } from './ascii-string-members.js'
 import { base64Length, writeBase64 } from './base64-pieces.js'
+import {
+	BINARY_FRAME_HEADER_BYTES,
+	BINARY_FRAME_MARKER,
+	type BinaryChannel,
+	binaryChannelOf,
+} from './binary-frame.js'
 import { isRecord } from './is-record.js'
 import { AGENT_REFUSAL, formatRefusal } from './refusals.js'
 
@@ -131,7 +137,10 @@ export function encodedFrameBytes(message: unknown): number {
 	return FRAME_HEADER_BYTES + Buffer.byteLength(json, 'utf8') - placeholder
 }
 
-export type FrameErrorCode = 'bad_header' | typeof AGENT_REFUSAL.frame_too_large
+export type FrameErrorCode =
+	| 'bad_header'
+	| typeof AGENT_REFUSAL.frame_too_large
+	| typeof AGENT_REFUSAL.binary_frame_not_negotiated
 
 /**
  * The peer broke the framing. `message` is the refusal the agent sends back verbatim. The wire
@@ -141,7 +150,7 @@ export type FrameErrorCode = 'bad_header' | typeof AGENT_REFUSAL.frame_too_large
  */
 export class FrameError extends Error {
 	override readonly name = 'FrameError'
-	/** The wire code (`frame_too_large`, `bad_header`). */
+	/** The wire code (`frame_too_large`, `bad_header`, `binary_frame_not_negotiated`). */
 	readonly code: FrameErrorCode
 	readonly announcedBytes?: number
 	readonly limitBytes?: number
@@ -169,13 +178,17 @@ export function frameTooLargeMessage(announced: number, limit: number, variable:
 
 export type FrameItem =
 	| { readonly kind: 'frame'; readonly payload: Buffer }
+	/** A binary frame (binary-frame.ts): its channel and raw bytes. */
+	| { readonly kind: 'binary'; readonly channel: BinaryChannel; readonly payload: Buffer }
 	| { readonly kind: 'end' }
 
 export interface FrameReaderOptions {
-	/** Largest payload a header may announce. */
+	/** Largest payload a header may announce (binary frames included). */
 	readonly maxFrameBytes: number
 	/** The setting that governs the limit, named in `frame_too_large` refusals. */
 	readonly limitVariable: string
+	/** Whether binary frames are accepted from the start (otherwise only after `allowBinary`). */
+	readonly binary?: boolean
 }
 
 const INITIAL_CAPACITY = 64 * 1024
@@ -202,10 +215,17 @@ export class FrameReader {
 	#limitVariable: string
 	/** Whether payload views into `#buffer` exist, so it must not be reused. */
 	#handedOut = false
+	#binary: boolean
 
 	constructor(options: FrameReaderOptions) {
 		this.#maxFrameBytes = options.maxFrameBytes
 		this.#limitVariable = options.limitVariable
+		this.#binary = options.binary ?? false
+	}
+
+	/** From now on binary frames are accepted (the connection negotiated them). */
+	allowBinary(): void {
+		this.#binary = true
 	}
 
 	/** Changes the ceiling for frames not yet started (e.g. once a connection authenticates). */
@@ -223,58 +243,17 @@ export class FrameReader {
 		return this.#end - this.#start
 	}
 
-	push(chunk: Buffer): FrameItem[] {
-		this.#append(chunk)
+	/**
+	 * Appends `chunk` and answers the frames it completes, at most `maxItems` of them (the rest stay
+	 * buffered for the next call, so a caller can change what it accepts between two frames).
+	 */
+	push(chunk: Buffer, maxItems = Number.POSITIVE_INFINITY): FrameItem[] {
+		if (chunk.length > 0) this.#append(chunk)
 		const items: FrameItem[] = []
-		for (;;) {
-			const available = this.#end - this.#start
-			const headerBytes = Math.min(available, FRAME_HEADER_BYTES)
-			for (let i = 0; i < Math.min(headerBytes, 8); i++) {
-				const byte = this.#buffer[this.#start + i] ?? 0
-				if (!isHexDigit(byte)) {
-					throw new FrameError(
-						'bad_header',
-						formatRefusal(AGENT_REFUSAL.bad_frame_header, 'length prefix is not 8 hex digits'),
-					)
-				}
-			}
-			if (available < FRAME_HEADER_BYTES) break
-			if (this.#buffer[this.#start + 8] !== 0x0a) {
-				throw new FrameError(
-					'bad_header',
-					formatRefusal(AGENT_REFUSAL.bad_frame_header, 'no newline after 8 hex digits'),
-				)
-			}
-			const length = Number.parseInt(
-				this.#buffer.toString('latin1', this.#start, this.#start + 8),
-				16,
-			)
-			if (length > this.#maxFrameBytes) {
-				throw new FrameError(
-					AGENT_REFUSAL.frame_too_large,
-					frameTooLargeMessage(length, this.#maxFrameBytes, this.#limitVariable),
-					{
-						announcedBytes: length,
-						limitBytes: this.#maxFrameBytes,
-						limitVariable: this.#limitVariable,
-					},
-				)
-			}
-			if (length === 0) {
-				this.#start += FRAME_HEADER_BYTES
-				items.push({ kind: 'end' })
-				continue
-			}
-			if (available < FRAME_HEADER_BYTES + length) {
-				this.#reserve(FRAME_HEADER_BYTES + length)
-				break
-			}
-			const from = this.#start + FRAME_HEADER_BYTES
-			// Handed out as a view, not copied: the buffer is then never written again (see #detach).
-			const payload = this.#buffer.subarray(from, from + length)
-			this.#handedOut = true
-			this.#start = from + length
-			items.push({ kind: 'frame', payload })
+		while (items.length < maxItems) {
+			const item = this.#next()
+			if (item === undefined) break
+			items.push(item)
 		}
 		if (this.#handedOut) this.#detach()
 		else if (this.#start === this.#end) {
@@ -282,6 +261,95 @@ export class FrameReader {
 			this.#end = 0
 		}
 		return items
+	}
+
+	/** The next complete item, or undefined when more bytes are needed. */
+	#next(): FrameItem | undefined {
+		const available = this.#end - this.#start
+		const headerBytes = Math.min(available, FRAME_HEADER_BYTES)
+		for (let i = 0; i < Math.min(headerBytes, 8); i++) {
+			const byte = this.#buffer[this.#start + i] ?? 0
+			if (!isHexDigit(byte)) {
+				throw new FrameError(
+					'bad_header',
+					formatRefusal(AGENT_REFUSAL.bad_frame_header, 'length prefix is not 8 hex digits'),
+				)
+			}
+		}
+		if (available < FRAME_HEADER_BYTES) return undefined
+		const marker = this.#buffer[this.#start + 8]
+		const binary = marker === BINARY_FRAME_MARKER
+		if (binary && !this.#binary) {
+			// Refused at the header: not one byte of an unnegotiated payload is held.
+			throw new FrameError(
+				AGENT_REFUSAL.binary_frame_not_negotiated,
+				formatRefusal(
+					AGENT_REFUSAL.binary_frame_not_negotiated,
+					'a binary frame on a connection whose open request did not ask for binary frames',
+				),
+			)
+		}
+		if (!binary && marker !== 0x0a) {
+			throw new FrameError(
+				'bad_header',
+				formatRefusal(AGENT_REFUSAL.bad_frame_header, 'no newline after 8 hex digits'),
+			)
+		}
+		const length = Number.parseInt(
+			this.#buffer.toString('latin1', this.#start, this.#start + 8),
+			16,
+		)
+		if (length > this.#maxFrameBytes) {
+			throw new FrameError(
+				AGENT_REFUSAL.frame_too_large,
+				frameTooLargeMessage(length, this.#maxFrameBytes, this.#limitVariable),
+				{
+					announcedBytes: length,
+					limitBytes: this.#maxFrameBytes,
+					limitVariable: this.#limitVariable,
+				},
+			)
+		}
+		if (binary) return this.#binaryItem(available, length)
+		if (length === 0) {
+			this.#start += FRAME_HEADER_BYTES
+			return { kind: 'end' }
+		}
+		if (available < FRAME_HEADER_BYTES + length) {
+			this.#reserve(FRAME_HEADER_BYTES + length)
+			return undefined
+		}
+		return { kind: 'frame', payload: this.#handOut(FRAME_HEADER_BYTES, length) }
+	}
+
+	#binaryItem(available: number, length: number): FrameItem | undefined {
+		if (available < BINARY_FRAME_HEADER_BYTES) return undefined
+		const byte = this.#buffer[this.#start + FRAME_HEADER_BYTES] ?? 0
+		const channel = binaryChannelOf(byte)
+		if (channel === undefined) {
+			throw new FrameError(
+				'bad_header',
+				formatRefusal(
+					AGENT_REFUSAL.bad_frame_header,
+					`binary frame channel byte 0x${byte.toString(16).padStart(2, '0')} names no channel`,
+				),
+			)
+		}
+		if (available < BINARY_FRAME_HEADER_BYTES + length) {
+			this.#reserve(BINARY_FRAME_HEADER_BYTES + length)
+			return undefined
+		}
+		return { kind: 'binary', channel, payload: this.#handOut(BINARY_FRAME_HEADER_BYTES, length) }
+	}
+
+	/** The payload after a header of `headerBytes`, as a view (see #detach); consumes the frame. */
+	#handOut(headerBytes: number, length: number): Buffer {
+		const from = this.#start + headerBytes
+		// Handed out as a view, not copied: the buffer is then never written again (see #detach).
+		const payload = this.#buffer.subarray(from, from + length)
+		this.#handedOut = true
+		this.#start = from + length
+		return payload
 	}
 
 	/** Moves unread bytes to a fresh buffer, leaving the old one to the payload views handed out. */

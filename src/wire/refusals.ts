@@ -19,6 +19,8 @@ export const AGENT_REFUSAL = {
 	bad_frame_header: 'bad_frame_header',
 	/** `frame_too_large: announced N bytes, limit L (VARIABLE)`. */
 	frame_too_large: 'frame_too_large',
+	/** A binary frame on a connection whose open request did not ask for binary frames. */
+	binary_frame_not_negotiated: 'binary_frame_not_negotiated',
 	/** Pre-auth bounds of the token modes (`… (NAMZU_AGENT_…)`). */
 	preauth_deadline_exceeded: 'preauth_deadline_exceeded',
 	preauth_buffer_exhausted: 'preauth_buffer_exhausted',
@@ -83,6 +85,12 @@ export const AGENT_REFUSAL = {
 	read_file_stream_short_read: 'read_file_stream_short_read',
 	missing_path_or_content: 'missing_path_or_content',
 	write_short_write: 'write_short_write',
+	/** A streamed (binary-frame) `write-file` without a byte count `sizeBytes` ≥ 0. */
+	write_stream_invalid_size: 'write_stream_invalid_size',
+	/** `write_stream_size_mismatch: …`: the bytes sent disagree with `sizeBytes`. */
+	write_stream_size_mismatch: 'write_stream_size_mismatch',
+	/** A frame other than binary `data` or one `{ type: 'end' }` inside a streamed `write-file`. */
+	write_stream_unexpected_frame: 'write_stream_unexpected_frame',
 	write_mode_carry_failed: 'write_mode_carry_failed',
 	mkdir_failed: 'mkdir_failed',
 	write_part_invalid_shape: 'write_part_invalid_shape',

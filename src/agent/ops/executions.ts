@@ -31,7 +31,10 @@ function connectionSink(ctx: OpContext): OutputSink {
 	return {
 		write: (stream, data) => {
 			if (ctx.closed) return true // nobody to tell; keep draining the pipes
-			return ctx.send({ type: stream === 'stdout' ? 'stdout_delta' : 'stderr_delta', data })
+			const type = stream === 'stdout' ? 'stdout_delta' : 'stderr_delta'
+			// A binary delta is the text's UTF-8 bytes: the same characters, never split, no escaping.
+			if (ctx.binaryFrames) return ctx.sendBinary(type, Buffer.from(data, 'utf8'))
+			return ctx.send({ type, data })
 		},
 		onDrain: (resume) => {
 			if (ctx.closed) {

@@ -4,19 +4,23 @@
  */
 import { AGENT_PROTOCOL_VERSION } from '../../wire/features.js'
 import type { HealthzReply } from '../../wire/protocol.js'
-import { AGENT_FEATURES } from '../server/agent-features.js'
+import { advertisedFeatures } from '../server/agent-features.js'
+import type { AgentConfig } from '../server/config.js'
 import type { OpHandler } from '../server/op-context.js'
 
 /** A retiring agent answers `ok: false` with `retiring: true`, so readiness fails closed. */
-export function healthzReply(retiring = false): HealthzReply {
+export function healthzReply(
+	config: Pick<AgentConfig, 'binaryFrames'>,
+	retiring = false,
+): HealthzReply {
 	return {
 		ok: !retiring,
 		protocolVersion: AGENT_PROTOCOL_VERSION,
-		features: [...AGENT_FEATURES],
+		features: advertisedFeatures(config),
 		...(retiring ? { retiring: true } : {}),
 	}
 }
 
 export const healthz: OpHandler = (_body, ctx) => {
-	ctx.reply(healthzReply(ctx.gates.retiring))
+	ctx.reply(healthzReply(ctx.config, ctx.gates.retiring))
 }

@@ -1,5 +1,6 @@
 import { constants } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
+import { BINARY_FRAME_HEADER_BYTES, writeBinaryFrameHeader } from '../../wire/binary-frame.js'
 import { base64DataFrameBytes, encodeBase64DataFrameInto } from '../../wire/frame.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { fsRefusal } from '../files/fs-refusal.js'
@@ -17,8 +18,9 @@ import { waitForDrain } from '../server/wait-for-drain.js'
 export const UNSIZED_FILE_MAX_BYTES = 64 * 1024 * 1024
 
 /**
- * `read-file-stream`: `meta`, base64 `data` chunks of `NAMZU_AGENT_READ_FILE_STREAM_CHUNK_BYTES`
- * written only as fast as the socket drains, `end`, terminator. Memory stays at one chunk.
+ * `read-file-stream`: `meta`, `data` chunks of `NAMZU_AGENT_READ_FILE_STREAM_CHUNK_BYTES` (base64
+ * JSON, or binary frames when the request negotiated them) written only as fast as the socket
+ * drains, `end`, terminator. Memory stays at a few chunks.
  */
 export const readFileStream: OpHandler = async (body, ctx) => {
 	const range = resolveStreamRange(body)
@@ -130,10 +132,69 @@ async function readExactly(
 }
 
 /**
+ * How a stream's chunks become frames: where each chunk is read into, and the frame that carries
+ * it (with what to do once the socket flushed it, so its memory can be reused).
+ */
+interface ChunkFramer {
+	/** A buffer of `bytes` to read the next chunk into. */
+	target(bytes: number): Buffer
+	/** The frame carrying `chunk` (a buffer `target` gave), and its release once flushed. */
+	frame(chunk: Buffer): { readonly frame: Buffer; readonly flushed: () => void }
+}
+
+/**
+ * base64 JSON `data` frames: two read buffers alternate (one fills while the other is encoded)
+ * and frame buffers return to a free list once flushed.
+ */
+function base64Framer(chunkBytes: number): ChunkFramer {
+	const readBuffers = [Buffer.allocUnsafe(chunkBytes), Buffer.allocUnsafe(chunkBytes)]
+	const frameBytes = base64DataFrameBytes(chunkBytes)
+	const freeFrames: Buffer[] = []
+	let reads = 0
+	return {
+		target: (bytes) =>
+			(readBuffers[reads++ % 2] ?? Buffer.allocUnsafe(chunkBytes)).subarray(0, bytes),
+		frame: (chunk) => {
+			const target = freeFrames.pop() ?? Buffer.allocUnsafe(frameBytes)
+			return {
+				frame: encodeBase64DataFrameInto(target, chunk),
+				flushed: () => freeFrames.push(target),
+			}
+		},
+	}
+}
+
+/**
+ * Binary frames: each chunk is read straight into a frame buffer behind its 10-byte header, so no
+ * byte is copied or encoded; frame buffers return to a free list once flushed.
+ */
+function binaryFramer(chunkBytes: number): ChunkFramer {
+	const freeFrames: Buffer[] = []
+	const frameOf = new WeakMap<Buffer, Buffer>()
+	return {
+		target: (bytes) => {
+			const frame = freeFrames.pop() ?? Buffer.allocUnsafe(BINARY_FRAME_HEADER_BYTES + chunkBytes)
+			const body = frame.subarray(BINARY_FRAME_HEADER_BYTES, BINARY_FRAME_HEADER_BYTES + bytes)
+			frameOf.set(body, frame)
+			return body
+		},
+		frame: (chunk) => {
+			const whole = frameOf.get(chunk)
+			if (whole === undefined) throw new Error('a binary chunk must be read into its frame buffer')
+			writeBinaryFrameHeader(whole, 'data', chunk.length)
+			return {
+				frame: whole.subarray(0, BINARY_FRAME_HEADER_BYTES + chunk.length),
+				flushed: () => freeFrames.push(whole),
+			}
+		},
+	}
+}
+
+/**
  * Sends the covered bytes; undefined when the peer went away (nothing more may be sent). Memory is
- * recycled rather than allocated per chunk: two read buffers alternate (one fills while the other
- * is encoded) and frame buffers return to a free list once the socket has flushed them, so a
- * 1 GiB stream costs about MAX_QUEUED_BYTES plus a few frames, however long it runs.
+ * recycled rather than allocated per chunk (the framer's buffers), and the next chunk is read
+ * while this one is written, so a 1 GiB stream costs about MAX_QUEUED_BYTES plus a few frames,
+ * however long it runs.
  */
 async function pump(
 	ctx: OpContext,
@@ -142,15 +203,9 @@ async function pump(
 	length: number,
 ): Promise<number | undefined> {
 	const chunkBytes = Math.min(ctx.config.readFileStreamChunkBytes, Math.max(length, 1))
-	const readBuffers = [Buffer.allocUnsafe(chunkBytes), Buffer.allocUnsafe(chunkBytes)]
-	const frameBytes = base64DataFrameBytes(chunkBytes)
-	const freeFrames: Buffer[] = []
-	let reads = 0
+	const framer = ctx.binaryFrames ? binaryFramer(chunkBytes) : base64Framer(chunkBytes)
 	const readAt = (at: number) => {
-		const buffer = (readBuffers[reads++ % 2] ?? Buffer.allocUnsafe(chunkBytes)).subarray(
-			0,
-			Math.min(chunkBytes, length - at),
-		)
+		const buffer = framer.target(Math.min(chunkBytes, length - at))
 		const pending = readExactly(source, range, length, at, buffer)
 		// Observed below; this only keeps an abandoned read-ahead from being an unhandled rejection.
 		pending.catch(() => undefined)
@@ -162,11 +217,11 @@ async function pump(
 		if (ctx.closed) return undefined
 		const chunk = await next
 		const after = sent + chunk.length
-		// Read ahead (into the other buffer) while this chunk is encoded and written.
+		// Read ahead (into another buffer) while this chunk is framed and written.
 		next = after < length ? readAt(after) : undefined
 		if (ctx.closed) return undefined
-		const target = freeFrames.pop() ?? Buffer.allocUnsafe(frameBytes)
-		ctx.sendFrame(encodeBase64DataFrameInto(target, chunk), () => freeFrames.push(target))
+		const { frame, flushed } = framer.frame(chunk)
+		ctx.sendFrame(frame, flushed)
 		sent = after
 		if (ctx.socket.writableLength > MAX_QUEUED_BYTES && !(await waitForDrain(ctx))) return undefined
 	}

@@ -21,20 +21,22 @@ export interface OpEntry {
 	readonly stream: boolean
 	/** Exempt from the token gate (and never lifts it). */
 	readonly public?: boolean
+	/** Answers (and accepts) binary data frames when the request asks (binary-frame.ts). */
+	readonly binaryFrames?: true
 }
 
 export const OPS: Readonly<Record<string, OpEntry>> = {
 	healthz: { handler: healthz, stream: false, public: true },
 	'reserve-execution': { handler: reserveExecution, stream: false },
-	execute: { handler: execute, stream: true },
+	execute: { handler: execute, stream: true, binaryFrames: true },
 	'cancel-execution': { handler: cancelExecution, stream: false },
 	'attach-execution': { handler: attachExecution, stream: true },
 	'read-file': { handler: readFile, stream: false },
-	'read-file-stream': { handler: readFileStream, stream: true },
-	'write-file': { handler: writeFile, stream: false },
+	'read-file-stream': { handler: readFileStream, stream: true, binaryFrames: true },
+	'write-file': { handler: writeFile, stream: false, binaryFrames: true },
 	'list-files': { handler: listFiles, stream: false },
-	terminal: { handler: terminal, stream: true },
-	'tcp-connect': { handler: tcpConnect, stream: true },
+	terminal: { handler: terminal, stream: true, binaryFrames: true },
+	'tcp-connect': { handler: tcpConnect, stream: true, binaryFrames: true },
 	quiesce: { handler: quiesce, stream: false },
 	flush: { handler: flush, stream: false },
 	'start-detached': { handler: startDetached, stream: false },

@@ -1,4 +1,5 @@
 import { connect } from 'node:net'
+import { binaryEventBytes } from '../../wire/binary-frame.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import type { OpHandler } from '../server/op-context.js'
@@ -30,7 +31,10 @@ export const tcpConnect: OpHandler = (body, ctx) => {
 	})
 	upstream.on('data', (chunk: Buffer) => {
 		if (ctx.closed) return
-		if (!ctx.send({ type: 'data', data: chunk.toString('base64') })) {
+		const flowing = ctx.binaryFrames
+			? ctx.sendBinary('data', chunk)
+			: ctx.send({ type: 'data', data: chunk.toString('base64') })
+		if (!flowing) {
 			upstream.pause()
 			ctx.socket.once('drain', () => upstream.resume())
 		}
@@ -46,8 +50,11 @@ export const tcpConnect: OpHandler = (body, ctx) => {
 		if (finished) return
 		switch (message.type) {
 			case 'data': {
-				if (typeof message.data !== 'string') return finish(AGENT_REFUSAL.tcp_invalid_data)
-				const bytes = Buffer.from(message.data, 'base64')
+				const raw = binaryEventBytes(message)
+				if (raw === undefined && typeof message.data !== 'string') {
+					return finish(AGENT_REFUSAL.tcp_invalid_data)
+				}
+				const bytes = raw ?? Buffer.from(String(message.data), 'base64')
 				if (bytes.length > TCP_MAX_DATA_FRAME_BYTES) {
 					return finish(
 						formatRefusal(

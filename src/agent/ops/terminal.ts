@@ -124,7 +124,11 @@ class TerminalOutput {
 			if (this.#pendingChars > PENDING_OUTPUT_MAX_CHARS) this.#pause()
 			return
 		}
-		if (!this.#ctx.send({ type: 'data', data })) {
+		const ctx = this.#ctx
+		const flowing = ctx.binaryFrames
+			? ctx.sendBinary('data', Buffer.from(data, 'utf8'))
+			: ctx.send({ type: 'data', data })
+		if (!flowing) {
 			this.#pause()
 			this.#ctx.socket.once('drain', () => {
 				for (const stream of this.#streams) stream.resume()

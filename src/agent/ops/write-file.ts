@@ -3,6 +3,7 @@ import { type FileHandle, open, unlink } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { commitTemp } from '../files/durable-commit.js'
+import { IncomingBytes } from '../files/incoming-bytes.js'
 import { resolveJailedPath } from '../files/jail.js'
 import { JailedDirectory } from '../files/jailed-open.js'
 import { tempSiblingName } from '../files/temp-sibling.js'
@@ -10,14 +11,20 @@ import { discardPart, writePart } from '../files/write-parts.js'
 import { parseWriteRequest } from '../files/write-request.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import type { AgentConfig } from '../server/config.js'
-import type { OpHandler } from '../server/op-context.js'
+import type { OpContext, OpHandler } from '../server/op-context.js'
 import { OpRefusal } from '../server/op-refusal.js'
+import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../server/value-checks.js'
 
 /**
  * `write-file`: a whole body replaced atomically and durably, or one part of a chunked body, or the
- * discard of a part sequence's temp file.
+ * discard of a part sequence's temp file; on a connection that negotiated binary frames, a whole
+ * body streamed behind the envelope (`{ path, sizeBytes }`, then binary `data`, then `end`).
  */
 export const writeFile: OpHandler = async (body, ctx) => {
+	if (ctx.binaryFrames) {
+		await writeStreamed(body, ctx)
+		return
+	}
 	const request = parseWriteRequest(body)
 	switch (request.kind) {
 		case 'discard':
@@ -37,6 +44,30 @@ export const writeFile: OpHandler = async (body, ctx) => {
 	}
 }
 
+/** The same atomic, durable replace, its content written from the frames as they arrive. */
+async function writeStreamed(body: Record<string, unknown>, ctx: OpContext): Promise<void> {
+	const { path, sizeBytes } = body
+	if (!isIntegerIn(sizeBytes, NON_NEGATIVE_INTEGER)) {
+		throw new OpRefusal(AGENT_REFUSAL.write_stream_invalid_size)
+	}
+	// Subscribed before anything is awaited, so no frame is missed and the queue bound holds.
+	const incoming = new IncomingBytes(ctx, sizeBytes)
+	if (typeof path !== 'string' || path === '') {
+		throw new OpRefusal(AGENT_REFUSAL.missing_path_or_content)
+	}
+	const bytesWritten = await writeWhole(ctx.config, path, {
+		sizeBytes,
+		write: (handle: FileHandle) => incoming.writeTo(handle),
+	})
+	ctx.reply({ ok: true, guestBootId: GUEST_BOOT_ID, bytesWritten })
+}
+
+/** Content produced into the temp file by its writer, which answers the bytes it wrote. */
+interface StreamedContent {
+	readonly sizeBytes: number
+	write(handle: FileHandle): Promise<number>
+}
+
 /**
  * Temp sibling (`O_EXCL`) created in the held target directory, verified, written, size checked,
  * then the durable commit. Any failure removes the temp file and leaves the target as it was.
@@ -44,7 +75,7 @@ export const writeFile: OpHandler = async (body, ctx) => {
 export async function writeWhole(
 	config: Pick<AgentConfig, 'workspace' | 'readRoots' | 'writeRoots'>,
 	path: string,
-	content: Buffer,
+	content: Buffer | StreamedContent,
 ): Promise<number> {
 	const jailed = resolveJailedPath(config, path, 'write')
 	const directoryPath = dirname(jailed.path)
@@ -68,19 +99,18 @@ export async function writeWhole(
 		try {
 			// The temp file was created by name inside the held, verified directory: verifying that
 			// directory again before the rename (commitTemp) covers it, whatever its path's length.
-			await writeAll(handle, content)
+			const expected = Buffer.isBuffer(content) ? content.length : content.sizeBytes
+			if (Buffer.isBuffer(content)) await writeAll(handle, content)
+			else await content.write(handle)
 			const { size } = await handle.stat()
-			if (size !== content.length) {
+			if (size !== expected) {
 				throw new OpRefusal(
-					formatRefusal(
-						AGENT_REFUSAL.write_short_write,
-						`wrote ${size} of ${content.length} bytes`,
-					),
+					formatRefusal(AGENT_REFUSAL.write_short_write, `wrote ${size} of ${expected} bytes`),
 				)
 			}
 			committing = true
 			await commitTemp(handle, { directory, name: temp }, { directory, name })
-			return content.length
+			return expected
 		} catch (error) {
 			if (!committing) await handle.close().catch(() => undefined)
 			await unlink(directory.entry(temp)).catch(() => undefined)

@@ -5,6 +5,7 @@
  */
 import {
 	type AgentFeature,
+	BINARY_FRAMES_FEATURE,
 	EXECUTION_ATTACH_FEATURE,
 	FLUSH_FEATURE,
 	GUEST_BOOT_ID_FEATURE,
@@ -16,6 +17,7 @@ import {
 	WRITE_FILE_PARTS_FEATURE,
 } from '../../wire/features.js'
 import { flushSupported } from '../lifecycle/flush.js'
+import type { AgentConfig } from './config.js'
 
 export const AGENT_FEATURES: readonly AgentFeature[] = [
 	WRITE_FILE_PARTS_FEATURE,
@@ -26,6 +28,18 @@ export const AGENT_FEATURES: readonly AgentFeature[] = [
 	GUEST_BOOT_ID_FEATURE,
 	QUIESCE_FEATURE,
 	STREAM_HEARTBEAT_FEATURE,
+	BINARY_FRAMES_FEATURE,
 	// Only when `sync -f` (or the test override) can actually run; checked once, at startup.
 	...(flushSupported() ? ([FLUSH_FEATURE] as const) : []),
 ]
+
+/**
+ * What this agent advertises under `config`: every feature, less binary frames when
+ * `NAMZU_AGENT_BINARY_FRAMES=0` switched them off (the agent then also ignores `binaryFrames`
+ * requests, exactly as an agent that predates them).
+ */
+export function advertisedFeatures(config: Pick<AgentConfig, 'binaryFrames'>): AgentFeature[] {
+	return config.binaryFrames
+		? [...AGENT_FEATURES]
+		: AGENT_FEATURES.filter((feature) => feature !== BINARY_FRAMES_FEATURE)
+}

@@ -68,6 +68,8 @@ export interface AgentConfig {
 	readonly sessions: SessionConfig
 	/** Inherited cgroup directories every command joins (`NAMZU_AGENT_WORKLOAD_CGROUPS`). */
 	readonly workloadCgroups: readonly WorkloadCgroupDescriptor[]
+	/** Binary data frames advertised and honoured; `NAMZU_AGENT_BINARY_FRAMES=0` switches them off. */
+	readonly binaryFrames: boolean
 }
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -176,5 +178,6 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
 		lifecycle: loadLifecycleConfig(env),
 		sessions: loadSessionConfig(env),
 		workloadCgroups: parseWorkloadCgroups(env[WORKLOAD_CGROUPS_VARIABLE]),
+		binaryFrames: env.NAMZU_AGENT_BINARY_FRAMES !== '0',
 	}
 }

@@ -13,6 +13,11 @@
 
 import type { Socket } from 'node:net'
 import {
+	asksForBinaryFrames,
+	binaryEvent,
+	encodeBinaryFrameHeader,
+} from '../../wire/binary-frame.js'
+import {
 	encodeFrame,
 	FrameError,
 	type FrameItem,
@@ -51,6 +56,7 @@ export interface ConnectionServices {
 
 const FULL_LIMIT_VARIABLE = 'NAMZU_AGENT_MAX_FRAME_BYTES'
 const PREAUTH_LIMIT_VARIABLE = 'NAMZU_AGENT_MAX_PREAUTH_FRAME_BYTES'
+const EMPTY = Buffer.alloc(0)
 /** An unknown op name is echoed back; cap it so the refusal stays small. */
 const MAX_ECHOED_OP_CHARS = 128
 
@@ -75,6 +81,7 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 		: new FrameReader({ maxFrameBytes: config.maxFrameBytes, limitVariable: FULL_LIMIT_VARIABLE })
 
 	let phase: 'envelope' | 'dispatched' | 'refused' = 'envelope'
+	let binaryFrames = false
 	let closed = false
 	let answered = false
 	const frameListeners: Array<(message: Record<string, unknown>) => void> = []
@@ -126,6 +133,22 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 				return true
 			}
 			return onFlushed ? socket.write(frame, () => onFlushed()) : socket.write(frame)
+		},
+		get binaryFrames() {
+			return binaryFrames
+		},
+		sendBinary(channel, bytes, onFlushed) {
+			if (!binaryFrames) throw new Error('sendBinary on a connection without binary frames')
+			if (answered || closed) {
+				onFlushed?.()
+				return true
+			}
+			// Corked, so header and bytes leave in one writev without copying the bytes.
+			socket.cork()
+			socket.write(encodeBinaryFrameHeader(channel, bytes.byteLength))
+			const flowing = onFlushed ? socket.write(bytes, () => onFlushed()) : socket.write(bytes)
+			socket.uncork()
+			return flowing
 		},
 		endStream() {
 			if (answered || closed) return
@@ -188,6 +211,10 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 			return
 		}
 		const body = isRecord(envelope.body) ? envelope.body : {}
+		if (entry.binaryFrames && config.binaryFrames && asksForBinaryFrames(body)) {
+			binaryFrames = true
+			reader.allowBinary()
+		}
 		try {
 			const pending = entry.handler(body, ctx)
 			if (pending instanceof Promise) pending.catch((error: unknown) => answerError(entry, error))
@@ -204,11 +231,16 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 			return false
 		}
 		let message: Record<string, unknown>
-		try {
-			message = parseFramePayload(item.payload)
-		} catch {
-			socket.destroy()
-			return false
+		if (item.kind === 'binary') {
+			// The reader refuses binary headers until the envelope negotiated them.
+			message = { ...binaryEvent(item.channel, item.payload) }
+		} else {
+			try {
+				message = parseFramePayload(item.payload)
+			} catch {
+				socket.destroy()
+				return false
+			}
 		}
 		if (phase === 'envelope') {
 			phase = 'dispatched'
@@ -231,10 +263,15 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 			return
 		}
 		try {
-			const items = reader.push(chunk)
+			// The envelope alone first: it decides whether the frames behind it may be binary.
+			let items = reader.push(chunk, phase === 'envelope' ? 1 : undefined)
 			preauth?.settle(reader.bufferedBytes)
-			for (const item of items) {
-				if (isRefused() || socket.destroyed || !consume(item)) return
+			while (items.length > 0) {
+				const wasEnvelope = phase === 'envelope'
+				for (const item of items) {
+					if (isRefused() || socket.destroyed || !consume(item)) return
+				}
+				items = wasEnvelope && reader.bufferedBytes > 0 ? reader.push(EMPTY) : []
 			}
 		} catch (error) {
 			if (error instanceof FrameError) {

@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net'
+import type { BinaryChannel } from '../../wire/binary-frame.js'
 import type { ExecutionRegistry } from '../executions/execution-registry.js'
 import type { AgentGates } from '../lifecycle/agent-gates.js'
 import type { WorkloadCgroups } from '../process/workload-cgroups.js'
@@ -25,6 +26,17 @@ export interface OpContext {
 	 * reused.
 	 */
 	sendFrame(frame: Buffer, onFlushed?: () => void): boolean
+	/**
+	 * Whether this connection negotiated binary data frames (the op serves them, the agent has them
+	 * on and the request asked): its bulk bytes then go by `sendBinary`, and the peer's may arrive as
+	 * binary events (`binaryEventBytes`).
+	 */
+	readonly binaryFrames: boolean
+	/**
+	 * One binary data frame of `bytes` on `channel` (only when `binaryFrames`). Same rules as
+	 * `sendFrame`; `bytes` must not change until `onFlushed` runs.
+	 */
+	sendBinary(channel: BinaryChannel, bytes: Uint8Array, onFlushed?: () => void): boolean
 	/** Ends a stream-shaped answer: the zero-length terminator, then close. */
 	endStream(): void
 	/** Later frames from the peer on this connection (terminal input, tcp data, …). */

@@ -5,6 +5,7 @@
  * the engine decides what a rejected acknowledgement means.
  */
 
+import { binaryEventBytes } from '../../wire/binary-frame.js'
 import { isRecord } from '../../wire/is-record.js'
 import { isExecutionState, isExecutionTerminalState } from '../../wire/protocol.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
@@ -95,9 +96,13 @@ export function parseCancellationAck(
 export function parseExecEvent(event: Record<string, unknown>): RemoteExecEvent {
 	switch (event.type) {
 		case 'stdout_delta':
-		case 'stderr_delta':
+		case 'stderr_delta': {
+			// A binary delta carries the UTF-8 bytes of the text (the guest never splits a character).
+			const bytes = binaryEventBytes(event)
+			if (bytes) return { type: event.type, data: bytes.toString('utf8') }
 			if (typeof event.data !== 'string') break
 			return { type: event.type, data: event.data }
+		}
 		case 'result': {
 			const metadata = parseTerminalMetadata(event)
 			if (!metadata) break

@@ -13,6 +13,7 @@
  */
 import type { SandboxFileEntry } from '../../contract/sandbox.js'
 import { decodeBase64, decodedBase64Length } from '../../wire/base64-pieces.js'
+import { binaryEventBytes } from '../../wire/binary-frame.js'
 import { READ_FILE_STREAM_FEATURE } from '../../wire/features.js'
 import { dataEventTextBytes } from '../../wire/frame.js'
 import { RemoteByteCountError, RemoteProtocolError } from '../refusals/refusal-errors.js'
@@ -33,6 +34,8 @@ interface ByteRange {
 	readonly offset?: number
 	readonly length?: number
 }
+
+const EMPTY = Buffer.alloc(0)
 
 /** What a ranged reply holds besides its content (`ok`, sizes, offsets, the boot id), generously. */
 const RANGED_REPLY_OVERHEAD_BYTES = 64 * 1024
@@ -187,7 +190,7 @@ async function* streamFile(
 		const events = transport.stream(
 			'read-file-stream',
 			{ path, ...range },
-			signal ? { signal } : {},
+			{ binaryFrames: true, ...(signal ? { signal } : {}) },
 		)
 		for await (const event of events) {
 			if (event.type === 'meta') {
@@ -198,12 +201,16 @@ async function* streamFile(
 				collector?.expect(announced)
 			} else if (
 				event.type === 'data' &&
-				(dataEventTextBytes(event) || typeof event.data === 'string')
+				(binaryEventBytes(event) || dataEventTextBytes(event) || typeof event.data === 'string')
 			) {
 				if (announced === undefined)
 					throw new RemoteProtocolError('read-file-stream: data before meta')
-				const ascii = dataEventTextBytes(event) ?? Buffer.from(String(event.data), 'latin1')
-				const size = decodedBase64Length(ascii)
+				// Raw bytes from a binary frame; base64 text (its bytes, when the fast parse kept them).
+				const raw = binaryEventBytes(event)
+				const ascii = raw
+					? EMPTY
+					: (dataEventTextBytes(event) ?? Buffer.from(String(event.data), 'latin1'))
+				const size = raw ? raw.length : decodedBase64Length(ascii)
 				if (received + size > announced) {
 					throw new RemoteByteCountError(
 						'read-file-stream',
@@ -211,6 +218,12 @@ async function* streamFile(
 						announced,
 						received + size,
 					)
+				}
+				if (raw) {
+					received += size
+					if (collector) collector.push(raw)
+					else yield raw
+					continue
 				}
 				if (collector) {
 					received += collector.pushBase64(ascii)

@@ -7,11 +7,12 @@
  * own 5 s clock) and rethrows the original error.
  */
 import { randomUUID } from 'node:crypto'
-import { WRITE_FILE_PARTS_FEATURE } from '../../wire/features.js'
+import { BINARY_FRAMES_FEATURE, WRITE_FILE_PARTS_FEATURE } from '../../wire/features.js'
 import type { WriteFilePart } from '../../wire/protocol.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { WRITE_PART_DISCARD_TIMEOUT_MS } from '../transport/agent-transport-options.js'
+import { refusalError, refusalOf } from '../transport/exchange.js'
 import { guestHasFeature } from '../transport/guest-features.js'
 import {
 	AgentFrameTooLargeError,
@@ -66,7 +67,18 @@ export async function writeFileThroughAgent(
 	const singleBytes =
 		transport.encodedRequestBytes('write-file', writeFileBody(path, EMPTY)) +
 		base64Length(bytes.length)
-	if (singleBytes <= frameLimit) {
+	const fits = singleBytes <= frameLimit
+	// A body that fits one frame goes binary only when the guest's features are already known (no
+	// healthz is dialed for it); a larger one reads them anyway, to choose between stream and parts.
+	const binary = fits
+		? transport.binaryFramesAgreed
+		: transport.options.binaryFrames &&
+			(await guestHasFeature(transport, BINARY_FRAMES_FEATURE, signal))
+	if (binary) {
+		await uploadWrite(transport, path, bytes, signal)
+		return
+	}
+	if (fits) {
 		await sendWrite(transport, path, writeFileBody(path, bytes), signal)
 		return
 	}
@@ -83,6 +95,38 @@ export async function writeFileThroughAgent(
 		)
 	}
 	await writeParts(transport, path, bytes, signal)
+}
+
+/**
+ * The whole body on one connection as binary frames, written by the guest as they arrive into a
+ * temp sibling it commits durably at the end: nothing base64, no part sequence, and neither side
+ * holds more than a frame or two of it.
+ */
+async function uploadWrite(
+	transport: AgentTransport,
+	path: string,
+	bytes: Buffer,
+	signal: AbortSignal | undefined,
+): Promise<void> {
+	let reply: Record<string, unknown>
+	try {
+		reply = await transport.upload(
+			'write-file',
+			{ path, sizeBytes: bytes.length },
+			bytes,
+			signal ? { signal } : {},
+		)
+	} catch (error) {
+		throw asFileError('writeFile', path, error)
+	}
+	const refusal = refusalOf(reply)
+	if (refusal !== undefined)
+		throw asFileError('writeFile', path, refusalError('write-file', refusal))
+	if (reply.bytesWritten !== bytes.length) {
+		throw new RemoteProtocolError(
+			`write-file: guest wrote ${String(reply.bytesWritten)} of ${bytes.length} bytes`,
+		)
+	}
 }
 
 async function writeParts(

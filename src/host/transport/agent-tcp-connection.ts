@@ -6,6 +6,7 @@
  * guest itself died (`GuestLiveness`). `close()` is the owner's teardown.
  */
 import type { SandboxTcpConnection } from '../../contract/sandbox.js'
+import { binaryEventBytes } from '../../wire/binary-frame.js'
 import type { FrameChannel } from './frame-channel.js'
 import type { GuestLiveness } from './guest-liveness.js'
 import { ListenerSet } from './listener-set.js'
@@ -42,7 +43,9 @@ export class AgentTcpConnection implements SandboxTcpConnection {
 		let flowing = true
 		for (let offset = 0; offset < bytes.length; offset += TCP_FRAME_DATA_BYTES) {
 			const slice = bytes.subarray(offset, offset + TCP_FRAME_DATA_BYTES)
-			flowing = this.#channel.send({ type: 'data', data: slice.toString('base64') })
+			flowing = this.#channel.binary
+				? this.#channel.sendBinary('data', slice)
+				: this.#channel.send({ type: 'data', data: slice.toString('base64') })
 		}
 		return flowing
 	}
@@ -98,7 +101,10 @@ export class AgentTcpConnection implements SandboxTcpConnection {
 			if (item.kind === 'closed') return
 			if (item.kind !== 'frame') continue
 			const event = item.message
-			if (event.type === 'data' && typeof event.data === 'string') {
+			const bytes = binaryEventBytes(event)
+			if (event.type === 'data' && bytes) {
+				this.#data.emit(bytes)
+			} else if (event.type === 'data' && typeof event.data === 'string') {
 				this.#data.emit(Buffer.from(event.data, 'base64'))
 			} else if (event.type === 'error') {
 				this.#channel.destroy()

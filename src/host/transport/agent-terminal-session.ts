@@ -5,7 +5,9 @@
  * guest itself died (`GuestLiveness`), when it REJECTS with the `GuestDiedError`. `close()` is
  * the owner's teardown: SIGKILL, wait (bounded) for the exit, then close and await the socket.
  */
+
 import type { TerminalExit, TerminalSession, TerminalSize } from '../../contract/sandbox.js'
+import { binaryEventBytes } from '../../wire/binary-frame.js'
 import type { FrameChannel } from './frame-channel.js'
 import type { GuestLiveness } from './guest-liveness.js'
 import { ListenerSet } from './listener-set.js'
@@ -109,7 +111,11 @@ export class AgentTerminalSession implements TerminalSession {
 			}
 			if (item.kind !== 'frame') continue
 			const event = item.message
-			if (event.type === 'data' && typeof event.data === 'string') {
+			const bytes = binaryEventBytes(event)
+			if (event.type === 'data' && bytes) {
+				// The guest decodes across reads, so each binary chunk is whole UTF-8 text.
+				this.#data.emit(bytes.toString('utf8'))
+			} else if (event.type === 'data' && typeof event.data === 'string') {
 				this.#data.emit(event.data)
 			} else if (event.type === 'exit') {
 				const exitCode = typeof event.exitCode === 'number' ? event.exitCode : -1

@@ -2,7 +2,11 @@
  * Limits, defaults and options of the host's agent transport, resolved once at construction. Every
  * duration is in milliseconds; a bad value is refused naming the option rather than guessed at.
  */
-import { CONFIG_SITE, optionalInteger } from '../../contract/argument-validators.js'
+import {
+	CONFIG_SITE,
+	optionalBoolean,
+	optionalInteger,
+} from '../../contract/argument-validators.js'
 import { AGENT_PROTOCOL_VERSION } from '../../wire/features.js'
 
 // The three public limits are written as literals so their types carry the values (the package's
@@ -21,6 +25,8 @@ export const POST_RESPONSE_CLOSE_TIMEOUT_MS = 1000
 export const WRITE_PART_DISCARD_TIMEOUT_MS = 5000
 /** TCP keepalive probe delay on tcp handles. */
 export const TCP_KEEPALIVE_MS = 15_000
+/** Raw bytes per binary frame of a streamed `writeFile` (the guest writes each as it arrives). */
+export const UPLOAD_CHUNK_BYTES = 1024 * 1024
 /** Ceiling of one incoming frame: above the guest's own, so a whole-file base64 reply still fits. */
 export const HOST_READ_FRAME_LIMIT_BYTES = 512 * 1024 * 1024
 /**
@@ -87,6 +93,12 @@ export interface AgentTransportOptions {
 	 * `DEFAULT_STREAM_HEARTBEAT_MS`).
 	 */
 	readonly streamHeartbeatMs?: number
+	/**
+	 * Whether bulk bytes (file reads and writes, exec output, terminal and tcp streams) may travel
+	 * as binary data frames to a guest advertising `binary-frames`. Default true; false keeps every
+	 * byte base64 / JSON, exactly as a host that predates them.
+	 */
+	readonly binaryFrames?: boolean
 }
 
 /** `AgentTransportOptions` with every default applied. */
@@ -108,6 +120,8 @@ export interface ResolvedAgentTransportOptions {
 	readonly onDialAttempt?: (event: AgentDialAttemptEvent) => void
 	/** Present only when a heartbeat is asked for (> 0). */
 	readonly streamHeartbeatMs?: number
+	/** Whether binary data frames are asked for from a guest that advertises them. */
+	readonly binaryFrames: boolean
 }
 
 /** The defaults `AgentTransportOptions` falls back to. */
@@ -175,6 +189,7 @@ export function resolveAgentTransportOptions(
 			d.maxReadFileBytes,
 		),
 		permanentDialFailure: options.permanentDialFailure ?? (() => false),
+		binaryFrames: optionalBoolean(CONFIG_SITE, 'binaryFrames', options.binaryFrames) ?? true,
 		...(options.onDial ? { onDial: options.onDial } : {}),
 		...(options.onDialAttempt ? { onDialAttempt: options.onDialAttempt } : {}),
 		...heartbeatOption(options.streamHeartbeatMs),

@@ -7,6 +7,8 @@
  */
 
 import { performance } from 'node:perf_hooks'
+import { withBinaryFramesRequest } from '../../wire/binary-frame.js'
+import { BINARY_FRAMES_FEATURE } from '../../wire/features.js'
 import { encodedFrameBytes, encodeFrameWithBase64, FRAME_HEADER_BYTES } from '../../wire/frame.js'
 import type {
 	AttachExecutionRequest,
@@ -26,6 +28,7 @@ import {
 	type ResolvedAgentTransportOptions,
 	resolveAgentTransportOptions,
 	TCP_PREAUTH_FRAME_LIMIT_BYTES,
+	UPLOAD_CHUNK_BYTES,
 } from './agent-transport-options.js'
 import { dialAgent } from './dial.js'
 import {
@@ -54,6 +57,11 @@ export interface AgentRequestOptions {
 	 * (a ranged read knows its reply's size; exec streams carry only small deltas).
 	 */
 	readonly maxFrameBytes?: number
+	/**
+	 * Ask for binary data frames on this connection (only when `binaryFramesAgreed`; the body gets
+	 * `binaryFrames: true` and the channel accepts binary frames).
+	 */
+	readonly binaryFrames?: boolean
 }
 
 /** The guest that accepted a reservation: where the request went, the boot id it answered with. */
@@ -76,6 +84,8 @@ export class AgentTransport {
 	 */
 	readonly liveness = new GuestLiveness()
 	#features: Promise<ReadonlySet<string>> | undefined
+	/** The same features once read, for decisions that must not dial (`binaryFramesAgreed`). */
+	#knownFeatures: ReadonlySet<string> | undefined
 	#guestBootId: string | undefined
 	readonly #reservations = new Map<string, ReservedGuest>()
 
@@ -97,7 +107,17 @@ export class AgentTransport {
 	rebind(handle: SandboxAgentHandle): void {
 		this.#handle = handle
 		this.#features = undefined
+		this.#knownFeatures = undefined
 		this.#guestBootId = undefined
+	}
+
+	/**
+	 * Whether a request may ask for binary data frames now: this host has them on and the guest's
+	 * features, already read, advertise them. Never dials: until features were read (any `healthz`
+	 * through this transport reads them) every byte goes base64 / JSON, as to an old guest.
+	 */
+	get binaryFramesAgreed(): boolean {
+		return this.options.binaryFrames && (this.#knownFeatures?.has(BINARY_FRAMES_FEATURE) ?? false)
 	}
 
 	/**
@@ -158,14 +178,14 @@ export class AgentTransport {
 		op: string,
 		frame: Buffer,
 		signal: AbortSignal | undefined,
-		options: Pick<AgentRequestOptions, 'onDialed' | 'maxFrameBytes'> = {},
+		options: Pick<AgentRequestOptions, 'onDialed' | 'maxFrameBytes' | 'binaryFrames'> = {},
 	): Promise<FrameChannel> {
 		const { liveness } = this
 		liveness.throwIfDied()
 		const started = performance.now()
 		const socket = await dialAgent(this.handle, this.options, liveness.join(signal))
 		options.onDialed?.(performance.now() - started)
-		const channel = new FrameChannel(socket, op, options.maxFrameBytes)
+		const channel = new FrameChannel(socket, op, options.maxFrameBytes, options.binaryFrames)
 		// For the channel's whole life (a terminal or tcp channel outlives the call that opened it).
 		const unbind = channel.bindSignal(liveness.signal)
 		void channel.closed.then(unbind)
@@ -213,15 +233,65 @@ export class AgentTransport {
 		return reply
 	}
 
+	/**
+	 * A request-shaped exchange whose envelope is followed by `bytes` as binary data frames of
+	 * `UPLOAD_CHUNK_BYTES` and an `{ type: 'end' }` frame; the guest consumes them as they arrive,
+	 * so neither side holds the body twice. Only when `binaryFramesAgreed` (the caller checks).
+	 * Sending stops as soon as the guest says anything (it answers early only to refuse).
+	 */
+	async upload(
+		op: string,
+		body: unknown,
+		bytes: Uint8Array,
+		options: AgentRequestOptions = {},
+	): Promise<Record<string, unknown>> {
+		const frame = this.#encode(this.#envelope(op, withBinaryFramesRequest(body, true)))
+		options.signal?.throwIfAborted()
+		const channel = await this.#open(op, frame, options.signal, { ...options, binaryFrames: true })
+		const unbind = channel.bindSignal(options.signal)
+		channel.setIdleTimeout(options.idleTimeoutMs ?? this.options.readIdleTimeoutMs)
+		let answered = false
+		const heard = new Promise<void>((resolve) => {
+			const stop = channel.onBytes(() => {
+				answered = true
+				stop()
+				resolve()
+			})
+			void channel.closed.then(() => {
+				stop()
+				resolve()
+			})
+		})
+		try {
+			const reply = readSingleReply(channel)
+			// Observed below; sending may still be under way when a refusal settles it.
+			reply.catch(() => undefined)
+			const step = Math.min(UPLOAD_CHUNK_BYTES, this.frameLimitBytes)
+			for (let at = 0; at < bytes.byteLength; at += step) {
+				if (answered || channel.isClosed) break
+				const chunk = bytes.subarray(at, Math.min(bytes.byteLength, at + step))
+				if (!channel.sendBinary('data', chunk)) await channel.drainedOr(heard)
+			}
+			if (!answered && !channel.isClosed) channel.send({ type: 'end' })
+			const result = await reply
+			this.noteGuestBootId(result)
+			return result
+		} finally {
+			unbind()
+			if (!channel.isClosed) channel.destroy()
+		}
+	}
+
 	/** A stream-shaped exchange: each event until the terminator. Breaking out closes the connection. */
 	async *stream(
 		op: string,
 		body: unknown,
 		options: AgentRequestOptions = {},
 	): AsyncGenerator<Record<string, unknown>, void, undefined> {
-		const frame = this.#encode(this.#envelope(op, body))
+		const binaryFrames = options.binaryFrames === true && this.binaryFramesAgreed
+		const frame = this.#encode(this.#envelope(op, withBinaryFramesRequest(body, binaryFrames)))
 		options.signal?.throwIfAborted()
-		const channel = await this.#open(op, frame, options.signal, options)
+		const channel = await this.#open(op, frame, options.signal, { ...options, binaryFrames })
 		const unbind = channel.bindSignal(options.signal)
 		channel.setIdleTimeout(options.idleTimeoutMs ?? this.options.readIdleTimeoutMs)
 		try {
@@ -238,7 +308,8 @@ export class AgentTransport {
 
 	/** Opens a long-lived two-way op (terminal, tcp-connect) and waits for its `ready`. */
 	async #openDuplex(op: string, body: unknown, signal?: AbortSignal): Promise<FrameChannel> {
-		return (await this.openStream(op, body, { ...(signal ? { signal } : {}) })).channel
+		const options = { binaryFrames: true, ...(signal ? { signal } : {}) }
+		return (await this.openStream(op, body, options)).channel
 	}
 
 	/**
@@ -253,13 +324,19 @@ export class AgentTransport {
 		options: {
 			readonly signal?: AbortSignal
 			readonly mapRefusal?: (refusal: WireRefusal) => Error
+			/** Ask for binary data frames (`terminal`, `tcp-connect`), when agreed. */
+			readonly binaryFrames?: boolean
 		} = {},
 	): Promise<{ channel: FrameChannel; ready: Record<string, unknown> }> {
 		const { signal } = options
 		const heartbeatMs = this.options.streamHeartbeatMs
-		const frame = this.#encode(this.#envelope(op, withHeartbeatRequest(body, heartbeatMs)))
+		const binaryFrames = options.binaryFrames === true && this.binaryFramesAgreed
+		const withHeartbeat = withHeartbeatRequest(body, heartbeatMs)
+		const frame = this.#encode(
+			this.#envelope(op, withBinaryFramesRequest(withHeartbeat, binaryFrames)),
+		)
 		signal?.throwIfAborted()
-		const channel = await this.#open(op, frame, signal)
+		const channel = await this.#open(op, frame, signal, { binaryFrames })
 		const unbind = channel.bindSignal(signal)
 		channel.setIdleTimeout(this.options.readIdleTimeoutMs)
 		let ready: Record<string, unknown>
@@ -298,14 +375,18 @@ export class AgentTransport {
 
 	/** `healthz`, strictly validated (ok true, protocol version exactly 2). */
 	async healthz(signal?: AbortSignal): Promise<AgentHealth> {
+		const handle = this.handle
 		const reply = await this.request('healthz', undefined, signal ? { signal } : {})
-		return parseHealthzReply(reply)
+		const health = parseHealthzReply(reply)
+		// Every probe refreshes what is known of the guest it reached (not one rebound away since).
+		if (this.handle === handle) this.#knownFeatures = new Set(health.features)
+		return health
 	}
 
 	/** The guest's advertised features, read once per transport (a failed read is retried). */
 	features(signal?: AbortSignal): Promise<ReadonlySet<string>> {
 		if (!this.#features) {
-			const pending = this.healthz().then((health) => new Set(health.features))
+			const pending = this.healthz().then((health): ReadonlySet<string> => new Set(health.features))
 			this.#features = pending
 			pending.catch(() => {
 				if (this.#features === pending) this.#features = undefined
@@ -390,6 +471,7 @@ export class AgentTransport {
 			idleTimeoutMs: 0,
 			onDialed,
 			maxFrameBytes: EXEC_STREAM_FRAME_LIMIT_BYTES,
+			binaryFrames: true,
 		})
 	}
 

@@ -9,6 +9,11 @@
  * nothing about ops; `exchange.ts` applies the request and stream rules.
  */
 import type { Socket } from 'node:net'
+import {
+	type BinaryChannel,
+	binaryEvent,
+	encodeBinaryFrameHeader,
+} from '../../wire/binary-frame.js'
 import { encodeFrame, FrameError, FrameReader, parseFramePayload } from '../../wire/frame.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { HOST_READ_FRAME_LIMIT_BYTES } from './agent-transport-options.js'
@@ -33,6 +38,8 @@ interface Queued {
 /** One agent connection as a queue of frames with back-pressure and bounded reads. */
 export class FrameChannel {
 	readonly op: string
+	/** Whether this connection negotiated binary data frames (both ways). */
+	readonly binary: boolean
 	readonly #socket: Socket
 	readonly #reader: FrameReader
 	readonly #queue: Queued[] = []
@@ -44,16 +51,27 @@ export class FrameChannel {
 	#sawTerminator = false
 	readonly #closedPromise: Promise<void>
 
-	/** `maxFrameBytes` lowers the host's frame ceiling for this connection (never raises it). */
-	constructor(socket: Socket, op: string, maxFrameBytes = HOST_READ_FRAME_LIMIT_BYTES) {
+	/**
+	 * `maxFrameBytes` lowers the host's frame ceiling for this connection (never raises it; binary
+	 * frames are held to it too). `binary`: the request asked for binary frames, so the guest may
+	 * answer with them; otherwise a binary header fails the channel before its payload is read.
+	 */
+	constructor(
+		socket: Socket,
+		op: string,
+		maxFrameBytes = HOST_READ_FRAME_LIMIT_BYTES,
+		binary = false,
+	) {
 		this.#socket = socket
 		this.op = op
+		this.binary = binary
 		this.#reader = new FrameReader(
 			maxFrameBytes < HOST_READ_FRAME_LIMIT_BYTES
-				? { maxFrameBytes, limitVariable: `the host's ${op} frame ceiling` }
+				? { maxFrameBytes, limitVariable: `the host's ${op} frame ceiling`, binary }
 				: {
 						maxFrameBytes: HOST_READ_FRAME_LIMIT_BYTES,
 						limitVariable: 'HOST_READ_FRAME_LIMIT_BYTES',
+						binary,
 					},
 		)
 		this.#closedPromise = new Promise((resolve) => socket.once('close', () => resolve()))
@@ -98,10 +116,34 @@ export class FrameChannel {
 		return this.#socket.write(frame)
 	}
 
+	/**
+	 * Sends `bytes` as one binary data frame (only on a channel that negotiated them); false as for
+	 * `send`. `bytes` must not change until written.
+	 */
+	sendBinary(channel: BinaryChannel, bytes: Uint8Array): boolean {
+		if (!this.binary)
+			throw new Error(`${this.op}: binary frame on a channel that did not ask for them`)
+		if (this.#socket.destroyed || !this.#socket.writable) return false
+		this.#socket.cork()
+		this.#socket.write(encodeBinaryFrameHeader(channel, bytes.byteLength))
+		const flowing = this.#socket.write(bytes)
+		this.#socket.uncork()
+		return flowing
+	}
+
 	/** Calls `listener` on the socket's next `drain`; returns the unsubscribe. */
 	onDrain(listener: () => void): () => void {
 		this.#socket.on('drain', listener)
 		return () => this.#socket.off('drain', listener)
+	}
+
+	/** Resolves on the socket's next `drain`, or when `other` settles first. */
+	drainedOr(other: Promise<void>): Promise<void> {
+		let stop: () => void = () => {}
+		const drained = new Promise<void>((resolve) => {
+			stop = this.onDrain(() => resolve())
+		})
+		return Promise.race([drained, other]).finally(() => stop())
 	}
 
 	/** Every chunk of bytes received (liveness counts bytes, not frames). Returns an unsubscribe. */
@@ -212,6 +254,9 @@ export class FrameChannel {
 				if (item.kind === 'end') {
 					this.#sawTerminator = true
 					this.#push({ kind: 'end' })
+				} else if (item.kind === 'binary') {
+					const message = { ...binaryEvent(item.channel, item.payload) }
+					this.#push({ kind: 'frame', message }, item.payload.length)
 				} else {
 					const message = parseFramePayload(item.payload)
 					this.#push({ kind: 'frame', message }, item.payload.length)

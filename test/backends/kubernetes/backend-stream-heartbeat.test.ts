@@ -10,12 +10,12 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { KubernetesBackendConfig } from '../../../src/backends/kubernetes/kubernetes-backend-config.js'
 import { createKubernetesTaskSandbox } from '../../../src/backends/kubernetes/kubernetes-sandbox-provider.js'
 import { DEFAULT_STREAM_HEARTBEAT_MS, type Sandbox } from '../../../src/index.js'
-import { startGuestAgent } from './deprivileged-agent.js'
 import {
 	type FrameRecordingRelay,
 	type RelayedConnection,
 	startFrameRecordingRelay,
-} from './frame-recording-relay.js'
+} from '../../helpers/frame-recording-relay.js'
+import { startGuestAgent } from './deprivileged-agent.js'
 import { podIpGuestConfig } from './local-guest-config.js'
 import { pod, warmClaimApi } from './scripted-api-port.js'
 

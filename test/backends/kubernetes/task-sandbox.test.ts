@@ -345,9 +345,13 @@ describe('the working Kubernetes sandbox against the guest agent', () => {
 	})
 
 	it('dials a fresh connection for every request, so the guest pre-auth ceiling bounds every call, not the first only', async () => {
-		// A guest whose pre-auth ceiling is 64 KiB (the host still assumes the 8 MiB default).
+		// A guest whose pre-auth ceiling is 64 KiB (the host still assumes the 8 MiB default), without
+		// binary frames, so a write's body is its connection's first frame.
 		const { sandbox, proxy, token, dials } = await proxiedSandbox({
-			env: { NAMZU_AGENT_MAX_PREAUTH_FRAME_BYTES: String(64 * 1024) },
+			env: {
+				NAMZU_AGENT_MAX_PREAUTH_FRAME_BYTES: String(64 * 1024),
+				NAMZU_AGENT_BINARY_FRAMES: '0',
+			},
 		})
 		const connections = proxy.connections()
 		await sandbox.writeFile('small.txt', 'a')
@@ -366,7 +370,10 @@ describe('the working Kubernetes sandbox against the guest agent', () => {
 	})
 
 	it('writes a body above the 8 MiB pre-auth ceiling in parts, each on its own connection (superseding release 14 refusal)', async () => {
-		const { sandbox, proxy, token } = await proxiedSandbox()
+		// A guest without binary frames: the part sequence is its route.
+		const { sandbox, proxy, token } = await proxiedSandbox({
+			env: { NAMZU_AGENT_BINARY_FRAMES: '0' },
+		})
 		const before = proxy.envelopes.length
 		const body = Buffer.alloc(7 * 1024 * 1024 + 3, 0x5a)
 		await sandbox.writeFile('large.bin', body)
@@ -375,6 +382,19 @@ describe('the working Kubernetes sandbox against the guest agent', () => {
 		expect(writes.every((envelope) => envelope.body?.part !== undefined)).toBe(true)
 		expect(writes.every((envelope) => envelope.token === token)).toBe(true)
 		expect((await sandbox.readFile('large.bin')).equals(body)).toBe(true)
+	})
+
+	it('streams a body above the 8 MiB pre-auth ceiling on one connection to a guest with binary frames', async () => {
+		const { sandbox, proxy, token } = await proxiedSandbox()
+		const before = proxy.envelopes.length
+		const body = Buffer.alloc(9 * 1024 * 1024 + 3, 0x5a)
+		await sandbox.writeFile('streamed.bin', body)
+		const writes = proxy.envelopes.slice(before).filter((envelope) => envelope.op === 'write-file')
+		expect(writes).toHaveLength(1)
+		expect(writes[0]?.body).toMatchObject({ sizeBytes: body.length, binaryFrames: true })
+		expect(String(writes[0]?.body?.path)).toMatch(/streamed\.bin$/)
+		expect(writes[0]?.token).toBe(token)
+		expect((await sandbox.readFile('streamed.bin')).equals(body)).toBe(true)
 	})
 })
 

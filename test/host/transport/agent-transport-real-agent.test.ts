@@ -80,9 +80,14 @@ describe('the real guest', () => {
 })
 
 describe('writeFile over tcp in parts', () => {
+	// The part sequence is the route to a guest or from a host without binary frames: this host
+	// is one (its seam), so the sequence is what these tests exercise against the real agent.
+	const partsTransport = (options: ConstructorParameters<typeof AgentTransport>[1] = {}) =>
+		tcpTransport({ binaryFrames: false, ...options })
+
 	it('writes a ~20 MiB body in parts and leaves no temp file behind', async () => {
 		const data = randomBytes(20 * MiB + 123)
-		const transport = tcpTransport({ writeFilePartBytes: 3 * MiB })
+		const transport = partsTransport({ writeFilePartBytes: 3 * MiB })
 		await writeFileThroughAgent(transport, 'big.bin', data)
 		const onDisk = await readFile(join(tcpAgent.workspace, 'big.bin'))
 		expect(onDisk.equals(data)).toBe(true)
@@ -93,7 +98,7 @@ describe('writeFile over tcp in parts', () => {
 
 	it('writes a body above the ~5.9 MiB pre-auth ceiling with the default part size', async () => {
 		const data = randomBytes(Math.floor(6.5 * MiB))
-		await writeFileThroughAgent(tcpTransport(), 'above-preauth.bin', data)
+		await writeFileThroughAgent(partsTransport(), 'above-preauth.bin', data)
 		expect((await readFile(join(tcpAgent.workspace, 'above-preauth.bin'))).equals(data)).toBe(true)
 	})
 
@@ -111,7 +116,7 @@ describe('writeFile over tcp in parts', () => {
 				await new Promise((resolve) => setTimeout(resolve, 2))
 			}
 		})()
-		await writeFileThroughAgent(tcpTransport({ writeFilePartBytes: MiB }), 'observed.bin', after)
+		await writeFileThroughAgent(partsTransport({ writeFilePartBytes: MiB }), 'observed.bin', after)
 		writing = false
 		await observe
 		seen.add((await readFile(target)).equals(after) ? 'after' : 'partial')
@@ -125,7 +130,7 @@ describe('writeFile over tcp in parts', () => {
 		const controller = new AbortController()
 		const reason = new Error('caller stopped')
 		let dials = 0
-		const transport = tcpTransport({
+		const transport = partsTransport({
 			writeFilePartBytes: MiB,
 			// healthz, part 1, then abort as part 2 is dialed.
 			onDial: () => {
@@ -147,7 +152,7 @@ describe('writeFile over tcp in parts', () => {
 	it('leaves an absent target absent when the sequence fails', async () => {
 		const controller = new AbortController()
 		let dials = 0
-		const transport = tcpTransport({
+		const transport = partsTransport({
 			writeFilePartBytes: MiB,
 			onDial: () => {
 				dials++
@@ -158,6 +163,69 @@ describe('writeFile over tcp in parts', () => {
 			writeFileThroughAgent(transport, 'never.bin', randomBytes(9 * MiB), controller.signal),
 		).rejects.toThrow()
 		expect((await readdir(tcpAgent.workspace)).includes('never.bin')).toBe(false)
+	})
+})
+
+describe('writeFile over tcp as one binary stream', () => {
+	async function until(check: () => Promise<boolean>): Promise<void> {
+		const deadline = Date.now() + 5000
+		while (!(await check())) {
+			if (Date.now() > deadline) throw new Error('condition not reached within 5 s')
+			await new Promise((resolve) => setTimeout(resolve, 5))
+		}
+	}
+
+	it('writes a ~20 MiB body on one connection after the healthz, leaving no temp file', async () => {
+		const data = randomBytes(20 * MiB + 123)
+		let dials = 0
+		const transport = tcpTransport({ onDial: () => dials++ })
+		await writeFileThroughAgent(transport, 'streamed.bin', data)
+		expect((await readFile(join(tcpAgent.workspace, 'streamed.bin'))).equals(data)).toBe(true)
+		expect(dials).toBe(2)
+		expect(await partFiles(tcpAgent.workspace)).toEqual([])
+	})
+
+	it('never lets a reader observe a partially written target', async () => {
+		const target = join(tcpAgent.workspace, 'observed-stream.bin')
+		const before = Buffer.alloc(2 * MiB, 1)
+		await writeFile(target, before)
+		const after = randomBytes(24 * MiB)
+		let writing = true
+		const seen = new Set<string>()
+		const observe = (async () => {
+			while (writing) {
+				const content = await readFile(target)
+				seen.add(content.equals(before) ? 'before' : content.equals(after) ? 'after' : 'partial')
+				await new Promise((resolve) => setTimeout(resolve, 2))
+			}
+		})()
+		await writeFileThroughAgent(tcpTransport(), 'observed-stream.bin', after)
+		writing = false
+		await observe
+		seen.add((await readFile(target)).equals(after) ? 'after' : 'partial')
+		expect(seen.has('partial')).toBe(false)
+		expect(seen.has('after')).toBe(true)
+	})
+
+	it('leaves the target untouched and removes the temp file when aborted mid-stream', async () => {
+		const target = join(tcpAgent.workspace, 'kept-stream.txt')
+		await writeFile(target, 'original')
+		const controller = new AbortController()
+		const reason = new Error('caller stopped')
+		// Aborted once the guest's temp file exists, i.e. with the body part-way across.
+		void until(async () => (await partFiles(tcpAgent.workspace)).length > 0).then(
+			() => controller.abort(reason),
+			() => undefined,
+		)
+		const error = await writeFileThroughAgent(
+			tcpTransport(),
+			'kept-stream.txt',
+			randomBytes(192 * MiB),
+			controller.signal,
+		).catch((caught: unknown) => caught)
+		expect(error).toBe(reason)
+		expect(await readFile(target, 'utf8')).toBe('original')
+		await until(async () => (await partFiles(tcpAgent.workspace)).length === 0)
 	})
 })
 

@@ -1,10 +1,11 @@
 // A TCP relay between the host and a real guest agent that passes every byte through unchanged
 // and records, per connection, the frames each side sent: the open request (op and body) the
 // host asked with, the `ready` the guest answered, and every later frame in either direction
-// (heartbeats included). Framing is read with the wire's own FrameReader; a connection whose
-// bytes stop parsing is still relayed, just no longer recorded.
+// (heartbeats included). Framing is read with the wire's own FrameReader; a binary data frame is
+// recorded as `{ binary: <channel>, byteLength }`; a connection whose bytes stop parsing is still
+// relayed, just no longer recorded.
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
-import { FrameReader, parseFramePayload } from '../../../src/wire/frame.js'
+import { FrameReader, parseFramePayload } from '../../src/wire/frame.js'
 
 export type Frame = Record<string, unknown>
 
@@ -24,13 +25,20 @@ export interface FrameRecordingRelay {
 }
 
 function recorder(into: Frame[]): (chunk: Buffer) => void {
-	const reader = new FrameReader({ maxFrameBytes: 512 * 1024 * 1024, limitVariable: 'relay' })
+	const reader = new FrameReader({
+		maxFrameBytes: 512 * 1024 * 1024,
+		limitVariable: 'relay',
+		binary: true,
+	})
 	let broken = false
 	return (chunk) => {
 		if (broken) return
 		try {
 			for (const item of reader.push(chunk)) {
 				if (item.kind === 'frame') into.push(parseFramePayload(item.payload))
+				if (item.kind === 'binary') {
+					into.push({ binary: item.channel, byteLength: item.payload.length })
+				}
 			}
 		} catch {
 			broken = true

@@ -1,0 +1,116 @@
+/**
+ * The content of a streamed `write-file`: binary `data` frames after the envelope, then one
+ * `{ type: 'end' }`. Frames are queued as they arrive and written in order; past
+ * `INCOMING_HIGH_WATER_BYTES` queued the connection stops being read until the disk caught up, so
+ * however large the body the agent holds about that much of it. More bytes than `sizeBytes`, an end
+ * before them, or any other frame is refused; a connection that closes first fails the write.
+ */
+import type { FileHandle } from 'node:fs/promises'
+import { binaryEventBytes } from '../../wire/binary-frame.js'
+import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
+import type { OpContext } from '../server/op-context.js'
+import { OpRefusal } from '../server/op-refusal.js'
+
+/** Queued bytes past which the connection is paused. */
+export const INCOMING_HIGH_WATER_BYTES = 1024 * 1024
+
+export class IncomingBytes {
+	readonly #ctx: OpContext
+	readonly #sizeBytes: number
+	readonly #queue: Buffer[] = []
+	#queuedBytes = 0
+	#receivedBytes = 0
+	#ended = false
+	#failure: OpRefusal | Error | undefined
+	#wake: (() => void) | undefined
+
+	/** Subscribes at once: frames that arrive before the temp file is open are queued. */
+	constructor(ctx: OpContext, sizeBytes: number) {
+		this.#ctx = ctx
+		this.#sizeBytes = sizeBytes
+		ctx.onFrame((message) => this.#onFrame(message))
+		ctx.onClose(() => {
+			if (!this.#ended) this.#fail(new Error('the connection closed before the end of the body'))
+		})
+	}
+
+	#onFrame(message: Record<string, unknown>): void {
+		if (this.#ended || this.#failure) return
+		const bytes = binaryEventBytes(message)
+		if (bytes !== undefined && message.type === 'data') {
+			this.#receivedBytes += bytes.length
+			if (this.#receivedBytes > this.#sizeBytes) {
+				this.#fail(this.#mismatch(`more than the ${this.#sizeBytes} bytes announced`))
+				return
+			}
+			this.#queue.push(bytes)
+			this.#queuedBytes += bytes.length
+			if (this.#queuedBytes > INCOMING_HIGH_WATER_BYTES) this.#ctx.socket.pause()
+		} else if (bytes === undefined && message.type === 'end') {
+			if (this.#receivedBytes !== this.#sizeBytes) {
+				this.#fail(
+					this.#mismatch(
+						`${this.#receivedBytes} bytes before the end, ${this.#sizeBytes} announced`,
+					),
+				)
+				return
+			}
+			this.#ended = true
+		} else {
+			this.#fail(new OpRefusal(AGENT_REFUSAL.write_stream_unexpected_frame))
+			return
+		}
+		this.#notify()
+	}
+
+	#mismatch(detail: string): OpRefusal {
+		return new OpRefusal(formatRefusal(AGENT_REFUSAL.write_stream_size_mismatch, detail))
+	}
+
+	#fail(error: OpRefusal | Error): void {
+		this.#failure ??= error
+		this.#notify()
+	}
+
+	#notify(): void {
+		const wake = this.#wake
+		this.#wake = undefined
+		wake?.()
+	}
+
+	/** Writes every byte, in order, from offset 0 of `handle`; answers the count once `end` came. */
+	async writeTo(handle: FileHandle): Promise<number> {
+		let position = 0
+		for (;;) {
+			if (this.#failure) throw this.#failure
+			const chunk = this.#queue.shift()
+			if (chunk === undefined) {
+				if (this.#ended) return position
+				await new Promise<void>((resolve) => {
+					this.#wake = resolve
+				})
+				continue
+			}
+			let written = 0
+			while (written < chunk.length) {
+				const { bytesWritten } = await handle.write(
+					chunk,
+					written,
+					chunk.length - written,
+					position,
+				)
+				if (bytesWritten === 0) {
+					throw new OpRefusal(
+						formatRefusal(AGENT_REFUSAL.write_short_write, `wrote ${position} bytes, then none`),
+					)
+				}
+				written += bytesWritten
+				position += bytesWritten
+			}
+			this.#queuedBytes -= chunk.length
+			if (this.#queuedBytes <= INCOMING_HIGH_WATER_BYTES / 2 && !this.#ctx.closed) {
+				this.#ctx.socket.resume()
+			}
+		}
+	}
+}
