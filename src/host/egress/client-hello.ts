@@ -62,7 +62,8 @@ function handshakeMessage(bytes: Buffer): Fragments {
 	// The handshake header is judged as soon as it is in: an oversized claim is refused before
 	// its bytes are waited for.
 	if (bytes.length >= RECORD_HEADER + 4 && bytes.readUInt16BE(3) >= 4) {
-		if (bytes[RECORD_HEADER] !== CLIENT_HELLO) return { kind: 'invalid', reason: 'not a ClientHello' }
+		if (bytes[RECORD_HEADER] !== CLIENT_HELLO)
+			return { kind: 'invalid', reason: 'not a ClientHello' }
 		const claimed = 4 + bytes.readUIntBE(RECORD_HEADER + 1, 3)
 		if (claimed > MAX_CLIENT_HELLO_BYTES) {
 			return { kind: 'invalid', reason: `a ClientHello of ${claimed} bytes` }
