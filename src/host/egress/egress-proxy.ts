@@ -108,6 +108,7 @@ function gather<T>(
 			stream.off('data', onData)
 			stream.off('end', onEnd)
 			stream.off('error', onEnd)
+			stream.off('close', onEnd)
 			stream.pause()
 			if (error) reject(error)
 		}
@@ -126,6 +127,7 @@ function gather<T>(
 		stream.on('data', onData)
 		stream.once('end', onEnd)
 		stream.once('error', onEnd)
+		stream.once('close', onEnd)
 		check()
 		if (bytes === initial) stream.resume()
 	})
@@ -147,9 +149,9 @@ function dial(address: IpAddress, port: number, timeoutMs: number): Promise<Sock
 }
 
 /** `client` and `upstream` joined both ways; either end's close or error ends the other. */
-function splice(client: Duplex, upstream: Duplex): void {
+function splice(client: Duplex, upstream: Duplex, upstreamPiped = false): void {
 	client.pipe(upstream)
-	upstream.pipe(client)
+	if (!upstreamPiped) upstream.pipe(client)
 	const end = () => {
 		client.destroy()
 		upstream.destroy()
@@ -176,7 +178,10 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 	const ca: EgressCa | undefined =
 		credentials.length > 0 ? createEgressCa(options.label ?? 'sandbox') : undefined
 	const sockets = new Set<Duplex>()
+	let closed = false
 	const track = <T extends Duplex>(socket: T): T => {
+		// A dial that completes after close() is ended at once.
+		if (closed) socket.destroy()
 		sockets.add(socket)
 		socket.once('close', () => sockets.delete(socket))
 		socket.on('error', () => undefined)
@@ -230,19 +235,50 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 		client.write('HTTP/1.1 200 Connection Established\r\n\r\n')
 		const headers =
 			target.kind === 'name' ? credentialHeadersFor(credentials, target.name) : undefined
-		const first = await gather<FirstBytes>(
-			client,
-			rest,
-			(bytes) => {
-				const read = classifyFirstBytes(bytes)
-				return read.kind === 'incomplete' ? undefined : read
+		// Dialed at once, so a protocol whose server speaks first works; nothing the client sends
+		// reaches it before the first bytes passed their check. Never settles unobserved.
+		const dialing = dial(choice.address, port, connectTimeoutMs).then(track)
+		dialing.catch(() => undefined)
+		const failedDial = dialing.then(
+			() => new Promise<never>(() => undefined),
+			(error: unknown) => {
+				throw error instanceof Refused ? new Refused(error.layer, error.reason, address) : error
 			},
-			MAX_EARLY_BYTES,
-		).catch((error: unknown) => {
+		)
+		if (headers === undefined) {
+			// The server's bytes flow at once; a client refused below never gets further than this.
+			void dialing.then(
+				(upstream) => upstream.pipe(client),
+				() => undefined,
+			)
+		}
+		const first = await Promise.race([
+			gather<FirstBytes>(
+				client,
+				rest,
+				(bytes) => {
+					const read = classifyFirstBytes(bytes)
+					return read.kind === 'incomplete' ? undefined : read
+				},
+				MAX_EARLY_BYTES,
+			),
+			failedDial,
+		]).catch((error: unknown) => {
+			void dialing.then(
+				(upstream) => upstream.destroy(),
+				() => undefined,
+			)
 			throw error instanceof Refused ? new Refused(error.layer, error.reason, address) : error
 		})
 		const { value: kind, bytes } = first
-		if (kind.kind === 'invalid') throw new Refused(kind.layer, kind.reason, address)
+		const refuse = async (layer: EgressLayer, reason: string): Promise<never> => {
+			void dialing.then(
+				(upstream) => upstream.destroy(),
+				() => undefined,
+			)
+			throw new Refused(layer, reason, address)
+		}
+		if (kind.kind === 'invalid') return refuse(kind.layer, kind.reason)
 		let layer: EgressLayer = 'ip'
 		if (kind.kind === 'tls' || kind.kind === 'http') {
 			layer = kind.kind === 'tls' ? 'sni' : 'host'
@@ -251,9 +287,16 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 					? kind.serverName
 					: kind.head.headers.find(([name]) => name.toLowerCase() === 'host')?.[1]
 			const verdict = decideClientName(target, layer, sent)
-			if (!verdict.allowed) throw new Refused(layer, verdict.reason, address)
+			if (!verdict.allowed) return refuse(layer, verdict.reason)
 		}
-		const upstream = track(await dial(choice.address, port, connectTimeoutMs))
+		if (kind.kind === 'http' && headers !== undefined) {
+			if (kind.head.headers.some(([name]) => name.toLowerCase() === 'upgrade')) {
+				return refuse('host', 'upgrade-refused')
+			}
+		}
+		const upstream = await dialing.catch((error: unknown) => {
+			throw error instanceof Refused ? new Refused(error.layer, error.reason, address) : error
+		})
 		const allow = () =>
 			report({
 				host,
@@ -270,22 +313,18 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 			ca !== undefined &&
 			target.kind === 'name'
 		) {
-			allow()
-			await terminate(client, bytes, upstream, target.name, headers, ca)
+			await terminate(client, bytes, upstream, { name: target.name, headers, ca, allow })
 			return
 		}
 		client.setTimeout(0)
 		if (kind.kind === 'http' && target.kind === 'name') {
-			if (kind.head.headers.some(([name]) => name.toLowerCase() === 'upgrade') && headers) {
-				throw new Refused('host', 'upgrade-refused', address)
-			}
 			upstream.write(rewrittenHead(kind.head, headers))
 			upstream.write(bytes.subarray(kind.head.length))
 		} else {
 			upstream.write(bytes)
 		}
 		allow()
-		splice(client, upstream)
+		splice(client, upstream, headers === undefined)
 	}
 
 	/** TLS terminated for a host with credentials: verify the upstream, then rewrite each head. */
@@ -293,10 +332,14 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 		client: Socket,
 		early: Buffer,
 		upstreamTcp: Socket,
-		name: string,
-		headers: Readonly<Record<string, string>>,
-		authority: EgressCa,
+		grant: {
+			readonly name: string
+			readonly headers: Readonly<Record<string, string>>
+			readonly ca: EgressCa
+			readonly allow: () => void
+		},
 	) => {
+		const { name, headers, ca: authority } = grant
 		const inbound = new PassThrough()
 		inbound.write(early)
 		client.pipe(inbound)
@@ -326,6 +369,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 			connectTimeoutMs,
 			'upstream-timeout',
 		)
+		verified.catch(() => undefined)
 		const { value: head, bytes } = await gather<RequestHead | Refused>(
 			guestSide,
 			Buffer.alloc(0),
@@ -345,6 +389,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 		}
 		// Credentials go out only over a connection whose certificate verified for this name.
 		await verified
+		grant.allow()
 		client.setTimeout(0)
 		upstream.write(rewrittenHead(head, headers))
 		upstream.write(bytes.subarray(head.length))
@@ -392,7 +437,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 	}
 
 	await unlink(options.socketPath).catch(() => undefined)
-	const server: Server = createServer({ pauseOnConnect: true }, handle)
+	const server: Server = createServer({ pauseOnConnect: true, allowHalfOpen: true }, handle)
 	server.maxConnections = options.maxConnections ?? 256
 	await new Promise<void>((resolve, reject) => {
 		server.once('error', reject)
@@ -409,9 +454,13 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 		connectionCount: () => sockets.size,
 		close: () => {
 			closing ??= (async () => {
-				const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+				closed = true
+				const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()))
+				const ended = [...sockets].map(
+					(socket) => new Promise((resolve) => socket.once('close', resolve)),
+				)
 				for (const socket of sockets) socket.destroy()
-				await closed
+				await Promise.all([serverClosed, ...ended])
 				await unlink(options.socketPath).catch(() => undefined)
 			})()
 			return closing
