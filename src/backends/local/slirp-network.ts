@@ -54,7 +54,7 @@ export interface SlirpNetwork {
 }
 
 /** Rejects when `signal` aborts or `ms` pass; `onTimeout` names what was being waited for. */
-function bounded<T>(
+export function bounded<T>(
 	work: Promise<T>,
 	ms: number,
 	signal: AbortSignal | undefined,
@@ -77,7 +77,7 @@ function bounded<T>(
 }
 
 /** The sandbox pid from bwrap's info JSON (bwrap writes it once the namespaces exist). */
-function readSandboxPid(info: Readable): Promise<number> {
+export function readSandboxPid(info: Readable): Promise<number> {
 	return new Promise((resolve, reject) => {
 		let text = ''
 		const done = (error?: Error, pid?: number) => {
@@ -112,16 +112,31 @@ export async function waitForLoopback(sandboxPid: number): Promise<void> {
 	}
 }
 
-function exitOf(child: ChildProcess): Promise<string> {
+export function exitOf(child: ChildProcess): Promise<string> {
 	return new Promise((resolve) => {
 		child.once('error', (error) => resolve(`could not be started (${error.message})`))
 		child.once('exit', (code, signal) => resolve(`exited (code ${code}, signal ${signal})`))
 	})
 }
 
-function killAndWait(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
+export function killAndWait(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
 	if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
 	return exited.then(() => undefined)
+}
+
+/** `nsenter … --` into the sandbox's network namespace, as root or as the sandbox's own user. */
+export function namespaceEntry(
+	tools: NetworkToolPaths,
+	sandboxPid: number,
+	asRoot: boolean,
+): string[] {
+	const net = `--net=/proc/${sandboxPid}/ns/net`
+	// A non-root host enters the sandbox's user namespace, which it owns, for CAP_NET_ADMIN there;
+	// its uid must be 0 inside for the program to keep that capability across exec.
+	const entry = asRoot
+		? [net]
+		: [`--user=/proc/${sandboxPid}/ns/user`, net, '--preserve-credentials']
+	return [tools.nsenter, ...entry, '--']
 }
 
 /** `nsenter … nft -f -` for the sandbox's namespace, as root or as the sandbox's own user. */
@@ -130,13 +145,7 @@ export function firewallCommand(
 	sandboxPid: number,
 	asRoot: boolean,
 ): string[] {
-	const net = `--net=/proc/${sandboxPid}/ns/net`
-	// A non-root host enters the sandbox's user namespace, which it owns, for CAP_NET_ADMIN there;
-	// its uid must be 0 inside for nft to keep that capability across exec.
-	const entry = asRoot
-		? [net]
-		: [`--user=/proc/${sandboxPid}/ns/user`, net, '--preserve-credentials']
-	return [tools.nsenter, ...entry, '--', tools.nft, '-f', '-']
+	return [...namespaceEntry(tools, sandboxPid, asRoot), tools.nft, '-f', '-']
 }
 
 export function slirpArguments(sandboxPid: number): string[] {
