@@ -70,7 +70,7 @@ const DEFAULT_SETUP_TIMEOUT_MS = 30_000
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 const MAX_CREDENTIAL_HEAD_BYTES = 64 * 1024
 
-class Refused extends Error {
+class TunnelRefusal extends Error {
 	constructor(
 		readonly layer: EgressLayer,
 		readonly reason: string,
@@ -90,7 +90,7 @@ function withTimeout<T>(work: Promise<T>, ms: number, reason: string): Promise<T
 	return Promise.race([
 		work,
 		new Promise<never>((_, reject) => {
-			timer = setTimeout(() => reject(new Refused('ip', reason)), ms)
+			timer = setTimeout(() => reject(new TunnelRefusal('ip', reason)), ms)
 		}),
 	]).finally(() => clearTimeout(timer))
 }
@@ -117,13 +117,13 @@ function gather<T>(
 			if (value !== undefined) {
 				finish()
 				resolve({ value, bytes })
-			} else if (bytes.length > maxBytes) finish(new Refused('connect', 'early-data-too-large'))
+			} else if (bytes.length > maxBytes) finish(new TunnelRefusal('connect', 'early-data-too-large'))
 		}
 		const onData = (chunk: Buffer) => {
 			bytes = bytes.length === 0 ? chunk : Buffer.concat([bytes, chunk])
 			check()
 		}
-		const onEnd = () => finish(new Refused('connect', 'closed-during-setup'))
+		const onEnd = () => finish(new TunnelRefusal('connect', 'closed-during-setup'))
 		stream.on('data', onData)
 		stream.once('end', onEnd)
 		stream.once('error', onEnd)
@@ -141,7 +141,7 @@ function dial(address: IpAddress, port: number, timeoutMs: number): Promise<Sock
 				socket.off('error', reject)
 				resolve(socket)
 			})
-			socket.once('error', () => reject(new Refused('ip', 'upstream-unreachable')))
+			socket.once('error', () => reject(new TunnelRefusal('ip', 'upstream-unreachable')))
 		}),
 		timeoutMs,
 		'upstream-timeout',
@@ -215,12 +215,12 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 		const { target, port } = request
 		const host = targetText(target)
 		const connectVerdict = decideConnect(rules, target, port)
-		if (!connectVerdict.allowed) throw new Refused('connect', connectVerdict.reason)
+		if (!connectVerdict.allowed) throw new TunnelRefusal('connect', connectVerdict.reason)
 		const texts =
 			target.kind === 'address'
 				? [target.text]
 				: await withTimeout(lookup(target.name), connectTimeoutMs, 'resolve-timeout').catch(() => {
-						throw new Refused('ip', 'unresolved')
+						throw new TunnelRefusal('ip', 'unresolved')
 					})
 		const addresses = texts.flatMap((text) => {
 			const parsed = parseIpAddress(text)
@@ -228,7 +228,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 		})
 		const choice = chooseAddress(rules, hostAddresses, addresses, port)
 		if (!choice.allowed) {
-			throw new Refused('ip', choice.reason, choice.address && ipAddressText(choice.address))
+			throw new TunnelRefusal('ip', choice.reason, choice.address && ipAddressText(choice.address))
 		}
 		const address = ipAddressText(choice.address)
 		const rule = connectVerdict.rule?.entry ?? choice.rule?.entry
@@ -242,7 +242,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 		const failedDial = dialing.then(
 			() => new Promise<never>(() => undefined),
 			(error: unknown) => {
-				throw error instanceof Refused ? new Refused(error.layer, error.reason, address) : error
+				throw error instanceof TunnelRefusal ? new TunnelRefusal(error.layer, error.reason, address) : error
 			},
 		)
 		if (headers === undefined) {
@@ -268,7 +268,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 				(upstream) => upstream.destroy(),
 				() => undefined,
 			)
-			throw error instanceof Refused ? new Refused(error.layer, error.reason, address) : error
+			throw error instanceof TunnelRefusal ? new TunnelRefusal(error.layer, error.reason, address) : error
 		})
 		const { value: kind, bytes } = first
 		const refuse = async (layer: EgressLayer, reason: string): Promise<never> => {
@@ -276,7 +276,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 				(upstream) => upstream.destroy(),
 				() => undefined,
 			)
-			throw new Refused(layer, reason, address)
+			throw new TunnelRefusal(layer, reason, address)
 		}
 		if (kind.kind === 'invalid') return refuse(kind.layer, kind.reason)
 		let layer: EgressLayer = 'ip'
@@ -295,7 +295,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 			}
 		}
 		const upstream = await dialing.catch((error: unknown) => {
-			throw error instanceof Refused ? new Refused(error.layer, error.reason, address) : error
+			throw error instanceof TunnelRefusal ? new TunnelRefusal(error.layer, error.reason, address) : error
 		})
 		const allow = () =>
 			report({
@@ -364,28 +364,28 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 		const verified = withTimeout(
 			new Promise<void>((resolve, reject) => {
 				upstream.once('secureConnect', () => resolve())
-				upstream.once('error', () => reject(new Refused('sni', 'upstream-certificate-refused')))
+				upstream.once('error', () => reject(new TunnelRefusal('sni', 'upstream-certificate-refused')))
 			}),
 			connectTimeoutMs,
 			'upstream-timeout',
 		)
 		verified.catch(() => undefined)
-		const { value: head, bytes } = await gather<RequestHead | Refused>(
+		const { value: head, bytes } = await gather<RequestHead | TunnelRefusal>(
 			guestSide,
 			Buffer.alloc(0),
 			(data) => {
 				const read = readRequestHead(data, MAX_CREDENTIAL_HEAD_BYTES)
 				if (read.kind === 'incomplete') return undefined
-				return read.kind === 'invalid' ? new Refused('host', 'http-head-invalid') : read.head
+				return read.kind === 'invalid' ? new TunnelRefusal('host', 'http-head-invalid') : read.head
 			},
 			MAX_CREDENTIAL_HEAD_BYTES,
 		)
-		if (head instanceof Refused) throw head
+		if (head instanceof TunnelRefusal) throw head
 		const hostField = head.headers.find(([field]) => field.toLowerCase() === 'host')?.[1]
 		const verdict = decideClientName({ kind: 'name', name }, 'host', hostField)
-		if (!verdict.allowed) throw new Refused('host', verdict.reason)
+		if (!verdict.allowed) throw new TunnelRefusal('host', verdict.reason)
 		if (head.headers.some(([field]) => field.toLowerCase() === 'upgrade')) {
-			throw new Refused('host', 'upgrade-refused')
+			throw new TunnelRefusal('host', 'upgrade-refused')
 		}
 		// Credentials go out only over a connection whose certificate verified for this name.
 		await verified
@@ -411,14 +411,14 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 			MAX_EARLY_BYTES,
 		)
 			.then(async ({ value: read, bytes }) => {
-				if (read.kind === 'invalid') throw new Refused('connect', `bad-request:${read.reason}`)
+				if (read.kind === 'invalid') throw new TunnelRefusal('connect', `bad-request:${read.reason}`)
 				if (read.kind !== 'request') return
 				request = read.request
 				if (request.kind === 'resolve') return resolveName(client, request.name)
 				await tunnel(client, request, bytes.subarray(request.length))
 			})
 			.catch((error: unknown) => {
-				const refused = error instanceof Refused ? error : new Refused('connect', 'proxy-error')
+				const refused = error instanceof TunnelRefusal ? error : new TunnelRefusal('connect', 'proxy-error')
 				if (request?.kind === 'connect' || request === undefined) {
 					report({
 						host: request?.kind === 'connect' ? targetText(request.target) : '',
