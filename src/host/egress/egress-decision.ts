@@ -12,6 +12,16 @@ import { deniedRangeOf } from './private-ranges.js'
 /** Where a verdict was reached: DNS stub, tunnel request, dialed address, TLS SNI, HTTP Host. */
 export type EgressLayer = 'dns' | 'connect' | 'ip' | 'sni' | 'host'
 
+/** What each layer enforces, for reports (`describeLocalIsolation`, the README). */
+export const EGRESS_LAYER_ENFORCEMENT: Readonly<Record<EgressLayer, string>> = {
+	dns: "the guest's DNS stub answers only names some rule allows (the proxy is asked), with fake addresses; other names get NXDOMAIN",
+	connect:
+		'every TCP connect is captured; the proxy matches the connected name or address and port against the rules (name, *.suffix, CIDR, :port)',
+	ip: 'the proxy resolves a name itself and dials only addresses outside the private-range deny set (loopback, RFC 1918, link-local and metadata, 100.64/10, fc00::/7, the host) unless a CIDR rule names them',
+	sni: "a TLS ClientHello's server name must equal the connected name",
+	host: 'a plain HTTP request must name the connected host in Host, one request per tunnel',
+}
+
 /** One verdict of the egress proxy, as `onEgressDecision` sees it. */
 export interface EgressDecision {
 	/** The name (or IP literal) the guest asked for. */

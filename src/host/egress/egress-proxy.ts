@@ -117,7 +117,8 @@ function gather<T>(
 			if (value !== undefined) {
 				finish()
 				resolve({ value, bytes })
-			} else if (bytes.length > maxBytes) finish(new TunnelRefusal('connect', 'early-data-too-large'))
+			} else if (bytes.length > maxBytes)
+				finish(new TunnelRefusal('connect', 'early-data-too-large'))
 		}
 		const onData = (chunk: Buffer) => {
 			bytes = bytes.length === 0 ? chunk : Buffer.concat([bytes, chunk])
@@ -242,7 +243,9 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 		const failedDial = dialing.then(
 			() => new Promise<never>(() => undefined),
 			(error: unknown) => {
-				throw error instanceof TunnelRefusal ? new TunnelRefusal(error.layer, error.reason, address) : error
+				throw error instanceof TunnelRefusal
+					? new TunnelRefusal(error.layer, error.reason, address)
+					: error
 			},
 		)
 		if (headers === undefined) {
@@ -268,7 +271,9 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 				(upstream) => upstream.destroy(),
 				() => undefined,
 			)
-			throw error instanceof TunnelRefusal ? new TunnelRefusal(error.layer, error.reason, address) : error
+			throw error instanceof TunnelRefusal
+				? new TunnelRefusal(error.layer, error.reason, address)
+				: error
 		})
 		const { value: kind, bytes } = first
 		const refuse = async (layer: EgressLayer, reason: string): Promise<never> => {
@@ -295,7 +300,9 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 			}
 		}
 		const upstream = await dialing.catch((error: unknown) => {
-			throw error instanceof TunnelRefusal ? new TunnelRefusal(error.layer, error.reason, address) : error
+			throw error instanceof TunnelRefusal
+				? new TunnelRefusal(error.layer, error.reason, address)
+				: error
 		})
 		const allow = () =>
 			report({
@@ -364,7 +371,9 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 		const verified = withTimeout(
 			new Promise<void>((resolve, reject) => {
 				upstream.once('secureConnect', () => resolve())
-				upstream.once('error', () => reject(new TunnelRefusal('sni', 'upstream-certificate-refused')))
+				upstream.once('error', () =>
+					reject(new TunnelRefusal('sni', 'upstream-certificate-refused')),
+				)
 			}),
 			connectTimeoutMs,
 			'upstream-timeout',
@@ -411,14 +420,16 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 			MAX_EARLY_BYTES,
 		)
 			.then(async ({ value: read, bytes }) => {
-				if (read.kind === 'invalid') throw new TunnelRefusal('connect', `bad-request:${read.reason}`)
+				if (read.kind === 'invalid')
+					throw new TunnelRefusal('connect', `bad-request:${read.reason}`)
 				if (read.kind !== 'request') return
 				request = read.request
 				if (request.kind === 'resolve') return resolveName(client, request.name)
 				await tunnel(client, request, bytes.subarray(request.length))
 			})
 			.catch((error: unknown) => {
-				const refused = error instanceof TunnelRefusal ? error : new TunnelRefusal('connect', 'proxy-error')
+				const refused =
+					error instanceof TunnelRefusal ? error : new TunnelRefusal('connect', 'proxy-error')
 				if (request?.kind === 'connect' || request === undefined) {
 					report({
 						host: request?.kind === 'connect' ? targetText(request.target) : '',
