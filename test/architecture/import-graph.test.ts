@@ -55,7 +55,7 @@ const HOST_ROOMS: Readonly<Record<string, readonly string[]>> = {
 	sessions: ['sessions', 'transport', 'refusals'],
 	lifecycle: ['lifecycle', 'transport', 'refusals'],
 	sandbox: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport', 'refusals'],
-	index: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport', 'refusals'],
+	index: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport', 'refusals', 'egress'],
 }
 
 function areaOf(file: string): string {

@@ -7,20 +7,16 @@
  * every captured port and on 127.0.0.1:53 before anything runs inside. Without the helper nothing
  * answers those connects: no network.
  */
-import { spawn } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import type { Readable } from 'node:stream'
 import type { NetworkToolPaths } from './local-network.js'
 import { LocalNetworkSetupError } from './network-errors.js'
 import {
 	bounded,
-	exitOf,
-	killAndWait,
 	namespaceEntry,
-	readSandboxPid,
-	waitForLoopback,
+	runNamespaceCommand,
+	sandboxPidOnceLoopbackUp,
 } from './slirp-network.js'
-import { StderrTail } from './stderr-tail.js'
 
 const LISTEN_POLL_MS = 10
 const DNS_PORT = 53
@@ -92,59 +88,19 @@ export interface ProxiedNetwork {
 	stop(): Promise<void>
 }
 
-async function setCaptureRoute(
-	options: AttachProxiedOptions,
-	pid: number,
-	remaining: () => number,
-) {
-	const [program, ...args] = captureRouteCommand(options.tools, pid, process.getuid?.() === 0)
-	if (program === undefined) return
-	const tail = new StderrTail()
-	const child = spawn(program, args, { stdio: ['ignore', 'ignore', 'pipe'] })
-	child.stderr?.on('data', (chunk: Buffer) => tail.push(chunk))
-	const exited = exitOf(child)
-	const fail = (detail: string) =>
-		new LocalNetworkSetupError(options.sandboxId, 'capture-route', detail, tail.read())
-	try {
-		const how = await bounded(exited, remaining(), options.signal, () =>
-			fail('the capture route was not set in time'),
-		)
-		if (child.exitCode !== 0) throw fail(`nsenter ${how}`)
-	} catch (error) {
-		await killAndWait(child, exited)
-		throw error
-	}
-}
-
 export async function attachProxiedNetwork(options: AttachProxiedOptions): Promise<ProxiedNetwork> {
 	const deadline = Date.now() + options.timeoutMs
 	const remaining = () => Math.max(1, deadline - Date.now())
 	const { sandboxId } = options
-	const namespaceError = (detail: string, cause?: unknown) =>
-		new LocalNetworkSetupError(
-			sandboxId,
-			'namespace',
-			detail,
-			'',
-			cause === undefined ? {} : { cause },
-		)
-	const pid = await bounded(
-		readSandboxPid(options.info).catch((error: unknown) => {
-			throw namespaceError(error instanceof Error ? error.message : String(error), error)
-		}),
-		remaining(),
-		options.signal,
-		() => namespaceError('bwrap reported no pid'),
-	)
-	await bounded(
-		waitForLoopback(pid).catch((error: unknown) => {
-			throw namespaceError('the sandbox exited before its loopback was up', error)
-		}),
-		remaining(),
-		options.signal,
-		() => namespaceError('loopback never came up'),
-	)
-	await setCaptureRoute(options, pid, remaining)
+	const pid = await sandboxPidOnceLoopbackUp(options.info, sandboxId, remaining, options.signal)
+	await runNamespaceCommand({
+		sandboxId,
+		step: 'capture-route',
+		argv: captureRouteCommand(options.tools, pid, process.getuid?.() === 0),
+		label: 'nsenter',
+		deadline,
+		...(options.signal ? { signal: options.signal } : {}),
+	})
 	await bounded(
 		(async () => {
 			while (!(await helperListening(pid, options.ports))) {

@@ -8,6 +8,7 @@
 import { SandboxConfigError } from '../../contract/errors.js'
 import { normalizeHostname } from '../../wire/egress-bridge.js'
 
+/** Headers the egress proxy sets on every request to one host (`egressCredentials`). */
 export interface EgressCredential {
 	/** Exact DNS name the headers are for. */
 	readonly host: string

@@ -1,12 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-	createLocalSandboxProvider,
-	type LocalSandboxProvider,
-} from '../../../src/backends/local/index.js'
+import type { LocalSandboxProvider } from '../../../src/backends/local/index.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
-import { type EgressUpstream, startEgressUpstream } from '../../host/egress/upstream-fixture.js'
 import { bwrapSkipReason } from './bwrap-available.js'
-import { freshStateDir } from './local-test-support.js'
+import { type ProxiedProvider, startProxiedProvider } from './proxied-provider.js'
 
 const bwrapSkip = bwrapSkipReason()
 const skip = bwrapSkip ?? (process.getuid?.() === 0 ? undefined : 'needs root (ip netns)')
@@ -22,20 +18,13 @@ require('node:https').get(process.argv[1], (res) => {
 `
 
 describe.skipIf(skip)('credentials injected outside a local sandbox', () => {
-	let upstream: EgressUpstream
 	let provider: LocalSandboxProvider
-	let removeState: (() => Promise<void>) | undefined
+	let fixture: ProxiedProvider | undefined
 	let sandbox: Sandbox
 
 	beforeAll(async () => {
-		upstream = await startEgressUpstream()
-		const state = await freshStateDir()
-		removeState = state.remove
-		provider = createLocalSandboxProvider(
-			{ tier: 'process', stateDir: state.dir },
-			{},
-			{ egressTestSeam: { lookup: upstream.lookup, upstreamCa: [upstream.caPem] } },
-		)
+		fixture = await startProxiedProvider()
+		;({ provider } = fixture)
 		sandbox = await provider.create({
 			egress: { kind: 'static', allowedHosts: ['creds.example.test', 'api.example.test'] },
 			egressCredentials: [{ host: 'creds.example.test', headers: { Authorization: SECRET } }],
@@ -43,9 +32,7 @@ describe.skipIf(skip)('credentials injected outside a local sandbox', () => {
 	}, 60_000)
 
 	afterAll(async () => {
-		await provider?.close()
-		await upstream?.close()
-		await removeState?.()
+		await fixture?.close()
 	})
 
 	it('HTTPS from node: the upstream sees the header the sandbox never had', async () => {

@@ -1,13 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-	createLocalSandboxProvider,
-	type LocalSandboxProvider,
-} from '../../../src/backends/local/index.js'
+import type { LocalSandboxProvider } from '../../../src/backends/local/index.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import type { EgressDecision } from '../../../src/host/egress/egress-decision.js'
-import { type EgressUpstream, startEgressUpstream } from '../../host/egress/upstream-fixture.js'
+import type { EgressUpstream } from '../../host/egress/upstream-fixture.js'
 import { bwrapSkipReason } from './bwrap-available.js'
-import { freshStateDir } from './local-test-support.js'
+import { type ProxiedProvider, startProxiedProvider } from './proxied-provider.js'
 
 const bwrapSkip = bwrapSkipReason()
 const skip = bwrapSkip ?? (process.getuid?.() === 0 ? undefined : 'needs root (ip netns)')
@@ -34,19 +31,13 @@ async function node(sandbox: Sandbox, program: string, ...args: string[]): Promi
 describe.skipIf(skip)('static and resolver egress through the proxy (local tier)', () => {
 	let upstream: EgressUpstream
 	let provider: LocalSandboxProvider
-	let removeState: (() => Promise<void>) | undefined
+	let fixture: ProxiedProvider | undefined
 	let sandbox: Sandbox
 	const decisions: EgressDecision[] = []
 
 	beforeAll(async () => {
-		upstream = await startEgressUpstream()
-		const state = await freshStateDir()
-		removeState = state.remove
-		provider = createLocalSandboxProvider(
-			{ tier: 'process', stateDir: state.dir },
-			{},
-			{ egressTestSeam: { lookup: upstream.lookup, upstreamCa: [upstream.caPem] } },
-		)
+		fixture = await startProxiedProvider()
+		;({ upstream, provider } = fixture)
 		sandbox = await provider.create({
 			egress: { kind: 'static', allowedHosts: ['api.example.test', 'api.example.test:5432'] },
 			onEgressDecision: (decision) => decisions.push(decision),
@@ -54,9 +45,7 @@ describe.skipIf(skip)('static and resolver egress through the proxy (local tier)
 	}, 60_000)
 
 	afterAll(async () => {
-		await provider?.close()
-		await upstream?.close()
-		await removeState?.()
+		await fixture?.close()
 	})
 
 	it('an allowed name reaches its upstream over HTTPS with curl (positive control)', async () => {

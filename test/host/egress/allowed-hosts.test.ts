@@ -8,13 +8,7 @@ import {
 	nameAllowedOnAnyPort,
 	parseAllowedHosts,
 } from '../../../src/host/egress/allowed-hosts.js'
-import { parseIpAddress } from '../../../src/host/egress/ip-address.js'
-
-function ip(text: string) {
-	const parsed = parseIpAddress(text)
-	if (!parsed) throw new Error(text)
-	return parsed
-}
+import { ip } from './egress-test-kit.js'
 
 describe('allowedHosts grammar', () => {
 	it.each([

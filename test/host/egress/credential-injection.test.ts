@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parseAllowedHosts } from '../../../src/host/egress/allowed-hosts.js'
 import type { EgressDecision } from '../../../src/host/egress/egress-decision.js'
 import { type EgressProxy, startEgressProxy } from '../../../src/host/egress/egress-proxy.js'
+import { readAll } from './egress-test-kit.js'
 import { type EgressUpstream, startEgressUpstream } from './upstream-fixture.js'
 
 const skip = process.getuid?.() === 0 ? undefined : 'needs root (ip netns)'
@@ -26,16 +27,6 @@ function tunnel(socketPath: string, target: string): Promise<Socket> {
 		}
 		socket.on('data', onData)
 		socket.once('error', reject)
-	})
-}
-
-function readAll(socket: NodeJS.ReadableStream): Promise<string> {
-	return new Promise((resolve) => {
-		let text = ''
-		socket.on('data', (chunk: Buffer) => {
-			text += chunk.toString('utf8')
-		})
-		for (const event of ['end', 'close', 'error']) socket.on(event, () => resolve(text))
 	})
 }
 

@@ -12,13 +12,8 @@ import {
 	decideConnect,
 	decideResolve,
 } from '../../../src/host/egress/egress-decision.js'
-import { parseIpAddress } from '../../../src/host/egress/ip-address.js'
+import { ip } from './egress-test-kit.js'
 
-function ip(text: string) {
-	const parsed = parseIpAddress(text)
-	if (!parsed) throw new Error(text)
-	return parsed
-}
 /** `name:x` or `ip:1.2.3.4`: readable test titles, targets built inside. */
 function target(spec: string): BridgeTarget {
 	const [kind, value = ''] = spec.split(/:(.*)/)

@@ -13,6 +13,7 @@ import {
 	startEgressProxy,
 } from '../../../src/host/egress/egress-proxy.js'
 import { parseIpAddress } from '../../../src/host/egress/ip-address.js'
+import { readAll } from './egress-test-kit.js'
 import { type EgressUpstream, startEgressUpstream } from './upstream-fixture.js'
 
 const skip = process.getuid?.() === 0 ? undefined : 'needs root (ip netns)'
@@ -35,18 +36,6 @@ function bridge(socketPath: string, head: string): Promise<{ socket: Socket; rep
 		socket.on('data', onData)
 		socket.once('error', reject)
 		socket.once('end', () => resolve({ socket, reply: text || 'closed' }))
-	})
-}
-
-function readAll(socket: NodeJS.ReadableStream): Promise<string> {
-	return new Promise((resolve) => {
-		let text = ''
-		socket.on('data', (chunk: Buffer) => {
-			text += chunk.toString('utf8')
-		})
-		socket.on('error', () => resolve(text))
-		socket.on('end', () => resolve(text))
-		socket.on('close', () => resolve(text))
 	})
 }
 

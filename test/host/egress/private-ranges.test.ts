@@ -1,12 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { parseCidr, parseIpAddress } from '../../../src/host/egress/ip-address.js'
 import { deniedRangeOf } from '../../../src/host/egress/private-ranges.js'
-
-function ip(text: string) {
-	const parsed = parseIpAddress(text)
-	if (!parsed) throw new Error(text)
-	return parsed
-}
+import { ip } from './egress-test-kit.js'
 
 describe('private-range deny set', () => {
 	it.each([
