@@ -107,8 +107,9 @@ export function createLocalSandboxProvider(
 		return reaping
 	}
 
+	// A proxied sandbox is never served from the pool (its proxy is its creator's): none is kept.
 	const pool =
-		resolved.warmPoolSize > 0
+		resolved.warmPoolSize > 0 && defaultSpec.egress !== 'proxied'
 			? new WarmPool<LocalInstance>({
 					size: resolved.warmPoolSize,
 					start: (signal) => startLocalInstance(instanceContext(), defaultSpec, signal),
