@@ -16,6 +16,7 @@ const benches = [
 	'session-replay.mjs',
 	'jail-paths.mjs',
 	'reap-at-start.mjs',
+	'egress-proxy.mjs',
 ]
 for (const bench of benches) {
 	console.log(`\n# ${bench}`)

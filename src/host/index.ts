@@ -3,6 +3,8 @@
 // (`@namzu/sandbox/agent`) takes the transport, the handles and the `AgentSandbox` a tier is built
 // from. Everything else in the host is internal.
 
+export type { EgressCredential } from './egress/egress-credentials.js'
+export type { EgressDecision, EgressLayer } from './egress/egress-decision.js'
 export {
 	type AttachExecutionOptions,
 	type CancelExecutionOptions,

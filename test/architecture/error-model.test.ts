@@ -202,7 +202,12 @@ const NAME_EXCEPTIONS: ReadonlyMap<ErrorClass, string> = new Map([
  * `test/host/transport/agent-transport-discipline.test.ts`). `CaseSkipped` is thrown and caught
  * inside one conformance case's `run`.
  */
-const INTERNAL_PLAIN_ERRORS: readonly string[] = ['FrameError', 'CaseSkipped', 'TransitionRefusal']
+const INTERNAL_PLAIN_ERRORS: readonly string[] = [
+	'FrameError',
+	'CaseSkipped',
+	'TransitionRefusal',
+	'TunnelRefusal',
+]
 
 const apiFields = (fields: Partial<KubernetesApiErrorFields> = {}): KubernetesApiErrorFields => ({
 	verb: 'GET',

@@ -43,9 +43,11 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 /**
  * The host's rooms: what a guest's answer becomes (the refusal table and its errors) at the
  * bottom, the transport on it, one room per family of verbs over the transport, the sandbox that
- * composes them on top (and the area's index, which lists them all).
+ * composes them on top (and the area's index, which lists them all). The egress proxy stands
+ * apart: it speaks to the guest's capture helper, not to the agent, and needs no other room.
  */
 const HOST_ROOMS: Readonly<Record<string, readonly string[]>> = {
+	egress: ['egress'],
 	refusals: ['refusals'],
 	transport: ['transport', 'refusals'],
 	exec: ['exec', 'transport', 'refusals'],
@@ -53,7 +55,7 @@ const HOST_ROOMS: Readonly<Record<string, readonly string[]>> = {
 	sessions: ['sessions', 'transport', 'refusals'],
 	lifecycle: ['lifecycle', 'transport', 'refusals'],
 	sandbox: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport', 'refusals'],
-	index: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport', 'refusals'],
+	index: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport', 'refusals', 'egress'],
 }
 
 function areaOf(file: string): string {

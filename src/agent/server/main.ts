@@ -6,6 +6,11 @@
  */
 
 import type { Server } from 'node:net'
+import { startCaptureHelper } from '../egress/capture-helper.js'
+import {
+	type EgressCaptureConfig,
+	loadEgressCaptureConfig,
+} from '../egress/egress-capture-config.js'
 import { ExecutionRegistry } from '../executions/execution-registry.js'
 import { createAgentGates } from '../lifecycle/agent-gates.js'
 import { createShutdown } from '../lifecycle/shutdown.js'
@@ -28,9 +33,11 @@ function describe(error: unknown): string {
 async function main(): Promise<void> {
 	let config: ReturnType<typeof loadAgentConfig>
 	let workloadCgroups: WorkloadCgroups | undefined
+	let egressCapture: EgressCaptureConfig | undefined
 	try {
 		closeUnlistedInheritedDescriptors(process.env)
 		config = loadAgentConfig()
+		egressCapture = loadEgressCaptureConfig(process.env)
 		// Before anything is spawned: the inherited descriptors must never reach a child.
 		workloadCgroups = WorkloadCgroups.open(config.workloadCgroups)
 	} catch (error) {
@@ -68,6 +75,13 @@ async function main(): Promise<void> {
 	process.on('uncaughtException', (error) => logLine(`uncaught: ${describe(error)}`))
 	process.on('unhandledRejection', (error) => logLine(`unhandled rejection: ${describe(error)}`))
 
+	// Started before the listener, so it is up by the time the host sees healthz; the host also waits
+	// for its ports before anything runs. A helper that fails leaves the guest without network.
+	if (egressCapture) {
+		startCaptureHelper(egressCapture, logLine).catch((error: unknown) => {
+			logLine(`egress capture helper failed: ${describe(error)}`)
+		})
+	}
 	const listener = await startListening(config.listen, (socket) => {
 		try {
 			handleConnection(socket, {

@@ -6,6 +6,7 @@
 import { constants } from 'node:fs'
 import { access } from 'node:fs/promises'
 import { totalmem } from 'node:os'
+import { EGRESS_LAYER_ENFORCEMENT, type EgressLayer } from '../../host/egress/egress-decision.js'
 import type { LimitController } from './cgroup-layout.js'
 import { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from './cgroup-limits.js'
 import type { CgroupControllerCheck, IsolationCheck } from './isolation-check.js'
@@ -39,6 +40,13 @@ export interface LocalNetworkReport {
 	readonly denyAll: IsolationCheck
 	/** slirp4netns + the host-address guard (nft), with what is missing. */
 	readonly allowAll: IsolationCheck
+	/**
+	 * `static` / `resolver`: the capture route (nsenter + ip) and the host's egress proxy, with
+	 * what each of its layers enforces.
+	 */
+	readonly proxied: IsolationCheck & {
+		readonly layers: Readonly<Record<EgressLayer, string>>
+	}
 }
 
 /** What bounds and networking a local sandbox gets on this host (part of the `doctor` report). */
@@ -49,6 +57,10 @@ export interface LocalBoundsReport {
 	readonly diskLimit: IsolationCheck
 }
 
+function asRootHost(): boolean {
+	return process.getuid?.() === 0
+}
+
 export async function describeLocalBounds(
 	config: ResolvedLocalBackendConfig,
 	cgroups: Readonly<Record<LimitController, CgroupControllerCheck>>,
@@ -56,6 +68,7 @@ export async function describeLocalBounds(
 ): Promise<LocalBoundsReport> {
 	const limits = resolveSandboxLimits({}, { totalMemoryBytes: totalmem() })
 	const missing = await missingNetworkTools(config.tools)
+	const missingForProxy = await missingNetworkTools(config.tools, asRootHost(), ['nsenter', 'ip'])
 	const asRoot = process.getuid?.() === 0
 	let diskLimit: IsolationCheck = {
 		ok: true,
@@ -90,6 +103,15 @@ export async function describeLocalBounds(
 							detail: `slirp4netns (${config.tools.slirp4netns}) with host loopback disabled; nft (${config.tools.nft}) refuses every host address, 10.0.2.2, link-local and IPv6`,
 						}
 					: { ok: false, detail: missingNetworkToolsLine(missing) },
+			proxied: {
+				...(missingForProxy.length === 0
+					? {
+							ok: true,
+							detail: `a local default route on the sandbox's loopback (${config.tools.ip} through ${config.tools.nsenter}) sends every TCP connect to the capture helper, and on to this host's egress proxy`,
+						}
+					: { ok: false, detail: missingNetworkToolsLine(missingForProxy) }),
+				layers: EGRESS_LAYER_ENFORCEMENT,
+			},
 		},
 		diskLimit,
 	}
@@ -108,6 +130,9 @@ export function boundsProblems(report: LocalBoundsReport): string[] {
 	}
 	if (!report.network.allowAll.ok) {
 		problems.push(`egress allow-all is refused here: ${report.network.allowAll.detail}`)
+	}
+	if (!report.network.proxied.ok) {
+		problems.push(`egress static and resolver are refused here: ${report.network.proxied.detail}`)
 	}
 	return problems
 }

@@ -73,6 +73,8 @@ export interface LocalToolPaths {
 	readonly nft?: string
 	/** Default `/usr/bin/nsenter`. */
 	readonly nsenter?: string
+	/** Default `/usr/sbin/ip` (iproute2): the capture route of `static` / `resolver` egress. */
+	readonly ip?: string
 	/** Default `/usr/sbin/mkfs.ext4`. */
 	readonly mkfsExt4?: string
 }
@@ -120,6 +122,7 @@ const TOOL_KEYS = Object.keys({
 	slirp4netns: true,
 	nft: true,
 	nsenter: true,
+	ip: true,
 	mkfsExt4: true,
 } satisfies Record<keyof LocalToolPaths, true>)
 const UID_RANGE_KEYS = Object.keys({ first: true, count: true } satisfies Record<
@@ -185,6 +188,7 @@ function toolPaths(value: unknown): ResolvedLocalToolPaths {
 		slirp4netns: tool('slirp4netns', DEFAULT_NETWORK_TOOLS.slirp4netns),
 		nft: tool('nft', DEFAULT_NETWORK_TOOLS.nft),
 		nsenter: tool('nsenter', DEFAULT_NETWORK_TOOLS.nsenter),
+		ip: tool('ip', DEFAULT_NETWORK_TOOLS.ip),
 		mkfsExt4: tool('mkfsExt4', DEFAULT_MKFS_EXT4_PATH),
 	}
 }

@@ -26,17 +26,26 @@ export class BubblewrapUnavailableError extends SandboxError {
 	}
 }
 
-/** An egress kind this tier cannot enforce yet: refused rather than silently widened or narrowed. */
+/**
+ * An egress kind this tier cannot enforce for this sandbox: refused rather than silently widened or
+ * narrowed. `static` and `resolver` need the egress proxy in this host process and bubblewrap's
+ * network namespace, so a kept-alive sandbox or `isolation: 'none'` cannot have them.
+ */
 export class LocalEgressUnsupportedError extends SandboxError {
 	override readonly name = 'LocalEgressUnsupportedError'
 	readonly egressKind: string
+	/** What the kind cannot be combined with (`a kept-alive sandbox`, `isolation 'none'`), if that is why. */
+	readonly combination?: string
 
-	constructor(egressKind: string) {
+	constructor(egressKind: string, combination?: string) {
 		super(
-			`egress kind '${egressKind}' is not supported by the local tier yet (it needs the egress proxy); use 'deny-all' or 'allow-all'`,
+			combination === undefined
+				? `egress kind '${egressKind}' is not supported by the local tier; use 'deny-all', 'allow-all', 'static' or 'resolver'`
+				: `egress kind '${egressKind}' is not supported for ${combination} on the local tier (its egress proxy lives in the host process and needs bubblewrap's network namespace)`,
 			'egress-unsupported',
 		)
 		this.egressKind = egressKind
+		if (combination !== undefined) this.combination = combination
 	}
 }
 

@@ -35,15 +35,22 @@ import { emptyClaims, type SandboxHostClaims } from './host-claims.js'
 import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import {
+	type EgressTestSeam,
+	type LocalEgressProxy,
+	startLocalEgressProxy,
+} from './local-egress-proxy.js'
+import {
+	LocalEgressUnsupportedError,
 	LocalKeepAliveUnavailableError,
 	LocalSandboxCleanupError,
 	LocalSandboxStartError,
 } from './local-errors.js'
-import { assertNetworkUsable } from './local-network.js'
+import { assertNetworkUsable, readHostAddresses } from './local-network.js'
 import { writeDescriptor } from './local-sandbox-registry.js'
 import type { LocalSandboxSpec } from './local-sandbox-spec.js'
 import { LOCAL_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
 import { readProcessIdentity } from './process-identity.js'
+import { type PreparedProxiedNetwork, prepareProxiedNetwork } from './proxied-network.js'
 import {
 	HostClaimsLedger,
 	type HostClaimsUpdate,
@@ -58,7 +65,7 @@ import {
 	STATE_DIR_PREFIX,
 } from './sandbox-directories.js'
 import { cgroupRequestFor, resolveSandboxLimits } from './sandbox-limits.js'
-import { type PreparedAllowAll, prepareAllowAll, type SlirpNetwork } from './slirp-network.js'
+import { type PreparedAllowAll, prepareAllowAll } from './slirp-network.js'
 import { DEFAULT_TAIL_PATH } from './stderr-log-keeper.js'
 import { waitForAgentReady } from './wait-for-agent-ready.js'
 import {
@@ -83,6 +90,13 @@ export interface LocalInstanceContext {
 	readonly timeoutPath?: string
 	/** coreutils `tail`, the bounded keeper of a kept-alive sandbox's stderr (default `/usr/bin/tail`). */
 	readonly tailPath?: string
+	/** @internal Tests' resolution and upstream trust for the egress proxy. */
+	readonly egressSeam?: EgressTestSeam
+}
+
+/** What the network attach step leaves to stop at teardown. */
+interface AttachedNetwork {
+	stop(): Promise<void>
 }
 
 export interface LocalInstance {
@@ -185,6 +199,9 @@ export async function startLocalInstance(
 	signal?.throwIfAborted()
 	const { backend } = context
 	const confined = backend.isolation === 'bubblewrap'
+	if (!confined && spec.proxiedEgress) {
+		throw new LocalEgressUnsupportedError(spec.proxiedEgress.kind, "isolation 'none'")
+	}
 	if (confined) await assertBubblewrapUsable(backend.bwrapPath)
 	if (confined) await assertNetworkUsable(spec.egress, backend.tools)
 	if (spec.diskLimitMb !== undefined) {
@@ -225,17 +242,30 @@ export async function startLocalInstance(
 	let cgroups: SandboxCgroups | undefined
 	let agent: ReturnType<typeof launchAgentProcess> | undefined
 	let listener: InheritableListenSocket | undefined
-	let network: Promise<SlirpNetwork> | undefined
+	let network: Promise<AttachedNetwork> | undefined
+	let egressProxy: LocalEgressProxy | undefined
 	let releasing: Promise<void> | undefined
 	const release = () => {
 		releasing ??= (listener?.discard() ?? Promise.resolve()).then(() =>
-			teardown(prepared, cgroups, agent, network),
+			teardown(prepared, cgroups, agent, network, egressProxy),
 		)
 		return releasing
 	}
 	let hostFds: number[] = []
 	let allowAll: PreparedAllowAll | undefined
+	let proxied: PreparedProxiedNetwork | undefined
 	try {
+		if (spec.proxiedEgress) {
+			egressProxy = await startLocalEgressProxy({
+				sandboxId: id,
+				stateRoot: dirs.root,
+				egress: spec.proxiedEgress,
+				hostAddresses: readHostAddresses(),
+				timeoutMs: backend.readyTimeoutMs,
+				...(signal ? { signal } : {}),
+				...(context.egressSeam ? { seam: context.egressSeam } : {}),
+			})
+		}
 		signal?.throwIfAborted()
 		cgroups = await createSandboxCgroups(
 			`${STATE_DIR_PREFIX}${id}`,
@@ -257,18 +287,24 @@ export async function startLocalInstance(
 			confined && spec.egress === 'allow-all'
 				? prepareAllowAll(FIRST_WORKLOAD_CGROUP_FD + hostFds.length)
 				: undefined
+		proxied = egressProxy
+			? prepareProxiedNetwork(FIRST_WORKLOAD_CGROUP_FD + hostFds.length)
+			: undefined
 		const homeDir = confined ? SANDBOX_HOME_DIR : dirs.hostHomeDir
 		const env = buildAgentEnvironment({
 			workspace: dirs.workspace,
 			homeDir,
 			nodePath: prepared.workloadNodePath,
 			user: confined ? 'root' : userInfo().username,
-			callerEnv: spec.env,
-			agentSettings: agentSettingsFrom(context.hostEnv ?? process.env),
+			callerEnv: { ...egressProxy?.workloadEnv, ...spec.env },
+			agentSettings: {
+				...agentSettingsFrom(context.hostEnv ?? process.env),
+				...egressProxy?.agentSettings,
+			},
 			workloadCgroups: workloadCgroupFds(workloadGroups),
 		})
 		const command = prepared.command({
-			networkArgs: allowAll?.bwrapArgs ?? [],
+			networkArgs: allowAll?.bwrapArgs ?? proxied?.bwrapArgs ?? [],
 			unshareCgroupNamespace: !workloadGroups.some((group) => group.version === 2),
 		})
 		// A kept-alive sandbox runs under its lifetime watchdog, which becomes bwrap's parent: bwrap
@@ -282,9 +318,12 @@ export async function startLocalInstance(
 			argv: withCgroupJoin(cgroups?.procsFiles ?? [], supervised),
 			env,
 			cwd: dirs.workspace,
-			secrets: Object.values(spec.env),
+			secrets: [
+				...Object.values(spec.env),
+				...(spec.proxiedEgress?.credentials ?? []).flatMap((entry) => Object.values(entry.headers)),
+			],
 			listenFd: listener.fd,
-			extraFds: [...hostFds, ...(allowAll?.extraFds ?? [])],
+			extraFds: [...hostFds, ...(allowAll?.extraFds ?? proxied?.extraFds ?? [])],
 			...(spec.keepAliveMs === undefined
 				? {}
 				: { outliveHost: { stderrPath: join(dirs.root, 'agent.stderr'), tailPath } }),
@@ -297,16 +336,28 @@ export async function startLocalInstance(
 		// The child has its own copies now.
 		closeFds(hostFds)
 		hostFds = []
-		network = allowAll?.attach(launched.pipes, {
-			sandboxId: id,
-			tools: backend.tools,
-			...(cgroups ? { join: cgroups.join } : {}),
-			...(spec.keepAliveMs === undefined
-				? {}
-				: { outliveHost: { stderrPath: join(dirs.root, 'network.stderr'), tailPath } }),
-			timeoutMs: backend.readyTimeoutMs,
-			...(signal ? { signal } : {}),
-		})
+		const proxiedAttach =
+			proxied && egressProxy
+				? proxied.attach(launched.pipes, {
+						sandboxId: id,
+						tools: backend.tools,
+						ports: egressProxy.ports,
+						timeoutMs: backend.readyTimeoutMs,
+						...(signal ? { signal } : {}),
+					})
+				: undefined
+		network =
+			proxiedAttach ??
+			allowAll?.attach(launched.pipes, {
+				sandboxId: id,
+				tools: backend.tools,
+				...(cgroups ? { join: cgroups.join } : {}),
+				...(spec.keepAliveMs === undefined
+					? {}
+					: { outliveHost: { stderrPath: join(dirs.root, 'network.stderr'), tailPath } }),
+				timeoutMs: backend.readyTimeoutMs,
+				...(signal ? { signal } : {}),
+			})
 		// Settled by the ready wait below or by teardown; never an unhandled rejection.
 		network?.catch(() => undefined)
 		await listener.handOver()
@@ -451,7 +502,8 @@ async function teardown(
 	prepared: LaunchPreparation,
 	cgroups: SandboxCgroups | undefined,
 	agent: ReturnType<typeof launchAgentProcess> | undefined,
-	network: Promise<SlirpNetwork> | undefined,
+	network: Promise<AttachedNetwork> | undefined,
+	egressProxy: LocalEgressProxy | undefined,
 ): Promise<void> {
 	const failures: unknown[] = []
 	// Both at once: a frozen per-command group holds its processes until the cgroup side thaws it.
@@ -460,6 +512,7 @@ async function teardown(
 		cgroups?.remove().catch((error: unknown) => failures.push(error)),
 	])
 	await network?.then((attached) => attached.stop()).catch(() => undefined)
+	await egressProxy?.close().catch(() => undefined)
 	// Claims (the sized workspace, workspace ownership, staging mounts, the uid) only once no
 	// process is left.
 	await prepared.release().catch((error: unknown) => failures.push(error))

@@ -23,18 +23,22 @@ export interface NetworkToolPaths {
 	readonly slirp4netns: string
 	readonly nft: string
 	readonly nsenter: string
+	/** iproute2's `ip`: the proxied kinds' capture route. */
+	readonly ip: string
 }
 
 export const DEFAULT_NETWORK_TOOLS: NetworkToolPaths = {
 	slirp4netns: '/usr/bin/slirp4netns',
 	nft: '/usr/sbin/nft',
 	nsenter: '/usr/bin/nsenter',
+	ip: '/usr/sbin/ip',
 }
 
 const PACKAGES: Readonly<Record<keyof NetworkToolPaths, string>> = {
 	slirp4netns: 'slirp4netns',
 	nft: 'nftables',
 	nsenter: 'util-linux',
+	ip: 'iproute2',
 }
 
 /** slirp4netns opens it inside the sandbox's user namespace, i.e. with no privilege on a non-root host. */
@@ -43,13 +47,17 @@ export const TUN_DEVICE = '/dev/net/tun'
 /** The resolver configuration an allow-all sandbox sees: slirp's forwarder, nothing of the host's. */
 export const ALLOW_ALL_RESOLV_CONF = `nameserver ${SLIRP_DNS}\n`
 
+/** What a `static` / `resolver` sandbox sees: the capture helper's DNS stub on its own loopback. */
+export const PROXIED_RESOLV_CONF = 'nameserver 127.0.0.1\noptions attempts:2 timeout:2\n'
+
 /** Which tools of `tools` are not usable (an empty list: allow-all can be set up). */
 export async function missingNetworkTools(
 	tools: NetworkToolPaths,
 	asRoot = process.getuid?.() === 0,
+	needed: readonly (keyof NetworkToolPaths)[] = ['slirp4netns', 'nft', 'nsenter'],
 ): Promise<MissingNetworkTool[]> {
 	const missing: MissingNetworkTool[] = []
-	for (const tool of ['slirp4netns', 'nft', 'nsenter'] as const) {
+	for (const tool of needed) {
 		try {
 			await access(tools[tool], constants.X_OK)
 		} catch {
@@ -57,7 +65,7 @@ export async function missingNetworkTools(
 			missing.push({ tool, path: tools[tool], fix, debianPackage: PACKAGES[tool] })
 		}
 	}
-	if (!asRoot) {
+	if (!asRoot && needed.includes('slirp4netns')) {
 		try {
 			await access(TUN_DEVICE, constants.R_OK | constants.W_OK)
 		} catch {
@@ -68,13 +76,17 @@ export async function missingNetworkTools(
 	return missing
 }
 
-/** Refuses `allow-all` by name when a tool is missing; `deny-all` needs none of them. */
+/**
+ * Refuses `allow-all` or a proxied kind by name when a tool it needs is missing; `deny-all` needs
+ * none of them, a proxied kind only `nsenter` and `ip` (for its capture route).
+ */
 export async function assertNetworkUsable(
 	egress: LocalEgress,
 	tools: NetworkToolPaths,
 ): Promise<void> {
-	if (egress !== 'allow-all') return
-	const missing = await missingNetworkTools(tools)
+	if (egress === 'deny-all') return
+	const needed = egress === 'allow-all' ? undefined : (['nsenter', 'ip'] as const)
+	const missing = await missingNetworkTools(tools, undefined, needed)
 	if (missing.length > 0) throw new LocalNetworkUnavailableError(missing)
 }
 

@@ -6,6 +6,7 @@
  * them, `list()` shows them. What sandboxes of dead hosts left in the state directory is reaped in
  * the background once the first `create()` settles, or as the warm pool starts (`reap-leftovers.ts`).
  */
+
 import {
 	CONFIG_SITE,
 	callSite,
@@ -18,6 +19,7 @@ import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
+import type { EgressTestSeam } from './local-egress-proxy.js'
 import { LocalProviderClosedError } from './local-errors.js'
 import {
 	type LocalInstance,
@@ -49,6 +51,11 @@ export interface LocalProviderHooks {
 	readonly onBackgroundError?: (error: unknown) => void
 	/** Told the id of each warm-pool sandbox once it is started, probed and ready. Must not throw. */
 	readonly onWarmSandboxReady?: (id: string) => void
+	/**
+	 * @internal Tests only: how the egress proxy resolves names and which CAs it trusts upstream.
+	 * The private-range deny set still applies to whatever this resolves to.
+	 */
+	readonly egressTestSeam?: EgressTestSeam
 }
 
 /** The local tier's provider: typed `create()`, plus reopening and listing kept-alive sandboxes. */
@@ -74,7 +81,11 @@ export function createLocalSandboxProvider(
 	let context: LocalInstanceContext | undefined
 	// Resolved at the first start, so a provider without a pool touches nothing until create().
 	const instanceContext = () => {
-		context ??= { backend: resolved, agentPath: agentBundlePath() }
+		context ??= {
+			backend: resolved,
+			agentPath: agentBundlePath(),
+			...(hooks.egressTestSeam ? { egressSeam: hooks.egressTestSeam } : {}),
+		}
 		return context
 	}
 	const live = new Set<LocalSandbox>()
@@ -96,8 +107,9 @@ export function createLocalSandboxProvider(
 		return reaping
 	}
 
+	// A proxied sandbox is never served from the pool (its proxy is its creator's): none is kept.
 	const pool =
-		resolved.warmPoolSize > 0
+		resolved.warmPoolSize > 0 && defaultSpec.egress !== 'proxied'
 			? new WarmPool<LocalInstance>({
 					size: resolved.warmPoolSize,
 					start: (signal) => startLocalInstance(instanceContext(), defaultSpec, signal),

@@ -6,6 +6,12 @@
 import { isAbsolute } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../contract/provider.js'
+import { type EgressRule, parseAllowedHosts } from '../../host/egress/allowed-hosts.js'
+import {
+	type EgressCredential,
+	parseEgressCredentials,
+} from '../../host/egress/egress-credentials.js'
+import type { EgressDecision } from '../../host/egress/egress-decision.js'
 import {
 	checkCreateConfig,
 	checkProviderDefaults,
@@ -16,8 +22,20 @@ import { LocalEgressUnsupportedError } from './local-errors.js'
 import { validatePathList } from './path-options.js'
 import { parseCpuLimit, parseDiskLimitMb } from './sandbox-limits.js'
 
-/** Egress kinds the local tier enforces itself: no network namespace sharing, or the host's. */
-export type LocalEgress = 'deny-all' | 'allow-all'
+/**
+ * How the local tier enforces a sandbox's egress: loopback only (`deny-all`), slirp4netns
+ * (`allow-all`), or the egress proxy (`proxied`: `static` and `resolver` policies).
+ */
+export type LocalEgress = 'deny-all' | 'allow-all' | 'proxied'
+
+/** A `static` or `resolver` policy as the proxy enforces it, with the host-side options. */
+export interface LocalProxiedEgress {
+	readonly kind: 'static' | 'resolver'
+	/** `static`: the parsed rules; `resolver`: asked when the sandbox starts. */
+	readonly rules: readonly EgressRule[] | (() => Promise<readonly string[]>)
+	readonly credentials: readonly EgressCredential[]
+	readonly onDecision?: (decision: EgressDecision) => void
+}
 
 /** The local tier's `create()` config: the portable one plus sandboxes that outlive their host. */
 export interface LocalSandboxCreateConfig extends SandboxCreateConfig {
@@ -45,6 +63,14 @@ export interface LocalSandboxCreateConfig extends SandboxCreateConfig {
 	 * ephemeral workspace on a root host; refused by name anywhere else (`DiskLimitUnavailableError`).
 	 */
 	readonly diskLimitMb?: number
+	/**
+	 * Headers the egress proxy adds to requests for one host, outside the sandbox (`static` and
+	 * `resolver` egress only): plain HTTP is rewritten, HTTPS terminated with a per-sandbox CA whose
+	 * certificate alone the sandbox trusts. The sandbox never sees the values.
+	 */
+	readonly egressCredentials?: readonly EgressCredential[]
+	/** Told each verdict of the egress proxy (`static` and `resolver` egress only). Must not throw. */
+	readonly onEgressDecision?: (decision: EgressDecision) => void
 }
 
 export interface LocalSandboxSpec {
@@ -55,6 +81,8 @@ export interface LocalSandboxSpec {
 	readonly memoryLimitMb?: number
 	readonly maxProcesses?: number
 	readonly egress: LocalEgress
+	/** Set when `egress` is `proxied`. */
+	readonly proxiedEgress?: LocalProxiedEgress
 	/** Present ⇒ the sandbox outlives its host for this many milliseconds. */
 	readonly keepAliveMs?: number
 	/** Normalized, lexically valid; checked against the host when the sandbox starts. Absent ⇒ none. */
@@ -88,12 +116,45 @@ function environment(value: unknown): Record<string, string> {
 	return env
 }
 
-function egress(config: SandboxCreateConfig, defaults: SandboxProviderDefaults): LocalEgress {
+function egress(
+	config: LocalSandboxCreateConfig,
+	defaults: SandboxProviderDefaults,
+	keptAlive: boolean,
+): Pick<LocalSandboxSpec, 'egress' | 'proxiedEgress'> {
 	const policy = config.egress ?? defaults.defaultEgress ?? { kind: 'deny-all' }
+	const field = config.egress === undefined ? 'defaultEgress' : 'egress'
 	const kind: unknown = policy.kind
-	if (kind === 'deny-all' || kind === 'allow-all') return kind
-	if (kind === 'static' || kind === 'resolver') throw new LocalEgressUnsupportedError(kind)
-	throw new SandboxConfigError('egress', `unknown egress kind ${JSON.stringify(kind)}`)
+	const proxied = kind === 'static' || kind === 'resolver'
+	if (!proxied && (config.egressCredentials !== undefined || config.onEgressDecision)) {
+		throw new SandboxConfigError(
+			config.egressCredentials === undefined ? 'onEgressDecision' : 'egressCredentials',
+			`needs a 'static' or 'resolver' egress policy (this one is ${JSON.stringify(kind)})`,
+		)
+	}
+	if (kind === 'deny-all' || kind === 'allow-all') return { egress: kind }
+	if (!proxied)
+		throw new SandboxConfigError('egress', `unknown egress kind ${JSON.stringify(kind)}`)
+	// The proxy lives in this host process: a sandbox outliving it would be left with no network.
+	if (keptAlive) throw new LocalEgressUnsupportedError(kind, 'a kept-alive sandbox')
+	let rules: LocalProxiedEgress['rules']
+	if (policy.kind === 'static')
+		rules = parseAllowedHosts(policy.allowedHosts, `${field}.allowedHosts`)
+	else if (policy.kind === 'resolver' && typeof policy.resolve === 'function') {
+		rules = policy.resolve
+	} else throw new SandboxConfigError(`${field}.resolve`, 'must be a function')
+	const onDecision: unknown = config.onEgressDecision
+	if (onDecision !== undefined && typeof onDecision !== 'function') {
+		throw new SandboxConfigError('onEgressDecision', 'must be a function')
+	}
+	return {
+		egress: 'proxied',
+		proxiedEgress: {
+			kind,
+			rules,
+			credentials: parseEgressCredentials(config.egressCredentials),
+			...(config.onEgressDecision ? { onDecision: config.onEgressDecision } : {}),
+		},
+	}
 }
 
 /**
@@ -130,7 +191,7 @@ export function resolveLocalSandboxSpec(
 		...(timeoutMs === undefined ? {} : { timeoutMs }),
 		...(memoryLimitMb === undefined ? {} : { memoryLimitMb }),
 		...(maxProcesses === undefined ? {} : { maxProcesses }),
-		egress: egress(config, defaults),
+		...egress(config, defaults, keepAliveMs !== undefined),
 		...(keepAliveMs === undefined ? {} : { keepAliveMs }),
 		...(readOnlyPaths.length === 0 ? {} : { readOnlyPaths }),
 		...(hiddenPaths.length === 0 ? {} : { hiddenPaths }),
@@ -158,6 +219,8 @@ export function canServeFromPool(pooled: LocalSandboxSpec, requested: LocalSandb
 		requested.memoryLimitMb === pooled.memoryLimitMb &&
 		requested.maxProcesses === pooled.maxProcesses &&
 		requested.egress === pooled.egress &&
+		// A proxied sandbox's proxy (its rules, credentials, decision log) is its creator's own.
+		requested.egress !== 'proxied' &&
 		samePaths(requested.readOnlyPaths, pooled.readOnlyPaths) &&
 		samePaths(requested.hiddenPaths, pooled.hiddenPaths) &&
 		requested.cpuLimit === pooled.cpuLimit &&

@@ -51,12 +51,21 @@ export class LocalNetworkUnavailableError extends SandboxError {
 	}
 }
 
-/** slirp4netns or the sandbox's firewall could not be set up; nothing was left running. */
+/**
+ * slirp4netns or the sandbox's firewall (allow-all), or the capture route or helper (`static` /
+ * `resolver`), could not be set up; nothing was left running.
+ */
 export class LocalNetworkSetupError extends SandboxError {
 	override readonly name = 'LocalNetworkSetupError'
 	readonly sandboxId: string
 	/** Which step failed. */
-	readonly step: 'namespace' | 'slirp4netns' | 'firewall'
+	readonly step:
+		| 'namespace'
+		| 'slirp4netns'
+		| 'firewall'
+		| 'capture-route'
+		| 'capture-helper'
+		| 'egress-proxy'
 	/** What the failing tool wrote to stderr (last lines). */
 	readonly stderrTail: string
 

@@ -7,9 +7,10 @@
  * the host-claims record before it is made; `release()` undoes the record and removes the state
  * root once the sandbox's processes are gone. A failed preparation undoes what it did.
  */
-import { chmod, open, realpath, stat, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, open, realpath, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
+import { EGRESS_BRIDGE_DIR } from '../../wire/egress-bridge.js'
 import { buildBwrapArgs } from './bwrap-argv.js'
 import { claimsDirectory, takeLock, workspaceLockName } from './claim-locks.js'
 import {
@@ -23,11 +24,17 @@ import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
 import { assertHostTool, HOST_TOOLS } from './host-tools.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import {
+	EGRESS_BRIDGE_DIR_NAME,
+	EGRESS_TRUST_BUNDLE_NAME,
+	hasSystemTrustBundle,
+	SYSTEM_TRUST_BUNDLE,
+} from './local-egress-proxy.js'
+import {
 	LocalPathOptionError,
 	LocalStateDirUnreachableError,
 	LocalWorkspaceBusyError,
 } from './local-errors.js'
-import { ALLOW_ALL_RESOLV_CONF, resolvConfTarget } from './local-network.js'
+import { ALLOW_ALL_RESOLV_CONF, PROXIED_RESOLV_CONF, resolvConfTarget } from './local-network.js'
 import type { LocalSandboxSpec } from './local-sandbox-spec.js'
 import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
 import { readProcessIdentity } from './process-identity.js'
@@ -212,14 +219,35 @@ async function hiddenTargets(prep: Preparation) {
 async function resolverBind(prep: Preparation, layout: HostRootLayout): Promise<BindSource[]> {
 	const real = await resolvConfTarget()
 	if (real === undefined) return []
-	if (prep.input.spec.egress === 'allow-all') {
+	const { egress } = prep.input.spec
+	if (egress === 'allow-all' || egress === 'proxied') {
 		const source = join(prep.dirs.root, ALLOW_ALL_RESOLV_CONF_NAME)
-		await writeFile(source, ALLOW_ALL_RESOLV_CONF)
+		await writeFile(source, egress === 'allow-all' ? ALLOW_ALL_RESOLV_CONF : PROXIED_RESOLV_CONF)
 		// Readable by the sandbox uid whatever the umask.
 		await chmod(source, 0o644)
 		return [{ source, target: real }]
 	}
 	return underSystemBinds(real, layout) ? [] : [{ source: real, target: real }]
+}
+
+/**
+ * A proxied sandbox's bridge: the directory the host's egress proxy listens in, bound read-only at
+ * `EGRESS_BRIDGE_DIR` (connecting to a socket needs no write access to its mount), and — with
+ * credentials — a trust bundle over the system's, filled in once the proxy has minted its CA.
+ */
+async function egressBinds(prep: Preparation): Promise<BindSource[]> {
+	const { spec } = prep.input
+	if (spec.egress !== 'proxied') return []
+	const bridge = join(prep.dirs.root, EGRESS_BRIDGE_DIR_NAME)
+	await mkdir(bridge, { mode: 0o755 })
+	await chmod(bridge, 0o755)
+	const binds: BindSource[] = [{ source: bridge, target: EGRESS_BRIDGE_DIR }]
+	if ((spec.proxiedEgress?.credentials.length ?? 0) > 0 && (await hasSystemTrustBundle())) {
+		const bundle = join(prep.dirs.root, EGRESS_TRUST_BUNDLE_NAME)
+		await writeFile(bundle, '', { mode: 0o644 })
+		binds.push({ source: bundle, target: await realpath(SYSTEM_TRUST_BUNDLE) })
+	}
+	return binds
 }
 
 /**
@@ -285,7 +313,11 @@ async function prepare(
 	const { input, dirs } = prep
 	const { backend, spec, signal } = input
 	const layout = await readHostRootLayout()
-	const wanted = [...(await resolveReadOnlyPaths(prep)), ...(await resolverBind(prep, layout))]
+	const wanted = [
+		...(await resolveReadOnlyPaths(prep)),
+		...(await resolverBind(prep, layout)),
+		...(await egressBinds(prep)),
+	]
 	const hidden = await hiddenTargets(prep)
 	await mountSizedWorkspace(prep)
 	await handOverCallerWorkspace(prep)

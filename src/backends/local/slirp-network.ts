@@ -54,7 +54,7 @@ export interface SlirpNetwork {
 }
 
 /** Rejects when `signal` aborts or `ms` pass; `onTimeout` names what was being waited for. */
-function bounded<T>(
+export function bounded<T>(
 	work: Promise<T>,
 	ms: number,
 	signal: AbortSignal | undefined,
@@ -124,19 +124,28 @@ function killAndWait(child: ChildProcess, exited: Promise<unknown>): Promise<voi
 	return exited.then(() => undefined)
 }
 
-/** `nsenter … nft -f -` for the sandbox's namespace, as root or as the sandbox's own user. */
-export function firewallCommand(
+/** `nsenter … --` into the sandbox's network namespace, as root or as the sandbox's own user. */
+export function namespaceEntry(
 	tools: NetworkToolPaths,
 	sandboxPid: number,
 	asRoot: boolean,
 ): string[] {
 	const net = `--net=/proc/${sandboxPid}/ns/net`
 	// A non-root host enters the sandbox's user namespace, which it owns, for CAP_NET_ADMIN there;
-	// its uid must be 0 inside for nft to keep that capability across exec.
+	// its uid must be 0 inside for the program to keep that capability across exec.
 	const entry = asRoot
 		? [net]
 		: [`--user=/proc/${sandboxPid}/ns/user`, net, '--preserve-credentials']
-	return [tools.nsenter, ...entry, '--', tools.nft, '-f', '-']
+	return [tools.nsenter, ...entry, '--']
+}
+
+/** `nsenter … nft -f -` for the sandbox's namespace, as root or as the sandbox's own user. */
+export function firewallCommand(
+	tools: NetworkToolPaths,
+	sandboxPid: number,
+	asRoot: boolean,
+): string[] {
+	return [...namespaceEntry(tools, sandboxPid, asRoot), tools.nft, '-f', '-']
 }
 
 export function slirpArguments(sandboxPid: number): string[] {
@@ -154,55 +163,104 @@ export function slirpArguments(sandboxPid: number): string[] {
 	]
 }
 
-async function installFirewall(
-	options: AttachSlirpOptions,
-	sandboxPid: number,
-	deadline: number,
-): Promise<void> {
-	const [program, ...args] = firewallCommand(options.tools, sandboxPid, process.getuid?.() === 0)
+/** A command run in the sandbox's namespace (`namespaceEntry` + program) that must exit 0 in time. */
+export interface NamespaceCommand {
+	readonly sandboxId: string
+	readonly step: LocalNetworkSetupError['step']
+	/** Program first. */
+	readonly argv: readonly string[]
+	/** Written to its stdin, then closed. */
+	readonly input?: string
+	/** Names the program in failures (`nft`, `nsenter`). */
+	readonly label: string
+	readonly deadline: number
+	readonly signal?: AbortSignal
+}
+
+export async function runNamespaceCommand(command: NamespaceCommand): Promise<void> {
+	const [program, ...args] = command.argv
 	if (program === undefined) return
 	const tail = new StderrTail()
-	const child = spawn(program, args, { stdio: ['pipe', 'ignore', 'pipe'] })
+	const child = spawn(program, args, {
+		stdio: [command.input === undefined ? 'ignore' : 'pipe', 'ignore', 'pipe'],
+	})
 	child.stderr?.on('data', (chunk: Buffer) => tail.push(chunk))
 	child.stdin?.on('error', () => undefined)
-	child.stdin?.end(sandboxGuardRuleset(options.hostAddresses))
+	if (command.input !== undefined) child.stdin?.end(command.input)
 	const exited = exitOf(child)
 	const fail = (detail: string) =>
-		new LocalNetworkSetupError(options.sandboxId, 'firewall', detail, tail.read())
+		new LocalNetworkSetupError(command.sandboxId, command.step, detail, tail.read())
 	try {
-		const how = await bounded(exited, Math.max(1, deadline - Date.now()), options.signal, () =>
-			fail('nft did not finish in time'),
+		const how = await bounded(
+			exited,
+			Math.max(1, command.deadline - Date.now()),
+			command.signal,
+			() => fail(`${command.label} did not finish in time`),
 		)
-		if (child.exitCode !== 0) throw fail(`nft ${how}`)
+		if (child.exitCode !== 0) throw fail(`${command.label} ${how}`)
 	} catch (error) {
 		await killAndWait(child, exited)
 		throw error
 	}
 }
 
-export async function attachSlirpNetwork(options: AttachSlirpOptions): Promise<SlirpNetwork> {
-	const deadline = Date.now() + options.timeoutMs
-	const remaining = () => Math.max(1, deadline - Date.now())
-	const { sandboxId } = options
+function installFirewall(
+	options: AttachSlirpOptions,
+	sandboxPid: number,
+	deadline: number,
+): Promise<void> {
+	return runNamespaceCommand({
+		sandboxId: options.sandboxId,
+		step: 'firewall',
+		argv: firewallCommand(options.tools, sandboxPid, process.getuid?.() === 0),
+		input: sandboxGuardRuleset(options.hostAddresses),
+		label: 'nft',
+		deadline,
+		...(options.signal ? { signal: options.signal } : {}),
+	})
+}
+
+/**
+ * The sandbox's pid from bwrap's info descriptor, once its loopback is up: bwrap reports the pid
+ * before its child has set up loopback, and configuring the namespace earlier races it (slirp4netns
+ * bringing `lo` up makes bwrap fail with "loopback: Failed RTM_NEWADDR").
+ */
+export async function sandboxPidOnceLoopbackUp(
+	info: Readable,
+	sandboxId: string,
+	remaining: () => number,
+	signal: AbortSignal | undefined,
+): Promise<number> {
 	const sandboxPid = await bounded(
-		readSandboxPid(options.info).catch((error: unknown) => {
+		readSandboxPid(info).catch((error: unknown) => {
 			const detail = error instanceof Error ? error.message : String(error)
 			throw new LocalNetworkSetupError(sandboxId, 'namespace', detail, '', { cause: error })
 		}),
 		remaining(),
-		options.signal,
+		signal,
 		() => new LocalNetworkSetupError(sandboxId, 'namespace', 'bwrap reported no pid', ''),
 	)
-	// bwrap reports the pid before its child has set up loopback; slirp4netns brings `lo` up too,
-	// and bwrap fails ("loopback: Failed RTM_NEWADDR") when slirp4netns wins that race.
 	await bounded(
 		waitForLoopback(sandboxPid).catch((error: unknown) => {
 			const detail = 'the sandbox exited before its loopback was up'
 			throw new LocalNetworkSetupError(sandboxId, 'namespace', detail, '', { cause: error })
 		}),
 		remaining(),
-		options.signal,
+		signal,
 		() => new LocalNetworkSetupError(sandboxId, 'namespace', 'loopback never came up', ''),
+	)
+	return sandboxPid
+}
+
+export async function attachSlirpNetwork(options: AttachSlirpOptions): Promise<SlirpNetwork> {
+	const deadline = Date.now() + options.timeoutMs
+	const remaining = () => Math.max(1, deadline - Date.now())
+	const { sandboxId } = options
+	const sandboxPid = await sandboxPidOnceLoopbackUp(
+		options.info,
+		sandboxId,
+		remaining,
+		options.signal,
 	)
 	const tail = new StderrTail()
 	// slirp4netns relays the workload's traffic: what it logs is bounded like the sandbox's own stderr.

@@ -67,6 +67,14 @@ describe('describeLocalIsolation', () => {
 			expect(report.network.denyAll.ok).toBe(true)
 			expect(report.network.allowAll).toMatchObject({ ok: true })
 			expect(report.network.allowAll.detail).toContain('slirp4netns')
+			expect(report.network.proxied).toMatchObject({ ok: true })
+			expect(Object.keys(report.network.proxied.layers).sort()).toEqual([
+				'connect',
+				'dns',
+				'host',
+				'ip',
+				'sni',
+			])
 			if (process.getuid?.() === 0) expect(report.diskLimit.ok).toBe(true)
 		},
 	)
@@ -79,6 +87,17 @@ describe('describeLocalIsolation', () => {
 		expect(report.network.allowAll.ok).toBe(false)
 		expect(report.network.allowAll.detail).toContain('apt-get install -y slirp4netns')
 		expect(report.problems.join('\n')).toContain('egress allow-all is refused here')
+	})
+
+	it('says static and resolver are refused, and what to install, when ip is missing', async () => {
+		const report = await describeLocalIsolation(
+			{ tier: 'process', tools: { ip: '/nonexistent/ip' } },
+			{ probeAgent: false },
+		)
+		expect(report.network.proxied.ok).toBe(false)
+		expect(report.network.proxied.detail).toContain('iproute2')
+		expect(report.network.allowAll.ok).toBe(true)
+		expect(report.problems.join('\n')).toContain('egress static and resolver are refused here')
 	})
 
 	it("reports defaultLimits: 'best-effort' as the explicit opt-out it is", async () => {

@@ -99,10 +99,13 @@ describe.skipIf(skip !== undefined)(
 			await provider.close()
 		})
 
-		it('refuses static and resolver egress by name until the egress proxy exists', async () => {
+		it('refuses static and resolver egress by name for a kept-alive sandbox', async () => {
 			const provider = createLocalSandboxProvider({ tier: 'process', stateDir })
 			await expect(
-				provider.create({ egress: { kind: 'static', allowedHosts: ['example.com'] } }),
+				provider.create({
+					egress: { kind: 'static', allowedHosts: ['example.com'] },
+					keepAlive: true,
+				}),
 			).rejects.toBeInstanceOf(LocalEgressUnsupportedError)
 			await provider.close()
 			await expectNothingLeftBehind(stateDir)

@@ -28,6 +28,7 @@ describe('resolveLocalBackendConfig', () => {
 				slirp4netns: '/usr/bin/slirp4netns',
 				nft: '/usr/sbin/nft',
 				nsenter: '/usr/bin/nsenter',
+				ip: '/usr/sbin/ip',
 				mkfsExt4: '/usr/sbin/mkfs.ext4',
 			},
 		})
@@ -93,18 +94,56 @@ describe('resolveLocalSandboxSpec', () => {
 	})
 
 	it.each(['static', 'resolver'] as const)(
-		'refuses %s egress by name until the proxy exists',
+		'resolves %s egress to the proxy, from the call or the provider default',
 		(kind) => {
 			const egress =
 				kind === 'static'
-					? { kind, allowedHosts: ['example.com'] }
+					? { kind, allowedHosts: ['example.com', '*.example.org:8443'] }
 					: { kind, resolve: async () => ['example.com'] }
-			expect(() => resolveLocalSandboxSpec({ egress }, {})).toThrow(LocalEgressUnsupportedError)
-			expect(() => resolveLocalSandboxSpec({}, { defaultEgress: egress })).toThrow(
-				LocalEgressUnsupportedError,
-			)
+			for (const spec of [
+				resolveLocalSandboxSpec({ egress }, {}),
+				resolveLocalSandboxSpec({}, { defaultEgress: egress }),
+			]) {
+				expect(spec.egress).toBe('proxied')
+				expect(spec.proxiedEgress).toMatchObject({ kind, credentials: [] })
+			}
 		},
 	)
+
+	it('refuses a malformed allowedHosts entry by its index, from the call or the default', () => {
+		const egress = { kind: 'static', allowedHosts: ['example.com', 'bad host'] } as const
+		expect(() => resolveLocalSandboxSpec({ egress }, {})).toThrow(
+			'egress.allowedHosts[1]: "bad host" is not a host name',
+		)
+		expect(() => resolveLocalSandboxSpec({}, { defaultEgress: egress })).toThrow(
+			'defaultEgress.allowedHosts[1]',
+		)
+		expect(() =>
+			resolveLocalSandboxSpec({ egress: { kind: 'resolver', resolve: 'x' as never } }, {}),
+		).toThrow('egress.resolve: must be a function')
+	})
+
+	it('refuses proxied egress for a kept-alive sandbox, and proxy options without it', () => {
+		const egress = { kind: 'static', allowedHosts: ['example.com'] } as const
+		expect(() => resolveLocalSandboxSpec({ egress, keepAlive: true }, {})).toThrow(
+			LocalEgressUnsupportedError,
+		)
+		expect(() =>
+			resolveLocalSandboxSpec(
+				{ egressCredentials: [{ host: 'example.com', headers: { A: 'b' } }] },
+				{},
+			),
+		).toThrow("egressCredentials: needs a 'static' or 'resolver' egress policy")
+		expect(() =>
+			resolveLocalSandboxSpec({ egress: { kind: 'allow-all' }, onEgressDecision: () => {} }, {}),
+		).toThrow('onEgressDecision: needs')
+		expect(() =>
+			resolveLocalSandboxSpec(
+				{ egress, egressCredentials: [{ host: '*.example.com', headers: { A: 'b' } }] },
+				{},
+			),
+		).toThrow('egressCredentials[0].host')
+	})
 
 	it.each([
 		['workingDirectory', { workingDirectory: 'relative' }],

@@ -1,7 +1,9 @@
 /**
  * "The internet" for network tests: a network namespace joined to the host by a veth pair, in a
  * private /24 nothing else on this machine uses, with a TCP listener inside it that answers
- * `internet`. Reaching it from a sandbox means reaching a machine that is not the host.
+ * `internet`. Reaching it from a sandbox means reaching a machine that is not the host. With
+ * `publicAddress` the pair gets a /30 of 198.51.100.0/24 instead (documentation space, outside the
+ * egress proxy's private-range deny set), and `program` replaces the listener.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 
@@ -18,6 +20,26 @@ function ip(...args: string[]): string {
 	return execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
 }
 
+export interface StandInOptions {
+	/** A /30 of 198.51.100.0/24 rather than a private /24. */
+	readonly publicAddress?: boolean
+	/** node arguments of the program run inside instead of the listener; it gets the address as
+	 * its first argument after these and prints a line once it listens. */
+	readonly program?: readonly string[]
+}
+
+/** `[host side, inside, prefix length]` of a /30 in 198.51.100.0/24 nothing on this host uses. */
+function unusedPublicPair(): [string, string, number] {
+	const used = ip('-4', 'addr') + ip('-4', 'route')
+	for (let offset = 0; offset < 64; offset++) {
+		const base = ((process.pid + offset) % 64) * 4
+		if (!used.includes(`198.51.100.${base}/`) && !used.includes(`198.51.100.${base + 1}/`)) {
+			return [`198.51.100.${base + 1}`, `198.51.100.${base + 2}`, 30]
+		}
+	}
+	throw new Error('no unused /30 in 198.51.100.0/24 on this host')
+}
+
 function unusedSubnet(): string {
 	const used = ip('-4', 'addr') + ip('-4', 'route')
 	for (let offset = 0; offset < 250; offset++) {
@@ -30,14 +52,17 @@ function unusedSubnet(): string {
 const LISTENER = `require('node:net').createServer((s) => { s.on('error', () => {}); s.end('internet') })
 	.listen(Number(process.argv[2]), process.argv[1], () => console.log('ready'))`
 
-export async function startStandInInternet(): Promise<StandInInternet> {
-	const tag = String(process.pid % 10_000_000)
+export async function startStandInInternet(options: StandInOptions = {}): Promise<StandInInternet> {
+	const tag = `${options.publicAddress ? 'p' : ''}${process.pid % 1_000_000}`
 	const namespace = `namzu-inet-${tag}`
 	const hostLink = `nzi${tag}h`
 	const innerLink = `nzi${tag}c`
-	const subnet = unusedSubnet()
-	const address = `${subnet}.2`
-	const hostSideAddress = `${subnet}.1`
+	let [hostSideAddress, address, prefix] = ['', '', 24]
+	if (options.publicAddress) [hostSideAddress, address, prefix] = unusedPublicPair()
+	else {
+		const subnet = unusedSubnet()
+		;[hostSideAddress, address] = [`${subnet}.1`, `${subnet}.2`]
+	}
 	const port = 18_080
 	let listener: ChildProcess | undefined
 	const close = async () => {
@@ -61,16 +86,17 @@ export async function startStandInInternet(): Promise<StandInInternet> {
 		ip('netns', 'add', namespace)
 		ip('link', 'add', hostLink, 'type', 'veth', 'peer', 'name', innerLink)
 		ip('link', 'set', innerLink, 'netns', namespace)
-		ip('addr', 'add', `${hostSideAddress}/24`, 'dev', hostLink)
+		ip('addr', 'add', `${hostSideAddress}/${prefix}`, 'dev', hostLink)
 		ip('link', 'set', hostLink, 'up')
-		ip('-n', namespace, 'addr', 'add', `${address}/24`, 'dev', innerLink)
+		ip('-n', namespace, 'addr', 'add', `${address}/${prefix}`, 'dev', innerLink)
 		ip('-n', namespace, 'link', 'set', innerLink, 'up')
 		ip('-n', namespace, 'link', 'set', 'lo', 'up')
-		const started = spawn(
-			'ip',
-			['netns', 'exec', namespace, process.execPath, '-e', LISTENER, address, String(port)],
-			{ stdio: ['ignore', 'pipe', 'inherit'] },
-		)
+		const program = options.program
+			? [...options.program, address]
+			: ['-e', LISTENER, address, String(port)]
+		const started = spawn('ip', ['netns', 'exec', namespace, process.execPath, ...program], {
+			stdio: ['ignore', 'pipe', 'inherit'],
+		})
 		listener = started
 		await new Promise<void>((resolve, reject) => {
 			started.stdout?.once('data', () => resolve())

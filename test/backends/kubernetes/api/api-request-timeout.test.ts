@@ -74,11 +74,13 @@ describe('package root', () => {
 		expectTypeOf<root.KubernetesApiFailureTransport>().toEqualTypeOf<'connect' | 'status'>()
 	})
 
-	it('declares yaml as its one runtime dependency', async () => {
+	// No Kubernetes client library: yaml is the tier's one dependency; node-forge mints the egress
+	// proxy's certificates (node:crypto cannot).
+	it('declares yaml and node-forge as its only runtime dependencies', async () => {
 		const { readFileSync } = await import('node:fs')
 		const pkg = JSON.parse(
 			readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8'),
 		)
-		expect(Object.keys(pkg.dependencies ?? {})).toEqual(['yaml'])
+		expect(Object.keys(pkg.dependencies ?? {})).toEqual(['node-forge', 'yaml'])
 	})
 })

@@ -1,0 +1,148 @@
+/**
+ * The network of a sandbox under a `static` or `resolver` policy: bwrap's fresh namespace with only
+ * loopback, plus a `local default` route on it (and `local ::/0`), so every TCP connect to any
+ * address lands on the capture helper's listeners (`src/agent/egress/`), and unprivileged binds of
+ * low ports, so the helper (no capabilities) can listen on 53, 80 and 443. The host sets both
+ * through `nsenter` once bwrap reports the sandbox's pid, then waits until the helper listens on
+ * every captured port and on 127.0.0.1:53 before anything runs inside. Without the helper nothing
+ * answers those connects: no network.
+ */
+import { readFile } from 'node:fs/promises'
+import type { Readable } from 'node:stream'
+import type { NetworkToolPaths } from './local-network.js'
+import { LocalNetworkSetupError } from './network-errors.js'
+import {
+	bounded,
+	namespaceEntry,
+	runNamespaceCommand,
+	sandboxPidOnceLoopbackUp,
+} from './slirp-network.js'
+
+const LISTEN_POLL_MS = 10
+const DNS_PORT = 53
+
+/** The shell the capture route is set with: `$1` is the `ip` binary. */
+export const CAPTURE_ROUTE_SCRIPT = [
+	'"$1" route add local default dev lo',
+	// No IPv6 in the namespace: nothing to route (connects to v6 then fail, which is closed).
+	'{ [ ! -e /proc/net/if_inet6 ] || "$1" -6 route add local ::/0 dev lo; }',
+	'echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start',
+].join(' && ')
+
+export function captureRouteCommand(
+	tools: NetworkToolPaths,
+	sandboxPid: number,
+	asRoot: boolean,
+): string[] {
+	return [
+		...namespaceEntry(tools, sandboxPid, asRoot),
+		'/bin/sh',
+		'-c',
+		CAPTURE_ROUTE_SCRIPT,
+		'sh',
+		tools.ip,
+	]
+}
+
+/** TCP ports in LISTEN state in a `/proc/<pid>/net/tcp` or `tcp6` table. */
+export function listeningTcpPorts(table: string): Set<number> {
+	const ports = new Set<number>()
+	for (const line of table.split('\n').slice(1)) {
+		const [, local, , state] = line.trim().split(/\s+/)
+		if (state !== '0A' || local === undefined) continue
+		ports.add(Number.parseInt(local.slice(local.lastIndexOf(':') + 1), 16))
+	}
+	return ports
+}
+
+/** UDP ports bound in a `/proc/<pid>/net/udp` table. */
+export function boundUdpPorts(table: string): Set<number> {
+	const ports = new Set<number>()
+	for (const line of table.split('\n').slice(1)) {
+		const [, local] = line.trim().split(/\s+/)
+		if (local !== undefined) ports.add(Number.parseInt(local.slice(local.lastIndexOf(':') + 1), 16))
+	}
+	return ports
+}
+
+async function helperListening(sandboxPid: number, ports: readonly number[]): Promise<boolean> {
+	const read = (name: string) => readFile(`/proc/${sandboxPid}/net/${name}`, 'utf8').catch(() => '')
+	const [tcp, tcp6, udp] = await Promise.all([read('tcp'), read('tcp6'), read('udp')])
+	const listening = new Set([...listeningTcpPorts(tcp), ...listeningTcpPorts(tcp6)])
+	return ports.every((port) => listening.has(port)) && boundUdpPorts(udp).has(DNS_PORT)
+}
+
+export interface AttachProxiedOptions {
+	readonly sandboxId: string
+	readonly tools: NetworkToolPaths
+	/** The host end of bwrap's `--info-fd`. */
+	readonly info: Readable
+	readonly ports: readonly number[]
+	readonly timeoutMs: number
+	readonly signal?: AbortSignal
+}
+
+export interface ProxiedNetwork {
+	readonly sandboxPid: number
+	/** Nothing runs on the host for it (the proxy is closed by its owner). */
+	stop(): Promise<void>
+}
+
+export async function attachProxiedNetwork(options: AttachProxiedOptions): Promise<ProxiedNetwork> {
+	const deadline = Date.now() + options.timeoutMs
+	const remaining = () => Math.max(1, deadline - Date.now())
+	const { sandboxId } = options
+	const pid = await sandboxPidOnceLoopbackUp(options.info, sandboxId, remaining, options.signal)
+	await runNamespaceCommand({
+		sandboxId,
+		step: 'capture-route',
+		argv: captureRouteCommand(options.tools, pid, process.getuid?.() === 0),
+		label: 'nsenter',
+		deadline,
+		...(options.signal ? { signal: options.signal } : {}),
+	})
+	await bounded(
+		(async () => {
+			while (!(await helperListening(pid, options.ports))) {
+				await new Promise((resolve) => setTimeout(resolve, LISTEN_POLL_MS))
+			}
+		})(),
+		remaining(),
+		options.signal,
+		() =>
+			new LocalNetworkSetupError(
+				sandboxId,
+				'capture-helper',
+				`the capture helper did not listen on ports ${options.ports.join(', ')} and DNS in time`,
+				'',
+			),
+	)
+	return { sandboxPid: pid, stop: async () => undefined }
+}
+
+/** What the launcher needs for a proxied network, and the step that attaches it. */
+export interface PreparedProxiedNetwork {
+	readonly extraFds: readonly 'pipe'[]
+	readonly bwrapArgs: readonly string[]
+	attach(
+		pipes: ReadonlyMap<number, Readable>,
+		options: Omit<AttachProxiedOptions, 'info'>,
+	): Promise<ProxiedNetwork>
+}
+
+/** bwrap reports the sandbox's pid on `--info-fd firstFd` (after the agent's own descriptors). */
+export function prepareProxiedNetwork(firstFd: number): PreparedProxiedNetwork {
+	return {
+		extraFds: ['pipe'],
+		bwrapArgs: ['--info-fd', String(firstFd)],
+		attach: (pipes, options) => {
+			const info = pipes.get(firstFd)
+			if (!info) {
+				return Promise.reject(
+					new LocalNetworkSetupError(options.sandboxId, 'namespace', 'bwrap pipes missing', ''),
+				)
+			}
+			return attachProxiedNetwork({ ...options, info })
+		},
+	}
+}

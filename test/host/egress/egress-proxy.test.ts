@@ -1,0 +1,317 @@
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { connect as netConnect, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { connect as tlsConnect } from 'node:tls'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { parseAllowedHosts } from '../../../src/host/egress/allowed-hosts.js'
+import type { EgressDecision } from '../../../src/host/egress/egress-decision.js'
+import {
+	type EgressProxy,
+	type EgressProxyOptions,
+	startEgressProxy,
+} from '../../../src/host/egress/egress-proxy.js'
+import { parseIpAddress } from '../../../src/host/egress/ip-address.js'
+import { readAll } from './egress-test-kit.js'
+import { type EgressUpstream, startEgressUpstream } from './upstream-fixture.js'
+
+const skip = process.getuid?.() === 0 ? undefined : 'needs root (ip netns)'
+
+/** Sends `head` on the proxy's socket; resolves with the socket once the reply line is in. */
+function bridge(socketPath: string, head: string): Promise<{ socket: Socket; reply: string }> {
+	return new Promise((resolve, reject) => {
+		const socket = netConnect(socketPath)
+		let text = ''
+		socket.once('connect', () => socket.write(head))
+		const onData = (chunk: Buffer) => {
+			text += chunk.toString('latin1')
+			const end = text.indexOf('\r\n\r\n')
+			if (end < 0) return
+			socket.off('data', onData)
+			const rest = Buffer.from(text.slice(end + 4), 'latin1')
+			if (rest.length > 0) socket.unshift(rest)
+			resolve({ socket, reply: text.slice(0, text.indexOf('\r\n')) })
+		}
+		socket.on('data', onData)
+		socket.once('error', reject)
+		socket.once('end', () => resolve({ socket, reply: text || 'closed' }))
+	})
+}
+
+async function until(condition: () => boolean): Promise<void> {
+	for (let waited = 0; !condition(); waited += 10) {
+		if (waited > 5000) throw new Error('condition never held')
+		await new Promise((resolve) => setTimeout(resolve, 10))
+	}
+}
+
+function body(response: string): Record<string, unknown> {
+	return JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4)) as Record<string, unknown>
+}
+
+describe.skipIf(skip)('egress proxy on a unix socket', () => {
+	let upstream: EgressUpstream
+	let dir: string
+	const decisions: EgressDecision[] = []
+	const proxies: EgressProxy[] = []
+
+	async function proxy(entries: string[], extra: Partial<EgressProxyOptions> = {}) {
+		const started = await startEgressProxy({
+			socketPath: join(dir, `proxy-${proxies.length}.sock`),
+			rules: parseAllowedHosts(entries),
+			lookup: upstream.lookup,
+			upstreamCa: [upstream.caPem],
+			hostAddresses: [parseIpAddress(upstream.internet.hostSideAddress)].flatMap((a) =>
+				a ? [a] : [],
+			),
+			onDecision: (decision) => decisions.push(decision),
+			...extra,
+		})
+		proxies.push(started)
+		return started
+	}
+
+	beforeAll(async () => {
+		upstream = await startEgressUpstream()
+		dir = await mkdtemp(join(tmpdir(), 'namzu-egress-proxy-'))
+	})
+
+	afterAll(async () => {
+		for (const started of proxies) await started.close()
+		await upstream?.close()
+		if (dir) await rm(dir, { recursive: true, force: true })
+	})
+
+	it('tunnels TLS to an allowed name, with the SNI of that name (positive control)', async () => {
+		const started = await proxy(['api.example.test'])
+		const { socket, reply } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:443 HTTP/1.1\r\n\r\n',
+		)
+		expect(reply).toBe('HTTP/1.1 200 Connection Established')
+		const tls = tlsConnect({ socket, servername: 'api.example.test', ca: [upstream.caPem] })
+		tls.write('GET /hello HTTP/1.1\r\nHost: api.example.test\r\nConnection: close\r\n\r\n')
+		const response = await readAll(tls)
+		expect(body(response)).toMatchObject({ host: 'api.example.test', path: '/hello' })
+		expect(decisions.at(-1)).toMatchObject({
+			host: 'api.example.test',
+			port: 443,
+			verdict: 'allow',
+			layer: 'sni',
+			rule: 'api.example.test',
+			address: upstream.address,
+		})
+	})
+
+	it('refuses a name no rule allows, before resolving or dialing anything', async () => {
+		const started = await proxy(['api.example.test'])
+		const { reply } = await bridge(
+			started.socketPath,
+			'CONNECT other.example.test:443 HTTP/1.1\r\n\r\n',
+		)
+		expect(reply).toBe('HTTP/1.1 403 Forbidden')
+		expect(decisions.at(-1)).toEqual({
+			host: 'other.example.test',
+			port: 443,
+			verdict: 'deny',
+			layer: 'connect',
+			reason: 'no-rule',
+		})
+	})
+
+	it('refuses a TLS client whose SNI is not the name it connected to', async () => {
+		const started = await proxy(['api.example.test'])
+		const { socket } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:443 HTTP/1.1\r\n\r\n',
+		)
+		const tls = tlsConnect({ socket, servername: 'other.example.test', ca: [upstream.caPem] })
+		const failed = await new Promise<string>((resolve) => {
+			tls.once('secureConnect', () => resolve('connected'))
+			tls.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message))
+			tls.once('close', () => resolve('closed'))
+		})
+		expect(failed).not.toBe('connected')
+		expect(decisions.at(-1)).toMatchObject({
+			verdict: 'deny',
+			layer: 'sni',
+			reason: 'sni-mismatch',
+		})
+	})
+
+	it('refuses a TLS client without SNI on a name tunnel', async () => {
+		const started = await proxy(['api.example.test'])
+		const { socket } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:443 HTTP/1.1\r\n\r\n',
+		)
+		const tls = tlsConnect({ socket, ca: [upstream.caPem], rejectUnauthorized: false })
+		tls.on('error', () => undefined)
+		await readAll(tls)
+		expect(decisions.at(-1)).toMatchObject({ verdict: 'deny', layer: 'sni', reason: 'sni-absent' })
+	})
+
+	it('refuses a plain HTTP request whose Host names another server', async () => {
+		const started = await proxy(['api.example.test'])
+		const { socket } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:80 HTTP/1.1\r\n\r\n',
+		)
+		socket.write('GET / HTTP/1.1\r\nHost: other.example.test\r\n\r\n')
+		expect(await readAll(socket)).toBe('')
+		expect(decisions.at(-1)).toMatchObject({
+			verdict: 'deny',
+			layer: 'host',
+			reason: 'host-mismatch',
+		})
+	})
+
+	it('one plain HTTP request per tunnel: a second request cannot name another Host unchecked', async () => {
+		const started = await proxy(['api.example.test'])
+		const { socket } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:80 HTTP/1.1\r\n\r\n',
+		)
+		socket.write(
+			'GET /one HTTP/1.1\r\nHost: api.example.test\r\n\r\nGET /two HTTP/1.1\r\nHost: other.example.test\r\n\r\n',
+		)
+		const response = await readAll(socket)
+		expect(response.match(/HTTP\/1\.1 200/g)).toHaveLength(1)
+		expect(body(response)).toMatchObject({ path: '/one' })
+	})
+
+	it('refuses an IP literal no CIDR rule covers, and reaches one a rule does', async () => {
+		const started = await proxy(['api.example.test', `${upstream.address}/32:5432`])
+		const denied = await bridge(
+			started.socketPath,
+			`CONNECT ${upstream.address}:443 HTTP/1.1\r\n\r\n`,
+		)
+		expect(denied.reply).toBe('HTTP/1.1 403 Forbidden')
+		expect(decisions.at(-1)).toMatchObject({ layer: 'connect', reason: 'no-rule' })
+		const allowed = await bridge(
+			started.socketPath,
+			`CONNECT ${upstream.address}:5432 HTTP/1.1\r\n\r\n`,
+		)
+		expect(allowed.reply).toBe('HTTP/1.1 200 Connection Established')
+		allowed.socket.end('PING\r\n')
+		expect(await readAll(allowed.socket)).toBe('PING\r\n')
+		expect(decisions.at(-1)).toMatchObject({
+			verdict: 'allow',
+			layer: 'ip',
+			rule: `${upstream.address}/32:5432`,
+		})
+	})
+
+	it('refuses an allowed name that resolves to loopback, link-local or the host itself', async () => {
+		const started = await proxy(
+			['private.example.test', 'metadata.example.test', '*.example.test'],
+			{
+				lookup: async (name) =>
+					name === 'self.example.test'
+						? [upstream.internet.hostSideAddress]
+						: upstream.lookup(name),
+			},
+		)
+		for (const [name, reason] of [
+			['private.example.test', 'private-range:loopback'],
+			['metadata.example.test', 'private-range:link-local'],
+			['self.example.test', 'private-range:host-address'],
+		]) {
+			const { reply } = await bridge(started.socketPath, `CONNECT ${name}:80 HTTP/1.1\r\n\r\n`)
+			expect(reply).not.toBe('HTTP/1.1 200 Connection Established')
+			expect(decisions.at(-1)).toMatchObject({ host: name, verdict: 'deny', layer: 'ip', reason })
+		}
+		const direct = await bridge(started.socketPath, 'CONNECT 127.0.0.1:80 HTTP/1.1\r\n\r\n')
+		expect(direct.reply).toBe('HTTP/1.1 403 Forbidden')
+	})
+
+	it('a CIDR rule naming a private range lets a name resolving into it through', async () => {
+		const started = await proxy(['private.example.test:9', '127.0.0.0/8:9'])
+		const { socket } = await bridge(
+			started.socketPath,
+			'CONNECT private.example.test:9 HTTP/1.1\r\n\r\n',
+		)
+		await readAll(socket)
+		// Nothing listens on 127.0.0.1:9: the proxy dialed it (the deny set let it), and it failed.
+		expect(decisions.at(-1)).toMatchObject({
+			layer: 'ip',
+			reason: 'upstream-unreachable',
+			address: '127.0.0.1',
+		})
+	})
+
+	it('passes a server-first protocol through (the upstream speaks before the client)', async () => {
+		const started = await proxy(['api.example.test:2222'])
+		const { socket, reply } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:2222 HTTP/1.1\r\n\r\n',
+		)
+		expect(reply).toBe('HTTP/1.1 200 Connection Established')
+		const banner = await new Promise<string>((resolve) =>
+			socket.once('data', (d: Buffer) => resolve(String(d))),
+		)
+		expect(banner).toBe('BANNER\r\n')
+		socket.destroy()
+	})
+
+	it('answers RESOLVE for allowed names only, and refuses other methods and malformed heads', async () => {
+		const started = await proxy(['api.example.test'])
+		expect(
+			(await bridge(started.socketPath, 'RESOLVE api.example.test HTTP/1.1\r\n\r\n')).reply,
+		).toBe('HTTP/1.1 200 OK')
+		expect(decisions.at(-1)).toMatchObject({
+			host: 'api.example.test',
+			layer: 'dns',
+			verdict: 'allow',
+		})
+		expect(
+			(await bridge(started.socketPath, 'RESOLVE other.example.test HTTP/1.1\r\n\r\n')).reply,
+		).toBe('HTTP/1.1 403 Forbidden')
+		expect(decisions.at(-1)).toMatchObject({
+			host: 'other.example.test',
+			layer: 'dns',
+			verdict: 'deny',
+		})
+		expect(
+			(await bridge(started.socketPath, 'GET http://api.example.test/ HTTP/1.1\r\n\r\n')).reply,
+		).toBe('HTTP/1.1 403 Forbidden')
+		expect(
+			(
+				await bridge(
+					started.socketPath,
+					`CONNECT api.example.test:443 HTTP/1.1\r\nX: ${'a'.repeat(9000)}\r\n\r\n`,
+				)
+			).reply,
+		).toBe('HTTP/1.1 403 Forbidden')
+	})
+
+	it('ends a connection that never finishes its setup', async () => {
+		const started = await proxy(['api.example.test'], { setupTimeoutMs: 200 })
+		const socket = netConnect(started.socketPath)
+		socket.write('CONNECT api.exa')
+		await readAll(socket)
+		const { socket: tunnel } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:443 HTTP/1.1\r\n\r\n',
+		)
+		// Tunnel open, no ClientHello ever sent: ended too.
+		tunnel.write(Buffer.from([0x16, 3, 1]))
+		await readAll(tunnel)
+		await until(() => started.connectionCount() === 0)
+	})
+
+	it('close() ends open tunnels and removes its socket', async () => {
+		const started = await proxy(['api.example.test:5432'])
+		const { socket } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:5432 HTTP/1.1\r\n\r\n',
+		)
+		socket.write('x')
+		const ended = readAll(socket)
+		await started.close()
+		await ended
+		expect(existsSync(started.socketPath)).toBe(false)
+		expect(started.connectionCount()).toBe(0)
+	})
+})

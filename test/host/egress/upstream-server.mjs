@@ -1,0 +1,79 @@
+// The upstreams of the egress tests, run inside a stand-in internet namespace: HTTP on 80 and
+// HTTPS on 443 answer the request they saw as JSON (Host, path, header fields); 5432 echoes raw
+// bytes; 2222 speaks first (a banner), like SSH or SMTP. Certificates come from a JSON file
+// `{ "<name>": { key, cert } }`; argv: <certs.json> <address>.
+import { readFileSync } from 'node:fs'
+import { createServer as createHttp } from 'node:http'
+import { createServer as createHttps } from 'node:https'
+import { createServer as createTcp } from 'node:net'
+import { createSecureContext } from 'node:tls'
+
+const [certsPath, address] = process.argv.slice(2)
+const certs = JSON.parse(readFileSync(certsPath, 'utf8'))
+const contexts = new Map(
+	Object.entries(certs).map(([name, pair]) => [name, createSecureContext(pair)]),
+)
+const [firstName] = Object.keys(certs)
+const answer = (request, response) => {
+	let size = 0
+	request.on('data', (chunk) => {
+		size += chunk.length
+	})
+	request.on('end', () => {
+		response.setHeader('content-type', 'application/json')
+		response.end(
+			JSON.stringify({
+				host: request.headers.host,
+				path: request.url,
+				headers: request.headers,
+				bodyBytes: size,
+			}),
+		)
+	})
+}
+const servers = [
+	[createHttp(answer), 80],
+	[
+		createHttps(
+			{
+				...certs[firstName],
+				SNICallback: (name, done) => done(null, contexts.get(name) ?? contexts.get(firstName)),
+			},
+			answer,
+		),
+		443,
+	],
+	[createTcp((socket) => socket.on('error', () => {}).pipe(socket)), 5432],
+	[
+		createTcp((socket) => {
+			socket.on('error', () => {})
+			socket.write('BANNER\r\n')
+			socket.pipe(socket)
+		}),
+		2222,
+	],
+	[
+		createTcp((socket) => {
+			// Bulk source for the throughput benchmark: 64 MiB, then close.
+			socket.on('error', () => {})
+			const chunk = Buffer.alloc(1024 * 1024, 7)
+			let left = 64
+			const pump = () => {
+				while (left > 0) {
+					left--
+					if (!socket.write(chunk)) return socket.once('drain', pump)
+				}
+				socket.end()
+			}
+			pump()
+		}),
+		9000,
+	],
+]
+let pending = servers.length
+for (const [server, port] of servers) {
+	server.listen(port, address, () => {
+		pending--
+		if (pending === 0) console.log('ready')
+	})
+}
