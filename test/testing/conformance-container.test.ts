@@ -8,6 +8,7 @@ import {
 	guestImage,
 	makeStateDir,
 	processesMentioning,
+	RUNSC_PATH,
 	removeStateDir,
 } from '../backends/container/container-test-support.js'
 
@@ -16,7 +17,11 @@ import {
  * `createSandboxProvider`, cold and from a warm pool. After `close()` nothing may be left: no
  * state directory, no process, no cgroup of any sandbox it made.
  */
-function containerTierSuite(label: string, warmPoolSize: number): void {
+function containerTierSuite(
+	label: string,
+	warmPoolSize: number,
+	runtime: 'runc' | 'runsc' = 'runc',
+): void {
 	let provider: SandboxProvider | undefined
 	let stateDir = ''
 	const ids: string[] = []
@@ -24,7 +29,7 @@ function containerTierSuite(label: string, warmPoolSize: number): void {
 	beforeAll(async () => {
 		stateDir = await makeStateDir('conformance')
 		provider = createSandboxProvider({
-			backend: { tier: 'container', image: guestImage(), stateDir, warmPoolSize },
+			backend: { tier: 'container', runtime, image: guestImage(), stateDir, warmPoolSize },
 			layout: { outputs: { source: { type: 'inImage' } } },
 		})
 	})
@@ -52,6 +57,17 @@ function containerTierSuite(label: string, warmPoolSize: number): void {
 			label,
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
+			...(runtime === 'runsc'
+				? {
+						capabilities: {
+							killsDetachedDescendants: {
+								supported: false,
+								reason:
+									"gVisor's kernel takes no host cgroup descriptors, so its agent has no per-command groups",
+							},
+						},
+					}
+				: {}),
 		},
 	)
 }

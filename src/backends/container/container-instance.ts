@@ -11,13 +11,16 @@ import {
 	chmod,
 	chown,
 	copyFile,
+	lstat,
 	mkdir,
 	readFile,
 	realpath,
+	rename,
 	stat,
 	writeFile,
 } from 'node:fs/promises'
 import { totalmem } from 'node:os'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
 import {
@@ -43,7 +46,11 @@ import {
 import { claimsDirectory, takeLock, workspaceLockName } from '../local/claim-locks.js'
 import { guestExitOf } from '../local/guest-exit.js'
 import { emptyClaims, OWNERSHIP_RECORD_NAME, workspaceLockPath } from '../local/host-claims.js'
-import { LocalSandboxCleanupError, LocalWorkspaceBusyError } from '../local/local-errors.js'
+import {
+	LocalSandboxCleanupError,
+	LocalSandboxStartError,
+	LocalWorkspaceBusyError,
+} from '../local/local-errors.js'
 import { newSandboxId } from '../local/local-instance.js'
 import { LOCAL_MAX_REQUEST_FRAME_BYTES } from '../local/local-transport-options.js'
 import { readProcessIdentity } from '../local/process-identity.js'
@@ -82,6 +89,7 @@ import {
 	CONTAINER_AGENT_NODE,
 	CONTAINER_HOME_DIR,
 	CONTAINER_INIT,
+	CONTAINER_SOCKET_PATH,
 	CONTAINER_WORKSPACE,
 	containerMounts,
 	type OciBind,
@@ -249,22 +257,31 @@ export async function startContainerInstance(
 			...(signal ? { signal } : {}),
 		})
 		signal?.throwIfAborted()
+		// gVisor has its own kernel: it takes neither a listener nor host cgroup descriptors, so its
+		// agent binds a socket in a directory of its own (reaching the host through
+		// --host-uds=create), the sandbox's groups bound the whole sandbox from outside, and its
+		// loader must read the binaries it runs (its ptrace is restricted to descendants instead).
+		const hostUds = backend.runtime === 'runsc'
 		// The agent's node is the image's, copied unreadable (the kernel then marks the agent
 		// non-dumpable: the workload, of the same uid, cannot ptrace it or read its descriptors).
 		const runtimePlan = await planAgentRuntime(base, {
 			nodePath: image.node.onHost,
 			agentPath: context.agentPath,
-			readableNode: false,
+			readableNode: hostUds,
 		})
-		const { agentNode, agentBundle } = runtimePlan.files
-		await ledger.record({ runtimeFiles: [agentNode, agentBundle] })
+		const { agentNode, agentBundle, workloadNode } = runtimePlan.files
+		await ledger.record({
+			runtimeFiles: [agentNode, agentBundle, ...(workloadNode === undefined ? [] : [workloadNode])],
+		})
 		const runtime = await materializeAgentRuntime(runtimePlan)
+		const nodeCopy = hostUds ? runtime.workloadNode : runtime.agentNode
+		if (nodeCopy === undefined) throw new Error('unreachable: the readable node copy was asked for')
 		// The init likewise: it holds the listener too, so it must not be dumpable either.
 		let initCopy: string | undefined
 		if (image.init) {
 			initCopy = join(dirs.root, 'init')
 			await copyFile(image.init.onHost, initCopy)
-			await chmod(initCopy, 0o111)
+			await chmod(initCopy, hostUds ? 0o555 : 0o111)
 		}
 		const request = cgroupRequestFor(limits, {
 			defaultLimits: backend.defaultLimits,
@@ -287,9 +304,14 @@ export async function startContainerInstance(
 		await ledger.record({ cgroupDirs: [...(cgroups?.dirs ?? []), ...outside] })
 		runtimeGroups = adoptSandboxCgroups(outside)
 		const oomKillsAtStart = await cgroups?.oomKills()
-		const workloadGroups = cgroups?.workloadGroups ?? []
+		const workloadGroups = hostUds ? [] : (cgroups?.workloadGroups ?? [])
 		hostFds = openWorkloadGroupFds(workloadGroups)
-		const env = {
+		const socketDir = hostUds ? join(dirs.root, 'uds') : undefined
+		if (socketDir !== undefined) {
+			await mkdir(socketDir, { mode: 0o700 })
+			await chown(socketDir, owner.uid, owner.gid)
+		}
+		const agentEnv = {
 			...buildAgentEnvironment({
 				workspace: CONTAINER_WORKSPACE,
 				homeDir: CONTAINER_HOME_DIR,
@@ -306,6 +328,7 @@ export async function startContainerInstance(
 				? {}
 				: { NAMZU_SANDBOX_WRITE_ROOTS: layout.writeRoots.join(':') }),
 		}
+		const env = hostUds ? listeningOnPath(agentEnv) : agentEnv
 		const agentCommand = [CONTAINER_AGENT_NODE, CONTAINER_AGENT_BUNDLE]
 		const config = buildOciConfig({
 			rootfs: image.rootfs,
@@ -318,10 +341,11 @@ export async function startContainerInstance(
 				tmpfs: limits.tmpfs,
 				owner,
 				runtime: {
-					node: runtime.agentNode,
+					node: nodeCopy,
 					bundle: runtime.agentBundle,
 					...(initCopy === undefined ? {} : { init: initCopy }),
 				},
+				...(socketDir === undefined ? {} : { socketDir }),
 				workspace: dirs.workspace,
 				scaffolds: layout.scaffolds,
 				binds: layout.binds,
@@ -333,7 +357,7 @@ export async function startContainerInstance(
 		await mkdir(bundle, { mode: 0o700 })
 		// It holds the caller's env: readable by root alone.
 		await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 })
-		listener = await createInheritableListenSocket(dirs.socketPath)
+		listener = hostUds ? undefined : await createInheritableListenSocket(dirs.socketPath)
 		const pidFile = join(dirs.root, 'container.pid')
 		container = await createContainer({
 			runtime: backend.runtime,
@@ -343,10 +367,10 @@ export async function startContainerInstance(
 					containerId: name,
 					bundle,
 					pidFile,
-					preserveFds: 1 + hostFds.length,
+					preserveFds: listener === undefined ? 0 : 1 + hostFds.length,
 				}),
 			),
-			fds: [listener.fd, ...hostFds],
+			fds: listener === undefined ? [] : [listener.fd, ...hostFds],
 			secrets: Object.values(spec.env),
 			...(signal ? { signal } : {}),
 		})
@@ -357,7 +381,7 @@ export async function startContainerInstance(
 		if (launcher) await ledger.record({ launcher })
 		closeFds(hostFds)
 		hostFds = []
-		await listener.handOver()
+		await listener?.handOver()
 		const transport = new AgentTransport(
 			{ kind: 'unix', path: dirs.socketPath },
 			{
@@ -380,6 +404,13 @@ export async function startContainerInstance(
 			}),
 		)
 		await runRuntimeCommand(backend.runtime, 'start', startArgv(invocation, name), signal)
+		if (socketDir !== undefined) {
+			await adoptAgentSocket(join(socketDir, 'agent.sock'), dirs.socketPath, created, {
+				sandboxId: id,
+				timeoutMs: backend.readyTimeoutMs,
+				...(signal ? { signal } : {}),
+			})
+		}
 		await waitForAgentReady({
 			sandboxId: id,
 			agent: asLaunched(created, pid),
@@ -397,7 +428,10 @@ export async function startContainerInstance(
 			hasExited: () => created.isGone(),
 			release,
 		}
-		await probeInstance(instance, backend.readyTimeoutMs, signal)
+		// gVisor's /proc/<pid>/status carries no capability or no_new_privs lines, so there is
+		// nothing for the probe to read; there the OCI config (no capability, no new privileges) and
+		// the sentry's own confinement are what hold.
+		if (!hostUds) await probeInstance(instance, backend.readyTimeoutMs, signal)
 		return instance
 	} catch (error) {
 		closeFds(hostFds)
@@ -405,6 +439,50 @@ export async function startContainerInstance(
 		if (signal?.aborted) throw signal.reason
 		throw error
 	}
+}
+
+/** The agent's own environment, listening on `CONTAINER_SOCKET_PATH` and inheriting nothing. */
+function listeningOnPath(env: Readonly<Record<string, string>>): Record<string, string> {
+	const { NAMZU_AGENT_VSOCK_PORT: _port, ...rest } = env
+	return { ...rest, NAMZU_AGENT_UNIX_PATH: CONTAINER_SOCKET_PATH, NAMZU_AGENT_INHERITED_FDS: '' }
+}
+
+const SOCKET_POLL_MS = 10
+
+/**
+ * Waits for the agent's socket to appear in its directory, then moves it into the host-only
+ * control directory before anything of the workload can run: the host never dials a path the
+ * sandbox can write (a symlink planted there would point the host at any socket of its own).
+ */
+async function adoptAgentSocket(
+	from: string,
+	to: string,
+	created: CreatedContainer,
+	options: {
+		readonly sandboxId: string
+		readonly timeoutMs: number
+		readonly signal?: AbortSignal
+	},
+): Promise<void> {
+	const deadline = Date.now() + options.timeoutMs
+	for (;;) {
+		options.signal?.throwIfAborted()
+		const info = await lstat(from).catch(() => undefined)
+		if (info?.isSocket()) break
+		if (info !== undefined || created.isGone() || Date.now() > deadline) {
+			throw new LocalSandboxStartError(
+				options.sandboxId,
+				info !== undefined
+					? `${from} is not a socket`
+					: created.isGone()
+						? 'the container exited before its agent bound its socket'
+						: `the agent bound no socket within ${options.timeoutMs} ms`,
+				{ stderrTail: created.outputTail() },
+			)
+		}
+		await sleep(SOCKET_POLL_MS)
+	}
+	await rename(from, to)
 }
 
 /** What the ready wait reads of a launched agent, for a container (no runtime process is kept). */

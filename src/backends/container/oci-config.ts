@@ -25,6 +25,9 @@ export const CONTAINER_RUNTIME_DIR = '/run/namzu'
 export const CONTAINER_AGENT_NODE = `${CONTAINER_RUNTIME_DIR}/node`
 export const CONTAINER_AGENT_BUNDLE = `${CONTAINER_RUNTIME_DIR}/agent.cjs`
 export const CONTAINER_INIT = `${CONTAINER_RUNTIME_DIR}/init`
+/** Where the agent binds its socket when the runtime cannot pass it a listener (gVisor). */
+export const CONTAINER_SOCKET_DIR = `${CONTAINER_RUNTIME_DIR}/uds`
+export const CONTAINER_SOCKET_PATH = `${CONTAINER_SOCKET_DIR}/agent.sock`
 /** The workload's writable home, a tmpfs of its own under `/tmp` owned by the sandbox uid. */
 export const CONTAINER_HOME_DIR = '/tmp/home'
 export const CONTAINER_WORKSPACE = '/workspace'
@@ -34,6 +37,8 @@ export interface ContainerMountPlan {
 	readonly owner: { readonly uid: number; readonly gid: number }
 	/** Host paths of the agent's node (mode 0111), the agent bundle and the init (mode 0111). */
 	readonly runtime: { readonly node: string; readonly bundle: string; readonly init?: string }
+	/** A host directory bound at `CONTAINER_SOCKET_DIR` for the agent's socket (gVisor only). */
+	readonly socketDir?: string
 	/** The per-sandbox workspace directory on the host, bound at `/workspace`. */
 	readonly workspace: string
 	/** Directories of the image covered by an empty root-owned tmpfs, so mount points can be made. */
@@ -97,6 +102,7 @@ export function containerMounts(plan: ContainerMountPlan): OciMount[] {
 		bind(plan.runtime.node, CONTAINER_AGENT_NODE, true),
 		bind(plan.runtime.bundle, CONTAINER_AGENT_BUNDLE, true),
 		...(plan.runtime.init === undefined ? [] : [bind(plan.runtime.init, CONTAINER_INIT, true)]),
+		...(plan.socketDir === undefined ? [] : [bind(plan.socketDir, CONTAINER_SOCKET_DIR, false)]),
 		bind(plan.workspace, CONTAINER_WORKSPACE, false),
 		...plan.scaffolds.map((dir) => tmpfs(dir, [...NO_SUID_DEV, 'mode=755', 'size=1m'])),
 		...plan.binds.map((entry) => bind(entry.source, entry.target, entry.readOnly)),

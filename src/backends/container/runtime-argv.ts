@@ -49,7 +49,8 @@ function globalFlags(invocation: RuntimeInvocation): string[] {
 	const flags = ['--root', invocation.stateDir]
 	if (invocation.runtime === 'runsc') {
 		flags.push('--host-uds=create', `--platform=${invocation.runscPlatform ?? 'ptrace'}`)
-		flags.push('--ignore-cgroups')
+		// Loopback only; the sandbox's host cgroups (which the runtime is started in) bound it.
+		flags.push('--network=none', '--ignore-cgroups')
 	}
 	return flags
 }

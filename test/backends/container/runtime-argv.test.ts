@@ -96,6 +96,7 @@ describe('runtime command lines', () => {
 				'/s/runtime',
 				'--host-uds=create',
 				'--platform=systrap',
+				'--network=none',
 				'--ignore-cgroups',
 				'start',
 				'x',
