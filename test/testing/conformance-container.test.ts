@@ -3,12 +3,12 @@ import { AgentSandbox } from '../../src/agent-entry.js'
 import { createSandboxProvider, type SandboxProvider } from '../../src/index.js'
 import { defineSandboxConformance } from '../../src/testing/index.js'
 import {
+	CRUN_PATH,
 	cgroupDirsOf,
 	containerSkipReason,
 	guestImage,
 	makeStateDir,
 	processesMentioning,
-	RUNSC_PATH,
 	removeStateDir,
 } from '../backends/container/container-test-support.js'
 
@@ -20,7 +20,7 @@ import {
 function containerTierSuite(
 	label: string,
 	warmPoolSize: number,
-	runtime: 'runc' | 'runsc' = 'runc',
+	runtime: 'runc' | 'crun' = 'runc',
 ): void {
 	let provider: SandboxProvider | undefined
 	let stateDir = ''
@@ -57,17 +57,6 @@ function containerTierSuite(
 			label,
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
-			...(runtime === 'runsc'
-				? {
-						capabilities: {
-							killsDetachedDescendants: {
-								supported: false,
-								reason:
-									"gVisor's kernel takes no host cgroup descriptors, so its agent has no per-command groups",
-							},
-						},
-					}
-				: {}),
 		},
 	)
 }
@@ -80,4 +69,10 @@ describe.skipIf(skip !== undefined)('container tier (runc)', () => {
 
 describe.skipIf(skip !== undefined)('container tier (runc) with a warm pool of 2', () => {
 	containerTierSuite('container tier, runc, warm pool of 2', 2)
+})
+
+const crunSkip = containerSkipReason(CRUN_PATH)
+
+describe.skipIf(crunSkip !== undefined)('container tier (crun)', () => {
+	containerTierSuite('container tier, crun', 0, 'crun')
 })

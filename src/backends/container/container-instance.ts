@@ -20,8 +20,8 @@ import {
 	writeFile,
 } from 'node:fs/promises'
 import { totalmem } from 'node:os'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { SandboxConfigError } from '../../contract/errors.js'
 import {
 	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
@@ -293,12 +293,16 @@ export async function startContainerInstance(
 		const joinedDirs = (cgroups?.procsFiles ?? []).map((file) =>
 			file.replace(/\/cgroup\.procs$/, ''),
 		)
-		const containerDirs = runtimeCgroupDirs({
-			mountinfo: await readFile('/proc/self/mountinfo', 'utf8'),
-			membership: await readFile('/proc/self/cgroup', 'utf8'),
-			joinedDirs,
-			name,
-		})
+		// crun manages no cgroups (runtime-argv.ts): its container stays in the sandbox's own.
+		const containerDirs =
+			backend.runtime === 'crun'
+				? []
+				: runtimeCgroupDirs({
+						mountinfo: await readFile('/proc/self/mountinfo', 'utf8'),
+						membership: await readFile('/proc/self/cgroup', 'utf8'),
+						joinedDirs,
+						name,
+					})
 		const outside = containerDirs.filter((dir) => !joinedDirs.some((joined) => under(dir, joined)))
 		// Named before the runtime makes them: the reaper of a crashed host removes them too.
 		await ledger.record({ cgroupDirs: [...(cgroups?.dirs ?? []), ...outside] })

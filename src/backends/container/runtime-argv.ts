@@ -6,7 +6,7 @@
  * - runc: as is.
  * - crun 1.8.1 refuses hybrid cgroup hosts; it works when run in a private mount namespace
  *   without the unified (v2) mount, so every crun command goes through `unshare -m` and a shell
- *   that unmounts it first (a missing v2 mount is not an error).
+ *   that unmounts it first (a missing v2 mount is not an error). It manages no cgroups.
  * - runsc (gVisor): its own kernel, so a unix socket the agent binds inside reaches the host only
  *   with `--host-uds=create`; `--platform` is `ptrace` or `systrap` (KVM is not usable here).
  */
@@ -47,6 +47,9 @@ const CRUN_WRAPPER = 'umount /sys/fs/cgroup/unified 2>/dev/null; exec "$@"'
 
 function globalFlags(invocation: RuntimeInvocation): string[] {
 	const flags = ['--root', invocation.stateDir]
+	// crun would put its groups at the top of every hierarchy, outside the sandbox's limits; with
+	// no cgroup manager the container stays in the groups crun was started in: the sandbox's.
+	if (invocation.runtime === 'crun') flags.push('--cgroup-manager=disabled')
 	if (invocation.runtime === 'runsc') {
 		flags.push('--host-uds=create', `--platform=${invocation.runscPlatform ?? 'ptrace'}`)
 		// Loopback only; the sandbox's host cgroups (which the runtime is started in) bound it.

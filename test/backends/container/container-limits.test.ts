@@ -13,10 +13,12 @@ import {
 	createContainerSandboxProvider,
 } from '../../../src/backends/container/index.js'
 import {
+	CRUN_PATH,
 	cgroupDirsOf,
 	containerSkipReason,
 	guestImage,
 	makeStateDir,
+	RUNC_PATH,
 	removeStateDir,
 } from './container-test-support.js'
 
@@ -62,13 +64,18 @@ function cpuHierarchy(): string {
 	)
 }
 
-describe.skipIf(skip !== undefined)('container tier limits (runc)', () => {
+describe.each(['runc', 'crun'] as const)('container tier limits (%s)', (runtime) => {
+	const runtimeSkip = skip ?? containerSkipReason(runtime === 'crun' ? CRUN_PATH : RUNC_PATH)
+	if (runtimeSkip !== undefined) {
+		it.skip(`skipped: ${runtimeSkip}`, () => undefined)
+		return
+	}
 	let provider: ContainerSandboxProvider
 	let stateDir = ''
 	beforeAll(async () => {
 		stateDir = await makeStateDir('limits')
 		provider = createContainerSandboxProvider(
-			{ tier: 'container', image: guestImage(), stateDir },
+			{ tier: 'container', runtime, image: guestImage(), stateDir },
 			{ outputs: { source: { type: 'inImage' } } },
 		)
 	})

@@ -74,6 +74,7 @@ describe('runtime command lines', () => {
 				'/usr/bin/crun',
 				'--root',
 				'/s/runtime',
+				'--cgroup-manager=disabled',
 				'create',
 				'--bundle',
 				'/s/bundle',
@@ -85,7 +86,16 @@ describe('runtime command lines', () => {
 		[
 			'crun delete',
 			deleteArgv(crun, 'x'),
-			[...crunPrefix, '/usr/bin/crun', '--root', '/s/runtime', 'delete', '--force', 'x'],
+			[
+				...crunPrefix,
+				'/usr/bin/crun',
+				'--root',
+				'/s/runtime',
+				'--cgroup-manager=disabled',
+				'delete',
+				'--force',
+				'x',
+			],
 		],
 		[
 			'runsc start, with host UDS creation and the chosen platform',
