@@ -16,6 +16,8 @@ const benches = [
 	'session-replay.mjs',
 	'jail-paths.mjs',
 	'reap-at-start.mjs',
+	// Issue 15
+	'container-acquire.mjs',
 ]
 for (const bench of benches) {
 	console.log(`\n# ${bench}`)
