@@ -33,6 +33,7 @@ import {
 	type RunscPlatform,
 } from './runtime-argv.js'
 
+/** The container tier: the same agent in an OCI container run by `runc`, `crun` or gVisor's `runsc`. */
 export interface ContainerBackendConfig {
 	readonly tier: 'container'
 	/** Default `'runc'`; `'docker'` is refused by name (no Docker engine is used). */
@@ -64,6 +65,7 @@ export interface ContainerBackendConfig {
 	readonly tools?: ContainerToolPaths
 }
 
+/** Host programs the container tier runs besides the runtime (absolute paths). */
 export interface ContainerToolPaths {
 	readonly umoci?: string
 	readonly mkfsExt4?: string
@@ -79,6 +81,7 @@ export interface ACIStandbyPoolBackendConfig {
 	readonly standbyPoolResourceId: string
 	readonly containerGroupProfileResourceId: string
 	readonly containerGroupProfileRevision?: number
+	/** An Azure Resource Manager bearer token, asked for on every call. */
 	readonly getArmToken: () => Promise<string>
 	readonly subnetId?: string
 	readonly readyPollIntervalMs?: number
@@ -104,8 +107,10 @@ export interface ResolvedContainerBackendConfig {
 	readonly tools: { readonly umoci: string; readonly mkfsExt4: string }
 }
 
+/** How long `create()` waits for a container's agent to answer, unless `readyTimeoutMs` is set. */
 export const DEFAULT_CONTAINER_READY_TIMEOUT_MS = 30_000
 export const DEFAULT_CONTAINER_READY_POLL_INTERVAL_MS = 20
+/** The largest `warmPoolSize` accepted (each member is a live container). */
 export const MAX_CONTAINER_WARM_POOL_SIZE = 64
 
 const BACKEND_KEYS = Object.keys({

@@ -11,6 +11,7 @@ export class ContainerSandboxLayoutValidationError extends SandboxError {
 		this.reasons = [...reasons]
 	}
 
+	/** The error as plain data, every reason included (for logs and wire reports). */
 	toJSON(): { name: string; message: string; reason: string; reasons: string[] } {
 		return {
 			name: this.name,

@@ -27,19 +27,23 @@ export interface InImageSource {
 	readonly type: 'inImage'
 }
 
+/** Where a layout mount comes from. */
 export type ContainerMountSource = HostDirSource | AzureFileShareSource | InImageSource
 
+/** One mount of a layout. */
 export interface ContainerMount {
 	readonly source: ContainerMountSource
 	/** Where it appears inside the container; each slot has a default. */
 	readonly containerPath?: string
 }
 
+/** A skill's directory, read-only. */
 export interface ContainerSkillMount extends ContainerMount {
 	/** `[a-zA-Z0-9_.-]+`, no `..`; the default path is `/mnt/skills/<id>`. */
 	readonly id: string
 }
 
+/** The directories a container sandbox is given: `outputs` (writable, required) and the optional read-only or scratch ones. */
 export interface ContainerSandboxLayout {
 	readonly outputs: ContainerMount
 	readonly uploads?: ContainerMount
@@ -49,15 +53,18 @@ export interface ContainerSandboxLayout {
 	readonly transcripts?: ContainerMount
 }
 
+/** A mount with its `containerPath` filled. */
 export interface ResolvedContainerMount {
 	readonly source: ContainerMountSource
 	readonly containerPath: string
 }
 
+/** A skill mount with its `containerPath` filled. */
 export interface ResolvedContainerSkillMount extends ResolvedContainerMount {
 	readonly id: string
 }
 
+/** A layout after `resolveLayout`: every `containerPath` filled. */
 export interface ResolvedContainerSandboxLayout {
 	readonly outputs: ResolvedContainerMount
 	readonly uploads?: ResolvedContainerMount
@@ -71,7 +78,10 @@ export interface ResolvedContainerSandboxLayout {
 export const LAYOUT_SLOTS = ['outputs', 'uploads', 'scratch', 'toolResults', 'transcripts'] as const
 export type LayoutSlot = (typeof LAYOUT_SLOTS)[number]
 
-export const DEFAULT_CONTAINER_PATHS: Readonly<Record<LayoutSlot, string>> = {
+/** Where each single-mount slot appears inside when its `containerPath` is not given. */
+export const DEFAULT_CONTAINER_PATHS: Readonly<
+	Record<'outputs' | 'uploads' | 'scratch' | 'toolResults' | 'transcripts', string>
+> = {
 	outputs: '/mnt/user-data/outputs',
 	uploads: '/mnt/user-data/uploads',
 	scratch: '/mnt/user-data/scratch',

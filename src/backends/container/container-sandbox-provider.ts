@@ -50,6 +50,7 @@ import {
 /** A container sandbox: the same members as a local one (the same agent serves both). */
 export type ContainerSandbox = LocalSandbox
 
+/** Callbacks for what the container provider does in the background. */
 export interface ContainerProviderHooks {
 	/** Told about background failures (warm-pool starts and releases, the reaper). Must not throw. */
 	readonly onBackgroundError?: (error: unknown) => void
@@ -101,6 +102,11 @@ export function containerLayoutRefusals(
 	return reasons
 }
 
+/**
+ * The container tier's provider; `createSandboxProvider({ backend: { tier: 'container', … }, layout })`
+ * returns the same. Validates the backend and the layout at once and contacts nothing until
+ * `create()` (or the warm pool's first start).
+ */
 export function createContainerSandboxProvider(
 	backend: ContainerBackendConfig,
 	layout: ContainerSandboxLayout,

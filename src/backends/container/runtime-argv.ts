@@ -11,6 +11,7 @@
  *   with `--host-uds=create`; `--platform` is `ptrace` or `systrap` (KVM is not usable here).
  */
 
+/** The OCI runtimes this tier drives. */
 export type ContainerRuntime = 'runc' | 'crun' | 'runsc'
 
 export const CONTAINER_RUNTIMES: readonly ContainerRuntime[] = ['runc', 'crun', 'runsc']
@@ -28,6 +29,7 @@ export const RUNTIME_PACKAGES: Readonly<Record<ContainerRuntime, string>> = {
 	runsc: 'runsc',
 }
 
+/** gVisor's platform: how its kernel intercepts the workload's system calls. */
 export type RunscPlatform = 'ptrace' | 'systrap'
 
 export interface RuntimeInvocation {
