@@ -43,14 +43,9 @@ import {
 	openWorkloadGroupFds,
 	type SandboxCgroups,
 } from '../local/cgroup-limits.js'
-import { claimsDirectory, takeLock, workspaceLockName } from '../local/claim-locks.js'
 import { guestExitOf } from '../local/guest-exit.js'
-import { emptyClaims, OWNERSHIP_RECORD_NAME, workspaceLockPath } from '../local/host-claims.js'
-import {
-	LocalSandboxCleanupError,
-	LocalSandboxStartError,
-	LocalWorkspaceBusyError,
-} from '../local/local-errors.js'
+import { emptyClaims } from '../local/host-claims.js'
+import { LocalSandboxCleanupError, LocalSandboxStartError } from '../local/local-errors.js'
 import { newSandboxId } from '../local/local-instance.js'
 import { LOCAL_MAX_REQUEST_FRAME_BYTES } from '../local/local-transport-options.js'
 import { readProcessIdentity } from '../local/process-identity.js'
@@ -67,16 +62,12 @@ import {
 	STATE_DIR_PREFIX,
 	sandboxRootFor,
 } from '../local/sandbox-directories.js'
-import {
-	allocateSandboxIdentity,
-	inUidRange,
-	releaseSandboxIdentity,
-} from '../local/sandbox-identity.js'
+import { allocateSandboxIdentity, releaseSandboxIdentity } from '../local/sandbox-identity.js'
 import { cgroupRequestFor, resolveSandboxLimits } from '../local/sandbox-limits.js'
 import { waitForAgentReady } from '../local/wait-for-agent-ready.js'
 import { workloadCgroupFds } from '../local/workload-cgroups.js'
 import { assertDiskLimitEnforceable, mountWorkspaceDisk } from '../local/workspace-disk.js'
-import { handOverWorkspace } from '../local/workspace-ownership.js'
+import { handOverUnderLock } from '../local/workspace-handover.js'
 import type { ResolvedContainerBackendConfig } from './container-backend-config.js'
 import { ContainerRuntimeUnavailableError } from './container-errors.js'
 import type { ContainerImage } from './container-image.js'
@@ -554,7 +545,19 @@ async function prepareLayout(
 					`${source.hostPath} is not a directory (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
 				)
 			}
-			if (entry.writable) await handOver(real, dirs, ledger, prep)
+			if (entry.writable) {
+				// A writable host directory becomes the sandbox uid's, under the local tier's claim.
+				await handOverUnderLock({
+					path: real,
+					sandboxId: prep.id,
+					stateBase: prep.base,
+					stateRoot: dirs.root,
+					ledger,
+					holder: prep.identity,
+					uidRange: prep.range,
+					...(prep.signal ? { signal: prep.signal } : {}),
+				})
+			}
 			binds.push({ source: real, target, readOnly: !entry.writable })
 		} else if (source.type === 'inImage') {
 			if (entry.writable) {
@@ -582,40 +585,6 @@ async function prepareLayout(
 		readRoots: entries.map((entry) => entry.mount.containerPath),
 		writeRoots: entries.filter((entry) => entry.writable).map((entry) => entry.mount.containerPath),
 	}
-}
-
-/** A writable host directory becomes the sandbox uid's, under the local tier's workspace claim. */
-async function handOver(
-	path: string,
-	dirs: SandboxDirectories,
-	ledger: HostClaimsLedger,
-	prep: LayoutPreparation,
-): Promise<void> {
-	const info = await stat(path)
-	if (inUidRange(info.uid, prep.range)) {
-		throw new LocalWorkspaceBusyError(path, `it is owned by sandbox uid ${info.uid}`)
-	}
-	const lockPath = workspaceLockPath(dirs.root, info.dev, info.ino)
-	const workspace = {
-		path,
-		dev: info.dev,
-		ino: info.ino,
-		ownerUid: info.uid,
-		ownerGid: info.gid,
-		recordPath: join(dirs.root, OWNERSHIP_RECORD_NAME),
-		lockPath,
-	}
-	await ledger.record({ workspace })
-	const taken = await takeLock(
-		await claimsDirectory(prep.base),
-		workspaceLockName(info.dev, info.ino),
-		{
-			id: prep.id,
-			stateRoot: dirs.root,
-		},
-	)
-	if (taken === undefined) throw new LocalWorkspaceBusyError(path, `${lockPath} is held`)
-	await handOverWorkspace(workspace, prep.identity, prep.signal)
 }
 
 /** The privilege probe through a throwaway Sandbox over the instance's transport. */

@@ -14,11 +14,10 @@ import {
 import { SandboxBackendNotImplementedError } from '../../contract/errors.js'
 import type { SandboxProvider } from '../../contract/provider.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
-import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+import { agentSandboxOf, createInstanceFleet } from '../local/instance-fleet.js'
 import type { LocalSandbox } from '../local/local-sandbox.js'
 import { collectLocalGarbage } from '../local/reap-leftovers.js'
-import { WarmPool } from '../local/warm-pool.js'
 import {
 	type ACIStandbyPoolBackendConfig,
 	type ContainerBackendConfig,
@@ -139,126 +138,53 @@ export function createContainerSandboxProvider(
 		},
 		agentPath: agentBundlePath(),
 	}
-	const live = new Set<ContainerSandbox>()
-	const starting = new Set<AbortController>()
-	const pending = new Set<Promise<void>>()
-	let closing: Promise<void> | undefined
-	let reaping: Promise<void> | undefined
-	const reapOnce = () => {
-		reaping ??= collectLocalGarbage({
-			stateDir: resolved.stateDir,
-			nodePath: process.execPath,
-			...(hooks.onBackgroundError ? { onError: hooks.onBackgroundError } : {}),
-		}).then(
-			() => undefined,
-			(error: unknown) => hooks.onBackgroundError?.(error),
-		)
-		return reaping
-	}
-	const pool =
-		resolved.warmPoolSize > 0
-			? new WarmPool<ContainerInstance>({
-					size: resolved.warmPoolSize,
-					start: (signal) => startContainerInstance(context, defaultSpec, signal),
-					...(hooks.onBackgroundError ? { onError: hooks.onBackgroundError } : {}),
-					...(hooks.onWarmSandboxReady
-						? { onReady: (instance: ContainerInstance) => hooks.onWarmSandboxReady?.(instance.id) }
-						: {}),
-				})
-			: undefined
-	if (pool) void reapOnce()
-	pool?.fill()
-
-	const handOut = (instance: ContainerInstance, spec: ContainerSandboxSpec): ContainerSandbox => {
-		const sandbox: ContainerSandbox = createAgentSandbox({
-			id: instance.id,
-			transport: instance.transport,
-			rootDir: instance.rootDir,
-			environment: 'linux-namespace',
-			...(spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: spec.timeoutMs }),
-			// An unconfirmable cancellation retires the whole container: every process dies with it.
-			retire: async (error) => {
-				try {
-					await instance.release()
-					return { accepted: true, reason: error.message }
-				} catch (cause) {
-					return {
-						accepted: false,
-						error: cause instanceof Error ? cause : new Error(String(cause)),
-					}
+	const fleet = createInstanceFleet<ContainerInstance, ContainerSandboxSpec, ContainerSandbox>({
+		start: (spec, signal) => startContainerInstance(context, spec, signal),
+		...(resolved.warmPoolSize > 0
+			? {
+					pool: {
+						size: resolved.warmPoolSize,
+						spec: defaultSpec,
+						serves: (spec: ContainerSandboxSpec) => canServeFromContainerPool(defaultSpec, spec),
+					},
 				}
-			},
-			release: async () => {
-				try {
-					await instance.release()
-				} finally {
-					live.delete(sandbox)
-				}
-			},
-		})
-		live.add(sandbox)
-		return sandbox
-	}
-
-	const startCold = async (spec: ContainerSandboxSpec, signal: AbortSignal | undefined) => {
-		const controller = new AbortController()
-		const forward = () => controller.abort(signal?.reason)
-		signal?.addEventListener('abort', forward, { once: true })
-		starting.add(controller)
-		try {
-			return await startContainerInstance(context, spec, controller.signal)
-		} finally {
-			signal?.removeEventListener('abort', forward)
-			starting.delete(controller)
-		}
-	}
-
-	const createOnce = async (
-		config: ContainerSandboxCreateConfig,
-		spec: ContainerSandboxSpec,
-	): Promise<ContainerSandbox> => {
-		if (closing) throw new ContainerProviderClosedError()
-		const signal = config.signal
-		signal?.throwIfAborted()
-		const warm = pool && canServeFromContainerPool(defaultSpec, spec) ? pool.take() : undefined
-		const instance = warm ?? (await startCold(spec, signal))
-		if (closing || signal?.aborted) {
-			await instance.release().catch(() => undefined)
-			if (signal?.aborted) throw signal.reason
-			throw new ContainerProviderClosedError()
-		}
-		return handOut(instance, spec)
-	}
+			: {}),
+		// A container sandbox's record is the local tier's record: the same reaper undoes it.
+		reap: () =>
+			collectLocalGarbage({
+				stateDir: resolved.stateDir,
+				...(hooks.onBackgroundError ? { onError: hooks.onBackgroundError } : {}),
+			}).then(
+				() => undefined,
+				(error: unknown) => hooks.onBackgroundError?.(error),
+			),
+		handOut: (instance, spec, forget) => ({
+			sandbox: agentSandboxOf(
+				instance,
+				{
+					environment: 'linux-namespace',
+					...(spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: spec.timeoutMs }),
+				},
+				forget,
+			),
+			owned: true,
+		}),
+		closedError: () => new ContainerProviderClosedError(),
+		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
+		...(hooks.onWarmSandboxReady ? { onWarmSandboxReady: hooks.onWarmSandboxReady } : {}),
+	})
 
 	const create = (config: ContainerSandboxCreateConfig = {}): Promise<ContainerSandbox> => {
 		let spec: ContainerSandboxSpec
 		try {
+			// Checked before anything else runs: a refused config starts, reaps and creates nothing.
 			spec = resolveContainerSandboxSpec(config, defaults)
 		} catch (error) {
 			return Promise.reject(error)
 		}
-		const run = createOnce(config, spec)
-		void run.then(reapOnce, reapOnce)
-		const settled = run.then(
-			() => undefined,
-			() => undefined,
-		)
-		pending.add(settled)
-		void settled.finally(() => pending.delete(settled))
-		return run
+		return fleet.create(spec, config.signal)
 	}
-
-	const closeAll = async () => {
-		for (const controller of starting) controller.abort(new ContainerProviderClosedError())
-		await pool?.close()
-		while (pending.size > 0) await Promise.all([...pending])
-		await reaping
-		await Promise.allSettled([...live].map((sandbox) => sandbox.destroy()))
-	}
-	const close = () => {
-		closing ??= closeAll()
-		return closing
-	}
+	const close = () => fleet.close()
 	return {
 		id: containerProviderId(resolved.runtime),
 		name: containerProviderName(resolved.runtime),

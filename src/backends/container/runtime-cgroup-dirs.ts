@@ -6,38 +6,7 @@
  * blkio, `name=systemd`, …). Named before the runtime runs, so the host-claims record covers a
  * host that dies mid-create. Pure.
  */
-import { groupDirectory, unescapeMountField } from '../local/cgroup-layout.js'
-
-interface HierarchyMount {
-	readonly mountPoint: string
-	readonly root: string
-	/** v1: the controllers or `name=` of the hierarchy; v2: empty. */
-	readonly keys: readonly string[]
-	readonly version: 1 | 2
-}
-
-function parseHierarchies(mountinfo: string): HierarchyMount[] {
-	const mounts: HierarchyMount[] = []
-	for (const line of mountinfo.split('\n')) {
-		const separator = line.indexOf(' - ')
-		if (separator < 0) continue
-		const before = line.slice(0, separator).split(' ')
-		const after = line.slice(separator + 3).split(' ')
-		const root = before[3]
-		const mountPoint = before[4]
-		const fsType = after[0]
-		if (root === undefined || mountPoint === undefined) continue
-		const base = { mountPoint: unescapeMountField(mountPoint), root: unescapeMountField(root) }
-		if (fsType === 'cgroup2') mounts.push({ ...base, keys: [], version: 2 })
-		else if (fsType === 'cgroup') {
-			const keys = (after[2] ?? '')
-				.split(',')
-				.filter((option) => option !== 'rw' && option !== 'ro')
-			mounts.push({ ...base, keys, version: 1 })
-		}
-	}
-	return mounts
-}
+import { groupDirectory, parseCgroupHierarchies } from '../local/cgroup-layout.js'
 
 /** `/proc/<pid>/cgroup` lines as (keys, path); v2's line has no keys. */
 function parseMembership(text: string): { keys: string[]; path: string; version: 1 | 2 }[] {
@@ -71,7 +40,7 @@ function within(dir: string, mountPoint: string): boolean {
 export function runtimeCgroupDirs(input: RuntimeCgroupInput): string[] {
 	const membership = parseMembership(input.membership)
 	const dirs: string[] = []
-	for (const mount of parseHierarchies(input.mountinfo)) {
+	for (const mount of parseCgroupHierarchies(input.mountinfo)) {
 		const joined = input.joinedDirs.find((dir) => within(dir, mount.mountPoint))
 		if (joined !== undefined) {
 			dirs.push(`${joined}/${input.name}`)
@@ -80,7 +49,7 @@ export function runtimeCgroupDirs(input: RuntimeCgroupInput): string[] {
 		const line = membership.find(
 			(entry) =>
 				entry.version === mount.version &&
-				(mount.version === 2 || entry.keys.some((key) => mount.keys.includes(key))),
+				(mount.version === 2 || entry.keys.some((key) => mount.options.includes(key))),
 		)
 		if (line === undefined) continue
 		const own = groupDirectory(mount, line.path)
