@@ -220,11 +220,8 @@ export async function startContainerInstance(
 			await releaseHostClaims(ledger.current)
 				.then(() => removeStateRoot(dirs.root))
 				.catch((error: unknown) => failures.push(error))
-			if (failures.length === 0) return
-			const leftovers = failures.flatMap((failure) =>
-				failure instanceof LocalSandboxCleanupError ? [...failure.leftovers] : [],
-			)
-			throw new LocalSandboxCleanupError(leftovers, { cause: failures[0] })
+			const failed = LocalSandboxCleanupError.ofFailures(failures)
+			if (failed) throw failed
 		})()
 		return releasing
 	}

@@ -12,6 +12,7 @@ import {
 	type ContainerSandboxProvider,
 	createContainerSandboxProvider,
 } from '../../../src/backends/container/index.js'
+import { ALLOCATE, FORK } from '../../helpers/limit-attacks.js'
 import {
 	CRUN_PATH,
 	cgroupDirsOf,
@@ -23,25 +24,6 @@ import {
 } from './container-test-support.js'
 
 const skip = containerSkipReason()
-
-const ALLOCATE = `
-const total = Number(process.argv[1]); const keep = []
-for (let mb = 0; mb < total; mb += 16) { const b = Buffer.alloc(16 << 20, 1); keep.push(b) }
-console.log('survived', keep.length * 16)
-`
-
-// Starts `count` sleeping children at once and reports how many spawns failed.
-const FORK = `
-const { spawn } = require('node:child_process')
-const count = Number(process.argv[1]); let ok = 0, failed = 0, done = 0; const kids = []
-for (let i = 0; i < count; i++) {
-	const child = spawn('sleep', ['5'])
-	kids.push(child)
-	child.on('spawn', () => { ok++; finish() })
-	child.on('error', () => { failed++; finish() })
-}
-function finish() { if (++done === count) { console.log(JSON.stringify({ ok, failed })); for (const k of kids) k.kill('SIGKILL') } }
-`
 
 /** The sandbox's own group in `hierarchy` (the shallowest directory named after it). */
 function groupIn(id: string, hierarchy: string): string {
