@@ -115,7 +115,7 @@ describe.skipIf(skip !== undefined)('container tier isolation (runc)', () => {
 		try {
 			const agent = await sandbox.exec('sh', [
 				'-c',
-				'for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = node ] && case "$(tr "\\0" " " < $p/cmdline 2>/dev/null)" in *agent.cjs*) echo ${p#/proc/};; esac; done',
+				'for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = node ] && case "$(tr "\\0" " " < $p/cmdline 2>/dev/null)" in *agent.cjs*) basename $p;; esac; done',
 			])
 			const pid = agent.stdout.trim().split('\n')[0] ?? ''
 			expect(pid).toMatch(/^\d+$/)
