@@ -17,6 +17,8 @@ const benches = [
 	'jail-paths.mjs',
 	'reap-at-start.mjs',
 	'egress-proxy.mjs',
+	// Issue 15
+	'container-acquire.mjs',
 ]
 for (const bench of benches) {
 	console.log(`\n# ${bench}`)

@@ -1,18 +1,43 @@
+import { refuseACIStandbyPool } from './backends/container/container-sandbox-provider.js'
+import {
+	type ACIStandbyPoolBackendConfig,
+	type ContainerBackendConfig,
+	type ContainerSandboxLayout,
+	createContainerSandboxProvider,
+} from './backends/container/index.js'
 import {
 	createKubernetesSandboxProvider,
 	type KubernetesBackendConfig,
 } from './backends/kubernetes/index.js'
 import { createLocalSandboxProvider, type LocalBackendConfig } from './backends/local/index.js'
 import { CONFIG_SITE, requireObject } from './contract/argument-validators.js'
-import { SandboxBackendNotImplementedError } from './contract/errors.js'
+import { SandboxBackendNotImplementedError, SandboxConfigError } from './contract/errors.js'
 import type { SandboxProvider } from './contract/provider.js'
 import type { SandboxProviderDefaults } from './provider-defaults.js'
 
-/** Tiers this build implements. Later tiers add arms here. */
-export type SandboxBackendConfig = LocalBackendConfig | KubernetesBackendConfig
+/** Every backend a provider can be built for (the ACI standby pool is typed and refused here). */
+export type SandboxBackendConfig =
+	| LocalBackendConfig
+	| KubernetesBackendConfig
+	| ContainerBackendConfig
+	| ACIStandbyPoolBackendConfig
 
-export interface SandboxProviderConfig extends SandboxProviderDefaults {
-	readonly backend: SandboxBackendConfig
+/** A provider config: each container arm pairs its backend with the layout it needs. */
+export type SandboxProviderConfig =
+	| (SandboxProviderDefaults & { readonly backend: LocalBackendConfig | KubernetesBackendConfig })
+	| (SandboxProviderDefaults & {
+			readonly backend: ContainerBackendConfig
+			readonly layout: ContainerSandboxLayout
+	  })
+	| (SandboxProviderDefaults & {
+			readonly backend: ACIStandbyPoolBackendConfig
+			readonly layout: ContainerSandboxLayout
+	  })
+
+type ContainerArm = Extract<SandboxProviderConfig, { readonly layout: ContainerSandboxLayout }>
+
+function isContainerArm(config: SandboxProviderConfig): config is ContainerArm {
+	return config.backend.tier === 'container'
 }
 
 /**
@@ -22,6 +47,16 @@ export interface SandboxProviderConfig extends SandboxProviderDefaults {
 export function createSandboxProvider(config: SandboxProviderConfig): SandboxProvider {
 	requireObject(CONFIG_SITE, 'config', config)
 	const backend: { readonly tier?: unknown } = requireObject(CONFIG_SITE, 'backend', config.backend)
+	if (isContainerArm(config)) {
+		if (config.layout === undefined) {
+			throw new SandboxConfigError(
+				'layout',
+				'a container backend needs a layout (ContainerSandboxLayout, with outputs)',
+			)
+		}
+		if (config.backend.runtime === 'aci-standby-pool') return refuseACIStandbyPool(config.backend)
+		return createContainerSandboxProvider(config.backend, config.layout, config)
+	}
 	switch (config.backend.tier) {
 		case 'process':
 			return createLocalSandboxProvider(config.backend, config)

@@ -6,6 +6,7 @@
  * over the guest agent is `@namzu/sandbox/agent` (`src/agent-entry.ts`); the conformance suite is
  * `@namzu/sandbox/testing`.
  */
+// biome-ignore-all assist/source/organizeImports: the package comment above documents the first export block (typedoc), the Kubernetes tier's, so the container tier's block follows it
 
 export {
 	createKubernetesSandboxProvider,
@@ -167,6 +168,37 @@ export {
 	type UnreadIngressPolicySource,
 	type UnreadPolicySource,
 } from './backends/kubernetes/index.js'
+export {
+	type ACIStandbyPoolBackendConfig,
+	type AzureFileShareSource,
+	type ContainerBackendConfig,
+	ContainerEgressUnsupportedError,
+	type ContainerMount,
+	type ContainerMountSource,
+	ContainerProviderClosedError,
+	type ContainerProviderHooks,
+	type ContainerRuntime,
+	ContainerRuntimeCommandError,
+	ContainerRuntimeUnavailableError,
+	type ContainerSandbox,
+	type ContainerSandboxCreateConfig,
+	type ContainerSandboxLayout,
+	ContainerSandboxLayoutValidationError,
+	type ContainerSandboxProvider,
+	type ContainerSkillMount,
+	type ContainerToolPaths,
+	createContainerSandboxProvider,
+	DEFAULT_CONTAINER_PATHS,
+	DEFAULT_CONTAINER_READY_TIMEOUT_MS,
+	type HostDirSource,
+	type InImageSource,
+	MAX_CONTAINER_WARM_POOL_SIZE,
+	type ResolvedContainerMount,
+	type ResolvedContainerSandboxLayout,
+	type ResolvedContainerSkillMount,
+	type RunscPlatform,
+	resolveLayout,
+} from './backends/container/index.js'
 export {
 	AGENT_TASK_HEADROOM,
 	type AgentReachReport,

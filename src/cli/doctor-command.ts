@@ -1,3 +1,5 @@
+import type { ContainerRuntimeReport } from '../backends/container/runtime-probe.js'
+import { probeContainerRuntimes } from '../backends/container/runtime-probe.js'
 import {
 	describeLocalIsolation,
 	type IsolationCheck,
@@ -50,11 +52,31 @@ export function formatIsolationReport(report: LocalIsolationReport): string {
 	return `${lines.join('\n')}\n`
 }
 
-/** `namzu-sandbox doctor`: exit 0 when a default local sandbox can be created here, else 1. */
+/** The container tier's runtimes, one line each: works, or why not and what to do (pure). */
+export function formatContainerRuntimes(reports: readonly ContainerRuntimeReport[]): string {
+	const lines = ['container tier runtimes (backend.runtime):']
+	for (const report of reports) {
+		const name = report.runtime.padEnd(6)
+		lines.push(
+			report.works
+				? `  ok   ${name} ${report.path}: ${report.detail}`
+				: `  NO   ${name} ${report.path}: ${report.detail}${report.fix ? ` (${report.fix})` : ''}`,
+		)
+	}
+	return `${lines.join('\n')}\n`
+}
+
+/**
+ * `namzu-sandbox doctor`: exit 0 when a default local sandbox can be created here, else 1. The
+ * container runtimes are reported beside it and do not change the exit code.
+ */
 export async function doctorCommand(options: { readonly json: boolean }): Promise<number> {
 	const report = await describeLocalIsolation({ tier: 'process', ...cliBubblewrap() })
+	const containerRuntimes = await probeContainerRuntimes()
 	process.stdout.write(
-		options.json ? `${JSON.stringify(report, null, 2)}\n` : formatIsolationReport(report),
+		options.json
+			? `${JSON.stringify({ ...report, containerRuntimes }, null, 2)}\n`
+			: `${formatIsolationReport(report)}\n${formatContainerRuntimes(containerRuntimes)}`,
 	)
 	return report.ready ? 0 : 1
 }

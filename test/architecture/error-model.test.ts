@@ -12,6 +12,13 @@ import { join, relative } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import * as agentEntry from '../../src/agent-entry.js'
 import {
+	ContainerEgressUnsupportedError,
+	ContainerProviderClosedError,
+	ContainerRuntimeCommandError,
+	ContainerRuntimeUnavailableError,
+	ContainerSandboxLayoutValidationError,
+} from '../../src/backends/container/container-errors.js'
+import {
 	KubernetesAcquireError,
 	type KubernetesAcquireFailureReason,
 	KubernetesClaimUnboundError,
@@ -684,6 +691,24 @@ const CASES: readonly ErrorCase[] = [
 		type: DiskLimitUnavailableError,
 		make: () => new DiskLimitUnavailableError(refusal, 64, 'detail'),
 	})),
+	// backends/container
+	{
+		type: ContainerSandboxLayoutValidationError,
+		make: () => new ContainerSandboxLayoutValidationError(['layout.outputs is required']),
+	},
+	{
+		type: ContainerRuntimeUnavailableError,
+		make: () => new ContainerRuntimeUnavailableError('crun', '/usr/bin/crun', 'detail', 'fix'),
+	},
+	{
+		type: ContainerRuntimeCommandError,
+		make: () => new ContainerRuntimeCommandError('runc', 'create', { exitCode: 1, stderrTail: '' }),
+	},
+	{
+		type: ContainerEgressUnsupportedError,
+		make: () => new ContainerEgressUnsupportedError('allow-all'),
+	},
+	{ type: ContainerProviderClosedError, make: () => new ContainerProviderClosedError() },
 	// tools, mcp
 	{ type: EditMatchNotFoundError, make: () => new EditMatchNotFoundError('a.txt') },
 	{ type: EditMatchAmbiguousError, make: () => new EditMatchAmbiguousError('a.txt', 2) },

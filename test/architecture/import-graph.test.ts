@@ -24,11 +24,21 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 		'contract',
 		'root',
 	],
+	// The container tier leans on the local tier's machine layer (cgroups, claims, reaper, limits).
+	'backends/container': [
+		'backends/container',
+		'backends/local',
+		'host',
+		'exec-programs',
+		'wire',
+		'contract',
+		'root',
+	],
 	testing: ['testing', 'contract'],
 	// The top layers over the package's public surface: the tools, and the MCP server over them.
 	tools: ['tools', 'root'],
 	mcp: ['mcp', 'tools', 'root'],
-	cli: ['cli', 'mcp', 'backends/local', 'host', 'wire', 'contract', 'root'],
+	cli: ['cli', 'mcp', 'backends/local', 'backends/container', 'host', 'wire', 'contract', 'root'],
 	root: [
 		'root',
 		'contract',
@@ -37,6 +47,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 		'host',
 		'backends/local',
 		'backends/kubernetes',
+		'backends/container',
 	],
 }
 

@@ -117,6 +117,8 @@ describe.skipIf(!hasBwrap && !process.env.CI)('namzu-sandbox CLI', () => {
 		expect(run.stdout).toMatch(
 			/memory \d+ MiB; 512 workload tasks \(threads count\) \+ 24 for the agent/,
 		)
+		expect(run.stdout).toContain('container tier runtimes (backend.runtime):')
+		expect(run.stdout).toMatch(/^ {2}(ok|NO) {3}runc /m)
 		const json = await cli(['doctor', '--json'])
 		expect(JSON.parse(json.stdout)).toMatchObject({
 			ready: true,

@@ -59,10 +59,16 @@ export function unescapeMountField(field: string): string {
 	)
 }
 
-/** Parses the cgroup and cgroup2 mounts out of `/proc/<pid>/mountinfo`. */
-export function parseCgroupMounts(mountinfo: string): CgroupMounts {
-	const v1: Record<string, CgroupMount> = {}
-	let v2: CgroupMount | undefined
+/** One cgroup hierarchy mount: v1 with its super options (controllers, `name=`), or v2. */
+export interface CgroupHierarchyMount extends CgroupMount {
+	readonly version: 1 | 2
+	/** v1's super options without `rw`/`ro` (e.g. `cpu`, `cpuacct`, `name=systemd`); v2: none. */
+	readonly options: readonly string[]
+}
+
+/** Every cgroup and cgroup2 mount of `/proc/<pid>/mountinfo`, in order. */
+export function parseCgroupHierarchies(mountinfo: string): CgroupHierarchyMount[] {
+	const mounts: CgroupHierarchyMount[] = []
 	for (const line of mountinfo.split('\n')) {
 		const separator = line.indexOf(' - ')
 		if (separator < 0) continue
@@ -73,12 +79,29 @@ export function parseCgroupMounts(mountinfo: string): CgroupMounts {
 		const fsType = after[0]
 		if (root === undefined || mountPoint === undefined) continue
 		const mount = { mountPoint: unescapeMountField(mountPoint), root: unescapeMountField(root) }
-		if (fsType === 'cgroup2') {
+		if (fsType === 'cgroup2') mounts.push({ ...mount, version: 2, options: [] })
+		else if (fsType === 'cgroup') {
+			const options = (after[2] ?? '')
+				.split(',')
+				.filter((option) => option !== 'rw' && option !== 'ro')
+			mounts.push({ ...mount, version: 1, options })
+		}
+	}
+	return mounts
+}
+
+/** Parses the cgroup and cgroup2 mounts out of `/proc/<pid>/mountinfo`. */
+export function parseCgroupMounts(mountinfo: string): CgroupMounts {
+	const v1: Record<string, CgroupMount> = {}
+	let v2: CgroupMount | undefined
+	for (const { version, options, mountPoint, root } of parseCgroupHierarchies(mountinfo)) {
+		const mount = { mountPoint, root }
+		if (version === 2) {
 			v2 ??= mount
-		} else if (fsType === 'cgroup') {
-			for (const option of (after[2] ?? '').split(',')) {
-				if (V1_CONTROLLERS.includes(option)) v1[option] ??= mount
-			}
+			continue
+		}
+		for (const option of options) {
+			if (V1_CONTROLLERS.includes(option)) v1[option] ??= mount
 		}
 	}
 	return { ...(v2 === undefined ? {} : { v2 }), v1 }

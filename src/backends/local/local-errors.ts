@@ -115,6 +115,15 @@ export class LocalSandboxCleanupError extends SandboxError {
 		})
 		this.leftovers = leftovers
 	}
+
+	/** One error for a teardown's failures (none: undefined), every leftover they name gathered. */
+	static ofFailures(failures: readonly unknown[]): LocalSandboxCleanupError | undefined {
+		if (failures.length === 0) return undefined
+		const leftovers = failures.flatMap((failure) =>
+			failure instanceof LocalSandboxCleanupError ? [...failure.leftovers] : [],
+		)
+		return new LocalSandboxCleanupError(leftovers, { cause: failures[0] })
+	}
 }
 
 /** Why `openLocalSandbox` found nothing to open. */

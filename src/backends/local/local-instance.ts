@@ -516,9 +516,6 @@ async function teardown(
 	// Claims (the sized workspace, workspace ownership, staging mounts, the uid) only once no
 	// process is left.
 	await prepared.release().catch((error: unknown) => failures.push(error))
-	if (failures.length === 0) return
-	const leftovers = failures.flatMap((failure) =>
-		failure instanceof LocalSandboxCleanupError ? [...failure.leftovers] : [],
-	)
-	throw new LocalSandboxCleanupError(leftovers, { cause: failures[0] })
+	const failed = LocalSandboxCleanupError.ofFailures(failures)
+	if (failed) throw failed
 }

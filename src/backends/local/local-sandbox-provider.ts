@@ -16,8 +16,8 @@ import {
 } from '../../contract/argument-validators.js'
 import type { SandboxProvider } from '../../contract/provider.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
-import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+import { agentSandboxOf, createInstanceFleet } from './instance-fleet.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
 import type { EgressTestSeam } from './local-egress-proxy.js'
 import { LocalProviderClosedError } from './local-errors.js'
@@ -36,7 +36,6 @@ import {
 } from './local-sandbox-spec.js'
 import { openLocalSandbox } from './open-local-sandbox.js'
 import { collectLocalGarbage } from './reap-leftovers.js'
-import { WarmPool } from './warm-pool.js'
 
 /** `SandboxProvider.id` of the local tier. */
 export const LOCAL_PROVIDER_ID = 'namzu-process-local'
@@ -88,85 +87,44 @@ export function createLocalSandboxProvider(
 		}
 		return context
 	}
-	const live = new Set<LocalSandbox>()
-	const starting = new Set<AbortController>()
-	const pending = new Set<Promise<void>>()
-	let closing: Promise<void> | undefined
-	let reaping: Promise<void> | undefined
-	// What sandboxes of dead hosts left in this state directory (and expired kept-alive ones) is
-	// reaped once, in the background: once the first create() settles, or as the warm pool starts.
-	const reapOnce = () => {
-		reaping ??= collectLocalGarbage({
-			stateDir: resolved.stateDir,
-			nodePath: resolved.nodePath,
-			...(hooks.onBackgroundError ? { onError: hooks.onBackgroundError } : {}),
-		}).then(
-			() => undefined,
-			(error: unknown) => hooks.onBackgroundError?.(error),
-		)
-		return reaping
-	}
-
-	// A proxied sandbox is never served from the pool (its proxy is its creator's): none is kept.
-	const pool =
-		resolved.warmPoolSize > 0 && defaultSpec.egress !== 'proxied'
-			? new WarmPool<LocalInstance>({
-					size: resolved.warmPoolSize,
-					start: (signal) => startLocalInstance(instanceContext(), defaultSpec, signal),
-					...(hooks.onBackgroundError ? { onError: hooks.onBackgroundError } : {}),
-					...(hooks.onWarmSandboxReady
-						? { onReady: (instance: LocalInstance) => hooks.onWarmSandboxReady?.(instance.id) }
-						: {}),
-				})
-			: undefined
-	if (pool) void reapOnce()
-	pool?.fill()
-
-	const handOut = (instance: LocalInstance, spec: LocalSandboxSpec): LocalSandbox => {
-		const sandbox: LocalSandbox = createAgentSandbox({
-			id: instance.id,
-			transport: instance.transport,
-			rootDir: instance.rootDir,
-			environment: instance.environment,
-			...(spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: spec.timeoutMs }),
-			// An unconfirmable cancellation retires the whole unit: every process dies with it.
-			retire: async (error) => {
-				try {
-					await instance.release()
-					return { accepted: true, reason: error.message }
-				} catch (cause) {
-					return {
-						accepted: false,
-						error: cause instanceof Error ? cause : new Error(String(cause)),
-					}
+	const fleet = createInstanceFleet<LocalInstance, LocalSandboxSpec, LocalSandbox>({
+		start: (spec, signal) => startLocalInstance(instanceContext(), spec, signal),
+		// A proxied sandbox is never served from the pool (its proxy is its creator's): none is kept.
+		...(resolved.warmPoolSize > 0 && defaultSpec.egress !== 'proxied'
+			? {
+					pool: {
+						size: resolved.warmPoolSize,
+						spec: defaultSpec,
+						serves: (spec: LocalSandboxSpec) => canServeFromPool(defaultSpec, spec),
+					},
 				}
-			},
-			release: async () => {
-				try {
-					await instance.release()
-				} finally {
-					live.delete(sandbox)
-				}
-			},
-		})
-		// A kept-alive sandbox is not the provider's to take down on close(): it outlives us.
-		if (instance.descriptor === undefined) live.add(sandbox)
-		return sandbox
-	}
-
-	const startCold = async (spec: LocalSandboxSpec, signal: AbortSignal | undefined) => {
-		// One controller per start: the caller's signal or close() aborts it.
-		const controller = new AbortController()
-		const forward = () => controller.abort(signal?.reason)
-		signal?.addEventListener('abort', forward, { once: true })
-		starting.add(controller)
-		try {
-			return await startLocalInstance(instanceContext(), spec, controller.signal)
-		} finally {
-			signal?.removeEventListener('abort', forward)
-			starting.delete(controller)
-		}
-	}
+			: {}),
+		// What sandboxes of dead hosts left in this state directory (and expired kept-alive ones).
+		reap: () =>
+			collectLocalGarbage({
+				stateDir: resolved.stateDir,
+				nodePath: resolved.nodePath,
+				...(hooks.onBackgroundError ? { onError: hooks.onBackgroundError } : {}),
+			}).then(
+				() => undefined,
+				(error: unknown) => hooks.onBackgroundError?.(error),
+			),
+		handOut: (instance, spec, forget) => ({
+			sandbox: agentSandboxOf(
+				instance,
+				{
+					environment: instance.environment,
+					...(spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: spec.timeoutMs }),
+				},
+				forget,
+			),
+			// A kept-alive sandbox is not the provider's to take down on close(): it outlives us.
+			owned: instance.descriptor === undefined,
+		}),
+		closedError: () => new LocalProviderClosedError(),
+		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
+		...(hooks.onWarmSandboxReady ? { onWarmSandboxReady: hooks.onWarmSandboxReady } : {}),
+	})
 
 	const create = (config: LocalSandboxCreateConfig = {}): Promise<LocalSandbox> => {
 		let spec: LocalSandboxSpec
@@ -176,48 +134,9 @@ export function createLocalSandboxProvider(
 		} catch (error) {
 			return Promise.reject(error)
 		}
-		const run = createOnce(config, spec)
-		// After the first create settles, so the reaper never competes with it for the machine.
-		void run.then(reapOnce, reapOnce)
-		// close() waits for every create in flight, so nothing it started outlives the provider.
-		const settled = run.then(
-			() => undefined,
-			() => undefined,
-		)
-		pending.add(settled)
-		void settled.finally(() => pending.delete(settled))
-		return run
+		return fleet.create(spec, config.signal)
 	}
-
-	const createOnce = async (
-		config: LocalSandboxCreateConfig,
-		spec: LocalSandboxSpec,
-	): Promise<LocalSandbox> => {
-		if (closing) throw new LocalProviderClosedError()
-		const signal = config.signal
-		signal?.throwIfAborted()
-		const warm = pool && canServeFromPool(defaultSpec, spec) ? pool.take() : undefined
-		const instance = warm ?? (await startCold(spec, signal))
-		if (closing || signal?.aborted) {
-			await instance.release().catch(() => undefined)
-			if (signal?.aborted) throw signal.reason
-			throw new LocalProviderClosedError()
-		}
-		return handOut(instance, spec)
-	}
-
-	const closeAll = async () => {
-		for (const controller of starting) controller.abort(new LocalProviderClosedError())
-		await pool?.close()
-		while (pending.size > 0) await Promise.all([...pending])
-		await reaping
-		await Promise.allSettled([...live].map((sandbox) => sandbox.destroy()))
-	}
-
-	const close = () => {
-		closing ??= closeAll()
-		return closing
-	}
+	const close = () => fleet.close()
 
 	return {
 		id: LOCAL_PROVIDER_ID,

@@ -7,19 +7,12 @@
  * the host-claims record before it is made; `release()` undoes the record and removes the state
  * root once the sandbox's processes are gone. A failed preparation undoes what it did.
  */
-import { chmod, mkdir, open, realpath, stat, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, open, realpath, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
 import { EGRESS_BRIDGE_DIR } from '../../wire/egress-bridge.js'
 import { buildBwrapArgs } from './bwrap-argv.js'
-import { claimsDirectory, takeLock, workspaceLockName } from './claim-locks.js'
-import {
-	emptyClaims,
-	OWNERSHIP_RECORD_NAME,
-	type SandboxHostClaims,
-	STAGING_DIR_NAME,
-	workspaceLockPath,
-} from './host-claims.js'
+import { emptyClaims, type SandboxHostClaims, STAGING_DIR_NAME } from './host-claims.js'
 import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
 import { assertHostTool, HOST_TOOLS } from './host-tools.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
@@ -29,11 +22,7 @@ import {
 	hasSystemTrustBundle,
 	SYSTEM_TRUST_BUNDLE,
 } from './local-egress-proxy.js'
-import {
-	LocalPathOptionError,
-	LocalStateDirUnreachableError,
-	LocalWorkspaceBusyError,
-} from './local-errors.js'
+import { LocalPathOptionError, LocalStateDirUnreachableError } from './local-errors.js'
 import { ALLOW_ALL_RESOLV_CONF, PROXIED_RESOLV_CONF, resolvConfTarget } from './local-network.js'
 import type { LocalSandboxSpec } from './local-sandbox-spec.js'
 import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
@@ -53,7 +42,6 @@ import {
 } from './sandbox-directories.js'
 import {
 	allocateSandboxIdentity,
-	inUidRange,
 	releaseSandboxIdentity,
 	type SandboxIdentity,
 	withSandboxIdentity,
@@ -71,7 +59,7 @@ import {
 } from './sandbox-root.js'
 import { firstUnsearchable, stageBind } from './staging-mounts.js'
 import { mountWorkspaceDisk } from './workspace-disk.js'
-import { handOverWorkspace } from './workspace-ownership.js'
+import { handOverUnderLock } from './workspace-handover.js'
 
 /** Inside the state root: the resolver configuration an allow-all sandbox sees. */
 export const ALLOW_ALL_RESOLV_CONF_NAME = 'resolv.conf'
@@ -146,28 +134,16 @@ async function reachable(prep: Preparation, source: string, stagingName: string)
 async function handOverCallerWorkspace(prep: Preparation): Promise<void> {
 	const { identity, dirs, ledger } = prep
 	if (!perSandbox(identity) || !dirs.callerOwnsWorkspace) return
-	const info = await stat(dirs.workspace)
-	if (inUidRange(info.uid, prep.input.backend.sandboxUidRange)) {
-		throw new LocalWorkspaceBusyError(dirs.workspace, `it is owned by sandbox uid ${info.uid}`)
-	}
-	const lockPath = workspaceLockPath(dirs.root, info.dev, info.ino)
-	const workspace = {
+	await handOverUnderLock({
 		path: dirs.workspace,
-		dev: info.dev,
-		ino: info.ino,
-		ownerUid: info.uid,
-		ownerGid: info.gid,
-		recordPath: join(dirs.root, OWNERSHIP_RECORD_NAME),
-		lockPath,
-	}
-	await ledger.record({ workspace })
-	const taken = await takeLock(
-		await claimsDirectory(prep.base),
-		workspaceLockName(info.dev, info.ino),
-		{ id: prep.input.id, stateRoot: dirs.root },
-	)
-	if (taken === undefined) throw new LocalWorkspaceBusyError(dirs.workspace, `${lockPath} is held`)
-	await handOverWorkspace(workspace, identity, prep.input.signal)
+		sandboxId: prep.input.id,
+		stateBase: prep.base,
+		stateRoot: dirs.root,
+		ledger,
+		holder: identity,
+		uidRange: prep.input.backend.sandboxUidRange,
+		...(prep.input.signal ? { signal: prep.input.signal } : {}),
+	})
 }
 
 /** `readOnlyPaths` resolved and checked against the host (before anything is claimed). */

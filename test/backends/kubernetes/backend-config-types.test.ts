@@ -4,6 +4,8 @@
 import { describe, expect, expectTypeOf, it } from 'vitest'
 import { LOCAL_PROVIDER_ID } from '../../../src/backends/local/local-sandbox-provider.js'
 import {
+	type ACIStandbyPoolBackendConfig,
+	type ContainerBackendConfig,
 	createSandboxProvider,
 	type KubernetesBackendConfig,
 	type KubernetesClusterAccess,
@@ -49,7 +51,10 @@ describe('the Kubernetes arm of the config types', () => {
 			Extract<SandboxBackendConfig, { tier: 'process' }>
 		>().toEqualTypeOf<LocalBackendConfig>()
 		expectTypeOf<SandboxBackendConfig>().toEqualTypeOf<
-			LocalBackendConfig | KubernetesBackendConfig
+			| LocalBackendConfig
+			| KubernetesBackendConfig
+			| ContainerBackendConfig
+			| ACIStandbyPoolBackendConfig
 		>()
 		expect(createSandboxProvider({ backend: { tier: 'process' } }).id).toBe(LOCAL_PROVIDER_ID)
 	})

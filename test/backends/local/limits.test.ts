@@ -6,30 +6,11 @@ import {
 	createLocalSandboxProvider,
 } from '../../../src/backends/local/index.js'
 import type { SandboxProvider } from '../../../src/contract/provider.js'
+import { ALLOCATE, FORK } from '../../helpers/limit-attacks.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { cgroupDirsFor, freshStateDir } from './local-test-support.js'
 
 const skip = bwrapSkipReason()
-
-// Allocates and touches 16 MiB chunks until told to stop at `total` MiB.
-const ALLOCATE = `
-const total = Number(process.argv[1]); const keep = []
-for (let mb = 0; mb < total; mb += 16) { const b = Buffer.alloc(16 << 20, 1); keep.push(b) }
-console.log('survived', keep.length * 16)
-`
-
-// Starts `count` sleeping children and reports how many spawns failed.
-const FORK = `
-const { spawn } = require('node:child_process')
-const count = Number(process.argv[1]); let ok = 0, failed = 0, done = 0; const kids = []
-for (let i = 0; i < count; i++) {
-	const child = spawn('sleep', ['5'])
-	kids.push(child)
-	child.on('spawn', () => { ok++; finish() })
-	child.on('error', () => { failed++; finish() })
-}
-function finish() { if (++done === count) { console.log(JSON.stringify({ ok, failed })); for (const k of kids) k.kill('SIGKILL') } }
-`
 
 describe.skipIf(skip !== undefined)(
 	`limits are enforced with cgroups${skip ? ` (skipped: ${skip})` : ''}`,

@@ -1,0 +1,239 @@
+/**
+ * `ContainerBackendConfig` (`tier: 'container'`) and `ACIStandbyPoolBackendConfig` (the same tier,
+ * `runtime: 'aci-standby-pool'`, refused at runtime: no Azure here), validated once at provider
+ * construction with every default resolved.
+ *
+ * `runtime` takes the OCI runtimes this tier drives directly: `'runc'` (the default), `'crun'`,
+ * `'runsc'`. `'docker'` is accepted by the type, so a config written for a Docker engine still
+ * compiles, and refused by name at construction: there is no Docker engine, and quietly
+ * running it on runc would drop whatever the caller set up in Docker.
+ */
+import { homedir, tmpdir } from 'node:os'
+import { isAbsolute, join } from 'node:path'
+import {
+	CONFIG_SITE,
+	describeReceived,
+	isPlainObject,
+	optionalDurationMs,
+	optionalInteger,
+	refuseUnknownKeys,
+	requireObject,
+	requireOneOf,
+	requireString,
+} from '../../contract/argument-validators.js'
+import { SandboxConfigError } from '../../contract/errors.js'
+import type { DefaultLimitsMode } from '../local/cgroup-limits.js'
+import { resolveSandboxUidRange, type SandboxUidRange } from '../local/sandbox-identity.js'
+import { DEFAULT_MKFS_EXT4_PATH } from '../local/workspace-disk.js'
+import { DEFAULT_UMOCI_PATH } from './container-image.js'
+import {
+	CONTAINER_RUNTIMES,
+	type ContainerRuntime,
+	DEFAULT_RUNTIME_PATHS,
+	type RunscPlatform,
+} from './runtime-argv.js'
+
+/** The container tier: the same agent in an OCI container run by `runc`, `crun` or gVisor's `runsc`. */
+export interface ContainerBackendConfig {
+	readonly tier: 'container'
+	/** Default `'runc'`; `'docker'` is refused by name (no Docker engine is used). */
+	readonly runtime?: ContainerRuntime | 'docker'
+	/** A root filesystem directory, or an OCI image layout (`<dir>` or `<dir>:<tag>`). */
+	readonly image: string
+	/** The runtime's binary (default `/usr/sbin/runc`, `/usr/bin/crun`, `/usr/bin/runsc`). */
+	readonly runtimePath?: string
+	/** gVisor's platform (default `'ptrace'`; KVM is not offered). */
+	readonly runscPlatform?: RunscPlatform
+	/** Default the OS temporary directory: the same state directory the local tier uses. */
+	readonly stateDir?: string
+	/** Where OCI layouts are unpacked (default `~/.cache/namzu-sandbox/container-images`). */
+	readonly imageCacheDir?: string
+	/** Default 30 000. */
+	readonly readyTimeoutMs?: number
+	/** Pause between dials while the agent starts (default 20). */
+	readonly readyPollIntervalMs?: number
+	/** Containers started and probed ahead of `create()` (default 0). */
+	readonly warmPoolSize?: number
+	/** Host uids handed out one per sandbox (the local tier's range and locks). */
+	readonly sandboxUidRange?: SandboxUidRange
+	readonly defaultLimits?: DefaultLimitsMode
+	/** Recorded as OCI annotations on every container. */
+	readonly labels?: Readonly<Record<string, string>>
+	/** Only `'none'` (own network namespace): the host reaches the agent over a unix socket. */
+	readonly network?: 'none'
+	/** Paths of host programs the tier runs. */
+	readonly tools?: ContainerToolPaths
+}
+
+/** Host programs the container tier runs besides the runtime (absolute paths). */
+export interface ContainerToolPaths {
+	readonly umoci?: string
+	readonly mkfsExt4?: string
+}
+
+/** The Azure Container Instances standby pool: typed so configs compile, refused at runtime here. */
+export interface ACIStandbyPoolBackendConfig {
+	readonly tier: 'container'
+	readonly runtime: 'aci-standby-pool'
+	readonly subscriptionId: string
+	readonly resourceGroup: string
+	readonly location: string
+	readonly standbyPoolResourceId: string
+	readonly containerGroupProfileResourceId: string
+	readonly containerGroupProfileRevision?: number
+	/** An Azure Resource Manager bearer token, asked for on every call. */
+	readonly getArmToken: () => Promise<string>
+	readonly subnetId?: string
+	readonly readyPollIntervalMs?: number
+	readonly readyTimeoutMs?: number
+	readonly workerPort?: number
+	readonly armApiVersion?: string
+	readonly containerNamePrefix?: string
+}
+
+export interface ResolvedContainerBackendConfig {
+	readonly runtime: ContainerRuntime
+	readonly runtimePath: string
+	readonly runscPlatform: RunscPlatform
+	readonly image: string
+	readonly stateDir: string
+	readonly imageCacheDir: string
+	readonly readyTimeoutMs: number
+	readonly readyPollIntervalMs: number
+	readonly warmPoolSize: number
+	readonly sandboxUidRange: SandboxUidRange
+	readonly defaultLimits: DefaultLimitsMode
+	readonly labels: Readonly<Record<string, string>>
+	readonly tools: { readonly umoci: string; readonly mkfsExt4: string }
+}
+
+/** How long `create()` waits for a container's agent to answer, unless `readyTimeoutMs` is set. */
+export const DEFAULT_CONTAINER_READY_TIMEOUT_MS = 30_000
+export const DEFAULT_CONTAINER_READY_POLL_INTERVAL_MS = 20
+/** The largest `warmPoolSize` accepted (each member is a live container). */
+export const MAX_CONTAINER_WARM_POOL_SIZE = 64
+
+const BACKEND_KEYS = Object.keys({
+	tier: true,
+	runtime: true,
+	image: true,
+	runtimePath: true,
+	runscPlatform: true,
+	stateDir: true,
+	imageCacheDir: true,
+	readyTimeoutMs: true,
+	readyPollIntervalMs: true,
+	warmPoolSize: true,
+	sandboxUidRange: true,
+	defaultLimits: true,
+	labels: true,
+	network: true,
+	tools: true,
+} satisfies Record<keyof ContainerBackendConfig, true>)
+const TOOL_KEYS = Object.keys({ umoci: true, mkfsExt4: true } satisfies Record<
+	keyof ContainerToolPaths,
+	true
+>)
+
+function absolutePath(field: string, value: unknown, fallback: string): string {
+	if (value === undefined) return fallback
+	if (typeof value !== 'string' || value === '' || !isAbsolute(value)) {
+		throw CONFIG_SITE.refuse(field, 'an absolute path', describeReceived(value))
+	}
+	return value
+}
+
+function labels(value: unknown): Record<string, string> {
+	if (value === undefined) return {}
+	if (!isPlainObject(value))
+		throw CONFIG_SITE.refuse('backend.labels', 'an object of strings', describeReceived(value))
+	const out: Record<string, string> = {}
+	for (const [key, entry] of Object.entries(value)) {
+		if (key === '' || key.includes('=') || typeof entry !== 'string') {
+			throw CONFIG_SITE.refuse(
+				`backend.labels.${key}`,
+				'a non-empty key without = and a string value',
+				describeReceived(entry),
+			)
+		}
+		out[key] = entry
+	}
+	return out
+}
+
+export function resolveContainerBackendConfig(
+	config: ContainerBackendConfig,
+): ResolvedContainerBackendConfig {
+	const raw = requireObject(CONFIG_SITE, 'backend', config)
+	refuseUnknownKeys(CONFIG_SITE, 'backend', raw, BACKEND_KEYS)
+	requireOneOf(CONFIG_SITE, 'backend.tier', raw.tier, ['container'])
+	if (raw.runtime === 'docker') {
+		throw new SandboxConfigError(
+			'backend.runtime',
+			"'docker' needs a Docker engine, which this tier does not use: it drives an OCI runtime directly; use 'runc' (the default), 'crun' or 'runsc'",
+		)
+	}
+	const runtime = requireOneOf(
+		CONFIG_SITE,
+		'backend.runtime',
+		raw.runtime ?? 'runc',
+		CONTAINER_RUNTIMES,
+	)
+	if (raw.network !== undefined && raw.network !== 'none') {
+		throw new SandboxConfigError(
+			'backend.network',
+			"only 'none' is supported: every container gets its own network namespace, and the host reaches the agent over a unix socket",
+		)
+	}
+	const image = requireString(CONFIG_SITE, 'backend.image', raw.image)
+	if (!isAbsolute(image))
+		throw CONFIG_SITE.refuse('backend.image', 'an absolute path', describeReceived(image))
+	const tools =
+		raw.tools === undefined ? {} : requireObject(CONFIG_SITE, 'backend.tools', raw.tools)
+	refuseUnknownKeys(CONFIG_SITE, 'backend.tools', tools, TOOL_KEYS)
+	return {
+		runtime,
+		runtimePath: absolutePath(
+			'backend.runtimePath',
+			raw.runtimePath,
+			DEFAULT_RUNTIME_PATHS[runtime],
+		),
+		runscPlatform: requireOneOf(
+			CONFIG_SITE,
+			'backend.runscPlatform',
+			raw.runscPlatform ?? 'ptrace',
+			['ptrace', 'systrap'] as const,
+		),
+		image,
+		stateDir: absolutePath('backend.stateDir', raw.stateDir, tmpdir()),
+		imageCacheDir: absolutePath(
+			'backend.imageCacheDir',
+			raw.imageCacheDir,
+			join(homedir(), '.cache', 'namzu-sandbox', 'container-images'),
+		),
+		readyTimeoutMs:
+			optionalDurationMs(CONFIG_SITE, 'backend.readyTimeoutMs', raw.readyTimeoutMs) ??
+			DEFAULT_CONTAINER_READY_TIMEOUT_MS,
+		readyPollIntervalMs:
+			optionalDurationMs(CONFIG_SITE, 'backend.readyPollIntervalMs', raw.readyPollIntervalMs) ??
+			DEFAULT_CONTAINER_READY_POLL_INTERVAL_MS,
+		warmPoolSize:
+			optionalInteger(CONFIG_SITE, 'backend.warmPoolSize', raw.warmPoolSize, {
+				min: 0,
+				max: MAX_CONTAINER_WARM_POOL_SIZE,
+			}) ?? 0,
+		sandboxUidRange: resolveSandboxUidRange(raw.sandboxUidRange),
+		defaultLimits:
+			raw.defaultLimits === undefined
+				? 'required'
+				: requireOneOf(CONFIG_SITE, 'backend.defaultLimits', raw.defaultLimits, [
+						'required',
+						'best-effort',
+					] as const),
+		labels: labels(raw.labels),
+		tools: {
+			umoci: absolutePath('backend.tools.umoci', tools.umoci, DEFAULT_UMOCI_PATH),
+			mkfsExt4: absolutePath('backend.tools.mkfsExt4', tools.mkfsExt4, DEFAULT_MKFS_EXT4_PATH),
+		},
+	}
+}

@@ -1,0 +1,100 @@
+/** The container tier's own refusals. Every other failure is the local tier's machine-level error. */
+import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
+
+/** A `ContainerSandboxLayout` that `resolveLayout` (or the tier) refuses, with every reason found. */
+export class ContainerSandboxLayoutValidationError extends SandboxError {
+	override readonly name = 'ContainerSandboxLayoutValidationError'
+	readonly reasons: readonly string[]
+
+	constructor(reasons: readonly string[], options: SandboxErrorOptions = {}) {
+		super(`invalid container sandbox layout: ${reasons.join('; ')}`, 'layout-invalid', options)
+		this.reasons = [...reasons]
+	}
+
+	/** The error as plain data, every reason included (for logs and wire reports). */
+	toJSON(): { name: string; message: string; reason: string; reasons: string[] } {
+		return {
+			name: this.name,
+			message: this.message,
+			reason: this.reason,
+			reasons: [...this.reasons],
+		}
+	}
+}
+
+/** The OCI runtime asked for cannot run containers on this host (missing, or broken here). */
+export class ContainerRuntimeUnavailableError extends SandboxError {
+	override readonly name = 'ContainerRuntimeUnavailableError'
+	readonly runtime: string
+	readonly path: string
+	/** What to do about it, one line. */
+	readonly fix: string
+
+	constructor(
+		runtime: string,
+		path: string,
+		detail: string,
+		fix: string,
+		options: SandboxErrorOptions = {},
+	) {
+		super(
+			`container runtime ${runtime} (${path}) is unusable: ${detail}; ${fix}`,
+			'runtime-unavailable',
+			options,
+		)
+		this.runtime = runtime
+		this.path = path
+		this.fix = fix
+	}
+}
+
+/** A runtime command (`create`, `start`, `delete`) that failed, with the last of its stderr. */
+export class ContainerRuntimeCommandError extends SandboxError {
+	override readonly name = 'ContainerRuntimeCommandError'
+	readonly runtime: string
+	/** The runtime's subcommand: `create`, `start`, `delete`, `state`. */
+	readonly command: string
+	readonly exitCode?: number
+	readonly stderrTail: string
+
+	constructor(
+		runtime: string,
+		command: string,
+		fields: { readonly exitCode?: number | null; readonly stderrTail: string },
+		options: SandboxErrorOptions = {},
+	) {
+		const tail = fields.stderrTail.trim()
+		super(
+			`${runtime} ${command} failed${typeof fields.exitCode === 'number' ? ` (exit ${fields.exitCode})` : ''}${tail === '' ? '' : `: ${tail}`}`,
+			'runtime-command-failed',
+			options,
+		)
+		this.runtime = runtime
+		this.command = command
+		if (typeof fields.exitCode === 'number') this.exitCode = fields.exitCode
+		this.stderrTail = fields.stderrTail
+	}
+}
+
+/** An egress kind the container tier does not enforce: refused rather than silently widened. */
+export class ContainerEgressUnsupportedError extends SandboxError {
+	override readonly name = 'ContainerEgressUnsupportedError'
+	readonly egressKind: string
+
+	constructor(egressKind: string) {
+		super(
+			`egress kind '${egressKind}' is not supported by the container tier yet (its network would be attached from the host, which this tier does not do); use 'deny-all', or the local tier for '${egressKind}'`,
+			'egress-unsupported',
+		)
+		this.egressKind = egressKind
+	}
+}
+
+/** `create()` after `close()`. */
+export class ContainerProviderClosedError extends SandboxError {
+	override readonly name = 'ContainerProviderClosedError'
+
+	constructor() {
+		super('the container sandbox provider is closed; create() refused', 'provider-closed')
+	}
+}

@@ -1,0 +1,160 @@
+/**
+ * `backend.image`: a root filesystem directory used as it is (never written: the container's root
+ * is read-only and every mount point must already exist in it), or an OCI image layout
+ * (`<dir>` or `<dir>:<tag>`, default tag `latest`) unpacked once with umoci into a cache keyed by
+ * the layout's index and tag. The image must bring `node`; an init (`tini`) is used when present.
+ */
+import { createHash } from 'node:crypto'
+import { constants } from 'node:fs'
+import { access, lstat, mkdir, readFile, rename, rm, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { SandboxConfigError } from '../../contract/errors.js'
+import { runProgram } from '../local/host-tools.js'
+
+export const DEFAULT_UMOCI_PATH = '/usr/bin/umoci'
+
+/** Where the image's programs are looked for, first found wins. */
+export const IMAGE_NODE_PATHS: readonly string[] = ['/usr/local/bin/node', '/usr/bin/node']
+export const IMAGE_INIT_PATHS: readonly string[] = [
+	'/usr/bin/tini',
+	'/sbin/tini',
+	'/usr/bin/tini-static',
+]
+
+/** Mount points every container sandbox needs in the image's root. */
+export const REQUIRED_IMAGE_DIRS: readonly string[] = [
+	'/proc',
+	'/dev',
+	'/sys',
+	'/tmp',
+	'/run',
+	'/var/tmp',
+	'/workspace',
+]
+
+export interface ContainerImage {
+	/** The root filesystem directory on the host. */
+	readonly rootfs: string
+	/** The image's node, inside the container and on the host. */
+	readonly node: { readonly inImage: string; readonly onHost: string }
+	/** The image's init, when it has one. */
+	readonly init?: { readonly inImage: string; readonly onHost: string }
+}
+
+export interface ImageSourceInput {
+	readonly image: string
+	readonly cacheDir: string
+	readonly umociPath?: string
+	readonly signal?: AbortSignal
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+	try {
+		return (await stat(path)).isDirectory()
+	} catch {
+		return false
+	}
+}
+
+async function isExecutableFile(path: string): Promise<boolean> {
+	try {
+		const info = await stat(path)
+		if (!info.isFile()) return false
+		await access(path, constants.X_OK)
+		return true
+	} catch {
+		return false
+	}
+}
+
+/** `<dir>:<tag>` of an OCI layout, or the whole value as the directory. */
+export function splitLayoutReference(image: string): { dir: string; tag: string } {
+	const colon = image.lastIndexOf(':')
+	const slash = image.lastIndexOf('/')
+	if (colon > slash && colon > 0) return { dir: image.slice(0, colon), tag: image.slice(colon + 1) }
+	return { dir: image, tag: 'latest' }
+}
+
+function refuse(detail: string): SandboxConfigError {
+	return new SandboxConfigError('backend.image', detail)
+}
+
+async function unpackLayout(input: ImageSourceInput, dir: string, tag: string): Promise<string> {
+	const index = await readFile(join(dir, 'index.json')).catch(() => undefined)
+	if (index === undefined) throw refuse(`${dir} is an OCI layout without a readable index.json`)
+	const key = createHash('sha256').update(index).update('\0').update(tag).digest('hex').slice(0, 16)
+	const bundle = join(input.cacheDir, `oci-${key}`)
+	const rootfs = join(bundle, 'rootfs')
+	if (await isDirectory(rootfs)) return rootfs
+	await mkdir(input.cacheDir, { recursive: true, mode: 0o755 })
+	const partial = `${bundle}.partial-${process.pid}`
+	await rm(partial, { recursive: true, force: true })
+	const umoci = input.umociPath ?? DEFAULT_UMOCI_PATH
+	const run = await runProgram(umoci, ['unpack', '--image', `${dir}:${tag}`, partial], {
+		...(input.signal ? { signal: input.signal } : {}),
+	}).catch((error: unknown) => {
+		throw refuse(
+			`unpacking the OCI layout needs umoci at ${umoci} (apt-get install umoci): ${error instanceof Error ? error.message : String(error)}`,
+		)
+	})
+	if (run.code !== 0) {
+		await rm(partial, { recursive: true, force: true })
+		throw refuse(`umoci could not unpack ${dir}:${tag}: ${run.stderr}`)
+	}
+	// Mount points the sandbox needs and an image may lack; made in our copy only.
+	for (const needed of REQUIRED_IMAGE_DIRS) {
+		await mkdir(join(partial, 'rootfs', needed), { recursive: true, mode: 0o755 })
+	}
+	try {
+		await rename(partial, bundle)
+	} catch (error) {
+		// Another process unpacked the same image meanwhile: keep theirs.
+		await rm(partial, { recursive: true, force: true })
+		if (!(await isDirectory(rootfs))) throw error
+	}
+	return rootfs
+}
+
+async function firstExecutable(rootfs: string, candidates: readonly string[]) {
+	for (const inImage of candidates) {
+		const onHost = join(rootfs, inImage)
+		// A symlink would resolve on the host, not in the image.
+		const info = await lstat(onHost).catch(() => undefined)
+		if (info?.isFile() && (await isExecutableFile(onHost))) return { inImage, onHost }
+	}
+	return undefined
+}
+
+/** The image's root filesystem, checked for what a sandbox needs; `SandboxConfigError` otherwise. */
+export async function resolveContainerImage(input: ImageSourceInput): Promise<ContainerImage> {
+	const { dir, tag } = splitLayoutReference(input.image)
+	let rootfs: string
+	if (
+		await stat(join(dir, 'oci-layout'))
+			.then((info) => info.isFile())
+			.catch(() => false)
+	) {
+		rootfs = await unpackLayout(input, dir, tag)
+	} else if (await isDirectory(input.image)) {
+		rootfs = input.image
+	} else {
+		throw refuse(`${input.image} is neither a root filesystem directory nor an OCI image layout`)
+	}
+	const missing: string[] = []
+	for (const needed of REQUIRED_IMAGE_DIRS) {
+		if (!(await isDirectory(join(rootfs, needed)))) missing.push(needed)
+	}
+	if (missing.length > 0) {
+		throw refuse(
+			`the root filesystem ${rootfs} lacks the mount points ${missing.join(', ')} (the root is read-only, so they must exist in the image)`,
+		)
+	}
+	const node = await firstExecutable(rootfs, IMAGE_NODE_PATHS)
+	if (node === undefined) {
+		throw refuse(
+			`the root filesystem ${rootfs} has no node binary at ${IMAGE_NODE_PATHS.join(' or ')} (the agent runs on the image's node)`,
+		)
+	}
+	const init = await firstExecutable(rootfs, IMAGE_INIT_PATHS)
+	return { rootfs, node, ...(init ? { init } : {}) }
+}

@@ -1,0 +1,202 @@
+/**
+ * The container tier's `SandboxProvider`: every sandbox is the host's one `AgentSandbox` over the
+ * same agent, started in an OCI container by `startContainerInstance`, optionally served from a
+ * warm pool of started and probed containers (the local tier's `WarmPool`). `close()` takes down
+ * every sandbox still alive, every start in flight and the pool. What sandboxes of dead hosts left
+ * in the state directory is reaped once in the background by the local tier's reaper (a container
+ * sandbox's record is the same record).
+ */
+import {
+	CONFIG_SITE,
+	optionalFunction,
+	optionalObject,
+} from '../../contract/argument-validators.js'
+import { SandboxBackendNotImplementedError } from '../../contract/errors.js'
+import type { SandboxProvider } from '../../contract/provider.js'
+import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
+import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+import { agentSandboxOf, createInstanceFleet } from '../local/instance-fleet.js'
+import type { LocalSandbox } from '../local/local-sandbox.js'
+import { collectLocalGarbage } from '../local/reap-leftovers.js'
+import {
+	type ACIStandbyPoolBackendConfig,
+	type ContainerBackendConfig,
+	resolveContainerBackendConfig,
+} from './container-backend-config.js'
+import {
+	ContainerProviderClosedError,
+	ContainerSandboxLayoutValidationError,
+} from './container-errors.js'
+import { type ContainerImage, resolveContainerImage } from './container-image.js'
+import {
+	type ContainerInstance,
+	type ContainerInstanceContext,
+	startContainerInstance,
+} from './container-instance.js'
+import {
+	type ContainerSandboxLayout,
+	layoutMounts,
+	type ResolvedContainerSandboxLayout,
+	resolveLayout,
+} from './container-layout.js'
+import {
+	type ContainerSandboxCreateConfig,
+	type ContainerSandboxSpec,
+	canServeFromContainerPool,
+	resolveContainerSandboxSpec,
+} from './container-sandbox-spec.js'
+
+/** A container sandbox: the same members as a local one (the same agent serves both). */
+export type ContainerSandbox = LocalSandbox
+
+/** Callbacks for what the container provider does in the background. */
+export interface ContainerProviderHooks {
+	/** Told about background failures (warm-pool starts and releases, the reaper). Must not throw. */
+	readonly onBackgroundError?: (error: unknown) => void
+	/** Told the id of each warm-pool sandbox once it is started, probed and ready. Must not throw. */
+	readonly onWarmSandboxReady?: (id: string) => void
+}
+
+export interface ContainerSandboxProvider extends SandboxProvider {
+	create(config?: ContainerSandboxCreateConfig): Promise<ContainerSandbox>
+}
+
+/** `SandboxProvider.id` = `namzu-container-<runtime>`. */
+export function containerProviderId(runtime: string): string {
+	return `namzu-container-${runtime}`
+}
+
+/** `SandboxProvider.name` = `@namzu/sandbox:container:<runtime>`. */
+export function containerProviderName(runtime: string): string {
+	return `@namzu/sandbox:container:${runtime}`
+}
+
+/** What the tier itself refuses of a valid layout, every reason at once. */
+export function containerLayoutRefusals(
+	layout: ResolvedContainerSandboxLayout,
+	warmPoolSize: number,
+): string[] {
+	const reasons: string[] = []
+	const entries = layoutMounts(layout)
+	for (const entry of entries) {
+		if (entry.mount.source.type === 'azureFileShare') {
+			reasons.push(
+				`${entry.field}.source: 'azureFileShare' is served by the ACI standby pool only; use 'hostDir' or 'inImage'`,
+			)
+		}
+	}
+	const writableHostDirs = entries.filter(
+		(entry) => entry.writable && entry.mount.source.type === 'hostDir',
+	)
+	if (writableHostDirs.length > 1) {
+		reasons.push(
+			`${writableHostDirs.map((entry) => entry.field).join(' and ')} are both writable host directories; a sandbox is handed one (make the other 'inImage')`,
+		)
+	}
+	if (writableHostDirs.length > 0 && warmPoolSize > 0) {
+		reasons.push(
+			`${writableHostDirs[0]?.field} is a writable host directory, which one live sandbox holds at a time; a warm pool (backend.warmPoolSize) would hold it ahead of create()`,
+		)
+	}
+	return reasons
+}
+
+/**
+ * The container tier's provider; `createSandboxProvider({ backend: { tier: 'container', … }, layout })`
+ * returns the same. Validates the backend and the layout at once and contacts nothing until
+ * `create()` (or the warm pool's first start).
+ */
+export function createContainerSandboxProvider(
+	backend: ContainerBackendConfig,
+	layout: ContainerSandboxLayout,
+	defaults: SandboxProviderDefaults = {},
+	hooks: ContainerProviderHooks = {},
+): ContainerSandboxProvider {
+	const resolved = resolveContainerBackendConfig(backend)
+	const resolvedLayout = resolveLayout(layout)
+	const refusals = containerLayoutRefusals(resolvedLayout, resolved.warmPoolSize)
+	if (refusals.length > 0) throw new ContainerSandboxLayoutValidationError(refusals)
+	const defaultSpec = resolveContainerSandboxSpec({}, defaults)
+	const givenHooks = optionalObject(CONFIG_SITE, 'hooks', hooks)
+	optionalFunction(CONFIG_SITE, 'hooks.onBackgroundError', givenHooks.onBackgroundError)
+	optionalFunction(CONFIG_SITE, 'hooks.onWarmSandboxReady', givenHooks.onWarmSandboxReady)
+	let image: Promise<ContainerImage> | undefined
+	const context: ContainerInstanceContext = {
+		backend: resolved,
+		layout: resolvedLayout,
+		image: () => {
+			image ??= resolveContainerImage({
+				image: resolved.image,
+				cacheDir: resolved.imageCacheDir,
+				umociPath: resolved.tools.umoci,
+			})
+			// A refused image is refused again on the next create, not cached as a failure.
+			image.catch(() => {
+				image = undefined
+			})
+			return image
+		},
+		agentPath: agentBundlePath(),
+	}
+	const fleet = createInstanceFleet<ContainerInstance, ContainerSandboxSpec, ContainerSandbox>({
+		start: (spec, signal) => startContainerInstance(context, spec, signal),
+		...(resolved.warmPoolSize > 0
+			? {
+					pool: {
+						size: resolved.warmPoolSize,
+						spec: defaultSpec,
+						serves: (spec: ContainerSandboxSpec) => canServeFromContainerPool(defaultSpec, spec),
+					},
+				}
+			: {}),
+		// A container sandbox's record is the local tier's record: the same reaper undoes it.
+		reap: () =>
+			collectLocalGarbage({
+				stateDir: resolved.stateDir,
+				...(hooks.onBackgroundError ? { onError: hooks.onBackgroundError } : {}),
+			}).then(
+				() => undefined,
+				(error: unknown) => hooks.onBackgroundError?.(error),
+			),
+		handOut: (instance, spec, forget) => ({
+			sandbox: agentSandboxOf(
+				instance,
+				{
+					environment: 'linux-namespace',
+					...(spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: spec.timeoutMs }),
+				},
+				forget,
+			),
+			owned: true,
+		}),
+		closedError: () => new ContainerProviderClosedError(),
+		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
+		...(hooks.onWarmSandboxReady ? { onWarmSandboxReady: hooks.onWarmSandboxReady } : {}),
+	})
+
+	const create = (config: ContainerSandboxCreateConfig = {}): Promise<ContainerSandbox> => {
+		let spec: ContainerSandboxSpec
+		try {
+			// Checked before anything else runs: a refused config starts, reaps and creates nothing.
+			spec = resolveContainerSandboxSpec(config, defaults)
+		} catch (error) {
+			return Promise.reject(error)
+		}
+		return fleet.create(spec, config.signal)
+	}
+	const close = () => fleet.close()
+	return {
+		id: containerProviderId(resolved.runtime),
+		name: containerProviderName(resolved.runtime),
+		environment: 'linux-namespace',
+		workspaceModes: ['ephemeral'],
+		create,
+		close,
+		[Symbol.asyncDispose]: close,
+	}
+}
+
+/** The ACI standby pool arm: typed, validated as an object, and refused here by name. */
+export function refuseACIStandbyPool(backend: ACIStandbyPoolBackendConfig): never {
+	throw new SandboxBackendNotImplementedError(`container/${String(backend.runtime)}`)
+}

@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest'
+import {
+	probeContainerRuntimes,
+	type RuntimeProbeFacts,
+	runtimeVerdict,
+} from '../../../src/backends/container/runtime-probe.js'
+import { formatContainerRuntimes } from '../../../src/cli/doctor-command.js'
+import { containerSkipReason } from './container-test-support.js'
+
+const base: RuntimeProbeFacts = {
+	runtime: 'crun',
+	path: '/usr/bin/crun',
+	executable: true,
+	asRoot: true,
+}
+
+describe('runtimeVerdict', () => {
+	it.each([
+		[
+			'not installed',
+			{ ...base, executable: false },
+			{ works: false, detail: '/usr/bin/crun is not installed', fix: 'apt-get install -y crun' },
+		],
+		[
+			'not root',
+			{ ...base, asRoot: false },
+			{ works: false, detail: 'the container tier runs its runtime as root' },
+		],
+		[
+			'a container that ran',
+			{ ...base, run: { code: 0, stderr: '' } },
+			{ works: true, detail: 'ran /bin/true in a container' },
+		],
+		[
+			'the hybrid cgroup refusal',
+			{
+				...base,
+				run: {
+					code: 1,
+					stderr: 'cgroups in hybrid mode not supported, drop all controllers from cgroupv2',
+				},
+			},
+			{
+				works: false,
+				detail:
+					"refuses this host's hybrid cgroups even in a private mount namespace: cgroups in hybrid mode not supported, drop all controllers from cgroupv2",
+				fix: "use runtime 'runc'",
+			},
+		],
+		[
+			'any other failure, with its last line',
+			{ ...base, run: { code: 1, stderr: 'warning\npivot_root: Device or resource busy\n' } },
+			{
+				works: false,
+				detail: 'a test container failed (exit 1): pivot_root: Device or resource busy',
+			},
+		],
+	])('%s', (_name, facts, expected) => {
+		expect(runtimeVerdict(facts)).toMatchObject(expected)
+	})
+
+	it('formats one line per runtime for doctor', () => {
+		expect(
+			formatContainerRuntimes([
+				{
+					runtime: 'runc',
+					path: '/usr/sbin/runc',
+					works: true,
+					detail: 'ran /bin/true in a container',
+				},
+				{
+					runtime: 'runsc',
+					path: '/usr/bin/runsc',
+					works: false,
+					detail: 'not installed',
+					fix: 'apt-get install -y runsc',
+				},
+			]),
+		).toBe(
+			'container tier runtimes (backend.runtime):\n  ok   runc   /usr/sbin/runc: ran /bin/true in a container\n  NO   runsc  /usr/bin/runsc: not installed (apt-get install -y runsc)\n',
+		)
+	})
+})
+
+describe.skipIf(containerSkipReason() !== undefined)('probeContainerRuntimes on this host', () => {
+	it('finds runc working, and reports every runtime the tier drives', async () => {
+		const reports = await probeContainerRuntimes()
+		expect(reports.map((report) => report.runtime)).toEqual(['runc', 'crun', 'runsc'])
+		expect(reports[0]).toMatchObject({ runtime: 'runc', works: true })
+	})
+
+	it('reports a runtime at a missing path as not installed', async () => {
+		const [runc] = await probeContainerRuntimes({ runc: '/nonexistent/runc' })
+		expect(runc).toMatchObject({
+			works: false,
+			detail: '/nonexistent/runc is not installed',
+			fix: 'apt-get install -y runc',
+		})
+	})
+})
