@@ -47,7 +47,13 @@ export function resolveContainerSandboxSpec(
 		if (Reflect.get(config, key) !== undefined)
 			throw new SandboxConfigError(key, `not supported: ${why}`)
 	}
-	if (local.egress !== 'deny-all') throw new ContainerEgressUnsupportedError(local.egress)
+	if (local.egress !== 'deny-all') {
+		// 'proxied' is the local tier's name for static and resolver: name the caller's own kind.
+		const asked = (config.egress ?? defaults.defaultEgress)?.kind
+		throw new ContainerEgressUnsupportedError(
+			local.egress === 'proxied' ? String(asked ?? 'static') : local.egress,
+		)
+	}
 	return {
 		env: local.env,
 		...(local.timeoutMs === undefined ? {} : { timeoutMs: local.timeoutMs }),

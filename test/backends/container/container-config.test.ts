@@ -13,7 +13,6 @@ import {
 	canServeFromContainerPool,
 	resolveContainerSandboxSpec,
 } from '../../../src/backends/container/container-sandbox-spec.js'
-import { LocalEgressUnsupportedError } from '../../../src/backends/local/local-errors.js'
 import {
 	createSandboxProvider,
 	SandboxBackendNotImplementedError,
@@ -106,7 +105,7 @@ describe('a container create() config', () => {
 		expect(error).toMatchObject({ field })
 	})
 
-	it('refuses allow-all by name, and static / resolver exactly as the local tier does', () => {
+	it('refuses allow-all, static and resolver by name: the egress proxy is not attached to this tier yet', () => {
 		expect(
 			refusalOf(() => resolveContainerSandboxSpec({ egress: { kind: 'allow-all' } }, {})),
 		).toBeInstanceOf(ContainerEgressUnsupportedError)
@@ -115,7 +114,7 @@ describe('a container create() config', () => {
 			{ kind: 'resolver', resolve: async () => [] },
 		] as const) {
 			const error = refusalOf(() => resolveContainerSandboxSpec({ egress }, {}))
-			expect(error).toBeInstanceOf(LocalEgressUnsupportedError)
+			expect(error).toBeInstanceOf(ContainerEgressUnsupportedError)
 			expect(error).toMatchObject({ egressKind: egress.kind, reason: 'egress-unsupported' })
 		}
 	})

@@ -69,7 +69,13 @@ function children(): number[] {
 }
 
 function snapshot() {
-	return { state: readdirSync(stateDir).sort(), cgroups: sandboxCgroups(), children: children() }
+	const state = readdirSync(stateDir).sort()
+	// Other test files' sandboxes share this session's groups and come and go meanwhile: only the
+	// groups of sandboxes recorded in this file's own state directory are this file's (a sandbox's
+	// record is written before its groups are made, so a leaked group has its record beside it).
+	const own = new Set(state.map((entry) => entry.toString()))
+	const cgroups = sandboxCgroups().filter((dir) => own.has(dir.slice(dir.lastIndexOf('/') + 1)))
+	return { state, cgroups, children: children() }
 }
 
 /** What appeared since `before` (only additions: what others remove meanwhile is theirs). */
