@@ -6,7 +6,6 @@
  */
 
 import type { Server } from 'node:net'
-import { startCaptureHelper } from '../egress/capture-helper.js'
 import {
 	type EgressCaptureConfig,
 	loadEgressCaptureConfig,
@@ -78,9 +77,12 @@ async function main(): Promise<void> {
 	// Started before the listener, so it is up by the time the host sees healthz; the host also waits
 	// for its ports before anything runs. A helper that fails leaves the guest without network.
 	if (egressCapture) {
-		startCaptureHelper(egressCapture, logLine).catch((error: unknown) => {
-			logLine(`egress capture helper failed: ${describe(error)}`)
-		})
+		const capture = egressCapture
+		import('../egress/capture-helper.js')
+			.then(({ startCaptureHelper }) => startCaptureHelper(capture, logLine))
+			.catch((error: unknown) => {
+				logLine(`egress capture helper failed: ${describe(error)}`)
+			})
 	}
 	const listener = await startListening(config.listen, (socket) => {
 		try {
