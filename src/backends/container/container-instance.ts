@@ -66,7 +66,7 @@ import { allocateSandboxIdentity, releaseSandboxIdentity } from '../local/sandbo
 import { cgroupRequestFor, resolveSandboxLimits } from '../local/sandbox-limits.js'
 import { waitForAgentReady } from '../local/wait-for-agent-ready.js'
 import { workloadCgroupFds } from '../local/workload-cgroups.js'
-import { assertDiskLimitEnforceable, mountWorkspaceDisk } from '../local/workspace-disk.js'
+import { assertDiskLimitEnforceable, recordAndMountWorkspaceDisk } from '../local/workspace-disk.js'
 import { handOverUnderLock } from '../local/workspace-handover.js'
 import type { ResolvedContainerBackendConfig } from './container-backend-config.js'
 import { ContainerRuntimeUnavailableError } from './container-errors.js'
@@ -228,8 +228,7 @@ export async function startContainerInstance(
 	try {
 		await ledger.record({})
 		if (spec.diskLimitMb !== undefined) {
-			await ledger.record({ workspaceDisk: dirs.workspace })
-			await mountWorkspaceDisk({
+			await recordAndMountWorkspaceDisk(ledger, {
 				root: dirs.root,
 				workspace: dirs.workspace,
 				diskLimitMb: spec.diskLimitMb,

@@ -73,7 +73,7 @@ import {
 	FIRST_WORKLOAD_CGROUP_FD,
 	workloadCgroupFds,
 } from './workload-cgroups.js'
-import { assertDiskLimitEnforceable, mountWorkspaceDisk } from './workspace-disk.js'
+import { assertDiskLimitEnforceable, recordAndMountWorkspaceDisk } from './workspace-disk.js'
 
 /** Home inside bwrap's private /tmp: writable, gone with the sandbox, never in workspace listings. */
 export const SANDBOX_HOME_DIR = '/tmp/home'
@@ -167,8 +167,7 @@ async function prepareUnconfined(
 	try {
 		await ledger.record({})
 		if (spec.diskLimitMb !== undefined) {
-			await ledger.record({ workspaceDisk: dirs.workspace })
-			await mountWorkspaceDisk({
+			await recordAndMountWorkspaceDisk(ledger, {
 				root: dirs.root,
 				workspace: dirs.workspace,
 				diskLimitMb: spec.diskLimitMb,

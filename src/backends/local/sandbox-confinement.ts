@@ -58,7 +58,7 @@ import {
 	underSystemBinds,
 } from './sandbox-root.js'
 import { firstUnsearchable, stageBind } from './staging-mounts.js'
-import { mountWorkspaceDisk } from './workspace-disk.js'
+import { recordAndMountWorkspaceDisk } from './workspace-disk.js'
 import { handOverUnderLock } from './workspace-handover.js'
 
 /** Inside the state root: the resolver configuration an allow-all sandbox sees. */
@@ -233,8 +233,7 @@ async function egressBinds(prep: Preparation): Promise<BindSource[]> {
 async function mountSizedWorkspace(prep: Preparation): Promise<void> {
 	const { diskLimitMb } = prep.input.spec
 	if (diskLimitMb === undefined) return
-	await prep.ledger.record({ workspaceDisk: prep.dirs.workspace })
-	await mountWorkspaceDisk({
+	await recordAndMountWorkspaceDisk(prep.ledger, {
 		root: prep.dirs.root,
 		workspace: prep.dirs.workspace,
 		diskLimitMb,

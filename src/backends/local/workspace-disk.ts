@@ -58,6 +58,23 @@ export interface WorkspaceDiskInput {
 	readonly mkfsPath: string
 }
 
+/** Where a confined sandbox records its claims (the host-claims ledger). */
+export interface WorkspaceDiskRecorder {
+	record(update: { readonly workspaceDisk: string }): Promise<void>
+}
+
+/**
+ * Records the sized workspace in the sandbox's host claims, then mounts it: recorded first, so a
+ * host that dies in between still leaves a record that teardown finds.
+ */
+export async function recordAndMountWorkspaceDisk(
+	ledger: WorkspaceDiskRecorder,
+	input: WorkspaceDiskInput,
+): Promise<void> {
+	await ledger.record({ workspaceDisk: input.workspace })
+	await mountWorkspaceDisk(input)
+}
+
 /** Creates, formats and mounts the sized workspace. On failure nothing is left mounted. */
 export async function mountWorkspaceDisk(input: WorkspaceDiskInput): Promise<void> {
 	const image = join(input.root, WORKSPACE_IMAGE)
