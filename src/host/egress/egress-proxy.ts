@@ -27,6 +27,7 @@ import {
 	targetText,
 } from './egress-decision.js'
 import { classifyFirstBytes, type FirstBytes, MAX_EARLY_BYTES } from './first-bytes.js'
+import { type FirstRequestOnly, firstRequestOf } from './first-request-only.js'
 import { type IpAddress, ipAddressText, parseIpAddress } from './ip-address.js'
 import { type RequestHead, readRequestHead, rewriteRequestHead } from './request-head.js'
 
@@ -149,14 +150,22 @@ function dial(address: IpAddress, port: number, timeoutMs: number): Promise<Sock
 	)
 }
 
-/** `client` and `upstream` joined both ways; either end's close or error ends the other. */
-function splice(client: Duplex, upstream: Duplex, upstreamPiped = false): void {
-	client.pipe(upstream)
+/** `client` and `upstream` joined both ways (the client's bytes through `through` when given);
+ * either end's close or error ends the other. */
+function splice(
+	client: Duplex,
+	upstream: Duplex,
+	upstreamPiped = false,
+	through?: FirstRequestOnly,
+): void {
+	if (through) client.pipe(through).pipe(upstream)
+	else client.pipe(upstream)
 	if (!upstreamPiped) upstream.pipe(client)
 	const end = () => {
 		client.destroy()
 		upstream.destroy()
 	}
+	through?.once('error', end)
 	for (const side of [client, upstream]) {
 		side.once('error', end)
 		side.once('close', end)
@@ -299,6 +308,8 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 				return refuse('host', 'upgrade-refused')
 			}
 		}
+		const firstRequest = kind.kind === 'http' ? firstRequestOf(kind.head, bytes) : undefined
+		if (firstRequest instanceof Error) return refuse('host', 'http-body-framing-invalid')
 		const upstream = await dialing.catch((error: unknown) => {
 			throw error instanceof TunnelRefusal
 				? new TunnelRefusal(error.layer, error.reason, address)
@@ -324,12 +335,14 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 			return
 		}
 		client.setTimeout(0)
-		if (kind.kind === 'http' && target.kind === 'name') {
+		if (kind.kind === 'http' && target.kind === 'name' && firstRequest !== undefined) {
 			upstream.write(rewrittenHead(kind.head, headers))
-			upstream.write(bytes.subarray(kind.head.length))
-		} else {
-			upstream.write(bytes)
+			upstream.write(firstRequest.early)
+			allow()
+			splice(client, upstream, headers === undefined, firstRequest.rest)
+			return
 		}
+		upstream.write(bytes)
 		allow()
 		splice(client, upstream, headers === undefined)
 	}
@@ -396,13 +409,15 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 		if (head.headers.some(([field]) => field.toLowerCase() === 'upgrade')) {
 			throw new TunnelRefusal('host', 'upgrade-refused')
 		}
+		const firstRequest = firstRequestOf(head, bytes)
+		if (firstRequest instanceof Error) throw new TunnelRefusal('host', 'http-body-framing-invalid')
 		// Credentials go out only over a connection whose certificate verified for this name.
 		await verified
 		grant.allow()
 		client.setTimeout(0)
 		upstream.write(rewrittenHead(head, headers))
-		upstream.write(bytes.subarray(head.length))
-		splice(guestSide, upstream)
+		upstream.write(firstRequest.early)
+		splice(guestSide, upstream, false, firstRequest.rest)
 	}
 
 	const handle = (client: Socket) => {

@@ -181,6 +181,55 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 		expect(body(response)).toMatchObject({ path: '/one' })
 	})
 
+	it.each([
+		['a GET with no body', 'GET /one HTTP/1.1\r\nHost: api.example.test\r\n\r\n', ''],
+		[
+			'a POST with a Content-Length body',
+			'POST /one HTTP/1.1\r\nHost: api.example.test\r\nContent-Length: 5\r\n\r\n',
+			'hello',
+		],
+		[
+			'a POST with a chunked body',
+			'POST /one HTTP/1.1\r\nHost: api.example.test\r\nTransfer-Encoding: chunked\r\n\r\n',
+			'5\r\nhello\r\n0\r\n\r\n',
+		],
+	])(
+		'forwards only the first request of a tunnel to the upstream (%s), never a pipelined second',
+		async (_case, head, payload) => {
+			const started = await proxy(['api.example.test:5432'])
+			const { socket, reply } = await bridge(
+				started.socketPath,
+				'CONNECT api.example.test:5432 HTTP/1.1\r\n\r\n',
+			)
+			expect(reply).toBe('HTTP/1.1 200 Connection Established')
+			// The echo upstream returns exactly what reached it.
+			socket.write(`${head}${payload}GET /two HTTP/1.1\r\nHost: other.example.test\r\n\r\n`)
+			setTimeout(() => socket.end(), 300)
+			const echoed = await readAll(socket)
+			expect(echoed).toContain('/one HTTP/1.1')
+			expect(echoed.endsWith(`\r\n\r\n${payload}`)).toBe(true)
+			expect(echoed).not.toContain('/two')
+			expect(echoed).not.toContain('other.example.test')
+		},
+	)
+
+	it('refuses a request whose body framing is ambiguous (Content-Length and Transfer-Encoding)', async () => {
+		const started = await proxy(['api.example.test:5432'])
+		const { socket } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:5432 HTTP/1.1\r\n\r\n',
+		)
+		socket.write(
+			'POST / HTTP/1.1\r\nHost: api.example.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+		)
+		expect(await readAll(socket)).toBe('')
+		expect(decisions.at(-1)).toMatchObject({
+			verdict: 'deny',
+			layer: 'host',
+			reason: 'http-body-framing-invalid',
+		})
+	})
+
 	it('refuses an IP literal no CIDR rule covers, and reaches one a rule does', async () => {
 		const started = await proxy(['api.example.test', `${upstream.address}/32:5432`])
 		const denied = await bridge(
