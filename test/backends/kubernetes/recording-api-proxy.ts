@@ -12,6 +12,8 @@ export interface RecordingApiProxy {
 	readonly server: string
 	/** Every request received, in arrival order: `METHOD /path?query`. */
 	readonly requests: readonly string[]
+	/** `performance.now()` at each request's arrival, index for index with `requests`. */
+	readonly arrivals: readonly number[]
 	/** Forget what was recorded so far. */
 	clear(): void
 	close(): Promise<void>
@@ -19,10 +21,12 @@ export interface RecordingApiProxy {
 
 export async function startRecordingApiProxy(upstream: ClusterAccess): Promise<RecordingApiProxy> {
 	const requests: string[] = []
+	const arrivals: number[] = []
 	const target = new URL(upstream.server)
 	const forward = (incoming: IncomingMessage, outgoing: ServerResponse): void => {
 		const path = incoming.url ?? '/'
 		requests.push(`${incoming.method ?? 'GET'} ${path}`)
+		arrivals.push(performance.now())
 		const headers = { ...incoming.headers, host: target.host }
 		const upstreamRequest = httpsRequest(
 			{
@@ -50,8 +54,12 @@ export async function startRecordingApiProxy(upstream: ClusterAccess): Promise<R
 		get requests() {
 			return requests
 		},
+		get arrivals() {
+			return arrivals
+		},
 		clear: () => {
 			requests.length = 0
+			arrivals.length = 0
 		},
 		close: () =>
 			new Promise<void>((resolve) => {
