@@ -9,18 +9,19 @@ import {
 	guestImage,
 	makeStateDir,
 	processesMentioning,
+	RUNSC_PATH,
 	removeStateDir,
 } from '../backends/container/container-test-support.js'
 
 /**
  * The contract suite against the container tier: the same agent in a runc container from
- * `createSandboxProvider`, cold and from a warm pool. After `close()` nothing may be left: no
+ * `createSandboxProvider`, cold and from a warm pool, then on crun and on gVisor (runsc). After `close()` nothing may be left: no
  * state directory, no process, no cgroup of any sandbox it made.
  */
 function containerTierSuite(
 	label: string,
 	warmPoolSize: number,
-	runtime: 'runc' | 'crun' = 'runc',
+	runtime: 'runc' | 'crun' | 'runsc' = 'runc',
 ): void {
 	let provider: SandboxProvider | undefined
 	let stateDir = ''
@@ -57,6 +58,17 @@ function containerTierSuite(
 			label,
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
+			...(runtime === 'runsc'
+				? {
+						capabilities: {
+							killsDetachedDescendants: {
+								supported: false,
+								reason:
+									"gVisor's kernel takes no host cgroup descriptors, so an aborted command's setsid descendants live until destroy() (the sandbox's own groups bound them from outside)",
+							},
+						},
+					}
+				: {}),
 		},
 	)
 }
@@ -75,4 +87,10 @@ const crunSkip = containerSkipReason(CRUN_PATH)
 
 describe.skipIf(crunSkip !== undefined)('container tier (crun)', () => {
 	containerTierSuite('container tier, crun', 0, 'crun')
+})
+
+const runscSkip = containerSkipReason(RUNSC_PATH)
+
+describe.skipIf(runscSkip !== undefined)('container tier (gVisor runsc)', () => {
+	containerTierSuite('container tier, runsc', 0, 'runsc')
 })

@@ -4,7 +4,7 @@
  * (a job backgrounded with `&` is in the shell's session but not in any group we spawned).
  */
 
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
 
 export interface ProcStat {
 	readonly pid: number
@@ -68,6 +68,13 @@ export function ptySlaveFromLink(link: string): string | undefined {
 	return /^\/dev\/pts\/\d+$/.test(link) ? link : undefined
 }
 
+/** Pids of `stats` whose parent is `parent`, never a zombie, in ascending order. */
+export function childrenOf(stats: Iterable<ProcStat>, parent: number): number[] {
+	const pids: number[] = []
+	for (const stat of stats) if (stat.ppid === parent && stat.state !== 'Z') pids.push(stat.pid)
+	return pids.sort((a, b) => a - b)
+}
+
 /** Pids of `stats` in `session`, never `exclude` (the agent itself) and never a zombie. */
 export function pidsInSession(
 	stats: Iterable<ProcStat>,
@@ -103,11 +110,14 @@ export function readAllProcStats(): ProcStat[] {
 	return stats
 }
 
+/** `pid`'s children; from a scan of every process's parent where the kernel has no `children`
+ * file (gVisor), so the same agent finds a PTY's shell on every runtime. */
 export function readChildren(pid: number): number[] {
 	try {
 		return parseChildrenList(readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8'))
-	} catch {
-		return []
+	} catch (error) {
+		if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || !existsSync(`/proc/${pid}`)) return []
+		return childrenOf(readAllProcStats(), pid)
 	}
 }
 

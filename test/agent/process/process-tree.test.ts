@@ -1,10 +1,14 @@
+import { spawn } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
 import {
+	childrenOf,
 	decodeTtyNr,
 	parseChildrenList,
 	parseProcStat,
 	pidsInSession,
 	ptySlaveFromLink,
+	readAllProcStats,
+	readChildren,
 	readProcStat,
 } from '../../../src/agent/process/process-tree.js'
 
@@ -60,5 +64,33 @@ describe('small /proc parsers', () => {
 			{ ...base, pid: 14, state: 'S', session: 10 },
 		]
 		expect(pidsInSession(stats, 10, new Set([14]))).toEqual([10, 11])
+	})
+})
+
+describe('childrenOf (the children list where the kernel has no children file)', () => {
+	const base = { comm: 'sh', pgrp: 1, session: 1, ttyNr: 0 }
+	it.each<[string, number, number[]]>([
+		['the live children of a parent, in pid order', 7, [9, 12]],
+		['none for a leaf', 12, []],
+		['never a zombie child', 3, []],
+	])('%s', (_case, parent, expected) => {
+		const stats = [
+			{ ...base, pid: 12, ppid: 7, state: 'S' },
+			{ ...base, pid: 9, ppid: 7, state: 'R' },
+			{ ...base, pid: 10, ppid: 3, state: 'Z' },
+			{ ...base, pid: 11, ppid: 9, state: 'S' },
+		]
+		expect(childrenOf(stats, parent)).toEqual(expected)
+	})
+
+	it('matches the kernel children file for this process', async () => {
+		const child = spawn('sleep', ['5'])
+		try {
+			await new Promise((resolve) => child.once('spawn', resolve))
+			expect(childrenOf(readAllProcStats(), process.pid)).toContain(child.pid)
+			expect(readChildren(process.pid)).toContain(child.pid)
+		} finally {
+			child.kill('SIGKILL')
+		}
 	})
 })

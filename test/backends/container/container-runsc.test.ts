@@ -2,9 +2,8 @@
  * The container tier on gVisor (`runtime: 'runsc'`): the same agent behind gVisor's own kernel,
  * reached through a socket it binds in a directory of its own (`--host-uds=create`) that the host
  * moves out of the sandbox's reach before the first call. Exec, files and the guest kernel are
- * checked here, and that destroy leaves nothing; the conformance suite's terminal cases do not
- * pass on gVisor (the agent finds a PTY's slave through /proc, which gVisor does not show the
- * same way), so the suite is not run on it.
+ * checked here, and that destroy leaves nothing; the conformance suite runs on it too
+ * (test/testing/conformance-container.test.ts).
  */
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
