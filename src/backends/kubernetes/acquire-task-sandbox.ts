@@ -75,6 +75,13 @@ export interface AcquireDependencies {
 	readonly config: ResolvedKubernetesBackendConfig
 	/** Run before the POST of a direct Sandbox, and after a claim binds (a refusal releases it). */
 	readonly network?: AcquireNetworkChecks
+	/**
+	 * Work on the bound sandbox run while a claim's network check is in flight (the provider's
+	 * dial and privilege probe), so the check's API round trip is off the acquire's critical path.
+	 * It must not reject; the acquire settles only after it has, and a refused check still
+	 * releases the claim.
+	 */
+	readonly whileVerifying?: (sandbox: AcquiredTaskSandbox) => Promise<void>
 	readonly now?: () => number
 	readonly wallClock?: () => number
 }
@@ -211,7 +218,12 @@ export async function acquireTaskSandbox(
 	try {
 		const acquired = await bindAndResolve(created)
 		if (created.kind === 'claim' && deps.network) {
-			await deps.network.verify(acquired.podLabels, signal)
+			const alongside = deps.whileVerifying?.(acquired.sandbox)
+			try {
+				await deps.network.verify(acquired.podLabels, signal)
+			} finally {
+				await alongside
+			}
 		}
 		return acquired.sandbox
 	} catch (error) {

@@ -4,7 +4,8 @@
  * (acquire-task-sandbox.ts), wraps the pod's agent in the shared `AgentSandbox` over a `tcp`
  * handle carrying the pod uid as bind token (stream heartbeat on by default here), proves the
  * guest deprivileged within min(readyTimeoutMs, 15 s) — there is no switch that skips it — and only
- * then starts the lease and hands the sandbox out. A refused probe destroys what it acquired.
+ * then starts the lease and hands the sandbox out. A refused probe destroys what it acquired. For
+ * a claim the probe runs while the bound pod's network check is in flight; both must pass.
  */
 
 import { findCauseOfType } from '../../contract/cause-chain.js'
@@ -182,19 +183,38 @@ export async function createKubernetesTaskSandbox(
 	options: CreateTaskSandboxOptions = {},
 ): Promise<Sandbox> {
 	const { signal } = options
-	const acquired = await acquireTaskSandbox(
-		{ api, config, ...(options.network ? { network: options.network } : {}) },
-		signal,
-	)
-	const sandbox = wrapAcquired(api, config, acquired, options)
-	try {
-		await probeSandboxPrivileges(sandbox, signal, {
+	const probe = (sandbox: WrappedSandbox) =>
+		probeSandboxPrivileges(sandbox, signal, {
 			timeoutMs: Math.min(config.readyTimeoutMs, PRIVILEGE_PROBE_MAX_TIMEOUT_MS),
-		})
-	} catch (error) {
+		}).then(
+			() => ({ failed: false as const }),
+			(error: unknown) => ({ failed: true as const, error }),
+		)
+	// A claim's network check runs while the guest is dialed and probed (one API round trip off
+	// the critical path); nothing is handed out before both passed.
+	let early: { sandbox: WrappedSandbox; probed: Awaited<ReturnType<typeof probe>> } | undefined
+	const acquired = await acquireTaskSandbox(
+		{
+			api,
+			config,
+			...(options.network ? { network: options.network } : {}),
+			whileVerifying: async (bound) => {
+				const sandbox = wrapAcquired(api, config, bound, options)
+				early = { sandbox, probed: await probe(sandbox) }
+			},
+		},
+		signal,
+	).catch(async (error: unknown) => {
+		// The claim is already released; this closes what the probe opened (its DELETE finds it gone).
+		await early?.sandbox.destroy().catch(() => {})
+		throw error
+	})
+	const sandbox = early?.sandbox ?? wrapAcquired(api, config, acquired, options)
+	const probed = early?.probed ?? (await probe(sandbox))
+	if (probed.failed) {
 		await sandbox.destroy().catch(() => {})
 		signal?.throwIfAborted()
-		throw probeFailure(error, acquired.id)
+		throw probeFailure(probed.error, acquired.id)
 	}
 	sandbox.startLease()
 	return sandbox.handle

@@ -272,4 +272,72 @@ describe('the privilege probe on a Kubernetes acquire', () => {
 		expect(elapsedMs).toBeLessThan(readyTimeoutMs + probeDeadlineMs + 2000 + 3000)
 		expect(deletedClaim(s.api)).toBe(true)
 	})
+
+	it("runs a claim's network check while the guest is probed, and hands the sandbox out only after both passed", async () => {
+		let probed: () => void = () => {}
+		const probeSent = new Promise<void>((resolve) => {
+			probed = resolve
+		})
+		const s = await scene(
+			{ launcher: SETPRIV_CHAIN },
+			{ onEnvelope: (envelope) => envelope.op === 'execute' && probed() },
+		)
+		const order: string[] = []
+		const sandbox = await createKubernetesTaskSandbox(s.api.port, s.config, {
+			rootDir: s.guest.workspace,
+			network: {
+				prepare: async () => {},
+				// Settles only once the probe's execute reached the guest: a check awaited before the
+				// probe would never see it (and this create would fail on the bound below).
+				verify: async () => {
+					order.push('verify started')
+					await Promise.race([
+						probeSent,
+						new Promise((_, reject) =>
+							setTimeout(() => reject(new Error('the probe did not run alongside')), 10_000),
+						),
+					])
+					order.push('verify passed')
+				},
+			},
+		})
+		try {
+			expect(order).toEqual(['verify started', 'verify passed'])
+			expect(s.proxy.envelopes.map((envelope) => envelope.op)).toEqual([
+				'reserve-execution',
+				'execute',
+			])
+			expect((await sandbox.exec('true')).exitCode).toBe(0)
+		} finally {
+			await sandbox.destroy()
+		}
+	})
+
+	it('a network check refused after a passing probe releases the claim and hands nothing out', async () => {
+		let probed: () => void = () => {}
+		const probeSent = new Promise<void>((resolve) => {
+			probed = resolve
+		})
+		const s = await scene(
+			{ launcher: SETPRIV_CHAIN },
+			{ onEnvelope: (envelope) => envelope.op === 'execute' && probed() },
+		)
+		const refusal = new Error('egress refused: the bound pod is not covered')
+		const { error } = await rejection(
+			createKubernetesTaskSandbox(s.api.port, s.config, {
+				rootDir: s.guest.workspace,
+				network: {
+					prepare: async () => {},
+					verify: async () => {
+						await probeSent
+						throw refusal
+					},
+				},
+			}),
+		)
+		expect(error).toBe(refusal)
+		expect(deletedClaim(s.api)).toBe(true)
+		// No lease renewal was ever started for it.
+		expect(s.api.log().some((line) => line.startsWith('PATCH'))).toBe(false)
+	})
 })
