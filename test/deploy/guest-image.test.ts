@@ -28,6 +28,29 @@ describe('the guest image definition', () => {
 		}
 	})
 
+	it('entrypoint.sh reaches the agent only by exec, so no shell stays behind as a waiting parent', () => {
+		const script = readFileSync(join(deploy, 'entrypoint.sh'), 'utf8')
+		// Joined continuation lines, comments dropped: each command as the shell reads it.
+		const commands = script
+			.replace(/\\\n\s*/g, ' ')
+			.split('\n')
+			.map((line) => line.trim())
+			.filter((line) => line !== '' && !line.startsWith('#'))
+		const starts = commands.filter((line) => /\bnode "\$AGENT"/.test(line))
+		expect(starts.length).toBeGreaterThan(0)
+		for (const line of starts)
+			expect(line).toMatch(/^exec setpriv .* -- tini -s -- node "\$AGENT"$/)
+		expect(commands.at(-1)).toMatch(/^exec setpriv .* -- tini -s -- node "\$AGENT"$/)
+	})
+
+	it('deploy/k8s/README.md tells an image without this entrypoint to supply its own subreaper as PID 1', () => {
+		const readme = readFileSync(join(deploy, 'README.md'), 'utf8').replace(/\s+/g, ' ')
+		expect(readme).toContain(
+			'An image of your own that runs `agent.cjs` without this entrypoint must provide its own subreaper as PID 1',
+		)
+		expect(readme).toContain('the agent reaps only what it spawned')
+	})
+
 	it('names tini, e2fsprogs and the C++ runtime node needs', () => {
 		expect(parsePackageList(readFileSync(join(deploy, 'packages.txt'), 'utf8'))).toEqual(
 			expect.arrayContaining(['tini', 'e2fsprogs', 'libstdc++6']),
