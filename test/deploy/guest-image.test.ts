@@ -43,14 +43,6 @@ describe('the guest image definition', () => {
 		expect(commands.at(-1)).toMatch(/^exec setpriv .* -- tini -s -- node "\$AGENT"$/)
 	})
 
-	it('deploy/k8s/README.md tells an image without this entrypoint to supply its own subreaper as PID 1', () => {
-		const readme = readFileSync(join(deploy, 'README.md'), 'utf8').replace(/\s+/g, ' ')
-		expect(readme).toContain(
-			'An image of your own that runs `agent.cjs` without this entrypoint must provide its own subreaper as PID 1',
-		)
-		expect(readme).toContain('the agent reaps only what it spawned')
-	})
-
 	it('names tini, e2fsprogs and the C++ runtime node needs', () => {
 		expect(parsePackageList(readFileSync(join(deploy, 'packages.txt'), 'utf8'))).toEqual(
 			expect.arrayContaining(['tini', 'e2fsprogs', 'libstdc++6']),

@@ -149,6 +149,9 @@ describe('agent startup', () => {
 		expect(line).toBe('listening {"kind":"vsock","port":1024}')
 		const health = await rawRequest({ socketPath: path }, { op: 'healthz' })
 		expect(health.frames[0]).toMatchObject({ ok: true, protocolVersion: 2 })
+		// The SIGTERM handler is on in this mode too (python exec'd into the agent: same pid).
+		child.kill('SIGTERM')
+		expect(await exitOf(child)).toEqual({ code: 0, signal: null })
 	})
 
 	it('refuses vsock mode with a clear message when descriptor 3 is not a socket', async () => {
@@ -162,6 +165,12 @@ describe('agent startup', () => {
 describe('agent SIGTERM', () => {
 	it('exits 0 on SIGTERM while idle', async () => {
 		const agent = await started({})
+		agent.process.kill('SIGTERM')
+		expect(await exitOf(agent.process)).toEqual({ code: 0, signal: null })
+	})
+
+	it('exits 0 on SIGTERM while idle in TCP mode as well', async () => {
+		const agent = await started({ mode: 'tcp', env: { NAMZU_AGENT_BIND_TOKEN: 'tcp-token' } })
 		agent.process.kill('SIGTERM')
 		expect(await exitOf(agent.process)).toEqual({ code: 0, signal: null })
 	})
