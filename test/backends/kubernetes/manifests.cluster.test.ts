@@ -3,8 +3,9 @@
  * agent-sandbox controller: every object applies as written (only the namespace, the warm pool's
  * size and the ingress rule's `from` edited, as an operator does), and the backend runs under
  * exactly the shipped Roles — a direct task sandbox from the shipped template with deny-all egress
- * verified against the shipped policy under rbac.yaml, and a pooled one under rbac-claimant.yaml,
- * which may not create a Sandbox.
+ * verified against the shipped policy under rbac.yaml, a pooled one under rbac-claimant.yaml,
+ * which may not create a Sandbox, and a workspace from the shipped workspace template, privileged,
+ * whose disk its entrypoint formats and mounts.
  */
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
