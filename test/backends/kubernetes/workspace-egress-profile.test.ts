@@ -21,8 +21,8 @@ import {
 } from '../../../src/index.js'
 import { rejectionError } from './error-chain.js'
 import type { RecordedCall } from './scripted-api-port.js'
-import type { ScriptedWorkspaceApi, WorkspaceModel } from './scripted-workspace-api.js'
-import { backend, open, workspaceApi } from './workspace-handle-fixture.js'
+import type { ScriptedWorkspaceApi } from './scripted-workspace-api.js'
+import { backend, open, wokenFirstByAnother, workspaceApi } from './workspace-handle-fixture.js'
 
 const NPS = '/apis/networking.k8s.io/v1/namespaces/ns/networkpolicies'
 const TEMPLATE_LABEL = 'sandbox.namzu.ai/template'
@@ -64,23 +64,13 @@ async function suspended(api: ScriptedWorkspaceApi): Promise<void> {
 	expect(modeOf(api)).toBe('Suspended')
 }
 
-/** Another process wakes the workspace first, on the pod template it already had. */
-function wokenByAnother(api: () => ScriptedWorkspaceApi) {
-	let raced = false
-	return {
-		raced: () => raced,
-		before: async (call: RecordedCall, model: WorkspaceModel) => {
-			if (raced || call.verb !== 'PATCH' || call.patchType !== 'json') return undefined
-			raced = true
-			if (model.sandbox)
-				model.sandbox = {
-					...model.sandbox,
-					spec: { ...model.sandbox.spec, operatingMode: 'Running' },
-				}
-			await api().startPod()
-			return undefined
-		},
-	}
+/** Another host rewrites the stored pod template without the profile label while it sleeps. */
+function dropProfileLabel(api: ScriptedWorkspaceApi): void {
+	const stored = api.model.sandbox
+	if (!stored) throw new Error('no sandbox')
+	const rewritten = structuredClone(stored)
+	delete podLabels(rewritten)[PROFILE_KEY]
+	api.model.sandbox = rewritten
 }
 
 describe('the egress profile on a workspace', () => {
@@ -148,16 +138,11 @@ describe('the egress profile on a workspace', () => {
 	})
 
 	it('R15-7488339-20: a create refresh whose patch loses to another process is refused again', async () => {
-		let api: ScriptedWorkspaceApi | undefined
-		const race = wokenByAnother(() => {
-			if (!api) throw new Error('no api')
-			return api
-		})
-		api = await workspaceApi({ intercept: servePolicy, before: race.before })
+		const { api, raced } = await wokenFirstByAnother({ intercept: servePolicy })
 		await open(api)
 		await suspended(api)
 		const error = await rejectionError(open(api, { refreshPodTemplate: true }, withProfile))
-		expect(race.raced()).toBe(true)
+		expect(raced()).toBe(true)
 		expect(error).toMatchObject({ field: 'egressProfile' })
 		expect(podLabels(api.model.sandbox)[PROFILE_KEY]).toBeUndefined()
 	})
@@ -166,12 +151,7 @@ describe('the egress profile on a workspace', () => {
 		const api = await workspaceApi({ intercept: servePolicy })
 		const workspace = await open(api, {}, withProfile)
 		await workspace.suspend({ flush: false })
-		// Another host rewrote the stored pod template without the label while it slept.
-		const stored = api.model.sandbox
-		if (!stored) throw new Error('no sandbox')
-		const rewritten = structuredClone(stored)
-		delete podLabels(rewritten)[PROFILE_KEY]
-		api.model.sandbox = rewritten
+		dropProfileLabel(api)
 		api.calls.length = 0
 		const error = await rejectionError(workspace.resume())
 		expect(error).toBeInstanceOf(KubernetesWorkspaceMismatchError)
@@ -185,21 +165,12 @@ describe('the egress profile on a workspace', () => {
 	})
 
 	it('R15-7488339-20: a resume refresh whose patch loses to another process is refused again', async () => {
-		let api: ScriptedWorkspaceApi | undefined
-		const race = wokenByAnother(() => {
-			if (!api) throw new Error('no api')
-			return api
-		})
-		api = await workspaceApi({ intercept: servePolicy, before: race.before })
+		const { api, raced } = await wokenFirstByAnother({ intercept: servePolicy })
 		const workspace = await open(api, {}, withProfile)
 		await workspace.suspend({ flush: false })
-		const stored = api.model.sandbox
-		if (!stored) throw new Error('no sandbox')
-		const rewritten = structuredClone(stored)
-		delete podLabels(rewritten)[PROFILE_KEY]
-		api.model.sandbox = rewritten
+		dropProfileLabel(api)
 		const error = await rejectionError(workspace.resume({ refreshPodTemplate: true }))
-		expect(race.raced()).toBe(true)
+		expect(raced()).toBe(true)
 		expect(error).toMatchObject({ field: 'egressProfile' })
 	})
 })
