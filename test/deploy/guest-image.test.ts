@@ -28,6 +28,21 @@ describe('the guest image definition', () => {
 		}
 	})
 
+	it('entrypoint.sh reaches the agent only by exec, so no shell stays behind as a waiting parent', () => {
+		const script = readFileSync(join(deploy, 'entrypoint.sh'), 'utf8')
+		// Joined continuation lines, comments dropped: each command as the shell reads it.
+		const commands = script
+			.replace(/\\\n\s*/g, ' ')
+			.split('\n')
+			.map((line) => line.trim())
+			.filter((line) => line !== '' && !line.startsWith('#'))
+		const starts = commands.filter((line) => /\bnode "\$AGENT"/.test(line))
+		expect(starts.length).toBeGreaterThan(0)
+		for (const line of starts)
+			expect(line).toMatch(/^exec setpriv .* -- tini -s -- node "\$AGENT"$/)
+		expect(commands.at(-1)).toMatch(/^exec setpriv .* -- tini -s -- node "\$AGENT"$/)
+	})
+
 	it('names tini, e2fsprogs and the C++ runtime node needs', () => {
 		expect(parsePackageList(readFileSync(join(deploy, 'packages.txt'), 'utf8'))).toEqual(
 			expect.arrayContaining(['tini', 'e2fsprogs', 'libstdc++6']),

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process'
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { existsSync, lstatSync, readFileSync } from 'node:fs'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -149,6 +149,9 @@ describe('agent startup', () => {
 		expect(line).toBe('listening {"kind":"vsock","port":1024}')
 		const health = await rawRequest({ socketPath: path }, { op: 'healthz' })
 		expect(health.frames[0]).toMatchObject({ ok: true, protocolVersion: 2 })
+		// The SIGTERM handler is on in this mode too (python exec'd into the agent: same pid).
+		child.kill('SIGTERM')
+		expect(await exitOf(child)).toEqual({ code: 0, signal: null })
 	})
 
 	it('refuses vsock mode with a clear message when descriptor 3 is not a socket', async () => {
@@ -162,6 +165,12 @@ describe('agent startup', () => {
 describe('agent SIGTERM', () => {
 	it('exits 0 on SIGTERM while idle', async () => {
 		const agent = await started({})
+		agent.process.kill('SIGTERM')
+		expect(await exitOf(agent.process)).toEqual({ code: 0, signal: null })
+	})
+
+	it('exits 0 on SIGTERM while idle in TCP mode as well', async () => {
+		const agent = await started({ mode: 'tcp', env: { NAMZU_AGENT_BIND_TOKEN: 'tcp-token' } })
 		agent.process.kill('SIGTERM')
 		expect(await exitOf(agent.process)).toEqual({ code: 0, signal: null })
 	})
@@ -184,37 +193,80 @@ describe('agent SIGTERM', () => {
 	})
 
 	it('exits 0 on SIGTERM when it is pid 1 of its own pid namespace', async () => {
-		const probe = spawnSync('unshare', ['--pid', '--fork', 'true'])
-		if (probe.status !== 0) return // no pid namespaces here; nothing to prove
-		const dir = await tempDir()
-		const socketPath = join(dir, 'pid1.sock')
-		const unshare = spawn('unshare', ['--pid', '--fork', process.execPath, agentBundlePath()], {
+		const pid1 = await startAsPid1()
+		if (pid1 === undefined) return // no pid namespaces here; nothing to prove
+		process.kill(pid1.agentPid, 'SIGTERM')
+		expect(await exitOf(pid1.unshare)).toEqual({ code: 0, signal: null })
+	})
+
+	it('exits 0 on SIGTERM as pid 1 while an exec runs and a terminal is open; both callers see the connection drop', async () => {
+		const pid1 = await startAsPid1()
+		if (pid1 === undefined) return
+		const address = { socketPath: pid1.socketPath }
+		const run = openConnection(address, {
+			op: 'execute',
+			body: { command: 'sh', args: ['-c', 'echo started; sleep 60'] },
+		})
+		await run.waitFor((frame) => frame.type === 'stdout_delta')
+		const terminal = openConnection(address, {
+			op: 'terminal',
+			body: { cols: 80, rows: 24 },
+		})
+		await terminal.waitFor((frame) => frame.type === 'ready')
+		// An agent that ignored the signal would hold both open until the test's own timeout.
+		process.kill(pid1.agentPid, 'SIGTERM')
+		expect(await exitOf(pid1.unshare)).toEqual({ code: 0, signal: null })
+		expect(await run.closed).toBeDefined()
+		expect(await terminal.closed).toBeDefined()
+		expect(run.socket.destroyed).toBe(true)
+		expect(terminal.socket.destroyed).toBe(true)
+	})
+})
+
+interface Pid1Agent {
+	readonly unshare: ChildProcess
+	readonly agentPid: number
+	readonly socketPath: string
+}
+
+/**
+ * The real agent bundle as pid 1 of a fresh pid namespace with its own /proc, as in a pod (the
+ * terminal finds its PTY through /proc); undefined where there is none.
+ */
+async function startAsPid1(): Promise<Pid1Agent | undefined> {
+	const probe = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true'])
+	if (probe.status !== 0) return undefined
+	const dir = await tempDir()
+	const socketPath = join(dir, 'pid1.sock')
+	const unshare = spawn(
+		'unshare',
+		['--pid', '--fork', '--mount-proc', process.execPath, agentBundlePath()],
+		{
 			env: {
 				PATH: process.env.PATH ?? '/usr/bin:/bin',
 				NAMZU_AGENT_UNIX_PATH: socketPath,
 				NAMZU_SANDBOX_WORKSPACE: dir,
 			},
 			stdio: ['ignore', 'pipe', 'pipe'],
-		})
-		cleanups.push(async () => {
-			if (unshare.exitCode === null && unshare.signalCode === null) {
-				unshare.kill('SIGKILL')
-				await exitOf(unshare)
-			}
-		})
-		await new Promise<void>((resolve, reject) => {
-			unshare.stdout.on('data', (chunk: Buffer) => {
-				if (chunk.toString().includes('listening')) resolve()
-			})
-			unshare.once('exit', (code) => reject(new Error(`exited ${code}`)))
-		})
-		// The agent is unshare's only child; inside its namespace it is pid 1.
-		const agentPid = Number(
-			readFileSync(`/proc/${unshare.pid}/task/${unshare.pid}/children`, 'latin1').trim(),
-		)
-		const nsPid = readFileSync(`/proc/${agentPid}/status`, 'latin1').match(/^NSpid:\s+(.*)$/m)?.[1]
-		expect(nsPid?.trim().split(/\s+/).at(-1)).toBe('1')
-		process.kill(agentPid, 'SIGTERM')
-		expect(await exitOf(unshare)).toEqual({ code: 0, signal: null })
+		},
+	)
+	cleanups.push(async () => {
+		if (unshare.exitCode === null && unshare.signalCode === null) {
+			unshare.kill('SIGKILL')
+			await exitOf(unshare)
+		}
 	})
-})
+	await new Promise<void>((resolve, reject) => {
+		unshare.stdout.on('data', (chunk: Buffer) => {
+			if (chunk.toString().includes('listening')) resolve()
+		})
+		unshare.once('exit', (code) => reject(new Error(`exited ${code}`)))
+	})
+	// The agent is unshare's only child; inside its namespace it is pid 1.
+	const agentPid = Number(
+		readFileSync(`/proc/${unshare.pid}/task/${unshare.pid}/children`, 'latin1').trim(),
+	)
+	const nsPid = readFileSync(`/proc/${agentPid}/status`, 'latin1').match(/^NSpid:\s+(.*)$/m)?.[1]
+	expect(nsPid?.trim().split(/\s+/).at(-1)).toBe('1')
+	return { unshare, agentPid, socketPath }
+}

@@ -3,8 +3,9 @@
  * agent-sandbox controller: every object applies as written (only the namespace, the warm pool's
  * size and the ingress rule's `from` edited, as an operator does), and the backend runs under
  * exactly the shipped Roles — a direct task sandbox from the shipped template with deny-all egress
- * verified against the shipped policy under rbac.yaml, and a pooled one under rbac-claimant.yaml,
- * which may not create a Sandbox.
+ * verified against the shipped policy under rbac.yaml, a pooled one under rbac-claimant.yaml,
+ * which may not create a Sandbox, and a workspace from the shipped workspace template, privileged,
+ * whose disk its entrypoint formats and mounts.
  */
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -261,9 +262,9 @@ describe('the shipped manifests on a real API server', () => {
 	})
 
 	it("runs a workspace's whole life under rbac.yaml's Role: create, write, suspend, resume onto the same disk, destroy with the disk", async () => {
-		// The shipped workspace template's device branch needs a privileged container, which the
-		// harness kubelet never grants; a block-disk template of the same shape stands in for it.
-		// On the shipped agent port: the shipped ingress policy opens only that one to the host.
+		// A block-disk template of the harness's own shape (the kubelet mounts its disk), on the
+		// shipped agent port: the shipped ingress policy opens only that one to the host. The
+		// shipped template's own device branch is the next test.
 		const template = sandboxTemplate('ws-under-rbac', { workspace: 'block' }) as Any
 		for (const container of template.spec.podTemplate.spec.containers) {
 			for (const entry of container.env) {
@@ -288,6 +289,44 @@ describe('the shipped manifests on a real API server', () => {
 			await workspace.destroy({ deleteDisk: true, flush: false })
 		}
 		await waitGone(h.cluster.api, paths.sandbox(h.namespace, 'namzu-ws-under-rbac'))
+	})
+
+	it("the shipped workspace template's device branch: the entrypoint formats and mounts the disk itself, and it survives suspend/resume", async () => {
+		// The operator's one edit here: a disk this node provisions (the shipped 20Gi is over its cap).
+		const templatePath = `${paths.templates(h.namespace)}/namzu-sandbox-workspace`
+		const [shipped] = manifestObjects('sandboxtemplate-workspace.yaml') as Any[]
+		const claims = structuredClone(shipped.spec.volumeClaimTemplates) as Any[]
+		for (const claim of claims) claim.spec.resources.requests.storage = '256Mi'
+		await h.cluster.api.patch(templatePath, { spec: { volumeClaimTemplates: claims } }, 'merge')
+		const config = configAs(await tokenFor('namzu-sandbox'), {
+			sandboxTemplateName: 'namzu-sandbox-workspace',
+		})
+		// The filesystem type and source of the topmost mount at /workspace (over the image's own
+		// directory there): the fields after mountinfo's `-` separator.
+		const TOP_WORKSPACE_MOUNT =
+			'awk \'$5 == "/workspace" { for (i = 7; i < NF; i++) if ($i == "-") top = $(i + 1) " " $(i + 2) } END { print top }\' /proc/self/mountinfo'
+		const workspace = await createKubernetesWorkspace(config, { workspaceId: 'shipped-device' })
+		try {
+			// The workspace is the device node the entrypoint mounted in the container's own mount
+			// namespace — not a directory the kubelet mounted on the host and bound in.
+			const mounts = await workspace.exec('sh', [
+				'-c',
+				`${TOP_WORKSPACE_MOUNT}; id -un; stat -c %U /workspace`,
+			])
+			expect(mounts).toMatchObject({ exitCode: 0, stdout: 'ext4 /dev/workspace\nnamzu\nnamzu\n' })
+			await workspace.writeFile('kept.txt', 'on the disk the entrypoint formatted')
+			await workspace.suspend()
+			await workspace.resume()
+			expect((await workspace.readFile('kept.txt')).toString()).toBe(
+				'on the disk the entrypoint formatted',
+			)
+			// The second start found a filesystem (blkid status 0): mounted, never reformatted.
+			const again = await workspace.exec('sh', ['-c', TOP_WORKSPACE_MOUNT])
+			expect(again.stdout).toBe('ext4 /dev/workspace\n')
+		} finally {
+			await workspace.destroy({ deleteDisk: true, flush: false })
+		}
+		await waitGone(h.cluster.api, paths.sandbox(h.namespace, 'namzu-ws-shipped-device'))
 	})
 
 	it("claims from the shipped warm pool under rbac-claimant.yaml's Role, which may not create a Sandbox", async () => {

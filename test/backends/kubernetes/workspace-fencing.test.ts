@@ -18,7 +18,7 @@ import {
 import type { RecordedCall } from './scripted-api-port.js'
 import { statusError } from './scripted-api-port.js'
 import { blockTemplate, type ScriptedWorkspaceApi } from './scripted-workspace-api.js'
-import { backend, open, workspaceApi } from './workspace-handle-fixture.js'
+import { backend, open, wokenFirstByAnother, workspaceApi } from './workspace-handle-fixture.js'
 
 const SANDBOX = '/apis/agents.x-k8s.io/v1beta1/namespaces/ns/sandboxes/namzu-ws-w1'
 const POD = '/api/v1/namespaces/ns/pods/namzu-ws-w1'
@@ -207,26 +207,12 @@ describe('refreshPodTemplate on a workspace handle', () => {
 	})
 
 	it('R15-30da35d-11: a refresh whose test loses to another process resume binds the pod that is there', async () => {
-		let raced = false
-		const api = await workspaceApi({
-			before: async (call, model) => {
-				if (raced || call.verb !== 'PATCH' || call.patchType !== 'json') return undefined
-				raced = true
-				// Another process wakes the workspace first (plain merge patch, its own pod).
-				if (model.sandbox)
-					model.sandbox = {
-						...model.sandbox,
-						spec: { ...model.sandbox.spec, operatingMode: 'Running' },
-					}
-				await api.startPod()
-				return undefined
-			},
-		})
+		const { api, raced } = await wokenFirstByAnother()
 		const workspace = await open(api)
 		await workspace.suspend({ flush: false })
 		const podTemplate = structuredClone(api.model.sandbox?.spec.podTemplate)
 		await workspace.resume({ refreshPodTemplate: true })
-		expect(raced).toBe(true)
+		expect(raced()).toBe(true)
 		expect(api.model.sandbox?.spec.podTemplate).toEqual(podTemplate)
 		expect(patchCalls(api)).toHaveLength(2)
 		expect((await workspace.exec('true')).exitCode).toBe(0)

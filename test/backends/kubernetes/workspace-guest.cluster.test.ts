@@ -2,8 +2,9 @@
 // the process kubelet): a pod deleted under the handle is followed once and the call succeeds
 // against the replacement (`pod-replaced`); an agent killed in place (restartCount + 1) is
 // `container-restarted`; an agent frozen under a command keeps the workspace after the
-// unconfirmed cancellation and the notice says the agent is unreachable; a detached command
-// outlives the host process that started it (SIGKILLed) and another process attaches by id.
+// unconfirmed cancellation and the notice says the agent is unreachable; a detached command and a
+// persistent terminal outlive the host process that started them (SIGKILLed) and another process
+// attaches by id.
 import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
@@ -151,18 +152,10 @@ describe('Kubernetes workspace guest on the local cluster', () => {
 		}
 	})
 	it('R15-260547f-01/06: a detached command outlives the host process that started it (SIGKILLed) and a second process picks it up by id, output complete', async () => {
-		const config = h.config({ sandboxTemplateName: WS_TEMPLATE })
-		const access = h.cluster.access
 		const executionId = `exec_${randomUUID()}`
-		// The first host process: the built package, exactly as a user's process would load it.
-		const script = `
-			const { createKubernetesWorkspace } = await import(${JSON.stringify(pathToFileURL(join(import.meta.dirname, '..', '..', '..', 'dist', 'index.js')).href)})
-			const given = JSON.parse(process.argv[1])
-			const token = given.token
-			const workspace = await createKubernetesWorkspace(
-				{ ...given.config, access: { server: given.server, ca: given.ca, getToken: () => token } },
-				{ workspaceId: 'handover' },
-			)
+		await runHostProcessUntilStarted(
+			'handover',
+			`
 			let seen = ''
 			workspace.exec('/bin/sh', ['-c', 'echo first; sleep 3; echo second'], {
 				executionId: given.executionId,
@@ -172,49 +165,9 @@ describe('Kubernetes workspace guest on the local cluster', () => {
 					if (seen.includes('first')) process.stdout.write('started\\n')
 				},
 			}).catch((error) => process.stderr.write('exec: ' + error + '\\n'))
-			setInterval(() => {}, 1000)
-		`
-		const { access: _omit, ...plain } = config
-		const child = spawn(
-			process.execPath,
-			[
-				'--input-type=module',
-				'-e',
-				script,
-				JSON.stringify({
-					config: plain,
-					server: access.server,
-					ca: access.caPem,
-					token: access.token,
-					executionId,
-				}),
-			],
-			{ stdio: ['ignore', 'pipe', 'pipe'] },
+		`,
+			{ executionId },
 		)
-		const exited = new Promise((resolve) => child.once('exit', resolve))
-		let errors = ''
-		child.stderr?.on('data', (chunk: Buffer) => {
-			errors += chunk.toString()
-		})
-		await new Promise<void>((resolve, reject) => {
-			const timer = setTimeout(
-				() => reject(new Error(`no output in 60 s; stderr: ${errors}`)),
-				60_000,
-			)
-			let out = ''
-			child.stdout?.on('data', (chunk: Buffer) => {
-				out += chunk.toString()
-				if (out.includes('started')) {
-					clearTimeout(timer)
-					resolve()
-				}
-			})
-			child.once('exit', (code) =>
-				reject(new Error(`the first host process exited ${code} early: ${errors}`)),
-			)
-		})
-		child.kill('SIGKILL')
-		await exited
 		const second = await open('handover')
 		expect(second.origin).toBe('adopted-running')
 		let output = ''
@@ -228,4 +181,106 @@ describe('Kubernetes workspace guest on the local cluster', () => {
 		expect(output).toBe('first\nsecond\n')
 		expect(second.suspended).toBe(false)
 	})
+
+	it('R15-b3db254-04/07: a persistent terminal outlives the host process that opened it (SIGKILLed); a second process lists it, replays it and types into it', async () => {
+		const sessionId = `term-${randomUUID().slice(0, 8)}`
+		await runHostProcessUntilStarted(
+			'terminal-handover',
+			`
+			const terminal = await workspace.openTerminal({
+				size: { cols: 80, rows: 24 },
+				sessionId: given.sessionId,
+				persistent: true,
+			})
+			let seen = ''
+			terminal.onData((data) => {
+				seen += data
+				if (/first-2\\r\\n/.test(seen)) process.stdout.write('started\\n')
+			})
+			terminal.write('echo first-$((1+1))\\n')
+		`,
+			{ sessionId },
+		)
+		const second = await open('terminal-handover')
+		expect(second.origin).toBe('adopted-running')
+		const [summary] = (await second.listSessions()).filter((row) => row.sessionId === sessionId)
+		expect(summary).toMatchObject({ state: 'running', kind: 'terminal' })
+		const attached = await second.attachTerminal(sessionId, { fromOffset: 0 })
+		let text = ''
+		attached.onData((data) => {
+			text += data
+		})
+		await expect.poll(() => text, { timeout: 20_000 }).toMatch(/first-2\r\n/)
+		attached.write('echo second-$((2+2))\n')
+		await expect.poll(() => text, { timeout: 20_000 }).toMatch(/second-4\r\n/)
+		await attached.detach()
+	})
 })
+
+/**
+ * A first host process — the built package, exactly as a user's process loads it — opens the
+ * workspace `workspaceId`, runs `body` (which has `workspace` and `given`, and prints `started`
+ * once its work is under way), and is SIGKILLed as soon as it did.
+ */
+async function runHostProcessUntilStarted(
+	workspaceId: string,
+	body: string,
+	extra: Record<string, string>,
+): Promise<void> {
+	const config = h.config({ sandboxTemplateName: WS_TEMPLATE })
+	const access = h.cluster.access
+	const dist = pathToFileURL(join(import.meta.dirname, '..', '..', '..', 'dist', 'index.js')).href
+	const script = `
+		const { createKubernetesWorkspace } = await import(${JSON.stringify(dist)})
+		const given = JSON.parse(process.argv[1])
+		const token = given.token
+		const workspace = await createKubernetesWorkspace(
+			{ ...given.config, access: { server: given.server, ca: given.ca, getToken: () => token } },
+			{ workspaceId: given.workspaceId },
+		)
+		${body}
+		setInterval(() => {}, 1000)
+	`
+	const { access: _omit, ...plain } = config
+	const child = spawn(
+		process.execPath,
+		[
+			'--input-type=module',
+			'-e',
+			script,
+			JSON.stringify({
+				config: plain,
+				server: access.server,
+				ca: access.caPem,
+				token: access.token,
+				workspaceId,
+				...extra,
+			}),
+		],
+		{ stdio: ['ignore', 'pipe', 'pipe'] },
+	)
+	const exited = new Promise((resolve) => child.once('exit', resolve))
+	let errors = ''
+	child.stderr?.on('data', (chunk: Buffer) => {
+		errors += chunk.toString()
+	})
+	await new Promise<void>((resolve, reject) => {
+		const timer = setTimeout(
+			() => reject(new Error(`no output in 60 s; stderr: ${errors}`)),
+			60_000,
+		)
+		let out = ''
+		child.stdout?.on('data', (chunk: Buffer) => {
+			out += chunk.toString()
+			if (out.includes('started')) {
+				clearTimeout(timer)
+				resolve()
+			}
+		})
+		child.once('exit', (code) =>
+			reject(new Error(`the first host process exited ${code} early: ${errors}`)),
+		)
+	})
+	child.kill('SIGKILL')
+	await exited
+}

@@ -58,3 +58,30 @@ export async function open(
 	handles.push(workspace)
 	return workspace
 }
+
+/**
+ * A scripted API whose first JSON patch (a refresh) loses: just before it lands, another process
+ * wakes the workspace with a plain mode change and its own pod. `raced()`: that happened.
+ */
+export async function wokenFirstByAnother(
+	options: Partial<ScriptedWorkspaceApiOptions> = {},
+): Promise<{ readonly api: ScriptedWorkspaceApi; readonly raced: () => boolean }> {
+	let raced = false
+	let woken: ScriptedWorkspaceApi | undefined
+	const api = await workspaceApi({
+		...options,
+		before: async (call, model) => {
+			if (raced || call.verb !== 'PATCH' || call.patchType !== 'json') return undefined
+			raced = true
+			if (model.sandbox)
+				model.sandbox = {
+					...model.sandbox,
+					spec: { ...model.sandbox.spec, operatingMode: 'Running' },
+				}
+			await woken?.startPod()
+			return undefined
+		},
+	})
+	woken = api
+	return { api, raced: () => raced }
+}

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest'
 import {
 	KubernetesAcquireError,
 	KubernetesApiTimeoutError,
+	KubernetesEgressNarrowingUnsupportedError,
 	KubernetesFlushUnconfirmedError,
 	KubernetesFlushUnreachableError,
 	KubernetesFlushUnsupportedError,
@@ -780,6 +781,19 @@ describe('Kubernetes workspace: create failures and adoption', () => {
 		await expect(
 			open(api, {}, { egress: { policy: { kind: 'static', allowedHosts: ['example.com'] } } }),
 		).rejects.toBeInstanceOf(KubernetesUnenforceableEgressPolicyError)
+		expect(api.calls).toEqual([])
+	})
+
+	it('R15-a75f670-15: refuses ciliumNarrowing beside public-internet before any request', async () => {
+		const api = await workspaceApi()
+		const egress = {
+			engine: 'cilium' as const,
+			policy: { kind: 'public-internet' as const },
+			ciliumNarrowing: { hostPorts: {}, ports: [1] },
+		}
+		await expect(open(api, {}, { egress })).rejects.toBeInstanceOf(
+			KubernetesEgressNarrowingUnsupportedError,
+		)
 		expect(api.calls).toEqual([])
 	})
 

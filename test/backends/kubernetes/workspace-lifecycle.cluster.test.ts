@@ -5,13 +5,20 @@
 // writes nothing; an API server that withholds the suspend patch's answer fails the suspend at the
 // request bound, the handle keeps its state and a retry succeeds; a quiesce stops a setsid child
 // before the patch; destroy() keeps the disk and destroy({ deleteDisk: true }) removes it; the
-// disk, mismatch and name refusals create nothing.
+// disk, mismatch and name refusals create nothing; a suspended workspace without the configured
+// egress profile is refused without a write, and refreshPodTemplate wakes it carrying the label.
 import { createHash } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { resolveKubernetesBackendConfig } from '../../../src/backends/kubernetes/kubernetes-backend-config.js'
+import {
+	translatedPolicyObject,
+	translateEgressPolicy,
+} from '../../../src/backends/kubernetes/network/egress-translation.js'
 import { createKubernetesWorkspace } from '../../../src/backends/kubernetes/workspace/create-kubernetes-workspace.js'
 import {
 	KubernetesApiTimeoutError,
 	type KubernetesBackendConfig,
+	type KubernetesEgressConfig,
 	type KubernetesWorkspace,
 	KubernetesWorkspaceDiskError,
 	KubernetesWorkspaceMismatchError,
@@ -217,5 +224,48 @@ describe('Kubernetes workspaces on the local cluster', () => {
 		)
 		await expect(open('mismatch', {}, {})).resolves.toBeDefined()
 		expect((await listSandboxes(h.cluster, h.namespace)).length).toBe(after)
+	})
+
+	it('R15-7488339-04/17/19/20: a suspended workspace without the egress profile is refused and stays Suspended; refreshPodTemplate wakes it with the label on its pod template and its pod', async () => {
+		const egress: KubernetesEgressConfig = { policy: { kind: 'deny-all' }, profile: 'none' }
+		const resolved = resolveKubernetesBackendConfig(config({ egress })).egress
+		if (!resolved) throw new Error('no egress')
+		// The operator applied the profile's own policy (exactly the backend's translation).
+		await h.cluster.api.create(
+			paths.networkPolicies(h.namespace),
+			translatedPolicyObject(translateEgressPolicy(resolved, WS_TEMPLATE), h.namespace),
+		)
+		const plain = await open('profile')
+		await plain.writeFile('kept.txt', 'before the profile')
+		await plain.suspend()
+		const sandboxPath = paths.sandbox(h.namespace, plain.id)
+		const asleep = await h.cluster.api.get<KubeObject>(sandboxPath)
+		const error = await open('profile', {}, { egress }).catch((e: unknown) => e)
+		expect(error).toBeInstanceOf(KubernetesWorkspaceMismatchError)
+		expect(error).toMatchObject({ field: 'egressProfile' })
+		const after = await h.cluster.api.get<KubeObject>(sandboxPath)
+		// Nothing was written: the same spec and annotations of ours (the controller clears its own
+		// pod-name annotation on its schedule), still asleep.
+		const ours = (object: KubeObject) =>
+			Object.entries(object.metadata.annotations ?? {}).filter(([key]) =>
+				key.startsWith('sandbox.namzu.ai/'),
+			)
+		expect(after.spec).toEqual(asleep.spec)
+		expect(ours(after)).toEqual(ours(asleep))
+		expect((after.spec as { operatingMode?: string }).operatingMode).toBe('Suspended')
+
+		const refreshed = await open('profile', { refreshPodTemplate: true }, { egress })
+		expect(refreshed.origin).toBe('resumed')
+		const labels = (object: KubeObject | undefined) =>
+			(object?.metadata as { labels?: Record<string, string> } | undefined)?.labels ?? {}
+		const woken = await h.cluster.api.get<KubeObject>(sandboxPath)
+		const podTemplate = (woken.spec as { podTemplate?: KubeObject }).podTemplate
+		expect(labels(podTemplate)['sandbox.namzu.ai/egress-profile']).toBe('none')
+		expect(labels(await podOf(plain.id))['sandbox.namzu.ai/egress-profile']).toBe('none')
+		expect(new TextDecoder().decode(await refreshed.readFile('kept.txt'))).toBe(
+			'before the profile',
+		)
+		// Carrying the profile now, a plain adopt with it passes.
+		expect((await open('profile', {}, { egress })).origin).toBe('adopted-running')
 	})
 })

@@ -132,16 +132,23 @@ describe('workspace disk', () => {
 	})
 })
 
+const PROFILE = 'sandbox.namzu.ai/egress-profile'
+const none = { key: PROFILE, value: 'none' }
+
 function adopted(
-	overrides: { label?: string; runtimeClassName?: string; mode?: string } = {},
+	overrides: { label?: string; runtimeClassName?: string; mode?: string; profile?: string } = {},
 ): KubernetesObject {
 	return {
 		metadata: { name: 'namzu-ws-w1', uid: 's1' },
 		spec: {
 			podTemplate: {
 				metadata: {
-					labels:
-						overrides.label === undefined ? {} : { 'sandbox.namzu.ai/template': overrides.label },
+					labels: {
+						...(overrides.label === undefined
+							? {}
+							: { 'sandbox.namzu.ai/template': overrides.label }),
+						...(overrides.profile === undefined ? {} : { [PROFILE]: overrides.profile }),
+					},
 				},
 				spec: {
 					...(overrides.runtimeClassName ? { runtimeClassName: overrides.runtimeClassName } : {}),
@@ -164,6 +171,16 @@ describe('adopt checks', () => {
 		[
 			'no RuntimeClass is configured (whatever the object runs under)',
 			adopted({ label: 'ws', runtimeClassName: 'runc' }),
+			{ templateName: 'ws' },
+		],
+		[
+			'it carries the configured egress profile',
+			adopted({ label: 'ws', profile: 'none' }),
+			{ templateName: 'ws', egressProfile: none },
+		],
+		[
+			'no egress profile is configured (whatever profile it carries)',
+			adopted({ label: 'ws', profile: 'internet' }),
 			{ templateName: 'ws' },
 		],
 	])('accepts an object when %s', (_label, object, expected) => {
@@ -199,6 +216,20 @@ describe('adopt checks', () => {
 			{ templateName: 'ws', runtimeClassName: 'kata' },
 			'runtimeClassName',
 			'runc',
+		],
+		[
+			'it lacks the configured egress profile',
+			adopted({ label: 'ws' }),
+			{ templateName: 'ws', egressProfile: none },
+			'egressProfile',
+			undefined,
+		],
+		[
+			'it carries another egress profile',
+			adopted({ label: 'ws', profile: 'internet' }),
+			{ templateName: 'ws', egressProfile: none },
+			'egressProfile',
+			`${PROFILE}=internet`,
 		],
 	])('refuses an object when %s, naming the field', (_label, object, expected, field, actual) => {
 		let thrown: unknown

@@ -21,6 +21,8 @@ export interface ContainerLaunch {
 	/** Identity for exec hooks entering the container. */
 	readonly uid: number
 	readonly gid: number
+	/** A privileged container's hooks keep its capabilities (a preStop signalling pid 1). */
+	readonly privileged?: boolean
 	/** Values masked in the log tail. */
 	readonly secrets: readonly string[]
 }
@@ -153,7 +155,8 @@ export class ContainerProcess {
 
 	/**
 	 * Runs `command` inside the container's namespaces, root and working directory, as the
-	 * container's uid/gid with no_new_privs and no capabilities (an exec hook). Bounded by
+	 * container's uid/gid with no_new_privs and no capabilities (a privileged container's: its
+	 * own), as an exec hook. Bounded by
 	 * `timeoutMs`; a hook still running then is killed.
 	 */
 	async exec(command: readonly string[], timeoutMs: number): Promise<HookResult> {
@@ -175,8 +178,7 @@ export class ContainerProcess {
 			'--',
 			'setpriv',
 			'--no-new-privs',
-			'--inh-caps=-all',
-			'--bounding-set=-all',
+			...(this.#launch.privileged === true ? [] : ['--inh-caps=-all', '--bounding-set=-all']),
 			'--',
 			...command,
 		]

@@ -163,6 +163,31 @@ describe('volume plan', () => {
 	})
 })
 
+describe('a privileged guest image container', () => {
+	const args = buildContainerBwrapArgs({
+		rootEntries: [{ name: 'usr', kind: 'dir' }],
+		imageRoot: '/cache/rootfs',
+		readOnlyPaths: [],
+		mounts: [],
+		devices: [{ source: '/dev/loop7', target: '/dev/workspace' }],
+		identity: { uid: 0, gid: 0, capabilities: [], privileged: true },
+		hostname: 'ws-1',
+		workingDir: '/',
+		command: ['/entrypoint.sh'],
+	})
+
+	it('runs as the real root with every capability, in no user namespace, the device bound usable', () => {
+		expect(args).not.toContain('--unshare-user')
+		expect(args).not.toContain('--uid')
+		expect(args).not.toContain('--cap-drop')
+		expect(args.join(' ')).toContain('--cap-add ALL --hostname ws-1')
+		expect(args.join(' ')).toContain('--dev-bind /dev/loop7 /dev/workspace')
+		for (const flag of ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--as-pid-1']) {
+			expect(args).toContain(flag)
+		}
+	})
+})
+
 describe('container bubblewrap argv from an image root filesystem', () => {
 	const args = buildContainerBwrapArgs({
 		rootEntries: root,

@@ -96,7 +96,9 @@ export function buildContainerBwrapArgs(plan: ContainerBwrapPlan): string[] {
 	// `--bind` makes a mount nodev; a device node needs `--dev-bind` to be usable.
 	for (const device of plan.devices ?? []) args.push('--dev-bind', device.source, device.target)
 	args.push('--remount-ro', '/')
-	args.push('--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts')
+	// A privileged container is the kubelet's own root: no user namespace to map it into.
+	if (plan.identity.privileged !== true) args.push('--unshare-user')
+	args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts')
 	args.push('--unshare-cgroup-try')
 	// The command is the container's pid 1, as under a real runtime: signals from the kubelet reach
 	// it directly, and one it has no handler for (a shell's SIGTERM) is ignored, as in a container.

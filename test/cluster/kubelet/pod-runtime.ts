@@ -7,7 +7,7 @@
 import { mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { blockWorkspaceTarget } from './block-claim-plan.js'
-import { mountDisk, unmountDisk } from './block-filesystem.js'
+import { ensureExt4, mountDisk, unmountDisk } from './block-filesystem.js'
 import type { ContainerLaunch } from './container-process.js'
 import { ContainerRunner, type PreparedLaunch } from './container-runner.js'
 import {
@@ -163,9 +163,18 @@ export class PodRuntime {
 			sources,
 		)
 		if (!resolved.ok) return { ok: false, reason: resolved.reason, message: resolved.message }
-		const identity = resolveSecurity(pod, container)
-		if (!identity.ok) return { ok: false, reason: identity.reason, message: identity.message }
+		const resolvedIdentity = resolveSecurity(pod, container)
+		if (!resolvedIdentity.ok) {
+			return { ok: false, reason: resolvedIdentity.reason, message: resolvedIdentity.message }
+		}
 		const image = namesGuestImage(container.image) ? this.#deps.guestImage : undefined
+		// Only the guest image's entrypoint, as root, is trusted with real root: it formats and
+		// mounts its own disk (the shipped workspace template). Elsewhere `privileged` is ignored.
+		const privileged =
+			image !== undefined &&
+			container.securityContext?.privileged === true &&
+			resolvedIdentity.uid === 0
+		const identity = privileged ? { ...resolvedIdentity, privileged: true } : resolvedIdentity
 		if (namesGuestImage(container.image) && image === undefined) {
 			return {
 				ok: false,
@@ -200,9 +209,10 @@ export class PodRuntime {
 			devices.push({ source: claim.device, target: need.target })
 			workspaceDisk ??= { volume: need.volume, device: claim.device }
 		}
-		if (workspaceDisk !== undefined) {
+		if (workspaceDisk !== undefined && !privileged) {
 			// Standing in for the image entrypoint: the first block device's filesystem is the
-			// agent's workspace, at the container's NAMZU_SANDBOX_WORKSPACE.
+			// agent's workspace, at the container's NAMZU_SANDBOX_WORKSPACE. A privileged guest
+			// image container gets only the device: its entrypoint formats and mounts it.
 			const target = blockWorkspaceTarget(resolved.env)
 			if (!target.ok) {
 				return { ok: false, reason: 'CreateContainerConfigError', message: target.message }
@@ -257,18 +267,24 @@ export class PodRuntime {
 			env,
 			uid: identity.uid,
 			gid: identity.gid,
+			...(privileged ? { privileged: true } : {}),
 			secrets: [env.NAMZU_AGENT_BIND_TOKEN ?? ''].filter((s) => s !== ''),
 		}
 		const probePort = agentProbePort(env)
 		return { ok: true, launch, ...(probePort === undefined ? {} : { probePort }) }
 	}
 
-	/** Mounts a block claim's filesystem once per pod, in the pod's own directory. */
+	/**
+	 * Mounts a block claim's filesystem once per pod, in the pod's own directory — formatting an
+	 * empty device first, never reformatting one (ensureExt4), as the entrypoint would.
+	 */
 	#mountDisk(volume: string, device: string): Promise<string> {
 		let mounted = this.#disks.get(volume)
 		if (mounted === undefined) {
 			const dir = join(this.#deps.podDir, 'disks', volume)
-			mounted = mountDisk(device, dir).then(() => dir)
+			mounted = ensureExt4(device)
+				.then(() => mountDisk(device, dir))
+				.then(() => dir)
 			mounted.catch(() => this.#disks.delete(volume))
 			this.#disks.set(volume, mounted)
 		}

@@ -13,7 +13,6 @@
 import { mkdir, readdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { blockClaimSize, isBlockClaim } from './block-claim-plan.js'
-import { ensureExt4 } from './block-filesystem.js'
 import { isStatus, type KubeClient } from './kube-client.js'
 import type { PersistentVolumeClaim } from './kube-types.js'
 import { attachLoop, detachLoop, ensureSparseFile, LOOP_REGISTRY_DIR } from './loop-devices.js'
@@ -113,7 +112,7 @@ export class PvcStore {
 
 	/**
 	 * The claim's volume for pod `holder` about to start — its directory, or its block device
-	 * attached (and formatted when empty) — binding the claim on first use. The pod holds the
+	 * attached (left as it is: the mounter formats it) — binding the claim on first use. The pod holds the
 	 * claim until `release(holder)`.
 	 */
 	async volume(namespace: string, name: string, holder: string): Promise<ClaimVolume> {
@@ -186,15 +185,10 @@ export class PvcStore {
 		const attached = this.#attached.get(uid)
 		if (attached !== undefined) return attached.device
 		await ensureSparseFile(file, bytes)
+		// Not formatted here: whoever mounts it does (the pod runtime standing in for the entrypoint,
+		// or the guest image's own entrypoint in a privileged container).
 		const device = await attachLoop(file, this.#loopRegistry)
 		this.#attached.set(uid, { device, file })
-		try {
-			await ensureExt4(device)
-		} catch (error) {
-			this.#attached.delete(uid)
-			await detachLoop(device, file, this.#loopRegistry).catch(() => undefined)
-			throw error
-		}
 		return device
 	}
 

@@ -7,8 +7,8 @@
  * a container runtime grants root. Always on whatever the spec says: no_new_privs (bubblewrap sets
  * it unconditionally, so `allowPrivilegeEscalation: true` is not granted), a read-only root
  * filesystem, and no capabilities at all for a non-root uid (a real runtime would leave them in
- * the bounding set only). Ignored: `privileged` (never granted), `supplementalGroups`, `fsGroup`,
- * seccomp/SELinux/AppArmor profiles.
+ * the bounding set only). `privileged` is decided by pod-runtime.ts (the guest image only).
+ * Ignored: `supplementalGroups`, `fsGroup`, seccomp/SELinux/AppArmor profiles.
  */
 import type { Container, Pod } from './kube-types.js'
 
@@ -35,6 +35,12 @@ export interface ContainerIdentity {
 	readonly gid: number
 	/** Capabilities the process keeps, `CAP_`-prefixed, sorted. */
 	readonly capabilities: readonly string[]
+	/**
+	 * Real root with every capability and no user namespace: granted only to a root container of
+	 * the guest image that asks for `privileged` (pod-runtime.ts decides), whose entrypoint formats
+	 * and mounts its own block disk, as the shipped workspace template needs.
+	 */
+	readonly privileged?: boolean
 }
 
 export type SecurityResolution =
@@ -77,6 +83,8 @@ export function resolveSecurity(pod: Pod, container: Container): SecurityResolut
 
 /** The bubblewrap flags for an identity: always drop everything, then add back what is kept. */
 export function identityBwrapArgs(identity: ContainerIdentity): string[] {
+	// No user namespace, so no uid mapping: the kubelet's own root, every capability kept.
+	if (identity.privileged === true) return ['--cap-add', 'ALL']
 	const args = ['--uid', String(identity.uid), '--gid', String(identity.gid), '--cap-drop', 'ALL']
 	for (const capability of identity.capabilities) args.push('--cap-add', capability)
 	return args

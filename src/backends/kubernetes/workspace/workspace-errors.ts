@@ -65,7 +65,11 @@ export class KubernetesWorkspaceDiskError extends SandboxError {
 }
 
 /** Which part of an adopted object disagrees with this call's configuration. */
-export type KubernetesWorkspaceMismatchField = 'disk' | 'template-label' | 'runtimeClassName'
+export type KubernetesWorkspaceMismatchField =
+	| 'disk'
+	| 'template-label'
+	| 'runtimeClassName'
+	| 'egressProfile'
 
 /** The existing object under the workspace's name was not built the way this call would build it. */
 export class KubernetesWorkspaceMismatchError extends SandboxError {

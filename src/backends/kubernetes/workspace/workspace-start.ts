@@ -44,7 +44,11 @@ import {
 	podTemplateHash,
 	refreshPatch,
 } from './pod-template-refresh.js'
-import { checkAdoptedWorkspace } from './workspace-adopt-check.js'
+import {
+	type AdoptExpectations,
+	checkAdoptedWorkspace,
+	checkEgressProfile,
+} from './workspace-adopt-check.js'
 import { checkWorkspaceDisk } from './workspace-disk.js'
 import { operatingModeOf } from './workspace-mode-patch.js'
 import { waitForLivePod } from './workspace-pod-wait.js'
@@ -128,6 +132,22 @@ function workspaceBody(
 }
 
 /**
+ * What an adopted object must carry. `lifted`: a refresh is about to write the template's class
+ * and the configured profile, so those two refusals wait for the patch (re-applied if it does
+ * not land); the template label is never lifted — a refresh does not change which template.
+ */
+function adoptExpectations(context: WorkspaceStartContext, lifted: boolean): AdoptExpectations {
+	const profile = context.config.egress?.profile
+	return {
+		templateName: context.templateName,
+		...(lifted || context.runtimeClassName === undefined
+			? {}
+			: { runtimeClassName: context.runtimeClassName }),
+		...(lifted || profile === undefined ? {} : { egressProfile: profile }),
+	}
+}
+
+/**
  * Suspended → Running as the refresh patch: the disk refusals and the runtime check of the pod
  * template it would write run before anything is sent. `landed: false` — another process woke the
  * workspace first; the object is as read.
@@ -143,12 +163,7 @@ async function refreshOnto(
 	// The object as it will read once refreshed must pass the adopt checks a later call makes.
 	checkAdoptedWorkspace(
 		{ metadata: read.metadata, spec: { ...read.spec, podTemplate } },
-		{
-			templateName: context.templateName,
-			...(context.runtimeClassName === undefined
-				? {}
-				: { runtimeClassName: context.runtimeClassName }),
-		},
+		adoptExpectations(context, false),
 	)
 	const templateHash = podTemplateHash(template)
 	return writeConditional(
@@ -209,14 +224,9 @@ export async function startWorkspace(
 		if (!(error instanceof KubernetesConflictError)) throw error
 		sandbox = await api.get(kubernetesPaths.sandbox(ns, name), callOptions)
 		const refresh = options.refreshPodTemplate === true && operatingModeOf(sandbox) === 'Suspended'
-		const expected = {
-			templateName,
-			...(context.runtimeClassName === undefined
-				? {}
-				: { runtimeClassName: context.runtimeClassName }),
-		}
-		// The RuntimeClass refusal is lifted for a refresh: its patch writes the template's class.
-		checkAdoptedWorkspace(sandbox, refresh ? { templateName } : expected)
+		const expected = adoptExpectations(context, false)
+		// Before any write, so a refused workspace stays as it was (asleep, if it was).
+		checkAdoptedWorkspace(sandbox, adoptExpectations(context, refresh))
 		const woken = await wake(context, options, sandbox, refresh ? template : undefined, 'create')
 		sandbox = woken.object
 		if (woken.landed) {
@@ -286,8 +296,14 @@ export async function resumeWorkspace(
 		options.refreshPodTemplate === true && operatingModeOf(read) === 'Suspended'
 			? await api.get(kubernetesPaths.template(ns, context.templateName), callOptions)
 			: undefined
+	// The profile refusal as on the adopt path: before the resume patch, lifted for a refresh.
+	const profile = context.config.egress?.profile
+	if (profile !== undefined && template === undefined) checkEgressProfile(read, profile)
 	const woken = await wake(context, options, read, template, 'resume')
 	const sandbox = woken.object
+	if (profile !== undefined && template !== undefined && !woken.landed) {
+		checkEgressProfile(sandbox, profile)
+	}
 	try {
 		const pod = await waitForLivePod(context, name, {
 			deadlineMs,
