@@ -45,6 +45,7 @@ import {
 } from '../local/cgroup-limits.js'
 import { guestExitOf } from '../local/guest-exit.js'
 import { emptyClaims } from '../local/host-claims.js'
+import type { EgressTestSeam } from '../local/local-egress-proxy.js'
 import { LocalSandboxCleanupError, LocalSandboxStartError } from '../local/local-errors.js'
 import { newSandboxId } from '../local/local-instance.js'
 import { LOCAL_MAX_REQUEST_FRAME_BYTES } from '../local/local-transport-options.js'
@@ -72,6 +73,7 @@ import type { ResolvedContainerBackendConfig } from './container-backend-config.
 import { ContainerRuntimeUnavailableError } from './container-errors.js'
 import type { ContainerImage } from './container-image.js'
 import { layoutMounts, type ResolvedContainerSandboxLayout } from './container-layout.js'
+import { type ContainerNetwork, prepareContainerNetwork } from './container-network.js'
 import { type CreatedContainer, createContainer, runRuntimeCommand } from './container-process.js'
 import type { ContainerSandboxSpec } from './container-sandbox-spec.js'
 import {
@@ -100,6 +102,8 @@ export interface ContainerInstanceContext {
 	readonly image: () => Promise<ContainerImage>
 	readonly agentPath: string
 	readonly hostEnv?: Readonly<Record<string, string | undefined>>
+	/** @internal Tests' resolution and upstream trust for the egress proxy. */
+	readonly egressSeam?: EgressTestSeam
 }
 
 export interface ContainerInstance {
@@ -197,6 +201,7 @@ export async function startContainerInstance(
 	let runtimeGroups: SandboxCgroups | undefined
 	let listener: InheritableListenSocket | undefined
 	let container: CreatedContainer | undefined
+	let network: ContainerNetwork | undefined
 	let hostFds: number[] = []
 	let releasing: Promise<void> | undefined
 	const release = () => {
@@ -217,6 +222,8 @@ export async function startContainerInstance(
 				cgroups?.remove().catch((error: unknown) => failures.push(error)),
 			])
 			await runtimeGroups?.remove().catch((error: unknown) => failures.push(error))
+			// After the container is gone: nothing inside is left to use the network.
+			await network?.stop().catch((error: unknown) => failures.push(error))
 			await releaseHostClaims(ledger.current)
 				.then(() => removeStateRoot(dirs.root))
 				.catch((error: unknown) => failures.push(error))
@@ -302,14 +309,28 @@ export async function startContainerInstance(
 			await mkdir(socketDir, { mode: 0o700 })
 			await chown(socketDir, owner.uid, owner.gid)
 		}
+		network = await prepareContainerNetwork({
+			sandboxId: id,
+			stateRoot: dirs.root,
+			spec,
+			rootfs: image.rootfs,
+			tools: backend.tools,
+			timeoutMs: backend.readyTimeoutMs,
+			...(signal ? { signal } : {}),
+			...(context.egressSeam ? { seam: context.egressSeam } : {}),
+		})
+		const sandboxNetwork = network
 		const agentEnv = {
 			...buildAgentEnvironment({
 				workspace: CONTAINER_WORKSPACE,
 				homeDir: CONTAINER_HOME_DIR,
 				nodePath: image.node.inImage,
 				user: 'sandbox',
-				callerEnv: spec.env,
-				agentSettings: agentSettingsFrom(context.hostEnv ?? process.env),
+				callerEnv: { ...network.workloadEnv, ...spec.env },
+				agentSettings: {
+					...agentSettingsFrom(context.hostEnv ?? process.env),
+					...network.agentSettings,
+				},
 				workloadCgroups: workloadCgroupFds(workloadGroups),
 			}),
 			...(layout.readRoots.length === 0
@@ -340,6 +361,7 @@ export async function startContainerInstance(
 				workspace: dirs.workspace,
 				scaffolds: layout.scaffolds,
 				binds: layout.binds,
+				networkBinds: network.binds,
 			}),
 			cgroupsPath: name,
 			annotations: { ...backend.labels, 'ai.namzu.sandbox.id': id },
@@ -362,7 +384,7 @@ export async function startContainerInstance(
 				}),
 			),
 			fds: listener === undefined ? [] : [listener.fd, ...hostFds],
-			secrets: Object.values(spec.env),
+			secrets: [...Object.values(spec.env), ...network.secrets],
 			...(signal ? { signal } : {}),
 		})
 		const created = container
@@ -372,6 +394,13 @@ export async function startContainerInstance(
 		if (launcher) await ledger.record({ launcher })
 		closeFds(hostFds)
 		hostFds = []
+		if (!Number.isSafeInteger(pid)) {
+			throw new LocalSandboxStartError(id, `the runtime's pid file holds no pid`, {
+				stderrTail: created.outputTail(),
+			})
+		}
+		// Nothing of the workload runs before `start`: the network is in place before anything uses it.
+		await network.attach(pid, cgroups?.join)
 		await listener?.handOver()
 		const transport = new AgentTransport(
 			{ kind: 'unix', path: dirs.socketPath },
@@ -409,6 +438,7 @@ export async function startContainerInstance(
 			timeoutMs: backend.readyTimeoutMs,
 			...(signal ? { signal } : {}),
 		})
+		await sandboxNetwork.ready(pid)
 		const instance: ContainerInstance = {
 			id,
 			rootDir: CONTAINER_WORKSPACE,
