@@ -7,22 +7,10 @@
  * a failed or aborted start leaves nothing, and a crashed host leaves a record the local reaper
  * undoes (the container's init as the launcher, its cgroups, its runtime state inside the root).
  */
-import {
-	chmod,
-	chown,
-	copyFile,
-	lstat,
-	mkdir,
-	readFile,
-	realpath,
-	rename,
-	stat,
-	writeFile,
-} from 'node:fs/promises'
+import { chmod, chown, copyFile, lstat, mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { totalmem } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { SandboxConfigError } from '../../contract/errors.js'
 import {
 	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
 	probeSandboxPrivileges,
@@ -68,11 +56,11 @@ import { cgroupRequestFor, resolveSandboxLimits } from '../local/sandbox-limits.
 import { waitForAgentReady } from '../local/wait-for-agent-ready.js'
 import { workloadCgroupFds } from '../local/workload-cgroups.js'
 import { assertDiskLimitEnforceable, recordAndMountWorkspaceDisk } from '../local/workspace-disk.js'
-import { handOverUnderLock } from '../local/workspace-handover.js'
 import type { ResolvedContainerBackendConfig } from './container-backend-config.js'
 import { ContainerRuntimeUnavailableError } from './container-errors.js'
 import type { ContainerImage } from './container-image.js'
-import { layoutMounts, type ResolvedContainerSandboxLayout } from './container-layout.js'
+import type { ResolvedContainerSandboxLayout } from './container-layout.js'
+import { prepareLayout, under } from './container-layout-mounts.js'
 import { type ContainerNetwork, prepareContainerNetwork } from './container-network.js'
 import { type CreatedContainer, createContainer, runRuntimeCommand } from './container-process.js'
 import type { ContainerSandboxSpec } from './container-sandbox-spec.js'
@@ -85,14 +73,11 @@ import {
 	CONTAINER_SOCKET_PATH,
 	CONTAINER_WORKSPACE,
 	containerMounts,
-	type OciBind,
 } from './oci-config.js'
 import { createArgv, deleteArgv, type RuntimeInvocation, startArgv } from './runtime-argv.js'
 import { runtimeCgroupDirs } from './runtime-cgroup-dirs.js'
 
 export const CONTAINER_HOSTNAME = 'namzu-sandbox'
-/** The layout's default paths live under it; it is covered by a tmpfs so their mount points can be made. */
-const LAYOUT_SCAFFOLD = '/mnt'
 const DELETE_BUDGET_MS = 10_000
 
 export interface ContainerInstanceContext {
@@ -131,25 +116,6 @@ function invocationOf(
 		stateDir: join(stateRoot, 'runtime'),
 		runscPlatform: backend.runscPlatform,
 	}
-}
-
-async function directoryIn(rootfs: string, path: string): Promise<boolean> {
-	try {
-		return (await stat(join(rootfs, path))).isDirectory()
-	} catch {
-		return false
-	}
-}
-
-function under(path: string, dir: string): boolean {
-	return path === dir || path.startsWith(`${dir}/`)
-}
-
-interface PreparedLayout {
-	readonly binds: OciBind[]
-	readonly scaffolds: string[]
-	readonly readRoots: string[]
-	readonly writeRoots: string[]
 }
 
 export async function startContainerInstance(
@@ -516,100 +482,6 @@ function asLaunched(created: CreatedContainer, pid: number): LaunchedAgentProces
 		exitStatus: () => (created.isGone() ? { code: null, signal: null } : undefined),
 		stderrTail: () => created.outputTail(),
 		kill: async () => undefined,
-	}
-}
-
-interface LayoutPreparation {
-	readonly id: string
-	readonly base: string
-	readonly identity: { readonly uid: number; readonly gid: number }
-	readonly range: ResolvedContainerBackendConfig['sandboxUidRange']
-	readonly signal?: AbortSignal
-}
-
-/**
- * The layout's mounts for this sandbox: a `hostDir` bound (a writable one handed to the sandbox
- * uid for the sandbox's lifetime and given back at destroy, through the host-claims record); an
- * `inImage` read-only path bound back from the image (the scaffold tmpfs would hide it), a
- * writable one a fresh per-sandbox directory.
- */
-async function prepareLayout(
-	layout: ResolvedContainerSandboxLayout,
-	image: ContainerImage,
-	dirs: SandboxDirectories,
-	ledger: HostClaimsLedger,
-	prep: LayoutPreparation,
-): Promise<PreparedLayout> {
-	const entries = layoutMounts(layout)
-	const scaffolds = entries.some((entry) => under(entry.mount.containerPath, LAYOUT_SCAFFOLD))
-		? [LAYOUT_SCAFFOLD]
-		: []
-	if (scaffolds.length > 0 && !(await directoryIn(image.rootfs, LAYOUT_SCAFFOLD))) {
-		throw new SandboxConfigError(
-			'backend.image',
-			`the image has no ${LAYOUT_SCAFFOLD} for the layout's mounts`,
-		)
-	}
-	const binds: OciBind[] = []
-	for (const [index, entry] of entries.entries()) {
-		const target = entry.mount.containerPath
-		if (!under(target, LAYOUT_SCAFFOLD) && !(await directoryIn(image.rootfs, target))) {
-			throw new SandboxConfigError(
-				`${entry.field}.containerPath`,
-				`${target} is outside ${LAYOUT_SCAFFOLD} and not a directory of the image (the root is read-only)`,
-			)
-		}
-		const source = entry.mount.source
-		if (source.type === 'hostDir') {
-			let real: string
-			try {
-				real = await realpath(source.hostPath)
-				if (!(await stat(real)).isDirectory()) throw new Error('not a directory')
-			} catch (error) {
-				throw new SandboxConfigError(
-					`${entry.field}.source.hostPath`,
-					`${source.hostPath} is not a directory (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
-				)
-			}
-			if (entry.writable) {
-				// A writable host directory becomes the sandbox uid's, under the local tier's claim.
-				await handOverUnderLock({
-					path: real,
-					sandboxId: prep.id,
-					stateBase: prep.base,
-					stateRoot: dirs.root,
-					ledger,
-					holder: prep.identity,
-					uidRange: prep.range,
-					...(prep.signal ? { signal: prep.signal } : {}),
-				})
-			}
-			binds.push({ source: real, target, readOnly: !entry.writable })
-		} else if (source.type === 'inImage') {
-			if (entry.writable) {
-				const own = join(dirs.root, 'layout', String(index))
-				await mkdir(own, { recursive: true, mode: 0o755 })
-				await chown(own, prep.identity.uid, prep.identity.gid)
-				binds.push({ source: own, target, readOnly: false })
-			} else if (under(target, LAYOUT_SCAFFOLD)) {
-				if (!(await directoryIn(image.rootfs, target))) {
-					throw new SandboxConfigError(
-						`${entry.field}.containerPath`,
-						`${target} is not a directory of the image (an inImage mount names one)`,
-					)
-				}
-				binds.push({ source: join(image.rootfs, target), target, readOnly: true })
-			}
-		} else {
-			throw new SandboxConfigError(`${entry.field}.source`, "'azureFileShare' is an ACI source")
-		}
-	}
-	binds.sort((a, b) => a.target.split('/').length - b.target.split('/').length)
-	return {
-		binds,
-		scaffolds,
-		readRoots: entries.map((entry) => entry.mount.containerPath),
-		writeRoots: entries.filter((entry) => entry.writable).map((entry) => entry.mount.containerPath),
 	}
 }
 
