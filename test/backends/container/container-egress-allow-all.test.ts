@@ -12,23 +12,17 @@ import {
 	type ContainerSandboxProvider,
 	createContainerSandboxProvider,
 } from '../../../src/backends/container/index.js'
-import type { ContainerRuntime } from '../../../src/backends/container/runtime-argv.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import { type StandInInternet, startStandInInternet } from '../local/stand-in-internet.js'
-import { CONNECT, node } from './container-egress-support.js'
+import { CONNECT, EGRESS_RUNTIMES, node } from './container-egress-support.js'
 import {
-	CRUN_PATH,
-	containerSkipReason,
 	guestImage,
 	makeStateDir,
 	processesMentioning,
 	removeStateDir,
 } from './container-test-support.js'
 
-const RUNTIMES: readonly [ContainerRuntime, string | undefined][] = [
-	['runc', containerSkipReason()],
-	['crun', containerSkipReason(CRUN_PATH)],
-]
+const RUNTIMES = EGRESS_RUNTIMES
 const anySkip = RUNTIMES.every(([, skip]) => skip !== undefined)
 
 function hostProbe(host: string, port: number): Promise<string> {

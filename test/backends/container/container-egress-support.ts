@@ -3,14 +3,31 @@
  * internet namespace and trusts their test CA (the `egressTestSeam` hook), and the `node -e`
  * programs the container egress tests run inside (the image has no curl).
  */
+
+import { afterAll, beforeAll } from 'vitest'
 import {
 	type ContainerSandboxProvider,
 	createContainerSandboxProvider,
 } from '../../../src/backends/container/index.js'
 import type { ContainerRuntime } from '../../../src/backends/container/runtime-argv.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
+
+export { BRIDGE_CONNECT, CONNECT, LOOKUP } from '../egress-guest-programs.js'
+
 import { type EgressUpstream, startEgressUpstream } from '../../host/egress/upstream-fixture.js'
-import { guestImage, makeStateDir, removeStateDir } from './container-test-support.js'
+import {
+	CRUN_PATH,
+	containerSkipReason,
+	guestImage,
+	makeStateDir,
+	removeStateDir,
+} from './container-test-support.js'
+
+/** runc and crun, each with why it cannot run here (undefined: it can). */
+export const EGRESS_RUNTIMES: readonly [ContainerRuntime, string | undefined][] = [
+	['runc', containerSkipReason()],
+	['crun', containerSkipReason(CRUN_PATH)],
+]
 
 export interface ContainerEgressFixture {
 	readonly upstream: EgressUpstream
@@ -51,21 +68,23 @@ export async function startContainerEgressFixture(): Promise<ContainerEgressFixt
 }
 
 /**
- * A raw TCP connect that ignores every proxy setting: `HOST PORT [SEND]`. Prints `reached <first
- * reply>`, `closed`, `TIMEOUT` or the error code.
+ * The file's fixture: started before its tests when some runtime can run here, closed after.
+ * Returns its getter (which throws when none was started).
  */
-export const CONNECT = `
-const net = require('node:net')
-const [host, port, send] = process.argv.slice(1)
-const s = net.connect(Number(port), host)
-s.setTimeout(5000, () => { console.log('TIMEOUT'); process.exit(0) })
-s.on('connect', () => s.write(send ?? ''))
-s.on('data', (d) => { console.log('reached ' + d); process.exit(0) })
-s.on('close', () => { console.log('closed'); process.exit(0) })
-s.on('error', (e) => { console.log(e.code); process.exit(0) })
-`
-
-export const LOOKUP = `require('node:dns').lookup(process.argv[1], (e, a) => console.log(e ? e.code : a))`
+export function useContainerEgressFixture(): () => ContainerEgressFixture {
+	let fixture: ContainerEgressFixture | undefined
+	beforeAll(async () => {
+		if (EGRESS_RUNTIMES.every(([, skip]) => skip !== undefined)) return
+		fixture = await startContainerEgressFixture()
+	}, 60_000)
+	afterAll(async () => {
+		await fixture?.close()
+	}, 60_000)
+	return () => {
+		if (!fixture) throw new Error('no container egress fixture')
+		return fixture
+	}
+}
 
 /**
  * node's own http / https, no proxy agent (node ignores proxy variables): \`URL [CA_FILE]

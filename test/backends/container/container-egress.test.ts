@@ -4,25 +4,21 @@
  * its positive control, against upstreams in a stand-in internet namespace.
  */
 import { networkInterfaces } from 'node:os'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import type { ContainerSandboxProvider } from '../../../src/backends/container/index.js'
-import type { ContainerRuntime } from '../../../src/backends/container/runtime-argv.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import type { EgressDecision } from '../../../src/host/egress/egress-decision.js'
 import {
+	BRIDGE_CONNECT,
 	CONNECT,
-	type ContainerEgressFixture,
+	EGRESS_RUNTIMES,
 	GET,
 	LOOKUP,
 	node,
-	startContainerEgressFixture,
+	useContainerEgressFixture,
 } from './container-egress-support.js'
-import { CRUN_PATH, containerSkipReason } from './container-test-support.js'
 
-const RUNTIMES: readonly [ContainerRuntime, string | undefined][] = [
-	['runc', containerSkipReason()],
-	['crun', containerSkipReason(CRUN_PATH)],
-]
+const RUNTIMES = EGRESS_RUNTIMES
 
 /** The host's non-loopback IPv4 addresses. */
 function hostAddresses(): string[] {
@@ -32,20 +28,7 @@ function hostAddresses(): string[] {
 		.map((entry) => entry.address)
 }
 
-let fixture: ContainerEgressFixture | undefined
-const fixtureOf = () => {
-	if (!fixture) throw new Error('no fixture')
-	return fixture
-}
-
-beforeAll(async () => {
-	if (RUNTIMES.every(([, skip]) => skip !== undefined)) return
-	fixture = await startContainerEgressFixture()
-}, 60_000)
-
-afterAll(async () => {
-	await fixture?.close()
-}, 60_000)
+const fixtureOf = useContainerEgressFixture()
 
 describe.each(RUNTIMES)(
 	'static and resolver egress on the container tier (%s)',
@@ -164,28 +147,14 @@ describe.each(RUNTIMES)(
 		it.skipIf(skip)(
 			'the bridge socket driven by the workload itself reaches only what the policy allows',
 			async () => {
-				const DIRECT = `
-const net = require('node:net')
-const [target] = process.argv.slice(1)
-const s = net.connect('/run/namzu-egress/proxy.sock')
-s.setTimeout(5000, () => { console.log('TIMEOUT'); process.exit(0) })
-s.on('connect', () => s.write('CONNECT ' + target + ' HTTP/1.1\\r\\n\\r\\n'))
-s.once('data', (d) => {
-	const line = String(d).split('\\r\\n')[0]
-	if (!line.startsWith('HTTP/1.1 200')) { console.log(line); process.exit(0) }
-	s.write('ping')
-	s.once('data', (e) => { console.log('reached ' + e); process.exit(0) })
-})
-s.on('error', (e) => { console.log(e.code); process.exit(0) })
-`
-				expect(await node(sandbox, DIRECT, ['api.example.test:5432'])).toBe('reached ping')
-				expect(await node(sandbox, DIRECT, ['other.example.test:5432'])).toBe(
+				expect(await node(sandbox, BRIDGE_CONNECT, ['api.example.test:5432'])).toBe('reached ping')
+				expect(await node(sandbox, BRIDGE_CONNECT, ['other.example.test:5432'])).toBe(
 					'HTTP/1.1 403 Forbidden',
 				)
-				expect(await node(sandbox, DIRECT, [`${fixtureOf().upstream.address}:5432`])).toBe(
+				expect(await node(sandbox, BRIDGE_CONNECT, [`${fixtureOf().upstream.address}:5432`])).toBe(
 					'HTTP/1.1 403 Forbidden',
 				)
-				expect(await node(sandbox, DIRECT, ['private.example.test:443'])).toBe(
+				expect(await node(sandbox, BRIDGE_CONNECT, ['private.example.test:443'])).toBe(
 					'HTTP/1.1 403 Forbidden',
 				)
 				// The bridge is read-only: the workload cannot plant a socket of its own there.
