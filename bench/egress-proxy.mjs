@@ -146,7 +146,23 @@ async function containerRows(lookup) {
 			'bench.example.test',
 		)
 		const open = await inside({ kind: 'allow-all' }, address)
-		return { direct, captured, open }
+		// What each kind adds to a cold create → first exec, rounds interleaved.
+		const kinds = {
+			'deny-all': { kind: 'deny-all' },
+			'allow-all': { kind: 'allow-all' },
+			static: { kind: 'static', allowedHosts: ['bench.example.test'] },
+		}
+		const creates = Object.fromEntries(Object.keys(kinds).map((name) => [name, []]))
+		for (let round = 0; round < 7; round++) {
+			for (const [name, egress] of Object.entries(kinds)) {
+				const start = performance.now()
+				const sandbox = await provider.create({ egress })
+				await sandbox.exec('true', [])
+				creates[name].push(performance.now() - start)
+				await sandbox.destroy()
+			}
+		}
+		return { direct, captured, open, creates }
 	} finally {
 		await provider.close()
 	}
@@ -237,6 +253,15 @@ try {
 			container.open,
 			container.direct,
 		)
+		console.log(
+			"\n| runc container, cold `create()` → `exec('true')` | p50 | p95 | ratio to deny-all (p50) |",
+		)
+		console.log('|---|---|---|---|')
+		const base = summarize(container.creates['deny-all'])
+		for (const [name, samples] of Object.entries(container.creates)) {
+			const s = summarize(samples)
+			console.log(`| \`${name}\` | ${ms(s.p50)} | ${ms(s.p95)} | ${ratio(s.p50, base.p50)} |`)
+		}
 	}
 } finally {
 	await cleanup()

@@ -360,13 +360,15 @@ export async function startContainerInstance(
 		if (launcher) await ledger.record({ launcher })
 		closeFds(hostFds)
 		hostFds = []
-		if (!Number.isSafeInteger(pid)) {
-			throw new LocalSandboxStartError(id, `the runtime's pid file holds no pid`, {
-				stderrTail: created.outputTail(),
-			})
+		if (spec.egress !== 'deny-all') {
+			if (!Number.isSafeInteger(pid)) {
+				throw new LocalSandboxStartError(id, "the runtime's pid file holds no pid", {
+					stderrTail: created.outputTail(),
+				})
+			}
+			// Nothing of the workload runs before `start`: its network is in place before anything uses it.
+			await network.attach(pid, cgroups?.join)
 		}
-		// Nothing of the workload runs before `start`: the network is in place before anything uses it.
-		await network.attach(pid, cgroups?.join)
 		await listener?.handOver()
 		const transport = new AgentTransport(
 			{ kind: 'unix', path: dirs.socketPath },
@@ -404,7 +406,7 @@ export async function startContainerInstance(
 			timeoutMs: backend.readyTimeoutMs,
 			...(signal ? { signal } : {}),
 		})
-		await sandboxNetwork.ready(pid)
+		if (spec.egress !== 'deny-all') await sandboxNetwork.ready(pid)
 		const instance: ContainerInstance = {
 			id,
 			rootDir: CONTAINER_WORKSPACE,
