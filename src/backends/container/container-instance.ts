@@ -36,6 +36,7 @@ import { emptyClaims } from '../local/host-claims.js'
 import type { EgressTestSeam } from '../local/local-egress-proxy.js'
 import { LocalSandboxCleanupError, LocalSandboxStartError } from '../local/local-errors.js'
 import { newSandboxId } from '../local/local-instance.js'
+import { assertNetworkUsable } from '../local/local-network.js'
 import { LOCAL_MAX_REQUEST_FRAME_BYTES } from '../local/local-transport-options.js'
 import { readProcessIdentity } from '../local/process-identity.js'
 import {
@@ -134,6 +135,8 @@ export async function startContainerInstance(
 		)
 	}
 	const image = await context.image()
+	// A missing network tool is named before anything is claimed.
+	await assertNetworkUsable(spec.egress, backend.tools)
 	if (spec.diskLimitMb !== undefined) {
 		await assertDiskLimitEnforceable({
 			diskLimitMb: spec.diskLimitMb,

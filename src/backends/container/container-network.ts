@@ -29,7 +29,6 @@ import {
 } from '../local/local-egress-proxy.js'
 import {
 	ALLOW_ALL_RESOLV_CONF,
-	assertNetworkUsable,
 	type NetworkToolPaths,
 	PROXIED_RESOLV_CONF,
 	readHostAddresses,
@@ -174,15 +173,15 @@ function loopbackUp(input: ContainerNetworkInput, sandboxPid: number): Promise<v
 }
 
 /**
- * Checks the tools, writes the files, starts the proxy (proxied kinds) and returns the binds and
- * environment the container is built with, and the two steps around `start`.
+ * Writes the files, starts the proxy (proxied kinds) and returns the binds and environment the
+ * container is built with, and the two steps around `start`. The caller has checked the tools
+ * (`assertNetworkUsable`) before it claimed anything.
  */
 export async function prepareContainerNetwork(
 	input: ContainerNetworkInput,
 ): Promise<ContainerNetwork> {
 	const { spec } = input
 	if (spec.egress === 'deny-all') return NO_NETWORK
-	await assertNetworkUsable(spec.egress, input.tools)
 	const credentials = (spec.proxiedEgress?.credentials.length ?? 0) > 0
 	const image: ImageNetworkFiles = {
 		resolvConf: await regularFileOfImage(input.rootfs, IMAGE_RESOLV_CONF),

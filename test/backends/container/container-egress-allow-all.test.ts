@@ -4,7 +4,7 @@
  * listener (a stand-in internet namespace) is reached; the host's own addresses, slirp's gateway
  * alias and link-local are refused, while the host itself reaches the same listener (the control).
  */
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { createServer, connect as netConnect, type Server } from 'node:net'
 import { networkInterfaces } from 'node:os'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -12,6 +12,7 @@ import {
 	type ContainerSandboxProvider,
 	createContainerSandboxProvider,
 } from '../../../src/backends/container/index.js'
+import { LocalNetworkUnavailableError } from '../../../src/backends/local/network-errors.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import { type StandInInternet, startStandInInternet } from '../local/stand-in-internet.js'
 import { CONNECT, EGRESS_RUNTIMES, node } from './container-egress-support.js'
@@ -67,6 +68,41 @@ afterAll(async () => {
 	await internet?.close()
 	if (stateDir !== '') await removeStateDir(stateDir)
 }, 60_000)
+
+describe.skipIf(RUNTIMES[0]?.[1] !== undefined)('a missing network tool (runc)', () => {
+	it('is named before anything is claimed: nothing is left in the state directory', async () => {
+		const provider = createContainerSandboxProvider(
+			{
+				tier: 'container',
+				image: guestImage(),
+				stateDir,
+				tools: { slirp4netns: '/nonexistent/slirp4netns', ip: '/nonexistent/ip' },
+			},
+			{ outputs: { source: { type: 'inImage' } } },
+		)
+		try {
+			const allowAll = await provider
+				.create({ egress: { kind: 'allow-all' } })
+				.catch((error: unknown) => error)
+			expect(allowAll).toBeInstanceOf(LocalNetworkUnavailableError)
+			expect((allowAll as LocalNetworkUnavailableError).missing.map((tool) => tool.tool)).toEqual([
+				'slirp4netns',
+			])
+			const proxied = await provider
+				.create({ egress: { kind: 'static', allowedHosts: ['api.example.test'] } })
+				.catch((error: unknown) => error)
+			expect((proxied as LocalNetworkUnavailableError).missing.map((tool) => tool.tool)).toEqual([
+				'ip',
+			])
+			expect(readdirSync(stateDir).filter((name) => name.startsWith('namzu-sbx-'))).toEqual([])
+			// Control: deny-all needs none of them.
+			const closed = await provider.create()
+			expect((await closed.exec('true', [])).exitCode).toBe(0)
+		} finally {
+			await provider.close()
+		}
+	}, 60_000)
+})
 
 describe.each(RUNTIMES)('allow-all egress on the container tier (%s)', (runtime, skip) => {
 	let provider: ContainerSandboxProvider
