@@ -1,10 +1,14 @@
 // The egress proxy's cost, against a direct connection measured in the same run: connect + first
-// byte per connection and bulk throughput, (a) through the host proxy's unix socket (CONNECT) and
+// byte per connection and bulk throughput, (a) through the host proxy's unix socket (CONNECT),
 // (b) end to end from inside a local sandbox under a `static` policy (capture helper → bridge →
-// proxy), each against the same client program dialing the upstream directly from the host. The
-// upstream runs in a network namespace at a public test address (root; skipped otherwise).
+// proxy), (c) the same from inside a runc container, and (d) from an `allow-all` runc container
+// (slirp4netns), each against the same client program dialing the upstream directly from the
+// host. The upstream runs in a network namespace at a public test address (root; skipped
+// otherwise). The container rows need the guest image (`npm run image:build -- --rootfs-only`)
+// and runc; without them they are left out and said so.
 // `node bench/egress-proxy.mjs [--count 200]`
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -12,7 +16,7 @@ import { fileURLToPath } from 'node:url'
 import { parseAllowedHosts } from '../dist/host/egress/allowed-hosts.js'
 import { createEgressCa } from '../dist/host/egress/egress-ca.js'
 import { startEgressProxy } from '../dist/host/egress/egress-proxy.js'
-import { createLocalSandboxProvider } from '../dist/index.js'
+import { createContainerSandboxProvider, createLocalSandboxProvider } from '../dist/index.js'
 import { ms, ratio, summarize } from './lib.mjs'
 
 if (process.getuid?.() !== 0) {
@@ -110,6 +114,60 @@ function runClient(args) {
 	})
 }
 
+/** The container tier's rows: a `static` and an `allow-all` runc container, and their baseline. */
+async function containerRows(lookup) {
+	const image = spawnSync(
+		process.execPath,
+		[join(here, '..', 'scripts', 'guest-image.mjs'), 'path'],
+		{
+			encoding: 'utf8',
+		},
+	).stdout.trim()
+	if (image === '') return { skipped: 'the guest image is not built' }
+	if (!existsSync('/usr/sbin/runc')) return { skipped: 'runc is not installed' }
+	const provider = createContainerSandboxProvider(
+		{ tier: 'container', image, stateDir: dir },
+		{ outputs: { source: { type: 'inImage' } } },
+		{},
+		{ egressTestSeam: { lookup } },
+	)
+	const inside = async (egress, host) => {
+		const sandbox = await provider.create({ egress })
+		const result = await sandbox.exec('node', ['-e', CLIENT, 'tcp', host, '', String(count)], {
+			timeout: 300_000,
+		})
+		await sandbox.destroy()
+		return JSON.parse(result.stdout)
+	}
+	try {
+		const direct = await runClient(['tcp', address, '', String(count)])
+		const captured = await inside(
+			{ kind: 'static', allowedHosts: ['bench.example.test:5432', 'bench.example.test:9000'] },
+			'bench.example.test',
+		)
+		const open = await inside({ kind: 'allow-all' }, address)
+		// What each kind adds to a cold create → first exec, rounds interleaved.
+		const kinds = {
+			'deny-all': { kind: 'deny-all' },
+			'allow-all': { kind: 'allow-all' },
+			static: { kind: 'static', allowedHosts: ['bench.example.test'] },
+		}
+		const creates = Object.fromEntries(Object.keys(kinds).map((name) => [name, []]))
+		for (let round = 0; round < 7; round++) {
+			for (const [name, egress] of Object.entries(kinds)) {
+				const start = performance.now()
+				const sandbox = await provider.create({ egress })
+				await sandbox.exec('true', [])
+				creates[name].push(performance.now() - start)
+				await sandbox.destroy()
+			}
+		}
+		return { direct, captured, open, creates }
+	} finally {
+		await provider.close()
+	}
+}
+
 function line(label, result, baseline) {
 	const s = summarize(result.samples)
 	const mibs = result.bytes / 1024 / 1024 / result.seconds
@@ -172,6 +230,7 @@ try {
 	const captured = JSON.parse(inside.stdout)
 	const directAgain = await runClient(['tcp', address, '', String(count)])
 	await provider.close()
+	const container = await containerRows(lookup)
 	console.log(`\n## egress proxy (n = ${count} connections, best of 3 × ${BULK_MIB} MiB bulk)\n`)
 	console.log(
 		'| path | connect + first byte p50 | p95 | ratio to direct (p50) | throughput | ratio |',
@@ -181,6 +240,29 @@ try {
 	line('through the host proxy socket (CONNECT)', viaProxy, direct)
 	line('direct from the host, again (after the sandbox started)', directAgain)
 	line('from inside a `static` sandbox (helper → bridge → proxy)', captured, directAgain)
+	if (container.skipped) console.log(`\ncontainer rows skipped: ${container.skipped}`)
+	else {
+		line('direct from the host, before the containers (baseline)', container.direct)
+		line(
+			'from inside a `static` runc container (helper → bridge → proxy)',
+			container.captured,
+			container.direct,
+		)
+		line(
+			'from inside an `allow-all` runc container (slirp4netns)',
+			container.open,
+			container.direct,
+		)
+		console.log(
+			"\n| runc container, cold `create()` → `exec('true')` | p50 | p95 | ratio to deny-all (p50) |",
+		)
+		console.log('|---|---|---|---|')
+		const base = summarize(container.creates['deny-all'])
+		for (const [name, samples] of Object.entries(container.creates)) {
+			const s = summarize(samples)
+			console.log(`| \`${name}\` | ${ms(s.p50)} | ${ms(s.p95)} | ${ratio(s.p50, base.p50)} |`)
+		}
+	}
 } finally {
 	await cleanup()
 }

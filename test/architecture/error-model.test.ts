@@ -706,7 +706,7 @@ const CASES: readonly ErrorCase[] = [
 	},
 	{
 		type: ContainerEgressUnsupportedError,
-		make: () => new ContainerEgressUnsupportedError('allow-all'),
+		make: () => new ContainerEgressUnsupportedError('allow-all', 'runsc', 'its own network stack'),
 	},
 	{ type: ContainerProviderClosedError, make: () => new ContainerProviderClosedError() },
 	// tools, mcp

@@ -23,6 +23,7 @@ import {
 } from '../../contract/argument-validators.js'
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { DefaultLimitsMode } from '../local/cgroup-limits.js'
+import { DEFAULT_NETWORK_TOOLS, type NetworkToolPaths } from '../local/local-network.js'
 import { resolveSandboxUidRange, type SandboxUidRange } from '../local/sandbox-identity.js'
 import { DEFAULT_MKFS_EXT4_PATH } from '../local/workspace-disk.js'
 import { DEFAULT_UMOCI_PATH } from './container-image.js'
@@ -69,6 +70,14 @@ export interface ContainerBackendConfig {
 export interface ContainerToolPaths {
 	readonly umoci?: string
 	readonly mkfsExt4?: string
+	/** Default `/usr/bin/slirp4netns`: `allow-all` egress. */
+	readonly slirp4netns?: string
+	/** Default `/usr/sbin/nft`: `allow-all`'s host-address guard. */
+	readonly nft?: string
+	/** Default `/usr/bin/nsenter`: entering the container's network namespace from the host. */
+	readonly nsenter?: string
+	/** Default `/usr/sbin/ip` (iproute2): the capture route of `static` / `resolver` egress. */
+	readonly ip?: string
 }
 
 /** The Azure Container Instances standby pool: typed so configs compile, refused at runtime here. */
@@ -104,7 +113,7 @@ export interface ResolvedContainerBackendConfig {
 	readonly sandboxUidRange: SandboxUidRange
 	readonly defaultLimits: DefaultLimitsMode
 	readonly labels: Readonly<Record<string, string>>
-	readonly tools: { readonly umoci: string; readonly mkfsExt4: string }
+	readonly tools: NetworkToolPaths & { readonly umoci: string; readonly mkfsExt4: string }
 }
 
 /** How long `create()` waits for a container's agent to answer, unless `readyTimeoutMs` is set. */
@@ -130,10 +139,14 @@ const BACKEND_KEYS = Object.keys({
 	network: true,
 	tools: true,
 } satisfies Record<keyof ContainerBackendConfig, true>)
-const TOOL_KEYS = Object.keys({ umoci: true, mkfsExt4: true } satisfies Record<
-	keyof ContainerToolPaths,
-	true
->)
+const TOOL_KEYS = Object.keys({
+	umoci: true,
+	mkfsExt4: true,
+	slirp4netns: true,
+	nft: true,
+	nsenter: true,
+	ip: true,
+} satisfies Record<keyof ContainerToolPaths, true>)
 
 function absolutePath(field: string, value: unknown, fallback: string): string {
 	if (value === undefined) return fallback
@@ -234,6 +247,18 @@ export function resolveContainerBackendConfig(
 		tools: {
 			umoci: absolutePath('backend.tools.umoci', tools.umoci, DEFAULT_UMOCI_PATH),
 			mkfsExt4: absolutePath('backend.tools.mkfsExt4', tools.mkfsExt4, DEFAULT_MKFS_EXT4_PATH),
+			...networkToolPaths(tools),
 		},
+	}
+}
+
+function networkToolPaths(tools: Readonly<Record<string, unknown>>): NetworkToolPaths {
+	const path = (name: keyof NetworkToolPaths) =>
+		absolutePath(`backend.tools.${name}`, tools[name], DEFAULT_NETWORK_TOOLS[name])
+	return {
+		slirp4netns: path('slirp4netns'),
+		nft: path('nft'),
+		nsenter: path('nsenter'),
+		ip: path('ip'),
 	}
 }

@@ -76,17 +76,19 @@ export class ContainerRuntimeCommandError extends SandboxError {
 	}
 }
 
-/** An egress kind the container tier does not enforce: refused rather than silently widened. */
+/** An egress kind the container tier does not enforce on this runtime: refused, never widened. */
 export class ContainerEgressUnsupportedError extends SandboxError {
 	override readonly name = 'ContainerEgressUnsupportedError'
 	readonly egressKind: string
+	readonly runtime: string
 
-	constructor(egressKind: string) {
+	constructor(egressKind: string, runtime: string, why: string) {
 		super(
-			`egress kind '${egressKind}' is not supported by the container tier yet (its network would be attached from the host, which this tier does not do); use 'deny-all', or the local tier for '${egressKind}'`,
+			`egress kind '${egressKind}' is not supported by the container tier on ${runtime}: ${why}; use 'deny-all', or runc / crun for '${egressKind}'`,
 			'egress-unsupported',
 		)
 		this.egressKind = egressKind
+		this.runtime = runtime
 	}
 }
 

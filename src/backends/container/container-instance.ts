@@ -7,22 +7,10 @@
  * a failed or aborted start leaves nothing, and a crashed host leaves a record the local reaper
  * undoes (the container's init as the launcher, its cgroups, its runtime state inside the root).
  */
-import {
-	chmod,
-	chown,
-	copyFile,
-	lstat,
-	mkdir,
-	readFile,
-	realpath,
-	rename,
-	stat,
-	writeFile,
-} from 'node:fs/promises'
+import { chmod, chown, copyFile, lstat, mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { totalmem } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { SandboxConfigError } from '../../contract/errors.js'
 import {
 	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
 	probeSandboxPrivileges,
@@ -45,8 +33,10 @@ import {
 } from '../local/cgroup-limits.js'
 import { guestExitOf } from '../local/guest-exit.js'
 import { emptyClaims } from '../local/host-claims.js'
+import type { EgressTestSeam } from '../local/local-egress-proxy.js'
 import { LocalSandboxCleanupError, LocalSandboxStartError } from '../local/local-errors.js'
 import { newSandboxId } from '../local/local-instance.js'
+import { assertNetworkUsable } from '../local/local-network.js'
 import { LOCAL_MAX_REQUEST_FRAME_BYTES } from '../local/local-transport-options.js'
 import { readProcessIdentity } from '../local/process-identity.js'
 import {
@@ -67,11 +57,12 @@ import { cgroupRequestFor, resolveSandboxLimits } from '../local/sandbox-limits.
 import { waitForAgentReady } from '../local/wait-for-agent-ready.js'
 import { workloadCgroupFds } from '../local/workload-cgroups.js'
 import { assertDiskLimitEnforceable, recordAndMountWorkspaceDisk } from '../local/workspace-disk.js'
-import { handOverUnderLock } from '../local/workspace-handover.js'
 import type { ResolvedContainerBackendConfig } from './container-backend-config.js'
 import { ContainerRuntimeUnavailableError } from './container-errors.js'
 import type { ContainerImage } from './container-image.js'
-import { layoutMounts, type ResolvedContainerSandboxLayout } from './container-layout.js'
+import type { ResolvedContainerSandboxLayout } from './container-layout.js'
+import { prepareLayout, under } from './container-layout-mounts.js'
+import { type ContainerNetwork, prepareContainerNetwork } from './container-network.js'
 import { type CreatedContainer, createContainer, runRuntimeCommand } from './container-process.js'
 import type { ContainerSandboxSpec } from './container-sandbox-spec.js'
 import {
@@ -83,14 +74,11 @@ import {
 	CONTAINER_SOCKET_PATH,
 	CONTAINER_WORKSPACE,
 	containerMounts,
-	type OciBind,
 } from './oci-config.js'
 import { createArgv, deleteArgv, type RuntimeInvocation, startArgv } from './runtime-argv.js'
 import { runtimeCgroupDirs } from './runtime-cgroup-dirs.js'
 
 export const CONTAINER_HOSTNAME = 'namzu-sandbox'
-/** The layout's default paths live under it; it is covered by a tmpfs so their mount points can be made. */
-const LAYOUT_SCAFFOLD = '/mnt'
 const DELETE_BUDGET_MS = 10_000
 
 export interface ContainerInstanceContext {
@@ -100,6 +88,8 @@ export interface ContainerInstanceContext {
 	readonly image: () => Promise<ContainerImage>
 	readonly agentPath: string
 	readonly hostEnv?: Readonly<Record<string, string | undefined>>
+	/** @internal Tests' resolution and upstream trust for the egress proxy. */
+	readonly egressSeam?: EgressTestSeam
 }
 
 export interface ContainerInstance {
@@ -129,25 +119,6 @@ function invocationOf(
 	}
 }
 
-async function directoryIn(rootfs: string, path: string): Promise<boolean> {
-	try {
-		return (await stat(join(rootfs, path))).isDirectory()
-	} catch {
-		return false
-	}
-}
-
-function under(path: string, dir: string): boolean {
-	return path === dir || path.startsWith(`${dir}/`)
-}
-
-interface PreparedLayout {
-	readonly binds: OciBind[]
-	readonly scaffolds: string[]
-	readonly readRoots: string[]
-	readonly writeRoots: string[]
-}
-
 export async function startContainerInstance(
 	context: ContainerInstanceContext,
 	spec: ContainerSandboxSpec,
@@ -164,6 +135,8 @@ export async function startContainerInstance(
 		)
 	}
 	const image = await context.image()
+	// A missing network tool is named before anything is claimed.
+	await assertNetworkUsable(spec.egress, backend.tools)
 	if (spec.diskLimitMb !== undefined) {
 		await assertDiskLimitEnforceable({
 			diskLimitMb: spec.diskLimitMb,
@@ -197,6 +170,7 @@ export async function startContainerInstance(
 	let runtimeGroups: SandboxCgroups | undefined
 	let listener: InheritableListenSocket | undefined
 	let container: CreatedContainer | undefined
+	let network: ContainerNetwork | undefined
 	let hostFds: number[] = []
 	let releasing: Promise<void> | undefined
 	const release = () => {
@@ -217,6 +191,8 @@ export async function startContainerInstance(
 				cgroups?.remove().catch((error: unknown) => failures.push(error)),
 			])
 			await runtimeGroups?.remove().catch((error: unknown) => failures.push(error))
+			// After the container is gone: nothing inside is left to use the network.
+			await network?.stop().catch((error: unknown) => failures.push(error))
 			await releaseHostClaims(ledger.current)
 				.then(() => removeStateRoot(dirs.root))
 				.catch((error: unknown) => failures.push(error))
@@ -302,14 +278,28 @@ export async function startContainerInstance(
 			await mkdir(socketDir, { mode: 0o700 })
 			await chown(socketDir, owner.uid, owner.gid)
 		}
+		network = await prepareContainerNetwork({
+			sandboxId: id,
+			stateRoot: dirs.root,
+			spec,
+			rootfs: image.rootfs,
+			tools: backend.tools,
+			timeoutMs: backend.readyTimeoutMs,
+			...(signal ? { signal } : {}),
+			...(context.egressSeam ? { seam: context.egressSeam } : {}),
+		})
+		const sandboxNetwork = network
 		const agentEnv = {
 			...buildAgentEnvironment({
 				workspace: CONTAINER_WORKSPACE,
 				homeDir: CONTAINER_HOME_DIR,
 				nodePath: image.node.inImage,
 				user: 'sandbox',
-				callerEnv: spec.env,
-				agentSettings: agentSettingsFrom(context.hostEnv ?? process.env),
+				callerEnv: { ...network.workloadEnv, ...spec.env },
+				agentSettings: {
+					...agentSettingsFrom(context.hostEnv ?? process.env),
+					...network.agentSettings,
+				},
 				workloadCgroups: workloadCgroupFds(workloadGroups),
 			}),
 			...(layout.readRoots.length === 0
@@ -340,6 +330,7 @@ export async function startContainerInstance(
 				workspace: dirs.workspace,
 				scaffolds: layout.scaffolds,
 				binds: layout.binds,
+				networkBinds: network.binds,
 			}),
 			cgroupsPath: name,
 			annotations: { ...backend.labels, 'ai.namzu.sandbox.id': id },
@@ -362,7 +353,7 @@ export async function startContainerInstance(
 				}),
 			),
 			fds: listener === undefined ? [] : [listener.fd, ...hostFds],
-			secrets: Object.values(spec.env),
+			secrets: [...Object.values(spec.env), ...network.secrets],
 			...(signal ? { signal } : {}),
 		})
 		const created = container
@@ -372,6 +363,15 @@ export async function startContainerInstance(
 		if (launcher) await ledger.record({ launcher })
 		closeFds(hostFds)
 		hostFds = []
+		if (spec.egress !== 'deny-all') {
+			if (!Number.isSafeInteger(pid)) {
+				throw new LocalSandboxStartError(id, "the runtime's pid file holds no pid", {
+					stderrTail: created.outputTail(),
+				})
+			}
+			// Nothing of the workload runs before `start`: its network is in place before anything uses it.
+			await network.attach(pid, cgroups?.join)
+		}
 		await listener?.handOver()
 		const transport = new AgentTransport(
 			{ kind: 'unix', path: dirs.socketPath },
@@ -409,6 +409,7 @@ export async function startContainerInstance(
 			timeoutMs: backend.readyTimeoutMs,
 			...(signal ? { signal } : {}),
 		})
+		if (spec.egress !== 'deny-all') await sandboxNetwork.ready(pid)
 		const instance: ContainerInstance = {
 			id,
 			rootDir: CONTAINER_WORKSPACE,
@@ -486,100 +487,6 @@ function asLaunched(created: CreatedContainer, pid: number): LaunchedAgentProces
 		exitStatus: () => (created.isGone() ? { code: null, signal: null } : undefined),
 		stderrTail: () => created.outputTail(),
 		kill: async () => undefined,
-	}
-}
-
-interface LayoutPreparation {
-	readonly id: string
-	readonly base: string
-	readonly identity: { readonly uid: number; readonly gid: number }
-	readonly range: ResolvedContainerBackendConfig['sandboxUidRange']
-	readonly signal?: AbortSignal
-}
-
-/**
- * The layout's mounts for this sandbox: a `hostDir` bound (a writable one handed to the sandbox
- * uid for the sandbox's lifetime and given back at destroy, through the host-claims record); an
- * `inImage` read-only path bound back from the image (the scaffold tmpfs would hide it), a
- * writable one a fresh per-sandbox directory.
- */
-async function prepareLayout(
-	layout: ResolvedContainerSandboxLayout,
-	image: ContainerImage,
-	dirs: SandboxDirectories,
-	ledger: HostClaimsLedger,
-	prep: LayoutPreparation,
-): Promise<PreparedLayout> {
-	const entries = layoutMounts(layout)
-	const scaffolds = entries.some((entry) => under(entry.mount.containerPath, LAYOUT_SCAFFOLD))
-		? [LAYOUT_SCAFFOLD]
-		: []
-	if (scaffolds.length > 0 && !(await directoryIn(image.rootfs, LAYOUT_SCAFFOLD))) {
-		throw new SandboxConfigError(
-			'backend.image',
-			`the image has no ${LAYOUT_SCAFFOLD} for the layout's mounts`,
-		)
-	}
-	const binds: OciBind[] = []
-	for (const [index, entry] of entries.entries()) {
-		const target = entry.mount.containerPath
-		if (!under(target, LAYOUT_SCAFFOLD) && !(await directoryIn(image.rootfs, target))) {
-			throw new SandboxConfigError(
-				`${entry.field}.containerPath`,
-				`${target} is outside ${LAYOUT_SCAFFOLD} and not a directory of the image (the root is read-only)`,
-			)
-		}
-		const source = entry.mount.source
-		if (source.type === 'hostDir') {
-			let real: string
-			try {
-				real = await realpath(source.hostPath)
-				if (!(await stat(real)).isDirectory()) throw new Error('not a directory')
-			} catch (error) {
-				throw new SandboxConfigError(
-					`${entry.field}.source.hostPath`,
-					`${source.hostPath} is not a directory (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
-				)
-			}
-			if (entry.writable) {
-				// A writable host directory becomes the sandbox uid's, under the local tier's claim.
-				await handOverUnderLock({
-					path: real,
-					sandboxId: prep.id,
-					stateBase: prep.base,
-					stateRoot: dirs.root,
-					ledger,
-					holder: prep.identity,
-					uidRange: prep.range,
-					...(prep.signal ? { signal: prep.signal } : {}),
-				})
-			}
-			binds.push({ source: real, target, readOnly: !entry.writable })
-		} else if (source.type === 'inImage') {
-			if (entry.writable) {
-				const own = join(dirs.root, 'layout', String(index))
-				await mkdir(own, { recursive: true, mode: 0o755 })
-				await chown(own, prep.identity.uid, prep.identity.gid)
-				binds.push({ source: own, target, readOnly: false })
-			} else if (under(target, LAYOUT_SCAFFOLD)) {
-				if (!(await directoryIn(image.rootfs, target))) {
-					throw new SandboxConfigError(
-						`${entry.field}.containerPath`,
-						`${target} is not a directory of the image (an inImage mount names one)`,
-					)
-				}
-				binds.push({ source: join(image.rootfs, target), target, readOnly: true })
-			}
-		} else {
-			throw new SandboxConfigError(`${entry.field}.source`, "'azureFileShare' is an ACI source")
-		}
-	}
-	binds.sort((a, b) => a.target.split('/').length - b.target.split('/').length)
-	return {
-		binds,
-		scaffolds,
-		readRoots: entries.map((entry) => entry.mount.containerPath),
-		writeRoots: entries.filter((entry) => entry.writable).map((entry) => entry.mount.containerPath),
 	}
 }
 

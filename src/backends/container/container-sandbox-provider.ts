@@ -16,6 +16,7 @@ import type { SandboxProvider } from '../../contract/provider.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import { agentSandboxOf, createInstanceFleet } from '../local/instance-fleet.js'
+import type { EgressTestSeam } from '../local/local-egress-proxy.js'
 import type { LocalSandbox } from '../local/local-sandbox.js'
 import { collectLocalGarbage } from '../local/reap-leftovers.js'
 import {
@@ -55,6 +56,11 @@ export interface ContainerProviderHooks {
 	readonly onBackgroundError?: (error: unknown) => void
 	/** Told the id of each warm-pool sandbox once it is started, probed and ready. Must not throw. */
 	readonly onWarmSandboxReady?: (id: string) => void
+	/**
+	 * @internal Tests only: how the egress proxy resolves names and which CAs it trusts upstream.
+	 * The private-range deny set still applies to whatever this resolves to.
+	 */
+	readonly egressTestSeam?: EgressTestSeam
 }
 
 export interface ContainerSandboxProvider extends SandboxProvider {
@@ -116,7 +122,7 @@ export function createContainerSandboxProvider(
 	const resolvedLayout = resolveLayout(layout)
 	const refusals = containerLayoutRefusals(resolvedLayout, resolved.warmPoolSize)
 	if (refusals.length > 0) throw new ContainerSandboxLayoutValidationError(refusals)
-	const defaultSpec = resolveContainerSandboxSpec({}, defaults)
+	const defaultSpec = resolveContainerSandboxSpec({}, defaults, resolved.runtime)
 	const givenHooks = optionalObject(CONFIG_SITE, 'hooks', hooks)
 	optionalFunction(CONFIG_SITE, 'hooks.onBackgroundError', givenHooks.onBackgroundError)
 	optionalFunction(CONFIG_SITE, 'hooks.onWarmSandboxReady', givenHooks.onWarmSandboxReady)
@@ -137,10 +143,12 @@ export function createContainerSandboxProvider(
 			return image
 		},
 		agentPath: agentBundlePath(),
+		...(hooks.egressTestSeam ? { egressSeam: hooks.egressTestSeam } : {}),
 	}
 	const fleet = createInstanceFleet<ContainerInstance, ContainerSandboxSpec, ContainerSandbox>({
 		start: (spec, signal) => startContainerInstance(context, spec, signal),
-		...(resolved.warmPoolSize > 0
+		// A proxied sandbox is never served from the pool (its proxy is its creator's): none is kept.
+		...(resolved.warmPoolSize > 0 && defaultSpec.egress !== 'proxied'
 			? {
 					pool: {
 						size: resolved.warmPoolSize,
@@ -178,7 +186,7 @@ export function createContainerSandboxProvider(
 		let spec: ContainerSandboxSpec
 		try {
 			// Checked before anything else runs: a refused config starts, reaps and creates nothing.
-			spec = resolveContainerSandboxSpec(config, defaults)
+			spec = resolveContainerSandboxSpec(config, defaults, resolved.runtime)
 		} catch (error) {
 			return Promise.reject(error)
 		}

@@ -1,17 +1,25 @@
 /**
  * A `create()` config of the container tier, checked before anything is started. The portable
- * fields, the environment and the egress kinds go through the local tier's one resolver (the same
- * checks, the same refusals of `static` / `resolver`); what a container cannot do yet is refused by
- * name: a host working directory (the workspace is the container's own), kept-alive sandboxes,
- * extra read-only or hidden host paths, and `allow-all` egress.
+ * fields, the environment, the egress kinds and their credentials go through the local tier's one
+ * resolver (the same checks); what a container cannot do is refused by name: a host working
+ * directory (the workspace is the container's own), kept-alive sandboxes, extra read-only or
+ * hidden host paths, and — on gVisor — every egress kind but `deny-all`.
  */
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../contract/provider.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
-import { resolveLocalSandboxSpec } from '../local/local-sandbox-spec.js'
+import {
+	type LocalEgress,
+	type LocalProxiedEgress,
+	type LocalSandboxCreateConfig,
+	resolveLocalSandboxSpec,
+} from '../local/local-sandbox-spec.js'
 import { ContainerEgressUnsupportedError } from './container-errors.js'
+import type { ContainerRuntime } from './runtime-argv.js'
 
-export interface ContainerSandboxCreateConfig extends SandboxCreateConfig {
+export interface ContainerSandboxCreateConfig
+	extends SandboxCreateConfig,
+		Pick<LocalSandboxCreateConfig, 'egressCredentials' | 'onEgressDecision'> {
 	/** Cores, enforced as a CFS quota. */
 	readonly cpuLimit?: number
 	/** A workspace of this many MiB (a loop-mounted filesystem); writes past it fail with ENOSPC. */
@@ -25,8 +33,17 @@ export interface ContainerSandboxSpec {
 	readonly maxProcesses?: number
 	readonly cpuLimit?: number
 	readonly diskLimitMb?: number
-	readonly egress: 'deny-all'
+	readonly egress: LocalEgress
+	/** Set when `egress` is `proxied` (`static` / `resolver`). */
+	readonly proxiedEgress?: LocalProxiedEgress
 }
+
+/**
+ * gVisor runs its own network stack (`--network=none`: loopback inside the sentry): the host can
+ * neither set the capture route in it nor attach slirp4netns to it, so only `deny-all` holds there.
+ */
+export const RUNSC_EGRESS_REASON =
+	"gVisor's network stack is its own (the sandbox runs with --network=none): the host cannot route its connects into the egress proxy or attach user-mode networking to it"
 
 const REFUSED_KEYS: Readonly<Record<string, string>> = {
 	workingDirectory:
@@ -41,17 +58,19 @@ const REFUSED_KEYS: Readonly<Record<string, string>> = {
 export function resolveContainerSandboxSpec(
 	config: ContainerSandboxCreateConfig,
 	defaults: SandboxProviderDefaults,
+	runtime: ContainerRuntime = 'runc',
 ): ContainerSandboxSpec {
 	const local = resolveLocalSandboxSpec(config, defaults)
 	for (const [key, why] of Object.entries(REFUSED_KEYS)) {
 		if (Reflect.get(config, key) !== undefined)
 			throw new SandboxConfigError(key, `not supported: ${why}`)
 	}
-	if (local.egress !== 'deny-all') {
+	if (local.egress !== 'deny-all' && runtime === 'runsc') {
 		// 'proxied' is the local tier's name for static and resolver: name the caller's own kind.
-		const asked = (config.egress ?? defaults.defaultEgress)?.kind
 		throw new ContainerEgressUnsupportedError(
-			local.egress === 'proxied' ? String(asked ?? 'static') : local.egress,
+			local.proxiedEgress?.kind ?? local.egress,
+			runtime,
+			RUNSC_EGRESS_REASON,
 		)
 	}
 	return {
@@ -61,7 +80,8 @@ export function resolveContainerSandboxSpec(
 		...(local.maxProcesses === undefined ? {} : { maxProcesses: local.maxProcesses }),
 		...(local.cpuLimit === undefined ? {} : { cpuLimit: local.cpuLimit }),
 		...(local.diskLimitMb === undefined ? {} : { diskLimitMb: local.diskLimitMb }),
-		egress: 'deny-all',
+		egress: local.egress,
+		...(local.proxiedEgress === undefined ? {} : { proxiedEgress: local.proxiedEgress }),
 	}
 }
 
@@ -76,6 +96,9 @@ export function canServeFromContainerPool(
 		requested.memoryLimitMb === pooled.memoryLimitMb &&
 		requested.maxProcesses === pooled.maxProcesses &&
 		requested.cpuLimit === pooled.cpuLimit &&
-		requested.diskLimitMb === pooled.diskLimitMb
+		requested.diskLimitMb === pooled.diskLimitMb &&
+		requested.egress === pooled.egress &&
+		// A proxied sandbox's proxy (its rules, credentials, decision log) is its creator's own.
+		requested.egress !== 'proxied'
 	)
 }

@@ -3,7 +3,8 @@
  * prepared: the image's root filesystem (read-only), the mounts in order, the unprivileged user,
  * the agent's command and environment, and the cgroup path the runtime nests under its own
  * cgroups. No capabilities, `noNewPrivileges`, the runtime's usual masked and read-only `/proc`
- * paths, and new pid, network (loopback only), ipc, uts, mount and cgroup namespaces.
+ * paths, and new pid, network (loopback only until `container-network.ts` gives it more), ipc,
+ * uts, mount and cgroup namespaces.
  */
 import type { TmpfsSizes } from '../local/sandbox-limits.js'
 
@@ -45,6 +46,8 @@ export interface ContainerMountPlan {
 	readonly scaffolds: readonly string[]
 	/** The layout's binds, parents before children. */
 	readonly binds: readonly OciBind[]
+	/** The network's files and bridge (`container-network.ts`), last so nothing covers them. */
+	readonly networkBinds?: readonly OciBind[]
 }
 
 const NO_SUID_DEV = ['nosuid', 'nodev'] as const
@@ -106,6 +109,7 @@ export function containerMounts(plan: ContainerMountPlan): OciMount[] {
 		bind(plan.workspace, CONTAINER_WORKSPACE, false),
 		...plan.scaffolds.map((dir) => tmpfs(dir, [...NO_SUID_DEV, 'mode=755', 'size=1m'])),
 		...plan.binds.map((entry) => bind(entry.source, entry.target, entry.readOnly)),
+		...(plan.networkBinds ?? []).map((entry) => bind(entry.source, entry.target, entry.readOnly)),
 	]
 }
 

@@ -1,8 +1,9 @@
 /**
- * The egress proxy of one local sandbox: the policy's rules (a `resolver` asked now), the proxy on
- * the sandbox's bridge directory (bound read-only into the sandbox at `/run/namzu-egress`), and —
- * with credentials — the CA certificate written next to it and into the trust bundle the sandbox
- * sees as the system's. What the agent and the workload are told comes back as environment.
+ * The egress proxy of one sandbox on this machine, for both tiers that run here (bubblewrap and
+ * containers): the policy's rules (a `resolver` asked now), the proxy on the sandbox's bridge
+ * directory (bound read-only into the sandbox at `/run/namzu-egress`), and — with credentials — the
+ * CA certificate written next to it and into the trust bundle the sandbox sees as the system's.
+ * What the agent and the workload are told comes back as environment.
  */
 import { constants } from 'node:fs'
 import { access, chmod, readFile, writeFile } from 'node:fs/promises'
@@ -60,6 +61,11 @@ export interface LocalEgressProxyInput {
 	readonly egress: LocalProxiedEgress
 	readonly hostAddresses: HostAddresses
 	readonly timeoutMs: number
+	/**
+	 * The host path of the roots the sandbox's own system bundle starts from (the host's bundle for
+	 * bubblewrap, the image's for a container); absent ⇒ no bundle is written.
+	 */
+	readonly systemTrustBundle?: string
 	readonly signal?: AbortSignal
 	readonly seam?: EgressTestSeam
 }
@@ -125,9 +131,9 @@ export async function startLocalEgressProxy(
 			await writeFile(caPath, proxy.caCertificatePem)
 			await chmod(caPath, 0o644)
 			workloadEnv.NODE_EXTRA_CA_CERTS = `${EGRESS_BRIDGE_DIR}/${EGRESS_CA_CERT_NAME}`
-			if (await hasSystemTrustBundle()) {
-				// Written into the file bwrap binds (made empty at prepare time), the host's roots first.
-				const system = await readFile(SYSTEM_TRUST_BUNDLE, 'utf8')
+			if (input.systemTrustBundle !== undefined) {
+				// Written into the file the sandbox sees bound over its system bundle, its roots first.
+				const system = await readFile(input.systemTrustBundle, 'utf8')
 				const bundle = join(input.stateRoot, EGRESS_TRUST_BUNDLE_NAME)
 				await writeFile(bundle, `${system.trimEnd()}\n${proxy.caCertificatePem}`)
 				await chmod(bundle, 0o644)

@@ -36,7 +36,9 @@ import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import {
 	type EgressTestSeam,
+	hasSystemTrustBundle,
 	type LocalEgressProxy,
+	SYSTEM_TRUST_BUNDLE,
 	startLocalEgressProxy,
 } from './local-egress-proxy.js'
 import {
@@ -261,6 +263,7 @@ export async function startLocalInstance(
 				egress: spec.proxiedEgress,
 				hostAddresses: readHostAddresses(),
 				timeoutMs: backend.readyTimeoutMs,
+				...((await hasSystemTrustBundle()) ? { systemTrustBundle: SYSTEM_TRUST_BUNDLE } : {}),
 				...(signal ? { signal } : {}),
 				...(context.egressSeam ? { seam: context.egressSeam } : {}),
 			})

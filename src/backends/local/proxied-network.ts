@@ -93,31 +93,56 @@ export async function attachProxiedNetwork(options: AttachProxiedOptions): Promi
 	const remaining = () => Math.max(1, deadline - Date.now())
 	const { sandboxId } = options
 	const pid = await sandboxPidOnceLoopbackUp(options.info, sandboxId, remaining, options.signal)
-	await runNamespaceCommand({
-		sandboxId,
+	await setCaptureRoute({ ...options, sandboxPid: pid, timeoutMs: remaining() })
+	await waitForCaptureHelper({ ...options, sandboxPid: pid, timeoutMs: remaining() })
+	return { sandboxPid: pid, stop: async () => undefined }
+}
+
+/** A network namespace, named by the host pid of a process in it. */
+export interface CaptureTarget {
+	readonly sandboxId: string
+	readonly sandboxPid: number
+	readonly timeoutMs: number
+	readonly signal?: AbortSignal
+}
+
+/**
+ * The capture route and the unprivileged low ports in the namespace of `sandboxPid`; the one
+ * setup both tiers use (bubblewrap's sandbox pid, a container's init before it starts).
+ */
+export function setCaptureRoute(
+	target: CaptureTarget & { readonly tools: NetworkToolPaths },
+): Promise<void> {
+	return runNamespaceCommand({
+		sandboxId: target.sandboxId,
 		step: 'capture-route',
-		argv: captureRouteCommand(options.tools, pid, process.getuid?.() === 0),
+		argv: captureRouteCommand(target.tools, target.sandboxPid, process.getuid?.() === 0),
 		label: 'nsenter',
-		deadline,
-		...(options.signal ? { signal: options.signal } : {}),
+		deadline: Date.now() + target.timeoutMs,
+		...(target.signal ? { signal: target.signal } : {}),
 	})
-	await bounded(
+}
+
+/** Resolves once the capture helper listens on every captured port and on DNS in that namespace. */
+export function waitForCaptureHelper(
+	target: CaptureTarget & { readonly ports: readonly number[] },
+): Promise<void> {
+	return bounded(
 		(async () => {
-			while (!(await helperListening(pid, options.ports))) {
+			while (!(await helperListening(target.sandboxPid, target.ports))) {
 				await new Promise((resolve) => setTimeout(resolve, LISTEN_POLL_MS))
 			}
 		})(),
-		remaining(),
-		options.signal,
+		target.timeoutMs,
+		target.signal,
 		() =>
 			new LocalNetworkSetupError(
-				sandboxId,
+				target.sandboxId,
 				'capture-helper',
-				`the capture helper did not listen on ports ${options.ports.join(', ')} and DNS in time`,
+				`the capture helper did not listen on ports ${target.ports.join(', ')} and DNS in time`,
 				'',
 			),
 	)
-	return { sandboxPid: pid, stop: async () => undefined }
 }
 
 /** What the launcher needs for a proxied network, and the step that attaches it. */

@@ -205,7 +205,7 @@ export async function runNamespaceCommand(command: NamespaceCommand): Promise<vo
 }
 
 function installFirewall(
-	options: AttachSlirpOptions,
+	options: Pick<AttachSlirpOptions, 'sandboxId' | 'tools' | 'hostAddresses' | 'signal'>,
 	sandboxPid: number,
 	deadline: number,
 ): Promise<void> {
@@ -255,13 +255,35 @@ export async function sandboxPidOnceLoopbackUp(
 export async function attachSlirpNetwork(options: AttachSlirpOptions): Promise<SlirpNetwork> {
 	const deadline = Date.now() + options.timeoutMs
 	const remaining = () => Math.max(1, deadline - Date.now())
-	const { sandboxId } = options
+	const { info, ...rest } = options
 	const sandboxPid = await sandboxPidOnceLoopbackUp(
-		options.info,
-		sandboxId,
+		info,
+		options.sandboxId,
 		remaining,
 		options.signal,
 	)
+	return startSlirpNetwork({ ...rest, sandboxPid, timeoutMs: remaining() })
+}
+
+export interface StartSlirpOptions extends Omit<AttachSlirpOptions, 'info' | 'lifetime'> {
+	/** Host pid of a process in the network namespace to serve (its loopback already up). */
+	readonly sandboxPid: number
+	/**
+	 * What slirp4netns's `--exit-fd` is: the host end of a descriptor the sandbox holds (it exits
+	 * with the sandbox), or `'host'` — a pipe only this process holds (it exits with the host).
+	 */
+	readonly lifetime: Readable | 'host'
+}
+
+/**
+ * slirp4netns on the network namespace of `sandboxPid`, then the guard ruleset inside it; the one
+ * attach both tiers use (bubblewrap's sandbox pid from its info descriptor, a container's from its
+ * runtime's pid file).
+ */
+export async function startSlirpNetwork(options: StartSlirpOptions): Promise<SlirpNetwork> {
+	const deadline = Date.now() + options.timeoutMs
+	const remaining = () => Math.max(1, deadline - Date.now())
+	const { sandboxId, sandboxPid, lifetime } = options
 	const tail = new StderrTail()
 	// slirp4netns relays the workload's traffic: what it logs is bounded like the sandbox's own stderr.
 	const keeper =
@@ -273,12 +295,18 @@ export async function attachSlirpNetwork(options: AttachSlirpOptions): Promise<S
 		child = spawn(options.tools.slirp4netns, slirpArguments(sandboxPid), {
 			// Its own process group: a terminal's Ctrl-C is for the host program, not for the network.
 			detached: true,
-			stdio: ['ignore', 'ignore', keeper?.input ?? 'pipe', options.lifetime, 'pipe'],
+			stdio: [
+				'ignore',
+				'ignore',
+				keeper?.input ?? 'pipe',
+				lifetime === 'host' ? 'pipe' : lifetime,
+				'pipe',
+			],
 		})
 	} finally {
 		keeper?.release()
 		// slirp4netns holds its own copy; ours would keep nothing alive but a handle in this process.
-		options.lifetime.destroy()
+		if (lifetime !== 'host') lifetime.destroy()
 	}
 	child.stderr?.on('data', (chunk: Buffer) => tail.push(chunk))
 	const exited = exitOf(child)

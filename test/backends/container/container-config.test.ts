@@ -8,7 +8,10 @@ import {
 	ContainerSandboxLayoutValidationError,
 } from '../../../src/backends/container/container-errors.js'
 import { resolveLayout } from '../../../src/backends/container/container-layout.js'
-import { containerLayoutRefusals } from '../../../src/backends/container/container-sandbox-provider.js'
+import {
+	containerLayoutRefusals,
+	createContainerSandboxProvider,
+} from '../../../src/backends/container/container-sandbox-provider.js'
 import {
 	canServeFromContainerPool,
 	resolveContainerSandboxSpec,
@@ -105,18 +108,64 @@ describe('a container create() config', () => {
 		expect(error).toMatchObject({ field })
 	})
 
-	it('refuses allow-all, static and resolver by name: the egress proxy is not attached to this tier yet', () => {
-		expect(
-			refusalOf(() => resolveContainerSandboxSpec({ egress: { kind: 'allow-all' } }, {})),
-		).toBeInstanceOf(ContainerEgressUnsupportedError)
+	it('takes allow-all, static and resolver with credentials on runc and crun', () => {
+		for (const runtime of ['runc', 'crun'] as const) {
+			expect(
+				resolveContainerSandboxSpec({ egress: { kind: 'allow-all' } }, {}, runtime),
+			).toMatchObject({ egress: 'allow-all' })
+			const proxied = resolveContainerSandboxSpec(
+				{
+					egress: { kind: 'static', allowedHosts: ['a.example'] },
+					egressCredentials: [{ host: 'a.example', headers: { Authorization: 'x' } }],
+				},
+				{},
+				runtime,
+			)
+			expect(proxied).toMatchObject({
+				egress: 'proxied',
+				proxiedEgress: { kind: 'static', credentials: [{ host: 'a.example' }] },
+			})
+			const resolver = resolveContainerSandboxSpec(
+				{ egress: { kind: 'resolver', resolve: async () => [] } },
+				{},
+				runtime,
+			)
+			expect(resolver.proxiedEgress?.kind).toBe('resolver')
+		}
+		// Credentials without a proxied kind are the local resolver's refusal, by field.
+		const error = refusalOf(() =>
+			resolveContainerSandboxSpec(
+				{ egressCredentials: [{ host: 'a.example', headers: { A: 'x' } }] },
+				{},
+			),
+		)
+		expect(error).toMatchObject({ field: 'egressCredentials' })
+	})
+
+	it("refuses every kind but deny-all on runsc by name: gVisor's network stack is its own", () => {
 		for (const egress of [
+			{ kind: 'allow-all' },
 			{ kind: 'static', allowedHosts: ['a.example'] },
 			{ kind: 'resolver', resolve: async () => [] },
 		] as const) {
-			const error = refusalOf(() => resolveContainerSandboxSpec({ egress }, {}))
+			const error = refusalOf(() => resolveContainerSandboxSpec({ egress }, {}, 'runsc'))
 			expect(error).toBeInstanceOf(ContainerEgressUnsupportedError)
-			expect(error).toMatchObject({ egressKind: egress.kind, reason: 'egress-unsupported' })
+			expect(error).toMatchObject({
+				egressKind: egress.kind,
+				runtime: 'runsc',
+				reason: 'egress-unsupported',
+			})
+			expect((error as Error).message).toContain('--network=none')
 		}
+		expect(resolveContainerSandboxSpec({}, {}, 'runsc')).toMatchObject({ egress: 'deny-all' })
+		// A provider whose default runsc cannot enforce is refused at construction.
+		expect(() =>
+			createContainerSandboxProvider(
+				{ tier: 'container', runtime: 'runsc', image: '/nonexistent' },
+				{ outputs: { source: { type: 'inImage' } } },
+				{ defaultEgress: { kind: 'allow-all' } },
+			),
+		).toThrow(ContainerEgressUnsupportedError)
 	})
 
 	it('serves a create from the pool only when it asks for what the pool started with', () => {
@@ -127,9 +176,19 @@ describe('a container create() config', () => {
 			{ memoryLimitMb: 64 },
 			{ diskLimitMb: 32 },
 			{ cpuLimit: 1 },
-		]) {
+			{ egress: { kind: 'allow-all' } },
+			{ egress: { kind: 'static', allowedHosts: ['a.example'] } },
+		] as const) {
 			expect(canServeFromContainerPool(pooled, resolveContainerSandboxSpec(config, {}))).toBe(false)
 		}
+		// An allow-all pool serves allow-all; a proxied sandbox never comes from a pool.
+		const open = resolveContainerSandboxSpec({ egress: { kind: 'allow-all' } }, {})
+		expect(canServeFromContainerPool(open, open)).toBe(true)
+		const proxied = resolveContainerSandboxSpec(
+			{ egress: { kind: 'static', allowedHosts: ['a.example'] } },
+			{},
+		)
+		expect(canServeFromContainerPool(proxied, proxied)).toBe(false)
 	})
 })
 

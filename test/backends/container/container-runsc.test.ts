@@ -2,13 +2,15 @@
  * The container tier on gVisor (`runtime: 'runsc'`): the same agent behind gVisor's own kernel,
  * reached through a socket it binds in a directory of its own (`--host-uds=create`) that the host
  * moves out of the sandbox's reach before the first call. Exec, files and the guest kernel are
- * checked here, and that destroy leaves nothing; the conformance suite runs on it too
- * (test/testing/conformance-container.test.ts).
+ * checked here, that destroy leaves nothing, and that every egress kind but deny-all is refused by
+ * name (the host cannot set a route in, or attach user-mode networking to, gVisor's own network
+ * stack); the conformance suite runs on it too (test/testing/conformance-container.test.ts).
  */
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+	ContainerEgressUnsupportedError,
 	type ContainerSandboxProvider,
 	createContainerSandboxProvider,
 } from '../../../src/backends/container/index.js'
@@ -63,6 +65,19 @@ describe.skipIf(skip !== undefined)('container tier on gVisor (runsc)', () => {
 		expect(existsSync(root)).toBe(false)
 		expect(cgroupDirsOf(sandbox.id)).toEqual([])
 		expect(processesMentioning(`namzu-sbx-${sandbox.id}`)).toEqual([])
+	})
+
+	it("refuses allow-all, static and resolver by name, starting nothing: the host cannot reach gVisor's network stack", async () => {
+		for (const egress of [
+			{ kind: 'allow-all' },
+			{ kind: 'static', allowedHosts: ['api.example.test'] },
+			{ kind: 'resolver', resolve: async () => ['api.example.test'] },
+		] as const) {
+			const refused = await provider.create({ egress }).catch((error: unknown) => error)
+			expect(refused).toBeInstanceOf(ContainerEgressUnsupportedError)
+			expect(refused).toMatchObject({ egressKind: egress.kind, runtime: 'runsc' })
+		}
+		expect(readdirSync(stateDir).filter((name) => name.startsWith('namzu-sbx-'))).toEqual([])
 	})
 
 	it('deny-all gives gVisor loopback only', async () => {

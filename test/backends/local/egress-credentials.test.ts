@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { LocalSandboxProvider } from '../../../src/backends/local/index.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
+import { scanForSecret } from '../egress-guest-programs.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { type ProxiedProvider, startProxiedProvider } from './proxied-provider.js'
 
@@ -72,29 +73,17 @@ describe.skipIf(skip)('credentials injected outside a local sandbox', () => {
 	})
 
 	it('the secret is nowhere the sandbox can look: env, files, /proc environ and cmdline', async () => {
-		// The pattern is a file (written through the agent), so no scanner's cmdline or env carries it.
-		const script = [
-			'mv "$PWD/.pattern" /tmp/pattern',
-			'env | grep -c -F -f /tmp/pattern || true',
-			'for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do grep -l -a -F -f /tmp/pattern "$f" 2>/dev/null; done; echo procs-done',
-			// The host's read-only system directories are not where a sandbox's secret could land.
-			'grep -r -l -s -F -f /tmp/pattern --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr / 2>/dev/null | grep -v -x /tmp/pattern; echo files-done',
-			'ls /proc | grep -c "^[0-9]"',
-		].join('\n')
-		const scan = async (needle: string, env: Record<string, string> = {}) => {
-			await sandbox.writeFile('.pattern', `${needle}\n`)
-			return sandbox.exec('sh', ['-c', script], { timeout: 120_000, env })
-		}
-		const result = await scan(SECRET.slice('Bearer '.length))
-		const lines = result.stdout.trim().split('\n')
-		expect(lines.slice(0, 3)).toEqual(['0', 'procs-done', 'files-done'])
+		const secret = await scanForSecret(sandbox, SECRET.slice('Bearer '.length))
+		expect(secret).toMatchObject({ inEnv: 0, procFiles: [], files: [] })
 		// It could see processes at all (itself and the agent), so the /proc scan looked at something.
-		expect(Number(lines[3])).toBeGreaterThan(1)
+		expect(secret.processes).toBeGreaterThan(1)
 		// Positive control: the same scan finds a value planted in the env and in a file.
 		await sandbox.writeFile('planted.txt', 'control-value-7f3e')
-		const control = await scan('control-value-7f3e', { PLANTED: 'control-value-7f3e' })
-		expect(control.stdout.split('\n')[0]).toBe('1')
-		expect(control.stdout).toMatch(/\/proc\/\d+\/environ/)
-		expect(control.stdout).toContain('planted.txt')
+		const control = await scanForSecret(sandbox, 'control-value-7f3e', {
+			PLANTED: 'control-value-7f3e',
+		})
+		expect(control.inEnv).toBe(1)
+		expect(control.procFiles).toContainEqual(expect.stringMatching(/^\/proc\/\d+\/environ$/))
+		expect(control.files).toContainEqual(expect.stringContaining('planted.txt'))
 	}, 260_000)
 })

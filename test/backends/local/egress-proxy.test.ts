@@ -3,25 +3,12 @@ import type { LocalSandboxProvider } from '../../../src/backends/local/index.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import type { EgressDecision } from '../../../src/host/egress/egress-decision.js'
 import type { EgressUpstream } from '../../host/egress/upstream-fixture.js'
+import { BRIDGE_CONNECT, CONNECT, LOOKUP } from '../egress-guest-programs.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { type ProxiedProvider, startProxiedProvider } from './proxied-provider.js'
 
 const bwrapSkip = bwrapSkipReason()
 const skip = bwrapSkip ?? (process.getuid?.() === 0 ? undefined : 'needs root (ip netns)')
-
-// `node -e` programs that ignore every proxy setting: a raw TCP connect and a DNS lookup.
-// Prints `reached <first reply>`, `closed`, `TIMEOUT` or the error code.
-const CONNECT = `
-const net = require('node:net')
-const [host, port, send] = process.argv.slice(1)
-const s = net.connect(Number(port), host)
-s.setTimeout(5000, () => { console.log('TIMEOUT'); process.exit(0) })
-s.on('connect', () => s.write(send ?? ''))
-s.on('data', (d) => { console.log('reached ' + d); process.exit(0) })
-s.on('close', () => { console.log('closed'); process.exit(0) })
-s.on('error', (e) => { console.log(e.code); process.exit(0) })
-`
-const LOOKUP = `require('node:dns').lookup(process.argv[1], (e, a) => console.log(e ? e.code : a))`
 
 async function node(sandbox: Sandbox, program: string, ...args: string[]): Promise<string> {
 	const result = await sandbox.exec('node', ['-e', program, ...args], { timeout: 15_000 })
@@ -128,25 +115,17 @@ describe.skipIf(skip)('static and resolver egress through the proxy (local tier)
 	})
 
 	it('the bridge socket driven by the workload itself reaches only what the policy allows', async () => {
-		const DIRECT = `
-const net = require('node:net')
-const [target] = process.argv.slice(1)
-const s = net.connect('/run/namzu-egress/proxy.sock')
-s.setTimeout(5000, () => { console.log('TIMEOUT'); process.exit(0) })
-s.on('connect', () => s.write('CONNECT ' + target + ' HTTP/1.1\\r\\n\\r\\n'))
-s.once('data', (d) => {
-	const line = String(d).split('\\r\\n')[0]
-	if (!line.startsWith('HTTP/1.1 200')) { console.log(line); process.exit(0) }
-	s.write('ping')
-	s.once('data', (e) => { console.log('reached ' + e); process.exit(0) })
-})
-s.on('error', (e) => { console.log(e.code); process.exit(0) })
-`
-		expect(await node(sandbox, DIRECT, 'api.example.test:5432')).toBe('reached ping')
-		expect(await node(sandbox, DIRECT, 'other.example.test:5432')).toBe('HTTP/1.1 403 Forbidden')
-		expect(await node(sandbox, DIRECT, `${upstream.address}:5432`)).toBe('HTTP/1.1 403 Forbidden')
-		expect(await node(sandbox, DIRECT, '127.0.0.1:80')).toBe('HTTP/1.1 403 Forbidden')
-		expect(await node(sandbox, DIRECT, 'private.example.test:443')).toBe('HTTP/1.1 403 Forbidden')
+		expect(await node(sandbox, BRIDGE_CONNECT, 'api.example.test:5432')).toBe('reached ping')
+		expect(await node(sandbox, BRIDGE_CONNECT, 'other.example.test:5432')).toBe(
+			'HTTP/1.1 403 Forbidden',
+		)
+		expect(await node(sandbox, BRIDGE_CONNECT, `${upstream.address}:5432`)).toBe(
+			'HTTP/1.1 403 Forbidden',
+		)
+		expect(await node(sandbox, BRIDGE_CONNECT, '127.0.0.1:80')).toBe('HTTP/1.1 403 Forbidden')
+		expect(await node(sandbox, BRIDGE_CONNECT, 'private.example.test:443')).toBe(
+			'HTTP/1.1 403 Forbidden',
+		)
 	})
 
 	it('onEgressDecision saw every verdict, each naming its layer', () => {

@@ -1,0 +1,87 @@
+/**
+ * The programs the egress tests of both tiers run inside a sandbox: each ignores every proxy
+ * setting (a raw `node:net` connect, a `node:dns` lookup, the bridge socket driven by hand) or
+ * scans what the sandbox can see for a secret.
+ */
+import type { Sandbox } from '../../src/contract/sandbox.js'
+
+/**
+ * A raw TCP connect: `HOST PORT [SEND]`. Prints `reached <first reply>`, `closed`, `TIMEOUT` or
+ * the error code.
+ */
+export const CONNECT = `
+const net = require('node:net')
+const [host, port, send] = process.argv.slice(1)
+const s = net.connect(Number(port), host)
+s.setTimeout(5000, () => { console.log('TIMEOUT'); process.exit(0) })
+s.on('connect', () => s.write(send ?? ''))
+s.on('data', (d) => { console.log('reached ' + d); process.exit(0) })
+s.on('close', () => { console.log('closed'); process.exit(0) })
+s.on('error', (e) => { console.log(e.code); process.exit(0) })
+`
+
+/** `NAME`: prints the address it resolves to, or the error code. */
+export const LOOKUP = `require('node:dns').lookup(process.argv[1], (e, a) => console.log(e ? e.code : a))`
+
+/**
+ * The bridge socket driven by the workload itself: `HOST:PORT`. Prints `reached <reply to ping>`
+ * after a `200`, else the proxy's status line or the error code.
+ */
+export const BRIDGE_CONNECT = `
+const net = require('node:net')
+const [target] = process.argv.slice(1)
+const s = net.connect('/run/namzu-egress/proxy.sock')
+s.setTimeout(5000, () => { console.log('TIMEOUT'); process.exit(0) })
+s.on('connect', () => s.write('CONNECT ' + target + ' HTTP/1.1\\r\\n\\r\\n'))
+s.once('data', (d) => {
+	const line = String(d).split('\\r\\n')[0]
+	if (!line.startsWith('HTTP/1.1 200')) { console.log(line); process.exit(0) }
+	s.write('ping')
+	s.once('data', (e) => { console.log('reached ' + e); process.exit(0) })
+})
+s.on('error', (e) => { console.log(e.code); process.exit(0) })
+`
+
+/**
+ * Where a secret could be seen from inside: the env, every `/proc/<pid>/environ` and `cmdline`,
+ * every file outside the read-only system directories; then how many processes it could see.
+ */
+const SCAN = [
+	'mv "$PWD/.pattern" /tmp/pattern',
+	'env | grep -c -F -f /tmp/pattern || true',
+	'for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do grep -l -a -F -f /tmp/pattern "$f" 2>/dev/null; done; echo procs-done',
+	'grep -r -l -s -F -f /tmp/pattern --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr / 2>/dev/null | grep -v -x /tmp/pattern; echo files-done',
+	'ls /proc | grep -c "^[0-9]"',
+].join('\n')
+
+/** What the scan found: the env's matching lines, the `/proc` files and other files naming it. */
+export interface SecretScan {
+	readonly inEnv: number
+	readonly procFiles: readonly string[]
+	readonly files: readonly string[]
+	/** How many processes `/proc` showed (more than one: the scan looked at something). */
+	readonly processes: number
+}
+
+/**
+ * Runs the scan for `needle` in the sandbox's workspace. The pattern travels as a file written
+ * through the agent, so no scanner's cmdline or env carries it.
+ */
+export async function scanForSecret(
+	sandbox: Sandbox,
+	needle: string,
+	env: Record<string, string> = {},
+): Promise<SecretScan> {
+	await sandbox.writeFile('.pattern', `${needle}\n`)
+	const result = await sandbox.exec('sh', ['-c', SCAN], { timeout: 120_000, env })
+	const lines = result.stdout.trim().split('\n')
+	const procsDone = lines.indexOf('procs-done')
+	const filesDone = lines.indexOf('files-done')
+	if (procsDone < 1 || filesDone < procsDone) throw new Error(`scan failed: ${result.stdout}`)
+	return {
+		inEnv: Number(lines[0]),
+		procFiles: lines.slice(1, procsDone),
+		files: lines.slice(procsDone + 1, filesDone),
+		processes: Number(lines[filesDone + 1]),
+	}
+}
