@@ -233,7 +233,7 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 		let message: Record<string, unknown>
 		if (item.kind === 'binary') {
 			// The reader refuses binary headers until the envelope negotiated them.
-			message = { ...binaryEvent(item.channel, item.payload) }
+			message = { ...binaryEvent(item.channel, item.payload, item.release) }
 		} else {
 			try {
 				message = parseFramePayload(item.payload)
