@@ -170,8 +170,6 @@ export function frameTooLargeMessage(announced: number, limit: number, variable:
 	)
 }
 
-export { type FrameItem, FrameReader, type FrameReaderOptions } from './frame-reader.js'
-
 /**
  * A `{"type":"data","data":"…"}` payload whose string holds no quote or backslash (so no escape)
  * decodes to the same object JSON.parse would give, without parsing: the shape of every bulk chunk.

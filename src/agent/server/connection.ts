@@ -17,14 +17,8 @@ import {
 	binaryEvent,
 	encodeBinaryFrameHeader,
 } from '../../wire/binary-frame.js'
-import {
-	encodeFrame,
-	FrameError,
-	type FrameItem,
-	FrameReader,
-	parseFramePayload,
-	STREAM_TERMINATOR,
-} from '../../wire/frame.js'
+import { encodeFrame, FrameError, parseFramePayload, STREAM_TERMINATOR } from '../../wire/frame.js'
+import { type FrameItem, FrameReader } from '../../wire/frame-reader.js'
 import { isRecord } from '../../wire/is-record.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { ExecutionRegistry } from '../executions/execution-registry.js'
