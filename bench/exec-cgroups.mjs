@@ -69,12 +69,14 @@ const grouped = await startBenchAgent({
 })
 for (const fd of dirFds) closeSync(fd)
 // Where each exec's time went (onTiming): the split the exec round trip is judged by.
-const timings = { plain: [], grouped: [] }
+// `twoStep`: the plain agent again, through a host that keeps the reserve round trip
+// (`executeReserves: false`), as the same-run baseline of exec in one round trip.
+const timings = { plain: [], twoStep: [], grouped: [] }
 let recording = false
-const sandboxOf = (agent, key) =>
+const sandboxOf = (agent, key, transportOptions = {}) =>
 	createAgentSandbox({
-		id: `bench-${agent.pid}`,
-		transport: new AgentTransport(agent.handle),
+		id: `bench-${agent.pid}-${key}`,
+		transport: new AgentTransport(agent.handle, transportOptions),
 		rootDir: agent.workspace,
 		environment: 'basic',
 		release: async () => {},
@@ -84,9 +86,15 @@ const sandboxOf = (agent, key) =>
 			},
 		},
 	})
-const sandboxes = { plain: sandboxOf(plain, 'plain'), grouped: sandboxOf(grouped, 'grouped') }
+const sandboxes = {
+	plain: sandboxOf(plain, 'plain'),
+	twoStep: sandboxOf(plain, 'twoStep', { executeReserves: false }),
+	grouped: sandboxOf(grouped, 'grouped'),
+}
+// As a sandbox's create does: the guest's features are read before the first exec.
+for (const sandbox of Object.values(sandboxes)) await sandbox.transport.features()
 try {
-	const samples = { plain: [], grouped: [], host: [], hostShell: [] }
+	const samples = { plain: [], twoStep: [], grouped: [], host: [], hostShell: [] }
 	const time = async (list, fn) => {
 		const start = performance.now()
 		await fn()
@@ -98,11 +106,13 @@ try {
 	}
 	for (let i = 0; i < 5; i++) {
 		await execTrue(sandboxes.plain)()
+		await execTrue(sandboxes.twoStep)()
 		await execTrue(sandboxes.grouped)()
 	}
 	recording = true
 	for (let i = 0; i < count; i++) {
 		await time(samples.plain, execTrue(sandboxes.plain))
+		await time(samples.twoStep, execTrue(sandboxes.twoStep))
 		await time(samples.grouped, execTrue(sandboxes.grouped))
 		await time(samples.host, () => spawnAndWait('true', []))
 		await time(samples.hostShell, () => spawnAndWait('/bin/sh', ['-c', 'exec "$@"', 'sh', 'true']))
@@ -115,18 +125,20 @@ try {
 	)
 	printTable('exec round trip with per-command cgroups (plain agent, v1 freezer + pids)', [
 		`exec('true'), no cgroups     p50 ${ms(stats.plain.p50)}  p95 ${ms(stats.plain.p95)}  (n=${count})`,
+		`exec('true'), two-step host  p50 ${ms(stats.twoStep.p50)}  p95 ${ms(stats.twoStep.p95)}  (one round trip saves ${ms(stats.twoStep.p50 - stats.plain.p50)}, ${ratio(stats.plain.p50, stats.twoStep.p50)})`,
 		`exec('true'), per-command    p50 ${ms(stats.grouped.p50)}  p95 ${ms(stats.grouped.p95)}`,
 		`ratio grouped / no cgroups   p50 ${ratio(stats.grouped.p50, stats.plain.p50)}  (+${ms(stats.grouped.p50 - stats.plain.p50)})`,
 		`host spawn('true')           p50 ${ms(stats.host.p50)}`,
 		`host sh -c 'exec "$@"' true  p50 ${ms(stats.hostShell.p50)}  (+${ms(stats.hostShell.p50 - stats.host.p50)} for the extra exec)`,
 		`one cgroup.procs move        p50 ${ms(migration.backToBack.p50)} back to back, ${ms(migration.spaced.p50)} 20 ms apart`,
-		...['plain', 'grouped'].map((key) => {
+		...['plain', 'twoStep', 'grouped'].map((key) => {
 			const p = (field) => ms(summarize(timings[key].map((t) => t[field])).p50)
 			return `onExecTiming ${key.padEnd(7)} p50  dial ${p('dialMs')}  reserve ${p('reserveMs')}  execute ${p('executeMs')}  drain ${p('drainMs')}`
 		}),
 	])
 } finally {
 	await sandboxes.plain.destroy()
+	await sandboxes.twoStep.destroy()
 	await sandboxes.grouped.destroy()
 	await plain.stop()
 	await grouped.stop()

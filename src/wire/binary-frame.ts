@@ -70,15 +70,35 @@ export function encodeBinaryFrame(channel: BinaryChannel, bytes: Uint8Array): Bu
 export interface BinaryEvent {
 	readonly type: BinaryChannel
 	readonly bytes: Buffer
+	/**
+	 * Gives `bytes`' buffer back to the reader for a later frame (frame-reader.ts). Only the one
+	 * consumer that is done with the bytes for good calls it (`releaseBinaryEventBytes`); without
+	 * the call the bytes are never overwritten.
+	 */
+	readonly release?: () => void
 }
 
-export function binaryEvent(channel: BinaryChannel, bytes: Buffer): BinaryEvent {
-	return { type: channel, bytes }
+export function binaryEvent(
+	channel: BinaryChannel,
+	bytes: Buffer,
+	release?: () => void,
+): BinaryEvent {
+	return release === undefined ? { type: channel, bytes } : { type: channel, bytes, release }
 }
 
 /** The raw bytes of an event read from a binary frame; undefined for any JSON event. */
 export function binaryEventBytes(event: Record<string, unknown>): Buffer | undefined {
 	return Buffer.isBuffer(event.bytes) ? event.bytes : undefined
+}
+
+/**
+ * Hands a binary event's bytes back to the reader that lent them: the caller promises never to
+ * read or keep them again. A no-op for JSON events (no JSON value is a function) and for bytes
+ * that were not lent.
+ */
+export function releaseBinaryEventBytes(event: Record<string, unknown>): void {
+	const { release } = event
+	if (typeof release === 'function') release()
 }
 
 /**

@@ -25,6 +25,14 @@ export const STREAM_HEARTBEAT_FEATURE = 'stream-heartbeat'
  */
 export const BINARY_FRAMES_FEATURE = 'binary-frames'
 
+/**
+ * Guest reserves on `execute`: a request with `reserve: true` and an id the guest has not seen runs
+ * it in the same step (one round trip instead of `reserve-execution` first), and a
+ * `cancel-execution` with `fence: true` for an id it has not seen fences that id, so an `execute`
+ * arriving after it is refused (`execution_cancelled`) and the command provably never ran.
+ */
+export const EXECUTE_RESERVES_FEATURE = 'execute-reserves'
+
 /** Guest serves persistent terminals and `start-detached` / `attach-` / `list-` / `kill-session`. */
 export const SESSIONS_FEATURE = 'sessions'
 
@@ -40,3 +48,4 @@ export type AgentFeature =
 	| typeof FLUSH_FEATURE
 	| typeof STREAM_HEARTBEAT_FEATURE
 	| typeof BINARY_FRAMES_FEATURE
+	| typeof EXECUTE_RESERVES_FEATURE

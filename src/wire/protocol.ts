@@ -107,6 +107,11 @@ export interface ExecuteRequest {
 	readonly maxOutputBytes?: number
 	/** Keep the output in the guest (requires `executionId`) so the run survives its connection. */
 	readonly retainOutput?: boolean
+	/**
+	 * Reserve `executionId` in this request when the guest has not seen it (requires the id; only
+	 * to a guest advertising `EXECUTE_RESERVES_FEATURE`); a fenced id is refused.
+	 */
+	readonly reserve?: boolean
 }
 
 /** What a finished run reports: the `result` event, and the `result` of a cancel or an attach. */
@@ -135,6 +140,11 @@ export type ExecEvent =
 
 export interface CancelExecutionRequest {
 	readonly executionId: string
+	/**
+	 * An id the guest has not seen is fenced (recorded cancelled, never started) instead of
+	 * refused `unknown_execution` (only to a guest advertising `EXECUTE_RESERVES_FEATURE`).
+	 */
+	readonly fence?: boolean
 }
 
 /** The guest's answer to `cancel-execution`: the state the execution was found in. */

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net'
-import { encodeFrame, FrameReader, parseFramePayload } from '../../src/wire/frame.js'
+import { encodeFrame, parseFramePayload } from '../../src/wire/frame.js'
+import { FrameReader } from '../../src/wire/frame-reader.js'
 import { type AgentAddress, connectAgent } from '../helpers/raw-agent-client.js'
 
 /**

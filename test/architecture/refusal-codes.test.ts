@@ -54,7 +54,11 @@ function refusalTextMatches(text: string): string[] {
 }
 
 describe('refusal codes', () => {
-	const agentFiles = [...sourceFiles(join(src, 'agent')), join(src, 'wire', 'frame.ts')]
+	const agentFiles = [
+		...sourceFiles(join(src, 'agent')),
+		join(src, 'wire', 'frame.ts'),
+		join(src, 'wire', 'frame-reader.ts'),
+	]
 
 	it('the agent spells no refusal code itself: every one comes from AGENT_REFUSAL', () => {
 		const spelled = agentFiles.flatMap((file) =>

@@ -6,7 +6,8 @@
 import { execFile } from 'node:child_process'
 import { connect } from 'node:net'
 import { promisify } from 'node:util'
-import { encodeFrame, FrameReader, parseFramePayload } from '../../src/wire/frame.js'
+import { encodeFrame, parseFramePayload } from '../../src/wire/frame.js'
+import { FrameReader } from '../../src/wire/frame-reader.js'
 
 const run = promisify(execFile)
 

@@ -5,7 +5,8 @@
 // recorded as `{ binary: <channel>, byteLength }`; a connection whose bytes stop parsing is still
 // relayed, just no longer recorded.
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
-import { FrameReader, parseFramePayload } from '../../src/wire/frame.js'
+import { parseFramePayload } from '../../src/wire/frame.js'
+import { FrameReader } from '../../src/wire/frame-reader.js'
 
 export type Frame = Record<string, unknown>
 

@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net'
-import { encodeFrame, FrameReader, parseFramePayload } from '../../src/wire/frame.js'
+import { encodeFrame, parseFramePayload } from '../../src/wire/frame.js'
+import { FrameReader } from '../../src/wire/frame-reader.js'
 
 export interface AgentAddress {
 	readonly socketPath?: string

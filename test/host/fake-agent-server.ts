@@ -8,12 +8,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import {
-	encodeFrame,
-	FrameReader,
-	parseFramePayload,
-	STREAM_TERMINATOR,
-} from '../../src/wire/frame.js'
+import { encodeFrame, parseFramePayload, STREAM_TERMINATOR } from '../../src/wire/frame.js'
+import { FrameReader } from '../../src/wire/frame-reader.js'
 
 export interface RecordedRequest {
 	readonly op: string

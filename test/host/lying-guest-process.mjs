@@ -3,12 +3,8 @@
 // answers healthz, reserve and cancel honestly, and answers `execute` with far more output than
 // any cap allows, then a result that claims nothing was truncated. Usage: node lying-guest-process.mjs <socket> <stdoutBytes>
 import { createServer } from 'node:net'
-import {
-	encodeFrame,
-	FrameReader,
-	parseFramePayload,
-	STREAM_TERMINATOR,
-} from '../../dist/wire/frame.js'
+import { encodeFrame, parseFramePayload, STREAM_TERMINATOR } from '../../dist/wire/frame.js'
+import { FrameReader } from '../../dist/wire/frame-reader.js'
 
 const [socketPath, totalArg] = process.argv.slice(2)
 const total = Number(totalArg)

@@ -139,6 +139,7 @@ describe('package root: quiesce, flush, stream heartbeat', () => {
 		expectTypeOf<typeof root.FLUSH_FEATURE>().toEqualTypeOf<'flush'>()
 		expectTypeOf<typeof root.STREAM_HEARTBEAT_FEATURE>().toEqualTypeOf<'stream-heartbeat'>()
 		expectTypeOf<typeof root.BINARY_FRAMES_FEATURE>().toEqualTypeOf<'binary-frames'>()
+		expectTypeOf<typeof root.EXECUTE_RESERVES_FEATURE>().toEqualTypeOf<'execute-reserves'>()
 		expectTypeOf<typeof root.DEFAULT_STREAM_HEARTBEAT_MS>().toEqualTypeOf<15_000>()
 		expectTypeOf<typeof root.MIN_STREAM_HEARTBEAT_MS>().toEqualTypeOf<100>()
 		expectTypeOf<typeof root.STREAM_HEARTBEAT_MISS_LIMIT>().toEqualTypeOf<3>()

@@ -8,7 +8,8 @@ import {
 	encodeBinaryFrameHeader,
 	withBinaryFramesRequest,
 } from '../../src/wire/binary-frame.js'
-import { encodeFrame, FrameError, FrameReader, STREAM_TERMINATOR } from '../../src/wire/frame.js'
+import { encodeFrame, FrameError, STREAM_TERMINATOR } from '../../src/wire/frame.js'
+import { FrameReader } from '../../src/wire/frame-reader.js'
 
 const reader = (binary: boolean, maxFrameBytes = 1024 * 1024) =>
 	new FrameReader({ maxFrameBytes, limitVariable: 'NAMZU_AGENT_MAX_FRAME_BYTES', binary })

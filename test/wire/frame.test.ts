@@ -7,10 +7,10 @@ import {
 	encodeFrame,
 	encodeFrameWithBase64,
 	FrameError,
-	FrameReader,
 	parseFramePayload,
 	STREAM_TERMINATOR,
 } from '../../src/wire/frame.js'
+import { FrameReader } from '../../src/wire/frame-reader.js'
 
 const reader = (maxFrameBytes = 1024 * 1024) =>
 	new FrameReader({ maxFrameBytes, limitVariable: 'NAMZU_AGENT_MAX_FRAME_BYTES' })

@@ -4,6 +4,7 @@
  * the filesystem). Every failure is an `OpRefusal` whose `error` is the wire refusal string.
  */
 
+import { isExecutionId } from '../../wire/execution-id.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { AgentConfig } from '../server/config.js'
 import { OpRefusal } from '../server/op-refusal.js'
@@ -13,7 +14,6 @@ import {
 	isStringRecord,
 	POSITIVE_INTEGER,
 } from '../server/value-checks.js'
-import { isExecutionId } from './execution-id.js'
 
 export interface ResolvedExecuteRequest {
 	readonly executionId?: string
@@ -26,9 +26,12 @@ export interface ResolvedExecuteRequest {
 	readonly maxOutputBytes: number
 	/** Keep the output in the guest (needs `executionId`): the run outlives its connection. */
 	readonly retainOutput?: boolean
+	/** Reserve `executionId` now if this agent has not seen it (`EXECUTE_RESERVES_FEATURE`). */
+	readonly reserve?: boolean
 }
 
-type Limits = Pick<AgentConfig, 'maxTimeoutMs' | 'defaultTimeoutMs' | 'defaultMaxOutputBytes'>
+type Limits = Pick<AgentConfig, 'maxTimeoutMs' | 'defaultTimeoutMs' | 'defaultMaxOutputBytes'> &
+	Partial<Pick<AgentConfig, 'executeReserves'>>
 
 function isPositiveInteger(value: unknown): value is number {
 	return isIntegerIn(value, POSITIVE_INTEGER)
@@ -87,6 +90,9 @@ export function parseExecuteRequest(
 	if (body.retainOutput === true && executionId === undefined) {
 		throw new OpRefusal(AGENT_REFUSAL.retain_requires_execution_id)
 	}
+	// Switched off, `reserve` is ignored exactly as by an agent that predates it.
+	const reserve = limits.executeReserves === true && body.reserve === true
+	if (reserve && executionId === undefined) throw new OpRefusal(AGENT_REFUSAL.invalid_execution_id)
 	const maxOutputBytes = body.maxOutputBytes ?? limits.defaultMaxOutputBytes
 	if (!isPositiveInteger(maxOutputBytes)) {
 		throw new OpRefusal(
@@ -106,5 +112,6 @@ export function parseExecuteRequest(
 		timeoutMs: resolveTimeoutMs(body.timeoutMs, limits),
 		maxOutputBytes,
 		...(body.retainOutput === true ? { retainOutput: true } : {}),
+		...(reserve ? { reserve: true } : {}),
 	}
 }

@@ -3,7 +3,8 @@
  *
  * ```mermaid
  * stateDiagram-v2
- *   [*] --> reserved: reserve-execution
+ *   [*] --> reserved: reserve-execution, or execute with reserve (then running at once)
+ *   [*] --> cancelled: cancel-execution with fence (never started)
  *   reserved --> [*]: lease lapsed
  *   reserved --> cancelled: cancel-execution (never started)
  *   reserved --> running: execute
@@ -14,6 +15,11 @@
  *   completed --> [*]: terminal TTL
  *   failed --> [*]: terminal TTL
  * ```
+ *
+ * An `execute` that reserves its own id (`reserveUnseen`, then `start` in the same tick) and a
+ * fencing cancel are the two halves of the one-round-trip exec: whichever reaches the agent first
+ * decides, through the same states — a fenced id is `cancelled` and never started, so the late
+ * `execute` is refused `execution_cancelled` exactly as one whose reservation was cancelled.
  *
  * Once a cancel is requested the outcome is `cancelled` whatever the exit status, so a command
  * that ignores SIGTERM and happens to finish inside the grace window is never reported as a clean
@@ -26,6 +32,7 @@
  * `retainedTtlMs` after it ends (then the same id starts a fresh command).
  */
 
+import { mintExecutionId } from '../../wire/execution-id.js'
 import { AGENT_PROTOCOL_VERSION } from '../../wire/features.js'
 import type {
 	CancelExecutionReply,
@@ -36,7 +43,6 @@ import type {
 } from '../../wire/protocol.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { OpRefusal } from '../server/op-refusal.js'
-import { mintExecutionId } from './execution-id.js'
 import type {
 	ExecResultFields,
 	ExecutionOutcome,
@@ -218,6 +224,14 @@ export class ExecutionRegistry {
 	}
 
 	/**
+	 * Reserves `id` for an `execute` that carries its own reservation, unless the id is already
+	 * held — reserved (then `start` claims it), fenced or run (then `start` refuses it).
+	 */
+	reserveUnseen(id: string): void {
+		if (!this.#records.has(id)) this.reserve(id)
+	}
+
+	/**
 	 * Claims the reservation (if any) and runs `spawn` in the same tick, so no cancel can slip in
 	 * between the state change and the process existing.
 	 */
@@ -296,7 +310,19 @@ export class ExecutionRegistry {
 		}
 	}
 
-	cancel(executionId: string): Promise<CancelExecutionReply> {
+	/**
+	 * Cancels `executionId`. An id never seen is refused `unknown_execution`, unless `fence`: then it
+	 * is reserved and cancelled at once, so a later `execute` of it is refused and the answer
+	 * (`cancelled`, never started) is true whatever arrives after it.
+	 */
+	cancel(executionId: string, options: { fence?: boolean } = {}): Promise<CancelExecutionReply> {
+		if (options.fence === true && !this.#records.has(executionId)) {
+			try {
+				this.reserve(executionId)
+			} catch (error) {
+				return Promise.reject(error)
+			}
+		}
 		const record = this.#records.get(executionId)
 		if (!record) return Promise.reject(new OpRefusal(AGENT_REFUSAL.unknown_execution))
 		if (isTerminal(record.state)) return Promise.resolve(this.#acknowledge(record))

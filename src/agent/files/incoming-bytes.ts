@@ -2,11 +2,13 @@
  * The content of a streamed `write-file`: binary `data` frames after the envelope, then one
  * `{ type: 'end' }`. Frames are queued as they arrive and written in order; past
  * `INCOMING_HIGH_WATER_BYTES` queued the connection stops being read until the disk caught up, so
- * however large the body the agent holds about that much of it. More bytes than `sizeBytes`, an end
- * before them, or any other frame is refused; a connection that closes first fails the write.
+ * however large the body the agent holds about that much of it. Each frame's buffer goes back to
+ * the reader once its bytes are on disk (releaseBinaryEventBytes), so a long body reuses a few
+ * buffers instead of leaving one per frame to the GC. More bytes than `sizeBytes`, an end before
+ * them, or any other frame is refused; a connection that closes first fails the write.
  */
 import type { FileHandle } from 'node:fs/promises'
-import { binaryEventBytes } from '../../wire/binary-frame.js'
+import { binaryEventBytes, releaseBinaryEventBytes } from '../../wire/binary-frame.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { OpContext } from '../server/op-context.js'
 import { OpRefusal } from '../server/op-refusal.js'
@@ -17,7 +19,8 @@ export const INCOMING_HIGH_WATER_BYTES = 1024 * 1024
 export class IncomingBytes {
 	readonly #ctx: OpContext
 	readonly #sizeBytes: number
-	readonly #queue: Buffer[] = []
+	/** Each queued chunk with the event it came in, whose buffer is released once written. */
+	readonly #queue: Array<{ readonly bytes: Buffer; readonly event: Record<string, unknown> }> = []
 	#queuedBytes = 0
 	#receivedBytes = 0
 	#ended = false
@@ -43,7 +46,7 @@ export class IncomingBytes {
 				this.#fail(this.#mismatch(`more than the ${this.#sizeBytes} bytes announced`))
 				return
 			}
-			this.#queue.push(bytes)
+			this.#queue.push({ bytes, event: message })
 			this.#queuedBytes += bytes.length
 			if (this.#queuedBytes > INCOMING_HIGH_WATER_BYTES) this.#ctx.socket.pause()
 		} else if (bytes === undefined && message.type === 'end') {
@@ -83,14 +86,15 @@ export class IncomingBytes {
 		let position = 0
 		for (;;) {
 			if (this.#failure) throw this.#failure
-			const chunk = this.#queue.shift()
-			if (chunk === undefined) {
+			const queued = this.#queue.shift()
+			if (queued === undefined) {
 				if (this.#ended) return position
 				await new Promise<void>((resolve) => {
 					this.#wake = resolve
 				})
 				continue
 			}
+			const chunk = queued.bytes
 			let written = 0
 			while (written < chunk.length) {
 				const { bytesWritten } = await handle.write(
@@ -108,6 +112,8 @@ export class IncomingBytes {
 				position += bytesWritten
 			}
 			this.#queuedBytes -= chunk.length
+			// On disk: nothing reads this buffer again, so the reader may fill it with a later frame.
+			releaseBinaryEventBytes(queued.event)
 			if (this.#queuedBytes <= INCOMING_HIGH_WATER_BYTES / 2 && !this.#ctx.closed) {
 				this.#ctx.socket.resume()
 			}

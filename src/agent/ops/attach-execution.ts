@@ -8,10 +8,10 @@
  * command never started).
  */
 
+import { isExecutionId } from '../../wire/execution-id.js'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { answerExecutionRefusal } from '../executions/answer-execution-refusal.js'
 import { connectionReader } from '../executions/connection-reader.js'
-import { isExecutionId } from '../executions/execution-id.js'
 import { ExecutionRefusal } from '../executions/execution-refusal.js'
 import type { RetainedFollow } from '../executions/retained-output.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'

@@ -7,10 +7,10 @@
  * confirm fences it (`gates.retiring`): from then on it serves only `healthz` and `cancel-execution`.
  */
 
+import { isExecutionId } from '../../wire/execution-id.js'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { answerExecutionRefusal } from '../executions/answer-execution-refusal.js'
 import { parseExecuteRequest } from '../executions/execute-request.js'
-import { isExecutionId } from '../executions/execution-id.js'
 import { type OutputSink, startExecutionProcess } from '../executions/execution-process.js'
 import { resolveWorkingDirectory } from '../files/working-directory.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
@@ -65,6 +65,10 @@ export const execute: OpHandler = async (body, ctx) => {
 async function executeCommand(body: Record<string, unknown>, ctx: OpContext): Promise<void> {
 	const request = parseExecuteRequest(body, ctx.config)
 	const cwd = await resolveWorkingDirectory(request.cwd, ctx.config)
+	// Reserved here, in the tick that starts it: a fencing cancel that came first wins (start refuses).
+	if (request.reserve && request.executionId !== undefined) {
+		ctx.executions.reserveUnseen(request.executionId)
+	}
 	if (request.retainOutput && request.executionId !== undefined) {
 		await executeRetained(request, request.executionId, cwd, ctx)
 		return
@@ -93,7 +97,12 @@ export const cancelExecution: OpHandler = async (body, ctx) => {
 	try {
 		const { executionId } = body
 		if (!isExecutionId(executionId)) throw new OpRefusal(AGENT_REFUSAL.invalid_execution_id)
-		ctx.reply({ ...(await ctx.executions.cancel(executionId)), guestBootId: GUEST_BOOT_ID })
+		// Switched off, `fence` is ignored exactly as by an agent that predates it.
+		const fence = ctx.config.executeReserves && body.fence === true
+		ctx.reply({
+			...(await ctx.executions.cancel(executionId, { fence })),
+			guestBootId: GUEST_BOOT_ID,
+		})
 	} catch (error) {
 		// The command may still run and nothing can prove otherwise: fence the agent for good.
 		if (error instanceof OpRefusal && error.error === AGENT_REFUSAL.cancellation_unconfirmed) {

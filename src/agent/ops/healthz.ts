@@ -10,7 +10,7 @@ import type { OpHandler } from '../server/op-context.js'
 
 /** A retiring agent answers `ok: false` with `retiring: true`, so readiness fails closed. */
 export function healthzReply(
-	config: Pick<AgentConfig, 'binaryFrames'>,
+	config: Pick<AgentConfig, 'binaryFrames' | 'executeReserves'>,
 	retiring = false,
 ): HealthzReply {
 	return {

@@ -1,5 +1,5 @@
 import { connect } from 'node:net'
-import { binaryEventBytes } from '../../wire/binary-frame.js'
+import { binaryEventBytes, releaseBinaryEventBytes } from '../../wire/binary-frame.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import type { OpHandler } from '../server/op-context.js'
@@ -63,7 +63,9 @@ export const tcpConnect: OpHandler = (body, ctx) => {
 						),
 					)
 				}
-				if (!upstream.write(bytes)) ctx.socket.pause()
+				// Once written out, the frame's buffer may carry a later frame (frame-reader.ts).
+				const flowing = upstream.write(bytes, () => releaseBinaryEventBytes(message))
+				if (!flowing) ctx.socket.pause()
 				return
 			}
 			case 'end':

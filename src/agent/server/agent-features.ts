@@ -6,6 +6,7 @@
 import {
 	type AgentFeature,
 	BINARY_FRAMES_FEATURE,
+	EXECUTE_RESERVES_FEATURE,
 	EXECUTION_ATTACH_FEATURE,
 	FLUSH_FEATURE,
 	GUEST_BOOT_ID_FEATURE,
@@ -29,17 +30,23 @@ export const AGENT_FEATURES: readonly AgentFeature[] = [
 	QUIESCE_FEATURE,
 	STREAM_HEARTBEAT_FEATURE,
 	BINARY_FRAMES_FEATURE,
+	EXECUTE_RESERVES_FEATURE,
 	// Only when `sync -f` (or the test override) can actually run; checked once, at startup.
 	...(flushSupported() ? ([FLUSH_FEATURE] as const) : []),
 ]
 
 /**
  * What this agent advertises under `config`: every feature, less binary frames when
- * `NAMZU_AGENT_BINARY_FRAMES=0` switched them off (the agent then also ignores `binaryFrames`
- * requests, exactly as an agent that predates them).
+ * `NAMZU_AGENT_BINARY_FRAMES=0` and less execute-reserves when `NAMZU_AGENT_EXECUTE_RESERVES=0`
+ * switched them off (the agent then also ignores their requests, exactly as an agent that predates
+ * them).
  */
-export function advertisedFeatures(config: Pick<AgentConfig, 'binaryFrames'>): AgentFeature[] {
-	return config.binaryFrames
-		? [...AGENT_FEATURES]
-		: AGENT_FEATURES.filter((feature) => feature !== BINARY_FRAMES_FEATURE)
+export function advertisedFeatures(
+	config: Pick<AgentConfig, 'binaryFrames' | 'executeReserves'>,
+): AgentFeature[] {
+	return AGENT_FEATURES.filter(
+		(feature) =>
+			(feature !== BINARY_FRAMES_FEATURE || config.binaryFrames) &&
+			(feature !== EXECUTE_RESERVES_FEATURE || config.executeReserves),
+	)
 }

@@ -70,6 +70,11 @@ export interface AgentConfig {
 	readonly workloadCgroups: readonly WorkloadCgroupDescriptor[]
 	/** Binary data frames advertised and honoured; `NAMZU_AGENT_BINARY_FRAMES=0` switches them off. */
 	readonly binaryFrames: boolean
+	/**
+	 * `execute` reserves and `cancel-execution` fences unseen ids (`EXECUTE_RESERVES_FEATURE`);
+	 * `NAMZU_AGENT_EXECUTE_RESERVES=0` switches that off (the agent then ignores `reserve` / `fence`).
+	 */
+	readonly executeReserves: boolean
 }
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -179,5 +184,6 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
 		sessions: loadSessionConfig(env),
 		workloadCgroups: parseWorkloadCgroups(env[WORKLOAD_CGROUPS_VARIABLE]),
 		binaryFrames: env.NAMZU_AGENT_BINARY_FRAMES !== '0',
+		executeReserves: env.NAMZU_AGENT_EXECUTE_RESERVES !== '0',
 	}
 }

@@ -17,14 +17,8 @@ import {
 	binaryEvent,
 	encodeBinaryFrameHeader,
 } from '../../wire/binary-frame.js'
-import {
-	encodeFrame,
-	FrameError,
-	type FrameItem,
-	FrameReader,
-	parseFramePayload,
-	STREAM_TERMINATOR,
-} from '../../wire/frame.js'
+import { encodeFrame, FrameError, parseFramePayload, STREAM_TERMINATOR } from '../../wire/frame.js'
+import { type FrameItem, FrameReader } from '../../wire/frame-reader.js'
 import { isRecord } from '../../wire/is-record.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { ExecutionRegistry } from '../executions/execution-registry.js'
@@ -233,7 +227,7 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 		let message: Record<string, unknown>
 		if (item.kind === 'binary') {
 			// The reader refuses binary headers until the envelope negotiated them.
-			message = { ...binaryEvent(item.channel, item.payload) }
+			message = { ...binaryEvent(item.channel, item.payload, item.release) }
 		} else {
 			try {
 				message = parseFramePayload(item.payload)

@@ -29,7 +29,13 @@ export class KubernetesAgentTransport extends AgentTransport {
 
 	constructor(handle: KubernetesAgentHandle, options: KubernetesAgentTransportOptions = {}) {
 		const { onTiming, ...transportOptions } = options
-		super(handle, transportOptions)
+		// The reserve round trip stays: a kept unconfirmed cancellation is diagnosed against the
+		// agent process that accepted the reservation (its boot id), which an `execute` that
+		// reserves its own id does not report.
+		super(handle, {
+			...transportOptions,
+			executeReserves: transportOptions.executeReserves ?? false,
+		})
 		this.#onTiming = onTiming
 	}
 

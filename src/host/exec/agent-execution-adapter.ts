@@ -14,8 +14,9 @@ export function agentExecutionAdapter(transport: AgentTransport): RemoteExecutio
 	return {
 		label: `guest agent (${transport.handle.kind})`,
 		reserve: (signal, onDialed) => transport.reserveExecution(signal, undefined, onDialed),
-		cancel: (executionId, signal, onDialed) =>
-			transport.cancelExecution(executionId, signal, onDialed),
+		reservesOnExecute: () => transport.executeReservesAgreed,
+		cancel: (executionId, signal, onDialed, fence) =>
+			transport.cancelExecution(executionId, signal, onDialed, fence),
 		async execute(request, signal, onOutput, onDialed) {
 			let result: RemoteTerminalMetadata | undefined
 			for await (const raw of transport.execute(request, signal, onDialed)) {

@@ -26,15 +26,21 @@ export interface RemoteExecuteRequest {
 	readonly timeoutMs: number
 	/** Sent only when the caller set it; the guest's default cap is the host's default. */
 	readonly maxOutputBytes?: number
+	/** The request reserves `executionId` itself (one round trip; only to a guest that can). */
+	readonly reserve?: boolean
 }
 
-/** The `execute` body of one reserved run: what the caller set, the bound only when set. */
+/**
+ * The `execute` body of one reserved run: what the caller set, the bound only when set, and
+ * `reserve` when the request carries its own reservation.
+ */
 export function executeRequestOf(
 	executionId: string,
 	command: string,
 	args: readonly string[],
 	options: AgentExecOptions,
 	timeoutMs: number,
+	reserve = false,
 ): RemoteExecuteRequest {
 	return {
 		executionId,
@@ -44,6 +50,7 @@ export function executeRequestOf(
 		...(options.env === undefined ? {} : { env: options.env }),
 		timeoutMs,
 		...(options.maxOutputBytes === undefined ? {} : { maxOutputBytes: options.maxOutputBytes }),
+		...(reserve ? { reserve: true } : {}),
 	}
 }
 

@@ -1,7 +1,9 @@
 /**
  * Runs a command on a remote peer so that an `AbortSignal` is honoured provably, in four steps:
- * reserve (`reserve-execution.ts`: so the peer can later say whether it ever started); cancel the
- * reservation instead when the caller aborted meanwhile; execute while racing a cancellation that a
+ * reserve (`reserve-execution.ts`: so the peer can later say whether it ever started) — or, with a
+ * peer that reserves on execute, mint the id and let the `execute` carry it, every cancel then
+ * fencing it, so a cancel that overtakes the `execute` still proves the run never started; cancel
+ * the reservation instead when the caller aborted meanwhile; execute while racing a cancellation that a
  * caller abort, the observation deadline (timeout + grace) or a failed stream can start
  * (`cancellation-race.ts`, confirmed by `cancel-confirm.ts`); decide what was observed
  * (`execution-outcome.ts`) and shape it (`exec-result-shapes.ts`). No acknowledged cancellation
@@ -11,6 +13,7 @@
 
 import { performance } from 'node:perf_hooks'
 import type { SandboxExecResult, SandboxOutputChunk } from '../../contract/sandbox.js'
+import { mintExecutionId } from '../../wire/execution-id.js'
 import { DEFAULT_AGENT_TRANSPORT_OPTIONS } from '../transport/agent-transport-options.js'
 import { confirmCancellation } from './cancel-confirm.js'
 import { runCancellationRace } from './cancellation-race.js'
@@ -46,11 +49,20 @@ export interface RemoteExecutionAdapter {
 	readonly label: string
 	/** Answers the raw reservation reply (refusals included); the controller validates it. */
 	reserve(signal: AbortSignal, onDialed?: (durationMs: number) => void): Promise<unknown>
-	/** Answers the raw cancellation reply; the controller validates it. */
+	/**
+	 * Whether an `execute` may carry its own reservation now (its id minted here, `reserve: true`),
+	 * with `fence` on every cancel of it. Absent or false: the `reserve` round trip first.
+	 */
+	reservesOnExecute?(): boolean
+	/**
+	 * Answers the raw cancellation reply; the controller validates it. `fence`: the id was sent by
+	 * an `execute` that reserves it, so the peer must fence an id it has not seen yet.
+	 */
 	cancel(
 		executionId: string,
 		signal: AbortSignal,
 		onDialed?: (durationMs: number) => void,
+		fence?: boolean,
 	): Promise<unknown>
 	/**
 	 * Runs the reserved execution, forwarding output deltas; resolves with the terminal metadata,
@@ -133,19 +145,26 @@ export class RemoteExecutionController {
 		const maxOutputBytes = resolveMaxOutputBytes(options.maxOutputBytes)
 		if (caller?.aborted) return neverStartedResult(0)
 
-		const reserved = await this.#reserve(caller, clock)
-		if (reserved.kind === 'aborted') return neverStartedResult(elapsed())
-		const { executionId } = reserved.reservation
-		if (caller?.aborted) return this.#cancelUnexecuted(executionId, clock, elapsed)
+		// One round trip: nothing was sent yet, so an abort until the execute leaves means nothing ran.
+		const fence = this.adapter.reservesOnExecute?.() === true
+		let executionId: string
+		if (fence) {
+			executionId = mintExecutionId()
+		} else {
+			const reserved = await this.#reserve(caller, clock)
+			if (reserved.kind === 'aborted') return neverStartedResult(elapsed())
+			executionId = reserved.reservation.executionId
+			if (caller?.aborted) return this.#cancelUnexecuted(executionId, clock, elapsed)
+		}
 
 		const output = new ExecOutputCapture(options.onOutput, maxOutputBytes)
 		const timeoutMs = options.timeout ?? this.defaultExecutionTimeoutMs
-		const request = executeRequestOf(executionId, command, args, options, timeoutMs)
+		const request = executeRequestOf(executionId, command, args, options, timeoutMs, fence)
 		const stream = new AbortController()
 		try {
 			const facts = await runCancellationRace({
 				execution: this.#execute(request, stream.signal, output, clock),
-				confirm: () => this.#confirm(executionId, clock),
+				confirm: () => this.#confirm(executionId, clock, fence),
 				caller,
 				observationDeadlineMs: timeoutMs + this.executionObservationGraceMs,
 				reconcileFailure: true,
@@ -209,8 +228,12 @@ export class RemoteExecutionController {
 		)
 	}
 
-	#confirm(executionId: string, clock: ExecutionClock): Promise<RemoteCancellationAcknowledgement> {
-		return this.confirmCancellation(executionId, clock.onDialed)
+	#confirm(
+		executionId: string,
+		clock: ExecutionClock,
+		fence = false,
+	): Promise<RemoteCancellationAcknowledgement> {
+		return this.confirmCancellation(executionId, clock.onDialed, fence)
 	}
 
 	/**
@@ -220,10 +243,11 @@ export class RemoteExecutionController {
 	confirmCancellation(
 		executionId: string,
 		onDialed?: (durationMs: number) => void,
+		fence = false,
 	): Promise<RemoteCancellationAcknowledgement> {
 		return confirmCancellation({
 			executionId,
-			cancel: (signal) => this.adapter.cancel(executionId, signal, onDialed),
+			cancel: (signal) => this.adapter.cancel(executionId, signal, onDialed, fence),
 			controlRequestTimeoutMs: this.controlRequestTimeoutMs,
 			cancelConfirmTimeoutMs: this.cancelConfirmTimeoutMs,
 			refusals: 'retry',

@@ -99,6 +99,12 @@ export interface AgentTransportOptions {
 	 * byte base64 / JSON, exactly as a host that predates them.
 	 */
 	readonly binaryFrames?: boolean
+	/**
+	 * Whether `exec` sends its reservation inside the `execute` request (one round trip) to a guest
+	 * advertising `execute-reserves`. Default true; false keeps the `reserve-execution` round trip
+	 * first, exactly as a host that predates it.
+	 */
+	readonly executeReserves?: boolean
 }
 
 /** `AgentTransportOptions` with every default applied. */
@@ -122,6 +128,8 @@ export interface ResolvedAgentTransportOptions {
 	readonly streamHeartbeatMs?: number
 	/** Whether binary data frames are asked for from a guest that advertises them. */
 	readonly binaryFrames: boolean
+	/** Whether `execute` carries its own reservation to a guest that advertises it. */
+	readonly executeReserves: boolean
 }
 
 /** The defaults `AgentTransportOptions` falls back to. */
@@ -190,6 +198,8 @@ export function resolveAgentTransportOptions(
 		),
 		permanentDialFailure: options.permanentDialFailure ?? (() => false),
 		binaryFrames: optionalBoolean(CONFIG_SITE, 'binaryFrames', options.binaryFrames) ?? true,
+		executeReserves:
+			optionalBoolean(CONFIG_SITE, 'executeReserves', options.executeReserves) ?? true,
 		...(options.onDial ? { onDial: options.onDial } : {}),
 		...(options.onDialAttempt ? { onDialAttempt: options.onDialAttempt } : {}),
 		...heartbeatOption(options.streamHeartbeatMs),

@@ -8,7 +8,7 @@
 
 import { performance } from 'node:perf_hooks'
 import { withBinaryFramesRequest } from '../../wire/binary-frame.js'
-import { BINARY_FRAMES_FEATURE } from '../../wire/features.js'
+import { BINARY_FRAMES_FEATURE, EXECUTE_RESERVES_FEATURE } from '../../wire/features.js'
 import { encodedFrameBytes, encodeFrameWithBase64, FRAME_HEADER_BYTES } from '../../wire/frame.js'
 import type {
 	AttachExecutionRequest,
@@ -42,6 +42,7 @@ import { FrameChannel } from './frame-channel.js'
 import { GuestLiveness } from './guest-liveness.js'
 import { type AgentHealth, parseHealthzReply } from './healthz-reply.js'
 import { raceSignal } from './race-signal.js'
+import { ReservationRecord, type ReservedGuest } from './reservation-record.js'
 import { startHostStreamHeartbeat, withHeartbeatRequest } from './stream-heartbeat.js'
 import { AgentFrameTooLargeError, AgentPreauthFrameTooLargeError } from './transport-errors.js'
 
@@ -64,14 +65,7 @@ export interface AgentRequestOptions {
 	readonly binaryFrames?: boolean
 }
 
-/** The guest that accepted a reservation: where the request went, the boot id it answered with. */
-export interface ReservedGuest {
-	readonly handle: SandboxAgentHandle
-	readonly guestBootId?: string
-}
-
-/** How many accepted reservations `reservedOn` remembers (oldest forgotten first). */
-export const RESERVATION_RECORD_LIMIT = 1024
+export { RESERVATION_RECORD_LIMIT, type ReservedGuest } from './reservation-record.js'
 
 /** Requests to one guest agent, a fresh connection per request, every reply held to the host's bounds. */
 export class AgentTransport {
@@ -87,7 +81,7 @@ export class AgentTransport {
 	/** The same features once read, for decisions that must not dial (`binaryFramesAgreed`). */
 	#knownFeatures: ReadonlySet<string> | undefined
 	#guestBootId: string | undefined
-	readonly #reservations = new Map<string, ReservedGuest>()
+	readonly #reservations = new ReservationRecord()
 
 	constructor(handle: SandboxAgentHandle, options: AgentTransportOptions = {}) {
 		this.#handle = handle
@@ -118,6 +112,16 @@ export class AgentTransport {
 	 */
 	get binaryFramesAgreed(): boolean {
 		return this.options.binaryFrames && (this.#knownFeatures?.has(BINARY_FRAMES_FEATURE) ?? false)
+	}
+
+	/**
+	 * Whether an `execute` may carry its own reservation now (one round trip, `execute-reserves`):
+	 * this host has it on and the features already read advertise it. Never dials, as above.
+	 */
+	get executeReservesAgreed(): boolean {
+		return (
+			this.options.executeReserves && (this.#knownFeatures?.has(EXECUTE_RESERVES_FEATURE) ?? false)
+		)
 	}
 
 	/**
@@ -413,7 +417,7 @@ export class AgentTransport {
 			{ signal, onDialed },
 		)
 		if (reply.ok === true && typeof reply.executionId === 'string') {
-			this.#noteReservation(reply.executionId, {
+			this.#reservations.note(reply.executionId, {
 				handle,
 				...(typeof reply.guestBootId === 'string' ? { guestBootId: reply.guestBootId } : {}),
 			})
@@ -431,14 +435,6 @@ export class AgentTransport {
 		return this.#reservations.get(executionId)
 	}
 
-	#noteReservation(executionId: string, guest: ReservedGuest): void {
-		this.#reservations.delete(executionId)
-		this.#reservations.set(executionId, guest)
-		if (this.#reservations.size <= RESERVATION_RECORD_LIMIT) return
-		const oldest = this.#reservations.keys().next()
-		if (!oldest.done) this.#reservations.delete(oldest.value)
-	}
-
 	/** The `attach-execution` event stream (observer only); no idle bound, the signal ends it. */
 	attachExecution(
 		request: AttachExecutionRequest,
@@ -451,21 +447,33 @@ export class AgentTransport {
 		})
 	}
 
-	/** Asks the guest to cancel an execution by id; answers its acknowledgement. */
+	/**
+	 * Asks the guest to cancel an execution by id; answers its acknowledgement. `fence` (only for
+	 * an id an `execute` reserves itself) makes an id the guest has not seen yet cancelled for good.
+	 */
 	cancelExecution(
 		executionId: string,
 		signal: AbortSignal,
 		onDialed?: (durationMs: number) => void,
+		fence = false,
 	): Promise<Record<string, unknown>> {
-		return this.request('cancel-execution', { executionId }, { signal, onDialed })
+		const body = fence ? { executionId, fence: true } : { executionId }
+		return this.request('cancel-execution', body, { signal, onDialed })
 	}
 
-	/** The `execute` event stream; no idle bound (a command may be silent), the signal ends it. */
+	/**
+	 * The `execute` event stream; no idle bound (a command may be silent), the signal ends it. A
+	 * request that reserves its own id is remembered with the guest it went to (no boot id: the
+	 * stream carries none).
+	 */
 	execute(
 		request: ExecuteRequest,
 		signal: AbortSignal,
 		onDialed?: (durationMs: number) => void,
 	): AsyncGenerator<Record<string, unknown>, void, undefined> {
+		if (request.reserve === true && request.executionId !== undefined) {
+			this.#reservations.note(request.executionId, { handle: this.handle })
+		}
 		return this.stream('execute', request, {
 			signal,
 			idleTimeoutMs: 0,

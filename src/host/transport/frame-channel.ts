@@ -14,7 +14,8 @@ import {
 	binaryEvent,
 	encodeBinaryFrameHeader,
 } from '../../wire/binary-frame.js'
-import { encodeFrame, FrameError, FrameReader, parseFramePayload } from '../../wire/frame.js'
+import { encodeFrame, FrameError, parseFramePayload } from '../../wire/frame.js'
+import { FrameReader } from '../../wire/frame-reader.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { HOST_READ_FRAME_LIMIT_BYTES } from './agent-transport-options.js'
 import { AgentConnectionError, AgentReadTimeoutError } from './transport-errors.js'

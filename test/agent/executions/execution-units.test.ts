@@ -3,10 +3,10 @@ import {
 	parseExecuteRequest,
 	resolveTimeoutMs,
 } from '../../../src/agent/executions/execute-request.js'
-import { isExecutionId, mintExecutionId } from '../../../src/agent/executions/execution-id.js'
 import { settleOutcome } from '../../../src/agent/executions/execution-registry.js'
 import { OutputCapture } from '../../../src/agent/executions/output-capture.js'
 import { OpRefusal } from '../../../src/agent/server/op-refusal.js'
+import { isExecutionId, mintExecutionId } from '../../../src/wire/execution-id.js'
 
 const limits = { maxTimeoutMs: 10_000, defaultTimeoutMs: 300_000, defaultMaxOutputBytes: 1024 }
 

@@ -12,7 +12,8 @@ import {
 } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { encodeFrame, FrameReader, parseFramePayload } from '../../../src/wire/frame.js'
+import { encodeFrame, parseFramePayload } from '../../../src/wire/frame.js'
+import { FrameReader } from '../../../src/wire/frame-reader.js'
 import { type StartedAgent, startAgent } from '../../helpers/agent-process.js'
 import { connectAgent, rawRequest } from '../../helpers/raw-agent-client.js'
 

@@ -4,7 +4,8 @@
  * route check (`HarnessNetwork.assertRouted`) runs before every dial, inside `probeAgent`.
  */
 import { connect } from 'node:net'
-import { encodeFrame, FrameReader, parseFramePayload } from '../../../src/wire/frame.js'
+import { encodeFrame, parseFramePayload } from '../../../src/wire/frame.js'
+import { FrameReader } from '../../../src/wire/frame-reader.js'
 
 export const PROBE_PROTOCOL_VERSION = 2
 

@@ -3,7 +3,8 @@
  * address, after the harness route check (the network safety rule applies to tests too).
  */
 import { connect } from 'node:net'
-import { encodeFrame, FrameReader, parseFramePayload } from '../../../src/wire/frame.js'
+import { encodeFrame, parseFramePayload } from '../../../src/wire/frame.js'
+import { FrameReader } from '../../../src/wire/frame-reader.js'
 
 export interface PodAgentTarget {
 	readonly address: string

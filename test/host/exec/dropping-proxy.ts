@@ -8,7 +8,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { connect, createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { FrameReader, parseFramePayload } from '../../../src/wire/frame.js'
+import { parseFramePayload } from '../../../src/wire/frame.js'
+import { FrameReader } from '../../../src/wire/frame-reader.js'
 
 export interface DroppingProxy {
 	readonly path: string

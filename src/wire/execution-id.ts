@@ -1,6 +1,7 @@
 /**
  * Execution ids: `exec_` followed by a canonical (lower-case) UUID of version 1–5. The agent mints
- * v4 ids; a caller may name its own when reserving.
+ * v4 ids; a caller may name its own when reserving, and a host whose guest reserves on `execute`
+ * (`EXECUTE_RESERVES_FEATURE`) mints the id it sends.
  */
 import { randomUUID } from 'node:crypto'
 

@@ -1,0 +1,306 @@
+/**
+ * The incremental frame reader shared by the guest agent and the host (the codec is frame.ts, the
+ * binary frame binary-frame.ts). Small frames are parsed out of one accumulation buffer; a large
+ * binary frame's payload is read straight into a buffer of its own, lent from a small pool
+ * (payload-pool.ts) and handed out with a `release` that gives it back once the consumer is done —
+ * so a long stream of 1 MiB frames reuses a few buffers instead of leaving one per frame to the GC,
+ * with no copy beyond the one from the socket's chunk.
+ */
+import {
+	BINARY_FRAME_HEADER_BYTES,
+	BINARY_FRAME_MARKER,
+	type BinaryChannel,
+	binaryChannelOf,
+} from './binary-frame.js'
+import { FRAME_HEADER_BYTES, FrameError, frameTooLargeMessage } from './frame.js'
+import { type LentPayload, PayloadPool } from './payload-pool.js'
+import { AGENT_REFUSAL, formatRefusal } from './refusals.js'
+
+export type FrameItem =
+	| { readonly kind: 'frame'; readonly payload: Buffer }
+	/**
+	 * A binary frame (binary-frame.ts): its channel and raw bytes. `release`, when the consumer is
+	 * done with `payload` for good, lets the reader fill that buffer again with a later frame; a
+	 * consumer that never calls it keeps bytes nothing will overwrite.
+	 */
+	| {
+			readonly kind: 'binary'
+			readonly channel: BinaryChannel
+			readonly payload: Buffer
+			readonly release: () => void
+	  }
+	| { readonly kind: 'end' }
+
+export interface FrameReaderOptions {
+	/** Largest payload a header may announce (binary frames included). */
+	readonly maxFrameBytes: number
+	/** The setting that governs the limit, named in `frame_too_large` refusals. */
+	readonly limitVariable: string
+	/** Whether binary frames are accepted from the start (otherwise only after `allowBinary`). */
+	readonly binary?: boolean
+}
+
+const INITIAL_CAPACITY = 64 * 1024
+/** Binary payloads from this size on are read into a lent buffer of their own. */
+export const LENT_PAYLOAD_MIN_BYTES = 64 * 1024
+const NOTHING_TO_RELEASE = (): void => {}
+const EMPTY_CHUNK = Buffer.alloc(0)
+
+/** A large binary frame being read straight into its own buffer. */
+interface PendingPayload {
+	readonly channel: BinaryChannel
+	readonly lent: LentPayload
+	filled: number
+}
+
+function isHexDigit(byte: number): boolean {
+	return (
+		(byte >= 0x30 && byte <= 0x39) ||
+		(byte >= 0x61 && byte <= 0x66) ||
+		(byte >= 0x41 && byte <= 0x46)
+	)
+}
+
+/**
+ * Incremental frame parser. Accumulates into ONE buffer grown geometrically, so a large frame
+ * costs O(n) copying rather than re-concatenating every chunk. Throws `FrameError` as soon as the
+ * bytes seen prove the framing broken: a non-hex byte in the first eight, or a ninth that is not
+ * a newline, or an announced length above the limit.
+ */
+export class FrameReader {
+	#buffer: Buffer = Buffer.allocUnsafe(0)
+	#start = 0
+	#end = 0
+	#maxFrameBytes: number
+	#limitVariable: string
+	/** Whether payload views into `#buffer` exist, so it must not be reused. */
+	#handedOut = false
+	#binary: boolean
+	#pending: PendingPayload | undefined
+	readonly #pool = new PayloadPool()
+
+	constructor(options: FrameReaderOptions) {
+		this.#maxFrameBytes = options.maxFrameBytes
+		this.#limitVariable = options.limitVariable
+		this.#binary = options.binary ?? false
+	}
+
+	/** From now on binary frames are accepted (the connection negotiated them). */
+	allowBinary(): void {
+		this.#binary = true
+	}
+
+	/** Changes the ceiling for frames not yet started (e.g. once a connection authenticates). */
+	setLimit(maxFrameBytes: number, limitVariable: string): void {
+		this.#maxFrameBytes = maxFrameBytes
+		this.#limitVariable = limitVariable
+	}
+
+	get maxFrameBytes(): number {
+		return this.#maxFrameBytes
+	}
+
+	/** Bytes received and not yet handed out as frames. */
+	get bufferedBytes(): number {
+		return this.#end - this.#start + (this.#pending?.filled ?? 0)
+	}
+
+	/** The pool large binary payloads are lent from (its counters, for tests). */
+	get payloadPool(): PayloadPool {
+		return this.#pool
+	}
+
+	/**
+	 * Appends `chunk` and answers the frames it completes, at most `maxItems` of them (the rest stay
+	 * buffered for the next call, so a caller can change what it accepts between two frames).
+	 */
+	push(chunk: Buffer, maxItems = Number.POSITIVE_INFINITY): FrameItem[] {
+		const rest = this.#pending ? this.#fill(chunk) : chunk
+		if (rest.length > 0) this.#append(rest)
+		const items: FrameItem[] = []
+		while (items.length < maxItems) {
+			const item = this.#next()
+			if (item === undefined) break
+			items.push(item)
+		}
+		if (this.#handedOut) this.#detach()
+		else if (this.#start === this.#end) {
+			this.#start = 0
+			this.#end = 0
+		}
+		return items
+	}
+
+	/** The next complete item, or undefined when more bytes are needed. */
+	#next(): FrameItem | undefined {
+		// A pending payload precedes every byte in the buffer (they are only appended once it is full).
+		if (this.#pending) return this.#completed()
+		const available = this.#end - this.#start
+		const headerBytes = Math.min(available, FRAME_HEADER_BYTES)
+		for (let i = 0; i < Math.min(headerBytes, 8); i++) {
+			const byte = this.#buffer[this.#start + i] ?? 0
+			if (!isHexDigit(byte)) {
+				throw new FrameError(
+					'bad_header',
+					formatRefusal(AGENT_REFUSAL.bad_frame_header, 'length prefix is not 8 hex digits'),
+				)
+			}
+		}
+		if (available < FRAME_HEADER_BYTES) return undefined
+		const marker = this.#buffer[this.#start + 8]
+		const binary = marker === BINARY_FRAME_MARKER
+		if (binary && !this.#binary) {
+			// Refused at the header: not one byte of an unnegotiated payload is held.
+			throw new FrameError(
+				AGENT_REFUSAL.binary_frame_not_negotiated,
+				formatRefusal(
+					AGENT_REFUSAL.binary_frame_not_negotiated,
+					'a binary frame on a connection whose open request did not ask for binary frames',
+				),
+			)
+		}
+		if (!binary && marker !== 0x0a) {
+			throw new FrameError(
+				'bad_header',
+				formatRefusal(AGENT_REFUSAL.bad_frame_header, 'no newline after 8 hex digits'),
+			)
+		}
+		const length = Number.parseInt(
+			this.#buffer.toString('latin1', this.#start, this.#start + 8),
+			16,
+		)
+		if (length > this.#maxFrameBytes) {
+			throw new FrameError(
+				AGENT_REFUSAL.frame_too_large,
+				frameTooLargeMessage(length, this.#maxFrameBytes, this.#limitVariable),
+				{
+					announcedBytes: length,
+					limitBytes: this.#maxFrameBytes,
+					limitVariable: this.#limitVariable,
+				},
+			)
+		}
+		if (binary) return this.#binaryItem(available, length)
+		if (length === 0) {
+			this.#start += FRAME_HEADER_BYTES
+			return { kind: 'end' }
+		}
+		if (available < FRAME_HEADER_BYTES + length) {
+			this.#reserve(FRAME_HEADER_BYTES + length)
+			return undefined
+		}
+		return { kind: 'frame', payload: this.#handOut(FRAME_HEADER_BYTES, length) }
+	}
+
+	#binaryItem(available: number, length: number): FrameItem | undefined {
+		if (available < BINARY_FRAME_HEADER_BYTES) return undefined
+		const byte = this.#buffer[this.#start + FRAME_HEADER_BYTES] ?? 0
+		const channel = binaryChannelOf(byte)
+		if (channel === undefined) {
+			throw new FrameError(
+				'bad_header',
+				formatRefusal(
+					AGENT_REFUSAL.bad_frame_header,
+					`binary frame channel byte 0x${byte.toString(16).padStart(2, '0')} names no channel`,
+				),
+			)
+		}
+		if (available < BINARY_FRAME_HEADER_BYTES + length) {
+			if (length >= LENT_PAYLOAD_MIN_BYTES) {
+				this.#startPending(channel, length)
+				return undefined
+			}
+			this.#reserve(BINARY_FRAME_HEADER_BYTES + length)
+			return undefined
+		}
+		return {
+			kind: 'binary',
+			channel,
+			payload: this.#handOut(BINARY_FRAME_HEADER_BYTES, length),
+			release: NOTHING_TO_RELEASE,
+		}
+	}
+
+	/**
+	 * Moves a large binary frame's payload bytes already buffered (everything behind its header:
+	 * the frame is not complete) into a lent buffer; later chunks go there first (`#fill`).
+	 */
+	#startPending(channel: BinaryChannel, length: number): void {
+		const lent = this.#pool.lend(length)
+		const from = this.#start + BINARY_FRAME_HEADER_BYTES
+		const filled = this.#buffer.copy(lent.payload, 0, from, this.#end)
+		this.#pending = { channel, lent, filled }
+		this.#start = 0
+		this.#end = 0
+	}
+
+	/** Copies what the pending payload still lacks out of `chunk`; answers the bytes behind it. */
+	#fill(chunk: Buffer): Buffer {
+		const pending = this.#pending
+		if (!pending) return chunk
+		const want = pending.lent.payload.length - pending.filled
+		const take = Math.min(want, chunk.length)
+		chunk.copy(pending.lent.payload, pending.filled, 0, take)
+		pending.filled += take
+		return take === chunk.length ? EMPTY_CHUNK : chunk.subarray(take)
+	}
+
+	/** The pending payload as an item once full (its buffer is the consumer's until released). */
+	#completed(): FrameItem | undefined {
+		const pending = this.#pending
+		if (!pending || pending.filled < pending.lent.payload.length) return undefined
+		this.#pending = undefined
+		const { payload, release } = pending.lent
+		return { kind: 'binary', channel: pending.channel, payload, release }
+	}
+
+	/** The payload after a header of `headerBytes`, as a view (see #detach); consumes the frame. */
+	#handOut(headerBytes: number, length: number): Buffer {
+		const from = this.#start + headerBytes
+		// Handed out as a view, not copied: the buffer is then never written again (see #detach).
+		const payload = this.#buffer.subarray(from, from + length)
+		this.#handedOut = true
+		this.#start = from + length
+		return payload
+	}
+
+	/** Moves unread bytes to a fresh buffer, leaving the old one to the payload views handed out. */
+	#detach(): void {
+		const rest = this.#end - this.#start
+		const next = Buffer.allocUnsafe(Math.max(rest, INITIAL_CAPACITY))
+		this.#buffer.copy(next, 0, this.#start, this.#end)
+		this.#buffer = next
+		this.#start = 0
+		this.#end = rest
+		this.#handedOut = false
+	}
+
+	#append(chunk: Buffer): void {
+		this.#reserve(this.#end - this.#start + chunk.length)
+		chunk.copy(this.#buffer, this.#end)
+		this.#end += chunk.length
+	}
+
+	/** Ensures room for `needed` bytes from `#start`, compacting or doubling as required. */
+	#reserve(needed: number): void {
+		if (this.#start + needed <= this.#buffer.length) return
+		const used = this.#end - this.#start
+		// Compacting in place would overwrite payload views handed out from this buffer.
+		if (!this.#handedOut && needed <= this.#buffer.length && this.#start > 0) {
+			this.#buffer.copy(this.#buffer, 0, this.#start, this.#end)
+			this.#start = 0
+			this.#end = used
+			return
+		}
+		// Geometric growth for unknown sizes; exact when the header already told us the frame size.
+		// (After a hand-out the old buffer belongs to its views: start small rather than doubling it.)
+		const doubled = this.#handedOut ? 0 : this.#buffer.length * 2
+		const capacity = Math.max(needed, doubled, INITIAL_CAPACITY)
+		const next = Buffer.allocUnsafe(capacity)
+		this.#buffer.copy(next, 0, this.#start, this.#end)
+		this.#buffer = next
+		this.#start = 0
+		this.#end = used
+		this.#handedOut = false
+	}
+}
