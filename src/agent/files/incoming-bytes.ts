@@ -38,7 +38,10 @@ export class IncomingBytes {
 	}
 
 	#onFrame(message: Record<string, unknown>): void {
-		if (this.#ended || this.#failure) return
+		if (this.#ended || this.#failure) {
+			releaseBinaryEventBytes(message)
+			return
+		}
 		const bytes = binaryEventBytes(message)
 		if (bytes !== undefined && message.type === 'data') {
 			this.#receivedBytes += bytes.length
@@ -79,6 +82,19 @@ export class IncomingBytes {
 		const wake = this.#wake
 		this.#wake = undefined
 		wake?.()
+	}
+
+	/**
+	 * The op settled without taking the rest of the body (a refusal, e.g. the temp file could not
+	 * be created): what is queued is dropped and the connection read again, later frames dropped as
+	 * they come, so the peer's end of file is seen and the connection closes. Without it a paused
+	 * socket would hold the answer's close until the peer gave up.
+	 */
+	discard(): void {
+		this.#failure ??= new Error('the body was discarded')
+		for (const queued of this.#queue.splice(0)) releaseBinaryEventBytes(queued.event)
+		this.#queuedBytes = 0
+		if (!this.#ctx.closed) this.#ctx.socket.resume()
 	}
 
 	/** Writes every byte, in order, from offset 0 of `handle`; answers the count once `end` came. */

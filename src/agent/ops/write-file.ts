@@ -55,10 +55,16 @@ async function writeStreamed(body: Record<string, unknown>, ctx: OpContext): Pro
 	if (typeof path !== 'string' || path === '') {
 		throw new OpRefusal(AGENT_REFUSAL.missing_path_or_content)
 	}
-	const bytesWritten = await writeWhole(ctx.config, path, {
-		sizeBytes,
-		write: (handle: FileHandle) => incoming.writeTo(handle),
-	})
+	let bytesWritten: number
+	try {
+		bytesWritten = await writeWhole(ctx.config, path, {
+			sizeBytes,
+			write: (handle: FileHandle) => incoming.writeTo(handle),
+		})
+	} catch (error) {
+		incoming.discard()
+		throw error
+	}
 	ctx.reply({ ok: true, guestBootId: GUEST_BOOT_ID, bytesWritten })
 }
 

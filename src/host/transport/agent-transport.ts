@@ -277,6 +277,9 @@ export class AgentTransport {
 				if (!channel.sendBinary('data', chunk)) await channel.drainedOr(heard)
 			}
 			if (!answered && !channel.isClosed) channel.send({ type: 'end' })
+			// An early answer (a refusal) ends the upload: our end of file lets the guest close once
+			// it has read what was already in flight, instead of both sides waiting on the other.
+			else if (!channel.isClosed) channel.end()
 			const result = await reply
 			this.noteGuestBootId(result)
 			return result
