@@ -114,6 +114,19 @@ const deletedClaim = (api: ScriptedApi): boolean =>
 
 const PROC_STATUS = { op: 'execute', body: { command: 'cat', args: ['/proc/self/status'] } }
 
+/** A deprivileged guest, and a promise that settles once the probe's `execute` reached it. */
+async function sceneWatchingTheProbe(): Promise<{ s: Scene; probeSent: Promise<void> }> {
+	let probed: () => void = () => {}
+	const probeSent = new Promise<void>((resolve) => {
+		probed = resolve
+	})
+	const s = await scene(
+		{ launcher: SETPRIV_CHAIN },
+		{ onEnvelope: (envelope) => envelope.op === 'execute' && probed() },
+	)
+	return { s, probeSent }
+}
+
 describe('the privilege probe on a Kubernetes acquire', () => {
 	it('reads /proc/self/status through the token-gated execute op after readiness and the uid read, as the last step before create() resolves', async () => {
 		const s = await scene({ launcher: SETPRIV_CHAIN })
@@ -274,14 +287,7 @@ describe('the privilege probe on a Kubernetes acquire', () => {
 	})
 
 	it("runs a claim's network check while the guest is probed, and hands the sandbox out only after both passed", async () => {
-		let probed: () => void = () => {}
-		const probeSent = new Promise<void>((resolve) => {
-			probed = resolve
-		})
-		const s = await scene(
-			{ launcher: SETPRIV_CHAIN },
-			{ onEnvelope: (envelope) => envelope.op === 'execute' && probed() },
-		)
+		const { s, probeSent } = await sceneWatchingTheProbe()
 		const order: string[] = []
 		const sandbox = await createKubernetesTaskSandbox(s.api.port, s.config, {
 			rootDir: s.guest.workspace,
@@ -314,14 +320,7 @@ describe('the privilege probe on a Kubernetes acquire', () => {
 	})
 
 	it('a network check refused after a passing probe releases the claim and hands nothing out', async () => {
-		let probed: () => void = () => {}
-		const probeSent = new Promise<void>((resolve) => {
-			probed = resolve
-		})
-		const s = await scene(
-			{ launcher: SETPRIV_CHAIN },
-			{ onEnvelope: (envelope) => envelope.op === 'execute' && probed() },
-		)
+		const { s, probeSent } = await sceneWatchingTheProbe()
 		const refusal = new Error('egress refused: the bound pod is not covered')
 		const { error } = await rejection(
 			createKubernetesTaskSandbox(s.api.port, s.config, {
