@@ -110,15 +110,21 @@ export function readAllProcStats(): ProcStat[] {
 	return stats
 }
 
-/** `pid`'s children; from a scan of every process's parent where the kernel has no `children`
- * file (gVisor), so the same agent finds a PTY's shell on every runtime. */
-export function readChildren(pid: number): number[] {
+/** `pid`'s children from the kernel's `children` file; undefined where the kernel has none for a
+ * live process (gVisor), so the caller derives them from every process's parent instead. */
+function readChildrenFile(pid: number): number[] | undefined {
 	try {
 		return parseChildrenList(readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8'))
 	} catch (error) {
-		if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || !existsSync(`/proc/${pid}`)) return []
-		return childrenOf(readAllProcStats(), pid)
+		const gone = (error as NodeJS.ErrnoException).code !== 'ENOENT' || !existsSync(`/proc/${pid}`)
+		return gone ? [] : undefined
 	}
+}
+
+/** `pid`'s children; from a scan of every process's parent where the kernel has no `children`
+ * file (gVisor), so the same agent finds a PTY's shell on every runtime. */
+export function readChildren(pid: number): number[] {
+	return readChildrenFile(pid) ?? childrenOf(readAllProcStats(), pid)
 }
 
 /** The PTY slave `pid` has on stdin, from its fd link or (when that is unreadable) its `tty_nr`. */
@@ -137,7 +143,15 @@ export function readPtySlave(pid: number): string | undefined {
 
 /** Breadth-first search of `root`'s descendants for the first with a PTY slave on stdin. */
 export function findPtyDescendant(root: number): { pid: number; slave: string } | undefined {
-	const queue = readChildren(root)
+	// Where children come from a /proc scan, one scan serves the whole search.
+	let scan: ProcStat[] | undefined
+	const children = (pid: number): number[] => {
+		const listed = readChildrenFile(pid)
+		if (listed !== undefined) return listed
+		scan ??= readAllProcStats()
+		return childrenOf(scan, pid)
+	}
+	const queue = children(root)
 	const seen = new Set<number>()
 	while (queue.length > 0) {
 		const pid = queue.shift()
@@ -145,7 +159,7 @@ export function findPtyDescendant(root: number): { pid: number; slave: string } 
 		seen.add(pid)
 		const slave = readPtySlave(pid)
 		if (slave) return { pid, slave }
-		queue.push(...readChildren(pid))
+		queue.push(...children(pid))
 	}
 	return undefined
 }
