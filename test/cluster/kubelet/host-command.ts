@@ -43,12 +43,22 @@ export function execHost(
 	})
 }
 
-/** `program args…` and its stderr (or why it did not run), for a failure message. */
+/** Output quoted in a failure message: enough to say why, never a tool's whole listing. */
+const MAX_QUOTED_CHARS = 400
+
+/**
+ * `program args…` with its exit code, stderr and stdout (or why it did not run), for a failure
+ * message: some tools (e2fsck) say why on stdout and only "aborting" on stderr.
+ */
 export function describeFailure(
 	program: string,
 	args: readonly string[],
 	result: HostCommandResult,
 ): string {
-	const why = result.stderr || result.failure || `exit code ${String(result.code)}`
+	if (result.failure !== undefined) return `${program} ${args.join(' ')} failed: ${result.failure}`
+	const said = [result.stderr, result.stdout.trim()]
+		.filter((text) => text !== '')
+		.map((text) => (text.length > MAX_QUOTED_CHARS ? `${text.slice(0, MAX_QUOTED_CHARS)}…` : text))
+	const why = [`exit code ${String(result.code)}`, ...said].join(': ')
 	return `${program} ${args.join(' ')} failed: ${why}`
 }

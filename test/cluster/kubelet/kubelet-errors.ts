@@ -56,6 +56,7 @@ export class BlockDiskError extends Error {
 			| 'probe-failed'
 			| 'mkfs-failed'
 			| 'fsck-failed'
+			| 'device-busy'
 			| 'mount-failed'
 			| 'not-ext4',
 		message: string,

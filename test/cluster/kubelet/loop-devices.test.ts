@@ -3,14 +3,20 @@
  * only): never reformat a device that carries a signature, and reap a crashed owner's devices —
  * mounts first — without touching a live owner's or a loop number reused for another file.
  */
-import { execFileSync, spawnSync } from 'node:child_process'
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { reapAbandonedRuns, tempStatePrefix } from '../abandoned-runs.js'
-import { ensureExt4, mountDisk, probeSignature, unmountDisk } from './block-filesystem.js'
+import {
+	ensureExt4,
+	heldByAnotherNamespace,
+	mountDisk,
+	probeSignature,
+	unmountDisk,
+} from './block-filesystem.js'
 import {
 	attachLoop,
 	detachLoop,
@@ -50,6 +56,37 @@ async function attach(name: string): Promise<{ device: string; file: string }> {
 	const entry = { device, file }
 	attached.push(entry)
 	return entry
+}
+
+describe('an e2fsck refusal read as another namespace holding the device', () => {
+	it.each([
+		{ code: 8, stdout: '/dev/loop1 is in use.\n', held: true },
+		{ code: 8, stdout: '/dev/loop1 is mounted.\n', held: false },
+		{ code: 8, stdout: '', held: false },
+		{ code: 4, stdout: '/dev/loop1 is in use.\n', held: false },
+		{ code: 0, stdout: '/dev/loop1: clean', held: false },
+	])('exit $code with "$stdout" → $held', ({ code, stdout, held }) => {
+		expect(heldByAnotherNamespace({ code, stdout, stderr: '' })).toBe(held)
+	})
+})
+
+/**
+ * A process in a mount namespace of its own, created while `mountPoint` is mounted and with
+ * private propagation, so it keeps a copy of that mount after the host unmounts it.
+ */
+async function holdACopyOf(mountPoint: string, seconds: number): Promise<ChildProcess> {
+	const holder = spawn('unshare', ['-m', '--propagation', 'private', 'sleep', String(seconds)], {
+		stdio: 'ignore',
+	})
+	const pid = holder.pid ?? 0
+	for (let tries = 0; tries < 200; tries += 1) {
+		const comm = await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')
+		if (comm.trim() === 'sleep') break
+		await new Promise((resolve) => setTimeout(resolve, 10))
+	}
+	const mounts = await readFile(`/proc/${pid}/mounts`, 'utf8')
+	expect(mounts).toContain(mountPoint)
+	return holder
 }
 
 describe.skipIf(!root)('loop devices and their filesystems (root)', () => {
@@ -163,5 +200,37 @@ describe.skipIf(!root)('loop devices and their filesystems (root)', () => {
 		expect(await mountsOf(device)).toEqual([])
 		expect(await loopBackingFile(device)).not.toBe(file)
 		expect(existsSync(record)).toBe(false)
+	})
+
+	it('checks an ext4 another mount namespace still held when it was unmounted here, once that namespace lets go', async () => {
+		const { device } = await attach('held.img')
+		expect(await ensureExt4(device)).toBe('formatted')
+		const mountPoint = join(dir, 'held-mnt')
+		await mountDisk(device, mountPoint)
+		const holder = await holdACopyOf(mountPoint, 1.5)
+		const exited = new Promise((resolve) => holder.once('exit', resolve))
+		expect(await unmountDisk(mountPoint)).toBe(true)
+		expect(await ensureExt4(device)).toBe('checked')
+		await exited
+	})
+
+	it('names a device still held past the bound as device-busy, not as a damaged filesystem', async () => {
+		const { device } = await attach('stuck.img')
+		expect(await ensureExt4(device)).toBe('formatted')
+		const mountPoint = join(dir, 'stuck-mnt')
+		await mountDisk(device, mountPoint)
+		const holder = await holdACopyOf(mountPoint, 30)
+		try {
+			expect(await unmountDisk(mountPoint)).toBe(true)
+			await expect(ensureExt4(device, 400)).rejects.toMatchObject({
+				name: 'BlockDiskError',
+				reason: 'device-busy',
+				message: expect.stringContaining('is in use'),
+			})
+		} finally {
+			holder.kill('SIGKILL')
+			await new Promise((resolve) => holder.once('exit', resolve))
+		}
+		expect(await ensureExt4(device)).toBe('checked')
 	})
 })
