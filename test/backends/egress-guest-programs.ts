@@ -20,6 +20,28 @@ s.on('close', () => { console.log('closed'); process.exit(0) })
 s.on('error', (e) => { console.log(e.code); process.exit(0) })
 `
 
+/**
+ * A plain HTTP upgrade with node's own client (no proxy support): `HOST SEND`. Prints
+ * `<status> echo: <what came back>` after a switch, `<status>` when refused, or the error code.
+ */
+export const UPGRADE = `
+const http = require('node:http')
+const [host, send] = process.argv.slice(1)
+const req = http.request({ host, port: 80, path: '/ws', headers: { Connection: 'Upgrade', Upgrade: 'echo' } })
+req.setTimeout(5000, () => { console.log('TIMEOUT'); process.exit(0) })
+req.on('upgrade', (res, socket, head) => {
+	let seen = head.toString()
+	socket.on('data', (d) => {
+		seen += d
+		if (seen.length >= send.length) { console.log(res.statusCode + ' echo: ' + seen); process.exit(0) }
+	})
+	socket.write(send)
+})
+req.on('response', (res) => { console.log(String(res.statusCode)); process.exit(0) })
+req.on('error', (e) => { console.log(e.code); process.exit(0) })
+req.end()
+`
+
 /** `NAME`: prints the address it resolves to, or the error code. */
 export const LOOKUP = `require('node:dns').lookup(process.argv[1], (e, a) => console.log(e ? e.code : a))`
 

@@ -27,9 +27,11 @@ import {
 	targetText,
 } from './egress-decision.js'
 import { classifyFirstBytes, type FirstBytes, MAX_EARLY_BYTES } from './first-bytes.js'
-import { type FirstRequestOnly, firstRequestOf } from './first-request-only.js'
+import { firstRequestOf } from './first-request-only.js'
+import { answerUpgradeOn, isUpgradeRequest } from './http-upgrade.js'
 import { type IpAddress, ipAddressText, parseIpAddress } from './ip-address.js'
 import { type RequestHead, readRequestHead, rewriteRequestHead } from './request-head.js'
+import { splice } from './splice.js'
 
 /** Resolves a name to addresses (the proxy's own resolution; a test replaces it). */
 export type EgressLookup = (name: string) => Promise<readonly string[]>
@@ -150,32 +152,15 @@ function dial(address: IpAddress, port: number, timeoutMs: number): Promise<Sock
 	)
 }
 
-/** `client` and `upstream` joined both ways (the client's bytes through `through` when given);
- * either end's close or error ends the other. */
-function splice(
-	client: Duplex,
-	upstream: Duplex,
-	upstreamPiped = false,
-	through?: FirstRequestOnly,
-): void {
-	if (through) client.pipe(through).pipe(upstream)
-	else client.pipe(upstream)
-	if (!upstreamPiped) upstream.pipe(client)
-	const end = () => {
-		client.destroy()
-		upstream.destroy()
-	}
-	through?.once('error', end)
-	for (const side of [client, upstream]) {
-		side.once('error', end)
-		side.once('close', end)
-	}
-}
-
 /** The head of a request to a name target, re-serialized: one request per connection, so a later
- * request on it cannot name another Host unchecked; credentials set when there are any. */
-function rewrittenHead(head: RequestHead, headers: Readonly<Record<string, string>> = {}): Buffer {
-	return rewriteRequestHead(head, { ...headers, Connection: 'close' })
+ * request on it cannot name another Host unchecked; credentials set when there are any. An
+ * upgrade keeps its `upgrade` token: after a `101` the connection carries no more requests. */
+function rewrittenHead(
+	head: RequestHead,
+	headers: Readonly<Record<string, string>> = {},
+	upgrade = false,
+): Buffer {
+	return rewriteRequestHead(head, { ...headers, Connection: upgrade ? 'Upgrade, close' : 'close' })
 }
 
 export async function startEgressProxy(options: EgressProxyOptions): Promise<EgressProxy> {
@@ -308,7 +293,9 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 				return refuse('host', 'upgrade-refused')
 			}
 		}
-		const firstRequest = kind.kind === 'http' ? firstRequestOf(kind.head, bytes) : undefined
+		const upgrade = kind.kind === 'http' && headers === undefined && isUpgradeRequest(kind.head)
+		const firstRequest =
+			kind.kind === 'http' ? firstRequestOf(kind.head, bytes, upgrade) : undefined
 		if (firstRequest instanceof Error) return refuse('host', 'http-body-framing-invalid')
 		const upstream = await dialing.catch((error: unknown) => {
 			throw error instanceof TunnelRefusal
@@ -336,7 +323,8 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 		}
 		client.setTimeout(0)
 		if (kind.kind === 'http' && target.kind === 'name' && firstRequest !== undefined) {
-			upstream.write(rewrittenHead(kind.head, headers))
+			if (upgrade) answerUpgradeOn(upstream, firstRequest.rest)
+			upstream.write(rewrittenHead(kind.head, headers, upgrade))
 			upstream.write(firstRequest.early)
 			allow()
 			splice(client, upstream, headers === undefined, firstRequest.rest)

@@ -3,7 +3,7 @@ import type { LocalSandboxProvider } from '../../../src/backends/local/index.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import type { EgressDecision } from '../../../src/host/egress/egress-decision.js'
 import type { EgressUpstream } from '../../host/egress/upstream-fixture.js'
-import { BRIDGE_CONNECT, CONNECT, LOOKUP } from '../egress-guest-programs.js'
+import { BRIDGE_CONNECT, CONNECT, LOOKUP, UPGRADE } from '../egress-guest-programs.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { type ProxiedProvider, startProxiedProvider } from './proxied-provider.js'
 
@@ -64,6 +64,13 @@ describe.skipIf(skip)('static and resolver egress through the proxy (local tier)
 			},
 		)
 		expect(JSON.parse(result.stdout)).toMatchObject({ path: '/plain' })
+	})
+
+	it('a program upgrading plain HTTP (WebSocket-style) to an allowed name talks over the switched connection', async () => {
+		expect(await node(sandbox, UPGRADE, 'api.example.test', 'over the upgrade')).toBe(
+			'101 echo: over the upgrade',
+		)
+		expect(decisions.at(-1)).toMatchObject({ host: 'api.example.test', port: 80, layer: 'host' })
 	})
 
 	it('DNS for a disallowed name fails, and a connect to it reaches nothing', async () => {

@@ -12,6 +12,7 @@ import {
 	type EgressProxyOptions,
 	startEgressProxy,
 } from '../../../src/host/egress/egress-proxy.js'
+import { MAX_HELD_UPGRADE_BYTES } from '../../../src/host/egress/first-request-only.js'
 import { parseIpAddress } from '../../../src/host/egress/ip-address.js'
 import { readAll } from './egress-test-kit.js'
 import { type EgressUpstream, startEgressUpstream } from './upstream-fixture.js'
@@ -45,6 +46,26 @@ async function until(condition: () => boolean): Promise<void> {
 		await new Promise((resolve) => setTimeout(resolve, 10))
 	}
 }
+
+/** Everything `socket` sends until `text` has arrived (or it ends). */
+function readUntil(socket: Socket, text: string): Promise<string> {
+	return new Promise((resolve) => {
+		let seen = ''
+		const onData = (chunk: Buffer) => {
+			seen += chunk.toString('latin1')
+			if (seen.includes(text)) finish()
+		}
+		const finish = () => {
+			socket.off('data', onData)
+			resolve(seen)
+		}
+		socket.on('data', onData)
+		socket.once('close', finish)
+	})
+}
+
+const upgradeHead = (path: string) =>
+	`GET ${path} HTTP/1.1\r\nHost: api.example.test\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n`
 
 function body(response: string): Record<string, unknown> {
 	return JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4)) as Record<string, unknown>
@@ -228,6 +249,58 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 			layer: 'host',
 			reason: 'http-body-framing-invalid',
 		})
+	})
+
+	it('a plain HTTP upgrade to an allowed name switches protocols and carries bytes both ways after the 101', async () => {
+		const started = await proxy(['api.example.test'])
+		const { socket } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:80 HTTP/1.1\r\n\r\n',
+		)
+		socket.write(upgradeHead('/ws'))
+		expect(await readUntil(socket, '\r\n\r\n')).toMatch(/^HTTP\/1\.1 101 /)
+		socket.write('after the switch')
+		expect(await readUntil(socket, 'after the switch')).toBe('after the switch')
+		socket.destroy()
+	})
+
+	it('bytes sent right behind an upgrade request wait for the 101, then arrive in order', async () => {
+		const started = await proxy(['api.example.test'])
+		const { socket } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:80 HTTP/1.1\r\n\r\n',
+		)
+		socket.write(`${upgradeHead('/slow')}early bytes`)
+		setTimeout(() => socket.write(' and later ones'), 100)
+		const seen = await readUntil(socket, 'later ones')
+		expect(seen).toMatch(/^HTTP\/1\.1 101 [\s\S]*\r\n\r\nearly bytes and later ones$/)
+		socket.destroy()
+	})
+
+	it('an upgrade the upstream refuses seals the tunnel: nothing after the request reaches it', async () => {
+		const started = await proxy(['api.example.test'])
+		const { socket } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:80 HTTP/1.1\r\n\r\n',
+		)
+		socket.write(`${upgradeHead('/refuse')}GET /two HTTP/1.1\r\nHost: other.example.test\r\n\r\n`)
+		setTimeout(() => socket.end(), 300)
+		const response = await readAll(socket)
+		expect(response).toMatch(/^HTTP\/1\.1 400 /)
+		expect(response.match(/HTTP\/1\.1 /g)).toHaveLength(1)
+		expect(response).not.toContain('/two')
+	})
+
+	it('ends a tunnel whose client sends more than the held bound before the upgrade is answered', async () => {
+		const started = await proxy(['api.example.test'])
+		const { socket } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:80 HTTP/1.1\r\n\r\n',
+		)
+		socket.on('error', () => undefined)
+		socket.write(upgradeHead('/slow'))
+		socket.write(Buffer.alloc(MAX_HELD_UPGRADE_BYTES + 1, 0x61))
+		expect(await readAll(socket)).not.toContain('101')
 	})
 
 	it('refuses an IP literal no CIDR rule covers, and reaches one a rule does', async () => {

@@ -1,6 +1,7 @@
 // The upstreams of the egress tests, run inside a stand-in internet namespace: HTTP on 80 and
 // HTTPS on 443 answer the request they saw as JSON (Host, path, header fields); 5432 echoes raw
-// bytes; 2222 speaks first (a banner), like SSH or SMTP. Certificates come from a JSON file
+// bytes; 2222 speaks first (a banner), like SSH or SMTP. An upgrade to `echo` on 80 is answered
+// `101` and then echoes (at `/slow` after 500 ms); at `/refuse` it is answered `400`. Certificates come from a JSON file
 // `{ "<name>": { key, cert } }`; argv: <certs.json> <address>.
 import { readFileSync } from 'node:fs'
 import { createServer as createHttp } from 'node:http'
@@ -31,8 +32,23 @@ const answer = (request, response) => {
 		)
 	})
 }
+const plain = createHttp(answer)
+plain.on('upgrade', (request, socket, head) => {
+	socket.on('error', () => {})
+	if (request.url === '/refuse' || request.headers.upgrade !== 'echo') {
+		socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n')
+		return
+	}
+	const accept = () => {
+		socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n')
+		if (head.length > 0) socket.write(head)
+		socket.pipe(socket)
+	}
+	if (request.url === '/slow') setTimeout(accept, 500)
+	else accept()
+})
 const servers = [
-	[createHttp(answer), 80],
+	[plain, 80],
 	[
 		createHttps(
 			{
