@@ -1,3 +1,7 @@
+import {
+	type ContainerEgressSupport,
+	containerEgressSupport,
+} from '../backends/container/container-egress-support.js'
 import type { ContainerRuntimeReport } from '../backends/container/runtime-probe.js'
 import { probeContainerRuntimes } from '../backends/container/runtime-probe.js'
 import {
@@ -34,6 +38,7 @@ export function formatIsolationReport(report: LocalIsolationReport): string {
 		`  ${mark(report.agentReach)} agent reach       ${report.agentReach.detail}`,
 		`  ${mark(report.network.denyAll)} egress deny-all   default: loopback only, no route anywhere`,
 		`  ${mark(report.network.allowAll)} egress allow-all  ${report.network.allowAll.detail}`,
+		`  ${mark(report.network.proxied)} egress static     static and resolver: ${report.network.proxied.detail}`,
 		`  ${mark(report.cgroups.memory)} memory limits     ${report.cgroups.memory.detail} (memoryLimitMb)`,
 		`  ${mark(report.cgroups.pids)} process limits    ${report.cgroups.pids.detail} (maxProcesses)`,
 		`  ${mark(report.cgroups.cpu)} cpu limits        ${report.cgroups.cpu.detail} (cpuLimit, cpu share)`,
@@ -52,16 +57,34 @@ export function formatIsolationReport(report: LocalIsolationReport): string {
 	return `${lines.join('\n')}\n`
 }
 
-/** The container tier's runtimes, one line each: works, or why not and what to do (pure). */
-export function formatContainerRuntimes(reports: readonly ContainerRuntimeReport[]): string {
+/** A runtime's egress, after its line: what it serves, and each kind refused with why. */
+function egressLines(support: ContainerEgressSupport): string[] {
+	const byWhy = new Map<string, string[]>()
+	for (const { kind, why } of support.refused) byWhy.set(why, [...(byWhy.get(why) ?? []), kind])
+	return [
+		`         egress ${support.served.join(', ')}`,
+		...[...byWhy].map(([why, kinds]) => `         no ${kinds.join(', ')}: ${why}`),
+	]
+}
+
+/**
+ * The container tier's runtimes, one line each: works, or why not and what to do; for one that
+ * works, the egress kinds it serves here (pure).
+ */
+export function formatContainerRuntimes(
+	reports: readonly (ContainerRuntimeReport & { readonly egress?: ContainerEgressSupport })[],
+): string {
 	const lines = ['container tier runtimes (backend.runtime):']
 	for (const report of reports) {
 		const name = report.runtime.padEnd(6)
-		lines.push(
-			report.works
-				? `  ok   ${name} ${report.path}: ${report.detail}`
-				: `  NO   ${name} ${report.path}: ${report.detail}${report.fix ? ` (${report.fix})` : ''}`,
-		)
+		if (!report.works) {
+			lines.push(
+				`  NO   ${name} ${report.path}: ${report.detail}${report.fix ? ` (${report.fix})` : ''}`,
+			)
+			continue
+		}
+		lines.push(`  ok   ${name} ${report.path}: ${report.detail}`)
+		if (report.egress) lines.push(...egressLines(report.egress))
 	}
 	return `${lines.join('\n')}\n`
 }
@@ -72,7 +95,10 @@ export function formatContainerRuntimes(reports: readonly ContainerRuntimeReport
  */
 export async function doctorCommand(options: { readonly json: boolean }): Promise<number> {
 	const report = await describeLocalIsolation({ tier: 'process', ...cliBubblewrap() })
-	const containerRuntimes = await probeContainerRuntimes()
+	const containerRuntimes = (await probeContainerRuntimes()).map((runtime) => ({
+		...runtime,
+		egress: containerEgressSupport(runtime.runtime, report.network),
+	}))
 	process.stdout.write(
 		options.json
 			? `${JSON.stringify({ ...report, containerRuntimes }, null, 2)}\n`

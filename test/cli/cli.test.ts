@@ -119,6 +119,12 @@ describe.skipIf(!hasBwrap && !process.env.CI)('namzu-sandbox CLI', () => {
 		)
 		expect(run.stdout).toContain('container tier runtimes (backend.runtime):')
 		expect(run.stdout).toMatch(/^ {2}(ok|NO) {3}runc /m)
+		expect(run.stdout).toMatch(/ok {3}egress static {5}static and resolver: /)
+		if (/^ {2}ok {3}runsc /m.test(run.stdout)) {
+			expect(run.stdout).toMatch(
+				/runsc .*\n {9}egress deny-all\n {9}no allow-all, static, resolver: /,
+			)
+		}
 		const json = await cli(['doctor', '--json'])
 		expect(JSON.parse(json.stdout)).toMatchObject({
 			ready: true,
@@ -126,6 +132,8 @@ describe.skipIf(!hasBwrap && !process.env.CI)('namzu-sandbox CLI', () => {
 			network: { defaultEgress: 'deny-all' },
 			defaultLimits: { mode: 'required', maxProcesses: 512 },
 		})
+		const runtimes = JSON.parse(json.stdout).containerRuntimes as { egress?: unknown }[]
+		expect(runtimes.every((runtime) => typeof runtime.egress === 'object')).toBe(true)
 	})
 
 	it.skipIf(!hasTmux && !process.env.CI)(

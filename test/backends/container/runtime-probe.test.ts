@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest'
+import { containerEgressSupport } from '../../../src/backends/container/container-egress-support.js'
+import { RUNSC_EGRESS_REASON } from '../../../src/backends/container/container-sandbox-spec.js'
 import {
 	probeContainerRuntimes,
 	type RuntimeProbeFacts,
@@ -79,6 +81,69 @@ describe('runtimeVerdict', () => {
 		).toBe(
 			'container tier runtimes (backend.runtime):\n  ok   runc   /usr/sbin/runc: ran /bin/true in a container\n  NO   runsc  /usr/bin/runsc: not installed (apt-get install -y runsc)\n',
 		)
+	})
+
+	it('lists under a working runtime the egress kinds it serves, and each refused one with why', () => {
+		expect(
+			formatContainerRuntimes([
+				{
+					runtime: 'crun',
+					path: '/usr/bin/crun',
+					works: true,
+					detail: 'ran /bin/true in a container',
+					egress: containerEgressSupport('crun', {
+						allowAll: { ok: false, detail: 'slirp4netns is missing' },
+						proxied: { ok: true, detail: 'capture route' },
+					}),
+				},
+			]),
+		).toBe(
+			'container tier runtimes (backend.runtime):\n  ok   crun   /usr/bin/crun: ran /bin/true in a container\n         egress deny-all, static, resolver\n         no allow-all: slirp4netns is missing\n',
+		)
+	})
+})
+
+describe('the egress kinds a container runtime serves here', () => {
+	const ok = { ok: true, detail: 'fine' }
+	const no = (detail: string) => ({ ok: false, detail })
+	it.each([
+		[
+			'runc, every tool present',
+			'runc',
+			ok,
+			ok,
+			['deny-all', 'allow-all', 'static', 'resolver'],
+			[],
+		],
+		[
+			'crun without slirp4netns',
+			'crun',
+			no('no slirp'),
+			ok,
+			['deny-all', 'static', 'resolver'],
+			['allow-all'],
+		],
+		[
+			'runc without nsenter',
+			'runc',
+			ok,
+			no('no nsenter'),
+			['deny-all', 'allow-all'],
+			['static', 'resolver'],
+		],
+		[
+			'runsc, whatever the tools',
+			'runsc',
+			ok,
+			ok,
+			['deny-all'],
+			['allow-all', 'static', 'resolver'],
+		],
+	] as const)('%s', (_case, runtime, allowAll, proxied, served, refused) => {
+		const support = containerEgressSupport(runtime, { allowAll, proxied })
+		expect(support.served).toEqual(served)
+		expect(support.refused.map((entry) => entry.kind)).toEqual(refused)
+		if (runtime === 'runsc') expect(support.refused[0]?.why).toBe(RUNSC_EGRESS_REASON)
 	})
 })
 
