@@ -7,6 +7,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -17,6 +18,18 @@ import { newExecutionId, reserve } from './execution-kit.js'
 
 const NOBODY = 65534
 const isRoot = process.getuid?.() === 0
+
+/** Waits until `pid` runs `sleep` with real uid 0 (setpriv has done its work). */
+async function untilRootSleep(pid: number): Promise<void> {
+	for (let waited = 0; waited < 30_000; waited += 20) {
+		const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '')
+		const name = /^Name:\s+(\S+)/m.exec(status)?.[1]
+		const realUid = /^Uid:\s+(\d+)/m.exec(status)?.[1]
+		if (name === 'sleep' && realUid === '0') return
+		await new Promise((resolve) => setTimeout(resolve, 20))
+	}
+	throw new Error(`process ${pid} never became root's sleep`)
+}
 
 describe.skipIf(!isRoot)('the retiring fence after an unconfirmable cancellation', () => {
 	let dir = ''
@@ -95,6 +108,9 @@ describe.skipIf(!isRoot)('the retiring fence after an unconfirmable cancellation
 		const line = await run.waitFor((event) => event.type === 'stdout_delta')
 		survivorPid = Number(/survivor (\d+)/.exec(String(line.data))?.[1])
 		expect(survivorPid).toBeGreaterThan(0)
+		// `$!` is known at the fork; until setpriv has switched its real uid to root the agent can
+		// still kill it, so the cancel is sent only once the survivor really is root's `sleep`.
+		await untilRootSleep(survivorPid)
 
 		const cancel = await rawRequest(address, { op: 'cancel-execution', body: { executionId: id } })
 		expect(cancel.frames[0]).toMatchObject({ ok: false, error: 'cancellation_unconfirmed' })
