@@ -42,6 +42,29 @@ req.on('error', (e) => { console.log(e.code); process.exit(0) })
 req.end()
 `
 
+/**
+ * A reader that stalls near the end of a stream the server ends: `HOST PORT TOTAL`. Reads until 32
+ * MiB of `TOTAL` are left, stops reading for a second (every buffer on the way fills and the server
+ * has sent its last byte and closed), then reads to the end and prints the byte count.
+ */
+export const SLOW_DRAIN = `
+const net = require('node:net')
+const [host, port, total] = process.argv.slice(1)
+const s = net.connect(Number(port), host)
+let bytes = 0
+let stalled = false
+s.on('data', (d) => {
+	bytes += d.length
+	if (!stalled && bytes >= Number(total) - 32 * 1024 * 1024) {
+		stalled = true
+		s.pause()
+		setTimeout(() => s.resume(), 1000)
+	}
+})
+s.on('end', () => { console.log(String(bytes)); process.exit(0) })
+s.on('error', (e) => { console.log(e.code + ' after ' + bytes); process.exit(0) })
+`
+
 /** `NAME`: prints the address it resolves to, or the error code. */
 export const LOOKUP = `require('node:dns').lookup(process.argv[1], (e, a) => console.log(e ? e.code : a))`
 

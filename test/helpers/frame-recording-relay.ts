@@ -7,6 +7,7 @@
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import { parseFramePayload } from '../../src/wire/frame.js'
 import { FrameReader } from '../../src/wire/frame-reader.js'
+import { spliceTunnel } from '../../src/wire/tunnel-splice.js'
 
 export type Frame = Record<string, unknown>
 
@@ -65,10 +66,7 @@ export async function startFrameRecordingRelay(targetPort: number): Promise<Fram
 		const guestFrames = recorder(connection.fromGuest)
 		host.on('data', hostFrames)
 		guest.on('data', guestFrames)
-		host.pipe(guest)
-		guest.pipe(host)
-		host.on('close', () => guest.destroy())
-		guest.on('close', () => host.destroy())
+		spliceTunnel(host, guest)
 	})
 	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
 	const address = server.address()

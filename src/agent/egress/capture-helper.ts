@@ -10,6 +10,7 @@
 import { createSocket, type Socket as Socket4 } from 'node:dgram'
 import { connect, createServer, type Server, type Socket } from 'node:net'
 import { CONNECT_METHOD, isFakeIp, RESOLVE_METHOD } from '../../wire/egress-bridge.js'
+import { spliceTunnel } from '../../wire/tunnel-splice.js'
 import { dnsAnswer, dnsFormatError, readDnsQuestion } from './dns-message.js'
 import type { EgressCaptureConfig } from './egress-capture-config.js'
 import { FakeIpAllocator } from './fake-ip-allocator.js'
@@ -148,11 +149,7 @@ export async function startCaptureHelper(
 		}
 		const { socket, rest } = opened
 		if (rest.length > 0) client.write(rest)
-		socket.on('error', () => client.destroy())
-		client.on('close', () => socket.destroy())
-		socket.on('close', () => client.destroy())
-		client.pipe(socket)
-		socket.pipe(client)
+		spliceTunnel(client, socket)
 		client.resume()
 		socket.resume()
 	}

@@ -4,7 +4,7 @@
  * guard for `allow-all`, the capture route for `static` / `resolver`); gVisor serves `deny-all`
  * only. Pure: the local tier's network checks are its input.
  */
-import type { LocalNetworkReport } from '../local/describe-local-bounds.js'
+import type { IsolationCheck } from '../local/index.js'
 import { RUNSC_EGRESS_REASON } from './container-sandbox-spec.js'
 import type { ContainerRuntime } from './runtime-argv.js'
 
@@ -17,7 +17,7 @@ export interface ContainerEgressSupport {
 
 export function containerEgressSupport(
 	runtime: ContainerRuntime,
-	network: Pick<LocalNetworkReport, 'allowAll' | 'proxied'>,
+	network: { readonly allowAll: IsolationCheck; readonly proxied: IsolationCheck },
 ): ContainerEgressSupport {
 	if (runtime === 'runsc') {
 		return {

@@ -13,6 +13,7 @@ import { chmod, unlink } from 'node:fs/promises'
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net'
 import { Duplex, PassThrough } from 'node:stream'
 import { TLSSocket, connect as tlsConnect } from 'node:tls'
+import { spliceTunnel } from '../../wire/tunnel-splice.js'
 import type { EgressRule } from './allowed-hosts.js'
 import { type BridgeRequest, readBridgeRequest } from './bridge-request.js'
 import { createEgressCa, type EgressCa } from './egress-ca.js'
@@ -31,7 +32,6 @@ import { firstRequestOf } from './first-request-only.js'
 import { answerUpgradeOn, isUpgradeRequest } from './http-upgrade.js'
 import { type IpAddress, ipAddressText, parseIpAddress } from './ip-address.js'
 import { type RequestHead, readRequestHead, rewriteRequestHead } from './request-head.js'
-import { splice } from './splice.js'
 
 /** Resolves a name to addresses (the proxy's own resolution; a test replaces it). */
 export type EgressLookup = (name: string) => Promise<readonly string[]>
@@ -327,12 +327,15 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 			upstream.write(rewrittenHead(kind.head, headers, upgrade))
 			upstream.write(firstRequest.early)
 			allow()
-			splice(client, upstream, headers === undefined, firstRequest.rest)
+			spliceTunnel(client, upstream, {
+				upstreamPiped: headers === undefined,
+				through: firstRequest.rest,
+			})
 			return
 		}
 		upstream.write(bytes)
 		allow()
-		splice(client, upstream, headers === undefined)
+		spliceTunnel(client, upstream, { upstreamPiped: headers === undefined })
 	}
 
 	/** TLS terminated for a host with credentials: verify the upstream, then rewrite each head. */
@@ -405,7 +408,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 		client.setTimeout(0)
 		upstream.write(rewrittenHead(head, headers))
 		upstream.write(firstRequest.early)
-		splice(guestSide, upstream, false, firstRequest.rest)
+		spliceTunnel(guestSide, upstream, { through: firstRequest.rest })
 	}
 
 	const handle = (client: Socket) => {

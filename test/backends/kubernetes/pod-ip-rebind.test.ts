@@ -36,8 +36,9 @@ async function relay(host: string, port: number, targetPort: number): Promise<Re
 			inbound.destroy()
 			outbound.destroy()
 		}
-		inbound.on('error', drop).on('close', drop)
-		outbound.on('error', drop).on('close', drop)
+		// A clean close lets the other side flush what it still holds; only an error cuts both.
+		inbound.on('error', drop).on('close', () => outbound.end())
+		outbound.on('error', drop).on('close', () => inbound.end())
 	})
 	await new Promise<void>((resolve, reject) => {
 		server.once('error', reject)

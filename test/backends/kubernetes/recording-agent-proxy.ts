@@ -62,13 +62,19 @@ export async function startRecordingAgentProxy(
 		const drop = () => {
 			client.destroy()
 			upstream.destroy()
-			sockets.delete(client)
-			sockets.delete(upstream)
 		}
 		client.on('error', drop)
 		upstream.on('error', drop)
-		client.on('close', drop)
-		upstream.on('close', drop)
+		// A side that closed cleanly lets the other flush what it still has queued before it ends:
+		// destroying it here would cut off the tail of an answer written under backpressure.
+		client.on('close', () => {
+			sockets.delete(client)
+			upstream.end()
+		})
+		upstream.on('close', () => {
+			sockets.delete(upstream)
+			client.end()
+		})
 	})
 	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
 	const address = server.address()

@@ -3,7 +3,7 @@ import type { LocalSandboxProvider } from '../../../src/backends/local/index.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import type { EgressDecision } from '../../../src/host/egress/egress-decision.js'
 import type { EgressUpstream } from '../../host/egress/upstream-fixture.js'
-import { BRIDGE_CONNECT, CONNECT, LOOKUP, UPGRADE } from '../egress-guest-programs.js'
+import { BRIDGE_CONNECT, CONNECT, LOOKUP, SLOW_DRAIN, UPGRADE } from '../egress-guest-programs.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { type ProxiedProvider, startProxiedProvider } from './proxied-provider.js'
 
@@ -26,7 +26,10 @@ describe.skipIf(skip)('static and resolver egress through the proxy (local tier)
 		fixture = await startProxiedProvider()
 		;({ upstream, provider } = fixture)
 		sandbox = await provider.create({
-			egress: { kind: 'static', allowedHosts: ['api.example.test', 'api.example.test:5432'] },
+			egress: {
+				kind: 'static',
+				allowedHosts: ['api.example.test', 'api.example.test:5432', 'api.example.test:9000'],
+			},
 			onEgressDecision: (decision) => decisions.push(decision),
 		})
 	}, 60_000)
@@ -71,6 +74,12 @@ describe.skipIf(skip)('static and resolver egress through the proxy (local tier)
 			'101 echo: over the upgrade',
 		)
 		expect(decisions.at(-1)).toMatchObject({ host: 'api.example.test', port: 80, layer: 'host' })
+	})
+
+	it('a slow reader gets every byte of a stream the upstream ends, up to its last', async () => {
+		// The upstream sends 64 MiB and closes; the workload stalls for a second 32 MiB before the end.
+		const total = String(64 * 1024 * 1024)
+		expect(await node(sandbox, SLOW_DRAIN, 'api.example.test', '9000', total)).toBe(total)
 	})
 
 	it('DNS for a disallowed name fails, and a connect to it reaches nothing', async () => {

@@ -14,6 +14,7 @@ import { AgentSessionDetachedError } from '../../../src/host/sessions/session-er
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import { SESSIONS_FEATURE } from '../../../src/wire/features.js'
 import { encodeFrame } from '../../../src/wire/frame.js'
+import { spliceTunnel } from '../../../src/wire/tunnel-splice.js'
 import { type StartedAgent, startAgent } from '../../helpers/agent-process.js'
 import { type FakeAgent, healthzReply, reply, startFakeAgent } from '../fake-agent-server.js'
 
@@ -87,10 +88,7 @@ async function startRelay(): Promise<{
 			socket.on('error', () => undefined)
 			socket.on('close', () => sockets.delete(socket))
 		}
-		client.pipe(upstream)
-		upstream.pipe(client)
-		client.on('close', () => upstream.destroy())
-		upstream.on('close', () => client.destroy())
+		spliceTunnel(client, upstream)
 	})
 	await new Promise<void>((resolve) => server.listen(path, resolve))
 	return {
