@@ -333,6 +333,8 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
 			})
 			return
 		}
+		// TLS, other protocols, and HTTP to an address target: the address alone decides where the
+		// bytes go (no Host can route them elsewhere), so they pass as sent.
 		upstream.write(bytes)
 		allow()
 		spliceTunnel(client, upstream, { upstreamPiped: headers === undefined })
