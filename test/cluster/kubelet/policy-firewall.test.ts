@@ -20,7 +20,7 @@ const policy = (name: string, spec: object, namespace = 'ns') => ({
 const input = (policies: object[]): FirewallInput => ({ pod, policies, namespaces, pods: peers })
 
 describe('renderPodFirewall', () => {
-	it('only removes the table for a pod no policy selects (another namespace, another label)', () => {
+	it('gives a pod no policy selects (another namespace, another label) chains that accept everything, tracking connections', () => {
 		const script = renderPodFirewall(
 			input([
 				policy('other-ns', { podSelector: {}, policyTypes: ['Egress'] }, 'elsewhere'),
@@ -30,7 +30,25 @@ describe('renderPodFirewall', () => {
 				}),
 			]),
 		)
-		expect(script).toBe('table inet namzu_policy {}\ndelete table inet namzu_policy\n')
+		expect(script).toBe(
+			[
+				'table inet namzu_policy {}',
+				'delete table inet namzu_policy',
+				'table inet namzu_policy {',
+				'\tchain ingress {',
+				'\t\ttype filter hook input priority 0; policy accept;',
+				'\t\tct state established,related accept',
+				'\t\tiif lo accept',
+				'\t}',
+				'\tchain egress {',
+				'\t\ttype filter hook output priority 0; policy accept;',
+				'\t\tct state established,related accept',
+				'\t\toif lo accept',
+				'\t}',
+				'}',
+				'',
+			].join('\n'),
+		)
 	})
 
 	it('drops egress for an egress-isolated pod, allowing the union of the rules, replies and loopback', () => {

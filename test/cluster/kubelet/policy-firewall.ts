@@ -163,14 +163,17 @@ function direction(input: FirewallInput, which: 'Ingress' | 'Egress'): Direction
 }
 
 /**
- * The script for one pod: it replaces the table whole (create, delete, recreate), or only deletes
- * it when no policy selects the pod. `undefined` never: an unselected pod gets the delete.
+ * The script for one pod: it replaces the table whole (create, delete, recreate) in one
+ * transaction. A pod no policy selects still gets the table, both chains accepting: its rules
+ * match on conntrack state, so connection tracking runs in the pod's namespace from its first
+ * packet. Without it, a connection opened while nothing selected the pod is untracked, and once a
+ * policy isolates the pod its next packet is picked up mid-stream as `new` — the reply to an
+ * allowed connection would be dropped, which no real CNI does.
  */
 export function renderPodFirewall(input: FirewallInput): string {
 	const ingress = direction(input, 'Ingress')
 	const egress = direction(input, 'Egress')
 	const reset = [`table inet ${FIREWALL_TABLE} {}`, `delete table inet ${FIREWALL_TABLE}`]
-	if (!ingress.isolated && !egress.isolated) return `${reset.join('\n')}\n`
 	const chain = (name: string, hook: string, iface: string, rules: Direction) => [
 		`\tchain ${name} {`,
 		`\t\ttype filter hook ${hook} priority 0; policy ${rules.isolated ? 'drop' : 'accept'};`,
