@@ -121,10 +121,13 @@ function readChildrenFile(pid: number): number[] | undefined {
 	}
 }
 
-/** `pid`'s children; from a scan of every process's parent where the kernel has no `children`
- * file (gVisor), so the same agent finds a PTY's shell on every runtime. */
-export function readChildren(pid: number): number[] {
-	return readChildrenFile(pid) ?? childrenOf(readAllProcStats(), pid)
+/** `pid`'s children; from a scan of every process's parent (`allStats`) where the kernel has no
+ * `children` file (gVisor), so the same agent finds a PTY's shell on every runtime. */
+export function readChildren(
+	pid: number,
+	allStats: () => Iterable<ProcStat> = readAllProcStats,
+): number[] {
+	return readChildrenFile(pid) ?? childrenOf(allStats(), pid)
 }
 
 /** The PTY slave `pid` has on stdin, from its fd link or (when that is unreadable) its `tty_nr`. */
@@ -145,12 +148,11 @@ export function readPtySlave(pid: number): string | undefined {
 export function findPtyDescendant(root: number): { pid: number; slave: string } | undefined {
 	// Where children come from a /proc scan, one scan serves the whole search.
 	let scan: ProcStat[] | undefined
-	const children = (pid: number): number[] => {
-		const listed = readChildrenFile(pid)
-		if (listed !== undefined) return listed
+	const allStats = () => {
 		scan ??= readAllProcStats()
-		return childrenOf(scan, pid)
+		return scan
 	}
+	const children = (pid: number) => readChildren(pid, allStats)
 	const queue = children(root)
 	const seen = new Set<number>()
 	while (queue.length > 0) {

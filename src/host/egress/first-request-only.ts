@@ -43,20 +43,23 @@ export class FirstRequestOnly extends Transform {
 
 	/** The upstream switched protocols: everything held and everything after goes through. */
 	release(): void {
-		if (this.#after !== 'hold') return
-		this.#after = 'pass'
-		const held = Buffer.concat(this.#held)
-		this.#held = []
-		this.#heldBytes = 0
+		const held = this.#settle('pass')
 		if (held.length > 0) this.push(held)
 	}
 
 	/** The upstream answered without switching: nothing after the first request is ever sent. */
 	seal(): void {
-		if (this.#after !== 'hold') return
-		this.#after = 'drop'
+		this.#settle('drop')
+	}
+
+	/** Leaves `hold` for `after` (once), handing back what was held. */
+	#settle(after: 'pass' | 'drop'): Buffer {
+		if (this.#after !== 'hold') return Buffer.alloc(0)
+		this.#after = after
+		const held = Buffer.concat(this.#held)
 		this.#held = []
 		this.#heldBytes = 0
+		return held
 	}
 
 	#afterFirst(bytes: Buffer): Buffer | Error {
