@@ -264,8 +264,14 @@ describe('a real workspace: suspendKubernetesWorkspace, refresh() and refreshPod
 		expect(recorder.requests.filter((r) => !r.startsWith('GET '))).toEqual([
 			`PATCH ${sandboxesPath()}/namzu-ws-foreign`,
 		])
+		// Stopped: gone, replaced, or still listed in a terminal phase (the kubelet records the
+		// exit before the object is removed, and a terminal pod runs nothing).
 		const pod = await h.cluster.api.find<KubeObject>(paths.pod(h.namespace, 'namzu-ws-foreign'))
-		expect(pod === undefined || pod.metadata.uid !== podBefore).toBe(true)
+		const stopped =
+			pod === undefined ||
+			pod.metadata.uid !== podBefore ||
+			['Succeeded', 'Failed'].includes(String(pod.status?.phase))
+		expect(stopped, `pod after the suspend: ${JSON.stringify(pod?.status)}`).toBe(true)
 		// The first handle still believes it runs until it re-reads.
 		expect(first.suspended).toBe(false)
 		await first.refresh()

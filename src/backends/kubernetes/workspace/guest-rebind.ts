@@ -7,6 +7,7 @@
  * never followed; and an object somebody suspended is a suspension the handle adopts.
  */
 import type { KubernetesObject } from '../kubernetes-objects.js'
+import { isPodStopped } from './live-pod.js'
 
 export type RefusedCallDecision =
 	| { readonly kind: 'rebind'; readonly podUid: string; readonly host: string }
@@ -28,13 +29,9 @@ export interface RefusedCallObservation {
 	readonly addressOf: (pod: KubernetesObject) => string | undefined
 }
 
-const TERMINAL_PHASES: readonly string[] = ['Succeeded', 'Failed']
-
 /** True for a pod that can serve: not being deleted, not in a terminal phase. */
 export function isServingPod(pod: KubernetesObject): boolean {
-	if (pod.metadata.deletionTimestamp !== undefined) return false
-	const phase = pod.status?.phase
-	return !(typeof phase === 'string' && TERMINAL_PHASES.includes(phase))
+	return pod.metadata.deletionTimestamp === undefined && !isPodStopped(pod)
 }
 
 export function decideAfterRefusal(observation: RefusedCallObservation): RefusedCallDecision {
