@@ -4,6 +4,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { condition, createTestNamespace, type KubeObject, waitObject } from './cluster-objects.js'
 import { KubeApi } from './kube-api.js'
+import { KubeletFaultError } from './kubelet/index.js'
 import { directSandbox, paths } from './sandbox-fixtures.js'
 import { startTestCluster, type TestCluster } from './test-cluster.js'
 
@@ -104,5 +105,51 @@ describe('pod faults through cluster.faults.pods', () => {
 		)
 		expect(after.metadata.uid).toBe(before.metadata.uid)
 		await waitObject(cluster.api, paths.sandbox(ns, 'killed'), 'Sandbox Ready', ready)
+	})
+
+	it('marking a pod the kubelet already bound is refused as already-scheduled', async () => {
+		const ns = await createTestNamespace(cluster.api, 'faults')
+		await cluster.api.create(paths.sandboxes(ns), directSandbox('bound', { workspace: false }))
+		await waitObject(cluster.api, paths.pod(ns, 'bound'), 'pod bound', (pod) =>
+			Boolean(pod.spec?.nodeName),
+		)
+		const refused = await cluster.faults.pods
+			.markUnschedulable({ namespace: ns, name: 'bound' })
+			.catch((error: unknown) => error)
+		expect(refused).toBeInstanceOf(KubeletFaultError)
+		expect(refused).toMatchObject({ reason: 'already-scheduled' })
+	})
+
+	it('a namespace fault reaches a pod named only after it was set, and lifting it lets the pod run', async () => {
+		const ns = await createTestNamespace(cluster.api, 'faults')
+		const lift = cluster.faults.pods.faultNamespace(ns, 'unschedulable')
+		await cluster.api.create(paths.sandboxes(ns), directSandbox('later', { workspace: false }))
+		const held = await waitObject(
+			cluster.api,
+			paths.pod(ns, 'later'),
+			'pod PodScheduled=False',
+			(pod) => condition(pod, 'PodScheduled')?.reason === 'Unschedulable',
+		)
+		expect(held.spec?.nodeName ?? '').toBe('')
+		lift()
+		const ready = (object: KubeObject) => condition(object, 'Ready')?.status === 'True'
+		await waitObject(cluster.api, paths.sandbox(ns, 'later'), 'Sandbox Ready', ready)
+	})
+
+	it('a namespace image-pull fault fails the pods of that namespace only', async () => {
+		const ns = await createTestNamespace(cluster.api, 'faults')
+		const other = await createTestNamespace(cluster.api, 'faults')
+		const lift = cluster.faults.pods.faultNamespace(ns, 'image-pull')
+		try {
+			await cluster.api.create(paths.sandboxes(ns), directSandbox('pull', { workspace: false }))
+			await cluster.api.create(paths.sandboxes(other), directSandbox('pull', { workspace: false }))
+			await waitObject(cluster.api, paths.pod(ns, 'pull'), 'pod ErrImagePull', (pod) =>
+				JSON.stringify(pod.status?.containerStatuses).includes('"reason":"ErrImagePull"'),
+			)
+			const ready = (object: KubeObject) => condition(object, 'Ready')?.status === 'True'
+			await waitObject(cluster.api, paths.sandbox(other, 'pull'), 'Sandbox Ready', ready)
+		} finally {
+			lift()
+		}
 	})
 })

@@ -9,6 +9,7 @@ import {
 	KubernetesApiTimeoutError,
 	KubernetesPrivilegeProbeError,
 	readKubernetesTaskCapacity,
+	type Sandbox,
 } from '../../../src/index.js'
 import { isReady, type KubeObject, waitGone, waitObject } from '../../cluster/cluster-objects.js'
 import { directSandbox, paths } from '../../cluster/sandbox-fixtures.js'
@@ -33,13 +34,22 @@ const liveSandboxes = async (): Promise<readonly KubeObject[]> =>
 		(sandbox) => sandbox.metadata.deletionTimestamp === undefined,
 	)
 
-/** Runs `act` on the first Sandbox object that appears while `acquire` runs (polled every 10 ms). */
-async function duringAcquire<T>(
-	acquire: () => Promise<T>,
+/**
+ * Runs `act` on the first Sandbox object that appears while `acquire` runs (polled every 10 ms).
+ * An acquire that succeeds after all is left to the harness to destroy, so one failed case does
+ * not leave a Sandbox behind for the next.
+ */
+async function duringAcquire(
+	acquire: () => Promise<Sandbox>,
 	act: (name: string) => Promise<void>,
 ): Promise<{ error: unknown; elapsedMs: number; name: string }> {
 	const known = new Set((await listSandboxes(h.cluster, h.namespace)).map((s) => s.metadata.name))
-	const pending = rejection(acquire())
+	const pending = rejection(
+		acquire().then((sandbox) => {
+			open.push(sandbox)
+			return sandbox
+		}),
+	)
 	const name = await waitFor(
 		'the acquire to create its Sandbox',
 		async () =>
@@ -138,24 +148,36 @@ describe('Kubernetes task sandboxes without a pool', () => {
 		expect(await sandbox.exec('true')).toMatchObject({ exitCode: 0 })
 	})
 
+	// The pod's name is the acquire's to choose, so the fault covers the namespace from before the
+	// POST: marking the pod once it shows lost the race to the kubelet binding it on a loaded host.
 	it('a pod that is never scheduled is diagnosed as capacity after the budget, and the Sandbox is deleted', async () => {
-		const { error, name } = await duringAcquire(
-			() => h.provider({ readyTimeoutMs: 4_000 }).create(),
-			(pod) => h.cluster.faults.pods.markUnschedulable({ namespace: h.namespace, name: pod }),
-		)
-		expect(error).toBeInstanceOf(KubernetesAcquireError)
-		expect(error).toMatchObject({ reason: 'capacity', retryable: true })
-		await waitGone(h.cluster.api, paths.sandbox(h.namespace, name), { timeoutMs: 10_000 })
+		const lift = h.cluster.faults.pods.faultNamespace(h.namespace, 'unschedulable')
+		try {
+			const { error, name } = await duringAcquire(
+				() => h.provider({ readyTimeoutMs: 4_000 }).create(),
+				async () => {},
+			)
+			expect(error).toBeInstanceOf(KubernetesAcquireError)
+			expect(error).toMatchObject({ reason: 'capacity', retryable: true })
+			await waitGone(h.cluster.api, paths.sandbox(h.namespace, name), { timeoutMs: 10_000 })
+		} finally {
+			lift()
+		}
 	})
 
 	it('a pod whose image cannot be pulled is diagnosed as image-pull after the budget, and the Sandbox is deleted', async () => {
-		const { error, name } = await duringAcquire(
-			() => h.provider({ readyTimeoutMs: 4_000 }).create(),
-			(pod) => h.cluster.faults.pods.reportImagePullError({ namespace: h.namespace, name: pod }),
-		)
-		expect(error).toBeInstanceOf(KubernetesAcquireError)
-		expect(error).toMatchObject({ reason: 'image-pull', retryable: false })
-		await waitGone(h.cluster.api, paths.sandbox(h.namespace, name), { timeoutMs: 10_000 })
+		const lift = h.cluster.faults.pods.faultNamespace(h.namespace, 'image-pull')
+		try {
+			const { error, name } = await duringAcquire(
+				() => h.provider({ readyTimeoutMs: 4_000 }).create(),
+				async () => {},
+			)
+			expect(error).toBeInstanceOf(KubernetesAcquireError)
+			expect(error).toMatchObject({ reason: 'image-pull', retryable: false })
+			await waitGone(h.cluster.api, paths.sandbox(h.namespace, name), { timeoutMs: 10_000 })
+		} finally {
+			lift()
+		}
 	})
 
 	it('a guest running as root with capabilities is refused by the privilege probe and deleted', async () => {

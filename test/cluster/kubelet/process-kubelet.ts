@@ -50,10 +50,19 @@ export interface KubeletFaults {
 	killAgent(pod: ObjectRef): Promise<void>
 	/** SIGSTOPs every process of the pod's container; call the result to SIGCONT them. */
 	freezeAgent(pod: ObjectRef): Promise<() => Promise<void>>
-	/** Never binds the pod: it gets `PodScheduled=False`, reason `Unschedulable`. */
+	/**
+	 * Never binds the pod: it gets `PodScheduled=False`, reason `Unschedulable`. Rejects with
+	 * `already-scheduled` when the pod was bound first (even by a sync under way as it was called).
+	 */
 	markUnschedulable(pod: ObjectRef): Promise<void>
 	/** The pod's containers report `ErrImagePull` instead of running (a running one is killed). */
 	reportImagePullError(pod: ObjectRef): Promise<void>
+	/**
+	 * Applies `fault` to every pod of `namespace` from now on, as the per-pod calls above do to one,
+	 * until the returned function lifts it: for a pod whose name is not known before it exists,
+	 * which a per-pod call can only reach after it may already have been bound and started.
+	 */
+	faultNamespace(namespace: string, fault: 'unschedulable' | 'image-pull'): () => void
 }
 
 export interface ProcessKubelet {
@@ -104,6 +113,10 @@ class Kubelet implements ProcessKubelet {
 	readonly #unschedulable = new Set<string>()
 	readonly #unschedulableWritten = new Set<string>()
 	readonly #imagePull = new Set<string>()
+	readonly #namespaceFaults = {
+		unschedulable: new Set<string>(),
+		'image-pull': new Set<string>(),
+	}
 	readonly #stopController = new AbortController()
 	readonly #firewalls: PodFirewalls
 	#tick: Promise<void> = Promise.resolve()
@@ -134,6 +147,11 @@ class Kubelet implements ProcessKubelet {
 			freezeAgent: (pod) => this.#freezeAgent(pod),
 			markUnschedulable: (pod) => this.#markUnschedulable(pod),
 			reportImagePullError: (pod) => this.#reportImagePullError(pod),
+			faultNamespace: (namespace, fault) => {
+				const faulted = this.#namespaceFaults[fault]
+				faulted.add(namespace)
+				return () => void faulted.delete(namespace)
+			},
 		}
 	}
 
@@ -231,7 +249,7 @@ class Kubelet implements ProcessKubelet {
 		const ref = { namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name ?? '' }
 		const base = `/api/v1/namespaces/${ref.namespace}/pods/${ref.name}`
 		const key = refKey(ref)
-		if (this.#unschedulable.has(key)) {
+		if (this.#unschedulable.has(key) || this.#namespaceFaults.unschedulable.has(ref.namespace)) {
 			const uid = pod.metadata.uid ?? ''
 			if (this.#unschedulableWritten.has(uid)) return
 			const conditions = unschedulableConditions(
@@ -310,7 +328,9 @@ class Kubelet implements ProcessKubelet {
 				releaseClaims: () => this.#pvcs.release(entry.uid),
 				envSources: (p, container) => this.#envSources(p, container),
 				onChange: () => void entry.writer.schedule(),
-				imagePullError: this.#imagePull.has(refKey(entry.ref)),
+				imagePullError:
+					this.#imagePull.has(refKey(entry.ref)) ||
+					this.#namespaceFaults['image-pull'].has(entry.ref.namespace),
 			})
 			entry.runtime = runtime
 			const netns = runtime.netns
@@ -444,14 +464,21 @@ class Kubelet implements ProcessKubelet {
 	}
 
 	async #markUnschedulable(ref: ObjectRef): Promise<void> {
-		const entry = await this.#entry(ref)
-		if (entry !== undefined) {
-			throw new KubeletFaultError(
-				'already-scheduled',
-				`pod ${refKey(ref)} is already bound to ${this.nodeName}`,
-			)
+		const key = refKey(ref)
+		this.#unschedulable.add(key)
+		// A sync under way may have read the pod unbound before the mark and be binding it now, and
+		// a bound pod has no entry until the next sync: let that one finish, then ask the API.
+		await this.#tick
+		const path = `/api/v1/namespaces/${ref.namespace}/pods/${ref.name}`
+		const pod = await this.#client.get<Pod>(path).catch((error: unknown) => {
+			if (isStatus(error, 404)) return undefined
+			throw error
+		})
+		const boundTo = pod?.spec.nodeName ?? ''
+		if (boundTo !== '') {
+			this.#unschedulable.delete(key)
+			throw new KubeletFaultError('already-scheduled', `pod ${key} is already bound to ${boundTo}`)
 		}
-		this.#unschedulable.add(refKey(ref))
 		await this.syncNow()
 	}
 
