@@ -25,7 +25,6 @@ import {
 	warmPool,
 } from '../../cluster/sandbox-fixtures.js'
 import { startTestCluster, type TestCluster } from '../../cluster/test-cluster.js'
-import { waitFor } from '../../cluster/wait-for.js'
 
 export const templateName = 'agent-template'
 export const poolName = 'agent-pool'
@@ -226,23 +225,6 @@ export function listSandboxes(
 	namespace: string,
 ): Promise<readonly KubeObject[]> {
 	return listItems(cluster.api, paths.sandboxes(namespace))
-}
-
-/** Resolves with the first pod in `namespace` whose name is not in `known`, polled every 10 ms. */
-export function waitNewPod(
-	cluster: TestCluster,
-	namespace: string,
-	known: ReadonlySet<string>,
-	signal?: AbortSignal,
-): Promise<KubeObject> {
-	return waitFor(
-		'a new pod',
-		async () =>
-			(await listItems(cluster.api, paths.pods(namespace), signal)).find(
-				(pod) => !known.has(pod.metadata.name),
-			),
-		{ timeoutMs: 30_000, intervalMs: 10, signal },
-	)
 }
 
 /** A template whose agent runs as root with extra capabilities: a guest that is not deprivileged. */
