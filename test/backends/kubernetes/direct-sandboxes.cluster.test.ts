@@ -61,6 +61,25 @@ async function duringAcquire(
 	return { ...(await pending), name }
 }
 
+/**
+ * An acquire with a 4 s budget under a pod fault set on the whole namespace before its POST (the
+ * pod's name is the acquire's to choose, and marking the pod once it shows can lose the race to
+ * the kubelet binding it); resolves with its rejection once its Sandbox is deleted.
+ */
+async function failedAcquireUnder(fault: 'unschedulable' | 'image-pull'): Promise<unknown> {
+	const lift = h.cluster.faults.pods.faultNamespace(h.namespace, fault)
+	try {
+		const { error, name } = await duringAcquire(
+			() => h.provider({ readyTimeoutMs: 4_000 }).create(),
+			async () => {},
+		)
+		await waitGone(h.cluster.api, paths.sandbox(h.namespace, name), { timeoutMs: 10_000 })
+		return error
+	} finally {
+		lift()
+	}
+}
+
 describe('Kubernetes task sandboxes without a pool', () => {
 	it('builds a Sandbox from the template with its volume claims, label and Delete lease, runs a command, and destroy deletes it', async () => {
 		const sandbox = await h.provider().create()
@@ -148,36 +167,16 @@ describe('Kubernetes task sandboxes without a pool', () => {
 		expect(await sandbox.exec('true')).toMatchObject({ exitCode: 0 })
 	})
 
-	// The pod's name is the acquire's to choose, so the fault covers the namespace from before the
-	// POST: marking the pod once it shows lost the race to the kubelet binding it on a loaded host.
 	it('a pod that is never scheduled is diagnosed as capacity after the budget, and the Sandbox is deleted', async () => {
-		const lift = h.cluster.faults.pods.faultNamespace(h.namespace, 'unschedulable')
-		try {
-			const { error, name } = await duringAcquire(
-				() => h.provider({ readyTimeoutMs: 4_000 }).create(),
-				async () => {},
-			)
-			expect(error).toBeInstanceOf(KubernetesAcquireError)
-			expect(error).toMatchObject({ reason: 'capacity', retryable: true })
-			await waitGone(h.cluster.api, paths.sandbox(h.namespace, name), { timeoutMs: 10_000 })
-		} finally {
-			lift()
-		}
+		const error = await failedAcquireUnder('unschedulable')
+		expect(error).toBeInstanceOf(KubernetesAcquireError)
+		expect(error).toMatchObject({ reason: 'capacity', retryable: true })
 	})
 
 	it('a pod whose image cannot be pulled is diagnosed as image-pull after the budget, and the Sandbox is deleted', async () => {
-		const lift = h.cluster.faults.pods.faultNamespace(h.namespace, 'image-pull')
-		try {
-			const { error, name } = await duringAcquire(
-				() => h.provider({ readyTimeoutMs: 4_000 }).create(),
-				async () => {},
-			)
-			expect(error).toBeInstanceOf(KubernetesAcquireError)
-			expect(error).toMatchObject({ reason: 'image-pull', retryable: false })
-			await waitGone(h.cluster.api, paths.sandbox(h.namespace, name), { timeoutMs: 10_000 })
-		} finally {
-			lift()
-		}
+		const error = await failedAcquireUnder('image-pull')
+		expect(error).toBeInstanceOf(KubernetesAcquireError)
+		expect(error).toMatchObject({ reason: 'image-pull', retryable: false })
 	})
 
 	it('a guest running as root with capabilities is refused by the privilege probe and deleted', async () => {
