@@ -216,3 +216,8 @@ export interface ObjectRef {
 export function refKey(ref: ObjectRef): string {
 	return `${ref.namespace}/${ref.name}`
 }
+
+/** The API path of the pod `ref` names. */
+export function podPath(ref: ObjectRef): string {
+	return `/api/v1/namespaces/${ref.namespace}/pods/${ref.name}`
+}

@@ -19,7 +19,7 @@ import { HarnessNetwork } from './harness-network.js'
 import { DEFAULT_BWRAP_PATH, executable, readRootEntries } from './host-image.js'
 import { type ClusterAccess, isStatus, KubeClient } from './kube-client.js'
 import type { Container, ObjectList, ObjectRef, PersistentVolumeClaim, Pod } from './kube-types.js'
-import { refKey } from './kube-types.js'
+import { podPath, refKey } from './kube-types.js'
 import { KubeletFaultError } from './kubelet-errors.js'
 import { reapAbandonedLoops } from './loop-devices.js'
 import { HEARTBEAT_INTERVAL_MS, heartbeat, registerNode } from './node-registration.js'
@@ -62,8 +62,11 @@ export interface KubeletFaults {
 	 * until the returned function lifts it: for a pod whose name is not known before it exists,
 	 * which a per-pod call can only reach after it may already have been bound and started.
 	 */
-	faultNamespace(namespace: string, fault: 'unschedulable' | 'image-pull'): () => void
+	faultNamespace(namespace: string, fault: PodFault): () => void
 }
+
+/** The pod faults that can be set on a whole namespace as well as on one pod. */
+export type PodFault = 'unschedulable' | 'image-pull'
 
 export interface ProcessKubelet {
 	readonly nodeName: string
@@ -110,13 +113,16 @@ class Kubelet implements ProcessKubelet {
 	readonly #rootEntries: readonly RootEntry[]
 	readonly #guestImage: GuestImage | undefined
 	readonly #entries = new Map<string, PodEntry>()
-	readonly #unschedulable = new Set<string>()
-	readonly #unschedulableWritten = new Set<string>()
-	readonly #imagePull = new Set<string>()
-	readonly #namespaceFaults = {
-		unschedulable: new Set<string>(),
-		'image-pull': new Set<string>(),
+	/** Pods (by `refKey`) and namespaces each fault applies to. */
+	readonly #podFaults: Record<PodFault, Set<string>> = {
+		unschedulable: new Set(),
+		'image-pull': new Set(),
 	}
+	readonly #namespaceFaults: Record<PodFault, Set<string>> = {
+		unschedulable: new Set(),
+		'image-pull': new Set(),
+	}
+	readonly #unschedulableWritten = new Set<string>()
 	readonly #stopController = new AbortController()
 	readonly #firewalls: PodFirewalls
 	#tick: Promise<void> = Promise.resolve()
@@ -247,9 +253,9 @@ class Kubelet implements ProcessKubelet {
 	async #schedulePod(pod: Pod): Promise<void> {
 		if (pod.metadata.deletionTimestamp) return
 		const ref = { namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name ?? '' }
-		const base = `/api/v1/namespaces/${ref.namespace}/pods/${ref.name}`
+		const base = podPath(ref)
 		const key = refKey(ref)
-		if (this.#unschedulable.has(key) || this.#namespaceFaults.unschedulable.has(ref.namespace)) {
+		if (this.#hasFault('unschedulable', ref)) {
 			const uid = pod.metadata.uid ?? ''
 			if (this.#unschedulableWritten.has(uid)) return
 			const conditions = unschedulableConditions(
@@ -328,9 +334,7 @@ class Kubelet implements ProcessKubelet {
 				releaseClaims: () => this.#pvcs.release(entry.uid),
 				envSources: (p, container) => this.#envSources(p, container),
 				onChange: () => void entry.writer.schedule(),
-				imagePullError:
-					this.#imagePull.has(refKey(entry.ref)) ||
-					this.#namespaceFaults['image-pull'].has(entry.ref.namespace),
+				imagePullError: this.#hasFault('image-pull', entry.ref),
 			})
 			entry.runtime = runtime
 			const netns = runtime.netns
@@ -387,7 +391,7 @@ class Kubelet implements ProcessKubelet {
 			await entry.writer.schedule()
 		}
 		entry.writer.close()
-		const path = `/api/v1/namespaces/${entry.ref.namespace}/pods/${entry.ref.name}`
+		const path = podPath(entry.ref)
 		for (let attempt = 0; !this.#stopping; attempt++) {
 			try {
 				await this.#client.delete(path, {
@@ -463,27 +467,32 @@ class Kubelet implements ProcessKubelet {
 		return (await this.#runningProcess(ref)).freeze()
 	}
 
+	#hasFault(fault: PodFault, ref: ObjectRef): boolean {
+		return (
+			this.#podFaults[fault].has(refKey(ref)) || this.#namespaceFaults[fault].has(ref.namespace)
+		)
+	}
+
 	async #markUnschedulable(ref: ObjectRef): Promise<void> {
 		const key = refKey(ref)
-		this.#unschedulable.add(key)
+		this.#podFaults.unschedulable.add(key)
 		// A sync under way may have read the pod unbound before the mark and be binding it now, and
 		// a bound pod has no entry until the next sync: let that one finish, then ask the API.
 		await this.#tick
-		const path = `/api/v1/namespaces/${ref.namespace}/pods/${ref.name}`
-		const pod = await this.#client.get<Pod>(path).catch((error: unknown) => {
+		const pod = await this.#client.get<Pod>(podPath(ref)).catch((error: unknown) => {
 			if (isStatus(error, 404)) return undefined
 			throw error
 		})
 		const boundTo = pod?.spec.nodeName ?? ''
 		if (boundTo !== '') {
-			this.#unschedulable.delete(key)
+			this.#podFaults.unschedulable.delete(key)
 			throw new KubeletFaultError('already-scheduled', `pod ${key} is already bound to ${boundTo}`)
 		}
 		await this.syncNow()
 	}
 
 	async #reportImagePullError(ref: ObjectRef): Promise<void> {
-		this.#imagePull.add(refKey(ref))
+		this.#podFaults['image-pull'].add(refKey(ref))
 		const entry = await this.#entry(ref)
 		await Promise.all((entry?.runtime?.runners ?? []).map((runner) => runner.failImagePull()))
 	}
