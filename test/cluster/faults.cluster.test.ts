@@ -2,7 +2,7 @@
 // by a client that talks through `cluster.faults.api.access` (the direct path stays healthy), and
 // the process kubelet's pod faults re-exported as `cluster.faults.pods`, as the controller sees them.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { condition, createTestNamespace, type KubeObject, waitObject } from './cluster-objects.js'
+import { condition, createTestNamespace, isReady, waitObject } from './cluster-objects.js'
 import { KubeApi } from './kube-api.js'
 import { KubeletFaultError } from './kubelet/index.js'
 import { directSandbox, paths } from './sandbox-fixtures.js'
@@ -97,14 +97,13 @@ describe('pod faults through cluster.faults.pods', () => {
 	it('a killed agent is restarted in place and the Sandbox becomes Ready again', async () => {
 		const ns = await createTestNamespace(cluster.api, 'faults')
 		await cluster.api.create(paths.sandboxes(ns), directSandbox('killed', { workspace: false }))
-		const ready = (object: KubeObject) => condition(object, 'Ready')?.status === 'True'
-		const before = await waitObject(cluster.api, paths.pod(ns, 'killed'), 'pod Ready', ready)
+		const before = await waitObject(cluster.api, paths.pod(ns, 'killed'), 'pod Ready', isReady)
 		await cluster.faults.pods.killAgent({ namespace: ns, name: 'killed' })
 		const after = await waitObject(cluster.api, paths.pod(ns, 'killed'), 'pod restarted', (pod) =>
 			JSON.stringify(pod.status?.containerStatuses).includes('"restartCount":1'),
 		)
 		expect(after.metadata.uid).toBe(before.metadata.uid)
-		await waitObject(cluster.api, paths.sandbox(ns, 'killed'), 'Sandbox Ready', ready)
+		await waitObject(cluster.api, paths.sandbox(ns, 'killed'), 'Sandbox Ready', isReady)
 	})
 
 	it('marking a pod the kubelet already bound is refused as already-scheduled', async () => {
@@ -132,8 +131,7 @@ describe('pod faults through cluster.faults.pods', () => {
 		)
 		expect(held.spec?.nodeName ?? '').toBe('')
 		lift()
-		const ready = (object: KubeObject) => condition(object, 'Ready')?.status === 'True'
-		await waitObject(cluster.api, paths.sandbox(ns, 'later'), 'Sandbox Ready', ready)
+		await waitObject(cluster.api, paths.sandbox(ns, 'later'), 'Sandbox Ready', isReady)
 	})
 
 	it('a namespace image-pull fault fails the pods of that namespace only', async () => {
@@ -146,8 +144,7 @@ describe('pod faults through cluster.faults.pods', () => {
 			await waitObject(cluster.api, paths.pod(ns, 'pull'), 'pod ErrImagePull', (pod) =>
 				JSON.stringify(pod.status?.containerStatuses).includes('"reason":"ErrImagePull"'),
 			)
-			const ready = (object: KubeObject) => condition(object, 'Ready')?.status === 'True'
-			await waitObject(cluster.api, paths.sandbox(other, 'pull'), 'Sandbox Ready', ready)
+			await waitObject(cluster.api, paths.sandbox(other, 'pull'), 'Sandbox Ready', isReady)
 		} finally {
 			lift()
 		}
