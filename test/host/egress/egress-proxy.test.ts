@@ -14,38 +14,10 @@ import {
 } from '../../../src/host/egress/egress-proxy.js'
 import { MAX_HELD_UPGRADE_BYTES } from '../../../src/host/egress/first-request-only.js'
 import { parseIpAddress } from '../../../src/host/egress/ip-address.js'
-import { readAll } from './egress-test-kit.js'
+import { bridge, readAll, until } from './egress-test-kit.js'
 import { type EgressUpstream, startEgressUpstream } from './upstream-fixture.js'
 
 const skip = process.getuid?.() === 0 ? undefined : 'needs root (ip netns)'
-
-/** Sends `head` on the proxy's socket; resolves with the socket once the reply line is in. */
-function bridge(socketPath: string, head: string): Promise<{ socket: Socket; reply: string }> {
-	return new Promise((resolve, reject) => {
-		const socket = netConnect(socketPath)
-		let text = ''
-		socket.once('connect', () => socket.write(head))
-		const onData = (chunk: Buffer) => {
-			text += chunk.toString('latin1')
-			const end = text.indexOf('\r\n\r\n')
-			if (end < 0) return
-			socket.off('data', onData)
-			const rest = Buffer.from(text.slice(end + 4), 'latin1')
-			if (rest.length > 0) socket.unshift(rest)
-			resolve({ socket, reply: text.slice(0, text.indexOf('\r\n')) })
-		}
-		socket.on('data', onData)
-		socket.once('error', reject)
-		socket.once('end', () => resolve({ socket, reply: text || 'closed' }))
-	})
-}
-
-async function until(condition: () => boolean): Promise<void> {
-	for (let waited = 0; !condition(); waited += 10) {
-		if (waited > 5000) throw new Error('condition never held')
-		await new Promise((resolve) => setTimeout(resolve, 10))
-	}
-}
 
 /** Everything `socket` sends until `text` has arrived (or it ends). */
 function readUntil(socket: Socket, text: string): Promise<string> {
@@ -246,7 +218,7 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 		expect(await readAll(socket)).toBe('')
 		expect(decisions.at(-1)).toMatchObject({
 			verdict: 'deny',
-			layer: 'host',
+			layer: 'http',
 			reason: 'http-body-framing-invalid',
 		})
 	})
@@ -304,7 +276,7 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 	})
 
 	it('refuses an IP literal no CIDR rule covers, and reaches one a rule does', async () => {
-		const started = await proxy(['api.example.test', `${upstream.address}/32:5432`])
+		const started = await proxy(['api.example.test', `tcp://${upstream.address}/32:5432`])
 		const denied = await bridge(
 			started.socketPath,
 			`CONNECT ${upstream.address}:443 HTTP/1.1\r\n\r\n`,
@@ -321,7 +293,7 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 		expect(decisions.at(-1)).toMatchObject({
 			verdict: 'allow',
 			layer: 'ip',
-			rule: `${upstream.address}/32:5432`,
+			rule: `tcp://${upstream.address}/32:5432`,
 		})
 	})
 
@@ -363,8 +335,8 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 		})
 	})
 
-	it('passes a server-first protocol through (the upstream speaks before the client)', async () => {
-		const started = await proxy(['api.example.test:2222'])
+	it('passes a server-first protocol through on a tcp:// port (the upstream speaks first)', async () => {
+		const started = await proxy(['tcp://api.example.test:2222'])
 		const { socket, reply } = await bridge(
 			started.socketPath,
 			'CONNECT api.example.test:2222 HTTP/1.1\r\n\r\n',
@@ -409,7 +381,7 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 	})
 
 	it('ends a connection that never finishes its setup', async () => {
-		const started = await proxy(['api.example.test'], { setupTimeoutMs: 200 })
+		const started = await proxy(['api.example.test'], { headTimeoutMs: 200 })
 		const socket = netConnect(started.socketPath)
 		socket.write('CONNECT api.exa')
 		await readAll(socket)
