@@ -72,6 +72,7 @@ describe('describeLocalIsolation', () => {
 				'connect',
 				'dns',
 				'host',
+				'http',
 				'ip',
 				'sni',
 			])

@@ -297,20 +297,25 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 		})
 	})
 
-	it('refuses an allowed name that resolves to loopback, link-local or the host itself', async () => {
+	it('refuses an allowed name that resolves to loopback, link-local, the host itself, or one of them inside NAT64 or 6to4', async () => {
 		const started = await proxy(
 			['private.example.test', 'metadata.example.test', '*.example.test'],
 			{
-				lookup: async (name) =>
-					name === 'self.example.test'
-						? [upstream.internet.hostSideAddress]
-						: upstream.lookup(name),
+				lookup: async (name) => {
+					if (name === 'self.example.test') return [upstream.internet.hostSideAddress]
+					// Internal IPv4 addresses spelled inside IPv6 forms a translator would carry.
+					if (name === 'nat64.example.test') return ['64:ff9b::127.0.0.1']
+					if (name === 'sixtofour.example.test') return ['2002:a9fe:a9fe::1']
+					return upstream.lookup(name)
+				},
 			},
 		)
 		for (const [name, reason] of [
 			['private.example.test', 'private-range:loopback'],
 			['metadata.example.test', 'private-range:link-local'],
 			['self.example.test', 'private-range:host-address'],
+			['nat64.example.test', 'private-range:nat64:loopback'],
+			['sixtofour.example.test', 'private-range:6to4:link-local'],
 		]) {
 			const { reply } = await bridge(started.socketPath, `CONNECT ${name}:80 HTTP/1.1\r\n\r\n`)
 			expect(reply).not.toBe('HTTP/1.1 200 Connection Established')
