@@ -168,6 +168,9 @@ async function listen(socketPath: string, state: ProxyState): Promise<Server> {
 /** One connection: admitted, its setup under the head deadline, then open under the idle one. */
 function serveConnection(client: Socket, state: ProxyState): void {
 	client.on('error', () => undefined)
+	// Every connection is the proxy's to end at close(), a refused one too.
+	state.sockets.add(client)
+	client.once('close', () => state.sockets.delete(client))
 	if (!admit(client, state)) return
 	const scope = connectionScope(client, state)
 	let request: BridgeRequest | undefined
@@ -312,5 +315,7 @@ function answerResolve(client: Socket, state: ProxyState, name: string): undefin
 		reason: verdict.allowed ? 'allowed' : verdict.reason,
 	})
 	client.end(verdict.allowed ? 'HTTP/1.1 200 OK\r\n\r\n' : 'HTTP/1.1 403 Forbidden\r\n\r\n')
+	// Answered: a client that keeps its side open holds nothing for long.
+	setTimeout(() => client.destroy(), REFUSAL_LINGER_MS).unref()
 	return undefined
 }
