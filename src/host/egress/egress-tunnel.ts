@@ -150,15 +150,15 @@ async function forwardChecked(
 	request: ConnectRequest,
 	pending: { readonly rest: Buffer; readonly dialing: Promise<Socket> },
 ): Promise<EgressLayer> {
+	const upstreamFirst = refuseServerFirst(pending.dialing)
 	const first = await Promise.race([
 		readUntil(scope.client, new FirstBytesReader(), {
 			first: pending.rest,
 			signal: scope.signal,
 			layer: 'http',
 		}),
-		// A failed dial refuses at once; a dial that succeeds waits for the bytes.
-		pending.dialing.then(() => new Promise<never>(() => undefined)),
-	])
+		upstreamFirst.refused,
+	]).finally(upstreamFirst.stop)
 	if (first.kind === 'invalid') throw new TunnelRefusal(first.layer, first.reason)
 	const credentials =
 		request.target.kind === 'name'
@@ -177,6 +177,39 @@ async function forwardChecked(
 	const checked = firstRequest(verdict, first.early)
 	sendFirstRequest(scope.client, await pending.dialing, checked)
 	return 'host'
+}
+
+/**
+ * Refused when the dial fails, or when the upstream speaks before the client's first bytes are in:
+ * an HTTP or TLS server never does, so a server-first protocol (a database, SSH) on a port without
+ * `tcp://` is refused at once, by name, rather than at the head deadline.
+ */
+function refuseServerFirst(dialing: Promise<Socket>): {
+	readonly refused: Promise<never>
+	readonly stop: () => void
+} {
+	let stopped = false
+	let detach = () => undefined
+	const refused = dialing.then(
+		(upstream) =>
+			new Promise<never>((_, reject) => {
+				if (stopped) return
+				const onData = () => reject(new TunnelRefusal('http', 'upstream-spoke-first'))
+				upstream.once('data', onData)
+				detach = () => {
+					upstream.off('data', onData)
+					// Back to paused: what arrives now waits in its buffer for the splice.
+					upstream.pause()
+				}
+			}),
+	)
+	return {
+		refused,
+		stop: () => {
+			stopped = true
+			detach()
+		},
+	}
 }
 
 async function forwardTls(

@@ -354,6 +354,23 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 		socket.destroy()
 	})
 
+	it('refuses a server-first protocol on a port no tcp:// rule names, at once and by name', async () => {
+		const started = await proxy(['api.example.test:2222'])
+		const { socket, reply } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:2222 HTTP/1.1\r\n\r\n',
+		)
+		expect(reply).toBe('HTTP/1.1 200 Connection Established')
+		// The banner never reaches the client: the tunnel is refused when the upstream speaks.
+		expect(await readAll(socket)).toBe('')
+		expect(decisions.at(-1)).toMatchObject({
+			port: 2222,
+			verdict: 'deny',
+			layer: 'http',
+			reason: 'upstream-spoke-first',
+		})
+	})
+
 	it('answers RESOLVE for allowed names only, and refuses other methods and malformed heads', async () => {
 		const started = await proxy(['api.example.test'])
 		expect(
