@@ -13,6 +13,7 @@ import { chmod, unlink } from 'node:fs/promises'
 import { createServer, type Server, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { MAX_BRIDGE_HEAD_BYTES } from '../../wire/egress-bridge.js'
+import { TUNNEL_LINGER_MS } from '../../wire/tunnel-splice.js'
 import type { EgressRule } from './allowed-hosts.js'
 import { type BridgeRequest, bridgeRequestOf } from './bridge-request.js'
 import { createEgressCa } from './egress-ca.js'
@@ -263,16 +264,21 @@ function connectionScope(client: Socket, state: ProxyState): ConnectionScope {
 		return socket
 	}
 	own(client)
+	let open = false
 	const timer = setTimeout(() => deadline.abort('head-timeout'), state.headTimeoutMs)
 	client.once('close', () => {
 		clearTimeout(timer)
-		end()
+		// An open tunnel's other end is ended by the splice (flushing what it holds) and destroyed
+		// after the same linger; whatever of it has not closed by then goes here.
+		if (open) setTimeout(end, TUNNEL_LINGER_MS).unref()
+		else end()
 	})
 	return {
 		client,
 		signal: deadline.signal,
 		own,
 		opened: () => {
+			open = true
 			clearTimeout(timer)
 			client.setTimeout(state.idleTimeoutMs, () => {
 				client.destroy()
