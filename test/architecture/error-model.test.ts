@@ -85,6 +85,7 @@ import {
 	DiskLimitUnavailableError,
 } from '../../src/backends/local/limit-errors.js'
 import * as localErrors from '../../src/backends/local/local-errors.js'
+import * as machineErrors from '../../src/backends/local/machine-errors.js'
 import {
 	LocalNetworkSetupError,
 	LocalNetworkUnavailableError,
@@ -269,21 +270,23 @@ const FEATURES: readonly AgentFeature[] = Object.entries(wireFeatures)
 
 const {
 	BubblewrapUnavailableError,
+	LocalKeepAliveUnavailableError,
+	LocalProviderClosedError,
+	LocalSandboxNotFoundError,
+	LocalStateDirUnreachableError,
+} = localErrors
+const {
 	CgroupLimitsUnavailableError,
 	LocalEgressUnsupportedError,
 	LocalHelperUnavailableError,
 	LocalHostToolError,
-	LocalKeepAliveUnavailableError,
 	LocalPathOptionError,
-	LocalProviderClosedError,
 	LocalSandboxCleanupError,
-	LocalSandboxNotFoundError,
 	LocalSandboxStartError,
 	LocalSandboxUidsExhaustedError,
-	LocalStateDirUnreachableError,
 	LocalStateEntryUnsafeError,
 	LocalWorkspaceBusyError,
-} = localErrors
+} = machineErrors
 
 const CASES: readonly ErrorCase[] = [
 	// contract

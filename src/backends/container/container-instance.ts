@@ -23,7 +23,7 @@ import {
 	createInheritableListenSocket,
 	type InheritableListenSocket,
 } from '../local/agent-listen-socket.js'
-import { withCgroupJoin } from '../local/bwrap-argv.js'
+import { withCgroupJoin } from '../local/cgroup-join.js'
 import {
 	adoptSandboxCgroups,
 	closeFds,
@@ -34,10 +34,9 @@ import {
 import { guestExitOf } from '../local/guest-exit.js'
 import { emptyClaims } from '../local/host-claims.js'
 import type { EgressTestSeam } from '../local/local-egress-proxy.js'
-import { LocalSandboxCleanupError, LocalSandboxStartError } from '../local/local-errors.js'
-import { newSandboxId } from '../local/local-instance.js'
 import { assertNetworkUsable } from '../local/local-network.js'
-import { LOCAL_MAX_REQUEST_FRAME_BYTES } from '../local/local-transport-options.js'
+import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../local/local-transport-options.js'
+import { LocalSandboxCleanupError, LocalSandboxStartError } from '../local/machine-errors.js'
 import { readProcessIdentity } from '../local/process-identity.js'
 import {
 	HostClaimsLedger,
@@ -52,6 +51,7 @@ import {
 	STATE_DIR_PREFIX,
 	sandboxRootFor,
 } from '../local/sandbox-directories.js'
+import { newSandboxId } from '../local/sandbox-id.js'
 import { allocateSandboxIdentity, releaseSandboxIdentity } from '../local/sandbox-identity.js'
 import { cgroupRequestFor, resolveSandboxLimits } from '../local/sandbox-limits.js'
 import { waitForAgentReady } from '../local/wait-for-agent-ready.js'
@@ -377,7 +377,7 @@ export async function startContainerInstance(
 			{ kind: 'unix', path: dirs.socketPath },
 			{
 				connectRetryIntervalMs: backend.readyPollIntervalMs,
-				maxRequestFrameBytes: LOCAL_MAX_REQUEST_FRAME_BYTES,
+				maxRequestFrameBytes: MACHINE_MAX_REQUEST_FRAME_BYTES,
 				permanentDialFailure: () => created.isGone(),
 			},
 		)

@@ -23,20 +23,20 @@ import {
 	EGRESS_BRIDGE_DIR_NAME,
 	EGRESS_TRUST_BUNDLE_NAME,
 	type EgressTestSeam,
-	type LocalEgressProxy,
+	type SandboxEgressProxy,
 	SYSTEM_TRUST_BUNDLE,
-	startLocalEgressProxy,
+	startSandboxEgressProxy,
 } from '../local/local-egress-proxy.js'
 import {
 	ALLOW_ALL_RESOLV_CONF,
+	ALLOW_ALL_RESOLV_CONF_NAME,
 	type NetworkToolPaths,
 	PROXIED_RESOLV_CONF,
 	readHostAddresses,
 } from '../local/local-network.js'
-import type { LocalEgress } from '../local/local-sandbox-spec.js'
+import type { MachineEgress } from '../local/local-sandbox-spec.js'
 import { LocalNetworkSetupError } from '../local/network-errors.js'
 import { setCaptureRoute, waitForCaptureHelper } from '../local/proxied-network.js'
-import { ALLOW_ALL_RESOLV_CONF_NAME } from '../local/sandbox-confinement.js'
 import {
 	bounded,
 	type SlirpNetwork,
@@ -57,7 +57,7 @@ export interface ImageNetworkFiles {
 }
 
 export interface ContainerNetworkPlanInput {
-	readonly egress: LocalEgress
+	readonly egress: MachineEgress
 	readonly stateRoot: string
 	readonly credentials: boolean
 	readonly image: ImageNetworkFiles
@@ -228,7 +228,7 @@ export async function prepareContainerNetwork(
 	const bridge = join(input.stateRoot, EGRESS_BRIDGE_DIR_NAME)
 	await mkdir(bridge, { mode: 0o755 })
 	await chmod(bridge, 0o755)
-	const proxy: LocalEgressProxy = await startLocalEgressProxy({
+	const proxy: SandboxEgressProxy = await startSandboxEgressProxy({
 		sandboxId: input.sandboxId,
 		stateRoot: input.stateRoot,
 		egress: proxiedEgress,

@@ -17,7 +17,7 @@ import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import { agentSandboxOf, createInstanceFleet } from '../local/instance-fleet.js'
 import type { EgressTestSeam } from '../local/local-egress-proxy.js'
-import type { LocalSandbox } from '../local/local-sandbox.js'
+import type { MachineSandbox } from '../local/machine-sandbox.js'
 import { collectLocalGarbage } from '../local/reap-leftovers.js'
 import {
 	type ACIStandbyPoolBackendConfig,
@@ -47,8 +47,8 @@ import {
 	resolveContainerSandboxSpec,
 } from './container-sandbox-spec.js'
 
-/** A container sandbox: the same members as a local one (the same agent serves both). */
-export type ContainerSandbox = LocalSandbox
+/** A container sandbox: the machine layer's one sandbox type (one agent serves every tier). */
+export type ContainerSandbox = MachineSandbox
 
 /** Callbacks for what the container provider does in the background. */
 export interface ContainerProviderHooks {

@@ -9,10 +9,10 @@ import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../contract/provider.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import {
-	type LocalEgress,
-	type LocalProxiedEgress,
 	type LocalSandboxCreateConfig,
-	resolveLocalSandboxSpec,
+	type MachineEgress,
+	type ProxiedEgress,
+	resolveMachineSandboxSpec,
 } from '../local/local-sandbox-spec.js'
 import { ContainerEgressUnsupportedError } from './container-errors.js'
 import type { ContainerRuntime } from './runtime-argv.js'
@@ -33,9 +33,9 @@ export interface ContainerSandboxSpec {
 	readonly maxProcesses?: number
 	readonly cpuLimit?: number
 	readonly diskLimitMb?: number
-	readonly egress: LocalEgress
+	readonly egress: MachineEgress
 	/** Set when `egress` is `proxied` (`static` / `resolver`). */
-	readonly proxiedEgress?: LocalProxiedEgress
+	readonly proxiedEgress?: ProxiedEgress
 }
 
 /**
@@ -60,7 +60,7 @@ export function resolveContainerSandboxSpec(
 	defaults: SandboxProviderDefaults,
 	runtime: ContainerRuntime = 'runc',
 ): ContainerSandboxSpec {
-	const local = resolveLocalSandboxSpec(config, defaults)
+	const local = resolveMachineSandboxSpec(config, defaults)
 	for (const [key, why] of Object.entries(REFUSED_KEYS)) {
 		if (Reflect.get(config, key) !== undefined)
 			throw new SandboxConfigError(key, `not supported: ${why}`)

@@ -21,7 +21,7 @@ import {
 } from './cgroup-layout.js'
 import { parseOomKillCount } from './guest-exit.js'
 import { DefaultLimitsUnavailableError } from './limit-errors.js'
-import { CgroupLimitsUnavailableError, LocalSandboxCleanupError } from './local-errors.js'
+import { CgroupLimitsUnavailableError, LocalSandboxCleanupError } from './machine-errors.js'
 import {
 	AGENT_LEAF_GROUP,
 	type CgroupOwner,

@@ -10,7 +10,7 @@
  */
 import { dirname } from 'node:path'
 import { CLAIMS_DIR_NAME, uidLockName, workspaceLockName } from './claim-locks.js'
-import { isWithin } from './sandbox-root.js'
+import { isWithin } from './path-containment.js'
 import type { WorkspaceOwnership } from './workspace-ownership.js'
 
 export const HOST_CLAIMS_FILE_NAME = 'host-claims.json'

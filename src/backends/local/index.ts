@@ -23,36 +23,21 @@ export {
 	DEFAULT_KEEP_ALIVE_MS,
 	MAX_KEEP_ALIVE_MS,
 	MIN_KEEP_ALIVE_MS,
-} from './lifetime-watchdog.js'
+} from './keep-alive-lifetime.js'
 export {
 	DefaultLimitsUnavailableError,
 	type DiskLimitRefusal,
 	DiskLimitUnavailableError,
 } from './limit-errors.js'
-export type {
-	LocalBackendConfig,
-	LocalIsolation,
-	LocalToolPaths,
-} from './local-backend-config.js'
+export type { LocalBackendConfig, LocalToolPaths } from './local-backend-config.js'
 export { DEFAULT_BWRAP_PATH, DEFAULT_READY_TIMEOUT_MS } from './local-backend-config.js'
 export {
 	BubblewrapUnavailableError,
-	CgroupLimitsUnavailableError,
-	LocalEgressUnsupportedError,
-	LocalHelperUnavailableError,
-	LocalHostToolError,
 	LocalKeepAliveUnavailableError,
-	LocalPathOptionError,
-	type LocalPathOptionRefusal,
 	LocalProviderClosedError,
-	LocalSandboxCleanupError,
 	LocalSandboxNotFoundError,
 	type LocalSandboxNotFoundReason,
-	LocalSandboxStartError,
-	LocalSandboxUidsExhaustedError,
 	LocalStateDirUnreachableError,
-	LocalStateEntryUnsafeError,
-	LocalWorkspaceBusyError,
 } from './local-errors.js'
 export type { LocalSandbox, LocalSandboxVerb } from './local-sandbox.js'
 export {
@@ -71,6 +56,19 @@ export {
 } from './local-sandbox-registry.js'
 export type { LocalSandboxCreateConfig } from './local-sandbox-spec.js'
 export {
+	CgroupLimitsUnavailableError,
+	LocalEgressUnsupportedError,
+	LocalHelperUnavailableError,
+	LocalHostToolError,
+	LocalPathOptionError,
+	type LocalPathOptionRefusal,
+	LocalSandboxCleanupError,
+	LocalSandboxStartError,
+	LocalSandboxUidsExhaustedError,
+	LocalStateEntryUnsafeError,
+	LocalWorkspaceBusyError,
+} from './machine-errors.js'
+export {
 	LocalNetworkSetupError,
 	LocalNetworkUnavailableError,
 	type MissingNetworkTool,
@@ -84,7 +82,11 @@ export {
 	type ReapedLocalSandbox,
 	reapLocalSandboxes,
 } from './reap-leftovers.js'
-export type { LocalSandboxDescriptor, LocalSandboxState } from './sandbox-descriptor.js'
+export type {
+	LocalIsolation,
+	LocalSandboxDescriptor,
+	LocalSandboxState,
+} from './sandbox-descriptor.js'
 export {
 	DEFAULT_SANDBOX_UID_RANGE,
 	MIN_SANDBOX_UID,

@@ -18,11 +18,9 @@ import {
 import type { DefaultLimitsMode } from './cgroup-limits.js'
 import { DEFAULT_NETWORK_TOOLS, type NetworkToolPaths } from './local-network.js'
 import { validatePathList } from './path-options.js'
+import type { LocalIsolation } from './sandbox-descriptor.js'
 import { resolveSandboxUidRange, type SandboxUidRange } from './sandbox-identity.js'
 import { DEFAULT_MKFS_EXT4_PATH } from './workspace-disk.js'
-
-/** `'bubblewrap'` (the default) or `'none'`: commands run as plain host processes, for trusted code only. */
-export type LocalIsolation = 'bubblewrap' | 'none'
 
 /** The local tier's backend settings: `createSandboxProvider({ backend: { tier: 'process', … } })`. */
 export interface LocalBackendConfig {

@@ -27,7 +27,7 @@ import {
 	EGRESS_SOCKET_VARIABLE,
 } from '../../wire/egress-bridge.js'
 import type { HostAddresses } from './host-address-guard.js'
-import type { LocalProxiedEgress } from './local-sandbox-spec.js'
+import type { ProxiedEgress } from './local-sandbox-spec.js'
 import { LocalNetworkSetupError } from './network-errors.js'
 import { bounded } from './slirp-network.js'
 
@@ -44,7 +44,7 @@ export interface EgressTestSeam {
 	readonly upstreamCa?: readonly string[]
 }
 
-export interface LocalEgressProxy {
+export interface SandboxEgressProxy {
 	readonly proxy: EgressProxy
 	readonly rules: readonly EgressRule[]
 	readonly ports: readonly number[]
@@ -55,10 +55,10 @@ export interface LocalEgressProxy {
 	close(): Promise<void>
 }
 
-export interface LocalEgressProxyInput {
+export interface SandboxEgressProxyInput {
 	readonly sandboxId: string
 	readonly stateRoot: string
-	readonly egress: LocalProxiedEgress
+	readonly egress: ProxiedEgress
 	readonly hostAddresses: HostAddresses
 	readonly timeoutMs: number
 	/**
@@ -70,7 +70,7 @@ export interface LocalEgressProxyInput {
 	readonly seam?: EgressTestSeam
 }
 
-async function policyRules(input: LocalEgressProxyInput): Promise<readonly EgressRule[]> {
+async function policyRules(input: SandboxEgressProxyInput): Promise<readonly EgressRule[]> {
 	const { rules } = input.egress
 	if (typeof rules !== 'function') return rules
 	const fail = (detail: string, cause?: unknown) =>
@@ -109,9 +109,9 @@ export async function hasSystemTrustBundle(): Promise<boolean> {
 	)
 }
 
-export async function startLocalEgressProxy(
-	input: LocalEgressProxyInput,
-): Promise<LocalEgressProxy> {
+export async function startSandboxEgressProxy(
+	input: SandboxEgressProxyInput,
+): Promise<SandboxEgressProxy> {
 	const rules = await policyRules(input)
 	const bridgeDir = join(input.stateRoot, EGRESS_BRIDGE_DIR_NAME)
 	const proxy = await startEgressProxy({

@@ -4,7 +4,6 @@
  * privilege probe pass. `release()` takes all of it down; a failed or aborted start leaves nothing.
  */
 
-import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
 import { access } from 'node:fs/promises'
 import { totalmem, userInfo } from 'node:os'
@@ -23,7 +22,13 @@ import {
 	type InheritableListenSocket,
 } from './agent-listen-socket.js'
 import { assertBubblewrapUsable } from './bubblewrap-binary.js'
-import { withCgroupJoin } from './bwrap-argv.js'
+import {
+	type PreparedAllowAll,
+	type PreparedProxiedNetwork,
+	prepareAllowAll,
+	prepareProxiedNetwork,
+} from './bwrap-network-attach.js'
+import { withCgroupJoin } from './cgroup-join.js'
 import {
 	closeFds,
 	createSandboxCgroups,
@@ -37,22 +42,21 @@ import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import {
 	type EgressTestSeam,
 	hasSystemTrustBundle,
-	type LocalEgressProxy,
+	type SandboxEgressProxy,
 	SYSTEM_TRUST_BUNDLE,
-	startLocalEgressProxy,
+	startSandboxEgressProxy,
 } from './local-egress-proxy.js'
-import {
-	LocalEgressUnsupportedError,
-	LocalKeepAliveUnavailableError,
-	LocalSandboxCleanupError,
-	LocalSandboxStartError,
-} from './local-errors.js'
+import { LocalKeepAliveUnavailableError } from './local-errors.js'
 import { assertNetworkUsable, readHostAddresses } from './local-network.js'
 import { writeDescriptor } from './local-sandbox-registry.js'
-import type { LocalSandboxSpec } from './local-sandbox-spec.js'
-import { LOCAL_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
+import type { MachineSandboxSpec } from './local-sandbox-spec.js'
+import { MACHINE_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
+import {
+	LocalEgressUnsupportedError,
+	LocalSandboxCleanupError,
+	LocalSandboxStartError,
+} from './machine-errors.js'
 import { readProcessIdentity } from './process-identity.js'
-import { type PreparedProxiedNetwork, prepareProxiedNetwork } from './proxied-network.js'
 import {
 	HostClaimsLedger,
 	type HostClaimsUpdate,
@@ -66,8 +70,8 @@ import {
 	type SandboxDirectories,
 	STATE_DIR_PREFIX,
 } from './sandbox-directories.js'
+import { newSandboxId } from './sandbox-id.js'
 import { cgroupRequestFor, resolveSandboxLimits } from './sandbox-limits.js'
-import { type PreparedAllowAll, prepareAllowAll } from './slirp-network.js'
 import { DEFAULT_TAIL_PATH } from './stderr-log-keeper.js'
 import { waitForAgentReady } from './wait-for-agent-ready.js'
 import {
@@ -103,7 +107,7 @@ interface AttachedNetwork {
 
 export interface LocalInstance {
 	readonly id: string
-	readonly spec: LocalSandboxSpec
+	readonly spec: MachineSandboxSpec
 	readonly rootDir: string
 	readonly environment: SandboxEnvironment
 	readonly transport: AgentTransport
@@ -116,10 +120,6 @@ export interface LocalInstance {
 	release(): Promise<void>
 	/** Set when the sandbox outlives its host (`keepAlive`): the record other processes reopen it by. */
 	readonly descriptor?: LocalSandboxDescriptor
-}
-
-export function newSandboxId(): string {
-	return randomBytes(6).toString('hex')
 }
 
 function sandboxEnvironment(backend: ResolvedLocalBackendConfig): SandboxEnvironment {
@@ -152,7 +152,7 @@ interface LaunchPreparation {
 async function prepareUnconfined(
 	context: LocalInstanceContext,
 	id: string,
-	spec: LocalSandboxSpec,
+	spec: MachineSandboxSpec,
 ): Promise<LaunchPreparation> {
 	const { backend } = context
 	const dirs = await createSandboxDirectories(backend.stateDir, id, spec.workingDirectory)
@@ -194,7 +194,7 @@ async function prepareUnconfined(
 
 export async function startLocalInstance(
 	context: LocalInstanceContext,
-	spec: LocalSandboxSpec,
+	spec: MachineSandboxSpec,
 	signal?: AbortSignal,
 ): Promise<LocalInstance> {
 	signal?.throwIfAborted()
@@ -244,7 +244,7 @@ export async function startLocalInstance(
 	let agent: ReturnType<typeof launchAgentProcess> | undefined
 	let listener: InheritableListenSocket | undefined
 	let network: Promise<AttachedNetwork> | undefined
-	let egressProxy: LocalEgressProxy | undefined
+	let egressProxy: SandboxEgressProxy | undefined
 	let releasing: Promise<void> | undefined
 	const release = () => {
 		releasing ??= (listener?.discard() ?? Promise.resolve()).then(() =>
@@ -257,7 +257,7 @@ export async function startLocalInstance(
 	let proxied: PreparedProxiedNetwork | undefined
 	try {
 		if (spec.proxiedEgress) {
-			egressProxy = await startLocalEgressProxy({
+			egressProxy = await startSandboxEgressProxy({
 				sandboxId: id,
 				stateRoot: dirs.root,
 				egress: spec.proxiedEgress,
@@ -367,7 +367,7 @@ export async function startLocalInstance(
 			{ kind: 'unix', path: dirs.socketPath },
 			{
 				connectRetryIntervalMs: READY_DIAL_INTERVAL_MS,
-				maxRequestFrameBytes: LOCAL_MAX_REQUEST_FRAME_BYTES,
+				maxRequestFrameBytes: MACHINE_MAX_REQUEST_FRAME_BYTES,
 				// Once the agent is dead no retry can reach it: fail calls at once.
 				permanentDialFailure: () => launched.exitStatus() !== undefined,
 			},
@@ -439,7 +439,7 @@ interface KeptAliveRecordInput {
 	readonly pid: number | undefined
 	readonly cgroupDirs: readonly string[]
 	readonly backend: ResolvedLocalBackendConfig
-	readonly spec: LocalSandboxSpec
+	readonly spec: MachineSandboxSpec
 	readonly createdAtMs: number
 	readonly keepAliveMs: number
 	readonly claims?: SandboxHostClaims
@@ -505,7 +505,7 @@ async function teardown(
 	cgroups: SandboxCgroups | undefined,
 	agent: ReturnType<typeof launchAgentProcess> | undefined,
 	network: Promise<AttachedNetwork> | undefined,
-	egressProxy: LocalEgressProxy | undefined,
+	egressProxy: SandboxEgressProxy | undefined,
 ): Promise<void> {
 	const failures: unknown[] = []
 	// Both at once: a frozen per-command group holds its processes until the cgroup side thaws it.

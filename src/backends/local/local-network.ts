@@ -7,16 +7,16 @@
  *   refuses every address of the host (`host-address-guard.ts`), and a resolv.conf naming slirp's
  *   DNS forwarder bound where `/etc/resolv.conf` leads (`sandbox-confinement.ts`, in the root plan).
  *
- * bwrap reports the sandbox's pid on `--info-fd` and holds `--sync-fd` open for as long as the
- * sandbox runs; that descriptor's other end is slirp4netns's `--exit-fd`, so slirp4netns exits with
- * the sandbox whoever ends it (teardown, a crashed host, a kept-alive sandbox's watchdog).
+ * The tools each kind needs and their check, the resolver files, the host's addresses and the
+ * namespace's loopback, for every tier on this machine; how bwrap hands over its namespace is
+ * `bwrap-network.ts` (local tier).
  */
 import { constants } from 'node:fs'
 import { access, realpath } from 'node:fs/promises'
 import { networkInterfaces } from 'node:os'
 import { type HostAddresses, hostAddressesFrom, SLIRP_DNS } from './host-address-guard.js'
 import { debianInstallCommand } from './install-hint.js'
-import type { LocalEgress } from './local-sandbox-spec.js'
+import type { MachineEgress } from './local-sandbox-spec.js'
 import { LocalNetworkUnavailableError, type MissingNetworkTool } from './network-errors.js'
 
 export interface NetworkToolPaths {
@@ -50,6 +50,9 @@ export const ALLOW_ALL_RESOLV_CONF = `nameserver ${SLIRP_DNS}\n`
 /** What a `static` / `resolver` sandbox sees: the capture helper's DNS stub on its own loopback. */
 export const PROXIED_RESOLV_CONF = 'nameserver 127.0.0.1\noptions attempts:2 timeout:2\n'
 
+/** Inside the state root: the resolver configuration an allow-all sandbox sees. */
+export const ALLOW_ALL_RESOLV_CONF_NAME = 'resolv.conf'
+
 /** Which tools of `tools` are not usable (an empty list: allow-all can be set up). */
 export async function missingNetworkTools(
 	tools: NetworkToolPaths,
@@ -81,31 +84,13 @@ export async function missingNetworkTools(
  * none of them, a proxied kind only `nsenter` and `ip` (for its capture route).
  */
 export async function assertNetworkUsable(
-	egress: LocalEgress,
+	egress: MachineEgress,
 	tools: NetworkToolPaths,
 ): Promise<void> {
 	if (egress === 'deny-all') return
 	const needed = egress === 'allow-all' ? undefined : (['nsenter', 'ip'] as const)
 	const missing = await missingNetworkTools(tools, undefined, needed)
 	if (missing.length > 0) throw new LocalNetworkUnavailableError(missing)
-}
-
-/**
- * Descriptor numbers (in bwrap) of the allow-all plumbing, placed after `firstFd - 1`: bwrap's
- * own, which never reach the agent.
- */
-export interface AllowAllFds {
-	readonly infoFd: number
-	readonly syncFd: number
-}
-
-export function allowAllFds(firstFd: number): AllowAllFds {
-	return { infoFd: firstFd, syncFd: firstFd + 1 }
-}
-
-/** bwrap arguments of the allow-all plumbing: where it reports the pid, what it holds open. */
-export function allowAllBwrapArgs(fds: AllowAllFds): string[] {
-	return ['--info-fd', String(fds.infoFd), '--sync-fd', String(fds.syncFd)]
 }
 
 /**
@@ -127,19 +112,6 @@ export function readHostAddresses(): HostAddresses {
 		for (const entry of entries ?? []) addresses.push(entry.address)
 	}
 	return hostAddressesFrom(addresses)
-}
-
-/** Parses bwrap's `--info-fd` JSON; undefined until a complete object with a child pid arrived. */
-export function parseBwrapInfo(text: string): number | undefined {
-	let parsed: unknown
-	try {
-		parsed = JSON.parse(text)
-	} catch {
-		return undefined
-	}
-	if (typeof parsed !== 'object' || parsed === null) return undefined
-	const pid: unknown = (parsed as Record<string, unknown>)['child-pid']
-	return typeof pid === 'number' && Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
 }
 
 /**

@@ -31,8 +31,8 @@ import { type LocalSandboxListing, listLocalSandboxes } from './local-sandbox-re
 import {
 	canServeFromPool,
 	type LocalSandboxCreateConfig,
-	type LocalSandboxSpec,
-	resolveLocalSandboxSpec,
+	type MachineSandboxSpec,
+	resolveMachineSandboxSpec,
 } from './local-sandbox-spec.js'
 import { openLocalSandbox } from './open-local-sandbox.js'
 import { collectLocalGarbage } from './reap-leftovers.js'
@@ -73,7 +73,7 @@ export function createLocalSandboxProvider(
 	hooks: LocalProviderHooks = {},
 ): LocalSandboxProvider {
 	const resolved = resolveLocalBackendConfig(backend)
-	const defaultSpec = resolveLocalSandboxSpec({}, defaults)
+	const defaultSpec = resolveMachineSandboxSpec({}, defaults)
 	const givenHooks = optionalObject(CONFIG_SITE, 'hooks', hooks)
 	optionalFunction(CONFIG_SITE, 'hooks.onBackgroundError', givenHooks.onBackgroundError)
 	optionalFunction(CONFIG_SITE, 'hooks.onWarmSandboxReady', givenHooks.onWarmSandboxReady)
@@ -87,7 +87,7 @@ export function createLocalSandboxProvider(
 		}
 		return context
 	}
-	const fleet = createInstanceFleet<LocalInstance, LocalSandboxSpec, LocalSandbox>({
+	const fleet = createInstanceFleet<LocalInstance, MachineSandboxSpec, LocalSandbox>({
 		start: (spec, signal) => startLocalInstance(instanceContext(), spec, signal),
 		// A proxied sandbox is never served from the pool (its proxy is its creator's): none is kept.
 		...(resolved.warmPoolSize > 0 && defaultSpec.egress !== 'proxied'
@@ -95,7 +95,7 @@ export function createLocalSandboxProvider(
 					pool: {
 						size: resolved.warmPoolSize,
 						spec: defaultSpec,
-						serves: (spec: LocalSandboxSpec) => canServeFromPool(defaultSpec, spec),
+						serves: (spec: MachineSandboxSpec) => canServeFromPool(defaultSpec, spec),
 					},
 				}
 			: {}),
@@ -127,10 +127,10 @@ export function createLocalSandboxProvider(
 	})
 
 	const create = (config: LocalSandboxCreateConfig = {}): Promise<LocalSandbox> => {
-		let spec: LocalSandboxSpec
+		let spec: MachineSandboxSpec
 		try {
 			// Checked before anything else runs: a refused config starts, reaps and creates nothing.
-			spec = resolveLocalSandboxSpec(config, defaults)
+			spec = resolveMachineSandboxSpec(config, defaults)
 		} catch (error) {
 			return Promise.reject(error)
 		}

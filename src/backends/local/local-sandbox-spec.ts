@@ -1,7 +1,8 @@
 /**
- * What one local sandbox is started with: the `create()` config layered over the provider defaults,
- * validated, plus the rule that decides whether a warm-pool member (started with the defaults) can
- * serve a request.
+ * What one sandbox on this machine is started with: the `create()` config layered over the
+ * provider defaults, validated (the one resolver: the local tier's, which the container tier calls
+ * before refusing what a container cannot do), plus the rule that decides whether a local
+ * warm-pool member (started with the defaults) can serve a request.
  */
 import { isAbsolute } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
@@ -17,19 +18,19 @@ import {
 	checkProviderDefaults,
 	type SandboxProviderDefaults,
 } from '../../provider-defaults.js'
-import { resolveKeepAliveMs } from './lifetime-watchdog.js'
-import { LocalEgressUnsupportedError } from './local-errors.js'
+import { resolveKeepAliveMs } from './keep-alive-lifetime.js'
+import { LocalEgressUnsupportedError } from './machine-errors.js'
 import { validatePathList } from './path-options.js'
 import { parseCpuLimit, parseDiskLimitMb } from './sandbox-limits.js'
 
 /**
- * How the local tier enforces a sandbox's egress: loopback only (`deny-all`), slirp4netns
+ * How a sandbox's egress is enforced on this machine: loopback only (`deny-all`), slirp4netns
  * (`allow-all`), or the egress proxy (`proxied`: `static` and `resolver` policies).
  */
-export type LocalEgress = 'deny-all' | 'allow-all' | 'proxied'
+export type MachineEgress = 'deny-all' | 'allow-all' | 'proxied'
 
 /** A `static` or `resolver` policy as the proxy enforces it, with the host-side options. */
-export interface LocalProxiedEgress {
+export interface ProxiedEgress {
 	readonly kind: 'static' | 'resolver'
 	/** `static`: the parsed rules; `resolver`: asked when the sandbox starts. */
 	readonly rules: readonly EgressRule[] | (() => Promise<readonly string[]>)
@@ -73,16 +74,16 @@ export interface LocalSandboxCreateConfig extends SandboxCreateConfig {
 	readonly onEgressDecision?: (decision: EgressDecision) => void
 }
 
-export interface LocalSandboxSpec {
+export interface MachineSandboxSpec {
 	/** Caller-owned workspace (never removed); absent ⇒ an ephemeral one. */
 	readonly workingDirectory?: string
 	readonly env: Readonly<Record<string, string>>
 	readonly timeoutMs?: number
 	readonly memoryLimitMb?: number
 	readonly maxProcesses?: number
-	readonly egress: LocalEgress
+	readonly egress: MachineEgress
 	/** Set when `egress` is `proxied`. */
-	readonly proxiedEgress?: LocalProxiedEgress
+	readonly proxiedEgress?: ProxiedEgress
 	/** Present ⇒ the sandbox outlives its host for this many milliseconds. */
 	readonly keepAliveMs?: number
 	/** Normalized, lexically valid; checked against the host when the sandbox starts. Absent ⇒ none. */
@@ -120,7 +121,7 @@ function egress(
 	config: LocalSandboxCreateConfig,
 	defaults: SandboxProviderDefaults,
 	keptAlive: boolean,
-): Pick<LocalSandboxSpec, 'egress' | 'proxiedEgress'> {
+): Pick<MachineSandboxSpec, 'egress' | 'proxiedEgress'> {
 	const policy = config.egress ?? defaults.defaultEgress ?? { kind: 'deny-all' }
 	const field = config.egress === undefined ? 'defaultEgress' : 'egress'
 	const kind: unknown = policy.kind
@@ -136,7 +137,7 @@ function egress(
 		throw new SandboxConfigError('egress', `unknown egress kind ${JSON.stringify(kind)}`)
 	// The proxy lives in this host process: a sandbox outliving it would be left with no network.
 	if (keptAlive) throw new LocalEgressUnsupportedError(kind, 'a kept-alive sandbox')
-	let rules: LocalProxiedEgress['rules']
+	let rules: ProxiedEgress['rules']
 	if (policy.kind === 'static')
 		rules = parseAllowedHosts(policy.allowedHosts, `${field}.allowedHosts`)
 	else if (policy.kind === 'resolver' && typeof policy.resolve === 'function') {
@@ -161,10 +162,10 @@ function egress(
  * The spec a `create()` config asks for, over the provider defaults; the portable fields are
  * checked first (provider-defaults.ts), so an explicit `null` never falls through to a default.
  */
-export function resolveLocalSandboxSpec(
+export function resolveMachineSandboxSpec(
 	config: LocalSandboxCreateConfig,
 	defaults: SandboxProviderDefaults,
-): LocalSandboxSpec {
+): MachineSandboxSpec {
 	checkCreateConfig(config)
 	checkProviderDefaults(defaults)
 	const workingDirectory: unknown = config.workingDirectory
@@ -208,7 +209,10 @@ function samePaths(a: readonly string[] = [], b: readonly string[] = []): boolea
  * Whether a sandbox started for `pooled` can serve `requested`. `timeoutMs` is ignored: it only
  * shapes the host-side Sandbox object, which is built at hand-out time.
  */
-export function canServeFromPool(pooled: LocalSandboxSpec, requested: LocalSandboxSpec): boolean {
+export function canServeFromPool(
+	pooled: MachineSandboxSpec,
+	requested: MachineSandboxSpec,
+): boolean {
 	return (
 		requested.keepAliveMs === undefined &&
 		pooled.keepAliveMs === undefined &&

@@ -19,7 +19,7 @@ import { DEFAULT_READY_TIMEOUT_MS } from './local-backend-config.js'
 import { LocalSandboxNotFoundError } from './local-errors.js'
 import type { LocalSandbox } from './local-sandbox.js'
 import { destroyByDescriptor, readDescriptor, stateOf } from './local-sandbox-registry.js'
-import { LOCAL_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
+import { MACHINE_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
 import { isProcessAlive } from './process-identity.js'
 import { isLocalSandboxId, type LocalSandboxDescriptor } from './sandbox-descriptor.js'
 
@@ -41,7 +41,7 @@ export function handleForDescriptor(descriptor: LocalSandboxDescriptor): AgentSa
 		{ kind: 'unix', path: descriptor.socketPath },
 		{
 			connectRetryIntervalMs: DIAL_RETRY_INTERVAL_MS,
-			maxRequestFrameBytes: LOCAL_MAX_REQUEST_FRAME_BYTES,
+			maxRequestFrameBytes: MACHINE_MAX_REQUEST_FRAME_BYTES,
 			// Once the launcher is gone no retry can reach the agent: fail calls at once.
 			permanentDialFailure: () => !isProcessAlive(identity),
 		},

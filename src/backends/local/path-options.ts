@@ -7,8 +7,8 @@
  */
 
 import { type ArgumentSite, optionalStringArray } from '../../contract/argument-validators.js'
-import { LocalPathOptionError } from './local-errors.js'
-import { isWithin } from './sandbox-root.js'
+import { LocalPathOptionError } from './machine-errors.js'
+import { isWithin } from './path-containment.js'
 
 export type PathOptionName =
 	| 'readOnlyPaths'

@@ -1,22 +1,17 @@
 /**
- * The network of a sandbox under a `static` or `resolver` policy: bwrap's fresh namespace with only
- * loopback, plus a `local default` route on it (and `local ::/0`), so every TCP connect to any
- * address lands on the capture helper's listeners (`src/agent/egress/`), and unprivileged binds of
- * low ports, so the helper (no capabilities) can listen on 53, 80 and 443. The host sets both
- * through `nsenter` once bwrap reports the sandbox's pid, then waits until the helper listens on
- * every captured port and on 127.0.0.1:53 before anything runs inside. Without the helper nothing
- * answers those connects: no network.
+ * The network of a sandbox under a `static` or `resolver` policy: the sandbox's fresh namespace
+ * with only loopback, plus a `local default` route on it (and `local ::/0`), so every TCP connect
+ * to any address lands on the capture helper's listeners (`src/agent/egress/`), and unprivileged
+ * binds of low ports, so the helper (no capabilities) can listen on 53, 80 and 443. The host sets
+ * both through `nsenter` once it knows the sandbox's pid (bwrap reports it:
+ * `bwrap-network-attach.ts`; a container's runtime writes it), then waits until the helper listens
+ * on every captured port and on 127.0.0.1:53 before anything runs inside. Without the helper
+ * nothing answers those connects: no network.
  */
 import { readFile } from 'node:fs/promises'
-import type { Readable } from 'node:stream'
 import type { NetworkToolPaths } from './local-network.js'
 import { LocalNetworkSetupError } from './network-errors.js'
-import {
-	bounded,
-	namespaceEntry,
-	runNamespaceCommand,
-	sandboxPidOnceLoopbackUp,
-} from './slirp-network.js'
+import { bounded, namespaceEntry, runNamespaceCommand } from './slirp-network.js'
 
 const LISTEN_POLL_MS = 10
 const DNS_PORT = 53
@@ -72,32 +67,6 @@ async function helperListening(sandboxPid: number, ports: readonly number[]): Pr
 	return ports.every((port) => listening.has(port)) && boundUdpPorts(udp).has(DNS_PORT)
 }
 
-export interface AttachProxiedOptions {
-	readonly sandboxId: string
-	readonly tools: NetworkToolPaths
-	/** The host end of bwrap's `--info-fd`. */
-	readonly info: Readable
-	readonly ports: readonly number[]
-	readonly timeoutMs: number
-	readonly signal?: AbortSignal
-}
-
-export interface ProxiedNetwork {
-	readonly sandboxPid: number
-	/** Nothing runs on the host for it (the proxy is closed by its owner). */
-	stop(): Promise<void>
-}
-
-export async function attachProxiedNetwork(options: AttachProxiedOptions): Promise<ProxiedNetwork> {
-	const deadline = Date.now() + options.timeoutMs
-	const remaining = () => Math.max(1, deadline - Date.now())
-	const { sandboxId } = options
-	const pid = await sandboxPidOnceLoopbackUp(options.info, sandboxId, remaining, options.signal)
-	await setCaptureRoute({ ...options, sandboxPid: pid, timeoutMs: remaining() })
-	await waitForCaptureHelper({ ...options, sandboxPid: pid, timeoutMs: remaining() })
-	return { sandboxPid: pid, stop: async () => undefined }
-}
-
 /** A network namespace, named by the host pid of a process in it. */
 export interface CaptureTarget {
 	readonly sandboxId: string
@@ -143,31 +112,4 @@ export function waitForCaptureHelper(
 				'',
 			),
 	)
-}
-
-/** What the launcher needs for a proxied network, and the step that attaches it. */
-export interface PreparedProxiedNetwork {
-	readonly extraFds: readonly 'pipe'[]
-	readonly bwrapArgs: readonly string[]
-	attach(
-		pipes: ReadonlyMap<number, Readable>,
-		options: Omit<AttachProxiedOptions, 'info'>,
-	): Promise<ProxiedNetwork>
-}
-
-/** bwrap reports the sandbox's pid on `--info-fd firstFd` (after the agent's own descriptors). */
-export function prepareProxiedNetwork(firstFd: number): PreparedProxiedNetwork {
-	return {
-		extraFds: ['pipe'],
-		bwrapArgs: ['--info-fd', String(firstFd)],
-		attach: (pipes, options) => {
-			const info = pipes.get(firstFd)
-			if (!info) {
-				return Promise.reject(
-					new LocalNetworkSetupError(options.sandboxId, 'namespace', 'bwrap pipes missing', ''),
-				)
-			}
-			return attachProxiedNetwork({ ...options, info })
-		},
-	}
 }

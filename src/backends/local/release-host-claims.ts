@@ -14,7 +14,7 @@ import {
 	parseHostClaims,
 	type SandboxHostClaims,
 } from './host-claims.js'
-import { LocalSandboxCleanupError } from './local-errors.js'
+import { LocalSandboxCleanupError } from './machine-errors.js'
 import { hostMountPointsUnder, unstage } from './staging-mounts.js'
 import { releaseWorkspaceDisk } from './workspace-disk.js'
 import { giveBackWorkspace } from './workspace-ownership.js'

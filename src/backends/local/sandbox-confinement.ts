@@ -22,9 +22,16 @@ import {
 	hasSystemTrustBundle,
 	SYSTEM_TRUST_BUNDLE,
 } from './local-egress-proxy.js'
-import { LocalPathOptionError, LocalStateDirUnreachableError } from './local-errors.js'
-import { ALLOW_ALL_RESOLV_CONF, PROXIED_RESOLV_CONF, resolvConfTarget } from './local-network.js'
-import type { LocalSandboxSpec } from './local-sandbox-spec.js'
+import { LocalStateDirUnreachableError } from './local-errors.js'
+import {
+	ALLOW_ALL_RESOLV_CONF,
+	ALLOW_ALL_RESOLV_CONF_NAME,
+	PROXIED_RESOLV_CONF,
+	resolvConfTarget,
+} from './local-network.js'
+import type { MachineSandboxSpec } from './local-sandbox-spec.js'
+import { LocalPathOptionError } from './machine-errors.js'
+import { isWithin } from './path-containment.js'
 import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
 import { readProcessIdentity } from './process-identity.js'
 import {
@@ -52,7 +59,6 @@ import {
 	AGENT_NODE_PATH,
 	type BindSource,
 	type HostRootLayout,
-	isWithin,
 	planSandboxRoot,
 	type SandboxRootPlan,
 	underSystemBinds,
@@ -61,13 +67,10 @@ import { firstUnsearchable, stageBind } from './staging-mounts.js'
 import { recordAndMountWorkspaceDisk } from './workspace-disk.js'
 import { handOverUnderLock } from './workspace-handover.js'
 
-/** Inside the state root: the resolver configuration an allow-all sandbox sees. */
-export const ALLOW_ALL_RESOLV_CONF_NAME = 'resolv.conf'
-
 export interface ConfinementInput {
 	readonly id: string
 	readonly backend: ResolvedLocalBackendConfig
-	readonly spec: LocalSandboxSpec
+	readonly spec: MachineSandboxSpec
 	readonly agentPath: string
 	/** Writable home inside the private /tmp. */
 	readonly homeDir: string

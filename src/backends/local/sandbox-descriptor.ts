@@ -13,10 +13,12 @@ import {
 	parseHostClaims,
 	type SandboxHostClaims,
 } from './host-claims.js'
-import type { LocalIsolation } from './local-backend-config.js'
 
 export const DESCRIPTOR_FILE_NAME = 'sandbox.json'
 export const DESCRIPTOR_VERSION = 1
+
+/** `'bubblewrap'` (the default) or `'none'`: commands run as plain host processes, for trusted code only. */
+export type LocalIsolation = 'bubblewrap' | 'none'
 
 /** The record a kept-alive sandbox keeps in its state directory, so another process can reopen or destroy it. */
 export interface LocalSandboxDescriptor {

@@ -11,9 +11,9 @@ import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
 import { CLAIMS_DIR_NAME } from './claim-locks.js'
 import { ephemeralWorkspacePath } from './host-claims.js'
+import { isWithin } from './path-containment.js'
 import { removeStateRoot } from './release-host-claims.js'
 import { RUNTIME_DIR_PREFIX } from './runtime-cache.js'
-import { isWithin } from './sandbox-root.js'
 
 export const STATE_DIR_PREFIX = 'namzu-sbx-'
 /** `sun_path` holds 108 bytes including the terminating NUL. */

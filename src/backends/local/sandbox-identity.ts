@@ -20,7 +20,7 @@ import {
 	takeLock,
 	uidLockName,
 } from './claim-locks.js'
-import { LocalSandboxUidsExhaustedError } from './local-errors.js'
+import { LocalSandboxUidsExhaustedError } from './machine-errors.js'
 
 /** A range of host uids reserved for sandboxes: `first` … `first + count - 1`. */
 export interface SandboxUidRange {

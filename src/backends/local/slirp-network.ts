@@ -1,22 +1,17 @@
 /**
- * Attaches allow-all networking to a sandbox bwrap has just started (the thin I/O shell over
- * `local-network.ts` and `host-address-guard.ts`): read the sandbox's pid from bwrap's info
- * descriptor, start slirp4netns on its network namespace, wait for it to report the interface up,
- * then install the guard ruleset inside that namespace. Any failure kills slirp4netns and rejects
- * with `LocalNetworkSetupError`; the caller tears the sandbox down.
+ * Attaches allow-all networking to a sandbox's network namespace, named by the host pid of a
+ * process in it (the thin I/O shell over `local-network.ts` and `host-address-guard.ts`): start
+ * slirp4netns on that namespace, wait for it to report the interface up, then install the guard
+ * ruleset inside it. bwrap's sandbox reaches it through `bwrap-network-attach.ts` (its pid from
+ * bwrap's info descriptor), a container through its runtime's pid file. Any failure kills
+ * slirp4netns and rejects with `LocalNetworkSetupError`; the caller tears the sandbox down. Also
+ * the namespace helpers the capture route shares: `nsenter` into it, a bounded command there.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import type { Readable } from 'node:stream'
 import { type HostAddresses, sandboxGuardRuleset } from './host-address-guard.js'
-import {
-	allowAllBwrapArgs,
-	allowAllFds,
-	loopbackReady,
-	type NetworkToolPaths,
-	parseBwrapInfo,
-	readHostAddresses,
-} from './local-network.js'
+import { loopbackReady, type NetworkToolPaths } from './local-network.js'
 import { LocalNetworkSetupError } from './network-errors.js'
 import { startStderrLogKeeper } from './stderr-log-keeper.js'
 import { StderrTail } from './stderr-tail.js'
@@ -29,13 +24,18 @@ const SLIRP_EXIT_FD = 3
 const SLIRP_READY_FD = 4
 const LOOPBACK_POLL_MS = 1
 
-export interface AttachSlirpOptions {
+export interface SlirpNetwork {
+	/** Host pid of the sandbox's init (whose namespaces slirp4netns serves). */
+	readonly sandboxPid: number
+	readonly slirpPid: number | undefined
+	/** Kills slirp4netns (it also exits on its own when the sandbox ends). Idempotent. */
+	stop(): Promise<void>
+}
+
+/** What attaching slirp4netns to a sandbox's namespace takes, however its pid was learnt. */
+export interface SlirpOptions {
 	readonly sandboxId: string
 	readonly tools: NetworkToolPaths
-	/** The host end of bwrap's `--info-fd`. */
-	readonly info: Readable
-	/** The host end of the socket pair whose other end bwrap holds as `--sync-fd`. */
-	readonly lifetime: Readable
 	readonly hostAddresses: HostAddresses
 	/** Moves slirp4netns into the sandbox's own cgroups, so its limits and teardown cover it. */
 	readonly join?: (pid: number) => Promise<void>
@@ -43,14 +43,6 @@ export interface AttachSlirpOptions {
 	readonly outliveHost?: { readonly stderrPath: string; readonly tailPath?: string }
 	readonly timeoutMs: number
 	readonly signal?: AbortSignal
-}
-
-export interface SlirpNetwork {
-	/** Host pid of the sandbox's init (whose namespaces slirp4netns serves). */
-	readonly sandboxPid: number
-	readonly slirpPid: number | undefined
-	/** Kills slirp4netns (it also exits on its own when the sandbox ends). Idempotent. */
-	stop(): Promise<void>
 }
 
 /** Rejects when `signal` aborts or `ms` pass; `onTimeout` names what was being waited for. */
@@ -73,27 +65,6 @@ export function bounded<T>(
 	return Promise.race([work, limits]).finally(() => {
 		clearTimeout(timer)
 		if (onAbort) signal?.removeEventListener('abort', onAbort)
-	})
-}
-
-/** The sandbox pid from bwrap's info JSON (bwrap writes it once the namespaces exist). */
-function readSandboxPid(info: Readable): Promise<number> {
-	return new Promise((resolve, reject) => {
-		let text = ''
-		const done = (error?: Error, pid?: number) => {
-			info.removeAllListeners('data')
-			info.destroy()
-			if (pid !== undefined) resolve(pid)
-			else reject(error)
-		}
-		info.on('data', (chunk: Buffer) => {
-			text += chunk.toString('utf8')
-			const pid = parseBwrapInfo(text)
-			if (pid !== undefined) done(undefined, pid)
-			else if (text.length > 64 * 1024) done(new Error('bwrap info is not the expected JSON'))
-		})
-		info.once('error', (error) => done(error))
-		info.once('end', () => done(new Error('bwrap closed its info descriptor without a pid')))
 	})
 }
 
@@ -205,7 +176,7 @@ export async function runNamespaceCommand(command: NamespaceCommand): Promise<vo
 }
 
 function installFirewall(
-	options: Pick<AttachSlirpOptions, 'sandboxId' | 'tools' | 'hostAddresses' | 'signal'>,
+	options: Pick<SlirpOptions, 'sandboxId' | 'tools' | 'hostAddresses' | 'signal'>,
 	sandboxPid: number,
 	deadline: number,
 ): Promise<void> {
@@ -220,52 +191,7 @@ function installFirewall(
 	})
 }
 
-/**
- * The sandbox's pid from bwrap's info descriptor, once its loopback is up: bwrap reports the pid
- * before its child has set up loopback, and configuring the namespace earlier races it (slirp4netns
- * bringing `lo` up makes bwrap fail with "loopback: Failed RTM_NEWADDR").
- */
-export async function sandboxPidOnceLoopbackUp(
-	info: Readable,
-	sandboxId: string,
-	remaining: () => number,
-	signal: AbortSignal | undefined,
-): Promise<number> {
-	const sandboxPid = await bounded(
-		readSandboxPid(info).catch((error: unknown) => {
-			const detail = error instanceof Error ? error.message : String(error)
-			throw new LocalNetworkSetupError(sandboxId, 'namespace', detail, '', { cause: error })
-		}),
-		remaining(),
-		signal,
-		() => new LocalNetworkSetupError(sandboxId, 'namespace', 'bwrap reported no pid', ''),
-	)
-	await bounded(
-		waitForLoopback(sandboxPid).catch((error: unknown) => {
-			const detail = 'the sandbox exited before its loopback was up'
-			throw new LocalNetworkSetupError(sandboxId, 'namespace', detail, '', { cause: error })
-		}),
-		remaining(),
-		signal,
-		() => new LocalNetworkSetupError(sandboxId, 'namespace', 'loopback never came up', ''),
-	)
-	return sandboxPid
-}
-
-export async function attachSlirpNetwork(options: AttachSlirpOptions): Promise<SlirpNetwork> {
-	const deadline = Date.now() + options.timeoutMs
-	const remaining = () => Math.max(1, deadline - Date.now())
-	const { info, ...rest } = options
-	const sandboxPid = await sandboxPidOnceLoopbackUp(
-		info,
-		options.sandboxId,
-		remaining,
-		options.signal,
-	)
-	return startSlirpNetwork({ ...rest, sandboxPid, timeoutMs: remaining() })
-}
-
-export interface StartSlirpOptions extends Omit<AttachSlirpOptions, 'info' | 'lifetime'> {
+export interface StartSlirpOptions extends SlirpOptions {
 	/** Host pid of a process in the network namespace to serve (its loopback already up). */
 	readonly sandboxPid: number
 	/**
@@ -346,41 +272,6 @@ export async function startSlirpNetwork(options: StartSlirpOptions): Promise<Sli
 		stop: () => {
 			stopping ??= killAndWait(child, exited)
 			return stopping
-		},
-	}
-}
-
-/** What the launcher needs to give bwrap allow-all networking, and the step that attaches it. */
-export interface PreparedAllowAll {
-	/** `extraFds` entries for the launcher: the info pipe and the lifetime pipe. */
-	readonly extraFds: readonly 'pipe'[]
-	readonly bwrapArgs: readonly string[]
-	/** Attaches slirp4netns once bwrap runs, given the launcher's pipes by child fd. */
-	attach(
-		pipes: ReadonlyMap<number, Readable>,
-		options: Omit<AttachSlirpOptions, 'info' | 'lifetime' | 'hostAddresses'>,
-	): Promise<SlirpNetwork>
-}
-
-/**
- * Plans the descriptors bwrap gets, starting at `firstFd`. The host's addresses are read now: the
- * guard refuses what the host has at create time.
- */
-export function prepareAllowAll(firstFd: number): PreparedAllowAll {
-	const fds = allowAllFds(firstFd)
-	const hostAddresses = readHostAddresses()
-	return {
-		extraFds: ['pipe', 'pipe'],
-		bwrapArgs: allowAllBwrapArgs(fds),
-		attach: (pipes, options) => {
-			const info = pipes.get(fds.infoFd)
-			const lifetime = pipes.get(fds.syncFd)
-			if (!info || !lifetime) {
-				return Promise.reject(
-					new LocalNetworkSetupError(options.sandboxId, 'namespace', 'bwrap pipes missing', ''),
-				)
-			}
-			return attachSlirpNetwork({ ...options, info, lifetime, hostAddresses })
 		},
 	}
 }

@@ -9,8 +9,8 @@ import { lstat, mkdir, readFile, rmdir, stat, unlink, writeFile } from 'node:fs/
 import { dirname } from 'node:path'
 import { unescapeMountField } from './cgroup-layout.js'
 import { assertHostTool, HOST_TOOLS, runHostTool, runHostToolOrThrow } from './host-tools.js'
-import { LocalHostToolError } from './local-errors.js'
-import { isWithin } from './sandbox-root.js'
+import { LocalHostToolError } from './machine-errors.js'
+import { isWithin } from './path-containment.js'
 
 export interface Searcher {
 	readonly uid: number

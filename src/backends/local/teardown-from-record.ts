@@ -9,7 +9,7 @@
  */
 import { adoptSandboxCgroups } from './cgroup-limits.js'
 import type { SandboxHostClaims } from './host-claims.js'
-import { LocalSandboxCleanupError } from './local-errors.js'
+import { LocalSandboxCleanupError } from './machine-errors.js'
 import { isProcessAlive, type ProcessIdentity } from './process-identity.js'
 import { descendantPids, waitUntilGone } from './process-tree.js'
 import { releaseHostClaims, removeStateRoot } from './release-host-claims.js'

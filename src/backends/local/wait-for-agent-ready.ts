@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LaunchedAgentProcess } from './agent-launcher.js'
-import { LocalSandboxStartError } from './local-errors.js'
+import { LocalSandboxStartError } from './machine-errors.js'
 
 export interface WaitForAgentReadyOptions {
 	readonly sandboxId: string

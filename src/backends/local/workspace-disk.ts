@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { ephemeralWorkspacePath } from './host-claims.js'
 import { HOST_TOOLS, runProgramOrThrow } from './host-tools.js'
 import { DiskLimitUnavailableError } from './limit-errors.js'
-import { LocalSandboxCleanupError } from './local-errors.js'
+import { LocalSandboxCleanupError } from './machine-errors.js'
 
 export const DEFAULT_MKFS_EXT4_PATH = '/usr/sbin/mkfs.ext4'
 export const WORKSPACE_IMAGE = 'workspace.img'

@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import {
-	type BwrapPlan,
-	buildBwrapArgs,
-	CGROUP_JOIN_SCRIPT,
-	withCgroupJoin,
-} from '../../../src/backends/local/bwrap-argv.js'
+import { type BwrapPlan, buildBwrapArgs } from '../../../src/backends/local/bwrap-argv.js'
+import { CGROUP_JOIN_SCRIPT, withCgroupJoin } from '../../../src/backends/local/cgroup-join.js'
 import {
 	AGENT_BUNDLE_PATH,
 	AGENT_NODE_PATH,

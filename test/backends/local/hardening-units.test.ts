@@ -8,11 +8,11 @@ import {
 	workspaceLockPath,
 } from '../../../src/backends/local/host-claims.js'
 import { stdioCovering } from '../../../src/backends/local/launch-descriptors.js'
-import { LocalPathOptionError } from '../../../src/backends/local/local-errors.js'
 import {
 	canServeFromPool,
-	resolveLocalSandboxSpec,
+	resolveMachineSandboxSpec,
 } from '../../../src/backends/local/local-sandbox-spec.js'
+import { LocalPathOptionError } from '../../../src/backends/local/machine-errors.js'
 import {
 	formatOwnershipEntry,
 	parseOwnershipEntry,
@@ -89,7 +89,7 @@ describe('readOnlyPaths / hiddenPaths validation', () => {
 	})
 
 	it('through create(): a lexically bad entry is refused before anything starts', () => {
-		const error = refusalOf(() => resolveLocalSandboxSpec({ readOnlyPaths: ['rel'] }, {}))
+		const error = refusalOf(() => resolveMachineSandboxSpec({ readOnlyPaths: ['rel'] }, {}))
 		expect(error.parameter).toBe('readOnlyPaths[0]')
 	})
 
@@ -99,7 +99,7 @@ describe('readOnlyPaths / hiddenPaths validation', () => {
 		['hiddenPaths', { hiddenPaths: ['/etc/hosts'] }, false],
 	])('a request with %s can be served from the pool: %s', (_, config, expected) => {
 		expect(
-			canServeFromPool(resolveLocalSandboxSpec({}, {}), resolveLocalSandboxSpec(config, {})),
+			canServeFromPool(resolveMachineSandboxSpec({}, {}), resolveMachineSandboxSpec(config, {})),
 		).toBe(expected)
 	})
 })

@@ -3,12 +3,12 @@ import {
 	DEFAULT_KEEP_ALIVE_MS,
 	MAX_KEEP_ALIVE_MS,
 	resolveKeepAliveMs,
-	withLifetimeWatchdog,
-} from '../../../src/backends/local/lifetime-watchdog.js'
+} from '../../../src/backends/local/keep-alive-lifetime.js'
+import { withLifetimeWatchdog } from '../../../src/backends/local/lifetime-watchdog.js'
 import { LocalKeepAliveUnavailableError } from '../../../src/backends/local/local-errors.js'
 import {
 	canServeFromPool,
-	resolveLocalSandboxSpec,
+	resolveMachineSandboxSpec,
 } from '../../../src/backends/local/local-sandbox-spec.js'
 import { parseStatStartTime, statMatches } from '../../../src/backends/local/process-identity.js'
 import {
@@ -153,9 +153,9 @@ describe('keep-alive settings', () => {
 		).toEqual(['/usr/bin/timeout', '--signal=KILL', '1.500s', '/usr/bin/bwrap', '--', 'node'])
 	})
 	it('never serves a kept-alive request from the warm pool', () => {
-		const pooled = resolveLocalSandboxSpec({}, {})
-		expect(canServeFromPool(pooled, resolveLocalSandboxSpec({}, {}))).toBe(true)
-		expect(canServeFromPool(pooled, resolveLocalSandboxSpec({ keepAlive: true }, {}))).toBe(false)
+		const pooled = resolveMachineSandboxSpec({}, {})
+		expect(canServeFromPool(pooled, resolveMachineSandboxSpec({}, {}))).toBe(true)
+		expect(canServeFromPool(pooled, resolveMachineSandboxSpec({ keepAlive: true }, {}))).toBe(false)
 	})
 })
 

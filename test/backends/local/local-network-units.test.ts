@@ -1,18 +1,20 @@
 import { describe, expect, it } from 'vitest'
 import {
+	allowAllBwrapArgs,
+	allowAllFds,
+	parseBwrapInfo,
+} from '../../../src/backends/local/bwrap-network.js'
+import {
 	hostAddressesFrom,
 	SLIRP_DNS,
 	sandboxGuardRuleset,
 } from '../../../src/backends/local/host-address-guard.js'
 import {
 	ALLOW_ALL_RESOLV_CONF,
-	allowAllBwrapArgs,
-	allowAllFds,
 	assertNetworkUsable,
 	DEFAULT_NETWORK_TOOLS,
 	loopbackReady,
 	missingNetworkTools,
-	parseBwrapInfo,
 } from '../../../src/backends/local/local-network.js'
 import { LocalNetworkUnavailableError } from '../../../src/backends/local/network-errors.js'
 import { firewallCommand, slirpArguments } from '../../../src/backends/local/slirp-network.js'
