@@ -85,11 +85,11 @@ import {
 	DiskLimitUnavailableError,
 } from '../../src/backends/local/limit-errors.js'
 import * as localErrors from '../../src/backends/local/local-errors.js'
-import * as machineErrors from '../../src/backends/local/machine-errors.js'
 import {
 	LocalNetworkSetupError,
 	LocalNetworkUnavailableError,
 } from '../../src/backends/local/network-errors.js'
+import * as machineErrors from '../../src/backends/machine/machine-errors.js'
 import { CliDependencyMissingError, CliUsageError } from '../../src/cli/cli-errors.js'
 import {
 	FileWalkLimitError,

@@ -36,7 +36,6 @@ import { emptyClaims } from '../local/host-claims.js'
 import type { EgressTestSeam } from '../local/local-egress-proxy.js'
 import { assertNetworkUsable } from '../local/local-network.js'
 import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../local/local-transport-options.js'
-import { LocalSandboxCleanupError, LocalSandboxStartError } from '../local/machine-errors.js'
 import { readProcessIdentity } from '../local/process-identity.js'
 import {
 	HostClaimsLedger,
@@ -57,6 +56,7 @@ import { cgroupRequestFor, resolveSandboxLimits } from '../local/sandbox-limits.
 import { waitForAgentReady } from '../local/wait-for-agent-ready.js'
 import { workloadCgroupFds } from '../local/workload-cgroups.js'
 import { assertDiskLimitEnforceable, recordAndMountWorkspaceDisk } from '../local/workspace-disk.js'
+import { LocalSandboxCleanupError, LocalSandboxStartError } from '../machine/machine-errors.js'
 import type { ResolvedContainerBackendConfig } from './container-backend-config.js'
 import { ContainerRuntimeUnavailableError } from './container-errors.js'
 import type { ContainerImage } from './container-image.js'

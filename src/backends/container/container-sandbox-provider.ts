@@ -17,8 +17,8 @@ import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import { agentSandboxOf, createInstanceFleet } from '../local/instance-fleet.js'
 import type { EgressTestSeam } from '../local/local-egress-proxy.js'
-import type { MachineSandbox } from '../local/machine-sandbox.js'
 import { collectLocalGarbage } from '../local/reap-leftovers.js'
+import type { MachineSandbox } from '../machine/machine-sandbox.js'
 import {
 	type ACIStandbyPoolBackendConfig,
 	type ContainerBackendConfig,

@@ -7,6 +7,10 @@ import { closeSync, constants, type Dirent, openSync } from 'node:fs'
 import { access, chown, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
+	CgroupLimitsUnavailableError,
+	LocalSandboxCleanupError,
+} from '../machine/machine-errors.js'
+import {
 	type CgroupController,
 	type CgroupLimitValues,
 	type CgroupMounts,
@@ -21,7 +25,6 @@ import {
 } from './cgroup-layout.js'
 import { parseOomKillCount } from './guest-exit.js'
 import { DefaultLimitsUnavailableError } from './limit-errors.js'
-import { CgroupLimitsUnavailableError, LocalSandboxCleanupError } from './machine-errors.js'
 import {
 	AGENT_LEAF_GROUP,
 	type CgroupOwner,

@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process'
 import { constants } from 'node:fs'
 import { access, readFile } from 'node:fs/promises'
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
+import type { CgroupControllerCheck, IsolationCheck } from '../machine/isolation-check.js'
 import { assertBubblewrapUsable, bubblewrapVersion } from './bubblewrap-binary.js'
 import type { LimitController } from './cgroup-layout.js'
 import { planSandboxCgroups, readCgroupHostView } from './cgroup-limits.js'
@@ -25,7 +26,6 @@ import {
 	type LocalBoundsReport,
 } from './describe-local-bounds.js'
 import { missingProgramLine } from './install-hint.js'
-import type { CgroupControllerCheck, IsolationCheck } from './isolation-check.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
 import { BubblewrapUnavailableError } from './local-errors.js'
 

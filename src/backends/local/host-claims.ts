@@ -9,8 +9,8 @@
  * what belongs to its sandbox.
  */
 import { dirname } from 'node:path'
+import { isWithin } from '../machine/path-containment.js'
 import { CLAIMS_DIR_NAME, uidLockName, workspaceLockName } from './claim-locks.js'
-import { isWithin } from './path-containment.js'
 import type { WorkspaceOwnership } from './workspace-ownership.js'
 
 export const HOST_CLAIMS_FILE_NAME = 'host-claims.json'

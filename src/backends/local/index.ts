@@ -1,5 +1,19 @@
 // Public names of the local (process / bubblewrap) tier, all re-exported from the package root.
 
+export type { CgroupControllerCheck, IsolationCheck } from '../machine/isolation-check.js'
+export {
+	CgroupLimitsUnavailableError,
+	LocalEgressUnsupportedError,
+	LocalHelperUnavailableError,
+	LocalHostToolError,
+	LocalPathOptionError,
+	type LocalPathOptionRefusal,
+	LocalSandboxCleanupError,
+	LocalSandboxStartError,
+	LocalSandboxUidsExhaustedError,
+	LocalStateEntryUnsafeError,
+	LocalWorkspaceBusyError,
+} from '../machine/machine-errors.js'
 export type { LimitController } from './cgroup-layout.js'
 export { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from './cgroup-limits.js'
 export type {
@@ -18,7 +32,6 @@ export type {
 } from './describe-local-isolation.js'
 export { describeLocalIsolation } from './describe-local-isolation.js'
 export type { ClaimedIdentity, ClaimedWorkspace, SandboxHostClaims } from './host-claims.js'
-export type { CgroupControllerCheck, IsolationCheck } from './isolation-check.js'
 export {
 	DEFAULT_KEEP_ALIVE_MS,
 	MAX_KEEP_ALIVE_MS,
@@ -55,19 +68,6 @@ export {
 	listLocalSandboxes,
 } from './local-sandbox-registry.js'
 export type { LocalSandboxCreateConfig } from './local-sandbox-spec.js'
-export {
-	CgroupLimitsUnavailableError,
-	LocalEgressUnsupportedError,
-	LocalHelperUnavailableError,
-	LocalHostToolError,
-	LocalPathOptionError,
-	type LocalPathOptionRefusal,
-	LocalSandboxCleanupError,
-	LocalSandboxStartError,
-	LocalSandboxUidsExhaustedError,
-	LocalStateEntryUnsafeError,
-	LocalWorkspaceBusyError,
-} from './machine-errors.js'
 export {
 	LocalNetworkSetupError,
 	LocalNetworkUnavailableError,

@@ -15,6 +15,11 @@ import {
 } from '../../exec-programs/privilege-probe.js'
 import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
+import {
+	LocalEgressUnsupportedError,
+	LocalSandboxCleanupError,
+	LocalSandboxStartError,
+} from '../machine/machine-errors.js'
 import { agentSettingsFrom, buildAgentEnvironment } from './agent-environment.js'
 import { type ChildExit, launchAgentProcess } from './agent-launcher.js'
 import {
@@ -51,11 +56,6 @@ import { assertNetworkUsable, readHostAddresses } from './local-network.js'
 import { writeDescriptor } from './local-sandbox-registry.js'
 import type { MachineSandboxSpec } from './local-sandbox-spec.js'
 import { MACHINE_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
-import {
-	LocalEgressUnsupportedError,
-	LocalSandboxCleanupError,
-	LocalSandboxStartError,
-} from './machine-errors.js'
 import { readProcessIdentity } from './process-identity.js'
 import {
 	HostClaimsLedger,

@@ -18,8 +18,8 @@ import {
 	checkProviderDefaults,
 	type SandboxProviderDefaults,
 } from '../../provider-defaults.js'
+import { LocalEgressUnsupportedError } from '../machine/machine-errors.js'
 import { resolveKeepAliveMs } from './keep-alive-lifetime.js'
-import { LocalEgressUnsupportedError } from './machine-errors.js'
 import { validatePathList } from './path-options.js'
 import { parseCpuLimit, parseDiskLimitMb } from './sandbox-limits.js'
 

@@ -3,7 +3,7 @@
  * (`MachineSandbox`: the portable `Sandbox` plus sessions, reattachable executions,
  * quiesce/flush), under the local tier's public name.
  */
-import type { MachineSandbox, MachineSandboxVerb } from './machine-sandbox.js'
+import type { MachineSandbox, MachineSandboxVerb } from '../machine/machine-sandbox.js'
 
 /** Members beyond the portable contract that the local tier exposes. */
 export type LocalSandboxVerb = MachineSandboxVerb

@@ -7,8 +7,8 @@
  */
 
 import { type ArgumentSite, optionalStringArray } from '../../contract/argument-validators.js'
-import { LocalPathOptionError } from './machine-errors.js'
-import { isWithin } from './path-containment.js'
+import { LocalPathOptionError } from '../machine/machine-errors.js'
+import { isWithin } from '../machine/path-containment.js'
 
 export type PathOptionName =
 	| 'readOnlyPaths'

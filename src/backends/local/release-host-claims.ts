@@ -7,6 +7,7 @@
  */
 import { chmod, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { LocalSandboxCleanupError } from '../machine/machine-errors.js'
 import { lockHolder, releaseLock } from './claim-locks.js'
 import {
 	HOST_CLAIMS_FILE_NAME,
@@ -14,7 +15,6 @@ import {
 	parseHostClaims,
 	type SandboxHostClaims,
 } from './host-claims.js'
-import { LocalSandboxCleanupError } from './machine-errors.js'
 import { hostMountPointsUnder, unstage } from './staging-mounts.js'
 import { releaseWorkspaceDisk } from './workspace-disk.js'
 import { giveBackWorkspace } from './workspace-ownership.js'

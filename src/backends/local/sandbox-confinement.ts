@@ -11,6 +11,8 @@ import { chmod, mkdir, open, realpath, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
 import { EGRESS_BRIDGE_DIR } from '../../wire/egress-bridge.js'
+import { LocalPathOptionError } from '../machine/machine-errors.js'
+import { isWithin } from '../machine/path-containment.js'
 import { buildBwrapArgs } from './bwrap-argv.js'
 import { emptyClaims, type SandboxHostClaims, STAGING_DIR_NAME } from './host-claims.js'
 import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
@@ -30,8 +32,6 @@ import {
 	resolvConfTarget,
 } from './local-network.js'
 import type { MachineSandboxSpec } from './local-sandbox-spec.js'
-import { LocalPathOptionError } from './machine-errors.js'
-import { isWithin } from './path-containment.js'
 import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
 import { readProcessIdentity } from './process-identity.js'
 import {

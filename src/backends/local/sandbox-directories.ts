@@ -9,9 +9,9 @@
 import { chmod, chown, mkdir, realpath, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
+import { isWithin } from '../machine/path-containment.js'
 import { CLAIMS_DIR_NAME } from './claim-locks.js'
 import { ephemeralWorkspacePath } from './host-claims.js'
-import { isWithin } from './path-containment.js'
 import { removeStateRoot } from './release-host-claims.js'
 import { RUNTIME_DIR_PREFIX } from './runtime-cache.js'
 

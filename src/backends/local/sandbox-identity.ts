@@ -13,6 +13,7 @@
  */
 import { randomInt } from 'node:crypto'
 import { CONFIG_SITE, requireInteger, requireObject } from '../../contract/argument-validators.js'
+import { LocalSandboxUidsExhaustedError } from '../machine/machine-errors.js'
 import {
 	claimsDirectory,
 	type LockOwner,
@@ -20,7 +21,6 @@ import {
 	takeLock,
 	uidLockName,
 } from './claim-locks.js'
-import { LocalSandboxUidsExhaustedError } from './machine-errors.js'
 
 /** A range of host uids reserved for sandboxes: `first` … `first + count - 1`. */
 export interface SandboxUidRange {

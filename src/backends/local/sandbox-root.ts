@@ -9,7 +9,7 @@
  * memory limit when sizes are given (`sandbox-limits.ts` plans them). Pure: the host facts come in
  * (`host-root-layout.ts` reads them).
  */
-import { isWithin } from './path-containment.js'
+import { isWithin } from '../machine/path-containment.js'
 import type { TmpfsMount, TmpfsSizes } from './sandbox-limits.js'
 
 /** Where the agent's private copies are bound inside (never on the workload's PATH). */

@@ -7,10 +7,10 @@
  */
 import { lstat, mkdir, readFile, rmdir, stat, unlink, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
+import { LocalHostToolError } from '../machine/machine-errors.js'
+import { isWithin } from '../machine/path-containment.js'
 import { unescapeMountField } from './cgroup-layout.js'
 import { assertHostTool, HOST_TOOLS, runHostTool, runHostToolOrThrow } from './host-tools.js'
-import { LocalHostToolError } from './machine-errors.js'
-import { isWithin } from './path-containment.js'
 
 export interface Searcher {
 	readonly uid: number

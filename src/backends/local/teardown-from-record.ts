@@ -7,9 +7,10 @@
  * caller's workspace is outside it and stays). Idempotent; what could not be undone is reported
  * as one `LocalSandboxCleanupError` and left for the next attempt.
  */
+
+import { LocalSandboxCleanupError } from '../machine/machine-errors.js'
 import { adoptSandboxCgroups } from './cgroup-limits.js'
 import type { SandboxHostClaims } from './host-claims.js'
-import { LocalSandboxCleanupError } from './machine-errors.js'
 import { isProcessAlive, type ProcessIdentity } from './process-identity.js'
 import { descendantPids, waitUntilGone } from './process-tree.js'
 import { releaseHostClaims, removeStateRoot } from './release-host-claims.js'

@@ -4,8 +4,8 @@
  * `LocalSandboxStartError` (its own reason).
  */
 import { setTimeout as sleep } from 'node:timers/promises'
+import { LocalSandboxStartError } from '../machine/machine-errors.js'
 import type { LaunchedAgentProcess } from './agent-launcher.js'
-import { LocalSandboxStartError } from './machine-errors.js'
 
 export interface WaitForAgentReadyOptions {
 	readonly sandboxId: string

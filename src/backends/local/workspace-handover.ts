@@ -7,9 +7,9 @@
  */
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import { LocalWorkspaceBusyError } from '../machine/machine-errors.js'
 import { claimsDirectory, takeLock, workspaceLockName } from './claim-locks.js'
 import { OWNERSHIP_RECORD_NAME, workspaceLockPath } from './host-claims.js'
-import { LocalWorkspaceBusyError } from './machine-errors.js'
 import type { HostClaimsLedger } from './release-host-claims.js'
 import { inUidRange, type SandboxUidRange } from './sandbox-identity.js'
 import { handOverWorkspace, type OwnershipHolder } from './workspace-ownership.js'

@@ -11,7 +11,6 @@ import { buildBwrapArgs } from '../../../src/backends/local/bwrap-argv.js'
 import { withCgroupJoin } from '../../../src/backends/local/cgroup-join.js'
 import { createSandboxCgroups } from '../../../src/backends/local/cgroup-limits.js'
 import { readHostRootLayout } from '../../../src/backends/local/host-root-layout.js'
-import { LocalSandboxStartError } from '../../../src/backends/local/machine-errors.js'
 import { prepareAgentRuntime } from '../../../src/backends/local/runtime-cache.js'
 import { createSandboxDirectories } from '../../../src/backends/local/sandbox-directories.js'
 import {
@@ -20,6 +19,7 @@ import {
 	planSandboxRoot,
 } from '../../../src/backends/local/sandbox-root.js'
 import { waitForAgentReady } from '../../../src/backends/local/wait-for-agent-ready.js'
+import { LocalSandboxStartError } from '../../../src/backends/machine/machine-errors.js'
 import { agentBundlePath } from '../../../src/host/sandbox/agent-bundle-path.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
 import { bwrapSkipReason } from './bwrap-available.js'

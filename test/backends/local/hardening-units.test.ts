@@ -12,7 +12,6 @@ import {
 	canServeFromPool,
 	resolveMachineSandboxSpec,
 } from '../../../src/backends/local/local-sandbox-spec.js'
-import { LocalPathOptionError } from '../../../src/backends/local/machine-errors.js'
 import {
 	formatOwnershipEntry,
 	parseOwnershipEntry,
@@ -29,6 +28,7 @@ import {
 	withSandboxIdentity,
 } from '../../../src/backends/local/sandbox-identity.js'
 import { maySearch, mountPointsUnder } from '../../../src/backends/local/staging-mounts.js'
+import { LocalPathOptionError } from '../../../src/backends/machine/machine-errors.js'
 
 function refusalOf(run: () => unknown): LocalPathOptionError {
 	try {

@@ -8,7 +8,7 @@ import {
 	canServeFromPool,
 	resolveMachineSandboxSpec,
 } from '../../../src/backends/local/local-sandbox-spec.js'
-import { LocalEgressUnsupportedError } from '../../../src/backends/local/machine-errors.js'
+import { LocalEgressUnsupportedError } from '../../../src/backends/machine/machine-errors.js'
 import { SandboxConfigError } from '../../../src/contract/errors.js'
 
 describe('resolveLocalBackendConfig', () => {
