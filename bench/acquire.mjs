@@ -16,11 +16,6 @@ import { readHostRootLayout } from '../dist/backends/local/host-root-layout.js'
 import { HOST_TOOLS } from '../dist/backends/local/host-tools.js'
 import { readHostAddresses } from '../dist/backends/local/local-network.js'
 import { prepareAgentRuntime } from '../dist/backends/local/runtime-cache.js'
-import {
-	DEFAULT_SANDBOX_UID_RANGE,
-	perSandboxUids,
-	withSandboxIdentity,
-} from '../dist/backends/local/sandbox-identity.js'
 import { resolveSandboxLimits } from '../dist/backends/local/sandbox-limits.js'
 import { planSandboxRoot } from '../dist/backends/local/sandbox-root.js'
 import {
@@ -28,6 +23,11 @@ import {
 	slirpArguments,
 	waitForLoopback,
 } from '../dist/backends/local/slirp-network.js'
+import {
+	DEFAULT_SANDBOX_UID_RANGE,
+	perSandboxUids,
+	withSandboxIdentity,
+} from '../dist/backends/machine/claims/sandbox-identity.js'
 import { agentBundlePath } from '../dist/host/sandbox/agent-bundle-path.js'
 import { createSandboxProvider } from '../dist/index.js'
 import { argInt, ms, printTable, ratio, spawnAndWait, summarize } from './lib.mjs'

@@ -32,16 +32,9 @@ import {
 	type SandboxCgroups,
 } from '../local/cgroup-limits.js'
 import { guestExitOf } from '../local/guest-exit.js'
-import { emptyClaims } from '../local/host-claims.js'
 import type { EgressTestSeam } from '../local/local-egress-proxy.js'
 import { assertNetworkUsable } from '../local/local-network.js'
 import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../local/local-transport-options.js'
-import { readProcessIdentity } from '../local/process-identity.js'
-import {
-	HostClaimsLedger,
-	releaseHostClaims,
-	removeStateRoot,
-} from '../local/release-host-claims.js'
 import { materializeAgentRuntime, planAgentRuntime } from '../local/runtime-cache.js'
 import {
 	createSandboxDirectories,
@@ -50,12 +43,22 @@ import {
 	STATE_DIR_PREFIX,
 	sandboxRootFor,
 } from '../local/sandbox-directories.js'
-import { newSandboxId } from '../local/sandbox-id.js'
-import { allocateSandboxIdentity, releaseSandboxIdentity } from '../local/sandbox-identity.js'
 import { cgroupRequestFor, resolveSandboxLimits } from '../local/sandbox-limits.js'
 import { waitForAgentReady } from '../local/wait-for-agent-ready.js'
 import { workloadCgroupFds } from '../local/workload-cgroups.js'
 import { assertDiskLimitEnforceable, recordAndMountWorkspaceDisk } from '../local/workspace-disk.js'
+import { emptyClaims } from '../machine/claims/host-claims.js'
+import { readProcessIdentity } from '../machine/claims/process-identity.js'
+import {
+	HostClaimsLedger,
+	releaseHostClaims,
+	removeStateRoot,
+} from '../machine/claims/release-host-claims.js'
+import { newSandboxId } from '../machine/claims/sandbox-id.js'
+import {
+	allocateSandboxIdentity,
+	releaseSandboxIdentity,
+} from '../machine/claims/sandbox-identity.js'
 import { LocalSandboxCleanupError, LocalSandboxStartError } from '../machine/machine-errors.js'
 import type { ResolvedContainerBackendConfig } from './container-backend-config.js'
 import { ContainerRuntimeUnavailableError } from './container-errors.js'

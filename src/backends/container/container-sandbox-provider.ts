@@ -17,7 +17,7 @@ import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import { agentSandboxOf, createInstanceFleet } from '../local/instance-fleet.js'
 import type { EgressTestSeam } from '../local/local-egress-proxy.js'
-import { collectLocalGarbage } from '../local/reap-leftovers.js'
+import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
 import type { MachineSandbox } from '../machine/machine-sandbox.js'
 import {
 	type ACIStandbyPoolBackendConfig,

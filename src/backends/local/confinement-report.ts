@@ -5,13 +5,13 @@
  * `/proc/<pid>/environ`.
  */
 import { join } from 'node:path'
-import { ephemeralWorkspacePath } from './host-claims.js'
+import { ephemeralWorkspacePath } from '../machine/claims/host-claims.js'
+import { perSandboxUids, type SandboxUidRange } from '../machine/claims/sandbox-identity.js'
 import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
 import { assertHostTool, HOST_TOOLS } from './host-tools.js'
 import type { LocalBackendConfig, ResolvedLocalBackendConfig } from './local-backend-config.js'
 import { createLocalSandboxProvider } from './local-sandbox-provider.js'
 import { runtimeDirName } from './runtime-cache.js'
-import { perSandboxUids, type SandboxUidRange } from './sandbox-identity.js'
 import type { TmpfsSizes } from './sandbox-limits.js'
 import { describeRootMount, planSandboxRoot, underSystemBinds } from './sandbox-root.js'
 

@@ -1,5 +1,34 @@
 // Public names of the local (process / bubblewrap) tier, all re-exported from the package root.
 
+export type {
+	ClaimedIdentity,
+	ClaimedWorkspace,
+	SandboxHostClaims,
+} from '../machine/claims/host-claims.js'
+export {
+	destroyLocalSandbox,
+	type LocalSandboxListing,
+	type LocalSandboxRegistryOptions,
+	listLocalSandboxes,
+} from '../machine/claims/kept-alive-registry.js'
+export type { ReapReason } from '../machine/claims/reap-decision.js'
+export {
+	collectLocalGarbage,
+	type LocalGarbageOptions,
+	type LocalGarbageReport,
+	type ReapedLocalSandbox,
+	reapLocalSandboxes,
+} from '../machine/claims/reap-leftovers.js'
+export type {
+	LocalIsolation,
+	LocalSandboxDescriptor,
+	LocalSandboxState,
+} from '../machine/claims/sandbox-descriptor.js'
+export {
+	DEFAULT_SANDBOX_UID_RANGE,
+	MIN_SANDBOX_UID,
+	type SandboxUidRange,
+} from '../machine/claims/sandbox-identity.js'
 export type { CgroupControllerCheck, IsolationCheck } from '../machine/isolation-check.js'
 export {
 	CgroupLimitsUnavailableError,
@@ -31,7 +60,6 @@ export type {
 	LocalIsolationReport,
 } from './describe-local-isolation.js'
 export { describeLocalIsolation } from './describe-local-isolation.js'
-export type { ClaimedIdentity, ClaimedWorkspace, SandboxHostClaims } from './host-claims.js'
 export {
 	DEFAULT_KEEP_ALIVE_MS,
 	MAX_KEEP_ALIVE_MS,
@@ -61,12 +89,6 @@ export {
 	type LocalProviderHooks,
 	type LocalSandboxProvider,
 } from './local-sandbox-provider.js'
-export {
-	destroyLocalSandbox,
-	type LocalSandboxListing,
-	type LocalSandboxRegistryOptions,
-	listLocalSandboxes,
-} from './local-sandbox-registry.js'
 export type { LocalSandboxCreateConfig } from './local-sandbox-spec.js'
 export {
 	LocalNetworkSetupError,
@@ -74,24 +96,6 @@ export {
 	type MissingNetworkTool,
 } from './network-errors.js'
 export { type OpenLocalSandboxOptions, openLocalSandbox } from './open-local-sandbox.js'
-export type { ReapReason } from './reap-decision.js'
-export {
-	collectLocalGarbage,
-	type LocalGarbageOptions,
-	type LocalGarbageReport,
-	type ReapedLocalSandbox,
-	reapLocalSandboxes,
-} from './reap-leftovers.js'
-export type {
-	LocalIsolation,
-	LocalSandboxDescriptor,
-	LocalSandboxState,
-} from './sandbox-descriptor.js'
-export {
-	DEFAULT_SANDBOX_UID_RANGE,
-	MIN_SANDBOX_UID,
-	type SandboxUidRange,
-} from './sandbox-identity.js'
 export {
 	DEFAULT_CPU_SHARES,
 	DEFAULT_CPU_WEIGHT,

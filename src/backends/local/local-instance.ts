@@ -15,6 +15,19 @@ import {
 } from '../../exec-programs/privilege-probe.js'
 import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
+import { emptyClaims, type SandboxHostClaims } from '../machine/claims/host-claims.js'
+import { writeDescriptor } from '../machine/claims/kept-alive-registry.js'
+import { readProcessIdentity } from '../machine/claims/process-identity.js'
+import {
+	HostClaimsLedger,
+	type HostClaimsUpdate,
+	releaseHostClaims,
+} from '../machine/claims/release-host-claims.js'
+import {
+	DESCRIPTOR_VERSION,
+	type LocalSandboxDescriptor,
+} from '../machine/claims/sandbox-descriptor.js'
+import { newSandboxId } from '../machine/claims/sandbox-id.js'
 import {
 	LocalEgressUnsupportedError,
 	LocalSandboxCleanupError,
@@ -41,7 +54,6 @@ import {
 	type SandboxCgroups,
 } from './cgroup-limits.js'
 import { guestExitOf } from './guest-exit.js'
-import { emptyClaims, type SandboxHostClaims } from './host-claims.js'
 import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import {
@@ -53,24 +65,15 @@ import {
 } from './local-egress-proxy.js'
 import { LocalKeepAliveUnavailableError } from './local-errors.js'
 import { assertNetworkUsable, readHostAddresses } from './local-network.js'
-import { writeDescriptor } from './local-sandbox-registry.js'
 import type { MachineSandboxSpec } from './local-sandbox-spec.js'
 import { MACHINE_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
-import { readProcessIdentity } from './process-identity.js'
-import {
-	HostClaimsLedger,
-	type HostClaimsUpdate,
-	releaseHostClaims,
-} from './release-host-claims.js'
 import { type BwrapLaunch, prepareConfinement } from './sandbox-confinement.js'
-import { DESCRIPTOR_VERSION, type LocalSandboxDescriptor } from './sandbox-descriptor.js'
 import {
 	createSandboxDirectories,
 	removeSandboxDirectories,
 	type SandboxDirectories,
 	STATE_DIR_PREFIX,
 } from './sandbox-directories.js'
-import { newSandboxId } from './sandbox-id.js'
 import { cgroupRequestFor, resolveSandboxLimits } from './sandbox-limits.js'
 import { DEFAULT_TAIL_PATH } from './stderr-log-keeper.js'
 import { waitForAgentReady } from './wait-for-agent-ready.js'

@@ -17,6 +17,11 @@ import {
 import type { SandboxProvider } from '../../contract/provider.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+import {
+	type LocalSandboxListing,
+	listLocalSandboxes,
+} from '../machine/claims/kept-alive-registry.js'
+import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
 import { agentSandboxOf, createInstanceFleet } from './instance-fleet.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
 import type { EgressTestSeam } from './local-egress-proxy.js'
@@ -27,7 +32,6 @@ import {
 	startLocalInstance,
 } from './local-instance.js'
 import type { LocalSandbox } from './local-sandbox.js'
-import { type LocalSandboxListing, listLocalSandboxes } from './local-sandbox-registry.js'
 import {
 	canServeFromPool,
 	type LocalSandboxCreateConfig,
@@ -35,7 +39,6 @@ import {
 	resolveMachineSandboxSpec,
 } from './local-sandbox-spec.js'
 import { openLocalSandbox } from './open-local-sandbox.js'
-import { collectLocalGarbage } from './reap-leftovers.js'
 
 /** `SandboxProvider.id` of the local tier. */
 export const LOCAL_PROVIDER_ID = 'namzu-process-local'

@@ -11,10 +11,27 @@ import { chmod, mkdir, open, realpath, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
 import { EGRESS_BRIDGE_DIR } from '../../wire/egress-bridge.js'
+import {
+	emptyClaims,
+	type SandboxHostClaims,
+	STAGING_DIR_NAME,
+} from '../machine/claims/host-claims.js'
+import { readProcessIdentity } from '../machine/claims/process-identity.js'
+import {
+	HostClaimsLedger,
+	type HostClaimsUpdate,
+	releaseHostClaims,
+	removeStateRoot,
+} from '../machine/claims/release-host-claims.js'
+import {
+	allocateSandboxIdentity,
+	releaseSandboxIdentity,
+	type SandboxIdentity,
+	withSandboxIdentity,
+} from '../machine/claims/sandbox-identity.js'
 import { LocalPathOptionError } from '../machine/machine-errors.js'
 import { isWithin } from '../machine/path-containment.js'
 import { buildBwrapArgs } from './bwrap-argv.js'
-import { emptyClaims, type SandboxHostClaims, STAGING_DIR_NAME } from './host-claims.js'
 import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
 import { assertHostTool, HOST_TOOLS } from './host-tools.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
@@ -33,13 +50,6 @@ import {
 } from './local-network.js'
 import type { MachineSandboxSpec } from './local-sandbox-spec.js'
 import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
-import { readProcessIdentity } from './process-identity.js'
-import {
-	HostClaimsLedger,
-	type HostClaimsUpdate,
-	releaseHostClaims,
-	removeStateRoot,
-} from './release-host-claims.js'
 import { materializeAgentRuntime, planAgentRuntime, runtimeDirName } from './runtime-cache.js'
 import {
 	createSandboxDirectories,
@@ -47,12 +57,6 @@ import {
 	type SandboxDirectories,
 	sandboxRootFor,
 } from './sandbox-directories.js'
-import {
-	allocateSandboxIdentity,
-	releaseSandboxIdentity,
-	type SandboxIdentity,
-	withSandboxIdentity,
-} from './sandbox-identity.js'
 import type { TmpfsSizes } from './sandbox-limits.js'
 import {
 	AGENT_BUNDLE_PATH,

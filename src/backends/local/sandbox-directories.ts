@@ -9,10 +9,10 @@
 import { chmod, chown, mkdir, realpath, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
+import { CLAIMS_DIR_NAME } from '../machine/claims/claim-locks.js'
+import { ephemeralWorkspacePath } from '../machine/claims/host-claims.js'
+import { removeStateRoot } from '../machine/claims/release-host-claims.js'
 import { isWithin } from '../machine/path-containment.js'
-import { CLAIMS_DIR_NAME } from './claim-locks.js'
-import { ephemeralWorkspacePath } from './host-claims.js'
-import { removeStateRoot } from './release-host-claims.js'
 import { RUNTIME_DIR_PREFIX } from './runtime-cache.js'
 
 export const STATE_DIR_PREFIX = 'namzu-sbx-'

@@ -10,8 +10,8 @@
 import { constants } from 'node:fs'
 import { access, open, rm, rmdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import { ephemeralWorkspacePath } from '../machine/claims/host-claims.js'
 import { LocalSandboxCleanupError } from '../machine/machine-errors.js'
-import { ephemeralWorkspacePath } from './host-claims.js'
 import { HOST_TOOLS, runProgramOrThrow } from './host-tools.js'
 import { DiskLimitUnavailableError } from './limit-errors.js'
 

@@ -25,8 +25,8 @@ import {
 	destroyLocalSandbox,
 	listLocalSandboxes,
 } from '../../../src/backends/local/index.js'
-import { readHostClaims } from '../../../src/backends/local/release-host-claims.js'
 import { runtimeDirName } from '../../../src/backends/local/runtime-cache.js'
+import { readHostClaims } from '../../../src/backends/machine/claims/release-host-claims.js'
 import {
 	bundleCli,
 	bundleSource,

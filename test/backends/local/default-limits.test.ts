@@ -7,14 +7,14 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AGENT_TASK_HEADROOM } from '../../../src/backends/local/cgroup-limits.js'
 import {
-	DEFAULT_SANDBOX_UID_RANGE,
-	inUidRange,
-} from '../../../src/backends/local/sandbox-identity.js'
-import {
 	DEFAULT_MAX_PROCESSES,
 	defaultMemoryLimitMb,
 	tmpfsSizesFor,
 } from '../../../src/backends/local/sandbox-limits.js'
+import {
+	DEFAULT_SANDBOX_UID_RANGE,
+	inUidRange,
+} from '../../../src/backends/machine/claims/sandbox-identity.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import { GuestDiedError } from '../../../src/host/transport/transport-errors.js'
 import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'

@@ -33,7 +33,7 @@ import {
 	readHostClaims,
 	releaseHostClaims,
 	removeStateRoot,
-} from '../../../src/backends/local/release-host-claims.js'
+} from '../../../src/backends/machine/claims/release-host-claims.js'
 import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import {

@@ -1,12 +1,4 @@
 import { describe, expect, it } from 'vitest'
-import {
-	emptyClaims,
-	hostClaimsBelongTo,
-	parseHostClaims,
-	type SandboxHostClaims,
-	uidLockPath,
-	workspaceLockPath,
-} from '../../../src/backends/local/host-claims.js'
 import { stdioCovering } from '../../../src/backends/local/launch-descriptors.js'
 import {
 	canServeFromPool,
@@ -22,12 +14,20 @@ import {
 	validatePathList,
 } from '../../../src/backends/local/path-options.js'
 import { sourceKey } from '../../../src/backends/local/runtime-cache.js'
+import { maySearch, mountPointsUnder } from '../../../src/backends/local/staging-mounts.js'
+import {
+	emptyClaims,
+	hostClaimsBelongTo,
+	parseHostClaims,
+	type SandboxHostClaims,
+	uidLockPath,
+	workspaceLockPath,
+} from '../../../src/backends/machine/claims/host-claims.js'
 import {
 	DEFAULT_SANDBOX_UID_RANGE,
 	inUidRange,
 	withSandboxIdentity,
-} from '../../../src/backends/local/sandbox-identity.js'
-import { maySearch, mountPointsUnder } from '../../../src/backends/local/staging-mounts.js'
+} from '../../../src/backends/machine/claims/sandbox-identity.js'
 import { LocalPathOptionError } from '../../../src/backends/machine/machine-errors.js'
 
 function refusalOf(run: () => unknown): LocalPathOptionError {

@@ -10,7 +10,10 @@ import {
 	canServeFromPool,
 	resolveMachineSandboxSpec,
 } from '../../../src/backends/local/local-sandbox-spec.js'
-import { parseStatStartTime, statMatches } from '../../../src/backends/local/process-identity.js'
+import {
+	parseStatStartTime,
+	statMatches,
+} from '../../../src/backends/machine/claims/process-identity.js'
 import {
 	DESCRIPTOR_VERSION,
 	descriptorBelongsTo,
@@ -19,7 +22,7 @@ import {
 	type LocalSandboxDescriptor,
 	parseDescriptor,
 	serializeDescriptor,
-} from '../../../src/backends/local/sandbox-descriptor.js'
+} from '../../../src/backends/machine/claims/sandbox-descriptor.js'
 import { SandboxConfigError } from '../../../src/contract/errors.js'
 
 const root = '/tmp/state/namzu-sbx-0123456789ab'

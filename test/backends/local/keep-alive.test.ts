@@ -13,7 +13,7 @@ import {
 	openLocalSandbox,
 	reapLocalSandboxes,
 } from '../../../src/backends/local/index.js'
-import { readProcessIdentity } from '../../../src/backends/local/process-identity.js'
+import { readProcessIdentity } from '../../../src/backends/machine/claims/process-identity.js'
 import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'
 import { runNodeToExit } from '../../helpers/run-to-exit.js'
 import { bwrapSkipReason } from './bwrap-available.js'

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import { buildAgentEnvironment } from '../../../src/backends/local/agent-environment.js'
-import { descendantsOf, parseStatParentPid } from '../../../src/backends/local/process-tree.js'
 import { redactSecrets, StderrTail } from '../../../src/backends/local/stderr-tail.js'
+import {
+	descendantsOf,
+	parseStatParentPid,
+} from '../../../src/backends/machine/claims/process-tree.js'
 
 describe('buildAgentEnvironment', () => {
 	const input = {

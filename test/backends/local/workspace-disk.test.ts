@@ -13,11 +13,11 @@ import {
 	readHostClaims,
 	releaseHostClaims,
 	removeStateRoot,
-} from '../../../src/backends/local/release-host-claims.js'
+} from '../../../src/backends/machine/claims/release-host-claims.js'
 import {
 	DEFAULT_SANDBOX_UID_RANGE,
 	inUidRange,
-} from '../../../src/backends/local/sandbox-identity.js'
+} from '../../../src/backends/machine/claims/sandbox-identity.js'
 import { bundleSource, type SourceBundle } from '../../helpers/bundle-source.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import {

@@ -8,7 +8,7 @@
  */
 import { lstat, mkdir, open, readFile, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
-import { LocalStateEntryUnsafeError } from '../machine/machine-errors.js'
+import { LocalStateEntryUnsafeError } from '../machine-errors.js'
 import { readProcessIdentity } from './process-identity.js'
 
 export const CLAIMS_DIR_NAME = 'namzu-claims'

@@ -8,13 +8,13 @@
  * as one `LocalSandboxCleanupError` and left for the next attempt.
  */
 
-import { LocalSandboxCleanupError } from '../machine/machine-errors.js'
-import { adoptSandboxCgroups } from './cgroup-limits.js'
+import { adoptSandboxCgroups } from '../../local/cgroup-limits.js'
+import { releaseWorkspaceDisk } from '../../local/workspace-disk.js'
+import { LocalSandboxCleanupError } from '../machine-errors.js'
 import type { SandboxHostClaims } from './host-claims.js'
 import { isProcessAlive, type ProcessIdentity } from './process-identity.js'
 import { descendantPids, waitUntilGone } from './process-tree.js'
 import { releaseHostClaims, removeStateRoot } from './release-host-claims.js'
-import { releaseWorkspaceDisk } from './workspace-disk.js'
 
 /** Bound on waiting for killed sandbox processes to vanish. */
 const KILL_WAIT_MS = 5_000

@@ -18,11 +18,19 @@ import {
 	optionalObject,
 	optionalSignal,
 	optionalString,
-} from '../../contract/argument-validators.js'
-import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
+} from '../../../contract/argument-validators.js'
+import { agentBundlePath } from '../../../host/sandbox/agent-bundle-path.js'
+import {
+	agentBundleName,
+	agentNodeName,
+	READABLE_SUFFIX,
+	runtimeDirName,
+	temporaryWriter,
+} from '../../local/runtime-cache.js'
+import { STATE_DIR_PREFIX, sandboxRootFor } from '../../local/sandbox-directories.js'
 import { CLAIMS_DIR_NAME, releaseLock } from './claim-locks.js'
 import { ephemeralWorkspacePath, type SandboxHostClaims } from './host-claims.js'
-import { readDescriptor, remainsOfDescriptor } from './local-sandbox-registry.js'
+import { readDescriptor, remainsOfDescriptor } from './kept-alive-registry.js'
 import { isProcessAlive } from './process-identity.js'
 import {
 	decideStateRoot,
@@ -33,15 +41,7 @@ import {
 	UNRECORDED_GRACE_MS,
 } from './reap-decision.js'
 import { readHostClaims } from './release-host-claims.js'
-import {
-	agentBundleName,
-	agentNodeName,
-	READABLE_SUFFIX,
-	runtimeDirName,
-	temporaryWriter,
-} from './runtime-cache.js'
 import { isLocalSandboxId } from './sandbox-descriptor.js'
-import { STATE_DIR_PREFIX, sandboxRootFor } from './sandbox-directories.js'
 import { type SandboxRemains, tearDownFromRecord } from './teardown-from-record.js'
 
 /** Where `collectLocalGarbage` looks, and whether it only lists. */

@@ -7,7 +7,7 @@ import {
 	runtimeEntryIsGarbage,
 	type StateRootFacts,
 	UNRECORDED_GRACE_MS,
-} from '../../../src/backends/local/reap-decision.js'
+} from '../../../../src/backends/machine/claims/reap-decision.js'
 
 const NOW = 1_000_000_000
 

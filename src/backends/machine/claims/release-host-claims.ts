@@ -7,7 +7,10 @@
  */
 import { chmod, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { LocalSandboxCleanupError } from '../machine/machine-errors.js'
+import { hostMountPointsUnder, unstage } from '../../local/staging-mounts.js'
+import { releaseWorkspaceDisk } from '../../local/workspace-disk.js'
+import { giveBackWorkspace } from '../../local/workspace-ownership.js'
+import { LocalSandboxCleanupError } from '../machine-errors.js'
 import { lockHolder, releaseLock } from './claim-locks.js'
 import {
 	HOST_CLAIMS_FILE_NAME,
@@ -15,9 +18,6 @@ import {
 	parseHostClaims,
 	type SandboxHostClaims,
 } from './host-claims.js'
-import { hostMountPointsUnder, unstage } from './staging-mounts.js'
-import { releaseWorkspaceDisk } from './workspace-disk.js'
-import { giveBackWorkspace } from './workspace-ownership.js'
 
 /** Writes `<stateRoot>/host-claims.json` (0600) through a temp sibling. */
 export async function writeHostClaims(claims: SandboxHostClaims): Promise<void> {

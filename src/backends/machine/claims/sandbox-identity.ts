@@ -12,8 +12,12 @@
  * still misread uids as signed.
  */
 import { randomInt } from 'node:crypto'
-import { CONFIG_SITE, requireInteger, requireObject } from '../../contract/argument-validators.js'
-import { LocalSandboxUidsExhaustedError } from '../machine/machine-errors.js'
+import {
+	CONFIG_SITE,
+	requireInteger,
+	requireObject,
+} from '../../../contract/argument-validators.js'
+import { LocalSandboxUidsExhaustedError } from '../machine-errors.js'
 import {
 	claimsDirectory,
 	type LockOwner,

@@ -9,9 +9,9 @@
  * what belongs to its sandbox.
  */
 import { dirname } from 'node:path'
-import { isWithin } from '../machine/path-containment.js'
+import type { WorkspaceOwnership } from '../../local/workspace-ownership.js'
+import { isWithin } from '../path-containment.js'
 import { CLAIMS_DIR_NAME, uidLockName, workspaceLockName } from './claim-locks.js'
-import type { WorkspaceOwnership } from './workspace-ownership.js'
 
 export const HOST_CLAIMS_FILE_NAME = 'host-claims.json'
 export const HOST_CLAIMS_VERSION = 1

@@ -14,7 +14,8 @@ import {
 	optionalSignal,
 	optionalString,
 	requireString,
-} from '../../contract/argument-validators.js'
+} from '../../../contract/argument-validators.js'
+import { STATE_DIR_PREFIX, sandboxRootFor } from '../../local/sandbox-directories.js'
 import { isProcessAlive } from './process-identity.js'
 import {
 	DESCRIPTOR_FILE_NAME,
@@ -26,7 +27,6 @@ import {
 	parseDescriptor,
 	serializeDescriptor,
 } from './sandbox-descriptor.js'
-import { STATE_DIR_PREFIX, sandboxRootFor } from './sandbox-directories.js'
 import { type SandboxRemains, tearDownFromRecord } from './teardown-from-record.js'
 
 /** Where to look for kept-alive sandboxes (listing, reaping, destroying by id). */
