@@ -23,15 +23,6 @@ import {
 	createInheritableListenSocket,
 	type InheritableListenSocket,
 } from '../local/agent-listen-socket.js'
-import { withCgroupJoin } from '../local/cgroup-join.js'
-import {
-	adoptSandboxCgroups,
-	closeFds,
-	createSandboxCgroups,
-	openWorkloadGroupFds,
-	type SandboxCgroups,
-} from '../local/cgroup-limits.js'
-import { guestExitOf } from '../local/guest-exit.js'
 import type { EgressTestSeam } from '../local/local-egress-proxy.js'
 import { assertNetworkUsable } from '../local/local-network.js'
 import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../local/local-transport-options.js'
@@ -45,8 +36,17 @@ import {
 } from '../local/sandbox-directories.js'
 import { cgroupRequestFor, resolveSandboxLimits } from '../local/sandbox-limits.js'
 import { waitForAgentReady } from '../local/wait-for-agent-ready.js'
-import { workloadCgroupFds } from '../local/workload-cgroups.js'
 import { assertDiskLimitEnforceable, recordAndMountWorkspaceDisk } from '../local/workspace-disk.js'
+import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
+import {
+	adoptSandboxCgroups,
+	closeFds,
+	createSandboxCgroups,
+	openWorkloadGroupFds,
+	type SandboxCgroups,
+} from '../machine/cgroups/cgroup-limits.js'
+import { guestExitOf } from '../machine/cgroups/guest-exit.js'
+import { workloadCgroupFds } from '../machine/cgroups/workload-cgroups.js'
 import { emptyClaims } from '../machine/claims/host-claims.js'
 import { readProcessIdentity } from '../machine/claims/process-identity.js'
 import {

@@ -8,10 +8,10 @@ import { execFile } from 'node:child_process'
 import { constants } from 'node:fs'
 import { access, readFile } from 'node:fs/promises'
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
+import type { LimitController } from '../machine/cgroups/cgroup-layout.js'
+import { planSandboxCgroups, readCgroupHostView } from '../machine/cgroups/cgroup-limits.js'
 import type { CgroupControllerCheck, IsolationCheck } from '../machine/isolation-check.js'
 import { assertBubblewrapUsable, bubblewrapVersion } from './bubblewrap-binary.js'
-import type { LimitController } from './cgroup-layout.js'
-import { planSandboxCgroups, readCgroupHostView } from './cgroup-limits.js'
 import {
 	type AgentReachReport,
 	describeSandboxIdentity,

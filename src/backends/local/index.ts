@@ -1,5 +1,12 @@
 // Public names of the local (process / bubblewrap) tier, all re-exported from the package root.
 
+export type { LimitController } from '../machine/cgroups/cgroup-layout.js'
+export { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from '../machine/cgroups/cgroup-limits.js'
+export {
+	DefaultLimitsUnavailableError,
+	type DiskLimitRefusal,
+	DiskLimitUnavailableError,
+} from '../machine/cgroups/limit-errors.js'
 export type {
 	ClaimedIdentity,
 	ClaimedWorkspace,
@@ -43,8 +50,6 @@ export {
 	LocalStateEntryUnsafeError,
 	LocalWorkspaceBusyError,
 } from '../machine/machine-errors.js'
-export type { LimitController } from './cgroup-layout.js'
-export { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from './cgroup-limits.js'
 export type {
 	AgentReachReport,
 	SandboxIdentityReport,
@@ -65,11 +70,6 @@ export {
 	MAX_KEEP_ALIVE_MS,
 	MIN_KEEP_ALIVE_MS,
 } from './keep-alive-lifetime.js'
-export {
-	DefaultLimitsUnavailableError,
-	type DiskLimitRefusal,
-	DiskLimitUnavailableError,
-} from './limit-errors.js'
 export type { LocalBackendConfig, LocalToolPaths } from './local-backend-config.js'
 export { DEFAULT_BWRAP_PATH, DEFAULT_READY_TIMEOUT_MS } from './local-backend-config.js'
 export {

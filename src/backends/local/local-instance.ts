@@ -15,6 +15,19 @@ import {
 } from '../../exec-programs/privilege-probe.js'
 import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
+import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
+import {
+	closeFds,
+	createSandboxCgroups,
+	openWorkloadGroupFds,
+	type SandboxCgroups,
+} from '../machine/cgroups/cgroup-limits.js'
+import { guestExitOf } from '../machine/cgroups/guest-exit.js'
+import {
+	type CgroupOwner,
+	FIRST_WORKLOAD_CGROUP_FD,
+	workloadCgroupFds,
+} from '../machine/cgroups/workload-cgroups.js'
 import { emptyClaims, type SandboxHostClaims } from '../machine/claims/host-claims.js'
 import { writeDescriptor } from '../machine/claims/kept-alive-registry.js'
 import { readProcessIdentity } from '../machine/claims/process-identity.js'
@@ -46,14 +59,6 @@ import {
 	prepareAllowAll,
 	prepareProxiedNetwork,
 } from './bwrap-network-attach.js'
-import { withCgroupJoin } from './cgroup-join.js'
-import {
-	closeFds,
-	createSandboxCgroups,
-	openWorkloadGroupFds,
-	type SandboxCgroups,
-} from './cgroup-limits.js'
-import { guestExitOf } from './guest-exit.js'
 import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import {
@@ -77,11 +82,6 @@ import {
 import { cgroupRequestFor, resolveSandboxLimits } from './sandbox-limits.js'
 import { DEFAULT_TAIL_PATH } from './stderr-log-keeper.js'
 import { waitForAgentReady } from './wait-for-agent-ready.js'
-import {
-	type CgroupOwner,
-	FIRST_WORKLOAD_CGROUP_FD,
-	workloadCgroupFds,
-} from './workload-cgroups.js'
 import { assertDiskLimitEnforceable, recordAndMountWorkspaceDisk } from './workspace-disk.js'
 
 /** Home inside bwrap's private /tmp: writable, gone with the sandbox, never in workspace listings. */

@@ -7,9 +7,9 @@
  */
 
 import { CONFIG_SITE, optionalInteger, optionalNumber } from '../../contract/argument-validators.js'
-import type { LimitController } from './cgroup-layout.js'
-import type { DefaultLimitsMode, RequestedLimits } from './cgroup-limits.js'
-import type { CgroupOwner } from './workload-cgroups.js'
+import type { LimitController } from '../machine/cgroups/cgroup-layout.js'
+import type { DefaultLimitsMode, RequestedLimits } from '../machine/cgroups/cgroup-limits.js'
+import type { CgroupOwner } from '../machine/cgroups/workload-cgroups.js'
 
 const MIB = 1024 * 1024
 

@@ -10,10 +10,10 @@
 import { constants } from 'node:fs'
 import { access, open, rm, rmdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import { DiskLimitUnavailableError } from '../machine/cgroups/limit-errors.js'
 import { ephemeralWorkspacePath } from '../machine/claims/host-claims.js'
 import { LocalSandboxCleanupError } from '../machine/machine-errors.js'
 import { HOST_TOOLS, runProgramOrThrow } from './host-tools.js'
-import { DiskLimitUnavailableError } from './limit-errors.js'
 
 export const DEFAULT_MKFS_EXT4_PATH = '/usr/sbin/mkfs.ext4'
 export const WORKSPACE_IMAGE = 'workspace.img'

@@ -8,8 +8,6 @@ import { buildAgentEnvironment } from '../../../src/backends/local/agent-environ
 import { launchAgentProcess } from '../../../src/backends/local/agent-launcher.js'
 import { createInheritableListenSocket } from '../../../src/backends/local/agent-listen-socket.js'
 import { buildBwrapArgs } from '../../../src/backends/local/bwrap-argv.js'
-import { withCgroupJoin } from '../../../src/backends/local/cgroup-join.js'
-import { createSandboxCgroups } from '../../../src/backends/local/cgroup-limits.js'
 import { readHostRootLayout } from '../../../src/backends/local/host-root-layout.js'
 import { prepareAgentRuntime } from '../../../src/backends/local/runtime-cache.js'
 import { createSandboxDirectories } from '../../../src/backends/local/sandbox-directories.js'
@@ -19,6 +17,8 @@ import {
 	planSandboxRoot,
 } from '../../../src/backends/local/sandbox-root.js'
 import { waitForAgentReady } from '../../../src/backends/local/wait-for-agent-ready.js'
+import { withCgroupJoin } from '../../../src/backends/machine/cgroups/cgroup-join.js'
+import { createSandboxCgroups } from '../../../src/backends/machine/cgroups/cgroup-limits.js'
 import { LocalSandboxStartError } from '../../../src/backends/machine/machine-errors.js'
 import { agentBundlePath } from '../../../src/host/sandbox/agent-bundle-path.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'

@@ -5,12 +5,12 @@ import { totalmem } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { AGENT_TASK_HEADROOM } from '../../../src/backends/local/cgroup-limits.js'
 import {
 	DEFAULT_MAX_PROCESSES,
 	defaultMemoryLimitMb,
 	tmpfsSizesFor,
 } from '../../../src/backends/local/sandbox-limits.js'
+import { AGENT_TASK_HEADROOM } from '../../../src/backends/machine/cgroups/cgroup-limits.js'
 import {
 	DEFAULT_SANDBOX_UID_RANGE,
 	inUidRange,

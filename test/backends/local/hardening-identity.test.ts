@@ -19,7 +19,6 @@ import {
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { adoptSandboxCgroups } from '../../../src/backends/local/cgroup-limits.js'
 import {
 	createLocalSandboxProvider,
 	DEFAULT_SANDBOX_UID_RANGE,
@@ -29,6 +28,7 @@ import {
 	LocalWorkspaceBusyError,
 	listLocalSandboxes,
 } from '../../../src/backends/local/index.js'
+import { adoptSandboxCgroups } from '../../../src/backends/machine/cgroups/cgroup-limits.js'
 import {
 	readHostClaims,
 	releaseHostClaims,

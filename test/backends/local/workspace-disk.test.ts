@@ -3,12 +3,12 @@ import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { adoptSandboxCgroups } from '../../../src/backends/local/cgroup-limits.js'
 import {
 	createLocalSandboxProvider,
 	destroyLocalSandbox,
 } from '../../../src/backends/local/index.js'
-import { DiskLimitUnavailableError } from '../../../src/backends/local/limit-errors.js'
+import { adoptSandboxCgroups } from '../../../src/backends/machine/cgroups/cgroup-limits.js'
+import { DiskLimitUnavailableError } from '../../../src/backends/machine/cgroups/limit-errors.js'
 import {
 	readHostClaims,
 	releaseHostClaims,

@@ -8,8 +8,8 @@
  * as one `LocalSandboxCleanupError` and left for the next attempt.
  */
 
-import { adoptSandboxCgroups } from '../../local/cgroup-limits.js'
 import { releaseWorkspaceDisk } from '../../local/workspace-disk.js'
+import { adoptSandboxCgroups } from '../cgroups/cgroup-limits.js'
 import { LocalSandboxCleanupError } from '../machine-errors.js'
 import type { SandboxHostClaims } from './host-claims.js'
 import { isProcessAlive, type ProcessIdentity } from './process-identity.js'

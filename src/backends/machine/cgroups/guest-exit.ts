@@ -8,8 +8,8 @@
  * SIGKILL is the OOM killer's doing.
  */
 import { constants } from 'node:os'
-import type { GuestExit } from '../../host/transport/transport-errors.js'
-import type { ChildExit } from './agent-launcher.js'
+import type { GuestExit } from '../../../host/transport/transport-errors.js'
+import type { ChildExit } from '../../local/agent-launcher.js'
 
 /** `oom_kill N` of v1 `memory.oom_control` / v2 `memory.events`; undefined when absent. */
 export function parseOomKillCount(text: string): number | undefined {

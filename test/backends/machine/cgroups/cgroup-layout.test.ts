@@ -7,7 +7,7 @@ import {
 	parseCgroupMounts,
 	parseProcCgroup,
 	planCgroups,
-} from '../../../src/backends/local/cgroup-layout.js'
+} from '../../../../src/backends/machine/cgroups/cgroup-layout.js'
 
 // As measured on the dev VM: hybrid, v1 memory/pids, cgroup2 with only hugetlb.
 const HYBRID_CGROUP = `9:name=systemd:/

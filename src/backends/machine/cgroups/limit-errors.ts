@@ -2,7 +2,7 @@
  * Refusals of the local tier's default bounds and of `diskLimitMb`: a sandbox is never silently
  * unbounded, and a disk limit is never accepted and ignored.
  */
-import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
+import { SandboxError, type SandboxErrorOptions } from '../../../contract/errors.js'
 
 /**
  * The bounds every sandbox gets by default (memory, tasks, CPU share) cannot be enforced on this

@@ -6,10 +6,7 @@
 import { closeSync, constants, type Dirent, openSync } from 'node:fs'
 import { access, chown, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
-import {
-	CgroupLimitsUnavailableError,
-	LocalSandboxCleanupError,
-} from '../machine/machine-errors.js'
+import { CgroupLimitsUnavailableError, LocalSandboxCleanupError } from '../machine-errors.js'
 import {
 	type CgroupController,
 	type CgroupLimitValues,

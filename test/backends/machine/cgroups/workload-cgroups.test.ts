@@ -4,14 +4,14 @@ import {
 	parseCgroupMounts,
 	parseProcCgroup,
 	planCgroups,
-} from '../../../src/backends/local/cgroup-layout.js'
+} from '../../../../src/backends/machine/cgroups/cgroup-layout.js'
 import {
 	type CgroupTreeStep,
 	optionalControllersFor,
 	planCgroupTree,
 	workloadCgroupFds,
 	workloadCgroupsVariable,
-} from '../../../src/backends/local/workload-cgroups.js'
+} from '../../../../src/backends/machine/cgroups/workload-cgroups.js'
 
 // This machine: hybrid, v1 memory (nested), pids, cpu, cpuacct, freezer; cgroup2 with only hugetlb.
 const HYBRID_CGROUP = `8:pids:/

@@ -1,6 +1,9 @@
 /** How a local agent ended, from its launcher's exit and the OOM counter (pure, table-driven). */
 import { describe, expect, it } from 'vitest'
-import { guestExitOf, parseOomKillCount } from '../../../src/backends/local/guest-exit.js'
+import {
+	guestExitOf,
+	parseOomKillCount,
+} from '../../../../src/backends/machine/cgroups/guest-exit.js'
 
 describe('parseOomKillCount', () => {
 	it.each([
