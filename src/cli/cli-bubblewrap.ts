@@ -8,7 +8,7 @@ import {
 	LocalNetworkUnavailableError,
 } from '../backends/local/index.js'
 import { missingProgramLine } from '../backends/local/install-hint.js'
-import { missingNetworkToolsLine } from '../backends/local/network-errors.js'
+import { missingNetworkToolsLine } from '../backends/machine/network/network-errors.js'
 import type { SandboxError } from '../contract/errors.js'
 
 export function cliBubblewrap(): { readonly bwrapPath?: string } {

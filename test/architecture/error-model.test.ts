@@ -82,14 +82,14 @@ import {
 } from '../../src/backends/kubernetes/workspace/workspace-guest-errors.js'
 import * as localErrors from '../../src/backends/local/local-errors.js'
 import {
-	LocalNetworkSetupError,
-	LocalNetworkUnavailableError,
-} from '../../src/backends/local/network-errors.js'
-import {
 	DefaultLimitsUnavailableError,
 	DiskLimitUnavailableError,
 } from '../../src/backends/machine/cgroups/limit-errors.js'
 import * as machineErrors from '../../src/backends/machine/machine-errors.js'
+import {
+	LocalNetworkSetupError,
+	LocalNetworkUnavailableError,
+} from '../../src/backends/machine/network/network-errors.js'
 import { CliDependencyMissingError, CliUsageError } from '../../src/cli/cli-errors.js'
 import {
 	FileWalkLimitError,

@@ -23,8 +23,6 @@ import {
 	createInheritableListenSocket,
 	type InheritableListenSocket,
 } from '../local/agent-listen-socket.js'
-import type { EgressTestSeam } from '../local/local-egress-proxy.js'
-import { assertNetworkUsable } from '../local/local-network.js'
 import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../local/local-transport-options.js'
 import { materializeAgentRuntime, planAgentRuntime } from '../local/runtime-cache.js'
 import {
@@ -60,6 +58,8 @@ import {
 	releaseSandboxIdentity,
 } from '../machine/claims/sandbox-identity.js'
 import { LocalSandboxCleanupError, LocalSandboxStartError } from '../machine/machine-errors.js'
+import { assertNetworkUsable } from '../machine/network/egress-network.js'
+import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import type { ResolvedContainerBackendConfig } from './container-backend-config.js'
 import { ContainerRuntimeUnavailableError } from './container-errors.js'
 import type { ContainerImage } from './container-image.js'

@@ -19,6 +19,16 @@
 import { chmod, mkdir, realpath, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { EGRESS_BRIDGE_DIR, EGRESS_CA_CERT_NAME } from '../../wire/egress-bridge.js'
+import type { MachineEgress } from '../local/local-sandbox-spec.js'
+import {
+	ALLOW_ALL_RESOLV_CONF,
+	ALLOW_ALL_RESOLV_CONF_NAME,
+	type NetworkToolPaths,
+	PROXIED_RESOLV_CONF,
+	readHostAddresses,
+} from '../machine/network/egress-network.js'
+import { LocalNetworkSetupError } from '../machine/network/network-errors.js'
+import { setCaptureRoute, waitForCaptureHelper } from '../machine/network/proxied-network.js'
 import {
 	EGRESS_BRIDGE_DIR_NAME,
 	EGRESS_TRUST_BUNDLE_NAME,
@@ -26,23 +36,13 @@ import {
 	type SandboxEgressProxy,
 	SYSTEM_TRUST_BUNDLE,
 	startSandboxEgressProxy,
-} from '../local/local-egress-proxy.js'
-import {
-	ALLOW_ALL_RESOLV_CONF,
-	ALLOW_ALL_RESOLV_CONF_NAME,
-	type NetworkToolPaths,
-	PROXIED_RESOLV_CONF,
-	readHostAddresses,
-} from '../local/local-network.js'
-import type { MachineEgress } from '../local/local-sandbox-spec.js'
-import { LocalNetworkSetupError } from '../local/network-errors.js'
-import { setCaptureRoute, waitForCaptureHelper } from '../local/proxied-network.js'
+} from '../machine/network/sandbox-egress-proxy.js'
 import {
 	bounded,
 	type SlirpNetwork,
 	startSlirpNetwork,
 	waitForLoopback,
-} from '../local/slirp-network.js'
+} from '../machine/network/slirp-network.js'
 import type { ContainerSandboxSpec } from './container-sandbox-spec.js'
 import type { OciBind } from './oci-config.js'
 

@@ -16,9 +16,9 @@ import type { SandboxProvider } from '../../contract/provider.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import { agentSandboxOf, createInstanceFleet } from '../local/instance-fleet.js'
-import type { EgressTestSeam } from '../local/local-egress-proxy.js'
 import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
 import type { MachineSandbox } from '../machine/machine-sandbox.js'
+import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import {
 	type ACIStandbyPoolBackendConfig,
 	type ContainerBackendConfig,

@@ -6,17 +6,17 @@
  * rejects with `LocalNetworkSetupError`; the caller tears the sandbox down.
  */
 import type { Readable } from 'node:stream'
-import { allowAllBwrapArgs, allowAllFds, parseBwrapInfo } from './bwrap-network.js'
-import { type NetworkToolPaths, readHostAddresses } from './local-network.js'
-import { LocalNetworkSetupError } from './network-errors.js'
-import { setCaptureRoute, waitForCaptureHelper } from './proxied-network.js'
+import { type NetworkToolPaths, readHostAddresses } from '../machine/network/egress-network.js'
+import { LocalNetworkSetupError } from '../machine/network/network-errors.js'
+import { setCaptureRoute, waitForCaptureHelper } from '../machine/network/proxied-network.js'
 import {
 	bounded,
 	type SlirpNetwork,
 	type SlirpOptions,
 	startSlirpNetwork,
 	waitForLoopback,
-} from './slirp-network.js'
+} from '../machine/network/slirp-network.js'
+import { allowAllBwrapArgs, allowAllFds, parseBwrapInfo } from './bwrap-network.js'
 
 export interface AttachSlirpOptions extends SlirpOptions {
 	/** The host end of bwrap's `--info-fd`. */

@@ -10,9 +10,9 @@ import { EGRESS_LAYER_ENFORCEMENT, type EgressLayer } from '../../host/egress/eg
 import type { LimitController } from '../machine/cgroups/cgroup-layout.js'
 import { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from '../machine/cgroups/cgroup-limits.js'
 import type { CgroupControllerCheck, IsolationCheck } from '../machine/isolation-check.js'
+import { missingNetworkTools } from '../machine/network/egress-network.js'
+import { missingNetworkToolsLine } from '../machine/network/network-errors.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
-import { missingNetworkTools } from './local-network.js'
-import { missingNetworkToolsLine } from './network-errors.js'
 import { resolveSandboxLimits, type TmpfsSizes } from './sandbox-limits.js'
 
 /** The bounds a sandbox created with no options gets on this host. */

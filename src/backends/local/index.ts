@@ -50,6 +50,11 @@ export {
 	LocalStateEntryUnsafeError,
 	LocalWorkspaceBusyError,
 } from '../machine/machine-errors.js'
+export {
+	LocalNetworkSetupError,
+	LocalNetworkUnavailableError,
+	type MissingNetworkTool,
+} from '../machine/network/network-errors.js'
 export type {
 	AgentReachReport,
 	SandboxIdentityReport,
@@ -90,11 +95,6 @@ export {
 	type LocalSandboxProvider,
 } from './local-sandbox-provider.js'
 export type { LocalSandboxCreateConfig } from './local-sandbox-spec.js'
-export {
-	LocalNetworkSetupError,
-	LocalNetworkUnavailableError,
-	type MissingNetworkTool,
-} from './network-errors.js'
 export { type OpenLocalSandboxOptions, openLocalSandbox } from './open-local-sandbox.js'
 export {
 	DEFAULT_CPU_SHARES,

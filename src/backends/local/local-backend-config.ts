@@ -18,7 +18,7 @@ import {
 import type { DefaultLimitsMode } from '../machine/cgroups/cgroup-limits.js'
 import type { LocalIsolation } from '../machine/claims/sandbox-descriptor.js'
 import { resolveSandboxUidRange, type SandboxUidRange } from '../machine/claims/sandbox-identity.js'
-import { DEFAULT_NETWORK_TOOLS, type NetworkToolPaths } from './local-network.js'
+import { DEFAULT_NETWORK_TOOLS, type NetworkToolPaths } from '../machine/network/egress-network.js'
 import { validatePathList } from './path-options.js'
 import { DEFAULT_MKFS_EXT4_PATH } from './workspace-disk.js'
 

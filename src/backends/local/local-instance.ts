@@ -46,6 +46,14 @@ import {
 	LocalSandboxCleanupError,
 	LocalSandboxStartError,
 } from '../machine/machine-errors.js'
+import { assertNetworkUsable, readHostAddresses } from '../machine/network/egress-network.js'
+import {
+	type EgressTestSeam,
+	hasSystemTrustBundle,
+	type SandboxEgressProxy,
+	SYSTEM_TRUST_BUNDLE,
+	startSandboxEgressProxy,
+} from '../machine/network/sandbox-egress-proxy.js'
 import { agentSettingsFrom, buildAgentEnvironment } from './agent-environment.js'
 import { type ChildExit, launchAgentProcess } from './agent-launcher.js'
 import {
@@ -61,15 +69,7 @@ import {
 } from './bwrap-network-attach.js'
 import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
-import {
-	type EgressTestSeam,
-	hasSystemTrustBundle,
-	type SandboxEgressProxy,
-	SYSTEM_TRUST_BUNDLE,
-	startSandboxEgressProxy,
-} from './local-egress-proxy.js'
 import { LocalKeepAliveUnavailableError } from './local-errors.js'
-import { assertNetworkUsable, readHostAddresses } from './local-network.js'
 import type { MachineSandboxSpec } from './local-sandbox-spec.js'
 import { MACHINE_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
 import { type BwrapLaunch, prepareConfinement } from './sandbox-confinement.js'

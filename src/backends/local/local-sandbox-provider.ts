@@ -22,9 +22,9 @@ import {
 	listLocalSandboxes,
 } from '../machine/claims/kept-alive-registry.js'
 import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
+import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import { agentSandboxOf, createInstanceFleet } from './instance-fleet.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
-import type { EgressTestSeam } from './local-egress-proxy.js'
 import { LocalProviderClosedError } from './local-errors.js'
 import {
 	type LocalInstance,

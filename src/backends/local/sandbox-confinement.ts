@@ -30,24 +30,24 @@ import {
 	withSandboxIdentity,
 } from '../machine/claims/sandbox-identity.js'
 import { LocalPathOptionError } from '../machine/machine-errors.js'
-import { isWithin } from '../machine/path-containment.js'
-import { buildBwrapArgs } from './bwrap-argv.js'
-import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
-import { assertHostTool, HOST_TOOLS } from './host-tools.js'
-import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
-import {
-	EGRESS_BRIDGE_DIR_NAME,
-	EGRESS_TRUST_BUNDLE_NAME,
-	hasSystemTrustBundle,
-	SYSTEM_TRUST_BUNDLE,
-} from './local-egress-proxy.js'
-import { LocalStateDirUnreachableError } from './local-errors.js'
 import {
 	ALLOW_ALL_RESOLV_CONF,
 	ALLOW_ALL_RESOLV_CONF_NAME,
 	PROXIED_RESOLV_CONF,
 	resolvConfTarget,
-} from './local-network.js'
+} from '../machine/network/egress-network.js'
+import {
+	EGRESS_BRIDGE_DIR_NAME,
+	EGRESS_TRUST_BUNDLE_NAME,
+	hasSystemTrustBundle,
+	SYSTEM_TRUST_BUNDLE,
+} from '../machine/network/sandbox-egress-proxy.js'
+import { isWithin } from '../machine/path-containment.js'
+import { buildBwrapArgs } from './bwrap-argv.js'
+import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
+import { assertHostTool, HOST_TOOLS } from './host-tools.js'
+import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
+import { LocalStateDirUnreachableError } from './local-errors.js'
 import type { MachineSandboxSpec } from './local-sandbox-spec.js'
 import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
 import { materializeAgentRuntime, planAgentRuntime, runtimeDirName } from './runtime-cache.js'

@@ -8,7 +8,7 @@ import {
 	LocalNetworkUnavailableError,
 	type MissingNetworkTool,
 	missingNetworkToolsLine,
-} from '../../../src/backends/local/network-errors.js'
+} from '../../../src/backends/machine/network/network-errors.js'
 
 describe('install hints', () => {
 	it.each([

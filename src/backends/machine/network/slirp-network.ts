@@ -10,11 +10,11 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import type { Readable } from 'node:stream'
+import { startStderrLogKeeper } from '../../local/stderr-log-keeper.js'
+import { StderrTail } from '../../local/stderr-tail.js'
+import { loopbackReady, type NetworkToolPaths } from './egress-network.js'
 import { type HostAddresses, sandboxGuardRuleset } from './host-address-guard.js'
-import { loopbackReady, type NetworkToolPaths } from './local-network.js'
 import { LocalNetworkSetupError } from './network-errors.js'
-import { startStderrLogKeeper } from './stderr-log-keeper.js'
-import { StderrTail } from './stderr-tail.js'
 
 /** The MTU slirp4netns is fastest with (its documented recommendation). */
 export const SLIRP_MTU = 65520

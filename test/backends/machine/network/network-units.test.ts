@@ -3,21 +3,24 @@ import {
 	allowAllBwrapArgs,
 	allowAllFds,
 	parseBwrapInfo,
-} from '../../../src/backends/local/bwrap-network.js'
-import {
-	hostAddressesFrom,
-	SLIRP_DNS,
-	sandboxGuardRuleset,
-} from '../../../src/backends/local/host-address-guard.js'
+} from '../../../../src/backends/local/bwrap-network.js'
 import {
 	ALLOW_ALL_RESOLV_CONF,
 	assertNetworkUsable,
 	DEFAULT_NETWORK_TOOLS,
 	loopbackReady,
 	missingNetworkTools,
-} from '../../../src/backends/local/local-network.js'
-import { LocalNetworkUnavailableError } from '../../../src/backends/local/network-errors.js'
-import { firewallCommand, slirpArguments } from '../../../src/backends/local/slirp-network.js'
+} from '../../../../src/backends/machine/network/egress-network.js'
+import {
+	hostAddressesFrom,
+	SLIRP_DNS,
+	sandboxGuardRuleset,
+} from '../../../../src/backends/machine/network/host-address-guard.js'
+import { LocalNetworkUnavailableError } from '../../../../src/backends/machine/network/network-errors.js'
+import {
+	firewallCommand,
+	slirpArguments,
+} from '../../../../src/backends/machine/network/slirp-network.js'
 
 describe('hostAddressesFrom', () => {
 	it('splits families, drops scope ids, lower-cases v6 and deduplicates', () => {

@@ -9,7 +9,7 @@
  * nothing answers those connects: no network.
  */
 import { readFile } from 'node:fs/promises'
-import type { NetworkToolPaths } from './local-network.js'
+import type { NetworkToolPaths } from './egress-network.js'
 import { LocalNetworkSetupError } from './network-errors.js'
 import { bounded, namespaceEntry, runNamespaceCommand } from './slirp-network.js'
 

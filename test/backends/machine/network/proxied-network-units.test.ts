@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_NETWORK_TOOLS } from '../../../src/backends/local/local-network.js'
+import { DEFAULT_NETWORK_TOOLS } from '../../../../src/backends/machine/network/egress-network.js'
 import {
 	boundUdpPorts,
 	CAPTURE_ROUTE_SCRIPT,
 	captureRouteCommand,
 	listeningTcpPorts,
-} from '../../../src/backends/local/proxied-network.js'
+} from '../../../../src/backends/machine/network/proxied-network.js'
 
 describe('proxied network pieces', () => {
 	it('sets the capture route through nsenter, as root or in the sandbox user namespace', () => {

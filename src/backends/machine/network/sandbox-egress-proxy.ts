@@ -12,22 +12,22 @@ import {
 	capturedPorts,
 	type EgressRule,
 	parseAllowedHosts,
-} from '../../host/egress/allowed-hosts.js'
+} from '../../../host/egress/allowed-hosts.js'
 import {
 	type EgressLookup,
 	type EgressProxy,
 	startEgressProxy,
-} from '../../host/egress/egress-proxy.js'
-import { type IpAddress, parseIpAddress } from '../../host/egress/ip-address.js'
+} from '../../../host/egress/egress-proxy.js'
+import { type IpAddress, parseIpAddress } from '../../../host/egress/ip-address.js'
 import {
 	EGRESS_BRIDGE_DIR,
 	EGRESS_CA_CERT_NAME,
 	EGRESS_PORTS_VARIABLE,
 	EGRESS_PROXY_SOCKET_NAME,
 	EGRESS_SOCKET_VARIABLE,
-} from '../../wire/egress-bridge.js'
+} from '../../../wire/egress-bridge.js'
+import type { ProxiedEgress } from '../../local/local-sandbox-spec.js'
 import type { HostAddresses } from './host-address-guard.js'
-import type { ProxiedEgress } from './local-sandbox-spec.js'
 import { LocalNetworkSetupError } from './network-errors.js'
 import { bounded } from './slirp-network.js'
 

@@ -2,8 +2,8 @@
  * Refusals of the local tier's network: `allow-all` needs user-mode networking and a firewall inside
  * the sandbox's namespace, and never falls back to sharing the host's network.
  */
-import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
-import { debianInstallCommand, missingProgramsLine } from './install-hint.js'
+import { SandboxError, type SandboxErrorOptions } from '../../../contract/errors.js'
+import { debianInstallCommand, missingProgramsLine } from '../../local/install-hint.js'
 
 /** A host program or device that `egress: 'allow-all'` needs and this host lacks. */
 export interface MissingNetworkTool {
