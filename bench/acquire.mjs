@@ -12,8 +12,6 @@ import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { buildBwrapArgs } from '../dist/backends/local/bwrap-argv.js'
 import { readHostRootLayout } from '../dist/backends/local/host-root-layout.js'
-import { HOST_TOOLS } from '../dist/backends/local/host-tools.js'
-import { prepareAgentRuntime } from '../dist/backends/local/runtime-cache.js'
 import { resolveSandboxLimits } from '../dist/backends/local/sandbox-limits.js'
 import { planSandboxRoot } from '../dist/backends/local/sandbox-root.js'
 import {
@@ -21,6 +19,8 @@ import {
 	perSandboxUids,
 	withSandboxIdentity,
 } from '../dist/backends/machine/claims/sandbox-identity.js'
+import { HOST_TOOLS } from '../dist/backends/machine/launch/host-tools.js'
+import { prepareAgentRuntime } from '../dist/backends/machine/launch/runtime-cache.js'
 import { readHostAddresses } from '../dist/backends/machine/network/egress-network.js'
 import { sandboxGuardRuleset } from '../dist/backends/machine/network/host-address-guard.js'
 import {

@@ -7,7 +7,7 @@ import {
 	BubblewrapUnavailableError,
 	LocalNetworkUnavailableError,
 } from '../backends/local/index.js'
-import { missingProgramLine } from '../backends/local/install-hint.js'
+import { missingProgramLine } from '../backends/machine/launch/install-hint.js'
 import { missingNetworkToolsLine } from '../backends/machine/network/network-errors.js'
 import type { SandboxError } from '../contract/errors.js'
 

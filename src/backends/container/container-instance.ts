@@ -17,14 +17,6 @@ import {
 } from '../../exec-programs/privilege-probe.js'
 import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
-import { agentSettingsFrom, buildAgentEnvironment } from '../local/agent-environment.js'
-import type { LaunchedAgentProcess } from '../local/agent-launcher.js'
-import {
-	createInheritableListenSocket,
-	type InheritableListenSocket,
-} from '../local/agent-listen-socket.js'
-import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../local/local-transport-options.js'
-import { materializeAgentRuntime, planAgentRuntime } from '../local/runtime-cache.js'
 import {
 	createSandboxDirectories,
 	resolveStateBase,
@@ -33,7 +25,6 @@ import {
 	sandboxRootFor,
 } from '../local/sandbox-directories.js'
 import { cgroupRequestFor, resolveSandboxLimits } from '../local/sandbox-limits.js'
-import { waitForAgentReady } from '../local/wait-for-agent-ready.js'
 import { assertDiskLimitEnforceable, recordAndMountWorkspaceDisk } from '../local/workspace-disk.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import {
@@ -57,6 +48,15 @@ import {
 	allocateSandboxIdentity,
 	releaseSandboxIdentity,
 } from '../machine/claims/sandbox-identity.js'
+import { agentSettingsFrom, buildAgentEnvironment } from '../machine/launch/agent-environment.js'
+import type { LaunchedAgentProcess } from '../machine/launch/agent-launcher.js'
+import {
+	createInheritableListenSocket,
+	type InheritableListenSocket,
+} from '../machine/launch/agent-listen-socket.js'
+import { materializeAgentRuntime, planAgentRuntime } from '../machine/launch/runtime-cache.js'
+import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../machine/launch/transport-options.js'
+import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
 import { LocalSandboxCleanupError, LocalSandboxStartError } from '../machine/machine-errors.js'
 import { assertNetworkUsable } from '../machine/network/egress-network.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'

@@ -11,6 +11,7 @@ import type { SandboxEnvironment } from '../../contract/sandbox.js'
 import type { LimitController } from '../machine/cgroups/cgroup-layout.js'
 import { planSandboxCgroups, readCgroupHostView } from '../machine/cgroups/cgroup-limits.js'
 import type { CgroupControllerCheck, IsolationCheck } from '../machine/isolation-check.js'
+import { missingProgramLine } from '../machine/launch/install-hint.js'
 import { assertBubblewrapUsable, bubblewrapVersion } from './bubblewrap-binary.js'
 import {
 	type AgentReachReport,
@@ -25,7 +26,6 @@ import {
 	describeLocalBounds,
 	type LocalBoundsReport,
 } from './describe-local-bounds.js'
-import { missingProgramLine } from './install-hint.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
 import { BubblewrapUnavailableError } from './local-errors.js'
 

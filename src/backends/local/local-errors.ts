@@ -5,7 +5,7 @@
  * set and machine-readable fields; no message carries an environment value or a token.
  */
 import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
-import { debianInstallCommand } from './install-hint.js'
+import { debianInstallCommand } from '../machine/launch/install-hint.js'
 
 /** The configured bubblewrap binary is missing or not executable. Never searched on PATH. */
 export class BubblewrapUnavailableError extends SandboxError {

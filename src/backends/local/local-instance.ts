@@ -41,6 +41,15 @@ import {
 	type LocalSandboxDescriptor,
 } from '../machine/claims/sandbox-descriptor.js'
 import { newSandboxId } from '../machine/claims/sandbox-id.js'
+import { agentSettingsFrom, buildAgentEnvironment } from '../machine/launch/agent-environment.js'
+import { type ChildExit, launchAgentProcess } from '../machine/launch/agent-launcher.js'
+import {
+	createInheritableListenSocket,
+	type InheritableListenSocket,
+} from '../machine/launch/agent-listen-socket.js'
+import { DEFAULT_TAIL_PATH } from '../machine/launch/stderr-log-keeper.js'
+import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../machine/launch/transport-options.js'
+import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
 import {
 	LocalEgressUnsupportedError,
 	LocalSandboxCleanupError,
@@ -54,12 +63,6 @@ import {
 	SYSTEM_TRUST_BUNDLE,
 	startSandboxEgressProxy,
 } from '../machine/network/sandbox-egress-proxy.js'
-import { agentSettingsFrom, buildAgentEnvironment } from './agent-environment.js'
-import { type ChildExit, launchAgentProcess } from './agent-launcher.js'
-import {
-	createInheritableListenSocket,
-	type InheritableListenSocket,
-} from './agent-listen-socket.js'
 import { assertBubblewrapUsable } from './bubblewrap-binary.js'
 import {
 	type PreparedAllowAll,
@@ -71,7 +74,6 @@ import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import { LocalKeepAliveUnavailableError } from './local-errors.js'
 import type { MachineSandboxSpec } from './local-sandbox-spec.js'
-import { MACHINE_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
 import { type BwrapLaunch, prepareConfinement } from './sandbox-confinement.js'
 import {
 	createSandboxDirectories,
@@ -80,8 +82,6 @@ import {
 	STATE_DIR_PREFIX,
 } from './sandbox-directories.js'
 import { cgroupRequestFor, resolveSandboxLimits } from './sandbox-limits.js'
-import { DEFAULT_TAIL_PATH } from './stderr-log-keeper.js'
-import { waitForAgentReady } from './wait-for-agent-ready.js'
 import { assertDiskLimitEnforceable, recordAndMountWorkspaceDisk } from './workspace-disk.js'
 
 /** Home inside bwrap's private /tmp: writable, gone with the sandbox, never in workspace listings. */

@@ -25,10 +25,10 @@ import {
 	isLocalSandboxId,
 	type LocalSandboxDescriptor,
 } from '../machine/claims/sandbox-descriptor.js'
+import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../machine/launch/transport-options.js'
 import { DEFAULT_READY_TIMEOUT_MS } from './local-backend-config.js'
 import { LocalSandboxNotFoundError } from './local-errors.js'
 import type { LocalSandbox } from './local-sandbox.js'
-import { MACHINE_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
 
 /** Options of `openLocalSandbox`. */
 export interface OpenLocalSandboxOptions {

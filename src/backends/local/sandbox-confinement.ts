@@ -29,6 +29,12 @@ import {
 	type SandboxIdentity,
 	withSandboxIdentity,
 } from '../machine/claims/sandbox-identity.js'
+import { assertHostTool, HOST_TOOLS } from '../machine/launch/host-tools.js'
+import {
+	materializeAgentRuntime,
+	planAgentRuntime,
+	runtimeDirName,
+} from '../machine/launch/runtime-cache.js'
 import { LocalPathOptionError } from '../machine/machine-errors.js'
 import {
 	ALLOW_ALL_RESOLV_CONF,
@@ -45,12 +51,10 @@ import {
 import { isWithin } from '../machine/path-containment.js'
 import { buildBwrapArgs } from './bwrap-argv.js'
 import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
-import { assertHostTool, HOST_TOOLS } from './host-tools.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import { LocalStateDirUnreachableError } from './local-errors.js'
 import type { MachineSandboxSpec } from './local-sandbox-spec.js'
 import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
-import { materializeAgentRuntime, planAgentRuntime, runtimeDirName } from './runtime-cache.js'
 import {
 	createSandboxDirectories,
 	resolveStateBase,

@@ -8,7 +8,7 @@
  */
 import { describeReceived } from '../../contract/argument-validators.js'
 import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
-import { debianInstallCommand } from '../local/install-hint.js'
+import { debianInstallCommand } from './launch/install-hint.js'
 
 /**
  * An egress kind this tier cannot enforce for this sandbox: refused rather than silently widened or

@@ -25,8 +25,8 @@ import {
 	destroyLocalSandbox,
 	listLocalSandboxes,
 } from '../../../src/backends/local/index.js'
-import { runtimeDirName } from '../../../src/backends/local/runtime-cache.js'
 import { readHostClaims } from '../../../src/backends/machine/claims/release-host-claims.js'
+import { runtimeDirName } from '../../../src/backends/machine/launch/runtime-cache.js'
 import {
 	bundleCli,
 	bundleSource,

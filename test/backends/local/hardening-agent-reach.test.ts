@@ -178,7 +178,7 @@ describe.skipIf(skip !== undefined)(
 
 		beforeAll(async () => {
 			library = await bundleSource('src/backends/local/index.ts', 'local-tier')
-			launcher = await bundleSource('src/backends/local/agent-launcher.ts', 'launcher')
+			launcher = await bundleSource('src/backends/machine/launch/agent-launcher.ts', 'launcher')
 			scratch = await mkdtemp(join(tmpdir(), 'namzu-leak-'))
 			await chmod(scratch, 0o711)
 		})

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest'
-import { stdioCovering } from '../../../src/backends/local/launch-descriptors.js'
 import {
 	canServeFromPool,
 	resolveMachineSandboxSpec,
@@ -13,7 +12,6 @@ import {
 	checkReadOnlyPath,
 	validatePathList,
 } from '../../../src/backends/local/path-options.js'
-import { sourceKey } from '../../../src/backends/local/runtime-cache.js'
 import { maySearch, mountPointsUnder } from '../../../src/backends/local/staging-mounts.js'
 import {
 	emptyClaims,
@@ -28,6 +26,8 @@ import {
 	inUidRange,
 	withSandboxIdentity,
 } from '../../../src/backends/machine/claims/sandbox-identity.js'
+import { stdioCovering } from '../../../src/backends/machine/launch/launch-descriptors.js'
+import { sourceKey } from '../../../src/backends/machine/launch/runtime-cache.js'
 import { LocalPathOptionError } from '../../../src/backends/machine/machine-errors.js'
 
 function refusalOf(run: () => unknown): LocalPathOptionError {

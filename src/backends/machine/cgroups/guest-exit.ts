@@ -9,7 +9,7 @@
  */
 import { constants } from 'node:os'
 import type { GuestExit } from '../../../host/transport/transport-errors.js'
-import type { ChildExit } from '../../local/agent-launcher.js'
+import type { ChildExit } from '../launch/agent-launcher.js'
 
 /** `oom_kill N` of v1 `memory.oom_control` / v2 `memory.events`; undefined when absent. */
 export function parseOomKillCount(text: string): number | undefined {

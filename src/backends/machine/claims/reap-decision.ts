@@ -6,7 +6,7 @@
  * record only once it is older than any create takes to write one and no live process mentions it. The I/O shell is
  * `reap-leftovers.ts`.
  */
-import { AGENT_NODE_PREFIX, READABLE_SUFFIX } from '../../local/runtime-cache.js'
+import { AGENT_NODE_PREFIX, READABLE_SUFFIX } from '../launch/runtime-cache.js'
 
 /**
  * A state root with no trustworthy record is reaped only after this long: a create writes its

@@ -20,14 +20,14 @@ import {
 	optionalString,
 } from '../../../contract/argument-validators.js'
 import { agentBundlePath } from '../../../host/sandbox/agent-bundle-path.js'
+import { STATE_DIR_PREFIX, sandboxRootFor } from '../../local/sandbox-directories.js'
 import {
 	agentBundleName,
 	agentNodeName,
 	READABLE_SUFFIX,
 	runtimeDirName,
 	temporaryWriter,
-} from '../../local/runtime-cache.js'
-import { STATE_DIR_PREFIX, sandboxRootFor } from '../../local/sandbox-directories.js'
+} from '../launch/runtime-cache.js'
 import { CLAIMS_DIR_NAME, releaseLock } from './claim-locks.js'
 import { ephemeralWorkspacePath, type SandboxHostClaims } from './host-claims.js'
 import { readDescriptor, remainsOfDescriptor } from './kept-alive-registry.js'

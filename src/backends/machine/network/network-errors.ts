@@ -3,7 +3,7 @@
  * the sandbox's namespace, and never falls back to sharing the host's network.
  */
 import { SandboxError, type SandboxErrorOptions } from '../../../contract/errors.js'
-import { debianInstallCommand, missingProgramsLine } from '../../local/install-hint.js'
+import { debianInstallCommand, missingProgramsLine } from '../launch/install-hint.js'
 
 /** A host program or device that `egress: 'allow-all'` needs and this host lacks. */
 export interface MissingNetworkTool {

@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
 import { chmod, copyFile, lstat, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ensurePrivateDirectory } from '../machine/claims/claim-locks.js'
+import { ensurePrivateDirectory } from '../claims/claim-locks.js'
 
 export const RUNTIME_DIR_PREFIX = 'namzu-runtime-'
 

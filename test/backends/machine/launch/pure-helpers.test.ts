@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { buildAgentEnvironment } from '../../../src/backends/local/agent-environment.js'
-import { redactSecrets, StderrTail } from '../../../src/backends/local/stderr-tail.js'
 import {
 	descendantsOf,
 	parseStatParentPid,
-} from '../../../src/backends/machine/claims/process-tree.js'
+} from '../../../../src/backends/machine/claims/process-tree.js'
+import { buildAgentEnvironment } from '../../../../src/backends/machine/launch/agent-environment.js'
+import { redactSecrets, StderrTail } from '../../../../src/backends/machine/launch/stderr-tail.js'
 
 describe('buildAgentEnvironment', () => {
 	const input = {

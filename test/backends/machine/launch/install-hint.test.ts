@@ -3,12 +3,12 @@ import {
 	debianInstallCommand,
 	missingProgramLine,
 	missingProgramsLine,
-} from '../../../src/backends/local/install-hint.js'
+} from '../../../../src/backends/machine/launch/install-hint.js'
 import {
 	LocalNetworkUnavailableError,
 	type MissingNetworkTool,
 	missingNetworkToolsLine,
-} from '../../../src/backends/machine/network/network-errors.js'
+} from '../../../../src/backends/machine/network/network-errors.js'
 
 describe('install hints', () => {
 	it.each([

@@ -8,7 +8,7 @@ import {
 	WORKLOAD_CGROUPS_VARIABLE,
 	type WorkloadCgroupFd,
 	workloadCgroupsVariable,
-} from '../machine/cgroups/workload-cgroups.js'
+} from '../cgroups/workload-cgroups.js'
 
 export interface AgentEnvironmentInput {
 	readonly workspace: string

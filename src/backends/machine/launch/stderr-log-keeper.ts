@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process'
 import { closeSync, openSync } from 'node:fs'
 import type { Writable } from 'node:stream'
-import { settleWithin } from '../../host/exec/cancellation-race.js'
+import { settleWithin } from '../../../host/exec/cancellation-race.js'
 
 export const DEFAULT_TAIL_PATH = '/usr/bin/tail'
 /** What a kept-alive sandbox's stderr log holds at most. */

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process'
 import { constants } from 'node:fs'
 import { access } from 'node:fs/promises'
-import { LocalHelperUnavailableError, LocalHostToolError } from '../machine/machine-errors.js'
+import { LocalHelperUnavailableError, LocalHostToolError } from '../machine-errors.js'
 
 export const HOST_TOOLS = {
 	setpriv: '/usr/bin/setpriv',

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process'
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
 import type { Readable } from 'node:stream'
-import { descendantPids, waitUntilGone } from '../machine/claims/process-tree.js'
+import { descendantPids, waitUntilGone } from '../claims/process-tree.js'
 import { inheritableHostDescriptors, stdioCovering } from './launch-descriptors.js'
 import { startStderrLogKeeper } from './stderr-log-keeper.js'
 import { STDERR_TAIL_BYTES, StderrTail } from './stderr-tail.js'

@@ -4,7 +4,7 @@
  * `LocalSandboxStartError` (its own reason).
  */
 import { setTimeout as sleep } from 'node:timers/promises'
-import { LocalSandboxStartError } from '../machine/machine-errors.js'
+import { LocalSandboxStartError } from '../machine-errors.js'
 import type { LaunchedAgentProcess } from './agent-launcher.js'
 
 export interface WaitForAgentReadyOptions {
