@@ -22,10 +22,10 @@ import {
 	requireString,
 } from '../../contract/argument-validators.js'
 import { SandboxConfigError } from '../../contract/errors.js'
-import { DEFAULT_MKFS_EXT4_PATH } from '../local/workspace-disk.js'
 import type { DefaultLimitsMode } from '../machine/cgroups/cgroup-limits.js'
 import { resolveSandboxUidRange, type SandboxUidRange } from '../machine/claims/sandbox-identity.js'
 import { DEFAULT_NETWORK_TOOLS, type NetworkToolPaths } from '../machine/network/egress-network.js'
+import { DEFAULT_MKFS_EXT4_PATH } from '../machine/workspace/workspace-disk.js'
 import { DEFAULT_UMOCI_PATH } from './container-image.js'
 import {
 	CONTAINER_RUNTIMES,

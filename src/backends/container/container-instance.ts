@@ -17,15 +17,7 @@ import {
 } from '../../exec-programs/privilege-probe.js'
 import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
-import {
-	createSandboxDirectories,
-	resolveStateBase,
-	type SandboxDirectories,
-	STATE_DIR_PREFIX,
-	sandboxRootFor,
-} from '../local/sandbox-directories.js'
 import { cgroupRequestFor, resolveSandboxLimits } from '../local/sandbox-limits.js'
-import { assertDiskLimitEnforceable, recordAndMountWorkspaceDisk } from '../local/workspace-disk.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import {
 	adoptSandboxCgroups,
@@ -60,6 +52,17 @@ import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
 import { LocalSandboxCleanupError, LocalSandboxStartError } from '../machine/machine-errors.js'
 import { assertNetworkUsable } from '../machine/network/egress-network.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
+import {
+	createSandboxDirectories,
+	resolveStateBase,
+	type SandboxDirectories,
+	STATE_DIR_PREFIX,
+	sandboxRootFor,
+} from '../machine/workspace/sandbox-directories.js'
+import {
+	assertDiskLimitEnforceable,
+	recordAndMountWorkspaceDisk,
+} from '../machine/workspace/workspace-disk.js'
 import type { ResolvedContainerBackendConfig } from './container-backend-config.js'
 import { ContainerRuntimeUnavailableError } from './container-errors.js'
 import type { ContainerImage } from './container-image.js'

@@ -63,6 +63,16 @@ import {
 	SYSTEM_TRUST_BUNDLE,
 	startSandboxEgressProxy,
 } from '../machine/network/sandbox-egress-proxy.js'
+import {
+	createSandboxDirectories,
+	removeSandboxDirectories,
+	type SandboxDirectories,
+	STATE_DIR_PREFIX,
+} from '../machine/workspace/sandbox-directories.js'
+import {
+	assertDiskLimitEnforceable,
+	recordAndMountWorkspaceDisk,
+} from '../machine/workspace/workspace-disk.js'
 import { assertBubblewrapUsable } from './bubblewrap-binary.js'
 import {
 	type PreparedAllowAll,
@@ -75,14 +85,7 @@ import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import { LocalKeepAliveUnavailableError } from './local-errors.js'
 import type { MachineSandboxSpec } from './local-sandbox-spec.js'
 import { type BwrapLaunch, prepareConfinement } from './sandbox-confinement.js'
-import {
-	createSandboxDirectories,
-	removeSandboxDirectories,
-	type SandboxDirectories,
-	STATE_DIR_PREFIX,
-} from './sandbox-directories.js'
 import { cgroupRequestFor, resolveSandboxLimits } from './sandbox-limits.js'
-import { assertDiskLimitEnforceable, recordAndMountWorkspaceDisk } from './workspace-disk.js'
 
 /** Home inside bwrap's private /tmp: writable, gone with the sandbox, never in workspace listings. */
 export const SANDBOX_HOME_DIR = '/tmp/home'

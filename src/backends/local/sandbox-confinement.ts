@@ -49,18 +49,21 @@ import {
 	SYSTEM_TRUST_BUNDLE,
 } from '../machine/network/sandbox-egress-proxy.js'
 import { isWithin } from '../machine/path-containment.js'
+import {
+	createSandboxDirectories,
+	resolveStateBase,
+	type SandboxDirectories,
+	sandboxRootFor,
+} from '../machine/workspace/sandbox-directories.js'
+import { firstUnsearchable, stageBind } from '../machine/workspace/staging-mounts.js'
+import { recordAndMountWorkspaceDisk } from '../machine/workspace/workspace-disk.js'
+import { handOverUnderLock } from '../machine/workspace/workspace-handover.js'
 import { buildBwrapArgs } from './bwrap-argv.js'
 import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import { LocalStateDirUnreachableError } from './local-errors.js'
 import type { MachineSandboxSpec } from './local-sandbox-spec.js'
 import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
-import {
-	createSandboxDirectories,
-	resolveStateBase,
-	type SandboxDirectories,
-	sandboxRootFor,
-} from './sandbox-directories.js'
 import type { TmpfsSizes } from './sandbox-limits.js'
 import {
 	AGENT_BUNDLE_PATH,
@@ -71,9 +74,6 @@ import {
 	type SandboxRootPlan,
 	underSystemBinds,
 } from './sandbox-root.js'
-import { firstUnsearchable, stageBind } from './staging-mounts.js'
-import { recordAndMountWorkspaceDisk } from './workspace-disk.js'
-import { handOverUnderLock } from './workspace-handover.js'
 
 export interface ConfinementInput {
 	readonly id: string

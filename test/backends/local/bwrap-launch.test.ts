@@ -6,7 +6,6 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { buildBwrapArgs } from '../../../src/backends/local/bwrap-argv.js'
 import { readHostRootLayout } from '../../../src/backends/local/host-root-layout.js'
-import { createSandboxDirectories } from '../../../src/backends/local/sandbox-directories.js'
 import {
 	AGENT_BUNDLE_PATH,
 	AGENT_NODE_PATH,
@@ -20,6 +19,7 @@ import { createInheritableListenSocket } from '../../../src/backends/machine/lau
 import { prepareAgentRuntime } from '../../../src/backends/machine/launch/runtime-cache.js'
 import { waitForAgentReady } from '../../../src/backends/machine/launch/wait-for-agent-ready.js'
 import { LocalSandboxStartError } from '../../../src/backends/machine/machine-errors.js'
+import { createSandboxDirectories } from '../../../src/backends/machine/workspace/sandbox-directories.js'
 import { agentBundlePath } from '../../../src/host/sandbox/agent-bundle-path.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
 import { bwrapSkipReason } from './bwrap-available.js'

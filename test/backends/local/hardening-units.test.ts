@@ -4,15 +4,10 @@ import {
 	resolveMachineSandboxSpec,
 } from '../../../src/backends/local/local-sandbox-spec.js'
 import {
-	formatOwnershipEntry,
-	parseOwnershipEntry,
-} from '../../../src/backends/local/ownership-record.js'
-import {
 	checkHiddenPath,
 	checkReadOnlyPath,
 	validatePathList,
 } from '../../../src/backends/local/path-options.js'
-import { maySearch, mountPointsUnder } from '../../../src/backends/local/staging-mounts.js'
 import {
 	emptyClaims,
 	hostClaimsBelongTo,
@@ -29,6 +24,14 @@ import {
 import { stdioCovering } from '../../../src/backends/machine/launch/launch-descriptors.js'
 import { sourceKey } from '../../../src/backends/machine/launch/runtime-cache.js'
 import { LocalPathOptionError } from '../../../src/backends/machine/machine-errors.js'
+import {
+	formatOwnershipEntry,
+	parseOwnershipEntry,
+} from '../../../src/backends/machine/workspace/ownership-record.js'
+import {
+	maySearch,
+	mountPointsUnder,
+} from '../../../src/backends/machine/workspace/staging-mounts.js'
 
 function refusalOf(run: () => unknown): LocalPathOptionError {
 	try {

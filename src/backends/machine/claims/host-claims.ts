@@ -9,8 +9,8 @@
  * what belongs to its sandbox.
  */
 import { dirname } from 'node:path'
-import type { WorkspaceOwnership } from '../../local/workspace-ownership.js'
 import { isWithin } from '../path-containment.js'
+import type { WorkspaceOwnership } from '../workspace/workspace-ownership.js'
 import { CLAIMS_DIR_NAME, uidLockName, workspaceLockName } from './claim-locks.js'
 
 export const HOST_CLAIMS_FILE_NAME = 'host-claims.json'

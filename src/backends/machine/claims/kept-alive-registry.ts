@@ -15,7 +15,7 @@ import {
 	optionalString,
 	requireString,
 } from '../../../contract/argument-validators.js'
-import { STATE_DIR_PREFIX, sandboxRootFor } from '../../local/sandbox-directories.js'
+import { STATE_DIR_PREFIX, sandboxRootFor } from '../workspace/sandbox-directories.js'
 import { isProcessAlive } from './process-identity.js'
 import {
 	DESCRIPTOR_FILE_NAME,

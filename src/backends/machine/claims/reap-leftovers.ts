@@ -20,7 +20,6 @@ import {
 	optionalString,
 } from '../../../contract/argument-validators.js'
 import { agentBundlePath } from '../../../host/sandbox/agent-bundle-path.js'
-import { STATE_DIR_PREFIX, sandboxRootFor } from '../../local/sandbox-directories.js'
 import {
 	agentBundleName,
 	agentNodeName,
@@ -28,6 +27,7 @@ import {
 	runtimeDirName,
 	temporaryWriter,
 } from '../launch/runtime-cache.js'
+import { STATE_DIR_PREFIX, sandboxRootFor } from '../workspace/sandbox-directories.js'
 import { CLAIMS_DIR_NAME, releaseLock } from './claim-locks.js'
 import { ephemeralWorkspacePath, type SandboxHostClaims } from './host-claims.js'
 import { readDescriptor, remainsOfDescriptor } from './kept-alive-registry.js'

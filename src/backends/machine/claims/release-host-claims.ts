@@ -7,10 +7,10 @@
  */
 import { chmod, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { hostMountPointsUnder, unstage } from '../../local/staging-mounts.js'
-import { releaseWorkspaceDisk } from '../../local/workspace-disk.js'
-import { giveBackWorkspace } from '../../local/workspace-ownership.js'
 import { LocalSandboxCleanupError } from '../machine-errors.js'
+import { hostMountPointsUnder, unstage } from '../workspace/staging-mounts.js'
+import { releaseWorkspaceDisk } from '../workspace/workspace-disk.js'
+import { giveBackWorkspace } from '../workspace/workspace-ownership.js'
 import { lockHolder, releaseLock } from './claim-locks.js'
 import {
 	HOST_CLAIMS_FILE_NAME,

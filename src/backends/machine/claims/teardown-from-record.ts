@@ -8,9 +8,9 @@
  * as one `LocalSandboxCleanupError` and left for the next attempt.
  */
 
-import { releaseWorkspaceDisk } from '../../local/workspace-disk.js'
 import { adoptSandboxCgroups } from '../cgroups/cgroup-limits.js'
 import { LocalSandboxCleanupError } from '../machine-errors.js'
+import { releaseWorkspaceDisk } from '../workspace/workspace-disk.js'
 import type { SandboxHostClaims } from './host-claims.js'
 import { isProcessAlive, type ProcessIdentity } from './process-identity.js'
 import { descendantPids, waitUntilGone } from './process-tree.js'

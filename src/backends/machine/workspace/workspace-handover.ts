@@ -7,11 +7,11 @@
  */
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { claimsDirectory, takeLock, workspaceLockName } from '../machine/claims/claim-locks.js'
-import { OWNERSHIP_RECORD_NAME, workspaceLockPath } from '../machine/claims/host-claims.js'
-import type { HostClaimsLedger } from '../machine/claims/release-host-claims.js'
-import { inUidRange, type SandboxUidRange } from '../machine/claims/sandbox-identity.js'
-import { LocalWorkspaceBusyError } from '../machine/machine-errors.js'
+import { claimsDirectory, takeLock, workspaceLockName } from '../claims/claim-locks.js'
+import { OWNERSHIP_RECORD_NAME, workspaceLockPath } from '../claims/host-claims.js'
+import type { HostClaimsLedger } from '../claims/release-host-claims.js'
+import { inUidRange, type SandboxUidRange } from '../claims/sandbox-identity.js'
+import { LocalWorkspaceBusyError } from '../machine-errors.js'
 import { handOverWorkspace, type OwnershipHolder } from './workspace-ownership.js'
 
 export interface WorkspaceHandOverInput {

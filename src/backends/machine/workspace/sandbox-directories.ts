@@ -8,12 +8,12 @@
  */
 import { chmod, chown, mkdir, realpath, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { SandboxConfigError } from '../../contract/errors.js'
-import { CLAIMS_DIR_NAME } from '../machine/claims/claim-locks.js'
-import { ephemeralWorkspacePath } from '../machine/claims/host-claims.js'
-import { removeStateRoot } from '../machine/claims/release-host-claims.js'
-import { RUNTIME_DIR_PREFIX } from '../machine/launch/runtime-cache.js'
-import { isWithin } from '../machine/path-containment.js'
+import { SandboxConfigError } from '../../../contract/errors.js'
+import { CLAIMS_DIR_NAME } from '../claims/claim-locks.js'
+import { ephemeralWorkspacePath } from '../claims/host-claims.js'
+import { removeStateRoot } from '../claims/release-host-claims.js'
+import { RUNTIME_DIR_PREFIX } from '../launch/runtime-cache.js'
+import { isWithin } from '../path-containment.js'
 
 export const STATE_DIR_PREFIX = 'namzu-sbx-'
 /** `sun_path` holds 108 bytes including the terminating NUL. */

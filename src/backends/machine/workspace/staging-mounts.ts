@@ -7,15 +7,15 @@
  */
 import { lstat, mkdir, readFile, rmdir, stat, unlink, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import { unescapeMountField } from '../machine/cgroups/cgroup-layout.js'
+import { unescapeMountField } from '../cgroups/cgroup-layout.js'
 import {
 	assertHostTool,
 	HOST_TOOLS,
 	runHostTool,
 	runHostToolOrThrow,
-} from '../machine/launch/host-tools.js'
-import { LocalHostToolError } from '../machine/machine-errors.js'
-import { isWithin } from '../machine/path-containment.js'
+} from '../launch/host-tools.js'
+import { LocalHostToolError } from '../machine-errors.js'
+import { isWithin } from '../path-containment.js'
 
 export interface Searcher {
 	readonly uid: number

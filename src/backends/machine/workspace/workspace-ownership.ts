@@ -17,7 +17,7 @@
  */
 import { closeSync, openSync } from 'node:fs'
 import { lchown, lstat, realpath } from 'node:fs/promises'
-import { assertHostTool, runHostToolOrThrow } from '../machine/launch/host-tools.js'
+import { assertHostTool, runHostToolOrThrow } from '../launch/host-tools.js'
 import { OWNERSHIP_RECORD_FORMAT, readOwnershipRecord } from './ownership-record.js'
 
 export interface WorkspaceOwnership {
