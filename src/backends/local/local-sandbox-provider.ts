@@ -22,8 +22,8 @@ import {
 	listLocalSandboxes,
 } from '../machine/claims/kept-alive-registry.js'
 import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
+import { agentSandboxOf, createInstanceFleet } from '../machine/fleet/instance-fleet.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
-import { agentSandboxOf, createInstanceFleet } from './instance-fleet.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
 import { LocalProviderClosedError } from './local-errors.js'
 import {

@@ -6,9 +6,9 @@
  * `close()` aborts the starts in flight, closes the pool, waits for every create, and destroys every
  * sandbox still handed out that the provider owns.
  */
-import type { SandboxEnvironment } from '../../contract/sandbox.js'
-import { type AgentSandbox, createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
-import type { AgentTransport } from '../../host/transport/agent-transport.js'
+import type { SandboxEnvironment } from '../../../contract/sandbox.js'
+import { type AgentSandbox, createAgentSandbox } from '../../../host/sandbox/agent-sandbox.js'
+import type { AgentTransport } from '../../../host/transport/agent-transport.js'
 import { WarmPool, type WarmPoolMember } from './warm-pool.js'
 
 export interface FleetInstance extends WarmPoolMember {
