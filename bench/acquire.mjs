@@ -12,7 +12,6 @@ import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { buildBwrapArgs } from '../dist/backends/local/bwrap-argv.js'
 import { readHostRootLayout } from '../dist/backends/local/host-root-layout.js'
-import { resolveSandboxLimits } from '../dist/backends/local/sandbox-limits.js'
 import { planSandboxRoot } from '../dist/backends/local/sandbox-root.js'
 import {
 	DEFAULT_SANDBOX_UID_RANGE,
@@ -28,6 +27,7 @@ import {
 	slirpArguments,
 	waitForLoopback,
 } from '../dist/backends/machine/network/slirp-network.js'
+import { resolveSandboxLimits } from '../dist/backends/machine/spec/sandbox-limits.js'
 import { agentBundlePath } from '../dist/host/sandbox/agent-bundle-path.js'
 import { createSandboxProvider } from '../dist/index.js'
 import { argInt, ms, printTable, ratio, spawnAndWait, summarize } from './lib.mjs'

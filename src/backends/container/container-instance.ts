@@ -17,7 +17,6 @@ import {
 } from '../../exec-programs/privilege-probe.js'
 import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
-import { cgroupRequestFor, resolveSandboxLimits } from '../local/sandbox-limits.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import {
 	adoptSandboxCgroups,
@@ -52,6 +51,7 @@ import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
 import { LocalSandboxCleanupError, LocalSandboxStartError } from '../machine/machine-errors.js'
 import { assertNetworkUsable } from '../machine/network/egress-network.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
+import { cgroupRequestFor, resolveSandboxLimits } from '../machine/spec/sandbox-limits.js'
 import {
 	createSandboxDirectories,
 	resolveStateBase,

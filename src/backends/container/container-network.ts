@@ -19,7 +19,6 @@
 import { chmod, mkdir, realpath, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { EGRESS_BRIDGE_DIR, EGRESS_CA_CERT_NAME } from '../../wire/egress-bridge.js'
-import type { MachineEgress } from '../local/local-sandbox-spec.js'
 import {
 	ALLOW_ALL_RESOLV_CONF,
 	ALLOW_ALL_RESOLV_CONF_NAME,
@@ -43,6 +42,7 @@ import {
 	startSlirpNetwork,
 	waitForLoopback,
 } from '../machine/network/slirp-network.js'
+import type { MachineEgress } from '../machine/spec/machine-sandbox-spec.js'
 import type { ContainerSandboxSpec } from './container-sandbox-spec.js'
 import type { OciBind } from './oci-config.js'
 

@@ -13,7 +13,7 @@ import {
 	type MachineEgress,
 	type ProxiedEgress,
 	resolveMachineSandboxSpec,
-} from '../local/local-sandbox-spec.js'
+} from '../machine/spec/machine-sandbox-spec.js'
 import { ContainerEgressUnsupportedError } from './container-errors.js'
 import type { ContainerRuntime } from './runtime-argv.js'
 

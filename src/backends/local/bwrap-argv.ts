@@ -5,7 +5,7 @@
  * read-only remount of the root last). The agent's control socket is deliberately NOT mounted: the
  * agent inherits it as a descriptor.
  */
-import type { MachineEgress } from './local-sandbox-spec.js'
+import type { MachineEgress } from '../machine/spec/machine-sandbox-spec.js'
 import { type RootMount, rootMountArgs } from './sandbox-root.js'
 
 export interface BwrapPlan {

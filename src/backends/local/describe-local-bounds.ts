@@ -12,8 +12,8 @@ import { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from '../machine/cgroups/
 import type { CgroupControllerCheck, IsolationCheck } from '../machine/isolation-check.js'
 import { missingNetworkTools } from '../machine/network/egress-network.js'
 import { missingNetworkToolsLine } from '../machine/network/network-errors.js'
+import { resolveSandboxLimits, type TmpfsSizes } from '../machine/spec/sandbox-limits.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
-import { resolveSandboxLimits, type TmpfsSizes } from './sandbox-limits.js'
 
 /** The bounds a sandbox created with no options gets on this host. */
 export interface DefaultSandboxBounds {

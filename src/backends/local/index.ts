@@ -55,6 +55,19 @@ export {
 	LocalNetworkUnavailableError,
 	type MissingNetworkTool,
 } from '../machine/network/network-errors.js'
+export {
+	DEFAULT_KEEP_ALIVE_MS,
+	MAX_KEEP_ALIVE_MS,
+	MIN_KEEP_ALIVE_MS,
+} from '../machine/spec/keep-alive-lifetime.js'
+export type { LocalSandboxCreateConfig } from '../machine/spec/machine-sandbox-spec.js'
+export {
+	DEFAULT_CPU_SHARES,
+	DEFAULT_CPU_WEIGHT,
+	DEFAULT_MAX_PROCESSES,
+	DEFAULT_MEMORY_LIMIT_MB,
+	type TmpfsSizes,
+} from '../machine/spec/sandbox-limits.js'
 export type {
 	AgentReachReport,
 	SandboxIdentityReport,
@@ -70,11 +83,6 @@ export type {
 	LocalIsolationReport,
 } from './describe-local-isolation.js'
 export { describeLocalIsolation } from './describe-local-isolation.js'
-export {
-	DEFAULT_KEEP_ALIVE_MS,
-	MAX_KEEP_ALIVE_MS,
-	MIN_KEEP_ALIVE_MS,
-} from './keep-alive-lifetime.js'
 export type { LocalBackendConfig, LocalToolPaths } from './local-backend-config.js'
 export { DEFAULT_BWRAP_PATH, DEFAULT_READY_TIMEOUT_MS } from './local-backend-config.js'
 export {
@@ -94,12 +102,4 @@ export {
 	type LocalProviderHooks,
 	type LocalSandboxProvider,
 } from './local-sandbox-provider.js'
-export type { LocalSandboxCreateConfig } from './local-sandbox-spec.js'
 export { type OpenLocalSandboxOptions, openLocalSandbox } from './open-local-sandbox.js'
-export {
-	DEFAULT_CPU_SHARES,
-	DEFAULT_CPU_WEIGHT,
-	DEFAULT_MAX_PROCESSES,
-	DEFAULT_MEMORY_LIMIT_MB,
-	type TmpfsSizes,
-} from './sandbox-limits.js'

@@ -19,8 +19,8 @@ import type { DefaultLimitsMode } from '../machine/cgroups/cgroup-limits.js'
 import type { LocalIsolation } from '../machine/claims/sandbox-descriptor.js'
 import { resolveSandboxUidRange, type SandboxUidRange } from '../machine/claims/sandbox-identity.js'
 import { DEFAULT_NETWORK_TOOLS, type NetworkToolPaths } from '../machine/network/egress-network.js'
+import { validatePathList } from '../machine/spec/path-options.js'
 import { DEFAULT_MKFS_EXT4_PATH } from '../machine/workspace/workspace-disk.js'
-import { validatePathList } from './path-options.js'
 
 /** The local tier's backend settings: `createSandboxProvider({ backend: { tier: 'process', … } })`. */
 export interface LocalBackendConfig {

@@ -63,6 +63,8 @@ import {
 	SYSTEM_TRUST_BUNDLE,
 	startSandboxEgressProxy,
 } from '../machine/network/sandbox-egress-proxy.js'
+import type { MachineSandboxSpec } from '../machine/spec/machine-sandbox-spec.js'
+import { cgroupRequestFor, resolveSandboxLimits } from '../machine/spec/sandbox-limits.js'
 import {
 	createSandboxDirectories,
 	removeSandboxDirectories,
@@ -83,9 +85,7 @@ import {
 import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import { LocalKeepAliveUnavailableError } from './local-errors.js'
-import type { MachineSandboxSpec } from './local-sandbox-spec.js'
 import { type BwrapLaunch, prepareConfinement } from './sandbox-confinement.js'
-import { cgroupRequestFor, resolveSandboxLimits } from './sandbox-limits.js'
 
 /** Home inside bwrap's private /tmp: writable, gone with the sandbox, never in workspace listings. */
 export const SANDBOX_HOME_DIR = '/tmp/home'

@@ -24,6 +24,12 @@ import {
 import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
 import { agentSandboxOf, createInstanceFleet } from '../machine/fleet/instance-fleet.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
+import {
+	canServeFromPool,
+	type LocalSandboxCreateConfig,
+	type MachineSandboxSpec,
+	resolveMachineSandboxSpec,
+} from '../machine/spec/machine-sandbox-spec.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
 import { LocalProviderClosedError } from './local-errors.js'
 import {
@@ -32,12 +38,6 @@ import {
 	startLocalInstance,
 } from './local-instance.js'
 import type { LocalSandbox } from './local-sandbox.js'
-import {
-	canServeFromPool,
-	type LocalSandboxCreateConfig,
-	type MachineSandboxSpec,
-	resolveMachineSandboxSpec,
-} from './local-sandbox-spec.js'
 import { openLocalSandbox } from './open-local-sandbox.js'
 
 /** `SandboxProvider.id` of the local tier. */

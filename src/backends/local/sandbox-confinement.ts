@@ -49,6 +49,9 @@ import {
 	SYSTEM_TRUST_BUNDLE,
 } from '../machine/network/sandbox-egress-proxy.js'
 import { isWithin } from '../machine/path-containment.js'
+import type { MachineSandboxSpec } from '../machine/spec/machine-sandbox-spec.js'
+import { checkHiddenPath, checkReadOnlyPath } from '../machine/spec/path-options.js'
+import type { TmpfsSizes } from '../machine/spec/sandbox-limits.js'
 import {
 	createSandboxDirectories,
 	resolveStateBase,
@@ -62,9 +65,6 @@ import { buildBwrapArgs } from './bwrap-argv.js'
 import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import { LocalStateDirUnreachableError } from './local-errors.js'
-import type { MachineSandboxSpec } from './local-sandbox-spec.js'
-import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
-import type { TmpfsSizes } from './sandbox-limits.js'
 import {
 	AGENT_BUNDLE_PATH,
 	AGENT_NODE_PATH,

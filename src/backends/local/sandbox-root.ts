@@ -10,7 +10,7 @@
  * (`host-root-layout.ts` reads them).
  */
 import { isWithin } from '../machine/path-containment.js'
-import type { TmpfsMount, TmpfsSizes } from './sandbox-limits.js'
+import type { TmpfsMount, TmpfsSizes } from '../machine/spec/sandbox-limits.js'
 
 /** Where the agent's private copies are bound inside (never on the workload's PATH). */
 export const AGENT_RUNTIME_DIR = '/.namzu'

@@ -1,15 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import {
-	DEFAULT_KEEP_ALIVE_MS,
-	MAX_KEEP_ALIVE_MS,
-	resolveKeepAliveMs,
-} from '../../../src/backends/local/keep-alive-lifetime.js'
 import { withLifetimeWatchdog } from '../../../src/backends/local/lifetime-watchdog.js'
 import { LocalKeepAliveUnavailableError } from '../../../src/backends/local/local-errors.js'
-import {
-	canServeFromPool,
-	resolveMachineSandboxSpec,
-} from '../../../src/backends/local/local-sandbox-spec.js'
 import {
 	parseStatStartTime,
 	statMatches,
@@ -23,6 +14,15 @@ import {
 	parseDescriptor,
 	serializeDescriptor,
 } from '../../../src/backends/machine/claims/sandbox-descriptor.js'
+import {
+	DEFAULT_KEEP_ALIVE_MS,
+	MAX_KEEP_ALIVE_MS,
+	resolveKeepAliveMs,
+} from '../../../src/backends/machine/spec/keep-alive-lifetime.js'
+import {
+	canServeFromPool,
+	resolveMachineSandboxSpec,
+} from '../../../src/backends/machine/spec/machine-sandbox-spec.js'
 import { SandboxConfigError } from '../../../src/contract/errors.js'
 
 const root = '/tmp/state/namzu-sbx-0123456789ab'

@@ -4,11 +4,11 @@ import {
 	type LocalBackendConfig,
 	resolveLocalBackendConfig,
 } from '../../../src/backends/local/local-backend-config.js'
+import { LocalEgressUnsupportedError } from '../../../src/backends/machine/machine-errors.js'
 import {
 	canServeFromPool,
 	resolveMachineSandboxSpec,
-} from '../../../src/backends/local/local-sandbox-spec.js'
-import { LocalEgressUnsupportedError } from '../../../src/backends/machine/machine-errors.js'
+} from '../../../src/backends/machine/spec/machine-sandbox-spec.js'
 import { SandboxConfigError } from '../../../src/contract/errors.js'
 
 describe('resolveLocalBackendConfig', () => {

@@ -14,8 +14,8 @@
 import { constants } from 'node:fs'
 import { access, realpath } from 'node:fs/promises'
 import { networkInterfaces } from 'node:os'
-import type { MachineEgress } from '../../local/local-sandbox-spec.js'
 import { debianInstallCommand } from '../launch/install-hint.js'
+import type { MachineEgress } from '../spec/machine-sandbox-spec.js'
 import { type HostAddresses, hostAddressesFrom, SLIRP_DNS } from './host-address-guard.js'
 import { LocalNetworkUnavailableError, type MissingNetworkTool } from './network-errors.js'
 

@@ -26,7 +26,7 @@ import {
 	EGRESS_PROXY_SOCKET_NAME,
 	EGRESS_SOCKET_VARIABLE,
 } from '../../../wire/egress-bridge.js'
-import type { ProxiedEgress } from '../../local/local-sandbox-spec.js'
+import type { ProxiedEgress } from '../spec/machine-sandbox-spec.js'
 import type { HostAddresses } from './host-address-guard.js'
 import { LocalNetworkSetupError } from './network-errors.js'
 import { bounded } from './slirp-network.js'

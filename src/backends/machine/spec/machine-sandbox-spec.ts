@@ -5,20 +5,20 @@
  * warm-pool member (started with the defaults) can serve a request.
  */
 import { isAbsolute } from 'node:path'
-import { SandboxConfigError } from '../../contract/errors.js'
-import type { SandboxCreateConfig } from '../../contract/provider.js'
-import { type EgressRule, parseAllowedHosts } from '../../host/egress/allowed-hosts.js'
+import { SandboxConfigError } from '../../../contract/errors.js'
+import type { SandboxCreateConfig } from '../../../contract/provider.js'
+import { type EgressRule, parseAllowedHosts } from '../../../host/egress/allowed-hosts.js'
 import {
 	type EgressCredential,
 	parseEgressCredentials,
-} from '../../host/egress/egress-credentials.js'
-import type { EgressDecision } from '../../host/egress/egress-decision.js'
+} from '../../../host/egress/egress-credentials.js'
+import type { EgressDecision } from '../../../host/egress/egress-decision.js'
 import {
 	checkCreateConfig,
 	checkProviderDefaults,
 	type SandboxProviderDefaults,
-} from '../../provider-defaults.js'
-import { LocalEgressUnsupportedError } from '../machine/machine-errors.js'
+} from '../../../provider-defaults.js'
+import { LocalEgressUnsupportedError } from '../machine-errors.js'
 import { resolveKeepAliveMs } from './keep-alive-lifetime.js'
 import { validatePathList } from './path-options.js'
 import { parseCpuLimit, parseDiskLimitMb } from './sandbox-limits.js'

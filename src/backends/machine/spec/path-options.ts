@@ -6,9 +6,9 @@
  * `LocalPathOptionError` naming the option and index. Pure.
  */
 
-import { type ArgumentSite, optionalStringArray } from '../../contract/argument-validators.js'
-import { LocalPathOptionError } from '../machine/machine-errors.js'
-import { isWithin } from '../machine/path-containment.js'
+import { type ArgumentSite, optionalStringArray } from '../../../contract/argument-validators.js'
+import { LocalPathOptionError } from '../machine-errors.js'
+import { isWithin } from '../path-containment.js'
 
 export type PathOptionName =
 	| 'readOnlyPaths'

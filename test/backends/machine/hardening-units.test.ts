@@ -1,14 +1,5 @@
 import { describe, expect, it } from 'vitest'
 import {
-	canServeFromPool,
-	resolveMachineSandboxSpec,
-} from '../../../src/backends/local/local-sandbox-spec.js'
-import {
-	checkHiddenPath,
-	checkReadOnlyPath,
-	validatePathList,
-} from '../../../src/backends/local/path-options.js'
-import {
 	emptyClaims,
 	hostClaimsBelongTo,
 	parseHostClaims,
@@ -24,6 +15,15 @@ import {
 import { stdioCovering } from '../../../src/backends/machine/launch/launch-descriptors.js'
 import { sourceKey } from '../../../src/backends/machine/launch/runtime-cache.js'
 import { LocalPathOptionError } from '../../../src/backends/machine/machine-errors.js'
+import {
+	canServeFromPool,
+	resolveMachineSandboxSpec,
+} from '../../../src/backends/machine/spec/machine-sandbox-spec.js'
+import {
+	checkHiddenPath,
+	checkReadOnlyPath,
+	validatePathList,
+} from '../../../src/backends/machine/spec/path-options.js'
 import {
 	formatOwnershipEntry,
 	parseOwnershipEntry,

@@ -6,10 +6,14 @@
  * with `CgroupLimitsUnavailableError` (requested) or `DefaultLimitsUnavailableError` (default).
  */
 
-import { CONFIG_SITE, optionalInteger, optionalNumber } from '../../contract/argument-validators.js'
-import type { LimitController } from '../machine/cgroups/cgroup-layout.js'
-import type { DefaultLimitsMode, RequestedLimits } from '../machine/cgroups/cgroup-limits.js'
-import type { CgroupOwner } from '../machine/cgroups/workload-cgroups.js'
+import {
+	CONFIG_SITE,
+	optionalInteger,
+	optionalNumber,
+} from '../../../contract/argument-validators.js'
+import type { LimitController } from '../cgroups/cgroup-layout.js'
+import type { DefaultLimitsMode, RequestedLimits } from '../cgroups/cgroup-limits.js'
+import type { CgroupOwner } from '../cgroups/workload-cgroups.js'
 
 const MIB = 1024 * 1024
 

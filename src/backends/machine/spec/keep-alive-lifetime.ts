@@ -7,8 +7,8 @@ import {
 	CONFIG_SITE,
 	optionalBoolean,
 	requireDurationMs,
-} from '../../contract/argument-validators.js'
-import { SandboxConfigError } from '../../contract/errors.js'
+} from '../../../contract/argument-validators.js'
+import { SandboxConfigError } from '../../../contract/errors.js'
 
 /** Default lifetime of a kept-alive sandbox: one hour. */
 export const DEFAULT_KEEP_ALIVE_MS = 60 * 60 * 1000

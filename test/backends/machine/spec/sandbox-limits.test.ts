@@ -7,8 +7,8 @@ import {
 	parseDiskLimitMb,
 	resolveSandboxLimits,
 	tmpfsSizesFor,
-} from '../../../src/backends/local/sandbox-limits.js'
-import { SandboxConfigError } from '../../../src/contract/errors.js'
+} from '../../../../src/backends/machine/spec/sandbox-limits.js'
+import { SandboxConfigError } from '../../../../src/contract/errors.js'
 
 const GIB = 1024 ** 3
 const MIB = 1024 ** 2
