@@ -4,7 +4,7 @@
  * guard for `allow-all`, the capture route for `static` / `resolver`); gVisor serves `deny-all`
  * only. Pure: the local tier's network checks are its input.
  */
-import type { IsolationCheck } from '../local/index.js'
+import type { IsolationCheck } from '../machine/index.js'
 import { RUNSC_EGRESS_REASON } from './container-sandbox-spec.js'
 import type { ContainerRuntime } from './runtime-argv.js'
 

@@ -11,10 +11,10 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
 	createLocalSandboxProvider,
-	LocalPathOptionError,
 	type LocalSandbox,
 	type LocalSandboxProvider,
 } from '../../../src/backends/local/index.js'
+import { LocalPathOptionError } from '../../../src/backends/machine/index.js'
 import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { freshStateDir } from './local-test-support.js'

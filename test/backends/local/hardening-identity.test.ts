@@ -21,12 +21,8 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
 	createLocalSandboxProvider,
-	DEFAULT_SANDBOX_UID_RANGE,
-	destroyLocalSandbox,
 	type LocalSandboxProvider,
 	LocalStateDirUnreachableError,
-	LocalWorkspaceBusyError,
-	listLocalSandboxes,
 } from '../../../src/backends/local/index.js'
 import { adoptSandboxCgroups } from '../../../src/backends/machine/cgroups/cgroup-limits.js'
 import {
@@ -34,6 +30,12 @@ import {
 	releaseHostClaims,
 	removeStateRoot,
 } from '../../../src/backends/machine/claims/release-host-claims.js'
+import {
+	DEFAULT_SANDBOX_UID_RANGE,
+	destroyLocalSandbox,
+	LocalWorkspaceBusyError,
+	listLocalSandboxes,
+} from '../../../src/backends/machine/index.js'
 import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import {

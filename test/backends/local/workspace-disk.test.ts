@@ -3,10 +3,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import {
-	createLocalSandboxProvider,
-	destroyLocalSandbox,
-} from '../../../src/backends/local/index.js'
+import { createLocalSandboxProvider } from '../../../src/backends/local/index.js'
 import { adoptSandboxCgroups } from '../../../src/backends/machine/cgroups/cgroup-limits.js'
 import { DiskLimitUnavailableError } from '../../../src/backends/machine/cgroups/limit-errors.js'
 import {
@@ -18,6 +15,7 @@ import {
 	DEFAULT_SANDBOX_UID_RANGE,
 	inUidRange,
 } from '../../../src/backends/machine/claims/sandbox-identity.js'
+import { destroyLocalSandbox } from '../../../src/backends/machine/index.js'
 import { bundleSource, type SourceBundle } from '../../helpers/bundle-source.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import {
