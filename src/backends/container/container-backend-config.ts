@@ -55,7 +55,7 @@ export interface ContainerBackendConfig {
 	readonly readyPollIntervalMs?: number
 	/** Containers started and probed ahead of `create()` (default 0). */
 	readonly warmPoolSize?: number
-	/** Host uids handed out one per sandbox (the local tier's range and locks). */
+	/** Host uids handed out one per sandbox (the machine layer's range and locks). */
 	readonly sandboxUidRange?: SandboxUidRange
 	readonly defaultLimits?: DefaultLimitsMode
 	/** Recorded as OCI annotations on every container. */

@@ -1,10 +1,10 @@
 /**
  * A container sandbox's network, per egress kind, through the machine layer the local tier uses
- * (`backends/local`): the same egress proxy and capture route for `static` / `resolver`, the same
- * slirp4netns attach and host-address guard for `allow-all`. Only the way in differs: bubblewrap
- * reports its sandbox's pid on a descriptor; a container's init is known from the runtime's pid
- * file once `create` returns, and the namespace is set up there — before `start`, so nothing of the
- * workload ever runs on an unguarded or uncaptured network.
+ * too (`backends/machine/network/`): the same egress proxy and capture route for `static` /
+ * `resolver`, the same slirp4netns attach and host-address guard for `allow-all`. Only the way in
+ * differs: bubblewrap reports its sandbox's pid on a descriptor; a container's init is known from
+ * the runtime's pid file once `create` returns, and the namespace is set up there — before
+ * `start`, so nothing of the workload ever runs on an unguarded or uncaptured network.
  *
  * - `deny-all`: the runtime's fresh namespace with only `lo`; nothing here.
  * - `allow-all`: slirp4netns on the namespace (its `--exit-fd` a pipe only this host process

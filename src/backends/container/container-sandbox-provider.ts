@@ -1,10 +1,10 @@
 /**
  * The container tier's `SandboxProvider`: every sandbox is the host's one `AgentSandbox` over the
  * same agent, started in an OCI container by `startContainerInstance`, optionally served from a
- * warm pool of started and probed containers (the local tier's `WarmPool`). `close()` takes down
+ * warm pool of started and probed containers (the machine layer's `WarmPool`). `close()` takes down
  * every sandbox still alive, every start in flight and the pool. What sandboxes of dead hosts left
- * in the state directory is reaped once in the background by the local tier's reaper (a container
- * sandbox's record is the same record).
+ * in the state directory is reaped once in the background by the machine layer's reaper (a
+ * container sandbox's record is the same record).
  */
 import {
 	CONFIG_SITE,
@@ -157,7 +157,7 @@ export function createContainerSandboxProvider(
 					},
 				}
 			: {}),
-		// A container sandbox's record is the local tier's record: the same reaper undoes it.
+		// A container sandbox's record is the machine layer's record: the same reaper undoes it.
 		reap: () =>
 			collectLocalGarbage({
 				stateDir: resolved.stateDir,

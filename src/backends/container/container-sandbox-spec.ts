@@ -1,9 +1,9 @@
 /**
  * A `create()` config of the container tier, checked before anything is started. The portable
- * fields, the environment, the egress kinds and their credentials go through the local tier's one
- * resolver (the same checks); what a container cannot do is refused by name: a host working
- * directory (the workspace is the container's own), kept-alive sandboxes, extra read-only or
- * hidden host paths, and — on gVisor — every egress kind but `deny-all`.
+ * fields, the environment, the egress kinds and their credentials go through the machine layer's
+ * one resolver (the same checks); what a container cannot do is refused by name: a host working
+ * directory (the workspace is the container's own), kept-alive sandboxes, extra read-only or hidden
+ * host paths, and — on gVisor — every egress kind but `deny-all`.
  */
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../contract/provider.js'

@@ -15,7 +15,7 @@ export interface BwrapPlan {
 	readonly workspace: string
 	/** Both kinds get their own network namespace; allow-all's plumbing comes in `networkArgs`. */
 	readonly egress: MachineEgress
-	/** bwrap arguments of the network plumbing (`local-network.ts`), placed after the mounts. */
+	/** bwrap arguments of the network plumbing (`bwrap-network.ts`), placed after the mounts. */
 	readonly networkArgs?: readonly string[]
 	/**
 	 * Default true. False when per-command groups live in a cgroup v2 hierarchy: with `nsdelegate`

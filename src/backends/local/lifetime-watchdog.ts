@@ -4,7 +4,7 @@
  * `--die-with-parent`, so when the watchdog fires (or anyone SIGKILLs the watchdog, as `destroy()`
  * from another process does) bwrap and the sandbox's whole pid namespace die with it. Expired
  * state directories and cgroups are reaped by the next provider or listing on the machine
- * (`local-sandbox-registry.ts`). Pure.
+ * (`machine/claims/kept-alive-registry.ts`). Pure.
  */
 
 export const DEFAULT_TIMEOUT_PATH = '/usr/bin/timeout'

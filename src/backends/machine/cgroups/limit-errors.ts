@@ -1,5 +1,5 @@
 /**
- * Refusals of the local tier's default bounds and of `diskLimitMb`: a sandbox is never silently
+ * Refusals of a sandbox's default bounds and of `diskLimitMb`: a sandbox is never silently
  * unbounded, and a disk limit is never accepted and ignored.
  */
 import { SandboxError, type SandboxErrorOptions } from '../../../contract/errors.js'

@@ -1,11 +1,11 @@
 /**
- * The local tier's one reaper (the I/O shell over `reap-decision.ts`): walks a state directory for
- * what sandboxes of dead hosts left — state roots (workspaces included), their cgroups, mounts,
+ * The machine layer's one reaper (the I/O shell over `reap-decision.ts`): walks a state directory
+ * for what sandboxes of dead hosts left — state roots (workspaces included), their cgroups, mounts,
  * processes, uid and workspace locks, a caller workspace still handed to a sandbox uid — and undoes
  * each through the one teardown (`teardown-from-record.ts`); then the locks whose sandbox left
  * nothing else, then old runtime copies of node and the agent that nothing uses. Entries of other
- * users (a shared /tmp) are never touched. Run by every local provider in the background at its
- * first `create()`, and on demand by `namzu-sandbox gc`.
+ * users (a shared /tmp) are never touched. Run by every provider on this machine (local, container)
+ * in the background at its first `create()`, and on demand by `namzu-sandbox gc`.
  */
 import type { Stats } from 'node:fs'
 import { lstat, readdir, readFile, readlink, realpath, rm, stat } from 'node:fs/promises'

@@ -2,7 +2,7 @@
  * The small JSON record a kept-alive local sandbox leaves in its state directory
  * (`<stateDir>/namzu-sbx-<id>/sandbox.json`), so any later host process can find the agent's
  * socket, prove the launcher pid is still the same process, and tear everything down. Pure:
- * building, validating and classifying descriptors; the file I/O lives in `local-sandbox-registry.ts`.
+ * building, validating and classifying descriptors; the file I/O lives in `kept-alive-registry.ts`.
  */
 import { isIntegerIn } from '../../../contract/argument-validators.js'
 import type { SandboxEnvironment } from '../../../contract/sandbox.js'

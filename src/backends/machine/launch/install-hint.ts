@@ -1,7 +1,7 @@
 /**
- * How the local tier names a host program it needs and does not find: one line with the path it
- * looked at and the command that installs it, so the README's first command can stop with exactly
- * what to do instead of a stack trace.
+ * How the tiers on this machine name a host program it needs and does not find: one line with the
+ * path it looked at and the command that installs it, so the README's first command can stop with
+ * exactly what to do instead of a stack trace.
  */
 
 /** `apt-get install -y <package>`, behind `sudo` unless this process already runs as root. */

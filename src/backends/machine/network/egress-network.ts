@@ -9,7 +9,7 @@
  *
  * The tools each kind needs and their check, the resolver files, the host's addresses and the
  * namespace's loopback, for every tier on this machine; how bwrap hands over its namespace is
- * `bwrap-network.ts` (local tier).
+ * `backends/local/bwrap-network.ts`.
  */
 import { constants } from 'node:fs'
 import { access, realpath } from 'node:fs/promises'

@@ -1,6 +1,6 @@
 /**
- * Refusals of the local tier's network: `allow-all` needs user-mode networking and a firewall inside
- * the sandbox's namespace, and never falls back to sharing the host's network.
+ * Refusals of a sandbox's network on this machine: `allow-all` needs user-mode networking and a
+ * firewall inside the sandbox's namespace, and never falls back to sharing the host's network.
  */
 import { SandboxError, type SandboxErrorOptions } from '../../../contract/errors.js'
 import { debianInstallCommand, missingProgramsLine } from '../launch/install-hint.js'

@@ -1,6 +1,6 @@
 /**
  * Attaches allow-all networking to a sandbox's network namespace, named by the host pid of a
- * process in it (the thin I/O shell over `local-network.ts` and `host-address-guard.ts`): start
+ * process in it (the thin I/O shell over `egress-network.ts` and `host-address-guard.ts`): start
  * slirp4netns on that namespace, wait for it to report the interface up, then install the guard
  * ruleset inside it. bwrap's sandbox reaches it through `bwrap-network-attach.ts` (its pid from
  * bwrap's info descriptor), a container through its runtime's pid file. Any failure kills
