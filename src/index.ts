@@ -267,6 +267,8 @@ export {
 	type LocalSandboxRegistryOptions,
 	LocalSandboxStartError,
 	type LocalSandboxState,
+	type MachineSandbox,
+	type MachineSandboxVerb,
 	LocalSandboxUidsExhaustedError,
 	LocalStateEntryUnsafeError,
 	LocalWorkspaceBusyError,

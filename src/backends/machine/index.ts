@@ -51,6 +51,7 @@ export {
 	LocalStateEntryUnsafeError,
 	LocalWorkspaceBusyError,
 } from './machine-errors.js'
+export type { MachineSandbox, MachineSandboxVerb } from './machine-sandbox.js'
 export {
 	LocalNetworkSetupError,
 	LocalNetworkUnavailableError,
