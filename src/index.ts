@@ -395,6 +395,8 @@ export {
 	RemoteExecutionRefusedError,
 	type RemoteExecutionTiming,
 	RemoteProtocolError,
+	RemoteReplyBoundError,
+	type ReplyBound,
 	RemoteResultIncompleteError,
 	type SandboxAgentHandle,
 	SandboxRetiredError,

@@ -47,6 +47,8 @@ export {
 	RemoteCommandError,
 	RemoteExecutionRefusedError,
 	RemoteProtocolError,
+	RemoteReplyBoundError,
+	type ReplyBound,
 	SessionRefusedError,
 } from './refusals/refusal-errors.js'
 export { agentBundlePath } from './sandbox/agent-bundle-path.js'

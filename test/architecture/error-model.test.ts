@@ -135,6 +135,7 @@ import {
 	RemoteCommandError,
 	RemoteExecutionRefusedError,
 	RemoteProtocolError,
+	RemoteReplyBoundError,
 	SessionRefusedError,
 } from '../../src/host/refusals/refusal-errors.js'
 import {
@@ -206,11 +207,13 @@ const NAME_EXCEPTIONS: ReadonlyMap<ErrorClass, string> = new Map([
  * Plain errors that never reach a caller, and why. `FrameError` is the wire's (the wire imports
  * nothing): the agent answers it as a refusal and the host wraps it as the cause of a
  * `RemoteProtocolError` (`host/transport/frame-channel.ts`; the malformed-frame test in
- * `test/host/transport/agent-transport-discipline.test.ts`). `CaseSkipped` is thrown and caught
+ * `test/host/transport/agent-transport-discipline.test.ts`); `JsonShapeError` likewise, as a
+ * `RemoteReplyBoundError`'s cause (`test/host/transport/hostile-replies.test.ts`). `CaseSkipped` is thrown and caught
  * inside one conformance case's `run`.
  */
 const INTERNAL_PLAIN_ERRORS: readonly string[] = [
 	'FrameError',
+	'JsonShapeError',
 	'CaseSkipped',
 	'TransitionRefusal',
 	'TunnelRefusal',
@@ -319,6 +322,10 @@ const CASES: readonly ErrorCase[] = [
 	{ type: AgentUnauthorizedError, make: () => new AgentUnauthorizedError('healthz') },
 	{ type: RemoteProtocolError, make: () => new RemoteProtocolError('bad reply') },
 	{ type: RemoteByteCountError, make: () => new RemoteByteCountError('read-file', 'x', 1, 2) },
+	{
+		type: RemoteReplyBoundError,
+		make: () => new RemoteReplyBoundError('healthz', 'depth', 8, 'too deep'),
+	},
 	{ type: RemoteCommandError, make: () => new RemoteCommandError('invalid_cwd') },
 	{ type: RemoteExecutionRefusedError, make: () => new RemoteExecutionRefusedError('x') },
 	{
