@@ -348,6 +348,7 @@ export {
 	AgentOpRefusedError,
 	AgentPreauthFrameTooLargeError,
 	AgentReadFileStreamUnsupportedError,
+	AgentListingTooLargeError,
 	AgentReadFileTooLargeError,
 	AgentReadTimeoutError,
 	AgentSessionDetachedError,

@@ -109,6 +109,7 @@ export {
 	AgentConnectionError,
 	AgentDialFailedError,
 	AgentFrameTooLargeError,
+	AgentListingTooLargeError,
 	AgentPreauthFrameTooLargeError,
 	AgentReadFileTooLargeError,
 	AgentReadTimeoutError,

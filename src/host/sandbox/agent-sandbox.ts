@@ -54,11 +54,8 @@ import {
 	type RemoteExecutionControllerOptions,
 } from '../exec/remote-execution-controller.js'
 import type { RemoteCancellationAcknowledgement } from '../exec/remote-execution-messages.js'
-import {
-	listFilesThroughAgent,
-	readFileStreamThroughAgent,
-	readFileThroughAgent,
-} from '../files/agent-file-read.js'
+import { listFilesThroughAgent } from '../files/agent-file-list.js'
+import { readFileStreamThroughAgent, readFileThroughAgent } from '../files/agent-file-read.js'
 import { writeFileThroughAgent } from '../files/agent-file-write.js'
 import {
 	type FlushOptions,

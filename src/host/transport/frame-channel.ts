@@ -45,8 +45,9 @@ function malformedFrameError(op: string, error: unknown): RemoteProtocolError {
 	if (shape instanceof JsonShapeError) {
 		return new RemoteReplyBoundError(op, shape.bound, shape.limit, shape.message, error)
 	}
-	if (error instanceof FrameError && error.code === 'frame_too_large') {
-		return new RemoteReplyBoundError(op, 'frame-bytes', error.limitBytes ?? 0, detail, error)
+	// Only a header over the ceiling carries the limit it broke.
+	if (error instanceof FrameError && error.limitBytes !== undefined) {
+		return new RemoteReplyBoundError(op, 'frame-bytes', error.limitBytes, detail, error)
 	}
 	return new RemoteProtocolError(`${op}: the guest sent a malformed frame: ${detail}`, {
 		cause: error,
