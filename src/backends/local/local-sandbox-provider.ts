@@ -15,6 +15,7 @@ import {
 	signalOfOptions,
 } from '../../contract/argument-validators.js'
 import type { SandboxProvider } from '../../contract/provider.js'
+import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import { agentSandboxOf, createInstanceFleet } from './instance-fleet.js'
@@ -34,7 +35,7 @@ import {
 	type LocalSandboxSpec,
 	resolveLocalSandboxSpec,
 } from './local-sandbox-spec.js'
-import { openLocalSandbox } from './open-local-sandbox.js'
+import { openRecordedSandbox } from './open-local-sandbox.js'
 import { collectLocalGarbage } from './reap-leftovers.js'
 
 /** `SandboxProvider.id` of the local tier. */
@@ -74,6 +75,7 @@ export function createLocalSandboxProvider(
 ): LocalSandboxProvider {
 	const resolved = resolveLocalBackendConfig(backend)
 	const defaultSpec = resolveLocalSandboxSpec({}, defaults)
+	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
 	const givenHooks = optionalObject(CONFIG_SITE, 'hooks', hooks)
 	optionalFunction(CONFIG_SITE, 'hooks.onBackgroundError', givenHooks.onBackgroundError)
 	optionalFunction(CONFIG_SITE, 'hooks.onWarmSandboxReady', givenHooks.onWarmSandboxReady)
@@ -115,6 +117,7 @@ export function createLocalSandboxProvider(
 				{
 					environment: instance.environment,
 					...(spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: spec.timeoutMs }),
+					outputBudget,
 				},
 				forget,
 			),
@@ -147,11 +150,15 @@ export function createLocalSandboxProvider(
 		create,
 		open: async (id, options = {}) => {
 			const signal = signalOfOptions(callSite('open'), options)
-			return openLocalSandbox(id, {
-				stateDir: resolved.stateDir,
-				readyTimeoutMs: resolved.readyTimeoutMs,
-				...(signal ? { signal } : {}),
-			})
+			return openRecordedSandbox(
+				id,
+				{
+					stateDir: resolved.stateDir,
+					readyTimeoutMs: resolved.readyTimeoutMs,
+					...(signal ? { signal } : {}),
+				},
+				outputBudget,
+			)
 		},
 		list: async (options = {}) => {
 			const signal = signalOfOptions(callSite('list'), options)
