@@ -162,6 +162,7 @@ import {
 } from '../../src/host/transport/transport-errors.js'
 import * as root from '../../src/index.js'
 import {
+	ForeignSandboxError,
 	McpHttpConfigError,
 	McpKeepAliveUnsupportedError,
 	UnknownSandboxError,
@@ -209,12 +210,15 @@ const NAME_EXCEPTIONS: ReadonlyMap<ErrorClass, string> = new Map([
  * nothing): the agent answers it as a refusal and the host wraps it as the cause of a
  * `RemoteProtocolError` (`host/transport/frame-channel.ts`; the malformed-frame test in
  * `test/host/transport/agent-transport-discipline.test.ts`); `JsonShapeError` likewise, as a
- * `RemoteReplyBoundError`'s cause (`test/host/transport/hostile-replies.test.ts`). `CaseSkipped` is thrown and caught
+ * `RemoteReplyBoundError`'s cause (`test/host/transport/hostile-replies.test.ts`). `BodyRefusal`
+ * is the MCP HTTP server's answer to a request body past its bounds, sent as an HTTP status
+ * (`test/mcp/mcp-http-clients.test.ts`). `CaseSkipped` is thrown and caught
  * inside one conformance case's `run`.
  */
 const INTERNAL_PLAIN_ERRORS: readonly string[] = [
 	'FrameError',
 	'JsonShapeError',
+	'BodyRefusal',
 	'CaseSkipped',
 	'TransitionRefusal',
 	'TunnelRefusal',
@@ -727,6 +731,7 @@ const CASES: readonly ErrorCase[] = [
 	{ type: ExecStdinUnavailableError, make: () => new ExecStdinUnavailableError('exec-1') },
 	{ type: GrepPatternTimeoutError, make: () => new GrepPatternTimeoutError(10) },
 	{ type: UnknownSandboxError, make: () => new UnknownSandboxError('sbx') },
+	{ type: ForeignSandboxError, make: () => new ForeignSandboxError('sbx') },
 	{ type: McpHttpConfigError, make: () => new McpHttpConfigError('--host', 'm') },
 	{
 		type: McpKeepAliveUnsupportedError,
