@@ -84,6 +84,9 @@ export class JsonShapeScanner {
 	#stringStart = 0
 	#stringClean = true
 	#bulk: ByteSpan | undefined
+	/** In the chunk being fed: the next quote and backslash at or after the cursor (-1: none). */
+	#quote = -2
+	#backslash = -2
 
 	constructor(limits: JsonShapeLimits) {
 		this.#limits = limits
@@ -98,32 +101,12 @@ export class JsonShapeScanner {
 	feed(chunk: Uint8Array): void {
 		const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
 		const base = this.#scanned
-		// The next quote and backslash at or after the cursor, each searched again only once the
-		// cursor passed it: every byte is searched at most once for each, so strings cost O(n).
-		let quote = -2
-		let backslash = -2
+		this.#quote = -2
+		this.#backslash = -2
 		let i = 0
 		while (i < bytes.length) {
 			if (this.#inString) {
-				if (this.#escaping) {
-					this.#escaping = false
-					i++
-					continue
-				}
-				if (quote !== -1 && quote < i) quote = bytes.indexOf(QUOTE, i)
-				if (backslash !== -1 && backslash < i) backslash = bytes.indexOf(BACKSLASH, i)
-				const stop = quote === -1 ? bytes.length : quote
-				if (backslash !== -1 && backslash < stop) {
-					this.#stringClean = false
-					this.#escaping = true
-					i = backslash + 1
-					continue
-				}
-				if (this.#stringClean && !isAscii(bytes.subarray(i, stop))) this.#stringClean = false
-				if (quote === -1) break
-				this.#inString = false
-				this.#endString(base + quote)
-				i = quote + 1
+				i = this.#stringClean ? this.#skipClean(bytes, base, i) : this.#skipEscaped(bytes, base, i)
 				continue
 			}
 			const byte = bytes[i] ?? 0
@@ -151,6 +134,52 @@ export class JsonShapeScanner {
 	finish(): JsonShape {
 		this.#checkParsedBytes()
 		return this.#bulk ? { bulk: this.#bulk } : {}
+	}
+
+	/**
+	 * In a string with no escape and no byte above 0x7f so far: native searches for the next quote
+	 * and backslash, each searched again only once the cursor passed it (every byte is searched at
+	 * most once for each). Answers where scanning resumes.
+	 */
+	#skipClean(bytes: Buffer, base: number, i: number): number {
+		if (this.#quote !== -1 && this.#quote < i) this.#quote = bytes.indexOf(QUOTE, i)
+		if (this.#backslash !== -1 && this.#backslash < i) {
+			this.#backslash = bytes.indexOf(BACKSLASH, i)
+		}
+		const quote = this.#quote
+		const stop = quote === -1 ? bytes.length : quote
+		const backslash = this.#backslash
+		const upTo = backslash !== -1 && backslash < stop ? backslash : stop
+		if (!isAscii(bytes.subarray(i, upTo))) this.#stringClean = false
+		if (upTo === backslash) {
+			this.#stringClean = false
+			return backslash
+		}
+		if (quote === -1) return bytes.length
+		this.#inString = false
+		this.#endString(base + quote)
+		return quote + 1
+	}
+
+	/** In a string that is not bulk: a plain loop to its closing quote, escapes skipped. */
+	#skipEscaped(bytes: Buffer, base: number, from: number): number {
+		let escaping = this.#escaping
+		for (let i = from; i < bytes.length; i++) {
+			if (escaping) {
+				escaping = false
+				continue
+			}
+			const byte = bytes[i]
+			if (byte === BACKSLASH) escaping = true
+			else if (byte === QUOTE) {
+				this.#escaping = false
+				this.#inString = false
+				this.#endString(base + i)
+				return i + 1
+			}
+		}
+		this.#escaping = escaping
+		return bytes.length
 	}
 
 	#countValue(at: number): void {
