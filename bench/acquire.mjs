@@ -11,23 +11,23 @@ import { tmpdir, totalmem } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { buildBwrapArgs } from '../dist/backends/local/bwrap-argv.js'
-import { sandboxGuardRuleset } from '../dist/backends/local/host-address-guard.js'
 import { readHostRootLayout } from '../dist/backends/local/host-root-layout.js'
-import { HOST_TOOLS } from '../dist/backends/local/host-tools.js'
-import { readHostAddresses } from '../dist/backends/local/local-network.js'
-import { prepareAgentRuntime } from '../dist/backends/local/runtime-cache.js'
+import { planSandboxRoot } from '../dist/backends/local/sandbox-root.js'
 import {
 	DEFAULT_SANDBOX_UID_RANGE,
 	perSandboxUids,
 	withSandboxIdentity,
-} from '../dist/backends/local/sandbox-identity.js'
-import { resolveSandboxLimits } from '../dist/backends/local/sandbox-limits.js'
-import { planSandboxRoot } from '../dist/backends/local/sandbox-root.js'
+} from '../dist/backends/machine/claims/sandbox-identity.js'
+import { HOST_TOOLS } from '../dist/backends/machine/launch/host-tools.js'
+import { prepareAgentRuntime } from '../dist/backends/machine/launch/runtime-cache.js'
+import { readHostAddresses } from '../dist/backends/machine/network/egress-network.js'
+import { sandboxGuardRuleset } from '../dist/backends/machine/network/host-address-guard.js'
 import {
 	firewallCommand,
 	slirpArguments,
 	waitForLoopback,
-} from '../dist/backends/local/slirp-network.js'
+} from '../dist/backends/machine/network/slirp-network.js'
+import { resolveSandboxLimits } from '../dist/backends/machine/spec/sandbox-limits.js'
 import { agentBundlePath } from '../dist/host/sandbox/agent-bundle-path.js'
 import { createSandboxProvider } from '../dist/index.js'
 import { argInt, ms, printTable, ratio, spawnAndWait, summarize } from './lib.mjs'

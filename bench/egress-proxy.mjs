@@ -6,7 +6,11 @@
 // host. The upstream runs in a network namespace at a public test address (root; skipped
 // otherwise). The container rows need the guest image (`npm run image:build -- --rootfs-only`)
 // and runc; without them they are left out and said so.
-// `node bench/egress-proxy.mjs [--count 200]`
+// Then (e) a slowloris: 256 tunnels each holding a ~44 KiB unfinished request head and trickling
+// one more byte every 10 ms; the CPU the proxy's process spends on them over a window, as a
+// fraction of one core, against the same clients trickling into a server that only reads and
+// discards (the cost of receiving those bytes at all), measured in the same run.
+// `node bench/egress-proxy.mjs [--count 200] [--only slowloris] [--trickle-ms 10]`
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -27,6 +31,11 @@ const here = dirname(fileURLToPath(import.meta.url))
 const countArg = process.argv.indexOf('--count')
 const count = countArg > 0 ? Number(process.argv[countArg + 1]) : 200
 const BULK_MIB = 64
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : ''
+const SLOWLORIS_TUNNELS = 256
+const SLOWLORIS_WINDOW_MS = 10_000
+const trickleArg = process.argv.indexOf('--trickle-ms')
+const TRICKLE_INTERVAL_MS = trickleArg > 0 ? Number(process.argv[trickleArg + 1]) : 10
 
 const ip = (...args) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] })
 const tag = `b${process.pid % 100000}`
@@ -142,7 +151,10 @@ async function containerRows(lookup) {
 	try {
 		const direct = await runClient(['tcp', address, '', String(count)])
 		const captured = await inside(
-			{ kind: 'static', allowedHosts: ['bench.example.test:5432', 'bench.example.test:9000'] },
+			{
+				kind: 'static',
+				allowedHosts: ['tcp://bench.example.test:5432', 'tcp://bench.example.test:9000'],
+			},
 			'bench.example.test',
 		)
 		const open = await inside({ kind: 'allow-all' }, address)
@@ -166,6 +178,139 @@ async function containerRows(lookup) {
 	} finally {
 		await provider.close()
 	}
+}
+
+// The slowloris clients: N tunnels through the socket, each a CONNECT, then an unfinished request
+// head of eleven 4000-byte fields, then one byte per tick on every tunnel until killed. Prints
+// `ready` once every head is in flight.
+const SLOWLORIS_CLIENT = `
+const net = require('node:net')
+const [socketPath, name, n, interval] = process.argv.slice(1)
+const pad = 'a'.repeat(4000)
+let head = 'GET / HTTP/1.1\\r\\nHost: ' + name + '\\r\\n'
+for (let i = 0; i < 11; i++) head += 'X-Pad-' + i + ': ' + pad + '\\r\\n'
+head += 'X-Trickle: '
+const open = () => new Promise((resolve, reject) => {
+	const s = net.connect(socketPath)
+	s.on('error', reject)
+	s.once('connect', () => s.write('CONNECT ' + name + ':80 HTTP/1.1\\r\\n\\r\\n'))
+	s.once('data', (d) => {
+		if (!String(d).startsWith('HTTP/1.1 200')) return reject(new Error(String(d)))
+		s.write(head, () => resolve(s))
+	})
+})
+;(async () => {
+	const sockets = []
+	for (let i = 0; i < Number(n); i++) sockets.push(await open())
+	let closed = 0
+	for (const s of sockets) s.on('close', () => { closed++ })
+	console.log('ready')
+	let sent = 0
+	setInterval(() => { for (const s of sockets) if (!s.destroyed) { s.write('a'); sent++ } }, Number(interval))
+	setInterval(() => console.log('sent ' + sent + ' closed ' + closed), 500)
+})().catch((e) => { console.log('error ' + e.message); process.exit(1) })
+`
+
+/** CPU of this process (the server under test) while the clients trickle, as a fraction of a core. */
+async function slowlorisCost(socketPath) {
+	const child = spawn(
+		process.execPath,
+		[
+			'-e',
+			SLOWLORIS_CLIENT,
+			socketPath,
+			'bench.example.test',
+			String(SLOWLORIS_TUNNELS),
+			String(TRICKLE_INTERVAL_MS),
+		],
+		{ stdio: ['ignore', 'pipe', 'inherit'] },
+	)
+	let closed = 0
+	let sent = 0
+	try {
+		await new Promise((resolve, reject) => {
+			child.stdout.on('data', (d) => {
+				const text = String(d)
+				if (text.includes('ready')) resolve()
+				if (text.includes('error')) reject(new Error(text))
+				const match = /sent (\d+) closed (\d+)/.exec(text)
+				if (match) [sent, closed] = [Number(match[1]), Number(match[2])]
+			})
+			child.once('exit', () => reject(new Error('slowloris client exited')))
+		})
+		await new Promise((resolve) => setTimeout(resolve, 1000))
+		const before = process.cpuUsage()
+		const start = performance.now()
+		const sentBefore = sent
+		await new Promise((resolve) => setTimeout(resolve, SLOWLORIS_WINDOW_MS))
+		const used = process.cpuUsage(before)
+		const wall = (performance.now() - start) * 1000
+		return {
+			core: (used.user + used.system) / wall,
+			closed,
+			bytesPerSecond: ((sent - sentBefore) * 1e6) / wall,
+		}
+	} finally {
+		child.kill('SIGKILL')
+	}
+}
+
+/** A server that only answers the CONNECT and then reads and discards: the cost floor. */
+async function discardServer(socketPath) {
+	const { createServer } = await import('node:net')
+	const sockets = new Set()
+	const server = createServer((socket) => {
+		sockets.add(socket)
+		socket.on('error', () => {})
+		socket.on('close', () => sockets.delete(socket))
+		socket.once('data', () => {
+			socket.write('HTTP/1.1 200 Connection Established\r\n\r\n')
+			socket.on('data', () => {})
+		})
+	})
+	await new Promise((resolve) => server.listen(socketPath, resolve))
+	return {
+		close: () =>
+			new Promise((resolve) => {
+				for (const socket of sockets) socket.destroy()
+				server.close(resolve)
+			}),
+	}
+}
+
+async function slowloris(lookup) {
+	const rows = []
+	for (let round = 0; round < 2; round++) {
+		const basePath = join(dir, `discard-${round}.sock`)
+		const base = await discardServer(basePath)
+		const baseline = await slowlorisCost(basePath)
+		await base.close()
+		const proxy = await startEgressProxy({
+			socketPath: join(dir, `slowloris-${round}.sock`),
+			rules: parseAllowedHosts(['bench.example.test']),
+			lookup,
+			// The window measures parsing, not the head timeout: it must outlast the window.
+			headTimeoutMs: 600_000,
+		})
+		const measured = await slowlorisCost(proxy.socketPath)
+		await proxy.close()
+		rows.push({ baseline, measured })
+	}
+	console.log(
+		`\n## egress proxy slowloris (${SLOWLORIS_TUNNELS} tunnels, a ~44 KiB unfinished head each, +1 byte per tunnel every ${TRICKLE_INTERVAL_MS} ms, ${SLOWLORIS_WINDOW_MS / 1000} s window)\n`,
+	)
+	console.log(
+		'| round | CPU of a core: discard server (baseline) | proxy | ratio | proxy minus baseline | bytes trickled / s: baseline, proxy | CPU per trickled byte: baseline, proxy | ratio |',
+	)
+	console.log('|---|---|---|---|---|---|---|---|')
+	rows.forEach(({ baseline, measured }, round) => {
+		const pct = (value) => `${(value * 100).toFixed(1)} %`
+		const perByte = (run) => (run.core * 1e6) / run.bytesPerSecond
+		const closed = measured.closed > 0 ? ` (${measured.closed} tunnels closed)` : ''
+		console.log(
+			`| ${round + 1} | ${pct(baseline.core)} | ${pct(measured.core)}${closed} | ${ratio(measured.core, baseline.core)} | ${pct(measured.core - baseline.core)} | ${baseline.bytesPerSecond.toFixed(0)}, ${measured.bytesPerSecond.toFixed(0)} | ${perByte(baseline).toFixed(1)} µs, ${perByte(measured).toFixed(1)} µs | ${ratio(perByte(measured), perByte(baseline))} |`,
+		)
+	})
 }
 
 function line(label, result, baseline) {
@@ -196,9 +341,17 @@ try {
 	})
 	await new Promise((resolve) => server.stdout.once('data', resolve))
 	const lookup = async () => [address]
+	if (only !== 'slowloris') await connectionRows(lookup)
+	await slowloris(lookup)
+} finally {
+	await cleanup()
+}
+
+/** (a)–(d): connection setup and throughput, through every path, against direct runs. */
+async function connectionRows(lookup) {
 	const proxy = await startEgressProxy({
 		socketPath: join(dir, 'proxy.sock'),
-		rules: parseAllowedHosts(['bench.example.test:5432', 'bench.example.test:9000']),
+		rules: parseAllowedHosts(['tcp://bench.example.test:5432', 'tcp://bench.example.test:9000']),
 		lookup,
 	})
 	const direct = await runClient(['tcp', address, '', String(count)])
@@ -217,7 +370,7 @@ try {
 	const sandbox = await provider.create({
 		egress: {
 			kind: 'static',
-			allowedHosts: ['bench.example.test:5432', 'bench.example.test:9000'],
+			allowedHosts: ['tcp://bench.example.test:5432', 'tcp://bench.example.test:9000'],
 		},
 	})
 	const inside = await sandbox.exec(
@@ -263,6 +416,4 @@ try {
 			console.log(`| \`${name}\` | ${ms(s.p50)} | ${ms(s.p95)} | ${ratio(s.p50, base.p50)} |`)
 		}
 	}
-} finally {
-	await cleanup()
 }

@@ -23,7 +23,7 @@ const sizeMiB = argInt('size-mib', 1024)
 const bytes = sizeMiB * MiB
 const { AgentTransport, createAgentSandbox } = await loadLibrary()
 
-// Request frames capped as the local tier caps them (LOCAL_MAX_REQUEST_FRAME_BYTES), so a large
+// Request frames capped as the local tier caps them (MACHINE_MAX_REQUEST_FRAME_BYTES), so a large
 // write travels in 16 MiB parts and the agent holds about two frames, not the whole body.
 const REQUEST_FRAME_BYTES = 16 * 1024 * 1024
 

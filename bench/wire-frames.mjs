@@ -35,7 +35,7 @@ const sections = new Set(
 	),
 )
 const { AgentTransport, createAgentSandbox } = await loadLibrary()
-// As the local tier caps request frames (LOCAL_MAX_REQUEST_FRAME_BYTES).
+// As the local tier caps request frames (MACHINE_MAX_REQUEST_FRAME_BYTES).
 const REQUEST_FRAME_BYTES = 16 * MiB
 
 async function wire(binary) {

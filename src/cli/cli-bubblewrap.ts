@@ -3,12 +3,10 @@
  * not at `/usr/bin/bwrap`; the library itself never reads the environment for it) and the one line
  * it prints when it is missing, instead of an error and a stack trace.
  */
-import {
-	BubblewrapUnavailableError,
-	LocalNetworkUnavailableError,
-} from '../backends/local/index.js'
-import { missingProgramLine } from '../backends/local/install-hint.js'
-import { missingNetworkToolsLine } from '../backends/local/network-errors.js'
+import { BubblewrapUnavailableError } from '../backends/local/index.js'
+import { LocalNetworkUnavailableError } from '../backends/machine/index.js'
+import { missingProgramLine } from '../backends/machine/launch/install-hint.js'
+import { missingNetworkToolsLine } from '../backends/machine/network/network-errors.js'
 import type { SandboxError } from '../contract/errors.js'
 
 export function cliBubblewrap(): { readonly bwrapPath?: string } {

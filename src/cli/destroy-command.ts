@@ -1,5 +1,6 @@
 /** `namzu-sandbox destroy SANDBOX`: tears a kept-alive sandbox down without needing its agent. */
-import { destroyLocalSandbox, LocalSandboxNotFoundError } from '../backends/local/index.js'
+import { LocalSandboxNotFoundError } from '../backends/local/index.js'
+import { destroyLocalSandbox } from '../backends/machine/index.js'
 import { cliStateDir } from './kept-alive-context.js'
 
 export async function destroyCommand(sandboxId: string): Promise<number> {

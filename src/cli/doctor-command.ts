@@ -4,11 +4,8 @@ import {
 } from '../backends/container/container-egress-support.js'
 import type { ContainerRuntimeReport } from '../backends/container/runtime-probe.js'
 import { probeContainerRuntimes } from '../backends/container/runtime-probe.js'
-import {
-	describeLocalIsolation,
-	type IsolationCheck,
-	type LocalIsolationReport,
-} from '../backends/local/index.js'
+import { describeLocalIsolation, type LocalIsolationReport } from '../backends/local/index.js'
+import type { IsolationCheck } from '../backends/machine/index.js'
 import { cliBubblewrap } from './cli-bubblewrap.js'
 
 function mark(check: IsolationCheck): string {

@@ -4,7 +4,7 @@
  * and expired kept-alive ones, orphaned locks, old runtime copies. Exit 1 when a teardown failed
  * (it is named on stderr and left for the next run).
  */
-import { collectLocalGarbage, type LocalGarbageReport } from '../backends/local/index.js'
+import { collectLocalGarbage, type LocalGarbageReport } from '../backends/machine/index.js'
 import { cliStateDir } from './kept-alive-context.js'
 import { EXIT_CODES } from './parse-args.js'
 

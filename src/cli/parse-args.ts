@@ -2,7 +2,10 @@
  * Pure argument parsing for the `namzu-sandbox` command. Everything after `--` belongs to the
  * sandboxed command and is never interpreted.
  */
-import { MAX_KEEP_ALIVE_MS, MIN_KEEP_ALIVE_MS } from '../backends/local/lifetime-watchdog.js'
+import {
+	MAX_KEEP_ALIVE_MS,
+	MIN_KEEP_ALIVE_MS,
+} from '../backends/machine/spec/keep-alive-lifetime.js'
 import {
 	type ArgumentSite,
 	MAX_TIMER_MS,

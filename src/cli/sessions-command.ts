@@ -2,11 +2,8 @@
  * `namzu-sandbox sessions [SANDBOX]`: the kept-alive sandboxes of the state directory (state,
  * time left, workspace) and, for running ones, the sessions their agents hold. Formatting is pure.
  */
-import {
-	type LocalSandboxListing,
-	LocalSandboxNotFoundError,
-	listLocalSandboxes,
-} from '../backends/local/index.js'
+import { LocalSandboxNotFoundError } from '../backends/local/index.js'
+import { type LocalSandboxListing, listLocalSandboxes } from '../backends/machine/index.js'
 import type { SessionSummary } from '../index.js'
 import { formatCliHandle } from './cli-handle.js'
 import { cliStateDir, openKeptAlive } from './kept-alive-context.js'

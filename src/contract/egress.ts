@@ -2,6 +2,12 @@
 export type EgressPolicy =
 	| { readonly kind: 'deny-all' }
 	| { readonly kind: 'allow-all' }
+	/**
+	 * The hosts the sandbox may reach; each tier reads the entries by its own grammar. On this
+	 * machine's tiers (local, container): `host`, `*.suffix`, an IP or CIDR block, each with an
+	 * optional `:port` (default 80 and 443), over which only HTTP/1.x or TLS passes (checked by the
+	 * egress proxy); `tcp://entry:port` allows raw TCP on that one port (docs/guides/egress.md).
+	 */
 	| { readonly kind: 'static'; readonly allowedHosts: readonly string[] }
 	/** The hosts allowed now, asked again when the policy is applied. */
 	| {

@@ -80,15 +80,16 @@ import {
 	KubernetesWorkspaceGuestGoneError,
 	KubernetesWorkspaceReplacedError,
 } from '../../src/backends/kubernetes/workspace/workspace-guest-errors.js'
+import * as localErrors from '../../src/backends/local/local-errors.js'
 import {
 	DefaultLimitsUnavailableError,
 	DiskLimitUnavailableError,
-} from '../../src/backends/local/limit-errors.js'
-import * as localErrors from '../../src/backends/local/local-errors.js'
+} from '../../src/backends/machine/cgroups/limit-errors.js'
+import * as machineErrors from '../../src/backends/machine/machine-errors.js'
 import {
 	LocalNetworkSetupError,
 	LocalNetworkUnavailableError,
-} from '../../src/backends/local/network-errors.js'
+} from '../../src/backends/machine/network/network-errors.js'
 import { CliDependencyMissingError, CliUsageError } from '../../src/cli/cli-errors.js'
 import {
 	FileWalkLimitError,
@@ -277,21 +278,23 @@ const FEATURES: readonly AgentFeature[] = Object.entries(wireFeatures)
 
 const {
 	BubblewrapUnavailableError,
+	LocalKeepAliveUnavailableError,
+	LocalProviderClosedError,
+	LocalSandboxNotFoundError,
+	LocalStateDirUnreachableError,
+} = localErrors
+const {
 	CgroupLimitsUnavailableError,
 	LocalEgressUnsupportedError,
 	LocalHelperUnavailableError,
 	LocalHostToolError,
-	LocalKeepAliveUnavailableError,
 	LocalPathOptionError,
-	LocalProviderClosedError,
 	LocalSandboxCleanupError,
-	LocalSandboxNotFoundError,
 	LocalSandboxStartError,
 	LocalSandboxUidsExhaustedError,
-	LocalStateDirUnreachableError,
 	LocalStateEntryUnsafeError,
 	LocalWorkspaceBusyError,
-} = localErrors
+} = machineErrors
 
 const CASES: readonly ErrorCase[] = [
 	// contract

@@ -15,7 +15,18 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 	'exec-programs': ['exec-programs', 'contract'],
 	agent: ['agent', 'wire'],
 	host: ['host', 'wire', 'contract', 'exec-programs'],
-	'backends/local': ['backends/local', 'host', 'exec-programs', 'wire', 'contract', 'root'],
+	// The host-machine layer every tier that runs guests as processes on this host shares.
+	'backends/machine': ['backends/machine', 'host', 'exec-programs', 'wire', 'contract', 'root'],
+	// The tiers on this machine lean on the machine layer, never on each other.
+	'backends/local': [
+		'backends/local',
+		'backends/machine',
+		'host',
+		'exec-programs',
+		'wire',
+		'contract',
+		'root',
+	],
 	'backends/kubernetes': [
 		'backends/kubernetes',
 		'host',
@@ -24,10 +35,9 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 		'contract',
 		'root',
 	],
-	// The container tier leans on the local tier's machine layer (cgroups, claims, reaper, limits).
 	'backends/container': [
 		'backends/container',
-		'backends/local',
+		'backends/machine',
 		'host',
 		'exec-programs',
 		'wire',
@@ -38,18 +48,32 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 	// The top layers over the package's public surface: the tools, and the MCP server over them.
 	tools: ['tools', 'root'],
 	mcp: ['mcp', 'tools', 'root'],
-	cli: ['cli', 'mcp', 'backends/local', 'backends/container', 'host', 'wire', 'contract', 'root'],
+	cli: [
+		'cli',
+		'mcp',
+		'backends/local',
+		'backends/container',
+		'backends/machine',
+		'host',
+		'wire',
+		'contract',
+		'root',
+	],
 	root: [
 		'root',
 		'contract',
 		'exec-programs',
 		'wire',
 		'host',
+		'backends/machine',
 		'backends/local',
 		'backends/kubernetes',
 		'backends/container',
 	],
 }
+
+/** The tiers: none imports another (what they share lives in `backends/machine`). */
+const TIERS = ['backends/local', 'backends/container', 'backends/kubernetes'] as const
 
 /**
  * The host's rooms: what a guest's answer becomes (the refusal table and its errors) at the
@@ -147,6 +171,15 @@ describe('import graph', () => {
 				(edge) =>
 					`${relative(src, edge.from)} (${areaOf(edge.from)}) imports ${edge.specifier} (${areaOf(edge.to)})`,
 			)
+		expect(violations).toEqual([])
+	})
+
+	it('no tier imports another tier', () => {
+		const violations = edges
+			.filter((edge) => TIERS.some((tier) => tier === areaOf(edge.from)))
+			.filter((edge) => TIERS.some((tier) => tier === areaOf(edge.to)))
+			.filter((edge) => areaOf(edge.from) !== areaOf(edge.to))
+			.map((edge) => `${relative(src, edge.from)} imports ${edge.specifier}`)
 		expect(violations).toEqual([])
 	})
 

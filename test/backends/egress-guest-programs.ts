@@ -65,6 +65,62 @@ s.on('end', () => { console.log(String(bytes)); process.exit(0) })
 s.on('error', (e) => { console.log(e.code + ' after ' + bytes); process.exit(0) })
 `
 
+/**
+ * Raw bytes to a captured name with node: `HOST PORT BASE64 [END_MS]`. Sends the bytes (half-closing
+ * after `END_MS` when given) and prints `{ reply, end }` as JSON: everything that came back, as
+ * latin1, and how it ended (`closed`, `TIMEOUT` or the error code).
+ */
+export const EXCHANGE = `
+const net = require('node:net')
+const [host, port, payload, endMs] = process.argv.slice(1)
+const s = net.connect(Number(port), host)
+let reply = ''
+const done = (end) => { console.log(JSON.stringify({ reply, end })); process.exit(0) }
+s.setTimeout(8000, () => done('TIMEOUT'))
+s.on('connect', () => {
+	s.write(Buffer.from(payload, 'base64'))
+	if (endMs) setTimeout(() => s.end(), Number(endMs))
+})
+s.on('data', (d) => { reply += d.toString('latin1') })
+s.on('close', () => done('closed'))
+s.on('error', (e) => done(e.code))
+`
+
+/** The same with python's own sockets: `HOST PORT BASE64`; prints what came back, as latin1. */
+export const PYTHON_EXCHANGE = `
+import base64, socket, sys
+host, port, payload = sys.argv[1], int(sys.argv[2]), base64.b64decode(sys.argv[3])
+s = socket.create_connection((host, port), timeout=8)
+s.sendall(payload)
+reply = b''
+try:
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        reply += chunk
+except (ConnectionResetError, socket.timeout) as error:
+    pass
+print(repr(reply.decode('latin1')))
+`
+
+/**
+ * TLS to a name whose TLS the proxy terminates (node trusts the sandbox CA through
+ * `NODE_EXTRA_CA_CERTS`): `HOST BASE64`. Sends the bytes inside and prints `{ reply, end }`.
+ */
+export const TLS_EXCHANGE = `
+const tls = require('node:tls')
+const [host, payload] = process.argv.slice(1)
+const s = tls.connect({ host, port: 443, servername: host })
+let reply = ''
+const done = (end) => { console.log(JSON.stringify({ reply, end })); process.exit(0) }
+s.setTimeout(8000, () => done('TIMEOUT'))
+s.on('secureConnect', () => s.write(Buffer.from(payload, 'base64')))
+s.on('data', (d) => { reply += d.toString('latin1') })
+s.on('close', () => done('closed'))
+s.on('error', (e) => done(e.code))
+`
+
 /** `NAME`: prints the address it resolves to, or the error code. */
 export const LOOKUP = `require('node:dns').lookup(process.argv[1], (e, a) => console.log(e ? e.code : a))`
 

@@ -4,7 +4,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { destroyLocalSandbox, listLocalSandboxes } from '../../src/backends/local/index.js'
+import { destroyLocalSandbox, listLocalSandboxes } from '../../src/backends/machine/index.js'
 import { bundleCli, childEnv, type SourceBundle } from '../helpers/bundle-source.js'
 import { type ProcessRun, runNodeToExit } from '../helpers/run-to-exit.js'
 

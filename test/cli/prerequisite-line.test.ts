@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import {
-	BubblewrapUnavailableError,
-	LocalNetworkUnavailableError,
-} from '../../src/backends/local/index.js'
+import { BubblewrapUnavailableError } from '../../src/backends/local/index.js'
+import { LocalNetworkUnavailableError } from '../../src/backends/machine/index.js'
 import { missingPrerequisiteLine } from '../../src/cli/cli-bubblewrap.js'
 
 // The one line the CLI prints instead of an error and a stack trace when a host program is missing.

@@ -22,10 +22,10 @@ import {
 	requireString,
 } from '../../contract/argument-validators.js'
 import { SandboxConfigError } from '../../contract/errors.js'
-import type { DefaultLimitsMode } from '../local/cgroup-limits.js'
-import { DEFAULT_NETWORK_TOOLS, type NetworkToolPaths } from '../local/local-network.js'
-import { resolveSandboxUidRange, type SandboxUidRange } from '../local/sandbox-identity.js'
-import { DEFAULT_MKFS_EXT4_PATH } from '../local/workspace-disk.js'
+import type { DefaultLimitsMode } from '../machine/cgroups/cgroup-limits.js'
+import { resolveSandboxUidRange, type SandboxUidRange } from '../machine/claims/sandbox-identity.js'
+import { DEFAULT_NETWORK_TOOLS, type NetworkToolPaths } from '../machine/network/egress-network.js'
+import { DEFAULT_MKFS_EXT4_PATH } from '../machine/workspace/workspace-disk.js'
 import { DEFAULT_UMOCI_PATH } from './container-image.js'
 import {
 	CONTAINER_RUNTIMES,
@@ -55,7 +55,7 @@ export interface ContainerBackendConfig {
 	readonly readyPollIntervalMs?: number
 	/** Containers started and probed ahead of `create()` (default 0). */
 	readonly warmPoolSize?: number
-	/** Host uids handed out one per sandbox (the local tier's range and locks). */
+	/** Host uids handed out one per sandbox (the machine layer's range and locks). */
 	readonly sandboxUidRange?: SandboxUidRange
 	readonly defaultLimits?: DefaultLimitsMode
 	/** Recorded as OCI annotations on every container. */

@@ -2,9 +2,9 @@
  * Which egress kinds a container runtime serves on this host, for `doctor`: runc and crun take
  * every kind through the same machine tools as the local tier (slirp4netns and the host-address
  * guard for `allow-all`, the capture route for `static` / `resolver`); gVisor serves `deny-all`
- * only. Pure: the local tier's network checks are its input.
+ * only. Pure: the machine layer's network checks are its input.
  */
-import type { IsolationCheck } from '../local/index.js'
+import type { IsolationCheck } from '../machine/index.js'
 import { RUNSC_EGRESS_REASON } from './container-sandbox-spec.js'
 import type { ContainerRuntime } from './runtime-argv.js'
 

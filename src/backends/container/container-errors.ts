@@ -1,4 +1,4 @@
-/** The container tier's own refusals. Every other failure is the local tier's machine-level error. */
+/** The container tier's own refusals. Every other failure is the machine layer's. */
 import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
 
 /** A `ContainerSandboxLayout` that `resolveLayout` (or the tier) refuses, with every reason found. */

@@ -9,7 +9,7 @@ import { constants } from 'node:fs'
 import { access, lstat, mkdir, readFile, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
-import { runProgram } from '../local/host-tools.js'
+import { runProgram } from '../machine/launch/host-tools.js'
 
 export const DEFAULT_UMOCI_PATH = '/usr/bin/umoci'
 

@@ -17,46 +17,52 @@ import {
 } from '../../exec-programs/privilege-probe.js'
 import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
-import { agentSettingsFrom, buildAgentEnvironment } from '../local/agent-environment.js'
-import type { LaunchedAgentProcess } from '../local/agent-launcher.js'
-import {
-	createInheritableListenSocket,
-	type InheritableListenSocket,
-} from '../local/agent-listen-socket.js'
-import { withCgroupJoin } from '../local/bwrap-argv.js'
+import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import {
 	adoptSandboxCgroups,
 	closeFds,
 	createSandboxCgroups,
 	openWorkloadGroupFds,
 	type SandboxCgroups,
-} from '../local/cgroup-limits.js'
-import { guestExitOf } from '../local/guest-exit.js'
-import { emptyClaims } from '../local/host-claims.js'
-import type { EgressTestSeam } from '../local/local-egress-proxy.js'
-import { LocalSandboxCleanupError, LocalSandboxStartError } from '../local/local-errors.js'
-import { newSandboxId } from '../local/local-instance.js'
-import { assertNetworkUsable } from '../local/local-network.js'
-import { LOCAL_MAX_REQUEST_FRAME_BYTES } from '../local/local-transport-options.js'
-import { readProcessIdentity } from '../local/process-identity.js'
+} from '../machine/cgroups/cgroup-limits.js'
+import { guestExitOf } from '../machine/cgroups/guest-exit.js'
+import { workloadCgroupFds } from '../machine/cgroups/workload-cgroups.js'
+import { emptyClaims } from '../machine/claims/host-claims.js'
+import { readProcessIdentity } from '../machine/claims/process-identity.js'
 import {
 	HostClaimsLedger,
 	releaseHostClaims,
 	removeStateRoot,
-} from '../local/release-host-claims.js'
-import { materializeAgentRuntime, planAgentRuntime } from '../local/runtime-cache.js'
+} from '../machine/claims/release-host-claims.js'
+import { newSandboxId } from '../machine/claims/sandbox-id.js'
+import {
+	allocateSandboxIdentity,
+	releaseSandboxIdentity,
+} from '../machine/claims/sandbox-identity.js'
+import { agentSettingsFrom, buildAgentEnvironment } from '../machine/launch/agent-environment.js'
+import type { LaunchedAgentProcess } from '../machine/launch/agent-launcher.js'
+import {
+	createInheritableListenSocket,
+	type InheritableListenSocket,
+} from '../machine/launch/agent-listen-socket.js'
+import { materializeAgentRuntime, planAgentRuntime } from '../machine/launch/runtime-cache.js'
+import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../machine/launch/transport-options.js'
+import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
+import { LocalSandboxCleanupError, LocalSandboxStartError } from '../machine/machine-errors.js'
+import { assertNetworkUsable } from '../machine/network/egress-network.js'
+import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
+import { cgroupRequestFor, resolveSandboxLimits } from '../machine/spec/sandbox-limits.js'
 import {
 	createSandboxDirectories,
 	resolveStateBase,
 	type SandboxDirectories,
 	STATE_DIR_PREFIX,
 	sandboxRootFor,
-} from '../local/sandbox-directories.js'
-import { allocateSandboxIdentity, releaseSandboxIdentity } from '../local/sandbox-identity.js'
-import { cgroupRequestFor, resolveSandboxLimits } from '../local/sandbox-limits.js'
-import { waitForAgentReady } from '../local/wait-for-agent-ready.js'
-import { workloadCgroupFds } from '../local/workload-cgroups.js'
-import { assertDiskLimitEnforceable, recordAndMountWorkspaceDisk } from '../local/workspace-disk.js'
+} from '../machine/workspace/sandbox-directories.js'
+import {
+	assertDiskLimitEnforceable,
+	recordAndMountWorkspaceDisk,
+} from '../machine/workspace/workspace-disk.js'
 import type { ResolvedContainerBackendConfig } from './container-backend-config.js'
 import { ContainerRuntimeUnavailableError } from './container-errors.js'
 import type { ContainerImage } from './container-image.js'
@@ -377,7 +383,7 @@ export async function startContainerInstance(
 			{ kind: 'unix', path: dirs.socketPath },
 			{
 				connectRetryIntervalMs: backend.readyPollIntervalMs,
-				maxRequestFrameBytes: LOCAL_MAX_REQUEST_FRAME_BYTES,
+				maxRequestFrameBytes: MACHINE_MAX_REQUEST_FRAME_BYTES,
 				permanentDialFailure: () => created.isGone(),
 			},
 		)

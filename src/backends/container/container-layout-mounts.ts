@@ -1,14 +1,14 @@
 /**
  * A container sandbox's layout as mounts: the `hostDir`s bound (a writable one handed to the
- * sandbox uid through the local tier's workspace hand-over), the `inImage` paths, the `/mnt`
+ * sandbox uid through the machine layer's workspace hand-over), the `inImage` paths, the `/mnt`
  * scaffold their mount points are made in, and the read and write roots the agent is told.
  */
 import { chown, mkdir, realpath, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
-import type { HostClaimsLedger } from '../local/release-host-claims.js'
-import type { SandboxDirectories } from '../local/sandbox-directories.js'
-import { handOverUnderLock } from '../local/workspace-handover.js'
+import type { HostClaimsLedger } from '../machine/claims/release-host-claims.js'
+import type { SandboxDirectories } from '../machine/workspace/sandbox-directories.js'
+import { handOverUnderLock } from '../machine/workspace/workspace-handover.js'
 import type { ResolvedContainerBackendConfig } from './container-backend-config.js'
 import type { ContainerImage } from './container-image.js'
 import { layoutMounts, type ResolvedContainerSandboxLayout } from './container-layout.js'
@@ -90,7 +90,7 @@ export async function prepareLayout(
 				)
 			}
 			if (entry.writable) {
-				// A writable host directory becomes the sandbox uid's, under the local tier's claim.
+				// A writable host directory becomes the sandbox uid's, under the machine's claim.
 				await handOverUnderLock({
 					path: real,
 					sandboxId: prep.id,

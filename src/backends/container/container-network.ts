@@ -1,10 +1,10 @@
 /**
  * A container sandbox's network, per egress kind, through the machine layer the local tier uses
- * (`backends/local`): the same egress proxy and capture route for `static` / `resolver`, the same
- * slirp4netns attach and host-address guard for `allow-all`. Only the way in differs: bubblewrap
- * reports its sandbox's pid on a descriptor; a container's init is known from the runtime's pid
- * file once `create` returns, and the namespace is set up there — before `start`, so nothing of the
- * workload ever runs on an unguarded or uncaptured network.
+ * too (`backends/machine/network/`): the same egress proxy and capture route for `static` /
+ * `resolver`, the same slirp4netns attach and host-address guard for `allow-all`. Only the way in
+ * differs: bubblewrap reports its sandbox's pid on a descriptor; a container's init is known from
+ * the runtime's pid file once `create` returns, and the namespace is set up there — before
+ * `start`, so nothing of the workload ever runs on an unguarded or uncaptured network.
  *
  * - `deny-all`: the runtime's fresh namespace with only `lo`; nothing here.
  * - `allow-all`: slirp4netns on the namespace (its `--exit-fd` a pipe only this host process
@@ -20,29 +20,29 @@ import { chmod, mkdir, realpath, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { EGRESS_BRIDGE_DIR, EGRESS_CA_CERT_NAME } from '../../wire/egress-bridge.js'
 import {
-	EGRESS_BRIDGE_DIR_NAME,
-	EGRESS_TRUST_BUNDLE_NAME,
-	type EgressTestSeam,
-	type LocalEgressProxy,
-	SYSTEM_TRUST_BUNDLE,
-	startLocalEgressProxy,
-} from '../local/local-egress-proxy.js'
-import {
 	ALLOW_ALL_RESOLV_CONF,
+	ALLOW_ALL_RESOLV_CONF_NAME,
 	type NetworkToolPaths,
 	PROXIED_RESOLV_CONF,
 	readHostAddresses,
-} from '../local/local-network.js'
-import type { LocalEgress } from '../local/local-sandbox-spec.js'
-import { LocalNetworkSetupError } from '../local/network-errors.js'
-import { setCaptureRoute, waitForCaptureHelper } from '../local/proxied-network.js'
-import { ALLOW_ALL_RESOLV_CONF_NAME } from '../local/sandbox-confinement.js'
+} from '../machine/network/egress-network.js'
+import { LocalNetworkSetupError } from '../machine/network/network-errors.js'
+import { setCaptureRoute, waitForCaptureHelper } from '../machine/network/proxied-network.js'
+import {
+	EGRESS_BRIDGE_DIR_NAME,
+	EGRESS_TRUST_BUNDLE_NAME,
+	type EgressTestSeam,
+	type SandboxEgressProxy,
+	SYSTEM_TRUST_BUNDLE,
+	startSandboxEgressProxy,
+} from '../machine/network/sandbox-egress-proxy.js'
 import {
 	bounded,
 	type SlirpNetwork,
 	startSlirpNetwork,
 	waitForLoopback,
-} from '../local/slirp-network.js'
+} from '../machine/network/slirp-network.js'
+import type { MachineEgress } from '../machine/spec/machine-sandbox-spec.js'
 import type { ContainerSandboxSpec } from './container-sandbox-spec.js'
 import type { OciBind } from './oci-config.js'
 
@@ -57,7 +57,7 @@ export interface ImageNetworkFiles {
 }
 
 export interface ContainerNetworkPlanInput {
-	readonly egress: LocalEgress
+	readonly egress: MachineEgress
 	readonly stateRoot: string
 	readonly credentials: boolean
 	readonly image: ImageNetworkFiles
@@ -228,7 +228,7 @@ export async function prepareContainerNetwork(
 	const bridge = join(input.stateRoot, EGRESS_BRIDGE_DIR_NAME)
 	await mkdir(bridge, { mode: 0o755 })
 	await chmod(bridge, 0o755)
-	const proxy: LocalEgressProxy = await startLocalEgressProxy({
+	const proxy: SandboxEgressProxy = await startSandboxEgressProxy({
 		sandboxId: input.sandboxId,
 		stateRoot: input.stateRoot,
 		egress: proxiedEgress,

@@ -8,10 +8,10 @@
  */
 import { spawn } from 'node:child_process'
 import { closeSync, openSync } from 'node:fs'
-import type { ChildExit } from '../local/agent-launcher.js'
-import { runProgram } from '../local/host-tools.js'
-import { inheritableHostDescriptors, stdioCovering } from '../local/launch-descriptors.js'
-import { StderrTail } from '../local/stderr-tail.js'
+import type { ChildExit } from '../machine/launch/agent-launcher.js'
+import { runProgram } from '../machine/launch/host-tools.js'
+import { inheritableHostDescriptors, stdioCovering } from '../machine/launch/launch-descriptors.js'
+import { StderrTail } from '../machine/launch/stderr-tail.js'
 import { ContainerRuntimeCommandError } from './container-errors.js'
 
 export interface CreatedContainer {

@@ -1,10 +1,10 @@
 /**
  * The container tier's `SandboxProvider`: every sandbox is the host's one `AgentSandbox` over the
  * same agent, started in an OCI container by `startContainerInstance`, optionally served from a
- * warm pool of started and probed containers (the local tier's `WarmPool`). `close()` takes down
+ * warm pool of started and probed containers (the machine layer's `WarmPool`). `close()` takes down
  * every sandbox still alive, every start in flight and the pool. What sandboxes of dead hosts left
- * in the state directory is reaped once in the background by the local tier's reaper (a container
- * sandbox's record is the same record).
+ * in the state directory is reaped once in the background by the machine layer's reaper (a
+ * container sandbox's record is the same record).
  */
 import {
 	CONFIG_SITE,
@@ -16,10 +16,10 @@ import type { SandboxProvider } from '../../contract/provider.js'
 import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
-import { agentSandboxOf, createInstanceFleet } from '../local/instance-fleet.js'
-import type { EgressTestSeam } from '../local/local-egress-proxy.js'
-import type { LocalSandbox } from '../local/local-sandbox.js'
-import { collectLocalGarbage } from '../local/reap-leftovers.js'
+import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
+import { agentSandboxOf, createInstanceFleet } from '../machine/fleet/instance-fleet.js'
+import type { MachineSandbox } from '../machine/machine-sandbox.js'
+import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import {
 	type ACIStandbyPoolBackendConfig,
 	type ContainerBackendConfig,
@@ -48,8 +48,8 @@ import {
 	resolveContainerSandboxSpec,
 } from './container-sandbox-spec.js'
 
-/** A container sandbox: the same members as a local one (the same agent serves both). */
-export type ContainerSandbox = LocalSandbox
+/** A container sandbox: the machine layer's one sandbox type (one agent serves every tier). */
+export type ContainerSandbox = MachineSandbox
 
 /** Callbacks for what the container provider does in the background. */
 export interface ContainerProviderHooks {
@@ -159,7 +159,7 @@ export function createContainerSandboxProvider(
 					},
 				}
 			: {}),
-		// A container sandbox's record is the local tier's record: the same reaper undoes it.
+		// A container sandbox's record is the machine layer's record: the same reaper undoes it.
 		reap: () =>
 			collectLocalGarbage({
 				stateDir: resolved.stateDir,

@@ -1,19 +1,19 @@
 /**
  * A `create()` config of the container tier, checked before anything is started. The portable
- * fields, the environment, the egress kinds and their credentials go through the local tier's one
- * resolver (the same checks); what a container cannot do is refused by name: a host working
- * directory (the workspace is the container's own), kept-alive sandboxes, extra read-only or
- * hidden host paths, and — on gVisor — every egress kind but `deny-all`.
+ * fields, the environment, the egress kinds and their credentials go through the machine layer's
+ * one resolver (the same checks); what a container cannot do is refused by name: a host working
+ * directory (the workspace is the container's own), kept-alive sandboxes, extra read-only or hidden
+ * host paths, and — on gVisor — every egress kind but `deny-all`.
  */
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../contract/provider.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import {
-	type LocalEgress,
-	type LocalProxiedEgress,
 	type LocalSandboxCreateConfig,
-	resolveLocalSandboxSpec,
-} from '../local/local-sandbox-spec.js'
+	type MachineEgress,
+	type ProxiedEgress,
+	resolveMachineSandboxSpec,
+} from '../machine/spec/machine-sandbox-spec.js'
 import { ContainerEgressUnsupportedError } from './container-errors.js'
 import type { ContainerRuntime } from './runtime-argv.js'
 
@@ -33,9 +33,9 @@ export interface ContainerSandboxSpec {
 	readonly maxProcesses?: number
 	readonly cpuLimit?: number
 	readonly diskLimitMb?: number
-	readonly egress: LocalEgress
+	readonly egress: MachineEgress
 	/** Set when `egress` is `proxied` (`static` / `resolver`). */
-	readonly proxiedEgress?: LocalProxiedEgress
+	readonly proxiedEgress?: ProxiedEgress
 }
 
 /**
@@ -60,7 +60,7 @@ export function resolveContainerSandboxSpec(
 	defaults: SandboxProviderDefaults,
 	runtime: ContainerRuntime = 'runc',
 ): ContainerSandboxSpec {
-	const local = resolveLocalSandboxSpec(config, defaults)
+	const local = resolveMachineSandboxSpec(config, defaults)
 	for (const [key, why] of Object.entries(REFUSED_KEYS)) {
 		if (Reflect.get(config, key) !== undefined)
 			throw new SandboxConfigError(key, `not supported: ${why}`)

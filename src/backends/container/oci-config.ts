@@ -6,7 +6,7 @@
  * paths, and new pid, network (loopback only until `container-network.ts` gives it more), ipc,
  * uts, mount and cgroup namespaces.
  */
-import type { TmpfsSizes } from '../local/sandbox-limits.js'
+import type { TmpfsSizes } from '../machine/spec/sandbox-limits.js'
 
 export interface OciMount {
 	readonly destination: string

@@ -6,7 +6,7 @@
  * blkio, `name=systemd`, …). Named before the runtime runs, so the host-claims record covers a
  * host that dies mid-create. Pure.
  */
-import { groupDirectory, parseCgroupHierarchies } from '../local/cgroup-layout.js'
+import { groupDirectory, parseCgroupHierarchies } from '../machine/cgroups/cgroup-layout.js'
 
 /** `/proc/<pid>/cgroup` lines as (keys, path); v2's line has no keys. */
 function parseMembership(text: string): { keys: string[]; path: string; version: 1 | 2 }[] {

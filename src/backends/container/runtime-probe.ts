@@ -9,8 +9,8 @@ import { constants } from 'node:fs'
 import { access, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { runProgram } from '../local/host-tools.js'
-import { debianInstallCommand } from '../local/install-hint.js'
+import { runProgram } from '../machine/launch/host-tools.js'
+import { debianInstallCommand } from '../machine/launch/install-hint.js'
 import { buildOciConfig } from './oci-config.js'
 import {
 	CONTAINER_RUNTIMES,

@@ -5,7 +5,7 @@
  * read-only remount of the root last). The agent's control socket is deliberately NOT mounted: the
  * agent inherits it as a descriptor.
  */
-import type { LocalEgress } from './local-sandbox-spec.js'
+import type { MachineEgress } from '../machine/spec/machine-sandbox-spec.js'
 import { type RootMount, rootMountArgs } from './sandbox-root.js'
 
 export interface BwrapPlan {
@@ -14,8 +14,8 @@ export interface BwrapPlan {
 	/** Working directory inside: the workspace, bound read-write at its absolute path. */
 	readonly workspace: string
 	/** Both kinds get their own network namespace; allow-all's plumbing comes in `networkArgs`. */
-	readonly egress: LocalEgress
-	/** bwrap arguments of the network plumbing (`local-network.ts`), placed after the mounts. */
+	readonly egress: MachineEgress
+	/** bwrap arguments of the network plumbing (`bwrap-network.ts`), placed after the mounts. */
 	readonly networkArgs?: readonly string[]
 	/**
 	 * Default true. False when per-command groups live in a cgroup v2 hierarchy: with `nsdelegate`
@@ -42,21 +42,4 @@ export function buildBwrapArgs(plan: BwrapPlan): string[] {
 	args.push('--hostname', plan.hostname, '--chdir', plan.workspace)
 	args.push('--', ...plan.command)
 	return args
-}
-
-/**
- * `/bin/sh` script that writes its own pid into every cgroup `procs` file given before `--`, then
- * execs the rest. Joining before bwrap starts means every process bwrap forks is born inside the
- * limits; writing bwrap's pid from the host after spawn would race its first fork.
- */
-export const CGROUP_JOIN_SCRIPT =
-	'while [ "$1" != "--" ]; do echo $$ > "$1" || { echo "namzu: cannot join cgroup $1" >&2; exit 125; }; shift; done; shift; exec "$@"'
-
-/** argv (program first) that joins `procsFiles` and then runs `command`. */
-export function withCgroupJoin(
-	procsFiles: readonly string[],
-	command: readonly string[],
-): string[] {
-	if (procsFiles.length === 0) return [...command]
-	return ['/bin/sh', '-c', CGROUP_JOIN_SCRIPT, 'namzu-cgroup-join', ...procsFiles, '--', ...command]
 }

@@ -5,14 +5,14 @@
  * `/proc/<pid>/environ`.
  */
 import { join } from 'node:path'
-import { ephemeralWorkspacePath } from './host-claims.js'
+import { ephemeralWorkspacePath } from '../machine/claims/host-claims.js'
+import { perSandboxUids, type SandboxUidRange } from '../machine/claims/sandbox-identity.js'
+import { assertHostTool, HOST_TOOLS } from '../machine/launch/host-tools.js'
+import { runtimeDirName } from '../machine/launch/runtime-cache.js'
+import type { TmpfsSizes } from '../machine/spec/sandbox-limits.js'
 import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
-import { assertHostTool, HOST_TOOLS } from './host-tools.js'
 import type { LocalBackendConfig, ResolvedLocalBackendConfig } from './local-backend-config.js'
 import { createLocalSandboxProvider } from './local-sandbox-provider.js'
-import { runtimeDirName } from './runtime-cache.js'
-import { perSandboxUids, type SandboxUidRange } from './sandbox-identity.js'
-import type { TmpfsSizes } from './sandbox-limits.js'
 import { describeRootMount, planSandboxRoot, underSystemBinds } from './sandbox-root.js'
 
 export interface CheckResult {

@@ -8,9 +8,11 @@ import { execFile } from 'node:child_process'
 import { constants } from 'node:fs'
 import { access, readFile } from 'node:fs/promises'
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
+import type { LimitController } from '../machine/cgroups/cgroup-layout.js'
+import { planSandboxCgroups, readCgroupHostView } from '../machine/cgroups/cgroup-limits.js'
+import type { CgroupControllerCheck, IsolationCheck } from '../machine/isolation-check.js'
+import { missingProgramLine } from '../machine/launch/install-hint.js'
 import { assertBubblewrapUsable, bubblewrapVersion } from './bubblewrap-binary.js'
-import type { LimitController } from './cgroup-layout.js'
-import { planSandboxCgroups, readCgroupHostView } from './cgroup-limits.js'
 import {
 	type AgentReachReport,
 	describeSandboxIdentity,
@@ -24,8 +26,6 @@ import {
 	describeLocalBounds,
 	type LocalBoundsReport,
 } from './describe-local-bounds.js'
-import { missingProgramLine } from './install-hint.js'
-import type { CgroupControllerCheck, IsolationCheck } from './isolation-check.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
 import { BubblewrapUnavailableError } from './local-errors.js'
 

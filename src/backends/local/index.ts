@@ -1,7 +1,5 @@
-// Public names of the local (process / bubblewrap) tier, all re-exported from the package root.
+// Public names of the local (bubblewrap) tier, all re-exported from the package root.
 
-export type { LimitController } from './cgroup-layout.js'
-export { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from './cgroup-limits.js'
 export type {
 	AgentReachReport,
 	SandboxIdentityReport,
@@ -17,42 +15,15 @@ export type {
 	LocalIsolationReport,
 } from './describe-local-isolation.js'
 export { describeLocalIsolation } from './describe-local-isolation.js'
-export type { ClaimedIdentity, ClaimedWorkspace, SandboxHostClaims } from './host-claims.js'
-export type { CgroupControllerCheck, IsolationCheck } from './isolation-check.js'
-export {
-	DEFAULT_KEEP_ALIVE_MS,
-	MAX_KEEP_ALIVE_MS,
-	MIN_KEEP_ALIVE_MS,
-} from './lifetime-watchdog.js'
-export {
-	DefaultLimitsUnavailableError,
-	type DiskLimitRefusal,
-	DiskLimitUnavailableError,
-} from './limit-errors.js'
-export type {
-	LocalBackendConfig,
-	LocalIsolation,
-	LocalToolPaths,
-} from './local-backend-config.js'
+export type { LocalBackendConfig, LocalToolPaths } from './local-backend-config.js'
 export { DEFAULT_BWRAP_PATH, DEFAULT_READY_TIMEOUT_MS } from './local-backend-config.js'
 export {
 	BubblewrapUnavailableError,
-	CgroupLimitsUnavailableError,
-	LocalEgressUnsupportedError,
-	LocalHelperUnavailableError,
-	LocalHostToolError,
 	LocalKeepAliveUnavailableError,
-	LocalPathOptionError,
-	type LocalPathOptionRefusal,
 	LocalProviderClosedError,
-	LocalSandboxCleanupError,
 	LocalSandboxNotFoundError,
 	type LocalSandboxNotFoundReason,
-	LocalSandboxStartError,
-	LocalSandboxUidsExhaustedError,
 	LocalStateDirUnreachableError,
-	LocalStateEntryUnsafeError,
-	LocalWorkspaceBusyError,
 } from './local-errors.js'
 export type { LocalSandbox, LocalSandboxVerb } from './local-sandbox.js'
 export {
@@ -63,37 +34,4 @@ export {
 	type LocalProviderHooks,
 	type LocalSandboxProvider,
 } from './local-sandbox-provider.js'
-export {
-	destroyLocalSandbox,
-	type LocalSandboxListing,
-	type LocalSandboxRegistryOptions,
-	listLocalSandboxes,
-} from './local-sandbox-registry.js'
-export type { LocalSandboxCreateConfig } from './local-sandbox-spec.js'
-export {
-	LocalNetworkSetupError,
-	LocalNetworkUnavailableError,
-	type MissingNetworkTool,
-} from './network-errors.js'
 export { type OpenLocalSandboxOptions, openLocalSandbox } from './open-local-sandbox.js'
-export type { ReapReason } from './reap-decision.js'
-export {
-	collectLocalGarbage,
-	type LocalGarbageOptions,
-	type LocalGarbageReport,
-	type ReapedLocalSandbox,
-	reapLocalSandboxes,
-} from './reap-leftovers.js'
-export type { LocalSandboxDescriptor, LocalSandboxState } from './sandbox-descriptor.js'
-export {
-	DEFAULT_SANDBOX_UID_RANGE,
-	MIN_SANDBOX_UID,
-	type SandboxUidRange,
-} from './sandbox-identity.js'
-export {
-	DEFAULT_CPU_SHARES,
-	DEFAULT_CPU_WEIGHT,
-	DEFAULT_MAX_PROCESSES,
-	DEFAULT_MEMORY_LIMIT_MB,
-	type TmpfsSizes,
-} from './sandbox-limits.js'

@@ -15,14 +15,12 @@ import {
 	requireObject,
 	requireOneOf,
 } from '../../contract/argument-validators.js'
-import type { DefaultLimitsMode } from './cgroup-limits.js'
-import { DEFAULT_NETWORK_TOOLS, type NetworkToolPaths } from './local-network.js'
-import { validatePathList } from './path-options.js'
-import { resolveSandboxUidRange, type SandboxUidRange } from './sandbox-identity.js'
-import { DEFAULT_MKFS_EXT4_PATH } from './workspace-disk.js'
-
-/** `'bubblewrap'` (the default) or `'none'`: commands run as plain host processes, for trusted code only. */
-export type LocalIsolation = 'bubblewrap' | 'none'
+import type { DefaultLimitsMode } from '../machine/cgroups/cgroup-limits.js'
+import type { LocalIsolation } from '../machine/claims/sandbox-descriptor.js'
+import { resolveSandboxUidRange, type SandboxUidRange } from '../machine/claims/sandbox-identity.js'
+import { DEFAULT_NETWORK_TOOLS, type NetworkToolPaths } from '../machine/network/egress-network.js'
+import { validatePathList } from '../machine/spec/path-options.js'
+import { DEFAULT_MKFS_EXT4_PATH } from '../machine/workspace/workspace-disk.js'
 
 /** The local tier's backend settings: `createSandboxProvider({ backend: { tier: 'process', … } })`. */
 export interface LocalBackendConfig {

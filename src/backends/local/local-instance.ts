@@ -4,7 +4,6 @@
  * privilege probe pass. `release()` takes all of it down; a failed or aborted start leaves nothing.
  */
 
-import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
 import { access } from 'node:fs/promises'
 import { totalmem, userInfo } from 'node:os'
@@ -16,66 +15,77 @@ import {
 } from '../../exec-programs/privilege-probe.js'
 import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
-import { agentSettingsFrom, buildAgentEnvironment } from './agent-environment.js'
-import { type ChildExit, launchAgentProcess } from './agent-launcher.js'
-import {
-	createInheritableListenSocket,
-	type InheritableListenSocket,
-} from './agent-listen-socket.js'
-import { assertBubblewrapUsable } from './bubblewrap-binary.js'
-import { withCgroupJoin } from './bwrap-argv.js'
+import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import {
 	closeFds,
 	createSandboxCgroups,
 	openWorkloadGroupFds,
 	type SandboxCgroups,
-} from './cgroup-limits.js'
-import { guestExitOf } from './guest-exit.js'
-import { emptyClaims, type SandboxHostClaims } from './host-claims.js'
-import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
-import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
+} from '../machine/cgroups/cgroup-limits.js'
+import { guestExitOf } from '../machine/cgroups/guest-exit.js'
 import {
-	type EgressTestSeam,
-	hasSystemTrustBundle,
-	type LocalEgressProxy,
-	SYSTEM_TRUST_BUNDLE,
-	startLocalEgressProxy,
-} from './local-egress-proxy.js'
-import {
-	LocalEgressUnsupportedError,
-	LocalKeepAliveUnavailableError,
-	LocalSandboxCleanupError,
-	LocalSandboxStartError,
-} from './local-errors.js'
-import { assertNetworkUsable, readHostAddresses } from './local-network.js'
-import { writeDescriptor } from './local-sandbox-registry.js'
-import type { LocalSandboxSpec } from './local-sandbox-spec.js'
-import { LOCAL_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
-import { readProcessIdentity } from './process-identity.js'
-import { type PreparedProxiedNetwork, prepareProxiedNetwork } from './proxied-network.js'
+	type CgroupOwner,
+	FIRST_WORKLOAD_CGROUP_FD,
+	workloadCgroupFds,
+} from '../machine/cgroups/workload-cgroups.js'
+import { emptyClaims, type SandboxHostClaims } from '../machine/claims/host-claims.js'
+import { writeDescriptor } from '../machine/claims/kept-alive-registry.js'
+import { readProcessIdentity } from '../machine/claims/process-identity.js'
 import {
 	HostClaimsLedger,
 	type HostClaimsUpdate,
 	releaseHostClaims,
-} from './release-host-claims.js'
-import { type BwrapLaunch, prepareConfinement } from './sandbox-confinement.js'
-import { DESCRIPTOR_VERSION, type LocalSandboxDescriptor } from './sandbox-descriptor.js'
+} from '../machine/claims/release-host-claims.js'
+import {
+	DESCRIPTOR_VERSION,
+	type LocalSandboxDescriptor,
+} from '../machine/claims/sandbox-descriptor.js'
+import { newSandboxId } from '../machine/claims/sandbox-id.js'
+import { agentSettingsFrom, buildAgentEnvironment } from '../machine/launch/agent-environment.js'
+import { type ChildExit, launchAgentProcess } from '../machine/launch/agent-launcher.js'
+import {
+	createInheritableListenSocket,
+	type InheritableListenSocket,
+} from '../machine/launch/agent-listen-socket.js'
+import { DEFAULT_TAIL_PATH } from '../machine/launch/stderr-log-keeper.js'
+import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../machine/launch/transport-options.js'
+import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
+import {
+	LocalEgressUnsupportedError,
+	LocalSandboxCleanupError,
+	LocalSandboxStartError,
+} from '../machine/machine-errors.js'
+import { assertNetworkUsable, readHostAddresses } from '../machine/network/egress-network.js'
+import {
+	type EgressTestSeam,
+	hasSystemTrustBundle,
+	type SandboxEgressProxy,
+	SYSTEM_TRUST_BUNDLE,
+	startSandboxEgressProxy,
+} from '../machine/network/sandbox-egress-proxy.js'
+import type { MachineSandboxSpec } from '../machine/spec/machine-sandbox-spec.js'
+import { cgroupRequestFor, resolveSandboxLimits } from '../machine/spec/sandbox-limits.js'
 import {
 	createSandboxDirectories,
 	removeSandboxDirectories,
 	type SandboxDirectories,
 	STATE_DIR_PREFIX,
-} from './sandbox-directories.js'
-import { cgroupRequestFor, resolveSandboxLimits } from './sandbox-limits.js'
-import { type PreparedAllowAll, prepareAllowAll } from './slirp-network.js'
-import { DEFAULT_TAIL_PATH } from './stderr-log-keeper.js'
-import { waitForAgentReady } from './wait-for-agent-ready.js'
+} from '../machine/workspace/sandbox-directories.js'
 import {
-	type CgroupOwner,
-	FIRST_WORKLOAD_CGROUP_FD,
-	workloadCgroupFds,
-} from './workload-cgroups.js'
-import { assertDiskLimitEnforceable, recordAndMountWorkspaceDisk } from './workspace-disk.js'
+	assertDiskLimitEnforceable,
+	recordAndMountWorkspaceDisk,
+} from '../machine/workspace/workspace-disk.js'
+import { assertBubblewrapUsable } from './bubblewrap-binary.js'
+import {
+	type PreparedAllowAll,
+	type PreparedProxiedNetwork,
+	prepareAllowAll,
+	prepareProxiedNetwork,
+} from './bwrap-network-attach.js'
+import { DEFAULT_TIMEOUT_PATH, withLifetimeWatchdog } from './lifetime-watchdog.js'
+import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
+import { LocalKeepAliveUnavailableError } from './local-errors.js'
+import { type BwrapLaunch, prepareConfinement } from './sandbox-confinement.js'
 
 /** Home inside bwrap's private /tmp: writable, gone with the sandbox, never in workspace listings. */
 export const SANDBOX_HOME_DIR = '/tmp/home'
@@ -103,7 +113,7 @@ interface AttachedNetwork {
 
 export interface LocalInstance {
 	readonly id: string
-	readonly spec: LocalSandboxSpec
+	readonly spec: MachineSandboxSpec
 	readonly rootDir: string
 	readonly environment: SandboxEnvironment
 	readonly transport: AgentTransport
@@ -116,10 +126,6 @@ export interface LocalInstance {
 	release(): Promise<void>
 	/** Set when the sandbox outlives its host (`keepAlive`): the record other processes reopen it by. */
 	readonly descriptor?: LocalSandboxDescriptor
-}
-
-export function newSandboxId(): string {
-	return randomBytes(6).toString('hex')
 }
 
 function sandboxEnvironment(backend: ResolvedLocalBackendConfig): SandboxEnvironment {
@@ -152,7 +158,7 @@ interface LaunchPreparation {
 async function prepareUnconfined(
 	context: LocalInstanceContext,
 	id: string,
-	spec: LocalSandboxSpec,
+	spec: MachineSandboxSpec,
 ): Promise<LaunchPreparation> {
 	const { backend } = context
 	const dirs = await createSandboxDirectories(backend.stateDir, id, spec.workingDirectory)
@@ -194,7 +200,7 @@ async function prepareUnconfined(
 
 export async function startLocalInstance(
 	context: LocalInstanceContext,
-	spec: LocalSandboxSpec,
+	spec: MachineSandboxSpec,
 	signal?: AbortSignal,
 ): Promise<LocalInstance> {
 	signal?.throwIfAborted()
@@ -244,7 +250,7 @@ export async function startLocalInstance(
 	let agent: ReturnType<typeof launchAgentProcess> | undefined
 	let listener: InheritableListenSocket | undefined
 	let network: Promise<AttachedNetwork> | undefined
-	let egressProxy: LocalEgressProxy | undefined
+	let egressProxy: SandboxEgressProxy | undefined
 	let releasing: Promise<void> | undefined
 	const release = () => {
 		releasing ??= (listener?.discard() ?? Promise.resolve()).then(() =>
@@ -257,7 +263,7 @@ export async function startLocalInstance(
 	let proxied: PreparedProxiedNetwork | undefined
 	try {
 		if (spec.proxiedEgress) {
-			egressProxy = await startLocalEgressProxy({
+			egressProxy = await startSandboxEgressProxy({
 				sandboxId: id,
 				stateRoot: dirs.root,
 				egress: spec.proxiedEgress,
@@ -367,7 +373,7 @@ export async function startLocalInstance(
 			{ kind: 'unix', path: dirs.socketPath },
 			{
 				connectRetryIntervalMs: READY_DIAL_INTERVAL_MS,
-				maxRequestFrameBytes: LOCAL_MAX_REQUEST_FRAME_BYTES,
+				maxRequestFrameBytes: MACHINE_MAX_REQUEST_FRAME_BYTES,
 				// Once the agent is dead no retry can reach it: fail calls at once.
 				permanentDialFailure: () => launched.exitStatus() !== undefined,
 			},
@@ -439,7 +445,7 @@ interface KeptAliveRecordInput {
 	readonly pid: number | undefined
 	readonly cgroupDirs: readonly string[]
 	readonly backend: ResolvedLocalBackendConfig
-	readonly spec: LocalSandboxSpec
+	readonly spec: MachineSandboxSpec
 	readonly createdAtMs: number
 	readonly keepAliveMs: number
 	readonly claims?: SandboxHostClaims
@@ -505,7 +511,7 @@ async function teardown(
 	cgroups: SandboxCgroups | undefined,
 	agent: ReturnType<typeof launchAgentProcess> | undefined,
 	network: Promise<AttachedNetwork> | undefined,
-	egressProxy: LocalEgressProxy | undefined,
+	egressProxy: SandboxEgressProxy | undefined,
 ): Promise<void> {
 	const failures: unknown[] = []
 	// Both at once: a frozen per-command group holds its processes until the cgroup side thaws it.

@@ -18,9 +18,20 @@ import type { SandboxProvider } from '../../contract/provider.js'
 import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
-import { agentSandboxOf, createInstanceFleet } from './instance-fleet.js'
+import {
+	type LocalSandboxListing,
+	listLocalSandboxes,
+} from '../machine/claims/kept-alive-registry.js'
+import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
+import { agentSandboxOf, createInstanceFleet } from '../machine/fleet/instance-fleet.js'
+import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
+import {
+	canServeFromPool,
+	type LocalSandboxCreateConfig,
+	type MachineSandboxSpec,
+	resolveMachineSandboxSpec,
+} from '../machine/spec/machine-sandbox-spec.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
-import type { EgressTestSeam } from './local-egress-proxy.js'
 import { LocalProviderClosedError } from './local-errors.js'
 import {
 	type LocalInstance,
@@ -28,15 +39,7 @@ import {
 	startLocalInstance,
 } from './local-instance.js'
 import type { LocalSandbox } from './local-sandbox.js'
-import { type LocalSandboxListing, listLocalSandboxes } from './local-sandbox-registry.js'
-import {
-	canServeFromPool,
-	type LocalSandboxCreateConfig,
-	type LocalSandboxSpec,
-	resolveLocalSandboxSpec,
-} from './local-sandbox-spec.js'
 import { openRecordedSandbox } from './open-local-sandbox.js'
-import { collectLocalGarbage } from './reap-leftovers.js'
 
 /** `SandboxProvider.id` of the local tier. */
 export const LOCAL_PROVIDER_ID = 'namzu-process-local'
@@ -74,7 +77,7 @@ export function createLocalSandboxProvider(
 	hooks: LocalProviderHooks = {},
 ): LocalSandboxProvider {
 	const resolved = resolveLocalBackendConfig(backend)
-	const defaultSpec = resolveLocalSandboxSpec({}, defaults)
+	const defaultSpec = resolveMachineSandboxSpec({}, defaults)
 	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
 	const givenHooks = optionalObject(CONFIG_SITE, 'hooks', hooks)
 	optionalFunction(CONFIG_SITE, 'hooks.onBackgroundError', givenHooks.onBackgroundError)
@@ -89,7 +92,7 @@ export function createLocalSandboxProvider(
 		}
 		return context
 	}
-	const fleet = createInstanceFleet<LocalInstance, LocalSandboxSpec, LocalSandbox>({
+	const fleet = createInstanceFleet<LocalInstance, MachineSandboxSpec, LocalSandbox>({
 		start: (spec, signal) => startLocalInstance(instanceContext(), spec, signal),
 		// A proxied sandbox is never served from the pool (its proxy is its creator's): none is kept.
 		...(resolved.warmPoolSize > 0 && defaultSpec.egress !== 'proxied'
@@ -97,7 +100,7 @@ export function createLocalSandboxProvider(
 					pool: {
 						size: resolved.warmPoolSize,
 						spec: defaultSpec,
-						serves: (spec: LocalSandboxSpec) => canServeFromPool(defaultSpec, spec),
+						serves: (spec: MachineSandboxSpec) => canServeFromPool(defaultSpec, spec),
 					},
 				}
 			: {}),
@@ -130,10 +133,10 @@ export function createLocalSandboxProvider(
 	})
 
 	const create = (config: LocalSandboxCreateConfig = {}): Promise<LocalSandbox> => {
-		let spec: LocalSandboxSpec
+		let spec: MachineSandboxSpec
 		try {
 			// Checked before anything else runs: a refused config starts, reaps and creates nothing.
-			spec = resolveLocalSandboxSpec(config, defaults)
+			spec = resolveMachineSandboxSpec(config, defaults)
 		} catch (error) {
 			return Promise.reject(error)
 		}

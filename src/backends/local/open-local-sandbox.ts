@@ -16,13 +16,20 @@ import {
 import type { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { type AgentSandbox, createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
+import {
+	destroyByDescriptor,
+	readDescriptor,
+	stateOf,
+} from '../machine/claims/kept-alive-registry.js'
+import { isProcessAlive } from '../machine/claims/process-identity.js'
+import {
+	isLocalSandboxId,
+	type LocalSandboxDescriptor,
+} from '../machine/claims/sandbox-descriptor.js'
+import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../machine/launch/transport-options.js'
 import { DEFAULT_READY_TIMEOUT_MS } from './local-backend-config.js'
 import { LocalSandboxNotFoundError } from './local-errors.js'
 import type { LocalSandbox } from './local-sandbox.js'
-import { destroyByDescriptor, readDescriptor, stateOf } from './local-sandbox-registry.js'
-import { LOCAL_MAX_REQUEST_FRAME_BYTES } from './local-transport-options.js'
-import { isProcessAlive } from './process-identity.js'
-import { isLocalSandboxId, type LocalSandboxDescriptor } from './sandbox-descriptor.js'
 
 /** Options of `openLocalSandbox`. */
 export interface OpenLocalSandboxOptions {
@@ -45,7 +52,7 @@ export function handleForDescriptor(
 		{ kind: 'unix', path: descriptor.socketPath },
 		{
 			connectRetryIntervalMs: DIAL_RETRY_INTERVAL_MS,
-			maxRequestFrameBytes: LOCAL_MAX_REQUEST_FRAME_BYTES,
+			maxRequestFrameBytes: MACHINE_MAX_REQUEST_FRAME_BYTES,
 			// Once the launcher is gone no retry can reach the agent: fail calls at once.
 			permanentDialFailure: () => !isProcessAlive(identity),
 		},

@@ -11,63 +11,74 @@ import { chmod, mkdir, open, realpath, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SandboxConfigError } from '../../contract/errors.js'
 import { EGRESS_BRIDGE_DIR } from '../../wire/egress-bridge.js'
-import { buildBwrapArgs } from './bwrap-argv.js'
-import { emptyClaims, type SandboxHostClaims, STAGING_DIR_NAME } from './host-claims.js'
-import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
-import { assertHostTool, HOST_TOOLS } from './host-tools.js'
-import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import {
-	EGRESS_BRIDGE_DIR_NAME,
-	EGRESS_TRUST_BUNDLE_NAME,
-	hasSystemTrustBundle,
-	SYSTEM_TRUST_BUNDLE,
-} from './local-egress-proxy.js'
-import { LocalPathOptionError, LocalStateDirUnreachableError } from './local-errors.js'
-import { ALLOW_ALL_RESOLV_CONF, PROXIED_RESOLV_CONF, resolvConfTarget } from './local-network.js'
-import type { LocalSandboxSpec } from './local-sandbox-spec.js'
-import { checkHiddenPath, checkReadOnlyPath } from './path-options.js'
-import { readProcessIdentity } from './process-identity.js'
+	emptyClaims,
+	type SandboxHostClaims,
+	STAGING_DIR_NAME,
+} from '../machine/claims/host-claims.js'
+import { readProcessIdentity } from '../machine/claims/process-identity.js'
 import {
 	HostClaimsLedger,
 	type HostClaimsUpdate,
 	releaseHostClaims,
 	removeStateRoot,
-} from './release-host-claims.js'
-import { materializeAgentRuntime, planAgentRuntime, runtimeDirName } from './runtime-cache.js'
-import {
-	createSandboxDirectories,
-	resolveStateBase,
-	type SandboxDirectories,
-	sandboxRootFor,
-} from './sandbox-directories.js'
+} from '../machine/claims/release-host-claims.js'
 import {
 	allocateSandboxIdentity,
 	releaseSandboxIdentity,
 	type SandboxIdentity,
 	withSandboxIdentity,
-} from './sandbox-identity.js'
-import type { TmpfsSizes } from './sandbox-limits.js'
+} from '../machine/claims/sandbox-identity.js'
+import { assertHostTool, HOST_TOOLS } from '../machine/launch/host-tools.js'
+import {
+	materializeAgentRuntime,
+	planAgentRuntime,
+	runtimeDirName,
+} from '../machine/launch/runtime-cache.js'
+import { LocalPathOptionError } from '../machine/machine-errors.js'
+import {
+	ALLOW_ALL_RESOLV_CONF,
+	ALLOW_ALL_RESOLV_CONF_NAME,
+	PROXIED_RESOLV_CONF,
+	resolvConfTarget,
+} from '../machine/network/egress-network.js'
+import {
+	EGRESS_BRIDGE_DIR_NAME,
+	EGRESS_TRUST_BUNDLE_NAME,
+	hasSystemTrustBundle,
+	SYSTEM_TRUST_BUNDLE,
+} from '../machine/network/sandbox-egress-proxy.js'
+import { isWithin } from '../machine/path-containment.js'
+import type { MachineSandboxSpec } from '../machine/spec/machine-sandbox-spec.js'
+import { checkHiddenPath, checkReadOnlyPath } from '../machine/spec/path-options.js'
+import type { TmpfsSizes } from '../machine/spec/sandbox-limits.js'
+import {
+	createSandboxDirectories,
+	resolveStateBase,
+	type SandboxDirectories,
+	sandboxRootFor,
+} from '../machine/workspace/sandbox-directories.js'
+import { firstUnsearchable, stageBind } from '../machine/workspace/staging-mounts.js'
+import { recordAndMountWorkspaceDisk } from '../machine/workspace/workspace-disk.js'
+import { handOverUnderLock } from '../machine/workspace/workspace-handover.js'
+import { buildBwrapArgs } from './bwrap-argv.js'
+import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
+import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
+import { LocalStateDirUnreachableError } from './local-errors.js'
 import {
 	AGENT_BUNDLE_PATH,
 	AGENT_NODE_PATH,
 	type BindSource,
 	type HostRootLayout,
-	isWithin,
 	planSandboxRoot,
 	type SandboxRootPlan,
 	underSystemBinds,
 } from './sandbox-root.js'
-import { firstUnsearchable, stageBind } from './staging-mounts.js'
-import { recordAndMountWorkspaceDisk } from './workspace-disk.js'
-import { handOverUnderLock } from './workspace-handover.js'
-
-/** Inside the state root: the resolver configuration an allow-all sandbox sees. */
-export const ALLOW_ALL_RESOLV_CONF_NAME = 'resolv.conf'
 
 export interface ConfinementInput {
 	readonly id: string
 	readonly backend: ResolvedLocalBackendConfig
-	readonly spec: LocalSandboxSpec
+	readonly spec: MachineSandboxSpec
 	readonly agentPath: string
 	/** Writable home inside the private /tmp. */
 	readonly homeDir: string

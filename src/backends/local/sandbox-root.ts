@@ -9,7 +9,8 @@
  * memory limit when sizes are given (`sandbox-limits.ts` plans them). Pure: the host facts come in
  * (`host-root-layout.ts` reads them).
  */
-import type { TmpfsMount, TmpfsSizes } from './sandbox-limits.js'
+import { isWithin } from '../machine/path-containment.js'
+import type { TmpfsMount, TmpfsSizes } from '../machine/spec/sandbox-limits.js'
 
 /** Where the agent's private copies are bound inside (never on the workload's PATH). */
 export const AGENT_RUNTIME_DIR = '/.namzu'
@@ -116,12 +117,6 @@ export interface SandboxRootPlan {
 }
 
 const MIB = 1024 * 1024
-
-/** Whether `path` is `root` or lies below it (lexically; both absolute and normalized). */
-export function isWithin(path: string, root: string): boolean {
-	if (root === '/') return path.startsWith('/')
-	return path === root || path.startsWith(`${root}/`)
-}
 
 /** Targets a mask can cover: only what some bind exposes (anything else is absent already). */
 function exposedTargets(mounts: readonly RootMount[]): string[] {

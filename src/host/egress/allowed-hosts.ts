@@ -11,25 +11,31 @@
  * ports captured by default; every port an entry names is captured too. Names are matched
  * case-insensitively without a trailing dot. A CIDR rule is also the only way to reach an address in
  * the private-range deny set (`private-ranges.ts`).
+ *
+ * What may cross such a tunnel is HTTP/1.x (parsed, one request) or TLS (its SNI checked): any
+ * other bytes are refused. `tcp://entry:port` — the port required — allows raw TCP on that one
+ * port instead (a database, SSH, HTTP/2 in clear): the bytes pass as sent, unread, so whatever
+ * server answers there is reached however the client names it.
  */
 import { SandboxConfigError } from '../../contract/errors.js'
 import { DEFAULT_CAPTURED_PORTS, normalizeHostname } from '../../wire/egress-bridge.js'
 import { type CidrBlock, cidrContains, type IpAddress, parseCidr } from './ip-address.js'
 
+/** What every rule carries besides its target: the port, raw TCP, the entry as written. */
+interface RuleBase {
+	readonly port?: number
+	/** `tcp://`: bytes pass unread on this port (never without a port). */
+	readonly raw?: true
+	readonly entry: string
+}
+
 export type EgressRule =
-	| { readonly kind: 'name'; readonly name: string; readonly port?: number; readonly entry: string }
-	| {
-			readonly kind: 'suffix'
-			readonly suffix: string
-			readonly port?: number
-			readonly entry: string
-	  }
-	| {
-			readonly kind: 'cidr'
-			readonly block: CidrBlock
-			readonly port?: number
-			readonly entry: string
-	  }
+	| (RuleBase & { readonly kind: 'name'; readonly name: string })
+	| (RuleBase & { readonly kind: 'suffix'; readonly suffix: string })
+	| (RuleBase & { readonly kind: 'cidr'; readonly block: CidrBlock })
+
+/** The prefix of a raw TCP rule. */
+export const RAW_RULE_PREFIX = 'tcp://'
 
 /** More entries than this is a mistake (or an attack on the matcher), not a policy. */
 export const MAX_ALLOWED_HOSTS = 4096
@@ -69,7 +75,20 @@ function splitPort(entry: string): { body: string; port?: number } | string {
 function parseEntry(entry: string): Parsed {
 	if (entry.length === 0) return 'is empty'
 	if (entry.length > MAX_ENTRY_LENGTH) return `is longer than ${MAX_ENTRY_LENGTH} characters`
-	const split = splitPort(entry)
+	if (!entry.toLowerCase().startsWith(RAW_RULE_PREFIX)) {
+		if (/^[a-z][a-z0-9+.-]*:\/\//i.test(entry)) {
+			return `has a scheme other than ${RAW_RULE_PREFIX} (an entry without one allows HTTP and TLS)`
+		}
+		return parseTarget(entry, entry)
+	}
+	const rule = parseTarget(entry.slice(RAW_RULE_PREFIX.length), entry)
+	if (typeof rule === 'string') return rule
+	if (rule.port === undefined) return `names no port: a ${RAW_RULE_PREFIX} entry allows one port`
+	return { ...rule, raw: true }
+}
+
+function parseTarget(text: string, entry: string): Parsed {
+	const split = splitPort(text)
 	if (typeof split === 'string') return split
 	const { body, port } = split
 	if (/^[0-9.]+(?:\/[0-9]+)?$/.test(body) || body.includes(':')) {
@@ -124,18 +143,26 @@ function portMatches(rule: EgressRule, port: number): boolean {
 	return rule.port === undefined ? DEFAULT_CAPTURED_PORTS.includes(port) : rule.port === port
 }
 
-/** The first name or suffix rule allowing `name` (normalized) on `port`. */
+/** Whether `rule` (a name or suffix) allows `name` (normalized) on `port`. */
+function nameRuleAllows(rule: EgressRule, name: string, port: number): boolean {
+	if (!portMatches(rule, port)) return false
+	if (rule.kind === 'name') return rule.name === name
+	if (rule.kind === 'suffix') return name.endsWith(`.${rule.suffix}`)
+	return false
+}
+
+/** The name or suffix rule allowing `name` (normalized) on `port`: a raw one first, else the first. */
 export function matchName(
 	rules: readonly EgressRule[],
 	name: string,
 	port: number,
 ): EgressRule | undefined {
-	return rules.find((rule) => {
-		if (!portMatches(rule, port)) return false
-		if (rule.kind === 'name') return rule.name === name
-		if (rule.kind === 'suffix') return name.endsWith(`.${rule.suffix}`)
-		return false
-	})
+	return preferRaw(rules.filter((rule) => nameRuleAllows(rule, name, port)))
+}
+
+/** A raw rule among those allowing a tunnel decides it: its port carries anything. */
+function preferRaw(allowing: readonly EgressRule[]): EgressRule | undefined {
+	return allowing.find((rule) => rule.raw) ?? allowing[0]
 }
 
 /** Whether some name or suffix rule allows `name` on any port (what the DNS stub may answer). */
@@ -147,14 +174,17 @@ export function nameAllowedOnAnyPort(rules: readonly EgressRule[], name: string)
 	)
 }
 
-/** The first CIDR rule covering `address` on `port`. */
+/** The CIDR rule covering `address` on `port`: a raw one first, else the first. */
 export function matchAddress(
 	rules: readonly EgressRule[],
 	address: IpAddress,
 	port: number,
 ): EgressRule | undefined {
-	return rules.find(
-		(rule) => rule.kind === 'cidr' && portMatches(rule, port) && cidrContains(rule.block, address),
+	return preferRaw(
+		rules.filter(
+			(rule) =>
+				rule.kind === 'cidr' && portMatches(rule, port) && cidrContains(rule.block, address),
+		),
 	)
 }
 

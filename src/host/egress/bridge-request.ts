@@ -11,7 +11,7 @@ import {
 	RESOLVE_METHOD,
 } from '../../wire/egress-bridge.js'
 import { type IpAddress, parseIpAddress } from './ip-address.js'
-import { readRequestHead } from './request-head.js'
+import { type RequestHead, type RequestHeadRefusal, readRequestHead } from './request-head.js'
 
 export type BridgeTarget =
 	| { readonly kind: 'name'; readonly name: string }
@@ -26,9 +26,17 @@ export type BridgeRequest =
 	  }
 	| { readonly kind: 'resolve'; readonly name: string; readonly length: number }
 
+/** Why a bridge request was refused (kebab-case, reported as `bad-request:<reason>`). */
+export type BridgeRequestRefusal =
+	| RequestHeadRefusal
+	| 'method-refused'
+	| 'connect-target-invalid'
+	| 'connect-host-invalid'
+	| 'resolve-name-invalid'
+
 export type BridgeRequestRead =
 	| { readonly kind: 'incomplete' }
-	| { readonly kind: 'invalid'; readonly reason: string }
+	| { readonly kind: 'invalid'; readonly reason: BridgeRequestRefusal }
 	| { readonly kind: 'request'; readonly request: BridgeRequest }
 
 function hostTarget(host: string): BridgeTarget | undefined {
@@ -45,25 +53,32 @@ function hostTarget(host: string): BridgeTarget | undefined {
 	return name === undefined ? undefined : { kind: 'name', name }
 }
 
-export function readBridgeRequest(bytes: Buffer): BridgeRequestRead {
-	const read = readRequestHead(bytes, MAX_BRIDGE_HEAD_BYTES)
-	if (read.kind !== 'head') return read
-	const { method, target, length } = read.head
+/** What a complete bridge head asks (read with `RequestHeadReader` at `MAX_BRIDGE_HEAD_BYTES`). */
+export function bridgeRequestOf(
+	head: RequestHead,
+): Exclude<BridgeRequestRead, { kind: 'incomplete' }> {
+	const { method, target, length } = head
 	if (method === RESOLVE_METHOD) {
 		const name = normalizeHostname(target)
-		if (name === undefined) return { kind: 'invalid', reason: 'RESOLVE of a malformed name' }
+		if (name === undefined) return { kind: 'invalid', reason: 'resolve-name-invalid' }
 		return { kind: 'request', request: { kind: 'resolve', name, length } }
 	}
-	if (method !== CONNECT_METHOD) return { kind: 'invalid', reason: `method ${method} refused` }
+	if (method !== CONNECT_METHOD) return { kind: 'invalid', reason: 'method-refused' }
 	const colon = target.lastIndexOf(':')
 	const portText = target.slice(colon + 1)
 	if (colon <= 0 || !/^[1-9][0-9]{0,4}$/.test(portText) || Number(portText) > 65_535) {
-		return { kind: 'invalid', reason: 'CONNECT without a host:port target' }
+		return { kind: 'invalid', reason: 'connect-target-invalid' }
 	}
 	const host = hostTarget(target.slice(0, colon))
-	if (host === undefined) return { kind: 'invalid', reason: 'CONNECT to a malformed host' }
+	if (host === undefined) return { kind: 'invalid', reason: 'connect-host-invalid' }
 	return {
 		kind: 'request',
 		request: { kind: 'connect', target: host, port: Number(portText), length },
 	}
+}
+
+/** The bridge request at the start of `bytes`, read in one piece. */
+export function readBridgeRequest(bytes: Buffer): BridgeRequestRead {
+	const read = readRequestHead(bytes, MAX_BRIDGE_HEAD_BYTES)
+	return read.kind === 'head' ? bridgeRequestOf(read.head) : read
 }

@@ -7,6 +7,9 @@
 
 /** A ClientHello larger than this is refused (post-quantum key shares keep real ones under 4 KiB). */
 export const MAX_CLIENT_HELLO_BYTES = 64 * 1024
+/** A ClientHello cut into more records than this is refused: real ones take one to four, and
+ * each record needs another look at the bytes so far. */
+export const MAX_CLIENT_HELLO_RECORDS = 32
 const RECORD_HEADER = 5
 const HANDSHAKE = 0x16
 const CLIENT_HELLO = 1
@@ -15,8 +18,8 @@ const EXT_SERVER_NAME = 0
 const EXT_ALPN = 16
 
 export type ClientHelloRead =
-	/** More bytes are needed before anything can be said. */
-	| { readonly kind: 'incomplete' }
+	/** More bytes are needed before anything can be said: at least `needBytes` in all. */
+	| { readonly kind: 'incomplete'; readonly needBytes: number }
 	/** The stream does not start with a TLS handshake record. */
 	| { readonly kind: 'not-tls' }
 	| { readonly kind: 'invalid'; readonly reason: string }
@@ -56,7 +59,7 @@ type Fragments =
 
 /** The handshake message, reassembled from as many handshake records as it spans. */
 function handshakeMessage(bytes: Buffer): Fragments {
-	if (bytes.length === 0) return { kind: 'incomplete' }
+	if (bytes.length === 0) return { kind: 'incomplete', needBytes: 1 }
 	if (bytes[0] !== HANDSHAKE) return { kind: 'not-tls' }
 	if (bytes.length >= 2 && bytes[1] !== 3) return { kind: 'not-tls' }
 	// The handshake header is judged as soon as it is in: an oversized claim is refused before
@@ -73,8 +76,16 @@ function handshakeMessage(bytes: Buffer): Fragments {
 	let gathered = 0
 	let offset = 0
 	let wanted: number | undefined
-	for (;;) {
-		if (offset + RECORD_HEADER > bytes.length) return { kind: 'incomplete' }
+	for (let record = 1; ; record++) {
+		if (record > MAX_CLIENT_HELLO_RECORDS) {
+			return {
+				kind: 'invalid',
+				reason: `a ClientHello in over ${MAX_CLIENT_HELLO_RECORDS} records`,
+			}
+		}
+		if (offset + RECORD_HEADER > bytes.length) {
+			return { kind: 'incomplete', needBytes: offset + RECORD_HEADER }
+		}
 		if (bytes[offset] !== HANDSHAKE || bytes[offset + 1] !== 3) {
 			return { kind: 'invalid', reason: 'a non-handshake record inside the ClientHello' }
 		}
@@ -82,7 +93,9 @@ function handshakeMessage(bytes: Buffer): Fragments {
 		if (length === 0 || length > MAX_RECORD_BYTES) {
 			return { kind: 'invalid', reason: `a handshake record of ${length} bytes` }
 		}
-		if (offset + RECORD_HEADER + length > bytes.length) return { kind: 'incomplete' }
+		if (offset + RECORD_HEADER + length > bytes.length) {
+			return { kind: 'incomplete', needBytes: offset + RECORD_HEADER + length }
+		}
 		const piece = bytes.subarray(offset + RECORD_HEADER, offset + RECORD_HEADER + length)
 		pieces.push(piece)
 		gathered += piece.length

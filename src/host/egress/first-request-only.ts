@@ -9,8 +9,7 @@
  * protocol's, not HTTP requests), `seal()` on anything else (dropped, as for every request).
  */
 import { Transform, type TransformCallback } from 'node:stream'
-import { advanceBody, type BodyFraming, bodyFramingOf } from './request-body-framing.js'
-import type { RequestHead } from './request-head.js'
+import { advanceBody, type BodyFraming } from './request-body-framing.js'
 
 /** Bytes a client may send after an upgrade request before the upstream has answered it. */
 export const MAX_HELD_UPGRADE_BYTES = 64 * 1024
@@ -85,17 +84,15 @@ export class FirstRequestOnly extends Transform {
 	}
 }
 
-/** The body bytes of the first request that arrived with its head, and the stream that passes
- * the rest of that body and nothing after it (held, for an upgrade request, until `release()` or
- * `seal()`); an Error when the framing is ambiguous. */
+/** Of `early` (what arrived behind the head), the body bytes of the first request, and the stream
+ * that passes the rest of that body and nothing after it (held, for an upgrade request, until
+ * `release()` or `seal()`); an Error when the body's framing breaks. */
 export function firstRequestOf(
-	head: RequestHead,
-	bytes: Buffer,
+	framing: BodyFraming,
+	early: Buffer,
 	holdAfter = false,
 ): { readonly early: Buffer; readonly rest: FirstRequestOnly } | Error {
-	const framing = bodyFramingOf(head)
-	if (framing.kind === 'invalid') return new Error(framing.reason)
-	const rest = new FirstRequestOnly(framing.framing, holdAfter)
-	const early = rest.admit(bytes.subarray(head.length))
-	return early instanceof Error ? early : { early, rest }
+	const rest = new FirstRequestOnly(framing, holdAfter)
+	const body = rest.admit(early)
+	return body instanceof Error ? body : { early: body, rest }
 }

@@ -1,6 +1,8 @@
 /**
  * IP literals as numbers: parsing both families (IPv4-mapped IPv6 folded to IPv4, so one rule set
- * covers both spellings), and CIDR blocks with containment.
+ * covers both spellings), CIDR blocks with containment, and the one decoder of the IPv6 forms that
+ * carry an IPv4 address (NAT64, 6to4, Teredo, ...): whatever classifies an address asks it, so an
+ * internal IPv4 address cannot be reached by spelling it inside an IPv6 one.
  */
 import { isIPv6 } from 'node:net'
 import { ipv4Text, ipv4Value } from '../../wire/egress-bridge.js'
@@ -45,7 +47,61 @@ function parseIpv6(text: string): bigint | undefined {
 	return value
 }
 
-const MAPPED_PREFIX = 0xffffn << 32n
+/** How an IPv6 address carries an IPv4 one. */
+export type Ipv4Embedding =
+	| 'ipv4-mapped'
+	| 'ipv4-translated'
+	| 'ipv4-compatible'
+	| 'nat64'
+	| '6to4'
+	| 'teredo-server'
+	| 'teredo-client'
+	| 'isatap'
+
+interface EmbeddingForm {
+	readonly form: Ipv4Embedding
+	/** Whether the 128-bit value is of this form. */
+	readonly matches: (value: bigint) => boolean
+	/** Bits below the IPv4 address (0: the last 32 bits). */
+	readonly shift: bigint
+	/** Teredo stores its client's address inverted. */
+	readonly inverted?: boolean
+}
+
+const under = (prefix: bigint, bits: bigint) => (value: bigint) => value >> (128n - bits) === prefix
+const V4_MASK = 0xffffffffn
+
+/**
+ * The forms, by prefix: IPv4-mapped `::ffff:0:0/96`, IPv4-translated `::ffff:0:0:0/96` (SIIT),
+ * IPv4-compatible `::/96`, NAT64's well-known `64:ff9b::/96` (its local-use `64:ff9b:1::/48` puts
+ * the address where the operator's prefix length says, so it is denied whole, see
+ * `private-ranges.ts`), 6to4 `2002::/16` (bits 16-47), Teredo `2001::/32` (the server at bits
+ * 32-63, the client inverted in the last 32), and ISATAP's interface identifier `[02]00:5efe`.
+ */
+const EMBEDDINGS: readonly EmbeddingForm[] = [
+	{ form: 'ipv4-mapped', matches: under(0xffffn, 96n), shift: 0n },
+	{ form: 'ipv4-translated', matches: under(0xffff0000n, 96n), shift: 0n },
+	{ form: 'ipv4-compatible', matches: under(0n, 96n), shift: 0n },
+	{ form: 'nat64', matches: under(0x0064ff9b0000000000000000n, 96n), shift: 0n },
+	{ form: '6to4', matches: under(0x2002n, 16n), shift: 80n },
+	{ form: 'teredo-server', matches: under(0x20010000n, 32n), shift: 64n },
+	{ form: 'teredo-client', matches: under(0x20010000n, 32n), shift: 0n, inverted: true },
+	{ form: 'isatap', matches: (value) => ((value >> 32n) & 0xfdffffffn) === 0x5efen, shift: 0n },
+]
+
+/** Every IPv4 address an IPv6 address carries, with its form; none for an IPv4 address. */
+export function embeddedIpv4Of(
+	address: IpAddress,
+): readonly { readonly form: Ipv4Embedding; readonly address: IpAddress }[] {
+	if (address.family !== 6) return []
+	return EMBEDDINGS.filter((embedding) => embedding.matches(address.value)).map((embedding) => {
+		const bits = (address.value >> embedding.shift) & V4_MASK
+		return {
+			form: embedding.form,
+			address: { family: 4, value: embedding.inverted ? bits ^ V4_MASK : bits },
+		}
+	})
+}
 
 /** An IPv4 or IPv6 literal (IPv6 without brackets or zone), or undefined. */
 export function parseIpAddress(text: string): IpAddress | undefined {
@@ -53,8 +109,10 @@ export function parseIpAddress(text: string): IpAddress | undefined {
 	if (v4 !== undefined) return { family: 4, value: BigInt(v4) }
 	const v6 = parseIpv6(text)
 	if (v6 === undefined) return undefined
-	if (v6 >> 32n === MAPPED_PREFIX >> 32n) return { family: 4, value: v6 & 0xffffffffn }
-	return { family: 6, value: v6 }
+	const address: IpAddress = { family: 6, value: v6 }
+	// A mapped address IS its IPv4 address to the socket API: folded, so one rule set covers both.
+	const mapped = embeddedIpv4Of(address).find((embedded) => embedded.form === 'ipv4-mapped')
+	return mapped?.address ?? address
 }
 
 /** `address/prefix` (a bare address is a single-address block), network bits below the prefix zero. */

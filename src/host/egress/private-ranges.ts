@@ -1,9 +1,17 @@
 /**
  * The deny set every proxied connection is checked against after the proxy resolved the name
  * itself: addresses that reach the host, its neighbours or the cloud's metadata service rather
- * than the internet. Only a CIDR rule that covers the address lets a connection through.
+ * than the internet. An IPv6 address that carries an IPv4 one (NAT64, 6to4, Teredo, ...) is
+ * judged by that IPv4 address too, so a translator cannot carry the sandbox to an internal one.
+ * Only a CIDR rule that covers the address lets a connection through.
  */
-import { type CidrBlock, cidrContains, type IpAddress, parseCidr } from './ip-address.js'
+import {
+	type CidrBlock,
+	cidrContains,
+	embeddedIpv4Of,
+	type IpAddress,
+	parseCidr,
+} from './ip-address.js'
 
 interface DeniedRange {
 	readonly block: CidrBlock
@@ -41,7 +49,8 @@ const DENIED: readonly DeniedRange[] = RANGES.map(([text, name]) => ({ block: bl
 
 /**
  * Why `address` is refused by default (`loopback`, `private`, `link-local` — 169.254.169.254, the
- * metadata service, is in it —, `host-address`, …), or undefined when it is a public address.
+ * metadata service, is in it —, `host-address`, `nat64:loopback` for an IPv4 address carried in
+ * an IPv6 one, …), or undefined when it is a public address.
  */
 export function deniedRangeOf(
 	address: IpAddress,
@@ -52,5 +61,11 @@ export function deniedRangeOf(
 	) {
 		return 'host-address'
 	}
-	return DENIED.find((range) => cidrContains(range.block, address))?.name
+	const range = DENIED.find((denied) => cidrContains(denied.block, address))?.name
+	if (range !== undefined) return range
+	for (const embedded of embeddedIpv4Of(address)) {
+		const carried = deniedRangeOf(embedded.address, hostAddresses)
+		if (carried !== undefined) return `${embedded.form}:${carried}`
+	}
+	return undefined
 }

@@ -3,7 +3,8 @@
  * per tunnel, so it must know the last byte of the first one without trusting the upstream to stop
  * reading after `Connection: close`. Pure; the stream around it is `first-request-only.ts`.
  * Ambiguous framing (both `Content-Length` and `Transfer-Encoding`, a coding other than `chunked`,
- * differing lengths) is refused, never guessed: it is how requests are smuggled.
+ * differing lengths, `Transfer-Encoding` in HTTP/1.0, which RFC 9112 §6.1 calls faulty) is refused,
+ * never guessed: it is how requests are smuggled.
  */
 import { headerValues, type RequestHead } from './request-head.js'
 
@@ -45,6 +46,7 @@ export function bodyFramingOf(head: RequestHead): FramingRead {
 	const lengths = headerValues(head, 'content-length')
 	if (codings.length > 0) {
 		if (lengths.length > 0) return invalid('both Content-Length and Transfer-Encoding')
+		if (head.version === 'HTTP/1.0') return invalid('Transfer-Encoding in HTTP/1.0')
 		const list = codings.flatMap((value) => value.split(',').map((part) => part.trim()))
 		if (list.length !== 1 || list[0]?.toLowerCase() !== 'chunked') {
 			return invalid('a transfer coding other than chunked')

@@ -12,7 +12,7 @@ import {
 	type ContainerSandboxProvider,
 	createContainerSandboxProvider,
 } from '../../../src/backends/container/index.js'
-import { LocalNetworkUnavailableError } from '../../../src/backends/local/network-errors.js'
+import { LocalNetworkUnavailableError } from '../../../src/backends/machine/network/network-errors.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import { type StandInInternet, startStandInInternet } from '../local/stand-in-internet.js'
 import { CONNECT, EGRESS_RUNTIMES, node } from './container-egress-support.js'

@@ -41,7 +41,10 @@ describe.each(RUNTIMES)(
 			if (skip) return
 			provider = fixtureOf().provider(runtime)
 			sandbox = await provider.create({
-				egress: { kind: 'static', allowedHosts: ['api.example.test', 'api.example.test:5432'] },
+				egress: {
+					kind: 'static',
+					allowedHosts: ['api.example.test', 'tcp://api.example.test:5432'],
+				},
 				onEgressDecision: (decision) => decisions.push(decision),
 			})
 			await sandbox.writeFile('upstream-ca.pem', fixtureOf().upstream.caPem)
@@ -172,7 +175,7 @@ describe.each(RUNTIMES)(
 						kind: 'resolver',
 						resolve: async () => {
 							asked++
-							return ['other.example.test:5432']
+							return ['tcp://other.example.test:5432']
 						},
 					},
 				})

@@ -19,7 +19,7 @@ import {
 import {
 	DEFAULT_SANDBOX_UID_RANGE,
 	inUidRange,
-} from '../../../src/backends/local/sandbox-identity.js'
+} from '../../../src/backends/machine/claims/sandbox-identity.js'
 import {
 	containerSkipReason,
 	guestImage,

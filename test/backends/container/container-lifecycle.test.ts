@@ -13,8 +13,8 @@ import {
 	type ContainerSandboxProvider,
 	createContainerSandboxProvider,
 } from '../../../src/backends/container/index.js'
-import { collectLocalGarbage } from '../../../src/backends/local/index.js'
-import { readHostClaims } from '../../../src/backends/local/release-host-claims.js'
+import { readHostClaims } from '../../../src/backends/machine/claims/release-host-claims.js'
+import { collectLocalGarbage } from '../../../src/backends/machine/index.js'
 import { GuestDiedError } from '../../../src/index.js'
 import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'
 import {

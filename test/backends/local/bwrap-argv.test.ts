@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import {
-	type BwrapPlan,
-	buildBwrapArgs,
-	CGROUP_JOIN_SCRIPT,
-	withCgroupJoin,
-} from '../../../src/backends/local/bwrap-argv.js'
+import { type BwrapPlan, buildBwrapArgs } from '../../../src/backends/local/bwrap-argv.js'
 import {
 	AGENT_BUNDLE_PATH,
 	AGENT_NODE_PATH,
@@ -14,6 +9,10 @@ import {
 	underSystemBinds,
 	visibleAtSamePath,
 } from '../../../src/backends/local/sandbox-root.js'
+import {
+	CGROUP_JOIN_SCRIPT,
+	withCgroupJoin,
+} from '../../../src/backends/machine/cgroups/cgroup-join.js'
 
 const MERGED_USR: HostRootLayout = {
 	systemEntries: [

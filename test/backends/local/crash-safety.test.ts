@@ -19,14 +19,14 @@ import {
 } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createLocalSandboxProvider } from '../../../src/backends/local/index.js'
+import { readHostClaims } from '../../../src/backends/machine/claims/release-host-claims.js'
 import {
 	collectLocalGarbage,
-	createLocalSandboxProvider,
 	destroyLocalSandbox,
 	listLocalSandboxes,
-} from '../../../src/backends/local/index.js'
-import { readHostClaims } from '../../../src/backends/local/release-host-claims.js'
-import { runtimeDirName } from '../../../src/backends/local/runtime-cache.js'
+} from '../../../src/backends/machine/index.js'
+import { runtimeDirName } from '../../../src/backends/machine/launch/runtime-cache.js'
 import {
 	bundleCli,
 	bundleSource,

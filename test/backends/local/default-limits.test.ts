@@ -5,16 +5,16 @@ import { totalmem } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { AGENT_TASK_HEADROOM } from '../../../src/backends/local/cgroup-limits.js'
+import { AGENT_TASK_HEADROOM } from '../../../src/backends/machine/cgroups/cgroup-limits.js'
 import {
 	DEFAULT_SANDBOX_UID_RANGE,
 	inUidRange,
-} from '../../../src/backends/local/sandbox-identity.js'
+} from '../../../src/backends/machine/claims/sandbox-identity.js'
 import {
 	DEFAULT_MAX_PROCESSES,
 	defaultMemoryLimitMb,
 	tmpfsSizesFor,
-} from '../../../src/backends/local/sandbox-limits.js'
+} from '../../../src/backends/machine/spec/sandbox-limits.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import { GuestDiedError } from '../../../src/host/transport/transport-errors.js'
 import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'

@@ -1,12 +1,12 @@
 import { totalmem } from 'node:os'
 import { describe, expect, it } from 'vitest'
-import { AGENT_TASK_HEADROOM } from '../../../src/backends/local/cgroup-limits.js'
 import { describeLocalIsolation } from '../../../src/backends/local/index.js'
+import { AGENT_TASK_HEADROOM } from '../../../src/backends/machine/cgroups/cgroup-limits.js'
 import {
 	DEFAULT_MAX_PROCESSES,
 	defaultMemoryLimitMb,
 	tmpfsSizesFor,
-} from '../../../src/backends/local/sandbox-limits.js'
+} from '../../../src/backends/machine/spec/sandbox-limits.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 
 const skip = bwrapSkipReason()
@@ -72,6 +72,7 @@ describe('describeLocalIsolation', () => {
 				'connect',
 				'dns',
 				'host',
+				'http',
 				'ip',
 				'sni',
 			])

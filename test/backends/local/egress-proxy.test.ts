@@ -28,7 +28,11 @@ describe.skipIf(skip)('static and resolver egress through the proxy (local tier)
 		sandbox = await provider.create({
 			egress: {
 				kind: 'static',
-				allowedHosts: ['api.example.test', 'api.example.test:5432', 'api.example.test:9000'],
+				allowedHosts: [
+					'api.example.test',
+					'tcp://api.example.test:5432',
+					'tcp://api.example.test:9000',
+				],
 			},
 			onEgressDecision: (decision) => decisions.push(decision),
 		})
@@ -159,7 +163,7 @@ describe.skipIf(skip)('static and resolver egress through the proxy (local tier)
 				kind: 'resolver',
 				resolve: async () => {
 					asked++
-					return ['other.example.test:5432']
+					return ['tcp://other.example.test:5432']
 				},
 			},
 		})

@@ -11,10 +11,10 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
 	createLocalSandboxProvider,
-	LocalPathOptionError,
 	type LocalSandbox,
 	type LocalSandboxProvider,
 } from '../../../src/backends/local/index.js'
+import { LocalPathOptionError } from '../../../src/backends/machine/index.js'
 import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { freshStateDir } from './local-test-support.js'
@@ -178,7 +178,7 @@ describe.skipIf(skip !== undefined)(
 
 		beforeAll(async () => {
 			library = await bundleSource('src/backends/local/index.ts', 'local-tier')
-			launcher = await bundleSource('src/backends/local/agent-launcher.ts', 'launcher')
+			launcher = await bundleSource('src/backends/machine/launch/agent-launcher.ts', 'launcher')
 			scratch = await mkdtemp(join(tmpdir(), 'namzu-leak-'))
 			await chmod(scratch, 0o711)
 		})

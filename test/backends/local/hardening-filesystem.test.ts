@@ -8,10 +8,10 @@ import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
 	createLocalSandboxProvider,
-	LocalPathOptionError,
 	type LocalSandbox,
 	type LocalSandboxProvider,
 } from '../../../src/backends/local/index.js'
+import { LocalPathOptionError } from '../../../src/backends/machine/index.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { freshStateDir, mountsUnder } from './local-test-support.js'
 

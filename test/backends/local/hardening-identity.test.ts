@@ -19,21 +19,23 @@ import {
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { adoptSandboxCgroups } from '../../../src/backends/local/cgroup-limits.js'
 import {
 	createLocalSandboxProvider,
-	DEFAULT_SANDBOX_UID_RANGE,
-	destroyLocalSandbox,
 	type LocalSandboxProvider,
 	LocalStateDirUnreachableError,
-	LocalWorkspaceBusyError,
-	listLocalSandboxes,
 } from '../../../src/backends/local/index.js'
+import { adoptSandboxCgroups } from '../../../src/backends/machine/cgroups/cgroup-limits.js'
 import {
 	readHostClaims,
 	releaseHostClaims,
 	removeStateRoot,
-} from '../../../src/backends/local/release-host-claims.js'
+} from '../../../src/backends/machine/claims/release-host-claims.js'
+import {
+	DEFAULT_SANDBOX_UID_RANGE,
+	destroyLocalSandbox,
+	LocalWorkspaceBusyError,
+	listLocalSandboxes,
+} from '../../../src/backends/machine/index.js'
 import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import {

@@ -1,16 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import {
-	DEFAULT_KEEP_ALIVE_MS,
-	MAX_KEEP_ALIVE_MS,
-	resolveKeepAliveMs,
-	withLifetimeWatchdog,
-} from '../../../src/backends/local/lifetime-watchdog.js'
+import { withLifetimeWatchdog } from '../../../src/backends/local/lifetime-watchdog.js'
 import { LocalKeepAliveUnavailableError } from '../../../src/backends/local/local-errors.js'
 import {
-	canServeFromPool,
-	resolveLocalSandboxSpec,
-} from '../../../src/backends/local/local-sandbox-spec.js'
-import { parseStatStartTime, statMatches } from '../../../src/backends/local/process-identity.js'
+	parseStatStartTime,
+	statMatches,
+} from '../../../src/backends/machine/claims/process-identity.js'
 import {
 	DESCRIPTOR_VERSION,
 	descriptorBelongsTo,
@@ -19,7 +13,16 @@ import {
 	type LocalSandboxDescriptor,
 	parseDescriptor,
 	serializeDescriptor,
-} from '../../../src/backends/local/sandbox-descriptor.js'
+} from '../../../src/backends/machine/claims/sandbox-descriptor.js'
+import {
+	DEFAULT_KEEP_ALIVE_MS,
+	MAX_KEEP_ALIVE_MS,
+	resolveKeepAliveMs,
+} from '../../../src/backends/machine/spec/keep-alive-lifetime.js'
+import {
+	canServeFromPool,
+	resolveMachineSandboxSpec,
+} from '../../../src/backends/machine/spec/machine-sandbox-spec.js'
 import { SandboxConfigError } from '../../../src/contract/errors.js'
 
 const root = '/tmp/state/namzu-sbx-0123456789ab'
@@ -153,9 +156,9 @@ describe('keep-alive settings', () => {
 		).toEqual(['/usr/bin/timeout', '--signal=KILL', '1.500s', '/usr/bin/bwrap', '--', 'node'])
 	})
 	it('never serves a kept-alive request from the warm pool', () => {
-		const pooled = resolveLocalSandboxSpec({}, {})
-		expect(canServeFromPool(pooled, resolveLocalSandboxSpec({}, {}))).toBe(true)
-		expect(canServeFromPool(pooled, resolveLocalSandboxSpec({ keepAlive: true }, {}))).toBe(false)
+		const pooled = resolveMachineSandboxSpec({}, {})
+		expect(canServeFromPool(pooled, resolveMachineSandboxSpec({}, {}))).toBe(true)
+		expect(canServeFromPool(pooled, resolveMachineSandboxSpec({ keepAlive: true }, {}))).toBe(false)
 	})
 })
 

@@ -6,14 +6,16 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
 	createLocalSandboxProvider,
-	destroyLocalSandbox,
 	LocalSandboxNotFoundError,
+	openLocalSandbox,
+} from '../../../src/backends/local/index.js'
+import { readProcessIdentity } from '../../../src/backends/machine/claims/process-identity.js'
+import {
+	destroyLocalSandbox,
 	LocalSandboxStartError,
 	listLocalSandboxes,
-	openLocalSandbox,
 	reapLocalSandboxes,
-} from '../../../src/backends/local/index.js'
-import { readProcessIdentity } from '../../../src/backends/local/process-identity.js'
+} from '../../../src/backends/machine/index.js'
 import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'
 import { runNodeToExit } from '../../helpers/run-to-exit.js'
 import { bwrapSkipReason } from './bwrap-available.js'

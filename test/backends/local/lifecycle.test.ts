@@ -6,10 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
 	BubblewrapUnavailableError,
 	createLocalSandboxProvider,
-	LocalEgressUnsupportedError,
 	LocalProviderClosedError,
-	LocalSandboxStartError,
 } from '../../../src/backends/local/index.js'
+import {
+	LocalEgressUnsupportedError,
+	LocalSandboxStartError,
+} from '../../../src/backends/machine/index.js'
 import { SandboxConfigError, SandboxDestroyedError } from '../../../src/contract/errors.js'
 import { createSandboxProvider } from '../../../src/create-sandbox-provider.js'
 import { bwrapSkipReason } from './bwrap-available.js'

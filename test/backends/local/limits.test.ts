@@ -1,10 +1,8 @@
 import { existsSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createSandboxCgroups } from '../../../src/backends/local/cgroup-limits.js'
-import {
-	CgroupLimitsUnavailableError,
-	createLocalSandboxProvider,
-} from '../../../src/backends/local/index.js'
+import { createLocalSandboxProvider } from '../../../src/backends/local/index.js'
+import { createSandboxCgroups } from '../../../src/backends/machine/cgroups/cgroup-limits.js'
+import { CgroupLimitsUnavailableError } from '../../../src/backends/machine/index.js'
 import type { SandboxProvider } from '../../../src/contract/provider.js'
 import { ALLOCATE, FORK } from '../../helpers/limit-attacks.js'
 import { bwrapSkipReason } from './bwrap-available.js'

@@ -4,11 +4,11 @@ import {
 	type LocalBackendConfig,
 	resolveLocalBackendConfig,
 } from '../../../src/backends/local/local-backend-config.js'
-import { LocalEgressUnsupportedError } from '../../../src/backends/local/local-errors.js'
+import { LocalEgressUnsupportedError } from '../../../src/backends/machine/machine-errors.js'
 import {
 	canServeFromPool,
-	resolveLocalSandboxSpec,
-} from '../../../src/backends/local/local-sandbox-spec.js'
+	resolveMachineSandboxSpec,
+} from '../../../src/backends/machine/spec/machine-sandbox-spec.js'
 import { SandboxConfigError } from '../../../src/contract/errors.js'
 
 describe('resolveLocalBackendConfig', () => {
@@ -70,10 +70,10 @@ describe('resolveLocalBackendConfig', () => {
 	})
 })
 
-describe('resolveLocalSandboxSpec', () => {
+describe('resolveMachineSandboxSpec', () => {
 	it('layers per-call values over provider defaults, deny-all by default', () => {
 		expect(
-			resolveLocalSandboxSpec(
+			resolveMachineSandboxSpec(
 				{ memoryLimitMb: 128, env: { A: 'b' } },
 				{ defaultMemoryLimitMb: 512, defaultMaxProcesses: 32, defaultTimeoutMs: 1000 },
 			),
@@ -87,7 +87,7 @@ describe('resolveLocalSandboxSpec', () => {
 	})
 
 	it('carries cpuLimit and diskLimitMb through', () => {
-		expect(resolveLocalSandboxSpec({ cpuLimit: 0.5, diskLimitMb: 64 }, {})).toMatchObject({
+		expect(resolveMachineSandboxSpec({ cpuLimit: 0.5, diskLimitMb: 64 }, {})).toMatchObject({
 			cpuLimit: 0.5,
 			diskLimitMb: 64,
 		})
@@ -101,8 +101,8 @@ describe('resolveLocalSandboxSpec', () => {
 					? { kind, allowedHosts: ['example.com', '*.example.org:8443'] }
 					: { kind, resolve: async () => ['example.com'] }
 			for (const spec of [
-				resolveLocalSandboxSpec({ egress }, {}),
-				resolveLocalSandboxSpec({}, { defaultEgress: egress }),
+				resolveMachineSandboxSpec({ egress }, {}),
+				resolveMachineSandboxSpec({}, { defaultEgress: egress }),
 			]) {
 				expect(spec.egress).toBe('proxied')
 				expect(spec.proxiedEgress).toMatchObject({ kind, credentials: [] })
@@ -112,33 +112,33 @@ describe('resolveLocalSandboxSpec', () => {
 
 	it('refuses a malformed allowedHosts entry by its index, from the call or the default', () => {
 		const egress = { kind: 'static', allowedHosts: ['example.com', 'bad host'] } as const
-		expect(() => resolveLocalSandboxSpec({ egress }, {})).toThrow(
+		expect(() => resolveMachineSandboxSpec({ egress }, {})).toThrow(
 			'egress.allowedHosts[1]: "bad host" is not a host name',
 		)
-		expect(() => resolveLocalSandboxSpec({}, { defaultEgress: egress })).toThrow(
+		expect(() => resolveMachineSandboxSpec({}, { defaultEgress: egress })).toThrow(
 			'defaultEgress.allowedHosts[1]',
 		)
 		expect(() =>
-			resolveLocalSandboxSpec({ egress: { kind: 'resolver', resolve: 'x' as never } }, {}),
+			resolveMachineSandboxSpec({ egress: { kind: 'resolver', resolve: 'x' as never } }, {}),
 		).toThrow('egress.resolve: must be a function')
 	})
 
 	it('refuses proxied egress for a kept-alive sandbox, and proxy options without it', () => {
 		const egress = { kind: 'static', allowedHosts: ['example.com'] } as const
-		expect(() => resolveLocalSandboxSpec({ egress, keepAlive: true }, {})).toThrow(
+		expect(() => resolveMachineSandboxSpec({ egress, keepAlive: true }, {})).toThrow(
 			LocalEgressUnsupportedError,
 		)
 		expect(() =>
-			resolveLocalSandboxSpec(
+			resolveMachineSandboxSpec(
 				{ egressCredentials: [{ host: 'example.com', headers: { A: 'b' } }] },
 				{},
 			),
 		).toThrow("egressCredentials: needs a 'static' or 'resolver' egress policy")
 		expect(() =>
-			resolveLocalSandboxSpec({ egress: { kind: 'allow-all' }, onEgressDecision: () => {} }, {}),
+			resolveMachineSandboxSpec({ egress: { kind: 'allow-all' }, onEgressDecision: () => {} }, {}),
 		).toThrow('onEgressDecision: needs')
 		expect(() =>
-			resolveLocalSandboxSpec(
+			resolveMachineSandboxSpec(
 				{ egress, egressCredentials: [{ host: '*.example.com', headers: { A: 'b' } }] },
 				{},
 			),
@@ -159,7 +159,7 @@ describe('resolveLocalSandboxSpec', () => {
 	])('refuses a bad %s naming the field', (field, config) => {
 		let caught: unknown
 		try {
-			resolveLocalSandboxSpec(config, {})
+			resolveMachineSandboxSpec(config, {})
 		} catch (error) {
 			caught = error
 		}
@@ -169,7 +169,7 @@ describe('resolveLocalSandboxSpec', () => {
 })
 
 describe('canServeFromPool', () => {
-	const pooled = resolveLocalSandboxSpec({}, { defaultMemoryLimitMb: 256 })
+	const pooled = resolveMachineSandboxSpec({}, { defaultMemoryLimitMb: 256 })
 	it.each([
 		['no overrides', {}, true],
 		['only a different timeout', { timeoutMs: 5 }, true],
@@ -183,7 +183,7 @@ describe('canServeFromPool', () => {
 		['a disk limit', { diskLimitMb: 64 }, false],
 	])('a request with %s ⇒ %s', (_, config, expected) => {
 		expect(
-			canServeFromPool(pooled, resolveLocalSandboxSpec(config, { defaultMemoryLimitMb: 256 })),
+			canServeFromPool(pooled, resolveMachineSandboxSpec(config, { defaultMemoryLimitMb: 256 })),
 		).toBe(expected)
 	})
 })

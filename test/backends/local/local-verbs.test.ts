@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
 	createLocalSandboxProvider,
-	destroyLocalSandbox,
 	type LocalSandbox,
 	type LocalSandboxProvider,
 } from '../../../src/backends/local/index.js'
+import { destroyLocalSandbox } from '../../../src/backends/machine/index.js'
 import { ExecutionDetachedError } from '../../../src/host/exec/exec-errors.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { freshStateDir } from './local-test-support.js'

@@ -14,7 +14,7 @@ import {
 import {
 	LocalNetworkSetupError,
 	LocalNetworkUnavailableError,
-} from '../../../src/backends/local/network-errors.js'
+} from '../../../src/backends/machine/network/network-errors.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import { bundleSource, childEnv } from '../../helpers/bundle-source.js'
 import { bwrapSkipReason } from './bwrap-available.js'

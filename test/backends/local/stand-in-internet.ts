@@ -6,6 +6,8 @@
  * egress proxy's private-range deny set), and `program` replaces the listener.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
 
 export interface StandInInternet {
 	/** Address of the listener inside the namespace. */
@@ -28,23 +30,85 @@ export interface StandInOptions {
 	readonly program?: readonly string[]
 }
 
-/** `[host side, inside, prefix length]` of a /30 in 198.51.100.0/24 nothing on this host uses. */
-function unusedPublicPair(): [string, string, number] {
+/**
+ * Address blocks are claimed with an O_EXCL lock file naming the claiming pid, so two test
+ * processes (or two checkouts' suites on one machine) never pick the same block between reading
+ * `ip addr` and adding it; a lock whose pid is gone is taken over.
+ */
+const CLAIMS = '/run/lock/namzu-test-inet'
+
+function isAlive(pid: number): boolean {
+	try {
+		process.kill(pid, 0)
+		return true
+	} catch (error) {
+		return (error as NodeJS.ErrnoException).code === 'EPERM'
+	}
+}
+
+function claimBlock(name: string): (() => void) | undefined {
+	mkdirSync(CLAIMS, { recursive: true })
+	const path = join(CLAIMS, name)
+	for (let attempt = 0; attempt < 2; attempt++) {
+		try {
+			const fd = openSync(path, 'wx')
+			writeSync(fd, String(process.pid))
+			closeSync(fd)
+			return () => {
+				try {
+					unlinkSync(path)
+				} catch {
+					// Already released.
+				}
+			}
+		} catch (error) {
+			if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+			const holder = Number(readFileSync(path, 'utf8'))
+			if (holder > 0 && (holder === process.pid || isAlive(holder))) return undefined
+			try {
+				unlinkSync(path)
+			} catch {
+				// Another process took it over first; the next attempt says who holds it.
+			}
+		}
+	}
+	return undefined
+}
+
+interface ClaimedBlock {
+	readonly hostSide: string
+	readonly inside: string
+	readonly prefix: number
+	readonly release: () => void
+}
+
+/** A /30 in 198.51.100.0/24 nothing on this host uses, claimed. */
+function unusedPublicPair(): ClaimedBlock {
 	const used = ip('-4', 'addr') + ip('-4', 'route')
 	for (let offset = 0; offset < 64; offset++) {
 		const base = ((process.pid + offset) % 64) * 4
-		if (!used.includes(`198.51.100.${base}/`) && !used.includes(`198.51.100.${base + 1}/`)) {
-			return [`198.51.100.${base + 1}`, `198.51.100.${base + 2}`, 30]
+		if (used.includes(`198.51.100.${base}/`) || used.includes(`198.51.100.${base + 1}/`)) continue
+		const release = claimBlock(`198.51.100.${base}`)
+		if (!release) continue
+		return {
+			hostSide: `198.51.100.${base + 1}`,
+			inside: `198.51.100.${base + 2}`,
+			prefix: 30,
+			release,
 		}
 	}
 	throw new Error('no unused /30 in 198.51.100.0/24 on this host')
 }
 
-function unusedSubnet(): string {
+/** A 10.213.x.0/24 nothing on this host uses, claimed. */
+function unusedSubnet(): ClaimedBlock {
 	const used = ip('-4', 'addr') + ip('-4', 'route')
 	for (let offset = 0; offset < 250; offset++) {
 		const candidate = `10.213.${(process.pid + offset) % 250}`
-		if (!used.includes(`${candidate}.`)) return candidate
+		if (used.includes(`${candidate}.`)) continue
+		const release = claimBlock(candidate)
+		if (!release) continue
+		return { hostSide: `${candidate}.1`, inside: `${candidate}.2`, prefix: 24, release }
 	}
 	throw new Error('no unused 10.213.x.0/24 subnet on this host')
 }
@@ -57,12 +121,8 @@ export async function startStandInInternet(options: StandInOptions = {}): Promis
 	const namespace = `namzu-inet-${tag}`
 	const hostLink = `nzi${tag}h`
 	const innerLink = `nzi${tag}c`
-	let [hostSideAddress, address, prefix] = ['', '', 24]
-	if (options.publicAddress) [hostSideAddress, address, prefix] = unusedPublicPair()
-	else {
-		const subnet = unusedSubnet()
-		;[hostSideAddress, address] = [`${subnet}.1`, `${subnet}.2`]
-	}
+	const block = options.publicAddress ? unusedPublicPair() : unusedSubnet()
+	const { hostSide: hostSideAddress, inside: address, prefix } = block
 	const port = 18_080
 	let listener: ChildProcess | undefined
 	const close = async () => {
@@ -81,6 +141,7 @@ export async function startStandInInternet(options: StandInOptions = {}): Promis
 				// Already gone (deleting one end of a veth pair deletes both).
 			}
 		}
+		block.release()
 	}
 	try {
 		ip('netns', 'add', namespace)

@@ -6,7 +6,7 @@ import {
 	createLocalSandboxProvider,
 	type LocalProviderHooks,
 } from '../../../src/backends/local/index.js'
-import { WarmPool } from '../../../src/backends/local/warm-pool.js'
+import { WarmPool } from '../../../src/backends/machine/fleet/warm-pool.js'
 import type { SandboxProvider } from '../../../src/contract/provider.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import {

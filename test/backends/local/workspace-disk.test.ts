@@ -3,21 +3,19 @@ import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { adoptSandboxCgroups } from '../../../src/backends/local/cgroup-limits.js'
-import {
-	createLocalSandboxProvider,
-	destroyLocalSandbox,
-} from '../../../src/backends/local/index.js'
-import { DiskLimitUnavailableError } from '../../../src/backends/local/limit-errors.js'
+import { createLocalSandboxProvider } from '../../../src/backends/local/index.js'
+import { adoptSandboxCgroups } from '../../../src/backends/machine/cgroups/cgroup-limits.js'
+import { DiskLimitUnavailableError } from '../../../src/backends/machine/cgroups/limit-errors.js'
 import {
 	readHostClaims,
 	releaseHostClaims,
 	removeStateRoot,
-} from '../../../src/backends/local/release-host-claims.js'
+} from '../../../src/backends/machine/claims/release-host-claims.js'
 import {
 	DEFAULT_SANDBOX_UID_RANGE,
 	inUidRange,
-} from '../../../src/backends/local/sandbox-identity.js'
+} from '../../../src/backends/machine/claims/sandbox-identity.js'
+import { destroyLocalSandbox } from '../../../src/backends/machine/index.js'
 import { bundleSource, type SourceBundle } from '../../helpers/bundle-source.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import {

@@ -8,8 +8,8 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
-import { descendantPids } from '../../../src/backends/local/process-tree.js'
-import { StderrTail } from '../../../src/backends/local/stderr-tail.js'
+import { descendantPids } from '../../../src/backends/machine/claims/process-tree.js'
+import { StderrTail } from '../../../src/backends/machine/launch/stderr-tail.js'
 import { exitCodeOf } from './restart-policy.js'
 
 export interface ContainerLaunch {

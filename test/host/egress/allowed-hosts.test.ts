@@ -23,6 +23,10 @@ describe('allowedHosts grammar', () => {
 		['2001:db8::/32', { kind: 'cidr', block: { family: 6, prefix: 32 } }],
 		['[2001:db8::1]:443', { kind: 'cidr', block: { family: 6, prefix: 128 }, port: 443 }],
 		['::ffff:10.0.0.0/104', { kind: 'cidr', block: { family: 4, prefix: 8 } }],
+		['tcp://db.example.com:5432', { kind: 'name', name: 'db.example.com', port: 5432, raw: true }],
+		['TCP://*.example.com:22', { kind: 'suffix', suffix: 'example.com', port: 22, raw: true }],
+		['tcp://10.0.0.0/8:6379', { kind: 'cidr', block: { prefix: 8 }, port: 6379, raw: true }],
+		['tcp://[2001:db8::1]:80', { kind: 'cidr', block: { family: 6 }, port: 80, raw: true }],
 	])('accepts %s', (entry, expected) => {
 		const [rule] = parseAllowedHosts([entry])
 		expect(rule).toMatchObject({ ...expected, entry })
@@ -50,8 +54,12 @@ describe('allowedHosts grammar', () => {
 		['[2001:db8::1', 'without ]'],
 		['[2001:db8::1]x', 'unexpected'],
 		['fe80::1%eth0', 'CIDR'],
-		['http://example.com', 'port'],
+		['http://example.com', 'scheme other than tcp://'],
 		['x'.repeat(301), 'longer than'],
+		['tcp://db.example.com', 'names no port'],
+		['tcp://10.0.0.0/8', 'names no port'],
+		['tcp://', 'is not a host name'],
+		['udp://db.example.com:53', 'scheme other than tcp://'],
 	])('refuses %j naming its index', (entry, message) => {
 		const attempt = () => parseAllowedHosts(['ok.example', entry])
 		expect(attempt).toThrow(SandboxConfigError)

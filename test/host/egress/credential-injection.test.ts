@@ -133,21 +133,94 @@ describe.skipIf(skip)('credentials added by the egress proxy', () => {
 		}
 	})
 
+	/** A request over TLS the proxy terminates for the credentialed host; what came back. */
+	async function overTerminatedTls(head: string): Promise<string> {
+		const socket = await tunnel(proxy.socketPath, 'creds.example.test:443')
+		const tls = tlsConnect({
+			socket,
+			servername: 'creds.example.test',
+			ca: [proxy.caCertificatePem ?? ''],
+		})
+		tls.on('error', () => undefined)
+		tls.write(head)
+		return readAll(tls)
+	}
+
 	it('refuses a terminated request whose Host names another server, and upgrades', async () => {
 		for (const head of [
 			'GET / HTTP/1.1\r\nHost: api.example.test\r\n\r\n',
 			'GET / HTTP/1.1\r\nHost: creds.example.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
 		]) {
-			const socket = await tunnel(proxy.socketPath, 'creds.example.test:443')
-			const tls = tlsConnect({
-				socket,
-				servername: 'creds.example.test',
-				ca: [proxy.caCertificatePem ?? ''],
-			})
-			tls.on('error', () => undefined)
-			tls.write(head)
-			expect(await readAll(tls)).toBe('')
+			expect(await overTerminatedTls(head)).toBe('')
 		}
 		expect(decisions.slice(-2).map((d) => d.reason)).toEqual(['host-mismatch', 'upgrade-refused'])
+	})
+
+	it.each([
+		[
+			'an absolute http:// target for another site',
+			'GET http://evil.test/x HTTP/1.1\r\nHost: creds.example.test\r\n\r\n',
+			'target-authority-mismatch',
+		],
+		[
+			'an absolute https:// target for another site',
+			'GET https://evil.test/x HTTP/1.1\r\nHost: creds.example.test\r\n\r\n',
+			'target-authority-mismatch',
+		],
+		[
+			'a second Host for another site',
+			'GET / HTTP/1.1\r\nHost: creds.example.test\r\nHost: evil.test\r\n\r\n',
+			'host-repeated',
+		],
+		[
+			'TRACE (which echoes the head)',
+			'TRACE / HTTP/1.1\r\nHost: creds.example.test\r\n\r\n',
+			'trace-refused',
+		],
+		[
+			'a lower-case method',
+			'get / HTTP/1.1\r\nHost: creds.example.test\r\n\r\n',
+			'http-method-invalid',
+		],
+		[
+			'a leading empty line',
+			'\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n',
+			'http-empty-line-first',
+		],
+	])(
+		'inside terminated TLS, refuses %s: never forwarded, with or without the credential',
+		async (_case, head, reason) => {
+			expect(await overTerminatedTls(head)).toBe('')
+			expect(decisions.at(-1)).toMatchObject({
+				host: 'creds.example.test',
+				port: 443,
+				verdict: 'deny',
+				reason,
+			})
+		},
+	)
+
+	it('inside terminated TLS, an absolute target naming the host gets the credential, sent origin-form', async () => {
+		const response = await overTerminatedTls(
+			'GET https://creds.example.test/v2?a=b HTTP/1.1\r\nHost: creds.example.test\r\n\r\n',
+		)
+		expect(JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4))).toMatchObject({
+			host: 'creds.example.test',
+			path: '/v2?a=b',
+			headers: { authorization: SECRET },
+		})
+	})
+
+	it('on plain :80, an absolute target for another site is refused, never sent with or without the credential', async () => {
+		const socket = await tunnel(proxy.socketPath, 'creds.example.test:80')
+		socket.write('GET http://evil.test/ HTTP/1.1\r\nHost: creds.example.test\r\n\r\n')
+		expect(await readAll(socket)).toBe('')
+		expect(decisions.at(-1)).toMatchObject({
+			host: 'creds.example.test',
+			port: 80,
+			verdict: 'deny',
+			layer: 'host',
+			reason: 'target-authority-mismatch',
+		})
 	})
 })

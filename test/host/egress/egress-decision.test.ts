@@ -8,9 +8,9 @@ import {
 } from '../../../src/host/egress/egress-credentials.js'
 import {
 	chooseAddress,
-	decideClientName,
 	decideConnect,
 	decideResolve,
+	decideServerName,
 } from '../../../src/host/egress/egress-decision.js'
 import { ip } from './egress-test-kit.js'
 
@@ -52,6 +52,21 @@ describe('egress decisions', () => {
 		expect(verdict.allowed ? verdict.rule?.entry : undefined).toBe(rule)
 	})
 
+	it('a raw (tcp://) rule decides a tunnel another rule also allows: its bytes pass unread', () => {
+		const both = parseAllowedHosts(['*.example.test:5432', 'tcp://db.example.test:5432'])
+		expect(decideConnect(both, target('name:db.example.test'), 5432)).toMatchObject({
+			allowed: true,
+			rule: { entry: 'tcp://db.example.test:5432', raw: true },
+		})
+		expect(decideConnect(both, target('name:web.example.test'), 5432)).toMatchObject({
+			allowed: true,
+			rule: { entry: '*.example.test:5432' },
+		})
+		const verdict = decideConnect(both, target('name:web.example.test'), 5432)
+		expect(verdict.allowed && verdict.rule?.raw).toBeFalsy()
+		expect(decideConnect(both, target('name:db.example.test'), 443).allowed).toBe(false)
+	})
+
 	it('dials a public address, a private one only when a CIDR rule names it', () => {
 		expect(chooseAddress(rules, [], [ip('93.184.216.34')], 443)).toMatchObject({ allowed: true })
 		expect(chooseAddress(rules, [], [ip('10.0.0.5')], 443)).toEqual({
@@ -80,18 +95,15 @@ describe('egress decisions', () => {
 		})
 	})
 
-	it.each<[string, 'sni' | 'host', string | undefined, boolean | string]>([
-		['name:api.example.test', 'sni', 'api.example.test', true],
-		['name:api.example.test', 'sni', 'API.example.test.', true],
-		['name:api.example.test', 'sni', 'evil.test', 'sni-mismatch'],
-		['name:api.example.test', 'sni', undefined, 'sni-absent'],
-		['name:api.example.test', 'host', 'api.example.test:8080', true],
-		['name:api.example.test', 'host', 'evil.test', 'host-mismatch'],
-		['name:api.example.test', 'host', undefined, true],
-		['ip:203.0.113.5', 'sni', 'anything.test', true],
-		['ip:203.0.113.5', 'sni', undefined, true],
-	])('client name on %s at %s: %s → %s', (spec, layer, sent, expected) => {
-		const verdict = decideClientName(target(spec), layer, sent)
+	it.each<[string, string | undefined, boolean | string]>([
+		['name:api.example.test', 'api.example.test', true],
+		['name:api.example.test', 'API.example.test.', true],
+		['name:api.example.test', 'evil.test', 'sni-mismatch'],
+		['name:api.example.test', undefined, 'sni-absent'],
+		['ip:203.0.113.5', 'anything.test', true],
+		['ip:203.0.113.5', undefined, true],
+	])('server name on %s: %s → %s', (spec, sent, expected) => {
+		const verdict = decideServerName(target(spec), sent)
 		expect(verdict.allowed ? true : verdict.reason).toBe(expected)
 	})
 })

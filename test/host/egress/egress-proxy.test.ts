@@ -14,38 +14,10 @@ import {
 } from '../../../src/host/egress/egress-proxy.js'
 import { MAX_HELD_UPGRADE_BYTES } from '../../../src/host/egress/first-request-only.js'
 import { parseIpAddress } from '../../../src/host/egress/ip-address.js'
-import { readAll } from './egress-test-kit.js'
+import { bridge, readAll, until } from './egress-test-kit.js'
 import { type EgressUpstream, startEgressUpstream } from './upstream-fixture.js'
 
 const skip = process.getuid?.() === 0 ? undefined : 'needs root (ip netns)'
-
-/** Sends `head` on the proxy's socket; resolves with the socket once the reply line is in. */
-function bridge(socketPath: string, head: string): Promise<{ socket: Socket; reply: string }> {
-	return new Promise((resolve, reject) => {
-		const socket = netConnect(socketPath)
-		let text = ''
-		socket.once('connect', () => socket.write(head))
-		const onData = (chunk: Buffer) => {
-			text += chunk.toString('latin1')
-			const end = text.indexOf('\r\n\r\n')
-			if (end < 0) return
-			socket.off('data', onData)
-			const rest = Buffer.from(text.slice(end + 4), 'latin1')
-			if (rest.length > 0) socket.unshift(rest)
-			resolve({ socket, reply: text.slice(0, text.indexOf('\r\n')) })
-		}
-		socket.on('data', onData)
-		socket.once('error', reject)
-		socket.once('end', () => resolve({ socket, reply: text || 'closed' }))
-	})
-}
-
-async function until(condition: () => boolean): Promise<void> {
-	for (let waited = 0; !condition(); waited += 10) {
-		if (waited > 5000) throw new Error('condition never held')
-		await new Promise((resolve) => setTimeout(resolve, 10))
-	}
-}
 
 /** Everything `socket` sends until `text` has arrived (or it ends). */
 function readUntil(socket: Socket, text: string): Promise<string> {
@@ -246,7 +218,7 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 		expect(await readAll(socket)).toBe('')
 		expect(decisions.at(-1)).toMatchObject({
 			verdict: 'deny',
-			layer: 'host',
+			layer: 'http',
 			reason: 'http-body-framing-invalid',
 		})
 	})
@@ -304,7 +276,7 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 	})
 
 	it('refuses an IP literal no CIDR rule covers, and reaches one a rule does', async () => {
-		const started = await proxy(['api.example.test', `${upstream.address}/32:5432`])
+		const started = await proxy(['api.example.test', `tcp://${upstream.address}/32:5432`])
 		const denied = await bridge(
 			started.socketPath,
 			`CONNECT ${upstream.address}:443 HTTP/1.1\r\n\r\n`,
@@ -321,24 +293,29 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 		expect(decisions.at(-1)).toMatchObject({
 			verdict: 'allow',
 			layer: 'ip',
-			rule: `${upstream.address}/32:5432`,
+			rule: `tcp://${upstream.address}/32:5432`,
 		})
 	})
 
-	it('refuses an allowed name that resolves to loopback, link-local or the host itself', async () => {
+	it('refuses an allowed name that resolves to loopback, link-local, the host itself, or one of them inside NAT64 or 6to4', async () => {
 		const started = await proxy(
 			['private.example.test', 'metadata.example.test', '*.example.test'],
 			{
-				lookup: async (name) =>
-					name === 'self.example.test'
-						? [upstream.internet.hostSideAddress]
-						: upstream.lookup(name),
+				lookup: async (name) => {
+					if (name === 'self.example.test') return [upstream.internet.hostSideAddress]
+					// Internal IPv4 addresses spelled inside IPv6 forms a translator would carry.
+					if (name === 'nat64.example.test') return ['64:ff9b::127.0.0.1']
+					if (name === 'sixtofour.example.test') return ['2002:a9fe:a9fe::1']
+					return upstream.lookup(name)
+				},
 			},
 		)
 		for (const [name, reason] of [
 			['private.example.test', 'private-range:loopback'],
 			['metadata.example.test', 'private-range:link-local'],
 			['self.example.test', 'private-range:host-address'],
+			['nat64.example.test', 'private-range:nat64:loopback'],
+			['sixtofour.example.test', 'private-range:6to4:link-local'],
 		]) {
 			const { reply } = await bridge(started.socketPath, `CONNECT ${name}:80 HTTP/1.1\r\n\r\n`)
 			expect(reply).not.toBe('HTTP/1.1 200 Connection Established')
@@ -363,8 +340,8 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 		})
 	})
 
-	it('passes a server-first protocol through (the upstream speaks before the client)', async () => {
-		const started = await proxy(['api.example.test:2222'])
+	it('passes a server-first protocol through on a tcp:// port (the upstream speaks first)', async () => {
+		const started = await proxy(['tcp://api.example.test:2222'])
 		const { socket, reply } = await bridge(
 			started.socketPath,
 			'CONNECT api.example.test:2222 HTTP/1.1\r\n\r\n',
@@ -375,6 +352,23 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 		)
 		expect(banner).toBe('BANNER\r\n')
 		socket.destroy()
+	})
+
+	it('refuses a server-first protocol on a port no tcp:// rule names, at once and by name', async () => {
+		const started = await proxy(['api.example.test:2222'])
+		const { socket, reply } = await bridge(
+			started.socketPath,
+			'CONNECT api.example.test:2222 HTTP/1.1\r\n\r\n',
+		)
+		expect(reply).toBe('HTTP/1.1 200 Connection Established')
+		// The banner never reaches the client: the tunnel is refused when the upstream speaks.
+		expect(await readAll(socket)).toBe('')
+		expect(decisions.at(-1)).toMatchObject({
+			port: 2222,
+			verdict: 'deny',
+			layer: 'http',
+			reason: 'upstream-spoke-first',
+		})
 	})
 
 	it('answers RESOLVE for allowed names only, and refuses other methods and malformed heads', async () => {
@@ -409,7 +403,7 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 	})
 
 	it('ends a connection that never finishes its setup', async () => {
-		const started = await proxy(['api.example.test'], { setupTimeoutMs: 200 })
+		const started = await proxy(['api.example.test'], { headTimeoutMs: 200 })
 		const socket = netConnect(started.socketPath)
 		socket.write('CONNECT api.exa')
 		await readAll(socket)

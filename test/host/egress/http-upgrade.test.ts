@@ -5,12 +5,19 @@ import {
 	MAX_HELD_UPGRADE_BYTES,
 } from '../../../src/host/egress/first-request-only.js'
 import { isUpgradeRequest, responseStatusOf } from '../../../src/host/egress/http-upgrade.js'
+import { type BodyFraming, bodyFramingOf } from '../../../src/host/egress/request-body-framing.js'
 import { type RequestHead, readRequestHead } from '../../../src/host/egress/request-head.js'
 
 function head(fields: string): RequestHead {
 	const read = readRequestHead(Buffer.from(`GET / HTTP/1.1\r\n${fields}\r\n`, 'latin1'), 8192)
 	if (read.kind !== 'head') throw new Error(`not a head: ${read.kind}`)
 	return read.head
+}
+
+function framingOf(request: RequestHead): BodyFraming {
+	const read = bodyFramingOf(request)
+	if (read.kind !== 'framing') throw new Error(read.reason)
+	return read.framing
 }
 
 describe('which requests ask to switch protocols', () => {
@@ -65,7 +72,7 @@ describe('what follows the first request of a tunnel', () => {
 		['an upgrade answered 101: held, then passed in order', true, 'release', 'one|two|after'],
 		['an upgrade answered otherwise: dropped', true, 'seal', ''],
 	] as const)('%s', async (_case, hold, answer, expected) => {
-		const first = firstRequestOf(upgrade, Buffer.from(''), hold)
+		const first = firstRequestOf(framingOf(upgrade), Buffer.from(''), hold)
 		if (first instanceof Error) throw first
 		const seen = await through(first.rest, ['one', '|two'], (stream) =>
 			answer === 'release' ? stream.release() : stream.seal(),
@@ -75,17 +82,13 @@ describe('what follows the first request of a tunnel', () => {
 
 	it('bytes that arrived with the head are held too, behind a body that ends in them', () => {
 		const post = head('Content-Length: 3\r\nUpgrade: echo\r\nConnection: Upgrade\r\n')
-		const first = firstRequestOf(
-			post,
-			Buffer.concat([Buffer.alloc(post.length), Buffer.from('abcdef')]),
-			true,
-		)
+		const first = firstRequestOf(framingOf(post), Buffer.from('abcdef'), true)
 		if (first instanceof Error) throw first
 		expect(first.early.toString()).toBe('abc')
 	})
 
 	it('refuses more than the held bound before the answer', async () => {
-		const first = firstRequestOf(upgrade, Buffer.from(''), true)
+		const first = firstRequestOf(framingOf(upgrade), Buffer.from(''), true)
 		if (first instanceof Error) throw first
 		const failed = new Promise<Error>((resolve) => first.rest.once('error', resolve))
 		first.rest.write(Buffer.alloc(MAX_HELD_UPGRADE_BYTES + 1))

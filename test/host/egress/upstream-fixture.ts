@@ -4,6 +4,7 @@
  * seam resolving those names to it.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { get } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createEgressCa } from '../../../src/host/egress/egress-ca.js'
@@ -22,6 +23,8 @@ export interface EgressUpstream {
 	readonly caPem: string
 	/** The lookup seam: the test names resolve to the upstream, `private.example.test` to loopback. */
 	lookup(name: string): Promise<readonly string[]>
+	/** What port 6000 received on each connection since the last call, in order, once closed. */
+	recorded(): Promise<string[]>
 	close(): Promise<void>
 }
 
@@ -39,11 +42,22 @@ export async function startEgressUpstream(): Promise<EgressUpstream> {
 		if (name === 'metadata.example.test') return ['169.254.169.254']
 		throw Object.assign(new Error(`ENOTFOUND ${name}`), { code: 'ENOTFOUND' })
 	}
+	const recorded = () =>
+		new Promise<string[]>((resolve, reject) => {
+			get(`http://${internet.address}/__recorded`, (response) => {
+				let text = ''
+				response.on('data', (chunk: Buffer) => {
+					text += chunk.toString('latin1')
+				})
+				response.on('end', () => resolve(JSON.parse(text) as string[]))
+			}).on('error', reject)
+		})
 	return {
 		internet,
 		address: internet.address,
 		caPem: ca.certificatePem,
 		lookup,
+		recorded,
 		close: async () => {
 			await internet.close()
 			await rm(dir, { recursive: true, force: true })

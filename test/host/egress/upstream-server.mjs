@@ -1,6 +1,8 @@
 // The upstreams of the egress tests, run inside a stand-in internet namespace: HTTP on 80 and
 // HTTPS on 443 answer the request they saw as JSON (Host, path, header fields); 5432 echoes raw
-// bytes; 2222 speaks first (a banner), like SSH or SMTP. An upgrade to `echo` on 80 is answered
+// bytes; 2222 speaks first (a banner), like SSH or SMTP; 6000 records every byte it receives, per
+// connection, and `GET /__recorded` on 80 hands over (and forgets) the record of every connection
+// since, once they have closed. An upgrade to `echo` on 80 is answered
 // `101` and then echoes (at `/slow` after 500 ms); at `/refuse` it is answered `400`. Certificates come from a JSON file
 // `{ "<name>": { key, cert } }`; argv: <certs.json> <address>.
 import { readFileSync } from 'node:fs'
@@ -15,7 +17,21 @@ const contexts = new Map(
 	Object.entries(certs).map(([name, pair]) => [name, createSecureContext(pair)]),
 )
 const [firstName] = Object.keys(certs)
+const recorded = []
 const answer = (request, response) => {
+	if (request.url === '/__recorded') {
+		// Once every connection open now has closed (a backstop of 5 s): nothing is still in flight.
+		const backstop = new Promise((resolve) => setTimeout(resolve, 5000))
+		Promise.race([Promise.all(recorded.map((entry) => entry.done)), backstop]).then(() => {
+			const closed = recorded.filter((entry) => entry.closed)
+			recorded.splice(0, recorded.length, ...recorded.filter((entry) => !entry.closed))
+			response.setHeader('content-type', 'application/json')
+			response.end(
+				JSON.stringify(closed.map((entry) => Buffer.concat(entry.chunks).toString('latin1'))),
+			)
+		})
+		return
+	}
 	let size = 0
 	request.on('data', (chunk) => {
 		size += chunk.length
@@ -60,6 +76,22 @@ const servers = [
 		443,
 	],
 	[createTcp((socket) => socket.on('error', () => {}).pipe(socket)), 5432],
+	[
+		createTcp((socket) => {
+			const entry = { chunks: [], closed: false }
+			entry.done = new Promise((resolve) =>
+				socket.on('close', () => {
+					entry.closed = true
+					resolve()
+				}),
+			)
+			recorded.push(entry)
+			socket.on('error', () => {})
+			socket.on('data', (chunk) => entry.chunks.push(chunk))
+			socket.on('end', () => socket.end())
+		}),
+		6000,
+	],
 	[
 		createTcp((socket) => {
 			socket.on('error', () => {})

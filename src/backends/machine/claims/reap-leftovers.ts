@@ -1,0 +1,329 @@
+/**
+ * The machine layer's one reaper (the I/O shell over `reap-decision.ts`): walks a state directory
+ * for what sandboxes of dead hosts left — state roots (workspaces included), their cgroups, mounts,
+ * processes, uid and workspace locks, a caller workspace still handed to a sandbox uid — and undoes
+ * each through the one teardown (`teardown-from-record.ts`); then the locks whose sandbox left
+ * nothing else, then old runtime copies of node and the agent that nothing uses. Entries of other
+ * users (a shared /tmp) are never touched. Run by every provider on this machine (local, container)
+ * in the background at its first `create()`, and on demand by `namzu-sandbox gc`.
+ */
+import type { Stats } from 'node:fs'
+import { lstat, readdir, readFile, readlink, realpath, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { basename, join } from 'node:path'
+import {
+	callSite,
+	optionalBoolean,
+	optionalFunction,
+	optionalObject,
+	optionalSignal,
+	optionalString,
+} from '../../../contract/argument-validators.js'
+import { agentBundlePath } from '../../../host/sandbox/agent-bundle-path.js'
+import {
+	agentBundleName,
+	agentNodeName,
+	READABLE_SUFFIX,
+	runtimeDirName,
+	temporaryWriter,
+} from '../launch/runtime-cache.js'
+import { STATE_DIR_PREFIX, sandboxRootFor } from '../workspace/sandbox-directories.js'
+import { CLAIMS_DIR_NAME, releaseLock } from './claim-locks.js'
+import { ephemeralWorkspacePath, type SandboxHostClaims } from './host-claims.js'
+import { readDescriptor, remainsOfDescriptor } from './kept-alive-registry.js'
+import { isProcessAlive } from './process-identity.js'
+import {
+	decideStateRoot,
+	lockIsOrphan,
+	type ReapReason,
+	runtimeEntryIsGarbage,
+	type StateRootFacts,
+	UNRECORDED_GRACE_MS,
+} from './reap-decision.js'
+import { readHostClaims } from './release-host-claims.js'
+import { isLocalSandboxId } from './sandbox-descriptor.js'
+import { type SandboxRemains, tearDownFromRecord } from './teardown-from-record.js'
+
+/** Where `collectLocalGarbage` looks, and whether it only lists. */
+export interface LocalGarbageOptions {
+	/** The provider's `backend.stateDir`; default `os.tmpdir()`. */
+	readonly stateDir?: string
+	/** List what would be reaped; change nothing. */
+	readonly dryRun?: boolean
+	/**
+	 * The node binary whose runtime copy stays although no sandbox uses it now (the next create
+	 * would copy it again); default `process.execPath`.
+	 */
+	readonly nodePath?: string
+	readonly signal?: AbortSignal
+	/** Told each teardown that failed (it is retried by the next reaper). Must not throw. */
+	readonly onError?: (error: unknown) => void
+}
+
+/** One sandbox the reaper removed (or would remove), and why. */
+export interface ReapedLocalSandbox {
+	readonly id: string
+	readonly stateRoot: string
+	readonly reason: ReapReason
+}
+
+/** What a reaper removed (or, with `dryRun`, would remove). */
+export interface LocalGarbageReport {
+	readonly sandboxes: readonly ReapedLocalSandbox[]
+	/** Lock files under `namzu-claims/` whose sandbox left nothing else. */
+	readonly locks: readonly string[]
+	/** Runtime cache entries (old copies of node and the agent bundle). */
+	readonly runtimeFiles: readonly string[]
+	/** Sandbox ids whose teardown failed (each also told to `onError`). */
+	readonly failed: readonly string[]
+}
+
+function checkOptions(options: unknown): void {
+	const site = callSite('collectLocalGarbage')
+	const given = optionalObject(site, 'options', options)
+	optionalString(site, 'options.stateDir', given.stateDir, { nonEmpty: true })
+	optionalBoolean(site, 'options.dryRun', given.dryRun)
+	optionalString(site, 'options.nodePath', given.nodePath, { nonEmpty: true })
+	optionalSignal(site, 'options.signal', given.signal)
+	optionalFunction(site, 'options.onError', given.onError)
+}
+
+const ownUid = () => process.getuid?.() ?? 0
+
+/** Our own entry's stat, or undefined (missing, a symlink, or another user's). */
+async function ownEntry(path: string): Promise<Stats | undefined> {
+	try {
+		const info = await lstat(path)
+		return info.uid === ownUid() && !info.isSymbolicLink() ? info : undefined
+	} catch {
+		return undefined
+	}
+}
+
+async function listOwn(dir: string): Promise<string[]> {
+	if ((await ownEntry(dir))?.isDirectory() !== true) return []
+	try {
+		return await readdir(dir)
+	} catch {
+		return []
+	}
+}
+
+function pidAlive(pid: number): boolean {
+	try {
+		process.kill(pid, 0)
+		return true
+	} catch (error) {
+		return (error as NodeJS.ErrnoException).code === 'EPERM'
+	}
+}
+
+async function readOptional(path: string): Promise<string | undefined> {
+	try {
+		return await readFile(path, 'latin1')
+	} catch {
+		return undefined
+	}
+}
+
+/** Whether any live process has its cwd under `root` or names it in its command line or env. */
+async function mentionedByAProcess(root: string): Promise<boolean> {
+	for (const entry of await readdir('/proc').catch(() => [])) {
+		if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue
+		const cwd = await readlink(`/proc/${entry}/cwd`).catch(() => '')
+		if (cwd === root || cwd.startsWith(`${root}/`)) return true
+		for (const file of ['cmdline', 'environ']) {
+			if ((await readOptional(`/proc/${entry}/${file}`))?.includes(root)) return true
+		}
+	}
+	return false
+}
+
+interface StateRootLook {
+	readonly facts: StateRootFacts
+	readonly remains: SandboxRemains
+	readonly claims?: SandboxHostClaims
+}
+
+async function lookAt(id: string, root: string, base: string, nowMs: number) {
+	const info = await ownEntry(root)
+	if (info?.isDirectory() !== true) return undefined
+	const descriptor = await readDescriptor(id, { stateDir: base })
+	const claims = descriptor?.claims ?? (await readHostClaims(id, root))
+	const owner =
+		claims === undefined
+			? undefined
+			: claims.owner === undefined
+				? 'unrecorded'
+				: isProcessAlive(claims.owner)
+					? 'alive'
+					: 'gone'
+	const facts: StateRootFacts = {
+		nowMs,
+		ageMs: nowMs - info.mtimeMs,
+		...(descriptor
+			? {
+					keptAlive: {
+						expiresAtMs: descriptor.expiresAtMs,
+						launcherAlive: isProcessAlive({
+							pid: descriptor.pid,
+							startTime: descriptor.pidStartTime,
+						}),
+					},
+				}
+			: {}),
+		...(owner === undefined ? {} : { owner }),
+		...(claims === undefined && nowMs - info.mtimeMs >= UNRECORDED_GRACE_MS
+			? { mentioned: await mentionedByAProcess(root) }
+			: {}),
+	}
+	const remains: SandboxRemains = descriptor
+		? remainsOfDescriptor(descriptor)
+		: {
+				stateRoot: root,
+				...(claims?.launcher ? { launcher: claims.launcher } : {}),
+				cgroupDirs: claims?.cgroupDirs ?? [],
+				...(claims ? { claims } : { ephemeralWorkspace: ephemeralWorkspacePath(root) }),
+			}
+	const look: StateRootLook = { facts, remains, ...(claims ? { claims } : {}) }
+	return look
+}
+
+async function orphanLocks(base: string, dryRun: boolean): Promise<string[]> {
+	const dir = join(base, CLAIMS_DIR_NAME)
+	const removed: string[] = []
+	for (const name of await listOwn(dir)) {
+		if (!name.endsWith('.lock')) continue
+		const path = join(dir, name)
+		let raw: unknown
+		try {
+			raw = JSON.parse(await readFile(path, 'utf8'))
+		} catch {
+			// Being written (taken with O_EXCL, then filled) or not ours to judge.
+			continue
+		}
+		if (typeof raw !== 'object' || raw === null) continue
+		const id: unknown = Reflect.get(raw, 'id')
+		const pid: unknown = Reflect.get(raw, 'pid')
+		const startTime: unknown = Reflect.get(raw, 'pidStartTime')
+		if (typeof id !== 'string' || !isLocalSandboxId(id)) continue
+		if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) continue
+		const takerAlive =
+			typeof startTime === 'string' ? isProcessAlive({ pid, startTime }) : pidAlive(pid)
+		const stateRootExists = (await ownEntry(sandboxRootFor(base, id))) !== undefined
+		if (!lockIsOrphan({ stateRootExists, takerAlive })) continue
+		if (!dryRun) await releaseLock(path, id)
+		removed.push(path)
+	}
+	return removed
+}
+
+async function currentRuntimeNames(nodePath: string): Promise<Set<string>> {
+	const keep = new Set<string>()
+	const add = async (path: string, name: (info: Stats) => string) => {
+		try {
+			keep.add(name(await stat(path)))
+		} catch {
+			// No such source: nothing current to keep for it.
+		}
+	}
+	await add(nodePath, (info) => agentNodeName(info))
+	await add(agentBundlePath(), (info) => agentBundleName(info))
+	for (const name of [...keep]) keep.add(`${name}${READABLE_SUFFIX}`)
+	return keep
+}
+
+async function staleRuntimeFiles(
+	base: string,
+	keep: ReadonlySet<string>,
+	nowMs: number,
+	dryRun: boolean,
+): Promise<string[]> {
+	const dir = join(base, runtimeDirName())
+	const removed: string[] = []
+	for (const name of await listOwn(dir)) {
+		const path = join(dir, name)
+		const info = await ownEntry(path)
+		if (info?.isFile() !== true) continue
+		const writer = temporaryWriter(name)
+		const entry = {
+			name,
+			ageMs: nowMs - info.mtimeMs,
+			...(writer === undefined ? {} : { writerAlive: pidAlive(writer) }),
+		}
+		if (!runtimeEntryIsGarbage(entry, keep)) continue
+		if (!dryRun) await rm(path, { force: true })
+		removed.push(path)
+	}
+	return removed
+}
+
+/**
+ * Reaps what sandboxes of dead hosts left in a state directory (see the file comment): a sandbox
+ * only once its owner is provably gone, a kept-alive one only once its lifetime is over or its
+ * watchdog is gone. Sandboxes of live hosts, and live kept-alive ones, are never touched.
+ */
+export async function collectLocalGarbage(
+	options: LocalGarbageOptions = {},
+): Promise<LocalGarbageReport> {
+	checkOptions(options)
+	const { signal } = options
+	signal?.throwIfAborted()
+	const dryRun = options.dryRun === true
+	let base: string
+	try {
+		base = await realpath(options.stateDir ?? tmpdir())
+	} catch {
+		return { sandboxes: [], locks: [], runtimeFiles: [], failed: [] }
+	}
+	const nowMs = Date.now()
+	const sandboxes: ReapedLocalSandbox[] = []
+	const failed: string[] = []
+	const keep = await currentRuntimeNames(options.nodePath ?? process.execPath)
+	for (const name of await readdir(base).catch(() => [])) {
+		if (!name.startsWith(STATE_DIR_PREFIX)) continue
+		const id = name.slice(STATE_DIR_PREFIX.length)
+		if (!isLocalSandboxId(id)) continue
+		signal?.throwIfAborted()
+		const root = sandboxRootFor(base, id)
+		const look = await lookAt(id, root, base, nowMs)
+		if (look === undefined) continue
+		const decision = decideStateRoot(look.facts)
+		if (!decision.reap) {
+			for (const file of look.claims?.runtimeFiles ?? []) keep.add(basename(file))
+			continue
+		}
+		try {
+			if (!dryRun) await tearDownFromRecord(look.remains)
+			sandboxes.push({ id, stateRoot: root, reason: decision.reason })
+		} catch (error) {
+			failed.push(id)
+			for (const file of look.claims?.runtimeFiles ?? []) keep.add(basename(file))
+			options.onError?.(error)
+		}
+	}
+	signal?.throwIfAborted()
+	const locks = await orphanLocks(base, dryRun)
+	const runtimeFiles = await staleRuntimeFiles(base, keep, nowMs, dryRun)
+	return { sandboxes, locks, runtimeFiles, failed }
+}
+
+/**
+ * The reaper, answering with the ids of the sandboxes it removed (expired or watchdog-less
+ * kept-alive ones, and every sandbox whose host is gone); see `collectLocalGarbage`.
+ */
+export async function reapLocalSandboxes(
+	options: {
+		readonly stateDir?: string
+		readonly signal?: AbortSignal
+		readonly onError?: (error: unknown) => void
+	} = {},
+): Promise<string[]> {
+	const site = callSite('reapLocalSandboxes')
+	const given = optionalObject(site, 'options', options)
+	optionalString(site, 'options.stateDir', given.stateDir, { nonEmpty: true })
+	optionalSignal(site, 'options.signal', given.signal)
+	optionalFunction(site, 'options.onError', given.onError)
+	const report = await collectLocalGarbage(options)
+	return report.sandboxes.map((sandbox) => sandbox.id)
+}

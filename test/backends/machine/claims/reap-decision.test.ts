@@ -1,0 +1,118 @@
+/** The reaper's decisions (pure, table-driven): a state root, a claim lock, a runtime cache entry. */
+import { describe, expect, it } from 'vitest'
+import {
+	decideStateRoot,
+	lockIsOrphan,
+	RUNTIME_ENTRY_GRACE_MS,
+	runtimeEntryIsGarbage,
+	type StateRootFacts,
+	UNRECORDED_GRACE_MS,
+} from '../../../../src/backends/machine/claims/reap-decision.js'
+
+const NOW = 1_000_000_000
+
+describe('decideStateRoot', () => {
+	const fresh = { nowMs: NOW, ageMs: 1000 }
+	const cases: [string, StateRootFacts, ReturnType<typeof decideStateRoot>][] = [
+		[
+			'a sandbox whose owner lives is its owner’s',
+			{ ...fresh, owner: 'alive' },
+			{ reap: false, reason: 'owner-alive' },
+		],
+		[
+			'a sandbox whose owner is gone (pid absent or reused) is reaped',
+			{ ...fresh, owner: 'gone' },
+			{ reap: true, reason: 'owner-gone' },
+		],
+		[
+			'an old record without an owner cannot be proven abandoned',
+			{ ...fresh, ageMs: UNRECORDED_GRACE_MS * 10, owner: 'unrecorded' },
+			{ reap: false, reason: 'owner-unrecorded' },
+		],
+		[
+			'a kept-alive sandbox in date with its watchdog alive outlives its dead creator',
+			{ ...fresh, owner: 'gone', keptAlive: { expiresAtMs: NOW + 1, launcherAlive: true } },
+			{ reap: false, reason: 'kept-alive' },
+		],
+		[
+			'a kept-alive sandbox past its lifetime is reaped',
+			{ ...fresh, owner: 'alive', keptAlive: { expiresAtMs: NOW, launcherAlive: true } },
+			{ reap: true, reason: 'expired' },
+		],
+		[
+			'an expired kept-alive sandbox whose watchdog is gone is reaped',
+			{ ...fresh, keptAlive: { expiresAtMs: NOW - 1, launcherAlive: false } },
+			{ reap: true, reason: 'expired' },
+		],
+		[
+			'a kept-alive sandbox whose watchdog died early is reaped',
+			{ ...fresh, owner: 'alive', keptAlive: { expiresAtMs: NOW + 60_000, launcherAlive: false } },
+			{ reap: true, reason: 'watchdog-gone' },
+		],
+		[
+			'a state root without a record may be a create in progress',
+			{ nowMs: NOW, ageMs: UNRECORDED_GRACE_MS - 1 },
+			{ reap: false, reason: 'too-new' },
+		],
+		[
+			'a state root without a record past the grace, that no process mentions, is reaped',
+			{ nowMs: NOW, ageMs: UNRECORDED_GRACE_MS, mentioned: false },
+			{ reap: true, reason: 'unrecorded' },
+		],
+		[
+			'a state root without a record that a live process mentions (an older version’s) stays',
+			{ nowMs: NOW, ageMs: UNRECORDED_GRACE_MS * 10, mentioned: true },
+			{ reap: false, reason: 'in-use' },
+		],
+	]
+	it.each(cases)('%s', (_, facts, expected) => {
+		expect(decideStateRoot(facts)).toEqual(expected)
+	})
+})
+
+describe('lockIsOrphan', () => {
+	it.each([
+		['state root gone, taker gone', { stateRootExists: false, takerAlive: false }, true],
+		[
+			'state root gone, taker alive (it takes the uid lock before it makes the root)',
+			{ stateRootExists: false, takerAlive: true },
+			false,
+		],
+		[
+			'state root present (its record releases the lock)',
+			{ stateRootExists: true, takerAlive: false },
+			false,
+		],
+		['both present', { stateRootExists: true, takerAlive: true }, false],
+	])('%s', (_, facts, expected) => {
+		expect(lockIsOrphan(facts)).toBe(expected)
+	})
+})
+
+describe('runtimeEntryIsGarbage', () => {
+	const old = RUNTIME_ENTRY_GRACE_MS
+	const keep = new Set(['node-1-2-3-4', 'node-1-2-3-4.readable', 'agent-5-6-7-8.cjs'])
+	it.each([
+		['the current node copy', { name: 'node-1-2-3-4', ageMs: old * 9 }, false],
+		['the current readable node copy', { name: 'node-1-2-3-4.readable', ageMs: old * 9 }, false],
+		['the current agent bundle', { name: 'agent-5-6-7-8.cjs', ageMs: old * 9 }, false],
+		['an old node copy nothing names', { name: 'node-a-b-c-d', ageMs: old }, true],
+		['its readable sibling', { name: 'node-a-b-c-d.readable', ageMs: old }, true],
+		['an old agent bundle nothing names', { name: 'agent-a-b-c-d.cjs', ageMs: old }, true],
+		['a copy written a moment ago', { name: 'node-a-b-c-d', ageMs: old - 1 }, false],
+		['the shared empty file', { name: 'empty', ageMs: old * 9 }, false],
+		['something not ours to judge', { name: 'notes.txt', ageMs: old * 9 }, false],
+		[
+			'a half-written copy whose writer died',
+			{ name: 'node-a-b-c-d.tmp-123-abcd', ageMs: 0, writerAlive: false },
+			true,
+		],
+		[
+			'a copy its live writer is still writing',
+			{ name: 'node-a-b-c-d.tmp-123-abcd', ageMs: old * 9, writerAlive: true },
+			false,
+		],
+	])('%s', (_, entry, expected) => {
+		expect(runtimeEntryIsGarbage(entry, keep)).toBe(expected)
+	})
+})
