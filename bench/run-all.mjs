@@ -19,6 +19,8 @@ const benches = [
 	'egress-proxy.mjs',
 	// Issue 15
 	'container-acquire.mjs',
+	// Issue 24
+	'hostile-reply.mjs',
 ]
 for (const bench of benches) {
 	console.log(`\n# ${bench}`)

@@ -24,6 +24,13 @@ export interface SandboxProviderDefaults {
 	readonly defaultTimeoutMs?: number
 	readonly defaultMemoryLimitMb?: number
 	readonly defaultMaxProcesses?: number
+	/**
+	 * What all of this provider's sandboxes together may hold of exec output on the host while their
+	 * commands run (each `exec` also keeps at most its `maxOutputBytes` per stream). Past it, an exec
+	 * keeps what it has and says `outputTruncation: 'output-budget'`. Default
+	 * `DEFAULT_EXEC_OUTPUT_BUDGET_BYTES` (256 MiB).
+	 */
+	readonly execOutputBudgetBytes?: number
 }
 
 const POSITIVE = { min: 1 } as const
@@ -48,6 +55,7 @@ export function checkProviderDefaults(defaults: unknown): SandboxProviderDefault
 	optionalDurationMs(CONFIG_SITE, 'defaultTimeoutMs', given.defaultTimeoutMs)
 	optionalInteger(CONFIG_SITE, 'defaultMemoryLimitMb', given.defaultMemoryLimitMb, POSITIVE)
 	optionalInteger(CONFIG_SITE, 'defaultMaxProcesses', given.defaultMaxProcesses, POSITIVE)
+	optionalInteger(CONFIG_SITE, 'execOutputBudgetBytes', given.execOutputBudgetBytes, POSITIVE)
 	return given as SandboxProviderDefaults
 }
 

@@ -57,6 +57,7 @@ export async function mcpCommand(command: McpCommand, version: string): Promise<
 			host: command.host,
 			port: command.port,
 			allowRemote: command.allowRemote,
+			sandboxScope: command.sharedSandboxes ? 'shared' : 'client',
 			token,
 			source:
 				command.kubernetes === undefined

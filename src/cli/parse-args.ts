@@ -49,6 +49,8 @@ export type CliCommand =
 			readonly host: string
 			readonly port: number
 			readonly allowRemote: boolean
+			/** `--shared-sandboxes`: every HTTP client sees every sandbox (default: only its own). */
+			readonly sharedSandboxes: boolean
 			readonly allowNetwork: boolean
 			readonly isolation: 'bubblewrap' | 'none'
 			readonly tier: 'local' | 'kubernetes'
@@ -113,7 +115,7 @@ export const USAGE = `Usage:
   namzu-sandbox gc [--dry-run]
       Reap what sandboxes of dead hosts left (directories, cgroups, mounts, processes, locks, a
       caller workspace's ownership) and expired kept-alive sandboxes; print each. --dry-run lists.
-  namzu-sandbox mcp [--http [--port N] [--host H] [--allow-remote]]
+  namzu-sandbox mcp [--http [--port N] [--host H] [--allow-remote] [--shared-sandboxes]]
                     [--tier local] [--allow-network] [--no-isolation]
   namzu-sandbox mcp [--http …] --tier kubernetes --namespace NS --template NAME
                     [--warm-pool NAME] [--kubeconfig FILE [--context C] | --in-cluster]
@@ -121,6 +123,8 @@ export const USAGE = `Usage:
       An MCP server for agents: stdio by default; --http serves Streamable HTTP at
       http://H:N/mcp (default 127.0.0.1:8808) and requires Authorization: Bearer
       $NAMZU_SANDBOX_MCP_TOKEN (a token is generated and printed to stderr when unset).
+      Each HTTP client (session) sees and drives only the sandboxes it created, which end with
+      its session; --shared-sandboxes lets every client see every sandbox.
       Sandboxes it created are destroyed when it stops, unless created with keep_alive (local
       tier). --tier kubernetes creates task sandboxes from the SandboxTemplate NAME (or claims
       from the warm pool), reaching the API through FILE (default KUBECONFIG, ~/.kube/config).
@@ -233,6 +237,7 @@ function parseMcp(rest: readonly string[]): CliCommand {
 	let host: string | undefined
 	let port: number | undefined
 	let allowRemote = false
+	let sharedSandboxes = false
 	let allowNetwork = false
 	let isolation: 'bubblewrap' | 'none' = 'bubblewrap'
 	let tier: 'local' | 'kubernetes' = 'local'
@@ -252,6 +257,7 @@ function parseMcp(rest: readonly string[]): CliCommand {
 			host = rest[++index]
 			if (!host) throw new CliUsageError('--host needs an address')
 		} else if (arg === '--allow-remote') allowRemote = true
+		else if (arg === '--shared-sandboxes') sharedSandboxes = true
 		else if (arg === '--allow-network') allowNetwork = true
 		else if (arg === '--no-isolation') isolation = 'none'
 		else if (arg === '--in-cluster') inCluster = true
@@ -264,8 +270,10 @@ function parseMcp(rest: readonly string[]): CliCommand {
 			kubernetes.set(arg, value(arg, rest[++index]))
 		} else throw new CliUsageError(`unknown option for mcp: ${arg}`)
 	}
-	if (!http && (host !== undefined || port !== undefined || allowRemote)) {
-		throw new CliUsageError('--host, --port and --allow-remote apply only to mcp --http')
+	if (!http && (host !== undefined || port !== undefined || allowRemote || sharedSandboxes)) {
+		throw new CliUsageError(
+			'--host, --port, --allow-remote and --shared-sandboxes apply only to mcp --http',
+		)
 	}
 	const common = {
 		kind: 'mcp',
@@ -273,6 +281,7 @@ function parseMcp(rest: readonly string[]): CliCommand {
 		host: host ?? DEFAULT_MCP_HOST,
 		port: port ?? DEFAULT_MCP_PORT,
 		allowRemote,
+		sharedSandboxes,
 		allowNetwork,
 		isolation,
 	} as const

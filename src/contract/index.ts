@@ -28,6 +28,8 @@ export {
 	type SandboxListFilesOptions,
 	type SandboxNetworkPolicy,
 	type SandboxOutputChunk,
+	type SandboxOutputTruncation,
+	type SandboxOutputTruncationReason,
 	type SandboxReadFileOptions,
 	type SandboxReadFileStreamOptions,
 	type SandboxStatus,

@@ -63,6 +63,24 @@ export interface SandboxExecResult {
 	readonly durationMs: number
 	readonly stdoutTruncated?: boolean
 	readonly stderrTruncated?: boolean
+	/**
+	 * Why each truncated stream was cut, present when either was: a tier that bounds output more
+	 * than one way says which bound ended it.
+	 */
+	readonly outputTruncation?: SandboxOutputTruncation
+}
+
+/**
+ * Why a stream of an exec result lacks output: `max-output-bytes` — the call's own bound (or the
+ * guest's cap); `output-budget` — the provider's budget for output held across all its sandboxes
+ * was spent; `output-evicted` — a retained run's guest dropped bytes before this watcher read them.
+ */
+export type SandboxOutputTruncationReason = 'max-output-bytes' | 'output-budget' | 'output-evicted'
+
+/** Per stream, why it was truncated; a stream that was not has no entry. */
+export interface SandboxOutputTruncation {
+	readonly stdout?: SandboxOutputTruncationReason
+	readonly stderr?: SandboxOutputTruncationReason
 }
 
 /** One regular file `listFiles` / `walkFiles` found. */

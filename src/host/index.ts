@@ -18,6 +18,7 @@ export {
 	RemoteResultIncompleteError,
 } from './exec/exec-errors.js'
 export type { AgentExecOptions } from './exec/exec-options.js'
+export { DEFAULT_EXEC_OUTPUT_BUDGET_BYTES, ExecOutputBudget } from './exec/exec-output-budget.js'
 export type { RemoteExecutionTiming } from './exec/execution-timing.js'
 export type { RemoteExecutionControllerOptions } from './exec/remote-execution-controller.js'
 export type {
@@ -47,6 +48,8 @@ export {
 	RemoteCommandError,
 	RemoteExecutionRefusedError,
 	RemoteProtocolError,
+	RemoteReplyBoundError,
+	type ReplyBound,
 	SessionRefusedError,
 } from './refusals/refusal-errors.js'
 export { agentBundlePath } from './sandbox/agent-bundle-path.js'
@@ -107,6 +110,7 @@ export {
 	AgentConnectionError,
 	AgentDialFailedError,
 	AgentFrameTooLargeError,
+	AgentListingTooLargeError,
 	AgentPreauthFrameTooLargeError,
 	AgentReadFileTooLargeError,
 	AgentReadTimeoutError,

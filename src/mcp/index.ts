@@ -8,16 +8,18 @@ import type { KubernetesBackendConfig, LocalBackendConfig } from '../index.js'
 import { checkHttpAccess } from './http-access.js'
 import { kubernetesSandboxSource } from './kubernetes-sandbox-source.js'
 import { localSandboxSource } from './local-sandbox-source.js'
-import { serveMcpHttp } from './mcp-http.js'
+import { type McpSandboxScope, serveMcpHttp } from './mcp-http.js'
 import { createMcpServer } from './mcp-server.js'
 import { McpSandboxRegistry } from './sandbox-registry.js'
 
 export { isLoopbackHost, MIN_MCP_TOKEN_LENGTH } from './http-access.js'
 export {
+	ForeignSandboxError,
 	McpHttpConfigError,
 	McpKeepAliveUnsupportedError,
 	UnknownSandboxError,
 } from './mcp-errors.js'
+export type { McpSandboxScope } from './mcp-http.js'
 
 /** The tier every `sandbox_create` of this server uses, with the server's settings for it. */
 export type McpTierConfig =
@@ -33,6 +35,8 @@ export interface McpServeOptions {
 	readonly host: string
 	readonly port: number
 	readonly allowRemote: boolean
+	/** HTTP only; default `client`: each client sees and drives only the sandboxes it created. */
+	readonly sandboxScope?: McpSandboxScope
 	readonly token: string
 	readonly source: McpTierConfig
 	readonly version: string
@@ -72,7 +76,8 @@ export async function serveMcp(options: McpServeOptions): Promise<void> {
 			transport.onclose = () => resolve()
 			process.stdin.once('end', () => resolve())
 		})
-		const server = createMcpServer(registry, options.version)
+		// One client: it sees every sandbox of this server.
+		const server = createMcpServer(registry.forClient(), options.version)
 		await server.connect(transport)
 		await Promise.race([closed, aborted(options.signal)])
 		await server.close()

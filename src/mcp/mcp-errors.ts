@@ -44,3 +44,20 @@ export class McpKeepAliveUnsupportedError extends SandboxError {
 		this.tier = tier
 	}
 }
+
+/**
+ * A tool call named a sandbox another client of this HTTP server created: each client (MCP
+ * session) sees and drives only its own unless the server shares them (`--shared-sandboxes`).
+ */
+export class ForeignSandboxError extends SandboxError {
+	override readonly name = 'ForeignSandboxError'
+	readonly sandboxId: string
+
+	constructor(sandboxId: string) {
+		super(
+			`sandbox ${JSON.stringify(sandboxId.slice(0, 80))} belongs to another client of this server; each client drives only the sandboxes it created (the server shares them with --shared-sandboxes)`,
+			'foreign-sandbox',
+		)
+		this.sandboxId = sandboxId
+	}
+}

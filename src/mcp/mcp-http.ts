@@ -1,8 +1,12 @@
 /**
  * Streamable HTTP for the MCP server: one endpoint (`/mcp`), every request refused with 401
  * unless it carries `Authorization: Bearer <token>`, a session per client (`mcp-session-id`), each
- * with its own SDK server over the shared registry — so a client that reconnects opens a new
- * session and finds the same sandboxes and long commands. Request bodies are bounded.
+ * with its own SDK server. By default each client sees and drives only the sandboxes it created
+ * (its view of the registry is keyed by its session id): a client that reconnects resumes its
+ * session to keep them, and when a session ends its sandboxes are destroyed (kept-alive ones are
+ * released). `sandboxScope: 'shared'` gives every client every sandbox. Request bodies are
+ * bounded one by one and together (`mcp-request-body.ts`); eviction spares live sessions
+ * (`mcp-http-sessions.ts`).
  */
 import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
@@ -10,23 +14,41 @@ import type { AddressInfo } from 'node:net'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js'
 import { bearerMatches } from './http-access.js'
+import { MAX_MCP_SESSIONS, MCP_SESSION_IDLE_MS, McpHttpSessions } from './mcp-http-sessions.js'
+import {
+	BodyBudget,
+	BodyRefusal,
+	MAX_MCP_BODY_BYTES_IN_FLIGHT,
+	MAX_MCP_REQUEST_BYTES,
+	readBoundedBody,
+} from './mcp-request-body.js'
 import { createMcpServer } from './mcp-server.js'
 import type { McpSandboxRegistry } from './sandbox-registry.js'
 
-/** The largest request body accepted (a `write_file` of 16 MiB, JSON-escaped, fits). */
-export const MAX_MCP_REQUEST_BYTES = 64 * 1024 * 1024
+export { MAX_MCP_SESSIONS, MCP_SESSION_IDLE_MS } from './mcp-http-sessions.js'
+export { MAX_MCP_BODY_BYTES_IN_FLIGHT, MAX_MCP_REQUEST_BYTES } from './mcp-request-body.js'
 export const MCP_HTTP_PATH = '/mcp'
-/**
- * Sessions held at once; a new one past it closes the least recently used, so clients that vanish
- * without closing theirs never grow the server without bound.
- */
-export const MAX_MCP_SESSIONS = 64
+
+/** Whether each client has its own sandboxes (`client`, the default) or all share them. */
+export type McpSandboxScope = 'client' | 'shared'
 
 export interface McpHttpOptions {
 	readonly host: string
 	readonly port: number
 	readonly token: string
 	readonly version: string
+	/** Default `client`: a client sees and drives only the sandboxes it created. */
+	readonly sandboxScope?: McpSandboxScope
+	/** Default `MAX_MCP_SESSIONS`. */
+	readonly maxSessions?: number
+	/** Default `MCP_SESSION_IDLE_MS`: how long unused a session must be to be evicted. */
+	readonly sessionIdleMs?: number
+	/** Default `MAX_MCP_REQUEST_BYTES`. */
+	readonly maxRequestBytes?: number
+	/** Default `MAX_MCP_BODY_BYTES_IN_FLIGHT`. */
+	readonly maxBodyBytesInFlight?: number
+	/** Told the bytes of request bodies being read whenever it changes. Must not throw. */
+	readonly onBodyBytesInFlight?: (heldBytes: number) => void
 }
 
 export interface McpHttpServer {
@@ -39,23 +61,48 @@ function answer(res: ServerResponse, status: number, message: string, headers = 
 	res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }))
 }
 
-async function readBody(req: IncomingMessage): Promise<unknown> {
-	const parts: Buffer[] = []
-	let total = 0
-	for await (const chunk of req) {
-		const buffer = chunk as Buffer
-		total += buffer.length
-		if (total > MAX_MCP_REQUEST_BYTES) throw new RangeError('request body too large')
-		parts.push(buffer)
-	}
-	return total === 0 ? undefined : JSON.parse(Buffer.concat(parts).toString('utf8'))
-}
-
 export async function serveMcpHttp(
 	registry: McpSandboxRegistry,
 	options: McpHttpOptions,
 ): Promise<McpHttpServer> {
-	const sessions = new Map<string, StreamableHTTPServerTransport>()
+	const sessions = new McpHttpSessions()
+	const scope = options.sandboxScope ?? 'client'
+	const maxSessions = options.maxSessions ?? MAX_MCP_SESSIONS
+	const idleMs = options.sessionIdleMs ?? MCP_SESSION_IDLE_MS
+	const maxRequestBytes = options.maxRequestBytes ?? MAX_MCP_REQUEST_BYTES
+	const bodies = new BodyBudget(
+		options.maxBodyBytesInFlight ?? MAX_MCP_BODY_BYTES_IN_FLIGHT,
+		options.onBodyBytesInFlight,
+	)
+
+	/** A new client's session, or a 503 when every session is live. */
+	const open = async (req: IncomingMessage, res: ServerResponse, body: unknown) => {
+		if (sessions.size >= maxSessions) {
+			const victim = sessions.evictable(idleMs)
+			if (!victim) {
+				answer(res, 503, `${maxSessions} sessions are in use; retry once a client closes one`, {
+					'retry-after': '5',
+				})
+				return
+			}
+			if (victim.sessionId !== undefined) sessions.delete(victim.sessionId)
+			victim.close().catch(() => undefined)
+		}
+		const id = randomUUID()
+		const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+			sessionIdGenerator: () => id,
+			onsessioninitialized: () => {
+				sessions.add(id, transport)
+			},
+		})
+		transport.onclose = () => {
+			sessions.delete(id)
+			if (scope === 'client') registry.releaseClient(id).catch(() => undefined)
+		}
+		const view = registry.forClient(scope === 'client' ? id : undefined)
+		await createMcpServer(view, options.version).connect(transport)
+		await transport.handleRequest(req, res, body)
+	}
 
 	const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
 		if (!bearerMatches(req.headers.authorization, options.token)) {
@@ -70,20 +117,22 @@ export async function serveMcpHttp(
 		}
 		const sessionHeader = req.headers['mcp-session-id']
 		const sessionId = typeof sessionHeader === 'string' ? sessionHeader : undefined
+		const known = sessionId === undefined ? undefined : sessions.get(sessionId)
+		// In flight from here until its response closes (an event stream stays open as long).
+		const end = sessionId !== undefined && known ? sessions.begin(sessionId) : () => {}
+		res.once('close', end)
 		let body: unknown
 		if (req.method === 'POST') {
 			try {
-				body = await readBody(req)
-			} catch {
-				answer(res, 400, 'the request body is not JSON or is too large')
+				body = await readBoundedBody(req, maxRequestBytes, bodies)
+			} catch (error) {
+				if (!(error instanceof BodyRefusal)) throw error
+				// The rest of the body is never read: the connection ends with the answer.
+				answer(res, error.status, error.message, { connection: 'close' })
 				return
 			}
 		}
-		const known = sessionId === undefined ? undefined : sessions.get(sessionId)
-		if (known && sessionId !== undefined) {
-			// Map order is use order: the first entry is the least recently used.
-			sessions.delete(sessionId)
-			sessions.set(sessionId, known)
+		if (known) {
 			await known.handleRequest(req, res, body)
 			return
 		}
@@ -95,22 +144,7 @@ export async function serveMcpHttp(
 			answer(res, 400, 'no session: the first request must be initialize')
 			return
 		}
-		const transport = new StreamableHTTPServerTransport({
-			sessionIdGenerator: () => randomUUID(),
-			onsessioninitialized: (id) => {
-				sessions.set(id, transport)
-				for (const [oldId, old] of sessions) {
-					if (sessions.size <= MAX_MCP_SESSIONS) break
-					sessions.delete(oldId)
-					old.close().catch(() => undefined)
-				}
-			},
-		})
-		transport.onclose = () => {
-			if (transport.sessionId !== undefined) sessions.delete(transport.sessionId)
-		}
-		await createMcpServer(registry, options.version).connect(transport)
-		await transport.handleRequest(req, res, body)
+		await open(req, res, body)
 	}
 
 	const http: Server = createServer((req, res) => {
@@ -131,9 +165,7 @@ export async function serveMcpHttp(
 	return {
 		url: `http://${host}:${address.port}${MCP_HTTP_PATH}`,
 		close: async () => {
-			const open = [...sessions.values()]
-			sessions.clear()
-			await Promise.allSettled(open.map((transport) => transport.close()))
+			await Promise.allSettled(sessions.drain().map((transport) => transport.close()))
 			http.closeAllConnections()
 			await new Promise<void>((resolve) => http.close(() => resolve()))
 		},

@@ -16,7 +16,7 @@ import { toolErrorReport } from '../tools/function-definitions.js'
 import { UnknownToolError } from '../tools/tool-errors.js'
 import type { ToolProgress } from '../tools/tool-types.js'
 import { type McpTool, mcpToolCatalog } from './mcp-tool-catalog.js'
-import type { McpSandboxRegistry } from './sandbox-registry.js'
+import type { McpSandboxes } from './sandbox-registry.js'
 
 export const MCP_SERVER_NAME = 'namzu-sandbox'
 
@@ -41,9 +41,9 @@ export function errorResult(error: unknown): CallToolResult {
 	}
 }
 
-/** A server for one client connection; every connection shares `registry`. */
-export function createMcpServer(registry: McpSandboxRegistry, version: string): Server {
-	const catalog = mcpToolCatalog(registry)
+/** A server for one client connection, over that client's view of the sandboxes. */
+export function createMcpServer(sandboxes: McpSandboxes, version: string): Server {
+	const catalog = mcpToolCatalog(sandboxes)
 	const byName = new Map(catalog.map((tool) => [tool.name, tool]))
 	const server = new Server(
 		{ name: MCP_SERVER_NAME, version },

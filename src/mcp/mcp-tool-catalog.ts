@@ -13,7 +13,7 @@ import type {
 	ToolObjectSchema,
 	ToolResult,
 } from '../tools/tool-types.js'
-import type { McpSandboxRegistry, RegisteredSandbox } from './sandbox-registry.js'
+import type { McpSandboxes, RegisteredSandbox } from './sandbox-registry.js'
 
 export interface McpTool {
 	readonly name: string
@@ -56,7 +56,7 @@ function withSandboxId(schema: ToolObjectSchema): ToolObjectSchema {
 	}
 }
 
-function sandboxTool(definition: ToolDefinition, registry: McpSandboxRegistry): McpTool {
+function sandboxTool(definition: ToolDefinition, registry: McpSandboxes): McpTool {
 	const inputSchema = withSandboxId(definition.inputSchema)
 	return {
 		name: definition.name,
@@ -75,7 +75,7 @@ function sandboxTool(definition: ToolDefinition, registry: McpSandboxRegistry): 
 	}
 }
 
-function lifecycleTools(registry: McpSandboxRegistry): McpTool[] {
+function lifecycleTools(registry: McpSandboxes): McpTool[] {
 	const createSchema: ToolObjectSchema = {
 		type: 'object',
 		properties: {
@@ -168,7 +168,7 @@ function lifecycleTools(registry: McpSandboxRegistry): McpTool[] {
 }
 
 /** Every tool the server lists, lifecycle first. */
-export function mcpToolCatalog(registry: McpSandboxRegistry): McpTool[] {
+export function mcpToolCatalog(registry: McpSandboxes): McpTool[] {
 	return [
 		...lifecycleTools(registry),
 		...SANDBOX_TOOL_DEFINITIONS.map((definition) => sandboxTool(definition, registry)),

@@ -1,13 +1,16 @@
 /**
  * The sandboxes an MCP server holds, by id: the ones it created (idempotently by name) and
- * kept-alive ones it reopened for a client that came back with their id. Every client and
- * session of the server shares one registry. `close()` destroys what this server created unless
- * it was kept alive.
+ * kept-alive ones it reopened for a client that came back with their id. Each is owned by the
+ * client that created or reopened it when the server keeps clients apart (HTTP, by default): a
+ * client's view (`forClient`) lists, resolves and destroys only its own, names are per client,
+ * and another client's id is refused by name (`ForeignSandboxError`). When a client's session
+ * ends its sandboxes are destroyed, kept-alive ones aside (those are released: any client may
+ * reopen them by id). `close()` destroys what this server created unless it was kept alive.
  */
 import type { Sandbox } from '../index.js'
 import { BackgroundExecState } from '../tools/background-exec-state.js'
 import type { ToolTarget } from '../tools/define-tool.js'
-import { UnknownSandboxError } from './mcp-errors.js'
+import { ForeignSandboxError, UnknownSandboxError } from './mcp-errors.js'
 
 /** Where sandboxes come from: a provider, and for a tier with kept-alive sandboxes, `open`. */
 export interface McpSandboxSource {
@@ -23,6 +26,24 @@ export interface RegisteredSandbox {
 	readonly keepAlive: boolean
 	/** False for a kept-alive sandbox reopened by id: this server never destroys it on shutdown. */
 	readonly created: boolean
+	/** The client that owns it; none when clients share every sandbox (or it was released). */
+	readonly owner?: string
+}
+
+/** What one client's tools see of the registry. */
+export interface McpSandboxes {
+	create(
+		name: string | undefined,
+		keepAlive: boolean,
+		signal?: AbortSignal,
+	): Promise<{ readonly entry: RegisteredSandbox; readonly existed: boolean }>
+	resolve(id: string, signal?: AbortSignal): Promise<RegisteredSandbox>
+	list(): ReadonlyArray<RegisteredSandbox>
+	destroy(id: string, signal?: AbortSignal): Promise<void>
+}
+
+function nameKey(owner: string | undefined, name: string): string {
+	return `${owner ?? ''}\u0000${name}`
 }
 
 export class McpSandboxRegistry {
@@ -34,24 +55,38 @@ export class McpSandboxRegistry {
 		this.#source = source
 	}
 
-	/** A new sandbox, or — for a name already given — the one made under it. */
-	async create(
+	/** The view of `client` (an MCP session id), or of every sandbox when `client` is undefined. */
+	forClient(client?: string): McpSandboxes {
+		return {
+			create: (name, keepAlive, signal) => this.#create(client, name, keepAlive, signal),
+			resolve: (id, signal) => this.#resolve(client, id, signal),
+			list: () =>
+				[...this.#byId.values()].filter((entry) => client === undefined || entry.owner === client),
+			destroy: (id, signal) => this.#destroy(client, id, signal),
+		}
+	}
+
+	/** A new sandbox, or — for a name this client already gave — the one made under it. */
+	async #create(
+		owner: string | undefined,
 		name: string | undefined,
 		keepAlive: boolean,
 		signal?: AbortSignal,
 	): Promise<{ readonly entry: RegisteredSandbox; readonly existed: boolean }> {
-		const known = name === undefined ? undefined : this.#byName.get(name)
+		const key = name === undefined ? undefined : nameKey(owner, name)
+		const known = key === undefined ? undefined : this.#byName.get(key)
 		if (known) return { entry: await known, existed: true }
-		const making = this.#make(name, keepAlive, signal)
-		if (name !== undefined) {
-			this.#byName.set(name, making)
+		const making = this.#make(owner, name, keepAlive, signal)
+		if (key !== undefined) {
+			this.#byName.set(key, making)
 			// A failed create frees the name for the next attempt.
-			making.catch(() => this.#byName.delete(name))
+			making.catch(() => this.#byName.delete(key))
 		}
 		return { entry: await making, existed: false }
 	}
 
 	async #make(
+		owner: string | undefined,
 		name: string | undefined,
 		keepAlive: boolean,
 		signal?: AbortSignal,
@@ -62,15 +97,24 @@ export class McpSandboxRegistry {
 			...(name === undefined ? {} : { name }),
 			keepAlive,
 			created: true,
+			...(owner === undefined ? {} : { owner }),
 		}
 		this.#byId.set(sandbox.id, entry)
 		return entry
 	}
 
-	/** The sandbox `id` names; a kept-alive one is reopened; `UnknownSandboxError` otherwise. */
-	async resolve(id: string, signal?: AbortSignal): Promise<RegisteredSandbox> {
+	/**
+	 * The sandbox `id` names, if `client` may drive it: another client's is `ForeignSandboxError`,
+	 * an unowned one becomes the client's, a kept-alive one not held is reopened (and owned);
+	 * `UnknownSandboxError` otherwise.
+	 */
+	async #resolve(
+		client: string | undefined,
+		id: string,
+		signal?: AbortSignal,
+	): Promise<RegisteredSandbox> {
 		const known = this.#byId.get(id)
-		if (known) return known
+		if (known) return this.#claim(client, id, known)
 		const open = this.#source.open
 		if (!open) throw new UnknownSandboxError(id)
 		let sandbox: Sandbox
@@ -80,23 +124,28 @@ export class McpSandboxRegistry {
 			throw new UnknownSandboxError(id, { cause: error })
 		}
 		const raced = this.#byId.get(id)
-		if (raced) return raced
+		if (raced) return this.#claim(client, id, raced)
 		const entry: RegisteredSandbox = {
 			target: { sandbox, background: new BackgroundExecState() },
 			keepAlive: true,
 			created: false,
+			...(client === undefined ? {} : { owner: client }),
 		}
 		this.#byId.set(id, entry)
 		return entry
 	}
 
-	list(): ReadonlyArray<RegisteredSandbox> {
-		return [...this.#byId.values()]
+	#claim(client: string | undefined, id: string, entry: RegisteredSandbox): RegisteredSandbox {
+		if (client === undefined || entry.owner === client) return entry
+		if (entry.owner !== undefined) throw new ForeignSandboxError(id)
+		const claimed = { ...entry, owner: client }
+		this.#byId.set(id, claimed)
+		return claimed
 	}
 
 	/** Destroys the sandbox (idempotent: an id destroyed before answers as unknown). */
-	async destroy(id: string, signal?: AbortSignal): Promise<void> {
-		const entry = await this.resolve(id, signal)
+	async #destroy(client: string | undefined, id: string, signal?: AbortSignal): Promise<void> {
+		const entry = await this.#resolve(client, id, signal)
 		this.#forget(id, entry)
 		await entry.target.background.close()
 		await entry.target.sandbox.destroy(signal ? { signal } : {})
@@ -104,7 +153,27 @@ export class McpSandboxRegistry {
 
 	#forget(id: string, entry: RegisteredSandbox): void {
 		this.#byId.delete(id)
-		if (entry.name !== undefined) this.#byName.delete(entry.name)
+		if (entry.name !== undefined) this.#byName.delete(nameKey(entry.owner, entry.name))
+	}
+
+	/**
+	 * `client`'s session ended: what it created is destroyed unless kept alive; kept-alive ones are
+	 * released (unowned, so any client may reopen them by id) and their names forgotten.
+	 */
+	async releaseClient(client: string): Promise<void> {
+		const owned = [...this.#byId.entries()].filter(([, entry]) => entry.owner === client)
+		await Promise.allSettled(
+			owned.map(async ([id, entry]) => {
+				this.#forget(id, entry)
+				if (entry.keepAlive) {
+					const { owner: _released, name: _name, ...rest } = entry
+					this.#byId.set(id, rest)
+					return
+				}
+				await entry.target.background.close()
+				await entry.target.sandbox.destroy()
+			}),
+		)
 	}
 
 	/** Shutdown: what this server created is destroyed unless kept alive; the rest is left running. */

@@ -1,10 +1,10 @@
 /**
- * `grep`'s matching, pure but bounded: a literal needle, or a regular expression run inside a
- * `vm` context with a time budget — a pattern written to backtrack without end (`(a+)+b`) is
- * stopped and named (`GrepPatternTimeoutError`) instead of taking the host process with it.
+ * `grep`'s matching, bounded: a literal needle, or a regular expression run on a worker thread with
+ * a time budget — a pattern written to backtrack without end (`(a+)+b`) is stopped and named
+ * (`GrepPatternTimeoutError`) instead of taking the host process, or its event loop, with it.
  */
-import vm from 'node:vm'
 import { SandboxArgumentError } from '../index.js'
+import { GREP_WORKERS } from './grep-worker-pool.js'
 import { GrepPatternTimeoutError } from './tool-errors.js'
 
 export interface GrepQuery {
@@ -37,37 +37,25 @@ export function compileGrepQuery(query: GrepQuery): RegExp {
 	}
 }
 
-const MATCH_SCRIPT = new vm.Script(`{
-	const found = []
-	const lines = text.split('\\n')
-	for (let i = 0; i < lines.length && found.length < limit; i++) {
-		if (pattern.test(lines[i])) found.push(i)
-	}
-	result = found
-}`)
-
-/** The first `limit` lines of `text` that match, within `budgetMs` of matching time. */
-export function matchLines(
+/**
+ * The first `limit` lines of `text` that match, within `budgetMs` of matching time, matched on a
+ * worker thread (grep-worker-pool.ts): past the budget the worker is terminated and the call
+ * throws `GrepPatternTimeoutError`; `signal` ends it early with its reason.
+ */
+export async function matchLines(
 	pattern: RegExp,
 	text: string,
 	limit: number,
 	budgetMs: number,
-): LineMatch[] {
-	const context = vm.createContext({ pattern, text, limit, result: [] as number[] })
-	try {
-		MATCH_SCRIPT.runInContext(context, { timeout: Math.max(1, budgetMs) })
-	} catch (error) {
-		if ((error as { code?: unknown }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
-			throw new GrepPatternTimeoutError(budgetMs)
-		}
-		throw error
-	}
-	const indexes: unknown = context.result
+	signal?: AbortSignal,
+): Promise<LineMatch[]> {
+	const task = { source: pattern.source, flags: pattern.flags, text, limit }
+	const outcome = await GREP_WORKERS.run(task, budgetMs, signal)
+	if (outcome.kind === 'timed-out') throw new GrepPatternTimeoutError(budgetMs)
+	if (outcome.kind === 'aborted') throw outcome.reason
 	const lines = text.split('\n')
-	return (Array.isArray(indexes) ? indexes : [])
-		.filter((index): index is number => typeof index === 'number')
-		.map((index) => ({
-			line: index + 1,
-			text: (lines[index] ?? '').slice(0, MAX_MATCH_LINE_CHARS),
-		}))
+	return outcome.indexes.map((index) => ({
+		line: index + 1,
+		text: (lines[index] ?? '').slice(0, MAX_MATCH_LINE_CHARS),
+	}))
 }

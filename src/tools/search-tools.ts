@@ -1,7 +1,8 @@
 /**
  * `glob` and `grep` over the sandbox's `walkFiles` (the walk runs inside the guest and never
  * follows a link out). `grep` reads each walked file through the bounded reader and matches on the
- * host within a time budget; files past `max_file_bytes` or not UTF-8 are counted, not searched.
+ * host, off its event loop, within a time budget; files past `max_file_bytes` or not UTF-8 are
+ * counted, not searched.
  */
 import type { Sandbox, SandboxFileEntry } from '../index.js'
 import { readBounded, utf8Text } from './bounded-read.js'
@@ -147,9 +148,14 @@ export const GREP_TOOL = defineTool({
 				continue
 			}
 			const started = Date.now()
-			for (const match of matchLines(pattern, text, maxMatches - matches.length, budget)) {
-				matches.push({ path: entry.path, ...match })
-			}
+			const found = await matchLines(
+				pattern,
+				text,
+				maxMatches - matches.length,
+				budget,
+				context.signal,
+			)
+			for (const match of found) matches.push({ path: entry.path, ...match })
 			budget = Math.max(1, budget - (Date.now() - started))
 			searched++
 			progress(searched, `${searched} files searched`)

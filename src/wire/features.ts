@@ -7,6 +7,11 @@ export const WRITE_FILE_PARTS_FEATURE = 'write-file-parts'
 export const READ_FILE_STREAM_FEATURE = 'read-file-stream'
 /** Guest serves `list-files` (recursive regular-file listing). */
 export const LIST_FILES_FEATURE = 'list-files'
+/**
+ * Guest serves `list-files-stream`: the same listing as `list-files`, as events of at most
+ * `LIST_FILES_BATCH_ENTRIES` entries, so no one frame grows with the workspace.
+ */
+export const LIST_FILES_STREAM_FEATURE = 'list-files-stream'
 /** Guest retains output of executions that ask for it and serves `attach-execution`. */
 export const EXECUTION_ATTACH_FEATURE = 'execution-attach'
 /** Guest stamps `guestBootId` on reserve, cancel, read-file, write-file and stream `ready`. */
@@ -41,6 +46,7 @@ export type AgentFeature =
 	| typeof WRITE_FILE_PARTS_FEATURE
 	| typeof READ_FILE_STREAM_FEATURE
 	| typeof LIST_FILES_FEATURE
+	| typeof LIST_FILES_STREAM_FEATURE
 	| typeof SESSIONS_FEATURE
 	| typeof EXECUTION_ATTACH_FEATURE
 	| typeof GUEST_BOOT_ID_FEATURE

@@ -13,11 +13,18 @@ import {
 	binaryChannelOf,
 } from './binary-frame.js'
 import { FRAME_HEADER_BYTES, FrameError, frameTooLargeMessage } from './frame.js'
+import {
+	type JsonShape,
+	JsonShapeError,
+	type JsonShapeLimits,
+	JsonShapeScanner,
+} from './json-shape.js'
 import { type LentPayload, PayloadPool } from './payload-pool.js'
 import { AGENT_REFUSAL, formatRefusal } from './refusals.js'
 
 export type FrameItem =
-	| { readonly kind: 'frame'; readonly payload: Buffer }
+	/** A JSON frame; `shape` is what the bounded scan found, when the reader scans (`json`). */
+	| { readonly kind: 'frame'; readonly payload: Buffer; readonly shape?: JsonShape }
 	/**
 	 * A binary frame (binary-frame.ts): its channel and raw bytes. `release`, when the consumer is
 	 * done with `payload` for good, lets the reader fill that buffer again with a later frame; a
@@ -38,6 +45,11 @@ export interface FrameReaderOptions {
 	readonly limitVariable: string
 	/** Whether binary frames are accepted from the start (otherwise only after `allowBinary`). */
 	readonly binary?: boolean
+	/**
+	 * Bounds every JSON frame's payload as its bytes arrive (json-shape.ts): the first byte past a
+	 * bound throws, before the rest of the frame is read or any of it parsed.
+	 */
+	readonly json?: JsonShapeLimits
 }
 
 const INITIAL_CAPACITY = 64 * 1024
@@ -78,11 +90,15 @@ export class FrameReader {
 	#binary: boolean
 	#pending: PendingPayload | undefined
 	readonly #pool = new PayloadPool()
+	readonly #json: JsonShapeLimits | undefined
+	/** The scan of the JSON frame at `#start`, while its payload is still arriving. */
+	#scan: JsonShapeScanner | undefined
 
 	constructor(options: FrameReaderOptions) {
 		this.#maxFrameBytes = options.maxFrameBytes
 		this.#limitVariable = options.limitVariable
 		this.#binary = options.binary ?? false
+		this.#json = options.json
 	}
 
 	/** From now on binary frames are accepted (the connection negotiated them). */
@@ -185,11 +201,36 @@ export class FrameReader {
 			this.#start += FRAME_HEADER_BYTES
 			return { kind: 'end' }
 		}
+		const shape = this.#scanPayload(Math.min(available - FRAME_HEADER_BYTES, length), length)
 		if (available < FRAME_HEADER_BYTES + length) {
 			this.#reserve(FRAME_HEADER_BYTES + length)
 			return undefined
 		}
-		return { kind: 'frame', payload: this.#handOut(FRAME_HEADER_BYTES, length) }
+		const payload = this.#handOut(FRAME_HEADER_BYTES, length)
+		return shape ? { kind: 'frame', payload, shape } : { kind: 'frame', payload }
+	}
+
+	/**
+	 * Feeds the scan what arrived of the JSON frame at `#start` since the last call (`have` of its
+	 * `length` payload bytes are buffered); its verdict once all are. Nothing without `json`.
+	 */
+	#scanPayload(have: number, length: number): JsonShape | undefined {
+		const limits = this.#json
+		if (!limits) return undefined
+		const scan = this.#scan ?? new JsonShapeScanner(limits)
+		this.#scan = scan
+		const from = this.#start + FRAME_HEADER_BYTES
+		try {
+			if (have > scan.scanned) scan.feed(this.#buffer.subarray(from + scan.scanned, from + have))
+			if (have < length) return undefined
+			this.#scan = undefined
+			return scan.finish()
+		} catch (error) {
+			if (!(error instanceof JsonShapeError)) throw error
+			throw new FrameError('json_shape', `frame refused before parsing: ${error.message}`, {
+				cause: error,
+			})
+		}
 	}
 
 	#binaryItem(available: number, length: number): FrameItem | undefined {

@@ -7,6 +7,7 @@ import { isAscii } from 'node:buffer'
 import { asciiMemberBytes, defineLazyAsciiMember } from './ascii-string-members.js'
 import { base64Length, writeBase64 } from './base64-pieces.js'
 import { isRecord } from './is-record.js'
+import { type ByteSpan, type JsonShape, scanJsonShape, UNBOUNDED_JSON_SHAPE } from './json-shape.js'
 import { AGENT_REFUSAL, formatRefusal } from './refusals.js'
 
 export const FRAME_HEADER_BYTES = 9
@@ -133,6 +134,8 @@ export function encodedFrameBytes(message: unknown): number {
 
 export type FrameErrorCode =
 	| 'bad_header'
+	/** A JSON payload past the reader's `json` bounds (a host reading a guest; never sent). */
+	| 'json_shape'
 	| typeof AGENT_REFUSAL.frame_too_large
 	| typeof AGENT_REFUSAL.binary_frame_not_negotiated
 
@@ -144,7 +147,7 @@ export type FrameErrorCode =
  */
 export class FrameError extends Error {
 	override readonly name = 'FrameError'
-	/** The wire code (`frame_too_large`, `bad_header`, `binary_frame_not_negotiated`). */
+	/** The wire code (`frame_too_large`, `bad_header`, `binary_frame_not_negotiated`, `json_shape`). */
 	readonly code: FrameErrorCode
 	readonly announcedBytes?: number
 	readonly limitBytes?: number
@@ -153,9 +156,14 @@ export class FrameError extends Error {
 	constructor(
 		code: FrameErrorCode,
 		message: string,
-		details: { announcedBytes?: number; limitBytes?: number; limitVariable?: string } = {},
+		details: {
+			announcedBytes?: number
+			limitBytes?: number
+			limitVariable?: string
+			cause?: unknown
+		} = {},
 	) {
-		super(message)
+		super(message, details.cause === undefined ? undefined : { cause: details.cause })
 		this.code = code
 		if (details.announcedBytes !== undefined) this.announcedBytes = details.announcedBytes
 		if (details.limitBytes !== undefined) this.limitBytes = details.limitBytes
@@ -189,67 +197,65 @@ function parseDataEvent(payload: Buffer): Record<string, unknown> | undefined {
 	return event
 }
 
-/** Below this a payload is parsed plainly: the fast path only pays off for bulk bodies. */
-const TRAILING_STRING_MIN_BYTES = 1024 * 1024
+/**
+ * Stands in for the bulk string while the rest is parsed: a string no JSON text of a peer contains
+ * by chance (NULs and a per-process nonce), written as its own JSON escapes.
+ */
+const BULK_MARKER = `\u0000namzu-bulk-${Math.random().toString(36).slice(2)}\u0000`
+const BULK_MARKER_JSON = JSON.stringify(BULK_MARKER).slice(1, -1)
+
+/** Where the marker landed: the one object member holding it, if exactly one does. */
+function findMarker(value: unknown): { holder: Record<string, unknown>; key: string } | undefined {
+	let found: { holder: Record<string, unknown>; key: string } | undefined
+	let count = 0
+	const visit = (node: unknown): void => {
+		if (node === null || typeof node !== 'object') return
+		if (Array.isArray(node)) {
+			for (const item of node) {
+				if (item === BULK_MARKER) count++
+				else visit(item)
+			}
+			return
+		}
+		const record = node as Record<string, unknown>
+		for (const key of Object.keys(record)) {
+			const member = record[key]
+			if (member === BULK_MARKER) {
+				count++
+				found = { holder: record, key }
+			} else visit(member)
+		}
+	}
+	visit(value)
+	return count === 1 ? found : undefined
+}
 
 /**
- * A payload ending `…"key":"<long ASCII string>"}}` (closing braces only) is parsed with that string
- * emptied, then the member is redefined over the original bytes. Anything not exactly that shape
- * (an escape, a quote, non-ASCII, an array on the way) falls back to JSON.parse.
+ * A payload whose scan found a bulk string (json-shape.ts): the rest is parsed with a marker in
+ * its place, then the member is redefined over the original bytes, never built unless read. The
+ * bulk as an array item or a key (no bulk consumer sends either) is parsed plainly.
  */
-function parseWithTrailingString(payload: Buffer): Record<string, unknown> | undefined {
-	if (payload.length < TRAILING_STRING_MIN_BYTES) return undefined
-	let closing = payload.length - 1
-	while (closing > 0 && payload[closing] === 0x7d) closing--
-	const depth = payload.length - 1 - closing
-	if (depth === 0 || payload[closing] !== 0x22) return undefined
-	const open = payload.lastIndexOf(0x22, closing - 1)
-	if (open < 2 || payload[open - 1] !== 0x3a || payload[open - 2] !== 0x22) return undefined
-	const text = payload.subarray(open + 1, closing)
-	if (text.length < TRAILING_STRING_MIN_BYTES / 2 || text.indexOf(0x5c) !== -1 || !isAscii(text)) {
-		return undefined
-	}
-	const keyOpen = payload.lastIndexOf(0x22, open - 3)
-	if (keyOpen < 0) return undefined
-	const key: unknown = JSON.parse(payload.toString('utf8', keyOpen, open - 1))
-	const rest = `${payload.toString('utf8', 0, open + 1)}"${'}'.repeat(depth)}`
-	const value: unknown = JSON.parse(rest)
-	// Walk to the object that holds the member: the last member at each level, `depth` levels deep.
-	let holder: unknown = value
-	for (let level = 1; level < depth; level++) {
-		if (holder === null || typeof holder !== 'object' || Array.isArray(holder)) return undefined
-		const keys = Object.keys(holder)
-		const last = keys[keys.length - 1]
-		holder = last === undefined ? undefined : (holder as Record<string, unknown>)[last]
-	}
-	if (
-		typeof key !== 'string' ||
-		holder === null ||
-		typeof holder !== 'object' ||
-		Array.isArray(holder)
-	) {
-		return undefined
-	}
-	const record = holder as Record<string, unknown>
-	const keys = Object.keys(record)
-	if (keys[keys.length - 1] !== key || record[key] !== '') return undefined
-	defineLazyAsciiMember(record, key, text)
-	return value as Record<string, unknown>
+function parseWithBulk(payload: Buffer, bulk: ByteSpan): Record<string, unknown> | undefined {
+	const text = `${payload.toString('utf8', 0, bulk.start)}${BULK_MARKER_JSON}${payload.toString('utf8', bulk.end)}`
+	const value: unknown = JSON.parse(text)
+	if (!isRecord(value)) throw new TypeError('frame payload is not a JSON object')
+	const place = findMarker(value)
+	if (!place) return undefined
+	defineLazyAsciiMember(place.holder, place.key, payload.subarray(bulk.start, bulk.end))
+	return value
 }
 
-/** The trailing-string fast path, where any surprise means "parse it plainly". */
-function parseBulkSafely(payload: Buffer): Record<string, unknown> | undefined {
-	try {
-		return parseWithTrailingString(payload)
-	} catch {
-		return undefined
-	}
-}
-
-/** Parses a frame payload as a JSON object; throws `SyntaxError`/`TypeError` on anything else. */
-export function parseFramePayload(payload: Buffer): Record<string, unknown> {
-	const fast = parseDataEvent(payload) ?? parseBulkSafely(payload)
-	if (fast) return fast
+/**
+ * Parses a frame payload as a JSON object; throws `SyntaxError`/`TypeError` on anything else, and
+ * `JsonShapeError` for a payload past `UNBOUNDED_JSON_SHAPE`'s nesting. `shape` is what a bounded
+ * scan of the payload found as it arrived (frame-reader.ts); without it the payload is scanned now.
+ */
+export function parseFramePayload(payload: Buffer, shape?: JsonShape): Record<string, unknown> {
+	const data = parseDataEvent(payload)
+	if (data) return data
+	const { bulk } = shape ?? scanJsonShape(payload, UNBOUNDED_JSON_SHAPE)
+	const lazy = bulk ? parseWithBulk(payload, bulk) : undefined
+	if (lazy) return lazy
 	const value: unknown = JSON.parse(payload.toString('utf8'))
 	if (!isRecord(value)) throw new TypeError('frame payload is not a JSON object')
 	return value

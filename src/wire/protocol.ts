@@ -277,6 +277,21 @@ export interface ListFilesReply {
 	readonly entries: ReadonlyArray<{ readonly path: string; readonly size: number }>
 }
 
+/** Entries per `entries` event of `list-files-stream` (a frame far below its reply ceiling). */
+export const LIST_FILES_BATCH_ENTRIES = 512
+
+/**
+ * `list-files-stream` (body as `list-files`): `entries` events in path order, then one `end`
+ * carrying how many were sent; a refusal is a stream `error` event.
+ */
+export type ListFilesStreamEvent =
+	| {
+			readonly type: 'entries'
+			readonly entries: ReadonlyArray<{ readonly path: string; readonly size: number }>
+	  }
+	| { readonly type: 'end'; readonly count: number }
+	| { readonly type: 'error'; readonly error: string }
+
 // ---- terminal ----------------------------------------------------------------------------------
 
 /** `terminal`: open a PTY running a shell or command. */
@@ -336,6 +351,7 @@ export const AGENT_OPS = [
 	'read-file-stream',
 	'write-file',
 	'list-files',
+	'list-files-stream',
 	'terminal',
 	'tcp-connect',
 	'attach-execution',

@@ -43,6 +43,42 @@ export interface SessionSummaryWire {
 	readonly signal?: string
 	/** Present (true) once a `kill-session` was asked for before the program exited. */
 	readonly killed?: boolean
+	/**
+	 * Present (true) when `command` / `args` were cut to `SESSION_SUMMARY_ECHO_BYTES`: a summary
+	 * echoes the command line for recognition, never unbounded.
+	 */
+	readonly commandLineTruncated?: true
+}
+
+/**
+ * The most of a session's command line (its `command` and `args`, in UTF-16 units) a summary
+ * echoes, so a listing is bounded by the session count alone (wire/reply-bounds.ts).
+ */
+export const SESSION_SUMMARY_ECHO_BYTES = 4096
+
+/** `command` and `args` as a summary echoes them: whole, or cut to the bound and marked. */
+export function summaryCommandLine(
+	command: string,
+	args: readonly string[],
+): Pick<SessionSummaryWire, 'command' | 'args' | 'commandLineTruncated'> {
+	let room = SESSION_SUMMARY_ECHO_BYTES - command.length
+	if (room < 0) {
+		return {
+			command: command.slice(0, SESSION_SUMMARY_ECHO_BYTES),
+			args: [],
+			commandLineTruncated: true,
+		}
+	}
+	const kept: string[] = []
+	for (const arg of args) {
+		if (arg.length > room) {
+			if (room > 0) kept.push(arg.slice(0, room))
+			return { command, args: kept, commandLineTruncated: true }
+		}
+		kept.push(arg)
+		room -= arg.length
+	}
+	return { command, args: kept }
 }
 
 /** Additive fields of a `terminal` request that make it a persistent session. */

@@ -136,6 +136,7 @@ import {
 	RemoteCommandError,
 	RemoteExecutionRefusedError,
 	RemoteProtocolError,
+	RemoteReplyBoundError,
 	SessionRefusedError,
 } from '../../src/host/refusals/refusal-errors.js'
 import {
@@ -150,6 +151,7 @@ import {
 	AgentConnectionError,
 	AgentDialFailedError,
 	AgentFrameTooLargeError,
+	AgentListingTooLargeError,
 	AgentPreauthFrameTooLargeError,
 	AgentReadFileTooLargeError,
 	AgentReadTimeoutError,
@@ -161,6 +163,7 @@ import {
 } from '../../src/host/transport/transport-errors.js'
 import * as root from '../../src/index.js'
 import {
+	ForeignSandboxError,
 	McpHttpConfigError,
 	McpKeepAliveUnsupportedError,
 	UnknownSandboxError,
@@ -207,11 +210,16 @@ const NAME_EXCEPTIONS: ReadonlyMap<ErrorClass, string> = new Map([
  * Plain errors that never reach a caller, and why. `FrameError` is the wire's (the wire imports
  * nothing): the agent answers it as a refusal and the host wraps it as the cause of a
  * `RemoteProtocolError` (`host/transport/frame-channel.ts`; the malformed-frame test in
- * `test/host/transport/agent-transport-discipline.test.ts`). `CaseSkipped` is thrown and caught
+ * `test/host/transport/agent-transport-discipline.test.ts`); `JsonShapeError` likewise, as a
+ * `RemoteReplyBoundError`'s cause (`test/host/transport/hostile-replies.test.ts`). `BodyRefusal`
+ * is the MCP HTTP server's answer to a request body past its bounds, sent as an HTTP status
+ * (`test/mcp/mcp-http-clients.test.ts`). `CaseSkipped` is thrown and caught
  * inside one conformance case's `run`.
  */
 const INTERNAL_PLAIN_ERRORS: readonly string[] = [
 	'FrameError',
+	'JsonShapeError',
+	'BodyRefusal',
 	'CaseSkipped',
 	'TransitionRefusal',
 	'TunnelRefusal',
@@ -322,6 +330,10 @@ const CASES: readonly ErrorCase[] = [
 	{ type: AgentUnauthorizedError, make: () => new AgentUnauthorizedError('healthz') },
 	{ type: RemoteProtocolError, make: () => new RemoteProtocolError('bad reply') },
 	{ type: RemoteByteCountError, make: () => new RemoteByteCountError('read-file', 'x', 1, 2) },
+	{
+		type: RemoteReplyBoundError,
+		make: () => new RemoteReplyBoundError('healthz', 'depth', 8, 'too deep'),
+	},
 	{ type: RemoteCommandError, make: () => new RemoteCommandError('invalid_cwd') },
 	{ type: RemoteExecutionRefusedError, make: () => new RemoteExecutionRefusedError('x') },
 	{
@@ -394,6 +406,7 @@ const CASES: readonly ErrorCase[] = [
 	{ type: AgentPreauthFrameTooLargeError, make: () => new AgentPreauthFrameTooLargeError(9, 8) },
 	{ type: AgentWriteFileTooLargeError, make: () => new AgentWriteFileTooLargeError(9, 8) },
 	{ type: AgentReadFileTooLargeError, make: () => new AgentReadFileTooLargeError(9, 8) },
+	{ type: AgentListingTooLargeError, make: () => new AgentListingTooLargeError('/w', 8, 1) },
 	{ type: AgentReadTimeoutError, make: () => new AgentReadTimeoutError('read-file', 100) },
 	{ type: AgentConnectionError, make: () => new AgentConnectionError('exec') },
 	{ type: AgentStreamSilentError, make: () => new AgentStreamSilentError('terminal', 100) },
@@ -721,6 +734,7 @@ const CASES: readonly ErrorCase[] = [
 	{ type: ExecStdinUnavailableError, make: () => new ExecStdinUnavailableError('exec-1') },
 	{ type: GrepPatternTimeoutError, make: () => new GrepPatternTimeoutError(10) },
 	{ type: UnknownSandboxError, make: () => new UnknownSandboxError('sbx') },
+	{ type: ForeignSandboxError, make: () => new ForeignSandboxError('sbx') },
 	{ type: McpHttpConfigError, make: () => new McpHttpConfigError('--host', 'm') },
 	{
 		type: McpKeepAliveUnsupportedError,

@@ -11,6 +11,7 @@ describe('parseCliArgs', () => {
 		host: '127.0.0.1',
 		port: 8808,
 		allowRemote: false,
+		sharedSandboxes: false,
 		allowNetwork: false,
 		isolation: 'bubblewrap',
 		tier: 'local',
@@ -19,6 +20,11 @@ describe('parseCliArgs', () => {
 		['no verb means help', [], { kind: 'help' }],
 		['mcp serves stdio by default', ['mcp'], mcp],
 		['mcp --http on loopback by default', ['mcp', '--http'], { ...mcp, transport: 'http' }],
+		[
+			'mcp --http with every client sharing the sandboxes',
+			['mcp', '--http', '--shared-sandboxes'],
+			{ ...mcp, transport: 'http', sharedSandboxes: true },
+		],
 		[
 			'mcp --http with a port, host, remote access and network',
 			[
@@ -238,6 +244,7 @@ describe('parseCliArgs', () => {
 		['gc with an unknown option', ['gc', '--force']],
 		['mcp --port without --http', ['mcp', '--port', '9000']],
 		['mcp --allow-remote without --http', ['mcp', '--allow-remote']],
+		['mcp --shared-sandboxes without --http', ['mcp', '--shared-sandboxes']],
 		['mcp with a port out of range', ['mcp', '--http', '--port', '70000']],
 		['mcp with a tier it does not serve', ['mcp', '--tier', 'container']],
 		[

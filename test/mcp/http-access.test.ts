@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { bearerMatches, checkHttpAccess, isLoopbackHost } from '../../src/mcp/http-access.js'
 import { McpHttpConfigError } from '../../src/mcp/mcp-errors.js'
+import { evictionCandidate } from '../../src/mcp/mcp-http-sessions.js'
 
 const TOKEN = 'a-token-of-enough-length'
 
@@ -48,5 +49,24 @@ describe('MCP HTTP access', () => {
 		['Basic dXNlcjpwYXNz', false],
 	])('bearerMatches(%s) is %s', (header, expected) => {
 		expect(bearerMatches(header, TOKEN)).toBe(expected)
+	})
+})
+
+describe('which session a new client may replace', () => {
+	const at = (inFlight: number, lastUsedMs: number) => ({ inFlight, lastUsedMs })
+	it.each([
+		['none when every session is busy', [at(1, 0), at(2, 0)], 0, undefined],
+		[
+			'none when every session was used within the window',
+			[at(0, 950), at(0, 990)],
+			100,
+			undefined,
+		],
+		['the least recently used idle one', [at(0, 300), at(0, 100), at(0, 200)], 0, 1],
+		['never a busy one, however old', [at(1, 0), at(0, 500)], 0, 1],
+		['an idle one just past the window', [at(0, 900), at(0, 950)], 100, 0],
+	])('%s', (_title, sessions, idleMs, expected) => {
+		const map = new Map(sessions.map((session, index) => [index, session]))
+		expect(evictionCandidate(map, 1000, idleMs)).toBe(expected)
 	})
 })

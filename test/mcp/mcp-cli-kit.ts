@@ -69,13 +69,26 @@ export async function startHttpServer(
 	}
 }
 
-export async function httpClient(url: string, token = TEST_TOKEN): Promise<Client> {
+/** A client over HTTP; with `sessionId`, it resumes that session (the same client, reconnected). */
+export async function httpClient(
+	url: string,
+	token = TEST_TOKEN,
+	sessionId?: string,
+): Promise<Client> {
 	const transport = new StreamableHTTPClientTransport(new URL(url), {
 		requestInit: { headers: { Authorization: `Bearer ${token}` } },
+		...(sessionId === undefined ? {} : { sessionId }),
 	})
 	const client = new Client({ name: 'namzu-test', version: '0' })
 	await client.connect(transport)
 	return client
+}
+
+/** The MCP session an HTTP client holds. */
+export function sessionOf(client: Client): string {
+	const transport = client.transport as StreamableHTTPClientTransport | undefined
+	if (transport?.sessionId === undefined) throw new Error('the client holds no session')
+	return transport.sessionId
 }
 
 /** A successful call's structured result; a tool error fails the test with its text. */

@@ -17,6 +17,7 @@ import {
 	type HttpServerProcess,
 	httpClient,
 	readToEnd,
+	sessionOf,
 	startHttpServer,
 	stdioClient,
 	TEST_TOKEN,
@@ -112,36 +113,49 @@ describe.skipIf(skip !== undefined)('mcp --http', () => {
 		await client.close()
 	})
 
-	it('holds at most MAX_MCP_SESSIONS sessions: the least recently used one is closed past it', async () => {
+	it('holds at most MAX_MCP_SESSIONS sessions: past it, with every session recently used, a new client is refused and nobody is pushed out', async () => {
+		const opened: string[] = []
 		const open = async () => {
 			const response = await post(server.url, { authorization: `Bearer ${TEST_TOKEN}` })
 			await response.body?.cancel()
-			return String(response.headers.get('mcp-session-id'))
+			return { status: response.status, id: String(response.headers.get('mcp-session-id')) }
 		}
-		const first = await open()
-		const second = await open()
-		for (let i = 2; i < MAX_MCP_SESSIONS; i++) await open()
-		// Using the first makes the second the least recently used.
-		const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} })
-		const use = (session: string) =>
+		const end = (session: string) =>
 			fetch(server.url, {
+				method: 'DELETE',
+				headers: {
+					authorization: `Bearer ${TEST_TOKEN}`,
+					'mcp-session-id': session,
+					'mcp-protocol-version': '2025-06-18',
+				},
+			})
+		try {
+			let refused: Response | undefined
+			for (let i = 0; i <= MAX_MCP_SESSIONS && refused === undefined; i++) {
+				const attempt = await open()
+				if (attempt.status === 200) opened.push(attempt.id)
+				else refused = await post(server.url, { authorization: `Bearer ${TEST_TOKEN}` })
+			}
+			expect(refused?.status).toBe(503)
+			await refused?.body?.cancel()
+			// The first session opened here is still served: eviction spared it (used moments ago).
+			const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} })
+			const still = await fetch(server.url, {
 				method: 'POST',
 				headers: {
 					authorization: `Bearer ${TEST_TOKEN}`,
 					'content-type': 'application/json',
 					accept: 'application/json, text/event-stream',
-					'mcp-session-id': session,
+					'mcp-session-id': String(opened[0]),
 					'mcp-protocol-version': '2025-06-18',
 				},
 				body: list,
 			})
-		const touched = await use(first)
-		await touched.body?.cancel()
-		await open()
-		expect((await use(second)).status).toBe(404)
-		const still = await use(first)
-		expect(still.status).toBe(200)
-		await still.body?.cancel()
+			expect(still.status).toBe(200)
+			await still.body?.cancel()
+		} finally {
+			for (const session of opened) await (await end(session)).body?.cancel()
+		}
 	})
 
 	it('a long command read across a client reconnect loses and repeats nothing', async () => {
@@ -153,8 +167,10 @@ describe.skipIf(skip !== undefined)('mcp --http', () => {
 			(await call(first, 'exec_start', { sandbox_id: sandboxId, command: SEQUENCE })).exec_id,
 		)
 		const before = await readSome(first, sandboxId, execId, 30)
+		// The same client, reconnected: it resumes its session, and with it its sandboxes.
+		const session = sessionOf(first)
 		await first.close()
-		const second = await httpClient(server.url)
+		const second = await httpClient(server.url, TEST_TOKEN, session)
 		const after = await readToEnd(second, sandboxId, execId, before.cursor, 7)
 		expect(before.output + after.output).toBe(EXPECTED)
 		await second.close()

@@ -323,12 +323,13 @@ describe('grep matching', () => {
 			[1, 2],
 		],
 		['case-insensitively', { pattern: 'HELLO', regex: false, ignoreCase: true }, 'x\nhello', [2]],
-	])('matches %s', (_label, query, text, lines) => {
-		expect(matchLines(compileGrepQuery(query), text, 10, 1000).map((m) => m.line)).toEqual(lines)
+	])('matches %s', async (_label, query, text, lines) => {
+		const matches = await matchLines(compileGrepQuery(query), text, 10, 1000)
+		expect(matches.map((m) => m.line)).toEqual(lines)
 	})
 
-	it('stops at the limit and cuts long lines', () => {
-		const matches = matchLines(
+	it('stops at the limit and cuts long lines', async () => {
+		const matches = await matchLines(
 			compileGrepQuery({ pattern: 'a', regex: false, ignoreCase: false }),
 			`${'a'.repeat(1000)}\na\na`,
 			2,
@@ -344,8 +345,10 @@ describe('grep matching', () => {
 		)
 	})
 
-	it('stops a catastrophically backtracking pattern within its budget and names it', () => {
+	it('stops a catastrophically backtracking pattern within its budget and names it', async () => {
 		const pattern = compileGrepQuery({ pattern: '(a+)+b', regex: true, ignoreCase: false })
-		expect(() => matchLines(pattern, 'a'.repeat(40), 10, 50)).toThrow(GrepPatternTimeoutError)
+		await expect(matchLines(pattern, 'a'.repeat(40), 10, 50)).rejects.toThrow(
+			GrepPatternTimeoutError,
+		)
 	})
 })

@@ -6,6 +6,7 @@ import { flush } from './flush.js'
 import { healthz } from './healthz.js'
 import { killSession } from './kill-session.js'
 import { listFiles } from './list-files.js'
+import { listFilesStream } from './list-files-stream.js'
 import { listSessions } from './list-sessions.js'
 import { quiesce } from './quiesce.js'
 import { readFile } from './read-file.js'
@@ -35,6 +36,7 @@ export const OPS: Readonly<Record<string, OpEntry>> = {
 	'read-file-stream': { handler: readFileStream, stream: true, binaryFrames: true },
 	'write-file': { handler: writeFile, stream: false, binaryFrames: true },
 	'list-files': { handler: listFiles, stream: false },
+	'list-files-stream': { handler: listFilesStream, stream: true },
 	terminal: { handler: terminal, stream: true, binaryFrames: true },
 	'tcp-connect': { handler: tcpConnect, stream: true, binaryFrames: true },
 	quiesce: { handler: quiesce, stream: false },

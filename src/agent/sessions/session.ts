@@ -9,12 +9,13 @@
  * and a replay never starts inside one (except where eviction cut the oldest entry).
  */
 import { constants as osConstants } from 'node:os'
-import type {
-	SessionKind,
-	SessionSignal,
-	SessionState,
-	SessionSummaryWire,
-	WireSessionDetachReason,
+import {
+	type SessionKind,
+	type SessionSignal,
+	type SessionState,
+	type SessionSummaryWire,
+	summaryCommandLine,
+	type WireSessionDetachReason,
 } from '../../wire/sessions.js'
 import { type OutputEntry, OutputLog, type OutputStream } from '../process/output-log.js'
 import type { TerminalSize } from '../process/terminal-request.js'
@@ -185,8 +186,7 @@ export class Session {
 		return {
 			sessionId: this.sessionId,
 			kind: this.kind,
-			command: this.command,
-			args: [...this.args],
+			...summaryCommandLine(this.command, this.args),
 			startedAt: this.startedAt,
 			...(this.lastInputAt === undefined ? {} : { lastInputAt: this.lastInputAt }),
 			...(this.lastOutputAt === undefined ? {} : { lastOutputAt: this.lastOutputAt }),

@@ -13,6 +13,7 @@ import {
 } from '../../contract/argument-validators.js'
 import { SandboxBackendNotImplementedError } from '../../contract/errors.js'
 import type { SandboxProvider } from '../../contract/provider.js'
+import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
@@ -123,6 +124,7 @@ export function createContainerSandboxProvider(
 	const refusals = containerLayoutRefusals(resolvedLayout, resolved.warmPoolSize)
 	if (refusals.length > 0) throw new ContainerSandboxLayoutValidationError(refusals)
 	const defaultSpec = resolveContainerSandboxSpec({}, defaults, resolved.runtime)
+	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
 	const givenHooks = optionalObject(CONFIG_SITE, 'hooks', hooks)
 	optionalFunction(CONFIG_SITE, 'hooks.onBackgroundError', givenHooks.onBackgroundError)
 	optionalFunction(CONFIG_SITE, 'hooks.onWarmSandboxReady', givenHooks.onWarmSandboxReady)
@@ -172,6 +174,7 @@ export function createContainerSandboxProvider(
 				{
 					environment: 'linux-namespace',
 					...(spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: spec.timeoutMs }),
+					outputBudget,
 				},
 				forget,
 			),

@@ -17,6 +17,7 @@ import {
 	probeSandboxPrivileges,
 	SandboxPrivilegeProbeError,
 } from '../../exec-programs/privilege-probe.js'
+import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import {
 	checkCreateConfig,
@@ -110,6 +111,7 @@ export function createKubernetesSandboxProvider(
 			)
 		}
 	}
+	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
 	let api = dependencies.api
 	// Created at the first create(): construction contacts (and reads) nothing.
 	const apiPort = (): KubernetesApiPort => {
@@ -154,6 +156,7 @@ export function createKubernetesSandboxProvider(
 			const checks = networkChecks(port)
 			return createKubernetesTaskSandbox(port, resolved, {
 				...(timeoutMs === undefined ? {} : { defaultTimeoutMs: timeoutMs }),
+				outputBudget,
 				...(createConfig.signal ? { signal: createConfig.signal } : {}),
 				...(checks.active ? { network: checks } : {}),
 				...(resolved.egress?.perSandbox ? { admissionFence: admissionFence(port) } : {}),
@@ -167,6 +170,8 @@ export function createKubernetesSandboxProvider(
 
 export interface CreateTaskSandboxOptions {
 	readonly defaultTimeoutMs?: number
+	/** The provider's budget of exec output held on the host, shared by its sandboxes. */
+	readonly outputBudget?: ExecOutputBudget
 	readonly signal?: AbortSignal
 	/** The guest's workspace, default `KUBERNETES_WORKSPACE_ROOT` (tests point it elsewhere). */
 	readonly rootDir?: string
@@ -288,6 +293,7 @@ function wrapAcquired(
 		rootDir: options.rootDir ?? KUBERNETES_WORKSPACE_ROOT,
 		environment: 'linux-namespace',
 		...(defaultTimeoutMs === undefined ? {} : { defaultTimeoutMs }),
+		...(options.outputBudget ? { outputBudget: options.outputBudget } : {}),
 		execution: transport.executionOptions,
 		release,
 		// A guest that fenced itself is named; the refused reservation ran nothing, so nothing is

@@ -15,6 +15,7 @@ import {
 	signalOfOptions,
 } from '../../contract/argument-validators.js'
 import type { SandboxProvider } from '../../contract/provider.js'
+import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import {
@@ -38,7 +39,7 @@ import {
 	startLocalInstance,
 } from './local-instance.js'
 import type { LocalSandbox } from './local-sandbox.js'
-import { openLocalSandbox } from './open-local-sandbox.js'
+import { openRecordedSandbox } from './open-local-sandbox.js'
 
 /** `SandboxProvider.id` of the local tier. */
 export const LOCAL_PROVIDER_ID = 'namzu-process-local'
@@ -77,6 +78,7 @@ export function createLocalSandboxProvider(
 ): LocalSandboxProvider {
 	const resolved = resolveLocalBackendConfig(backend)
 	const defaultSpec = resolveMachineSandboxSpec({}, defaults)
+	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
 	const givenHooks = optionalObject(CONFIG_SITE, 'hooks', hooks)
 	optionalFunction(CONFIG_SITE, 'hooks.onBackgroundError', givenHooks.onBackgroundError)
 	optionalFunction(CONFIG_SITE, 'hooks.onWarmSandboxReady', givenHooks.onWarmSandboxReady)
@@ -118,6 +120,7 @@ export function createLocalSandboxProvider(
 				{
 					environment: instance.environment,
 					...(spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: spec.timeoutMs }),
+					outputBudget,
 				},
 				forget,
 			),
@@ -150,11 +153,15 @@ export function createLocalSandboxProvider(
 		create,
 		open: async (id, options = {}) => {
 			const signal = signalOfOptions(callSite('open'), options)
-			return openLocalSandbox(id, {
-				stateDir: resolved.stateDir,
-				readyTimeoutMs: resolved.readyTimeoutMs,
-				...(signal ? { signal } : {}),
-			})
+			return openRecordedSandbox(
+				id,
+				{
+					stateDir: resolved.stateDir,
+					readyTimeoutMs: resolved.readyTimeoutMs,
+					...(signal ? { signal } : {}),
+				},
+				outputBudget,
+			)
 		},
 		list: async (options = {}) => {
 			const signal = signalOfOptions(callSite('list'), options)

@@ -13,6 +13,7 @@ import {
 	optionalString,
 	requireString,
 } from '../../contract/argument-validators.js'
+import type { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { type AgentSandbox, createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
 import {
@@ -42,7 +43,10 @@ export interface OpenLocalSandboxOptions {
 const DIAL_RETRY_INTERVAL_MS = 20
 
 /** The Sandbox over a recorded (kept-alive) sandbox; its release tears it down for good. */
-export function handleForDescriptor(descriptor: LocalSandboxDescriptor): AgentSandbox {
+export function handleForDescriptor(
+	descriptor: LocalSandboxDescriptor,
+	outputBudget?: ExecOutputBudget,
+): AgentSandbox {
 	const identity = { pid: descriptor.pid, startTime: descriptor.pidStartTime }
 	const transport = new AgentTransport(
 		{ kind: 'unix', path: descriptor.socketPath },
@@ -59,6 +63,7 @@ export function handleForDescriptor(descriptor: LocalSandboxDescriptor): AgentSa
 		transport,
 		rootDir: descriptor.workspace,
 		environment: descriptor.environment,
+		...(outputBudget ? { outputBudget } : {}),
 		...(descriptor.defaultTimeoutMs === undefined
 			? {}
 			: { defaultTimeoutMs: descriptor.defaultTimeoutMs }),
@@ -75,9 +80,18 @@ export function handleForDescriptor(descriptor: LocalSandboxDescriptor): AgentSa
 }
 
 /** Reopens a kept-alive local sandbox by id, from any process on the host. */
-export async function openLocalSandbox(
+export function openLocalSandbox(
 	id: string,
 	options: OpenLocalSandboxOptions = {},
+): Promise<LocalSandbox> {
+	return openRecordedSandbox(id, options)
+}
+
+/** `openLocalSandbox`, drawing its exec output from `outputBudget` (its provider's). */
+export async function openRecordedSandbox(
+	id: string,
+	options: OpenLocalSandboxOptions,
+	outputBudget?: ExecOutputBudget,
 ): Promise<LocalSandbox> {
 	const site = callSite('openLocalSandbox')
 	requireString(site, 'id', id)
@@ -96,7 +110,7 @@ export async function openLocalSandbox(
 		await destroyByDescriptor(descriptor).catch(() => undefined)
 		throw new LocalSandboxNotFoundError(id, state)
 	}
-	const sandbox = handleForDescriptor(descriptor)
+	const sandbox = handleForDescriptor(descriptor, outputBudget)
 	const ready = AbortSignal.timeout(options.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS)
 	try {
 		await sandbox.transport.healthz(signal ? AbortSignal.any([signal, ready]) : ready)

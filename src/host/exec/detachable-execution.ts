@@ -38,6 +38,7 @@ import {
 } from './detachable-exec-options.js'
 import { ExecutionDetachedError } from './exec-errors.js'
 import { executeRequestOf, resolveMaxOutputBytes } from './exec-options.js'
+import type { ExecOutputBudget } from './exec-output-budget.js'
 import {
 	type DecisionContext,
 	ExecOutputCapture,
@@ -59,6 +60,8 @@ export interface DetachableExecutionHost {
 	readonly cancelConfirmTimeoutMs: number
 	readonly resultDrainTimeoutMs: number
 	readonly defaultExecutionTimeoutMs: number
+	/** The provider's budget of retained exec output this sandbox draws on. */
+	readonly outputBudget?: ExecOutputBudget
 }
 
 /** Pause between two reattach attempts. */
@@ -78,12 +81,13 @@ class ExecutionWatch {
 		executionId: string,
 		fromOffset: number,
 		maxOutputBytes: number,
+		budget: ExecOutputBudget | undefined,
 		onOutput?: (chunk: SandboxOutputChunk) => void,
 		onGap?: (lostBytes: number) => void,
 	) {
 		this.executionId = executionId
 		this.offset = fromOffset
-		this.output = new ExecOutputCapture(onOutput, maxOutputBytes)
+		this.output = new ExecOutputCapture(onOutput, maxOutputBytes, budget)
 		this.#onGap = onGap
 	}
 
@@ -108,7 +112,13 @@ class ExecutionWatch {
 	/** Evicted bytes make both streams incomplete: the retained log is one interleaved space. */
 	withGap(result: SandboxExecResult): SandboxExecResult {
 		if (this.lostBytes === 0) return result
-		return { ...result, stdoutTruncated: true, stderrTruncated: true }
+		const { stdout = 'output-evicted', stderr = 'output-evicted' } = result.outputTruncation ?? {}
+		return {
+			...result,
+			stdoutTruncated: true,
+			stderrTruncated: true,
+			outputTruncation: { stdout, stderr },
+		}
 	}
 }
 
@@ -367,7 +377,14 @@ export async function execDetachable(
 	const heldState = reserved.reservation.state
 	notify(options.onExecutionId, executionId)
 
-	const watch = new ExecutionWatch(executionId, 0, maxOutputBytes, options.onOutput, options.onGap)
+	const watch = new ExecutionWatch(
+		executionId,
+		0,
+		maxOutputBytes,
+		host.outputBudget,
+		options.onOutput,
+		options.onGap,
+	)
 	const stopWatching = new AbortController()
 	const stop = options.detachSignal
 		? AbortSignal.any([options.detachSignal, stopWatching.signal])
@@ -401,6 +418,7 @@ export async function execDetachable(
 		)
 	} finally {
 		stopWatching.abort()
+		watch.output.release()
 	}
 }
 
@@ -440,21 +458,26 @@ export async function attachToExecution(
 		executionId,
 		fromOffset,
 		maxOutputBytes,
+		host.outputBudget,
 		options.onOutput,
 		options.onGap,
 	)
 	const stop = options.signal ?? new AbortController().signal
-	const execution = await followToSettlement(host, watch, {
-		startWith: 'attach',
-		reattachWindowMs: options.reattachWindowMs ?? DEFAULT_REATTACH_WINDOW_MS,
-		stop,
-	})
-	const decision = decideExecutionOutcome({ first: 'execution', execution, callerAborted: false })
-	return watch.withGap(
-		resultOfDecision(
-			decision,
-			watch.output,
-			decisionContext(host, executionId, performance.now() - started),
-		),
-	)
+	try {
+		const execution = await followToSettlement(host, watch, {
+			startWith: 'attach',
+			reattachWindowMs: options.reattachWindowMs ?? DEFAULT_REATTACH_WINDOW_MS,
+			stop,
+		})
+		const decision = decideExecutionOutcome({ first: 'execution', execution, callerAborted: false })
+		return watch.withGap(
+			resultOfDecision(
+				decision,
+				watch.output,
+				decisionContext(host, executionId, performance.now() - started),
+			),
+		)
+	} finally {
+		watch.output.release()
+	}
 }

@@ -5,9 +5,14 @@
  * code (the guest's; -1 when a signal killed it; 1 when it never started or claims a clean exit),
  * so it never reads as an unaborted success.
  */
-import type { SandboxExecResult, SandboxOutputChunk } from '../../contract/sandbox.js'
+import type {
+	SandboxExecResult,
+	SandboxOutputChunk,
+	SandboxOutputTruncationReason,
+} from '../../contract/sandbox.js'
 import { DEFAULT_MAX_OUTPUT_BYTES } from '../../wire/protocol.js'
 import { RemoteResultIncompleteError } from './exec-errors.js'
+import type { ExecOutputBudget } from './exec-output-budget.js'
 import type { ExecutionDecision } from './execution-outcome.js'
 import type { RemoteTerminalMetadata } from './remote-execution-messages.js'
 
@@ -26,51 +31,115 @@ function cutTo(text: string, room: number): string {
  * its cap is never cut here. Past the bound the host does what the agent does: the rest of that
  * stream is dropped (not kept, not forwarded), the result says `…Truncated`, and the stream is
  * drained to its end — the command's lifetime does not depend on how much it prints.
+ *
+ * What it keeps is also taken from the provider's `ExecOutputBudget`, and given back by `release()`
+ * once the result is handed out. A stream the budget cannot serve keeps what it has and keeps
+ * nothing more (`outputTruncation: 'output-budget'`), while `onOutput` still sees its chunks up to
+ * `maxOutputBytes`: the budget bounds what the host holds, not what passes through it.
  */
 export class ExecOutputCapture {
 	stdout = ''
 	stderr = ''
-	stdoutTruncated = false
-	stderrTruncated = false
+	/** Why each stream stopped being kept, once it did. */
+	readonly truncation: {
+		stdout?: SandboxOutputTruncationReason
+		stderr?: SandboxOutputTruncationReason
+	} = {}
 	readonly #onOutput: ((chunk: SandboxOutputChunk) => void) | undefined
 	readonly #maxUnits: number
+	readonly #budget: ExecOutputBudget | undefined
+	/** Units seen per stream (kept or not), against `maxOutputBytes`. */
+	readonly #seen = { stdout: 0, stderr: 0 }
+	/** Streams past `maxOutputBytes`: nothing more is kept or forwarded. */
+	readonly #capped = { stdout: false, stderr: false }
+	/** Streams the budget stopped serving: nothing more is kept. */
+	readonly #unkept = { stdout: false, stderr: false }
+	#taken = 0
 
 	constructor(
 		onOutput?: (chunk: SandboxOutputChunk) => void,
 		maxOutputBytes: number = DEFAULT_MAX_OUTPUT_BYTES,
+		budget?: ExecOutputBudget,
 	) {
 		this.#onOutput = onOutput
 		this.#maxUnits = maxOutputBytes
+		this.#budget = budget
+	}
+
+	get stdoutTruncated(): boolean {
+		return this.truncation.stdout !== undefined
+	}
+
+	get stderrTruncated(): boolean {
+		return this.truncation.stderr !== undefined
 	}
 
 	readonly push = (chunk: SandboxOutputChunk): void => {
-		const stdout = chunk.stream === 'stdout'
-		if (stdout ? this.stdoutTruncated : this.stderrTruncated) return
-		const held = stdout ? this.stdout.length : this.stderr.length
+		const stream = chunk.stream
+		if (this.#capped[stream]) return
 		let data = chunk.data
-		if (held + data.length > this.#maxUnits) {
-			data = cutTo(data, this.#maxUnits - held)
-			if (stdout) this.stdoutTruncated = true
-			else this.stderrTruncated = true
+		const seen = this.#seen[stream]
+		if (seen + data.length > this.#maxUnits) {
+			data = cutTo(data, this.#maxUnits - seen)
+			this.#capped[stream] = true
+			this.truncation[stream] ??= 'max-output-bytes'
 			if (data === '') return
 		}
-		if (stdout) this.stdout += data
-		else this.stderr += data
+		this.#seen[stream] = seen + data.length
+		if (!this.#unkept[stream]) this.#keep(stream, data)
 		try {
-			this.#onOutput?.(data === chunk.data ? chunk : { stream: chunk.stream, data })
+			this.#onOutput?.(data === chunk.data ? chunk : { stream, data })
 		} catch {
 			// `onOutput` must not throw; a throwing callback never breaks the capture.
 		}
 	}
+
+	/** Keeps `data` as far as the budget grants; past it, nothing more of this stream is kept. */
+	#keep(stream: 'stdout' | 'stderr', data: string): void {
+		let kept = data
+		if (this.#budget) {
+			const granted = this.#budget.take(data.length)
+			kept = granted < data.length ? cutTo(data, granted) : data
+			// A cut surrogate pair gives back the unit it did not keep.
+			this.#budget.give(granted - kept.length)
+			this.#taken += kept.length
+			if (kept.length < data.length) {
+				this.#unkept[stream] = true
+				// The budget cut falls before any cap cut of the same chunk: it is the reason.
+				this.truncation[stream] = 'output-budget'
+			}
+		}
+		if (stream === 'stdout') this.stdout += kept
+		else this.stderr += kept
+	}
+
+	/** Gives what this exec held back to the budget (its result is the caller's now). Idempotent. */
+	release(): void {
+		this.#budget?.give(this.#taken)
+		this.#taken = 0
+	}
 }
 
+/** Each stream's truncation as the result reports it: the guest's flags, the host's reasons. */
 function truncation(
 	metadata: RemoteTerminalMetadata | undefined,
 	output: ExecOutputCapture,
-): { stdoutTruncated: boolean; stderrTruncated: boolean } {
+): Pick<SandboxExecResult, 'stdoutTruncated' | 'stderrTruncated' | 'outputTruncation'> {
+	const stdout =
+		output.truncation.stdout ?? (metadata?.stdoutTruncated ? 'max-output-bytes' : undefined)
+	const stderr =
+		output.truncation.stderr ?? (metadata?.stderrTruncated ? 'max-output-bytes' : undefined)
 	return {
-		stdoutTruncated: (metadata?.stdoutTruncated ?? false) || output.stdoutTruncated,
-		stderrTruncated: (metadata?.stderrTruncated ?? false) || output.stderrTruncated,
+		stdoutTruncated: stdout !== undefined,
+		stderrTruncated: stderr !== undefined,
+		...(stdout === undefined && stderr === undefined
+			? {}
+			: {
+					outputTruncation: {
+						...(stdout === undefined ? {} : { stdout }),
+						...(stderr === undefined ? {} : { stderr }),
+					},
+				}),
 	}
 }
 

@@ -24,6 +24,7 @@ import {
 	type RemoteExecuteRequest,
 	resolveMaxOutputBytes,
 } from './exec-options.js'
+import type { ExecOutputBudget } from './exec-output-budget.js'
 import { ExecOutputCapture, neverStartedResult, resultOfDecision } from './exec-result-shapes.js'
 import { decideExecutionOutcome, type ExecutionSettlement } from './execution-outcome.js'
 import { ExecutionClock, type RemoteExecutionTiming } from './execution-timing.js'
@@ -91,6 +92,8 @@ export interface RemoteExecutionControllerOptions {
 	 * (execution-timing.ts): durations only. Must not throw; a throw is ignored.
 	 */
 	readonly onTiming?: (timing: RemoteExecutionTiming) => void
+	/** The provider's budget of retained exec output (`exec-output-budget.ts`); none: unbudgeted. */
+	readonly outputBudget?: ExecOutputBudget
 }
 
 export class RemoteExecutionController {
@@ -101,6 +104,7 @@ export class RemoteExecutionController {
 	readonly executionObservationGraceMs: number
 	readonly defaultExecutionTimeoutMs: number
 	readonly #onTiming: ((timing: RemoteExecutionTiming) => void) | undefined
+	readonly outputBudget: ExecOutputBudget | undefined
 
 	constructor(adapter: RemoteExecutionAdapter, options: RemoteExecutionControllerOptions = {}) {
 		this.adapter = adapter
@@ -114,6 +118,7 @@ export class RemoteExecutionController {
 		this.defaultExecutionTimeoutMs =
 			options.defaultExecutionTimeoutMs ?? DEFAULT_EXECUTION_TIMEOUT_MS
 		this.#onTiming = options.onTiming
+		this.outputBudget = options.outputBudget
 	}
 
 	async exec(
@@ -157,7 +162,7 @@ export class RemoteExecutionController {
 			if (caller?.aborted) return this.#cancelUnexecuted(executionId, clock, elapsed)
 		}
 
-		const output = new ExecOutputCapture(options.onOutput, maxOutputBytes)
+		const output = new ExecOutputCapture(options.onOutput, maxOutputBytes, this.outputBudget)
 		const timeoutMs = options.timeout ?? this.defaultExecutionTimeoutMs
 		const request = executeRequestOf(executionId, command, args, options, timeoutMs, fence)
 		const stream = new AbortController()
@@ -178,6 +183,7 @@ export class RemoteExecutionController {
 			})
 		} finally {
 			stream.abort()
+			output.release()
 		}
 	}
 

@@ -11,7 +11,6 @@
  * it announced; a whole file is gathered only up to `maxReadFileBytes`. A guest that breaks these
  * gets a `RemoteByteCountError` (or `AgentReadFileTooLargeError` for an honest but larger file).
  */
-import type { SandboxFileEntry } from '../../contract/sandbox.js'
 import { decodeBase64, decodedBase64Length } from '../../wire/base64-pieces.js'
 import { binaryEventBytes } from '../../wire/binary-frame.js'
 import { READ_FILE_STREAM_FEATURE } from '../../wire/features.js'
@@ -249,27 +248,4 @@ async function* streamFile(
 		throw asFileError(operation, path, error)
 	}
 	if (!ended) throw new RemoteProtocolError('read-file-stream: terminator without an end event')
-}
-
-/** Recursive regular files under `path` (op `list-files`). */
-export async function listFilesThroughAgent(
-	transport: AgentTransport,
-	path: string,
-	signal?: AbortSignal,
-): Promise<SandboxFileEntry[]> {
-	let reply: Record<string, unknown>
-	try {
-		reply = await transport.call('list-files', { path }, signal ? { signal } : {})
-	} catch (error) {
-		throw asFileError('listFiles', path, error)
-	}
-	const entries = reply.entries
-	if (!Array.isArray(entries)) throw new RemoteProtocolError('list-files: reply has no entries')
-	return entries.map((entry: unknown) => {
-		const record = entry as { path?: unknown; size?: unknown } | null
-		if (typeof record?.path !== 'string' || typeof record.size !== 'number') {
-			throw new RemoteProtocolError('list-files: malformed entry')
-		}
-		return { path: record.path, size: record.size }
-	})
 }

@@ -57,6 +57,33 @@ export class RemoteProtocolError extends SandboxError {
 	}
 }
 
+/** Which of an op's reply bounds a guest's frame broke (`wire/reply-bounds.ts`). */
+export type ReplyBound = 'frame-bytes' | 'depth' | 'values' | 'parsed-bytes'
+
+/**
+ * A guest's frame past the host's bounds for its op: a header announcing more than the op's frame
+ * ceiling, or JSON nested, wide or large past what the op can legitimately answer — refused before
+ * the frame was buffered whole or parsed.
+ */
+export class RemoteReplyBoundError extends RemoteProtocolError {
+	override readonly name = 'RemoteReplyBoundError'
+	/** The wire op whose answer broke the bound. */
+	readonly op: string
+	readonly bound: ReplyBound
+	/** The bound's value: bytes, levels or values. */
+	readonly limit: number
+
+	constructor(op: string, bound: ReplyBound, limit: number, detail: string, cause?: unknown) {
+		super(
+			`${op}: the guest's answer is past the host's bound and was refused unread: ${detail}`,
+			cause === undefined ? {} : { cause },
+		)
+		this.op = op
+		this.bound = bound
+		this.limit = limit
+	}
+}
+
 /**
  * The guest sent a byte count the host did not ask for: more than the requested length, more than
  * it announced, or a count that contradicts the bytes it sent.

@@ -49,16 +49,14 @@ import {
 	type DetachableExecutionHost,
 	execDetachable,
 } from '../exec/detachable-execution.js'
+import { ExecOutputBudget } from '../exec/exec-output-budget.js'
 import {
 	RemoteExecutionController,
 	type RemoteExecutionControllerOptions,
 } from '../exec/remote-execution-controller.js'
 import type { RemoteCancellationAcknowledgement } from '../exec/remote-execution-messages.js'
-import {
-	listFilesThroughAgent,
-	readFileStreamThroughAgent,
-	readFileThroughAgent,
-} from '../files/agent-file-read.js'
+import { listFilesThroughAgent } from '../files/agent-file-list.js'
+import { readFileStreamThroughAgent, readFileThroughAgent } from '../files/agent-file-read.js'
 import { writeFileThroughAgent } from '../files/agent-file-write.js'
 import {
 	type FlushOptions,
@@ -120,7 +118,15 @@ export interface AgentSandboxOptions {
 	/** The tier's error for a guest that fenced itself (`SandboxLifetimeOptions`). */
 	readonly fencedGuest?: SandboxLifetimeOptions['fencedGuest']
 	/** Overrides of the execution controller's windows (tests shorten them). */
-	readonly execution?: Omit<RemoteExecutionControllerOptions, 'defaultExecutionTimeoutMs'>
+	readonly execution?: Omit<
+		RemoteExecutionControllerOptions,
+		'defaultExecutionTimeoutMs' | 'outputBudget'
+	>
+	/**
+	 * The budget of exec output held on the host that this sandbox shares with its provider's
+	 * others (`ExecOutputBudget`). Default: one of `DEFAULT_EXEC_OUTPUT_BUDGET_BYTES` of its own.
+	 */
+	readonly outputBudget?: ExecOutputBudget
 }
 
 /** The one `Sandbox` over a guest agent, which every tier hands out. */
@@ -151,6 +157,8 @@ export class AgentSandbox implements Sandbox {
 		this.transport = options.transport
 		this.#controller = new RemoteExecutionController(agentExecutionAdapter(options.transport), {
 			controlRequestTimeoutMs: options.transport.options.controlRequestTimeoutMs,
+			// A sandbox made without its provider's budget still holds its output to one of its own.
+			outputBudget: options.outputBudget ?? new ExecOutputBudget(),
 			...options.execution,
 			...(options.defaultTimeoutMs === undefined
 				? {}
@@ -237,6 +245,7 @@ export class AgentSandbox implements Sandbox {
 			cancelConfirmTimeoutMs: controller.cancelConfirmTimeoutMs,
 			resultDrainTimeoutMs: controller.resultDrainTimeoutMs,
 			defaultExecutionTimeoutMs: controller.defaultExecutionTimeoutMs,
+			...(controller.outputBudget ? { outputBudget: controller.outputBudget } : {}),
 		}
 	}
 

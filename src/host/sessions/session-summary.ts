@@ -68,6 +68,7 @@ export function parseSessionSummary(raw: Record<string, unknown>): SessionSummar
 		...(exitCode === undefined ? {} : { exitCode }),
 		...(typeof signal === 'string' ? { signal } : {}),
 		...(killed === true ? { killed: true } : {}),
+		...(raw.commandLineTruncated === true ? { commandLineTruncated: true } : {}),
 	}
 }
 

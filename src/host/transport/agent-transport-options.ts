@@ -8,6 +8,7 @@ import {
 	optionalInteger,
 } from '../../contract/argument-validators.js'
 import { AGENT_PROTOCOL_VERSION } from '../../wire/features.js'
+import { STREAM_EVENT_FRAME_BYTES, WHOLE_FILE_REPLY_FRAME_BYTES } from '../../wire/reply-bounds.js'
 
 // The three public limits are written as literals so their types carry the values (the package's
 // type tests read them there).
@@ -27,14 +28,17 @@ export const WRITE_PART_DISCARD_TIMEOUT_MS = 5000
 export const TCP_KEEPALIVE_MS = 15_000
 /** Raw bytes per binary frame of a streamed `writeFile` (the guest writes each as it arrives). */
 export const UPLOAD_CHUNK_BYTES = 1024 * 1024
-/** Ceiling of one incoming frame: above the guest's own, so a whole-file base64 reply still fits. */
-export const HOST_READ_FRAME_LIMIT_BYTES = 512 * 1024 * 1024
+/**
+ * Ceiling of any incoming frame, whatever a call asks: above the guest's own, so a whole-file
+ * base64 reply still fits. Each op has its own, lower one (`wire/reply-bounds.ts`).
+ */
+export const HOST_READ_FRAME_LIMIT_BYTES = WHOLE_FILE_REPLY_FRAME_BYTES
 /**
  * Ceiling of one frame of an `execute` / `attach-execution` stream. The guest sends one delta per
  * pipe read (at most 64 KiB of output, at most 384 KiB once JSON-escaped) and small result events,
  * so this is ample headroom while keeping what a lying guest makes the host buffer small.
  */
-export const EXEC_STREAM_FRAME_LIMIT_BYTES = 8 * 1024 * 1024
+export const EXEC_STREAM_FRAME_LIMIT_BYTES = STREAM_EVENT_FRAME_BYTES
 /** Largest whole file `readFile` gathers into one Buffer (1 GiB) unless `maxReadFileBytes` says. */
 export const DEFAULT_MAX_READ_FILE_BYTES = 1_073_741_824
 /** What a `readSession` reply may hold, unless the call's `maxBytes` says otherwise (64 MiB). */

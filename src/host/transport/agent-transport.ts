@@ -23,7 +23,6 @@ import { AgentTcpConnection } from './agent-tcp-connection.js'
 import { AgentTerminalSession } from './agent-terminal-session.js'
 import {
 	type AgentTransportOptions,
-	EXEC_STREAM_FRAME_LIMIT_BYTES,
 	GUEST_FRAME_LIMIT_BYTES,
 	type ResolvedAgentTransportOptions,
 	resolveAgentTransportOptions,
@@ -54,8 +53,9 @@ export interface AgentRequestOptions {
 	/** Told how long this request's dial took (retries included) once it has a socket. */
 	readonly onDialed?: (durationMs: number) => void
 	/**
-	 * Ceiling on each frame the guest may answer with, below the host's `HOST_READ_FRAME_LIMIT_BYTES`
-	 * (a ranged read knows its reply's size; exec streams carry only small deltas).
+	 * Ceiling on each frame the guest may answer with, in place of the op's own
+	 * (`wire/reply-bounds.ts`), never above `HOST_READ_FRAME_LIMIT_BYTES`: a ranged read knows its
+	 * reply's size, a session read is held to its `maxBytes`.
 	 */
 	readonly maxFrameBytes?: number
 	/**
@@ -446,7 +446,6 @@ export class AgentTransport {
 		return this.stream('attach-execution', request, {
 			signal,
 			idleTimeoutMs: 0,
-			maxFrameBytes: EXEC_STREAM_FRAME_LIMIT_BYTES,
 		})
 	}
 
@@ -481,7 +480,6 @@ export class AgentTransport {
 			signal,
 			idleTimeoutMs: 0,
 			onDialed,
-			maxFrameBytes: EXEC_STREAM_FRAME_LIMIT_BYTES,
 			binaryFrames: true,
 		})
 	}

@@ -3,10 +3,10 @@
  * terminator, and finally `closed` (with the failure, if the connection did not end cleanly).
  * The reader is pull-based so a slow consumer pauses the socket instead of buffering without
  * bound: at most `QUEUE_HIGH_WATER` items or `QUEUE_HIGH_WATER_BYTES` of payload wait before the
- * socket is paused, and no frame may announce more than the channel's ceiling (the host's
- * `HOST_READ_FRAME_LIMIT_BYTES`, or less for an op whose answers are known to be small) — so what
- * one connection can make the host hold is bounded by the host, whatever the guest sends. It knows
- * nothing about ops; `exchange.ts` applies the request and stream rules.
+ * socket is paused, no frame may announce more than the op's ceiling, and no JSON frame reaches
+ * `JSON.parse` past the op's depth, value and size bounds (`wire/reply-bounds.ts`) — so what one
+ * connection can make the host hold, and how long one frame can hold its event loop, is bounded by
+ * the host, whatever the guest sends. `exchange.ts` applies the request and stream rules.
  */
 import type { Socket } from 'node:net'
 import {
@@ -16,7 +16,9 @@ import {
 } from '../../wire/binary-frame.js'
 import { encodeFrame, FrameError, parseFramePayload } from '../../wire/frame.js'
 import { FrameReader } from '../../wire/frame-reader.js'
-import { RemoteProtocolError } from '../refusals/refusal-errors.js'
+import { JsonShapeError } from '../../wire/json-shape.js'
+import { replyBoundsOf } from '../../wire/reply-bounds.js'
+import { RemoteProtocolError, RemoteReplyBoundError } from '../refusals/refusal-errors.js'
 import { HOST_READ_FRAME_LIMIT_BYTES } from './agent-transport-options.js'
 import { AgentConnectionError, AgentReadTimeoutError } from './transport-errors.js'
 
@@ -36,6 +38,22 @@ interface Queued {
 	readonly bytes: number
 }
 
+/** What a frame the reader or the parser refused becomes: a bound by name, else a broken frame. */
+function malformedFrameError(op: string, error: unknown): RemoteProtocolError {
+	const detail = error instanceof Error ? error.message : String(error)
+	const shape = error instanceof FrameError ? error.cause : error
+	if (shape instanceof JsonShapeError) {
+		return new RemoteReplyBoundError(op, shape.bound, shape.limit, shape.message, error)
+	}
+	// Only a header over the ceiling carries the limit it broke.
+	if (error instanceof FrameError && error.limitBytes !== undefined) {
+		return new RemoteReplyBoundError(op, 'frame-bytes', error.limitBytes, detail, error)
+	}
+	return new RemoteProtocolError(`${op}: the guest sent a malformed frame: ${detail}`, {
+		cause: error,
+	})
+}
+
 /** One agent connection as a queue of frames with back-pressure and bounded reads. */
 export class FrameChannel {
 	readonly op: string
@@ -53,28 +71,23 @@ export class FrameChannel {
 	readonly #closedPromise: Promise<void>
 
 	/**
-	 * `maxFrameBytes` lowers the host's frame ceiling for this connection (never raises it; binary
-	 * frames are held to it too). `binary`: the request asked for binary frames, so the guest may
-	 * answer with them; otherwise a binary header fails the channel before its payload is read.
+	 * Every frame is held to `op`'s reply bounds (`wire/reply-bounds.ts`): its frame ceiling, which
+	 * `maxFrameBytes` replaces for a call that knows its answer's size (never above
+	 * `HOST_READ_FRAME_LIMIT_BYTES`), and the JSON bounds, scanned as the bytes arrive. `binary`: the
+	 * request asked for binary frames, so the guest may answer with them; otherwise a binary header
+	 * fails the channel before its payload is read.
 	 */
-	constructor(
-		socket: Socket,
-		op: string,
-		maxFrameBytes = HOST_READ_FRAME_LIMIT_BYTES,
-		binary = false,
-	) {
+	constructor(socket: Socket, op: string, maxFrameBytes?: number, binary = false) {
 		this.#socket = socket
 		this.op = op
 		this.binary = binary
-		this.#reader = new FrameReader(
-			maxFrameBytes < HOST_READ_FRAME_LIMIT_BYTES
-				? { maxFrameBytes, limitVariable: `the host's ${op} frame ceiling`, binary }
-				: {
-						maxFrameBytes: HOST_READ_FRAME_LIMIT_BYTES,
-						limitVariable: 'HOST_READ_FRAME_LIMIT_BYTES',
-						binary,
-					},
-		)
+		const bounds = replyBoundsOf(op)
+		this.#reader = new FrameReader({
+			maxFrameBytes: Math.min(maxFrameBytes ?? bounds.frameBytes, HOST_READ_FRAME_LIMIT_BYTES),
+			limitVariable: `the host's ${op} frame ceiling`,
+			binary,
+			json: bounds.json,
+		})
 		this.#closedPromise = new Promise((resolve) => socket.once('close', () => resolve()))
 		socket.on('data', (chunk: Buffer) => this.#onData(chunk))
 		socket.on('error', (error: Error) => {
@@ -259,18 +272,12 @@ export class FrameChannel {
 					const message = { ...binaryEvent(item.channel, item.payload) }
 					this.#push({ kind: 'frame', message }, item.payload.length)
 				} else {
-					const message = parseFramePayload(item.payload)
+					const message = parseFramePayload(item.payload, item.shape)
 					this.#push({ kind: 'frame', message }, item.payload.length)
 				}
 			}
 		} catch (error) {
-			const detail =
-				error instanceof FrameError || error instanceof Error ? error.message : String(error)
-			this.fail(
-				new RemoteProtocolError(`${this.op}: the guest sent a malformed frame: ${detail}`, {
-					cause: error,
-				}),
-			)
+			this.fail(malformedFrameError(this.op, error))
 		}
 	}
 

@@ -124,6 +124,28 @@ export class AgentReadFileTooLargeError extends SandboxError {
 	}
 }
 
+/**
+ * A `listFiles` whose answer passed what the host holds of one listing (`MAX_LISTING_BYTES`:
+ * each entry's path plus a fixed cost per entry): refused, never cut short to look complete.
+ */
+export class AgentListingTooLargeError extends SandboxError {
+	override readonly name = 'AgentListingTooLargeError'
+	readonly path: string
+	readonly limitBytes: number
+	/** Entries received when the listing was refused. */
+	readonly entries: number
+
+	constructor(path: string, limitBytes: number, entries: number) {
+		super(
+			`listFiles ${path}: the listing passed the host's bound of ${limitBytes} bytes after ${entries} entries; list a narrower directory or use walkFiles with maxEntries`,
+			'listing-too-large',
+		)
+		this.path = path
+		this.limitBytes = limitBytes
+		this.entries = entries
+	}
+}
+
 /** The connection went silent for longer than `readIdleTimeoutMs`. */
 export class AgentReadTimeoutError extends SandboxError {
 	override readonly name = 'AgentReadTimeoutError'

@@ -19,7 +19,13 @@ import {
 	parsePersistentTerminal,
 	parseStartDetached,
 } from '../../../src/agent/sessions/session-request.js'
-import { isSessionId, SESSION_SIGNALS, sessionSignal } from '../../../src/wire/sessions.js'
+import {
+	isSessionId,
+	SESSION_SIGNALS,
+	SESSION_SUMMARY_ECHO_BYTES,
+	sessionSignal,
+	summaryCommandLine,
+} from '../../../src/wire/sessions.js'
 
 function refusalOf(run: () => unknown): string | undefined {
 	try {
@@ -53,6 +59,39 @@ describe('session ids', () => {
 		[undefined, false],
 	])('isSessionId(%j) is %s', (value, expected) => {
 		expect(isSessionId(value)).toBe(expected)
+	})
+})
+
+describe('the command line a summary echoes', () => {
+	const bound = SESSION_SUMMARY_ECHO_BYTES
+	it.each([
+		['short', 'sh', ['-c', 'x'], { command: 'sh', args: ['-c', 'x'] }],
+		[
+			'exactly the bound',
+			'c',
+			['a'.repeat(bound - 1)],
+			{ command: 'c', args: ['a'.repeat(bound - 1)] },
+		],
+		[
+			'an argument past it, cut',
+			'c',
+			['a'.repeat(bound - 2), 'bcd'],
+			{ command: 'c', args: ['a'.repeat(bound - 2), 'b'], commandLineTruncated: true },
+		],
+		[
+			'arguments after the bound, dropped',
+			'c',
+			['a'.repeat(bound - 1), 'b'],
+			{ command: 'c', args: ['a'.repeat(bound - 1)], commandLineTruncated: true },
+		],
+		[
+			'a command past it',
+			'c'.repeat(bound + 5),
+			['x'],
+			{ command: 'c'.repeat(bound), args: [], commandLineTruncated: true },
+		],
+	])('%s', (_title, command, args, expected) => {
+		expect(summaryCommandLine(command, args)).toEqual(expected)
 	})
 })
 

@@ -14,6 +14,7 @@ import { AgentSessionDetachedError } from '../../../src/host/sessions/session-er
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
 import { SESSIONS_FEATURE } from '../../../src/wire/features.js'
 import { encodeFrame } from '../../../src/wire/frame.js'
+import { SESSION_SUMMARY_ECHO_BYTES } from '../../../src/wire/sessions.js'
 import { spliceTunnel } from '../../../src/wire/tunnel-splice.js'
 import { type StartedAgent, startAgent } from '../../helpers/agent-process.js'
 import { type FakeAgent, healthzReply, reply, startFakeAgent } from '../fake-agent-server.js'
@@ -225,6 +226,23 @@ describe('persistent terminals through AgentSandbox', () => {
 })
 
 describe('detached programs and the other session verbs', () => {
+	it('echoes a long command line cut to SESSION_SUMMARY_ECHO_BYTES and marked, while the program gets it whole', async () => {
+		const id = nextId('long')
+		const sandbox = host()
+		const long = 'a'.repeat(100_000)
+		const started = await sandbox.startDetached({
+			sessionId: id,
+			command: '/bin/sh',
+			args: ['-c', 'printf %s "$0" | wc -c; exec sleep 60', long],
+		})
+		expect(started.commandLineTruncated).toBe(true)
+		expect(started.command.length + started.args.join('').length).toBe(SESSION_SUMMARY_ECHO_BYTES)
+		await waitFor(async () => (await sandbox.readSession(id)).chunk.includes('100000'), 'output')
+		const listed = (await sandbox.listSessions()).find((row) => row.sessionId === id)
+		expect(listed).toMatchObject({ commandLineTruncated: true, args: started.args })
+		await sandbox.killSession(id)
+	})
+
 	it('starts a detached program in a relative cwd, reads it, lists it and kills it', async () => {
 		const id = nextId('server')
 		mkdirSync(join(agent.workspace, 'srv'), { recursive: true })

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { SandboxError } from '../../../src/contract/errors.js'
-import { listFilesThroughAgent } from '../../../src/host/files/agent-file-read.js'
+import { listFilesThroughAgent } from '../../../src/host/files/agent-file-list.js'
 import {
 	AgentOpRefusedError,
 	AgentUnauthorizedError,
@@ -215,7 +215,12 @@ describe('tcp handles', () => {
 		})
 		await transport.healthz()
 		await listFilesThroughAgent(transport, '/w')
-		expect(fake.requests.map((request) => request.token)).toEqual(['sekret-token', 'sekret-token'])
+		// healthz, the features listFiles reads, list-files.
+		expect(fake.requests.map((request) => request.token)).toEqual([
+			'sekret-token',
+			'sekret-token',
+			'sekret-token',
+		])
 	})
 
 	it('refuses an envelope above the 8 MiB pre-auth limit before dialing', async () => {

@@ -9,8 +9,8 @@ import {
 	SandboxFileError,
 	SandboxPathEscapeError,
 } from '../../../src/contract/errors.js'
+import { listFilesThroughAgent } from '../../../src/host/files/agent-file-list.js'
 import {
-	listFilesThroughAgent,
 	readFileStreamThroughAgent,
 	readFileThroughAgent,
 } from '../../../src/host/files/agent-file-read.js'

@@ -16,6 +16,7 @@ import {
 } from '../../../src/host/transport/agent-transport-options.js'
 import { FrameChannel, QUEUE_HIGH_WATER_BYTES } from '../../../src/host/transport/frame-channel.js'
 import { encodeFrame, STREAM_TERMINATOR } from '../../../src/wire/frame.js'
+import { replyBoundsOf } from '../../../src/wire/reply-bounds.js'
 import { type FakeAgent, type FakeHandler, reply, startFakeAgent } from '../fake-agent-server.js'
 
 const fakes: FakeAgent[] = []
@@ -46,34 +47,43 @@ function frameTooLarge(limit: number): RegExp {
 }
 
 describe('the host frame ceiling', () => {
-	it('refuses a request-shaped reply announced past HOST_READ_FRAME_LIMIT_BYTES', async () => {
-		const transport = await peer((_request, socket) =>
-			announce(socket, HOST_READ_FRAME_LIMIT_BYTES + 1),
-		)
+	it('refuses a request-shaped reply announced past its op ceiling (list-files)', async () => {
+		const limit = replyBoundsOf('list-files').frameBytes
+		const transport = await peer((_request, socket) => announce(socket, limit + 1))
 		const error = await transport.request('list-files', { path: '/' }).catch((caught) => caught)
 		expect(error).toBeInstanceOf(RemoteProtocolError)
-		expect((error as Error).message).toMatch(frameTooLarge(HOST_READ_FRAME_LIMIT_BYTES))
+		expect((error as Error).message).toMatch(frameTooLarge(limit))
 	})
 
 	it('refuses a stream event announced past the ceiling (read-file-stream)', async () => {
+		const limit = replyBoundsOf('read-file-stream').frameBytes
 		const transport = await peer((_request, socket) => {
 			socket.write(encodeFrame({ type: 'meta', sizeBytes: 1, offset: 0, length: 1 }))
-			announce(socket, HOST_READ_FRAME_LIMIT_BYTES + 1)
+			announce(socket, limit + 1)
 		})
 		const drain = async () => {
 			for await (const _event of transport.stream('read-file-stream', { path: 'x' })) {
 			}
 		}
-		await expect(drain()).rejects.toThrow(frameTooLarge(HOST_READ_FRAME_LIMIT_BYTES))
+		await expect(drain()).rejects.toThrow(frameTooLarge(limit))
 	})
 
 	it('refuses a terminal that announces its ready past the ceiling', async () => {
+		const limit = replyBoundsOf('terminal').frameBytes
+		const transport = await peer((_request, socket) => announce(socket, limit + 1))
+		await expect(transport.openTerminal({ cols: 80, rows: 24 })).rejects.toThrow(
+			frameTooLarge(limit),
+		)
+	})
+
+	it('never reads a frame above HOST_READ_FRAME_LIMIT_BYTES, whatever a call asks', async () => {
 		const transport = await peer((_request, socket) =>
 			announce(socket, HOST_READ_FRAME_LIMIT_BYTES + 1),
 		)
-		await expect(transport.openTerminal({ cols: 80, rows: 24 })).rejects.toThrow(
-			frameTooLarge(HOST_READ_FRAME_LIMIT_BYTES),
-		)
+		const error = await transport
+			.request('read-file', { path: 'x' }, { maxFrameBytes: HOST_READ_FRAME_LIMIT_BYTES * 2 })
+			.catch((caught) => caught)
+		expect((error as Error).message).toMatch(frameTooLarge(HOST_READ_FRAME_LIMIT_BYTES))
 	})
 
 	it('holds an execute stream to the lower exec ceiling: one huge delta is a protocol error', async () => {
@@ -142,8 +152,8 @@ describe('the channel queue', () => {
 		fakes.push(fake)
 		const socket = connect(fake.path ?? '')
 		await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
-		const channel = new FrameChannel(socket, 'flood')
-		channel.send({ op: 'flood' })
+		const channel = new FrameChannel(socket, 'read-file-stream')
+		channel.send({ op: 'read-file-stream' })
 		await new Promise((resolve) => setTimeout(resolve, 300))
 		expect(count * frame.length).toBeGreaterThan(2 * QUEUE_HIGH_WATER_BYTES)
 		expect(channel.readingPaused).toBe(true)

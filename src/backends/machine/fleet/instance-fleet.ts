@@ -7,6 +7,7 @@
  * sandbox still handed out that the provider owns.
  */
 import type { SandboxEnvironment } from '../../../contract/sandbox.js'
+import type { ExecOutputBudget } from '../../../host/exec/exec-output-budget.js'
 import { type AgentSandbox, createAgentSandbox } from '../../../host/sandbox/agent-sandbox.js'
 import type { AgentTransport } from '../../../host/transport/agent-transport.js'
 import { WarmPool, type WarmPoolMember } from './warm-pool.js'
@@ -149,7 +150,11 @@ export interface AgentBackedInstance {
  */
 export function agentSandboxOf(
 	instance: AgentBackedInstance,
-	options: { readonly environment: SandboxEnvironment; readonly defaultTimeoutMs?: number },
+	options: {
+		readonly environment: SandboxEnvironment
+		readonly defaultTimeoutMs?: number
+		readonly outputBudget: ExecOutputBudget
+	},
 	forget: () => void,
 ): AgentSandbox {
 	return createAgentSandbox({
@@ -157,6 +162,7 @@ export function agentSandboxOf(
 		transport: instance.transport,
 		rootDir: instance.rootDir,
 		environment: options.environment,
+		outputBudget: options.outputBudget,
 		...(options.defaultTimeoutMs === undefined
 			? {}
 			: { defaultTimeoutMs: options.defaultTimeoutMs }),
