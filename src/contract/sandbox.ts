@@ -3,6 +3,8 @@
  * hands out objects of this shape; `defineSandboxConformance` is what proves they honour it.
  */
 
+import type { SandboxEventsOptions, SandboxLifecycleEvent } from './sandbox-events.js'
+
 export type SandboxStatus = 'creating' | 'ready' | 'busy' | 'destroyed'
 
 /** Every `SandboxStatus`, in lifecycle order. */
@@ -331,6 +333,8 @@ export interface Sandbox {
 	listDirectory?(path: string, options?: SandboxListDirectoryOptions): Promise<SandboxDirectoryPage>
 	/** Changes under `path` as they happen, until `signal` aborts or the loop exits. */
 	watch?(path: string, options?: SandboxWatchOptions): AsyncIterable<SandboxWatchEvent>
+	/** What happened to this sandbox (execs, OOM, egress, death, destroy), resumable by cursor. */
+	events?(options?: SandboxEventsOptions): AsyncIterable<SandboxLifecycleEvent>
 	/** A backend that cannot enforce a policy omits this; it never accepts and ignores. */
 	setNetworkPolicy?(policy: SandboxNetworkPolicy): Promise<void>
 	/**
