@@ -212,9 +212,9 @@ describe('host claims', () => {
 		const both: SandboxHostClaims = { ...claims, workspaceDisk: `${root}/workspace` }
 		expect(parseHostClaims(JSON.parse(JSON.stringify(both)))).toEqual(both)
 		expect(hostClaimsBelongTo(both, '0123456789ab', root)).toBe(true)
-		expect(hostClaimsBelongTo({ ...both, workspaceDisk: '/srv/project' }, '0123456789ab', root)).toBe(
-			false,
-		)
+		expect(
+			hostClaimsBelongTo({ ...both, workspaceDisk: '/srv/project' }, '0123456789ab', root),
+		).toBe(false)
 		expect(parseHostClaims({ ...sized, workspaceDisk: 7 })).toBeUndefined()
 	})
 
