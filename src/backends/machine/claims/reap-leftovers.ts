@@ -259,6 +259,7 @@ async function orphanCgroups(
 	owned: ReadonlySet<string>,
 	nowMs: number,
 	dryRun: boolean,
+	onError: ((error: unknown) => void) | undefined,
 ): Promise<string[]> {
 	const removed: string[] = []
 	for (const [id, dirs] of await topLevelSandboxCgroups()) {
@@ -269,8 +270,13 @@ async function orphanCgroups(
 			ageMs: await youngestAgeMs(dirs, nowMs),
 		}
 		if (!sandboxCgroupIsOrphan(facts)) continue
-		if (!dryRun) await groups.remove()
-		removed.push(...dirs)
+		try {
+			if (!dryRun) await groups.remove()
+			removed.push(...dirs)
+		} catch (error) {
+			// Left for the next reaper; the report names only what went.
+			onError?.(error)
+		}
 	}
 	return removed
 }
@@ -366,7 +372,7 @@ export async function collectLocalGarbage(
 	}
 	signal?.throwIfAborted()
 	const locks = await orphanLocks(base, dryRun)
-	const cgroups = await orphanCgroups(owned, nowMs, dryRun)
+	const cgroups = await orphanCgroups(owned, nowMs, dryRun, options.onError)
 	const runtimeFiles = await staleRuntimeFiles(base, keep, nowMs, dryRun)
 	return { sandboxes, locks, cgroups, runtimeFiles, failed }
 }
