@@ -16,7 +16,6 @@
 import { posix } from 'node:path'
 import { callSite } from '../../contract/argument-validators.js'
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
-import { SandboxFileError } from '../../contract/errors.js'
 import type { SandboxRetirementObservation } from '../../contract/retirement.js'
 import type {
 	OpenTerminalOptions,
@@ -25,6 +24,8 @@ import type {
 	SandboxDirectoryPage,
 	SandboxEnvironment,
 	SandboxExecResult,
+	SandboxExposedPort,
+	SandboxExposePortOptions,
 	SandboxFileEntry,
 	SandboxFileStat,
 	SandboxListDirectoryOptions,
@@ -63,9 +64,6 @@ import {
 	type RemoteExecutionControllerOptions,
 } from '../exec/remote-execution-controller.js'
 import type { RemoteCancellationAcknowledgement } from '../exec/remote-execution-messages.js'
-import { listFilesThroughAgent } from '../files/agent-file-list.js'
-import { readFileStreamThroughAgent, readFileThroughAgent } from '../files/agent-file-read.js'
-import { writeFileThroughAgent } from '../files/agent-file-write.js'
 import {
 	type FlushOptions,
 	type FlushReport,
@@ -74,6 +72,7 @@ import {
 	type QuiesceReport,
 	quiesceThroughAgent,
 } from '../lifecycle/agent-lifecycle-ops.js'
+import { exposureSettings, PortExposure } from '../ports/port-exposure.js'
 import type { SessionTerminal } from '../sessions/agent-session-terminal.js'
 import {
 	type AttachTerminalOptions,
@@ -92,14 +91,13 @@ import {
 	checkAttachExecution,
 	checkCancelExecution,
 	checkExec,
+	checkExposePort,
 	checkFlush,
 	checkOpenTcpConnection,
 	checkOpenTerminal,
 	checkQuiesce,
-	checkReadRange,
 	checkSignalOnly,
 	checkWalkFiles,
-	checkWriteFile,
 	sandboxPath,
 } from './sandbox-arguments.js'
 import { recordedExec, recordGuestDeath, SandboxEventLog } from './sandbox-event-log.js'
@@ -278,57 +276,20 @@ export class AgentSandbox implements Sandbox {
 	writeFile(
 		path: string,
 		content: string | Uint8Array,
-		options: SandboxWriteFileOptions = {},
+		options?: SandboxWriteFileOptions,
 	): Promise<void> {
-		let resolved = ''
-		const check = () => {
-			resolved = this.#path('writeFile', 'path', path)
-			return checkWriteFile(content, options)
-		}
-		return this.#lifetime.run('writeFile', check, (signal) =>
-			writeFileThroughAgent(this.transport, resolved, content, signal),
-		)
+		return this.#files.writeFile(path, content, options)
 	}
-
 	/** The file's bytes, or the byte range asked for. */
-	readFile(path: string, options: SandboxReadFileOptions = {}): Promise<Buffer> {
-		let resolved = ''
-		const check = () => {
-			resolved = this.#path('readFile', 'path', path)
-			return checkReadRange('readFile', options)
-		}
-		return this.#lifetime.run('readFile', check, (signal) =>
-			readFileThroughAgent(this.transport, resolved, { ...options, signal }),
-		)
+	readFile(path: string, options?: SandboxReadFileOptions): Promise<Buffer> {
+		return this.#files.readFile(path, options)
 	}
-
 	/** The file as a stream of chunks, without holding it whole. */
-	readFileStream(path: string, options: SandboxReadFileStreamOptions = {}): AsyncIterable<Buffer> {
-		this.#lifetime.admit('readFileStream')
-		const resolved = this.#path('readFileStream', 'path', path)
-		const caller = checkReadRange('readFileStream', options)
-		return this.#lifetime.track('readFileStream', caller, (signal) =>
-			readFileStreamThroughAgent(this.transport, resolved, { ...options, signal }),
-		)
+	readFileStream(path: string, options?: SandboxReadFileStreamOptions): AsyncIterable<Buffer> {
+		return this.#files.readFileStream(path, options)
 	}
-
-	listFiles(
-		rootPath: string,
-		options: SandboxListFilesOptions = {},
-	): Promise<readonly SandboxFileEntry[]> {
-		let resolved = ''
-		const check = () => {
-			resolved = this.#path('listFiles', 'rootPath', rootPath)
-			return checkSignalOnly('listFiles', options)
-		}
-		return this.#lifetime.run('listFiles', check, async (signal) => {
-			try {
-				return await listFilesThroughAgent(this.transport, resolved, signal)
-			} catch (error) {
-				if (error instanceof SandboxFileError && error.code === 'ENOENT') return []
-				throw error
-			}
-		})
+	listFiles(path: string, options?: SandboxListFilesOptions): Promise<readonly SandboxFileEntry[]> {
+		return this.#files.listFiles(path, options)
 	}
 
 	/** A bounded, lazy glob walk under `rootPath`, run inside the guest. */
@@ -420,6 +381,19 @@ export class AgentSandbox implements Sandbox {
 				signal,
 			)
 			return this.#lifetime.own(connection, 'openTcpConnection', () => connection.close())
+		})
+	}
+
+	/** A guest port on the host's loopback, one `openTcpConnection` per client (port-exposure.ts). */
+	exposePort(port: number, options: SandboxExposePortOptions = {}): Promise<SandboxExposedPort> {
+		const check = () => checkExposePort(port, options)
+		return this.#lifetime.run('exposePort', check, async (signal) => {
+			const exposure = await PortExposure.open({
+				...exposureSettings(port, options, signal),
+				connect: (guestPort, connectSignal) =>
+					this.openTcpConnection({ port: guestPort, signal: connectSignal }),
+			})
+			return this.#lifetime.own(exposure, 'exposePort', () => exposure.close())
 		})
 	}
 

@@ -1,6 +1,6 @@
 /**
- * The file verbs of `AgentSandbox` beyond read / write / list: `stat`, `exists`, `remove`, `mkdir`,
- * `rename`, `listDirectory` and `watch`. Each checks its arguments (`sandbox-arguments.ts`),
+ * The file verbs of `AgentSandbox`: `writeFile`, `readFile`, `readFileStream`, `listFiles`, `stat`,
+ * `exists`, `remove`, `mkdir`, `rename`, `listDirectory` and `watch`. Each checks its arguments (`sandbox-arguments.ts`),
  * resolves relative paths against `rootDir`, and runs under the handle's lifetime; the verbs over
  * the wire are `files/agent-file-verbs.ts` and `files/agent-watch.ts`. A watch is followed, not
  * tracked: it ends with `destroy()` but never makes the sandbox `busy`.
@@ -8,13 +8,20 @@
 import { SandboxFileError } from '../../contract/errors.js'
 import type {
 	SandboxDirectoryPage,
+	SandboxFileEntry,
 	SandboxFileStat,
 	SandboxListDirectoryOptions,
+	SandboxListFilesOptions,
 	SandboxPathOptions,
+	SandboxReadFileOptions,
+	SandboxReadFileStreamOptions,
 	SandboxRecursiveOptions,
 	SandboxWatchEvent,
 	SandboxWatchOptions,
+	SandboxWriteFileOptions,
 } from '../../contract/sandbox.js'
+import { listFilesThroughAgent } from '../files/agent-file-list.js'
+import { readFileStreamThroughAgent, readFileThroughAgent } from '../files/agent-file-read.js'
 import {
 	listDirectoryThroughAgent,
 	mkdirThroughAgent,
@@ -22,13 +29,16 @@ import {
 	renameThroughAgent,
 	statThroughAgent,
 } from '../files/agent-file-verbs.js'
+import { writeFileThroughAgent } from '../files/agent-file-write.js'
 import { watchThroughAgent } from '../files/agent-watch.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import {
 	checkListDirectory,
+	checkReadRange,
 	checkRecursive,
 	checkSignalOnly,
 	checkWatch,
+	checkWriteFile,
 } from './sandbox-arguments.js'
 import type { SandboxLifetime } from './sandbox-lifetime.js'
 
@@ -45,6 +55,66 @@ export class SandboxFileVerbs {
 
 	constructor(host: SandboxFileVerbsHost) {
 		this.#host = host
+	}
+
+	writeFile(
+		path: string,
+		content: string | Uint8Array,
+		options: SandboxWriteFileOptions = {},
+	): Promise<void> {
+		const { transport, lifetime } = this.#host
+		let resolved = ''
+		const check = () => {
+			resolved = this.#host.path('writeFile', 'path', path)
+			return checkWriteFile(content, options)
+		}
+		return lifetime.run('writeFile', check, (signal) =>
+			writeFileThroughAgent(transport, resolved, content, signal),
+		)
+	}
+
+	/** The file's bytes, or the byte range asked for. */
+	readFile(path: string, options: SandboxReadFileOptions = {}): Promise<Buffer> {
+		const { transport, lifetime } = this.#host
+		let resolved = ''
+		const check = () => {
+			resolved = this.#host.path('readFile', 'path', path)
+			return checkReadRange('readFile', options)
+		}
+		return lifetime.run('readFile', check, (signal) =>
+			readFileThroughAgent(transport, resolved, { ...options, signal }),
+		)
+	}
+
+	/** The file as a stream of chunks, without holding it whole. */
+	readFileStream(path: string, options: SandboxReadFileStreamOptions = {}): AsyncIterable<Buffer> {
+		const { transport, lifetime } = this.#host
+		lifetime.admit('readFileStream')
+		const resolved = this.#host.path('readFileStream', 'path', path)
+		const caller = checkReadRange('readFileStream', options)
+		return lifetime.track('readFileStream', caller, (signal) =>
+			readFileStreamThroughAgent(transport, resolved, { ...options, signal }),
+		)
+	}
+
+	listFiles(
+		rootPath: string,
+		options: SandboxListFilesOptions = {},
+	): Promise<readonly SandboxFileEntry[]> {
+		const { transport, lifetime } = this.#host
+		let resolved = ''
+		const check = () => {
+			resolved = this.#host.path('listFiles', 'rootPath', rootPath)
+			return checkSignalOnly('listFiles', options)
+		}
+		return lifetime.run('listFiles', check, async (signal) => {
+			try {
+				return await listFilesThroughAgent(transport, resolved, signal)
+			} catch (error) {
+				if (error instanceof SandboxFileError && error.code === 'ENOENT') return []
+				throw error
+			}
+		})
 	}
 
 	stat(path: string, options: SandboxPathOptions = {}): Promise<SandboxFileStat> {
