@@ -73,6 +73,7 @@ export interface SandboxEventsOverflowEvent extends EventBase {
 	readonly type: 'overflow'
 }
 
+/** What `Sandbox.events` yields, in the order the host learned it. */
 export type SandboxLifecycleEvent =
 	| SandboxExecStartedEvent
 	| SandboxExecExitedEvent

@@ -5,6 +5,7 @@
 
 import type { SandboxEventsOptions, SandboxLifecycleEvent } from './sandbox-events.js'
 
+/** Where a sandbox is in its life: `busy` while a call is in flight. */
 export type SandboxStatus = 'creating' | 'ready' | 'busy' | 'destroyed'
 
 /** Every `SandboxStatus`, in lifecycle order. */
@@ -282,6 +283,7 @@ export interface SandboxWatchOverflow {
 	readonly cursor: string
 }
 
+/** What `Sandbox.watch` yields: a change, or word that changes were lost. */
 export type SandboxWatchEvent = SandboxWatchChange | SandboxWatchOverflow
 
 /** Options of `Sandbox.exposePort`. */

@@ -132,8 +132,6 @@ export interface AgentSandboxOptions {
 	 * others (`ExecOutputBudget`). Default: one of `DEFAULT_EXEC_OUTPUT_BUDGET_BYTES` of its own.
 	 */
 	readonly outputBudget?: ExecOutputBudget
-	/** The lifecycle log (`events()`); a tier passes one to record what it sees (egress). */
-	readonly events?: SandboxEventLog
 }
 
 /** The one `Sandbox` over a guest agent, which every tier hands out. */
@@ -184,7 +182,7 @@ export class AgentSandbox implements Sandbox {
 			lifetime: this.#lifetime,
 			optionalPath: (method, parameter, path) => this.#optionalPath(method, parameter, path),
 		})
-		this.#events = options.events ?? new SandboxEventLog()
+		this.#events = new SandboxEventLog()
 		options.transport.liveness.onDied((died) => recordGuestDeath(this.#events, died))
 	}
 
