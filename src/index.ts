@@ -169,6 +169,16 @@ export {
 	type UnreadPolicySource,
 } from './backends/kubernetes/index.js'
 export {
+	createMicroVMSandboxProvider,
+	FirecrackerApiError,
+	type MicroVMAccel,
+	type MicroVMBackendConfig,
+	MicroVMEgressUnsupportedError,
+	MicroVMImageMissingError,
+	MicroVMProviderClosedError,
+	MicroVMServiceUnavailableError,
+} from './backends/microvm/index.js'
+export {
 	type ACIStandbyPoolBackendConfig,
 	type AzureFileShareSource,
 	type ContainerBackendConfig,
