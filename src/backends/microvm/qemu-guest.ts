@@ -74,7 +74,7 @@ async function probeUntilHealthy(transport: AgentTransport, signal: AbortSignal)
 
 export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGuest> {
 	options.signal?.throwIfAborted()
-	const dir = await mkdtemp(join(tmpdir(), 'namzu-microvm-'))
+	const dir = await mkdtemp(join(tmpdir(), `namzu-${options.sandboxId}-`))
 	const token = randomBytes(32).toString('hex')
 	const consoleLog = join(dir, 'console.log')
 	const envFile = join(dir, 'agent.env')
