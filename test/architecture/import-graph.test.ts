@@ -62,6 +62,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 		'mcp',
 		'backends/local',
 		'backends/container',
+		'backends/microvm',
 		'backends/machine',
 		'host',
 		'wire',
