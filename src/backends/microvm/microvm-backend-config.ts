@@ -15,6 +15,11 @@ import { SandboxConfigError } from '../../contract/errors.js'
 /** How QEMU executes the guest: `kvm`, `tcg` (emulation), or `auto` (KVM when it boots here). */
 export type MicroVMAccel = 'auto' | 'kvm' | 'tcg'
 
+/**
+ * The microVM tier on this host: `service: 'qemu'` boots each sandbox as a QEMU guest with its own
+ * kernel from the `npm run image:build -- --vm` image; `'firecracker'` is typed and refused at
+ * `create()` where no Firecracker runs (`MicroVMServiceUnavailableError`).
+ */
 export interface MicroVMBackendConfig {
 	readonly tier: 'microvm'
 	readonly service: 'qemu' | 'firecracker'

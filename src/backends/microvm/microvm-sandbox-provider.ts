@@ -118,6 +118,10 @@ async function startInstance(
 	}
 }
 
+/**
+ * A provider of microVM sandboxes (`createSandboxProvider` with `tier: 'microvm'` and `service:
+ * 'qemu'` builds the same). Contacts nothing until `create()`; egress is `deny-all` only.
+ */
 export function createMicroVMSandboxProvider(
 	backend: MicroVMBackendConfig,
 	defaults: SandboxProviderDefaults = {},
