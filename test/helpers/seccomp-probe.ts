@@ -109,3 +109,65 @@ export function parseProbeOutput(stdout: string): Record<string, number> {
 
 export const EPERM = 1
 export const ENOSYS = 38
+
+/** Every call the probe makes that the default filter denies, and the errno it must see. */
+export const DENIED: Readonly<Record<string, number>> = {
+	...Object.fromEntries(
+		[
+			'io_uring_setup',
+			'io_uring_enter',
+			'io_uring_register',
+			'keyctl',
+			'add_key',
+			'request_key',
+			'bpf',
+			'perf_event_open',
+			'userfaultfd',
+			'kexec_load',
+			'kexec_file_load',
+			'init_module',
+			'finit_module',
+			'delete_module',
+			'clock_settime',
+			'clock_adjtime',
+			'settimeofday',
+			'adjtimex',
+			'acct',
+			'swapon',
+			'swapoff',
+			'reboot',
+			'open_by_handle_at',
+			'syslog',
+			'mount',
+			'umount2',
+			'pivot_root',
+			'open_tree',
+			'move_mount',
+			'fsopen',
+			'fsconfig',
+			'fsmount',
+			'fspick',
+			'mount_setattr',
+			'setns',
+			'clone_newuser',
+		].map((name) => [name, EPERM]),
+	),
+	clone3: ENOSYS,
+}
+
+/** The calls the opt-in lets through (new namespaces, clone3, the mount family). */
+export const NAMESPACE_CALLS = [
+	'mount',
+	'umount2',
+	'pivot_root',
+	'open_tree',
+	'move_mount',
+	'fsopen',
+	'fsconfig',
+	'fsmount',
+	'fspick',
+	'mount_setattr',
+	'setns',
+	'clone_newuser',
+	'clone3',
+]

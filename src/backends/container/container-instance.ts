@@ -343,7 +343,7 @@ export async function startContainerInstance(
 			annotations: { ...backend.labels, 'ai.namzu.sandbox.id': id },
 			seccomp: sandboxSeccompFilter({
 				allowUserNamespaces: spec.allowUserNamespaces === true,
-			}).oci(),
+			}).oci({ kernelRefusesClone3: backend.runtime === 'runsc' }),
 		})
 		const bundle = join(dirs.root, 'bundle')
 		await mkdir(bundle, { mode: 0o700 })

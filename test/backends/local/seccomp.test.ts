@@ -12,76 +12,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { LocalSandbox } from '../../../src/backends/local/index.js'
 import {
 	compileSeccompProbe,
+	DENIED,
 	ENOSYS,
-	EPERM,
+	NAMESPACE_CALLS,
 	parseProbeOutput,
 } from '../../helpers/seccomp-probe.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { useLocalProvider } from './local-test-support.js'
 
 const skip = bwrapSkipReason()
-
-/** Every call the probe makes that the default filter denies, and the errno it must see. */
-const DENIED: Readonly<Record<string, number>> = {
-	...Object.fromEntries(
-		[
-			'io_uring_setup',
-			'io_uring_enter',
-			'io_uring_register',
-			'keyctl',
-			'add_key',
-			'request_key',
-			'bpf',
-			'perf_event_open',
-			'userfaultfd',
-			'kexec_load',
-			'kexec_file_load',
-			'init_module',
-			'finit_module',
-			'delete_module',
-			'clock_settime',
-			'clock_adjtime',
-			'settimeofday',
-			'adjtimex',
-			'acct',
-			'swapon',
-			'swapoff',
-			'reboot',
-			'open_by_handle_at',
-			'syslog',
-			'mount',
-			'umount2',
-			'pivot_root',
-			'open_tree',
-			'move_mount',
-			'fsopen',
-			'fsconfig',
-			'fsmount',
-			'fspick',
-			'mount_setattr',
-			'setns',
-			'clone_newuser',
-		].map((name) => [name, EPERM]),
-	),
-	clone3: ENOSYS,
-}
-
-/** The calls the opt-in lets through (new namespaces, clone3, the mount family). */
-const NAMESPACE_CALLS = [
-	'mount',
-	'umount2',
-	'pivot_root',
-	'open_tree',
-	'move_mount',
-	'fsopen',
-	'fsconfig',
-	'fsmount',
-	'fspick',
-	'mount_setattr',
-	'setns',
-	'clone_newuser',
-	'clone3',
-]
 
 async function runProbe(sandbox: LocalSandbox, probe: Buffer): Promise<Record<string, number>> {
 	await sandbox.writeFile('seccomp-probe', probe)
@@ -170,7 +109,7 @@ describe.skipIf(skip !== undefined)(
 					'cd .. && git init -q repo && cd repo && echo x > f && git add f',
 					'git -c user.name=t -c user.email=t@t commit -qm one && git log --oneline | wc -l',
 				].join('\n')
-				const result = await sandbox.exec('sh', ['-c', script], { timeoutMs: 240_000 })
+				const result = await sandbox.exec('sh', ['-c', script], { timeout: 240_000 })
 				expect(result.exitCode, result.stderr).toBe(0)
 				expect(result.stdout.trim().split('\n')).toEqual(['hello', 'py', 'node', 'dep 42', '1'])
 			} finally {

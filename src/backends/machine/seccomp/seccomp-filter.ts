@@ -26,8 +26,12 @@ export interface SeccompFilter {
 	readonly rules: readonly SeccompRule[]
 	/** For bubblewrap's `--seccomp FD`. */
 	bpf(): Buffer
-	/** For an OCI `config.json`'s `linux.seccomp`. */
-	oci(): OciSeccomp
+	/**
+	 * For an OCI `config.json`'s `linux.seccomp`. `kernelRefusesClone3`: the runtime's kernel
+	 * answers `clone3` ENOSYS itself (gVisor), and its filter could not return ENOSYS in its place
+	 * (it answers EPERM whatever `errnoRet` says, and the C library falls back only on ENOSYS).
+	 */
+	oci(options?: { readonly kernelRefusesClone3?: boolean }): OciSeccomp
 	/** One line for `doctor`. */
 	describe(): string
 }
@@ -42,7 +46,13 @@ export function sandboxSeccompFilter(
 		arch,
 		rules,
 		bpf: () => seccompBpfBytes(rules, arch),
-		oci: () => ociSeccomp(rules, arch),
+		oci: (ociOptions = {}) =>
+			ociSeccomp(
+				ociOptions.kernelRefusesClone3 === true
+					? rules.filter((rule) => rule.syscall !== 'clone3')
+					: rules,
+				arch,
+			),
 		describe: () => `${arch}: ${describeSeccompPolicy(rules)}`,
 	}
 }
