@@ -294,6 +294,7 @@ const {
 	LocalSandboxUidsExhaustedError,
 	LocalStateEntryUnsafeError,
 	LocalWorkspaceBusyError,
+	SeccompUnsupportedArchError,
 } = machineErrors
 
 const CASES: readonly ErrorCase[] = [
@@ -675,6 +676,10 @@ const CASES: readonly ErrorCase[] = [
 	},
 	{ type: LocalStateEntryUnsafeError, make: () => new LocalStateEntryUnsafeError('/s/x', 'd') },
 	{ type: LocalWorkspaceBusyError, make: () => new LocalWorkspaceBusyError('/w', 'd') },
+	{
+		type: SeccompUnsupportedArchError,
+		make: () => new SeccompUnsupportedArchError('riscv64', ['x64', 'arm64']),
+	},
 	{
 		type: LocalHelperUnavailableError,
 		make: () => new LocalHelperUnavailableError('/usr/bin/setpriv', 'p'),
