@@ -31,7 +31,7 @@ describe('runtimeVerdict', () => {
 		[
 			'a container that ran',
 			{ ...base, run: { code: 0, stderr: '' } },
-			{ works: true, detail: 'ran /bin/true in a container' },
+			{ works: true, detail: 'ran /bin/true in a container under the seccomp filter' },
 		],
 		[
 			'the hybrid cgroup refusal',
@@ -68,7 +68,7 @@ describe('runtimeVerdict', () => {
 					runtime: 'runc',
 					path: '/usr/sbin/runc',
 					works: true,
-					detail: 'ran /bin/true in a container',
+					detail: 'ran /bin/true in a container under the seccomp filter',
 				},
 				{
 					runtime: 'runsc',
@@ -90,7 +90,7 @@ describe('runtimeVerdict', () => {
 					runtime: 'crun',
 					path: '/usr/bin/crun',
 					works: true,
-					detail: 'ran /bin/true in a container',
+					detail: 'ran /bin/true in a container under the seccomp filter',
 					egress: containerEgressSupport('crun', {
 						allowAll: { ok: false, detail: 'slirp4netns is missing' },
 						proxied: { ok: true, detail: 'capture route' },
