@@ -79,7 +79,7 @@ describe('runtimeVerdict', () => {
 				},
 			]),
 		).toBe(
-			'container tier runtimes (backend.runtime):\n  ok   runc   /usr/sbin/runc: ran /bin/true in a container\n  NO   runsc  /usr/bin/runsc: not installed (apt-get install -y runsc)\n',
+			'container tier runtimes (backend.runtime):\n  ok   runc   /usr/sbin/runc: ran /bin/true in a container under the seccomp filter\n  NO   runsc  /usr/bin/runsc: not installed (apt-get install -y runsc)\n',
 		)
 	})
 
@@ -98,7 +98,7 @@ describe('runtimeVerdict', () => {
 				},
 			]),
 		).toBe(
-			'container tier runtimes (backend.runtime):\n  ok   crun   /usr/bin/crun: ran /bin/true in a container\n         egress deny-all, static, resolver\n         no allow-all: slirp4netns is missing\n',
+			'container tier runtimes (backend.runtime):\n  ok   crun   /usr/bin/crun: ran /bin/true in a container under the seccomp filter\n         egress deny-all, static, resolver\n         no allow-all: slirp4netns is missing\n',
 		)
 	})
 })
