@@ -74,6 +74,13 @@ export interface LocalSandboxCreateConfig extends SandboxCreateConfig {
 	readonly egressCredentials?: readonly EgressCredential[]
 	/** Told each verdict of the egress proxy (`static` and `resolver` egress only). Must not throw. */
 	readonly onEgressDecision?: (decision: EgressDecision) => void
+	/**
+	 * Let the workload create namespaces (`unshare -Ur`, rootless builders), `clone3` and mount
+	 * inside them. Default false: the seccomp filter refuses them with EPERM, because a user
+	 * namespace hands the workload every capability over namespaces of its own — kernel surface
+	 * (nf_tables and the like) that is otherwise out of its reach. See docs/guides/seccomp.md.
+	 */
+	readonly allowUserNamespaces?: boolean
 }
 
 export interface MachineSandboxSpec {
@@ -93,6 +100,8 @@ export interface MachineSandboxSpec {
 	readonly hiddenPaths?: readonly string[]
 	readonly cpuLimit?: number
 	readonly diskLimitMb?: number
+	/** The seccomp filter lets the workload create namespaces (`allowUserNamespaces`). */
+	readonly allowUserNamespaces?: true
 }
 
 /** The local tier's `create()` keys: the portable ones and `LocalSandboxCreateConfig`'s own. */
@@ -213,6 +222,10 @@ export function resolveMachineSandboxSpec(
 	const hiddenPaths = validatePathList('hiddenPaths', config.hiddenPaths)
 	const cpuLimit = parseCpuLimit(config.cpuLimit)
 	const diskLimitMb = parseDiskLimitMb(config.diskLimitMb)
+	const allowUserNamespaces: unknown = config.allowUserNamespaces
+	if (allowUserNamespaces !== undefined && typeof allowUserNamespaces !== 'boolean') {
+		throw new SandboxConfigError('allowUserNamespaces', 'must be a boolean')
+	}
 	return {
 		...(workingDirectory === undefined ? {} : { workingDirectory }),
 		env: environment(config.env),
@@ -225,6 +238,7 @@ export function resolveMachineSandboxSpec(
 		...(hiddenPaths.length === 0 ? {} : { hiddenPaths }),
 		...(cpuLimit === undefined ? {} : { cpuLimit }),
 		...(diskLimitMb === undefined ? {} : { diskLimitMb }),
+		...(allowUserNamespaces === true ? { allowUserNamespaces: true } : {}),
 	}
 }
 
@@ -255,6 +269,7 @@ export function canServeFromPool(
 		samePaths(requested.readOnlyPaths, pooled.readOnlyPaths) &&
 		samePaths(requested.hiddenPaths, pooled.hiddenPaths) &&
 		requested.cpuLimit === pooled.cpuLimit &&
-		requested.diskLimitMb === pooled.diskLimitMb
+		requested.diskLimitMb === pooled.diskLimitMb &&
+		requested.allowUserNamespaces === pooled.allowUserNamespaces
 	)
 }
