@@ -84,3 +84,4 @@ export type OptionalSandboxMember =
 	| 'listDirectory'
 	| 'watch'
 	| 'events'
+	| 'exposePort'

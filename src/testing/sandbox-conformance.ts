@@ -22,6 +22,7 @@ import type {
 	OptionalSandboxMember,
 	SandboxConformanceOptions,
 } from './conformance-options.js'
+import { definePortCases } from './conformance-port-cases.js'
 import { defineProcessTreeCases } from './conformance-process-tree-cases.js'
 import { defineTerminalAndTcpCases } from './conformance-terminal-cases.js'
 import { defineWalkCases } from './conformance-walk-cases.js'
@@ -110,6 +111,7 @@ export function defineSandboxConformance(
 		describe('watch and events', () => defineWatchCases(context))
 		describe('walkFiles', () => defineWalkCases(context))
 		describe('terminals and tcp', () => defineTerminalAndTcpCases(context))
+		describe('exposePort', () => definePortCases(context))
 		describe('destroy', () => defineDestroyCases(context))
 	})
 }

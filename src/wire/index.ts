@@ -9,6 +9,7 @@ export {
 	EXECUTE_RESERVES_FEATURE,
 	EXECUTION_ATTACH_FEATURE,
 	FILE_VERBS_FEATURE,
+	FIRECRACKER_AGENT_PROTOCOL_VERSION,
 	FLUSH_FEATURE,
 	GUEST_BOOT_ID_FEATURE,
 	LIST_FILES_FEATURE,
@@ -29,6 +30,7 @@ export {
 } from './heartbeat.js'
 export type { FlushReply, QuiescedProcess, QuiesceReply, QuiesceScope } from './lifecycle-ops.js'
 export {
+	type AgentRequestCredential,
 	type AttachExecutionRequest,
 	type CancelExecutionReply,
 	DEFAULT_MAX_OUTPUT_BYTES,

@@ -90,13 +90,13 @@ import { SandboxTcpTargetRefusedError, tcpTargetRefusal } from './agent-sandbox-
 import {
 	checkAttachExecution,
 	checkCancelExecution,
+	checkDestroyOptions,
 	checkExec,
 	checkExposePort,
 	checkFlush,
 	checkOpenTcpConnection,
 	checkOpenTerminal,
 	checkQuiesce,
-	checkSignalOnly,
 	checkWalkFiles,
 	sandboxPath,
 } from './sandbox-arguments.js'
@@ -444,7 +444,7 @@ export class AgentSandbox implements Sandbox {
 	destroy(options: SandboxDestroyOptions = {}): Promise<void> {
 		let signal: AbortSignal | undefined
 		try {
-			signal = checkSignalOnly('destroy', options)
+			signal = checkDestroyOptions(options)
 		} catch (error) {
 			return Promise.reject(error)
 		}
