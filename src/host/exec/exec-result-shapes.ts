@@ -56,14 +56,19 @@ export class ExecOutputCapture {
 	readonly #unkept = { stdout: false, stderr: false }
 	#taken = 0
 
+	readonly #collect: boolean
+
+	/** `collect: false` (`collectOutput: false`): forward everything, keep and bound nothing. */
 	constructor(
 		onOutput?: (chunk: SandboxOutputChunk) => void,
 		maxOutputBytes: number = DEFAULT_MAX_OUTPUT_BYTES,
 		budget?: ExecOutputBudget,
+		collect = true,
 	) {
 		this.#onOutput = onOutput
-		this.#maxUnits = maxOutputBytes
-		this.#budget = budget
+		this.#maxUnits = collect ? maxOutputBytes : Number.POSITIVE_INFINITY
+		this.#budget = collect ? budget : undefined
+		this.#collect = collect
 	}
 
 	get stdoutTruncated(): boolean {
@@ -86,7 +91,7 @@ export class ExecOutputCapture {
 			if (data === '') return
 		}
 		this.#seen[stream] = seen + data.length
-		if (!this.#unkept[stream]) this.#keep(stream, data)
+		if (this.#collect && !this.#unkept[stream]) this.#keep(stream, data)
 		try {
 			this.#onOutput?.(data === chunk.data ? chunk : { stream, data })
 		} catch {
