@@ -43,7 +43,9 @@ export interface SandboxExecOptions {
 	/**
 	 * Default true. False: output only streams to `onOutput` — the result's `stdout`/`stderr` are
 	 * empty and no retention cap applies (`maxOutputBytes`, the provider's output budget), so a
-	 * streaming consumer (a CLI piping gigabytes) holds nothing and loses nothing.
+	 * streaming consumer (a CLI piping gigabytes) holds nothing and loses nothing. Then a promise
+	 * `onOutput` returns holds further output until it settles: a slow consumer slows the command
+	 * instead of growing memory.
 	 */
 	readonly collectOutput?: boolean
 	/**

@@ -73,7 +73,8 @@ export interface RemoteExecutionAdapter {
 	execute(
 		request: RemoteExecuteRequest,
 		signal: AbortSignal,
-		onOutput: (chunk: SandboxOutputChunk) => void,
+		/** A returned promise (an uncollected exec's slow consumer) holds the next event until it settles. */
+		onOutput: (chunk: SandboxOutputChunk) => Promise<void> | undefined,
 		onDialed?: (durationMs: number) => void,
 	): Promise<RemoteTerminalMetadata>
 }
@@ -178,10 +179,7 @@ export class RemoteExecutionController {
 				confirm: () => this.#confirm(executionId, clock, fence),
 				caller,
 				// A timer past the platform's ceiling would fire at once: clamp a near-unbounded run.
-				observationDeadlineMs: Math.min(
-					timeoutMs + this.executionObservationGraceMs,
-					MAX_TIMER_MS,
-				),
+				observationDeadlineMs: Math.min(timeoutMs + this.executionObservationGraceMs, MAX_TIMER_MS),
 				reconcileFailure: true,
 				resultDrainTimeoutMs: this.resultDrainTimeoutMs,
 			})
