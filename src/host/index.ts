@@ -27,6 +27,7 @@ export type {
 	QuiesceOptions,
 	QuiesceReport,
 } from './lifecycle/agent-lifecycle-ops.js'
+export { PortExposureListenError } from './ports/port-errors.js'
 export {
 	AgentReadFileStreamUnsupportedError,
 	ExecutionAttachUnsupportedError,

@@ -116,6 +116,7 @@ import {
 	RemoteControlTimeoutError,
 	RemoteResultIncompleteError,
 } from '../../src/host/exec/exec-errors.js'
+import { PortExposureListenError } from '../../src/host/ports/port-errors.js'
 import {
 	AgentReadFileStreamUnsupportedError,
 	ExecutionAttachUnsupportedError,
@@ -393,6 +394,10 @@ const CASES: readonly ErrorCase[] = [
 	{
 		type: SandboxTcpTargetRefusedError,
 		make: () => new SandboxTcpTargetRefusedError('10.0.0.1', 80, 'not loopback'),
+	},
+	{
+		type: PortExposureListenError,
+		make: () => new PortExposureListenError(8000, new Error('EMFILE')),
 	},
 	// host: transport
 	{ type: AgentDialFailedError, make: () => new AgentDialFailedError('unix', 1, 5) },

@@ -89,8 +89,20 @@ const HOST_ROOMS: Readonly<Record<string, readonly string[]>> = {
 	files: ['files', 'transport', 'refusals'],
 	sessions: ['sessions', 'transport', 'refusals'],
 	lifecycle: ['lifecycle', 'transport', 'refusals'],
-	sandbox: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport', 'refusals'],
-	index: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport', 'refusals', 'egress'],
+	// An exposure reads request heads with the egress proxy's one HTTP reader.
+	ports: ['ports', 'egress'],
+	sandbox: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'ports', 'transport', 'refusals'],
+	index: [
+		'sandbox',
+		'exec',
+		'files',
+		'sessions',
+		'lifecycle',
+		'ports',
+		'transport',
+		'refusals',
+		'egress',
+	],
 }
 
 function areaOf(file: string): string {

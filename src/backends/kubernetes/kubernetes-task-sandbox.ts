@@ -19,6 +19,8 @@ import type {
 	SandboxEnvironment,
 	SandboxExecOptions,
 	SandboxExecResult,
+	SandboxExposedPort,
+	SandboxExposePortOptions,
 	SandboxFileEntry,
 	SandboxListFilesOptions,
 	SandboxReadFileOptions,
@@ -127,6 +129,11 @@ export class KubernetesTaskSandbox implements Sandbox {
 
 	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection> {
 		return this.#call('openTcpConnection', () => this.#inner.openTcpConnection(options))
+	}
+
+	/** Served by this host (the one running the library), over the agent's tcp channel. */
+	exposePort(port: number, options?: SandboxExposePortOptions): Promise<SandboxExposedPort> {
+		return this.#call('exposePort', () => this.#inner.exposePort(port, options))
 	}
 
 	/**

@@ -24,6 +24,8 @@ import type {
 	SandboxDestroyOptions,
 	SandboxEnvironment,
 	SandboxExecResult,
+	SandboxExposedPort,
+	SandboxExposePortOptions,
 	SandboxFileEntry,
 	SandboxListFilesOptions,
 	SandboxReadFileOptions,
@@ -66,6 +68,7 @@ import {
 	type QuiesceReport,
 	quiesceThroughAgent,
 } from '../lifecycle/agent-lifecycle-ops.js'
+import { exposureSettings, PortExposure } from '../ports/port-exposure.js'
 import type { SessionTerminal } from '../sessions/agent-session-terminal.js'
 import {
 	AgentSessions,
@@ -85,6 +88,7 @@ import {
 	checkAttachExecution,
 	checkCancelExecution,
 	checkExec,
+	checkExposePort,
 	checkFlush,
 	checkKillSession,
 	checkOpenTcpConnection,
@@ -360,6 +364,19 @@ export class AgentSandbox implements Sandbox {
 				signal,
 			)
 			return this.#lifetime.own(connection, 'openTcpConnection', () => connection.close())
+		})
+	}
+
+	/** A guest port on the host's loopback, one `openTcpConnection` per client (port-exposure.ts). */
+	exposePort(port: number, options: SandboxExposePortOptions = {}): Promise<SandboxExposedPort> {
+		const check = () => checkExposePort(port, options)
+		return this.#lifetime.run('exposePort', check, async (signal) => {
+			const exposure = await PortExposure.open({
+				...exposureSettings(port, options, signal),
+				connect: (guestPort, connectSignal) =>
+					this.openTcpConnection({ port: guestPort, signal: connectSignal }),
+			})
+			return this.#lifetime.own(exposure, 'exposePort', () => exposure.close())
 		})
 	}
 
