@@ -3,24 +3,10 @@
  * file, /dev/null): read to its end, then handed over whole and closed, so the command sees EOF. A
  * terminal stdin is driven live through a PTY instead (`run-terminal.ts`).
  */
-import { SandboxError } from '../contract/errors.js'
+import { CliStdinTooLargeError } from './cli-errors.js'
 
 /** The wire carries stdin in one frame (JSON-escaped, up to 6x); this keeps it far below the frame limit. */
 export const MAX_RUN_STDIN_BYTES = 32 * 1024 * 1024
-
-/** Piped stdin past `MAX_RUN_STDIN_BYTES` (exit 1): the fix is to pass the data as a file. */
-export class CliStdinTooLargeError extends SandboxError {
-	override readonly name = 'CliStdinTooLargeError'
-	readonly limitBytes: number
-
-	constructor(limitBytes: number) {
-		super(
-			`stdin is larger than ${limitBytes} bytes: put the data in the workspace (--workspace DIR) and let the command read the file, or pass --no-stdin`,
-			'stdin-too-large',
-		)
-		this.limitBytes = limitBytes
-	}
-}
 
 /** Reads `input` to EOF; an abort (Ctrl-C while still reading) resolves with undefined at once. */
 export function readRunStdin(

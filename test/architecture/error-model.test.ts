@@ -90,7 +90,11 @@ import {
 	LocalNetworkSetupError,
 	LocalNetworkUnavailableError,
 } from '../../src/backends/machine/network/network-errors.js'
-import { CliDependencyMissingError, CliUsageError } from '../../src/cli/cli-errors.js'
+import {
+	CliDependencyMissingError,
+	CliStdinTooLargeError,
+	CliUsageError,
+} from '../../src/cli/cli-errors.js'
 import {
 	FileWalkLimitError,
 	SandboxArgumentError,
@@ -748,6 +752,7 @@ const CASES: readonly ErrorCase[] = [
 	// cli, testing
 	{ type: CliUsageError, make: () => new CliUsageError('unknown command: x') },
 	{ type: CliDependencyMissingError, make: () => new CliDependencyMissingError('mcp', 'x') },
+	{ type: CliStdinTooLargeError, make: () => new CliStdinTooLargeError(1024) },
 	{ type: ConformanceAssertionError, make: () => new ConformanceAssertionError('toBe', 'm') },
 	{ type: ConformanceCaseTimeoutError, make: () => new ConformanceCaseTimeoutError('t', 10) },
 ]

@@ -35,11 +35,11 @@ function cli(
 		let stdout = ''
 		let stdoutBytes = 0
 		let stderr = ''
-		child.stdout.on('data', (chunk: Buffer) => {
+		child.stdout?.on('data', (chunk: Buffer) => {
 			stdoutBytes += chunk.length
 			if (options.keepStdout !== false) stdout += chunk.toString()
 		})
-		child.stderr.on('data', (chunk: Buffer) => {
+		child.stderr?.on('data', (chunk: Buffer) => {
 			stderr += chunk.toString()
 		})
 		child.stdin?.end(options.input)
