@@ -7,7 +7,7 @@
  */
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../contract/provider.js'
-import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+import { PORTABLE_CREATE_KEYS, type SandboxProviderDefaults } from '../../provider-defaults.js'
 import {
 	type LocalSandboxCreateConfig,
 	type MachineEgress,
@@ -55,16 +55,26 @@ const REFUSED_KEYS: Readonly<Record<string, string>> = {
 		'the container sees only its image and its layout; there is nothing of the host to hide',
 }
 
+/** The container tier's `create()` keys: the portable ones (less a host working directory) and its own. */
+export const CONTAINER_CREATE_KEYS: readonly string[] = [
+	...PORTABLE_CREATE_KEYS.filter((key) => key !== 'workingDirectory'),
+	'cpuLimit',
+	'diskLimitMb',
+	'egressCredentials',
+	'onEgressDecision',
+]
+
 export function resolveContainerSandboxSpec(
 	config: ContainerSandboxCreateConfig,
 	defaults: SandboxProviderDefaults,
 	runtime: ContainerRuntime = 'runc',
 ): ContainerSandboxSpec {
-	const local = resolveMachineSandboxSpec(config, defaults)
+	// What a container cannot do is named as such before any key is called unknown.
 	for (const [key, why] of Object.entries(REFUSED_KEYS)) {
-		if (Reflect.get(config, key) !== undefined)
+		if (config !== null && typeof config === 'object' && Reflect.get(config, key) !== undefined)
 			throw new SandboxConfigError(key, `not supported: ${why}`)
 	}
+	const local = resolveMachineSandboxSpec(config, defaults, CONTAINER_CREATE_KEYS)
 	if (local.egress !== 'deny-all' && runtime === 'runsc') {
 		// 'proxied' is the local tier's name for static and resolver: name the caller's own kind.
 		throw new ContainerEgressUnsupportedError(

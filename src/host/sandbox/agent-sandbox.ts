@@ -87,6 +87,7 @@ import { SandboxTcpTargetRefusedError, tcpTargetRefusal } from './agent-sandbox-
 import {
 	checkAttachExecution,
 	checkCancelExecution,
+	checkDestroyOptions,
 	checkExec,
 	checkExposePort,
 	checkFlush,
@@ -467,7 +468,7 @@ export class AgentSandbox implements Sandbox {
 	destroy(options: SandboxDestroyOptions = {}): Promise<void> {
 		let signal: AbortSignal | undefined
 		try {
-			signal = checkSignalOnly('destroy', options)
+			signal = checkDestroyOptions(options)
 		} catch (error) {
 			return Promise.reject(error)
 		}

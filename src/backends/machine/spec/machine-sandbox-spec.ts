@@ -4,6 +4,7 @@
  * before refusing what a container cannot do), plus the rule that decides whether a local
  * warm-pool member (started with the defaults) can serve a request.
  */
+import { totalmem } from 'node:os'
 import { isAbsolute } from 'node:path'
 import { SandboxConfigError } from '../../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../../contract/provider.js'
@@ -16,6 +17,7 @@ import type { EgressDecision } from '../../../host/egress/egress-decision.js'
 import {
 	checkCreateConfig,
 	checkProviderDefaults,
+	PORTABLE_CREATE_KEYS,
 	type SandboxProviderDefaults,
 } from '../../../provider-defaults.js'
 import { LocalEgressUnsupportedError } from '../machine-errors.js'
@@ -93,6 +95,29 @@ export interface MachineSandboxSpec {
 	readonly diskLimitMb?: number
 }
 
+/** The local tier's `create()` keys: the portable ones and `LocalSandboxCreateConfig`'s own. */
+export const LOCAL_CREATE_KEYS: readonly string[] = [
+	...PORTABLE_CREATE_KEYS,
+	'keepAlive',
+	'keepAliveMs',
+	'readOnlyPaths',
+	'hiddenPaths',
+	'cpuLimit',
+	'diskLimitMb',
+	'egressCredentials',
+	'onEgressDecision',
+]
+
+/** A memory limit this host cannot give is refused, never left to the OOM killer to discover. */
+function refuseAboveHostMemory(memoryLimitMb: number | undefined, fromDefaults: boolean): void {
+	const hostMb = Math.floor(totalmem() / (1024 * 1024))
+	if (memoryLimitMb === undefined || memoryLimitMb <= hostMb) return
+	throw new SandboxConfigError(
+		fromDefaults ? 'defaultMemoryLimitMb' : 'memoryLimitMb',
+		`${memoryLimitMb} MiB is above this host's memory (${hostMb} MiB); ask for at most that`,
+	)
+}
+
 /** Keys the agent reads for itself; the agent scrubs them from children, so they could never apply. */
 const RESERVED_ENV_PREFIXES = ['NAMZU_AGENT_', 'NAMZU_SANDBOX_']
 
@@ -165,8 +190,9 @@ function egress(
 export function resolveMachineSandboxSpec(
 	config: LocalSandboxCreateConfig,
 	defaults: SandboxProviderDefaults,
+	known: readonly string[] = LOCAL_CREATE_KEYS,
 ): MachineSandboxSpec {
-	checkCreateConfig(config)
+	checkCreateConfig(config, known)
 	checkProviderDefaults(defaults)
 	const workingDirectory: unknown = config.workingDirectory
 	if (
@@ -180,6 +206,7 @@ export function resolveMachineSandboxSpec(
 	}
 	const timeoutMs = config.timeoutMs ?? defaults.defaultTimeoutMs
 	const memoryLimitMb = config.memoryLimitMb ?? defaults.defaultMemoryLimitMb
+	refuseAboveHostMemory(memoryLimitMb, config.memoryLimitMb === undefined)
 	const maxProcesses = config.maxProcesses ?? defaults.defaultMaxProcesses
 	const keepAliveMs = resolveKeepAliveMs(config.keepAlive, config.keepAliveMs)
 	const readOnlyPaths = validatePathList('readOnlyPaths', config.readOnlyPaths)
