@@ -9,6 +9,7 @@
 // biome-ignore-all assist/source/organizeImports: the package comment above documents the first export block (typedoc), the Kubernetes tier's, so the container tier's block follows it
 
 export {
+	checkKubernetesAccess,
 	createKubernetesSandboxProvider,
 	createKubernetesWorkspace,
 	DEFAULT_API_REQUEST_TIMEOUT_MS,
@@ -169,6 +170,16 @@ export {
 	type UnreadPolicySource,
 } from './backends/kubernetes/index.js'
 export {
+	createMicroVMSandboxProvider,
+	FirecrackerApiError,
+	type MicroVMAccel,
+	type MicroVMBackendConfig,
+	MicroVMEgressUnsupportedError,
+	MicroVMImageMissingError,
+	MicroVMProviderClosedError,
+	MicroVMServiceUnavailableError,
+} from './backends/microvm/index.js'
+export {
 	type ACIStandbyPoolBackendConfig,
 	type AzureFileShareSource,
 	type ContainerBackendConfig,
@@ -243,6 +254,7 @@ export {
 	DEFAULT_MAX_PROCESSES,
 	DEFAULT_MEMORY_LIMIT_MB,
 	DEFAULT_SANDBOX_UID_RANGE,
+	defaultMemoryLimitMb,
 	type DefaultLimitsMode,
 	DefaultLimitsUnavailableError,
 	type DiskLimitRefusal,
@@ -404,6 +416,7 @@ export {
 	RemoteControlTimeoutError,
 	RemoteExecutionRefusedError,
 	type RemoteExecutionTiming,
+	REMOTE_EXECUTION_PROTOCOL_VERSION,
 	RemoteProtocolError,
 	RemoteReplyBoundError,
 	type ReplyBound,
@@ -422,17 +435,21 @@ export {
 	type StartDetachedOptions,
 	type StartedSession,
 	TCP_PREAUTH_FRAME_LIMIT_BYTES,
+	VsockAgentTransport,
+	type VsockTransportOptions,
 } from './host/index.js'
 export type { SandboxProviderDefaults } from './provider-defaults.js'
 export {
 	AGENT_PROTOCOL_VERSION,
 	type AgentFeature,
+	type AgentRequestCredential,
 	BINARY_FRAMES_FEATURE,
 	type CancelExecutionReply,
 	DEFAULT_MAX_OUTPUT_BYTES,
 	DEFAULT_STREAM_HEARTBEAT_MS,
 	EXECUTE_RESERVES_FEATURE,
 	EXECUTION_ATTACH_FEATURE,
+	FIRECRACKER_AGENT_PROTOCOL_VERSION,
 	FLUSH_FEATURE,
 	type FlushReply,
 	GUEST_BOOT_ID_FEATURE,

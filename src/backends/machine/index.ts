@@ -68,5 +68,6 @@ export {
 	DEFAULT_CPU_WEIGHT,
 	DEFAULT_MAX_PROCESSES,
 	DEFAULT_MEMORY_LIMIT_MB,
+	defaultMemoryLimitMb,
 	type TmpfsSizes,
 } from './spec/sandbox-limits.js'
