@@ -294,6 +294,7 @@ export {
 	reapLocalSandboxes,
 	type SandboxHostClaims,
 	type SandboxUidRange,
+	SeccompUnsupportedArchError,
 	type TmpfsSizes,
 } from './backends/machine/index.js'
 export {

@@ -19,7 +19,10 @@ import type { ContainerRuntime } from './runtime-argv.js'
 
 export interface ContainerSandboxCreateConfig
 	extends SandboxCreateConfig,
-		Pick<LocalSandboxCreateConfig, 'egressCredentials' | 'onEgressDecision'> {
+		Pick<
+			LocalSandboxCreateConfig,
+			'egressCredentials' | 'onEgressDecision' | 'allowUserNamespaces'
+		> {
 	/** Cores, enforced as a CFS quota. */
 	readonly cpuLimit?: number
 	/** A workspace of this many MiB (a loop-mounted filesystem); writes past it fail with ENOSPC. */
@@ -36,6 +39,8 @@ export interface ContainerSandboxSpec {
 	readonly egress: MachineEgress
 	/** Set when `egress` is `proxied` (`static` / `resolver`). */
 	readonly proxiedEgress?: ProxiedEgress
+	/** The seccomp filter lets the workload create namespaces. */
+	readonly allowUserNamespaces?: true
 }
 
 /**
@@ -92,6 +97,7 @@ export function resolveContainerSandboxSpec(
 		...(local.diskLimitMb === undefined ? {} : { diskLimitMb: local.diskLimitMb }),
 		egress: local.egress,
 		...(local.proxiedEgress === undefined ? {} : { proxiedEgress: local.proxiedEgress }),
+		...(local.allowUserNamespaces === true ? { allowUserNamespaces: true } : {}),
 	}
 }
 
@@ -108,6 +114,7 @@ export function canServeFromContainerPool(
 		requested.cpuLimit === pooled.cpuLimit &&
 		requested.diskLimitMb === pooled.diskLimitMb &&
 		requested.egress === pooled.egress &&
+		requested.allowUserNamespaces === pooled.allowUserNamespaces &&
 		// A proxied sandbox's proxy (its rules, credentials, decision log) is its creator's own.
 		requested.egress !== 'proxied'
 	)

@@ -50,6 +50,7 @@ export {
 	LocalSandboxUidsExhaustedError,
 	LocalStateEntryUnsafeError,
 	LocalWorkspaceBusyError,
+	SeccompUnsupportedArchError,
 } from './machine-errors.js'
 export type { MachineSandbox, MachineSandboxVerb } from './machine-sandbox.js'
 export {

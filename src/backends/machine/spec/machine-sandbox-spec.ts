@@ -8,7 +8,11 @@ import { totalmem } from 'node:os'
 import { isAbsolute } from 'node:path'
 import { SandboxConfigError } from '../../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../../contract/provider.js'
-import { type EgressRule, parseAllowedHosts } from '../../../host/egress/allowed-hosts.js'
+import {
+	type EgressRule,
+	hostPortRules,
+	parseAllowedHosts,
+} from '../../../host/egress/allowed-hosts.js'
 import {
 	type EgressCredential,
 	parseEgressCredentials,
@@ -37,6 +41,8 @@ export interface ProxiedEgress {
 	/** `static`: the parsed rules; `resolver`: asked when the sandbox starts. */
 	readonly rules: readonly EgressRule[] | (() => Promise<readonly string[]>)
 	readonly credentials: readonly EgressCredential[]
+	/** `hostPorts`: the rules reaching those ports on the host's loopback (`hostPortRules`). */
+	readonly hostPortRules: readonly EgressRule[]
 	readonly onDecision?: (decision: EgressDecision) => void
 }
 
@@ -74,6 +80,13 @@ export interface LocalSandboxCreateConfig extends SandboxCreateConfig {
 	readonly egressCredentials?: readonly EgressCredential[]
 	/** Told each verdict of the egress proxy (`static` and `resolver` egress only). Must not throw. */
 	readonly onEgressDecision?: (decision: EgressDecision) => void
+	/**
+	 * Let the workload create namespaces (`unshare -Ur`, rootless builders), `clone3` and mount
+	 * inside them. Default false: the seccomp filter refuses them with EPERM, because a user
+	 * namespace hands the workload every capability over namespaces of its own — kernel surface
+	 * (nf_tables and the like) that is otherwise out of its reach. See docs/guides/seccomp.md.
+	 */
+	readonly allowUserNamespaces?: boolean
 }
 
 export interface MachineSandboxSpec {
@@ -93,6 +106,8 @@ export interface MachineSandboxSpec {
 	readonly hiddenPaths?: readonly string[]
 	readonly cpuLimit?: number
 	readonly diskLimitMb?: number
+	/** The seccomp filter lets the workload create namespaces (`allowUserNamespaces`). */
+	readonly allowUserNamespaces?: true
 }
 
 /** The local tier's `create()` keys: the portable ones and `LocalSandboxCreateConfig`'s own. */
@@ -178,6 +193,7 @@ function egress(
 			kind,
 			rules,
 			credentials: parseEgressCredentials(config.egressCredentials),
+			hostPortRules: hostPortRules(policy.hostPorts, `${field}.hostPorts`),
 			...(config.onEgressDecision ? { onDecision: config.onEgressDecision } : {}),
 		},
 	}
@@ -213,6 +229,10 @@ export function resolveMachineSandboxSpec(
 	const hiddenPaths = validatePathList('hiddenPaths', config.hiddenPaths)
 	const cpuLimit = parseCpuLimit(config.cpuLimit)
 	const diskLimitMb = parseDiskLimitMb(config.diskLimitMb)
+	const allowUserNamespaces: unknown = config.allowUserNamespaces
+	if (allowUserNamespaces !== undefined && typeof allowUserNamespaces !== 'boolean') {
+		throw new SandboxConfigError('allowUserNamespaces', 'must be a boolean')
+	}
 	return {
 		...(workingDirectory === undefined ? {} : { workingDirectory }),
 		env: environment(config.env),
@@ -225,6 +245,7 @@ export function resolveMachineSandboxSpec(
 		...(hiddenPaths.length === 0 ? {} : { hiddenPaths }),
 		...(cpuLimit === undefined ? {} : { cpuLimit }),
 		...(diskLimitMb === undefined ? {} : { diskLimitMb }),
+		...(allowUserNamespaces === true ? { allowUserNamespaces: true } : {}),
 	}
 }
 
@@ -255,6 +276,7 @@ export function canServeFromPool(
 		samePaths(requested.readOnlyPaths, pooled.readOnlyPaths) &&
 		samePaths(requested.hiddenPaths, pooled.hiddenPaths) &&
 		requested.cpuLimit === pooled.cpuLimit &&
-		requested.diskLimitMb === pooled.diskLimitMb
+		requested.diskLimitMb === pooled.diskLimitMb &&
+		requested.allowUserNamespaces === pooled.allowUserNamespaces
 	)
 }
