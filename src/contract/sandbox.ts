@@ -39,6 +39,14 @@ export interface SandboxExecOptions {
 	/** Called as output arrives; must not throw; never awaited. The result still carries everything. */
 	readonly onOutput?: (chunk: SandboxOutputChunk) => void
 	/**
+	 * The call ends when the command's own process exits, even while something it started in the
+	 * background (`server &`) still holds its stdout/stderr: output already written is collected
+	 * for a short drain (200 ms), later output is dropped. By default
+	 * (true) those descendants keep running until `destroy()`; false kills the command's whole tree
+	 * (its cgroup, or its process group) the moment its own process exits.
+	 */
+	readonly keepDescendants?: boolean
+	/**
 	 * Abort terminates the owned process group (or proves it was never admitted). The result of an
 	 * aborted call never reads as an unaborted success.
 	 */

@@ -112,6 +112,11 @@ export interface ExecuteRequest {
 	 * to a guest advertising `EXECUTE_RESERVES_FEATURE`); a fenced id is refused.
 	 */
 	readonly reserve?: boolean
+	/**
+	 * false: the command's whole tree is killed when its own process exits. Default true: what it
+	 * started in the background runs on (the call still ends when the command's process exits).
+	 */
+	readonly keepDescendants?: boolean
 }
 
 /** What a finished run reports: the `result` event, and the `result` of a cancel or an attach. */

@@ -37,7 +37,7 @@ describe('package root: detachable executions', () => {
 
 	it('keeps SandboxExecOptions free of the detachable fields', () => {
 		expectTypeOf<keyof root.SandboxExecOptions>().toEqualTypeOf<
-			'timeout' | 'env' | 'cwd' | 'onOutput' | 'signal'
+			'timeout' | 'env' | 'cwd' | 'onOutput' | 'signal' | 'keepDescendants'
 		>()
 	})
 })

@@ -80,6 +80,7 @@ export function checkExec(command: unknown, args: unknown, options: unknown): Si
 	optionalInteger(site, 'options.maxOutputBytes', given.maxOutputBytes, BYTE_BOUND)
 	newExecutionId(site, 'options.executionId', given.executionId)
 	optionalBoolean(site, 'options.detach', given.detach)
+	optionalBoolean(site, 'options.keepDescendants', given.keepDescendants)
 	optionalSignal(site, 'options.detachSignal', given.detachSignal)
 	optionalDurationMs(site, 'options.reattachWindowMs', given.reattachWindowMs, { min: 0 })
 	optionalFunction(site, 'options.onGap', given.onGap)
