@@ -76,6 +76,18 @@ export interface SandboxExecResult {
 	 * than one way says which bound ended it.
 	 */
 	readonly outputTruncation?: SandboxOutputTruncation
+	// Accounting: what the command's own tree used, from its own cgroups, read when the call ends
+	// (a background descendant's use until then included). A field is absent, never 0, where the
+	// tier cannot count it (docs/guides/background.md has the table per tier).
+	/** A process of the command's tree was killed by the kernel's OOM killer. */
+	readonly oomKilled?: boolean
+	readonly cpuUserMs?: number
+	readonly cpuSystemMs?: number
+	/** The tree's peak memory (v1 `memory.max_usage_in_bytes`, v2 `memory.peak`). */
+	readonly peakMemoryBytes?: number
+	/** Block I/O, where the guest's cgroup has the `io` controller (cgroup v2). */
+	readonly ioReadBytes?: number
+	readonly ioWriteBytes?: number
 }
 
 /**

@@ -120,7 +120,7 @@ export interface ExecuteRequest {
 }
 
 /** What a finished run reports: the `result` event, and the `result` of a cancel or an attach. */
-export interface ExecutionTerminalMetadata {
+export interface ExecutionTerminalMetadata extends ExecutionUsage {
 	readonly exitCode: number
 	readonly timedOut: boolean
 	readonly durationMs: number
@@ -128,6 +128,20 @@ export interface ExecutionTerminalMetadata {
 	/** This agent always sends both flags; a peer that predates the output caps sends neither. */
 	readonly stdoutTruncated?: boolean
 	readonly stderrTruncated?: boolean
+}
+
+/**
+ * What a command's tree used, from its own cgroups, read when the run settles (a background
+ * descendant's use until then included). Each field only where the guest's cgroups count it.
+ */
+export interface ExecutionUsage {
+	/** A process of the tree was killed by the OOM killer. */
+	readonly oomKilled?: boolean
+	readonly cpuUserMs?: number
+	readonly cpuSystemMs?: number
+	readonly peakMemoryBytes?: number
+	readonly ioReadBytes?: number
+	readonly ioWriteBytes?: number
 }
 
 /** The `result` event that ends an execution: exit code or signal, end state, output accounting. */

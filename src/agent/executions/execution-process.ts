@@ -217,6 +217,7 @@ export function startExecutionProcess(
 			// A run being terminated reports once its whole tree is gone (or the kill gave up).
 			await termination?.catch(() => undefined)
 			await descendantsKilled?.catch(() => undefined)
+			const usage = tree.usage()
 			tree.release()
 			const failedJoin = await joinFailure
 			if (failedJoin !== undefined) {
@@ -235,6 +236,7 @@ export function startExecutionProcess(
 					...(signal ? { signal } : {}),
 					stdoutTruncated: stdout.truncated,
 					stderrTruncated: stderr.truncated,
+					...usage,
 				},
 			})
 		}
