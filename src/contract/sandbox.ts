@@ -221,6 +221,63 @@ export interface SandboxTcpConnection {
 	readonly closed: Promise<void>
 }
 
+// ---- background commands: Sandbox.spawn / attachProcess ----
+
+/** Options of `Sandbox.spawn`. */
+export interface SandboxSpawnOptions {
+	/**
+	 * Wall-clock budget in milliseconds; default `DEFAULT_SPAWN_TIMEOUT_MS` (30 min, the guest's
+	 * default ceiling). At the deadline the whole tree is terminated and `wait()` says `timedOut`.
+	 */
+	readonly timeout?: number
+	readonly env?: Readonly<Record<string, string>>
+	/** Working directory; must stay inside the workspace. */
+	readonly cwd?: string
+	/** As `SandboxExecOptions.keepDescendants`. */
+	readonly keepDescendants?: boolean
+	/** Per-stream output the host and the guest keep for `wait()`, as `exec`'s `maxOutputBytes`. */
+	readonly maxOutputBytes?: number
+	/** Aborting while `spawn` starts the command refuses the start (nothing runs). */
+	readonly signal?: AbortSignal
+}
+
+/** Options of `Sandbox.attachProcess`. */
+export interface SandboxAttachProcessOptions {
+	/** Per-stream output kept for `wait()`. */
+	readonly maxOutputBytes?: number
+	/** Aborting while attaching refuses the attach; the command runs on. */
+	readonly signal?: AbortSignal
+}
+
+/** Options of `SandboxProcess.kill`. */
+export interface SandboxProcessKillOptions {
+	readonly signal?: AbortSignal
+}
+
+/**
+ * One background command. It runs until it exits, `kill()`, its `timeout`, or the sandbox's
+ * `destroy()`; dropping the handle (or `detach()`) never stops it, and another host process that
+ * holds the sandbox can `attachProcess(id)`.
+ */
+export interface SandboxProcess {
+	/** The execution id (`exec_<uuid>`) another process attaches with. */
+	readonly id: string
+	/** The command's result once it ended (accounting fields included, as `exec`'s). */
+	wait(): Promise<SandboxExecResult>
+	/**
+	 * Ends the command's whole tree (SIGTERM, then SIGKILL after the guest's grace window) and
+	 * resolves once the guest confirmed it; `wait()` then resolves with the ended run.
+	 */
+	kill(options?: SandboxProcessKillOptions): Promise<void>
+	/**
+	 * The output from the first byte this handle received (an attach: the first the guest still
+	 * holds), then live, ending when the command ends. Each call iterates from that start.
+	 */
+	output(): AsyncIterable<SandboxOutputChunk>
+	/** Stops watching; the command runs on and `wait()` rejects `ExecutionDetachedError`. */
+	detach(): void
+}
+
 /** Options of `Sandbox.destroy`. */
 export interface SandboxDestroyOptions {
 	readonly signal?: AbortSignal
@@ -269,6 +326,18 @@ export interface Sandbox {
 	 * cannot keep that same-sandbox boundary omits the method.
 	 */
 	openTcpConnection?(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection>
+	/**
+	 * Starts a command in the background and resolves once the guest started it: a handle to wait
+	 * for, kill, read the output of, or find again from another process. A tier without retained
+	 * executions omits it.
+	 */
+	spawn?(
+		command: string,
+		args?: readonly string[],
+		options?: SandboxSpawnOptions,
+	): Promise<SandboxProcess>
+	/** A handle on a background command by id, from any process holding this sandbox. */
+	attachProcess?(id: string, options?: SandboxAttachProcessOptions): Promise<SandboxProcess>
 	/** Releases everything; idempotent. Every later call throws `SandboxDestroyedError`. */
 	destroy(options?: SandboxDestroyOptions): Promise<void>
 }

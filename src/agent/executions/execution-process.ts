@@ -17,6 +17,7 @@ import type { ExecResultEvent } from '../../wire/protocol.js'
 import { formatRefusal } from '../../wire/refusals.js'
 import { childEnvironment } from '../process/child-env.js'
 import {
+	isProcessGroupAlive,
 	signalProcessGroup,
 	type TerminateOutcome,
 	terminateProcessGroup,
@@ -94,24 +95,31 @@ function spawnFailure(error: Error): ExecutionProcess {
 	}
 }
 
+/** Whether the reader is behind, so the pipes are held (the drain after exit waits for it). */
+interface PipeHold {
+	held: boolean
+}
+
 function pipeOutput(
 	child: ChildProcess,
 	stream: 'stdout' | 'stderr',
 	capture: OutputCapture,
 	sink: OutputSink,
-	isSettled: () => boolean,
+	run: { readonly settled: () => boolean; readonly hold: PipeHold },
 ): void {
 	const readable = child[stream]
 	if (!readable) return
 	readable.on('data', (chunk: Buffer) => {
 		// Once the run settled, a descendant's output is read and dropped: the pipe stays open.
-		if (isSettled()) return
+		if (run.settled()) return
 		const text = capture.push(chunk)
 		if (text === '' || sink.write(stream, text)) return
 		// The reader is behind: hold the child's pipes (it blocks on write) until it catches up.
+		run.hold.held = true
 		child.stdout?.pause()
 		child.stderr?.pause()
 		sink.onDrain(() => {
+			run.hold.held = false
 			child.stdout?.resume()
 			child.stderr?.resume()
 		})
@@ -186,8 +194,10 @@ export function startExecutionProcess(
 
 	child.stdin?.on('error', () => {}) // a child that never reads stdin is not our failure
 	child.stdin?.end(command.stdin ?? '')
-	pipeOutput(child, 'stdout', stdout, sink, () => closed)
-	pipeOutput(child, 'stderr', stderr, sink, () => closed)
+	const hold: PipeHold = { held: false }
+	const run = { settled: () => closed, hold }
+	pipeOutput(child, 'stdout', stdout, sink, run)
+	pipeOutput(child, 'stderr', stderr, sink, run)
 	child.on('error', () => {}) // post-spawn errors (e.g. a failed kill) surface via 'close'
 
 	const timer = setTimeout(() => {
@@ -252,9 +262,17 @@ export function startExecutionProcess(
 		}
 		if (command.keepDescendants === false) {
 			descendantsKilled = killTree(pgid, tree, timing.confirmTimeoutMs)
+			return // the pipes close once the tree is gone
 		}
+		// Nothing left that could hold the pipes: everything written is read to the end.
+		if (!hasDescendants(pgid, tree)) return
 		const status = exit
-		descendantTimer = setTimeout(() => finish(status), DESCENDANT_OUTPUT_DRAIN_MS)
+		const drain = () => {
+			// Never cut what is waiting for a slow reader: the drain counts only unheld time.
+			if (hold.held) descendantTimer = setTimeout(drain, DESCENDANT_OUTPUT_DRAIN_MS)
+			else finish(status)
+		}
+		descendantTimer = setTimeout(drain, DESCENDANT_OUTPUT_DRAIN_MS)
 	})
 	child.once('close', (code, signal) => finish(exit ?? { code, signal }))
 
@@ -269,6 +287,16 @@ export function startExecutionProcess(
 			signalProcessGroup(pgid, 'SIGKILL')
 			void tree.kill(timing.confirmTimeoutMs)
 		},
+	}
+}
+
+/** Whether anything the command started is still alive (its cgroup, else its process group). */
+function hasDescendants(pgid: number, tree: CommandTree): boolean {
+	if (tree.grouped) return tree.members().length > 0
+	try {
+		return isProcessGroupAlive(pgid)
+	} catch {
+		return true
 	}
 }
 

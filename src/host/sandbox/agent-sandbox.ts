@@ -21,13 +21,16 @@ import type { SandboxRetirementObservation } from '../../contract/retirement.js'
 import type {
 	OpenTerminalOptions,
 	Sandbox,
+	SandboxAttachProcessOptions,
 	SandboxDestroyOptions,
 	SandboxEnvironment,
 	SandboxExecResult,
 	SandboxFileEntry,
 	SandboxListFilesOptions,
+	SandboxProcess,
 	SandboxReadFileOptions,
 	SandboxReadFileStreamOptions,
+	SandboxSpawnOptions,
 	SandboxStatus,
 	SandboxTcpConnection,
 	SandboxTcpConnectOptions,
@@ -37,6 +40,7 @@ import type {
 } from '../../contract/sandbox.js'
 import { walkFilesViaExec } from '../../exec-programs/walk/walk-files-via-exec.js'
 import { agentExecutionAdapter } from '../exec/agent-execution-adapter.js'
+import { attachBackground, spawnBackground } from '../exec/background-process.js'
 import {
 	type AttachExecutionOptions,
 	type CancelExecutionOptions,
@@ -235,6 +239,26 @@ export class AgentSandbox implements Sandbox {
 		return this.#lifetime.run('cancelExecution', check, (signal) =>
 			cancelExecutionById(this.#detachableHost, executionId, signal),
 		)
+	}
+
+	/** A background command over a detached execution (background-process.ts). */
+	spawn(
+		command: string,
+		args: readonly string[] = [],
+		options: SandboxSpawnOptions = {},
+	): Promise<SandboxProcess> {
+		const { signal, ...rest } = options
+		return spawnBackground(this, { command, args, options: rest, startSignal: signal })
+	}
+
+	/** A handle on a background command by id; an unknown id rejects its `wait()`. */
+	async attachProcess(
+		id: string,
+		options: SandboxAttachProcessOptions = {},
+	): Promise<SandboxProcess> {
+		this.#lifetime.admit('attachProcess')
+		checkAttachExecution(id, options)
+		return attachBackground(this, id, options)
 	}
 
 	get #detachableHost(): DetachableExecutionHost {
