@@ -87,6 +87,7 @@ import type { GuestExit } from '../transport/transport-errors.js'
 import { SandboxTcpTargetRefusedError, tcpTargetRefusal } from './agent-sandbox-errors.js'
 import {
 	checkAttachExecution,
+	checkAttachProcess,
 	checkCancelExecution,
 	checkExec,
 	checkFlush,
@@ -216,10 +217,7 @@ export class AgentSandbox implements Sandbox {
 		})
 	}
 
-	/**
-	 * Follows a detachable execution by id (detachable-execution.ts) to the result its `exec` would
-	 * have produced; aborting `signal` only detaches. `ExecutionNotAttachableError` on a refusal.
-	 */
+	/** Follows a detachable execution by id to its result; aborting `signal` only detaches. */
 	attachExecution(
 		executionId: string,
 		options: AttachExecutionOptions = {},
@@ -257,7 +255,7 @@ export class AgentSandbox implements Sandbox {
 		options: SandboxAttachProcessOptions = {},
 	): Promise<SandboxProcess> {
 		this.#lifetime.admit('attachProcess')
-		checkAttachExecution(id, options)
+		checkAttachProcess(id, options)
 		return attachBackground(this, id, options)
 	}
 

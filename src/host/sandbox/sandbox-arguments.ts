@@ -194,6 +194,16 @@ export function checkAttachExecution(executionId: unknown, options: unknown): Si
 	return optionalSignal(site, 'options.signal', given.signal)
 }
 
+/** `attachProcess`: a well-formed id (`exec_<uuid>`), the output bound and a signal. */
+export function checkAttachProcess(id: unknown, options: unknown): Signal {
+	const site = callSite('attachProcess')
+	requireString(site, 'id', id)
+	newExecutionId(site, 'id', id)
+	const given = optionalObject(site, 'options', options)
+	optionalInteger(site, 'options.maxOutputBytes', given.maxOutputBytes, BYTE_BOUND)
+	return optionalSignal(site, 'options.signal', given.signal)
+}
+
 export function checkCancelExecution(executionId: unknown, options: unknown): Signal {
 	const site = callSite('cancelExecution')
 	requireString(site, 'executionId', executionId)
