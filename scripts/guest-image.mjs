@@ -3,7 +3,8 @@
 // user, no set-id file) is cached by what changes it; the agent and entrypoint are this checkout's,
 // so the OCI layout (umoci) is rebuilt around them every run. `npm run image:build -- --rootfs-only`
 // stops after the base; `node scripts/guest-image.mjs path` prints the base's rootfs (exit 1 when
-// not built). deploy/k8s/Dockerfile is the same definition for `docker build`.
+// not built). deploy/k8s/Dockerfile is the same definition for `docker build`. `-- --vm` builds
+// the microVM tier's kernel, initramfs and root disk from the same base instead (vm-image.mjs).
 import { execFileSync, spawnSync } from 'node:child_process'
 import {
 	cpSync,
@@ -25,6 +26,7 @@ import {
 	imageCacheRoot,
 	parsePackageList,
 } from './guest-image-plan.mjs'
+import { buildVmImage } from './vm-image.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const deploy = join(root, 'deploy', 'k8s')
@@ -185,9 +187,10 @@ try {
 		process.stdout.write(`${p.rootfs}\n`)
 	} else if (verb === 'build') {
 		buildBase(p)
-		if (!process.argv.includes('--rootfs-only')) buildOci(p)
+		if (process.argv.includes('--vm')) buildVmImage(p, { root, say, run, need })
+		else if (!process.argv.includes('--rootfs-only')) buildOci(p)
 	} else {
-		say(`unknown verb ${verb}: build [--rootfs-only] | path`)
+		say(`unknown verb ${verb}: build [--rootfs-only | --vm] | path`)
 		process.exit(2)
 	}
 } catch (error) {

@@ -10,6 +10,10 @@ import {
 	type KubernetesBackendConfig,
 } from './backends/kubernetes/index.js'
 import { createLocalSandboxProvider, type LocalBackendConfig } from './backends/local/index.js'
+import {
+	createMicroVMSandboxProvider,
+	type MicroVMBackendConfig,
+} from './backends/microvm/index.js'
 import { CONFIG_SITE, requireObject } from './contract/argument-validators.js'
 import { SandboxBackendNotImplementedError, SandboxConfigError } from './contract/errors.js'
 import type { SandboxProvider } from './contract/provider.js'
@@ -19,12 +23,15 @@ import type { SandboxProviderDefaults } from './provider-defaults.js'
 export type SandboxBackendConfig =
 	| LocalBackendConfig
 	| KubernetesBackendConfig
+	| MicroVMBackendConfig
 	| ContainerBackendConfig
 	| ACIStandbyPoolBackendConfig
 
 /** A provider config: each container arm pairs its backend with the layout it needs. */
 export type SandboxProviderConfig =
-	| (SandboxProviderDefaults & { readonly backend: LocalBackendConfig | KubernetesBackendConfig })
+	| (SandboxProviderDefaults & {
+			readonly backend: LocalBackendConfig | KubernetesBackendConfig | MicroVMBackendConfig
+	  })
 	| (SandboxProviderDefaults & {
 			readonly backend: ContainerBackendConfig
 			readonly layout: ContainerSandboxLayout
@@ -63,6 +70,9 @@ export function createSandboxProvider(config: SandboxProviderConfig): SandboxPro
 		case 'microvm':
 			if (config.backend.service === 'kubernetes') {
 				return createKubernetesSandboxProvider(config.backend, config)
+			}
+			if (config.backend.service === 'qemu' || config.backend.service === 'firecracker') {
+				return createMicroVMSandboxProvider(config.backend, config)
 			}
 			throw new SandboxBackendNotImplementedError(`microvm/${String(config.backend.service)}`)
 		default:

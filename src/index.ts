@@ -169,6 +169,16 @@ export {
 	type UnreadPolicySource,
 } from './backends/kubernetes/index.js'
 export {
+	createMicroVMSandboxProvider,
+	FirecrackerApiError,
+	type MicroVMAccel,
+	type MicroVMBackendConfig,
+	MicroVMEgressUnsupportedError,
+	MicroVMImageMissingError,
+	MicroVMProviderClosedError,
+	MicroVMServiceUnavailableError,
+} from './backends/microvm/index.js'
+export {
 	type ACIStandbyPoolBackendConfig,
 	type AzureFileShareSource,
 	type ContainerBackendConfig,
@@ -324,6 +334,8 @@ export {
 	type SandboxStatus,
 	type SandboxTcpConnection,
 	type SandboxTcpConnectOptions,
+	type SandboxExposedPort,
+	type SandboxExposePortOptions,
 	type SandboxWalkFilesOptions,
 	type SandboxWorkspaceMode,
 	type SandboxWriteFileOptions,
@@ -407,6 +419,7 @@ export {
 	RemoteControlTimeoutError,
 	RemoteExecutionRefusedError,
 	type RemoteExecutionTiming,
+	REMOTE_EXECUTION_PROTOCOL_VERSION,
 	RemoteProtocolError,
 	RemoteReplyBoundError,
 	type ReplyBound,
@@ -414,6 +427,7 @@ export {
 	type SandboxAgentHandle,
 	SandboxRetiredError,
 	SandboxTcpTargetRefusedError,
+	PortExposureListenError,
 	type SessionDetachReason,
 	type SessionKind,
 	SessionRefusedError,
@@ -424,17 +438,21 @@ export {
 	type StartDetachedOptions,
 	type StartedSession,
 	TCP_PREAUTH_FRAME_LIMIT_BYTES,
+	VsockAgentTransport,
+	type VsockTransportOptions,
 } from './host/index.js'
 export type { SandboxProviderDefaults } from './provider-defaults.js'
 export {
 	AGENT_PROTOCOL_VERSION,
 	type AgentFeature,
+	type AgentRequestCredential,
 	BINARY_FRAMES_FEATURE,
 	type CancelExecutionReply,
 	DEFAULT_MAX_OUTPUT_BYTES,
 	DEFAULT_STREAM_HEARTBEAT_MS,
 	EXECUTE_RESERVES_FEATURE,
 	EXECUTION_ATTACH_FEATURE,
+	FIRECRACKER_AGENT_PROTOCOL_VERSION,
 	FLUSH_FEATURE,
 	type FlushReply,
 	GUEST_BOOT_ID_FEATURE,

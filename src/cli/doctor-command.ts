@@ -6,6 +6,7 @@ import type { ContainerRuntimeReport } from '../backends/container/runtime-probe
 import { probeContainerRuntimes } from '../backends/container/runtime-probe.js'
 import { describeLocalIsolation, type LocalIsolationReport } from '../backends/local/index.js'
 import type { IsolationCheck } from '../backends/machine/index.js'
+import { describeMicroVM, formatMicroVMReport } from '../backends/microvm/microvm-doctor.js'
 import { cliBubblewrap } from './cli-bubblewrap.js'
 
 function mark(check: IsolationCheck): string {
@@ -88,7 +89,7 @@ export function formatContainerRuntimes(
 
 /**
  * `namzu-sandbox doctor`: exit 0 when a default local sandbox can be created here, else 1. The
- * container runtimes are reported beside it and do not change the exit code.
+ * container runtimes and the microVM tier are reported beside it and do not change the exit code.
  */
 export async function doctorCommand(options: { readonly json: boolean }): Promise<number> {
 	const report = await describeLocalIsolation({ tier: 'process', ...cliBubblewrap() })
@@ -96,10 +97,11 @@ export async function doctorCommand(options: { readonly json: boolean }): Promis
 		...runtime,
 		egress: containerEgressSupport(runtime.runtime, report.network),
 	}))
+	const microvm = await describeMicroVM()
 	process.stdout.write(
 		options.json
-			? `${JSON.stringify({ ...report, containerRuntimes }, null, 2)}\n`
-			: `${formatIsolationReport(report)}\n${formatContainerRuntimes(containerRuntimes)}`,
+			? `${JSON.stringify({ ...report, containerRuntimes, microvm }, null, 2)}\n`
+			: `${formatIsolationReport(report)}\n${formatContainerRuntimes(containerRuntimes)}\n${formatMicroVMReport(microvm)}`,
 	)
 	return report.ready ? 0 : 1
 }

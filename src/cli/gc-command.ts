@@ -1,7 +1,7 @@
 /**
  * `namzu-sandbox gc [--dry-run]`: runs the local tier's reaper over the CLI's state directory and
  * prints one line per thing it removed (with `--dry-run`, would remove): sandboxes of dead hosts
- * and expired kept-alive ones, orphaned locks, old runtime copies. Exit 1 when a teardown failed
+ * and expired kept-alive ones, orphaned locks, cgroups no record owns, old runtime copies. Exit 1 when a teardown failed
  * (it is named on stderr and left for the next run).
  */
 import { collectLocalGarbage, type LocalGarbageReport } from '../backends/machine/index.js'
@@ -17,6 +17,7 @@ export function formatGarbageReport(report: LocalGarbageReport, dryRun: boolean)
 			(sandbox) => `${verb} sandbox ${sandbox.id} (${sandbox.reason}) ${sandbox.stateRoot}`,
 		),
 		...report.locks.map((lock) => `${remove} lock ${lock}`),
+		...report.cgroups.map((dir) => `${remove} orphan cgroup ${dir}`),
 		...report.runtimeFiles.map((file) => `${remove} runtime copy ${file}`),
 	]
 }

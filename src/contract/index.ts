@@ -24,6 +24,8 @@ export {
 	type SandboxEnvironment,
 	type SandboxExecOptions,
 	type SandboxExecResult,
+	type SandboxExposedPort,
+	type SandboxExposePortOptions,
 	type SandboxFileEntry,
 	type SandboxId,
 	type SandboxListFilesOptions,

@@ -278,6 +278,35 @@ export interface SandboxProcess {
 	detach(): void
 }
 
+/** Options of `Sandbox.exposePort`. */
+export interface SandboxExposePortOptions {
+	/**
+	 * Default true: every connection's first request must carry the exposure's token (header
+	 * `x-namzu-token`, `Authorization: Bearer`, `?token=` or the cookie a `?token=` request sets).
+	 * False serves anyone who can reach the host's loopback.
+	 */
+	readonly auth?: boolean
+	/** Connections served at once; one more is answered `503`. Default 64. */
+	readonly maxConnections?: number
+	/** Aborts the opening only; an open exposure ends with `close()` or the sandbox's `destroy()`. */
+	readonly signal?: AbortSignal
+}
+
+/** A guest port served as HTTP (and WebSocket) on the host's loopback, until `close()`. */
+export interface SandboxExposedPort {
+	/** `http://127.0.0.1:<hostPort>`, without the token. */
+	readonly url: string
+	/** The guest port every connection is forwarded to. */
+	readonly port: number
+	readonly hostPort: number
+	/** What a request must carry; undefined with `auth: false`. */
+	readonly token: string | undefined
+	/** Resolves once the exposure has ended (closed, or its sandbox destroyed). */
+	readonly closed: Promise<void>
+	/** Stops listening and cuts every forwarded connection; idempotent. */
+	close(): Promise<void>
+}
+
 /** Options of `Sandbox.destroy`. */
 export interface SandboxDestroyOptions {
 	readonly signal?: AbortSignal
@@ -338,6 +367,12 @@ export interface Sandbox {
 	): Promise<SandboxProcess>
 	/** A handle on a background command by id, from any process holding this sandbox. */
 	attachProcess?(id: string, options?: SandboxAttachProcessOptions): Promise<SandboxProcess>
+	/**
+	 * Serves a guest loopback port on the host's loopback (`openTcpConnection` per connection),
+	 * token-checked unless `auth: false`; `destroy()` closes it. Omitted where
+	 * `openTcpConnection` is.
+	 */
+	exposePort?(port: number, options?: SandboxExposePortOptions): Promise<SandboxExposedPort>
 	/** Releases everything; idempotent. Every later call throws `SandboxDestroyedError`. */
 	destroy(options?: SandboxDestroyOptions): Promise<void>
 }

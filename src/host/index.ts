@@ -28,6 +28,7 @@ export type {
 	QuiesceOptions,
 	QuiesceReport,
 } from './lifecycle/agent-lifecycle-ops.js'
+export { PortExposureListenError } from './ports/port-errors.js'
 export {
 	AgentReadFileStreamUnsupportedError,
 	ExecutionAttachUnsupportedError,
@@ -63,6 +64,7 @@ export {
 	SandboxRetiredError,
 	SandboxTcpTargetRefusedError,
 } from './sandbox/agent-sandbox-errors.js'
+export { VsockAgentTransport, type VsockTransportOptions } from './sandbox/vsock-agent-transport.js'
 export type { SessionTerminal } from './sessions/agent-session-terminal.js'
 export type {
 	AttachTerminalOptions,
@@ -101,6 +103,7 @@ export {
 	DEFAULT_MAX_WRITE_FILE_BYTES,
 	DEFAULT_SESSION_READ_MAX_BYTES,
 	GUEST_FRAME_LIMIT_BYTES,
+	REMOTE_EXECUTION_PROTOCOL_VERSION,
 	type ResolvedAgentTransportOptions,
 	TCP_PREAUTH_FRAME_LIMIT_BYTES,
 } from './transport/agent-transport-options.js'

@@ -74,3 +74,4 @@ export type OptionalSandboxMember =
 	| 'walkFiles'
 	| 'openTerminal'
 	| 'openTcpConnection'
+	| 'exposePort'

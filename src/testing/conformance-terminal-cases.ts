@@ -43,7 +43,42 @@ async function connectWithRetry(
 	}
 }
 
-export function defineTerminalAndTcpCases({ test, expect, options }: SuiteContext): void {
+/**
+ * Starts an echo listener inside the guest (the tier's `guestListenerCommand`, else node on an
+ * ephemeral port) and answers its port once it reported it; callers still connect with a retry.
+ */
+export async function startGuestEchoListener(
+	sandbox: Sandbox,
+	{ expect, options }: SuiteContext,
+): Promise<number> {
+	let output = ''
+	if (options.guestListenerCommand) {
+		const port = 20_000 + Math.floor(Math.random() * 20_000)
+		const { command, args } = options.guestListenerCommand(port)
+		const session = await openTerminalOrFail(sandbox, command, args)
+		session.onData((chunk) => {
+			output += chunk
+		})
+		return port
+	}
+	const session = await openTerminalOrFail(sandbox, 'node', ['-e', ECHO_LISTENER_SOURCE, '0'])
+	session.onData((chunk) => {
+		output += chunk
+	})
+	const bound = await waitUntil(() => /echo-listening (\d+)/.test(output), 10_000)
+	expect(bound, 'the guest listener reported its port').toBe(true)
+	return Number(/echo-listening (\d+)/.exec(output)?.[1])
+}
+
+/** Why a case needing a guest listener is skipped, or undefined when the tier can start one. */
+export function guestListenerUnavailable({ options }: SuiteContext): string | undefined {
+	return options.guestListenerCommand === undefined && options.guestCanRunNode === false
+		? 'the guest cannot run node and no guestListenerCommand was given'
+		: undefined
+}
+
+export function defineTerminalAndTcpCases(context: SuiteContext): void {
+	const { test, expect } = context
 	test(
 		'destroy() kills and awaits every terminal the sandbox opened',
 		async (sandbox) => {
@@ -68,31 +103,11 @@ export function defineTerminalAndTcpCases({ test, expect, options }: SuiteContex
 		{ members: ['openTerminal'] },
 	)
 
-	const listenerUnavailable =
-		options.guestListenerCommand === undefined && options.guestCanRunNode === false
-			? 'the guest cannot run node and no guestListenerCommand was given'
-			: undefined
+	const listenerUnavailable = guestListenerUnavailable(context)
 	test(
 		'openTcpConnection reaches an echo listener started inside the guest',
 		async (sandbox) => {
-			let output = ''
-			let port: number
-			if (options.guestListenerCommand) {
-				port = 20_000 + Math.floor(Math.random() * 20_000)
-				const { command, args } = options.guestListenerCommand(port)
-				const session = await openTerminalOrFail(sandbox, command, args)
-				session.onData((chunk) => {
-					output += chunk
-				})
-			} else {
-				const session = await openTerminalOrFail(sandbox, 'node', ['-e', ECHO_LISTENER_SOURCE, '0'])
-				session.onData((chunk) => {
-					output += chunk
-				})
-				const bound = await waitUntil(() => /echo-listening (\d+)/.test(output), 10_000)
-				expect(bound, 'the guest listener reported its port').toBe(true)
-				port = Number(/echo-listening (\d+)/.exec(output)?.[1])
-			}
+			const port = await startGuestEchoListener(sandbox, context)
 			const connection = await connectWithRetry(sandbox, port, 10_000)
 			let echoed = ''
 			connection.onData((chunk) => {

@@ -21,6 +21,7 @@ import type {
 	OptionalSandboxMember,
 	SandboxConformanceOptions,
 } from './conformance-options.js'
+import { definePortCases } from './conformance-port-cases.js'
 import { defineProcessTreeCases } from './conformance-process-tree-cases.js'
 import { defineTerminalAndTcpCases } from './conformance-terminal-cases.js'
 import { defineWalkCases } from './conformance-walk-cases.js'
@@ -105,6 +106,7 @@ export function defineSandboxConformance(
 		describe('files', () => defineFileCases(context))
 		describe('walkFiles', () => defineWalkCases(context))
 		describe('terminals and tcp', () => defineTerminalAndTcpCases(context))
+		describe('exposePort', () => definePortCases(context))
 		describe('destroy', () => defineDestroyCases(context))
 	})
 }

@@ -1,5 +1,7 @@
 /** The wire protocol version. Additive ops and fields never bump it; features are advertised instead. */
 export const AGENT_PROTOCOL_VERSION = 2
+/** The spec's name for the same version, as the microVM tier's guests report it in `healthz`. */
+export const FIRECRACKER_AGENT_PROTOCOL_VERSION = AGENT_PROTOCOL_VERSION
 
 /** Guest can append a `write-file` body in parts to a temp sibling and rename it at the end. */
 export const WRITE_FILE_PARTS_FEATURE = 'write-file-parts'

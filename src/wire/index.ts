@@ -8,6 +8,7 @@ export {
 	BINARY_FRAMES_FEATURE,
 	EXECUTE_RESERVES_FEATURE,
 	EXECUTION_ATTACH_FEATURE,
+	FIRECRACKER_AGENT_PROTOCOL_VERSION,
 	FLUSH_FEATURE,
 	GUEST_BOOT_ID_FEATURE,
 	LIST_FILES_FEATURE,
@@ -27,6 +28,7 @@ export {
 } from './heartbeat.js'
 export type { FlushReply, QuiescedProcess, QuiesceReply, QuiesceScope } from './lifecycle-ops.js'
 export {
+	type AgentRequestCredential,
 	type AttachExecutionRequest,
 	type CancelExecutionReply,
 	DEFAULT_MAX_OUTPUT_BYTES,

@@ -4,11 +4,18 @@
  * stream-shaped reply is event frames, the zero-length terminator, then close.
  */
 
-export interface AgentRequestEnvelope {
+/**
+ * The per-instance credential a request envelope may carry. Written only on a routed (`tcp`)
+ * handle, whose agent refuses every op but `healthz` without exactly this value; absent on the
+ * vsock and unix transports, whose channel is host-to-guest only and never crosses guest egress.
+ */
+export interface AgentRequestCredential {
+	readonly token?: string
+}
+
+export interface AgentRequestEnvelope extends AgentRequestCredential {
 	readonly op: string
 	readonly body?: unknown
-	/** Per-instance credential; only meaningful when the agent runs in a token mode. */
-	readonly token?: string
 }
 
 /** A request-shaped refusal (`refusals.ts` defines every `error` code). */

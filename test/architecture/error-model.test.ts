@@ -90,6 +90,13 @@ import {
 	LocalNetworkSetupError,
 	LocalNetworkUnavailableError,
 } from '../../src/backends/machine/network/network-errors.js'
+import {
+	FirecrackerApiError,
+	MicroVMEgressUnsupportedError,
+	MicroVMImageMissingError,
+	MicroVMProviderClosedError,
+	MicroVMServiceUnavailableError,
+} from '../../src/backends/microvm/microvm-errors.js'
 import { CliDependencyMissingError, CliUsageError } from '../../src/cli/cli-errors.js'
 import {
 	FileWalkLimitError,
@@ -116,6 +123,7 @@ import {
 	RemoteControlTimeoutError,
 	RemoteResultIncompleteError,
 } from '../../src/host/exec/exec-errors.js'
+import { PortExposureListenError } from '../../src/host/ports/port-errors.js'
 import {
 	AgentReadFileStreamUnsupportedError,
 	ExecutionAttachUnsupportedError,
@@ -393,6 +401,10 @@ const CASES: readonly ErrorCase[] = [
 	{
 		type: SandboxTcpTargetRefusedError,
 		make: () => new SandboxTcpTargetRefusedError('10.0.0.1', 80, 'not loopback'),
+	},
+	{
+		type: PortExposureListenError,
+		make: () => new PortExposureListenError(8000, new Error('EMFILE')),
 	},
 	// host: transport
 	{ type: AgentDialFailedError, make: () => new AgentDialFailedError('unix', 1, 5) },
@@ -725,6 +737,24 @@ const CASES: readonly ErrorCase[] = [
 		make: () => new ContainerEgressUnsupportedError('allow-all', 'runsc', 'its own network stack'),
 	},
 	{ type: ContainerProviderClosedError, make: () => new ContainerProviderClosedError() },
+	// microvm
+	{
+		type: MicroVMImageMissingError,
+		make: () => new MicroVMImageMissingError('/cache/vm-x', '/cache/vm-x/vmlinuz'),
+	},
+	{
+		type: MicroVMEgressUnsupportedError,
+		make: () => new MicroVMEgressUnsupportedError('allow-all'),
+	},
+	{
+		type: MicroVMServiceUnavailableError,
+		make: () => new MicroVMServiceUnavailableError('firecracker', 'no binary'),
+	},
+	{ type: MicroVMProviderClosedError, make: () => new MicroVMProviderClosedError() },
+	{
+		type: FirecrackerApiError,
+		make: () => new FirecrackerApiError({ method: 'PUT', path: '/boot-source' }, 400, 'bad kernel'),
+	},
 	// tools, mcp
 	{ type: EditMatchNotFoundError, make: () => new EditMatchNotFoundError('a.txt') },
 	{ type: EditMatchAmbiguousError, make: () => new EditMatchAmbiguousError('a.txt', 2) },

@@ -44,6 +44,15 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 		'contract',
 		'root',
 	],
+	'backends/microvm': [
+		'backends/microvm',
+		'backends/machine',
+		'host',
+		'exec-programs',
+		'wire',
+		'contract',
+		'root',
+	],
 	testing: ['testing', 'contract'],
 	// The top layers over the package's public surface: the tools, and the MCP server over them.
 	tools: ['tools', 'root'],
@@ -53,6 +62,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 		'mcp',
 		'backends/local',
 		'backends/container',
+		'backends/microvm',
 		'backends/machine',
 		'host',
 		'wire',
@@ -69,11 +79,17 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 		'backends/local',
 		'backends/kubernetes',
 		'backends/container',
+		'backends/microvm',
 	],
 }
 
 /** The tiers: none imports another (what they share lives in `backends/machine`). */
-const TIERS = ['backends/local', 'backends/container', 'backends/kubernetes'] as const
+const TIERS = [
+	'backends/local',
+	'backends/container',
+	'backends/kubernetes',
+	'backends/microvm',
+] as const
 
 /**
  * The host's rooms: what a guest's answer becomes (the refusal table and its errors) at the
@@ -89,8 +105,20 @@ const HOST_ROOMS: Readonly<Record<string, readonly string[]>> = {
 	files: ['files', 'transport', 'refusals'],
 	sessions: ['sessions', 'transport', 'refusals'],
 	lifecycle: ['lifecycle', 'transport', 'refusals'],
-	sandbox: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport', 'refusals'],
-	index: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'transport', 'refusals', 'egress'],
+	// An exposure reads request heads with the egress proxy's one HTTP reader.
+	ports: ['ports', 'egress'],
+	sandbox: ['sandbox', 'exec', 'files', 'sessions', 'lifecycle', 'ports', 'transport', 'refusals'],
+	index: [
+		'sandbox',
+		'exec',
+		'files',
+		'sessions',
+		'lifecycle',
+		'ports',
+		'transport',
+		'refusals',
+		'egress',
+	],
 }
 
 function areaOf(file: string): string {

@@ -346,6 +346,7 @@ describe('gc output', () => {
 			{ id: '0123456789ab', stateRoot: '/s/namzu-sbx-0123456789ab', reason: 'owner-gone' },
 		],
 		locks: ['/s/namzu-claims/uid-100000.lock'],
+		cgroups: ['/sys/fs/cgroup/cpu/namzu-sbx-aaaaaaaaaaaa'],
 		runtimeFiles: ['/s/namzu-runtime-0/node-1-2-3-4'],
 		failed: [],
 	} as const
@@ -355,6 +356,7 @@ describe('gc output', () => {
 			[
 				'reaped sandbox 0123456789ab (owner-gone) /s/namzu-sbx-0123456789ab',
 				'removed lock /s/namzu-claims/uid-100000.lock',
+				'removed orphan cgroup /sys/fs/cgroup/cpu/namzu-sbx-aaaaaaaaaaaa',
 				'removed runtime copy /s/namzu-runtime-0/node-1-2-3-4',
 			],
 		],
@@ -363,6 +365,7 @@ describe('gc output', () => {
 			[
 				'would reap sandbox 0123456789ab (owner-gone) /s/namzu-sbx-0123456789ab',
 				'would remove lock /s/namzu-claims/uid-100000.lock',
+				'would remove orphan cgroup /sys/fs/cgroup/cpu/namzu-sbx-aaaaaaaaaaaa',
 				'would remove runtime copy /s/namzu-runtime-0/node-1-2-3-4',
 			],
 		],

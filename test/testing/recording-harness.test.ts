@@ -110,11 +110,11 @@ describe('defineSandboxConformance registration', () => {
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
 		})
-		expect(cases).toHaveLength(29)
+		expect(cases).toHaveLength(30)
 		expect(cases.every((c) => c.path[0] === 'Sandbox conformance (contract v3): x')).toBe(true)
 		expect(cases.filter((c) => c.skipped)).toEqual([])
 		expect(new Set(cases.map((c) => c.path[1]))).toEqual(
-			new Set(['exec', 'files', 'walkFiles', 'terminals and tcp', 'destroy']),
+			new Set(['exec', 'files', 'walkFiles', 'terminals and tcp', 'exposePort', 'destroy']),
 		)
 	})
 
@@ -157,7 +157,10 @@ describe('defineSandboxConformance registration', () => {
 		expect(skipped.map((c) => c.title)).toContain(
 			'openTcpConnection refuses a host that is not loopback (skipped: the sandbox has no openTcpConnection)',
 		)
-		expect(skipped).toHaveLength(12)
+		expect(skipped.map((c) => c.title)).toContain(
+			'exposePort serves a guest listener on a loopback URL with its token, 401 without it, until destroy (skipped: the sandbox has no openTerminal)',
+		)
+		expect(skipped).toHaveLength(13)
 	})
 
 	it('skips the in-guest listener case when the guest cannot run node and no listener command is given', () => {

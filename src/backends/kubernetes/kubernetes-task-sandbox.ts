@@ -20,6 +20,8 @@ import type {
 	SandboxEnvironment,
 	SandboxExecOptions,
 	SandboxExecResult,
+	SandboxExposedPort,
+	SandboxExposePortOptions,
 	SandboxFileEntry,
 	SandboxListFilesOptions,
 	SandboxProcess,
@@ -143,6 +145,11 @@ export class KubernetesTaskSandbox implements Sandbox {
 
 	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection> {
 		return this.#call('openTcpConnection', () => this.#inner.openTcpConnection(options))
+	}
+
+	/** Served by this host (the one running the library), over the agent's tcp channel. */
+	exposePort(port: number, options?: SandboxExposePortOptions): Promise<SandboxExposedPort> {
+		return this.#call('exposePort', () => this.#inner.exposePort(port, options))
 	}
 
 	/**

@@ -25,6 +25,8 @@ import type {
 	SandboxDestroyOptions,
 	SandboxEnvironment,
 	SandboxExecResult,
+	SandboxExposedPort,
+	SandboxExposePortOptions,
 	SandboxFileEntry,
 	SandboxListFilesOptions,
 	SandboxProcess,
@@ -70,6 +72,7 @@ import {
 	type QuiesceReport,
 	quiesceThroughAgent,
 } from '../lifecycle/agent-lifecycle-ops.js'
+import { exposureSettings, PortExposure } from '../ports/port-exposure.js'
 import type { SessionTerminal } from '../sessions/agent-session-terminal.js'
 import {
 	AgentSessions,
@@ -90,6 +93,7 @@ import {
 	checkAttachProcess,
 	checkCancelExecution,
 	checkExec,
+	checkExposePort,
 	checkFlush,
 	checkKillSession,
 	checkOpenTcpConnection,
@@ -382,6 +386,19 @@ export class AgentSandbox implements Sandbox {
 				signal,
 			)
 			return this.#lifetime.own(connection, 'openTcpConnection', () => connection.close())
+		})
+	}
+
+	/** A guest port on the host's loopback, one `openTcpConnection` per client (port-exposure.ts). */
+	exposePort(port: number, options: SandboxExposePortOptions = {}): Promise<SandboxExposedPort> {
+		const check = () => checkExposePort(port, options)
+		return this.#lifetime.run('exposePort', check, async (signal) => {
+			const exposure = await PortExposure.open({
+				...exposureSettings(port, options, signal),
+				connect: (guestPort, connectSignal) =>
+					this.openTcpConnection({ port: guestPort, signal: connectSignal }),
+			})
+			return this.#lifetime.own(exposure, 'exposePort', () => exposure.close())
 		})
 	}
 

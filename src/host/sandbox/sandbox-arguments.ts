@@ -147,6 +147,15 @@ export function checkOpenTcpConnection(options: unknown): Signal {
 	return optionalSignal(site, 'options.signal', given.signal)
 }
 
+export function checkExposePort(port: unknown, options: unknown): Signal {
+	const site = callSite('exposePort')
+	requireInteger(site, 'port', port, { min: 1, max: 65_535 })
+	const given = requireObject(site, 'options', options)
+	optionalBoolean(site, 'options.auth', given.auth)
+	optionalInteger(site, 'options.maxConnections', given.maxConnections, { min: 1, max: 4096 })
+	return optionalSignal(site, 'options.signal', given.signal)
+}
+
 export function checkStartDetached(options: unknown): Signal {
 	const site = callSite('startDetached')
 	const given = requireObject(site, 'options', options)

@@ -10,6 +10,7 @@ import {
 	type KubernetesBackendConfig,
 	type KubernetesClusterAccess,
 	type LocalBackendConfig,
+	type MicroVMBackendConfig,
 	type SandboxBackendConfig,
 	type SandboxProviderConfig,
 } from '../../../src/index.js'
@@ -53,6 +54,7 @@ describe('the Kubernetes arm of the config types', () => {
 		expectTypeOf<SandboxBackendConfig>().toEqualTypeOf<
 			| LocalBackendConfig
 			| KubernetesBackendConfig
+			| MicroVMBackendConfig
 			| ContainerBackendConfig
 			| ACIStandbyPoolBackendConfig
 		>()

@@ -200,7 +200,7 @@ describe('host claims', () => {
 		expect(parsed && hostClaimsBelongTo(parsed, '0123456789ab', root)).toBe(true)
 	})
 
-	it('a sized ephemeral workspace belongs to its sandbox only at <stateRoot>/workspace', () => {
+	it('a sized workspace belongs to its sandbox only at <stateRoot>/workspace, beside a handed-over directory too', () => {
 		const { workspace: _caller, ...ephemeral } = claims
 		const sized: SandboxHostClaims = { ...ephemeral, workspaceDisk: `${root}/workspace` }
 		expect(parseHostClaims(JSON.parse(JSON.stringify(sized)))).toEqual(sized)
@@ -208,9 +208,12 @@ describe('host claims', () => {
 		expect(hostClaimsBelongTo({ ...sized, workspaceDisk: '/home' }, '0123456789ab', root)).toBe(
 			false,
 		)
-		// A caller workspace is never the sized one.
+		// A handed-over directory (a container's writable hostDir) beside a sized workspace is ours.
+		const both: SandboxHostClaims = { ...claims, workspaceDisk: `${root}/workspace` }
+		expect(parseHostClaims(JSON.parse(JSON.stringify(both)))).toEqual(both)
+		expect(hostClaimsBelongTo(both, '0123456789ab', root)).toBe(true)
 		expect(
-			hostClaimsBelongTo({ ...claims, workspaceDisk: `${root}/workspace` }, '0123456789ab', root),
+			hostClaimsBelongTo({ ...both, workspaceDisk: '/srv/project' }, '0123456789ab', root),
 		).toBe(false)
 		expect(parseHostClaims({ ...sized, workspaceDisk: 7 })).toBeUndefined()
 	})

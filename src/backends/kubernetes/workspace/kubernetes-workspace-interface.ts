@@ -7,6 +7,8 @@ import type {
 	OpenTerminalOptions,
 	Sandbox,
 	SandboxExecResult,
+	SandboxExposedPort,
+	SandboxExposePortOptions,
 	SandboxFileEntry,
 	SandboxReadFileStreamOptions,
 	SandboxTcpConnection,
@@ -86,6 +88,8 @@ export interface KubernetesWorkspace extends Sandbox {
 	openTerminal(options: PersistentTerminalOptions): Promise<SessionTerminal>
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession>
 	openTcpConnection(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection>
+	/** A guest port on this host's loopback; a suspend or destroy closes it. */
+	exposePort(port: number, options?: SandboxExposePortOptions): Promise<SandboxExposedPort>
 	/** `executionId`/`detach`: a command that survives a lost connection (reattached by id). */
 	exec(
 		command: string,

@@ -14,6 +14,8 @@ import type {
 	OpenTerminalOptions,
 	SandboxEnvironment,
 	SandboxExecResult,
+	SandboxExposedPort,
+	SandboxExposePortOptions,
 	SandboxFileEntry,
 	SandboxListFilesOptions,
 	SandboxReadFileOptions,
@@ -252,6 +254,11 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 		return this.#call('openTcpConnection', async (session) =>
 			this.#owned.own(await session.inner.openTcpConnection(options)),
 		)
+	}
+
+	/** Served by this host; the session's sandbox owns it, so a suspend closes it. */
+	exposePort(port: number, options?: SandboxExposePortOptions): Promise<SandboxExposedPort> {
+		return this.#call('exposePort', (session) => session.inner.exposePort(port, options))
 	}
 
 	flush(options: FlushOptions = {}): Promise<FlushReport> {

@@ -199,9 +199,11 @@ export function hostClaimsBelongTo(
 		if (workspace.lockPath !== workspaceLockPath(stateRoot, workspace.dev, workspace.ino))
 			return false
 	}
+	// A sized workspace is the state root's own; a handed-over directory (a container's writable
+	// `hostDir`) is outside the state directory, so a sandbox may hold both.
 	if (
 		claims.workspaceDisk !== undefined &&
-		(claims.workspace !== undefined || claims.workspaceDisk !== ephemeralWorkspacePath(stateRoot))
+		claims.workspaceDisk !== ephemeralWorkspacePath(stateRoot)
 	) {
 		return false
 	}

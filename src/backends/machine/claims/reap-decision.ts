@@ -3,8 +3,9 @@
  * state root, a claim lock, a runtime cache entry. A sandbox is reaped only when nobody can still
  * want it — its owner provably gone (the recorded pid absent, or present with another start time),
  * or for a kept-alive sandbox its lifetime over or its watchdog gone; a state root without any
- * record only once it is older than any create takes to write one and no live process mentions it. The I/O shell is
- * `reap-leftovers.ts`.
+ * record only once it is older than any create takes to write one and no live process mentions it;
+ * a uid or workspace lock only once nothing of its sandbox runs or is grouped; cgroups of a
+ * sandbox no record owns only once empty and old. The I/O shell is `reap-leftovers.ts`.
  */
 import { AGENT_NODE_PREFIX, READABLE_SUFFIX } from '../launch/runtime-cache.js'
 
@@ -71,7 +72,33 @@ export function decideStateRoot(facts: StateRootFacts): ReapDecision {
 	}
 }
 
-export interface LockFacts {
+/** What still holds a sandbox's uid on this host (read by `lock-hold.ts`). */
+export interface LockHoldFacts {
+	/** Live (non-zombie) processes whose real, effective, saved or filesystem uid is the sandbox's. */
+	readonly uidProcesses: number
+	/** cgroup directories of the sandbox (recorded, or found by its name) that still exist. */
+	readonly cgroups: number
+}
+
+/** Why a uid or workspace lock stays held although its sandbox is being undone. */
+export type LockHoldReason = 'uid-process-running' | 'cgroup-exists'
+
+export type LockReleaseDecision =
+	| { readonly release: true }
+	| { readonly release: false; readonly reason: LockHoldReason }
+
+/**
+ * Whether a sandbox's uid lock and workspace lock may be freed: never while a process of its uid
+ * runs (it could write into the workspace, or act as the next sandbox given that uid) nor while a
+ * cgroup of it exists (something may still be about to run in it). Zombies hold nothing.
+ */
+export function decideLockRelease(facts: LockHoldFacts): LockReleaseDecision {
+	if (facts.uidProcesses > 0) return { release: false, reason: 'uid-process-running' }
+	if (facts.cgroups > 0) return { release: false, reason: 'cgroup-exists' }
+	return { release: true }
+}
+
+export interface LockFacts extends LockHoldFacts {
 	/** Whether the state root the lock names still exists. */
 	readonly stateRootExists: boolean
 	/** Whether the process that took it is alive (pid + start time when recorded). */
@@ -80,11 +107,31 @@ export interface LockFacts {
 
 /**
  * A lock is an orphan when the sandbox it names has no state root any more (its record, and with
- * it every way to undo the claim, is gone) and the process that took it is gone too — a live
- * creator takes the uid lock a moment before it makes the state root.
+ * it every way to undo the claim, is gone), the process that took it is gone too — a live
+ * creator takes the uid lock a moment before it makes the state root — and nothing of the sandbox
+ * still runs or is grouped on the host (`decideLockRelease`).
  */
 export function lockIsOrphan(facts: LockFacts): boolean {
-	return !facts.stateRootExists && !facts.takerAlive
+	return !facts.stateRootExists && !facts.takerAlive && decideLockRelease(facts).release
+}
+
+/** What the reaper knows of a top-level `namzu-sbx-<id>` cgroup. */
+export interface SandboxCgroupFacts {
+	/** A state root of this state directory that the reaper kept names the id. */
+	readonly owned: boolean
+	/** Any process in the groups or below them. */
+	readonly populated: boolean
+	/** Milliseconds since the youngest of the id's groups was made or changed. */
+	readonly ageMs: number
+}
+
+/**
+ * Whether the cgroups of a sandbox id are orphans: no record here owns them, nothing runs in
+ * them, and they are older than any create takes between making its groups and starting a process
+ * in them (a live sandbox of another state directory is populated, or younger than that).
+ */
+export function sandboxCgroupIsOrphan(facts: SandboxCgroupFacts): boolean {
+	return !facts.owned && !facts.populated && facts.ageMs >= UNRECORDED_GRACE_MS
 }
 
 export interface RuntimeEntryFacts {

@@ -3,7 +3,8 @@
  * for what sandboxes of dead hosts left — state roots (workspaces included), their cgroups, mounts,
  * processes, uid and workspace locks, a caller workspace still handed to a sandbox uid — and undoes
  * each through the one teardown (`teardown-from-record.ts`); then the locks whose sandbox left
- * nothing else, then old runtime copies of node and the agent that nothing uses. Entries of other
+ * nothing else (and nothing of it runs or is grouped), then top-level `namzu-sbx-*` cgroups no record
+ * owns, then old runtime copies of node and the agent that nothing uses. Entries of other
  * users (a shared /tmp) are never touched. Run by every provider on this machine (local, container)
  * in the background at its first `create()`, and on demand by `namzu-sandbox gc`.
  */
@@ -20,6 +21,8 @@ import {
 	optionalString,
 } from '../../../contract/argument-validators.js'
 import { agentBundlePath } from '../../../host/sandbox/agent-bundle-path.js'
+import { adoptSandboxCgroups } from '../cgroups/cgroup-limits.js'
+import { topLevelSandboxCgroups, youngestAgeMs } from '../cgroups/sandbox-cgroup-scan.js'
 import {
 	agentBundleName,
 	agentNodeName,
@@ -31,6 +34,7 @@ import { STATE_DIR_PREFIX, sandboxRootFor } from '../workspace/sandbox-directori
 import { CLAIMS_DIR_NAME, releaseLock } from './claim-locks.js'
 import { ephemeralWorkspacePath, type SandboxHostClaims } from './host-claims.js'
 import { readDescriptor, remainsOfDescriptor } from './kept-alive-registry.js'
+import { lockHoldFacts } from './lock-hold.js'
 import { isProcessAlive } from './process-identity.js'
 import {
 	decideStateRoot,
@@ -38,6 +42,7 @@ import {
 	type ReapReason,
 	runtimeEntryIsGarbage,
 	type StateRootFacts,
+	sandboxCgroupIsOrphan,
 	UNRECORDED_GRACE_MS,
 } from './reap-decision.js'
 import { readHostClaims } from './release-host-claims.js'
@@ -72,6 +77,8 @@ export interface LocalGarbageReport {
 	readonly sandboxes: readonly ReapedLocalSandbox[]
 	/** Lock files under `namzu-claims/` whose sandbox left nothing else. */
 	readonly locks: readonly string[]
+	/** Top-level `namzu-sbx-<id>` cgroup directories no record owns (empty, old). */
+	readonly cgroups: readonly string[]
 	/** Runtime cache entries (old copies of node and the agent bundle). */
 	readonly runtimeFiles: readonly string[]
 	/** Sandbox ids whose teardown failed (each also told to `onError`). */
@@ -189,9 +196,15 @@ async function lookAt(id: string, root: string, base: string, nowMs: number) {
 	return look
 }
 
-async function orphanLocks(base: string, dryRun: boolean): Promise<string[]> {
-	const dir = join(base, CLAIMS_DIR_NAME)
-	const removed: string[] = []
+interface LockEntry {
+	readonly path: string
+	readonly name: string
+	readonly id: string
+	readonly takerAlive: boolean
+}
+
+async function readLockEntries(dir: string): Promise<LockEntry[]> {
+	const entries: LockEntry[] = []
 	for (const name of await listOwn(dir)) {
 		if (!name.endsWith('.lock')) continue
 		const path = join(dir, name)
@@ -210,10 +223,60 @@ async function orphanLocks(base: string, dryRun: boolean): Promise<string[]> {
 		if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) continue
 		const takerAlive =
 			typeof startTime === 'string' ? isProcessAlive({ pid, startTime }) : pidAlive(pid)
-		const stateRootExists = (await ownEntry(sandboxRootFor(base, id))) !== undefined
-		if (!lockIsOrphan({ stateRootExists, takerAlive })) continue
-		if (!dryRun) await releaseLock(path, id)
-		removed.push(path)
+		entries.push({ path, name, id, takerAlive })
+	}
+	return entries
+}
+
+/** The uid a sandbox's uid lock names (`uid-<uid>.lock`); its workspace lock names none. */
+function uidOfLocks(entries: readonly LockEntry[], id: string): number | undefined {
+	for (const entry of entries) {
+		const uid = /^uid-(\d+)\.lock$/.exec(entry.name)?.[1]
+		if (entry.id === id && uid !== undefined) return Number(uid)
+	}
+	return undefined
+}
+
+async function orphanLocks(base: string, dryRun: boolean): Promise<string[]> {
+	const entries = await readLockEntries(join(base, CLAIMS_DIR_NAME))
+	const removed: string[] = []
+	for (const entry of entries) {
+		const stateRootExists = (await ownEntry(sandboxRootFor(base, entry.id))) !== undefined
+		if (stateRootExists || entry.takerAlive) continue
+		const hold = await lockHoldFacts(entry.id, uidOfLocks(entries, entry.id), [])
+		if (!lockIsOrphan({ stateRootExists, takerAlive: entry.takerAlive, ...hold })) continue
+		if (!dryRun) await releaseLock(entry.path, entry.id)
+		removed.push(entry.path)
+	}
+	return removed
+}
+
+/**
+ * Top-level `namzu-sbx-<id>` cgroups that no state root kept here names, empty and old: a host
+ * that died between making a group and recording it, a runtime's group the record never named.
+ */
+async function orphanCgroups(
+	owned: ReadonlySet<string>,
+	nowMs: number,
+	dryRun: boolean,
+	onError: ((error: unknown) => void) | undefined,
+): Promise<string[]> {
+	const removed: string[] = []
+	for (const [id, dirs] of await topLevelSandboxCgroups()) {
+		const groups = adoptSandboxCgroups(dirs)
+		const facts = {
+			owned: owned.has(id),
+			populated: (await groups.pids()).length > 0,
+			ageMs: await youngestAgeMs(dirs, nowMs),
+		}
+		if (!sandboxCgroupIsOrphan(facts)) continue
+		try {
+			if (!dryRun) await groups.remove()
+			removed.push(...dirs)
+		} catch (error) {
+			// Left for the next reaper; the report names only what went.
+			onError?.(error)
+		}
 	}
 	return removed
 }
@@ -274,11 +337,13 @@ export async function collectLocalGarbage(
 	try {
 		base = await realpath(options.stateDir ?? tmpdir())
 	} catch {
-		return { sandboxes: [], locks: [], runtimeFiles: [], failed: [] }
+		return { sandboxes: [], locks: [], cgroups: [], runtimeFiles: [], failed: [] }
 	}
 	const nowMs = Date.now()
 	const sandboxes: ReapedLocalSandbox[] = []
 	const failed: string[] = []
+	// Sandboxes whose state root stays: their groups are theirs, never orphans.
+	const owned = new Set<string>()
 	const keep = await currentRuntimeNames(options.nodePath ?? process.execPath)
 	for (const name of await readdir(base).catch(() => [])) {
 		if (!name.startsWith(STATE_DIR_PREFIX)) continue
@@ -290,13 +355,16 @@ export async function collectLocalGarbage(
 		if (look === undefined) continue
 		const decision = decideStateRoot(look.facts)
 		if (!decision.reap) {
+			owned.add(id)
 			for (const file of look.claims?.runtimeFiles ?? []) keep.add(basename(file))
 			continue
 		}
 		try {
 			if (!dryRun) await tearDownFromRecord(look.remains)
 			sandboxes.push({ id, stateRoot: root, reason: decision.reason })
+			if (dryRun) owned.add(id)
 		} catch (error) {
+			owned.add(id)
 			failed.push(id)
 			for (const file of look.claims?.runtimeFiles ?? []) keep.add(basename(file))
 			options.onError?.(error)
@@ -304,8 +372,9 @@ export async function collectLocalGarbage(
 	}
 	signal?.throwIfAborted()
 	const locks = await orphanLocks(base, dryRun)
+	const cgroups = await orphanCgroups(owned, nowMs, dryRun, options.onError)
 	const runtimeFiles = await staleRuntimeFiles(base, keep, nowMs, dryRun)
-	return { sandboxes, locks, runtimeFiles, failed }
+	return { sandboxes, locks, cgroups, runtimeFiles, failed }
 }
 
 /**

@@ -1,12 +1,14 @@
 /**
  * Writing the host-claims record (`host-claims.ts`) and undoing it: unmount staging binds and the
  * sized workspace, give a caller workspace back, free the workspace and uid locks — idempotently, from the record alone,
- * once every process of the sandbox is gone. `removeStateRoot` is the one way a state root is
+ * once every process of the sandbox is gone. While a process of the sandbox's uid runs or a group
+ * of it exists, the workspace stays handed over and both locks stay held (`decideLockRelease`). `removeStateRoot` is the one way a state root is
  * deleted: never while anything is still mounted below it (a recursive delete through a staging
  * bind would empty the caller's workspace).
  */
 import { chmod, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { adoptSandboxCgroups } from '../cgroups/cgroup-limits.js'
 import { LocalSandboxCleanupError } from '../machine-errors.js'
 import { hostMountPointsUnder, unstage } from '../workspace/staging-mounts.js'
 import { releaseWorkspaceDisk } from '../workspace/workspace-disk.js'
@@ -18,6 +20,8 @@ import {
 	parseHostClaims,
 	type SandboxHostClaims,
 } from './host-claims.js'
+import { lockHoldFacts } from './lock-hold.js'
+import { decideLockRelease } from './reap-decision.js'
 
 /** Writes `<stateRoot>/host-claims.json` (0600) through a temp sibling. */
 export async function writeHostClaims(claims: SandboxHostClaims): Promise<void> {
@@ -84,6 +88,14 @@ export async function releaseHostClaims(claims: SandboxHostClaims): Promise<void
 		})
 	}
 	const { workspace, identity } = claims
+	const held = identity ? await heldBy(claims, identity.uid) : undefined
+	if (held && identity) {
+		// A process of the uid could still write into the workspace, or act as the next sandbox
+		// handed that uid: the locks (and the record that frees them later) stay.
+		failures.push(held)
+		leftovers.push(...(workspace ? [workspace.lockPath] : []), identity.lockPath)
+		throw new LocalSandboxCleanupError(leftovers, { cause: failures[0] })
+	}
 	// Only a workspace this sandbox locked was handed to it: a create refused because another
 	// sandbox holds the workspace must not touch that sandbox's files on the way out.
 	if (workspace && identity && (await lockHolder(workspace.lockPath)) === claims.id) {
@@ -103,6 +115,26 @@ export async function releaseHostClaims(claims: SandboxHostClaims): Promise<void
 		})
 	}
 	if (failures.length > 0) throw new LocalSandboxCleanupError(leftovers, { cause: failures[0] })
+}
+
+/** Why the sandbox's locks must stay held (`decideLockRelease`), as an error; undefined when free. */
+async function heldBy(claims: SandboxHostClaims, uid: number): Promise<Error | undefined> {
+	let facts = await lockHoldFacts(claims.id, uid, claims.cgroupDirs ?? [])
+	if (facts.uidProcesses === 0 && facts.cgroups > 0) {
+		// Groups named after this sandbox that its owner did not remove (unrecorded, or a removal
+		// that failed): its own, so they go now; the locks wait only for what cannot be removed.
+		await adoptSandboxCgroups(facts.cgroupDirs)
+			.remove()
+			.catch(() => undefined)
+		facts = await lockHoldFacts(claims.id, uid, claims.cgroupDirs ?? [])
+	}
+	const decision = decideLockRelease(facts)
+	if (decision.release) return undefined
+	const what =
+		decision.reason === 'uid-process-running'
+			? `processes ${facts.pids.join(', ')} still run as uid ${uid}`
+			: `cgroups ${facts.cgroupDirs.join(', ')} still exist`
+	return new Error(`the locks of sandbox ${claims.id} stay held: ${what}`)
 }
 
 /** Removes a state root, refusing while anything is mounted below it. */

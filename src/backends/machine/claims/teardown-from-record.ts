@@ -9,6 +9,7 @@
  */
 
 import { adoptSandboxCgroups } from '../cgroups/cgroup-limits.js'
+import { existingSandboxCgroups } from '../cgroups/sandbox-cgroup-scan.js'
 import { LocalSandboxCleanupError } from '../machine-errors.js'
 import { releaseWorkspaceDisk } from '../workspace/workspace-disk.js'
 import type { SandboxHostClaims } from './host-claims.js'
@@ -53,7 +54,11 @@ async function killLauncher(identity: ProcessIdentity): Promise<void> {
 export async function tearDownFromRecord(remains: SandboxRemains): Promise<void> {
 	if (remains.launcher) await killLauncher(remains.launcher)
 	const failures: unknown[] = []
-	await adoptSandboxCgroups(remains.cgroupDirs)
+	// The recorded groups and any other named after the sandbox (one its host died before recording).
+	const id = remains.claims?.id ?? /namzu-sbx-([0-9a-f]{12})$/.exec(remains.stateRoot)?.[1]
+	const groups =
+		id === undefined ? remains.cgroupDirs : await existingSandboxCgroups(id, remains.cgroupDirs)
+	await adoptSandboxCgroups(groups)
 		.remove()
 		.catch((error: unknown) => failures.push(error))
 	const { claims } = remains

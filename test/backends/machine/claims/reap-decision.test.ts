@@ -1,11 +1,16 @@
-/** The reaper's decisions (pure, table-driven): a state root, a claim lock, a runtime cache entry. */
+/**
+ * The reaper's decisions (pure, table-driven): a state root, a claim lock and when it may be freed,
+ * a runtime cache entry, a sandbox's cgroups no record owns.
+ */
 import { describe, expect, it } from 'vitest'
 import {
+	decideLockRelease,
 	decideStateRoot,
 	lockIsOrphan,
 	RUNTIME_ENTRY_GRACE_MS,
 	runtimeEntryIsGarbage,
 	type StateRootFacts,
+	sandboxCgroupIsOrphan,
 	UNRECORDED_GRACE_MS,
 } from '../../../../src/backends/machine/claims/reap-decision.js'
 
@@ -70,22 +75,76 @@ describe('decideStateRoot', () => {
 	})
 })
 
-describe('lockIsOrphan', () => {
+describe('decideLockRelease: a uid or workspace lock is never freed while its sandbox runs or is grouped', () => {
 	it.each([
-		['state root gone, taker gone', { stateRootExists: false, takerAlive: false }, true],
+		['nothing of the sandbox is left', { uidProcesses: 0, cgroups: 0 }, { release: true }],
+		[
+			'a process of its uid survives (outside every group of the sandbox)',
+			{ uidProcesses: 1, cgroups: 0 },
+			{ release: false, reason: 'uid-process-running' },
+		],
+		[
+			'a cgroup of the sandbox still exists (empty or not)',
+			{ uidProcesses: 0, cgroups: 2 },
+			{ release: false, reason: 'cgroup-exists' },
+		],
+		[
+			'both: the running process is named first',
+			{ uidProcesses: 3, cgroups: 1 },
+			{ release: false, reason: 'uid-process-running' },
+		],
+	] as const)('%s', (_, facts, expected) => {
+		expect(decideLockRelease(facts)).toEqual(expected)
+	})
+})
+
+describe('lockIsOrphan', () => {
+	const free = { uidProcesses: 0, cgroups: 0 }
+	it.each([
+		['state root gone, taker gone', { ...free, stateRootExists: false, takerAlive: false }, true],
 		[
 			'state root gone, taker alive (it takes the uid lock before it makes the root)',
-			{ stateRootExists: false, takerAlive: true },
+			{ ...free, stateRootExists: false, takerAlive: true },
 			false,
 		],
 		[
 			'state root present (its record releases the lock)',
-			{ stateRootExists: true, takerAlive: false },
+			{ ...free, stateRootExists: true, takerAlive: false },
 			false,
 		],
-		['both present', { stateRootExists: true, takerAlive: true }, false],
+		['both present', { ...free, stateRootExists: true, takerAlive: true }, false],
+		[
+			'state root and taker gone, a process of the uid still runs',
+			{ stateRootExists: false, takerAlive: false, uidProcesses: 1, cgroups: 0 },
+			false,
+		],
+		[
+			'state root and taker gone, a cgroup of the sandbox still exists',
+			{ stateRootExists: false, takerAlive: false, uidProcesses: 0, cgroups: 1 },
+			false,
+		],
 	])('%s', (_, facts, expected) => {
 		expect(lockIsOrphan(facts)).toBe(expected)
+	})
+})
+
+describe('sandboxCgroupIsOrphan: top-level namzu-sbx-<id> groups no record owns', () => {
+	const old = UNRECORDED_GRACE_MS
+	it.each([
+		['unowned, empty and old', { owned: false, populated: false, ageMs: old }, true],
+		['owned by a record the reaper kept', { owned: true, populated: false, ageMs: old * 9 }, false],
+		[
+			'a process runs in it (a live sandbox elsewhere)',
+			{ owned: false, populated: true, ageMs: old * 9 },
+			false,
+		],
+		[
+			'younger than a create takes to start its agent',
+			{ owned: false, populated: false, ageMs: old - 1 },
+			false,
+		],
+	])('%s', (_, facts, expected) => {
+		expect(sandboxCgroupIsOrphan(facts)).toBe(expected)
 	})
 })
 

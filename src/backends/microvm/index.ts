@@ -1,0 +1,10 @@
+// Public names of the microVM tier, all re-exported from the package root.
+export type { MicroVMAccel, MicroVMBackendConfig } from './microvm-backend-config.js'
+export {
+	FirecrackerApiError,
+	MicroVMEgressUnsupportedError,
+	MicroVMImageMissingError,
+	MicroVMProviderClosedError,
+	MicroVMServiceUnavailableError,
+} from './microvm-errors.js'
+export { createMicroVMSandboxProvider } from './microvm-sandbox-provider.js'

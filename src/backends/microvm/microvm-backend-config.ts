@@ -1,0 +1,87 @@
+/**
+ * `MicroVMBackendConfig`: the microVM tier run on this host by a VMM process, `service: 'qemu'`
+ * (booted for real: KVM when it boots a stock guest here, TCG otherwise) or `'firecracker'` (its
+ * API driver, tested to its protocol boundary). The Kubernetes arm (`service: 'kubernetes'`) is
+ * `KubernetesBackendConfig`. Checked once, each bad field named.
+ */
+import {
+	CONFIG_SITE,
+	optionalDurationMs,
+	optionalInteger,
+	requireString,
+} from '../../contract/argument-validators.js'
+import { SandboxConfigError } from '../../contract/errors.js'
+
+/** How QEMU executes the guest: `kvm`, `tcg` (emulation), or `auto` (KVM when it boots here). */
+export type MicroVMAccel = 'auto' | 'kvm' | 'tcg'
+
+/**
+ * The microVM tier on this host: `service: 'qemu'` boots each sandbox as a QEMU guest with its own
+ * kernel from the `npm run image:build -- --vm` image; `'firecracker'` is typed and refused at
+ * `create()` where no Firecracker runs (`MicroVMServiceUnavailableError`).
+ */
+export interface MicroVMBackendConfig {
+	readonly tier: 'microvm'
+	readonly service: 'qemu' | 'firecracker'
+	/**
+	 * Directory holding `vmlinuz`, `initramfs.cpio.gz` and `rootfs.ext4`. Default: the image
+	 * `npm run image:build -- --vm` last built (its cache, like the container image's).
+	 */
+	readonly imageDir?: string
+	/** The QEMU binary. Default `qemu-system-x86_64` from PATH. */
+	readonly qemuBinary?: string
+	/** Default `auto`. */
+	readonly accel?: MicroVMAccel
+	/** vCPUs per guest. Default 1. */
+	readonly cpuLimit?: number
+	/** Boot to a healthy agent within this long. Default 300 000 (TCG on a loaded host is slow). */
+	readonly bootTimeoutMs?: number
+	/** Guests booted ahead of `create()` with the provider's defaults. Default 0. */
+	readonly warmPoolSize?: number
+}
+
+/** The config with every default applied. */
+export interface ResolvedMicroVMConfig {
+	readonly service: 'qemu' | 'firecracker'
+	readonly imageDir?: string
+	readonly qemuBinary: string
+	readonly accel: MicroVMAccel
+	readonly cpuLimit: number
+	readonly bootTimeoutMs: number
+	readonly warmPoolSize: number
+}
+
+export const DEFAULT_MICROVM_BOOT_TIMEOUT_MS = 300_000
+/** QEMU's `-smp` ceiling we accept; far above what a sandbox should ask for. */
+const MAX_VCPUS = 64
+
+export function resolveMicroVMConfig(config: MicroVMBackendConfig): ResolvedMicroVMConfig {
+	if (
+		config.tier !== 'microvm' ||
+		(config.service !== 'qemu' && config.service !== 'firecracker')
+	) {
+		throw new SandboxConfigError('service', "must be 'qemu' or 'firecracker' with tier 'microvm'")
+	}
+	const accel = config.accel ?? 'auto'
+	if (accel !== 'auto' && accel !== 'kvm' && accel !== 'tcg') {
+		throw new SandboxConfigError('accel', "must be 'auto', 'kvm' or 'tcg'")
+	}
+	return {
+		service: config.service,
+		...(config.imageDir === undefined
+			? {}
+			: { imageDir: requireString(CONFIG_SITE, 'imageDir', config.imageDir) }),
+		qemuBinary:
+			config.qemuBinary === undefined
+				? 'qemu-system-x86_64'
+				: requireString(CONFIG_SITE, 'qemuBinary', config.qemuBinary),
+		accel,
+		cpuLimit:
+			optionalInteger(CONFIG_SITE, 'cpuLimit', config.cpuLimit, { min: 1, max: MAX_VCPUS }) ?? 1,
+		bootTimeoutMs:
+			optionalDurationMs(CONFIG_SITE, 'bootTimeoutMs', config.bootTimeoutMs) ??
+			DEFAULT_MICROVM_BOOT_TIMEOUT_MS,
+		warmPoolSize:
+			optionalInteger(CONFIG_SITE, 'warmPoolSize', config.warmPoolSize, { min: 0, max: 16 }) ?? 0,
+	}
+}

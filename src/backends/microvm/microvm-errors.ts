@@ -1,0 +1,85 @@
+/**
+ * Refusals of the microVM tier: no guest image built, a VMM the host cannot run, an egress kind
+ * this tier does not enforce, a closed provider, and a Firecracker API fault. Each names what to
+ * do; none carries a token or an environment value.
+ */
+import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
+
+/** The kernel, initramfs or root disk the VMM boots is missing: build it first. */
+export class MicroVMImageMissingError extends SandboxError {
+	override readonly name = 'MicroVMImageMissingError'
+	/** Where the image was looked for. */
+	readonly imageDir: string
+	/** The file that was not there. */
+	readonly missing: string
+
+	constructor(imageDir: string, missing: string) {
+		super(
+			`no microVM guest image at ${imageDir} (${missing} is missing): run \`npm run image:build -- --vm\` or set imageDir`,
+			'image-missing',
+		)
+		this.imageDir = imageDir
+		this.missing = missing
+	}
+}
+
+/** An egress kind the microVM tier does not enforce: refused, never silently widened. */
+export class MicroVMEgressUnsupportedError extends SandboxError {
+	override readonly name = 'MicroVMEgressUnsupportedError'
+	readonly egressKind: string
+
+	constructor(egressKind: string) {
+		super(
+			`egress kind '${egressKind}' is not supported by the microVM tier yet; use 'deny-all' (the guest's only route is the host's forwarded agent port)`,
+			'egress-unsupported',
+		)
+		this.egressKind = egressKind
+	}
+}
+
+/** A VMM this host cannot run (`firecracker` has no binary here; the API driver is tested alone). */
+export class MicroVMServiceUnavailableError extends SandboxError {
+	override readonly name = 'MicroVMServiceUnavailableError'
+	readonly service: string
+
+	constructor(service: string, detail: string, options: SandboxErrorOptions = {}) {
+		super(`microVM service '${service}' cannot run here: ${detail}`, 'service-unavailable', options)
+		this.service = service
+	}
+}
+
+/** `create()` after `close()`. */
+export class MicroVMProviderClosedError extends SandboxError {
+	override readonly name = 'MicroVMProviderClosedError'
+
+	constructor() {
+		super('the microVM provider is closed: create a new one', 'provider-closed')
+	}
+}
+
+/** Firecracker answered an API request with a fault (`{ fault_message }`) or an unexpected status. */
+export class FirecrackerApiError extends SandboxError {
+	override readonly name = 'FirecrackerApiError'
+	readonly method: string
+	readonly path: string
+	readonly statusCode: number
+	/** Firecracker's `fault_message`, when the body carried one. */
+	readonly faultMessage?: string
+
+	constructor(
+		request: { readonly method: string; readonly path: string },
+		statusCode: number,
+		faultMessage: string | undefined,
+		options: SandboxErrorOptions = {},
+	) {
+		super(
+			`firecracker ${request.method} ${request.path} answered ${statusCode}${faultMessage === undefined ? '' : `: ${faultMessage.slice(0, 300)}`}; check the VM configuration it names`,
+			'firecracker-api-fault',
+			options,
+		)
+		this.method = request.method
+		this.path = request.path
+		this.statusCode = statusCode
+		if (faultMessage !== undefined) this.faultMessage = faultMessage
+	}
+}

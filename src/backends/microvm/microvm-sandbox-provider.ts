@@ -1,0 +1,183 @@
+/**
+ * `createMicroVMSandboxProvider`: sandboxes that are QEMU guests booted from the `--vm` guest
+ * image, each with its own kernel. Served through the machine layer's fleet (warm pool, close,
+ * destroy) and the one `AgentSandbox`. Egress is `deny-all` only: the guest's one NIC reaches
+ * nothing but the host's forward to its agent. `service: 'firecracker'` is refused at `create()`
+ * (no Firecracker binary here; its API driver is `firecracker-api.ts`).
+ */
+import { randomBytes } from 'node:crypto'
+import {
+	CONFIG_SITE,
+	optionalEnvironment,
+	optionalInteger,
+} from '../../contract/argument-validators.js'
+import { SandboxConfigError } from '../../contract/errors.js'
+import type { SandboxCreateConfig, SandboxProvider } from '../../contract/provider.js'
+import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
+import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
+import {
+	checkCreateConfig,
+	checkProviderDefaults,
+	type SandboxProviderDefaults,
+} from '../../provider-defaults.js'
+import { agentSandboxOf, createInstanceFleet } from '../machine/fleet/instance-fleet.js'
+import { DEFAULT_MEMORY_LIMIT_MB } from '../machine/spec/sandbox-limits.js'
+import { resolveQemuAccel } from './kvm-probe.js'
+import {
+	type MicroVMBackendConfig,
+	type ResolvedMicroVMConfig,
+	resolveMicroVMConfig,
+} from './microvm-backend-config.js'
+import {
+	MicroVMEgressUnsupportedError,
+	MicroVMProviderClosedError,
+	MicroVMServiceUnavailableError,
+} from './microvm-errors.js'
+import { locateMicroVMImage } from './microvm-image.js'
+import { bootQemuGuest, MICROVM_WORKSPACE, type QemuGuest } from './qemu-guest.js'
+
+/** Smallest guest RAM the agent (node) boots in. */
+export const MIN_MICROVM_MEMORY_MB = 256
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+interface MicroVMSpec {
+	readonly memoryMb: number
+	readonly env: Readonly<Record<string, string>>
+	readonly timeoutMs?: number
+}
+
+interface MicroVMInstance {
+	readonly id: string
+	readonly transport: QemuGuest['transport']
+	readonly rootDir: string
+	readonly guest: QemuGuest
+	hasExited(): boolean
+	release(): Promise<void>
+}
+
+function resolveSpec(config: SandboxCreateConfig, defaults: SandboxProviderDefaults): MicroVMSpec {
+	const given = checkCreateConfig(config)
+	if (given.workingDirectory !== undefined) {
+		throw new SandboxConfigError(
+			'workingDirectory',
+			'the microVM tier has no host directory in the guest; use the ephemeral workspace',
+		)
+	}
+	const egress = given.egress ?? defaults.defaultEgress
+	if (egress !== undefined && egress.kind !== 'deny-all') {
+		throw new MicroVMEgressUnsupportedError(egress.kind)
+	}
+	const env = optionalEnvironment(CONFIG_SITE, 'env', given.env) ?? {}
+	for (const name of Object.keys(env)) {
+		if (!ENV_NAME.test(name) || name.startsWith('NAMZU_')) {
+			throw CONFIG_SITE.refuse(`env.${name}`, 'a shell variable name not starting NAMZU_', name)
+		}
+	}
+	const memoryMb =
+		optionalInteger(CONFIG_SITE, 'memoryLimitMb', given.memoryLimitMb, {
+			min: MIN_MICROVM_MEMORY_MB,
+		}) ??
+		defaults.defaultMemoryLimitMb ??
+		DEFAULT_MEMORY_LIMIT_MB
+	const timeoutMs = given.timeoutMs ?? defaults.defaultTimeoutMs
+	return { memoryMb, env, ...(timeoutMs === undefined ? {} : { timeoutMs }) }
+}
+
+async function startInstance(
+	config: ResolvedMicroVMConfig,
+	spec: MicroVMSpec,
+	signal: AbortSignal,
+): Promise<MicroVMInstance> {
+	if (config.service === 'firecracker') {
+		throw new MicroVMServiceUnavailableError(
+			'firecracker',
+			"no Firecracker binary on this host (its API driver is tested to its protocol boundary); use service 'qemu'",
+		)
+	}
+	const image = await locateMicroVMImage(config.imageDir)
+	const accel = await resolveQemuAccel(config, image, signal)
+	const id = `microvm-${randomBytes(6).toString('hex')}`
+	const guest = await bootQemuGuest({
+		sandboxId: id,
+		qemuBinary: config.qemuBinary,
+		image,
+		accel,
+		memoryMb: spec.memoryMb,
+		vcpus: config.cpuLimit,
+		callerEnv: spec.env,
+		bootTimeoutMs: config.bootTimeoutMs,
+		signal,
+	})
+	return {
+		id,
+		transport: guest.transport,
+		rootDir: MICROVM_WORKSPACE,
+		guest,
+		hasExited: () => guest.vmm.exitStatus() !== undefined,
+		release: () => guest.destroy(),
+	}
+}
+
+/**
+ * A provider of microVM sandboxes (`createSandboxProvider` with `tier: 'microvm'` and `service:
+ * 'qemu'` builds the same). Contacts nothing until `create()`; egress is `deny-all` only.
+ */
+export function createMicroVMSandboxProvider(
+	backend: MicroVMBackendConfig,
+	defaults: SandboxProviderDefaults = {},
+): SandboxProvider {
+	const config = resolveMicroVMConfig(backend)
+	checkProviderDefaults(defaults)
+	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
+	const poolSpec = resolveSpec({}, defaults)
+	const fleet = createInstanceFleet<MicroVMInstance, MicroVMSpec, AgentSandbox>({
+		start: (spec, signal) => startInstance(config, spec, signal),
+		...(config.warmPoolSize > 0
+			? {
+					pool: {
+						size: config.warmPoolSize,
+						spec: poolSpec,
+						// A pooled guest booted with the defaults: it serves a create asking for nothing else.
+						serves: (spec: MicroVMSpec) =>
+							spec.memoryMb === poolSpec.memoryMb &&
+							Object.keys(spec.env).length === 0 &&
+							spec.timeoutMs === poolSpec.timeoutMs,
+					},
+				}
+			: {}),
+		// The VMM dies with its host (pdeathsig) and its directory is under the OS temp: nothing to reap.
+		reap: () => Promise.resolve(),
+		handOut: (instance, spec, forget) => ({
+			sandbox: agentSandboxOf(
+				instance,
+				{
+					environment: 'linux-namespace',
+					...(spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: spec.timeoutMs }),
+					outputBudget,
+				},
+				forget,
+			),
+			owned: true,
+		}),
+		closedError: () => new MicroVMProviderClosedError(),
+	})
+	const create = (createConfig: SandboxCreateConfig = {}): Promise<AgentSandbox> => {
+		let spec: MicroVMSpec
+		try {
+			spec = resolveSpec(createConfig, defaults)
+		} catch (error) {
+			return Promise.reject(error)
+		}
+		return fleet.create(spec, createConfig.signal)
+	}
+	const close = () => fleet.close()
+	return {
+		id: `microvm-${config.service}`,
+		name: `microVM (${config.service})`,
+		environment: 'linux-namespace',
+		workspaceModes: ['ephemeral'],
+		create,
+		close,
+		[Symbol.asyncDispose]: close,
+	}
+}

@@ -1,0 +1,74 @@
+/**
+ * The QEMU command line of one guest. Pure. `-M pc` because `-M microvm` does not boot under TCG
+ * here; no default devices, no user config, no reboot (a guest panic ends the VMM). The guest's
+ * one NIC is user-mode networking with `restrict=on`: it reaches nothing but the host's forward of
+ * 127.0.0.1:`hostPort` to the agent's port. The root disk is the shared image opened
+ * `snapshot=on`, so each guest writes to a private overlay QEMU deletes on exit. The agent bundle
+ * and its environment travel as fw_cfg files: never on the command line (a host `ps` shows that).
+ */
+import type { MicroVMImage } from './microvm-image.js'
+
+/** The guest's address on QEMU's user-mode network, and the port its agent listens on. */
+export const GUEST_ADDRESS = '10.0.2.15'
+export const GUEST_AGENT_PORT = 7070
+
+export interface QemuGuestSpec {
+	readonly image: MicroVMImage
+	readonly accel: 'kvm' | 'tcg'
+	readonly memoryMb: number
+	readonly vcpus: number
+	readonly hostPort: number
+	readonly agentBundle: string
+	/** The file holding the agent's environment (mode 0600). */
+	readonly envFile: string
+	readonly consoleLog: string
+}
+
+export function qemuArgv(binary: string, spec: QemuGuestSpec): string[] {
+	const forward = `tcp:127.0.0.1:${spec.hostPort}-${GUEST_ADDRESS}:${GUEST_AGENT_PORT}`
+	return [
+		binary,
+		'-M',
+		'pc',
+		'-accel',
+		spec.accel,
+		'-cpu',
+		spec.accel === 'kvm' ? 'host' : 'max',
+		'-m',
+		String(spec.memoryMb),
+		'-smp',
+		String(spec.vcpus),
+		'-nodefaults',
+		'-no-user-config',
+		'-no-reboot',
+		'-display',
+		'none',
+		'-serial',
+		`file:${spec.consoleLog}`,
+		'-kernel',
+		spec.image.kernel,
+		'-initrd',
+		spec.image.initramfs,
+		'-append',
+		'console=ttyS0 panic=-1 quiet',
+		'-drive',
+		`file=${spec.image.rootDisk},format=raw,if=virtio,snapshot=on`,
+		'-netdev',
+		`user,id=n0,restrict=on,hostfwd=${forward}`,
+		'-device',
+		'virtio-net-pci,netdev=n0,romfile=',
+		'-device',
+		'virtio-rng-pci',
+		'-fw_cfg',
+		`name=opt/namzu/agent.cjs,file=${spec.agentBundle}`,
+		'-fw_cfg',
+		`name=opt/namzu/env,file=${spec.envFile}`,
+	]
+}
+
+/** A `set -a; . file` environment file: one `KEY='value'` line each, values single-quoted. */
+export function guestEnvFile(env: Readonly<Record<string, string>>): string {
+	return Object.entries(env)
+		.map(([key, value]) => `${key}='${value.replaceAll("'", "'\\''")}'\n`)
+		.join('')
+}

@@ -1,0 +1,158 @@
+/**
+ * One QEMU guest: a private directory (console log, the agent's environment file, mode 0700), a
+ * free loopback port forwarded to the guest's agent, QEMU under `setpriv --pdeathsig KILL` (the
+ * VMM dies with the host process even after a SIGKILL of the host), and a transport with this
+ * boot's token, ready once the agent answers `healthz`. `destroy()` kills the VMM and removes the
+ * directory; the root disk's overlay is QEMU's own temporary file, gone with it.
+ */
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
+import { AgentTransport } from '../../host/transport/agent-transport.js'
+import { agentSettingsFrom } from '../machine/launch/agent-environment.js'
+import { type LaunchedAgentProcess, launchAgentProcess } from '../machine/launch/agent-launcher.js'
+import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
+import type { MicroVMImage } from './microvm-image.js'
+import { GUEST_AGENT_PORT, guestEnvFile, qemuArgv } from './qemu-argv.js'
+
+/** Where the guest's workspace is, as the agent sees it. */
+export const MICROVM_WORKSPACE = '/workspace'
+/** Pause between readiness probes while the guest boots. */
+const READY_PROBE_INTERVAL_MS = 250
+
+export interface QemuGuestOptions {
+	readonly sandboxId: string
+	readonly qemuBinary: string
+	readonly image: MicroVMImage
+	readonly accel: 'kvm' | 'tcg'
+	readonly memoryMb: number
+	readonly vcpus: number
+	readonly callerEnv: Readonly<Record<string, string>>
+	readonly bootTimeoutMs: number
+	readonly signal?: AbortSignal
+}
+
+export interface QemuGuest {
+	readonly transport: AgentTransport
+	readonly vmm: LaunchedAgentProcess
+	readonly dir: string
+	/** The guest's serial console so far (kernel and init messages), for failure reports. */
+	consoleTail(): Promise<string>
+	destroy(): Promise<void>
+}
+
+/** A port on 127.0.0.1 nothing listens on right now (QEMU binds it; a lost race fails the boot). */
+export function freeLoopbackPort(): Promise<number> {
+	return new Promise((resolve, reject) => {
+		const server = createServer()
+		server.once('error', reject)
+		server.listen(0, '127.0.0.1', () => {
+			const address = server.address()
+			const port = typeof address === 'object' && address !== null ? address.port : 0
+			server.close(() => resolve(port))
+		})
+	})
+}
+
+/** Retries `healthz` until it answers or `signal` ends the wait (the guest is still booting). */
+async function probeUntilHealthy(transport: AgentTransport, signal: AbortSignal): Promise<void> {
+	for (;;) {
+		signal.throwIfAborted()
+		try {
+			await transport.healthz(signal)
+			return
+		} catch (error) {
+			if (signal.aborted) throw error
+			await sleep(READY_PROBE_INTERVAL_MS, undefined, { signal }).catch(() => undefined)
+		}
+	}
+}
+
+export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGuest> {
+	options.signal?.throwIfAborted()
+	const dir = await mkdtemp(join(tmpdir(), `namzu-${options.sandboxId}-`))
+	const token = randomBytes(32).toString('hex')
+	const consoleLog = join(dir, 'console.log')
+	const envFile = join(dir, 'agent.env')
+	let vmm: LaunchedAgentProcess | undefined
+	try {
+		await writeFile(
+			envFile,
+			guestEnvFile({
+				...agentSettingsFrom(process.env),
+				...options.callerEnv,
+				NAMZU_AGENT_TCP_PORT: String(GUEST_AGENT_PORT),
+				NAMZU_AGENT_BIND_TOKEN: token,
+				NAMZU_SANDBOX_WORKSPACE: MICROVM_WORKSPACE,
+			}),
+			{ mode: 0o600 },
+		)
+		const hostPort = await freeLoopbackPort()
+		const argv = qemuArgv(options.qemuBinary, {
+			image: options.image,
+			accel: options.accel,
+			memoryMb: options.memoryMb,
+			vcpus: options.vcpus,
+			hostPort,
+			agentBundle: agentBundlePath(),
+			envFile,
+			consoleLog,
+		})
+		vmm = launchAgentProcess({
+			argv: ['setpriv', '--pdeathsig', 'KILL', '--', ...argv],
+			env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' },
+			cwd: dir,
+			secrets: [token, ...Object.values(options.callerEnv)],
+		})
+		const launched = vmm
+		const transport = new AgentTransport(
+			{ kind: 'tcp', host: '127.0.0.1', port: hostPort, token },
+			{ permanentDialFailure: () => launched.exitStatus() !== undefined },
+		)
+		let destroying = false
+		// The VMM's end is the guest's death (GuestDiedError for every call), unless we ended it.
+		transport.liveness.watch(
+			launched.exited.then((exit) =>
+				destroying ? undefined : { exitCode: exit.code, signal: exit.signal },
+			),
+		)
+		await waitForAgentReady({
+			sandboxId: options.sandboxId,
+			agent: launched,
+			ready: (signal) => probeUntilHealthy(transport, signal),
+			timeoutMs: options.bootTimeoutMs,
+			...(options.signal ? { signal: options.signal } : {}),
+		})
+		let destroyed: Promise<void> | undefined
+		return {
+			transport,
+			vmm: launched,
+			dir,
+			consoleTail: () => readConsoleTail(consoleLog),
+			destroy: () => {
+				destroyed ??= (async () => {
+					destroying = true
+					await launched.kill()
+					await rm(dir, { recursive: true, force: true })
+				})()
+				return destroyed
+			},
+		}
+	} catch (error) {
+		await vmm?.kill()
+		await rm(dir, { recursive: true, force: true })
+		throw error
+	}
+}
+
+async function readConsoleTail(path: string): Promise<string> {
+	try {
+		return (await readFile(path, 'utf8')).slice(-4096)
+	} catch {
+		return ''
+	}
+}

@@ -1,0 +1,82 @@
+/**
+ * `scripts/leak-check.mjs`, the end of `.ci/run`: it names each leftover state root, claim lock and
+ * `namzu-sbx-*` cgroup and fails; it passes over a clean state directory; it never searches the
+ * cluster harness's cache directory.
+ */
+import { spawnSync } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { mkdir, mkdtemp, rm, rmdir, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { repositoryRoot } from '../helpers/bundle-source.js'
+
+const SCRIPT = join(repositoryRoot, 'scripts', 'leak-check.mjs')
+
+function check(args: readonly string[], env: Record<string, string> = {}) {
+	return spawnSync(process.execPath, [SCRIPT, ...args], {
+		encoding: 'utf8',
+		env: { ...process.env, ...env },
+	})
+}
+
+describe('leak-check', () => {
+	it('names a leftover state root and claim lock and fails; passes once they are gone', async () => {
+		const dir = await mkdtemp(join(tmpdir(), 'namzu-leak-check-'))
+		try {
+			const root = join(dir, 'per-test', 'namzu-sbx-0123456789ab')
+			await mkdir(root, { recursive: true })
+			await mkdir(join(dir, 'namzu-claims'))
+			await writeFile(join(dir, 'namzu-claims', 'uid-1879048200.lock'), '{}')
+			// Runtime copies outlive every sandbox by design: never a leak.
+			await mkdir(join(dir, 'namzu-runtime-0'))
+			const cache = join(dir, 'cache')
+			await mkdir(join(cache, 'namzu-sbx-aaaaaaaaaaaa'), { recursive: true })
+			const run = check(['--kinds', 'state', '--state-roots', `${dir},${cache}`], {
+				XDG_CACHE_HOME: cache,
+			})
+			expect(run.status).toBe(1)
+			expect(run.stdout.trim().split('\n').sort()).toEqual(
+				[
+					`leak-check: leftover state ${join(dir, 'namzu-claims', 'uid-1879048200.lock')}`,
+					`leak-check: leftover state ${root}`,
+				].sort(),
+			)
+			expect(run.stderr).toContain('namzu-sandbox gc')
+
+			await rm(join(dir, 'per-test'), { recursive: true })
+			await rm(join(dir, 'namzu-claims'), { recursive: true })
+			const clean = check(['--kinds', 'state', '--state-roots', dir], { XDG_CACHE_HOME: cache })
+			expect(clean.status, clean.stdout).toBe(0)
+			expect(clean.stdout).toContain('nothing left')
+		} finally {
+			await rm(dir, { recursive: true, force: true })
+		}
+	}, 60_000)
+
+	it('refuses an unknown kind by name', () => {
+		const run = check(['--kinds', 'sockets'])
+		expect(run.status).toBe(2)
+		expect(run.stderr).toContain(
+			'unknown kind sockets (known: cgroup, mount, loop, process, state)',
+		)
+	})
+
+	const pids = /^\d+:pids:(.*)$/m.exec(readFileSync('/proc/self/cgroup', 'utf8'))?.[1]
+	const parent = pids === undefined ? undefined : `/sys/fs/cgroup/pids${pids === '/' ? '' : pids}`
+	it.skipIf(process.getuid?.() !== 0 || parent === undefined || !existsSync(parent ?? ''))(
+		'names a leftover namzu-sbx cgroup',
+		async () => {
+			const dir = join(parent ?? '', 'namzu-sbx-fedcba987654')
+			await mkdir(dir)
+			try {
+				const run = check(['--kinds', 'cgroup'])
+				expect(run.status).toBe(1)
+				expect(run.stdout).toContain(`leak-check: leftover cgroup ${dir}`)
+			} finally {
+				await rmdir(dir)
+			}
+		},
+		60_000,
+	)
+})
