@@ -29,7 +29,6 @@ import type {
 	SandboxExposePortOptions,
 	SandboxFileEntry,
 	SandboxListFilesOptions,
-	SandboxProcess,
 	SandboxReadFileOptions,
 	SandboxReadFileStreamOptions,
 	SandboxSpawnOptions,
@@ -53,6 +52,7 @@ import {
 	attachToExecution,
 	cancelExecutionById,
 	type DetachableExecutionHost,
+	detachableHostOf,
 	execDetachable,
 } from '../exec/detachable-execution.js'
 import { ExecOutputBudget } from '../exec/exec-output-budget.js'
@@ -243,36 +243,21 @@ export class AgentSandbox implements Sandbox {
 		)
 	}
 
-	/** A background command over a detached execution (background-process.ts). */
-	spawn(
-		command: string,
-		args: readonly string[] = [],
-		options: SandboxSpawnOptions = {},
-	): Promise<SandboxProcess> {
+	/** Background commands over detached executions (background-process.ts). */
+	spawn(command: string, args: readonly string[] = [], options: SandboxSpawnOptions = {}) {
 		const { signal, ...rest } = options
 		return spawnBackground(this, { command, args, options: rest, startSignal: signal })
 	}
 
-	/** A handle on a background command by id; an unknown id rejects its `wait()`. */
-	async attachProcess(
-		id: string,
-		options: SandboxAttachProcessOptions = {},
-	): Promise<SandboxProcess> {
+	/** An unknown id rejects the handle's `wait()`. */
+	async attachProcess(id: string, options: SandboxAttachProcessOptions = {}) {
 		this.#lifetime.admit('attachProcess')
 		checkAttachProcess(id, options)
 		return attachBackground(this, id, options)
 	}
 
 	get #detachableHost(): DetachableExecutionHost {
-		const controller = this.#controller
-		return {
-			transport: this.transport,
-			controlRequestTimeoutMs: controller.controlRequestTimeoutMs,
-			cancelConfirmTimeoutMs: controller.cancelConfirmTimeoutMs,
-			resultDrainTimeoutMs: controller.resultDrainTimeoutMs,
-			defaultExecutionTimeoutMs: controller.defaultExecutionTimeoutMs,
-			...(controller.outputBudget ? { outputBudget: controller.outputBudget } : {}),
-		}
+		return detachableHostOf(this.transport, this.#controller)
 	}
 
 	writeFile(
