@@ -9,6 +9,7 @@
 // biome-ignore-all assist/source/organizeImports: the package comment above documents the first export block (typedoc), the Kubernetes tier's, so the container tier's block follows it
 
 export {
+	checkKubernetesAccess,
 	createKubernetesSandboxProvider,
 	createKubernetesWorkspace,
 	DEFAULT_API_REQUEST_TIMEOUT_MS,
@@ -253,6 +254,7 @@ export {
 	DEFAULT_MAX_PROCESSES,
 	DEFAULT_MEMORY_LIMIT_MB,
 	DEFAULT_SANDBOX_UID_RANGE,
+	defaultMemoryLimitMb,
 	type DefaultLimitsMode,
 	DefaultLimitsUnavailableError,
 	type DiskLimitRefusal,
@@ -292,6 +294,7 @@ export {
 	reapLocalSandboxes,
 	type SandboxHostClaims,
 	type SandboxUidRange,
+	SeccompUnsupportedArchError,
 	type TmpfsSizes,
 } from './backends/machine/index.js'
 export {

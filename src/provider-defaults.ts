@@ -59,12 +59,47 @@ export function checkProviderDefaults(defaults: unknown): SandboxProviderDefault
 	return given as SandboxProviderDefaults
 }
 
+/** The `create()` keys every tier knows (`SandboxCreateConfig`); each tier's table extends it. */
+export const PORTABLE_CREATE_KEYS: readonly string[] = [
+	'signal',
+	'workingDirectory',
+	'env',
+	'timeoutMs',
+	'memoryLimitMb',
+	'maxProcesses',
+	'egress',
+]
+
+/**
+ * The one check of a `create()` config's keys against its tier's table: a key the tier does not
+ * know (a misspelt `memoryLimitMB`) is refused by name, listing the known ones, so a limit never
+ * fails open to its default.
+ */
+export function refuseUnknownCreateKeys(
+	config: Readonly<Record<string, unknown>>,
+	known: readonly string[],
+): void {
+	for (const key of Object.keys(config)) {
+		if (known.includes(key)) continue
+		throw CONFIG_SITE.refuse(
+			key,
+			`absent: not a create() setting of this tier (known: ${known.join(', ')})`,
+			describeReceived(config[key]),
+		)
+	}
+}
+
 /**
  * Checks the portable fields of a `create()` config before the tier reads it: an explicit `null`
- * or `NaN` is refused by name rather than replaced by a default.
+ * or `NaN` is refused by name rather than replaced by a default, and a key outside `known` (the
+ * tier's table, default the portable keys) by name.
  */
-export function checkCreateConfig(config: unknown): SandboxCreateConfig {
+export function checkCreateConfig(
+	config: unknown,
+	known: readonly string[] = PORTABLE_CREATE_KEYS,
+): SandboxCreateConfig {
 	const given = optionalObject(CONFIG_SITE, 'config', config)
+	refuseUnknownCreateKeys(given, known)
 	optionalSignal(CONFIG_SITE, 'signal', given.signal)
 	if (given.workingDirectory !== undefined) {
 		requireString(CONFIG_SITE, 'workingDirectory', given.workingDirectory)

@@ -32,6 +32,7 @@ export function formatIsolationReport(report: LocalIsolationReport): string {
 		`  ${mark(report.bubblewrap)} bubblewrap        ${report.bubblewrap.path}${report.bubblewrap.version ? ` ${report.bubblewrap.version}` : ''}: ${report.bubblewrap.detail}`,
 		`  ${mark(report.userNamespace)} user namespaces   ${report.userNamespace.detail}`,
 		`  ${mark(report.networkNamespace)} network namespace ${report.networkNamespace.detail} (every sandbox has its own)`,
+		`  ${mark(report.seccomp)} seccomp           ${report.seccomp.detail}`,
 		`  ${mark(report.identity)} sandbox uid       ${report.identity.detail}`,
 		`  ${mark(report.agentReach)} agent reach       ${report.agentReach.detail}`,
 		`  ${mark(report.network.denyAll)} egress deny-all   default: loopback only, no route anywhere`,

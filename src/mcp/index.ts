@@ -4,7 +4,11 @@
  * when that command runs, so nothing else pays for the SDK.
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
-import type { KubernetesBackendConfig, LocalBackendConfig } from '../index.js'
+import {
+	checkKubernetesAccess,
+	type KubernetesBackendConfig,
+	type LocalBackendConfig,
+} from '../index.js'
 import { checkHttpAccess } from './http-access.js'
 import { kubernetesSandboxSource } from './kubernetes-sandbox-source.js'
 import { localSandboxSource } from './local-sandbox-source.js'
@@ -53,11 +57,17 @@ function aborted(signal: AbortSignal): Promise<void> {
 	})
 }
 
-/** Serves until `signal` aborts (or, on stdio, the client closes stdin), then cleans up. */
+/**
+ * Serves until `signal` aborts (or, on stdio, the client closes stdin), then cleans up. A
+ * configuration it can check without a client (the HTTP bind and token, the Kubernetes access)
+ * is refused before serving.
+ */
 export async function serveMcp(options: McpServeOptions): Promise<void> {
 	if (options.transport === 'http')
 		checkHttpAccess(options.host, options.allowRemote, options.token)
 	const source = options.source
+	// A wrong kubeconfig, context or certificate stops the server now, not at its first call.
+	if (source.tier === 'kubernetes') checkKubernetesAccess(source.backend)
 	const registry = new McpSandboxRegistry(
 		source.tier === 'local'
 			? localSandboxSource({ backend: source.backend, allowNetwork: source.allowNetwork })

@@ -6,11 +6,13 @@
  */
 import { createKubernetesSandboxProvider, type KubernetesBackendConfig } from '../index.js'
 import { McpKeepAliveUnsupportedError } from './mcp-errors.js'
+import { kubernetesSandboxFacts } from './sandbox-facts.js'
 import type { McpSandboxSource } from './sandbox-registry.js'
 
 export function kubernetesSandboxSource(backend: KubernetesBackendConfig): McpSandboxSource {
 	const provider = createKubernetesSandboxProvider(backend)
 	return {
+		facts: kubernetesSandboxFacts(backend.sandboxTemplateName),
 		create: async ({ keepAlive, signal }) => {
 			if (keepAlive) throw new McpKeepAliveUnsupportedError('kubernetes')
 			return provider.create(signal ? { signal } : {})

@@ -4,6 +4,7 @@
  * `keep_alive`; a kept-alive sandbox is reopened by id from the state directory.
  */
 import { createLocalSandboxProvider, type LocalBackendConfig } from '../index.js'
+import { localSandboxFacts } from './sandbox-facts.js'
 import type { McpSandboxSource } from './sandbox-registry.js'
 
 export interface LocalSourceOptions {
@@ -15,6 +16,11 @@ export function localSandboxSource(options: LocalSourceOptions): McpSandboxSourc
 	const provider = createLocalSandboxProvider(options.backend)
 	const egress = { kind: options.allowNetwork ? 'allow-all' : 'deny-all' } as const
 	return {
+		facts: localSandboxFacts({
+			allowNetwork: options.allowNetwork,
+			isolation: options.backend.isolation ?? 'bubblewrap',
+			bestEffortLimits: options.backend.defaultLimits === 'best-effort',
+		}),
 		create: ({ keepAlive, signal }) =>
 			provider.create({
 				egress,

@@ -5,18 +5,27 @@
  */
 import { SandboxError, type SandboxErrorOptions } from '../index.js'
 
-/** A tool call named a `sandbox_id` this server neither created nor can reopen. */
+/**
+ * A tool call named a `sandbox_id` this server neither created nor can reopen, or one this client
+ * destroyed (`destroyed`).
+ */
 export class UnknownSandboxError extends SandboxError {
 	override readonly name = 'UnknownSandboxError'
 	readonly sandboxId: string
+	readonly destroyed: boolean
 
-	constructor(sandboxId: string, options: SandboxErrorOptions = {}) {
+	constructor(sandboxId: string, options: SandboxErrorOptions & { destroyed?: boolean } = {}) {
+		const { destroyed = false, ...rest } = options
+		const shown = JSON.stringify(sandboxId.slice(0, 80))
 		super(
-			`no sandbox ${JSON.stringify(sandboxId.slice(0, 80))}; sandbox_list shows the ones this server holds`,
+			destroyed
+				? `sandbox ${shown} was destroyed; sandbox_create makes a new one`
+				: `no sandbox ${shown}; sandbox_list shows the ones this server holds`,
 			'unknown-sandbox',
-			options,
+			rest,
 		)
 		this.sandboxId = sandboxId
+		this.destroyed = destroyed
 	}
 }
 

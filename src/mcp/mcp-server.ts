@@ -50,7 +50,7 @@ export function createMcpServer(sandboxes: McpSandboxes, version: string): Serve
 		{
 			capabilities: { tools: {} },
 			instructions:
-				'Run code in isolated sandboxes. Start with sandbox_create; pass its sandbox_id to every other tool. Use exec for short commands and exec_start/exec_read for long ones.',
+				'Run code in isolated sandboxes. Start with sandbox_create and read its answer: the network (often none, so no pip install), the limits, the workspace root and how to start a background server. Pass its sandbox_id to every other tool. Use exec for short commands, exec_start/exec_read for long ones; start servers in the background with output redirected (nohup CMD >log 2>&1 &).',
 		},
 	)
 	server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: catalog.map(listed) }))

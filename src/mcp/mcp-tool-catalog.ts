@@ -13,6 +13,7 @@ import type {
 	ToolObjectSchema,
 	ToolResult,
 } from '../tools/tool-types.js'
+import { BACKGROUND_SERVER_HINT, type McpSandboxFacts } from './sandbox-facts.js'
 import type { McpSandboxes, RegisteredSandbox } from './sandbox-registry.js'
 
 export interface McpTool {
@@ -43,9 +44,36 @@ function describe(entry: RegisteredSandbox): Record<string, unknown> {
 		sandbox_id: sandbox.id,
 		...(entry.name === undefined ? {} : { name: entry.name }),
 		status: sandbox.status,
-		root_dir: sandbox.rootDir,
+		workspace_root: sandbox.rootDir,
 		keep_alive: entry.keepAlive,
 	}
+}
+
+/** `sandbox_create`'s answer: the sandbox, and what a model must know before using it. */
+function createdResult(
+	entry: RegisteredSandbox,
+	existed: boolean,
+	facts: McpSandboxFacts,
+): ToolResult {
+	const { sandbox } = entry.target
+	const text = [
+		`sandbox ${sandbox.id} ${existed ? 'exists' : 'created'} (tier ${facts.tier}).`,
+		`Workspace root: ${sandbox.rootDir} — commands start there; relative paths in every tool resolve against it, and paths in results are relative to it.`,
+		`Network: ${facts.network.policy}. ${facts.network.detail}`,
+		`Limits: ${facts.limitsText}`,
+		`Background servers: ${BACKGROUND_SERVER_HINT}`,
+		`Lifetime: ${facts.lifetime}`,
+	].join('\n')
+	const data = {
+		...describe(entry),
+		existed,
+		tier: facts.tier,
+		network: facts.network,
+		limits: facts.limits,
+		background_servers: BACKGROUND_SERVER_HINT,
+		lifetime: facts.lifetime,
+	}
+	return { text, data }
 }
 
 function withSandboxId(schema: ToolObjectSchema): ToolObjectSchema {
@@ -98,13 +126,14 @@ function lifecycleTools(registry: McpSandboxes): McpTool[] {
 		{
 			name: 'sandbox_create',
 			description:
-				'Create a sandbox (the server decides its tier, limits and network). Answers its sandbox_id, which every other tool takes.',
+				'Create a sandbox (the server decides its tier, limits and network). Answers its sandbox_id, which every other tool takes, and what it offers: the network (often none: no DNS, no pip install), the limits, the workspace root and how to start a background server. With a name, creating again answers the same sandbox.',
 			inputSchema: createSchema,
+			// Without a name every call makes another sandbox, so the tool as a whole is not idempotent.
 			annotations: {
 				title: 'Create a sandbox',
 				readOnlyHint: false,
 				destructiveHint: false,
-				idempotentHint: true,
+				idempotentHint: false,
 				openWorldHint: false,
 			},
 			call: async (args, context) => {
@@ -114,9 +143,7 @@ function lifecycleTools(registry: McpSandboxes): McpTool[] {
 					booleanArgument(valid, 'keep_alive', false),
 					context.signal,
 				)
-				const data = { ...describe(entry), existed }
-				const verb = existed ? 'exists' : 'created'
-				return { text: `sandbox ${entry.target.sandbox.id} ${verb}`, data }
+				return createdResult(entry, existed, registry.facts)
 			},
 		},
 		{
@@ -148,7 +175,8 @@ function lifecycleTools(registry: McpSandboxes): McpTool[] {
 		},
 		{
 			name: 'sandbox_destroy',
-			description: 'Destroy a sandbox: every process in it ends and its files are removed.',
+			description:
+				'Destroy a sandbox: every process in it ends and its files are removed. Destroying it again answers "already destroyed".',
 			inputSchema: idSchema,
 			annotations: {
 				title: 'Destroy a sandbox',
@@ -160,8 +188,11 @@ function lifecycleTools(registry: McpSandboxes): McpTool[] {
 			call: async (args, context) => {
 				const valid = validateToolArguments('sandbox_destroy', idSchema, args)
 				const id = stringArgument(valid, 'sandbox_id') ?? ''
-				await registry.destroy(id, context.signal)
-				return { text: `sandbox ${id} destroyed`, data: { sandbox_id: id, destroyed: true } }
+				const now = await registry.destroy(id, context.signal)
+				return {
+					text: now ? `sandbox ${id} destroyed` : `sandbox ${id} already destroyed`,
+					data: { sandbox_id: id, destroyed: true, already_destroyed: !now },
+				}
 			},
 		},
 	]

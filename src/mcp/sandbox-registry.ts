@@ -11,9 +11,15 @@ import type { Sandbox } from '../index.js'
 import { BackgroundExecState } from '../tools/background-exec-state.js'
 import type { ToolTarget } from '../tools/define-tool.js'
 import { ForeignSandboxError, UnknownSandboxError } from './mcp-errors.js'
+import type { McpSandboxFacts } from './sandbox-facts.js'
+
+/** Destroyed ids remembered, so destroying one again answers "already destroyed". */
+const DESTROYED_IDS_KEPT = 4096
 
 /** Where sandboxes come from: a provider, and for a tier with kept-alive sandboxes, `open`. */
 export interface McpSandboxSource {
+	/** Network, limits and lifetime of every sandbox this source makes. */
+	readonly facts: McpSandboxFacts
 	create(config: { readonly keepAlive?: boolean; readonly signal?: AbortSignal }): Promise<Sandbox>
 	/** Reopens a kept-alive sandbox by id; rejects when there is none. */
 	open?(id: string, options?: { readonly signal?: AbortSignal }): Promise<Sandbox>
@@ -39,7 +45,9 @@ export interface McpSandboxes {
 	): Promise<{ readonly entry: RegisteredSandbox; readonly existed: boolean }>
 	resolve(id: string, signal?: AbortSignal): Promise<RegisteredSandbox>
 	list(): ReadonlyArray<RegisteredSandbox>
-	destroy(id: string, signal?: AbortSignal): Promise<void>
+	/** Resolves `false` when this client already destroyed it (idempotent), `true` otherwise. */
+	destroy(id: string, signal?: AbortSignal): Promise<boolean>
+	readonly facts: McpSandboxFacts
 }
 
 function nameKey(owner: string | undefined, name: string): string {
@@ -50,6 +58,11 @@ export class McpSandboxRegistry {
 	readonly #source: McpSandboxSource
 	readonly #byId = new Map<string, RegisteredSandbox>()
 	readonly #byName = new Map<string, Promise<RegisteredSandbox>>()
+	/** Ids destroyed through `destroy`, oldest first, with who destroyed them and when it is done. */
+	readonly #destroyed = new Map<
+		string,
+		{ readonly owner: string | undefined; readonly done: Promise<void> }
+	>()
 
 	constructor(source: McpSandboxSource) {
 		this.#source = source
@@ -63,6 +76,7 @@ export class McpSandboxRegistry {
 			list: () =>
 				[...this.#byId.values()].filter((entry) => client === undefined || entry.owner === client),
 			destroy: (id, signal) => this.#destroy(client, id, signal),
+			facts: this.#source.facts,
 		}
 	}
 
@@ -115,6 +129,7 @@ export class McpSandboxRegistry {
 	): Promise<RegisteredSandbox> {
 		const known = this.#byId.get(id)
 		if (known) return this.#claim(client, id, known)
+		if (this.#destroyedBy(client, id)) throw new UnknownSandboxError(id, { destroyed: true })
 		const open = this.#source.open
 		if (!open) throw new UnknownSandboxError(id)
 		let sandbox: Sandbox
@@ -143,12 +158,40 @@ export class McpSandboxRegistry {
 		return claimed
 	}
 
-	/** Destroys the sandbox (idempotent: an id destroyed before answers as unknown). */
-	async #destroy(client: string | undefined, id: string, signal?: AbortSignal): Promise<void> {
+	/** Whether `client` may be told `id` was destroyed (it did, or it may see every sandbox). */
+	#destroyedBy(client: string | undefined, id: string): boolean {
+		const gone = this.#destroyed.get(id)
+		return gone !== undefined && (client === undefined || gone.owner === client)
+	}
+
+	/**
+	 * Destroys the sandbox. Idempotent: an id this client destroyed before (or is destroying)
+	 * answers `false` once that is done; an id it never held is still `UnknownSandboxError`.
+	 */
+	async #destroy(client: string | undefined, id: string, signal?: AbortSignal): Promise<boolean> {
+		const gone = this.#destroyed.get(id)
+		if (gone && this.#destroyedBy(client, id)) {
+			await gone.done
+			return false
+		}
 		const entry = await this.#resolve(client, id, signal)
 		this.#forget(id, entry)
-		await entry.target.background.close()
-		await entry.target.sandbox.destroy(signal ? { signal } : {})
+		const done = (async () => {
+			await entry.target.background.close()
+			await entry.target.sandbox.destroy(signal ? { signal } : {})
+		})()
+		this.#destroyed.set(id, { owner: entry.owner, done })
+		const oldest = this.#destroyed.keys().next()
+		if (this.#destroyed.size > DESTROYED_IDS_KEPT && !oldest.done)
+			this.#destroyed.delete(oldest.value)
+		try {
+			await done
+		} catch (error) {
+			// Not destroyed after all: the next attempt is a real one, not "already destroyed".
+			this.#destroyed.delete(id)
+			throw error
+		}
+		return true
 	}
 
 	#forget(id: string, entry: RegisteredSandbox): void {

@@ -284,7 +284,12 @@ export const EXEC_SIGNAL_TOOL = defineTool({
 		type: 'object',
 		properties: {
 			exec_id: EXEC_ID_SCHEMA,
-			signal: { type: 'string', enum: ['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGHUP'] },
+			signal: {
+				type: 'string',
+				enum: ['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGHUP'],
+				description:
+					'The signal sent (default SIGTERM: asks it to stop; SIGKILL ends it at once; SIGINT is Ctrl-C).',
+			},
 		},
 		required: ['exec_id'],
 		additionalProperties: false,

@@ -4,8 +4,9 @@
  * signal terminating the command's whole tree when the client cancels.
  */
 import type { AgentExecOptions } from '../index.js'
-import { commandOf, defineTool, throttledProgress } from './define-tool.js'
+import { commandOf, defineTool } from './define-tool.js'
 import { boundText } from './output-budget.js'
+import { outputProgress } from './output-progress.js'
 import { integerArgument, stringArgument, stringMapArgument } from './tool-arguments.js'
 import { COMMAND_PROPERTIES, MAX_TOOL_TIMEOUT_MS } from './tool-schema-parts.js'
 
@@ -19,7 +20,7 @@ export const HOST_CAPTURE_BYTES = 8 * 1024 * 1024
 export const EXEC_TOOL = defineTool({
 	name: 'exec',
 	description:
-		'Run a command in the sandbox and wait for it to finish. Returns the exit code and stdout/stderr, each cut to max_output_bytes (the middle replaced by a marker). For long-running commands use exec_start.',
+		'Run a command in the sandbox and wait for it to finish. Returns the exit code and stdout/stderr, each cut to max_output_bytes (the middle replaced by a marker). For long-running commands use exec_start. To start a server (or anything that keeps running) without hanging, put it in the background with its output redirected, e.g. command "nohup python3 -m http.server 8000 >server.log 2>&1 &": a background process left holding stdout/stderr can keep this call waiting until timeout_ms. Or start it with exec_start and watch it with exec_read.',
 	inputSchema: {
 		type: 'object',
 		properties: {
@@ -51,20 +52,21 @@ export const EXEC_TOOL = defineTool({
 		const maxBytes = integerArgument(args, 'max_output_bytes', DEFAULT_MAX_OUTPUT_BYTES)
 		const cwd = stringArgument(args, 'cwd')
 		const env = stringMapArgument(args, 'env')
-		const progress = throttledProgress(context)
-		let received = 0
+		const progress = outputProgress(context)
 		const options: AgentExecOptions = {
 			timeout: integerArgument(args, 'timeout_ms', DEFAULT_EXEC_TIMEOUT_MS),
 			maxOutputBytes: HOST_CAPTURE_BYTES,
 			...(cwd === undefined ? {} : { cwd }),
 			...(env === undefined ? {} : { env }),
 			...(context.signal ? { signal: context.signal } : {}),
-			onOutput: (chunk) => {
-				received += Buffer.byteLength(chunk.data)
-				progress(received, `${received} bytes of output`)
-			},
+			onOutput: (chunk) => progress.output(chunk.data, chunk.stream),
 		}
-		const result = await sandbox.exec(command, argv, options)
+		let result: Awaited<ReturnType<typeof sandbox.exec>>
+		try {
+			result = await sandbox.exec(command, argv, options)
+		} finally {
+			progress.stop()
+		}
 		const stdout = boundText(result.stdout, maxBytes)
 		const stderr = boundText(result.stderr, maxBytes)
 		const dropped = (flag: boolean | undefined) =>

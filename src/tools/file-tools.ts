@@ -17,6 +17,7 @@ import {
 } from './tool-arguments.js'
 import { PATH_SCHEMA, READ_ONLY_ANNOTATIONS } from './tool-schema-parts.js'
 import type { ToolArguments } from './tool-types.js'
+import { workspacePath } from './workspace-paths.js'
 
 /** Bytes `read_file` returns when the call gives no `max_bytes`. */
 export const DEFAULT_READ_FILE_MAX_BYTES = 65_536
@@ -43,10 +44,32 @@ export const READ_FILE_TOOL = defineTool({
 		type: 'object',
 		properties: {
 			path: PATH_SCHEMA,
-			start_line: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
-			end_line: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
-			offset: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
-			length: { type: 'integer', minimum: 1, maximum: MAX_READ_FILE_RANGE_BYTES },
+			start_line: {
+				type: 'integer',
+				minimum: 1,
+				maximum: Number.MAX_SAFE_INTEGER,
+				description:
+					'First line to return, 1-based (default 1). Not with offset/length. The file is read whole, so at most 16 MiB.',
+			},
+			end_line: {
+				type: 'integer',
+				minimum: 1,
+				maximum: Number.MAX_SAFE_INTEGER,
+				description: 'Last line to return, 1-based and inclusive (default: the last line).',
+			},
+			offset: {
+				type: 'integer',
+				minimum: 0,
+				maximum: Number.MAX_SAFE_INTEGER,
+				description:
+					'Byte offset to start reading at, 0-based (default 0). Not with start_line/end_line.',
+			},
+			length: {
+				type: 'integer',
+				minimum: 1,
+				maximum: MAX_READ_FILE_RANGE_BYTES,
+				description: 'Bytes to read from offset (default and most: max_bytes).',
+			},
 			max_bytes: {
 				type: 'integer',
 				minimum: 1,
@@ -95,7 +118,7 @@ export const READ_FILE_TOOL = defineTool({
 			return {
 				text: bounded.text,
 				data: {
-					path,
+					path: workspacePath(sandbox.rootDir, path),
 					content: bounded.text,
 					encoding: 'utf8',
 					start_line: selection.startLine,
@@ -124,7 +147,7 @@ export const READ_FILE_TOOL = defineTool({
 		return {
 			text: text === undefined ? `[base64]\n${content}${marker}` : `${content}${marker}`,
 			data: {
-				path,
+				path: workspacePath(sandbox.rootDir, path),
 				content,
 				encoding: text === undefined ? 'base64' : 'utf8',
 				offset: from,
@@ -144,7 +167,12 @@ export const WRITE_FILE_TOOL = defineTool({
 		type: 'object',
 		properties: {
 			path: PATH_SCHEMA,
-			content: { type: 'string', maxLength: 16 * 1024 * 1024 },
+			content: {
+				type: 'string',
+				maxLength: 16 * 1024 * 1024,
+				description:
+					'The whole new contents of the file (at most 16 MiB), as text, or base64 when encoding is base64. Replaces what was there.',
+			},
 			encoding: {
 				type: 'string',
 				enum: ['utf8', 'base64'],
@@ -167,7 +195,8 @@ export const WRITE_FILE_TOOL = defineTool({
 		const content = stringArgument(args, 'encoding') === 'base64' ? Buffer.from(raw, 'base64') : raw
 		await sandbox.writeFile(path, content, signalOption(context.signal))
 		const bytes = typeof content === 'string' ? Buffer.byteLength(content) : content.length
-		return { text: `wrote ${bytes} bytes to ${path}`, data: { path, bytes } }
+		const shown = workspacePath(sandbox.rootDir, path)
+		return { text: `wrote ${bytes} bytes to ${shown}`, data: { path: shown, bytes } }
 	},
 })
 
@@ -179,8 +208,18 @@ export const EDIT_FILE_TOOL = defineTool({
 		type: 'object',
 		properties: {
 			path: PATH_SCHEMA,
-			old_string: { type: 'string', minLength: 1, maxLength: 1_048_576 },
-			new_string: { type: 'string', maxLength: 1_048_576 },
+			old_string: {
+				type: 'string',
+				minLength: 1,
+				maxLength: 1_048_576,
+				description:
+					'The exact text to replace, whitespace and indentation included (no regular expression). Must occur exactly once unless replace_all.',
+			},
+			new_string: {
+				type: 'string',
+				maxLength: 1_048_576,
+				description: 'The text put in its place, exactly as given (may be empty to delete).',
+			},
 			replace_all: { type: 'boolean', description: 'Replace every occurrence (default false).' },
 		},
 		required: ['path', 'old_string', 'new_string'],
@@ -214,9 +253,10 @@ export const EDIT_FILE_TOOL = defineTool({
 			booleanArgument(args, 'replace_all', false),
 		)
 		await sandbox.writeFile(path, edit.content, signalOption(context.signal))
+		const shown = workspacePath(sandbox.rootDir, path)
 		return {
-			text: `replaced ${edit.replacements} occurrence${edit.replacements === 1 ? '' : 's'} in ${path}`,
-			data: { path, replacements: edit.replacements },
+			text: `replaced ${edit.replacements} occurrence${edit.replacements === 1 ? '' : 's'} in ${shown}`,
+			data: { path: shown, replacements: edit.replacements },
 		}
 	},
 })
@@ -224,12 +264,17 @@ export const EDIT_FILE_TOOL = defineTool({
 export const LIST_FILES_TOOL = defineTool({
 	name: 'list_files',
 	description:
-		'List the regular files under a directory, recursively, with their sizes (absolute paths).',
+		'List the regular files under a directory, recursively, with their sizes in bytes. Paths are relative to the workspace root (absolute when outside it).',
 	inputSchema: {
 		type: 'object',
 		properties: {
 			path: { ...PATH_SCHEMA, description: 'Directory (default: the workspace root).' },
-			max_entries: { type: 'integer', minimum: 1, maximum: 100_000 },
+			max_entries: {
+				type: 'integer',
+				minimum: 1,
+				maximum: 100_000,
+				description: `Most files listed (default ${DEFAULT_LIST_MAX_ENTRIES}); the rest are counted.`,
+			},
 		},
 		additionalProperties: false,
 	},
@@ -240,13 +285,17 @@ export const LIST_FILES_TOOL = defineTool({
 		const entries = await sandbox.listFiles(root, signalOption(context.signal))
 		const shown = entries.slice(0, limit)
 		const more = entries.length - shown.length
-		const lines = shown.map((entry) => `${entry.path}\t${entry.size}`)
+		const files = shown.map((entry) => ({
+			path: workspacePath(sandbox.rootDir, entry.path),
+			size: entry.size,
+		}))
+		const lines = files.map((entry) => `${entry.path}\t${entry.size}`)
 		if (more > 0) lines.push(`[… ${more} more files not shown …]`)
 		return {
 			text: lines.length === 0 ? '(no files)' : lines.join('\n'),
 			data: {
-				path: root,
-				files: shown.map((entry) => ({ path: entry.path, size: entry.size })),
+				path: workspacePath(sandbox.rootDir, root),
+				files,
 				total: entries.length,
 				truncated: more > 0,
 			},

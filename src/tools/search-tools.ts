@@ -12,6 +12,7 @@ import { booleanArgument, integerArgument, stringArgument } from './tool-argumen
 import { ToolFileTooLargeError, ToolUnsupportedError } from './tool-errors.js'
 import { PATH_SCHEMA, READ_ONLY_ANNOTATIONS } from './tool-schema-parts.js'
 import type { ToolArguments, ToolCallContext } from './tool-types.js'
+import { workspacePath } from './workspace-paths.js'
 
 /** Files `glob` lists when the call gives no `max_entries`. */
 export const DEFAULT_GLOB_MAX_ENTRIES = 500
@@ -51,14 +52,22 @@ function walk(
 export const GLOB_TOOL = defineTool({
 	name: 'glob',
 	description:
-		'Find files whose path matches a glob, under a directory (absolute paths and sizes).',
+		'Find files whose path matches a glob, under a directory. Answers their paths relative to the workspace root (absolute when outside it) and sizes in bytes.',
 	inputSchema: {
 		type: 'object',
 		properties: {
 			pattern: GLOB_PATTERN,
 			path: { ...PATH_SCHEMA, description: 'Directory to search (default: the workspace root).' },
-			max_entries: { type: 'integer', minimum: 1, maximum: 100_000 },
-			include_hidden: { type: 'boolean', description: 'Match dot-files too (default false).' },
+			max_entries: {
+				type: 'integer',
+				minimum: 1,
+				maximum: 100_000,
+				description: `Most files listed (default ${DEFAULT_GLOB_MAX_ENTRIES}).`,
+			},
+			include_hidden: {
+				type: 'boolean',
+				description: 'Match dot-files and dot-directories too (default false).',
+			},
 		},
 		required: ['pattern'],
 		additionalProperties: false,
@@ -80,11 +89,15 @@ export const GLOB_TOOL = defineTool({
 		}
 		const shown = files.slice(0, limit)
 		const truncated = files.length > limit
-		const lines = shown.map((entry) => entry.path)
+		const found = shown.map((entry) => ({
+			path: workspacePath(sandbox.rootDir, entry.path),
+			size: entry.size,
+		}))
+		const lines = found.map((entry) => entry.path)
 		if (truncated) lines.push(`[… more than ${limit} files; narrow the pattern …]`)
 		return {
 			text: lines.length === 0 ? '(no matches)' : lines.join('\n'),
-			data: { files: shown.map((entry) => ({ path: entry.path, size: entry.size })), truncated },
+			data: { files: found, truncated },
 		}
 	},
 })
@@ -92,22 +105,49 @@ export const GLOB_TOOL = defineTool({
 export const GREP_TOOL = defineTool({
 	name: 'grep',
 	description:
-		'Search file contents for a string (or a regular expression with regex: true), in files matching a glob. Answers path:line: text for each matching line.',
+		'Search file contents for a string (or a regular expression with regex: true), in files matching a glob. Answers path:line: text for each matching line, the path relative to the workspace root (absolute when outside it) and the line 1-based.',
 	inputSchema: {
 		type: 'object',
 		properties: {
-			pattern: { type: 'string', minLength: 1, maxLength: 4096 },
+			pattern: {
+				type: 'string',
+				minLength: 1,
+				maxLength: 4096,
+				description:
+					'Text to find in each line: a literal string (default), or a JavaScript regular expression when regex is true.',
+			},
 			regex: {
 				type: 'boolean',
-				description: 'Treat pattern as a JavaScript regular expression.',
+				description: 'Treat pattern as a JavaScript regular expression (default false).',
 			},
-			ignore_case: { type: 'boolean' },
+			ignore_case: {
+				type: 'boolean',
+				description: 'Match without regard to case (default false).',
+			},
 			path: { ...PATH_SCHEMA, description: 'Directory to search (default: the workspace root).' },
 			glob: { ...GLOB_PATTERN, description: 'Files to search (default "**/*").' },
-			include_hidden: { type: 'boolean' },
-			max_matches: { type: 'integer', minimum: 1, maximum: 10_000 },
-			max_files: { type: 'integer', minimum: 1, maximum: 100_000 },
-			max_file_bytes: { type: 'integer', minimum: 1, maximum: 16 * 1024 * 1024 },
+			include_hidden: {
+				type: 'boolean',
+				description: 'Search dot-files and dot-directories too (default false).',
+			},
+			max_matches: {
+				type: 'integer',
+				minimum: 1,
+				maximum: 10_000,
+				description: `Stop after this many matching lines (default ${DEFAULT_GREP_MAX_MATCHES}).`,
+			},
+			max_files: {
+				type: 'integer',
+				minimum: 1,
+				maximum: 100_000,
+				description: `Most files walked (default ${DEFAULT_GREP_MAX_FILES}).`,
+			},
+			max_file_bytes: {
+				type: 'integer',
+				minimum: 1,
+				maximum: 16 * 1024 * 1024,
+				description: `Files larger than this many bytes are skipped and counted (default ${DEFAULT_GREP_MAX_FILE_BYTES}).`,
+			},
 		},
 		required: ['pattern'],
 		additionalProperties: false,
@@ -155,7 +195,8 @@ export const GREP_TOOL = defineTool({
 				budget,
 				context.signal,
 			)
-			for (const match of found) matches.push({ path: entry.path, ...match })
+			const shown = workspacePath(sandbox.rootDir, entry.path)
+			for (const match of found) matches.push({ path: shown, ...match })
 			budget = Math.max(1, budget - (Date.now() - started))
 			searched++
 			progress(searched, `${searched} files searched`)

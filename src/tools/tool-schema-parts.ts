@@ -17,20 +17,25 @@ export const COMMAND_PROPERTIES = {
 		type: 'string',
 		minLength: 1,
 		maxLength: 65_536,
-		description: 'A shell command line, run by /bin/sh -c. Give either command or argv.',
+		description:
+			'A shell command line, run by /bin/sh -c in the workspace root. Give either command or argv.',
 	},
 	argv: {
 		type: 'array',
 		minItems: 1,
 		maxItems: 4096,
-		items: { type: 'string', maxLength: 65_536 },
+		items: { type: 'string', maxLength: 65_536, description: 'One argument, passed as it is.' },
 		description: 'Program and arguments, run without a shell. Give either command or argv.',
 	},
-	cwd: { ...PATH_SCHEMA, description: 'Working directory (default: the workspace root).' },
+	cwd: {
+		...PATH_SCHEMA,
+		description:
+			'Working directory; relative paths resolve against the workspace root (the default).',
+	},
 	env: {
 		type: 'object',
 		properties: {},
-		additionalProperties: { type: 'string', maxLength: 65_536 },
+		additionalProperties: { type: 'string', maxLength: 65_536, description: 'The value.' },
 		maxProperties: 256,
 		description:
 			'Environment variables on top of the sandbox defaults. Never pass credentials: the server supplies those.',

@@ -302,6 +302,7 @@ const {
 	LocalSandboxUidsExhaustedError,
 	LocalStateEntryUnsafeError,
 	LocalWorkspaceBusyError,
+	SeccompUnsupportedArchError,
 } = machineErrors
 
 const CASES: readonly ErrorCase[] = [
@@ -687,6 +688,10 @@ const CASES: readonly ErrorCase[] = [
 	},
 	{ type: LocalStateEntryUnsafeError, make: () => new LocalStateEntryUnsafeError('/s/x', 'd') },
 	{ type: LocalWorkspaceBusyError, make: () => new LocalWorkspaceBusyError('/w', 'd') },
+	{
+		type: SeccompUnsupportedArchError,
+		make: () => new SeccompUnsupportedArchError('riscv64', ['x64', 'arm64']),
+	},
 	{
 		type: LocalHelperUnavailableError,
 		make: () => new LocalHelperUnavailableError('/usr/bin/setpriv', 'p'),

@@ -111,6 +111,9 @@ describe.skipIf(!hasBwrap && !process.env.CI)('namzu-sandbox CLI', () => {
 		expect(run.code).toBe(0)
 		expect(run.stdout).toContain('local tier: ready')
 		expect(run.stdout).toMatch(/ok {3}agent reach/)
+		expect(run.stdout).toMatch(
+			/ok {3}seccomp {11}(x86_64|aarch64): denies \d+ syscalls .*; in force/,
+		)
 		expect(run.stdout).toContain('root a sandbox sees')
 		expect(run.stdout).toContain('egress allow-all')
 		expect(run.stdout).toContain('default sandbox (backend.defaultLimits: required)')
@@ -134,7 +137,8 @@ describe.skipIf(!hasBwrap && !process.env.CI)('namzu-sandbox CLI', () => {
 		})
 		const runtimes = JSON.parse(json.stdout).containerRuntimes as { egress?: unknown }[]
 		expect(runtimes.every((runtime) => typeof runtime.egress === 'object')).toBe(true)
-	})
+		// Two full doctor runs, each starting real sandboxes, containers and a VM probe: generous.
+	}, 240_000)
 
 	it.skipIf(!hasTmux && !process.env.CI)(
 		'shell works under tmux: a typed command runs, resize reaches the PTY, exit ends it',

@@ -73,7 +73,8 @@ describe.skipIf(skip !== undefined).each(['stdio', 'http'] as const)('mcp over %
 		const byName = new Map(tools.map((tool) => [tool.name, tool]))
 		expect(byName.get('read_file')?.annotations?.readOnlyHint).toBe(true)
 		expect(byName.get('sandbox_destroy')?.annotations?.destructiveHint).toBe(true)
-		expect(byName.get('sandbox_create')?.annotations?.idempotentHint).toBe(true)
+		expect(byName.get('sandbox_create')?.annotations?.idempotentHint).toBe(false)
+		expect(byName.get('sandbox_destroy')?.annotations?.idempotentHint).toBe(true)
 	})
 
 	it('sandbox_create is idempotent by name; sandbox_list shows it', async () => {

@@ -51,6 +51,7 @@ import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
 import { LocalSandboxCleanupError, LocalSandboxStartError } from '../machine/machine-errors.js'
 import { assertNetworkUsable } from '../machine/network/egress-network.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
+import { sandboxSeccompFilter } from '../machine/seccomp/seccomp-filter.js'
 import { cgroupRequestFor, resolveSandboxLimits } from '../machine/spec/sandbox-limits.js'
 import {
 	createSandboxDirectories,
@@ -340,6 +341,9 @@ export async function startContainerInstance(
 			}),
 			cgroupsPath: name,
 			annotations: { ...backend.labels, 'ai.namzu.sandbox.id': id },
+			seccomp: sandboxSeccompFilter({
+				allowUserNamespaces: spec.allowUserNamespaces === true,
+			}).oci({ kernelRefusesClone3: backend.runtime === 'runsc' }),
 		})
 		const bundle = join(dirs.root, 'bundle')
 		await mkdir(bundle, { mode: 0o700 })

@@ -6,6 +6,7 @@
  * in the state directory is reaped once in the background by the machine layer's reaper (a
  * container sandbox's record is the same record).
  */
+
 import {
 	CONFIG_SITE,
 	optionalFunction,
@@ -20,6 +21,7 @@ import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
 import { agentSandboxOf, createInstanceFleet } from '../machine/fleet/instance-fleet.js'
 import type { MachineSandbox } from '../machine/machine-sandbox.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
+import { seccompArchOf } from '../machine/seccomp/seccomp-filter.js'
 import {
 	type ACIStandbyPoolBackendConfig,
 	type ContainerBackendConfig,
@@ -120,6 +122,8 @@ export function createContainerSandboxProvider(
 	hooks: ContainerProviderHooks = {},
 ): ContainerSandboxProvider {
 	const resolved = resolveContainerBackendConfig(backend)
+	// Every container gets the seccomp filter: a host it has no table for is refused now.
+	seccompArchOf()
 	const resolvedLayout = resolveLayout(layout)
 	const refusals = containerLayoutRefusals(resolvedLayout, resolved.warmPoolSize)
 	if (refusals.length > 0) throw new ContainerSandboxLayoutValidationError(refusals)

@@ -7,7 +7,7 @@
  */
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../contract/provider.js'
-import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+import { PORTABLE_CREATE_KEYS, type SandboxProviderDefaults } from '../../provider-defaults.js'
 import {
 	type LocalSandboxCreateConfig,
 	type MachineEgress,
@@ -19,7 +19,10 @@ import type { ContainerRuntime } from './runtime-argv.js'
 
 export interface ContainerSandboxCreateConfig
 	extends SandboxCreateConfig,
-		Pick<LocalSandboxCreateConfig, 'egressCredentials' | 'onEgressDecision'> {
+		Pick<
+			LocalSandboxCreateConfig,
+			'egressCredentials' | 'onEgressDecision' | 'allowUserNamespaces'
+		> {
 	/** Cores, enforced as a CFS quota. */
 	readonly cpuLimit?: number
 	/** A workspace of this many MiB (a loop-mounted filesystem); writes past it fail with ENOSPC. */
@@ -36,6 +39,8 @@ export interface ContainerSandboxSpec {
 	readonly egress: MachineEgress
 	/** Set when `egress` is `proxied` (`static` / `resolver`). */
 	readonly proxiedEgress?: ProxiedEgress
+	/** The seccomp filter lets the workload create namespaces. */
+	readonly allowUserNamespaces?: true
 }
 
 /**
@@ -55,16 +60,26 @@ const REFUSED_KEYS: Readonly<Record<string, string>> = {
 		'the container sees only its image and its layout; there is nothing of the host to hide',
 }
 
+/** The container tier's `create()` keys: the portable ones (less a host working directory) and its own. */
+export const CONTAINER_CREATE_KEYS: readonly string[] = [
+	...PORTABLE_CREATE_KEYS.filter((key) => key !== 'workingDirectory'),
+	'cpuLimit',
+	'diskLimitMb',
+	'egressCredentials',
+	'onEgressDecision',
+]
+
 export function resolveContainerSandboxSpec(
 	config: ContainerSandboxCreateConfig,
 	defaults: SandboxProviderDefaults,
 	runtime: ContainerRuntime = 'runc',
 ): ContainerSandboxSpec {
-	const local = resolveMachineSandboxSpec(config, defaults)
+	// What a container cannot do is named as such before any key is called unknown.
 	for (const [key, why] of Object.entries(REFUSED_KEYS)) {
-		if (Reflect.get(config, key) !== undefined)
+		if (config !== null && typeof config === 'object' && Reflect.get(config, key) !== undefined)
 			throw new SandboxConfigError(key, `not supported: ${why}`)
 	}
+	const local = resolveMachineSandboxSpec(config, defaults, CONTAINER_CREATE_KEYS)
 	if (local.egress !== 'deny-all' && runtime === 'runsc') {
 		// 'proxied' is the local tier's name for static and resolver: name the caller's own kind.
 		throw new ContainerEgressUnsupportedError(
@@ -82,6 +97,7 @@ export function resolveContainerSandboxSpec(
 		...(local.diskLimitMb === undefined ? {} : { diskLimitMb: local.diskLimitMb }),
 		egress: local.egress,
 		...(local.proxiedEgress === undefined ? {} : { proxiedEgress: local.proxiedEgress }),
+		...(local.allowUserNamespaces === true ? { allowUserNamespaces: true } : {}),
 	}
 }
 
@@ -98,6 +114,7 @@ export function canServeFromContainerPool(
 		requested.cpuLimit === pooled.cpuLimit &&
 		requested.diskLimitMb === pooled.diskLimitMb &&
 		requested.egress === pooled.egress &&
+		requested.allowUserNamespaces === pooled.allowUserNamespaces &&
 		// A proxied sandbox's proxy (its rules, credentials, decision log) is its creator's own.
 		requested.egress !== 'proxied'
 	)

@@ -6,6 +6,7 @@
  * paths, and new pid, network (loopback only until `container-network.ts` gives it more), ipc,
  * uts, mount and cgroup namespaces.
  */
+import type { OciSeccomp } from '../machine/seccomp/oci-seccomp.js'
 import type { TmpfsSizes } from '../machine/spec/sandbox-limits.js'
 
 export interface OciMount {
@@ -148,6 +149,8 @@ export interface OciConfigInput {
 	/** Relative: the runtime nests it under its own cgroups (the sandbox's, which it has joined). */
 	readonly cgroupsPath: string
 	readonly annotations?: Readonly<Record<string, string>>
+	/** The sandbox's seccomp filter (`machine/seccomp/`); runsc applies it with `--oci-seccomp`. */
+	readonly seccomp?: OciSeccomp
 }
 
 export const OCI_VERSION = '1.0.2'
@@ -180,6 +183,7 @@ export function buildOciConfig(input: OciConfigInput): Record<string, unknown> {
 			namespaces: ['pid', 'network', 'ipc', 'uts', 'mount', 'cgroup'].map((type) => ({ type })),
 			maskedPaths: [...MASKED_PATHS],
 			readonlyPaths: [...READONLY_PATHS],
+			...(input.seccomp === undefined ? {} : { seccomp: input.seccomp }),
 		},
 	}
 }

@@ -53,7 +53,12 @@ function globalFlags(invocation: RuntimeInvocation): string[] {
 	// no cgroup manager the container stays in the groups crun was started in: the sandbox's.
 	if (invocation.runtime === 'crun') flags.push('--cgroup-manager=disabled')
 	if (invocation.runtime === 'runsc') {
-		flags.push('--host-uds=create', `--platform=${invocation.runscPlatform ?? 'ptrace'}`)
+		// Without --oci-seccomp gVisor ignores the config's linux.seccomp.
+		flags.push(
+			'--host-uds=create',
+			'--oci-seccomp',
+			`--platform=${invocation.runscPlatform ?? 'ptrace'}`,
+		)
 		// Loopback only; the sandbox's host cgroups (which the runtime is started in) bound it.
 		flags.push('--network=none', '--ignore-cgroups')
 	}

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { runProgram } from '../machine/launch/host-tools.js'
 import { debianInstallCommand } from '../machine/launch/install-hint.js'
+import { sandboxSeccompFilter } from '../machine/seccomp/seccomp-filter.js'
 import { buildOciConfig } from './oci-config.js'
 import {
 	CONTAINER_RUNTIMES,
@@ -62,7 +63,13 @@ export function runtimeVerdict(facts: RuntimeProbeFacts): ContainerRuntimeReport
 		}
 	}
 	const run = facts.run
-	if (run?.code === 0) return { runtime, path, works: true, detail: 'ran /bin/true in a container' }
+	if (run?.code === 0)
+		return {
+			runtime,
+			path,
+			works: true,
+			detail: 'ran /bin/true in a container under the seccomp filter',
+		}
 	const stderr =
 		(run?.stderr ?? '')
 			.split('\n')
@@ -120,6 +127,8 @@ async function probeRun(runtime: ContainerRuntime, path: string) {
 				},
 			],
 			cgroupsPath: id,
+			// The filter every sandbox gets: a runtime that cannot apply it does not work here.
+			seccomp: sandboxSeccompFilter().oci({ kernelRefusesClone3: runtime === 'runsc' }),
 		})
 		await writeFile(join(bundle, 'config.json'), JSON.stringify(config))
 		const [program, ...args] = runArgv({ runtime, path, stateDir: join(dir, 'state') }, id, bundle)

@@ -35,6 +35,7 @@ export {
 	type KubernetesServerAccess,
 	MIN_API_REQUEST_TIMEOUT_MS,
 } from './api/index.js'
+export { checkKubernetesAccess } from './check-kubernetes-access.js'
 export {
 	KUBERNETES_CLAIMANT_RBAC_RULES,
 	type KubernetesRbacRule,

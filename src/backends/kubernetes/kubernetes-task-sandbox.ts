@@ -37,6 +37,7 @@ import type {
 } from '../../contract/sandbox.js'
 import { RemoteCancellationUnknownError } from '../../host/refusals/refusal-errors.js'
 import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
+import { checkDestroyOptions } from '../../host/sandbox/sandbox-arguments.js'
 import { kubernetesCallError } from './guest-call-errors.js'
 import {
 	KubernetesSandboxDestroyedError,
@@ -157,6 +158,12 @@ export class KubernetesTaskSandbox implements Sandbox {
 	 * counts as released). Idempotent; concurrent calls share one teardown.
 	 */
 	destroy(options: SandboxDestroyOptions = {}): Promise<void> {
+		try {
+			// Refused before anything stops: a bad argument leaves the sandbox as it was.
+			checkDestroyOptions(options)
+		} catch (error) {
+			return Promise.reject(error)
+		}
 		if (!this.#teardown) {
 			this.#destroyed = true
 			this.#options.lease?.stop()

@@ -24,6 +24,8 @@ export interface BwrapPlan {
 	 */
 	readonly unshareCgroupNamespace?: boolean
 	readonly hostname: string
+	/** bwrap's descriptor of the seccomp program (`machine/seccomp/`), applied before the command. */
+	readonly seccompFd?: number
 	/** Program and arguments run inside (absolute program path). */
 	readonly command: readonly string[]
 }
@@ -40,6 +42,7 @@ export function buildBwrapArgs(plan: BwrapPlan): string[] {
 	args.push(...(plan.networkArgs ?? []))
 	args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL')
 	args.push('--hostname', plan.hostname, '--chdir', plan.workspace)
+	if (plan.seccompFd !== undefined) args.push('--seccomp', String(plan.seccompFd))
 	args.push('--', ...plan.command)
 	return args
 }

@@ -26,6 +26,7 @@ import {
 	describeLocalBounds,
 	type LocalBoundsReport,
 } from './describe-local-bounds.js'
+import { describeLocalSeccomp } from './describe-local-seccomp.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
 import { BubblewrapUnavailableError } from './local-errors.js'
 
@@ -36,6 +37,8 @@ export interface LocalIsolationReport extends LocalBoundsReport {
 	readonly bubblewrap: IsolationCheck & { readonly path: string; readonly version?: string }
 	readonly userNamespace: IsolationCheck
 	readonly networkNamespace: IsolationCheck
+	/** The seccomp filter every sandbox gets, and whether a sentinel run under it shows it in force. */
+	readonly seccomp: IsolationCheck
 	readonly cgroups: Readonly<Record<LimitController, CgroupControllerCheck>>
 	/** The host uid sandboxes run as: one per sandbox (root host) or this user. */
 	readonly identity: SandboxIdentityReport
@@ -181,6 +184,9 @@ export async function describeLocalIsolation(
 				masked: [],
 			}
 	const namespacesOk = bubblewrap.ok && userNamespace.ok && networkNamespace.ok
+	const seccomp: IsolationCheck = usesBwrap
+		? await describeLocalSeccomp(resolved.bwrapPath, namespacesOk)
+		: { ok: false, detail: "isolation 'none': no seccomp filter (the agent runs unconfined)" }
 	const agentReach: AgentReachReport =
 		usesBwrap && namespacesOk && identity.ok && options.probeAgent !== false
 			? await probeAgentReach(config)
@@ -194,6 +200,7 @@ export async function describeLocalIsolation(
 			)
 		}
 		if (!identity.ok) problems.push(`sandbox uids: ${identity.detail}`)
+		if (namespacesOk && !seccomp.ok) problems.push(`seccomp: ${seccomp.detail}`)
 		if (agentReach.ran && !agentReach.ok) problems.push(`agent reach: ${agentReach.detail}`)
 		if (!agentReach.ran && namespacesOk && identity.ok && options.probeAgent !== false) {
 			problems.push(`agent reach: ${agentReach.detail}`)
@@ -215,6 +222,7 @@ export async function describeLocalIsolation(
 		bubblewrap,
 		userNamespace,
 		networkNamespace,
+		seccomp,
 		cgroups,
 		identity,
 		root,
@@ -222,7 +230,10 @@ export async function describeLocalIsolation(
 		ready:
 			boundsReady &&
 			(usesBwrap
-				? namespacesOk && identity.ok && (options.probeAgent === false || agentReach.ok)
+				? namespacesOk &&
+					identity.ok &&
+					seccomp.ok &&
+					(options.probeAgent === false || agentReach.ok)
 				: true),
 		problems,
 	}

@@ -4,7 +4,7 @@
  * privilege probe pass. `release()` takes all of it down; a failed or aborted start leaves nothing.
  */
 
-import { constants } from 'node:fs'
+import { constants, openSync } from 'node:fs'
 import { access } from 'node:fs/promises'
 import { totalmem, userInfo } from 'node:os'
 import { join } from 'node:path'
@@ -145,6 +145,8 @@ interface LaunchPreparation {
 	 * carries what is known only once the cgroups exist.
 	 */
 	command(launch: BwrapLaunch): readonly string[]
+	/** bwrap's seccomp program (absent under isolation 'none': nothing applies one). */
+	readonly seccompFilter?: string
 	/** The node the workload finds first on PATH. */
 	readonly workloadNodePath: string
 	claims(): SandboxHostClaims
@@ -152,6 +154,16 @@ interface LaunchPreparation {
 	record(update: HostClaimsUpdate): Promise<void>
 	/** Undoes the claims and removes the state root; only once every process is gone. */
 	release(): Promise<void>
+}
+
+/** The launcher's extra descriptors: the `work/` groups, the network's pipes, then the filter. */
+function seccompLast(
+	hostFds: readonly number[],
+	networkFds: readonly 'pipe'[],
+	withFilter: boolean,
+): (number | 'pipe')[] {
+	if (!withFilter) return [...hostFds, ...networkFds]
+	return [...hostFds.slice(0, -1), ...networkFds, ...hostFds.slice(-1)]
 }
 
 /** Isolation 'none': the agent is a plain child of the host, as the host user, from the checkout. */
@@ -311,9 +323,14 @@ export async function startLocalInstance(
 			},
 			workloadCgroups: workloadCgroupFds(workloadGroups),
 		})
+		const networkFds = allowAll?.extraFds ?? proxied?.extraFds ?? []
+		if (prepared.seccompFilter !== undefined) hostFds.push(openSync(prepared.seccompFilter, 'r'))
 		const command = prepared.command({
 			networkArgs: allowAll?.bwrapArgs ?? proxied?.bwrapArgs ?? [],
 			unshareCgroupNamespace: !workloadGroups.some((group) => group.version === 2),
+			...(prepared.seccompFilter === undefined
+				? {}
+				: { seccompFd: FIRST_WORKLOAD_CGROUP_FD + hostFds.length - 1 + networkFds.length }),
 		})
 		// A kept-alive sandbox runs under its lifetime watchdog, which becomes bwrap's parent: bwrap
 		// keeps --die-with-parent, so the watchdog firing (or being killed) takes the sandbox down.
@@ -331,7 +348,8 @@ export async function startLocalInstance(
 				...(spec.proxiedEgress?.credentials ?? []).flatMap((entry) => Object.values(entry.headers)),
 			],
 			listenFd: listener.fd,
-			extraFds: [...hostFds, ...(allowAll?.extraFds ?? proxied?.extraFds ?? [])],
+			// The seccomp descriptor (the last of hostFds, when there is one) goes after the network's.
+			extraFds: seccompLast(hostFds, networkFds, prepared.seccompFilter !== undefined),
 			...(spec.keepAliveMs === undefined
 				? {}
 				: { outliveHost: { stderrPath: join(dirs.root, 'agent.stderr'), tailPath } }),

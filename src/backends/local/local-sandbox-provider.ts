@@ -25,6 +25,7 @@ import {
 import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
 import { agentSandboxOf, createInstanceFleet } from '../machine/fleet/instance-fleet.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
+import { seccompArchOf } from '../machine/seccomp/seccomp-filter.js'
 import {
 	canServeFromPool,
 	type LocalSandboxCreateConfig,
@@ -77,6 +78,8 @@ export function createLocalSandboxProvider(
 	hooks: LocalProviderHooks = {},
 ): LocalSandboxProvider {
 	const resolved = resolveLocalBackendConfig(backend)
+	// Every confined sandbox gets the seccomp filter: a host it has no table for is refused now.
+	if (resolved.isolation === 'bubblewrap') seccompArchOf()
 	const defaultSpec = resolveMachineSandboxSpec({}, defaults)
 	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
 	const givenHooks = optionalObject(CONFIG_SITE, 'hooks', hooks)

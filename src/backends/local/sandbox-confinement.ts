@@ -49,6 +49,7 @@ import {
 	SYSTEM_TRUST_BUNDLE,
 } from '../machine/network/sandbox-egress-proxy.js'
 import { isWithin } from '../machine/path-containment.js'
+import { sandboxSeccompFilter } from '../machine/seccomp/seccomp-filter.js'
 import type { MachineSandboxSpec } from '../machine/spec/machine-sandbox-spec.js'
 import { checkHiddenPath, checkReadOnlyPath } from '../machine/spec/path-options.js'
 import type { TmpfsSizes } from '../machine/spec/sandbox-limits.js'
@@ -62,6 +63,9 @@ import { firstUnsearchable, stageBind } from '../machine/workspace/staging-mount
 import { recordAndMountWorkspaceDisk } from '../machine/workspace/workspace-disk.js'
 import { handOverUnderLock } from '../machine/workspace/workspace-handover.js'
 import { buildBwrapArgs } from './bwrap-argv.js'
+
+const SECCOMP_FILTER_NAME = 'seccomp.bpf'
+
 import { maskTargetsOf, readHostRootLayout } from './host-root-layout.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 import { LocalStateDirUnreachableError } from './local-errors.js'
@@ -94,6 +98,8 @@ export interface BwrapLaunch {
 	readonly networkArgs: readonly string[]
 	/** False when per-command groups are cgroup v2 (`BwrapPlan.unshareCgroupNamespace`). */
 	readonly unshareCgroupNamespace: boolean
+	/** bwrap's descriptor of `seccompFilter` (after the network's). */
+	readonly seccompFd?: number
 }
 
 export interface SandboxConfinement {
@@ -104,6 +110,8 @@ export interface SandboxConfinement {
 	readonly owner: { readonly uid: number; readonly gid: number }
 	/** bubblewrap and its arguments (program first), behind `setpriv` with a per-sandbox uid. */
 	command(launch: BwrapLaunch): readonly string[]
+	/** The seccomp program (classic BPF) in the state root, for bwrap's `--seccomp`. */
+	readonly seccompFilter: string
 	/** The `node` the workload finds first on PATH (readable, unlike the agent's). */
 	readonly workloadNodePath: string
 	/** The record of what the sandbox holds on the host, as it stands. */
@@ -293,6 +301,14 @@ async function assertNodeBinary(nodePath: string): Promise<void> {
 	}
 }
 
+/** The sandbox's seccomp program, written where only the host reads it (bwrap gets a descriptor). */
+async function writeSeccompFilter(root: string, spec: MachineSandboxSpec): Promise<string> {
+	const path = join(root, SECCOMP_FILTER_NAME)
+	const filter = sandboxSeccompFilter({ allowUserNamespaces: spec.allowUserNamespaces === true })
+	await writeFile(path, filter.bpf(), { mode: 0o400, flag: 'wx' })
+	return path
+}
+
 async function prepare(
 	prep: Preparation,
 ): Promise<Omit<SandboxConfinement, 'claims' | 'record' | 'release'>> {
@@ -350,6 +366,7 @@ async function prepare(
 			networkArgs: launch.networkArgs,
 			unshareCgroupNamespace: launch.unshareCgroupNamespace,
 			hostname: input.hostname,
+			...(launch.seccompFd === undefined ? {} : { seccompFd: launch.seccompFd }),
 			command: [AGENT_NODE_PATH, AGENT_BUNDLE_PATH],
 		})
 		return withSandboxIdentity(HOST_TOOLS.setpriv, prep.identity, [backend.bwrapPath, ...bwrap])
@@ -360,6 +377,7 @@ async function prepare(
 		plan,
 		owner: { uid: prep.identity.uid, gid: prep.identity.gid },
 		command,
+		seccompFilter: await writeSeccompFilter(dirs.root, spec),
 		workloadNodePath: nodeTarget ?? backend.nodePath,
 	}
 }

@@ -50,6 +50,7 @@ export {
 	LocalSandboxUidsExhaustedError,
 	LocalStateEntryUnsafeError,
 	LocalWorkspaceBusyError,
+	SeccompUnsupportedArchError,
 } from './machine-errors.js'
 export type { MachineSandbox, MachineSandboxVerb } from './machine-sandbox.js'
 export {
@@ -68,5 +69,6 @@ export {
 	DEFAULT_CPU_WEIGHT,
 	DEFAULT_MAX_PROCESSES,
 	DEFAULT_MEMORY_LIMIT_MB,
+	defaultMemoryLimitMb,
 	type TmpfsSizes,
 } from './spec/sandbox-limits.js'

@@ -231,3 +231,23 @@ export class LocalHostToolError extends SandboxError {
 		this.stderrTail = run.stderr
 	}
 }
+
+/**
+ * The host's architecture has no syscall table in the project's seccomp generator, so no sandbox
+ * here could get its filter: refused when the provider is constructed rather than run unfiltered.
+ */
+export class SeccompUnsupportedArchError extends SandboxError {
+	override readonly name = 'SeccompUnsupportedArchError'
+	/** Node's name for the host's architecture (`process.arch`). */
+	readonly arch: string
+	readonly supported: readonly string[]
+
+	constructor(arch: string, supported: readonly string[]) {
+		super(
+			`no seccomp filter for architecture '${arch}' (supported: ${supported.join(', ')}); run the local and container tiers on one of those, or use another tier`,
+			'seccomp-unsupported-arch',
+		)
+		this.arch = arch
+		this.supported = supported
+	}
+}

@@ -92,6 +92,7 @@ import {
 	checkAttachExecution,
 	checkAttachProcess,
 	checkCancelExecution,
+	checkDestroyOptions,
 	checkExec,
 	checkExposePort,
 	checkFlush,
@@ -474,7 +475,7 @@ export class AgentSandbox implements Sandbox {
 	destroy(options: SandboxDestroyOptions = {}): Promise<void> {
 		let signal: AbortSignal | undefined
 		try {
-			signal = checkSignalOnly('destroy', options)
+			signal = checkDestroyOptions(options)
 		} catch (error) {
 			return Promise.reject(error)
 		}

@@ -17,6 +17,7 @@ import {
 	optionalSignal,
 	optionalString,
 	optionalStringArray,
+	refuseUnknownKeys,
 	requireContent,
 	requireInteger,
 	requireObject,
@@ -106,6 +107,14 @@ export function checkReadRange(method: string, options: unknown): Signal {
 /** Methods whose options carry nothing but a signal (`listFiles`, `listSessions`, `destroy`, …). */
 export function checkSignalOnly(method: string, options: unknown): Signal {
 	return signalOfOptions(callSite(method), options)
+}
+
+/** `destroy`: an options object of `signal` only; any other key is refused by name. */
+export function checkDestroyOptions(options: unknown): Signal {
+	const site = callSite('destroy')
+	const given = optionalObject(site, 'options', options)
+	refuseUnknownKeys(site, 'options', given, ['signal'])
+	return optionalSignal(site, 'options.signal', given.signal)
 }
 
 /** `walkFiles` takes a required options object; its fields are the walk plan's to check. */

@@ -7,7 +7,7 @@
  * it is given back; the workload has no capability and runs with no_new_privs.
  */
 
-import { chmod, mkdtemp, rm, stat, writeFile } from 'node:fs/promises'
+import { chmod, lstat, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { createServer, type Server } from 'node:net'
 import { networkInterfaces } from 'node:os'
 import { join } from 'node:path'
@@ -179,6 +179,46 @@ describe.skipIf(skip !== undefined)('container tier isolation (runc)', () => {
 			expect(after.mode & 0o6000).toBe(0)
 			expect(after.uid).toBe(0)
 			expect((await stat(join(outputs, 'result.txt'))).uid).toBe(0)
+		} finally {
+			if (!destroyed) await sandbox.destroy()
+		}
+	})
+
+	it('hostile entries planted in the host output dir are never followed at destroy: FIFOs and sockets removed, a symlink to /etc/shadow kept as a link', async () => {
+		const sandbox = await provider.create()
+		const shadowBefore = await lstat('/etc/shadow')
+		let destroyed = false
+		try {
+			const plant = await sandbox.exec('sh', [
+				'-c',
+				[
+					'cd /mnt/user-data/outputs',
+					'ln -s /etc/shadow shadow-link',
+					'mkfifo fifo',
+					`perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Local => "sock", Listen => 1) or die $!'`,
+					'mkdir kept && echo data > kept/file',
+					'ls -A',
+				].join('\n'),
+			])
+			expect(plant.exitCode, plant.stderr).toBe(0)
+			expect(plant.stdout.split('\n')).toEqual(expect.arrayContaining(['fifo', 'sock']))
+			await sandbox.destroy()
+			destroyed = true
+			const shadowAfter = await lstat('/etc/shadow')
+			expect([shadowAfter.uid, shadowAfter.gid, shadowAfter.mode]).toEqual([
+				shadowBefore.uid,
+				shadowBefore.gid,
+				shadowBefore.mode,
+			])
+			const entries = await readdir(outputs)
+			expect(entries).not.toContain('fifo')
+			expect(entries).not.toContain('sock')
+			const link = await lstat(join(outputs, 'shadow-link'))
+			expect(link.isSymbolicLink()).toBe(true)
+			expect(link.uid).toBe(0)
+			// Positive control: files and directories come back as the output dir owner's.
+			expect((await lstat(join(outputs, 'kept', 'file'))).uid).toBe(0)
+			expect(await readFile(join(outputs, 'kept', 'file'), 'utf8')).toBe('data\n')
 		} finally {
 			if (!destroyed) await sandbox.destroy()
 		}

@@ -98,13 +98,14 @@ describe('runtime command lines', () => {
 			],
 		],
 		[
-			'runsc start, with host UDS creation and the chosen platform',
+			'runsc start, with host UDS creation, the OCI seccomp filter applied and the chosen platform',
 			startArgv(runsc, 'x'),
 			[
 				'/usr/bin/runsc',
 				'--root',
 				'/s/runtime',
 				'--host-uds=create',
+				'--oci-seccomp',
 				'--platform=systrap',
 				'--network=none',
 				'--ignore-cgroups',

@@ -31,7 +31,7 @@ describe('runtimeVerdict', () => {
 		[
 			'a container that ran',
 			{ ...base, run: { code: 0, stderr: '' } },
-			{ works: true, detail: 'ran /bin/true in a container' },
+			{ works: true, detail: 'ran /bin/true in a container under the seccomp filter' },
 		],
 		[
 			'the hybrid cgroup refusal',
@@ -68,7 +68,7 @@ describe('runtimeVerdict', () => {
 					runtime: 'runc',
 					path: '/usr/sbin/runc',
 					works: true,
-					detail: 'ran /bin/true in a container',
+					detail: 'ran /bin/true in a container under the seccomp filter',
 				},
 				{
 					runtime: 'runsc',
@@ -79,7 +79,7 @@ describe('runtimeVerdict', () => {
 				},
 			]),
 		).toBe(
-			'container tier runtimes (backend.runtime):\n  ok   runc   /usr/sbin/runc: ran /bin/true in a container\n  NO   runsc  /usr/bin/runsc: not installed (apt-get install -y runsc)\n',
+			'container tier runtimes (backend.runtime):\n  ok   runc   /usr/sbin/runc: ran /bin/true in a container under the seccomp filter\n  NO   runsc  /usr/bin/runsc: not installed (apt-get install -y runsc)\n',
 		)
 	})
 
@@ -90,7 +90,7 @@ describe('runtimeVerdict', () => {
 					runtime: 'crun',
 					path: '/usr/bin/crun',
 					works: true,
-					detail: 'ran /bin/true in a container',
+					detail: 'ran /bin/true in a container under the seccomp filter',
 					egress: containerEgressSupport('crun', {
 						allowAll: { ok: false, detail: 'slirp4netns is missing' },
 						proxied: { ok: true, detail: 'capture route' },
@@ -98,7 +98,7 @@ describe('runtimeVerdict', () => {
 				},
 			]),
 		).toBe(
-			'container tier runtimes (backend.runtime):\n  ok   crun   /usr/bin/crun: ran /bin/true in a container\n         egress deny-all, static, resolver\n         no allow-all: slirp4netns is missing\n',
+			'container tier runtimes (backend.runtime):\n  ok   crun   /usr/bin/crun: ran /bin/true in a container under the seccomp filter\n         egress deny-all, static, resolver\n         no allow-all: slirp4netns is missing\n',
 		)
 	})
 })

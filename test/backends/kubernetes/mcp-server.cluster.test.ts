@@ -88,17 +88,14 @@ describe('namzu-sandbox mcp --tier kubernetes', () => {
 		}
 	})
 
-	it('names the missing kubeconfig when sandbox_create cannot reach the API, and creates nothing', async () => {
+	it('refuses a missing kubeconfig at start, before serving, and creates nothing', async () => {
 		const state = await freshStateDir()
-		let client: Client | undefined
 		try {
-			client = await stdioClient(state.dir, serverArgs(`${state.dir}/no-such-kubeconfig`))
-			const failed = await callError(client, 'sandbox_create', {})
-			expect(failed.name).toBe('KubernetesCredentialError')
-			expect(failed.message).toContain('no-such-kubeconfig')
+			await expect(
+				stdioClient(state.dir, serverArgs(`${state.dir}/no-such-kubeconfig`)),
+			).rejects.toThrow()
 			expect(await sandboxNames()).toHaveLength(0)
 		} finally {
-			await client?.close()
 			await state.remove()
 		}
 	})

@@ -217,6 +217,14 @@ describe('buildBwrapArgs', () => {
 		expect(indexOfPair(unsized, '--tmpfs', '/dev/shm')).toBe(-1)
 	})
 
+	it('hands bwrap the seccomp program by descriptor, applied before the command', () => {
+		const args = buildBwrapArgs({ ...PLAN, seccompFd: 9 })
+		const at = args.indexOf('--seccomp')
+		expect(args[at + 1]).toBe('9')
+		expect(at).toBeLessThan(args.indexOf('--'))
+		expect(buildBwrapArgs(PLAN)).not.toContain('--seccomp')
+	})
+
 	it('keeps the cgroup namespace shared only when per-command groups are cgroup v2', () => {
 		expect(buildBwrapArgs(PLAN)).toContain('--unshare-cgroup-try')
 		expect(buildBwrapArgs({ ...PLAN, unshareCgroupNamespace: false })).not.toContain(

@@ -58,6 +58,12 @@ interface EntryStat {
 	readonly mode: number
 }
 
+/** A FIFO at `path`, made by the host (node has no mkfifo). */
+async function mkfifo(path: string): Promise<void> {
+	const made = spawnSync('mkfifo', [path])
+	if (made.status !== 0) throw new Error(`mkfifo ${path}: ${made.stderr.toString()}`)
+}
+
 /** uid, gid and mode of every entry below `root` (symlinks not followed), by relative path. */
 async function statTree(root: string): Promise<Record<string, EntryStat>> {
 	const out: Record<string, EntryStat> = {}
@@ -192,6 +198,61 @@ describe.skipIf(skip !== undefined)(
 			expect(await readFile(join(workspace, 'src', 'deep', 'third.txt'), 'utf8')).toBe(
 				'third uid\nchanged\n',
 			)
+		})
+
+		it('hostile entries planted in a caller workspace are never followed at give-back: FIFOs, sockets and devices removed, a symlink to /etc/shadow given to the caller as a link', async () => {
+			const workspace = await callerWorkspace(tmpdir())
+			scratch.push(workspace)
+			// The caller is an ordinary user: what the sandbox made comes back as theirs, never root's.
+			await chown(workspace, 3333, 3333)
+			await mkfifo(join(workspace, 'callers-fifo'))
+			const shadowBefore = await lstat('/etc/shadow')
+			const sandbox = await provider.create({ workingDirectory: workspace })
+			const plant = await sandbox.exec('sh', [
+				'-c',
+				[
+					'ln -s /etc/shadow shadow-link',
+					'ln -s /etc shadow-dir',
+					'mkfifo fifo',
+					'mkdir -p nested && mkfifo nested/fifo',
+					`python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('sock')"`,
+					// A whiteout (char 0:0) needs no capability; anything else is refused anyway.
+					'mknod whiteout c 0 0 2>/dev/null || true',
+					'mkdir made && echo data > made/file',
+					'ls -A',
+				].join('\n'),
+			])
+			expect(plant.exitCode, plant.stderr).toBe(0)
+			expect(plant.stdout).toMatch(/fifo\n/)
+			expect(plant.stdout).toMatch(/sock\n/)
+			await sandbox.destroy()
+			const shadowAfter = await lstat('/etc/shadow')
+			expect([shadowAfter.uid, shadowAfter.gid, shadowAfter.mode, shadowAfter.ino]).toEqual([
+				shadowBefore.uid,
+				shadowBefore.gid,
+				shadowBefore.mode,
+				shadowBefore.ino,
+			])
+			const entries = await readdir(workspace)
+			for (const gone of ['fifo', 'sock', 'whiteout']) expect(entries).not.toContain(gone)
+			expect(await readdir(join(workspace, 'nested'))).toEqual([])
+			// Symlinks are content (node_modules/.bin, a checkout's links): kept, owned by the caller.
+			for (const link of ['shadow-link', 'shadow-dir']) {
+				const info = await lstat(join(workspace, link))
+				expect(info.isSymbolicLink(), link).toBe(true)
+				expect([info.uid, info.gid], link).toEqual([3333, 3333])
+			}
+			expect((await lstat('/etc')).uid).toBe(0)
+			// The caller's own FIFO was never the sandbox's, so it is still there, still theirs.
+			const callers = await lstat(join(workspace, 'callers-fifo'))
+			expect(callers.isFIFO()).toBe(true)
+			expect(callers.uid).toBe(0)
+			// Positive control: what the sandbox made of files and directories is the caller's.
+			for (const path of ['made', 'made/file', 'nested']) {
+				const info = await lstat(join(workspace, path))
+				expect([info.uid, info.gid], path).toEqual([3333, 3333])
+			}
+			expect(await readFile(join(workspace, 'made', 'file'), 'utf8')).toBe('data\n')
 		})
 
 		it('a directory the sandbox swaps for a symlink never redirects the give-back onto host files', async () => {

@@ -4,6 +4,7 @@
  * before refusing what a container cannot do), plus the rule that decides whether a local
  * warm-pool member (started with the defaults) can serve a request.
  */
+import { totalmem } from 'node:os'
 import { isAbsolute } from 'node:path'
 import { SandboxConfigError } from '../../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../../contract/provider.js'
@@ -16,6 +17,7 @@ import type { EgressDecision } from '../../../host/egress/egress-decision.js'
 import {
 	checkCreateConfig,
 	checkProviderDefaults,
+	PORTABLE_CREATE_KEYS,
 	type SandboxProviderDefaults,
 } from '../../../provider-defaults.js'
 import { LocalEgressUnsupportedError } from '../machine-errors.js'
@@ -72,6 +74,13 @@ export interface LocalSandboxCreateConfig extends SandboxCreateConfig {
 	readonly egressCredentials?: readonly EgressCredential[]
 	/** Told each verdict of the egress proxy (`static` and `resolver` egress only). Must not throw. */
 	readonly onEgressDecision?: (decision: EgressDecision) => void
+	/**
+	 * Let the workload create namespaces (`unshare -Ur`, rootless builders), `clone3` and mount
+	 * inside them. Default false: the seccomp filter refuses them with EPERM, because a user
+	 * namespace hands the workload every capability over namespaces of its own — kernel surface
+	 * (nf_tables and the like) that is otherwise out of its reach. See docs/guides/seccomp.md.
+	 */
+	readonly allowUserNamespaces?: boolean
 }
 
 export interface MachineSandboxSpec {
@@ -91,6 +100,31 @@ export interface MachineSandboxSpec {
 	readonly hiddenPaths?: readonly string[]
 	readonly cpuLimit?: number
 	readonly diskLimitMb?: number
+	/** The seccomp filter lets the workload create namespaces (`allowUserNamespaces`). */
+	readonly allowUserNamespaces?: true
+}
+
+/** The local tier's `create()` keys: the portable ones and `LocalSandboxCreateConfig`'s own. */
+export const LOCAL_CREATE_KEYS: readonly string[] = [
+	...PORTABLE_CREATE_KEYS,
+	'keepAlive',
+	'keepAliveMs',
+	'readOnlyPaths',
+	'hiddenPaths',
+	'cpuLimit',
+	'diskLimitMb',
+	'egressCredentials',
+	'onEgressDecision',
+]
+
+/** A memory limit this host cannot give is refused, never left to the OOM killer to discover. */
+function refuseAboveHostMemory(memoryLimitMb: number | undefined, fromDefaults: boolean): void {
+	const hostMb = Math.floor(totalmem() / (1024 * 1024))
+	if (memoryLimitMb === undefined || memoryLimitMb <= hostMb) return
+	throw new SandboxConfigError(
+		fromDefaults ? 'defaultMemoryLimitMb' : 'memoryLimitMb',
+		`${memoryLimitMb} MiB is above this host's memory (${hostMb} MiB); ask for at most that`,
+	)
 }
 
 /** Keys the agent reads for itself; the agent scrubs them from children, so they could never apply. */
@@ -165,8 +199,9 @@ function egress(
 export function resolveMachineSandboxSpec(
 	config: LocalSandboxCreateConfig,
 	defaults: SandboxProviderDefaults,
+	known: readonly string[] = LOCAL_CREATE_KEYS,
 ): MachineSandboxSpec {
-	checkCreateConfig(config)
+	checkCreateConfig(config, known)
 	checkProviderDefaults(defaults)
 	const workingDirectory: unknown = config.workingDirectory
 	if (
@@ -180,12 +215,17 @@ export function resolveMachineSandboxSpec(
 	}
 	const timeoutMs = config.timeoutMs ?? defaults.defaultTimeoutMs
 	const memoryLimitMb = config.memoryLimitMb ?? defaults.defaultMemoryLimitMb
+	refuseAboveHostMemory(memoryLimitMb, config.memoryLimitMb === undefined)
 	const maxProcesses = config.maxProcesses ?? defaults.defaultMaxProcesses
 	const keepAliveMs = resolveKeepAliveMs(config.keepAlive, config.keepAliveMs)
 	const readOnlyPaths = validatePathList('readOnlyPaths', config.readOnlyPaths)
 	const hiddenPaths = validatePathList('hiddenPaths', config.hiddenPaths)
 	const cpuLimit = parseCpuLimit(config.cpuLimit)
 	const diskLimitMb = parseDiskLimitMb(config.diskLimitMb)
+	const allowUserNamespaces: unknown = config.allowUserNamespaces
+	if (allowUserNamespaces !== undefined && typeof allowUserNamespaces !== 'boolean') {
+		throw new SandboxConfigError('allowUserNamespaces', 'must be a boolean')
+	}
 	return {
 		...(workingDirectory === undefined ? {} : { workingDirectory }),
 		env: environment(config.env),
@@ -198,6 +238,7 @@ export function resolveMachineSandboxSpec(
 		...(hiddenPaths.length === 0 ? {} : { hiddenPaths }),
 		...(cpuLimit === undefined ? {} : { cpuLimit }),
 		...(diskLimitMb === undefined ? {} : { diskLimitMb }),
+		...(allowUserNamespaces === true ? { allowUserNamespaces: true } : {}),
 	}
 }
 
@@ -228,6 +269,7 @@ export function canServeFromPool(
 		samePaths(requested.readOnlyPaths, pooled.readOnlyPaths) &&
 		samePaths(requested.hiddenPaths, pooled.hiddenPaths) &&
 		requested.cpuLimit === pooled.cpuLimit &&
-		requested.diskLimitMb === pooled.diskLimitMb
+		requested.diskLimitMb === pooled.diskLimitMb &&
+		requested.allowUserNamespaces === pooled.allowUserNamespaces
 	)
 }

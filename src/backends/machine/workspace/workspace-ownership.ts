@@ -1,23 +1,28 @@
 /**
- * A caller-supplied workspace on a root host belongs to the sandbox uid for the sandbox's
- * lifetime and is given back at destroy:
+ * A caller-supplied workspace (or a writable `hostDir` layout slot) on a root host belongs to the
+ * sandbox uid for the sandbox's lifetime and is given back at destroy:
  *
  * - hand-over: every entry whose owner differs from the workspace root's is recorded
- *   (`ownership-record.ts`), then everything is chowned to the sandbox uid (`chown -R -h`: never
- *   through a symlink). The kernel clears set-id bits of files on chown, so a set-id file of the
- *   workspace loses them.
- * - give-back: recorded entries the sandbox uid still owns get their recorded owner (only when the
- *   directory holding them is still the real one, never through a symlink the sandbox planted);
- *   every other entry the sandbox uid owns — including all it created — gets the workspace root's
- *   original owner; then set-uid/set-gid bits are cleared on every entry (`chmod -R ug-s`, which
- *   skips symlinks), so nothing planted there runs with anybody's privileges.
+ *   (`ownership-record.ts`), then every entry but FIFOs, sockets and device nodes is chowned to the
+ *   sandbox uid (`find -P … -exec chown -h`: never through a symlink); those keep their owner, so
+ *   any such entry the sandbox uid owns at give-back is one the sandbox made. The kernel clears
+ *   set-id bits of files on chown, so a set-id file of the workspace loses them.
+ * - give-back: FIFOs, sockets and device nodes the sandbox made are removed (nothing of theirs is
+ *   data, and a root-owned FIFO or socket left in a caller's tree is a trap for the next program
+ *   that opens it); recorded entries the sandbox uid still owns get their recorded owner (only when
+ *   the directory holding them is still the real one, never through a symlink the sandbox planted);
+ *   every other entry the sandbox uid owns — including all it created, symbolic links among them —
+ *   gets the workspace root's original owner with `lchown` semantics (`chown -h`: a link is never
+ *   followed, so a planted `x -> /etc/shadow` changes only the link); then set-uid/set-gid bits are
+ *   cleared on every entry (`chmod -R ug-s`, which skips symlinks), so nothing planted there runs
+ *   with anybody's privileges.
  *
  * Entries owned by anybody else are left alone, which also makes a give-back after a hand-over
  * that crashed half-way correct. Give-back runs only once every sandbox process is gone.
  */
 import { closeSync, openSync } from 'node:fs'
 import { lchown, lstat, realpath } from 'node:fs/promises'
-import { assertHostTool, runHostToolOrThrow } from '../launch/host-tools.js'
+import { assertHostTool, HOST_TOOLS, runHostToolOrThrow } from '../launch/host-tools.js'
 import { OWNERSHIP_RECORD_FORMAT, readOwnershipRecord } from './ownership-record.js'
 
 export interface WorkspaceOwnership {
@@ -69,12 +74,63 @@ export async function handOverWorkspace(
 		closeSync(fd)
 	}
 	await runHostToolOrThrow(
-		'chown',
-		['-R', '-h', '-P', `${holder.uid}:${holder.gid}`, ownership.path],
-		{
-			...(signal ? { signal } : {}),
-		},
+		'find',
+		[
+			ownership.path,
+			...NOT_SPECIAL,
+			'-exec',
+			HOST_TOOLS.chown,
+			'-h',
+			`${holder.uid}:${holder.gid}`,
+			'{}',
+			'+',
+		],
+		{ ...(signal ? { signal } : {}) },
 	)
+}
+
+/** find(1) tests: not a FIFO, socket or device node. */
+const NOT_SPECIAL = [
+	'!',
+	'(',
+	'-type',
+	'p',
+	'-o',
+	'-type',
+	's',
+	'-o',
+	'-type',
+	'b',
+	'-o',
+	'-type',
+	'c',
+	')',
+]
+
+/**
+ * Removes the FIFOs, sockets and device nodes the sandbox uid owns (only the sandbox can have made
+ * them: hand-over leaves such entries with their owner). find(1) never follows a symlink here.
+ */
+async function removeSpecialEntries(ownership: WorkspaceOwnership, holder: OwnershipHolder) {
+	await runHostToolOrThrow('find', [
+		ownership.path,
+		'-uid',
+		String(holder.uid),
+		'(',
+		'-type',
+		'p',
+		'-o',
+		'-type',
+		's',
+		'-o',
+		'-type',
+		'b',
+		'-o',
+		'-type',
+		'c',
+		')',
+		'-delete',
+	])
 }
 
 function parentOf(path: Buffer): Buffer {
@@ -119,6 +175,8 @@ export async function giveBackWorkspace(
 	if (!(await sameRoot(ownership))) return
 	await assertHostTool('chown', 'give the workspace back')
 	await assertHostTool('chmod', 'clear set-id bits in the workspace')
+	await assertHostTool('find', 'remove the FIFOs, sockets and devices the sandbox made')
+	await removeSpecialEntries(ownership, holder)
 	await restoreRecordedEntries(ownership, holder)
 	await runHostToolOrThrow('chown', [
 		'-R',
