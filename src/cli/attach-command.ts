@@ -5,6 +5,7 @@
  * attaches the terminal — raw mode, resize, Ctrl-] detaches — and exits with the program's code.
  */
 import { ExecutionDetachedError, type SessionTerminal } from '../index.js'
+import { CliUsageError } from './cli-errors.js'
 import { type CliHandle, formatCliHandle } from './cli-handle.js'
 import { exitCodeOf } from './exit-code.js'
 import { openKeptAlive, withInterrupt } from './kept-alive-context.js'
@@ -72,6 +73,8 @@ export function attachCommand(handle: CliHandle): Promise<number> {
 		case 'session':
 			return attachSessionHandle(handle.sandboxId, handle.sessionId)
 		case 'sandbox':
-			throw new Error('attach needs an execution or session handle')
+			throw new CliUsageError(
+				`attach needs SANDBOX/EXECUTION or SANDBOX/session:ID, not a bare sandbox; list them with: namzu-sandbox sessions ${handle.sandboxId}`,
+			)
 	}
 }

@@ -25,3 +25,17 @@ export class CliDependencyMissingError extends SandboxError {
 		this.dependency = dependency
 	}
 }
+
+/** Piped stdin past `MAX_RUN_STDIN_BYTES` (exit 1): the fix is to pass the data as a file. */
+export class CliStdinTooLargeError extends SandboxError {
+	override readonly name = 'CliStdinTooLargeError'
+	readonly limitBytes: number
+
+	constructor(limitBytes: number) {
+		super(
+			`stdin is larger than ${limitBytes} bytes: put the data in the workspace (--workspace DIR) and let the command read the file, or pass --no-stdin`,
+			'stdin-too-large',
+		)
+		this.limitBytes = limitBytes
+	}
+}

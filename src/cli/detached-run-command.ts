@@ -3,7 +3,9 @@ import type { LocalSandbox } from '../backends/local/index.js'
 import { AgentSandbox } from '../host/index.js'
 import { ExecutionDetachedError } from '../index.js'
 import { formatCliHandle } from './cli-handle.js'
+import { reportCliError } from './cli-report.js'
 import { cliLocalProvider } from './kept-alive-context.js'
+import { EXIT_CODES } from './parse-args.js'
 import { cliCreateConfig, type SandboxOptionsFromCli } from './run-command.js'
 
 /** Bound on the guest reporting the command started. */
@@ -36,13 +38,22 @@ async function waitUntilStarted(sandbox: LocalSandbox, executionId: string): Pro
 	throw new Error(`execution ${executionId} did not start within ${START_CONFIRM_TIMEOUT_MS} ms`)
 }
 
-export async function detachedRunCommand(options: DetachedRunOptions): Promise<number> {
+export async function detachedRunCommand(
+	options: DetachedRunOptions,
+	context: { readonly debug: boolean } = { debug: false },
+): Promise<number> {
 	const provider = cliLocalProvider(options.isolation)
-	const sandbox = await provider.create({
-		keepAlive: true,
-		...(options.keepAliveMs === undefined ? {} : { keepAliveMs: options.keepAliveMs }),
-		...(await cliCreateConfig(options)),
-	})
+	let sandbox: LocalSandbox
+	try {
+		sandbox = await provider.create({
+			keepAlive: true,
+			...(options.keepAliveMs === undefined ? {} : { keepAliveMs: options.keepAliveMs }),
+			...(await cliCreateConfig(options)),
+		})
+	} catch (error) {
+		await provider.close()
+		return reportCliError(error, { ...context, exitCode: EXIT_CODES.sandboxUnavailable })
+	}
 	try {
 		const stopWatching = new AbortController()
 		let announced: Promise<void> | undefined

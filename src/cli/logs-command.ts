@@ -7,6 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { ExecutionDetachedError } from '../index.js'
+import { CliUsageError } from './cli-errors.js'
 import type { CliHandle } from './cli-handle.js'
 import { openKeptAlive, withInterrupt } from './kept-alive-context.js'
 
@@ -79,7 +80,9 @@ export function logsCommand(handle: CliHandle, follow: boolean): Promise<number>
 			case 'execution':
 				return executionLogs(handle.sandboxId, handle.executionId, follow, signal)
 			case 'sandbox':
-				throw new Error('logs needs an execution or session handle')
+				throw new CliUsageError(
+					`logs needs SANDBOX/EXECUTION or SANDBOX/session:ID, not a bare sandbox; list them with: namzu-sandbox sessions ${handle.sandboxId}`,
+				)
 		}
 	})
 }

@@ -1,23 +1,14 @@
 import { readFileSync } from 'node:fs'
-import { LocalSandboxNotFoundError } from '../backends/local/index.js'
-import { SandboxError } from '../contract/errors.js'
-import {
-	AgentSessionDetachedError,
-	ExecutionDetachedError,
-	ExecutionNotAttachableError,
-	SessionRefusedError,
-} from '../index.js'
-import { AGENT_REFUSAL } from '../wire/refusals.js'
+import { MAX_TIMER_MS } from '../contract/argument-validators.js'
 import { attachCommand } from './attach-command.js'
-import { missingPrerequisiteLine } from './cli-bubblewrap.js'
-import { CliUsageError } from './cli-errors.js'
+import { reportCliError } from './cli-report.js'
 import { destroyCommand } from './destroy-command.js'
 import { detachedRunCommand } from './detached-run-command.js'
 import { doctorCommand } from './doctor-command.js'
 import { gcCommand } from './gc-command.js'
 import { logsCommand } from './logs-command.js'
 import { mcpCommand } from './mcp-command.js'
-import { EXIT_CODES, parseCliArgs, USAGE } from './parse-args.js'
+import { parseCliArgs, USAGE } from './parse-args.js'
 import { runCommand } from './run-command.js'
 import { sessionsCommand } from './sessions-command.js'
 import { shellCommand } from './shell-command.js'
@@ -30,28 +21,25 @@ function packageVersion(): string {
 		: 'unknown'
 }
 
-/** The exit code of a named library refusal (USAGE lists them). */
-export function exitCodeForError(error: SandboxError): number {
-	if (error instanceof LocalSandboxNotFoundError) return EXIT_CODES.notFound
-	if (
-		error instanceof ExecutionNotAttachableError &&
-		error.refusal === AGENT_REFUSAL.unknown_execution
-	) {
-		return EXIT_CODES.notFound
-	}
-	if (error instanceof SessionRefusedError && error.refusal === AGENT_REFUSAL.unknown_session) {
-		return EXIT_CODES.notFound
-	}
-	if (error instanceof ExecutionDetachedError || error instanceof AgentSessionDetachedError) {
-		return EXIT_CODES.detached
-	}
-	return EXIT_CODES.refused
+/** `--debug` anywhere before `--`: stack traces on errors. Returns the rest of argv. */
+export function splitDebugFlag(argv: readonly string[]): {
+	readonly debug: boolean
+	readonly rest: readonly string[]
+} {
+	const end = argv.indexOf('--')
+	const head = end < 0 ? argv : argv.slice(0, end)
+	const tail = end < 0 ? [] : argv.slice(end)
+	const kept = head.filter((arg) => arg !== '--debug')
+	return { debug: kept.length !== head.length, rest: [...kept, ...tail] }
 }
 
 /** Runs the CLI and resolves with the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
+	const { debug, rest } = splitDebugFlag(argv)
+	// `run` without --timeout-ms has no deadline: lift the agent's own ceiling (30 min by default).
+	process.env.NAMZU_SANDBOX_MAX_TIMEOUT_MS ||= String(MAX_TIMER_MS)
 	try {
-		const command = parseCliArgs(argv)
+		const command = parseCliArgs(rest)
 		switch (command.kind) {
 			case 'help':
 				process.stdout.write(USAGE)
@@ -62,7 +50,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 			case 'doctor':
 				return await doctorCommand(command)
 			case 'run':
-				return await (command.detach ? detachedRunCommand(command) : runCommand(command))
+				return await (command.detach ? detachedRunCommand(command) : runCommand(command, { debug }))
 			case 'shell':
 				return await shellCommand(command)
 			case 'attach':
@@ -79,17 +67,6 @@ export async function main(argv: readonly string[]): Promise<number> {
 				return await mcpCommand(command, packageVersion())
 		}
 	} catch (error) {
-		if (error instanceof CliUsageError) {
-			process.stderr.write(`namzu-sandbox: ${error.message}\n\n${USAGE}`)
-			return EXIT_CODES.usage
-		}
-		if (error instanceof SandboxError) {
-			const missing = missingPrerequisiteLine(error)
-			process.stderr.write(
-				missing ? `${missing}\n` : `namzu-sandbox: ${error.name}: ${error.message}\n`,
-			)
-			return exitCodeForError(error)
-		}
-		throw error
+		return reportCliError(error, { verb: rest[0], debug })
 	}
 }

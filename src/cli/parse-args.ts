@@ -21,6 +21,8 @@ export type CliCommand =
 			readonly workspace?: string
 			readonly timeoutMs?: number
 			readonly isolation: 'bubblewrap' | 'none'
+			/** `--no-stdin`: do not read the CLI's piped stdin. */
+			readonly noStdin?: boolean
 			/** Start it in a kept-alive sandbox, print the handle and exit at once. */
 			readonly detach: boolean
 			readonly keepAliveMs?: number
@@ -87,12 +89,22 @@ export const EXIT_CODES = {
 	interrupted: 130,
 	/** `--timeout-ms` fired. */
 	timedOut: 124,
+	/** The sandbox could not be made (a missing prerequisite, a refused configuration). */
+	sandboxUnavailable: 125,
+	/** The command exists but could not be executed (as a shell reports it). */
+	notExecutable: 126,
+	/** No such command in the sandbox (as a shell reports it). */
+	commandNotFound: 127,
 } as const
 
 export const USAGE = `Usage:
-  namzu-sandbox run [--allow-network] [--workspace DIR] [--timeout-ms MS] [--no-isolation] -- CMD [ARGS...]
-      Run CMD in a fresh local sandbox; stream its output; exit with its exit code.
-      Ctrl-C cancels it (the whole process group inside the sandbox is terminated).
+  namzu-sandbox run [--allow-network] [--workspace DIR] [--timeout-ms MS] [--no-stdin]
+                    [--no-isolation] -- CMD [ARGS...]
+      Run CMD in a fresh local sandbox until it ends (no deadline unless --timeout-ms); exit
+      with its exit code. Piped stdin is passed to CMD, then EOF (up to 32 MiB; --no-stdin skips
+      it); output streams to stdout/stderr as it comes, never held or cut. On a terminal CMD
+      gets a PTY (keys, Ctrl-D as EOF). Ctrl-C cancels it (the whole process group inside the
+      sandbox is terminated).
   namzu-sandbox run --detach [--keep-alive-ms MS] [options] -- CMD [ARGS...]
       Start CMD in a kept-alive sandbox, print its handle SANDBOX/EXECUTION and exit 0 at once.
   namzu-sandbox attach HANDLE
@@ -130,9 +142,13 @@ export const USAGE = `Usage:
       from the warm pool), reaching the API through FILE (default KUBECONFIG, ~/.kube/config).
 
 Options:
-  --allow-network     share the host network (default: no network at all)
+  --allow-network     reach the internet through a user-mode network stack (slirp4netns); the
+                      host's own addresses, its loopback and the LAN stay refused
+                      (default: no network at all, only the sandbox's loopback)
   --workspace DIR     use DIR (created if missing, never removed) as the sandbox workspace
-  --timeout-ms MS     terminate the command after MS milliseconds (exit code 124)
+  --timeout-ms MS     terminate the command after MS milliseconds (exit code 124; default: none)
+  --no-stdin          run: give the command an empty stdin even when the CLI's is a pipe
+  --debug             print the stack trace of an error (any verb)
   --no-isolation      run without bubblewrap (development only; nothing is confined)
   --keep-alive-ms MS  lifetime of a kept-alive sandbox (default 3600000 = 1 h); a watchdog
                       ends it then even when no namzu-sandbox process is running
@@ -141,8 +157,10 @@ Environment:
   NAMZU_SANDBOX_STATE_DIR   where kept-alive sandboxes are recorded (default: the system temp dir)
   NAMZU_SANDBOX_MCP_TOKEN   the bearer token of mcp --http (at least 16 characters)
 
-Exit codes: the command's own code; 2 bad usage; 1 refused by the library; 3 no such sandbox,
-session or execution; 4 detached before the end; 124 timed out; 130 interrupted (Ctrl-C).
+Exit codes: the command's own code (128+N when signal N ended it); 1 refused by the library;
+2 bad usage; 3 no such sandbox, session or execution; 4 detached before the end; 124 timed out
+(--timeout-ms); 125 the sandbox could not be made; 126 the command is not executable; 127 no
+such command in the sandbox; 130 interrupted (Ctrl-C).
 `
 
 const VERBS = [
@@ -365,6 +383,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 	let shell: string | undefined
 	let json = false
 	let detach = false
+	let noStdin = false
 	let persistent = false
 	let keepAliveMs: number | undefined
 	let index = 0
@@ -382,6 +401,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 		} else if (arg === '--timeout-ms' && verb === 'run') {
 			timeoutMs = milliseconds('--timeout-ms', rest[++index], 1, MAX_TIMER_MS)
 		} else if (arg === '--detach' && verb === 'run') detach = true
+		else if (arg === '--no-stdin' && verb === 'run') noStdin = true
 		else if (arg === '--persistent' && verb === 'shell') persistent = true
 		else if (arg === '--keep-alive-ms' && verb !== 'doctor') {
 			keepAliveMs = milliseconds(
@@ -424,6 +444,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 		allowNetwork,
 		isolation,
 		detach,
+		...(noStdin ? { noStdin } : {}),
 		...keepAlive,
 		...(workspace === undefined ? {} : { workspace }),
 		...(timeoutMs === undefined ? {} : { timeoutMs }),

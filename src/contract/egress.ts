@@ -8,12 +8,19 @@ export type EgressPolicy =
 	 * optional `:port` (default 80 and 443), over which only HTTP/1.x or TLS passes (checked by the
 	 * egress proxy); `tcp://entry:port` allows raw TCP on that one port (docs/guides/egress.md).
 	 */
-	| { readonly kind: 'static'; readonly allowedHosts: readonly string[] }
+	| {
+			readonly kind: 'static'
+			readonly allowedHosts: readonly string[]
+			/** Ports of services on the host's loopback the sandbox may reach (`HOST_SERVICES_NAME`). */
+			readonly hostPorts?: readonly number[]
+	  }
 	/** The hosts allowed now, asked again when the policy is applied. */
 	| {
 			readonly kind: 'resolver'
 			/** The hosts allowed now, asked again when the policy is applied. */
 			readonly resolve: () => Promise<readonly string[]>
+			/** Ports of services on the host's loopback the sandbox may reach (`HOST_SERVICES_NAME`). */
+			readonly hostPorts?: readonly number[]
 	  }
 
 /** The `kind` of an `EgressPolicy`. */

@@ -38,6 +38,16 @@ export interface SandboxExecOptions {
 	readonly cwd?: string
 	/** Called as output arrives; must not throw; never awaited. The result still carries everything. */
 	readonly onOutput?: (chunk: SandboxOutputChunk) => void
+	/** UTF-8 text written to the command's stdin, which is then closed (EOF). Default: empty stdin. */
+	readonly stdin?: string
+	/**
+	 * Default true. False: output only streams to `onOutput` — the result's `stdout`/`stderr` are
+	 * empty and no retention cap applies (`maxOutputBytes`, the provider's output budget), so a
+	 * streaming consumer (a CLI piping gigabytes) holds nothing and loses nothing. Then a promise
+	 * `onOutput` returns holds further output until it settles: a slow consumer slows the command
+	 * instead of growing memory.
+	 */
+	readonly collectOutput?: boolean
 	/**
 	 * The call ends when the command's own process exits, even while something it started in the
 	 * background (`server &`) still holds its stdout/stderr: output already written is collected

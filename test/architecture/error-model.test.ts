@@ -97,7 +97,11 @@ import {
 	MicroVMProviderClosedError,
 	MicroVMServiceUnavailableError,
 } from '../../src/backends/microvm/microvm-errors.js'
-import { CliDependencyMissingError, CliUsageError } from '../../src/cli/cli-errors.js'
+import {
+	CliDependencyMissingError,
+	CliStdinTooLargeError,
+	CliUsageError,
+} from '../../src/cli/cli-errors.js'
 import {
 	FileWalkLimitError,
 	SandboxArgumentError,
@@ -778,6 +782,7 @@ const CASES: readonly ErrorCase[] = [
 	// cli, testing
 	{ type: CliUsageError, make: () => new CliUsageError('unknown command: x') },
 	{ type: CliDependencyMissingError, make: () => new CliDependencyMissingError('mcp', 'x') },
+	{ type: CliStdinTooLargeError, make: () => new CliStdinTooLargeError(1024) },
 	{ type: ConformanceAssertionError, make: () => new ConformanceAssertionError('toBe', 'm') },
 	{ type: ConformanceCaseTimeoutError, make: () => new ConformanceCaseTimeoutError('t', 10) },
 ]

@@ -59,12 +59,12 @@ describe('a machine without bubblewrap', () => {
 	})
 
 	it.each([[['run', '--', 'true']], [['run', '--detach', '--', 'true']]])(
-		'namzu-sandbox %j prints the same line and exits 1',
+		'namzu-sandbox %j prints the same line and exits 125 (the sandbox could not be made)',
 		async (args) => {
 			const cli = await run([join('bin', 'namzu-sandbox.js'), ...args], env)
 			expect(cli.stderr).toBe(`namzu-sandbox needs bubblewrap at ${missing}: ${fix}\n`)
 			expect(cli.stdout).toBe('')
-			expect(cli.code).toBe(1)
+			expect(cli.code).toBe(125)
 		},
 	)
 

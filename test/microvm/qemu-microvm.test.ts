@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { defaultImageDir } from '../../src/backends/microvm/microvm-image.js'
+import { VMM_MEMORY_OVERHEAD_MB } from '../../src/backends/microvm/qemu-guest.js'
 import {
 	createSandboxProvider,
 	MicroVMEgressUnsupportedError,
@@ -88,6 +89,40 @@ describe.skipIf(!runnable)('microVM tier on QEMU', () => {
 			// The kernel keeps some of it: between half and all of the 512 MiB asked for.
 			expect(Number(memKb)).toBeGreaterThan(256 * 1024)
 			expect(Number(memKb)).toBeLessThanOrEqual(512 * 1024)
+		},
+		CASE_MS,
+	)
+
+	it(
+		'runs the VMM in a host cgroup limited to guest RAM plus the VMM overhead',
+		async () => {
+			const pids = execFileSync(
+				'sh',
+				['-c', `pgrep -f '[q]emu-system-x86_64.*namzu-${sandbox.id}-' || true`],
+				{
+					encoding: 'utf8',
+				},
+			)
+				.trim()
+				.split('\n')
+				.filter((line) => line !== '')
+			expect(pids).toHaveLength(1)
+			const membership = readFileSync(`/proc/${pids[0]}/cgroup`, 'utf8').split('\n')
+			const v1 = membership.find((line) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(line))
+			const v2 = membership.find((line) => line.startsWith('0::'))
+			const [base, file, path] = v1
+				? ['/sys/fs/cgroup/memory', 'memory.limit_in_bytes', v1.split(':')[2] ?? '']
+				: ['/sys/fs/cgroup', 'memory.max', (v2 ?? '').slice(3)]
+			const limits: string[] = []
+			for (
+				let dir = path;
+				dir !== '/' && dir !== '';
+				dir = dir.slice(0, dir.lastIndexOf('/')) || '/'
+			) {
+				const limitFile = join(base, dir, file)
+				if (existsSync(limitFile)) limits.push(readFileSync(limitFile, 'utf8').trim())
+			}
+			expect(limits).toContain(String((512 + VMM_MEMORY_OVERHEAD_MB) * 1024 * 1024))
 		},
 		CASE_MS,
 	)

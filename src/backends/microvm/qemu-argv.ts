@@ -31,7 +31,8 @@ export function qemuArgv(binary: string, spec: QemuGuestSpec): string[] {
 		'-M',
 		'pc',
 		'-accel',
-		spec.accel,
+		// TCG's translation cache is otherwise up to 1 GiB of the VMM's own memory.
+		spec.accel === 'tcg' ? 'tcg,tb-size=128' : 'kvm',
 		'-cpu',
 		spec.accel === 'kvm' ? 'host' : 'max',
 		'-m',

@@ -13,6 +13,8 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
+import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
+import { createSandboxCgroups, type SandboxCgroups } from '../machine/cgroups/cgroup-limits.js'
 import { agentSettingsFrom } from '../machine/launch/agent-environment.js'
 import { type LaunchedAgentProcess, launchAgentProcess } from '../machine/launch/agent-launcher.js'
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
@@ -21,6 +23,11 @@ import { GUEST_AGENT_PORT, guestEnvFile, qemuArgv } from './qemu-argv.js'
 
 /** Where the guest's workspace is, as the agent sees it. */
 export const MICROVM_WORKSPACE = '/workspace'
+/**
+ * What the VMM may hold beyond the guest's RAM (device model, TCG's translation cache bounded by
+ * `tb-size`, slirp): the host cgroup's memory limit is the guest's RAM plus this.
+ */
+export const VMM_MEMORY_OVERHEAD_MB = 384
 /** Pause between readiness probes while the guest boots. */
 const READY_PROBE_INTERVAL_MS = 250
 
@@ -72,6 +79,55 @@ async function probeUntilHealthy(transport: AgentTransport, signal: AbortSignal)
 	}
 }
 
+/** The agent's environment for this boot, as the guest's start script sources it (mode 0600). */
+function writeAgentEnvironment(
+	envFile: string,
+	callerEnv: Readonly<Record<string, string>>,
+	token: string,
+): Promise<void> {
+	return writeFile(
+		envFile,
+		guestEnvFile({
+			...agentSettingsFrom(process.env),
+			...callerEnv,
+			NAMZU_AGENT_TCP_PORT: String(GUEST_AGENT_PORT),
+			NAMZU_AGENT_BIND_TOKEN: token,
+			NAMZU_SANDBOX_WORKSPACE: MICROVM_WORKSPACE,
+		}),
+		{ mode: 0o600 },
+	)
+}
+
+/** Starts QEMU in its cgroups, dying with this process (`--pdeathsig`). */
+function launchVmm(
+	options: QemuGuestOptions,
+	boot: {
+		readonly dir: string
+		readonly token: string
+		readonly envFile: string
+		readonly consoleLog: string
+		readonly hostPort: number
+		readonly procsFiles: readonly string[]
+	},
+): LaunchedAgentProcess {
+	const argv = qemuArgv(options.qemuBinary, {
+		image: options.image,
+		accel: options.accel,
+		memoryMb: options.memoryMb,
+		vcpus: options.vcpus,
+		hostPort: boot.hostPort,
+		agentBundle: agentBundlePath(),
+		envFile: boot.envFile,
+		consoleLog: boot.consoleLog,
+	})
+	return launchAgentProcess({
+		argv: withCgroupJoin(boot.procsFiles, ['setpriv', '--pdeathsig', 'KILL', '--', ...argv]),
+		env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' },
+		cwd: boot.dir,
+		secrets: [boot.token, ...Object.values(options.callerEnv)],
+	})
+}
+
 export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGuest> {
 	options.signal?.throwIfAborted()
 	const dir = await mkdtemp(join(tmpdir(), `namzu-${options.sandboxId}-`))
@@ -79,34 +135,26 @@ export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGues
 	const consoleLog = join(dir, 'console.log')
 	const envFile = join(dir, 'agent.env')
 	let vmm: LaunchedAgentProcess | undefined
+	let cgroups: SandboxCgroups | undefined
 	try {
-		await writeFile(
-			envFile,
-			guestEnvFile({
-				...agentSettingsFrom(process.env),
-				...options.callerEnv,
-				NAMZU_AGENT_TCP_PORT: String(GUEST_AGENT_PORT),
-				NAMZU_AGENT_BIND_TOKEN: token,
-				NAMZU_SANDBOX_WORKSPACE: MICROVM_WORKSPACE,
-			}),
-			{ mode: 0o600 },
-		)
+		// The VMM in a host cgroup of its own: its memory bounded (guest RAM plus the VMM's own), its
+		// CPU to the guest's vCPUs. Where the host cannot enforce that, the guest's RAM and vCPUs still
+		// bound the workload, so the cgroup is best effort.
+		cgroups = await createSandboxCgroups(options.sandboxId, {
+			memoryLimitMb: options.memoryMb + VMM_MEMORY_OVERHEAD_MB,
+			cpuLimit: options.vcpus,
+			defaultsOnly: ['memory', 'cpu'],
+			defaultLimits: 'best-effort',
+		})
+		await writeAgentEnvironment(envFile, options.callerEnv, token)
 		const hostPort = await freeLoopbackPort()
-		const argv = qemuArgv(options.qemuBinary, {
-			image: options.image,
-			accel: options.accel,
-			memoryMb: options.memoryMb,
-			vcpus: options.vcpus,
-			hostPort,
-			agentBundle: agentBundlePath(),
+		vmm = launchVmm(options, {
+			dir,
+			token,
 			envFile,
 			consoleLog,
-		})
-		vmm = launchAgentProcess({
-			argv: ['setpriv', '--pdeathsig', 'KILL', '--', ...argv],
-			env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' },
-			cwd: dir,
-			secrets: [token, ...Object.values(options.callerEnv)],
+			hostPort,
+			procsFiles: cgroups?.procsFiles ?? [],
 		})
 		const launched = vmm
 		const transport = new AgentTransport(
@@ -128,6 +176,7 @@ export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGues
 			...(options.signal ? { signal: options.signal } : {}),
 		})
 		let destroyed: Promise<void> | undefined
+		const groups = cgroups
 		return {
 			transport,
 			vmm: launched,
@@ -137,6 +186,7 @@ export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGues
 				destroyed ??= (async () => {
 					destroying = true
 					await launched.kill()
+					await groups?.remove()
 					await rm(dir, { recursive: true, force: true })
 				})()
 				return destroyed
@@ -144,6 +194,7 @@ export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGues
 		}
 	} catch (error) {
 		await vmm?.kill()
+		await cgroups?.remove()
 		await rm(dir, { recursive: true, force: true })
 		throw error
 	}

@@ -43,6 +43,26 @@ const MAX_ENTRY_LENGTH = 300
 
 type Parsed = EgressRule | string
 
+/**
+ * The name a sandbox dials to reach a service on the host's loopback, on a port `hostPorts`
+ * names; the proxy maps it to 127.0.0.1 itself (no DNS).
+ */
+export const HOST_SERVICES_NAME = 'host.namzu.internal'
+const HOST_LOOPBACK = '127.0.0.1'
+
+/** Inside the sandbox 127.0.0.1 is its own loopback: such an entry could never be used. */
+const LOOPBACK_ENTRY = `names loopback, which inside the sandbox is the sandbox's own: to reach a service on the host's loopback list its port in hostPorts (e.g. hostPorts: [11434]) and connect to ${HOST_SERVICES_NAME}:<port>`
+
+const LOOPBACK_BLOCKS = ['127.0.0.0/8', '::1/128'].flatMap((text) => parseCidr(text) ?? [])
+
+function isLoopbackBlock(block: CidrBlock): boolean {
+	return LOOPBACK_BLOCKS.some(
+		(loopback) =>
+			block.prefix >= loopback.prefix &&
+			cidrContains(loopback, { family: block.family, value: block.network }),
+	)
+}
+
 function parsePort(text: string): number | string {
 	if (!/^[1-9][0-9]{0,4}$/.test(text) || Number(text) > 65_535) {
 		return `port ${JSON.stringify(text)} is not 1-65535`
@@ -96,6 +116,7 @@ function parseTarget(text: string, entry: string): Parsed {
 		if (block === undefined) {
 			return 'is not a valid IP address or CIDR block (host bits of a block must be zero)'
 		}
+		if (isLoopbackBlock(block)) return LOOPBACK_ENTRY
 		return withPort({ kind: 'cidr' as const, block, entry }, port)
 	}
 	if (body.startsWith('*.')) {
@@ -104,6 +125,7 @@ function parseTarget(text: string, entry: string): Parsed {
 		return withPort({ kind: 'suffix' as const, suffix, entry }, port)
 	}
 	const name = normalizeHostname(body)
+	if (name === 'localhost' || name?.endsWith('.localhost')) return LOOPBACK_ENTRY
 	if (name === undefined) {
 		return 'is not a host name (labels of A-Z a-z 0-9 _ -), *.suffix, IP address or CIDR block'
 	}
@@ -193,4 +215,39 @@ export function capturedPorts(rules: readonly EgressRule[]): number[] {
 	const ports = new Set(DEFAULT_CAPTURED_PORTS)
 	for (const rule of rules) if (rule.port !== undefined) ports.add(rule.port)
 	return [...ports].sort((a, b) => a - b)
+}
+
+/**
+ * The rules `hostPorts` stands for, port by port: `HOST_SERVICES_NAME` on that port (raw TCP),
+ * and the host's 127.0.0.1 on that port only (a CIDR rule is what lets the proxy dial into the
+ * private-range deny set). Refuses a port that is not 1-65535, naming `hostPorts[i]`.
+ */
+export function hostPortRules(value: unknown, field = 'egress.hostPorts'): EgressRule[] {
+	if (value === undefined) return []
+	if (!Array.isArray(value)) {
+		throw new SandboxConfigError(field, 'must be an array of port numbers', {
+			expected: 'number[]',
+			received: value === null ? 'null' : typeof value,
+		})
+	}
+	const block = parseCidr(`${HOST_LOOPBACK}/32`)
+	if (block === undefined) throw new Error('unreachable: the loopback block parses')
+	return value.flatMap((port: unknown, index): EgressRule[] => {
+		if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65_535) {
+			throw new SandboxConfigError(`${field}[${index}]`, 'must be a port number 1-65535', {
+				expected: 'integer 1-65535',
+				received: typeof port === 'number' ? String(port) : typeof port,
+			})
+		}
+		const entry = `hostPorts:${port}`
+		return [
+			{ kind: 'name', name: HOST_SERVICES_NAME, port, raw: true, entry },
+			{ kind: 'cidr', block, port, raw: true, entry },
+		]
+	})
+}
+
+/** The addresses a name resolves to when the proxy answers it itself (`HOST_SERVICES_NAME`). */
+export function ownAddressesOf(name: string): readonly string[] | undefined {
+	return name === HOST_SERVICES_NAME ? [HOST_LOOPBACK] : undefined
 }

@@ -8,7 +8,7 @@
  */
 import { connect as netConnect, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import type { EgressRule } from './allowed-hosts.js'
+import { type EgressRule, ownAddressesOf } from './allowed-hosts.js'
 import type { BridgeRequest } from './bridge-request.js'
 import type { EgressCa } from './egress-ca.js'
 import { credentialHeadersFor, type EgressCredential } from './egress-credentials.js'
@@ -98,7 +98,8 @@ async function routeOf(
 	const texts =
 		target.kind === 'address'
 			? [target.text]
-			: await withTimeout(
+			: (ownAddressesOf(target.name) ??
+				(await withTimeout(
 					settings.lookup(target.name),
 					settings.connectTimeoutMs,
 					'ip',
@@ -106,7 +107,7 @@ async function routeOf(
 					signal,
 				).catch((error: unknown) => {
 					throw error instanceof TunnelRefusal ? error : new TunnelRefusal('ip', 'unresolved')
-				})
+				})))
 	const addresses = texts.flatMap((text) => parseIpAddress(text) ?? [])
 	const choice = chooseAddress(settings.rules, settings.hostAddresses, addresses, port)
 	if (!choice.allowed) {

@@ -27,10 +27,12 @@ export function agentExecutionAdapter(transport: AgentTransport): RemoteExecutio
 					const { type: _type, ...metadata } = event
 					result = metadata
 				} else {
-					onOutput({
+					// Not pulling the next event lets the frame queue fill: backpressure reaches the guest.
+					const held = onOutput({
 						stream: event.type === 'stdout_delta' ? 'stdout' : 'stderr',
 						data: event.data,
 					})
+					if (held !== undefined) await held
 				}
 			}
 			if (!result) throw new RemoteProtocolError('execute: stream ended without a result')

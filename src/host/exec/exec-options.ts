@@ -23,6 +23,7 @@ export interface RemoteExecuteRequest {
 	readonly args: readonly string[]
 	readonly cwd?: string
 	readonly env?: Readonly<Record<string, string>>
+	readonly stdin?: string
 	readonly timeoutMs: number
 	/** Sent only when the caller set it; the guest's default cap is the host's default. */
 	readonly maxOutputBytes?: number
@@ -50,11 +51,18 @@ export function executeRequestOf(
 		args,
 		...(options.cwd === undefined ? {} : { cwd: options.cwd }),
 		...(options.env === undefined ? {} : { env: options.env }),
+		...(options.stdin === undefined ? {} : { stdin: options.stdin }),
 		timeoutMs,
-		...(options.maxOutputBytes === undefined ? {} : { maxOutputBytes: options.maxOutputBytes }),
+		...guestOutputBound(options),
 		...(reserve ? { reserve: true } : {}),
 		...(options.keepDescendants === false ? { keepDescendants: false } : {}),
 	}
+}
+
+/** An uncollected exec is bounded by nothing the guest keeps: it only forwards, under backpressure. */
+function guestOutputBound(options: AgentExecOptions): { readonly maxOutputBytes?: number } {
+	if (options.collectOutput === false) return { maxOutputBytes: Number.MAX_SAFE_INTEGER }
+	return options.maxOutputBytes === undefined ? {} : { maxOutputBytes: options.maxOutputBytes }
 }
 
 /**

@@ -56,14 +56,19 @@ export class ExecOutputCapture {
 	readonly #unkept = { stdout: false, stderr: false }
 	#taken = 0
 
+	readonly #collect: boolean
+
+	/** `collect: false` (`collectOutput: false`): forward everything, keep and bound nothing. */
 	constructor(
 		onOutput?: (chunk: SandboxOutputChunk) => void,
 		maxOutputBytes: number = DEFAULT_MAX_OUTPUT_BYTES,
 		budget?: ExecOutputBudget,
+		collect = true,
 	) {
 		this.#onOutput = onOutput
-		this.#maxUnits = maxOutputBytes
-		this.#budget = budget
+		this.#maxUnits = collect ? maxOutputBytes : Number.POSITIVE_INFINITY
+		this.#budget = collect ? budget : undefined
+		this.#collect = collect
 	}
 
 	get stdoutTruncated(): boolean {
@@ -74,24 +79,30 @@ export class ExecOutputCapture {
 		return this.truncation.stderr !== undefined
 	}
 
-	readonly push = (chunk: SandboxOutputChunk): void => {
+	/**
+	 * Keeps and forwards `chunk`. Uncollected, a promise `onOutput` returns is handed back so the
+	 * reader waits for it (the consumer's backpressure); a rejected one counts as settled.
+	 */
+	readonly push = (chunk: SandboxOutputChunk): Promise<void> | undefined => {
 		const stream = chunk.stream
-		if (this.#capped[stream]) return
+		if (this.#capped[stream]) return undefined
 		let data = chunk.data
 		const seen = this.#seen[stream]
 		if (seen + data.length > this.#maxUnits) {
 			data = cutTo(data, this.#maxUnits - seen)
 			this.#capped[stream] = true
 			this.truncation[stream] ??= 'max-output-bytes'
-			if (data === '') return
+			if (data === '') return undefined
 		}
 		this.#seen[stream] = seen + data.length
-		if (!this.#unkept[stream]) this.#keep(stream, data)
+		if (this.#collect && !this.#unkept[stream]) this.#keep(stream, data)
 		try {
-			this.#onOutput?.(data === chunk.data ? chunk : { stream, data })
+			const held: unknown = this.#onOutput?.(data === chunk.data ? chunk : { stream, data })
+			if (!this.#collect && held instanceof Promise) return held.then(undefined, () => {})
 		} catch {
 			// `onOutput` must not throw; a throwing callback never breaks the capture.
 		}
+		return undefined
 	}
 
 	/** Keeps `data` as far as the budget grants; past it, nothing more of this stream is kept. */

@@ -12,6 +12,7 @@
  */
 
 import { performance } from 'node:perf_hooks'
+import { MAX_TIMER_MS } from '../../contract/argument-validators.js'
 import type { SandboxExecResult, SandboxOutputChunk } from '../../contract/sandbox.js'
 import { mintExecutionId } from '../../wire/execution-id.js'
 import { DEFAULT_AGENT_TRANSPORT_OPTIONS } from '../transport/agent-transport-options.js'
@@ -72,7 +73,8 @@ export interface RemoteExecutionAdapter {
 	execute(
 		request: RemoteExecuteRequest,
 		signal: AbortSignal,
-		onOutput: (chunk: SandboxOutputChunk) => void,
+		/** A returned promise (an uncollected exec's slow consumer) holds the next event until it settles. */
+		onOutput: (chunk: SandboxOutputChunk) => Promise<void> | undefined,
 		onDialed?: (durationMs: number) => void,
 	): Promise<RemoteTerminalMetadata>
 }
@@ -162,7 +164,12 @@ export class RemoteExecutionController {
 			if (caller?.aborted) return this.#cancelUnexecuted(executionId, clock, elapsed)
 		}
 
-		const output = new ExecOutputCapture(options.onOutput, maxOutputBytes, this.outputBudget)
+		const output = new ExecOutputCapture(
+			options.onOutput,
+			maxOutputBytes,
+			this.outputBudget,
+			options.collectOutput !== false,
+		)
 		const timeoutMs = options.timeout ?? this.defaultExecutionTimeoutMs
 		const request = executeRequestOf(executionId, command, args, options, timeoutMs, fence)
 		const stream = new AbortController()
@@ -171,7 +178,8 @@ export class RemoteExecutionController {
 				execution: this.#execute(request, stream.signal, output, clock),
 				confirm: () => this.#confirm(executionId, clock, fence),
 				caller,
-				observationDeadlineMs: timeoutMs + this.executionObservationGraceMs,
+				// A timer past the platform's ceiling would fire at once: clamp a near-unbounded run.
+				observationDeadlineMs: Math.min(timeoutMs + this.executionObservationGraceMs, MAX_TIMER_MS),
 				reconcileFailure: true,
 				resultDrainTimeoutMs: this.resultDrainTimeoutMs,
 			})

@@ -78,6 +78,8 @@ export function checkExec(command: unknown, args: unknown, options: unknown): Si
 	optionalEnvironment(site, 'options.env', given.env)
 	optionalString(site, 'options.cwd', given.cwd)
 	optionalFunction(site, 'options.onOutput', given.onOutput)
+	optionalString(site, 'options.stdin', given.stdin)
+	optionalBoolean(site, 'options.collectOutput', given.collectOutput)
 	optionalInteger(site, 'options.maxOutputBytes', given.maxOutputBytes, BYTE_BOUND)
 	newExecutionId(site, 'options.executionId', given.executionId)
 	optionalBoolean(site, 'options.detach', given.detach)

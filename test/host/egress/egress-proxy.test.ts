@@ -326,18 +326,24 @@ describe.skipIf(skip)('egress proxy on a unix socket', () => {
 	})
 
 	it('a CIDR rule naming a private range lets a name resolving into it through', async () => {
-		const started = await proxy(['private.example.test:9', '127.0.0.0/8:9'])
+		// 10/8 is in the deny set; the CIDR rule lets the proxy dial it (loopback is `hostPorts`'s).
+		const started = await proxy(['private.example.test:9', '10.0.0.0/8:9'], {
+			lookup: async (name) =>
+				name === 'private.example.test' ? ['10.255.255.1'] : upstream.lookup(name),
+			connectTimeoutMs: 300,
+		})
 		const { socket } = await bridge(
 			started.socketPath,
 			'CONNECT private.example.test:9 HTTP/1.1\r\n\r\n',
 		)
+		socket.write('GET / HTTP/1.1\r\nHost: private.example.test:9\r\n\r\n')
 		await readAll(socket)
-		// Nothing listens on 127.0.0.1:9: the proxy dialed it (the deny set let it), and it failed.
+		// The route chose 10.255.255.1 (the deny set let it) and the request went to it.
 		expect(decisions.at(-1)).toMatchObject({
-			layer: 'ip',
-			reason: 'upstream-unreachable',
-			address: '127.0.0.1',
+			host: 'private.example.test',
+			address: '10.255.255.1',
 		})
+		expect(decisions.at(-1)?.reason).not.toMatch(/^private-range/)
 	})
 
 	it('passes a server-first protocol through on a tcp:// port (the upstream speaks first)', async () => {

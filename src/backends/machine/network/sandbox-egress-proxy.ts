@@ -112,7 +112,7 @@ export async function hasSystemTrustBundle(): Promise<boolean> {
 export async function startSandboxEgressProxy(
 	input: SandboxEgressProxyInput,
 ): Promise<SandboxEgressProxy> {
-	const rules = await policyRules(input)
+	const rules = [...(await policyRules(input)), ...input.egress.hostPortRules]
 	const bridgeDir = join(input.stateRoot, EGRESS_BRIDGE_DIR_NAME)
 	const proxy = await startEgressProxy({
 		socketPath: join(bridgeDir, EGRESS_PROXY_SOCKET_NAME),

@@ -8,7 +8,11 @@ import { totalmem } from 'node:os'
 import { isAbsolute } from 'node:path'
 import { SandboxConfigError } from '../../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../../contract/provider.js'
-import { type EgressRule, parseAllowedHosts } from '../../../host/egress/allowed-hosts.js'
+import {
+	type EgressRule,
+	hostPortRules,
+	parseAllowedHosts,
+} from '../../../host/egress/allowed-hosts.js'
 import {
 	type EgressCredential,
 	parseEgressCredentials,
@@ -37,6 +41,8 @@ export interface ProxiedEgress {
 	/** `static`: the parsed rules; `resolver`: asked when the sandbox starts. */
 	readonly rules: readonly EgressRule[] | (() => Promise<readonly string[]>)
 	readonly credentials: readonly EgressCredential[]
+	/** `hostPorts`: the rules reaching those ports on the host's loopback (`hostPortRules`). */
+	readonly hostPortRules: readonly EgressRule[]
 	readonly onDecision?: (decision: EgressDecision) => void
 }
 
@@ -187,6 +193,7 @@ function egress(
 			kind,
 			rules,
 			credentials: parseEgressCredentials(config.egressCredentials),
+			hostPortRules: hostPortRules(policy.hostPorts, `${field}.hostPorts`),
 			...(config.onEgressDecision ? { onDecision: config.onEgressDecision } : {}),
 		},
 	}
