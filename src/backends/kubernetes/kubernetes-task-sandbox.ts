@@ -16,6 +16,7 @@ import { SandboxDestroyedError } from '../../contract/errors.js'
 import type {
 	OpenTerminalOptions,
 	Sandbox,
+	SandboxAttachProcessOptions,
 	SandboxDestroyOptions,
 	SandboxEnvironment,
 	SandboxExecOptions,
@@ -24,8 +25,10 @@ import type {
 	SandboxExposePortOptions,
 	SandboxFileEntry,
 	SandboxListFilesOptions,
+	SandboxProcess,
 	SandboxReadFileOptions,
 	SandboxReadFileStreamOptions,
+	SandboxSpawnOptions,
 	SandboxStatus,
 	SandboxTcpConnection,
 	SandboxTcpConnectOptions,
@@ -94,6 +97,19 @@ export class KubernetesTaskSandbox implements Sandbox {
 		options: SandboxExecOptions = {},
 	): Promise<SandboxExecResult> {
 		return this.#call('exec', () => this.#inner.exec(command, args, options))
+	}
+
+	/** The same detached-execution engine as every tier: the agent in the pod keeps the output. */
+	spawn(
+		command: string,
+		args: readonly string[] = [],
+		options: SandboxSpawnOptions = {},
+	): Promise<SandboxProcess> {
+		return this.#call('spawn', () => this.#inner.spawn(command, args, options))
+	}
+
+	attachProcess(id: string, options: SandboxAttachProcessOptions = {}): Promise<SandboxProcess> {
+		return this.#call('attachProcess', () => this.#inner.attachProcess(id, options))
 	}
 
 	writeFile(
