@@ -486,4 +486,6 @@ export interface Sandbox {
 	exposePort?(port: number, options?: SandboxExposePortOptions): Promise<SandboxExposedPort>
 	/** Releases everything; idempotent. Every later call throws `SandboxDestroyedError`. */
 	destroy(options?: SandboxDestroyOptions): Promise<void>
+	/** `destroy()`, for `await using sandbox = await provider.create()`. */
+	[Symbol.asyncDispose](): Promise<void>
 }

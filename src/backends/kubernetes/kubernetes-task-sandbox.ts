@@ -10,6 +10,7 @@
  * `egress.perSandbox` (then the handle is a `KubernetesPerSandboxEgressTaskSandbox`, which adds
  * it); `spawnDetached` is absent on purpose: there is no detached spawn on this tier.
  */
+import '../../contract/async-dispose.js'
 import { findCauseOfType } from '../../contract/cause-chain.js'
 import { SandboxDestroyedError } from '../../contract/errors.js'
 import type {
@@ -151,6 +152,11 @@ export class KubernetesTaskSandbox implements Sandbox {
 	/** Served by this host (the one running the library), over the agent's tcp channel. */
 	exposePort(port: number, options?: SandboxExposePortOptions): Promise<SandboxExposedPort> {
 		return this.#call('exposePort', () => this.#inner.exposePort(port, options))
+	}
+
+	/** `destroy()`, for `await using sandbox = await provider.create()`. */
+	[Symbol.asyncDispose](): Promise<void> {
+		return this.destroy()
 	}
 
 	/**

@@ -14,6 +14,7 @@
  */
 
 import { posix } from 'node:path'
+import '../../contract/async-dispose.js'
 import { callSite } from '../../contract/argument-validators.js'
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
 import type { SandboxRetirementObservation } from '../../contract/retirement.js'
@@ -458,6 +459,11 @@ export class AgentSandbox implements Sandbox {
 		// Session terminals are detached only: the guest's sessions die with the unit `release` stops.
 		const teardown = this.#lifetime.destroy(signal, async () => this.#sessions.closeAll())
 		return teardown.then(() => this.#events.record({ type: 'destroyed' }, true))
+	}
+
+	/** `destroy()`, for `await using sandbox = await provider.create()`. */
+	[Symbol.asyncDispose](): Promise<void> {
+		return this.destroy()
 	}
 
 	/** A checked sandbox path, resolved against `rootDir` (sandbox-arguments.ts). */
