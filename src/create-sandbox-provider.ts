@@ -3,13 +3,18 @@ import {
 	type ACIStandbyPoolBackendConfig,
 	type ContainerBackendConfig,
 	type ContainerSandboxLayout,
+	type ContainerSandboxProvider,
 	createContainerSandboxProvider,
 } from './backends/container/index.js'
 import {
 	createKubernetesSandboxProvider,
 	type KubernetesBackendConfig,
 } from './backends/kubernetes/index.js'
-import { createLocalSandboxProvider, type LocalBackendConfig } from './backends/local/index.js'
+import {
+	createLocalSandboxProvider,
+	type LocalBackendConfig,
+	type LocalSandboxProvider,
+} from './backends/local/index.js'
 import {
 	createMicroVMSandboxProvider,
 	type MicroVMBackendConfig,
@@ -75,11 +80,23 @@ function isContainerArm(config: SandboxProviderConfig): config is ContainerArm {
 	return config.backend.tier === 'container'
 }
 
+/** The local tier: `create()` takes its options (`keepAlive`, `cpuLimit`, `diskLimitMb`, …). */
+export function createSandboxProvider(
+	config: SandboxProviderDefaults & { readonly backend: LocalBackendConfig },
+): LocalSandboxProvider
+/** The container tier: `create()` takes its options (`cpuLimit`, `diskLimitMb`, …). */
+export function createSandboxProvider(
+	config: SandboxProviderDefaults & {
+		readonly backend: ContainerBackendConfig
+		readonly layout: ContainerSandboxLayout
+	},
+): ContainerSandboxProvider
 /**
  * Picks the backend once, from `backend.tier`. Contacts nothing until `create()`; a config that is
  * not an object, a backend that is not, or a `backend.tier` outside the known ones (the error lists
  * them) is a `SandboxConfigError` before anything else.
  */
+export function createSandboxProvider(config: SandboxProviderConfig): SandboxProvider
 export function createSandboxProvider(config: SandboxProviderConfig): SandboxProvider {
 	requireObject(CONFIG_SITE, 'config', config)
 	const backend: { readonly tier?: unknown } = requireObject(CONFIG_SITE, 'backend', config.backend)
