@@ -60,7 +60,7 @@ export function checkProviderDefaults(defaults: unknown): SandboxProviderDefault
 }
 
 /** The `create()` keys every tier knows (`SandboxCreateConfig`); each tier's table extends it. */
-export const PORTABLE_CREATE_KEYS: readonly string[] = [
+export const PORTABLE_CREATE_KEYS = [
 	'signal',
 	'workingDirectory',
 	'env',
@@ -68,7 +68,18 @@ export const PORTABLE_CREATE_KEYS: readonly string[] = [
 	'memoryLimitMb',
 	'maxProcesses',
 	'egress',
-]
+] as const satisfies readonly (keyof SandboxCreateConfig)[]
+
+/** Fails the build when `SandboxCreateConfig` gains a key its table does not list. */
+export type UnlistedCreateKeys<Config, Table extends readonly PropertyKey[]> = Exclude<
+	keyof Config,
+	Table[number]
+>
+const portableKeysListed: Record<
+	UnlistedCreateKeys<SandboxCreateConfig, typeof PORTABLE_CREATE_KEYS>,
+	never
+> = {}
+void portableKeysListed
 
 /**
  * The one check of a `create()` config's keys against its tier's table: a key the tier does not

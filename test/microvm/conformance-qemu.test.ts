@@ -4,6 +4,9 @@
  * whole suite takes far longer than the default run can afford. So it runs only with
  * `NAMZU_MICROVM_CONFORMANCE=1` (and qemu plus the `--vm` image present); the default run has
  * test/microvm/qemu-microvm.test.ts, which boots one guest for exec, files, PTY, TCP and egress.
+ * Measured 2026-12-05 (load average ~23, warm pool 2): 29 cases in 1250 s, 28 passed; the one
+ * failure, setsid descendants of an aborted exec, is now declared below as a capability this tier
+ * lacks.
  */
 import { execFileSync } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -52,6 +55,13 @@ describe.skipIf(!enabled)('microVM tier (QEMU) conformance', () => {
 			sandboxShape: AgentSandbox.prototype,
 			// A case includes its guest's boot (TCG).
 			timeoutMs: 600_000,
+			capabilities: {
+				killsDetachedDescendants: {
+					supported: false,
+					reason:
+						"the guest's init hands the agent no workload cgroup descriptors yet, so an aborted command's setsid descendants live until destroy() (the VM's end takes them)",
+				},
+			},
 		},
 	)
 })

@@ -7,7 +7,11 @@
  */
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../contract/provider.js'
-import { PORTABLE_CREATE_KEYS, type SandboxProviderDefaults } from '../../provider-defaults.js'
+import {
+	PORTABLE_CREATE_KEYS,
+	type SandboxProviderDefaults,
+	type UnlistedCreateKeys,
+} from '../../provider-defaults.js'
 import {
 	type LocalSandboxCreateConfig,
 	type MachineEgress,
@@ -61,13 +65,23 @@ const REFUSED_KEYS: Readonly<Record<string, string>> = {
 }
 
 /** The container tier's `create()` keys: the portable ones (less a host working directory) and its own. */
-export const CONTAINER_CREATE_KEYS: readonly string[] = [
+export const CONTAINER_CREATE_KEYS = [
 	...PORTABLE_CREATE_KEYS.filter((key) => key !== 'workingDirectory'),
 	'cpuLimit',
 	'diskLimitMb',
 	'egressCredentials',
 	'onEgressDecision',
-]
+	'allowUserNamespaces',
+] as const satisfies readonly (keyof ContainerSandboxCreateConfig)[]
+// A new option of the type fails the build until the table lists it (or REFUSED_KEYS names it).
+const containerKeysListed: Record<
+	Exclude<
+		UnlistedCreateKeys<ContainerSandboxCreateConfig, typeof CONTAINER_CREATE_KEYS>,
+		'workingDirectory'
+	>,
+	never
+> = {}
+void containerKeysListed
 
 export function resolveContainerSandboxSpec(
 	config: ContainerSandboxCreateConfig,

@@ -23,6 +23,7 @@ import {
 	checkProviderDefaults,
 	PORTABLE_CREATE_KEYS,
 	type SandboxProviderDefaults,
+	type UnlistedCreateKeys,
 } from '../../../provider-defaults.js'
 import { LocalEgressUnsupportedError } from '../machine-errors.js'
 import { resolveKeepAliveMs } from './keep-alive-lifetime.js'
@@ -111,7 +112,7 @@ export interface MachineSandboxSpec {
 }
 
 /** The local tier's `create()` keys: the portable ones and `LocalSandboxCreateConfig`'s own. */
-export const LOCAL_CREATE_KEYS: readonly string[] = [
+export const LOCAL_CREATE_KEYS = [
 	...PORTABLE_CREATE_KEYS,
 	'keepAlive',
 	'keepAliveMs',
@@ -121,7 +122,14 @@ export const LOCAL_CREATE_KEYS: readonly string[] = [
 	'diskLimitMb',
 	'egressCredentials',
 	'onEgressDecision',
-]
+	'allowUserNamespaces',
+] as const satisfies readonly (keyof LocalSandboxCreateConfig)[]
+// A new option of the type fails the build until the table lists it.
+const localKeysListed: Record<
+	UnlistedCreateKeys<LocalSandboxCreateConfig, typeof LOCAL_CREATE_KEYS>,
+	never
+> = {}
+void localKeysListed
 
 /** A memory limit this host cannot give is refused, never left to the OOM killer to discover. */
 function refuseAboveHostMemory(memoryLimitMb: number | undefined, fromDefaults: boolean): void {
