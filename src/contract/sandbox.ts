@@ -49,6 +49,14 @@ export interface SandboxExecOptions {
 	 */
 	readonly collectOutput?: boolean
 	/**
+	 * The call ends when the command's own process exits, even while something it started in the
+	 * background (`server &`) still holds its stdout/stderr: output already written is collected
+	 * for a short drain (200 ms), later output is dropped. By default
+	 * (true) those descendants keep running until `destroy()`; false kills the command's whole tree
+	 * (its cgroup, or its process group) the moment its own process exits.
+	 */
+	readonly keepDescendants?: boolean
+	/**
 	 * Abort terminates the owned process group (or proves it was never admitted). The result of an
 	 * aborted call never reads as an unaborted success.
 	 */
@@ -78,6 +86,18 @@ export interface SandboxExecResult {
 	 * than one way says which bound ended it.
 	 */
 	readonly outputTruncation?: SandboxOutputTruncation
+	// Accounting: what the command's own tree used, from its own cgroups, read when the call ends
+	// (a background descendant's use until then included). A field is absent, never 0, where the
+	// tier cannot count it (docs/guides/background.md has the table per tier).
+	/** A process of the command's tree was killed by the kernel's OOM killer. */
+	readonly oomKilled?: boolean
+	readonly cpuUserMs?: number
+	readonly cpuSystemMs?: number
+	/** The tree's peak memory (v1 `memory.max_usage_in_bytes`, v2 `memory.peak`). */
+	readonly peakMemoryBytes?: number
+	/** Block I/O, where the guest's cgroup has the `io` controller (cgroup v2). */
+	readonly ioReadBytes?: number
+	readonly ioWriteBytes?: number
 }
 
 /**
@@ -211,6 +231,63 @@ export interface SandboxTcpConnection {
 	readonly closed: Promise<void>
 }
 
+// ---- background commands: Sandbox.spawn / attachProcess ----
+
+/** Options of `Sandbox.spawn`. */
+export interface SandboxSpawnOptions {
+	/**
+	 * Wall-clock budget in milliseconds; default `DEFAULT_SPAWN_TIMEOUT_MS` (30 min, the guest's
+	 * default ceiling). At the deadline the whole tree is terminated and `wait()` says `timedOut`.
+	 */
+	readonly timeout?: number
+	readonly env?: Readonly<Record<string, string>>
+	/** Working directory; must stay inside the workspace. */
+	readonly cwd?: string
+	/** As `SandboxExecOptions.keepDescendants`. */
+	readonly keepDescendants?: boolean
+	/** Per-stream output the host and the guest keep for `wait()`, as `exec`'s `maxOutputBytes`. */
+	readonly maxOutputBytes?: number
+	/** Aborting while `spawn` starts the command refuses the start (nothing runs). */
+	readonly signal?: AbortSignal
+}
+
+/** Options of `Sandbox.attachProcess`. */
+export interface SandboxAttachProcessOptions {
+	/** Per-stream output kept for `wait()`. */
+	readonly maxOutputBytes?: number
+	/** Aborting while attaching refuses the attach; the command runs on. */
+	readonly signal?: AbortSignal
+}
+
+/** Options of `SandboxProcess.kill`. */
+export interface SandboxProcessKillOptions {
+	readonly signal?: AbortSignal
+}
+
+/**
+ * One background command. It runs until it exits, `kill()`, its `timeout`, or the sandbox's
+ * `destroy()`; dropping the handle (or `detach()`) never stops it, and another host process that
+ * holds the sandbox can `attachProcess(id)`.
+ */
+export interface SandboxProcess {
+	/** The execution id (`exec_<uuid>`) another process attaches with. */
+	readonly id: string
+	/** The command's result once it ended (accounting fields included, as `exec`'s). */
+	wait(): Promise<SandboxExecResult>
+	/**
+	 * Ends the command's whole tree (SIGTERM, then SIGKILL after the guest's grace window) and
+	 * resolves once the guest confirmed it; `wait()` then resolves with the ended run.
+	 */
+	kill(options?: SandboxProcessKillOptions): Promise<void>
+	/**
+	 * The output from the first byte this handle received (an attach: the first the guest still
+	 * holds), then live, ending when the command ends. Each call iterates from that start.
+	 */
+	output(): AsyncIterable<SandboxOutputChunk>
+	/** Stops watching; the command runs on and `wait()` rejects `ExecutionDetachedError`. */
+	detach(): void
+}
+
 /** Options of `Sandbox.exposePort`. */
 export interface SandboxExposePortOptions {
 	/**
@@ -289,6 +366,18 @@ export interface Sandbox {
 	 */
 	openTcpConnection?(options: SandboxTcpConnectOptions): Promise<SandboxTcpConnection>
 	/**
+	 * Starts a command in the background and resolves once the guest started it: a handle to wait
+	 * for, kill, read the output of, or find again from another process. A tier without retained
+	 * executions omits it.
+	 */
+	spawn?(
+		command: string,
+		args?: readonly string[],
+		options?: SandboxSpawnOptions,
+	): Promise<SandboxProcess>
+	/** A handle on a background command by id, from any process holding this sandbox. */
+	attachProcess?(id: string, options?: SandboxAttachProcessOptions): Promise<SandboxProcess>
+	/**
 	 * Serves a guest loopback port on the host's loopback (`openTcpConnection` per connection),
 	 * token-checked unless `auth: false`; `destroy()` closes it. Omitted where
 	 * `openTcpConnection` is.
@@ -296,4 +385,6 @@ export interface Sandbox {
 	exposePort?(port: number, options?: SandboxExposePortOptions): Promise<SandboxExposedPort>
 	/** Releases everything; idempotent. Every later call throws `SandboxDestroyedError`. */
 	destroy(options?: SandboxDestroyOptions): Promise<void>
+	/** `destroy()`, for `await using sandbox = await provider.create()`. */
+	[Symbol.asyncDispose](): Promise<void>
 }

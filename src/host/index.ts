@@ -5,6 +5,7 @@
 
 export type { EgressCredential } from './egress/egress-credentials.js'
 export type { EgressDecision, EgressLayer } from './egress/egress-decision.js'
+export { DEFAULT_SPAWN_TIMEOUT_MS } from './exec/background-process.js'
 export {
 	type AttachExecutionOptions,
 	type CancelExecutionOptions,

@@ -119,10 +119,15 @@ export interface ExecuteRequest {
 	 * to a guest advertising `EXECUTE_RESERVES_FEATURE`); a fenced id is refused.
 	 */
 	readonly reserve?: boolean
+	/**
+	 * false: the command's whole tree is killed when its own process exits. Default true: what it
+	 * started in the background runs on (the call still ends when the command's process exits).
+	 */
+	readonly keepDescendants?: boolean
 }
 
 /** What a finished run reports: the `result` event, and the `result` of a cancel or an attach. */
-export interface ExecutionTerminalMetadata {
+export interface ExecutionTerminalMetadata extends ExecutionUsage {
 	readonly exitCode: number
 	readonly timedOut: boolean
 	readonly durationMs: number
@@ -130,6 +135,20 @@ export interface ExecutionTerminalMetadata {
 	/** This agent always sends both flags; a peer that predates the output caps sends neither. */
 	readonly stdoutTruncated?: boolean
 	readonly stderrTruncated?: boolean
+}
+
+/**
+ * What a command's tree used, from its own cgroups, read when the run settles (a background
+ * descendant's use until then included). Each field only where the guest's cgroups count it.
+ */
+export interface ExecutionUsage {
+	/** A process of the tree was killed by the OOM killer. */
+	readonly oomKilled?: boolean
+	readonly cpuUserMs?: number
+	readonly cpuSystemMs?: number
+	readonly peakMemoryBytes?: number
+	readonly ioReadBytes?: number
+	readonly ioWriteBytes?: number
 }
 
 /** The `result` event that ends an execution: exit code or signal, end state, output accounting. */

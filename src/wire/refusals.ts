@@ -53,6 +53,7 @@ export const AGENT_REFUSAL = {
 	invalid_cwd: 'invalid_cwd',
 	invalid_stdin: 'invalid_stdin',
 	invalid_retain_output: 'invalid_retain_output',
+	invalid_keep_descendants: 'invalid_keep_descendants',
 	retain_requires_execution_id: 'retain_requires_execution_id',
 	invalid_max_output_bytes: 'invalid_max_output_bytes',
 	/** `invalid_timeout: … (NAMZU_SANDBOX_MAX_TIMEOUT_MS), got …`. */

@@ -37,7 +37,14 @@ describe('package root: detachable executions', () => {
 
 	it('keeps SandboxExecOptions free of the detachable fields', () => {
 		expectTypeOf<keyof root.SandboxExecOptions>().toEqualTypeOf<
-			'timeout' | 'env' | 'cwd' | 'onOutput' | 'signal' | 'stdin' | 'collectOutput'
+			| 'timeout'
+			| 'env'
+			| 'cwd'
+			| 'onOutput'
+			| 'signal'
+			| 'stdin'
+			| 'collectOutput'
+			| 'keepDescendants'
 		>()
 	})
 })

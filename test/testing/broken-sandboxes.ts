@@ -65,6 +65,9 @@ export class ForwardingSandbox implements Sandbox {
 	destroy() {
 		return this.inner.destroy()
 	}
+	[Symbol.asyncDispose]() {
+		return this.destroy()
+	}
 }
 
 /** Broken: runs the command to completion whatever the signal says, then reports a clean success. */

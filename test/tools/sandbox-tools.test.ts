@@ -133,6 +133,7 @@ describe.skipIf(skip !== undefined)('@namzu/sandbox/tools on the local tier', ()
 			readFile: (...args) => sandbox.readFile(...args),
 			listFiles: (...args) => sandbox.listFiles(...args),
 			destroy: async () => undefined,
+			[Symbol.asyncDispose]: async () => undefined,
 		}
 		const narrow = createSandboxTools(portable)
 		await expect(narrow.call('exec_start', { command: 'true' })).rejects.toBeInstanceOf(

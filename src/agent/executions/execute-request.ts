@@ -28,6 +28,8 @@ export interface ResolvedExecuteRequest {
 	readonly retainOutput?: boolean
 	/** Reserve `executionId` now if this agent has not seen it (`EXECUTE_RESERVES_FEATURE`). */
 	readonly reserve?: boolean
+	/** false: the whole tree is killed when the command's own process exits. */
+	readonly keepDescendants?: boolean
 }
 
 type Limits = Pick<AgentConfig, 'maxTimeoutMs' | 'defaultTimeoutMs' | 'defaultMaxOutputBytes'> &
@@ -87,6 +89,11 @@ export function parseExecuteRequest(
 			formatRefusal(AGENT_REFUSAL.invalid_retain_output, 'retainOutput must be a boolean'),
 		)
 	}
+	if (body.keepDescendants !== undefined && typeof body.keepDescendants !== 'boolean') {
+		throw new OpRefusal(
+			formatRefusal(AGENT_REFUSAL.invalid_keep_descendants, 'keepDescendants must be a boolean'),
+		)
+	}
 	if (body.retainOutput === true && executionId === undefined) {
 		throw new OpRefusal(AGENT_REFUSAL.retain_requires_execution_id)
 	}
@@ -113,5 +120,6 @@ export function parseExecuteRequest(
 		maxOutputBytes,
 		...(body.retainOutput === true ? { retainOutput: true } : {}),
 		...(reserve ? { reserve: true } : {}),
+		...(body.keepDescendants === false ? { keepDescendants: false } : {}),
 	}
 }

@@ -3,8 +3,12 @@
  * also a cgroup of its own, joined before it runs), feeds stdin then closes it, forwards
  * stdout/stderr as UTF-8 text through an `OutputSink` under the per-stream byte cap, enforces the
  * timeout (SIGTERM the group → grace → SIGKILL, then the command's cgroup killed as a whole,
- * `timedOut: true`) and settles exactly once with the result fields or a spawn error. A command
- * that exits by itself keeps its background descendants; its cgroup is removed once they are gone.
+ * `timedOut: true`) and settles exactly once with the result fields or a spawn error. The run ends
+ * when the command's own process exits: what a background descendant still writes to the inherited
+ * pipes is read for `DESCENDANT_OUTPUT_DRAIN_MS` more, then read and dropped (never closed under
+ * it: a server that logs must not die of SIGPIPE). A command that exits by itself keeps those
+ * descendants (`keepDescendants`, default true) and its cgroup is removed once they are gone; with
+ * `keepDescendants: false` its whole tree is killed the moment it exits.
  * It knows nothing about execution ids, leases or cancellation outcomes — the execution registry
  * decides what a finished run means.
  */
@@ -13,9 +17,11 @@ import type { ExecResultEvent } from '../../wire/protocol.js'
 import { formatRefusal } from '../../wire/refusals.js'
 import { childEnvironment } from '../process/child-env.js'
 import {
+	isProcessGroupAlive,
 	signalProcessGroup,
 	type TerminateOutcome,
 	terminateProcessGroup,
+	waitForProcessGroupExit,
 } from '../process/process-group.js'
 import type { WorkloadCgroups } from '../process/workload-cgroups.js'
 import {
@@ -46,6 +52,8 @@ export interface ExecutionCommand {
 	readonly stdin?: string
 	readonly timeoutMs: number
 	readonly maxOutputBytes: number
+	/** false: kill the command's whole tree when it exits. Default true: descendants run on. */
+	readonly keepDescendants?: boolean
 }
 
 export interface TerminationTiming {
@@ -56,7 +64,7 @@ export interface TerminationTiming {
 export interface ExecutionProcess {
 	/** Process group id (= the leader's pid); undefined when the spawn itself failed. */
 	readonly pgid: number | undefined
-	/** Settles once, after the leader exited and its output pipes closed. */
+	/** Settles once: the leader exited and its pipes closed or the descendant drain ran out. */
 	readonly outcome: Promise<ExecutionOutcome>
 	/** SIGTERM → grace → SIGKILL → confirm on the whole group, then its whole cgroup. */
 	terminate(): Promise<TerminateOutcome>
@@ -70,6 +78,12 @@ export interface ExecutionProcess {
  */
 const PIPE_DRAIN_AFTER_TERMINATION_MS = 500
 
+/**
+ * After the command's own process exited, how long output still arriving through the pipes (from
+ * a descendant that inherited them, or the kernel's last buffered bytes) is added to the result.
+ */
+export const DESCENDANT_OUTPUT_DRAIN_MS = 200
+
 function spawnFailure(error: Error): ExecutionProcess {
 	// A refusal (the command's cgroup could not be made) is reported by its code.
 	const text = error instanceof OpRefusal ? (error.detail ?? error.error) : error.message
@@ -81,21 +95,31 @@ function spawnFailure(error: Error): ExecutionProcess {
 	}
 }
 
+/** Whether the reader is behind, so the pipes are held (the drain after exit waits for it). */
+interface PipeHold {
+	held: boolean
+}
+
 function pipeOutput(
 	child: ChildProcess,
 	stream: 'stdout' | 'stderr',
 	capture: OutputCapture,
 	sink: OutputSink,
+	run: { readonly settled: () => boolean; readonly hold: PipeHold },
 ): void {
 	const readable = child[stream]
 	if (!readable) return
 	readable.on('data', (chunk: Buffer) => {
+		// Once the run settled, a descendant's output is read and dropped: the pipe stays open.
+		if (run.settled()) return
 		const text = capture.push(chunk)
 		if (text === '' || sink.write(stream, text)) return
 		// The reader is behind: hold the child's pipes (it blocks on write) until it catches up.
+		run.hold.held = true
 		child.stdout?.pause()
 		child.stderr?.pause()
 		sink.onDrain(() => {
+			run.hold.held = false
 			child.stdout?.resume()
 			child.stderr?.resume()
 		})
@@ -103,6 +127,9 @@ function pipeOutput(
 	readable.on('error', () => {})
 }
 
+type ExitStatus = { readonly code: number | null; readonly signal: NodeJS.Signals | null }
+
+// long: one closure holds the run's state machine (exit, drain, timeout, termination, settle)
 export function startExecutionProcess(
 	command: ExecutionCommand,
 	timing: TerminationTiming,
@@ -140,21 +167,24 @@ export function startExecutionProcess(
 	const stdout = new OutputCapture(command.maxOutputBytes)
 	const stderr = new OutputCapture(command.maxOutputBytes)
 	let timedOut = false
+	/** The run settled: the pgid may be free for reuse, never signal it again. */
 	let closed = false
-	let exited = false
+	let exit: ExitStatus | undefined
+	let exitedAt: number | undefined
 	let terminating = false
 	let termination: Promise<TerminateOutcome> | undefined
+	let descendantsKilled: Promise<unknown> | undefined
 	let drainTimer: NodeJS.Timeout | undefined
+	let descendantTimer: NodeJS.Timeout | undefined
 
 	const scheduleDrain = () => {
-		if (!exited || !terminating || drainTimer) return
+		if (!exit || !terminating || drainTimer) return
 		drainTimer = setTimeout(() => {
 			child.stdout?.destroy()
 			child.stderr?.destroy()
 		}, PIPE_DRAIN_AFTER_TERMINATION_MS)
 	}
 	const terminate = (): Promise<TerminateOutcome> => {
-		// After 'close' the pgid may be free for reuse: never signal it again.
 		if (closed) return Promise.resolve('exited-on-sigterm')
 		terminating = true
 		scheduleDrain()
@@ -164,8 +194,10 @@ export function startExecutionProcess(
 
 	child.stdin?.on('error', () => {}) // a child that never reads stdin is not our failure
 	child.stdin?.end(command.stdin ?? '')
-	pipeOutput(child, 'stdout', stdout, sink)
-	pipeOutput(child, 'stderr', stderr, sink)
+	const hold: PipeHold = { held: false }
+	const run = { settled: () => closed, hold }
+	pipeOutput(child, 'stdout', stdout, sink, run)
+	pipeOutput(child, 'stderr', stderr, sink, run)
 	child.on('error', () => {}) // post-spawn errors (e.g. a failed kill) surface via 'close'
 
 	const timer = setTimeout(() => {
@@ -173,44 +205,76 @@ export function startExecutionProcess(
 		void terminate()
 	}, command.timeoutMs)
 
-	child.once('exit', () => {
-		exited = true
-		scheduleDrain()
-	})
+	let resolveOutcome: (outcome: ExecutionOutcome) => void = () => {}
 	const outcome = new Promise<ExecutionOutcome>((resolve) => {
-		child.once('close', (code, signal) => {
-			closed = true
-			clearTimeout(timer)
-			if (drainTimer) clearTimeout(drainTimer)
-			const tailOut = stdout.end()
-			if (tailOut !== '') sink.write('stdout', tailOut)
-			const tailErr = stderr.end()
-			if (tailErr !== '') sink.write('stderr', tailErr)
-			const durationMs = Math.round(performance.now() - startedAt)
-			const settle = async () => {
-				// A run being terminated reports once its whole tree is gone (or the kill gave up).
-				await termination?.catch(() => undefined)
-				tree.release()
-				const failedJoin = await joinFailure
-				if (failedJoin !== undefined) {
-					resolve({ kind: 'error', error: formatRefusal(WORKLOAD_CGROUP_JOIN_FAILED, failedJoin) })
-					return
-				}
-				resolve({
-					kind: 'result',
-					result: {
-						exitCode: code ?? -1,
-						timedOut,
-						durationMs,
-						...(signal ? { signal } : {}),
-						stdoutTruncated: stdout.truncated,
-						stderrTruncated: stderr.truncated,
-					},
-				})
-			}
-			void settle()
-		})
+		resolveOutcome = resolve
 	})
+	const finish = ({ code, signal }: ExitStatus) => {
+		if (closed) return
+		closed = true
+		clearTimeout(timer)
+		clearTimeout(drainTimer)
+		clearTimeout(descendantTimer)
+		// Nothing holds a descendant's writes any more: what it writes from now on is dropped.
+		child.stdout?.resume()
+		child.stderr?.resume()
+		const tailOut = stdout.end()
+		if (tailOut !== '') sink.write('stdout', tailOut)
+		const tailErr = stderr.end()
+		if (tailErr !== '') sink.write('stderr', tailErr)
+		const durationMs = Math.round((exitedAt ?? performance.now()) - startedAt)
+		const settle = async () => {
+			// A run being terminated reports once its whole tree is gone (or the kill gave up).
+			await termination?.catch(() => undefined)
+			await descendantsKilled?.catch(() => undefined)
+			const usage = tree.usage()
+			tree.release()
+			const failedJoin = await joinFailure
+			if (failedJoin !== undefined) {
+				resolveOutcome({
+					kind: 'error',
+					error: formatRefusal(WORKLOAD_CGROUP_JOIN_FAILED, failedJoin),
+				})
+				return
+			}
+			resolveOutcome({
+				kind: 'result',
+				result: {
+					exitCode: code ?? -1,
+					timedOut,
+					durationMs,
+					...(signal ? { signal } : {}),
+					stdoutTruncated: stdout.truncated,
+					stderrTruncated: stderr.truncated,
+					...usage,
+				},
+			})
+		}
+		void settle()
+	}
+
+	child.once('exit', (code, signal) => {
+		exit = { code, signal }
+		exitedAt = performance.now()
+		if (terminating) {
+			scheduleDrain()
+			return
+		}
+		if (command.keepDescendants === false) {
+			descendantsKilled = killTree(pgid, tree, timing.confirmTimeoutMs)
+			return // the pipes close once the tree is gone
+		}
+		// Nothing left that could hold the pipes: everything written is read to the end.
+		if (!hasDescendants(pgid, tree)) return
+		const status = exit
+		const drain = () => {
+			// Never cut what is waiting for a slow reader: the drain counts only unheld time.
+			if (hold.held) descendantTimer = setTimeout(drain, DESCENDANT_OUTPUT_DRAIN_MS)
+			else finish(status)
+		}
+		descendantTimer = setTimeout(drain, DESCENDANT_OUTPUT_DRAIN_MS)
+	})
+	child.once('close', (code, signal) => finish(exit ?? { code, signal }))
 
 	return {
 		pgid,
@@ -224,6 +288,23 @@ export function startExecutionProcess(
 			void tree.kill(timing.confirmTimeoutMs)
 		},
 	}
+}
+
+/** Whether anything the command started is still alive (its cgroup, else its process group). */
+function hasDescendants(pgid: number, tree: CommandTree): boolean {
+	if (tree.grouped) return tree.members().length > 0
+	try {
+		return isProcessGroupAlive(pgid)
+	} catch {
+		return true
+	}
+}
+
+/** SIGKILL of what the command left behind: its cgroup when it has one, else its process group. */
+function killTree(pgid: number, tree: CommandTree, confirmTimeoutMs: number): Promise<unknown> {
+	if (tree.grouped) return tree.kill(confirmTimeoutMs)
+	signalProcessGroup(pgid, 'SIGKILL')
+	return waitForProcessGroupExit(pgid, confirmTimeoutMs)
 }
 
 /**

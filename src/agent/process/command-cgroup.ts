@@ -13,6 +13,7 @@
 import { readFileSync, rmdirSync, writeFileSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import { parseFreezerState, parsePopulated, parseProcsList } from './cgroup-files.js'
+import { type CommandUsage, readCommandUsage } from './command-usage.js'
 
 const POLL_INTERVAL_MS = 5
 /** How long one v1 round waits for `FROZEN` before killing what it sees anyway. */
@@ -31,13 +32,21 @@ export class CommandCgroup {
 	/** Its directory, through the agent's close-on-exec descriptor of the per-command directory. */
 	readonly path: string
 	readonly version: 1 | 2
+	/** Its namesakes in the v1 counting hierarchies (memory, cpuacct): read, then removed with it. */
+	readonly accountingPaths: readonly string[]
 	#killing: Promise<boolean> | undefined
 	#removed = false
 
-	constructor(name: string, path: string, version: 1 | 2) {
+	constructor(name: string, path: string, version: 1 | 2, accountingPaths: readonly string[] = []) {
 		this.name = name
 		this.path = path
 		this.version = version
+		this.accountingPaths = accountingPaths
+	}
+
+	/** What the command's tree used so far, from this group and its counting namesakes. */
+	usage(): CommandUsage {
+		return readCommandUsage([this.path, ...this.accountingPaths])
 	}
 
 	get removed(): boolean {
@@ -102,6 +111,14 @@ export class CommandCgroup {
 			if (code !== 'ENOENT') {
 				if (code === 'EBUSY' || code === 'ENOTEMPTY') return false
 				throw error
+			}
+		}
+		// Empty here means empty everywhere: a process is in every hierarchy at once.
+		for (const path of this.accountingPaths) {
+			try {
+				rmdirSync(path)
+			} catch {
+				// Gone already, or held a moment longer by the kernel: nothing runs in it.
 			}
 		}
 		this.#removed = true

@@ -4,7 +4,9 @@
  *
  * - `perCommand: false` — a group every workload process joins (e.g. the one carrying `pids.max`);
  * - `perCommand: true` — a directory under which the agent makes one group per command, joined
- *   before the command runs and killed as a whole (v1: the freezer hierarchy; v2: `cgroup.kill`).
+ *   before the command runs and killed as a whole (v1: the freezer hierarchy; v2: `cgroup.kill`);
+ * - `accounting: true` (with `perCommand: false`) — a v1 counting hierarchy (memory, cpuacct)
+ *   where each command also gets a group of its own, only to read what it used.
  *
  * Absent or empty, the agent starts commands exactly as it always did: in their own process group.
  */
@@ -18,6 +20,8 @@ export interface WorkloadCgroupDescriptor {
 	readonly fd: number
 	readonly version: 1 | 2
 	readonly perCommand: boolean
+	/** Per-command groups only for their counters (v1 memory, cpuacct). */
+	readonly accounting?: boolean
 }
 
 /** Descriptors 0–2 are stdio: a cgroup directory is never one of them. */
@@ -33,7 +37,7 @@ function parseEntry(entry: unknown, index: number): WorkloadCgroupDescriptor {
 	if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
 		refuse(`entry ${index} must be an object {fd, version, perCommand}`)
 	}
-	const { fd, version, perCommand } = entry as Record<string, unknown>
+	const { fd, version, perCommand, accounting } = entry as Record<string, unknown>
 	if (!isIntegerIn(fd, FD_RANGE)) {
 		refuse(
 			`entry ${index}: fd must be ${describeIntegerRange(FD_RANGE)}, got ${JSON.stringify(fd)}`,
@@ -45,7 +49,10 @@ function parseEntry(entry: unknown, index: number): WorkloadCgroupDescriptor {
 	if (typeof perCommand !== 'boolean') {
 		refuse(`entry ${index}: perCommand must be a boolean, got ${JSON.stringify(perCommand)}`)
 	}
-	return { fd, version, perCommand }
+	if (accounting !== undefined && (typeof accounting !== 'boolean' || (accounting && perCommand))) {
+		refuse(`entry ${index}: accounting must be a boolean, and only on a perCommand: false entry`)
+	}
+	return { fd, version, perCommand, ...(accounting === true ? { accounting } : {}) }
 }
 
 /** The descriptors the variable names, in order; `[]` when it is absent or empty. */

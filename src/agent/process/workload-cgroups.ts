@@ -57,6 +57,15 @@ function reopenDirectory(fd: number): number {
 	return reopened
 }
 
+/** A counting group left by an earlier agent under the same name is reused. */
+function mkdirIfAbsent(path: string): void {
+	try {
+		mkdirSync(path)
+	} catch (error) {
+		if (!(error instanceof Error && 'code' in error && error.code === 'EEXIST')) throw error
+	}
+}
+
 function directoryPath(fd: number): string {
 	return `/proc/self/fd/${fd}`
 }
@@ -64,6 +73,10 @@ function directoryPath(fd: number): string {
 export class WorkloadCgroups {
 	readonly #joinDirs: readonly string[]
 	readonly #perCommand: { readonly dir: string; readonly version: 1 | 2 } | undefined
+	/** Whether results carry what each command used (`NAMZU_AGENT_EXEC_ACCOUNTING`). */
+	readonly accounting: boolean
+	/** v1 counting hierarchies' per-command directories (memory, cpuacct). */
+	readonly #accountingDirs: readonly string[]
 	/** Every group not yet removed: running commands' and those waiting to empty. */
 	readonly #groups = new Set<CommandCgroup>()
 	/** Groups whose owner is done, removed once empty. */
@@ -72,22 +85,36 @@ export class WorkloadCgroups {
 	#sweep: NodeJS.Timeout | undefined
 
 	/** Re-opens the descriptors; undefined when none were configured (the agent runs as before). */
-	static open(descriptors: readonly WorkloadCgroupDescriptor[]): WorkloadCgroups | undefined {
+	static open(
+		descriptors: readonly WorkloadCgroupDescriptor[],
+		accounting = true,
+	): WorkloadCgroups | undefined {
 		if (descriptors.length === 0) return undefined
 		const opened = descriptors.map((entry) => ({ ...entry, fd: reopenDirectory(entry.fd) }))
 		const perCommand = opened.find((entry) => entry.perCommand)
 		return new WorkloadCgroups(
-			opened.filter((entry) => !entry.perCommand).map((entry) => directoryPath(entry.fd)),
+			opened
+				.filter((entry) => !entry.perCommand && !entry.accounting)
+				.map((entry) => directoryPath(entry.fd)),
 			perCommand ? { dir: directoryPath(perCommand.fd), version: perCommand.version } : undefined,
+			// Counting groups only beside a group of its own to count for.
+			perCommand && accounting
+				? opened.filter((entry) => entry.accounting).map((entry) => directoryPath(entry.fd))
+				: [],
+			accounting,
 		)
 	}
 
 	private constructor(
 		joinDirs: readonly string[],
 		perCommand: { readonly dir: string; readonly version: 1 | 2 } | undefined,
+		accountingDirs: readonly string[],
+		accounting: boolean,
 	) {
+		this.accounting = accounting
 		this.#joinDirs = joinDirs
 		this.#perCommand = perCommand
+		this.#accountingDirs = accountingDirs
 		this.#adoptExisting()
 	}
 
@@ -113,6 +140,10 @@ export class WorkloadCgroups {
 			if (this.#perCommand) {
 				group = this.#makeGroup(this.#perCommand.dir, this.#perCommand.version)
 				fds.push(openSync(`${group.path}/cgroup.procs`, constants.O_WRONLY))
+				for (const path of group.accountingPaths) {
+					mkdirIfAbsent(path)
+					fds.push(openSync(`${path}/cgroup.procs`, constants.O_WRONLY))
+				}
 			}
 			for (const dir of this.#joinDirs)
 				fds.push(openSync(`${dir}/cgroup.procs`, constants.O_WRONLY))
@@ -195,7 +226,7 @@ export class WorkloadCgroups {
 			const path = `${dir}/${name}`
 			try {
 				mkdirSync(path)
-				return new CommandCgroup(name, path, version)
+				return new CommandCgroup(name, path, version, this.#accountingPathsOf(name))
 			} catch (error) {
 				if (!(error instanceof Error && 'code' in error && error.code === 'EEXIST')) throw error
 			}
@@ -217,12 +248,21 @@ export class WorkloadCgroups {
 			const n = commandGroupNumber(name)
 			if (n === undefined) continue
 			this.#next = Math.max(this.#next, n + 1)
-			const group = new CommandCgroup(name, `${perCommand.dir}/${name}`, perCommand.version)
+			const group = new CommandCgroup(
+				name,
+				`${perCommand.dir}/${name}`,
+				perCommand.version,
+				this.#accountingPathsOf(name),
+			)
 			this.#groups.add(group)
 			this.#retired.add(group)
 		}
 		this.reap()
 		if (this.#retired.size > 0) this.#armSweep()
+	}
+
+	#accountingPathsOf(name: string): string[] {
+		return this.#accountingDirs.map((dir) => `${dir}/${name}`)
 	}
 
 	#armSweep(): void {

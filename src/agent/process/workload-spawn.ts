@@ -14,6 +14,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { Readable } from 'node:stream'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import type { CommandCgroup } from './command-cgroup.js'
+import type { CommandUsage } from './command-usage.js'
 import { lookupExecutable, probeExecutable, SpawnLookupError } from './executable-lookup.js'
 import type { WorkloadCgroups } from './workload-cgroups.js'
 
@@ -77,6 +78,8 @@ export interface CommandTree {
 	kill(timeoutMs: number): Promise<boolean>
 	/** Every pid in the group now (`[]` without one). */
 	members(): number[]
+	/** What the tree used so far; undefined without a group or with accounting off. */
+	usage(): CommandUsage | undefined
 	/** The owner is done: the group is removed once it is empty. */
 	release(): void
 }
@@ -92,6 +95,7 @@ const NO_TREE: CommandTree = {
 	grouped: false,
 	kill: () => Promise.resolve(true),
 	members: () => [],
+	usage: () => undefined,
 	release: () => {},
 }
 
@@ -111,6 +115,7 @@ function groupTree(cgroups: WorkloadCgroups, group: CommandCgroup | undefined): 
 				return []
 			}
 		},
+		usage: () => (cgroups.accounting ? group.usage() : undefined),
 		release: () => cgroups.retire(group),
 	}
 }

@@ -68,6 +68,8 @@ export interface AgentConfig {
 	readonly sessions: SessionConfig
 	/** Inherited cgroup directories every command joins (`NAMZU_AGENT_WORKLOAD_CGROUPS`). */
 	readonly workloadCgroups: readonly WorkloadCgroupDescriptor[]
+	/** Per-command counting groups and result accounting; `NAMZU_AGENT_EXEC_ACCOUNTING=0` off. */
+	readonly execAccounting: boolean
 	/** Binary data frames advertised and honoured; `NAMZU_AGENT_BINARY_FRAMES=0` switches them off. */
 	readonly binaryFrames: boolean
 	/**
@@ -183,6 +185,7 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
 		lifecycle: loadLifecycleConfig(env),
 		sessions: loadSessionConfig(env),
 		workloadCgroups: parseWorkloadCgroups(env[WORKLOAD_CGROUPS_VARIABLE]),
+		execAccounting: env.NAMZU_AGENT_EXEC_ACCOUNTING !== '0',
 		binaryFrames: env.NAMZU_AGENT_BINARY_FRAMES !== '0',
 		executeReserves: env.NAMZU_AGENT_EXECUTE_RESERVES !== '0',
 	}

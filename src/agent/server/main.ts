@@ -38,7 +38,7 @@ async function main(): Promise<void> {
 		config = loadAgentConfig()
 		egressCapture = loadEgressCaptureConfig(process.env)
 		// Before anything is spawned: the inherited descriptors must never reach a child.
-		workloadCgroups = WorkloadCgroups.open(config.workloadCgroups)
+		workloadCgroups = WorkloadCgroups.open(config.workloadCgroups, config.execAccounting)
 	} catch (error) {
 		logLine(describe(error))
 		process.exit(1)

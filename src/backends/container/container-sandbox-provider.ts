@@ -7,6 +7,7 @@
  * container sandbox's record is the same record).
  */
 
+import '../../contract/async-dispose.js'
 import {
 	CONFIG_SITE,
 	optionalFunction,

@@ -8,6 +8,7 @@
  * a claim the probe runs while the bound pod's network check is in flight; both must pass.
  */
 
+import '../../contract/async-dispose.js'
 import { findCauseOfType } from '../../contract/cause-chain.js'
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig, SandboxProvider } from '../../contract/provider.js'

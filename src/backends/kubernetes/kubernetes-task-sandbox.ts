@@ -10,11 +10,13 @@
  * `egress.perSandbox` (then the handle is a `KubernetesPerSandboxEgressTaskSandbox`, which adds
  * it); `spawnDetached` is absent on purpose: there is no detached spawn on this tier.
  */
+import '../../contract/async-dispose.js'
 import { findCauseOfType } from '../../contract/cause-chain.js'
 import { SandboxDestroyedError } from '../../contract/errors.js'
 import type {
 	OpenTerminalOptions,
 	Sandbox,
+	SandboxAttachProcessOptions,
 	SandboxDestroyOptions,
 	SandboxEnvironment,
 	SandboxExecOptions,
@@ -23,8 +25,10 @@ import type {
 	SandboxExposePortOptions,
 	SandboxFileEntry,
 	SandboxListFilesOptions,
+	SandboxProcess,
 	SandboxReadFileOptions,
 	SandboxReadFileStreamOptions,
+	SandboxSpawnOptions,
 	SandboxStatus,
 	SandboxTcpConnection,
 	SandboxTcpConnectOptions,
@@ -95,6 +99,19 @@ export class KubernetesTaskSandbox implements Sandbox {
 		return this.#call('exec', () => this.#inner.exec(command, args, options))
 	}
 
+	/** The same detached-execution engine as every tier: the agent in the pod keeps the output. */
+	spawn(
+		command: string,
+		args: readonly string[] = [],
+		options: SandboxSpawnOptions = {},
+	): Promise<SandboxProcess> {
+		return this.#call('spawn', () => this.#inner.spawn(command, args, options))
+	}
+
+	attachProcess(id: string, options: SandboxAttachProcessOptions = {}): Promise<SandboxProcess> {
+		return this.#call('attachProcess', () => this.#inner.attachProcess(id, options))
+	}
+
 	writeFile(
 		path: string,
 		content: string | Uint8Array,
@@ -135,6 +152,11 @@ export class KubernetesTaskSandbox implements Sandbox {
 	/** Served by this host (the one running the library), over the agent's tcp channel. */
 	exposePort(port: number, options?: SandboxExposePortOptions): Promise<SandboxExposedPort> {
 		return this.#call('exposePort', () => this.#inner.exposePort(port, options))
+	}
+
+	/** `destroy()`, for `await using sandbox = await provider.create()`. */
+	[Symbol.asyncDispose](): Promise<void> {
+		return this.destroy()
 	}
 
 	/**

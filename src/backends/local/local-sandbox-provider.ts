@@ -7,6 +7,7 @@
  * the background once the first `create()` settles, or as the warm pool starts (`reap-leftovers.ts`).
  */
 
+import '../../contract/async-dispose.js'
 import {
 	CONFIG_SITE,
 	callSite,

@@ -5,6 +5,7 @@
  * nothing but the host's forward to its agent. `service: 'firecracker'` is refused at `create()`
  * (no Firecracker binary here; its API driver is `firecracker-api.ts`).
  */
+import '../../contract/async-dispose.js'
 import { randomBytes } from 'node:crypto'
 import {
 	CONFIG_SITE,

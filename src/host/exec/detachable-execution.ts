@@ -64,6 +64,21 @@ export interface DetachableExecutionHost {
 	readonly outputBudget?: ExecOutputBudget
 }
 
+/** The runner's host for a sandbox: its transport and its plain controller's windows. */
+export function detachableHostOf(
+	transport: AgentTransport,
+	controller: Omit<DetachableExecutionHost, 'transport'>,
+): DetachableExecutionHost {
+	return {
+		transport,
+		controlRequestTimeoutMs: controller.controlRequestTimeoutMs,
+		cancelConfirmTimeoutMs: controller.cancelConfirmTimeoutMs,
+		resultDrainTimeoutMs: controller.resultDrainTimeoutMs,
+		defaultExecutionTimeoutMs: controller.defaultExecutionTimeoutMs,
+		...(controller.outputBudget ? { outputBudget: controller.outputBudget } : {}),
+	}
+}
+
 /** Pause between two reattach attempts. */
 const REATTACH_PAUSE_MS = 50
 

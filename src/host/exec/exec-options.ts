@@ -29,6 +29,8 @@ export interface RemoteExecuteRequest {
 	readonly maxOutputBytes?: number
 	/** The request reserves `executionId` itself (one round trip; only to a guest that can). */
 	readonly reserve?: boolean
+	/** Sent only when false: the guest kills the tree when the command's own process exits. */
+	readonly keepDescendants?: boolean
 }
 
 /**
@@ -53,6 +55,7 @@ export function executeRequestOf(
 		timeoutMs,
 		...guestOutputBound(options),
 		...(reserve ? { reserve: true } : {}),
+		...(options.keepDescendants === false ? { keepDescendants: false } : {}),
 	}
 }
 

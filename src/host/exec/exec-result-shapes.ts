@@ -154,6 +154,25 @@ function truncation(
 	}
 }
 
+const USAGE_FIELDS = [
+	'oomKilled',
+	'cpuUserMs',
+	'cpuSystemMs',
+	'peakMemoryBytes',
+	'ioReadBytes',
+	'ioWriteBytes',
+] as const
+
+/** What the command's tree used, as the guest counted it; absent fields stay absent. */
+function usageOf(metadata: RemoteTerminalMetadata | undefined): Partial<SandboxExecResult> {
+	const usage: Record<string, number | boolean> = {}
+	for (const field of USAGE_FIELDS) {
+		const value = metadata?.[field]
+		if (value !== undefined) usage[field] = value
+	}
+	return usage
+}
+
 /** A run that ended on its own (or by its own deadline). */
 export function completedResult(
 	metadata: RemoteTerminalMetadata,
@@ -167,6 +186,7 @@ export function completedResult(
 		timedOut: metadata.timedOut,
 		durationMs: metadata.durationMs,
 		...truncation(metadata, output),
+		...usageOf(metadata),
 	}
 }
 
@@ -185,6 +205,7 @@ export function timedOutResult(
 		timedOut: true,
 		durationMs,
 		...truncation(metadata, output),
+		...usageOf(metadata),
 	}
 }
 
@@ -210,6 +231,7 @@ export function abortedResult(
 		aborted: true,
 		durationMs,
 		...truncation(metadata, output),
+		...usageOf(metadata),
 	}
 }
 

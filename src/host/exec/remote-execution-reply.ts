@@ -7,7 +7,11 @@
 
 import { binaryEventBytes } from '../../wire/binary-frame.js'
 import { isRecord } from '../../wire/is-record.js'
-import { isExecutionState, isExecutionTerminalState } from '../../wire/protocol.js'
+import {
+	type ExecutionUsage,
+	isExecutionState,
+	isExecutionTerminalState,
+} from '../../wire/protocol.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { refusalToError } from '../refusals/refusal-to-error.js'
 import { REMOTE_EXECUTION_PROTOCOL_VERSION } from '../transport/agent-transport-options.js'
@@ -49,6 +53,30 @@ export function parseReservation(reply: unknown): RemoteReservation {
 	}
 }
 
+const USAGE_COUNTERS = [
+	'cpuUserMs',
+	'cpuSystemMs',
+	'peakMemoryBytes',
+	'ioReadBytes',
+	'ioWriteBytes',
+] as const
+
+/** The accounting fields of a result; undefined when one is present but malformed. */
+function parseUsage(value: Record<string, unknown>): ExecutionUsage | undefined {
+	const usage: Record<string, number | boolean> = {}
+	for (const field of USAGE_COUNTERS) {
+		const counter = value[field]
+		if (counter === undefined) continue
+		if (typeof counter !== 'number' || !Number.isSafeInteger(counter) || counter < 0) return
+		usage[field] = counter
+	}
+	if (value.oomKilled !== undefined) {
+		if (typeof value.oomKilled !== 'boolean') return undefined
+		usage.oomKilled = value.oomKilled
+	}
+	return usage
+}
+
 /** Terminal metadata of a run, or undefined when the value is not one. */
 export function parseTerminalMetadata(value: unknown): RemoteTerminalMetadata | undefined {
 	if (!isRecord(value)) return undefined
@@ -60,7 +88,10 @@ export function parseTerminalMetadata(value: unknown): RemoteTerminalMetadata | 
 	if (signal !== undefined && signal !== null && typeof signal !== 'string') return undefined
 	if (stdoutTruncated !== undefined && typeof stdoutTruncated !== 'boolean') return undefined
 	if (stderrTruncated !== undefined && typeof stderrTruncated !== 'boolean') return undefined
+	const usage = parseUsage(value)
+	if (!usage) return undefined
 	return {
+		...usage,
 		exitCode,
 		timedOut,
 		durationMs,

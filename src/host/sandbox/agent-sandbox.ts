@@ -14,6 +14,7 @@
  */
 
 import { posix } from 'node:path'
+import '../../contract/async-dispose.js'
 import { callSite } from '../../contract/argument-validators.js'
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
 import { SandboxFileError } from '../../contract/errors.js'
@@ -21,6 +22,7 @@ import type { SandboxRetirementObservation } from '../../contract/retirement.js'
 import type {
 	OpenTerminalOptions,
 	Sandbox,
+	SandboxAttachProcessOptions,
 	SandboxDestroyOptions,
 	SandboxEnvironment,
 	SandboxExecResult,
@@ -30,6 +32,7 @@ import type {
 	SandboxListFilesOptions,
 	SandboxReadFileOptions,
 	SandboxReadFileStreamOptions,
+	SandboxSpawnOptions,
 	SandboxStatus,
 	SandboxTcpConnection,
 	SandboxTcpConnectOptions,
@@ -39,6 +42,7 @@ import type {
 } from '../../contract/sandbox.js'
 import { walkFilesViaExec } from '../../exec-programs/walk/walk-files-via-exec.js'
 import { agentExecutionAdapter } from '../exec/agent-execution-adapter.js'
+import { attachBackground, spawnBackground } from '../exec/background-process.js'
 import {
 	type AttachExecutionOptions,
 	type CancelExecutionOptions,
@@ -49,6 +53,7 @@ import {
 	attachToExecution,
 	cancelExecutionById,
 	type DetachableExecutionHost,
+	detachableHostOf,
 	execDetachable,
 } from '../exec/detachable-execution.js'
 import { ExecOutputBudget } from '../exec/exec-output-budget.js'
@@ -86,6 +91,7 @@ import type { GuestExit } from '../transport/transport-errors.js'
 import { SandboxTcpTargetRefusedError, tcpTargetRefusal } from './agent-sandbox-errors.js'
 import {
 	checkAttachExecution,
+	checkAttachProcess,
 	checkCancelExecution,
 	checkDestroyOptions,
 	checkExec,
@@ -217,10 +223,7 @@ export class AgentSandbox implements Sandbox {
 		})
 	}
 
-	/**
-	 * Follows a detachable execution by id (detachable-execution.ts) to the result its `exec` would
-	 * have produced; aborting `signal` only detaches. `ExecutionNotAttachableError` on a refusal.
-	 */
+	/** Follows a detachable execution by id to its result; aborting `signal` only detaches. */
 	attachExecution(
 		executionId: string,
 		options: AttachExecutionOptions = {},
@@ -242,16 +245,21 @@ export class AgentSandbox implements Sandbox {
 		)
 	}
 
+	/** Background commands over detached executions (background-process.ts). */
+	spawn(command: string, args: readonly string[] = [], options: SandboxSpawnOptions = {}) {
+		const { signal, ...rest } = options
+		return spawnBackground(this, { command, args, options: rest, startSignal: signal })
+	}
+
+	/** An unknown id rejects the handle's `wait()`. */
+	async attachProcess(id: string, options: SandboxAttachProcessOptions = {}) {
+		this.#lifetime.admit('attachProcess')
+		checkAttachProcess(id, options)
+		return attachBackground(this, id, options)
+	}
+
 	get #detachableHost(): DetachableExecutionHost {
-		const controller = this.#controller
-		return {
-			transport: this.transport,
-			controlRequestTimeoutMs: controller.controlRequestTimeoutMs,
-			cancelConfirmTimeoutMs: controller.cancelConfirmTimeoutMs,
-			resultDrainTimeoutMs: controller.resultDrainTimeoutMs,
-			defaultExecutionTimeoutMs: controller.defaultExecutionTimeoutMs,
-			...(controller.outputBudget ? { outputBudget: controller.outputBudget } : {}),
-		}
+		return detachableHostOf(this.transport, this.#controller)
 	}
 
 	writeFile(
@@ -474,6 +482,11 @@ export class AgentSandbox implements Sandbox {
 		}
 		// Session terminals are detached only: the guest's sessions die with the unit `release` stops.
 		return this.#lifetime.destroy(signal, async () => this.#sessionVerbs?.closeAll())
+	}
+
+	/** `destroy()`, for `await using sandbox = await provider.create()`. */
+	[Symbol.asyncDispose](): Promise<void> {
+		return this.destroy()
 	}
 
 	/** A checked sandbox path, resolved against `rootDir` (sandbox-arguments.ts). */

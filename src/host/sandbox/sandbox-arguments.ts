@@ -83,6 +83,7 @@ export function checkExec(command: unknown, args: unknown, options: unknown): Si
 	optionalInteger(site, 'options.maxOutputBytes', given.maxOutputBytes, BYTE_BOUND)
 	newExecutionId(site, 'options.executionId', given.executionId)
 	optionalBoolean(site, 'options.detach', given.detach)
+	optionalBoolean(site, 'options.keepDescendants', given.keepDescendants)
 	optionalSignal(site, 'options.detachSignal', given.detachSignal)
 	optionalDurationMs(site, 'options.reattachWindowMs', given.reattachWindowMs, { min: 0 })
 	optionalFunction(site, 'options.onGap', given.onGap)
@@ -210,6 +211,16 @@ export function checkAttachExecution(executionId: unknown, options: unknown): Si
 	optionalFunction(site, 'options.onOutput', given.onOutput)
 	optionalFunction(site, 'options.onGap', given.onGap)
 	optionalDurationMs(site, 'options.reattachWindowMs', given.reattachWindowMs, { min: 0 })
+	return optionalSignal(site, 'options.signal', given.signal)
+}
+
+/** `attachProcess`: a well-formed id (`exec_<uuid>`), the output bound and a signal. */
+export function checkAttachProcess(id: unknown, options: unknown): Signal {
+	const site = callSite('attachProcess')
+	requireString(site, 'id', id)
+	newExecutionId(site, 'id', id)
+	const given = optionalObject(site, 'options', options)
+	optionalInteger(site, 'options.maxOutputBytes', given.maxOutputBytes, BYTE_BOUND)
 	return optionalSignal(site, 'options.signal', given.signal)
 }
 

@@ -44,6 +44,7 @@ describe('parseExecuteRequest retainOutput', () => {
 	it.each([
 		[{ command: 'true', retainOutput: true }, 'retain_requires_execution_id'],
 		[{ command: 'true', executionId: ID, retainOutput: 'yes' }, 'invalid_retain_output'],
+		[{ command: 'true', keepDescendants: 'no' }, 'invalid_keep_descendants'],
 	])('refuses %j with %s', (body, error) => {
 		try {
 			parseExecuteRequest(body, LIMITS)
@@ -52,6 +53,16 @@ describe('parseExecuteRequest retainOutput', () => {
 			expect(failure).toBeInstanceOf(OpRefusal)
 			expect((failure as OpRefusal).error).toContain(error)
 		}
+	})
+})
+
+describe('parseExecuteRequest keepDescendants', () => {
+	it.each([
+		[{ command: 'true', keepDescendants: false }, false],
+		[{ command: 'true', keepDescendants: true }, undefined],
+		[{ command: 'true' }, undefined],
+	])('resolves %j to %s', (body, expected) => {
+		expect(parseExecuteRequest(body, LIMITS).keepDescendants).toBe(expected)
 	})
 })
 

@@ -13,6 +13,8 @@ import {
 	LocalSandboxStartError,
 } from '../../../src/backends/machine/index.js'
 import { SandboxConfigError, SandboxDestroyedError } from '../../../src/contract/errors.js'
+import type { SandboxProvider } from '../../../src/contract/provider.js'
+import type { Sandbox } from '../../../src/contract/sandbox.js'
 import { createSandboxProvider } from '../../../src/create-sandbox-provider.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { freshStateDir, mountsUnder, processesMentioning, waitFor } from './local-test-support.js'
@@ -198,6 +200,35 @@ describe.skipIf(skip !== undefined)(
 			const provider = createLocalSandboxProvider({ tier: 'process', stateDir })
 			const reason = new Error('never')
 			await expect(provider.create({ signal: AbortSignal.abort(reason) })).rejects.toBe(reason)
+			await provider.close()
+			await expectNothingLeftBehind(stateDir)
+		})
+
+		it('await using destroys the sandbox, then closes the provider, when the block ends', async () => {
+			let sandbox: Sandbox | undefined
+			let provider: SandboxProvider | undefined
+			{
+				await using scopedProvider = createSandboxProvider({
+					backend: { tier: 'process', stateDir },
+				})
+				provider = scopedProvider
+				await using scoped = await scopedProvider.create()
+				sandbox = scoped
+				expect((await scoped.exec('true')).exitCode).toBe(0)
+				expect(existsSync(scoped.rootDir)).toBe(true)
+			}
+			expect(sandbox?.status).toBe('destroyed')
+			await expect(provider?.create()).rejects.toBeInstanceOf(LocalProviderClosedError)
+			await expectNothingLeftBehind(stateDir)
+		})
+
+		it('the asyncDispose method is destroy(): idempotent, and later calls are refused', async () => {
+			const provider = createLocalSandboxProvider({ tier: 'process', stateDir })
+			const sandbox = await provider.create()
+			await sandbox[Symbol.asyncDispose]()
+			await sandbox[Symbol.asyncDispose]()
+			expect(sandbox.status).toBe('destroyed')
+			await expect(sandbox.exec('true')).rejects.toBeInstanceOf(SandboxDestroyedError)
 			await provider.close()
 			await expectNothingLeftBehind(stateDir)
 		})

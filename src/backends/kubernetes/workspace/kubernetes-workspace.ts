@@ -9,6 +9,7 @@
  * epoch (the handle keeps the one it was opened or last resumed with) is checked before a suspend
  * reaps anything or a DELETE tears the session down, and fences the write itself (fenced-write.ts).
  */
+import '../../../contract/async-dispose.js'
 import type { BackgroundJobOutput } from '../../../contract/background-job-output.js'
 import type {
 	OpenTerminalOptions,
@@ -432,6 +433,11 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 			verb: 'resume',
 			writesEpoch: checked.epoch !== undefined,
 		}))
+	}
+
+	/** `destroy()` (suspend, disk kept), for `await using`. */
+	[Symbol.asyncDispose](): Promise<void> {
+		return this.destroy()
 	}
 
 	destroy(options: KubernetesWorkspaceDestroyOptions = {}): Promise<void> {

@@ -288,7 +288,8 @@ export async function createSandboxCgroups(
 		if (!plan.ok) throw refusal(limits, plan.missing, plan.detail)
 	}
 	const optional = optionalControllersFor(plan.groups, {
-		cpuAccounting: effective.cpuLimit !== undefined,
+		// Every command's CPU time is reported (exec accounting): cpuacct always, not only under a quota.
+		cpuAccounting: true,
 	})
 	if (optional.length > 0) {
 		const withOptional = planCgroups({ ...hostView, needed, optional, name })

@@ -10,7 +10,8 @@
  * thaw), on v2 under the unified `<sandbox>/work/` (`cgroup.kill`). The host hands the agent a
  * read-only descriptor of each `work/` directory, described by `NAMZU_AGENT_WORKLOAD_CGROUPS`:
  * `perCommand: false` is a group every workload process joins, `perCommand: true` a directory under
- * which the agent creates one group per command.
+ * which the agent creates one group per command, and `accounting: true` (v1 memory and cpuacct) a
+ * directory where each command also gets a group, only to count what its tree used.
  */
 import type {
 	CgroupController,
@@ -36,6 +37,8 @@ export interface WorkloadGroup {
 	readonly dir: string
 	readonly version: 1 | 2
 	readonly perCommand: boolean
+	/** A v1 counting hierarchy (memory, cpuacct): per-command groups read for what a command used. */
+	readonly accounting?: boolean
 }
 
 /** One step of setting the tree up, in order. */
@@ -111,6 +114,13 @@ export function planCgroupTree(input: CgroupTreeInput): CgroupTreePlan {
 		if (group.controllers.some((controller) => controller !== 'freezer')) {
 			joinProcsFiles.push(`${group.dir}/cgroup.procs`)
 		}
+		const counts = group.controllers.some((c) => c === 'memory' || c === 'cpuacct')
+		if (workload !== undefined && counts && group !== pidsGroup && !freezes) {
+			// Each command gets a group here too, only to count what its tree used.
+			steps.push(...workloadSteps(work, 1, undefined))
+			workloadGroups.push({ dir: work, version: 1, perCommand: false, accounting: true })
+			continue
+		}
 		if (workload === undefined || (group !== pidsGroup && !freezes)) continue
 		steps.push(...workloadSteps(work, 1, group === pidsGroup ? workload : undefined))
 		workloadGroups.push({ dir: work, version: 1, perCommand: freezes })
@@ -157,6 +167,7 @@ export interface WorkloadCgroupFd {
 	readonly fd: number
 	readonly version: 1 | 2
 	readonly perCommand: boolean
+	readonly accounting?: boolean
 }
 
 /** Descriptor numbers (in the agent) for `groups`, in order, starting after the listener. */
@@ -165,13 +176,19 @@ export function workloadCgroupFds(groups: readonly WorkloadGroup[]): WorkloadCgr
 		fd: FIRST_WORKLOAD_CGROUP_FD + index,
 		version: group.version,
 		perCommand: group.perCommand,
+		...(group.accounting ? { accounting: true } : {}),
 	}))
 }
 
 /** The value of `NAMZU_AGENT_WORKLOAD_CGROUPS`. */
 export function workloadCgroupsVariable(fds: readonly WorkloadCgroupFd[]): string {
 	return JSON.stringify(
-		fds.map((entry) => ({ fd: entry.fd, version: entry.version, perCommand: entry.perCommand })),
+		fds.map((entry) => ({
+			fd: entry.fd,
+			version: entry.version,
+			perCommand: entry.perCommand,
+			...(entry.accounting ? { accounting: true } : {}),
+		})),
 	)
 }
 
@@ -187,7 +204,7 @@ export function optionalControllersFor(
 	const optional: CgroupController[] = []
 	const v1 = groups.filter((group) => group.version === 1)
 	const cpu = v1.find((group) => group.controllers.includes('cpu'))
-	// Joining a v1 cpuacct group costs about a millisecond per sandbox: only with a CPU quota.
+	// Joining a v1 cpuacct group costs about a millisecond per sandbox; `cpuAccounting` decides.
 	if (options.cpuAccounting && cpu && !cpu.controllers.includes('cpuacct')) optional.push('cpuacct')
 	const pidsOnV1 = v1.some((group) => group.controllers.includes('pids'))
 	const hasV2 = groups.some((group) => group.version === 2)

@@ -84,6 +84,8 @@ export const PASSED_THROUGH_AGENT_SETTINGS = [
 	'NAMZU_AGENT_MAX_TRACKED_EXECUTIONS',
 	'NAMZU_AGENT_READ_FILE_RANGE_BYTES',
 	'NAMZU_AGENT_READ_FILE_STREAM_CHUNK_BYTES',
+	// Per-command accounting (its counting groups and reads); '0' switches it off.
+	'NAMZU_AGENT_EXEC_ACCOUNTING',
 	'NAMZU_SANDBOX_MAX_TIMEOUT_MS',
 	// Sessions, retained executions, quiesce/flush and the SIGTERM drain.
 	'NAMZU_AGENT_MAX_SESSIONS',

@@ -87,13 +87,15 @@ describe('planCgroupTree on a v1 host (as measured here)', () => {
 		workloadPidsMax: 64,
 	})
 
-	it('makes a group per hierarchy, and work/ in the pids and freezer ones', () => {
+	it('makes a group per hierarchy, and work/ in the pids, freezer and counting ones', () => {
 		expect(mkdirs(tree.chains.flat())).toEqual([
 			'/sys/fs/cgroup/memory/process_api/abc/namzu-sbx-x',
+			'/sys/fs/cgroup/memory/process_api/abc/namzu-sbx-x/work',
 			'/sys/fs/cgroup/pids/namzu-sbx-x',
 			'/sys/fs/cgroup/pids/namzu-sbx-x/work',
 			'/sys/fs/cgroup/cpu/namzu-sbx-x',
 			'/sys/fs/cgroup/cpuacct/namzu-sbx-x',
+			'/sys/fs/cgroup/cpuacct/namzu-sbx-x/work',
 			'/sys/fs/cgroup/freezer/namzu-sbx-x',
 			'/sys/fs/cgroup/freezer/namzu-sbx-x/work',
 		])
@@ -111,9 +113,15 @@ describe('planCgroupTree on a v1 host (as measured here)', () => {
 
 	it('hands the work/ groups to the sandbox uid: the directory and the files to join them', () => {
 		expect(chowns(tree.chains.flat())).toEqual([
+			'/sys/fs/cgroup/memory/process_api/abc/namzu-sbx-x/work',
+			'/sys/fs/cgroup/memory/process_api/abc/namzu-sbx-x/work/cgroup.procs',
+			'/sys/fs/cgroup/memory/process_api/abc/namzu-sbx-x/work/tasks',
 			'/sys/fs/cgroup/pids/namzu-sbx-x/work',
 			'/sys/fs/cgroup/pids/namzu-sbx-x/work/cgroup.procs',
 			'/sys/fs/cgroup/pids/namzu-sbx-x/work/tasks',
+			'/sys/fs/cgroup/cpuacct/namzu-sbx-x/work',
+			'/sys/fs/cgroup/cpuacct/namzu-sbx-x/work/cgroup.procs',
+			'/sys/fs/cgroup/cpuacct/namzu-sbx-x/work/tasks',
 			'/sys/fs/cgroup/freezer/namzu-sbx-x/work',
 			'/sys/fs/cgroup/freezer/namzu-sbx-x/work/cgroup.procs',
 			'/sys/fs/cgroup/freezer/namzu-sbx-x/work/tasks',
@@ -129,13 +137,25 @@ describe('planCgroupTree on a v1 host (as measured here)', () => {
 		])
 	})
 
-	it('describes one joined pids group and one per-command freezer directory to the agent', () => {
+	it('describes a joined pids group, a per-command freezer directory and two counting ones to the agent', () => {
 		expect(tree.workloadGroups).toEqual([
+			{
+				dir: '/sys/fs/cgroup/memory/process_api/abc/namzu-sbx-x/work',
+				version: 1,
+				perCommand: false,
+				accounting: true,
+			},
 			{ dir: '/sys/fs/cgroup/pids/namzu-sbx-x/work', version: 1, perCommand: false },
+			{
+				dir: '/sys/fs/cgroup/cpuacct/namzu-sbx-x/work',
+				version: 1,
+				perCommand: false,
+				accounting: true,
+			},
 			{ dir: '/sys/fs/cgroup/freezer/namzu-sbx-x/work', version: 1, perCommand: true },
 		])
 		expect(workloadCgroupsVariable(workloadCgroupFds(tree.workloadGroups))).toBe(
-			'[{"fd":4,"version":1,"perCommand":false},{"fd":5,"version":1,"perCommand":true}]',
+			'[{"fd":4,"version":1,"perCommand":false,"accounting":true},{"fd":5,"version":1,"perCommand":false},{"fd":6,"version":1,"perCommand":false,"accounting":true},{"fd":7,"version":1,"perCommand":true}]',
 		)
 	})
 })
