@@ -3,6 +3,9 @@
  * hands out objects of this shape; `defineSandboxConformance` is what proves they honour it.
  */
 
+import type { SandboxEventsOptions, SandboxLifecycleEvent } from './sandbox-events.js'
+
+/** Where a sandbox is in its life: `busy` while a call is in flight. */
 export type SandboxStatus = 'creating' | 'ready' | 'busy' | 'destroyed'
 
 /** Every `SandboxStatus`, in lifecycle order. */
@@ -231,6 +234,88 @@ export interface SandboxTcpConnection {
 	readonly closed: Promise<void>
 }
 
+/** What a path is, as seen without following a symlink. */
+export type SandboxFileType = 'file' | 'directory' | 'symlink' | 'other'
+
+/** What `Sandbox.stat` says of a path (a symlink is described, never followed). */
+export interface SandboxFileStat {
+	readonly type: SandboxFileType
+	readonly size: number
+	/** Permission bits, e.g. `0o644`. */
+	readonly mode: number
+	/** Last modification, epoch milliseconds. */
+	readonly mtimeMs: number
+	/** Where a symlink points, as stored in the link. */
+	readonly symlinkTarget?: string
+}
+
+/** One entry of `Sandbox.listDirectory`. */
+export interface SandboxDirectoryEntry extends SandboxFileStat {
+	readonly name: string
+	/** The guest's path: relative to `rootDir` inside the workspace, else guest-absolute. */
+	readonly path: string
+}
+
+/** One page of `Sandbox.listDirectory`. */
+export interface SandboxDirectoryPage {
+	/** In name order. */
+	readonly entries: readonly SandboxDirectoryEntry[]
+	/** Pass as `cursor` for the next page; absent on the last page. */
+	readonly nextCursor?: string
+}
+
+/** Options of `Sandbox.stat` and `Sandbox.exists`. */
+export interface SandboxPathOptions {
+	readonly signal?: AbortSignal
+}
+
+/** Options of `Sandbox.remove` and `Sandbox.mkdir`. */
+export interface SandboxRecursiveOptions {
+	/** `remove`: a directory with everything in it; `mkdir`: parents too, existing is fine. */
+	readonly recursive?: boolean
+	readonly signal?: AbortSignal
+}
+
+/** Options of `Sandbox.listDirectory`. */
+export interface SandboxListDirectoryOptions {
+	/** Entries per page, default 1000, at most 5000. */
+	readonly limit?: number
+	/** The `nextCursor` of the page before. */
+	readonly cursor?: string
+	readonly signal?: AbortSignal
+}
+
+/** Options of `Sandbox.watch`. */
+export interface SandboxWatchOptions {
+	/** Changes anywhere below the path, not only in it. Default false. */
+	readonly recursive?: boolean
+	/** Ends the iteration and closes the watch. */
+	readonly signal?: AbortSignal
+	/** Resume after this event's `cursor` (a reconnect inside the guest's 60 s retention window). */
+	readonly cursor?: string
+}
+
+/** A change `Sandbox.watch` reports. A move inside the watch is one `rename` (with `fromPath`). */
+export interface SandboxWatchChange {
+	readonly type: 'create' | 'modify' | 'delete' | 'rename'
+	/** The guest's path: relative to `rootDir` inside the workspace, else guest-absolute. */
+	readonly path: string
+	readonly fromPath?: string
+	/** Epoch milliseconds at which the guest saw it. */
+	readonly at: number
+	readonly cursor: string
+}
+
+/** Changes were lost: the reader fell too far behind, or its `cursor` could not be resumed. */
+export interface SandboxWatchOverflow {
+	readonly type: 'overflow'
+	readonly at: number
+	readonly cursor: string
+}
+
+/** What `Sandbox.watch` yields: a change, or word that changes were lost. */
+export type SandboxWatchEvent = SandboxWatchChange | SandboxWatchOverflow
+
 // ---- background commands: Sandbox.spawn / attachProcess ----
 
 /** Options of `Sandbox.spawn`. */
@@ -352,6 +437,22 @@ export interface Sandbox {
 	): Promise<readonly SandboxFileEntry[]>
 	/** A bounded, lazy glob walk under `rootPath`, inside the guest. */
 	walkFiles?(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry>
+	/** What the path is; `SandboxFileError` (`code` `ENOENT`) when it does not exist. */
+	stat?(path: string, options?: SandboxPathOptions): Promise<SandboxFileStat>
+	/** Whether the path exists (a dangling symlink inside the workspace exists). */
+	exists?(path: string, options?: SandboxPathOptions): Promise<boolean>
+	/** Removes a file, a symlink, an empty directory, or with `recursive` a whole tree. */
+	remove?(path: string, options?: SandboxRecursiveOptions): Promise<void>
+	/** Creates a directory (with `recursive`, its parents too). */
+	mkdir?(path: string, options?: SandboxRecursiveOptions): Promise<void>
+	/** Moves `from` to `to` (a file at `to` is replaced). */
+	rename?(from: string, to: string, options?: SandboxPathOptions): Promise<void>
+	/** One level of a directory with types and sizes, a page at a time. */
+	listDirectory?(path: string, options?: SandboxListDirectoryOptions): Promise<SandboxDirectoryPage>
+	/** Changes under `path` as they happen, until `signal` aborts or the loop exits. */
+	watch?(path: string, options?: SandboxWatchOptions): AsyncIterable<SandboxWatchEvent>
+	/** What happened to this sandbox (execs, OOM, egress, death, destroy), resumable by cursor. */
+	events?(options?: SandboxEventsOptions): AsyncIterable<SandboxLifecycleEvent>
 	/** A backend that cannot enforce a policy omits this; it never accepts and ignores. */
 	setNetworkPolicy?(policy: SandboxNetworkPolicy): Promise<void>
 	/**

@@ -66,6 +66,8 @@ export interface ConformanceCapabilities {
 	 * command. Needs `setsid` (util-linux) in the guest.
 	 */
 	readonly killsDetachedDescendants?: ConformanceCapability
+	/** `watch` reports changes (inotify in the guest). */
+	readonly watchesFiles?: ConformanceCapability
 }
 
 /** The optional `Sandbox` members some cases need. */
@@ -74,4 +76,12 @@ export type OptionalSandboxMember =
 	| 'walkFiles'
 	| 'openTerminal'
 	| 'openTcpConnection'
+	| 'stat'
+	| 'exists'
+	| 'remove'
+	| 'mkdir'
+	| 'rename'
+	| 'listDirectory'
+	| 'watch'
+	| 'events'
 	| 'exposePort'

@@ -15,6 +15,7 @@ import type { SuiteContext } from './conformance-context.js'
 import { defineDestroyCases } from './conformance-destroy-cases.js'
 import { defineExecCases } from './conformance-exec-cases.js'
 import { defineFileCases } from './conformance-file-cases.js'
+import { defineFileVerbCases } from './conformance-file-verb-cases.js'
 import type { ConformanceFramework, ConformanceTestFn } from './conformance-framework.js'
 import type {
 	MakeSandbox,
@@ -25,13 +26,15 @@ import { definePortCases } from './conformance-port-cases.js'
 import { defineProcessTreeCases } from './conformance-process-tree-cases.js'
 import { defineTerminalAndTcpCases } from './conformance-terminal-cases.js'
 import { defineWalkCases } from './conformance-walk-cases.js'
+import { defineWatchCases } from './conformance-watch-cases.js'
 
 /**
  * Version of the contract this suite checks. 1: first suite; 2: a `writeFile` body larger than
- * one wire frame; 3: `walkFiles`, concurrent `exec`, `exec` timeout. (Ranged/streamed reads and
+ * one wire frame; 3: `walkFiles`, concurrent `exec`, `exec` timeout; 4: the file verbs (`stat`,
+ * `exists`, `remove`, `mkdir`, `rename`, `listDirectory`), `watch` and `events`. (Ranged/streamed reads and
  * the whole-tree abort are gated by options and did not raise it.)
  */
-export const SANDBOX_CONTRACT_VERSION = 3
+export const SANDBOX_CONTRACT_VERSION = 4
 
 /** Thrown inside a case to end it as skipped; the case's own `run` below catches it, so it never escapes. */
 class CaseSkipped extends Error {
@@ -104,6 +107,8 @@ export function defineSandboxConformance(
 			defineProcessTreeCases(context)
 		})
 		describe('files', () => defineFileCases(context))
+		describe('file verbs', () => defineFileVerbCases(context))
+		describe('watch and events', () => defineWatchCases(context))
 		describe('walkFiles', () => defineWalkCases(context))
 		describe('terminals and tcp', () => defineTerminalAndTcpCases(context))
 		describe('exposePort', () => definePortCases(context))

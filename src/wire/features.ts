@@ -43,6 +43,15 @@ export const EXECUTE_RESERVES_FEATURE = 'execute-reserves'
 /** Guest serves persistent terminals and `start-detached` / `attach-` / `list-` / `kill-session`. */
 export const SESSIONS_FEATURE = 'sessions'
 
+/**
+ * Guest serves the file verbs `stat-path`, `remove-path`, `make-directory`, `rename-path` and
+ * `list-directory` (file-verbs.ts).
+ */
+export const FILE_VERBS_FEATURE = 'file-verbs'
+
+/** Guest serves `watch-path`: inotify changes under a path, resumable by cursor (file-verbs.ts). */
+export const WATCH_FEATURE = 'watch'
+
 /** A feature name a guest advertises in `healthz`. */
 export type AgentFeature =
 	| typeof WRITE_FILE_PARTS_FEATURE
@@ -57,3 +66,5 @@ export type AgentFeature =
 	| typeof STREAM_HEARTBEAT_FEATURE
 	| typeof BINARY_FRAMES_FEATURE
 	| typeof EXECUTE_RESERVES_FEATURE
+	| typeof FILE_VERBS_FEATURE
+	| typeof WATCH_FEATURE

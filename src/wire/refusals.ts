@@ -130,6 +130,15 @@ export const AGENT_REFUSAL = {
 	flush_unsupported: 'flush_unsupported',
 	flush_unsupported_platform: 'flush_unsupported_platform',
 	flush_unconfirmed: 'flush_unconfirmed',
+	// ---- file verbs and watch (file-verbs.ts) --------------------------------------------------
+	/** A file verb's body is malformed: `recursive`, `limit`, `cursor` or `to` (the detail names it). */
+	invalid_file_request: 'invalid_file_request',
+	/** `remove-path` / `rename-path` of the workspace (or another jail root) itself. */
+	path_is_jail_root: 'path_is_jail_root',
+	/** `watch-path` while `MAX_WATCHERS` watchers are held. */
+	watch_capacity: 'watch_capacity',
+	/** The kernel refused the watch (inotify limits, …); the detail is its errno message. */
+	watch_failed: 'watch_failed',
 } as const
 
 /** One refusal code of `AGENT_REFUSAL`. */

@@ -68,6 +68,14 @@ export const REPLY_BOUNDS: Readonly<Record<string, ReplyBounds>> = {
 	/** The one-reply listing of a guest without `list-files-stream`. */
 	'list-files': LISTING,
 	'list-files-stream': STREAM_EVENT,
+	/** The file verbs: one stat or a confirmation; a directory page is at most 5000 entries. */
+	'stat-path': CONTROL,
+	'remove-path': CONTROL,
+	'make-directory': CONTROL,
+	'rename-path': CONTROL,
+	'list-directory': LISTING,
+	/** One change of a watch: a type, two paths, a time and a cursor. */
+	'watch-path': CONTROL,
 	execute: STREAM_EVENT,
 	'attach-execution': STREAM_EVENT,
 	'read-file-stream': STREAM_EVENT,

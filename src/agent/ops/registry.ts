@@ -2,9 +2,11 @@ import type { OpHandler } from '../server/op-context.js'
 import { attachExecution } from './attach-execution.js'
 import { attachSession } from './attach-session.js'
 import { cancelExecution, execute, reserveExecution } from './executions.js'
+import { makeDirectory, removePath, renamePath, statPath } from './file-verbs.js'
 import { flush } from './flush.js'
 import { healthz } from './healthz.js'
 import { killSession } from './kill-session.js'
+import { listDirectory } from './list-directory.js'
 import { listFiles } from './list-files.js'
 import { listFilesStream } from './list-files-stream.js'
 import { listSessions } from './list-sessions.js'
@@ -14,6 +16,7 @@ import { readFileStream } from './read-file-stream.js'
 import { startDetached } from './start-detached.js'
 import { tcpConnect } from './tcp-connect.js'
 import { terminal } from './terminal.js'
+import { watchPath } from './watch-path.js'
 import { writeFile } from './write-file.js'
 
 export interface OpEntry {
@@ -45,4 +48,10 @@ export const OPS: Readonly<Record<string, OpEntry>> = {
 	'attach-session': { handler: attachSession, stream: true },
 	'list-sessions': { handler: listSessions, stream: false },
 	'kill-session': { handler: killSession, stream: false },
+	'stat-path': { handler: statPath, stream: false },
+	'remove-path': { handler: removePath, stream: false },
+	'make-directory': { handler: makeDirectory, stream: false },
+	'rename-path': { handler: renamePath, stream: false },
+	'list-directory': { handler: listDirectory, stream: false },
+	'watch-path': { handler: watchPath, stream: true },
 }

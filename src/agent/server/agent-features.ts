@@ -8,6 +8,7 @@ import {
 	BINARY_FRAMES_FEATURE,
 	EXECUTE_RESERVES_FEATURE,
 	EXECUTION_ATTACH_FEATURE,
+	FILE_VERBS_FEATURE,
 	FLUSH_FEATURE,
 	GUEST_BOOT_ID_FEATURE,
 	LIST_FILES_FEATURE,
@@ -16,6 +17,7 @@ import {
 	READ_FILE_STREAM_FEATURE,
 	SESSIONS_FEATURE,
 	STREAM_HEARTBEAT_FEATURE,
+	WATCH_FEATURE,
 	WRITE_FILE_PARTS_FEATURE,
 } from '../../wire/features.js'
 import { flushSupported } from '../lifecycle/flush.js'
@@ -33,6 +35,8 @@ export const AGENT_FEATURES: readonly AgentFeature[] = [
 	STREAM_HEARTBEAT_FEATURE,
 	BINARY_FRAMES_FEATURE,
 	EXECUTE_RESERVES_FEATURE,
+	FILE_VERBS_FEATURE,
+	WATCH_FEATURE,
 	// Only when `sync -f` (or the test override) can actually run; checked once, at startup.
 	...(flushSupported() ? ([FLUSH_FEATURE] as const) : []),
 ]

@@ -17,29 +17,36 @@ import { posix } from 'node:path'
 import '../../contract/async-dispose.js'
 import { callSite } from '../../contract/argument-validators.js'
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
-import { SandboxFileError } from '../../contract/errors.js'
 import type { SandboxRetirementObservation } from '../../contract/retirement.js'
 import type {
 	OpenTerminalOptions,
 	Sandbox,
 	SandboxAttachProcessOptions,
 	SandboxDestroyOptions,
+	SandboxDirectoryPage,
 	SandboxEnvironment,
 	SandboxExecResult,
 	SandboxExposedPort,
 	SandboxExposePortOptions,
 	SandboxFileEntry,
+	SandboxFileStat,
+	SandboxListDirectoryOptions,
 	SandboxListFilesOptions,
+	SandboxPathOptions,
 	SandboxReadFileOptions,
 	SandboxReadFileStreamOptions,
+	SandboxRecursiveOptions,
 	SandboxSpawnOptions,
 	SandboxStatus,
 	SandboxTcpConnection,
 	SandboxTcpConnectOptions,
 	SandboxWalkFilesOptions,
+	SandboxWatchEvent,
+	SandboxWatchOptions,
 	SandboxWriteFileOptions,
 	TerminalSession,
 } from '../../contract/sandbox.js'
+import type { SandboxEventsOptions, SandboxLifecycleEvent } from '../../contract/sandbox-events.js'
 import { walkFilesViaExec } from '../../exec-programs/walk/walk-files-via-exec.js'
 import { agentExecutionAdapter } from '../exec/agent-execution-adapter.js'
 import { attachBackground, spawnBackground } from '../exec/background-process.js'
@@ -62,9 +69,6 @@ import {
 	type RemoteExecutionControllerOptions,
 } from '../exec/remote-execution-controller.js'
 import type { RemoteCancellationAcknowledgement } from '../exec/remote-execution-messages.js'
-import { listFilesThroughAgent } from '../files/agent-file-list.js'
-import { readFileStreamThroughAgent, readFileThroughAgent } from '../files/agent-file-read.js'
-import { writeFileThroughAgent } from '../files/agent-file-write.js'
 import {
 	type FlushOptions,
 	type FlushReport,
@@ -76,7 +80,6 @@ import {
 import { exposureSettings, PortExposure } from '../ports/port-exposure.js'
 import type { SessionTerminal } from '../sessions/agent-session-terminal.js'
 import {
-	AgentSessions,
 	type AttachTerminalOptions,
 	isPersistentTerminalOptions,
 	type KillSessionOptions,
@@ -97,19 +100,16 @@ import {
 	checkExec,
 	checkExposePort,
 	checkFlush,
-	checkKillSession,
 	checkOpenTcpConnection,
 	checkOpenTerminal,
 	checkQuiesce,
-	checkReadRange,
-	checkSessionRead,
-	checkSignalOnly,
-	checkStartDetached,
 	checkWalkFiles,
-	checkWriteFile,
 	sandboxPath,
 } from './sandbox-arguments.js'
+import { recordedExec, recordGuestDeath, SandboxEventLog } from './sandbox-event-log.js'
+import { SandboxFileVerbs } from './sandbox-file-verbs.js'
 import { SandboxLifetime, type SandboxLifetimeOptions } from './sandbox-lifetime.js'
+import { SandboxSessionVerbs } from './sandbox-session-verbs.js'
 
 /** What `createAgentSandbox` needs: the transport, the workspace root and how to release the unit. */
 export interface AgentSandboxOptions {
@@ -148,8 +148,10 @@ export class AgentSandbox implements Sandbox {
 	readonly transport: AgentTransport
 	readonly #controller: RemoteExecutionController
 	readonly #lifetime: SandboxLifetime
-	/** Session verbs and the session terminals handed out; created on first use. */
-	#sessionVerbs: AgentSessions | undefined
+	readonly #sessions: SandboxSessionVerbs
+	readonly #files: SandboxFileVerbs
+	readonly #events: SandboxEventLog
+	#execCount = 0
 
 	constructor(options: AgentSandboxOptions) {
 		this.#lifetime = new SandboxLifetime({
@@ -175,6 +177,19 @@ export class AgentSandbox implements Sandbox {
 				? {}
 				: { defaultExecutionTimeoutMs: options.defaultTimeoutMs }),
 		})
+		this.#files = new SandboxFileVerbs({
+			transport: this.transport,
+			rootDir: this.rootDir,
+			lifetime: this.#lifetime,
+			path: (method, parameter, path) => this.#path(method, parameter, path),
+		})
+		this.#sessions = new SandboxSessionVerbs({
+			transport: this.transport,
+			lifetime: this.#lifetime,
+			optionalPath: (method, parameter, path) => this.#optionalPath(method, parameter, path),
+		})
+		this.#events = new SandboxEventLog()
+		options.transport.liveness.onDied((died) => recordGuestDeath(this.#events, died))
 	}
 
 	get status(): SandboxStatus {
@@ -214,12 +229,14 @@ export class AgentSandbox implements Sandbox {
 		}
 		return this.#lifetime.run('exec', check, async (signal) => {
 			const resolved = { ...options, signal, ...(cwd === undefined ? {} : { cwd }) }
-			if (isDetachable(options)) {
-				return this.#lifetime.guard('exec', () =>
-					execDetachable(this.#detachableHost, command, args, resolved),
-				)
-			}
-			return this.#lifetime.guard('exec', () => this.#controller.exec(command, args, resolved))
+			this.#execCount += 1
+			return recordedExec(this.#events, this.#execCount, command, args, () =>
+				this.#lifetime.guard('exec', () =>
+					isDetachable(options)
+						? execDetachable(this.#detachableHost, command, args, resolved)
+						: this.#controller.exec(command, args, resolved),
+				),
+			)
 		})
 	}
 
@@ -265,57 +282,20 @@ export class AgentSandbox implements Sandbox {
 	writeFile(
 		path: string,
 		content: string | Uint8Array,
-		options: SandboxWriteFileOptions = {},
+		options?: SandboxWriteFileOptions,
 	): Promise<void> {
-		let resolved = ''
-		const check = () => {
-			resolved = this.#path('writeFile', 'path', path)
-			return checkWriteFile(content, options)
-		}
-		return this.#lifetime.run('writeFile', check, (signal) =>
-			writeFileThroughAgent(this.transport, resolved, content, signal),
-		)
+		return this.#files.writeFile(path, content, options)
 	}
-
 	/** The file's bytes, or the byte range asked for. */
-	readFile(path: string, options: SandboxReadFileOptions = {}): Promise<Buffer> {
-		let resolved = ''
-		const check = () => {
-			resolved = this.#path('readFile', 'path', path)
-			return checkReadRange('readFile', options)
-		}
-		return this.#lifetime.run('readFile', check, (signal) =>
-			readFileThroughAgent(this.transport, resolved, { ...options, signal }),
-		)
+	readFile(path: string, options?: SandboxReadFileOptions): Promise<Buffer> {
+		return this.#files.readFile(path, options)
 	}
-
 	/** The file as a stream of chunks, without holding it whole. */
-	readFileStream(path: string, options: SandboxReadFileStreamOptions = {}): AsyncIterable<Buffer> {
-		this.#lifetime.admit('readFileStream')
-		const resolved = this.#path('readFileStream', 'path', path)
-		const caller = checkReadRange('readFileStream', options)
-		return this.#lifetime.track('readFileStream', caller, (signal) =>
-			readFileStreamThroughAgent(this.transport, resolved, { ...options, signal }),
-		)
+	readFileStream(path: string, options?: SandboxReadFileStreamOptions): AsyncIterable<Buffer> {
+		return this.#files.readFileStream(path, options)
 	}
-
-	listFiles(
-		rootPath: string,
-		options: SandboxListFilesOptions = {},
-	): Promise<readonly SandboxFileEntry[]> {
-		let resolved = ''
-		const check = () => {
-			resolved = this.#path('listFiles', 'rootPath', rootPath)
-			return checkSignalOnly('listFiles', options)
-		}
-		return this.#lifetime.run('listFiles', check, async (signal) => {
-			try {
-				return await listFilesThroughAgent(this.transport, resolved, signal)
-			} catch (error) {
-				if (error instanceof SandboxFileError && error.code === 'ENOENT') return []
-				throw error
-			}
-		})
+	listFiles(path: string, options?: SandboxListFilesOptions): Promise<readonly SandboxFileEntry[]> {
+		return this.#files.listFiles(path, options)
 	}
 
 	/** A bounded, lazy glob walk under `rootPath`, run inside the guest. */
@@ -332,6 +312,40 @@ export class AgentSandbox implements Sandbox {
 		)
 	}
 
+	// ---- file verbs and watch (sandbox-file-verbs.ts) ----
+
+	stat(path: string, options?: SandboxPathOptions): Promise<SandboxFileStat> {
+		return this.#files.stat(path, options)
+	}
+	exists(path: string, options?: SandboxPathOptions): Promise<boolean> {
+		return this.#files.exists(path, options)
+	}
+	remove(path: string, options?: SandboxRecursiveOptions): Promise<void> {
+		return this.#files.remove(path, options)
+	}
+	mkdir(path: string, options?: SandboxRecursiveOptions): Promise<void> {
+		return this.#files.mkdir(path, options)
+	}
+	rename(from: string, to: string, options?: SandboxPathOptions): Promise<void> {
+		return this.#files.rename(from, to, options)
+	}
+	listDirectory(
+		path: string,
+		options?: SandboxListDirectoryOptions,
+	): Promise<SandboxDirectoryPage> {
+		return this.#files.listDirectory(path, options)
+	}
+	watch(path: string, options?: SandboxWatchOptions): AsyncIterable<SandboxWatchEvent> {
+		return this.#files.watch(path, options)
+	}
+
+	/** The lifecycle stream (sandbox-event-log.ts); it ends after `destroyed` or `guest-died`. */
+	events(options: SandboxEventsOptions = {}): AsyncIterable<SandboxLifecycleEvent> {
+		const signal = SandboxEventLog.check(options)
+		if (!this.#events.ended) this.#lifetime.admit('events')
+		return this.#events.read({ ...options, ...(signal ? { signal } : {}) })
+	}
+
 	/** With `sessionId` + `persistent: true` the PTY is a guest session (agent-sessions.ts). */
 	openTerminal(options: PersistentTerminalOptions): Promise<SessionTerminal>
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession>
@@ -345,7 +359,7 @@ export class AgentSandbox implements Sandbox {
 		return this.#lifetime.run('openTerminal', check, async (signal) => {
 			if (isPersistentTerminalOptions(options)) {
 				const resolved = { ...options, ...(cwd === undefined ? {} : { cwd }) }
-				return this.#ownSession(await this.#sessions.openTerminal(resolved, signal), 'openTerminal')
+				return this.#sessions.openPersistent(resolved, signal)
 			}
 			const session = await this.transport.openTerminal(
 				{
@@ -389,65 +403,27 @@ export class AgentSandbox implements Sandbox {
 		})
 	}
 
-	// ---- sessions (agent-sessions.ts): SessionsUnsupportedError before dialing an older guest ----
+	// ---- sessions (sandbox-session-verbs.ts): SessionsUnsupportedError before dialing an older guest ----
 
 	/** A program with no PTY, stdin closed, in its own kernel session; it outlives this host. */
 	startDetached(options: StartDetachedOptions): Promise<StartedSession> {
-		let cwd: string | undefined
-		const check = () => {
-			const signal = checkStartDetached(options)
-			cwd = this.#optionalPath('startDetached', 'options.cwd', options.cwd)
-			return signal
-		}
-		return this.#lifetime.run('startDetached', check, (signal) =>
-			this.#sessions.startDetached({ ...options, signal, ...(cwd === undefined ? {} : { cwd }) }),
-		)
+		return this.#sessions.startDetached(options)
 	}
-
 	/** Rejoins a session from any process: replay from `fromOffset`, then live; supersedes. */
-	attachTerminal(sessionId: string, options: AttachTerminalOptions = {}): Promise<SessionTerminal> {
-		const check = () => checkSessionRead('attachTerminal', sessionId, options)
-		return this.#lifetime.run('attachTerminal', check, async (signal) =>
-			this.#ownSession(
-				await this.#sessions.attachTerminal(sessionId, { ...options, signal }),
-				'attachTerminal',
-			),
-		)
+	attachTerminal(sessionId: string, options?: AttachTerminalOptions): Promise<SessionTerminal> {
+		return this.#sessions.attachTerminal(sessionId, options)
 	}
-
 	/** One read in the BackgroundJobOutput shape; not an attachment. */
-	readSession(sessionId: string, options: ReadSessionOptions = {}): Promise<BackgroundJobOutput> {
-		const check = () => checkSessionRead('readSession', sessionId, options)
-		return this.#lifetime.run('readSession', check, (signal) =>
-			this.#sessions.readSession(sessionId, { ...options, signal }),
-		)
+	readSession(sessionId: string, options?: ReadSessionOptions): Promise<BackgroundJobOutput> {
+		return this.#sessions.readSession(sessionId, options)
 	}
-
 	/** The guest's sessions. */
-	listSessions(options: ListSessionsOptions = {}): Promise<SessionSummary[]> {
-		const check = () => checkSignalOnly('listSessions', options)
-		return this.#lifetime.run('listSessions', check, (signal) =>
-			this.#sessions.listSessions({ signal }),
-		)
+	listSessions(options?: ListSessionsOptions): Promise<SessionSummary[]> {
+		return this.#sessions.listSessions(options)
 	}
-
 	/** Signals everything still in the session (default SIGKILL) and reports whether it ended. */
-	killSession(sessionId: string, options: KillSessionOptions = {}): Promise<KilledSession> {
-		const check = () => checkKillSession(sessionId, options)
-		return this.#lifetime.run('killSession', check, (abortSignal) =>
-			this.#sessions.killSession(sessionId, { ...options, abortSignal }),
-		)
-	}
-
-	/** A session terminal handed out after destroy began is detached at once, then refused. */
-	async #ownSession(terminal: SessionTerminal, operation: string): Promise<SessionTerminal> {
-		await this.#lifetime.refuseIfGone(operation, () => terminal.detach())
-		return terminal
-	}
-
-	get #sessions(): AgentSessions {
-		this.#sessionVerbs ??= new AgentSessions(this.transport)
-		return this.#sessionVerbs
+	killSession(sessionId: string, options?: KillSessionOptions): Promise<KilledSession> {
+		return this.#sessions.killSession(sessionId, options)
 	}
 
 	/**
@@ -481,7 +457,8 @@ export class AgentSandbox implements Sandbox {
 			return Promise.reject(error)
 		}
 		// Session terminals are detached only: the guest's sessions die with the unit `release` stops.
-		return this.#lifetime.destroy(signal, async () => this.#sessionVerbs?.closeAll())
+		const teardown = this.#lifetime.destroy(signal, async () => this.#sessions.closeAll())
+		return teardown.then(() => this.#events.record({ type: 'destroyed' }, true))
 	}
 
 	/** `destroy()`, for `await using sandbox = await provider.create()`. */

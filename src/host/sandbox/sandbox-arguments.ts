@@ -24,6 +24,7 @@ import {
 	requireString,
 	signalOfOptions,
 } from '../../contract/argument-validators.js'
+import { MAX_LIST_DIRECTORY_PAGE } from '../../wire/file-verbs.js'
 import { describePathLimitViolation, pathLimitViolation } from '../../wire/path-limits.js'
 import { MAX_TERMINAL_DIMENSION } from '../../wire/terminal-size.js'
 import { EXECUTION_ID_PATTERN } from '../exec/remote-execution-reply.js'
@@ -241,5 +242,31 @@ export function checkFlush(options: unknown): Signal {
 	const site = callSite('flush')
 	const given = optionalObject(site, 'options', options)
 	optionalDurationMs(site, 'options.timeoutMs', given.timeoutMs)
+	return optionalSignal(site, 'options.signal', given.signal)
+}
+
+/** `remove` and `mkdir`: `recursive` and a signal. */
+export function checkRecursive(method: string, options: unknown): Signal {
+	const site = callSite(method)
+	const given = optionalObject(site, 'options', options)
+	optionalBoolean(site, 'options.recursive', given.recursive)
+	return optionalSignal(site, 'options.signal', given.signal)
+}
+
+/** `listDirectory`: a page size up to `MAX_LIST_DIRECTORY_PAGE` and an earlier page's cursor. */
+export function checkListDirectory(options: unknown): Signal {
+	const site = callSite('listDirectory')
+	const given = optionalObject(site, 'options', options)
+	optionalInteger(site, 'options.limit', given.limit, { min: 1, max: MAX_LIST_DIRECTORY_PAGE })
+	optionalString(site, 'options.cursor', given.cursor)
+	return optionalSignal(site, 'options.signal', given.signal)
+}
+
+/** `watch`: `recursive`, a cursor to resume after, and the signal that ends it. */
+export function checkWatch(options: unknown): Signal {
+	const site = callSite('watch')
+	const given = optionalObject(site, 'options', options)
+	optionalBoolean(site, 'options.recursive', given.recursive)
+	optionalString(site, 'options.cursor', given.cursor)
 	return optionalSignal(site, 'options.signal', given.signal)
 }

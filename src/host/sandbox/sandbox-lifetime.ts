@@ -138,6 +138,20 @@ export class SandboxLifetime {
 		}
 	}
 
+	/**
+	 * `track` for a subscription that may last the handle's whole life (a watch): admitted, ended by
+	 * `destroy()` and by the guest's death, but never counted in flight, so it never makes the
+	 * sandbox `busy`.
+	 */
+	async *follow<T>(
+		operation: string,
+		caller: AbortSignal | undefined,
+		open: (signal: AbortSignal) => AsyncIterable<T>,
+	): AsyncGenerator<T, void, undefined> {
+		this.admit(operation)
+		yield* this.#guardIterable(operation, open(this.#signal(caller)))
+	}
+
 	async *#guardIterable<T>(
 		operation: string,
 		iterable: AsyncIterable<T>,

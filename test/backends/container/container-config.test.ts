@@ -17,6 +17,7 @@ import {
 	resolveContainerSandboxSpec,
 } from '../../../src/backends/container/container-sandbox-spec.js'
 import {
+	type ContainerSandboxLayout,
 	createSandboxProvider,
 	SandboxBackendNotImplementedError,
 	SandboxConfigError,
@@ -242,7 +243,10 @@ describe('createSandboxProvider for the container tier', () => {
 		)
 		expect(missing).toMatchObject({ name: 'SandboxConfigError', field: 'layout' })
 		const invalid = refusalOf(() =>
-			createSandboxProvider({ backend: base, layout: bad({ uploads: { source: { type: 'x' } } }) }),
+			createSandboxProvider({
+				backend: base,
+				layout: bad<ContainerSandboxLayout>({ uploads: { source: { type: 'x' } } }),
+			}),
 		)
 		expect(invalid).toBeInstanceOf(ContainerSandboxLayoutValidationError)
 		expect((invalid as ContainerSandboxLayoutValidationError).reasons).toHaveLength(2)

@@ -20,11 +20,13 @@ import { guestHasFeature, requireGuestFeature } from '../../../src/host/transpor
 import {
 	type AgentFeature,
 	EXECUTION_ATTACH_FEATURE,
+	FILE_VERBS_FEATURE,
 	FLUSH_FEATURE,
 	LIST_FILES_FEATURE,
 	QUIESCE_FEATURE,
 	READ_FILE_STREAM_FEATURE,
 	SESSIONS_FEATURE,
+	WATCH_FEATURE,
 	WRITE_FILE_PARTS_FEATURE,
 } from '../../../src/wire/features.js'
 import { type FakeAgent, healthzReply, reply, startFakeAgent } from '../fake-agent-server.js'
@@ -120,6 +122,32 @@ const FEATURE_CASES: readonly FeatureCase[] = [
 		error: FlushUnsupportedError,
 		operation: 'flush',
 		call: (box) => box.flush(),
+	},
+	...(
+		[
+			['stat', (box: AgentSandbox) => box.stat('notes.txt')],
+			['exists', (box: AgentSandbox) => box.exists('notes.txt')],
+			['remove', (box: AgentSandbox) => box.remove('notes.txt')],
+			['mkdir', (box: AgentSandbox) => box.mkdir('dir')],
+			['rename', (box: AgentSandbox) => box.rename('a', 'b')],
+			['listDirectory', (box: AgentSandbox) => box.listDirectory('.')],
+		] as const
+	).map(
+		([operation, call]): FeatureCase => ({
+			feature: FILE_VERBS_FEATURE,
+			error: GuestFeatureUnsupportedError,
+			operation,
+			call,
+		}),
+	),
+	{
+		feature: WATCH_FEATURE,
+		error: GuestFeatureUnsupportedError,
+		operation: 'watch',
+		call: async (box) => {
+			for await (const _ of box.watch('.')) {
+			}
+		},
 	},
 ]
 
