@@ -72,7 +72,7 @@ describe('the packed package installed into an empty project', () => {
 		await state?.remove()
 	})
 
-	it('the tarball carries dist, bin and the README only (nothing of deploy/)', async () => {
+	it('the tarball carries dist, bin, the README and the docs it links (nothing of deploy/)', async () => {
 		const { stdout } = await run('tar', ['-tzf', tarballPath])
 		const tops = new Set(
 			stdout
@@ -80,7 +80,16 @@ describe('the packed package installed into an empty project', () => {
 				.split('\n')
 				.map((entry) => entry.replace(/^package\//, '').split('/')[0]),
 		)
-		expect([...tops].sort()).toEqual(['README.md', 'bin', 'dist', 'package.json'])
+		expect([...tops].sort()).toEqual([
+			'ARCHITECTURE.md',
+			'BENCHMARKS.md',
+			'README.md',
+			'SECURITY.md',
+			'bin',
+			'dist',
+			'docs',
+			'package.json',
+		])
 	})
 
 	it('imports the root, ./agent, ./testing and ./tools entry points from the install', async () => {
