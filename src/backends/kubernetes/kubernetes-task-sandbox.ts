@@ -18,21 +18,28 @@ import type {
 	Sandbox,
 	SandboxAttachProcessOptions,
 	SandboxDestroyOptions,
+	SandboxDirectoryPage,
 	SandboxEnvironment,
 	SandboxExecOptions,
 	SandboxExecResult,
 	SandboxExposedPort,
 	SandboxExposePortOptions,
 	SandboxFileEntry,
+	SandboxFileStat,
+	SandboxListDirectoryOptions,
 	SandboxListFilesOptions,
+	SandboxPathOptions,
 	SandboxProcess,
 	SandboxReadFileOptions,
 	SandboxReadFileStreamOptions,
+	SandboxRecursiveOptions,
 	SandboxSpawnOptions,
 	SandboxStatus,
 	SandboxTcpConnection,
 	SandboxTcpConnectOptions,
 	SandboxWalkFilesOptions,
+	SandboxWatchEvent,
+	SandboxWatchOptions,
 	SandboxWriteFileOptions,
 	TerminalSession,
 } from '../../contract/sandbox.js'
@@ -139,6 +146,38 @@ export class KubernetesTaskSandbox implements Sandbox {
 	walkFiles(rootPath: string, options: SandboxWalkFilesOptions): AsyncIterable<SandboxFileEntry> {
 		this.admit('walkFiles')
 		return this.#iterate('walkFiles', this.#inner.walkFiles(rootPath, options))
+	}
+
+	stat(path: string, options: SandboxPathOptions = {}): Promise<SandboxFileStat> {
+		return this.#call('stat', () => this.#inner.stat(path, options))
+	}
+
+	exists(path: string, options: SandboxPathOptions = {}): Promise<boolean> {
+		return this.#call('exists', () => this.#inner.exists(path, options))
+	}
+
+	remove(path: string, options: SandboxRecursiveOptions = {}): Promise<void> {
+		return this.#call('remove', () => this.#inner.remove(path, options))
+	}
+
+	mkdir(path: string, options: SandboxRecursiveOptions = {}): Promise<void> {
+		return this.#call('mkdir', () => this.#inner.mkdir(path, options))
+	}
+
+	rename(from: string, to: string, options: SandboxPathOptions = {}): Promise<void> {
+		return this.#call('rename', () => this.#inner.rename(from, to, options))
+	}
+
+	listDirectory(
+		path: string,
+		options: SandboxListDirectoryOptions = {},
+	): Promise<SandboxDirectoryPage> {
+		return this.#call('listDirectory', () => this.#inner.listDirectory(path, options))
+	}
+
+	watch(path: string, options: SandboxWatchOptions = {}): AsyncIterable<SandboxWatchEvent> {
+		this.admit('watch')
+		return this.#iterate('watch', this.#inner.watch(path, options))
 	}
 
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession> {
