@@ -19,7 +19,7 @@ import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
-import { agentSandboxOf, createInstanceFleet } from '../machine/fleet/instance-fleet.js'
+import { createInstanceFleet, ownedAgentSandboxHandOut } from '../machine/fleet/instance-fleet.js'
 import type { MachineSandbox } from '../machine/machine-sandbox.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import { seccompArchOf } from '../machine/seccomp/seccomp-filter.js'
@@ -173,18 +173,7 @@ export function createContainerSandboxProvider(
 				() => undefined,
 				(error: unknown) => hooks.onBackgroundError?.(error),
 			),
-		handOut: (instance, spec, forget) => ({
-			sandbox: agentSandboxOf(
-				instance,
-				{
-					environment: 'linux-namespace',
-					...(spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: spec.timeoutMs }),
-					outputBudget,
-				},
-				forget,
-			),
-			owned: true,
-		}),
+		handOut: ownedAgentSandboxHandOut('linux-namespace', outputBudget),
 		closedError: () => new ContainerProviderClosedError(),
 		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
 		...(hooks.onWarmSandboxReady ? { onWarmSandboxReady: hooks.onWarmSandboxReady } : {}),

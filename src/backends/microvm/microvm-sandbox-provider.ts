@@ -21,7 +21,7 @@ import {
 	checkProviderDefaults,
 	type SandboxProviderDefaults,
 } from '../../provider-defaults.js'
-import { agentSandboxOf, createInstanceFleet } from '../machine/fleet/instance-fleet.js'
+import { createInstanceFleet, ownedAgentSandboxHandOut } from '../machine/fleet/instance-fleet.js'
 import { DEFAULT_MEMORY_LIMIT_MB } from '../machine/spec/sandbox-limits.js'
 import { resolveQemuAccel } from './kvm-probe.js'
 import {
@@ -148,18 +148,7 @@ export function createMicroVMSandboxProvider(
 			: {}),
 		// The VMM dies with its host (pdeathsig) and its directory is under the OS temp: nothing to reap.
 		reap: () => Promise.resolve(),
-		handOut: (instance, spec, forget) => ({
-			sandbox: agentSandboxOf(
-				instance,
-				{
-					environment: 'linux-namespace',
-					...(spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: spec.timeoutMs }),
-					outputBudget,
-				},
-				forget,
-			),
-			owned: true,
-		}),
+		handOut: ownedAgentSandboxHandOut('linux-namespace', outputBudget),
 		closedError: () => new MicroVMProviderClosedError(),
 	})
 	const create = (createConfig: SandboxCreateConfig = {}): Promise<AgentSandbox> => {

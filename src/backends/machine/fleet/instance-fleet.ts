@@ -183,3 +183,25 @@ export function agentSandboxOf(
 		},
 	})
 }
+
+/**
+ * The hand-out of a tier whose every sandbox is the provider's own to take down on close(): one
+ * `AgentSandbox` over the instance, with the create's timeout as its default.
+ */
+export function ownedAgentSandboxHandOut<S extends { readonly timeoutMs?: number | undefined }>(
+	environment: SandboxEnvironment,
+	outputBudget: ExecOutputBudget,
+): (instance: AgentBackedInstance, spec: S, forget: () => void) => HandedOut<AgentSandbox> {
+	return (instance, spec, forget) => ({
+		sandbox: agentSandboxOf(
+			instance,
+			{
+				environment,
+				...(spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: spec.timeoutMs }),
+				outputBudget,
+			},
+			forget,
+		),
+		owned: true,
+	})
+}

@@ -90,22 +90,8 @@ export async function handOverWorkspace(
 }
 
 /** find(1) tests: not a FIFO, socket or device node. */
-const NOT_SPECIAL = [
-	'!',
-	'(',
-	'-type',
-	'p',
-	'-o',
-	'-type',
-	's',
-	'-o',
-	'-type',
-	'b',
-	'-o',
-	'-type',
-	'c',
-	')',
-]
+const SPECIAL = ['(', '-type', 'p', '-o', '-type', 's', '-o', '-type', 'b', '-o', '-type', 'c', ')']
+const NOT_SPECIAL = ['!', ...SPECIAL]
 
 /**
  * Removes the FIFOs, sockets and device nodes the sandbox uid owns (only the sandbox can have made
@@ -116,19 +102,7 @@ async function removeSpecialEntries(ownership: WorkspaceOwnership, holder: Owner
 		ownership.path,
 		'-uid',
 		String(holder.uid),
-		'(',
-		'-type',
-		'p',
-		'-o',
-		'-type',
-		's',
-		'-o',
-		'-type',
-		'b',
-		'-o',
-		'-type',
-		'c',
-		')',
+		...SPECIAL,
 		'-delete',
 	])
 }
