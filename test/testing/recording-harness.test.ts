@@ -100,8 +100,8 @@ describe('defineSandboxConformance registration', () => {
 		return harness.cases
 	}
 
-	it('is contract version 3', () => {
-		expect(SANDBOX_CONTRACT_VERSION).toBe(3)
+	it('is contract version 4', () => {
+		expect(SANDBOX_CONTRACT_VERSION).toBe(4)
 	})
 
 	it('registers every case under one describe naming the contract version and label, creating nothing', () => {
@@ -110,11 +110,20 @@ describe('defineSandboxConformance registration', () => {
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
 		})
-		expect(cases).toHaveLength(30)
-		expect(cases.every((c) => c.path[0] === 'Sandbox conformance (contract v3): x')).toBe(true)
+		expect(cases).toHaveLength(35)
+		expect(cases.every((c) => c.path[0] === 'Sandbox conformance (contract v4): x')).toBe(true)
 		expect(cases.filter((c) => c.skipped)).toEqual([])
 		expect(new Set(cases.map((c) => c.path[1]))).toEqual(
-			new Set(['exec', 'files', 'walkFiles', 'terminals and tcp', 'exposePort', 'destroy']),
+			new Set([
+				'exec',
+				'files',
+				'file verbs',
+				'watch and events',
+				'walkFiles',
+				'terminals and tcp',
+				'exposePort',
+				'destroy',
+			]),
 		)
 	})
 
@@ -144,7 +153,7 @@ describe('defineSandboxConformance registration', () => {
 		expect(registered?.path[1]).toBe('exec')
 	})
 
-	it('skips the walkFiles section and the terminal and tcp cases for a sandbox without those members', () => {
+	it('skips the walkFiles, file verb, watch, terminal and tcp cases for a sandbox without those members', () => {
 		const shape: Partial<Sandbox> = {}
 		const skipped = titles({ sandboxShape: shape, supportsRangedAndStreamedReads: true }).filter(
 			(c) => c.skipped,
@@ -160,7 +169,9 @@ describe('defineSandboxConformance registration', () => {
 		expect(skipped.map((c) => c.title)).toContain(
 			'exposePort serves a guest listener on a loopback URL with its token, 401 without it, until destroy (skipped: the sandbox has no openTerminal)',
 		)
-		expect(skipped).toHaveLength(13)
+		expect(skipped.filter((c) => c.path[1] === 'file verbs')).toHaveLength(3)
+		expect(skipped.filter((c) => c.path[1] === 'watch and events')).toHaveLength(2)
+		expect(skipped).toHaveLength(18)
 	})
 
 	it('skips the in-guest listener case when the guest cannot run node and no listener command is given', () => {

@@ -148,6 +148,7 @@ export class AgentSandbox implements Sandbox {
 	readonly transport: AgentTransport
 	readonly #controller: RemoteExecutionController
 	readonly #lifetime: SandboxLifetime
+	#destroyCall: { readonly teardown: Promise<void>; readonly done: Promise<void> } | undefined
 	readonly #sessions: SandboxSessionVerbs
 	readonly #files: SandboxFileVerbs
 	readonly #events: SandboxEventLog
@@ -458,7 +459,12 @@ export class AgentSandbox implements Sandbox {
 		}
 		// Session terminals are detached only: the guest's sessions die with the unit `release` stops.
 		const teardown = this.#lifetime.destroy(signal, async () => this.#sessions.closeAll())
-		return teardown.then(() => this.#events.record({ type: 'destroyed' }, true))
+		// Concurrent callers get the very promise the first one got, as they share its teardown.
+		if (this.#destroyCall?.teardown !== teardown) {
+			const done = teardown.then(() => this.#events.record({ type: 'destroyed' }, true))
+			this.#destroyCall = { teardown, done }
+		}
+		return this.#destroyCall.done
 	}
 
 	/** `destroy()`, for `await using sandbox = await provider.create()`. */

@@ -67,9 +67,18 @@ async function descriptorTargets(pid: number): Promise<[number, string][]> {
 	return found.sort(([a], [b]) => a - b)
 }
 
-/** The sandbox's `work/` groups, sorted: what the host hands its agent. */
+/**
+ * The sandbox's `work/` groups, sorted: what the host hands its agent — pids (the task limit) and
+ * freezer (per-command kills), plus memory and cpuacct where this machine mounts them, to count
+ * what each command used.
+ */
 function workDirsOf(id: string): string[] {
-	return [join(groupIn(id, 'freezer'), 'work'), join(groupIn(id, 'pids'), 'work')].sort()
+	const dirs = [join(groupIn(id, 'freezer'), 'work'), join(groupIn(id, 'pids'), 'work')]
+	for (const counting of ['memory', 'cpuacct']) {
+		const group = allCgroupDirsFor(id).find((dir) => dir.startsWith(`/sys/fs/cgroup/${counting}/`))
+		if (group !== undefined) dirs.push(join(group, 'work'))
+	}
+	return dirs.sort()
 }
 
 /** The directories among the descriptors of `pid`, sorted. */
@@ -132,17 +141,26 @@ describe.skipIf(skip !== undefined)(
 			}
 		})
 
-		it('hands the agent its work/ groups as descriptors 4 and 5, described by one variable', async () => {
+		it('hands the agent its work/ groups as descriptors from 4 on, described by one variable', async () => {
 			const sandbox = await file.provider.create()
 			try {
 				const agent = await agentPid(sandbox.id)
-				// Handed over as 4 and 5 (the variable), which the agent re-opens close-on-exec.
-				expect(await workDescriptorsOf(agent)).toEqual(workDirsOf(sandbox.id))
+				// Handed over as 4, 5, … (the variable), which the agent re-opens close-on-exec.
+				const dirs = workDirsOf(sandbox.id)
+				expect(await workDescriptorsOf(agent)).toEqual(dirs)
 				const environ = (await readFile(`/proc/${agent}/environ`, 'utf8')).split('\0')
-				expect(environ).toContain(
-					'NAMZU_AGENT_WORKLOAD_CGROUPS=[{"fd":4,"version":1,"perCommand":false},{"fd":5,"version":1,"perCommand":true}]',
-				)
-				expect(environ).toContain('NAMZU_AGENT_INHERITED_FDS=3,4,5')
+				const prefix = 'NAMZU_AGENT_WORKLOAD_CGROUPS='
+				const described = JSON.parse(
+					environ.find((entry) => entry.startsWith(prefix))?.slice(prefix.length) ?? '[]',
+				) as { fd: number; version: number; perCommand: boolean; accounting?: boolean }[]
+				const fds = dirs.map((_, index) => 4 + index)
+				expect(described.map((entry) => entry.fd)).toEqual(fds)
+				expect(described.every((entry) => entry.version === 1)).toBe(true)
+				// One directory for per-command groups (freezer), one limit group (pids), the rest count.
+				expect(described.filter((entry) => entry.perCommand)).toHaveLength(1)
+				const counting = dirs.filter((dir) => /^\/sys\/fs\/cgroup\/(memory|cpuacct)\//.test(dir))
+				expect(described.filter((entry) => entry.accounting === true)).toHaveLength(counting.length)
+				expect(environ).toContain(`NAMZU_AGENT_INHERITED_FDS=${[3, ...fds].join(',')}`)
 				// The work/ groups belong to the uid the sandbox runs as on the host: its own on a root
 				// host, never root's.
 				const sandboxUid = await hostUidOf(agent)
@@ -157,7 +175,10 @@ describe.skipIf(skip !== undefined)(
 				// A command holds only its stdio (3 is the directory ls itself lists).
 				const listing = await sandbox.exec('ls', ['/proc/self/fd'])
 				expect(listing.stdout.trim().split('\n').sort()).toEqual(['0', '1', '2', '3'])
-				const probe = await sandbox.exec('sh', ['-c', 'readlink /proc/self/fd/4 /proc/self/fd/5'])
+				const probe = await sandbox.exec('sh', [
+					'-c',
+					`readlink ${fds.map((fd) => `/proc/self/fd/${fd}`).join(' ')}`,
+				])
 				expect(probe.stdout).toBe('')
 				// The workload never sees the variable (the agent scrubs NAMZU_* from children).
 				expect((await sandbox.exec('env')).stdout).not.toContain('NAMZU_AGENT_WORKLOAD_CGROUPS')
@@ -217,7 +238,14 @@ describe.skipIf(skip !== undefined)(
 				expect(await readFile(join(command, 'cgroup.procs'), 'utf8')).toContain(String(sleeper.pid))
 				// Left frozen (an agent killed mid-cancel): teardown must thaw it to kill what is inside.
 				await writeFile(join(command, 'freezer.state'), 'FROZEN')
-				expect(allCgroupDirsFor(id).length).toBe(4)
+				// The command is also counted in a group of its own under each counting hierarchy.
+				const memory = allCgroupDirsFor(id).find((dir) => dir.startsWith('/sys/fs/cgroup/memory/'))
+				if (memory !== undefined) {
+					const counted = (await readdir(join(memory, 'work'), { withFileTypes: true })).filter(
+						(entry) => entry.isDirectory(),
+					)
+					expect(counted).toHaveLength(1)
+				}
 				pid = sleeper.pid
 			} finally {
 				await sandbox.destroy()
