@@ -177,6 +177,8 @@ export {
 	MicroVMEgressUnsupportedError,
 	MicroVMImageMissingError,
 	MicroVMProviderClosedError,
+	type MicroVMSandboxCreateConfig,
+	type MicroVMSandboxProvider,
 	MicroVMServiceUnavailableError,
 } from './backends/microvm/index.js'
 export {
