@@ -44,8 +44,7 @@ async function download(
 	signal: AbortSignal,
 ): Promise<number> {
 	const info = await sandboxStat(sandbox, from, signal)
-	if (info === undefined)
-		throw new CliPathNotFoundError(from, 'sandbox')
+	if (info === undefined) throw new CliPathNotFoundError(from, 'sandbox')
 	if (info.type === 'directory') {
 		await mkdir(to, { recursive: true })
 		let files = 0

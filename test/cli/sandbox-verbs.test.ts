@@ -39,10 +39,10 @@ function cli(args: string[], input?: string): Promise<CliRun> {
 		})
 		let stdout = ''
 		let stderr = ''
-		child.stdout.on('data', (chunk: Buffer) => {
+		child.stdout?.on('data', (chunk: Buffer) => {
 			stdout += chunk.toString()
 		})
-		child.stderr.on('data', (chunk: Buffer) => {
+		child.stderr?.on('data', (chunk: Buffer) => {
 			stderr += chunk.toString()
 		})
 		child.stdin?.end(input)
