@@ -85,7 +85,10 @@ function segment(field: string, value: unknown): string {
 
 function resourceId(field: string, value: unknown, provider: string): string {
 	const text = requireString(CONFIG_SITE, field, value, { nonEmpty: true })
-	if (!RESOURCE_ID.test(text) || !text.toLowerCase().includes(`/providers/${provider}/`)) {
+	if (
+		!RESOURCE_ID.test(text) ||
+		!text.toLowerCase().includes(`/providers/${provider.toLowerCase()}/`)
+	) {
 		throw CONFIG_SITE.refuse(
 			field,
 			`an ARM resource id (/subscriptions/…/providers/${provider}/…)`,

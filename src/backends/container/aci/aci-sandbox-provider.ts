@@ -115,7 +115,9 @@ async function agentAnswers(
 		const remainingMs = deadlineAt - performance.now()
 		if (remainingMs <= 0) return false
 		try {
-			await transport.healthz(AbortSignal.any([signal, AbortSignal.timeout(remainingMs)]))
+			await transport.healthz(
+				AbortSignal.any([signal, AbortSignal.timeout(Math.ceil(remainingMs))]),
+			)
 			return true
 		} catch {
 			// Not up yet (the group's container may still be starting): ask again until the deadline.
@@ -184,7 +186,7 @@ async function startInstance(
 	} catch (error) {
 		// The PUT may have landed even when its answer never came: delete by name either way.
 		await cleanUp(client, config, name)
-		throw error
+		throw signal.aborted ? signal.reason : error
 	}
 	if (!outcome.ok) {
 		return notReady(outcome.kind, outcome.detail, {
@@ -289,7 +291,7 @@ export function createACIStandbyPoolProvider(
 	}
 	const close = () => fleet.close()
 	return {
-		id: 'container-aci-standby-pool',
+		id: 'namzu-container-aci-standby-pool',
 		name: '@namzu/sandbox:container:aci-standby-pool',
 		environment: 'linux-namespace',
 		workspaceModes: ['ephemeral'],
