@@ -305,6 +305,7 @@ describe('what the ACI backend refuses before calling ARM', () => {
 		const error = (() => {
 			try {
 				createACIStandbyPoolProvider({ ...backend, ...patch } as typeof backend, inImage)
+				return undefined
 			} catch (caught) {
 				return caught
 			}
