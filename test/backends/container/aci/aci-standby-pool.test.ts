@@ -36,7 +36,10 @@ const GROUP_URL = new RegExp(
 
 let agent: StartedAgent
 beforeEach(async () => {
-	agent = await startAgent({ mode: 'tcp', env: { NAMZU_AGENT_REQUIRE_TOKEN: '1' } })
+	agent = await startAgent({
+		mode: 'tcp',
+		env: { NAMZU_AGENT_REQUIRE_TOKEN: '1', NAMZU_SANDBOX_MAX_TIMEOUT_MS: '600000' },
+	})
 })
 afterEach(async () => {
 	await agent.stop()
@@ -118,6 +121,22 @@ describe('the ACI standby pool against a recording ARM and a real agent', () => 
 		expect(none.frames).toEqual([{ ok: false, error: 'unauthorized' }])
 		// The claim's own token still works (positive control).
 		expect((await sandbox.exec('/bin/true')).exitCode).toBe(0)
+		await sandbox.destroy()
+		await aci.close()
+	})
+
+	it('serves the container-worker lines with the one agent: exact ranges, and a timeout above NAMZU_SANDBOX_MAX_TIMEOUT_MS refused naming it', async () => {
+		const arm = pooledGroup(new ArmRecorder())
+		const aci = provider(arm)
+		const sandbox = await aci.create()
+		await sandbox.writeFile('ranged.txt', 'abcdefgh')
+		expect((await sandbox.readFile('ranged.txt', { offset: 2, length: 3 })).toString()).toBe('cde')
+		expect((await sandbox.readFile('ranged.txt', { offset: 6, length: 10 })).toString()).toBe('gh')
+		const refused = await sandbox
+			.exec('/bin/true', [], { timeout: 600_001 })
+			.catch((caught: unknown) => caught)
+		expect(String((refused as Error).message)).toContain('NAMZU_SANDBOX_MAX_TIMEOUT_MS')
+		expect((await sandbox.exec('/bin/true', [], { timeout: 600_000 })).exitCode).toBe(0)
 		await sandbox.destroy()
 		await aci.close()
 	})
