@@ -22,7 +22,7 @@ export const ARM_ENDPOINT = 'https://management.azure.com'
  * `containerGroupProfile` on a container group PUT.
  */
 export const DEFAULT_ACI_API_VERSION = '2024-05-01-preview'
-/** Claim, provisioning and the agent's first answer share one budget (a pool hands out warm groups). */
+/** The claim, provisioning and the agent's first answer share one budget (the groups are warm). */
 export const DEFAULT_ACI_READY_TIMEOUT_MS = 60_000
 export const DEFAULT_ACI_READY_POLL_INTERVAL_MS = 500
 /** The TCP port the agent listens on in the group (`NAMZU_AGENT_TCP_PORT` in the profile). */

@@ -1,18 +1,20 @@
 /**
  * A container group taken from the standby pool, from the claim to its delete, on ARM's REST API.
  * Facts from the published references (facts only, no code):
- * - Container Groups – Create Or Update (https://learn.microsoft.com/en-us/rest/api/container-instances/
- *   container-groups/create-or-update): `PUT …/providers/Microsoft.ContainerInstance/containerGroups/
- *   {name}?api-version=…`; a group taken from a pool carries `properties.containerGroupProfile { id,
- *   revision }` and `properties.standbyPoolProfile { id, failContainerGroupCreateOnReuseFailure }`
- *   (https://learn.microsoft.com/en-us/javascript/api/@azure/arm-containerinstance/
- *   standbypoolprofiledefinition); the reply is 200/201 with `properties.provisioningState`,
- *   `properties.ipAddress.ip` and `properties.isCreatedFromStandbyPool`.
- * - Track asynchronous Azure operations (https://learn.microsoft.com/en-us/azure/azure-resource-manager/
- *   management/async-operations): 201/202 with a `provisioningState` other than Succeeded, Failed
- *   or Canceled is still running; `Retry-After` is the seconds to wait before asking again. The
- *   resource's own GET is polled here, never the `Azure-AsyncOperation` URL, so the bearer token only
- *   ever goes to a URL this module built.
+ * - Container Groups – Create Or Update
+ *   (https://learn.microsoft.com/en-us/rest/api/container-instances/container-groups/create-or-update):
+ *   `PUT …/providers/Microsoft.ContainerInstance/containerGroups/{name}?api-version=…`; a group
+ *   taken from a pool carries `properties.containerGroupProfile { id, revision }` and
+ *   `properties.standbyPoolProfile { id, failContainerGroupCreateOnReuseFailure }`
+ *   (https://learn.microsoft.com/en-us/javascript/api/@azure/arm-containerinstance/standbypoolprofiledefinition);
+ *   the reply is 200/201 with `properties.provisioningState`, `properties.ipAddress.ip` and
+ *   `properties.isCreatedFromStandbyPool`.
+ * - Track asynchronous Azure operations
+ *   (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/async-operations):
+ *   201/202 with a `provisioningState` other than Succeeded, Failed or Canceled is still running;
+ *   `Retry-After` is the seconds to wait before asking again. The resource's own GET is polled
+ *   here, never the `Azure-AsyncOperation` URL, so the bearer token only ever goes to a URL this
+ *   module built.
  * - Container Groups – Delete: 200 / 202 / 204; 404 is a group already gone.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -120,7 +122,7 @@ function groupState(body: Record<string, unknown> | undefined): {
 }
 
 /**
- * Claims `name` from the pool and polls its GET until `Succeeded` with an address, `Failed` /
+ * Claims `name` from the pool and polls its GET until `Succeeded` with an address, `Failed` or
  * `Canceled`, or `deadlineAt` (a `performance.now()` instant). Waits the larger of the poll interval
  * and ARM's `Retry-After`, never past the deadline; a throttled poll (429) is waited out the same
  * way. The caller's signal ends every wait at once.

@@ -3,8 +3,8 @@
  * caller's `getArmToken()` per call, sent only to `ARM_ENDPOINT` (the URL is always built here,
  * never taken from a reply, and redirects are refused), the reply read to a bound, and a non-2xx
  * answer mapped to an `ACIArmError` whose `reason` says what to do. ARM's error envelope is
- * `{ "error": { "code", "message" } }` (https://learn.microsoft.com/en-us/azure/azure-resource-manager/
- * management/async-operations and the Container Instances REST reference).
+ * `{ "error": { "code", "message" } }` (the Container Instances REST reference,
+ * https://learn.microsoft.com/en-us/rest/api/container-instances/).
  */
 
 import { parseRetryAfterMs } from '../../../contract/retry-after.js'
