@@ -4,10 +4,11 @@
  * `file-verbs` (`GuestFeatureUnsupportedError`); each reply is read strictly (a malformed one is a
  * `RemoteProtocolError`) under its op's bounds; refusals become the contract's file errors.
  */
+
+import { isRecord } from '../../common/is-record.js'
 import type { SandboxDirectoryPage, SandboxFileStat } from '../../contract/sandbox.js'
 import { FILE_VERBS_FEATURE } from '../../wire/features.js'
 import { FILE_VERB_OPS, MAX_LIST_DIRECTORY_PAGE } from '../../wire/file-verbs.js'
-import { isRecord } from '../../wire/is-record.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { requireGuestFeature } from '../transport/guest-features.js'

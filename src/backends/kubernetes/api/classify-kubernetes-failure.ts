@@ -10,7 +10,7 @@
  * carries a `test` op turns either into `KubernetesPatchNotAppliedError`.
  */
 
-import { isRecord } from '../../../wire/is-record.js'
+import { isRecord } from '../../../common/is-record.js'
 import {
 	KubernetesAlreadyGoneError,
 	KubernetesApiError,
