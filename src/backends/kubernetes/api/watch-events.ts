@@ -30,7 +30,7 @@ const EVENT_TYPES: ReadonlySet<string> = new Set([
 export type WatchFramingProblem = 'line-too-long' | 'not-json' | 'not-an-event'
 
 /** The API server sent a watch stream this client will not read (the acquire then polls). */
-export class KubernetesWatchFramingError extends SandboxError {
+export class KubernetesWatchFramingError extends SandboxError<'watch-stream-refused'> {
 	override readonly name = 'KubernetesWatchFramingError'
 	readonly problem: WatchFramingProblem
 

@@ -491,13 +491,13 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 				case 'flush-skipped':
 					throw new FlushUnconfirmedError(
 						`a suspend of workspace ${this.id} that skips the flush is already in flight; its patch goes over an unflushed guest`,
-						'suspend_already_in_flight',
+						'suspend-already-in-flight',
 					)
 				case 'quiesce-skipped':
 					throw new QuiesceUnconfirmedError(
 						undefined,
 						`a suspend of workspace ${this.id} without a quiesce is already in flight; its patch goes over a guest nothing stopped`,
-						'suspend_already_in_flight',
+						'suspend-already-in-flight',
 					)
 			}
 		}
