@@ -49,6 +49,13 @@ export interface HealthzReply {
 
 // ---- reserve-execution / execute / cancel-execution --------------------------------------------
 
+/**
+ * Wall-clock bound of an exec whose caller names none (5 min): the one value of the default exec
+ * timeout. The host sends it (or the sandbox's `defaultTimeoutMs`) on every `execute`; the agent
+ * applies it to a request that carries no `timeoutMs`.
+ */
+export const DEFAULT_EXECUTION_TIMEOUT_MS = 300_000
+
 /** Per-stream output cap of an `execute` that names none (100 MiB); the host holds to it too. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 104_857_600
 
