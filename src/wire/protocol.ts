@@ -375,23 +375,38 @@ export type TcpClientEvent =
 
 // ---- op names ----------------------------------------------------------------------------------
 
-export const AGENT_OPS = [
-	'healthz',
-	'reserve-execution',
-	'execute',
-	'cancel-execution',
-	'read-file',
-	'read-file-stream',
-	'write-file',
-	'list-files',
-	'list-files-stream',
-	'terminal',
-	'tcp-connect',
-	'attach-execution',
-	'start-detached',
-	'attach-session',
-	'list-sessions',
-	'kill-session',
-] as const
+/**
+ * Every op the agent serves, once: the agent's dispatcher (`agent/ops/registry.ts`) is keyed by
+ * exactly these names, and the host's calls name their op through this table.
+ */
+export const AGENT_OP = {
+	healthz: 'healthz',
+	reserveExecution: 'reserve-execution',
+	execute: 'execute',
+	cancelExecution: 'cancel-execution',
+	attachExecution: 'attach-execution',
+	readFile: 'read-file',
+	readFileStream: 'read-file-stream',
+	writeFile: 'write-file',
+	listFiles: 'list-files',
+	listFilesStream: 'list-files-stream',
+	terminal: 'terminal',
+	tcpConnect: 'tcp-connect',
+	quiesce: 'quiesce',
+	flush: 'flush',
+	startDetached: 'start-detached',
+	attachSession: 'attach-session',
+	listSessions: 'list-sessions',
+	killSession: 'kill-session',
+	statPath: 'stat-path',
+	removePath: 'remove-path',
+	makeDirectory: 'make-directory',
+	renamePath: 'rename-path',
+	listDirectory: 'list-directory',
+	watchPath: 'watch-path',
+} as const
 
-export type AgentOp = (typeof AGENT_OPS)[number]
+export type AgentOp = (typeof AGENT_OP)[keyof typeof AGENT_OP]
+
+/** The op names as a list, in the table's order. */
+export const AGENT_OPS: readonly AgentOp[] = Object.values(AGENT_OP)
