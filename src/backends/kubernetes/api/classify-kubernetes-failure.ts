@@ -11,6 +11,7 @@
  */
 
 import { isRecord } from '../../../common/is-record.js'
+import { parseRetryAfterMs } from '../../../contract/retry-after.js'
 import {
 	KubernetesAlreadyGoneError,
 	KubernetesApiError,
@@ -20,7 +21,6 @@ import {
 	type KubernetesHttpMethod,
 	KubernetesPatchNotAppliedError,
 } from './api-errors.js'
-import { parseRetryAfterMs } from './retry-after.js'
 
 export interface KubernetesFailure {
 	readonly kind: KubernetesFailureKind
