@@ -123,7 +123,6 @@ export type ACIGroupFailureReason =
 /** A claimed container group that did not become usable; it has been deleted (`deleted`). */
 export class ACIGroupNotReadyError extends SandboxError<ACIGroupFailureReason> {
 	override readonly name = 'ACIGroupNotReadyError'
-	declare readonly reason: ACIGroupFailureReason
 	readonly groupName: string
 	/** The last `provisioningState` seen, when any. */
 	readonly provisioningState: string | undefined
