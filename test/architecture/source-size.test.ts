@@ -30,8 +30,6 @@ const ALLOWED_LONG: Readonly<Record<string, number>> = {
 
 /** Files still over the bound, each at its length today; the same ratchet as `ALLOWED_LONG`. */
 const ALLOWED_LONG_FILES: Readonly<Record<string, number>> = {
-	'backends/kubernetes/workspace/kubernetes-workspace.ts': 505,
-	'host/transport/agent-transport.ts': 510,
 	'index.ts': 502,
 }
 
