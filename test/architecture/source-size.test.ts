@@ -24,7 +24,6 @@ const ALLOWED_LONG: Readonly<Record<string, number>> = {
 	'backends/kubernetes/kubernetes-sandbox-provider.ts › wrapAcquired': 115,
 	'backends/local/describe-local-isolation.ts › describeLocalIsolation': 123,
 	'backends/local/local-sandbox-provider.ts › createLocalSandboxProvider': 102,
-	'exec-programs/walk/walk-files-via-exec.ts › walkFilesViaExec': 117,
 	'mcp/mcp-http.ts › serveMcpHttp': 110,
 }
 
