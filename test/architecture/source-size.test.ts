@@ -22,7 +22,6 @@ const MAX_FUNCTION_LINES = 100
 const ALLOWED_LONG: Readonly<Record<string, number>> = {
 	'backends/kubernetes/api/create-kubernetes-client.ts › createKubernetesClient': 107,
 	'backends/kubernetes/kubernetes-sandbox-provider.ts › wrapAcquired': 115,
-	'backends/local/describe-local-isolation.ts › describeLocalIsolation': 123,
 	'backends/local/local-sandbox-provider.ts › createLocalSandboxProvider': 102,
 	'mcp/mcp-http.ts › serveMcpHttp': 110,
 }
