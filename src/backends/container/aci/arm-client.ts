@@ -47,7 +47,10 @@ async function bearer(client: ArmClient, call: ArmCall): Promise<string> {
 	let token: unknown
 	try {
 		// A token source that never answers is bounded by the call's signal like the request is.
-		token = await raceSignal(Promise.resolve().then(() => client.getArmToken()), call.signal)
+		token = await raceSignal(
+			Promise.resolve().then(() => client.getArmToken()),
+			call.signal,
+		)
 	} catch (cause) {
 		if (call.signal.aborted) throw call.signal.reason
 		throw armError(call, 'token-unavailable', {}, { cause })
