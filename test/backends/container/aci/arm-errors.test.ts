@@ -132,7 +132,7 @@ describe('ARM answers to named errors', () => {
 		],
 		['200 that is not JSON', { status: 200, text: 'not json' }, 'protocol', false, undefined],
 		['200 that is a JSON array', { status: 200, text: '[1,2]' }, 'protocol', false, undefined],
-	])('%s → %s', async (_name, reply, reason, retryable, armCode) => {
+	])('%s', async (_name, reply, reason, retryable, armCode) => {
 		const error = await failureOf(reply)
 		expect(error).toMatchObject({
 			reason,
