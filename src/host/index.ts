@@ -23,9 +23,12 @@ export type { AgentExecOptions } from './exec/exec-options.js'
 export { DEFAULT_EXEC_OUTPUT_BUDGET_BYTES, ExecOutputBudget } from './exec/exec-output-budget.js'
 export type { RemoteExecutionTiming } from './exec/execution-timing.js'
 export {
+	type RemoteExecuteRequest,
+	type RemoteExecutionAdapter,
 	RemoteExecutionController,
 	type RemoteExecutionControllerOptions,
 } from './exec/remote-execution-controller.js'
+export type { RemoteTerminalMetadata } from './exec/remote-execution-messages.js'
 export type {
 	FlushOptions,
 	FlushReport,
