@@ -184,6 +184,7 @@ export {
 export {
 	type PrivilegeProbeFailure,
 	type ProcStatusPrivileges,
+	SandboxPrivilegeProbeError,
 	walkFilesViaExec,
 } from './exec-programs/index.js'
 export {
