@@ -123,6 +123,8 @@ describe('package root: transport limits, feature names, wire and handle types',
 		expectTypeOf<typeof root.GUEST_FRAME_LIMIT_BYTES>().toEqualTypeOf<268_435_456>()
 		expectTypeOf<typeof root.TCP_PREAUTH_FRAME_LIMIT_BYTES>().toEqualTypeOf<8_388_608>()
 		expectTypeOf<typeof agent.AGENT_PROTOCOL_VERSION>().toEqualTypeOf<2>()
+		expectTypeOf<typeof root.REMOTE_EXECUTION_PROTOCOL_VERSION>().toEqualTypeOf<2>()
+		expectTypeOf<typeof root.FIRECRACKER_AGENT_PROTOCOL_VERSION>().toEqualTypeOf<2>()
 		expectTypeOf<typeof root.WRITE_FILE_PARTS_FEATURE>().toEqualTypeOf<'write-file-parts'>()
 		expectTypeOf<typeof root.READ_FILE_STREAM_FEATURE>().toEqualTypeOf<'read-file-stream'>()
 	})
