@@ -5,7 +5,13 @@
  */
 
 export {
+	ACIArmError,
+	type ACIGroupFailureReason,
+	ACIGroupNotReadyError,
+	ACIOptionUnsupportedError,
 	type ACIStandbyPoolBackendConfig,
+	type ArmFailureReason,
+	type ArmOperation,
 	type AzureFileShareSource,
 	type ContainerBackendConfig,
 	ContainerEgressUnsupportedError,

@@ -12,6 +12,12 @@ import { join, relative } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import * as agentEntry from '../../src/agent-entry.js'
 import {
+	ACIArmError,
+	ACIGroupNotReadyError,
+	ACIOptionUnsupportedError,
+	type ArmFailureReason,
+} from '../../src/backends/container/aci/aci-errors.js'
+import {
 	ContainerEgressUnsupportedError,
 	ContainerProviderClosedError,
 	ContainerRuntimeCommandError,
@@ -751,6 +757,36 @@ const CASES: readonly ErrorCase[] = [
 		make: () => new ContainerEgressUnsupportedError('allow-all', 'runsc', 'its own network stack'),
 	},
 	{ type: ContainerProviderClosedError, make: () => new ContainerProviderClosedError() },
+	...(
+		[
+			'token-unavailable',
+			'auth',
+			'forbidden',
+			'not-found',
+			'conflict',
+			'throttled',
+			'quota',
+			'pool-empty',
+			'rejected',
+			'server',
+			'unreachable',
+			'protocol',
+		] satisfies ArmFailureReason[]
+	).map((reason) => ({
+		type: ACIArmError,
+		make: () =>
+			new ACIArmError({ reason, operation: 'claim', method: 'PUT', path: '/subscriptions/s' }),
+	})),
+	...(
+		['provisioning-failed', 'ready-timeout', 'agent-unreachable', 'agent-token-refused'] as const
+	).map((reason) => ({
+		type: ACIGroupNotReadyError,
+		make: () => new ACIGroupNotReadyError(reason, 'namzu-task-x', 'detail', { deleted: true }),
+	})),
+	{
+		type: ACIOptionUnsupportedError,
+		make: () => new ACIOptionUnsupportedError('env', 'detail'),
+	},
 	// microvm
 	{
 		type: MicroVMImageMissingError,

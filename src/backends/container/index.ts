@@ -1,5 +1,14 @@
 // Public names of the container tier, all on `@namzu/sandbox/container`, a few on the root.
 
+export {
+	ACIArmError,
+	type ACIGroupFailureReason,
+	ACIGroupNotReadyError,
+	ACIOptionUnsupportedError,
+	type ArmFailureReason,
+	type ArmOperation,
+} from './aci/aci-errors.js'
+
 export type {
 	ACIStandbyPoolBackendConfig,
 	ContainerBackendConfig,
