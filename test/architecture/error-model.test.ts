@@ -105,6 +105,7 @@ import {
 } from '../../src/backends/microvm/microvm-errors.js'
 import {
 	CliDependencyMissingError,
+	CliPathNotFoundError,
 	CliStdinTooLargeError,
 	CliUsageError,
 } from '../../src/cli/cli-errors.js'
@@ -824,6 +825,7 @@ const CASES: readonly ErrorCase[] = [
 	{ type: CliUsageError, make: () => new CliUsageError('unknown command: x') },
 	{ type: CliDependencyMissingError, make: () => new CliDependencyMissingError('mcp', 'x') },
 	{ type: CliStdinTooLargeError, make: () => new CliStdinTooLargeError(1024) },
+	{ type: CliPathNotFoundError, make: () => new CliPathNotFoundError('a.txt', 'sandbox') },
 	{ type: ConformanceAssertionError, make: () => new ConformanceAssertionError('toBe', 'm') },
 	{ type: ConformanceCaseTimeoutError, make: () => new ConformanceCaseTimeoutError('t', 10) },
 ]
