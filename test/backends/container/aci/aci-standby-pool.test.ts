@@ -218,6 +218,24 @@ describe('the ACI standby pool against a recording ARM and a real agent', () => 
 		await aci.close()
 	})
 
+	it('shares one DELETE between concurrent destroy() calls and the provider close()', async () => {
+		const arm = pooledGroup(new ArmRecorder())
+		const aci = provider(arm)
+		const sandbox = await aci.create()
+		await Promise.all([sandbox.destroy(), sandbox.destroy(), aci.close()])
+		expect(arm.of('DELETE').map(groupNameOf)).toEqual([sandbox.id])
+		expect(sandbox.status).toBe('destroyed')
+	})
+
+	it('deletes on close() a sandbox still handed out', async () => {
+		const arm = pooledGroup(new ArmRecorder())
+		const aci = provider(arm)
+		const sandbox = await aci.create()
+		await aci.close()
+		expect(arm.of('DELETE').map(groupNameOf)).toEqual([sandbox.id])
+		expect(sandbox.status).toBe('destroyed')
+	})
+
 	it('reports a refused DELETE from destroy() rather than an accepted teardown', async () => {
 		const refusing = new ArmRecorder()
 			.on('PUT', (request) => ({ status: 201, body: groupReply(groupNameOf(request), 'Pending') }))
