@@ -3,7 +3,7 @@
  * and the one attachment a tty command's input goes through. Everything else about a long command
  * is in the guest, under its exec id.
  */
-import type { SessionTerminal } from '../index.js'
+import type { SessionTerminal } from '../contract-entry.js'
 
 /** Timers and input attachments of one sandbox's long commands. */
 export class BackgroundExecState {
