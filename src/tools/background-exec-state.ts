@@ -4,7 +4,7 @@
  * is in the guest, under its exec id); the live watches `watch` polls; the ports `expose_port`
  * serves. `close()` lets go of all of it.
  */
-import type { SandboxExposedPort, SessionTerminal } from '../index.js'
+import type { SandboxExposedPort, SessionTerminal } from '../contract-entry.js'
 import { WatchState } from './watch-state.js'
 
 /** Timers and input attachments of one sandbox's long commands, its watches and exposed ports. */

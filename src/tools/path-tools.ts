@@ -3,7 +3,7 @@
  * cursor), `mkdir`, `remove` (idempotent: an absent path is already removed) and `rename`. Paths
  * in results are relative to the workspace root (absolute outside it).
  */
-import { type Sandbox, type SandboxDirectoryEntry, SandboxFileError } from '../index.js'
+import { type Sandbox, type SandboxDirectoryEntry, SandboxFileError } from '../contract-entry.js'
 import { defineTool } from './define-tool.js'
 import { booleanArgument, integerArgument, stringArgument } from './tool-arguments.js'
 import { ToolUnsupportedError } from './tool-errors.js'

@@ -4,7 +4,7 @@
  * `watch-state.ts`). `expose_port`: a server inside the sandbox as a URL on the host, for the
  * user (the sandbox's own loopback is what the model reaches from inside).
  */
-import type { Sandbox, SandboxWatchEvent } from '../index.js'
+import type { Sandbox, SandboxWatchEvent } from '../contract-entry.js'
 import { defineTool } from './define-tool.js'
 import { booleanArgument, integerArgument, stringArgument } from './tool-arguments.js'
 import { ToolUnsupportedError } from './tool-errors.js'

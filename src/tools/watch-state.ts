@@ -5,7 +5,7 @@
  * ends, as do the oldest past `MAX_WATCHES`; a cursor older than what is buffered is told as lost.
  */
 import { randomBytes } from 'node:crypto'
-import type { Sandbox, SandboxWatchEvent } from '../index.js'
+import type { Sandbox, SandboxWatchEvent } from '../contract-entry.js'
 
 /** Changes a watch keeps for its pollers. */
 export const WATCH_BUFFER_EVENTS = 1000

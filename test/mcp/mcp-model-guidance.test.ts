@@ -9,7 +9,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DEFAULT_MAX_PROCESSES } from '../../src/index.js'
+import { DEFAULT_MAX_PROCESSES } from '../../src/local-entry.js'
 import { bwrapSkipReason } from '../backends/local/bwrap-available.js'
 import { freshStateDir } from '../backends/local/local-test-support.js'
 import { undescribedProperties } from '../tools/schema-walk.js'
