@@ -232,12 +232,18 @@ describe.skipIf(skip !== undefined).each(['stdio', 'http'] as const)(
 				[
 					'exec_read',
 					'exec_signal',
+					'expose_port',
 					'glob',
 					'grep',
+					'list_directory',
 					'list_files',
+					'mkdir',
 					'read_file',
+					'remove',
 					'sandbox_destroy',
 					'sandbox_list',
+					'stat',
+					'watch',
 					'write_file',
 				].sort(),
 			)
@@ -263,6 +269,8 @@ describe.skipIf(skip !== undefined).each(['stdio', 'http'] as const)(
 			for (const [tool, args] of [
 				['read_file', { path: 'same.txt' }],
 				['list_files', { path: 'pkg' }],
+				['stat', { path: 'same.txt' }],
+				['list_directory', { path: '.' }],
 				['glob', { pattern: 'pkg/**' }],
 				['grep', { pattern: 'find me' }],
 				['sandbox_list', {}],
