@@ -6,6 +6,7 @@
  */
 import { describe, expectTypeOf, it } from 'vitest'
 import type * as agent from '../../src/agent-entry.js'
+import type { AgentUnauthorizedError } from '../../src/host/refusals/refusal-errors.js'
 import type * as root from '../../src/index.js'
 import type * as testing from '../../src/testing/index.js'
 import type * as tools from '../../src/tools/index.js'
@@ -40,7 +41,7 @@ describe('error reasons are literal types', () => {
 
 	it('a subclass narrows its parent reason', () => {
 		expectTypeOf<
-			InstanceType<typeof root.AgentUnauthorizedError>['reason']
+			InstanceType<typeof AgentUnauthorizedError>['reason']
 		>().toEqualTypeOf<'unauthorized'>()
 		expectTypeOf<
 			InstanceType<typeof root.SandboxDestroyedError>['reason']
