@@ -13,12 +13,14 @@ import { defaultImageDir } from '../../src/backends/microvm/microvm-image.js'
 import { VMM_MEMORY_OVERHEAD_MB } from '../../src/backends/microvm/qemu-guest.js'
 import {
 	createSandboxProvider,
-	MicroVMEgressUnsupportedError,
-	type MicroVMSandboxProvider,
 	MicroVMServiceUnavailableError,
 	type Sandbox,
 	SandboxConfigError,
 } from '../../src/index.js'
+import {
+	MicroVMEgressUnsupportedError,
+	type MicroVMSandboxProvider,
+} from '../../src/microvm-entry.js'
 
 function qemuPresent(): boolean {
 	try {

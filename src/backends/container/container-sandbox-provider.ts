@@ -31,11 +31,7 @@ import {
 	ContainerSandboxLayoutValidationError,
 } from './container-errors.js'
 import { type ContainerImage, resolveContainerImage } from './container-image.js'
-import {
-	type ContainerInstance,
-	type ContainerInstanceContext,
-	startContainerInstance,
-} from './container-instance.js'
+import type { ContainerInstance, ContainerInstanceContext } from './container-instance.js'
 import {
 	type ContainerSandboxLayout,
 	layoutMounts,
@@ -48,6 +44,7 @@ import {
 	canServeFromContainerPool,
 	resolveContainerSandboxSpec,
 } from './container-sandbox-spec.js'
+import { startContainerInstance } from './container-start.js'
 
 /** A container sandbox: the machine layer's one sandbox type (one agent serves every tier). */
 export type ContainerSandbox = MachineSandbox

@@ -21,6 +21,7 @@ import {
 	checkProviderDefaults,
 	PORTABLE_CREATE_KEYS,
 	type SandboxProviderDefaults,
+	sandboxDefaultTimeoutMs,
 	type UnlistedCreateKeys,
 } from '../../provider-defaults.js'
 import { createInstanceFleet, ownedAgentSandboxHandOut } from '../machine/fleet/instance-fleet.js'
@@ -112,7 +113,7 @@ function resolveSpec(
 		defaults.defaultMemoryLimitMb ??
 		DEFAULT_MEMORY_LIMIT_MB
 	const diskLimitMb = parseDiskLimitMb(given.diskLimitMb)
-	const timeoutMs = given.timeoutMs ?? defaults.defaultTimeoutMs
+	const timeoutMs = sandboxDefaultTimeoutMs(given, defaults)
 	return {
 		memoryMb,
 		env,
