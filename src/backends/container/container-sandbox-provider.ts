@@ -18,6 +18,7 @@ import type { SandboxProvider } from '../../contract/provider.js'
 import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+import { isRecord } from '../../wire/is-record.js'
 import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
 import { createInstanceFleet, ownedAgentSandboxHandOut } from '../machine/fleet/instance-fleet.js'
 import type { MachineSandbox } from '../machine/machine-sandbox.js'
@@ -50,6 +51,7 @@ import {
 	canServeFromContainerPool,
 	resolveContainerSandboxSpec,
 } from './container-sandbox-spec.js'
+import { createDockerSandboxProvider } from './docker/docker-sandbox-provider.js'
 
 /** A container sandbox: the machine layer's one sandbox type (one agent serves every tier). */
 export type ContainerSandbox = MachineSandbox
@@ -122,6 +124,12 @@ export function createContainerSandboxProvider(
 	defaults: SandboxProviderDefaults = {},
 	hooks: ContainerProviderHooks = {},
 ): ContainerSandboxProvider {
+	if (isRecord(backend) && backend.runtime === 'docker') {
+		return createDockerSandboxProvider(backend, layout, defaults, {
+			...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
+			...(hooks.onWarmSandboxReady ? { onWarmSandboxReady: hooks.onWarmSandboxReady } : {}),
+		})
+	}
 	const resolved = resolveContainerBackendConfig(backend)
 	// Every container gets the seccomp filter: a host it has no table for is refused now.
 	seccompArchOf()
