@@ -65,6 +65,13 @@ function dockerTierSuite(label: string, warmPoolSize: number): void {
 			label,
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
+			capabilities: {
+				killsDetachedDescendants: {
+					supported: false,
+					reason:
+						"the engine's cgroups are its own (no per-command group is delegated to the agent), so an aborted command's setsid descendants live until destroy() removes the container",
+				},
+			},
 		},
 	)
 }
