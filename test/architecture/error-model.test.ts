@@ -19,6 +19,11 @@ import {
 	ContainerSandboxLayoutValidationError,
 } from '../../src/backends/container/container-errors.js'
 import {
+	DockerEngineReplyError,
+	DockerEngineRequestError,
+	DockerEngineUnreachableError,
+} from '../../src/backends/container/docker/docker-errors.js'
+import {
 	KubernetesAcquireError,
 	type KubernetesAcquireFailureReason,
 	KubernetesClaimUnboundError,
@@ -746,6 +751,18 @@ const CASES: readonly ErrorCase[] = [
 		make: () => new ContainerEgressUnsupportedError('allow-all', 'runsc', 'its own network stack'),
 	},
 	{ type: ContainerProviderClosedError, make: () => new ContainerProviderClosedError() },
+	{
+		type: DockerEngineUnreachableError,
+		make: () => new DockerEngineUnreachableError('/run/docker.sock', 'ENOENT'),
+	},
+	...[400, 404, 409, 500, 403].map((status) => ({
+		type: DockerEngineRequestError,
+		make: () => new DockerEngineRequestError('POST', '/containers/create', status, 'no'),
+	})),
+	...(['engine-reply-too-large', 'engine-reply-malformed'] as const).map((reason) => ({
+		type: DockerEngineReplyError,
+		make: () => new DockerEngineReplyError(reason, 'GET', '/containers/json', 1024),
+	})),
 	// microvm
 	{
 		type: MicroVMImageMissingError,

@@ -37,4 +37,9 @@ export {
 	createContainerSandboxProvider,
 } from './container-sandbox-provider.js'
 export type { ContainerSandboxCreateConfig } from './container-sandbox-spec.js'
+export {
+	DockerEngineReplyError,
+	DockerEngineRequestError,
+	DockerEngineUnreachableError,
+} from './docker/docker-errors.js'
 export type { ContainerRuntime, RunscPlatform } from './runtime-argv.js'
