@@ -37,6 +37,11 @@ export interface DockerContainerInput {
 	readonly agentBundle: string
 	readonly socketDir: string
 	readonly workspace: string
+	/**
+	 * The machine layer's seccomp filter: Docker takes the profile inline (`seccomp=<json>`),
+	 * Podman's service reads it from a path on the host (`seccomp=<path>`).
+	 */
+	readonly seccomp: string
 	/** The layout's binds (`docker-layout.ts`), parents first. */
 	readonly binds: readonly DockerBind[]
 	/** The host's own hard limits, so the engine never asks the kernel to raise them. */
@@ -66,7 +71,7 @@ export function dockerContainerBody(input: DockerContainerInput): Record<string,
 		HostConfig: {
 			ReadonlyRootfs: true,
 			CapDrop: ['ALL'],
-			SecurityOpt: ['no-new-privileges'],
+			SecurityOpt: ['no-new-privileges', `seccomp=${input.seccomp}`],
 			NetworkMode: 'none',
 			Init: true,
 			Memory: memoryBytes,

@@ -163,3 +163,24 @@ function parseJson(text: string): unknown {
 		return undefined
 	}
 }
+
+/** Which engine serves the API: they read a seccomp profile from different places. */
+export type DockerEngineKind = 'docker' | 'podman'
+
+/** `GET /version`: Podman's compatible service names a `Podman Engine` component. */
+export async function dockerEngineKind(
+	client: DockerEngineClient,
+	signal?: AbortSignal,
+): Promise<DockerEngineKind> {
+	const version = await client.json({
+		method: 'GET',
+		path: '/version',
+		...(signal ? { signal } : {}),
+	})
+	const components = Array.isArray(version.Components) ? version.Components : []
+	const podman = components.some(
+		(component) =>
+			isRecord(component) && typeof component.Name === 'string' && /podman/i.test(component.Name),
+	)
+	return podman ? 'podman' : 'docker'
+}

@@ -6,7 +6,7 @@
  * engine confirmed the removal (or the container was already gone): an aborted or refused remove
  * is never reported as done.
  */
-import { chown, lstat, mkdir, readFile, rename, rm } from 'node:fs/promises'
+import { chown, lstat, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { hostname, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -24,6 +24,7 @@ import { newSandboxId } from '../../machine/claims/sandbox-id.js'
 import { agentSettingsFrom, buildAgentEnvironment } from '../../machine/launch/agent-environment.js'
 import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../../machine/launch/transport-options.js'
 import { LocalSandboxCleanupError, LocalSandboxStartError } from '../../machine/machine-errors.js'
+import { sandboxSeccompFilter } from '../../machine/seccomp/seccomp-filter.js'
 import { resolveSandboxLimits } from '../../machine/spec/sandbox-limits.js'
 import { resolveStateBase } from '../../machine/workspace/sandbox-directories.js'
 import type { ResolvedContainerSandboxLayout } from '../container-layout.js'
@@ -39,7 +40,7 @@ import {
 	dockerContainerBody,
 	parseHardLimits,
 } from './docker-container-body.js'
-import type { DockerEngineClient } from './docker-engine-client.js'
+import type { DockerEngineClient, DockerEngineKind } from './docker-engine-client.js'
 import { DockerEngineRequestError } from './docker-errors.js'
 import { dockerLayout } from './docker-layout.js'
 
@@ -57,6 +58,8 @@ export interface DockerInstanceContext {
 	readonly readyPollIntervalMs: number
 	readonly agentPath: string
 	readonly layout: ResolvedContainerSandboxLayout
+	/** Which engine it is (asked once per provider). */
+	readonly engine: () => Promise<DockerEngineKind>
 	readonly hostEnv?: Readonly<Record<string, string | undefined>>
 }
 
@@ -168,6 +171,14 @@ export async function startDockerInstance(
 				? {}
 				: { NAMZU_SANDBOX_WRITE_ROOTS: layout.writeRoots.join(':') }),
 		}
+		const filter = JSON.stringify(
+			sandboxSeccompFilter({ allowUserNamespaces: spec.allowUserNamespaces === true }).oci(),
+		)
+		let seccomp = filter
+		if ((await context.engine()) === 'podman') {
+			seccomp = join(stateRoot, 'seccomp.json')
+			await writeFile(seccomp, filter, { mode: 0o600 })
+		}
 		const body = dockerContainerBody({
 			image: context.image,
 			env: agentEnv,
@@ -182,6 +193,7 @@ export async function startDockerInstance(
 			agentBundle: context.agentPath,
 			socketDir,
 			workspace,
+			seccomp,
 			binds: layout.binds,
 			ulimits: parseHardLimits(await readFile('/proc/self/limits', 'utf8')),
 		})

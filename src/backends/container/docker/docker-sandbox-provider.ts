@@ -29,7 +29,11 @@ import {
 	resolveContainerSandboxSpec,
 } from '../container-sandbox-spec.js'
 import { resolveDockerBackendConfig } from './docker-backend-config.js'
-import { DockerEngineClient } from './docker-engine-client.js'
+import {
+	DockerEngineClient,
+	type DockerEngineKind,
+	dockerEngineKind,
+} from './docker-engine-client.js'
 import { type DockerInstance, startDockerInstance } from './docker-instance.js'
 import { dockerLayoutRefusals } from './docker-layout.js'
 import { reapDockerLeftovers } from './docker-reaper.js'
@@ -62,12 +66,6 @@ export function resolveDockerSandboxSpec(
 			"not supported on runtime 'docker': the workspace is a tmpfs bounded by the memory limit",
 		)
 	}
-	if (spec.allowUserNamespaces === true) {
-		throw new SandboxConfigError(
-			'allowUserNamespaces',
-			"not supported on runtime 'docker': the engine's default seccomp profile refuses namespaces to an unprivileged process",
-		)
-	}
 	return spec
 }
 
@@ -86,6 +84,7 @@ export function createDockerSandboxProvider(
 	const defaultSpec = resolveDockerSandboxSpec({}, defaults)
 	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
 	const client = new DockerEngineClient(resolved.socketPath)
+	let engine: Promise<DockerEngineKind> | undefined
 	const context = {
 		client,
 		image: resolved.image,
@@ -95,6 +94,14 @@ export function createDockerSandboxProvider(
 		readyPollIntervalMs: resolved.readyPollIntervalMs,
 		agentPath: agentBundlePath(),
 		layout: resolvedLayout,
+		engine: () => {
+			engine ??= dockerEngineKind(client, AbortSignal.timeout(resolved.readyTimeoutMs))
+			// An engine not up yet is asked again on the next create, not remembered as a failure.
+			engine.catch(() => {
+				engine = undefined
+			})
+			return engine
+		},
 	}
 	const fleet = createInstanceFleet<DockerInstance, ContainerSandboxSpec, MachineSandbox>({
 		start: (spec, signal) => startDockerInstance(context, spec, signal),
