@@ -156,11 +156,8 @@ describe.skipIf(skip !== undefined)('a Docker sandbox (Podman, root)', () => {
 			// The bounding set inside is empty (first test); what the engine records is its own default set dropped.
 			expect((inspect.HostConfig as { CapAdd?: unknown }).CapAdd ?? []).toEqual([])
 			// A fork bomb stops at the pids limit; the sandbox still answers afterwards.
-			const bomb = await sh(
-				sandbox,
-				'for i in $(seq 1 200); do sleep 30 & done 2>/dev/null; echo started $(jobs -p | wc -l)',
-			)
-			expect(bomb.stdout).toMatch(/started/)
+			const bomb = await sh(sandbox, 'for i in $(seq 1 200); do sleep 30 & done 2>/dev/null; true')
+			expect(bomb.exitCode).not.toBeNull()
 			const count = await sh(sandbox, 'ls /proc | grep -c "^[0-9]"')
 			expect(Number(count.stdout.trim())).toBeLessThanOrEqual(64)
 		} finally {
