@@ -41,7 +41,12 @@ export const DOCKER_ENGINE_MESSAGE_MAX_CHARS = 1000
 /** The engine answered a request with a non-2xx status; `engineMessage` is its JSON `message`. */
 export class DockerEngineRequestError extends SandboxError {
 	override readonly name = 'DockerEngineRequestError'
-	declare readonly reason: DockerEngineRefusalReason
+	declare readonly reason:
+		| 'engine-bad-request'
+		| 'engine-not-found'
+		| 'engine-conflict'
+		| 'engine-failed'
+		| 'engine-refused'
 	readonly method: string
 	/** The API path without the version prefix or the query (`/containers/create`). */
 	readonly path: string
