@@ -116,19 +116,25 @@ try {
 const engine = summarize(rows.engine)
 const coldStats = summarize(rows.cold)
 const warmStats = summarize(rows.warm)
+const line = (cells) => `| ${cells.join(' | ')} |`
 printTable(`Docker engine (Podman), n = ${count}`, [
-	['', 'p50', 'p95', 'ratio (p50)'],
-	['engine create + start of /bin/true until wait returns', ms(engine.p50), ms(engine.p95), '1×'],
-	[
+	line(['', 'p50', 'p95', 'ratio (p50)']),
+	line([
+		'engine create + start of /bin/true until wait returns',
+		ms(engine.p50),
+		ms(engine.p95),
+		'1×',
+	]),
+	line([
 		'docker cold create() → exec(true)',
 		ms(coldStats.p50),
 		ms(coldStats.p95),
 		ratio(coldStats.p50, engine.p50),
-	],
-	[
+	]),
+	line([
 		'docker warm pool create() → exec(true)',
 		ms(warmStats.p50),
 		ms(warmStats.p95),
 		ratio(warmStats.p50, engine.p50),
-	],
+	]),
 ])
