@@ -202,6 +202,7 @@ export {
 	DockerEngineReplyError,
 	DockerEngineRequestError,
 	DockerEngineUnreachableError,
+	DockerLimitsNotEnforcedError,
 	DEFAULT_CONTAINER_PATHS,
 	DEFAULT_CONTAINER_READY_TIMEOUT_MS,
 	type HostDirSource,

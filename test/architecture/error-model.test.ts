@@ -22,6 +22,7 @@ import {
 	DockerEngineReplyError,
 	DockerEngineRequestError,
 	DockerEngineUnreachableError,
+	DockerLimitsNotEnforcedError,
 } from '../../src/backends/container/docker/docker-errors.js'
 import {
 	KubernetesAcquireError,
@@ -759,6 +760,10 @@ const CASES: readonly ErrorCase[] = [
 		type: DockerEngineRequestError,
 		make: () => new DockerEngineRequestError('POST', '/containers/create', status, 'no'),
 	})),
+	{
+		type: DockerLimitsNotEnforcedError,
+		make: () => new DockerLimitsNotEnforcedError(['Memory', 'PidsLimit']),
+	},
 	...(['engine-reply-too-large', 'engine-reply-malformed'] as const).map((reason) => ({
 		type: DockerEngineReplyError,
 		make: () => new DockerEngineReplyError(reason, 'GET', '/containers/json', 1024),

@@ -41,5 +41,6 @@ export {
 	DockerEngineReplyError,
 	DockerEngineRequestError,
 	DockerEngineUnreachableError,
+	DockerLimitsNotEnforcedError,
 } from './docker/docker-errors.js'
 export type { ContainerRuntime, RunscPlatform } from './runtime-argv.js'

@@ -101,3 +101,22 @@ export class DockerEngineReplyError extends SandboxError {
 		this.maxReplyBytes = maxReplyBytes
 	}
 }
+
+/**
+ * The engine took the container but dropped limits it was asked for (a rootless engine on cgroup
+ * v1 records `Memory: 0`, `PidsLimit: 0`): the sandbox is not started unbounded.
+ */
+export class DockerLimitsNotEnforcedError extends SandboxError {
+	override readonly name = 'DockerLimitsNotEnforcedError'
+	/** The `HostConfig` fields the engine did not keep (`Memory`, `PidsLimit`, `NanoCpus`). */
+	readonly dropped: readonly string[]
+
+	constructor(dropped: readonly string[], options: SandboxErrorOptions = {}) {
+		super(
+			`the Docker engine did not keep the limits asked for (${dropped.join(', ')}); a rootless engine on cgroup v1 cannot enforce them: use a rootful engine, or a host with cgroup v2 delegated to the engine's user`,
+			'limits-not-enforced',
+			options,
+		)
+		this.dropped = [...dropped]
+	}
+}

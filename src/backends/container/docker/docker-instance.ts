@@ -41,7 +41,7 @@ import {
 	parseHardLimits,
 } from './docker-container-body.js'
 import type { DockerEngineClient, DockerEngineKind } from './docker-engine-client.js'
-import { DockerEngineRequestError } from './docker-errors.js'
+import { DockerEngineRequestError, DockerLimitsNotEnforcedError } from './docker-errors.js'
 import { dockerLayout } from './docker-layout.js'
 
 /** A Docker sandbox's host directory: `<stateDir>/namzu-docker-<id>`. */
@@ -211,6 +211,14 @@ export async function startDockerInstance(
 		}
 		containerId = created.Id
 		const started = containerId
+		// An engine that drops a limit (rootless on cgroup v1) says so only in what it recorded.
+		const recorded = await client.json({
+			method: 'GET',
+			path: `/containers/${started}/json`,
+			...(signal ? { signal } : {}),
+		})
+		const dropped = droppedLimits(body.HostConfig, recorded.HostConfig)
+		if (dropped.length > 0) throw new DockerLimitsNotEnforcedError(dropped)
 		await client.call({
 			method: 'POST',
 			path: `/containers/${started}/start`,
@@ -252,6 +260,15 @@ export async function startDockerInstance(
 		if (signal?.aborted) throw signal.reason
 		throw error
 	}
+}
+
+/** The limit fields asked for that the engine's record does not hold. */
+export function droppedLimits(asked: unknown, recorded: unknown): string[] {
+	if (!isRecord(asked)) return []
+	const kept = isRecord(recorded) ? recorded : {}
+	return ['Memory', 'MemorySwap', 'PidsLimit', 'NanoCpus'].filter(
+		(field) => asked[field] !== undefined && kept[field] !== asked[field],
+	)
 }
 
 async function waitReady(
