@@ -25,12 +25,17 @@ export interface DockerLayout {
 
 /** What a Docker engine cannot serve of a valid layout, every reason at once. */
 export function dockerLayoutRefusals(layout: ResolvedContainerSandboxLayout): string[] {
-	return layoutMounts(layout)
-		.filter((entry) => entry.writable && entry.mount.source.type === 'hostDir')
-		.map(
-			(entry) =>
+	return layoutMounts(layout).flatMap((entry) => {
+		if (entry.mount.source.type === 'azureFileShare')
+			return [
+				`${entry.field}.source: 'azureFileShare' is served by the ACI standby pool only; use 'hostDir' or 'inImage'`,
+			]
+		if (entry.writable && entry.mount.source.type === 'hostDir')
+			return [
 				`${entry.field}.source: a writable 'hostDir' is not served on runtime 'docker' (the host directory would have to become the container user's); use 'inImage', or runtime 'runc'`,
-		)
+			]
+		return []
+	})
 }
 
 export function dockerLayout(
