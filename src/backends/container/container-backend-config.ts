@@ -6,12 +6,13 @@
  * `runtime` takes the OCI runtimes this tier drives directly: `'runc'` (the default), `'crun'`,
  * `'runsc'`; `'docker'` is a Docker engine driven through its API (`docker/`), resolved there.
  */
+
 import { homedir, tmpdir } from 'node:os'
 import { isAbsolute, join } from 'node:path'
+import { isRecord } from '../../common/is-record.js'
 import {
 	CONFIG_SITE,
 	describeReceived,
-	isPlainObject,
 	optionalDurationMs,
 	optionalInteger,
 	refuseUnknownKeys,
@@ -166,7 +167,7 @@ function absolutePath(field: string, value: unknown, fallback: string): string {
 /** `backend.labels`: string values under keys without `=`. */
 export function resolveContainerLabels(value: unknown): Record<string, string> {
 	if (value === undefined) return {}
-	if (!isPlainObject(value))
+	if (!isRecord(value))
 		throw CONFIG_SITE.refuse('backend.labels', 'an object of strings', describeReceived(value))
 	const out: Record<string, string> = {}
 	for (const [key, entry] of Object.entries(value)) {

@@ -13,12 +13,12 @@ import {
 	DockerEngineClient,
 	dockerSocketPath,
 } from '../../../../src/backends/container/docker/docker-engine-client.js'
-import { SandboxConfigError } from '../../../../src/contract/errors.js'
 import {
 	DockerEngineReplyError,
 	DockerEngineRequestError,
 	DockerEngineUnreachableError,
-} from '../../../../src/index.js'
+} from '../../../../src/container-entry.js'
+import { SandboxConfigError } from '../../../../src/contract/errors.js'
 
 const cleanups: (() => Promise<void>)[] = []
 afterEach(async () => {

@@ -16,12 +16,10 @@ import {
 	ContainerEgressUnsupportedError,
 	ContainerSandboxLayoutValidationError,
 	type ContainerSandboxProvider,
-	createSandboxProvider,
 	DockerEngineUnreachableError,
-	LocalSandboxCleanupError,
-	type Sandbox,
-	SandboxConfigError,
-} from '../../../../src/index.js'
+} from '../../../../src/container-entry.js'
+import { createSandboxProvider, type Sandbox, SandboxConfigError } from '../../../../src/index.js'
+import { LocalSandboxCleanupError } from '../../../../src/local-entry.js'
 import { makeStateDir, removeStateDir } from '../container-test-support.js'
 import {
 	dockerSkipReason,
