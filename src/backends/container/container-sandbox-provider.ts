@@ -8,6 +8,7 @@
  */
 
 import '../../contract/async-dispose.js'
+import { isRecord } from '../../common/is-record.js'
 import {
 	CONFIG_SITE,
 	optionalFunction,
@@ -17,7 +18,6 @@ import type { SandboxProvider } from '../../contract/provider.js'
 import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
-import { isRecord } from '../../wire/is-record.js'
 import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
 import { createInstanceFleet, ownedAgentSandboxHandOut } from '../machine/fleet/instance-fleet.js'
 import type { MachineSandbox } from '../machine/machine-sandbox.js'

@@ -7,8 +7,8 @@
  */
 import { request } from 'node:http'
 import type { Readable } from 'node:stream'
+import { isRecord } from '../../../common/is-record.js'
 import { SandboxConfigError } from '../../../contract/errors.js'
-import { isRecord } from '../../../wire/is-record.js'
 import {
 	DockerEngineReplyError,
 	DockerEngineRequestError,

@@ -10,6 +10,7 @@ import { chown, lstat, mkdir, readFile, rename, rm, writeFile } from 'node:fs/pr
 import { hostname, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { isRecord } from '../../../common/is-record.js'
 import {
 	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
 	probeSandboxPrivileges,
@@ -17,7 +18,6 @@ import {
 import { createAgentSandbox } from '../../../host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../../host/transport/agent-transport.js'
 import type { GuestExit } from '../../../host/transport/transport-errors.js'
-import { isRecord } from '../../../wire/is-record.js'
 import { guestExitOf } from '../../machine/cgroups/guest-exit.js'
 import { readProcessIdentity } from '../../machine/claims/process-identity.js'
 import { newSandboxId } from '../../machine/claims/sandbox-id.js'

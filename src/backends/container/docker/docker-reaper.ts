@@ -7,7 +7,7 @@
 import { rm } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { basename, dirname } from 'node:path'
-import { isRecord } from '../../../wire/is-record.js'
+import { isRecord } from '../../../common/is-record.js'
 import { isProcessAlive } from '../../machine/claims/process-identity.js'
 import { resolveStateBase } from '../../machine/workspace/sandbox-directories.js'
 import {
