@@ -25,6 +25,12 @@ import {
 	ContainerSandboxLayoutValidationError,
 } from '../../src/backends/container/container-errors.js'
 import {
+	DockerEngineReplyError,
+	DockerEngineRequestError,
+	DockerEngineUnreachableError,
+	DockerLimitsNotEnforcedError,
+} from '../../src/backends/container/docker/docker-errors.js'
+import {
 	KubernetesAcquireError,
 	type KubernetesAcquireFailureReason,
 	KubernetesClaimUnboundError,
@@ -766,6 +772,22 @@ const CASES: readonly ErrorCase[] = [
 		make: () => new ContainerEgressUnsupportedError('allow-all', 'runsc', 'its own network stack'),
 	},
 	{ type: ContainerProviderClosedError, make: () => new ContainerProviderClosedError() },
+	{
+		type: DockerEngineUnreachableError,
+		make: () => new DockerEngineUnreachableError('/run/docker.sock', 'ENOENT'),
+	},
+	...[400, 404, 409, 500, 403].map((status) => ({
+		type: DockerEngineRequestError,
+		make: () => new DockerEngineRequestError('POST', '/containers/create', status, 'no'),
+	})),
+	{
+		type: DockerLimitsNotEnforcedError,
+		make: () => new DockerLimitsNotEnforcedError(['Memory', 'PidsLimit']),
+	},
+	...(['engine-reply-too-large', 'engine-reply-malformed'] as const).map((reason) => ({
+		type: DockerEngineReplyError,
+		make: () => new DockerEngineReplyError(reason, 'GET', '/containers/json', 1024),
+	})),
 	...(
 		[
 			'token-unavailable',
