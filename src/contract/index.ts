@@ -41,6 +41,7 @@ export {
 	type SandboxPathOptions,
 	type SandboxProcess,
 	type SandboxProcessKillOptions,
+	type SandboxProcessSignal,
 	type SandboxReadFileOptions,
 	type SandboxReadFileStreamOptions,
 	type SandboxRecursiveOptions,

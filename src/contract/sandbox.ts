@@ -332,6 +332,11 @@ export interface SandboxSpawnOptions {
 	readonly keepDescendants?: boolean
 	/** Per-stream output the host and the guest keep for `wait()`, as `exec`'s `maxOutputBytes`. */
 	readonly maxOutputBytes?: number
+	/**
+	 * Keep the command's stdin open for `write()` / `closeStdin()`. Default false: its stdin is
+	 * empty (end of file at once), so a command that reads stdin never waits for a writer.
+	 */
+	readonly openStdin?: boolean
 	/** Aborting while `spawn` starts the command refuses the start (nothing runs). */
 	readonly signal?: AbortSignal
 }
@@ -344,10 +349,20 @@ export interface SandboxAttachProcessOptions {
 	readonly signal?: AbortSignal
 }
 
-/** Options of `SandboxProcess.kill`. */
+/** Options of `SandboxProcess.kill`, `write` and `closeStdin`. */
 export interface SandboxProcessKillOptions {
 	readonly signal?: AbortSignal
 }
+
+/** A signal `SandboxProcess.kill(name)` delivers to the command's process group. */
+export type SandboxProcessSignal =
+	| 'SIGTERM'
+	| 'SIGKILL'
+	| 'SIGINT'
+	| 'SIGHUP'
+	| 'SIGQUIT'
+	| 'SIGUSR1'
+	| 'SIGUSR2'
 
 /**
  * One background command. It runs until it exits, `kill()`, its `timeout`, or the sandbox's
@@ -360,10 +375,24 @@ export interface SandboxProcess {
 	/** The command's result once it ended (accounting fields included, as `exec`'s). */
 	wait(): Promise<SandboxExecResult>
 	/**
-	 * Ends the command's whole tree (SIGTERM, then SIGKILL after the guest's grace window) and
-	 * resolves once the guest confirmed it; `wait()` then resolves with the ended run.
+	 * Without a name: ends the command's whole tree (SIGTERM, then SIGKILL after the guest's grace
+	 * window) and resolves once the guest confirmed it; `wait()` then resolves with the ended run.
 	 */
 	kill(options?: SandboxProcessKillOptions): Promise<void>
+	/**
+	 * With a name: delivers that one signal to the command's process group (`SIGKILL` also kills
+	 * its cgroup) and resolves once sent; `wait()` reports what the command did with it (e.g.
+	 * `signal: 'SIGTERM'`). Nothing is sent to a command that already ended.
+	 */
+	kill(signal: SandboxProcessSignal, options?: SandboxProcessKillOptions): Promise<void>
+	/**
+	 * Writes to the command's stdin (spawned with `openStdin: true`); resolves once the guest's pipe
+	 * took the bytes, so a command that does not read holds the call. `ProcessInputRefusedError`
+	 * (`stdin-not-open`) when stdin is not open.
+	 */
+	write(data: string | Uint8Array, options?: SandboxProcessKillOptions): Promise<void>
+	/** Closes the command's stdin (it reads end of file). */
+	closeStdin(options?: SandboxProcessKillOptions): Promise<void>
 	/**
 	 * The output from the first byte this handle received (an attach: the first the guest still
 	 * holds), then live, ending when the command ends. Each call iterates from that start.

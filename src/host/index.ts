@@ -44,6 +44,7 @@ export {
 	ExecutionCancelRefusedError,
 	ExecutionNotAttachableError,
 	FlushUnconfirmedError,
+	ProcessInputRefusedError,
 	QuiesceUnconfirmedError,
 	RemoteByteCountError,
 	RemoteCancellationUnknownError,

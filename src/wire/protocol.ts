@@ -124,6 +124,11 @@ export interface ExecuteRequest {
 	 * started in the background runs on (the call still ends when the command's process exits).
 	 */
 	readonly keepDescendants?: boolean
+	/**
+	 * Keep stdin open for `execution-input` (needs `retainOutput`; only to a guest advertising
+	 * `execution-input`); `stdin` is then not allowed.
+	 */
+	readonly openStdin?: boolean
 }
 
 /** What a finished run reports: the `result` event, and the `result` of a cancel or an attach. */

@@ -59,6 +59,8 @@ export const REPLY_BOUNDS: Readonly<Record<string, ReplyBounds>> = {
 	healthz: CONTROL,
 	'reserve-execution': CONTROL,
 	'cancel-execution': CONTROL,
+	'execution-input': CONTROL,
+	'signal-execution': CONTROL,
 	'write-file': CONTROL,
 	'start-detached': CONTROL,
 	'kill-session': CONTROL,

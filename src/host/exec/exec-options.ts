@@ -31,6 +31,8 @@ export interface RemoteExecuteRequest {
 	readonly reserve?: boolean
 	/** Sent only when false: the guest kills the tree when the command's own process exits. */
 	readonly keepDescendants?: boolean
+	/** Sent only when true (a background command's `openStdin`; only with `retainOutput`). */
+	readonly openStdin?: boolean
 }
 
 /**
@@ -41,7 +43,7 @@ export function executeRequestOf(
 	executionId: string,
 	command: string,
 	args: readonly string[],
-	options: AgentExecOptions,
+	options: AgentExecOptions & { readonly openStdin?: boolean },
 	timeoutMs: number,
 	reserve = false,
 ): RemoteExecuteRequest {
@@ -56,6 +58,7 @@ export function executeRequestOf(
 		...guestOutputBound(options),
 		...(reserve ? { reserve: true } : {}),
 		...(options.keepDescendants === false ? { keepDescendants: false } : {}),
+		...(options.openStdin === true ? { openStdin: true } : {}),
 	}
 }
 

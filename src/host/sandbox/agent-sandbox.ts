@@ -48,6 +48,8 @@ import type {
 } from '../../contract/sandbox.js'
 import type { SandboxEventsOptions, SandboxLifecycleEvent } from '../../contract/sandbox-events.js'
 import { walkFilesViaExec } from '../../exec-programs/walk/walk-files-via-exec.js'
+import type { ExecutionSignal } from '../../wire/execution-input.js'
+import { EXECUTION_INPUT_FEATURE } from '../../wire/features.js'
 import { agentExecutionAdapter } from '../exec/agent-execution-adapter.js'
 import { attachBackground, spawnBackground } from '../exec/background-process.js'
 import {
@@ -64,6 +66,7 @@ import {
 	execDetachable,
 } from '../exec/detachable-execution.js'
 import { ExecOutputBudget } from '../exec/exec-output-budget.js'
+import { type ProcessInput, signalProcess, writeProcessInput } from '../exec/process-input.js'
 import {
 	RemoteExecutionController,
 	type RemoteExecutionControllerOptions,
@@ -90,6 +93,7 @@ import {
 } from '../sessions/agent-sessions.js'
 import type { KilledSession, SessionSummary, StartedSession } from '../sessions/session-summary.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
+import { requireGuestFeature } from '../transport/guest-features.js'
 import type { GuestExit } from '../transport/transport-errors.js'
 import { SandboxTcpTargetRefusedError, tcpTargetRefusal } from './agent-sandbox-errors.js'
 import {
@@ -264,9 +268,27 @@ export class AgentSandbox implements Sandbox {
 	}
 
 	/** Background commands over detached executions (background-process.ts). */
-	spawn(command: string, args: readonly string[] = [], options: SandboxSpawnOptions = {}) {
+	async spawn(command: string, args: readonly string[] = [], options: SandboxSpawnOptions = {}) {
 		const { signal, ...rest } = options
+		if (rest.openStdin === true) {
+			await this.#lifetime.run(
+				'spawn',
+				() => signal,
+				(joined) => requireGuestFeature(this.transport, EXECUTION_INPUT_FEATURE, 'spawn', joined),
+			)
+		}
 		return spawnBackground(this, { command, args, options: rest, startSignal: signal })
+	}
+
+	/** A background command's stdin, and one signal to it (process-input.ts). */
+	processInput(id: string, input: ProcessInput, signal: AbortSignal | undefined): Promise<void> {
+		const act = (joined: AbortSignal) => writeProcessInput(this.transport, id, input, joined)
+		return this.#lifetime.run(input.operation, () => signal, act)
+	}
+
+	signalProcess(id: string, name: ExecutionSignal, signal: AbortSignal | undefined) {
+		const act = (joined: AbortSignal) => signalProcess(this.transport, id, name, joined)
+		return this.#lifetime.run('kill', () => signal, act)
 	}
 
 	/** An unknown id rejects the handle's `wait()`. */
