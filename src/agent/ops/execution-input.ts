@@ -9,8 +9,8 @@ import { isExecutionId } from '../../wire/execution-id.js'
 import { isExecutionSignal, MAX_EXECUTION_INPUT_BYTES } from '../../wire/execution-input.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { answerExecutionRefusal } from '../executions/answer-execution-refusal.js'
-import { ExecutionRefusal } from '../executions/execution-refusal.js'
 import type { ExecutionProcess } from '../executions/execution-process.js'
+import { ExecutionRefusal } from '../executions/execution-refusal.js'
 import type { OpContext, OpHandler } from '../server/op-context.js'
 
 function invalid(detail: string): ExecutionRefusal {
