@@ -188,6 +188,7 @@ async function main() {
 		'host sees',
 		'peak RSS growth',
 		'longest loop block',
+		'idle loop block (noise floor)',
 		'RSS vs honest',
 	]
 	printTable(
