@@ -199,9 +199,6 @@ export class ExecutionNotAttachableError extends SandboxError {
 	}
 }
 
-/** Why `ProcessInputRefusedError` was raised. */
-export type ProcessInputRefusal = 'stdin-not-open' | 'unknown-execution' | 'input-refused'
-
 /**
  * A background command refused what its handle sent: `write` / `closeStdin` to a stdin that is not
  * open (`stdin-not-open`: spawned without `openStdin`, already closed, or the command ended), or
@@ -209,7 +206,7 @@ export type ProcessInputRefusal = 'stdin-not-open' | 'unknown-execution' | 'inpu
  */
 export class ProcessInputRefusedError extends SandboxError {
 	override readonly name = 'ProcessInputRefusedError'
-	declare readonly reason: ProcessInputRefusal
+	declare readonly reason: 'stdin-not-open' | 'unknown-execution' | 'input-refused'
 	readonly executionId: string
 	/** The handle's method: `write`, `closeStdin` or `kill`. */
 	readonly operation: string
@@ -219,7 +216,7 @@ export class ProcessInputRefusedError extends SandboxError {
 	constructor(
 		executionId: string,
 		operation: string,
-		reason: ProcessInputRefusal,
+		reason: ProcessInputRefusedError['reason'],
 		fields: { readonly guestCode: string; readonly executionState?: ExecutionState },
 	) {
 		const { guestCode, executionState } = fields

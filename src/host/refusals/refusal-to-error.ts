@@ -20,7 +20,6 @@ import {
 	ExecutionCancelRefusedError,
 	ExecutionNotAttachableError,
 	FlushUnconfirmedError,
-	type ProcessInputRefusal,
 	ProcessInputRefusedError,
 	QuiesceUnconfirmedError,
 	RemoteCancellationUnknownError,
@@ -81,7 +80,7 @@ function explanation(refusal: WireRefusal): string {
 const cancelRefused: Build<'cancel'> = (refusal, { executionId }) =>
 	new ExecutionCancelRefusedError(executionId, refusal.text)
 
-function processRefused(reason: ProcessInputRefusal): Build<'process'> {
+function processRefused(reason: ProcessInputRefusedError['reason']): Build<'process'> {
 	return (refusal, { operation, executionId }) =>
 		new ProcessInputRefusedError(executionId, operation, reason, {
 			guestCode: refusal.code === '' ? refusal.text : refusal.code,

@@ -48,10 +48,7 @@ import type {
 } from '../../contract/sandbox.js'
 import type { SandboxEventsOptions, SandboxLifecycleEvent } from '../../contract/sandbox-events.js'
 import { walkFilesViaExec } from '../../exec-programs/walk/walk-files-via-exec.js'
-import type { ExecutionSignal } from '../../wire/execution-input.js'
-import { EXECUTION_INPUT_FEATURE } from '../../wire/features.js'
 import { agentExecutionAdapter } from '../exec/agent-execution-adapter.js'
-import { attachBackground, spawnBackground } from '../exec/background-process.js'
 import {
 	type AttachExecutionOptions,
 	type CancelExecutionOptions,
@@ -66,7 +63,6 @@ import {
 	execDetachable,
 } from '../exec/detachable-execution.js'
 import { ExecOutputBudget } from '../exec/exec-output-budget.js'
-import { type ProcessInput, signalProcess, writeProcessInput } from '../exec/process-input.js'
 import {
 	RemoteExecutionController,
 	type RemoteExecutionControllerOptions,
@@ -93,12 +89,10 @@ import {
 } from '../sessions/agent-sessions.js'
 import type { KilledSession, SessionSummary, StartedSession } from '../sessions/session-summary.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
-import { requireGuestFeature } from '../transport/guest-features.js'
 import type { GuestExit } from '../transport/transport-errors.js'
 import { SandboxTcpTargetRefusedError, tcpTargetRefusal } from './agent-sandbox-errors.js'
 import {
 	checkAttachExecution,
-	checkAttachProcess,
 	checkCancelExecution,
 	checkDestroyOptions,
 	checkExec,
@@ -110,6 +104,7 @@ import {
 	checkWalkFiles,
 	sandboxPath,
 } from './sandbox-arguments.js'
+import { attachProcessIn, type BackgroundHost, spawnIn } from './sandbox-background.js'
 import { recordedExec, recordGuestDeath, SandboxEventLog } from './sandbox-event-log.js'
 import { SandboxFileVerbs } from './sandbox-file-verbs.js'
 import { SandboxLifetime, type SandboxLifetimeOptions } from './sandbox-lifetime.js'
@@ -268,34 +263,23 @@ export class AgentSandbox implements Sandbox {
 	}
 
 	/** Background commands over detached executions (background-process.ts). */
-	async spawn(command: string, args: readonly string[] = [], options: SandboxSpawnOptions = {}) {
-		const { signal, ...rest } = options
-		if (rest.openStdin === true) {
-			await this.#lifetime.run(
-				'spawn',
-				() => signal,
-				(joined) => requireGuestFeature(this.transport, EXECUTION_INPUT_FEATURE, 'spawn', joined),
-			)
-		}
-		return spawnBackground(this, { command, args, options: rest, startSignal: signal })
-	}
-
-	/** A background command's stdin, and one signal to it (process-input.ts). */
-	processInput(id: string, input: ProcessInput, signal: AbortSignal | undefined): Promise<void> {
-		const act = (joined: AbortSignal) => writeProcessInput(this.transport, id, input, joined)
-		return this.#lifetime.run(input.operation, () => signal, act)
-	}
-
-	signalProcess(id: string, name: ExecutionSignal, signal: AbortSignal | undefined) {
-		const act = (joined: AbortSignal) => signalProcess(this.transport, id, name, joined)
-		return this.#lifetime.run('kill', () => signal, act)
+	spawn(command: string, args: readonly string[] = [], options: SandboxSpawnOptions = {}) {
+		return spawnIn(this.#backgroundHost, command, args, options)
 	}
 
 	/** An unknown id rejects the handle's `wait()`. */
 	async attachProcess(id: string, options: SandboxAttachProcessOptions = {}) {
-		this.#lifetime.admit('attachProcess')
-		checkAttachProcess(id, options)
-		return attachBackground(this, id, options)
+		return attachProcessIn(this.#backgroundHost, id, options)
+	}
+
+	get #backgroundHost(): BackgroundHost {
+		return {
+			transport: this.transport,
+			lifetime: this.#lifetime,
+			exec: (command, args, options) => this.exec(command, args, options),
+			attachExecution: (id, options) => this.attachExecution(id, options),
+			cancelExecution: (id, options) => this.cancelExecution(id, options),
+		}
 	}
 
 	get #detachableHost(): DetachableExecutionHost {
