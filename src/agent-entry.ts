@@ -38,6 +38,7 @@ export {
 	createAgentSandbox,
 	DEFAULT_AGENT_TRANSPORT_OPTIONS,
 	describeAgentHandle,
+	type EgressDecisionSource,
 	ExecOutputBudget,
 	type FrameChannel,
 	GuestLiveness,

@@ -60,6 +60,7 @@ export {
 	AgentSandbox,
 	type AgentSandboxOptions,
 	createAgentSandbox,
+	type EgressDecisionSource,
 } from './sandbox/agent-sandbox.js'
 export {
 	SandboxRetiredError,

@@ -103,6 +103,8 @@ export interface ContainerInstance {
 	readonly id: string
 	readonly rootDir: string
 	readonly transport: AgentTransport
+	/** The egress proxy's decisions (a proxied network only), for the sandbox's `events()`. */
+	readonly egressDecisions?: ContainerNetwork['egressDecisions']
 	/** The runtime's container id (`runc list --root <stateRoot>/runtime`). */
 	readonly containerId: string
 	/** The host state root (`<stateDir>/namzu-sbx-<id>`). */
@@ -424,6 +426,9 @@ export async function startContainerInstance(
 			id,
 			rootDir: CONTAINER_WORKSPACE,
 			transport,
+			...(sandboxNetwork.egressDecisions
+				? { egressDecisions: sandboxNetwork.egressDecisions }
+				: {}),
 			containerId: name,
 			stateRoot: dirs.root,
 			pid: Number.isSafeInteger(pid) ? pid : undefined,

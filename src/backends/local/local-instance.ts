@@ -13,7 +13,7 @@ import {
 	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
 	probeSandboxPrivileges,
 } from '../../exec-programs/privilege-probe.js'
-import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
+import { createAgentSandbox, type EgressDecisionSource } from '../../host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import {
@@ -117,6 +117,8 @@ export interface LocalInstance {
 	readonly rootDir: string
 	readonly environment: SandboxEnvironment
 	readonly transport: AgentTransport
+	/** The egress proxy's decisions (a proxied network only), for the sandbox's `events()`. */
+	readonly egressDecisions?: EgressDecisionSource
 	/** Host pid of bwrap (or of the agent under isolation 'none'). */
 	readonly pid: number | undefined
 	/** Whether the agent process has died (an idle pool member may be OOM-killed, for instance). */
@@ -427,6 +429,7 @@ export async function startLocalInstance(
 			rootDir: dirs.workspace,
 			environment: sandboxEnvironment(backend),
 			transport,
+			...(egressProxy ? { egressDecisions: egressProxy.onDecision } : {}),
 			pid: launched.pid,
 			hasExited: () => launched.exitStatus() !== undefined,
 			exited: launched.exited,

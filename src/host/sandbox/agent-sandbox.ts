@@ -48,6 +48,7 @@ import type {
 } from '../../contract/sandbox.js'
 import type { SandboxEventsOptions, SandboxLifecycleEvent } from '../../contract/sandbox-events.js'
 import { walkFilesViaExec } from '../../exec-programs/walk/walk-files-via-exec.js'
+import type { EgressDecision } from '../egress/egress-decision.js'
 import { agentExecutionAdapter } from '../exec/agent-execution-adapter.js'
 import {
 	type AttachExecutionOptions,
@@ -105,7 +106,12 @@ import {
 	sandboxPath,
 } from './sandbox-arguments.js'
 import { attachProcessIn, type BackgroundHost, spawnIn } from './sandbox-background.js'
-import { recordedExec, recordGuestDeath, SandboxEventLog } from './sandbox-event-log.js'
+import {
+	recordEgressDecision,
+	recordedExec,
+	recordGuestDeath,
+	SandboxEventLog,
+} from './sandbox-event-log.js'
 import { SandboxFileVerbs } from './sandbox-file-verbs.js'
 import { SandboxLifetime, type SandboxLifetimeOptions } from './sandbox-lifetime.js'
 import { SandboxSessionVerbs } from './sandbox-session-verbs.js'
@@ -137,7 +143,12 @@ export interface AgentSandboxOptions {
 	 * others (`ExecOutputBudget`). Default: one of `DEFAULT_EXEC_OUTPUT_BUDGET_BYTES` of its own.
 	 */
 	readonly outputBudget?: ExecOutputBudget
+	/** Subscribes to the egress proxy's decisions, which `events()` then carries. */
+	readonly egressDecisions?: EgressDecisionSource
 }
+
+/** Where a tier's egress decisions come from: subscribe a listener, get the unsubscribe. */
+export type EgressDecisionSource = (listener: (decision: EgressDecision) => void) => () => void
 
 /** The one `Sandbox` over a guest agent, which every tier hands out. */
 export class AgentSandbox implements Sandbox {
@@ -190,6 +201,7 @@ export class AgentSandbox implements Sandbox {
 		})
 		this.#events = new SandboxEventLog()
 		options.transport.liveness.onDied((died) => recordGuestDeath(this.#events, died))
+		options.egressDecisions?.((decision) => recordEgressDecision(this.#events, decision))
 	}
 
 	get status(): SandboxStatus {

@@ -19,6 +19,7 @@ import {
 	type SandboxLifecycleEvent,
 } from '../../contract/sandbox-events.js'
 
+import type { EgressDecision } from '../egress/egress-decision.js'
 import type { GuestExit } from '../transport/transport-errors.js'
 
 type Stored = SandboxLifecycleEvent & { readonly seq: number }
@@ -171,4 +172,10 @@ export function recordGuestDeath(log: SandboxEventLog, died: GuestExit): void {
 		},
 		true,
 	)
+}
+
+/** One decision of the sandbox's egress proxy, as `onEgressDecision` got it. */
+export function recordEgressDecision(log: SandboxEventLog, decision: EgressDecision): void {
+	const { host, port, verdict, layer, reason } = decision
+	log.record({ type: 'egress-decision', host, port, verdict, layer, reason })
 }
