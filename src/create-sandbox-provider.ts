@@ -1,4 +1,4 @@
-import { refuseACIStandbyPool } from './backends/container/container-sandbox-provider.js'
+import { createACIStandbyPoolProvider } from './backends/container/aci/aci-sandbox-provider.js'
 import {
 	type ACIStandbyPoolBackendConfig,
 	type ContainerBackendConfig,
@@ -24,7 +24,7 @@ import { SandboxBackendNotImplementedError, SandboxConfigError } from './contrac
 import type { SandboxProvider } from './contract/provider.js'
 import type { SandboxProviderDefaults } from './provider-defaults.js'
 
-/** Every backend a provider can be built for (the ACI standby pool is typed and refused here). */
+/** Every backend a provider can be built for. */
 export type SandboxBackendConfig =
 	| LocalBackendConfig
 	| KubernetesBackendConfig
@@ -108,7 +108,9 @@ export function createSandboxProvider(config: SandboxProviderConfig): SandboxPro
 				'a container backend needs a layout (ContainerSandboxLayout, with outputs)',
 			)
 		}
-		if (config.backend.runtime === 'aci-standby-pool') return refuseACIStandbyPool(config.backend)
+		if (config.backend.runtime === 'aci-standby-pool') {
+			return createACIStandbyPoolProvider(config.backend, config.layout, config)
+		}
 		return createContainerSandboxProvider(config.backend, config.layout, config)
 	}
 	switch (config.backend.tier) {

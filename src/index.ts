@@ -180,7 +180,13 @@ export {
 	MicroVMServiceUnavailableError,
 } from './backends/microvm/index.js'
 export {
+	ACIArmError,
+	type ACIGroupFailureReason,
+	ACIGroupNotReadyError,
+	ACIOptionUnsupportedError,
 	type ACIStandbyPoolBackendConfig,
+	type ArmFailureReason,
+	type ArmOperation,
 	type AzureFileShareSource,
 	type ContainerBackendConfig,
 	ContainerEgressUnsupportedError,

@@ -39,3 +39,19 @@ export class CliStdinTooLargeError extends SandboxError {
 		this.limitBytes = limitBytes
 	}
 }
+
+/** `cp`: the source is not there (exit 1), on the host or in the sandbox. */
+export class CliPathNotFoundError extends SandboxError {
+	override readonly name = 'CliPathNotFoundError'
+	readonly path: string
+	readonly side: 'host' | 'sandbox'
+
+	constructor(path: string, side: 'host' | 'sandbox') {
+		super(
+			`${path}: no such file or directory ${side === 'host' ? 'on this host' : 'in the sandbox (relative paths start at its workspace root)'}`,
+			'path-not-found',
+		)
+		this.path = path
+		this.side = side
+	}
+}

@@ -6,6 +6,7 @@ import { LocalSandboxNotFoundError } from '../backends/local/index.js'
 import { SandboxError } from '../contract/errors.js'
 import {
 	AgentSessionDetachedError,
+	ExecutionCancelRefusedError,
 	ExecutionDetachedError,
 	ExecutionNotAttachableError,
 	SessionRefusedError,
@@ -21,6 +22,12 @@ export function exitCodeForError(error: SandboxError): number {
 	if (error instanceof LocalSandboxNotFoundError) return EXIT_CODES.notFound
 	if (
 		error instanceof ExecutionNotAttachableError &&
+		error.refusal === AGENT_REFUSAL.unknown_execution
+	) {
+		return EXIT_CODES.notFound
+	}
+	if (
+		error instanceof ExecutionCancelRefusedError &&
 		error.refusal === AGENT_REFUSAL.unknown_execution
 	) {
 		return EXIT_CODES.notFound

@@ -1,12 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { LocalSandbox } from '../backends/local/index.js'
+import type { LocalSandbox, LocalSandboxProvider } from '../backends/local/index.js'
 import { AgentSandbox } from '../host/index.js'
 import { ExecutionDetachedError } from '../index.js'
+import { CliUsageError } from './cli-errors.js'
 import { formatCliHandle } from './cli-handle.js'
 import { reportCliError } from './cli-report.js'
+import { recordExecution } from './execution-journal.js'
 import { cliLocalProvider } from './kept-alive-context.js'
 import { EXIT_CODES } from './parse-args.js'
-import { cliCreateConfig, type SandboxOptionsFromCli } from './run-command.js'
+import { cliCreateConfig, type SandboxOptionsFromCli } from './sandbox-config.js'
 
 /** Bound on the guest reporting the command started. */
 const START_CONFIRM_TIMEOUT_MS = 10_000
@@ -38,42 +40,66 @@ async function waitUntilStarted(sandbox: LocalSandbox, executionId: string): Pro
 	throw new Error(`execution ${executionId} did not start within ${START_CONFIRM_TIMEOUT_MS} ms`)
 }
 
+/**
+ * Starts `command` detached in `sandbox` and resolves with its execution id once the guest runs
+ * it; the id is journaled for `sessions`.
+ */
+export async function startDetached(
+	sandbox: LocalSandbox,
+	run: {
+		readonly command: string
+		readonly args: readonly string[]
+		readonly timeoutMs?: number
+		readonly env?: Readonly<Record<string, string>>
+		readonly cwd?: string
+	},
+): Promise<string> {
+	const stopWatching = new AbortController()
+	let announced: Promise<void> | undefined
+	let executionId: string | undefined
+	const running = sandbox.exec(run.command, run.args, {
+		detach: true,
+		detachSignal: stopWatching.signal,
+		...(run.timeoutMs === undefined ? {} : { timeout: run.timeoutMs }),
+		...(run.env === undefined ? {} : { env: run.env }),
+		...(run.cwd === undefined ? {} : { cwd: run.cwd }),
+		onExecutionId: (id) => {
+			executionId = id
+			announced = waitUntilStarted(sandbox, id).finally(() => stopWatching.abort())
+		},
+	})
+	const outcome = await running.then(
+		() => undefined,
+		(error: unknown) => error,
+	)
+	await announced
+	if (outcome !== undefined && !(outcome instanceof ExecutionDetachedError)) throw outcome
+	if (executionId === undefined) throw new Error('the guest never named the execution')
+	await recordExecution(sandbox, { executionId, command: run.command, args: run.args })
+	return executionId
+}
+
 export async function detachedRunCommand(
 	options: DetachedRunOptions,
 	context: { readonly debug: boolean } = { debug: false },
 ): Promise<number> {
-	const provider = cliLocalProvider(options.isolation)
+	let provider: LocalSandboxProvider | undefined
 	let sandbox: LocalSandbox
 	try {
+		const config = await cliCreateConfig(options)
+		provider = cliLocalProvider(options)
 		sandbox = await provider.create({
 			keepAlive: true,
 			...(options.keepAliveMs === undefined ? {} : { keepAliveMs: options.keepAliveMs }),
-			...(await cliCreateConfig(options)),
+			...config,
 		})
 	} catch (error) {
-		await provider.close()
+		await provider?.close()
+		if (error instanceof CliUsageError) throw error
 		return reportCliError(error, { ...context, exitCode: EXIT_CODES.sandboxUnavailable })
 	}
 	try {
-		const stopWatching = new AbortController()
-		let announced: Promise<void> | undefined
-		let executionId: string | undefined
-		const running = sandbox.exec(options.command, options.args, {
-			detach: true,
-			detachSignal: stopWatching.signal,
-			...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
-			onExecutionId: (id) => {
-				executionId = id
-				announced = waitUntilStarted(sandbox, id).finally(() => stopWatching.abort())
-			},
-		})
-		const outcome = await running.then(
-			() => undefined,
-			(error: unknown) => error,
-		)
-		await announced
-		if (outcome !== undefined && !(outcome instanceof ExecutionDetachedError)) throw outcome
-		if (executionId === undefined) throw new Error('the guest never named the execution')
+		const executionId = await startDetached(sandbox, options)
 		process.stdout.write(
 			`${formatCliHandle({ kind: 'execution', sandboxId: sandbox.id, executionId })}\n`,
 		)
@@ -85,6 +111,6 @@ export async function detachedRunCommand(
 		await sandbox.destroy().catch(() => undefined)
 		throw error
 	} finally {
-		await provider.close()
+		await provider?.close()
 	}
 }

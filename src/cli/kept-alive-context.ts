@@ -11,16 +11,25 @@ import {
 } from '../backends/local/index.js'
 import { cliBubblewrap } from './cli-bubblewrap.js'
 
+export const BEST_EFFORT_WARNING =
+	'namzu-sandbox: warning: --best-effort-limits: where this host cannot enforce the default memory and process limits, the sandbox runs WITHOUT them — a runaway command can exhaust the host (run as root or in a delegated cgroup to have them enforced)\n'
+
 export function cliStateDir(): string | undefined {
 	const value = process.env.NAMZU_SANDBOX_STATE_DIR
 	return value === undefined || value === '' ? undefined : value
 }
 
-export function cliLocalProvider(isolation: 'bubblewrap' | 'none'): LocalSandboxProvider {
+/** The local tier's provider over the CLI's state directory; `--best-effort-limits` warns. */
+export function cliLocalProvider(options: {
+	readonly isolation: 'bubblewrap' | 'none'
+	readonly bestEffortLimits?: boolean
+}): LocalSandboxProvider {
 	const stateDir = cliStateDir()
+	if (options.bestEffortLimits === true) process.stderr.write(BEST_EFFORT_WARNING)
 	return createLocalSandboxProvider({
 		tier: 'process',
-		isolation,
+		isolation: options.isolation,
+		...(options.bestEffortLimits === true ? { defaultLimits: 'best-effort' } : {}),
 		...cliBubblewrap(),
 		...(stateDir === undefined ? {} : { stateDir }),
 	})

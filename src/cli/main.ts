@@ -2,13 +2,17 @@ import { readFileSync } from 'node:fs'
 import { MAX_TIMER_MS } from '../contract/argument-validators.js'
 import { attachCommand } from './attach-command.js'
 import { reportCliError } from './cli-report.js'
+import { cpCommand } from './cp-command.js'
 import { destroyCommand } from './destroy-command.js'
 import { detachedRunCommand } from './detached-run-command.js'
 import { doctorCommand } from './doctor-command.js'
+import { execCommand } from './exec-command.js'
 import { gcCommand } from './gc-command.js'
+import { killCommand } from './kill-command.js'
 import { logsCommand } from './logs-command.js'
 import { mcpCommand } from './mcp-command.js'
 import { parseCliArgs, USAGE } from './parse-args.js'
+import { portCommand } from './port-command.js'
 import { runCommand } from './run-command.js'
 import { sessionsCommand } from './sessions-command.js'
 import { shellCommand } from './shell-command.js'
@@ -51,6 +55,14 @@ export async function main(argv: readonly string[]): Promise<number> {
 				return await doctorCommand(command)
 			case 'run':
 				return await (command.detach ? detachedRunCommand(command) : runCommand(command, { debug }))
+			case 'exec':
+				return await execCommand(command, { debug })
+			case 'kill':
+				return await killCommand(command.handle, command.signal)
+			case 'cp':
+				return await cpCommand(command.source, command.destination)
+			case 'port':
+				return await portCommand(command.sandboxId, command.port, command.auth)
 			case 'shell':
 				return await shellCommand(command)
 			case 'attach':

@@ -7,8 +7,9 @@ import { randomBytes } from 'node:crypto'
 import type { KubernetesBackendConfig } from '../index.js'
 import { cliBubblewrap } from './cli-bubblewrap.js'
 import { CliDependencyMissingError } from './cli-errors.js'
-import { cliStateDir } from './kept-alive-context.js'
+import { BEST_EFFORT_WARNING, cliStateDir } from './kept-alive-context.js'
 import type { CliCommand, McpKubernetesTarget } from './parse-args.js'
+import { envOf } from './sandbox-config.js'
 
 type McpCommand = Extract<CliCommand, { kind: 'mcp' }>
 
@@ -42,7 +43,28 @@ async function loadMcp(): Promise<typeof import('../mcp/index.js')> {
 	}
 }
 
+/** The sandbox flags of `mcp` as the local source's settings (`--env-file` read now). */
+async function localSettings(command: McpCommand) {
+	const flags = command.sandbox ?? {}
+	const env = await envOf({
+		...flags,
+		allowNetwork: command.allowNetwork,
+		isolation: command.isolation,
+	})
+	return {
+		...(env === undefined ? {} : { env }),
+		...(flags.memoryLimitMb === undefined ? {} : { memoryLimitMb: flags.memoryLimitMb }),
+		...(flags.maxProcesses === undefined ? {} : { maxProcesses: flags.maxProcesses }),
+		...(flags.cpuLimit === undefined ? {} : { cpuLimit: flags.cpuLimit }),
+		...(flags.diskLimitMb === undefined ? {} : { diskLimitMb: flags.diskLimitMb }),
+		...(flags.allowHosts === undefined ? {} : { allowedHosts: flags.allowHosts }),
+		...(flags.hostPorts === undefined ? {} : { hostPorts: flags.hostPorts }),
+	}
+}
+
 export async function mcpCommand(command: McpCommand, version: string): Promise<number> {
+	const sandbox = await localSettings(command)
+	if (command.sandbox?.bestEffortLimits === true) process.stderr.write(BEST_EFFORT_WARNING)
 	const mcp = await loadMcp()
 	const given = process.env.NAMZU_SANDBOX_MCP_TOKEN
 	const token = given === undefined || given === '' ? randomBytes(32).toString('base64url') : given
@@ -68,8 +90,12 @@ export async function mcpCommand(command: McpCommand, version: string): Promise<
 								isolation: command.isolation,
 								...cliBubblewrap(),
 								...(stateDir === undefined ? {} : { stateDir }),
+								...(command.sandbox?.bestEffortLimits === true
+									? { defaultLimits: 'best-effort' }
+									: {}),
 							},
 							allowNetwork: command.allowNetwork,
+							sandbox,
 						}
 					: { tier: 'kubernetes', backend: kubernetesBackend(command.kubernetes) },
 			version,

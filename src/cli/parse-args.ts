@@ -6,21 +6,18 @@ import {
 	MAX_KEEP_ALIVE_MS,
 	MIN_KEEP_ALIVE_MS,
 } from '../backends/machine/spec/keep-alive-lifetime.js'
-import {
-	type ArgumentSite,
-	MAX_TIMER_MS,
-	requireIntegerText,
-} from '../contract/argument-validators.js'
+import { MAX_TIMER_MS, requireIntegerText } from '../contract/argument-validators.js'
 import { CliUsageError } from './cli-errors.js'
 import { type CliHandle, parseCliHandle } from './cli-handle.js'
+import { parseCp, parseExec, parseKill, parsePort, type SandboxVerb } from './parse-verbs.js'
+import { type CliSandboxFlags, FLAG_SITE, SandboxFlagCollector } from './sandbox-flags.js'
+
+export { USAGE } from './usage.js'
 
 export type CliCommand =
-	| {
+	| ({
 			readonly kind: 'run'
-			readonly allowNetwork: boolean
-			readonly workspace?: string
 			readonly timeoutMs?: number
-			readonly isolation: 'bubblewrap' | 'none'
 			/** `--no-stdin`: do not read the CLI's piped stdin. */
 			readonly noStdin?: boolean
 			/** Start it in a kept-alive sandbox, print the handle and exit at once. */
@@ -28,17 +25,15 @@ export type CliCommand =
 			readonly keepAliveMs?: number
 			readonly command: string
 			readonly args: readonly string[]
-	  }
-	| {
+	  } & CliSandboxFlags)
+	| ({
 			readonly kind: 'shell'
-			readonly allowNetwork: boolean
-			readonly workspace?: string
-			readonly isolation: 'bubblewrap' | 'none'
 			readonly shell?: string
 			/** A persistent session in a kept-alive sandbox, re-attachable after this process ends. */
 			readonly persistent: boolean
 			readonly keepAliveMs?: number
-	  }
+	  } & CliSandboxFlags)
+	| SandboxVerb
 	| { readonly kind: 'attach'; readonly handle: CliHandle }
 	| { readonly kind: 'logs'; readonly handle: CliHandle; readonly follow: boolean }
 	| { readonly kind: 'sessions'; readonly sandboxId?: string }
@@ -58,6 +53,8 @@ export type CliCommand =
 			readonly tier: 'local' | 'kubernetes'
 			/** Where `--tier kubernetes` creates its task sandboxes. */
 			readonly kubernetes?: McpKubernetesTarget
+			/** `--env`, limits, `--allow-host` … for the local tier's sandboxes. */
+			readonly sandbox?: Omit<CliSandboxFlags, 'allowNetwork' | 'isolation' | 'workspace'>
 	  }
 	| { readonly kind: 'help' }
 	| { readonly kind: 'version' }
@@ -97,74 +94,12 @@ export const EXIT_CODES = {
 	commandNotFound: 127,
 } as const
 
-export const USAGE = `Usage:
-  namzu-sandbox run [--allow-network] [--workspace DIR] [--timeout-ms MS] [--no-stdin]
-                    [--no-isolation] -- CMD [ARGS...]
-      Run CMD in a fresh local sandbox until it ends (no deadline unless --timeout-ms); exit
-      with its exit code. Piped stdin is passed to CMD, then EOF (up to 32 MiB; --no-stdin skips
-      it); output streams to stdout/stderr as it comes, never held or cut. On a terminal CMD
-      gets a PTY (keys, Ctrl-D as EOF). Ctrl-C cancels it (the whole process group inside the
-      sandbox is terminated).
-  namzu-sandbox run --detach [--keep-alive-ms MS] [options] -- CMD [ARGS...]
-      Start CMD in a kept-alive sandbox, print its handle SANDBOX/EXECUTION and exit 0 at once.
-  namzu-sandbox attach HANDLE
-      SANDBOX/EXECUTION: print its output from the start and follow it to its end; exit with its
-      exit code. SANDBOX/session:ID: attach the terminal (raw mode, resize); Ctrl-] detaches and
-      leaves it running; exits with the program's exit code when it ends.
-  namzu-sandbox logs HANDLE [--follow]
-      Print the retained output of a session or execution without attaching or signalling it;
-      --follow keeps printing until it ends.
-  namzu-sandbox sessions [SANDBOX]
-      List the kept-alive sandboxes (or one of them) and their sessions.
-  namzu-sandbox shell [--persistent [--keep-alive-ms MS]] [--allow-network] [--workspace DIR]
-                      [--no-isolation] [--shell PATH]
-      An interactive terminal in a fresh local sandbox. Exits with the shell. --persistent: the
-      sandbox and the session outlive this process; Ctrl-] detaches; re-attach with attach HANDLE.
-  namzu-sandbox destroy SANDBOX
-      Tear down a kept-alive sandbox (every process, its cgroups and its directories).
-  namzu-sandbox doctor [--json]
-      What isolation this machine offers, and why.
-  namzu-sandbox gc [--dry-run]
-      Reap what sandboxes of dead hosts left (directories, cgroups, mounts, processes, locks, a
-      caller workspace's ownership) and expired kept-alive sandboxes; print each. --dry-run lists.
-  namzu-sandbox mcp [--http [--port N] [--host H] [--allow-remote] [--shared-sandboxes]]
-                    [--tier local] [--allow-network] [--no-isolation]
-  namzu-sandbox mcp [--http …] --tier kubernetes --namespace NS --template NAME
-                    [--warm-pool NAME] [--kubeconfig FILE [--context C] | --in-cluster]
-                    [--agent-address service|pod-ip] [--agent-port N]
-      An MCP server for agents: stdio by default; --http serves Streamable HTTP at
-      http://H:N/mcp (default 127.0.0.1:8808) and requires Authorization: Bearer
-      $NAMZU_SANDBOX_MCP_TOKEN (a token is generated and printed to stderr when unset).
-      Each HTTP client (session) sees and drives only the sandboxes it created, which end with
-      its session; --shared-sandboxes lets every client see every sandbox.
-      Sandboxes it created are destroyed when it stops, unless created with keep_alive (local
-      tier). --tier kubernetes creates task sandboxes from the SandboxTemplate NAME (or claims
-      from the warm pool), reaching the API through FILE (default KUBECONFIG, ~/.kube/config).
-
-Options:
-  --allow-network     reach the internet through a user-mode network stack (slirp4netns); the
-                      host's own addresses, its loopback and the LAN stay refused
-                      (default: no network at all, only the sandbox's loopback)
-  --workspace DIR     use DIR (created if missing, never removed) as the sandbox workspace
-  --timeout-ms MS     terminate the command after MS milliseconds (exit code 124; default: none)
-  --no-stdin          run: give the command an empty stdin even when the CLI's is a pipe
-  --debug             print the stack trace of an error (any verb)
-  --no-isolation      run without bubblewrap (development only; nothing is confined)
-  --keep-alive-ms MS  lifetime of a kept-alive sandbox (default 3600000 = 1 h); a watchdog
-                      ends it then even when no namzu-sandbox process is running
-
-Environment:
-  NAMZU_SANDBOX_STATE_DIR   where kept-alive sandboxes are recorded (default: the system temp dir)
-  NAMZU_SANDBOX_MCP_TOKEN   the bearer token of mcp --http (at least 16 characters)
-
-Exit codes: the command's own code (128+N when signal N ended it); 1 refused by the library;
-2 bad usage; 3 no such sandbox, session or execution; 4 detached before the end; 124 timed out
-(--timeout-ms); 125 the sandbox could not be made; 126 the command is not executable; 127 no
-such command in the sandbox; 130 interrupted (Ctrl-C).
-`
-
 const VERBS = [
 	'run',
+	'exec',
+	'kill',
+	'cp',
+	'port',
 	'shell',
 	'doctor',
 	'attach',
@@ -178,12 +113,6 @@ type Verb = (typeof VERBS)[number]
 
 function isVerb(value: string): value is Verb {
 	return (VERBS as readonly string[]).includes(value)
-}
-
-/** A flag's value refused by the contract's validators is bad usage (exit 2), named by flag. */
-const FLAG_SITE: ArgumentSite = {
-	refuse: (flag, expected, received) =>
-		new CliUsageError(`${flag} needs ${expected}, got ${received}`),
 }
 
 function milliseconds(flag: string, raw: string | undefined, min: number, max: number): number {
@@ -261,6 +190,8 @@ function parseMcp(rest: readonly string[]): CliCommand {
 	let tier: 'local' | 'kubernetes' = 'local'
 	const kubernetes = new Map<string, string>()
 	let inCluster = false
+	const sandboxFlags = new SandboxFlagCollector('mcp')
+	let sandboxFlagSeen: string | undefined
 	const value = (flag: string, raw: string | undefined): string => {
 		if (raw === undefined || raw === '' || raw.startsWith('--'))
 			throw new CliUsageError(`${flag} needs a value`)
@@ -286,7 +217,12 @@ function parseMcp(rest: readonly string[]): CliCommand {
 			tier = chosen
 		} else if (arg !== undefined && MCP_KUBERNETES_FLAGS.includes(arg)) {
 			kubernetes.set(arg, value(arg, rest[++index]))
-		} else throw new CliUsageError(`unknown option for mcp: ${arg}`)
+		} else {
+			const used = arg === undefined ? 0 : sandboxFlags.take(arg, rest[index + 1])
+			if (used === 0) throw new CliUsageError(`unknown option for mcp: ${arg}`)
+			sandboxFlagSeen ??= arg
+			index += used - 1
+		}
 	}
 	if (!http && (host !== undefined || port !== undefined || allowRemote || sharedSandboxes)) {
 		throw new CliUsageError(
@@ -307,8 +243,11 @@ function parseMcp(rest: readonly string[]): CliCommand {
 		const stray = [...kubernetes.keys(), ...(inCluster ? ['--in-cluster'] : [])][0]
 		if (stray !== undefined)
 			throw new CliUsageError(`${stray} applies only to mcp --tier kubernetes`)
-		return { ...common, tier }
+		const sandbox = sandboxFlags.result(common)
+		return { ...common, tier, ...(Object.keys(sandbox).length > 0 ? { sandbox } : {}) }
 	}
+	if (sandboxFlagSeen !== undefined)
+		throw new CliUsageError(`${sandboxFlagSeen}: on --tier kubernetes the template decides it`)
 	return { ...common, tier, kubernetes: kubernetesTarget(kubernetes, inCluster, common) }
 }
 
@@ -376,6 +315,16 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 		return parseHandleVerb(verb, rest)
 	}
 	if (verb === 'gc') return parseGc(rest)
+	if (verb === 'exec') return parseExec(rest)
+	if (verb === 'kill') return parseKill(rest)
+	if (verb === 'cp') return parseCp(rest)
+	if (verb === 'port') return parsePort(rest)
+	return parseSandboxVerb(verb, rest)
+}
+
+// long: one flag loop shared by run, shell and doctor
+function parseSandboxVerb(verb: 'run' | 'shell' | 'doctor', rest: readonly string[]): CliCommand {
+	const sandboxFlags = new SandboxFlagCollector(verb)
 	let allowNetwork = false
 	let workspace: string | undefined
 	let timeoutMs: number | undefined
@@ -414,8 +363,11 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 			shell = rest[++index]
 			if (!shell) throw new CliUsageError('--shell needs a path')
 		} else if (arg === '--json' && verb === 'doctor') json = true
-		else if (arg?.startsWith('-')) throw new CliUsageError(`unknown option for ${verb}: ${arg}`)
-		else if (verb === 'run') break
+		else if (arg?.startsWith('-')) {
+			const used = verb === 'doctor' ? 0 : sandboxFlags.take(arg, rest[index + 1])
+			if (used === 0) throw new CliUsageError(`unknown option for ${verb}: ${arg}`)
+			index += used - 1
+		} else if (verb === 'run') break
 		else throw new CliUsageError(`unexpected argument for ${verb}: ${arg}`)
 	}
 	if (verb === 'doctor') return { kind: 'doctor', json }
@@ -425,6 +377,11 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 		)
 	}
 	const keepAlive = keepAliveMs === undefined ? {} : { keepAliveMs }
+	const flags = sandboxFlags.result({ allowNetwork, isolation })
+	if ((detach || persistent) && flags.tier === 'container')
+		throw new CliUsageError(
+			`${verb === 'run' ? 'run --detach' : 'shell --persistent'}: kept-alive sandboxes are local only (no --tier container)`,
+		)
 	if (verb === 'shell') {
 		if (index < rest.length) throw new CliUsageError('shell takes no command; use run -- CMD')
 		return {
@@ -432,6 +389,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 			allowNetwork,
 			isolation,
 			persistent,
+			...flags,
 			...keepAlive,
 			...(workspace === undefined ? {} : { workspace }),
 			...(shell === undefined ? {} : { shell }),
@@ -444,6 +402,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 		allowNetwork,
 		isolation,
 		detach,
+		...flags,
 		...(noStdin ? { noStdin } : {}),
 		...keepAlive,
 		...(workspace === undefined ? {} : { workspace }),

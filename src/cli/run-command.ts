@@ -1,65 +1,17 @@
-import { mkdir } from 'node:fs/promises'
-import { resolve } from 'node:path'
+import { LocalSandboxNotFoundError } from '../backends/local/index.js'
 import { MAX_TIMER_MS } from '../contract/argument-validators.js'
-import type { Sandbox, SandboxProvider } from '../contract/index.js'
-import { createSandboxProvider } from '../create-sandbox-provider.js'
+import type { Sandbox } from '../contract/index.js'
 import { RemoteCommandError } from '../host/index.js'
-import { cliBubblewrap } from './cli-bubblewrap.js'
+import { CliUsageError } from './cli-errors.js'
 import { reportCliError } from './cli-report.js'
 import { exitCodeOf } from './exit-code.js'
 import { EXIT_CODES } from './parse-args.js'
 import { readRunStdin } from './run-input.js'
 import { runOnTerminal } from './run-terminal.js'
-
-export interface SandboxOptionsFromCli {
-	readonly allowNetwork: boolean
-	readonly workspace?: string
-	readonly isolation: 'bubblewrap' | 'none'
-}
+import { openCliSandbox, type SandboxOptionsFromCli } from './sandbox-config.js'
 
 /** Exit code of a command cancelled with Ctrl-C, as a shell reports SIGINT. */
 export const INTERRUPTED_EXIT_CODE = EXIT_CODES.interrupted
-/** Exit code of a command that ran past `--timeout-ms`, as coreutils `timeout` reports it. */
-export const TIMED_OUT_EXIT_CODE = EXIT_CODES.timedOut
-
-/**
- * The create settings every CLI verb derives from its flags: egress from `--allow-network`, and
- * `--workspace` resolved and created (the sandbox uses it and never removes it).
- */
-export async function cliCreateConfig(options: SandboxOptionsFromCli): Promise<{
-	readonly egress: { readonly kind: 'allow-all' | 'deny-all' }
-	readonly workingDirectory?: string
-}> {
-	const egress = { kind: options.allowNetwork ? 'allow-all' : 'deny-all' } as const
-	if (options.workspace === undefined) return { egress }
-	const workingDirectory = resolve(options.workspace)
-	await mkdir(workingDirectory, { recursive: true })
-	return { egress, workingDirectory }
-}
-
-export async function openCliSandbox(
-	options: SandboxOptionsFromCli,
-	signal: AbortSignal,
-): Promise<{ provider: SandboxProvider; sandbox: Sandbox }> {
-	const provider = createSandboxProvider({
-		backend: { tier: 'process', isolation: options.isolation, ...cliBubblewrap() },
-	})
-	try {
-		const sandbox = await provider.create({ signal, ...(await cliCreateConfig(options)) })
-		return { provider, sandbox }
-	} catch (error) {
-		await provider.close()
-		throw error
-	}
-}
-
-interface RunOptions extends SandboxOptionsFromCli {
-	readonly command: string
-	readonly args: readonly string[]
-	readonly timeoutMs?: number
-	/** `--no-stdin`: the command's stdin is empty even when the CLI's is a pipe. */
-	readonly noStdin?: boolean
-}
 
 /** A command whose reader closed the CLI's stdout, as a shell reports SIGPIPE (128 + 13). */
 export const BROKEN_PIPE_EXIT_CODE = 141
@@ -99,7 +51,25 @@ function written(
 	})
 }
 
-/** The command's stdin: none on a terminal (it is driven live) or with --no-stdin, else a pipe read to EOF. */
+/** Where a run happens: a fresh sandbox (`run`) or a kept-alive one (`exec`), and its release. */
+export interface RunTarget {
+	readonly sandbox: Sandbox
+	release(): Promise<void>
+}
+
+interface RunOptions {
+	readonly command: string
+	readonly args: readonly string[]
+	readonly timeoutMs?: number
+	/** `--no-stdin`: the command's stdin is empty even when the CLI's is a pipe. */
+	readonly noStdin?: boolean
+	/** `exec -t`: a PTY when the CLI is on a terminal; `run` decides by itself (undefined). */
+	readonly tty?: boolean
+	readonly env?: Readonly<Record<string, string>>
+	readonly cwd?: string
+}
+
+/** The command's stdin: none with --no-stdin or on a PTY (driven live), else a pipe read to EOF. */
 async function pipedStdin(options: RunOptions, signal: AbortSignal): Promise<string | undefined> {
 	if (options.noStdin === true || process.stdin.isTTY === true) return undefined
 	return readRunStdin(process.stdin, signal)
@@ -111,10 +81,25 @@ async function pipedStdin(options: RunOptions, signal: AbortSignal): Promise<str
  * CLI's stdout/stderr untouched and unretained, and Ctrl-C aborts through the exec's AbortSignal,
  * so the process group inside the sandbox is really terminated before we exit.
  */
-// long: one lifecycle — signals, stdin, sandbox creation (125), the run, and the exit codes it maps
-export async function runCommand(
-	options: RunOptions,
+export function runCommand(
+	options: RunOptions & SandboxOptionsFromCli,
 	context: { readonly debug: boolean } = { debug: false },
+): Promise<number> {
+	return runIn(
+		async (signal) => {
+			const { provider, sandbox } = await openCliSandbox(options, signal)
+			return { sandbox, release: () => provider.close() }
+		},
+		options,
+		context,
+	)
+}
+
+// long: one lifecycle — signals, stdin, the target (125), the run, and the exit codes it maps
+export async function runIn(
+	open: (signal: AbortSignal) => Promise<RunTarget>,
+	options: RunOptions,
+	context: { readonly debug: boolean },
 ): Promise<number> {
 	const controller = new AbortController()
 	const onSignal = () => controller.abort(new Error('interrupted'))
@@ -129,18 +114,21 @@ export async function runCommand(
 	process.on('SIGTERM', onSignal)
 	process.on('SIGHUP', onSignal)
 	process.stdout.on('error', onStdoutError)
-	let provider: SandboxProvider | undefined
+	let target: RunTarget | undefined
 	try {
-		const terminal = process.stdin.isTTY === true && process.stdout.isTTY === true
+		const onTerminal = process.stdin.isTTY === true && process.stdout.isTTY === true
+		const terminal = onTerminal && options.tty !== false
 		const stdin = terminal ? undefined : await pipedStdin(options, controller.signal)
 		if (controller.signal.aborted) return interrupted()
-		let sandbox: Sandbox
 		try {
-			;({ provider, sandbox } = await openCliSandbox(options, controller.signal))
+			target = await open(controller.signal)
 		} catch (error) {
 			if (controller.signal.aborted) return interrupted()
+			// Bad flags and a missing kept-alive sandbox have their own codes (2, 3), not 125.
+			if (error instanceof CliUsageError || error instanceof LocalSandboxNotFoundError) throw error
 			return reportCliError(error, { ...context, exitCode: EXIT_CODES.sandboxUnavailable })
 		}
+		const { sandbox } = target
 		try {
 			if (terminal) return await runOnTerminal(sandbox, options, controller.signal)
 			const timeoutMs = options.timeoutMs ?? UNBOUNDED_RUN_MS
@@ -149,6 +137,8 @@ export async function runCommand(
 				timeout: timeoutMs,
 				collectOutput: false,
 				...(stdin === undefined ? {} : { stdin }),
+				...(options.env === undefined ? {} : { env: options.env }),
+				...(options.cwd === undefined ? {} : { cwd: options.cwd }),
 				onOutput: ({ stream, data }) =>
 					written(stream === 'stdout' ? process.stdout : process.stderr, data, controller.signal),
 			})
@@ -170,6 +160,6 @@ export async function runCommand(
 		process.off('SIGTERM', onSignal)
 		process.off('SIGHUP', onSignal)
 		process.stdout.off('error', onStdoutError)
-		await provider?.close()
+		await target?.release()
 	}
 }

@@ -13,6 +13,8 @@ export interface TerminalRun {
 	readonly args: readonly string[]
 	readonly timeoutMs?: number
 	readonly env?: Readonly<Record<string, string>>
+	/** Default the workspace root. */
+	readonly cwd?: string
 }
 
 export async function runOnTerminal(
@@ -24,7 +26,7 @@ export async function runOnTerminal(
 	const terminal = await sandbox.openTerminal({
 		command: run.command,
 		args: run.args,
-		cwd: sandbox.rootDir,
+		cwd: run.cwd ?? sandbox.rootDir,
 		size: localTerminalSize(),
 		env: { TERM: process.env.TERM || 'xterm-256color', ...run.env },
 		signal,

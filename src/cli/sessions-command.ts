@@ -1,11 +1,17 @@
 /**
  * `namzu-sandbox sessions [SANDBOX]`: the kept-alive sandboxes of the state directory (state,
- * time left, workspace) and, for running ones, the sessions their agents hold. Formatting is pure.
+ * time left, workspace) and, for running ones, the sessions their agents hold and the detached
+ * commands the CLI started in them (`execution-journal.ts`). Formatting is pure.
  */
 import { LocalSandboxNotFoundError } from '../backends/local/index.js'
 import { type LocalSandboxListing, listLocalSandboxes } from '../backends/machine/index.js'
 import type { SessionSummary } from '../index.js'
 import { formatCliHandle } from './cli-handle.js'
+import {
+	executionState,
+	type JournaledExecution,
+	journaledExecutions,
+} from './execution-journal.js'
 import { cliStateDir, openKeptAlive } from './kept-alive-context.js'
 
 function minutesLeft(expiresAtMs: number, nowMs: number): string {
@@ -29,6 +35,15 @@ export function formatSessionLine(sandboxId: string, session: SessionSummary): s
 	return `  ${handle}  ${session.kind}  ${status}  ${session.nextOffset} bytes  ${command}`
 }
 
+export function formatExecutionLine(
+	sandboxId: string,
+	entry: JournaledExecution,
+	state: string,
+): string {
+	const handle = formatCliHandle({ kind: 'execution', sandboxId, executionId: entry.executionId })
+	return `  ${handle}  detached  ${state}  ${[entry.command, ...entry.args].join(' ')}`
+}
+
 export async function sessionsCommand(sandboxId?: string): Promise<number> {
 	const stateDir = cliStateDir()
 	const listings = (await listLocalSandboxes(stateDir === undefined ? {} : { stateDir })).filter(
@@ -46,6 +61,10 @@ export async function sessionsCommand(sandboxId?: string): Promise<number> {
 			const sandbox = await openKeptAlive(listing.id)
 			for (const session of await sandbox.listSessions()) {
 				process.stdout.write(`${formatSessionLine(listing.id, session)}\n`)
+			}
+			for (const entry of await journaledExecutions(listing.descriptor.stateRoot)) {
+				const state = await executionState(sandbox, entry.executionId, AbortSignal.timeout(10_000))
+				process.stdout.write(`${formatExecutionLine(listing.id, entry, state)}\n`)
 			}
 		} catch (error) {
 			const message = error instanceof Error ? error.message : String(error)

@@ -12,7 +12,7 @@ import type { SandboxProvider } from '../contract/index.js'
 import { followSessionTerminal } from './attach-command.js'
 import { formatCliHandle } from './cli-handle.js'
 import { cliLocalProvider } from './kept-alive-context.js'
-import { cliCreateConfig, openCliSandbox, type SandboxOptionsFromCli } from './run-command.js'
+import { cliCreateConfig, openCliSandbox, type SandboxOptionsFromCli } from './sandbox-config.js'
 import { driveTerminal, localTerminalSize, terminalExitCode } from './terminal-driver.js'
 
 export interface ShellOptions extends SandboxOptionsFromCli {
@@ -30,7 +30,7 @@ function terminalEnv(): Record<string, string> {
 }
 
 async function persistentShell(options: ShellOptions): Promise<number> {
-	const provider = cliLocalProvider(options.isolation)
+	const provider = cliLocalProvider(options)
 	try {
 		const sandbox = await provider.create({
 			keepAlive: true,

@@ -11,7 +11,7 @@ import {
 } from '../index.js'
 import { checkHttpAccess } from './http-access.js'
 import { kubernetesSandboxSource } from './kubernetes-sandbox-source.js'
-import { localSandboxSource } from './local-sandbox-source.js'
+import { type LocalSandboxSettings, localSandboxSource } from './local-sandbox-source.js'
 import { type McpSandboxScope, serveMcpHttp } from './mcp-http.js'
 import { createMcpServer } from './mcp-server.js'
 import { McpSandboxRegistry } from './sandbox-registry.js'
@@ -31,6 +31,8 @@ export type McpTierConfig =
 			readonly tier: 'local'
 			readonly backend: LocalBackendConfig
 			readonly allowNetwork: boolean
+			/** What every sandbox gets beyond the defaults (the CLI's sandbox flags). */
+			readonly sandbox?: LocalSandboxSettings
 	  }
 	| { readonly tier: 'kubernetes'; readonly backend: KubernetesBackendConfig }
 
@@ -70,7 +72,11 @@ export async function serveMcp(options: McpServeOptions): Promise<void> {
 	if (source.tier === 'kubernetes') checkKubernetesAccess(source.backend)
 	const registry = new McpSandboxRegistry(
 		source.tier === 'local'
-			? localSandboxSource({ backend: source.backend, allowNetwork: source.allowNetwork })
+			? localSandboxSource({
+					backend: source.backend,
+					allowNetwork: source.allowNetwork,
+					...(source.sandbox === undefined ? {} : { sandbox: source.sandbox }),
+				})
 			: kubernetesSandboxSource(source.backend),
 	)
 	try {

@@ -3,26 +3,51 @@
  * settings (egress, isolation, state directory), never anything a tool call chose beyond
  * `keep_alive`; a kept-alive sandbox is reopened by id from the state directory.
  */
-import { createLocalSandboxProvider, type LocalBackendConfig } from '../index.js'
+import { createLocalSandboxProvider, type EgressPolicy, type LocalBackendConfig } from '../index.js'
 import { localSandboxFacts } from './sandbox-facts.js'
 import type { McpSandboxSource } from './sandbox-registry.js'
+
+/** What every sandbox of the server gets beyond the defaults: the CLI's sandbox flags. */
+export interface LocalSandboxSettings {
+	readonly env?: Readonly<Record<string, string>>
+	readonly memoryLimitMb?: number
+	readonly maxProcesses?: number
+	readonly cpuLimit?: number
+	readonly diskLimitMb?: number
+	/** A static egress allowlist (`--allow-host`), with host loopback ports (`--host-port`). */
+	readonly allowedHosts?: readonly string[]
+	readonly hostPorts?: readonly number[]
+}
 
 export interface LocalSourceOptions {
 	readonly backend: LocalBackendConfig
 	readonly allowNetwork: boolean
+	readonly sandbox?: LocalSandboxSettings
+}
+
+function egressOf(options: LocalSourceOptions): EgressPolicy {
+	if (options.allowNetwork) return { kind: 'allow-all' }
+	const hosts = options.sandbox?.allowedHosts ?? []
+	const ports = options.sandbox?.hostPorts ?? []
+	if (hosts.length === 0 && ports.length === 0) return { kind: 'deny-all' }
+	return { kind: 'static', allowedHosts: hosts, ...(ports.length > 0 ? { hostPorts: ports } : {}) }
 }
 
 export function localSandboxSource(options: LocalSourceOptions): McpSandboxSource {
 	const provider = createLocalSandboxProvider(options.backend)
-	const egress = { kind: options.allowNetwork ? 'allow-all' : 'deny-all' } as const
+	const egress = egressOf(options)
+	const { allowedHosts: _hosts, hostPorts: _ports, ...limits } = options.sandbox ?? {}
 	return {
 		facts: localSandboxFacts({
 			allowNetwork: options.allowNetwork,
 			isolation: options.backend.isolation ?? 'bubblewrap',
 			bestEffortLimits: options.backend.defaultLimits === 'best-effort',
+			egress,
+			...limits,
 		}),
 		create: ({ keepAlive, signal }) =>
 			provider.create({
+				...limits,
 				egress,
 				...(keepAlive ? { keepAlive: true } : {}),
 				...(signal ? { signal } : {}),

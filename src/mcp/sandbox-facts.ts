@@ -5,7 +5,12 @@
  * answers these as text and as data. Each tier's source states its own.
  */
 import { totalmem } from 'node:os'
-import { DEFAULT_KEEP_ALIVE_MS, DEFAULT_MAX_PROCESSES, defaultMemoryLimitMb } from '../index.js'
+import {
+	DEFAULT_KEEP_ALIVE_MS,
+	DEFAULT_MAX_PROCESSES,
+	defaultMemoryLimitMb,
+	type EgressPolicy,
+} from '../index.js'
 import { DEFAULT_EXEC_TIMEOUT_MS } from '../tools/exec-tool.js'
 import { MAX_TOOL_TIMEOUT_MS } from '../tools/tool-schema-parts.js'
 
@@ -33,22 +38,60 @@ export interface LocalFactsOptions {
 	readonly isolation: 'bubblewrap' | 'none'
 	/** `backend.defaultLimits`: best-effort may leave the defaults unenforced on this host. */
 	readonly bestEffortLimits: boolean
+	/** A `static` allowlist, when the server was started with one (`--allow-host`). */
+	readonly egress?: EgressPolicy
+	readonly memoryLimitMb?: number
+	readonly maxProcesses?: number
+	readonly cpuLimit?: number
+	readonly diskLimitMb?: number
+	/** Only the names are stated: the values may be secrets. */
+	readonly env?: Readonly<Record<string, string>>
 }
 
+function staticNetwork(hosts: readonly string[], ports: readonly number[]) {
+	const reach = [
+		...(hosts.length > 0
+			? [`only these hosts: ${hosts.join(', ')} (HTTP/HTTPS through a proxy)`]
+			: []),
+		...(ports.length > 0
+			? [`the host's services at ${ports.map((port) => `host.namzu.internal:${port}`).join(', ')}`]
+			: []),
+	]
+	return {
+		policy: 'static',
+		detail: `An allowlist: ${reach.join('; ')}. Everything else, raw sockets and other DNS names included, is refused; package installs work only from allowed hosts.`,
+	}
+}
+
+// long: the network sentence and the limits, each as text and as data
 export function localSandboxFacts(options: LocalFactsOptions): McpSandboxFacts {
-	const memoryMb = defaultMemoryLimitMb(totalmem())
+	const memoryMb = options.memoryLimitMb ?? defaultMemoryLimitMb(totalmem())
+	const processes = options.maxProcesses ?? DEFAULT_MAX_PROCESSES
+	const cpu =
+		options.cpuLimit === undefined
+			? 'a fair share of the host CPUs, no quota'
+			: `${options.cpuLimit} cores (a quota)`
+	const disk =
+		options.diskLimitMb === undefined
+			? 'the workspace is on the host disk with no size limit of its own'
+			: `the workspace holds ${options.diskLimitMb} MiB`
 	const tmpMb = Math.max(1, Math.floor(memoryMb / 2))
-	const network = options.allowNetwork
-		? {
-				policy: 'allow-all',
-				detail:
-					'Outbound internet through user-mode networking; DNS works, so package installs can download. The host itself (its addresses and 10.0.2.2), link-local/metadata addresses and IPv6 are refused.',
-			}
-		: {
-				policy: 'deny-all',
-				detail:
-					'No network: only loopback (127.0.0.1) inside the sandbox. DNS lookups fail, so pip install, npm install, apt-get, git clone and curl to the internet all fail; use what is installed, or ask the user to restart the server with --allow-network.',
-			}
+	const egress = options.egress
+	const envNames = Object.keys(options.env ?? {})
+	const network =
+		egress?.kind === 'static'
+			? staticNetwork(egress.allowedHosts, egress.hostPorts ?? [])
+			: options.allowNetwork
+				? {
+						policy: 'allow-all',
+						detail:
+							'Outbound internet through user-mode networking; DNS works, so package installs can download. The host itself (its addresses and 10.0.2.2), link-local/metadata addresses and IPv6 are refused.',
+					}
+				: {
+						policy: 'deny-all',
+						detail:
+							'No network: only loopback (127.0.0.1) inside the sandbox. DNS lookups fail, so pip install, npm install, apt-get, git clone and curl to the internet all fail; use what is installed, or ask the user to restart the server with --allow-network.',
+					}
 	const enforced = options.bestEffortLimits ? ' (best effort: this host may not enforce them)' : ''
 	const isolation =
 		options.isolation === 'none' ? ' This server runs WITHOUT isolation (--no-isolation).' : ''
@@ -57,14 +100,14 @@ export function localSandboxFacts(options: LocalFactsOptions): McpSandboxFacts {
 		network,
 		limits: {
 			memory_mb: memoryMb,
-			max_processes: DEFAULT_MAX_PROCESSES,
-			cpu: 'a fair share of the host CPUs, no quota',
-			disk: 'the workspace is on the host disk with no size limit of its own',
+			max_processes: processes,
+			cpu,
+			disk,
 			tmp_mb: tmpMb,
 			enforced: !options.bestEffortLimits,
 			...TIMEOUTS,
 		},
-		limitsText: `memory ${memoryMb} MiB for everything in the sandbox (tmpfs files included; past it a process is killed); ${DEFAULT_MAX_PROCESSES} processes/threads; CPU: a fair share of the host, no quota; disk: the workspace has no size limit of its own, /tmp is a ${tmpMb} MiB tmpfs${enforced}. ${TIMEOUTS_TEXT}${isolation}`,
+		limitsText: `memory ${memoryMb} MiB for everything in the sandbox (tmpfs files included; past it a process is killed); ${processes} processes/threads; CPU: ${cpu}; disk: ${disk}, /tmp is a ${tmpMb} MiB tmpfs${enforced}. ${TIMEOUTS_TEXT}${isolation}${envNames.length > 0 ? ` Environment variables set by the server: ${envNames.join(', ')}.` : ''}`,
 		lifetime: `Destroyed when this MCP server stops, unless created with keep_alive: true (then it lives ${DEFAULT_KEEP_ALIVE_MS / 60_000} minutes and can be reopened by sandbox_id).`,
 	}
 }

@@ -15,6 +15,7 @@ const TIMED_OUT_CHECK_AFTER_MS = 1100
 const WAIT_FOR_FILE_SCRIPT =
 	'echo ready; i=0; while [ ! -e "$1" ]; do i=$((i+1)); [ $i -gt 100 ] && exit 3; sleep 0.05; done; echo went; echo side >&2'
 
+// long: a flat list of conformance cases, one `test()` each; splitting it would only scatter them
 export function defineExecCases({ test, expect }: SuiteContext): void {
 	test('exec reports exit code 0 and the output of a command that succeeds', async (sandbox) => {
 		const result = await sandbox.exec('/bin/sh', ['-c', 'printf hello'])

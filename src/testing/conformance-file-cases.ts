@@ -7,6 +7,7 @@ const MiB = 1024 * 1024
 /** Larger than any single wire frame a transport must accept before authentication (8 MiB). */
 const LARGE_BODY_BYTES = 9 * MiB
 
+// long: a flat list of conformance cases, one `test()` each; splitting it would only scatter them
 export function defineFileCases({ test, expect, options }: SuiteContext): void {
 	test('writeFile then readFile round-trips UTF-8 text, relative paths included', async (sandbox) => {
 		const text = 'héllo wörld — 世界 🌍\nsecond line\n'

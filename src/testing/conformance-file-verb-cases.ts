@@ -28,6 +28,7 @@ function codeOf(error: unknown): unknown {
 	return (error as { code?: unknown } | undefined)?.code
 }
 
+// long: a flat list of conformance cases, one `test()` each; splitting it would only scatter them
 export function defineFileVerbCases({ test, expect }: SuiteContext): void {
 	const verbs = ['stat', 'exists', 'mkdir', 'remove', 'rename', 'listDirectory'] as const
 

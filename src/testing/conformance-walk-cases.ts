@@ -22,6 +22,7 @@ const walkOf: WalkOf = (sandbox) => async (root, options) => {
 	return drain(walk(root, options))
 }
 
+// long: a flat list of conformance cases, one `test()` each; splitting it would only scatter them
 export function defineWalkCases({ test: register, expect }: SuiteContext): void {
 	const test = (title: string, body: CaseBody) => register(title, body, { members: ['walkFiles'] })
 

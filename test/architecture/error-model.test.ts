@@ -12,6 +12,12 @@ import { join, relative } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import * as agentEntry from '../../src/agent-entry.js'
 import {
+	ACIArmError,
+	ACIGroupNotReadyError,
+	ACIOptionUnsupportedError,
+	type ArmFailureReason,
+} from '../../src/backends/container/aci/aci-errors.js'
+import {
 	ContainerEgressUnsupportedError,
 	ContainerProviderClosedError,
 	ContainerRuntimeCommandError,
@@ -99,6 +105,7 @@ import {
 } from '../../src/backends/microvm/microvm-errors.js'
 import {
 	CliDependencyMissingError,
+	CliPathNotFoundError,
 	CliStdinTooLargeError,
 	CliUsageError,
 } from '../../src/cli/cli-errors.js'
@@ -754,6 +761,36 @@ const CASES: readonly ErrorCase[] = [
 		make: () => new ContainerEgressUnsupportedError('allow-all', 'runsc', 'its own network stack'),
 	},
 	{ type: ContainerProviderClosedError, make: () => new ContainerProviderClosedError() },
+	...(
+		[
+			'token-unavailable',
+			'auth',
+			'forbidden',
+			'not-found',
+			'conflict',
+			'throttled',
+			'quota',
+			'pool-empty',
+			'rejected',
+			'server',
+			'unreachable',
+			'protocol',
+		] satisfies ArmFailureReason[]
+	).map((reason) => ({
+		type: ACIArmError,
+		make: () =>
+			new ACIArmError({ reason, operation: 'claim', method: 'PUT', path: '/subscriptions/s' }),
+	})),
+	...(
+		['provisioning-failed', 'ready-timeout', 'agent-unreachable', 'agent-token-refused'] as const
+	).map((reason) => ({
+		type: ACIGroupNotReadyError,
+		make: () => new ACIGroupNotReadyError(reason, 'namzu-task-x', 'detail', { deleted: true }),
+	})),
+	{
+		type: ACIOptionUnsupportedError,
+		make: () => new ACIOptionUnsupportedError('env', 'detail'),
+	},
 	// microvm
 	{
 		type: MicroVMImageMissingError,
@@ -791,6 +828,7 @@ const CASES: readonly ErrorCase[] = [
 	{ type: CliUsageError, make: () => new CliUsageError('unknown command: x') },
 	{ type: CliDependencyMissingError, make: () => new CliDependencyMissingError('mcp', 'x') },
 	{ type: CliStdinTooLargeError, make: () => new CliStdinTooLargeError(1024) },
+	{ type: CliPathNotFoundError, make: () => new CliPathNotFoundError('a.txt', 'sandbox') },
 	{ type: ConformanceAssertionError, make: () => new ConformanceAssertionError('toBe', 'm') },
 	{ type: ConformanceCaseTimeoutError, make: () => new ConformanceCaseTimeoutError('t', 10) },
 ]

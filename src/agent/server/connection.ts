@@ -28,7 +28,7 @@ import type { WorkloadCgroups } from '../process/workload-cgroups.js'
 import type { AgentConfig } from './config.js'
 import type { OpContext } from './op-context.js'
 import { OpRefusal } from './op-refusal.js'
-import type { PreauthPool } from './preauth-pool.js'
+import type { PreauthMember, PreauthPool } from './preauth-pool.js'
 import { refuseAndDestroy } from './socket-refusal.js'
 import type { TokenGate } from './token-gate.js'
 
@@ -63,118 +63,163 @@ function lookupOp(ops: Readonly<Record<string, OpEntry>>, op: unknown): OpEntry 
 	return typeof op === 'string' && Object.hasOwn(ops, op) ? ops[op] : undefined
 }
 
+/** Serves the socket through its lifetime; a class so each step below reads one shared state. */
 export function handleConnection(socket: Socket, services: ConnectionServices): void {
-	const { config, gate } = services
-	const ops = services.ops ?? OPS
-	const log = services.log ?? (() => {})
-	const reader = gate.enabled
-		? new FrameReader({
-				maxFrameBytes: config.maxPreauthFrameBytes,
-				limitVariable: PREAUTH_LIMIT_VARIABLE,
-			})
-		: new FrameReader({ maxFrameBytes: config.maxFrameBytes, limitVariable: FULL_LIMIT_VARIABLE })
+	new ServedConnection(socket, services).listen()
+}
 
-	let phase: 'envelope' | 'dispatched' | 'refused' = 'envelope'
-	let binaryFrames = false
-	let closed = false
-	let answered = false
-	const frameListeners: Array<(message: Record<string, unknown>) => void> = []
-	const pendingFrames: Record<string, unknown>[] = []
-	const closeListeners: Array<() => void> = []
+/** The connection's state, and the steps that read and change it. */
+class ServedConnection {
+	readonly #socket: Socket
+	readonly #services: ConnectionServices
+	readonly #ops: Readonly<Record<string, OpEntry>>
+	readonly #log: (line: string) => void
+	readonly #reader: FrameReader
+	/** Only token modes bound unauthenticated peers; the member leaves the pool on authentication. */
+	readonly #preauth: PreauthMember | undefined
+	readonly #ctx: OpContext
+	#phase: 'envelope' | 'dispatched' | 'refused' = 'envelope'
+	#binaryFrames = false
+	#closed = false
+	#answered = false
+	readonly #frameListeners: Array<(message: Record<string, unknown>) => void> = []
+	readonly #pendingFrames: Record<string, unknown>[] = []
+	readonly #closeListeners: Array<() => void> = []
 
-	// A function, so control-flow narrowing does not assume `phase` survives a dispatch unchanged.
-	const isRefused = () => phase === 'refused'
-	const refuse = (error: string) => {
-		if (phase === 'refused') return
-		phase = 'refused'
-		preauth?.release()
-		refuseAndDestroy(socket, { ok: false, error }, config.refusalFlushGraceMs)
+	constructor(socket: Socket, services: ConnectionServices) {
+		const { config, gate } = services
+		this.#socket = socket
+		this.#services = services
+		this.#ops = services.ops ?? OPS
+		this.#log = services.log ?? (() => {})
+		this.#reader = gate.enabled
+			? new FrameReader({
+					maxFrameBytes: config.maxPreauthFrameBytes,
+					limitVariable: PREAUTH_LIMIT_VARIABLE,
+				})
+			: new FrameReader({ maxFrameBytes: config.maxFrameBytes, limitVariable: FULL_LIMIT_VARIABLE })
+		this.#preauth = gate.enabled
+			? services.preauth?.admit((error) => this.#refuse(error))
+			: undefined
+		this.#ctx = this.#opContext()
 	}
-	// Only token modes bound unauthenticated peers; the member leaves the pool on authentication.
-	const preauth = gate.enabled ? services.preauth?.admit(refuse) : undefined
 
-	const deliver = (message: Record<string, unknown>) => {
-		for (const listener of frameListeners) {
+	listen(): void {
+		const socket = this.#socket
+		socket.on('data', (chunk: Buffer) => this.#onData(chunk))
+		socket.on('error', () => {
+			// Resets and EPIPEs from vanished peers are routine; 'close' follows and cleans up.
+		})
+		socket.once('close', () => this.#onClose())
+	}
+
+	// A method, so control-flow narrowing does not assume `phase` survives a dispatch unchanged.
+	#isRefused(): boolean {
+		return this.#phase === 'refused'
+	}
+
+	#refuse(error: string): void {
+		if (this.#phase === 'refused') return
+		this.#phase = 'refused'
+		this.#preauth?.release()
+		refuseAndDestroy(this.#socket, { ok: false, error }, this.#services.config.refusalFlushGraceMs)
+	}
+
+	#deliver(message: Record<string, unknown>): void {
+		for (const listener of this.#frameListeners) {
 			try {
 				listener(message)
 			} catch (error) {
-				log(`frame listener failed: ${error instanceof Error ? error.message : String(error)}`)
-				socket.destroy()
+				this.#log(
+					`frame listener failed: ${error instanceof Error ? error.message : String(error)}`,
+				)
+				this.#socket.destroy()
 				return
 			}
 		}
 	}
 
-	const ctx: OpContext = {
-		config,
-		socket,
-		executions: services.executions,
-		gates: services.gates,
-		workloadCgroups: services.workloadCgroups,
-		reply(message) {
-			if (answered || closed) return
-			answered = true
-			socket.end(encodeFrame(message))
-		},
-		send(event) {
-			// After close (or the end of the answer) events are dropped; there is no drain to wait for.
-			if (answered || closed) return true
-			return socket.write(encodeFrame(event))
-		},
-		sendFrame(frame, onFlushed) {
-			if (answered || closed) {
-				onFlushed?.()
-				return true
-			}
-			return onFlushed ? socket.write(frame, () => onFlushed()) : socket.write(frame)
-		},
-		get binaryFrames() {
-			return binaryFrames
-		},
-		sendBinary(channel, bytes, onFlushed) {
-			if (!binaryFrames) throw new Error('sendBinary on a connection without binary frames')
-			if (answered || closed) {
-				onFlushed?.()
-				return true
-			}
-			// Corked, so header and bytes leave in one writev without copying the bytes.
-			socket.cork()
-			socket.write(encodeBinaryFrameHeader(channel, bytes.byteLength))
-			const flowing = onFlushed ? socket.write(bytes, () => onFlushed()) : socket.write(bytes)
-			socket.uncork()
-			return flowing
-		},
-		endStream() {
-			if (answered || closed) return
-			answered = true
-			socket.end(STREAM_TERMINATOR)
-		},
-		onFrame(listener) {
-			frameListeners.push(listener)
-			if (frameListeners.length === 1 && pendingFrames.length > 0) {
-				for (const message of pendingFrames.splice(0)) deliver(message)
-				if (!closed) socket.resume()
-			}
-		},
-		onClose(listener) {
-			if (closed) queueMicrotask(listener)
-			else closeListeners.push(listener)
-		},
-		get closed() {
-			return closed
-		},
+	/** What a handler sees: answer, events, frames in both directions, close. */
+	#opContext(): OpContext {
+		const self = this
+		const socket = this.#socket
+		const { config, executions, gates, workloadCgroups } = this.#services
+		const over = () => this.#answered || this.#closed
+		return {
+			config,
+			socket,
+			executions,
+			gates,
+			workloadCgroups,
+			reply(message) {
+				if (over()) return
+				self.#answered = true
+				socket.end(encodeFrame(message))
+			},
+			send(event) {
+				// After close (or the end of the answer) events are dropped; there is no drain to wait for.
+				if (over()) return true
+				return socket.write(encodeFrame(event))
+			},
+			sendFrame(frame, onFlushed) {
+				if (over()) {
+					onFlushed?.()
+					return true
+				}
+				return onFlushed ? socket.write(frame, () => onFlushed()) : socket.write(frame)
+			},
+			get binaryFrames() {
+				return self.#binaryFrames
+			},
+			sendBinary(channel, bytes, onFlushed) {
+				if (!self.#binaryFrames) throw new Error('sendBinary on a connection without binary frames')
+				if (over()) {
+					onFlushed?.()
+					return true
+				}
+				// Corked, so header and bytes leave in one writev without copying the bytes.
+				socket.cork()
+				socket.write(encodeBinaryFrameHeader(channel, bytes.byteLength))
+				const flowing = onFlushed ? socket.write(bytes, () => onFlushed()) : socket.write(bytes)
+				socket.uncork()
+				return flowing
+			},
+			endStream() {
+				if (over()) return
+				self.#answered = true
+				socket.end(STREAM_TERMINATOR)
+			},
+			onFrame(listener) {
+				self.#subscribe(listener)
+			},
+			onClose(listener) {
+				if (self.#closed) queueMicrotask(listener)
+				else self.#closeListeners.push(listener)
+			},
+			get closed() {
+				return self.#closed
+			},
+		}
 	}
 
-	const answerError = (entry: OpEntry, error: unknown) => {
+	#subscribe(listener: (message: Record<string, unknown>) => void): void {
+		this.#frameListeners.push(listener)
+		if (this.#frameListeners.length === 1 && this.#pendingFrames.length > 0) {
+			for (const message of this.#pendingFrames.splice(0)) this.#deliver(message)
+			if (!this.#closed) this.#socket.resume()
+		}
+	}
+
+	#answerError(entry: OpEntry, error: unknown): void {
 		const refusal = error instanceof OpRefusal ? error : undefined
 		const text = refusal ? refusal.error : error instanceof Error ? error.message : String(error)
-		if (!refusal) log(`handler failed: ${text}`)
-		if (closed || answered) return
+		if (!refusal) this.#log(`handler failed: ${text}`)
+		if (this.#closed || this.#answered) return
 		if (entry.stream) {
-			ctx.send({ type: 'error', error: text })
-			ctx.endStream()
+			this.#ctx.send({ type: 'error', error: text })
+			this.#ctx.endStream()
 		} else {
-			ctx.reply({
+			this.#ctx.reply({
 				ok: false,
 				error: text,
 				...(refusal?.detail === undefined ? {} : { message: refusal.detail }),
@@ -182,46 +227,49 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 		}
 	}
 
-	const dispatch = (envelope: Record<string, unknown>) => {
-		const entry = lookupOp(ops, envelope.op)
+	#dispatch(envelope: Record<string, unknown>): void {
+		const { config, gate, gates } = this.#services
+		const entry = lookupOp(this.#ops, envelope.op)
 		if (!entry?.public && gate.enabled) {
 			if (!gate.authenticate(envelope.token)) {
-				refuse(AGENT_REFUSAL.unauthorized)
+				this.#refuse(AGENT_REFUSAL.unauthorized)
 				return
 			}
-			reader.setLimit(config.maxFrameBytes, FULL_LIMIT_VARIABLE)
-			preauth?.release()
+			this.#reader.setLimit(config.maxFrameBytes, FULL_LIMIT_VARIABLE)
+			this.#preauth?.release()
 		}
 		if (!entry) {
-			ctx.reply({
+			this.#ctx.reply({
 				ok: false,
 				error: formatRefusal(AGENT_REFUSAL.unknown_op, describeOp(envelope.op)),
 			})
 			return
 		}
-		const closedGate = gateRefusal(services.gates, String(envelope.op))
+		const closedGate = gateRefusal(gates, String(envelope.op))
 		if (closedGate !== undefined) {
-			answerError(entry, new OpRefusal(closedGate))
+			this.#answerError(entry, new OpRefusal(closedGate))
 			return
 		}
 		const body = isRecord(envelope.body) ? envelope.body : {}
 		if (entry.binaryFrames && config.binaryFrames && asksForBinaryFrames(body)) {
-			binaryFrames = true
-			reader.allowBinary()
+			this.#binaryFrames = true
+			this.#reader.allowBinary()
 		}
 		try {
-			const pending = entry.handler(body, ctx)
-			if (pending instanceof Promise) pending.catch((error: unknown) => answerError(entry, error))
+			const pending = entry.handler(body, this.#ctx)
+			if (pending instanceof Promise) {
+				pending.catch((error: unknown) => this.#answerError(entry, error))
+			}
 		} catch (error) {
-			answerError(entry, error)
+			this.#answerError(entry, error)
 		}
 	}
 
-	const consume = (item: FrameItem): boolean => {
+	#consume(item: FrameItem): boolean {
 		if (item.kind === 'end') {
 			// A terminator where an envelope belongs is a broken peer; after it, nothing to do.
-			if (phase !== 'envelope') return true
-			socket.destroy()
+			if (this.#phase !== 'envelope') return true
+			this.#socket.destroy()
 			return false
 		}
 		let message: Record<string, unknown>
@@ -232,62 +280,63 @@ export function handleConnection(socket: Socket, services: ConnectionServices): 
 			try {
 				message = parseFramePayload(item.payload)
 			} catch {
-				socket.destroy()
+				this.#socket.destroy()
 				return false
 			}
 		}
-		if (phase === 'envelope') {
-			phase = 'dispatched'
-			dispatch(message)
-		} else if (frameListeners.length > 0) {
-			deliver(message)
+		if (this.#phase === 'envelope') {
+			this.#phase = 'dispatched'
+			this.#dispatch(message)
+		} else if (this.#frameListeners.length > 0) {
+			this.#deliver(message)
 		} else {
 			// Hold early frames for a handler that subscribes late, and stop reading meanwhile.
-			pendingFrames.push(message)
-			socket.pause()
+			this.#pendingFrames.push(message)
+			this.#socket.pause()
 		}
 		return true
 	}
 
-	socket.on('data', (chunk: Buffer) => {
-		if (isRefused()) return
-		const overBudget = preauth?.receive(chunk.length)
+	#onData(chunk: Buffer): void {
+		if (this.#isRefused()) return
+		const overBudget = this.#preauth?.receive(chunk.length)
 		if (overBudget !== undefined) {
-			refuse(overBudget)
+			this.#refuse(overBudget)
 			return
 		}
+		const reader = this.#reader
 		try {
 			// The envelope alone first: it decides whether the frames behind it may be binary.
-			let items = reader.push(chunk, phase === 'envelope' ? 1 : undefined)
-			preauth?.settle(reader.bufferedBytes)
+			let items = reader.push(chunk, this.#phase === 'envelope' ? 1 : undefined)
+			this.#preauth?.settle(reader.bufferedBytes)
 			while (items.length > 0) {
-				const wasEnvelope = phase === 'envelope'
+				const wasEnvelope = this.#phase === 'envelope'
 				for (const item of items) {
-					if (isRefused() || socket.destroyed || !consume(item)) return
+					if (this.#isRefused() || this.#socket.destroyed || !this.#consume(item)) return
 				}
 				items = wasEnvelope && reader.bufferedBytes > 0 ? reader.push(EMPTY) : []
 			}
 		} catch (error) {
 			if (error instanceof FrameError) {
-				refuse(error.message)
+				this.#refuse(error.message)
 				return
 			}
-			log(`connection failed: ${error instanceof Error ? error.message : String(error)}`)
-			socket.destroy()
+			this.#log(`connection failed: ${error instanceof Error ? error.message : String(error)}`)
+			this.#socket.destroy()
 		}
-	})
-	socket.on('error', () => {
-		// Resets and EPIPEs from vanished peers are routine; 'close' follows and cleans up.
-	})
-	socket.once('close', () => {
-		closed = true
-		preauth?.release()
-		for (const listener of closeListeners.splice(0)) {
+	}
+
+	#onClose(): void {
+		this.#closed = true
+		this.#preauth?.release()
+		for (const listener of this.#closeListeners.splice(0)) {
 			try {
 				listener()
 			} catch (error) {
-				log(`close listener failed: ${error instanceof Error ? error.message : String(error)}`)
+				this.#log(
+					`close listener failed: ${error instanceof Error ? error.message : String(error)}`,
+				)
 			}
 		}
-	})
+	}
 }

@@ -1,6 +1,6 @@
 /**
  * `ContainerBackendConfig` (`tier: 'container'`) and `ACIStandbyPoolBackendConfig` (the same tier,
- * `runtime: 'aci-standby-pool'`, refused at runtime: no Azure here), validated once at provider
+ * `runtime: 'aci-standby-pool'`, checked by `aci/aci-config.ts`), validated once at provider
  * construction with every default resolved.
  *
  * `runtime` takes the OCI runtimes this tier drives directly: `'runc'` (the default), `'crun'`,
@@ -80,7 +80,7 @@ export interface ContainerToolPaths {
 	readonly ip?: string
 }
 
-/** The Azure Container Instances standby pool: typed so configs compile, refused at runtime here. */
+/** The Azure Container Instances standby pool (`aci/`; not run against Azure here). */
 export interface ACIStandbyPoolBackendConfig {
 	readonly tier: 'container'
 	readonly runtime: 'aci-standby-pool'

@@ -13,7 +13,6 @@ import {
 	optionalFunction,
 	optionalObject,
 } from '../../contract/argument-validators.js'
-import { SandboxBackendNotImplementedError } from '../../contract/errors.js'
 import type { SandboxProvider } from '../../contract/provider.js'
 import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
@@ -24,7 +23,6 @@ import type { MachineSandbox } from '../machine/machine-sandbox.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import { seccompArchOf } from '../machine/seccomp/seccomp-filter.js'
 import {
-	type ACIStandbyPoolBackendConfig,
 	type ContainerBackendConfig,
 	resolveContainerBackendConfig,
 } from './container-backend-config.js'
@@ -33,11 +31,7 @@ import {
 	ContainerSandboxLayoutValidationError,
 } from './container-errors.js'
 import { type ContainerImage, resolveContainerImage } from './container-image.js'
-import {
-	type ContainerInstance,
-	type ContainerInstanceContext,
-	startContainerInstance,
-} from './container-instance.js'
+import type { ContainerInstance, ContainerInstanceContext } from './container-instance.js'
 import {
 	type ContainerSandboxLayout,
 	layoutMounts,
@@ -50,6 +44,7 @@ import {
 	canServeFromContainerPool,
 	resolveContainerSandboxSpec,
 } from './container-sandbox-spec.js'
+import { startContainerInstance } from './container-start.js'
 
 /** A container sandbox: the machine layer's one sandbox type (one agent serves every tier). */
 export type ContainerSandbox = MachineSandbox
@@ -199,9 +194,4 @@ export function createContainerSandboxProvider(
 		close,
 		[Symbol.asyncDispose]: close,
 	}
-}
-
-/** The ACI standby pool arm: typed, validated as an object, and refused here by name. */
-export function refuseACIStandbyPool(backend: ACIStandbyPoolBackendConfig): never {
-	throw new SandboxBackendNotImplementedError(`container/${String(backend.runtime)}`)
 }

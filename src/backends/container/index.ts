@@ -1,5 +1,14 @@
 // Public names of the container tier, all re-exported from the package root.
 
+export {
+	ACIArmError,
+	type ACIGroupFailureReason,
+	ACIGroupNotReadyError,
+	ACIOptionUnsupportedError,
+	type ArmFailureReason,
+	type ArmOperation,
+} from './aci/aci-errors.js'
+
 export type {
 	ACIStandbyPoolBackendConfig,
 	ContainerBackendConfig,

@@ -114,28 +114,29 @@ export interface DescribeLocalIsolationOptions {
 	readonly probeAgent?: boolean
 }
 
-/** Checks what the local tier can enforce here (a sentinel bwrap run, cgroups, a real sandbox). */
-export async function describeLocalIsolation(
-	config: LocalBackendConfig = { tier: 'process' },
-	options: DescribeLocalIsolationOptions = {},
-): Promise<LocalIsolationReport> {
-	const resolved = resolveLocalBackendConfig(config)
-	const problems: string[] = []
-	let bubblewrap: LocalIsolationReport['bubblewrap']
-	let bubblewrapProblem: string | undefined
+/** bubblewrap usable, and the user and network namespaces it makes, each by a sentinel run. */
+interface NamespaceChecks {
+	readonly bubblewrap: LocalIsolationReport['bubblewrap']
+	/** The line the CLI and the demo print when bubblewrap is missing: what, and how to get it. */
+	readonly bubblewrapProblem: string | undefined
+	readonly userNamespace: IsolationCheck
+	readonly networkNamespace: IsolationCheck
+}
+
+async function checkNamespaces(bwrapPath: string): Promise<NamespaceChecks> {
 	let userNamespace: IsolationCheck = { ok: false, detail: 'not checked: bubblewrap unusable' }
 	let networkNamespace: IsolationCheck = userNamespace
 	try {
-		await assertBubblewrapUsable(resolved.bwrapPath)
-		const version = await bubblewrapVersion(resolved.bwrapPath)
-		bubblewrap = {
+		await assertBubblewrapUsable(bwrapPath)
+		const version = await bubblewrapVersion(bwrapPath)
+		const bubblewrap = {
 			ok: true,
-			path: resolved.bwrapPath,
+			path: bwrapPath,
 			detail: 'present and executable',
 			...(version === undefined ? {} : { version }),
 		}
 		const common = ['--unshare-pid', '--die-with-parent', '--cap-drop', 'ALL']
-		userNamespace = await run(resolved.bwrapPath, [
+		userNamespace = await run(bwrapPath, [
 			...SENTINEL_BASE,
 			'--unshare-user',
 			...common,
@@ -147,24 +148,73 @@ export async function describeLocalIsolation(
 				detail: `${userNamespace.detail} (max_user_namespaces=${await maxUserNamespaces()})`,
 			}
 		}
-		networkNamespace = await run(resolved.bwrapPath, [
+		networkNamespace = await run(bwrapPath, [
 			...SENTINEL_BASE,
 			'--unshare-user',
 			'--unshare-net',
 			...common,
 			'/bin/true',
 		])
+		return { bubblewrap, bubblewrapProblem: undefined, userNamespace, networkNamespace }
 	} catch (error) {
-		bubblewrap = {
+		const bubblewrap = {
 			ok: false,
-			path: resolved.bwrapPath,
+			path: bwrapPath,
 			detail: error instanceof Error ? error.message : String(error),
 		}
-		// The problem line is the one the CLI and the demo print: what is missing and how to get it.
-		if (error instanceof BubblewrapUnavailableError) {
-			bubblewrapProblem = missingProgramLine('bubblewrap', error.bwrapPath, error.fix)
+		const bubblewrapProblem =
+			error instanceof BubblewrapUnavailableError
+				? missingProgramLine('bubblewrap', error.bwrapPath, error.fix)
+				: undefined
+		return { bubblewrap, bubblewrapProblem, userNamespace, networkNamespace }
+	}
+}
+
+/** What the report's reader must fix, most fundamental first. */
+function isolationProblems(
+	report: Omit<LocalIsolationReport, 'ready' | 'problems'>,
+	checks: NamespaceChecks,
+	probeAgent: boolean,
+): string[] {
+	const problems: string[] = []
+	const { bubblewrap, userNamespace, networkNamespace, identity, seccomp, agentReach } = report
+	const namespacesOk = bubblewrap.ok && userNamespace.ok && networkNamespace.ok
+	if (report.isolation === 'bubblewrap') {
+		if (!bubblewrap.ok) problems.push(checks.bubblewrapProblem ?? bubblewrap.detail)
+		else if (!userNamespace.ok) problems.push(`user namespaces unusable: ${userNamespace.detail}`)
+		else if (!networkNamespace.ok) {
+			problems.push(
+				`network namespaces unusable (every sandbox has one): ${networkNamespace.detail}`,
+			)
+		}
+		if (!identity.ok) problems.push(`sandbox uids: ${identity.detail}`)
+		if (namespacesOk && !seccomp.ok) problems.push(`seccomp: ${seccomp.detail}`)
+		if (agentReach.ran && !agentReach.ok) problems.push(`agent reach: ${agentReach.detail}`)
+		if (!agentReach.ran && namespacesOk && identity.ok && probeAgent) {
+			problems.push(`agent reach: ${agentReach.detail}`)
+		}
+	} else {
+		problems.push("isolation 'none': the agent runs unconfined as this user (development only)")
+	}
+	for (const controller of ['memory', 'pids', 'cpu'] as const) {
+		if (!report.cgroups[controller].ok) {
+			problems.push(
+				`${LIMIT_FIELDS[controller]} cannot be enforced: ${report.cgroups[controller].detail}`,
+			)
 		}
 	}
+	problems.push(...boundsProblems(report))
+	return problems
+}
+
+/** Checks what the local tier can enforce here (a sentinel bwrap run, cgroups, a real sandbox). */
+export async function describeLocalIsolation(
+	config: LocalBackendConfig = { tier: 'process' },
+	options: DescribeLocalIsolationOptions = {},
+): Promise<LocalIsolationReport> {
+	const resolved = resolveLocalBackendConfig(config)
+	const checks = await checkNamespaces(resolved.bwrapPath)
+	const { bubblewrap, userNamespace, networkNamespace } = checks
 	const cgroups = await cgroupChecks()
 	const usesBwrap = resolved.isolation === 'bubblewrap'
 	const identity: SandboxIdentityReport = usesBwrap
@@ -191,34 +241,10 @@ export async function describeLocalIsolation(
 		usesBwrap && namespacesOk && identity.ok && options.probeAgent !== false
 			? await probeAgentReach(config)
 			: { ok: false, ran: false, detail: 'not checked' }
-	if (usesBwrap) {
-		if (!bubblewrap.ok) problems.push(bubblewrapProblem ?? bubblewrap.detail)
-		else if (!userNamespace.ok) problems.push(`user namespaces unusable: ${userNamespace.detail}`)
-		else if (!networkNamespace.ok) {
-			problems.push(
-				`network namespaces unusable (every sandbox has one): ${networkNamespace.detail}`,
-			)
-		}
-		if (!identity.ok) problems.push(`sandbox uids: ${identity.detail}`)
-		if (namespacesOk && !seccomp.ok) problems.push(`seccomp: ${seccomp.detail}`)
-		if (agentReach.ran && !agentReach.ok) problems.push(`agent reach: ${agentReach.detail}`)
-		if (!agentReach.ran && namespacesOk && identity.ok && options.probeAgent !== false) {
-			problems.push(`agent reach: ${agentReach.detail}`)
-		}
-	} else {
-		problems.push("isolation 'none': the agent runs unconfined as this user (development only)")
-	}
-	for (const controller of ['memory', 'pids', 'cpu'] as const) {
-		if (!cgroups[controller].ok) {
-			problems.push(`${LIMIT_FIELDS[controller]} cannot be enforced: ${cgroups[controller].detail}`)
-		}
-	}
-	problems.push(...boundsProblems(bounds))
-	const boundsReady = bounds.defaultLimits.enforced || bounds.defaultLimits.mode === 'best-effort'
-	return {
+	const report = {
 		...bounds,
 		isolation: resolved.isolation,
-		environment: usesBwrap ? 'linux-bwrap' : 'basic',
+		environment: usesBwrap ? ('linux-bwrap' as const) : ('basic' as const),
 		bubblewrap,
 		userNamespace,
 		networkNamespace,
@@ -227,6 +253,10 @@ export async function describeLocalIsolation(
 		identity,
 		root,
 		agentReach,
+	}
+	const boundsReady = bounds.defaultLimits.enforced || bounds.defaultLimits.mode === 'best-effort'
+	return {
+		...report,
 		ready:
 			boundsReady &&
 			(usesBwrap
@@ -235,6 +265,6 @@ export async function describeLocalIsolation(
 					seccomp.ok &&
 					(options.probeAgent === false || agentReach.ok)
 				: true),
-		problems,
+		problems: isolationProblems(report, checks, options.probeAgent !== false),
 	}
 }

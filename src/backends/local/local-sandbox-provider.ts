@@ -35,12 +35,9 @@ import {
 } from '../machine/spec/machine-sandbox-spec.js'
 import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
 import { LocalProviderClosedError } from './local-errors.js'
-import {
-	type LocalInstance,
-	type LocalInstanceContext,
-	startLocalInstance,
-} from './local-instance.js'
+import type { LocalInstance, LocalInstanceContext } from './local-instance.js'
 import type { LocalSandbox } from './local-sandbox.js'
+import { startLocalInstance } from './local-start.js'
 import { openRecordedSandbox } from './open-local-sandbox.js'
 
 /** `SandboxProvider.id` of the local tier. */

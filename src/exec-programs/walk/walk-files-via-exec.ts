@@ -60,6 +60,108 @@ function checkResult(result: SandboxExecResult, sawEnd: boolean): void {
 		throw new FileWalkProtocolError('missing-done', 'the walk ended without a final record')
 }
 
+/** One walk exec's state: the records streamed so far, how the exec settled, and the wake-up. */
+class WalkRun {
+	readonly parser: WalkOutputParser
+	readonly queue: WalkRecord[] = []
+	readonly controller = new AbortController()
+	protocolFailure: unknown
+	settled: Settled | undefined
+	#streamedChars = 0
+	#wake: (() => void) | undefined
+	#finished: Promise<void> = Promise.resolve()
+
+	constructor(plan: ReturnType<typeof planFileWalk>) {
+		this.parser = new WalkOutputParser(plan.root, plan.maxEntries)
+	}
+
+	/** Wakes the walk loop: a record, the exec's end or an abort arrived. */
+	notify(): void {
+		const resolve = this.#wake
+		this.#wake = undefined
+		resolve?.()
+	}
+
+	/** Resolves at the next `notify()`. */
+	news(): Promise<void> {
+		return new Promise<void>((resolve) => {
+			this.#wake = resolve
+		})
+	}
+
+	/** Read through a method: `settled` is written by callbacks, which narrowing cannot see. */
+	outcome(): Settled | undefined {
+		return this.settled
+	}
+
+	start(exec: SandboxFileWalkExec, plan: ReturnType<typeof planFileWalk>): void {
+		const onOutput: SandboxExecOptions['onOutput'] = (chunk) => {
+			if (chunk.stream !== 'stdout') return
+			this.#streamedChars += chunk.data.length
+			this.feed(chunk.data)
+			this.notify()
+		}
+		this.#finished = new Promise<SandboxExecResult>((resolve) =>
+			resolve(
+				exec('node', ['-e', WALK_PROGRAM_SOURCE, JSON.stringify(plan)], {
+					signal: this.controller.signal,
+					onOutput,
+				}),
+			),
+		).then(
+			(result) => {
+				this.settled = { ok: true, result }
+			},
+			(error: unknown) => {
+				this.settled = { ok: false, error }
+			},
+		)
+		void this.#finished.finally(() => this.notify())
+	}
+
+	feed(text: string): void {
+		if (this.protocolFailure !== undefined) return
+		try {
+			this.queue.push(...this.parser.push(text))
+		} catch (error) {
+			this.protocolFailure = error
+			this.controller.abort(error)
+		}
+	}
+
+	/** An exec that did not stream (or streamed only part) still carries the full stdout. */
+	finalise(result: SandboxExecResult): void {
+		const rest = result.stdout.slice(this.#streamedChars)
+		if (rest !== '') this.feed(rest)
+		if (this.protocolFailure === undefined) {
+			try {
+				this.parser.finish()
+			} catch (error) {
+				this.protocolFailure = error
+			}
+		}
+	}
+
+	/**
+	 * The walk left before its exec settled: aborts it and waits for it to end. A rejection other
+	 * than that abort is thrown: a cancellation the backend could not confirm must reach the caller
+	 * (it retires the sandbox), even over an early return.
+	 */
+	async closeEarly(): Promise<void> {
+		if (this.outcome() !== undefined) return
+		const reason = new DOMException('The walk iterator was closed', 'AbortError')
+		if (!this.controller.signal.aborted) this.controller.abort(reason)
+		await this.#finished
+		const final = this.outcome()
+		const cancelFailed =
+			final !== undefined &&
+			!final.ok &&
+			!isAbortError(final.error, reason) &&
+			!isAbortError(final.error, this.controller.signal.reason)
+		if (cancelFailed) throw final.error
+	}
+}
+
 /**
  * Walks `rootPath` inside the guest through `exec`, yielding regular files that match
  * `options.pattern` (default `**\/*`). Lazy: entries are yielded as the guest reports them. Bounded
@@ -77,111 +179,43 @@ export async function* walkFilesViaExec(
 	const callerSignal = options.signal
 	callerSignal?.throwIfAborted()
 
-	const parser = new WalkOutputParser(plan.root, plan.maxEntries)
-	const queue: WalkRecord[] = []
-	let protocolFailure: unknown
-	let settled: Settled | undefined
-	// Read through a function: `settled` is written by callbacks, which narrowing cannot see.
-	const outcome = (): Settled | undefined => settled
-	let streamedChars = 0
-	let wake: (() => void) | undefined
-	const notify = () => {
-		const resolve = wake
-		wake = undefined
-		resolve?.()
-	}
-
-	const controller = new AbortController()
+	const run = new WalkRun(plan)
 	const forwardAbort = () => {
-		controller.abort(callerSignal === undefined ? undefined : abortReason(callerSignal))
-		notify()
+		run.controller.abort(callerSignal === undefined ? undefined : abortReason(callerSignal))
+		run.notify()
 	}
 	callerSignal?.addEventListener('abort', forwardAbort, { once: true })
-
-	const feed = (text: string) => {
-		if (protocolFailure !== undefined) return
-		try {
-			queue.push(...parser.push(text))
-		} catch (error) {
-			protocolFailure = error
-			controller.abort(error)
-		}
-	}
-	const onOutput: SandboxExecOptions['onOutput'] = (chunk) => {
-		if (chunk.stream !== 'stdout') return
-		streamedChars += chunk.data.length
-		feed(chunk.data)
-		notify()
-	}
-
-	const run = new Promise<SandboxExecResult>((resolve) =>
-		resolve(
-			exec('node', ['-e', WALK_PROGRAM_SOURCE, JSON.stringify(plan)], {
-				signal: controller.signal,
-				onOutput,
-			}),
-		),
-	).then(
-		(result) => {
-			settled = { ok: true, result }
-		},
-		(error: unknown) => {
-			settled = { ok: false, error }
-		},
-	)
-	void run.finally(notify)
+	run.start(exec, plan)
 
 	let finalised = false
 	try {
 		for (;;) {
 			if (callerSignal?.aborted) throw abortReason(callerSignal)
-			if (protocolFailure !== undefined) throw protocolFailure
-			const record = queue.shift()
+			if (run.protocolFailure !== undefined) throw run.protocolFailure
+			const record = run.queue.shift()
 			if (record !== undefined) {
 				if (record.type === 'entry') yield record.entry
 				else if (record.type === 'error')
 					throw guestFailure(record, plan.root, plan.maxVisitedEntries)
 				continue
 			}
+			const settled = run.outcome()
 			if (settled === undefined) {
-				await new Promise<void>((resolve) => {
-					wake = resolve
-				})
+				await run.news()
 				continue
 			}
 			if (!settled.ok) throw settled.error
 			if (!finalised) {
-				// An exec that did not stream (or streamed only part) still carries the full stdout.
 				finalised = true
-				const rest = settled.result.stdout.slice(streamedChars)
-				if (rest !== '') feed(rest)
-				if (protocolFailure === undefined) {
-					try {
-						parser.finish()
-					} catch (error) {
-						protocolFailure = error
-					}
-				}
+				run.finalise(settled.result)
 				continue
 			}
 			if (settled.result.aborted && callerSignal?.aborted) throw abortReason(callerSignal)
-			checkResult(settled.result, parser.ended)
+			checkResult(settled.result, run.parser.ended)
 			return
 		}
 	} finally {
 		callerSignal?.removeEventListener('abort', forwardAbort)
-		if (settled === undefined) {
-			const reason = new DOMException('The walk iterator was closed', 'AbortError')
-			if (!controller.signal.aborted) controller.abort(reason)
-			await run
-			const final = outcome()
-			const cancelFailed =
-				final !== undefined &&
-				!final.ok &&
-				!isAbortError(final.error, reason) &&
-				!isAbortError(final.error, controller.signal.reason)
-			// biome-ignore lint/correctness/noUnsafeFinally: a cancellation the backend could not confirm must reach the caller (it retires the sandbox), even over an early return.
-			if (cancelFailed) throw final.error
-		}
+		await run.closeEarly()
 	}
 }

@@ -17,7 +17,6 @@ import type {
 	TerminalRequest,
 } from '../../wire/protocol.js'
 import type { WireRefusal } from '../../wire/refusals.js'
-import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { SandboxAgentHandle } from './agent-handle.js'
 import { AgentTcpConnection } from './agent-tcp-connection.js'
 import { AgentTerminalSession } from './agent-terminal-session.js'
@@ -33,9 +32,9 @@ import { dialAgent } from './dial.js'
 import {
 	readSingleReply,
 	readStreamEvents,
+	readStreamReady,
 	refusalError,
 	refusalOf,
-	streamRefusalOf,
 } from './exchange.js'
 import { FrameChannel } from './frame-channel.js'
 import { GuestLiveness } from './guest-liveness.js'
@@ -348,22 +347,7 @@ export class AgentTransport {
 		channel.setIdleTimeout(this.options.readIdleTimeoutMs)
 		let ready: Record<string, unknown>
 		try {
-			const first = await channel.read()
-			if (first.kind === 'closed') {
-				throw (
-					first.error ??
-					new RemoteProtocolError(`${op}: the guest closed the connection before ready`)
-				)
-			}
-			if (first.kind !== 'frame') throw new RemoteProtocolError(`${op}: stream ended before ready`)
-			const refusal = streamRefusalOf(first.message)
-			if (refusal !== undefined) {
-				throw options.mapRefusal?.(refusal) ?? refusalError(op, refusal)
-			}
-			if (first.message.type !== 'ready') {
-				throw new RemoteProtocolError(`${op}: expected ready, got ${String(first.message.type)}`)
-			}
-			ready = first.message
+			ready = await readStreamReady(channel, options.mapRefusal)
 			this.noteGuestBootId(ready)
 		} catch (error) {
 			channel.destroy()

@@ -2,7 +2,8 @@
  * The two reply disciplines of the agent wire, enforced on a `FrameChannel`. Request-shaped: exactly
  * one frame, no trailing bytes, and the peer closes within `POST_RESPONSE_CLOSE_TIMEOUT_MS`; the
  * call resolves on that close. Stream-shaped: event frames, the zero-length terminator, nothing
- * after it, then the same close. Anything else is a `RemoteProtocolError`.
+ * after it, then the same close. A long-lived two-way op opens with its `ready` frame. Anything
+ * else is a `RemoteProtocolError`.
  */
 
 import { isExecutionState } from '../../wire/protocol.js'
@@ -44,6 +45,30 @@ export async function readSingleReply(channel: FrameChannel): Promise<Record<str
 		throw new RemoteProtocolError(`${channel.op}: expected one reply frame, got a terminator`)
 	}
 	await expectPeerClose(channel)
+	return first.message
+}
+
+/**
+ * Reads the first frame of a long-lived two-way op (terminal, tcp-connect, attach-session): its
+ * `ready`. A refusal before it becomes `mapRefusal(refusal)`, default the op's refusal error.
+ */
+export async function readStreamReady(
+	channel: FrameChannel,
+	mapRefusal?: (refusal: WireRefusal) => Error,
+): Promise<Record<string, unknown>> {
+	const op = channel.op
+	const first = await channel.read()
+	if (first.kind === 'closed') {
+		throw (
+			first.error ?? new RemoteProtocolError(`${op}: the guest closed the connection before ready`)
+		)
+	}
+	if (first.kind !== 'frame') throw new RemoteProtocolError(`${op}: stream ended before ready`)
+	const refusal = streamRefusalOf(first.message)
+	if (refusal !== undefined) throw mapRefusal?.(refusal) ?? refusalError(op, refusal)
+	if (first.message.type !== 'ready') {
+		throw new RemoteProtocolError(`${op}: expected ready, got ${String(first.message.type)}`)
+	}
 	return first.message
 }
 

@@ -19,7 +19,6 @@ import {
 import {
 	type ContainerSandboxLayout,
 	createSandboxProvider,
-	SandboxBackendNotImplementedError,
 	SandboxConfigError,
 	type SandboxProviderConfig,
 } from '../../../src/index.js'
@@ -252,24 +251,32 @@ describe('createSandboxProvider for the container tier', () => {
 		expect((invalid as ContainerSandboxLayoutValidationError).reasons).toHaveLength(2)
 	})
 
-	it('refuses the ACI standby pool at runtime, naming it', () => {
-		const error = refusalOf(() =>
-			createSandboxProvider({
-				backend: {
-					tier: 'container',
-					runtime: 'aci-standby-pool',
-					subscriptionId: 'sub',
-					resourceGroup: 'rg',
-					location: 'westeurope',
-					standbyPoolResourceId: '/pool',
-					containerGroupProfileResourceId: '/profile',
-					getArmToken: async () => 'token',
+	it('builds the ACI standby-pool provider without asking for a token or calling ARM', async () => {
+		let tokens = 0
+		const provider = createSandboxProvider({
+			backend: {
+				tier: 'container',
+				runtime: 'aci-standby-pool',
+				subscriptionId: 'sub',
+				resourceGroup: 'rg',
+				location: 'westeurope',
+				standbyPoolResourceId:
+					'/subscriptions/sub/resourceGroups/rg/providers/Microsoft.StandbyPool/standbyContainerGroupPools/pool',
+				containerGroupProfileResourceId:
+					'/subscriptions/sub/resourceGroups/rg/providers/Microsoft.ContainerInstance/containerGroupProfiles/profile',
+				getArmToken: async () => {
+					tokens += 1
+					return 'token'
 				},
-				layout,
-			}),
-		)
-		expect(error).toBeInstanceOf(SandboxBackendNotImplementedError)
-		expect(error).toMatchObject({ backend: 'container/aci-standby-pool' })
+			},
+			layout,
+		})
+		expect([provider.id, provider.name]).toEqual([
+			'namzu-container-aci-standby-pool',
+			'@namzu/sandbox:container:aci-standby-pool',
+		])
+		await provider.close()
+		expect(tokens).toBe(0)
 	})
 
 	it('routes each arm without a double cast in the selector', async () => {

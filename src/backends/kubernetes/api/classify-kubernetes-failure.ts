@@ -10,6 +10,7 @@
  * carries a `test` op turns either into `KubernetesPatchNotAppliedError`.
  */
 
+import { parseRetryAfterMs } from '../../../contract/retry-after.js'
 import { isRecord } from '../../../wire/is-record.js'
 import {
 	KubernetesAlreadyGoneError,
@@ -20,7 +21,6 @@ import {
 	type KubernetesHttpMethod,
 	KubernetesPatchNotAppliedError,
 } from './api-errors.js'
-import { parseRetryAfterMs } from './retry-after.js'
 
 export interface KubernetesFailure {
 	readonly kind: KubernetesFailureKind

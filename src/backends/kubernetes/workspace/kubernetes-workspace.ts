@@ -40,10 +40,6 @@ import type {
 	QuiesceOptions,
 	QuiesceReport,
 } from '../../../host/lifecycle/agent-lifecycle-ops.js'
-import {
-	FlushUnconfirmedError,
-	QuiesceUnconfirmedError,
-} from '../../../host/refusals/refusal-errors.js'
 import type { SessionTerminal } from '../../../host/sessions/agent-session-terminal.js'
 import type {
 	AttachTerminalOptions,
@@ -90,6 +86,7 @@ import {
 } from './workspace-options.js'
 import { openWorkspaceSession, type WorkspaceSession } from './workspace-session.js'
 import type { KubernetesWorkspaceOrigin } from './workspace-start.js'
+import { transitionRefusalError } from './workspace-transition-errors.js'
 import {
 	TransitionRefusal,
 	type TransitionRequest,
@@ -485,21 +482,7 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 			})
 		} catch (error) {
 			if (!(error instanceof TransitionRefusal)) throw error
-			switch (error.refusal) {
-				case 'deleted':
-					throw new KubernetesSandboxDestroyedError(this.id, method)
-				case 'flush-skipped':
-					throw new FlushUnconfirmedError(
-						`a suspend of workspace ${this.id} that skips the flush is already in flight; its patch goes over an unflushed guest`,
-						'suspend_already_in_flight',
-					)
-				case 'quiesce-skipped':
-					throw new QuiesceUnconfirmedError(
-						undefined,
-						`a suspend of workspace ${this.id} without a quiesce is already in flight; its patch goes over a guest nothing stopped`,
-						'suspend_already_in_flight',
-					)
-			}
+			throw transitionRefusalError(this.id, method, error.refusal)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import {
 	classifyKubernetesFailure,
 	kubernetesFailureError,
 } from '../../../../src/backends/kubernetes/api/classify-kubernetes-failure.js'
-import { parseRetryAfterMs } from '../../../../src/backends/kubernetes/api/retry-after.js'
+import { parseRetryAfterMs } from '../../../../src/contract/retry-after.js'
 
 const status = (code: number, reason: string, message = `${reason} happened`) => ({
 	kind: 'Status',

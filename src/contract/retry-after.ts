@@ -1,6 +1,7 @@
 /**
- * `Retry-After` as milliseconds: delta-seconds or an HTTP date (relative to `nowMs`), falling back
- * to the Status object's `details.retryAfterSeconds`. Pure; an unparseable value is no hint at all.
+ * `Retry-After` as milliseconds, for every HTTP API client here (Kubernetes, ARM): delta-seconds or
+ * an HTTP date (relative to `nowMs`), falling back to a body's own seconds field (Kubernetes'
+ * `details.retryAfterSeconds`). Pure; an unparseable value is no hint at all.
  */
 
 /** Milliseconds to wait, or undefined when neither source says anything usable. */

@@ -1,0 +1,68 @@
+/**
+ * How the host reaches a container's agent: its environment when it binds a path of its own
+ * (gVisor), the move of that socket into the host-only control directory, and the view of a
+ * created container the ready wait reads as a launched agent.
+ */
+import { lstat, rename } from 'node:fs/promises'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { LaunchedAgentProcess } from '../machine/launch/agent-launcher.js'
+import { LocalSandboxStartError } from '../machine/machine-errors.js'
+import type { CreatedContainer } from './container-process.js'
+import { CONTAINER_SOCKET_PATH } from './oci-config.js'
+
+/** The agent's own environment, listening on `CONTAINER_SOCKET_PATH` and inheriting nothing. */
+export function listeningOnPath(env: Readonly<Record<string, string>>): Record<string, string> {
+	const { NAMZU_AGENT_VSOCK_PORT: _port, ...rest } = env
+	return { ...rest, NAMZU_AGENT_UNIX_PATH: CONTAINER_SOCKET_PATH, NAMZU_AGENT_INHERITED_FDS: '' }
+}
+
+const SOCKET_POLL_MS = 10
+
+/**
+ * Waits for the agent's socket to appear in its directory, then moves it into the host-only
+ * control directory before anything of the workload can run: the host never dials a path the
+ * sandbox can write (a symlink planted there would point the host at any socket of its own).
+ */
+export async function adoptAgentSocket(
+	from: string,
+	to: string,
+	created: CreatedContainer,
+	options: {
+		readonly sandboxId: string
+		readonly timeoutMs: number
+		readonly signal?: AbortSignal
+	},
+): Promise<void> {
+	const deadline = Date.now() + options.timeoutMs
+	for (;;) {
+		options.signal?.throwIfAborted()
+		const info = await lstat(from).catch(() => undefined)
+		if (info?.isSocket()) break
+		if (info !== undefined || created.isGone() || Date.now() > deadline) {
+			throw new LocalSandboxStartError(
+				options.sandboxId,
+				info !== undefined
+					? `${from} is not a socket`
+					: created.isGone()
+						? 'the container exited before its agent bound its socket'
+						: `the agent bound no socket within ${options.timeoutMs} ms`,
+				{ stderrTail: created.outputTail() },
+			)
+		}
+		await sleep(SOCKET_POLL_MS)
+	}
+	await rename(from, to)
+}
+
+/** What the ready wait reads of a launched agent, for a container (no runtime process is kept). */
+export function asLaunched(created: CreatedContainer, pid: number): LaunchedAgentProcess {
+	const exited = created.gone.then(() => ({ code: null, signal: null }))
+	return {
+		pid,
+		exited,
+		pipes: new Map(),
+		exitStatus: () => (created.isGone() ? { code: null, signal: null } : undefined),
+		stderrTail: () => created.outputTail(),
+		kill: async () => undefined,
+	}
+}

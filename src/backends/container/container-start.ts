@@ -1,0 +1,460 @@
+/**
+ * The start of one container sandbox after its host claims are made, as named steps over one
+ * state: the agent's files, the cgroups, the bundle, the runtime's `create`, the connection, the
+ * runtime's `start` and the ready wait. Whatever a step made is on the state, so `release()` takes
+ * down exactly what exists; a failed or aborted start releases it all before it rethrows.
+ */
+import { chown, mkdir, readFile, writeFile } from 'node:fs/promises'
+import { totalmem } from 'node:os'
+import { join } from 'node:path'
+import { AgentTransport } from '../../host/transport/agent-transport.js'
+import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
+import {
+	adoptSandboxCgroups,
+	closeFds,
+	createSandboxCgroups,
+	openWorkloadGroupFds,
+	type SandboxCgroups,
+} from '../machine/cgroups/cgroup-limits.js'
+import { guestExitOf } from '../machine/cgroups/guest-exit.js'
+import { type WorkloadGroup, workloadCgroupFds } from '../machine/cgroups/workload-cgroups.js'
+import { readProcessIdentity } from '../machine/claims/process-identity.js'
+import { releaseHostClaims, removeStateRoot } from '../machine/claims/release-host-claims.js'
+import { agentSettingsFrom, buildAgentEnvironment } from '../machine/launch/agent-environment.js'
+import {
+	createInheritableListenSocket,
+	type InheritableListenSocket,
+} from '../machine/launch/agent-listen-socket.js'
+import { probeInstancePrivileges } from '../machine/launch/instance-privilege-probe.js'
+import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../machine/launch/transport-options.js'
+import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
+import { LocalSandboxCleanupError, LocalSandboxStartError } from '../machine/machine-errors.js'
+import { sandboxSeccompFilter } from '../machine/seccomp/seccomp-filter.js'
+import {
+	cgroupRequestFor,
+	resolveSandboxLimits,
+	type SandboxLimits,
+} from '../machine/spec/sandbox-limits.js'
+import { recordAndMountWorkspaceDisk } from '../machine/workspace/workspace-disk.js'
+import { type AgentFiles, prepareAgentFiles } from './container-agent-files.js'
+import { adoptAgentSocket, asLaunched, listeningOnPath } from './container-agent-socket.js'
+import {
+	type ContainerClaims,
+	checkContainerHost,
+	claimContainerSandbox,
+} from './container-claims.js'
+import type { ContainerImage } from './container-image.js'
+import type { ContainerInstance, ContainerInstanceContext } from './container-instance.js'
+import { under } from './container-layout-mounts.js'
+import { type ContainerNetwork, prepareContainerNetwork } from './container-network.js'
+import { type CreatedContainer, createContainer, runRuntimeCommand } from './container-process.js'
+import type { ContainerSandboxSpec } from './container-sandbox-spec.js'
+import {
+	buildOciConfig,
+	CONTAINER_AGENT_BUNDLE,
+	CONTAINER_AGENT_NODE,
+	CONTAINER_HOME_DIR,
+	CONTAINER_INIT,
+	CONTAINER_WORKSPACE,
+	containerMounts,
+} from './oci-config.js'
+import { createArgv, deleteArgv, type RuntimeInvocation, startArgv } from './runtime-argv.js'
+import { runtimeCgroupDirs } from './runtime-cgroup-dirs.js'
+
+export const CONTAINER_HOSTNAME = 'namzu-sandbox'
+const DELETE_BUDGET_MS = 10_000
+
+/** What the cgroup step leaves for the later ones. */
+interface CgroupsMade {
+	readonly oomKillsAtStart: number | undefined
+	readonly workloadGroups: readonly WorkloadGroup[]
+}
+
+export async function startContainerInstance(
+	context: ContainerInstanceContext,
+	spec: ContainerSandboxSpec,
+	signal?: AbortSignal,
+): Promise<ContainerInstance> {
+	signal?.throwIfAborted()
+	const image = await checkContainerHost(context, spec)
+	const limits = resolveSandboxLimits(spec, { totalMemoryBytes: totalmem() })
+	signal?.throwIfAborted()
+	const claims = await claimContainerSandbox(context.backend)
+	return new ContainerStart(context, spec, image, limits, claims, signal).run()
+}
+
+/** One start's state: what each step made, so that `release()` takes down exactly that. */
+class ContainerStart {
+	readonly #context: ContainerInstanceContext
+	readonly #spec: ContainerSandboxSpec
+	readonly #image: ContainerImage
+	readonly #limits: SandboxLimits
+	readonly #claims: ContainerClaims
+	readonly #signal: AbortSignal | undefined
+	readonly #signalOption: { readonly signal?: AbortSignal }
+	readonly #invocation: RuntimeInvocation
+	/**
+	 * gVisor has its own kernel: it takes neither a listener nor host cgroup descriptors, so its
+	 * agent binds a socket in a directory of its own (reaching the host through
+	 * --host-uds=create), the sandbox's groups bound the whole sandbox from outside, and its
+	 * loader must read the binaries it runs (its ptrace is restricted to descendants instead).
+	 */
+	readonly #hostUds: boolean
+	#cgroups: SandboxCgroups | undefined
+	#runtimeGroups: SandboxCgroups | undefined
+	#listener: InheritableListenSocket | undefined
+	#container: CreatedContainer | undefined
+	#network: ContainerNetwork | undefined
+	#hostFds: number[] = []
+	#releasing: Promise<void> | undefined
+
+	constructor(
+		context: ContainerInstanceContext,
+		spec: ContainerSandboxSpec,
+		image: ContainerImage,
+		limits: SandboxLimits,
+		claims: ContainerClaims,
+		signal: AbortSignal | undefined,
+	) {
+		this.#context = context
+		this.#spec = spec
+		this.#image = image
+		this.#limits = limits
+		this.#claims = claims
+		this.#signal = signal
+		this.#signalOption = signal ? { signal } : {}
+		this.#invocation = invocationOf(context.backend, claims.dirs.root)
+		this.#hostUds = context.backend.runtime === 'runsc'
+	}
+
+	async run(): Promise<ContainerInstance> {
+		const { backend } = this.#context
+		const { id, name, dirs } = this.#claims
+		try {
+			await this.#recordWorkspace()
+			const files = await prepareAgentFiles(this.#context, this.#image, this.#claims, this.#signal)
+			const groups = await this.#createCgroups()
+			const socketDir = await this.#socketDir()
+			const network = await prepareContainerNetwork({
+				sandboxId: id,
+				stateRoot: dirs.root,
+				spec: this.#spec,
+				rootfs: this.#image.rootfs,
+				tools: backend.tools,
+				timeoutMs: backend.readyTimeoutMs,
+				...this.#signalOption,
+				...(this.#context.egressSeam ? { seam: this.#context.egressSeam } : {}),
+			})
+			this.#network = network
+			const bundle = await this.#writeBundle(files, groups.workloadGroups, socketDir, network)
+			const { created, pid } = await this.#createContainer(bundle, network)
+			await this.#listener?.handOver()
+			const transport = this.#connect(created, groups.oomKillsAtStart)
+			await this.#startAgent(created, pid, transport, socketDir, network)
+			const instance: ContainerInstance = {
+				id,
+				rootDir: CONTAINER_WORKSPACE,
+				transport,
+				...(network.egressDecisions ? { egressDecisions: network.egressDecisions } : {}),
+				containerId: name,
+				stateRoot: dirs.root,
+				pid: Number.isSafeInteger(pid) ? pid : undefined,
+				hasExited: () => created.isGone(),
+				release: () => this.release(),
+			}
+			// gVisor's /proc/<pid>/status carries no capability or no_new_privs lines, so there is
+			// nothing for the probe to read; there the OCI config (no capability, no new privileges) and
+			// the sentry's own confinement are what hold.
+			if (!this.#hostUds) {
+				await probeInstancePrivileges(
+					{ ...instance, environment: 'linux-namespace' },
+					backend.readyTimeoutMs,
+					this.#signal,
+				)
+			}
+			return instance
+		} catch (error) {
+			closeFds(this.#hostFds)
+			await this.release().catch(() => undefined)
+			if (this.#signal?.aborted) throw this.#signal.reason
+			throw error
+		}
+	}
+
+	/** Kills every process, deletes the container, removes the cgroups and the state root. */
+	release(): Promise<void> {
+		this.#releasing ??= this.#teardown()
+		return this.#releasing
+	}
+
+	async #teardown(): Promise<void> {
+		const { name, dirs, ledger } = this.#claims
+		await this.#listener?.discard()
+		const failures: unknown[] = []
+		// All at once: a frozen per-command group holds its processes until the cgroup side thaws
+		// it, and the runtime's delete waits for the container's init.
+		await Promise.all([
+			this.#container === undefined
+				? undefined
+				: runRuntimeCommand(
+						this.#context.backend.runtime,
+						'delete',
+						deleteArgv(this.#invocation, name),
+						AbortSignal.timeout(DELETE_BUDGET_MS),
+					).catch((error: unknown) => failures.push(error)),
+			this.#cgroups?.remove().catch((error: unknown) => failures.push(error)),
+		])
+		await this.#runtimeGroups?.remove().catch((error: unknown) => failures.push(error))
+		// After the container is gone: nothing inside is left to use the network.
+		await this.#network?.stop().catch((error: unknown) => failures.push(error))
+		await releaseHostClaims(ledger.current)
+			.then(() => removeStateRoot(dirs.root))
+			.catch((error: unknown) => failures.push(error))
+		const failed = LocalSandboxCleanupError.ofFailures(failures)
+		if (failed) throw failed
+	}
+
+	/** The record exists before anything else is made; a sized workspace is mounted into it. */
+	async #recordWorkspace(): Promise<void> {
+		const { ledger, dirs, owner } = this.#claims
+		await ledger.record({})
+		if (this.#spec.diskLimitMb !== undefined) {
+			await recordAndMountWorkspaceDisk(ledger, {
+				root: dirs.root,
+				workspace: dirs.workspace,
+				diskLimitMb: this.#spec.diskLimitMb,
+				owner,
+				mkfsPath: this.#context.backend.tools.mkfsExt4,
+			})
+		}
+	}
+
+	/** The sandbox's groups, the runtime's own beside them, and the `work/` descriptors. */
+	async #createCgroups(): Promise<CgroupsMade> {
+		const { backend } = this.#context
+		const { name, owner, ledger } = this.#claims
+		const request = cgroupRequestFor(this.#limits, {
+			defaultLimits: backend.defaultLimits,
+			workloadOwner: owner,
+			recordDirs: (groupDirs) => ledger.record({ cgroupDirs: groupDirs }),
+		})
+		const cgroups = await createSandboxCgroups(name, request)
+		this.#cgroups = cgroups
+		this.#signal?.throwIfAborted()
+		const joinedDirs = (cgroups?.procsFiles ?? []).map((file) =>
+			file.replace(/\/cgroup\.procs$/, ''),
+		)
+		// crun manages no cgroups (runtime-argv.ts): its container stays in the sandbox's own.
+		const containerDirs =
+			backend.runtime === 'crun'
+				? []
+				: runtimeCgroupDirs({
+						mountinfo: await readFile('/proc/self/mountinfo', 'utf8'),
+						membership: await readFile('/proc/self/cgroup', 'utf8'),
+						joinedDirs,
+						name,
+					})
+		const outside = containerDirs.filter((dir) => !joinedDirs.some((joined) => under(dir, joined)))
+		// Named before the runtime makes them: the reaper of a crashed host removes them too.
+		await ledger.record({ cgroupDirs: [...(cgroups?.dirs ?? []), ...outside] })
+		this.#runtimeGroups = adoptSandboxCgroups(outside)
+		const oomKillsAtStart = await cgroups?.oomKills()
+		const workloadGroups = this.#hostUds ? [] : (cgroups?.workloadGroups ?? [])
+		this.#hostFds = openWorkloadGroupFds(workloadGroups)
+		return { oomKillsAtStart, workloadGroups }
+	}
+
+	/** gVisor's agent binds its socket in a directory of the sandbox uid's; other runtimes none. */
+	async #socketDir(): Promise<string | undefined> {
+		if (!this.#hostUds) return undefined
+		const { dirs, owner } = this.#claims
+		const socketDir = join(dirs.root, 'uds')
+		await mkdir(socketDir, { mode: 0o700 })
+		await chown(socketDir, owner.uid, owner.gid)
+		return socketDir
+	}
+
+	/** The OCI bundle: the agent's environment and command, the mounts, the seccomp filter. */
+	async #writeBundle(
+		files: AgentFiles,
+		workloadGroups: readonly WorkloadGroup[],
+		socketDir: string | undefined,
+		network: ContainerNetwork,
+	): Promise<string> {
+		const { backend } = this.#context
+		const { id, name, owner, dirs } = this.#claims
+		const { layout, initCopy } = files
+		const image = this.#image
+		const agentEnv = {
+			...buildAgentEnvironment({
+				workspace: CONTAINER_WORKSPACE,
+				homeDir: CONTAINER_HOME_DIR,
+				nodePath: image.node.inImage,
+				user: 'sandbox',
+				callerEnv: { ...network.workloadEnv, ...this.#spec.env },
+				agentSettings: {
+					...agentSettingsFrom(this.#context.hostEnv ?? process.env),
+					...network.agentSettings,
+				},
+				workloadCgroups: workloadCgroupFds(workloadGroups),
+			}),
+			...(layout.readRoots.length === 0
+				? {}
+				: { NAMZU_SANDBOX_READ_ROOTS: layout.readRoots.join(':') }),
+			...(layout.writeRoots.length === 0
+				? {}
+				: { NAMZU_SANDBOX_WRITE_ROOTS: layout.writeRoots.join(':') }),
+		}
+		const agentCommand = [CONTAINER_AGENT_NODE, CONTAINER_AGENT_BUNDLE]
+		const config = buildOciConfig({
+			rootfs: image.rootfs,
+			hostname: CONTAINER_HOSTNAME,
+			user: owner,
+			args: initCopy === undefined ? agentCommand : [CONTAINER_INIT, '--', ...agentCommand],
+			env: this.#hostUds ? listeningOnPath(agentEnv) : agentEnv,
+			cwd: CONTAINER_WORKSPACE,
+			mounts: containerMounts({
+				tmpfs: this.#limits.tmpfs,
+				owner,
+				runtime: {
+					node: files.nodeCopy,
+					bundle: files.agentBundle,
+					...(initCopy === undefined ? {} : { init: initCopy }),
+				},
+				...(socketDir === undefined ? {} : { socketDir }),
+				workspace: dirs.workspace,
+				scaffolds: layout.scaffolds,
+				binds: layout.binds,
+				networkBinds: network.binds,
+			}),
+			cgroupsPath: name,
+			annotations: { ...backend.labels, 'ai.namzu.sandbox.id': id },
+			seccomp: sandboxSeccompFilter({
+				allowUserNamespaces: this.#spec.allowUserNamespaces === true,
+			}).oci({ kernelRefusesClone3: backend.runtime === 'runsc' }),
+		})
+		const bundle = join(dirs.root, 'bundle')
+		await mkdir(bundle, { mode: 0o700 })
+		// It holds the caller's env: readable by root alone.
+		await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 })
+		return bundle
+	}
+
+	/** The runtime's `create`: the container exists, its init waits; the network goes in now. */
+	async #createContainer(
+		bundle: string,
+		network: ContainerNetwork,
+	): Promise<{ readonly created: CreatedContainer; readonly pid: number }> {
+		const { id, name, dirs, ledger } = this.#claims
+		const listener = this.#hostUds
+			? undefined
+			: await createInheritableListenSocket(dirs.socketPath)
+		this.#listener = listener
+		const pidFile = join(dirs.root, 'container.pid')
+		const created = await createContainer({
+			runtime: this.#context.backend.runtime,
+			argv: withCgroupJoin(
+				this.#cgroups?.procsFiles ?? [],
+				createArgv(this.#invocation, {
+					containerId: name,
+					bundle,
+					pidFile,
+					preserveFds: listener === undefined ? 0 : 1 + this.#hostFds.length,
+				}),
+			),
+			fds: listener === undefined ? [] : [listener.fd, ...this.#hostFds],
+			secrets: [...Object.values(this.#spec.env), ...network.secrets],
+			...this.#signalOption,
+		})
+		this.#container = created
+		const pid = Number((await readFile(pidFile, 'utf8')).trim())
+		const launcher = Number.isSafeInteger(pid) ? await readProcessIdentity(pid) : undefined
+		// Named with its start time, so a reaper never signals a process that reused the pid.
+		if (launcher) await ledger.record({ launcher })
+		closeFds(this.#hostFds)
+		this.#hostFds = []
+		if (this.#spec.egress !== 'deny-all') {
+			if (!Number.isSafeInteger(pid)) {
+				throw new LocalSandboxStartError(id, "the runtime's pid file holds no pid", {
+					stderrTail: created.outputTail(),
+				})
+			}
+			// Nothing of the workload runs before `start`: its network is in place before anything uses it.
+			await network.attach(pid, this.#cgroups?.join)
+		}
+		return { created, pid }
+	}
+
+	/** The transport to the agent, watching the container's end as the guest's death. */
+	#connect(created: CreatedContainer, oomKillsAtStart: number | undefined): AgentTransport {
+		const { backend } = this.#context
+		const { id, dirs } = this.#claims
+		const transport = new AgentTransport(
+			{ kind: 'unix', path: dirs.socketPath },
+			{
+				connectRetryIntervalMs: backend.readyPollIntervalMs,
+				maxRequestFrameBytes: MACHINE_MAX_REQUEST_FRAME_BYTES,
+				permanentDialFailure: () => created.isGone(),
+			},
+		)
+		const watchedCgroups = this.#cgroups
+		transport.liveness.watch(
+			created.gone.then(async () => {
+				if (this.#releasing !== undefined) return undefined
+				return guestExitOf({
+					sandboxId: id,
+					exit: { code: null, signal: null },
+					confined: true,
+					oomKillsAtStart,
+					oomKillsAtExit: await watchedCgroups?.oomKills(),
+				})
+			}),
+		)
+		return transport
+	}
+
+	/** The runtime's `start`, then the agent's socket (gVisor), its `healthz`, the network's ready. */
+	async #startAgent(
+		created: CreatedContainer,
+		pid: number,
+		transport: AgentTransport,
+		socketDir: string | undefined,
+		network: ContainerNetwork,
+	): Promise<void> {
+		const { backend } = this.#context
+		const { id, name, dirs } = this.#claims
+		await runRuntimeCommand(
+			backend.runtime,
+			'start',
+			startArgv(this.#invocation, name),
+			this.#signal,
+		)
+		if (socketDir !== undefined) {
+			await adoptAgentSocket(join(socketDir, 'agent.sock'), dirs.socketPath, created, {
+				sandboxId: id,
+				timeoutMs: backend.readyTimeoutMs,
+				...this.#signalOption,
+			})
+		}
+		await waitForAgentReady({
+			sandboxId: id,
+			agent: asLaunched(created, pid),
+			ready: (readySignal) => transport.healthz(readySignal),
+			timeoutMs: backend.readyTimeoutMs,
+			...this.#signalOption,
+		})
+		if (this.#spec.egress !== 'deny-all') await network.ready(pid)
+	}
+}
+
+function invocationOf(
+	backend: ContainerInstanceContext['backend'],
+	stateRoot: string,
+): RuntimeInvocation {
+	return {
+		runtime: backend.runtime,
+		path: backend.runtimePath,
+		stateDir: join(stateRoot, 'runtime'),
+		runscPlatform: backend.runscPlatform,
+	}
+}

@@ -1,0 +1,178 @@
+/**
+ * Parsing of the verbs that drive a kept-alive sandbox from later processes, as `docker exec`,
+ * `kill`, `cp` and `port` do: `exec SANDBOX -- CMD`, `kill HANDLE`, `cp SRC DST`, `port SANDBOX
+ * PORT`. Pure; everything after `--` belongs to the command.
+ */
+import { MAX_TIMER_MS, requireIntegerText } from '../contract/argument-validators.js'
+import { SESSION_SIGNALS } from '../wire/sessions.js'
+import { CliUsageError } from './cli-errors.js'
+import { type CliHandle, parseCliHandle } from './cli-handle.js'
+import { FLAG_SITE } from './sandbox-flags.js'
+
+export interface ExecVerb {
+	readonly kind: 'exec'
+	readonly sandboxId: string
+	readonly command: string
+	readonly args: readonly string[]
+	/** `-i`: pass the CLI's stdin (a pipe to EOF, or the live terminal under `-t`). */
+	readonly interactive: boolean
+	/** `-t`: a PTY when the CLI runs on a terminal. */
+	readonly tty: boolean
+	/** `-d`: start it detached, print SANDBOX/EXECUTION and exit at once. */
+	readonly detach: boolean
+	readonly env?: Readonly<Record<string, string>>
+	readonly cwd?: string
+	readonly timeoutMs?: number
+}
+
+/** One side of `cp`: a host path, or `SANDBOX:path` (relative to the workspace root). */
+export type CpEndpoint =
+	| { readonly kind: 'host'; readonly path: string }
+	| { readonly kind: 'sandbox'; readonly sandboxId: string; readonly path: string }
+
+export type SandboxVerb =
+	| ExecVerb
+	| { readonly kind: 'kill'; readonly handle: CliHandle; readonly signal?: string }
+	| { readonly kind: 'cp'; readonly source: CpEndpoint; readonly destination: CpEndpoint }
+	| {
+			readonly kind: 'port'
+			readonly sandboxId: string
+			readonly port: number
+			readonly auth: boolean
+	  }
+
+const SANDBOX_ID = /^[0-9a-f]{12}$/
+
+function sandboxId(verb: string, raw: string | undefined): string {
+	if (raw === undefined) throw new CliUsageError(`${verb} needs a SANDBOX id`)
+	if (!SANDBOX_ID.test(raw))
+		throw new CliUsageError(`${verb}: ${JSON.stringify(raw)} is not a sandbox id (12 hex digits)`)
+	return raw
+}
+
+const SHORT_EXEC_FLAGS = /^-[itd]+$/
+
+// long: one branch per flag of `exec`, each a line or two
+export function parseExec(rest: readonly string[]): ExecVerb {
+	let interactive = false
+	let tty = false
+	let detach = false
+	const env: Record<string, string> = {}
+	let cwd: string | undefined
+	let timeoutMs: number | undefined
+	let index = 0
+	const value = (flag: string): string => {
+		const given = rest[++index]
+		if (given === undefined || given === '') throw new CliUsageError(`${flag} needs a value`)
+		return given
+	}
+	for (; index < rest.length; index++) {
+		const arg = rest[index] ?? ''
+		if (!arg.startsWith('-') || arg === '--') break
+		if (SHORT_EXEC_FLAGS.test(arg)) {
+			interactive ||= arg.includes('i')
+			tty ||= arg.includes('t')
+			detach ||= arg.includes('d')
+		} else if (arg === '--interactive') interactive = true
+		else if (arg === '--tty') tty = true
+		else if (arg === '--detach') detach = true
+		else if (arg === '-e' || arg === '--env') {
+			const pair = value(arg)
+			const at = pair.indexOf('=')
+			if (at <= 0) throw new CliUsageError(`${arg} needs NAME=VALUE, got ${JSON.stringify(pair)}`)
+			env[pair.slice(0, at)] = pair.slice(at + 1)
+		} else if (arg === '-w' || arg === '--workdir') cwd = value(arg)
+		else if (arg === '--timeout-ms')
+			timeoutMs = requireIntegerText(FLAG_SITE, arg, value(arg), { min: 1, max: MAX_TIMER_MS })
+		else throw new CliUsageError(`unknown option for exec: ${arg}`)
+	}
+	const id = sandboxId('exec', rest[index])
+	index++
+	if (rest[index] === '--') index++
+	const [command, ...args] = rest.slice(index)
+	if (command === undefined) throw new CliUsageError('exec needs a command: exec SANDBOX -- CMD')
+	if (detach && (interactive || tty)) throw new CliUsageError('exec -d excludes -i and -t')
+	return {
+		kind: 'exec',
+		sandboxId: id,
+		command,
+		args,
+		interactive,
+		tty,
+		detach,
+		...(Object.keys(env).length > 0 ? { env } : {}),
+		...(cwd === undefined ? {} : { cwd }),
+		...(timeoutMs === undefined ? {} : { timeoutMs }),
+	}
+}
+
+/** `TERM`, `SIGTERM`, `kill`, … as the guest's allow-listed name. */
+function signalName(raw: string | undefined): string {
+	const upper = (raw ?? '').toUpperCase()
+	const name = upper.startsWith('SIG') ? upper : `SIG${upper}`
+	if (!(SESSION_SIGNALS as readonly string[]).includes(name))
+		throw new CliUsageError(
+			`--signal needs one of ${SESSION_SIGNALS.map((s) => s.slice(3)).join(', ')}, got ${JSON.stringify(raw ?? '')}`,
+		)
+	return name
+}
+
+export function parseKill(rest: readonly string[]): SandboxVerb {
+	let signal: string | undefined
+	const positionals: string[] = []
+	for (let index = 0; index < rest.length; index++) {
+		const arg = rest[index] ?? ''
+		if (arg === '--signal' || arg === '-s') signal = signalName(rest[++index])
+		else if (arg.startsWith('--signal=')) signal = signalName(arg.slice('--signal='.length))
+		else if (arg.startsWith('-')) throw new CliUsageError(`unknown option for kill: ${arg}`)
+		else positionals.push(arg)
+	}
+	if (positionals.length !== 1)
+		throw new CliUsageError('kill needs one HANDLE: SANDBOX/EXECUTION or SANDBOX/session:ID')
+	const raw = positionals[0] ?? ''
+	const handle = parseCliHandle(raw)
+	if (handle === undefined || handle.kind === 'sandbox')
+		throw new CliUsageError(
+			`kill: ${JSON.stringify(raw)} is not SANDBOX/EXECUTION or SANDBOX/session:ID (to end a whole sandbox: namzu-sandbox destroy SANDBOX)`,
+		)
+	return { kind: 'kill', handle, ...(signal === undefined ? {} : { signal }) }
+}
+
+function cpEndpoint(raw: string): CpEndpoint {
+	const colon = raw.indexOf(':')
+	if (colon === 12 && SANDBOX_ID.test(raw.slice(0, 12))) {
+		// `SANDBOX:` alone is the workspace root.
+		return { kind: 'sandbox', sandboxId: raw.slice(0, 12), path: raw.slice(13) || '.' }
+	}
+	if (raw === '') throw new CliUsageError('cp: an empty path')
+	return { kind: 'host', path: raw }
+}
+
+export function parseCp(rest: readonly string[]): SandboxVerb {
+	const positionals = rest.filter((arg) => arg !== '--')
+	const option = positionals.find((arg) => arg.startsWith('-') && arg !== '-')
+	if (option !== undefined) throw new CliUsageError(`unknown option for cp: ${option}`)
+	if (positionals.length !== 2)
+		throw new CliUsageError('cp needs SRC and DST, one of them SANDBOX:path')
+	const source = cpEndpoint(positionals[0] ?? '')
+	const destination = cpEndpoint(positionals[1] ?? '')
+	if ((source.kind === 'sandbox') === (destination.kind === 'sandbox'))
+		throw new CliUsageError(
+			'cp: exactly one of SRC and DST is SANDBOX:path (the other a host path)',
+		)
+	return { kind: 'cp', source, destination }
+}
+
+export function parsePort(rest: readonly string[]): SandboxVerb {
+	let auth = true
+	const positionals: string[] = []
+	for (const arg of rest) {
+		if (arg === '--no-auth') auth = false
+		else if (arg.startsWith('-')) throw new CliUsageError(`unknown option for port: ${arg}`)
+		else positionals.push(arg)
+	}
+	if (positionals.length !== 2) throw new CliUsageError('port needs SANDBOX and PORT')
+	const id = sandboxId('port', positionals[0])
+	const port = requireIntegerText(FLAG_SITE, 'PORT', positionals[1], { min: 1, max: 65_535 })
+	return { kind: 'port', sandboxId: id, port, auth }
+}
