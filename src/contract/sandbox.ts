@@ -332,10 +332,7 @@ export interface SandboxSpawnOptions {
 	readonly keepDescendants?: boolean
 	/** Per-stream output the host and the guest keep for `wait()`, as `exec`'s `maxOutputBytes`. */
 	readonly maxOutputBytes?: number
-	/**
-	 * Keep the command's stdin open for `write()` / `closeStdin()`. Default false: its stdin is
-	 * empty (end of file at once), so a command that reads stdin never waits for a writer.
-	 */
+	/** Keep stdin open for `write()` / `closeStdin()`. Default false: stdin is empty (EOF at once). */
 	readonly openStdin?: boolean
 	/** Aborting while `spawn` starts the command refuses the start (nothing runs). */
 	readonly signal?: AbortSignal
@@ -355,14 +352,8 @@ export interface SandboxProcessKillOptions {
 }
 
 /** A signal `SandboxProcess.kill(name)` delivers to the command's process group. */
-export type SandboxProcessSignal =
-	| 'SIGTERM'
-	| 'SIGKILL'
-	| 'SIGINT'
-	| 'SIGHUP'
-	| 'SIGQUIT'
-	| 'SIGUSR1'
-	| 'SIGUSR2'
+// biome-ignore format: one line
+export type SandboxProcessSignal = 'SIGTERM' | 'SIGKILL' | 'SIGINT' | 'SIGHUP' | 'SIGQUIT' | 'SIGUSR1' | 'SIGUSR2'
 
 /**
  * One background command. It runs until it exits, `kill()`, its `timeout`, or the sandbox's
@@ -374,22 +365,11 @@ export interface SandboxProcess {
 	readonly id: string
 	/** The command's result once it ended (accounting fields included, as `exec`'s). */
 	wait(): Promise<SandboxExecResult>
-	/**
-	 * Without a name: ends the command's whole tree (SIGTERM, then SIGKILL after the guest's grace
-	 * window) and resolves once the guest confirmed it; `wait()` then resolves with the ended run.
-	 */
+	/** Ends the whole tree (SIGTERM, grace, SIGKILL) once the guest confirms; then `wait()` ends. */
 	kill(options?: SandboxProcessKillOptions): Promise<void>
-	/**
-	 * With a name: delivers that one signal to the command's process group (`SIGKILL` also kills
-	 * its cgroup) and resolves once sent; `wait()` reports what the command did with it (e.g.
-	 * `signal: 'SIGTERM'`). Nothing is sent to a command that already ended.
-	 */
+	/** Sends that one signal to the process group (`SIGKILL`: its cgroup too); none once ended. */
 	kill(signal: SandboxProcessSignal, options?: SandboxProcessKillOptions): Promise<void>
-	/**
-	 * Writes to the command's stdin (spawned with `openStdin: true`); resolves once the guest's pipe
-	 * took the bytes, so a command that does not read holds the call. `ProcessInputRefusedError`
-	 * (`stdin-not-open`) when stdin is not open.
-	 */
+	/** To stdin (`openStdin: true`) once the pipe took it; else `ProcessInputRefusedError`. */
 	write(data: string | Uint8Array, options?: SandboxProcessKillOptions): Promise<void>
 	/** Closes the command's stdin (it reads end of file). */
 	closeStdin(options?: SandboxProcessKillOptions): Promise<void>

@@ -3,7 +3,7 @@
  * error carrying the error's `name` and `reason` (`toolErrorReport`); these two are raised before
  * or outside any sandbox.
  */
-import { SandboxError, type SandboxErrorOptions } from '../index.js'
+import { SandboxError, type SandboxErrorOptions } from '../contract-entry.js'
 
 /**
  * A tool call named a `sandbox_id` this server neither created nor can reopen, or one this client

@@ -109,6 +109,7 @@ import {
 	CliStdinTooLargeError,
 	CliUsageError,
 } from '../../src/cli/cli-errors.js'
+import * as containerEntry from '../../src/container-entry.js'
 import {
 	FileWalkLimitError,
 	SandboxArgumentError,
@@ -119,6 +120,7 @@ import {
 	SandboxFileError,
 	SandboxPathEscapeError,
 } from '../../src/contract/errors.js'
+import * as contractEntry from '../../src/contract-entry.js'
 import { SandboxPrivilegeProbeError } from '../../src/exec-programs/privilege-probe.js'
 import {
 	FileWalkBraceLimitError,
@@ -182,12 +184,15 @@ import {
 	VsockHandshakeError,
 } from '../../src/host/transport/transport-errors.js'
 import * as root from '../../src/index.js'
+import * as kubernetesEntry from '../../src/kubernetes-entry.js'
+import * as localEntry from '../../src/local-entry.js'
 import {
 	ForeignSandboxError,
 	McpHttpConfigError,
 	McpKeepAliveUnsupportedError,
 	UnknownSandboxError,
 } from '../../src/mcp/mcp-errors.js'
+import * as microvmEntry from '../../src/microvm-entry.js'
 import {
 	ConformanceAssertionError,
 	ConformanceCaseTimeoutError,
@@ -885,6 +890,11 @@ describe('the error model', () => {
 	it.each([
 		['@namzu/sandbox', root],
 		['@namzu/sandbox/agent', agentEntry],
+		['@namzu/sandbox/contract', contractEntry],
+		['@namzu/sandbox/local', localEntry],
+		['@namzu/sandbox/container', containerEntry],
+		['@namzu/sandbox/microvm', microvmEntry],
+		['@namzu/sandbox/kubernetes', kubernetesEntry],
 		['@namzu/sandbox/testing', testingEntry],
 		['@namzu/sandbox/tools', toolsEntry],
 	] as const)('covers every error class %s exports', (_entry, module) => {

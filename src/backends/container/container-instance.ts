@@ -8,7 +8,7 @@
  * undoes (the container's init as the launcher, its cgroups, its runtime state inside the root).
  * The start itself is `container-start.ts`; the claims before it `container-claims.ts`.
  */
-import type { EgressDecisionSource } from '../../host/sandbox/agent-sandbox.js'
+import type { AgentSandboxOptions } from '../../host/sandbox/agent-sandbox.js'
 import type { AgentTransport } from '../../host/transport/agent-transport.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import type { ResolvedContainerBackendConfig } from './container-backend-config.js'
@@ -31,7 +31,7 @@ export interface ContainerInstance {
 	readonly rootDir: string
 	readonly transport: AgentTransport
 	/** The egress proxy's decisions (a proxied network only), for the sandbox's `events()`. */
-	readonly egressDecisions?: EgressDecisionSource
+	readonly egressDecisions?: AgentSandboxOptions['egressDecisions']
 	/** The runtime's container id (`runc list --root <stateRoot>/runtime`). */
 	readonly containerId: string
 	/** The host state root (`<stateDir>/namzu-sbx-<id>`). */

@@ -17,6 +17,7 @@ export interface AgentExecOptions extends SandboxExecOptions {
 	readonly maxOutputBytes?: number
 }
 
+/** What the controller asks an adapter to run: the reserved id, the command, the wire version. */
 export interface RemoteExecuteRequest {
 	readonly executionId: string
 	readonly command: string

@@ -98,6 +98,11 @@ export interface RemoteExecutionControllerOptions {
 	readonly outputBudget?: ExecOutputBudget
 }
 
+/**
+ * One command on a remote peer with an `AbortSignal` honoured provably: the four steps above over
+ * any `RemoteExecutionAdapter` (the guest agent's transport is one). `AgentSandbox.exec` runs
+ * through it; a tier of your own over another transport gives it an adapter.
+ */
 export class RemoteExecutionController {
 	readonly adapter: RemoteExecutionAdapter
 	readonly controlRequestTimeoutMs: number
@@ -123,6 +128,11 @@ export class RemoteExecutionController {
 		this.outputBudget = options.outputBudget
 	}
 
+	/**
+	 * Runs `command` with `args` to its end, the caller's abort or its timeout; an abort resolves
+	 * with the aborted shape once the peer confirmed the cancel, `RemoteCancellationUnknownError`
+	 * when it never did.
+	 */
 	async exec(
 		command: string,
 		args: readonly string[] = [],

@@ -48,7 +48,6 @@ import type {
 } from '../../contract/sandbox.js'
 import type { SandboxEventsOptions, SandboxLifecycleEvent } from '../../contract/sandbox-events.js'
 import { walkFilesViaExec } from '../../exec-programs/walk/walk-files-via-exec.js'
-import type { EgressDecision } from '../egress/egress-decision.js'
 import { agentExecutionAdapter } from '../exec/agent-execution-adapter.js'
 import {
 	type AttachExecutionOptions,
@@ -106,12 +105,7 @@ import {
 	sandboxPath,
 } from './sandbox-arguments.js'
 import { attachProcessIn, type BackgroundHost, spawnIn } from './sandbox-background.js'
-import {
-	recordEgressDecision,
-	recordedExec,
-	recordGuestDeath,
-	SandboxEventLog,
-} from './sandbox-event-log.js'
+import * as eventLog from './sandbox-event-log.js'
 import { SandboxFileVerbs } from './sandbox-file-verbs.js'
 import { SandboxLifetime, type SandboxLifetimeOptions } from './sandbox-lifetime.js'
 import { SandboxSessionVerbs } from './sandbox-session-verbs.js'
@@ -144,11 +138,8 @@ export interface AgentSandboxOptions {
 	 */
 	readonly outputBudget?: ExecOutputBudget
 	/** Subscribes to the egress proxy's decisions, which `events()` then carries. */
-	readonly egressDecisions?: EgressDecisionSource
+	readonly egressDecisions?: eventLog.EgressDecisionSource
 }
-
-/** Where a tier's egress decisions come from: subscribe a listener, get the unsubscribe. */
-export type EgressDecisionSource = (listener: (decision: EgressDecision) => void) => () => void
 
 /** The one `Sandbox` over a guest agent, which every tier hands out. */
 export class AgentSandbox implements Sandbox {
@@ -161,7 +152,7 @@ export class AgentSandbox implements Sandbox {
 	#destroyCall: { readonly teardown: Promise<void>; readonly done: Promise<void> } | undefined
 	readonly #sessions: SandboxSessionVerbs
 	readonly #files: SandboxFileVerbs
-	readonly #events: SandboxEventLog
+	readonly #events: eventLog.SandboxEventLog
 	#execCount = 0
 
 	constructor(options: AgentSandboxOptions) {
@@ -199,9 +190,9 @@ export class AgentSandbox implements Sandbox {
 			lifetime: this.#lifetime,
 			optionalPath: (method, parameter, path) => this.#optionalPath(method, parameter, path),
 		})
-		this.#events = new SandboxEventLog()
-		options.transport.liveness.onDied((died) => recordGuestDeath(this.#events, died))
-		options.egressDecisions?.((decision) => recordEgressDecision(this.#events, decision))
+		this.#events = new eventLog.SandboxEventLog()
+		options.transport.liveness.onDied((died) => eventLog.recordGuestDeath(this.#events, died))
+		options.egressDecisions?.((decision) => eventLog.recordEgressDecision(this.#events, decision))
 	}
 
 	get status(): SandboxStatus {
@@ -242,7 +233,7 @@ export class AgentSandbox implements Sandbox {
 		return this.#lifetime.run('exec', check, async (signal) => {
 			const resolved = { ...options, signal, ...(cwd === undefined ? {} : { cwd }) }
 			this.#execCount += 1
-			return recordedExec(this.#events, this.#execCount, command, args, () =>
+			return eventLog.recordedExec(this.#events, this.#execCount, command, args, () =>
 				this.#lifetime.guard('exec', () =>
 					isDetachable(options)
 						? execDetachable(this.#detachableHost, command, args, resolved)
@@ -360,7 +351,7 @@ export class AgentSandbox implements Sandbox {
 
 	/** The lifecycle stream (sandbox-event-log.ts); it ends after `destroyed` or `guest-died`. */
 	events(options: SandboxEventsOptions = {}): AsyncIterable<SandboxLifecycleEvent> {
-		const signal = SandboxEventLog.check(options)
+		const signal = eventLog.SandboxEventLog.check(options)
 		if (!this.#events.ended) this.#lifetime.admit('events')
 		return this.#events.read({ ...options, ...(signal ? { signal } : {}) })
 	}

@@ -15,11 +15,11 @@ import {
 } from '../../contract/argument-validators.js'
 import {
 	SANDBOX_EVENT_RETENTION,
+	type SandboxEgressDecisionEvent,
 	type SandboxEventsOptions,
 	type SandboxLifecycleEvent,
 } from '../../contract/sandbox-events.js'
 
-import type { EgressDecision } from '../egress/egress-decision.js'
 import type { GuestExit } from '../transport/transport-errors.js'
 
 type Stored = SandboxLifecycleEvent & { readonly seq: number }
@@ -174,8 +174,14 @@ export function recordGuestDeath(log: SandboxEventLog, died: GuestExit): void {
 	)
 }
 
+/** One decision of an egress proxy as the stream keeps it (the proxy's `EgressDecision` fits). */
+export type EgressDecisionInput = Omit<SandboxEgressDecisionEvent, 'type' | 'at' | 'cursor'>
+
+/** Where a tier's egress decisions come from: subscribe a listener, get the unsubscribe. */
+export type EgressDecisionSource = (listener: (decision: EgressDecisionInput) => void) => () => void
+
 /** One decision of the sandbox's egress proxy, as `onEgressDecision` got it. */
-export function recordEgressDecision(log: SandboxEventLog, decision: EgressDecision): void {
+export function recordEgressDecision(log: SandboxEventLog, decision: EgressDecisionInput): void {
 	const { host, port, verdict, layer, reason } = decision
 	log.record({ type: 'egress-decision', host, port, verdict, layer, reason })
 }

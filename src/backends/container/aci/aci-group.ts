@@ -23,7 +23,7 @@ import type { ResolvedContainerSandboxLayout } from '../container-layout.js'
 import { layoutMounts } from '../container-layout.js'
 import type { ResolvedACIConfig } from './aci-config.js'
 import { ACIArmError, ACIOptionUnsupportedError } from './aci-errors.js'
-import { type ArmClient, armRequest } from './arm-client.js'
+import { type ArmCall, type ArmClient, type ArmReply, armRequest } from './arm-client.js'
 
 /** A group that reached `Succeeded` with an address, or why the wait ended without one. */
 export type GroupWaitOutcome =
@@ -137,9 +137,29 @@ export async function claimAndWait(
 	signal: AbortSignal,
 ): Promise<GroupWaitOutcome> {
 	const path = groupPath(config, name)
-	let reply = await armRequest(client, { operation: 'claim', method: 'PUT', path, body, signal })
+	let last: ReturnType<typeof groupState> = { state: undefined, ip: undefined, fromPool: undefined }
+	const timedOut = (): GroupWaitOutcome => ({
+		ok: false,
+		kind: 'ready-timeout',
+		...(last.state === undefined ? {} : { provisioningState: last.state }),
+		detail: `not Succeeded with an address within readyTimeoutMs (last provisioningState ${last.state ?? 'none'})`,
+	})
+	// Every request is bounded by the one deadline too: a request ARM never answers ends the wait.
+	const bounded = async (call: Omit<ArmCall, 'signal'>): Promise<ArmReply | undefined> => {
+		const remainingMs = deadlineAt - performance.now()
+		if (remainingMs <= 0) return undefined
+		const deadline = AbortSignal.timeout(Math.ceil(remainingMs))
+		try {
+			return await armRequest(client, { ...call, signal: AbortSignal.any([signal, deadline]) })
+		} catch (error) {
+			if (deadline.aborted && !signal.aborted) return undefined
+			throw error
+		}
+	}
+	let reply = await bounded({ operation: 'claim', method: 'PUT', path, body })
+	if (reply === undefined) return timedOut()
 	let waitMs = reply.retryAfterMs
-	let last = groupState(reply.body)
+	last = groupState(reply.body)
 	for (;;) {
 		if (last.state === 'Succeeded' && last.ip !== undefined) {
 			return {
@@ -148,24 +168,26 @@ export async function claimAndWait(
 				...(last.fromPool === undefined ? {} : { isCreatedFromStandbyPool: last.fromPool }),
 			}
 		}
-		const state = last.state === undefined ? {} : { provisioningState: last.state }
 		if (last.state === 'Failed' || last.state === 'Canceled') {
 			return {
 				ok: false,
 				kind: 'provisioning-failed',
-				...state,
+				provisioningState: last.state,
 				detail: `provisioningState ${last.state}`,
 			}
 		}
 		const remainingMs = deadlineAt - performance.now()
-		if (remainingMs <= 0) {
-			const detail = `not Succeeded with an address within readyTimeoutMs (last provisioningState ${last.state ?? 'none'})`
-			return { ok: false, kind: 'ready-timeout', ...state, detail }
-		}
-		const delayMs = Math.min(Math.max(config.readyPollIntervalMs, waitMs ?? 0), remainingMs)
-		await sleep(delayMs, undefined, { signal })
+		if (remainingMs <= 0) return timedOut()
+		await sleep(
+			Math.min(Math.max(config.readyPollIntervalMs, waitMs ?? 0), remainingMs),
+			undefined,
+			{
+				signal,
+			},
+		)
 		try {
-			reply = await armRequest(client, { operation: 'poll', method: 'GET', path, signal })
+			reply = await bounded({ operation: 'poll', method: 'GET', path })
+			if (reply === undefined) return timedOut()
 			waitMs = reply.retryAfterMs
 			last = groupState(reply.body)
 		} catch (error) {

@@ -8,6 +8,7 @@
  */
 
 import { parseRetryAfterMs } from '../../../contract/retry-after.js'
+import { raceSignal } from '../../../host/transport/race-signal.js'
 import { isRecord } from '../../../wire/is-record.js'
 import { ARM_ENDPOINT } from './aci-config.js'
 import { ACIArmError, type ArmFailureReason, type ArmOperation } from './aci-errors.js'
@@ -45,8 +46,13 @@ const TOKEN = /^[\x21-\x7e]+$/
 async function bearer(client: ArmClient, call: ArmCall): Promise<string> {
 	let token: unknown
 	try {
-		token = await client.getArmToken()
+		// A token source that never answers is bounded by the call's signal like the request is.
+		token = await raceSignal(
+			Promise.resolve().then(() => client.getArmToken()),
+			call.signal,
+		)
 	} catch (cause) {
+		if (call.signal.aborted) throw call.signal.reason
 		throw armError(call, 'token-unavailable', {}, { cause })
 	}
 	if (typeof token !== 'string' || !TOKEN.test(token)) {

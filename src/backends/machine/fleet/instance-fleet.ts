@@ -10,8 +10,8 @@ import type { SandboxEnvironment } from '../../../contract/sandbox.js'
 import type { ExecOutputBudget } from '../../../host/exec/exec-output-budget.js'
 import {
 	type AgentSandbox,
+	type AgentSandboxOptions,
 	createAgentSandbox,
-	type EgressDecisionSource,
 } from '../../../host/sandbox/agent-sandbox.js'
 import type { AgentTransport } from '../../../host/transport/agent-transport.js'
 import { WarmPool, type WarmPoolMember } from './warm-pool.js'
@@ -146,7 +146,7 @@ export interface AgentBackedInstance {
 	readonly transport: AgentTransport
 	readonly rootDir: string
 	/** The egress proxy's decisions, for the sandbox's `events()` (a proxied network only). */
-	readonly egressDecisions?: EgressDecisionSource
+	readonly egressDecisions?: AgentSandboxOptions['egressDecisions']
 	release(): Promise<void>
 }
 

@@ -15,7 +15,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createACIStandbyPoolProvider } from '../../../../src/backends/container/aci/aci-sandbox-provider.js'
-import { ACIArmError, ACIGroupNotReadyError } from '../../../../src/index.js'
+import { ACIArmError, ACIGroupNotReadyError } from '../../../../src/container-entry.js'
 import { type StartedAgent, startAgent } from '../../../helpers/agent-process.js'
 import { rawRequest } from '../../../helpers/raw-agent-client.js'
 import {
@@ -216,6 +216,24 @@ describe('the ACI standby pool against a recording ARM and a real agent', () => 
 		expect((error as ACIGroupNotReadyError).retryable).toBe(true)
 		expect(arm.of('DELETE')).toHaveLength(1)
 		await aci.close()
+	})
+
+	it('shares one DELETE between concurrent destroy() calls and the provider close()', async () => {
+		const arm = pooledGroup(new ArmRecorder())
+		const aci = provider(arm)
+		const sandbox = await aci.create()
+		await Promise.all([sandbox.destroy(), sandbox.destroy(), aci.close()])
+		expect(arm.of('DELETE').map(groupNameOf)).toEqual([sandbox.id])
+		expect(sandbox.status).toBe('destroyed')
+	})
+
+	it('deletes on close() a sandbox still handed out', async () => {
+		const arm = pooledGroup(new ArmRecorder())
+		const aci = provider(arm)
+		const sandbox = await aci.create()
+		await aci.close()
+		expect(arm.of('DELETE').map(groupNameOf)).toEqual([sandbox.id])
+		expect(sandbox.status).toBe('destroyed')
 	})
 
 	it('reports a refused DELETE from destroy() rather than an accepted teardown', async () => {

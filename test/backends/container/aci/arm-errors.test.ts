@@ -23,9 +23,8 @@ import {
 	ACIArmError,
 	ACIOptionUnsupportedError,
 	type ArmFailureReason,
-	SandboxConfigError,
-	type SandboxProviderDefaults,
-} from '../../../../src/index.js'
+} from '../../../../src/container-entry.js'
+import { SandboxConfigError, type SandboxProviderDefaults } from '../../../../src/index.js'
 import {
 	ARM_TOKEN,
 	ArmRecorder,
@@ -132,7 +131,7 @@ describe('ARM answers to named errors', () => {
 		],
 		['200 that is not JSON', { status: 200, text: 'not json' }, 'protocol', false, undefined],
 		['200 that is a JSON array', { status: 200, text: '[1,2]' }, 'protocol', false, undefined],
-	])('%s → %s', async (_name, reply, reason, retryable, armCode) => {
+	])('%s', async (_name, reply, reason, retryable, armCode) => {
 		const error = await failureOf(reply)
 		expect(error).toMatchObject({
 			reason,
@@ -230,6 +229,48 @@ describe('the wait for a claimed group', () => {
 		)
 		const [put, get] = arm.requests
 		expect((get?.atMs ?? 0) - (put?.atMs ?? 0)).toBeGreaterThanOrEqual(990)
+	})
+
+	it('ends the wait at the deadline when ARM never answers a poll', async () => {
+		const arm = new ArmRecorder()
+			.on('PUT', (request) => ({ status: 201, body: groupReply(groupNameOf(request), 'Pending') }))
+			.always('GET', () => new Promise<never>(() => undefined))
+		const unanswered: ArmClient['fetch'] = (url, init) =>
+			new Promise((resolve, reject) => {
+				init.signal?.addEventListener('abort', () => reject(init.signal?.reason), { once: true })
+				arm.fetch(url, init).then(resolve, reject)
+			})
+		const outcome = await claimAndWait(
+			{ ...client(arm), fetch: unanswered },
+			config,
+			'namzu-task-0123456789ab',
+			claimBody(config, {}),
+			performance.now() + 300,
+			new AbortController().signal,
+		)
+		expect(outcome).toEqual({
+			ok: false,
+			kind: 'ready-timeout',
+			provisioningState: 'Pending',
+			detail: expect.stringContaining('readyTimeoutMs'),
+		})
+	})
+
+	it("ends a token request that never answers with the caller's abort", async () => {
+		const arm = new ArmRecorder()
+		const controller = new AbortController()
+		const pending = armRequest(
+			client(arm, () => new Promise<string>(() => undefined)),
+			{
+				operation: 'claim',
+				method: 'PUT',
+				path: PATH,
+				signal: controller.signal,
+			},
+		)
+		controller.abort(new Error('caller gave up'))
+		await expect(pending).rejects.toThrow('caller gave up')
+		expect(arm.requests).toHaveLength(0)
 	})
 
 	it('answers pool-empty when ARM refuses the claim', async () => {
