@@ -174,14 +174,19 @@ export function recordGuestDeath(log: SandboxEventLog, died: GuestExit): void {
 	)
 }
 
-/** One decision of an egress proxy as the stream keeps it (the proxy's `EgressDecision` fits). */
-export type EgressDecisionInput = Omit<SandboxEgressDecisionEvent, 'type' | 'at' | 'cursor'>
-
-/** Where a tier's egress decisions come from: subscribe a listener, get the unsubscribe. */
-export type EgressDecisionSource = (listener: (decision: EgressDecisionInput) => void) => () => void
+/**
+ * Where a tier's egress decisions come from (the proxy's `EgressDecision` fits): subscribe a
+ * listener, get the unsubscribe.
+ */
+export type EgressDecisionSource = (
+	listener: (decision: Omit<SandboxEgressDecisionEvent, 'type' | 'at' | 'cursor'>) => void,
+) => () => void
 
 /** One decision of the sandbox's egress proxy, as `onEgressDecision` got it. */
-export function recordEgressDecision(log: SandboxEventLog, decision: EgressDecisionInput): void {
+export function recordEgressDecision(
+	log: SandboxEventLog,
+	decision: Parameters<Parameters<EgressDecisionSource>[0]>[0],
+): void {
 	const { host, port, verdict, layer, reason } = decision
 	log.record({ type: 'egress-decision', host, port, verdict, layer, reason })
 }
