@@ -5,12 +5,6 @@
  * for `execution-input`; any retained or id-named run takes `signal-execution`.
  */
 
-/** The op names. */
-export const EXECUTION_INPUT_OPS = {
-	input: 'execution-input',
-	signal: 'signal-execution',
-} as const
-
 /**
  * `execution-input`: `{ executionId, data?, end? }` → `{ ok: true }` once the bytes are handed to
  * the pipe (the guest waits while the pipe is full). `data` is base64; `end: true` closes stdin

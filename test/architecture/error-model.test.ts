@@ -391,6 +391,14 @@ const CASES: readonly ErrorCase[] = [
 	},
 	{ type: QuiesceUnconfirmedError, make: () => new QuiesceUnconfirmedError(7, 'pid 7 survived') },
 	{ type: FlushUnconfirmedError, make: () => new FlushUnconfirmedError('sync exited 1') },
+	{
+		type: QuiesceUnconfirmedError,
+		make: () => new QuiesceUnconfirmedError(undefined, 'in flight', 'suspend-already-in-flight'),
+	},
+	{
+		type: FlushUnconfirmedError,
+		make: () => new FlushUnconfirmedError('in flight', 'suspend-already-in-flight'),
+	},
 	// host: guest features
 	...FEATURES.map((feature) => ({
 		type: GuestFeatureUnsupportedError,
@@ -867,6 +875,12 @@ describe('the error model', () => {
 			reason: 'flush-unconfirmed',
 			guestCode: 'flush_unconfirmed',
 		})
+		// The one snake-case reason a spec pins travels beside the kebab-case one.
+		expect(new FlushUnconfirmedError('m', 'suspend-already-in-flight')).toMatchObject({
+			reason: 'suspend-already-in-flight',
+			specReason: 'suspend_already_in_flight',
+		})
+		expect(new QuiesceUnconfirmedError(7, 'm').specReason).toBeUndefined()
 		const refusal = parseRefusal(AGENT_REFUSAL.flush_unsupported_platform)
 		expect(
 			new FlushUnsupportedError(

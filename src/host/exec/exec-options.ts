@@ -45,7 +45,7 @@ export function executeRequestOf(
 	command: string,
 	args: readonly string[],
 	options: AgentExecOptions & { readonly openStdin?: boolean },
-	timeoutMs: number,
+	defaultTimeoutMs: number,
 	reserve = false,
 ): RemoteExecuteRequest {
 	return {
@@ -55,7 +55,8 @@ export function executeRequestOf(
 		...(options.cwd === undefined ? {} : { cwd: options.cwd }),
 		...(options.env === undefined ? {} : { env: options.env }),
 		...(options.stdin === undefined ? {} : { stdin: options.stdin }),
-		timeoutMs,
+		// The one place an exec's timeout is resolved: the caller's, else the sandbox's default.
+		timeoutMs: options.timeout ?? defaultTimeoutMs,
 		...guestOutputBound(options),
 		...(reserve ? { reserve: true } : {}),
 		...(options.keepDescendants === false ? { keepDescendants: false } : {}),

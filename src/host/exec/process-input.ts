@@ -4,12 +4,9 @@
  * pipe took it), the end of its stdin, and one named signal for its process group. Refused by name
  * before dialing a guest without `execution-input`; a guest's refusal is `ProcessInputRefusedError`.
  */
-import {
-	EXECUTION_INPUT_OPS,
-	type ExecutionSignal,
-	MAX_EXECUTION_INPUT_BYTES,
-} from '../../wire/execution-input.js'
+import { type ExecutionSignal, MAX_EXECUTION_INPUT_BYTES } from '../../wire/execution-input.js'
 import { EXECUTION_INPUT_FEATURE } from '../../wire/features.js'
+import { AGENT_OP } from '../../wire/protocol.js'
 import { AgentOpRefusedError, AgentUnauthorizedError } from '../refusals/refusal-errors.js'
 import { refusalToError } from '../refusals/refusal-to-error.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
@@ -60,7 +57,7 @@ export async function writeProcessInput(
 		await processCall(
 			transport,
 			operation,
-			EXECUTION_INPUT_OPS.input,
+			AGENT_OP.executionInput,
 			{
 				executionId,
 				...(piece.length > 0 ? { data: Buffer.from(piece).toString('base64') } : {}),
@@ -81,7 +78,7 @@ export async function signalProcess(
 	const reply = await processCall(
 		transport,
 		'kill',
-		EXECUTION_INPUT_OPS.signal,
+		AGENT_OP.signalExecution,
 		{ executionId, signal: name },
 		signal,
 	)
