@@ -157,6 +157,7 @@ import {
 	ExecutionCancelRefusedError,
 	ExecutionNotAttachableError,
 	FlushUnconfirmedError,
+	ProcessInputRefusedError,
 	QuiesceUnconfirmedError,
 	RemoteByteCountError,
 	RemoteCancellationUnknownError,
@@ -378,6 +379,13 @@ const CASES: readonly ErrorCase[] = [
 	{
 		type: ExecutionNotAttachableError,
 		make: () => new ExecutionNotAttachableError('exec_1', AGENT_REFUSAL.unknown_execution),
+	},
+	{
+		type: ProcessInputRefusedError,
+		make: () =>
+			new ProcessInputRefusedError('exec_1', 'write', 'stdin-not-open', {
+				guestCode: AGENT_REFUSAL.stdin_not_open,
+			}),
 	},
 	{
 		type: ExecutionCancelRefusedError,
