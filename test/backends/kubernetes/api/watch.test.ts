@@ -24,9 +24,10 @@ let tls: TestTls
 const servers: Server[] = []
 const sockets = new Set<Socket>()
 
+// Key generation: seconds on a loaded machine.
 beforeAll(() => {
 	tls = makeTestTls()
-})
+}, 120_000)
 
 afterAll(async () => {
 	for (const socket of sockets) socket.destroy()
