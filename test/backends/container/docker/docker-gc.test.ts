@@ -6,13 +6,14 @@
  * answers, or a tcp one, is a named failure (exit 1).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
 	DOCKER_ID_LABEL,
 	DOCKER_SANDBOX_LABEL,
+	parseHardLimits,
 } from '../../../../src/backends/container/docker/docker-container-body.js'
 import type { ContainerSandboxProvider } from '../../../../src/container-entry.js'
 import { createSandboxProvider } from '../../../../src/index.js'
@@ -121,10 +122,22 @@ setInterval(() => undefined, 1000)
 
 	it("removes a SIGKILLed host's container by label and nothing not ours", async () => {
 		const stateDir = await makeStateDir('docker-gc')
+		const limits = parseHardLimits(await readFile('/proc/self/limits', 'utf8'))
 		const control = await service.client.json({
 			method: 'POST',
 			path: '/containers/create',
-			json: { Image: image, Cmd: ['sleep', '600'], Labels: { 'ai.example.other': '1' } },
+			json: {
+				Image: image,
+				Cmd: ['sleep', '600'],
+				Labels: { 'ai.example.other': '1' },
+				// Below this process's hard limits: the engine may not raise them (as our own body does).
+				HostConfig: {
+					Ulimits: [
+						{ Name: 'nofile', Soft: limits.nofile, Hard: limits.nofile },
+						{ Name: 'nproc', Soft: limits.nproc, Hard: limits.nproc },
+					],
+				},
+			},
 		})
 		const controlId = String(control.Id)
 		// Made after the crash is reaped: its own provider's reaper would take the container first.
