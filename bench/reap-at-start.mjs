@@ -9,7 +9,8 @@ import { spawn } from 'node:child_process'
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { collectLocalGarbage, createSandboxProvider } from '../dist/index.js'
+import { createSandboxProvider } from '../dist/index.js'
+import { collectLocalGarbage } from '../dist/local-entry.js'
 import { argInt, ms, printTable, ratio, summarize } from './lib.mjs'
 
 const count = argInt('count', 8)

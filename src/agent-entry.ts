@@ -4,9 +4,10 @@
  * a handle to reach it (`unix`, `vsock` or token `tcp`), prove the guest deprivileged
  * (`probeSandboxPrivileges`), and `createAgentSandbox` serves the whole `Sandbox` contract over it
  * through `AgentTransport`. `walkFilesViaExec` gives `walkFiles` to any sandbox that can `exec`
- * node. The errors these throw are exported from the package root; the refusal code table
+ * node. The errors these throw are on `@namzu/sandbox/contract`; the refusal code table
  * (`AGENT_REFUSAL`, `parseRefusal`, `WireRefusal`) is here, for reading what `AgentTransport`
- * answers by code. Pinned by `test/package/entry-points.test.ts`.
+ * answers by code, with the guest's other wire names (protocol version, feature names, reply
+ * shapes). `RemoteExecutionController` and `walkFilesViaExec` are on the root as well. Pinned by `test/package/entry-points.test.ts`.
  */
 
 export {
@@ -20,6 +21,7 @@ export {
 	privilegeViolations,
 	probeSandboxPrivileges,
 	type SandboxFileWalkExec,
+	SandboxPrivilegeProbeError,
 	walkFilesViaExec,
 } from './exec-programs/index.js'
 export {
@@ -41,24 +43,48 @@ export {
 	ExecOutputBudget,
 	type FrameChannel,
 	GuestLiveness,
+	REMOTE_EXECUTION_PROTOCOL_VERSION,
+	type RemoteExecuteRequest,
+	type RemoteExecutionAdapter,
+	RemoteExecutionController,
 	type RemoteExecutionControllerOptions,
+	type RemoteExecutionTiming,
+	type RemoteTerminalMetadata,
+	type ReplyBound,
 	type ReservedGuest,
 	type ResolvedAgentTransportOptions,
 	type SandboxAgentHandle,
 	type SandboxAgentHandleKind,
+	VsockAgentTransport,
+	type VsockTransportOptions,
 } from './host/index.js'
 export {
+	AGENT_PROTOCOL_VERSION,
 	AGENT_REFUSAL,
 	AGENT_REFUSAL_CODES,
+	type AgentFeature,
 	type AgentRefusalCode,
 	type AttachExecutionRequest,
+	BINARY_FRAMES_FEATURE,
+	type CancelExecutionReply,
+	EXECUTE_RESERVES_FEATURE,
+	EXECUTION_ATTACH_FEATURE,
 	type ExecResultEvent,
 	type ExecuteRequest,
 	type ExecutionState,
+	type ExecutionTerminalMetadata,
 	type ExecutionTerminalState,
+	FILE_VERBS_FEATURE,
+	type FlushReply,
+	GUEST_BOOT_ID_FEATURE,
 	isAgentRefusalCode,
+	LIST_FILES_FEATURE,
+	LIST_FILES_STREAM_FEATURE,
 	parseRefusal,
+	type QuiesceReply,
+	type SessionSummaryWire,
 	type TcpConnectRequest,
 	type TerminalRequest,
+	WATCH_FEATURE,
 	type WireRefusal,
 } from './wire/index.js'

@@ -48,6 +48,17 @@ function optionalEgress(field: string, value: unknown): void {
 	}
 }
 
+/**
+ * The exec timeout a new sandbox defaults to: its create config's `timeoutMs`, else the provider's
+ * `defaultTimeoutMs`; undefined leaves `DEFAULT_EXECUTION_TIMEOUT_MS` to the sandbox.
+ */
+export function sandboxDefaultTimeoutMs(
+	config: Pick<SandboxCreateConfig, 'timeoutMs'>,
+	defaults: Pick<SandboxProviderDefaults, 'defaultTimeoutMs'>,
+): number | undefined {
+	return config.timeoutMs ?? defaults.defaultTimeoutMs
+}
+
 /** Checks the provider defaults once, at provider construction. */
 export function checkProviderDefaults(defaults: unknown): SandboxProviderDefaults {
 	const given = optionalObject(CONFIG_SITE, 'defaults', defaults)

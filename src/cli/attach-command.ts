@@ -4,7 +4,7 @@
  * code (Ctrl-C only detaches: it never signals the command); for `<sandbox>/session:<id>` it
  * attaches the terminal — raw mode, resize, Ctrl-] detaches — and exits with the program's code.
  */
-import { ExecutionDetachedError, type SessionTerminal } from '../index.js'
+import { ExecutionDetachedError, type SessionTerminal } from '../contract-entry.js'
 import { CliUsageError } from './cli-errors.js'
 import { type CliHandle, formatCliHandle } from './cli-handle.js'
 import { exitCodeOf } from './exit-code.js'

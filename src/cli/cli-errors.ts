@@ -4,7 +4,7 @@
  */
 import { SandboxError } from '../contract/errors.js'
 
-export class CliUsageError extends SandboxError {
+export class CliUsageError extends SandboxError<'usage'> {
 	override readonly name = 'CliUsageError'
 
 	constructor(message: string) {
@@ -13,7 +13,7 @@ export class CliUsageError extends SandboxError {
 }
 
 /** A command needs an optional dependency that is not installed (exit 1, the fix in the message). */
-export class CliDependencyMissingError extends SandboxError {
+export class CliDependencyMissingError extends SandboxError<'dependency-missing'> {
 	override readonly name = 'CliDependencyMissingError'
 	readonly dependency: string
 
@@ -27,7 +27,7 @@ export class CliDependencyMissingError extends SandboxError {
 }
 
 /** Piped stdin past `MAX_RUN_STDIN_BYTES` (exit 1): the fix is to pass the data as a file. */
-export class CliStdinTooLargeError extends SandboxError {
+export class CliStdinTooLargeError extends SandboxError<'stdin-too-large'> {
 	override readonly name = 'CliStdinTooLargeError'
 	readonly limitBytes: number
 
@@ -41,7 +41,7 @@ export class CliStdinTooLargeError extends SandboxError {
 }
 
 /** `cp`: the source is not there (exit 1), on the host or in the sandbox. */
-export class CliPathNotFoundError extends SandboxError {
+export class CliPathNotFoundError extends SandboxError<'path-not-found'> {
 	override readonly name = 'CliPathNotFoundError'
 	readonly path: string
 	readonly side: 'host' | 'sandbox'

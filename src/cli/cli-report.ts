@@ -10,7 +10,7 @@ import {
 	ExecutionDetachedError,
 	ExecutionNotAttachableError,
 	SessionRefusedError,
-} from '../index.js'
+} from '../contract-entry.js'
 import { AGENT_REFUSAL } from '../wire/refusals.js'
 import { missingPrerequisiteLine } from './cli-bubblewrap.js'
 import { CliUsageError } from './cli-errors.js'

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LocalSandbox, LocalSandboxProvider } from '../backends/local/index.js'
+import { ExecutionDetachedError } from '../contract-entry.js'
 import { AgentSandbox } from '../host/index.js'
-import { ExecutionDetachedError } from '../index.js'
 import { CliUsageError } from './cli-errors.js'
 import { formatCliHandle } from './cli-handle.js'
 import { reportCliError } from './cli-report.js'

@@ -6,7 +6,7 @@
  * quiet for `LOGS_QUIET_MS`; with it, at the execution's end. Exits 0.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
-import { ExecutionDetachedError } from '../index.js'
+import { ExecutionDetachedError } from '../contract-entry.js'
 import { CliUsageError } from './cli-errors.js'
 import type { CliHandle } from './cli-handle.js'
 import { openKeptAlive, withInterrupt } from './kept-alive-context.js'

@@ -5,7 +5,7 @@
  */
 import { LocalSandboxNotFoundError } from '../backends/local/index.js'
 import { type LocalSandboxListing, listLocalSandboxes } from '../backends/machine/index.js'
-import type { SessionSummary } from '../index.js'
+import type { SessionSummary } from '../contract-entry.js'
 import { formatCliHandle } from './cli-handle.js'
 import {
 	executionState,

@@ -9,6 +9,7 @@
  * string cut to 60 characters; the secret-safe checks (environment values, file content) name only
  * the kind of value.
  */
+import { isRecord } from '../common/is-record.js'
 import { SandboxArgumentError, SandboxConfigError } from './errors.js'
 
 /** Where a refusal is raised: it turns "parameter must be expected, got received" into an error. */
@@ -283,17 +284,12 @@ export function optionalStringArray(
 	return value as readonly string[]
 }
 
-/** A plain object: what every options argument and configuration object must be. */
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-	return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
 export function requireObject(
 	site: ArgumentSite,
 	parameter: string,
 	value: unknown,
 ): Record<string, unknown> {
-	if (!isPlainObject(value)) throw site.refuse(parameter, 'an object', describeReceived(value))
+	if (!isRecord(value)) throw site.refuse(parameter, 'an object', describeReceived(value))
 	return value
 }
 
@@ -338,7 +334,7 @@ export function optionalEnvironment(
 	value: unknown,
 ): Readonly<Record<string, string>> | undefined {
 	if (value === undefined) return undefined
-	if (!isPlainObject(value)) {
+	if (!isRecord(value)) {
 		throw site.refuse(parameter, 'an object of string values', describeKind(value))
 	}
 	for (const [name, entry] of Object.entries(value)) {

@@ -8,15 +8,18 @@ export interface SandboxErrorOptions {
 	readonly retryable?: boolean
 }
 
-/** Root of every error this package throws on purpose. */
-export class SandboxError extends Error {
+/**
+ * Root of every error this package throws on purpose. Each class names its reasons as a literal
+ * type (`extends SandboxError<'destroyed'>`), so a caller's `switch (error.reason)` is checked.
+ */
+export class SandboxError<Reason extends string = string> extends Error {
 	override readonly name: string = 'SandboxError'
-	/** Short machine-readable reason, stable across releases. */
-	readonly reason: string
+	/** Short machine-readable reason (kebab-case), stable across releases. */
+	readonly reason: Reason
 	/** Whether the same call may succeed if simply tried again. */
 	readonly retryable: boolean
 
-	constructor(message: string, reason: string, options: SandboxErrorOptions = {}) {
+	constructor(message: string, reason: Reason, options: SandboxErrorOptions = {}) {
 		super(message, options.cause === undefined ? undefined : { cause: options.cause })
 		this.reason = reason
 		this.retryable = options.retryable ?? false
@@ -24,7 +27,7 @@ export class SandboxError extends Error {
 }
 
 /** Any call on a sandbox after `destroy()`. Names the operation that was refused. */
-export class SandboxDestroyedError extends SandboxError {
+export class SandboxDestroyedError extends SandboxError<'destroyed'> {
 	override readonly name = 'SandboxDestroyedError'
 	readonly operation: string
 	readonly sandboxId: string
@@ -37,7 +40,7 @@ export class SandboxDestroyedError extends SandboxError {
 }
 
 /** `createSandboxProvider` was given a backend this build does not implement. */
-export class SandboxBackendNotImplementedError extends SandboxError {
+export class SandboxBackendNotImplementedError extends SandboxError<'backend-not-implemented'> {
 	override readonly name = 'SandboxBackendNotImplementedError'
 	readonly backend: string
 
@@ -52,7 +55,7 @@ export class SandboxBackendNotImplementedError extends SandboxError {
  * what a provider, backend or sandbox is set up with: `createSandboxProvider`'s config and backend,
  * the provider defaults, a `create()` config. A bad argument of a call is `SandboxArgumentError`.
  */
-export class SandboxConfigError extends SandboxError {
+export class SandboxConfigError extends SandboxError<'invalid-config'> {
 	override readonly name = 'SandboxConfigError'
 	readonly field: string
 	/** What the field must be, when the refusal is a type or range check. */
@@ -80,7 +83,7 @@ export class SandboxConfigError extends SandboxError {
  * `options.timeout`, `args[2]`); `received` describes what came (`NaN`, `null`, `a function`, a
  * string cut to 60 characters) and never echoes an environment value or file content.
  */
-export class SandboxArgumentError extends SandboxError {
+export class SandboxArgumentError extends SandboxError<'invalid-argument'> {
 	override readonly name = 'SandboxArgumentError'
 	/** The method refused, e.g. `exec`, `openTerminal`, `openLocalSandbox`. */
 	readonly method: string
@@ -100,7 +103,7 @@ export class SandboxArgumentError extends SandboxError {
 }
 
 /** A path that would leave the workspace jail (`..`, an absolute escape, or a symlink out). */
-export class SandboxPathEscapeError extends SandboxError {
+export class SandboxPathEscapeError extends SandboxError<'path-escape'> {
 	override readonly name = 'SandboxPathEscapeError'
 	readonly path: string
 	readonly operation: string
@@ -113,7 +116,7 @@ export class SandboxPathEscapeError extends SandboxError {
 }
 
 /** A file operation the guest refused or failed, with the guest's error code when it gave one. */
-export class SandboxFileError extends SandboxError {
+export class SandboxFileError extends SandboxError<'file-error'> {
 	override readonly name = 'SandboxFileError'
 	readonly path: string
 	readonly operation: string
@@ -135,7 +138,7 @@ export class SandboxFileError extends SandboxError {
 }
 
 /** `walkFiles` exhausted its examined-entry budget: never a short list that looks complete. */
-export class FileWalkLimitError extends SandboxError {
+export class FileWalkLimitError extends SandboxError<'walk-limit'> {
 	override readonly name = 'FileWalkLimitError'
 	readonly code = 'ERR_FILE_WALK_LIMIT'
 	readonly limit: number

@@ -1,4 +1,4 @@
-// The portable contract: every name here is public at the package root.
+// The portable contract: every name here is public on `@namzu/sandbox/contract` (`src/contract-entry.ts`).
 export type { BackgroundJobOutput } from './background-job-output.js'
 export type { EgressPolicy, EgressPolicyKind } from './egress.js'
 export {

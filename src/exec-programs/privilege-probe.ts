@@ -19,9 +19,8 @@ export interface ProcStatusPrivileges {
 /** `probe-failed`: the probe could not run or its output was unreadable. `privileged`: it ran and found privilege. */
 export type PrivilegeProbeFailure = 'probe-failed' | 'privileged'
 
-export class SandboxPrivilegeProbeError extends SandboxError {
+export class SandboxPrivilegeProbeError extends SandboxError<PrivilegeProbeFailure> {
 	override readonly name = 'SandboxPrivilegeProbeError'
-	declare readonly reason: PrivilegeProbeFailure
 	/** What the guest reported, when its output could be parsed. */
 	readonly privileges?: ProcStatusPrivileges
 	/** Fields that were not as required (`capEff`, `noNewPrivs`, …), for `privileged`. */

@@ -1,7 +1,8 @@
-// The host's public names, from which the package entries choose: `src/index.ts` (the root) takes
-// the errors and the option and result types a caller of a sandbox meets; `src/agent-entry.ts`
-// (`@namzu/sandbox/agent`) takes the transport, the handles and the `AgentSandbox` a tier is built
-// from. Everything else in the host is internal.
+// The host's public names, from which the package entries choose: `src/contract-entry.ts`
+// (`@namzu/sandbox/contract`) takes the errors and the option and result types a caller of a
+// sandbox meets, the root the few most callers need; `src/agent-entry.ts` (`@namzu/sandbox/agent`)
+// takes the transport, the handles and the `AgentSandbox` a tier is built from. Everything else in
+// the host is internal.
 
 export type { EgressCredential } from './egress/egress-credentials.js'
 export type { EgressDecision, EgressLayer } from './egress/egress-decision.js'
@@ -21,7 +22,13 @@ export {
 export type { AgentExecOptions } from './exec/exec-options.js'
 export { DEFAULT_EXEC_OUTPUT_BUDGET_BYTES, ExecOutputBudget } from './exec/exec-output-budget.js'
 export type { RemoteExecutionTiming } from './exec/execution-timing.js'
-export type { RemoteExecutionControllerOptions } from './exec/remote-execution-controller.js'
+export {
+	type RemoteExecuteRequest,
+	type RemoteExecutionAdapter,
+	RemoteExecutionController,
+	type RemoteExecutionControllerOptions,
+} from './exec/remote-execution-controller.js'
+export type { RemoteTerminalMetadata } from './exec/remote-execution-messages.js'
 export type {
 	FlushOptions,
 	FlushReport,

@@ -3,13 +3,13 @@
  * error carrying the error's `name` and `reason` (`toolErrorReport`); these two are raised before
  * or outside any sandbox.
  */
-import { SandboxError, type SandboxErrorOptions } from '../index.js'
+import { SandboxError, type SandboxErrorOptions } from '../contract-entry.js'
 
 /**
  * A tool call named a `sandbox_id` this server neither created nor can reopen, or one this client
  * destroyed (`destroyed`).
  */
-export class UnknownSandboxError extends SandboxError {
+export class UnknownSandboxError extends SandboxError<'unknown-sandbox'> {
 	override readonly name = 'UnknownSandboxError'
 	readonly sandboxId: string
 	readonly destroyed: boolean
@@ -30,7 +30,7 @@ export class UnknownSandboxError extends SandboxError {
 }
 
 /** `--http` on an address other than loopback without `--allow-remote`, or a weak token. */
-export class McpHttpConfigError extends SandboxError {
+export class McpHttpConfigError extends SandboxError<'invalid-mcp-http-config'> {
 	override readonly name = 'McpHttpConfigError'
 	readonly field: string
 
@@ -41,7 +41,7 @@ export class McpHttpConfigError extends SandboxError {
 }
 
 /** `keep_alive` asked of a tier whose sandboxes cannot outlive the server (Kubernetes tasks). */
-export class McpKeepAliveUnsupportedError extends SandboxError {
+export class McpKeepAliveUnsupportedError extends SandboxError<'keep-alive-unsupported'> {
 	override readonly name = 'McpKeepAliveUnsupportedError'
 	readonly tier: string
 
@@ -58,7 +58,7 @@ export class McpKeepAliveUnsupportedError extends SandboxError {
  * A tool call named a sandbox another client of this HTTP server created: each client (MCP
  * session) sees and drives only its own unless the server shares them (`--shared-sandboxes`).
  */
-export class ForeignSandboxError extends SandboxError {
+export class ForeignSandboxError extends SandboxError<'foreign-sandbox'> {
 	override readonly name = 'ForeignSandboxError'
 	readonly sandboxId: string
 

@@ -5,12 +5,12 @@
  * answers these as text and as data. Each tier's source states its own.
  */
 import { totalmem } from 'node:os'
+import type { EgressPolicy } from '../index.js'
 import {
 	DEFAULT_KEEP_ALIVE_MS,
 	DEFAULT_MAX_PROCESSES,
 	defaultMemoryLimitMb,
-	type EgressPolicy,
-} from '../index.js'
+} from '../local-entry.js'
 import { DEFAULT_EXEC_TIMEOUT_MS } from '../tools/exec-tool.js'
 import { MAX_TOOL_TIMEOUT_MS } from '../tools/tool-schema-parts.js'
 

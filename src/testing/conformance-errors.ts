@@ -6,7 +6,7 @@
 import { SandboxError } from '../contract/errors.js'
 
 /** One failed expectation. `matcher` names the check, e.g. `not.toBe`. */
-export class ConformanceAssertionError extends SandboxError {
+export class ConformanceAssertionError extends SandboxError<'assertion-failed'> {
 	override readonly name = 'ConformanceAssertionError'
 	readonly matcher: string
 
@@ -17,7 +17,7 @@ export class ConformanceAssertionError extends SandboxError {
 }
 
 /** A case that did not settle within its bound. It may still be running in the background. */
-export class ConformanceCaseTimeoutError extends SandboxError {
+export class ConformanceCaseTimeoutError extends SandboxError<'case-timeout'> {
 	override readonly name = 'ConformanceCaseTimeoutError'
 	readonly timeoutMs: number
 

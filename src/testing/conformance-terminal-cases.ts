@@ -1,6 +1,8 @@
 /** The conformance suite's terminals and tcp section: terminals die with destroy, guest listeners. */
+
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { settleWithin } from '../common/bounded-promise.js'
 import type {
 	Sandbox,
 	SandboxTcpConnection,
@@ -118,7 +120,10 @@ export function defineTerminalAndTcpCases(context: SuiteContext): void {
 			await waitUntil(() => echoed.length >= message.length, 10_000)
 			expect(echoed, 'bytes echoed by the guest listener').toBe(message)
 			connection.end()
-			await Promise.race([connection.closed.catch(() => undefined), sleep(2000)])
+			await settleWithin(
+				connection.closed.catch(() => undefined),
+				2000,
+			)
 		},
 		{ members: ['openTerminal', 'openTcpConnection'], skipReason: listenerUnavailable },
 	)

@@ -5,6 +5,7 @@
  * A watch is in place some time after the iteration starts, so each case first writes probe files
  * until one is reported.
  */
+import { settleWithin } from '../common/bounded-promise.js'
 import type { Sandbox, SandboxWatchEvent } from '../contract/sandbox.js'
 import type { SandboxLifecycleEvent } from '../contract/sandbox-events.js'
 import { type SuiteContext, scratch } from './conformance-context.js'
@@ -15,16 +16,8 @@ const EVENT_WAIT_MS = 10_000
 type Next<T> = () => Promise<IteratorResult<T>>
 
 /** The next value, or `undefined` after `EVENT_WAIT_MS`. */
-async function within<T>(next: Next<T>, pending?: Promise<IteratorResult<T>>) {
-	let timer: NodeJS.Timeout | undefined
-	const timeout = new Promise<undefined>((resolve) => {
-		timer = setTimeout(() => resolve(undefined), EVENT_WAIT_MS)
-	})
-	try {
-		return await Promise.race([pending ?? next(), timeout])
-	} finally {
-		clearTimeout(timer)
-	}
+function within<T>(next: Next<T>, pending?: Promise<IteratorResult<T>>) {
+	return settleWithin(pending ?? next(), EVENT_WAIT_MS)
 }
 
 /** Writes probe files under `root` until the watch reports one: the watch is then in place. */
@@ -36,11 +29,13 @@ async function untilWatching(
 	const pending = iterator.next()
 	for (let attempt = 0; attempt < 50; attempt += 1) {
 		await sandbox.writeFile(`${root}/probe-${attempt}`, 'probe')
-		const settled = await Promise.race([
-			pending.then(() => true),
-			new Promise<false>((resolve) => setTimeout(() => resolve(false), 200)),
-		])
-		if (settled) return
+		if (
+			await settleWithin(
+				pending.then(() => true),
+				200,
+			)
+		)
+			return
 	}
 	throw new Error('the watch reported none of 50 probe writes')
 }

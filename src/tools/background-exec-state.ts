@@ -1,12 +1,17 @@
 /**
- * What the long-command tools hold for one sandbox on the host: a command's `timeout_ms` timer,
- * and the one attachment a tty command's input goes through. Everything else about a long command
- * is in the guest, under its exec id.
+ * What the stateful tools hold for one sandbox on the host: a long command's `timeout_ms` timer
+ * and the one attachment a tty command's input goes through (everything else about a long command
+ * is in the guest, under its exec id); the live watches `watch` polls; the ports `expose_port`
+ * serves. `close()` lets go of all of it.
  */
-import type { SessionTerminal } from '../index.js'
+import type { SandboxExposedPort, SessionTerminal } from '../contract-entry.js'
+import { WatchState } from './watch-state.js'
 
-/** Timers and input attachments of one sandbox's long commands. */
+/** Timers and input attachments of one sandbox's long commands, its watches and exposed ports. */
 export class BackgroundExecState {
+	readonly watches = new WatchState()
+	/** `expose_port`'s exposures by guest port: asking again answers the same one. */
+	readonly exposures = new Map<number, Promise<SandboxExposedPort>>()
 	readonly #timers = new Map<string, NodeJS.Timeout>()
 	readonly #inputs = new Map<string, SessionTerminal>()
 
@@ -39,6 +44,10 @@ export class BackgroundExecState {
 
 	/** Clears the timers and detaches the input attachments; the commands keep running. */
 	async close(): Promise<void> {
+		this.watches.close()
+		const exposures = [...this.exposures.values()]
+		this.exposures.clear()
+		await Promise.allSettled(exposures.map(async (exposure) => (await exposure).close()))
 		for (const timer of this.#timers.values()) clearTimeout(timer)
 		this.#timers.clear()
 		const inputs = [...this.#inputs.values()]

@@ -21,7 +21,7 @@ import type {
 	SessionTerminal,
 	StartDetachedOptions,
 	StartedSession,
-} from '../index.js'
+} from '../contract-entry.js'
 import { commandOf, defineTool } from './define-tool.js'
 import { sliceRead } from './exec-cursor.js'
 import {

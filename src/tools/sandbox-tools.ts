@@ -1,6 +1,6 @@
 /**
  * `createSandboxTools(sandbox)`: the tools of one sandbox — commands, long commands, files,
- * search — as objects an agent loop calls by name. `SANDBOX_TOOL_DEFINITIONS` is the one list
+ * paths, search, watching, exposed ports — as objects an agent loop calls by name. `SANDBOX_TOOL_DEFINITIONS` is the one list
  * both this and the MCP server serve. The long-command tools hold timers and input attachments;
  * `close()` releases them (the commands keep running until the sandbox ends).
  */
@@ -10,16 +10,20 @@ import { BACKGROUND_EXEC_TOOLS } from './background-exec-tools.js'
 import { runToolDefinition, type ToolDefinition } from './define-tool.js'
 import { EXEC_TOOL } from './exec-tool.js'
 import { FILE_TOOLS } from './file-tools.js'
+import { PATH_TOOLS } from './path-tools.js'
 import { SEARCH_TOOLS } from './search-tools.js'
 import { UnknownToolError } from './tool-errors.js'
 import type { SandboxTool, ToolCallContext, ToolResult } from './tool-types.js'
+import { WATCH_PORT_TOOLS } from './watch-port-tools.js'
 
 /** Every tool a sandbox offers, in the order they are listed. */
 export const SANDBOX_TOOL_DEFINITIONS: readonly ToolDefinition[] = [
 	EXEC_TOOL,
 	...BACKGROUND_EXEC_TOOLS,
 	...FILE_TOOLS,
+	...PATH_TOOLS,
 	...SEARCH_TOOLS,
+	...WATCH_PORT_TOOLS,
 ]
 
 /** The tools of one sandbox, callable by name. */

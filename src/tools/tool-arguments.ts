@@ -4,6 +4,7 @@
  * argument's path as the parameter; `received` describes the value and never echoes it, since an
  * argument may be file content or an environment value.
  */
+import { isRecord } from '../common/is-record.js'
 import { SandboxArgumentError } from '../index.js'
 import type { ToolArguments, ToolJsonSchema, ToolObjectSchema } from './tool-types.js'
 
@@ -31,10 +32,6 @@ function expectation(schema: ToolJsonSchema): string {
 		case 'object':
 			return 'an object'
 	}
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-	return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function check(method: string, path: string, schema: ToolJsonSchema, value: unknown): void {

@@ -6,7 +6,7 @@
 import { SandboxError } from '../index.js'
 
 /** `edit_file`: `old_string` does not occur in the file. Nothing was written. */
-export class EditMatchNotFoundError extends SandboxError {
+export class EditMatchNotFoundError extends SandboxError<'edit-match-not-found'> {
 	override readonly name = 'EditMatchNotFoundError'
 	readonly path: string
 
@@ -20,7 +20,7 @@ export class EditMatchNotFoundError extends SandboxError {
 }
 
 /** `edit_file`: `old_string` occurs more than once and `replace_all` was not set. */
-export class EditMatchAmbiguousError extends SandboxError {
+export class EditMatchAmbiguousError extends SandboxError<'edit-match-ambiguous'> {
 	override readonly name = 'EditMatchAmbiguousError'
 	readonly path: string
 	readonly matches: number
@@ -36,7 +36,7 @@ export class EditMatchAmbiguousError extends SandboxError {
 }
 
 /** A file a tool reads whole (edit, grep, a line range) is over the tool's byte bound. */
-export class ToolFileTooLargeError extends SandboxError {
+export class ToolFileTooLargeError extends SandboxError<'file-too-large'> {
 	override readonly name = 'ToolFileTooLargeError'
 	readonly path: string
 	readonly limitBytes: number
@@ -49,7 +49,7 @@ export class ToolFileTooLargeError extends SandboxError {
 }
 
 /** The sandbox does not serve what a tool is built on (sessions, `walkFiles`). */
-export class ToolUnsupportedError extends SandboxError {
+export class ToolUnsupportedError extends SandboxError<'tool-unsupported'> {
 	override readonly name = 'ToolUnsupportedError'
 	readonly tool: string
 	readonly requires: string
@@ -62,7 +62,7 @@ export class ToolUnsupportedError extends SandboxError {
 }
 
 /** A call named a tool that is not in the set. */
-export class UnknownToolError extends SandboxError {
+export class UnknownToolError extends SandboxError<'unknown-tool'> {
 	override readonly name = 'UnknownToolError'
 	readonly tool: string
 
@@ -73,7 +73,7 @@ export class UnknownToolError extends SandboxError {
 }
 
 /** `exec_write_stdin` on a command started without `tty`: its stdin is closed. */
-export class ExecStdinUnavailableError extends SandboxError {
+export class ExecStdinUnavailableError extends SandboxError<'stdin-unavailable'> {
 	override readonly name = 'ExecStdinUnavailableError'
 	readonly execId: string
 
@@ -87,7 +87,7 @@ export class ExecStdinUnavailableError extends SandboxError {
 }
 
 /** `grep`'s regular expression ran past its time budget (a pattern that backtracks without end). */
-export class GrepPatternTimeoutError extends SandboxError {
+export class GrepPatternTimeoutError extends SandboxError<'grep-pattern-timeout'> {
 	override readonly name = 'GrepPatternTimeoutError'
 	readonly budgetMs: number
 

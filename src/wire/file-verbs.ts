@@ -5,16 +5,6 @@
  * guest's own (the host shows it relative to the workspace when it lies inside).
  */
 
-/** The op names, one per verb. */
-export const FILE_VERB_OPS = {
-	stat: 'stat-path',
-	remove: 'remove-path',
-	mkdir: 'make-directory',
-	rename: 'rename-path',
-	listDirectory: 'list-directory',
-	watch: 'watch-path',
-} as const
-
 /** What a path is, as `lstat` sees it (a symlink is never followed). */
 export type WireFileType = 'file' | 'directory' | 'symlink' | 'other'
 

@@ -4,9 +4,9 @@
  */
 
 import { isAscii } from 'node:buffer'
+import { isRecord } from '../common/is-record.js'
 import { asciiMemberBytes, defineLazyAsciiMember } from './ascii-string-members.js'
 import { base64Length, writeBase64 } from './base64-pieces.js'
-import { isRecord } from './is-record.js'
 import { type ByteSpan, type JsonShape, scanJsonShape, UNBOUNDED_JSON_SHAPE } from './json-shape.js'
 import { AGENT_REFUSAL, formatRefusal } from './refusals.js'
 

@@ -37,6 +37,7 @@ export {
 	type ExecResultEvent,
 	type ExecuteRequest,
 	type ExecutionState,
+	type ExecutionTerminalMetadata,
 	type ExecutionTerminalState,
 	type ReadFileStreamEvent,
 	type ReadFileStreamRequest,

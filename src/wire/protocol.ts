@@ -49,6 +49,13 @@ export interface HealthzReply {
 
 // ---- reserve-execution / execute / cancel-execution --------------------------------------------
 
+/**
+ * Wall-clock bound of an exec whose caller names none (5 min): the one value of the default exec
+ * timeout. The host sends it (or the sandbox's `defaultTimeoutMs`) on every `execute`; the agent
+ * applies it to a request that carries no `timeoutMs`.
+ */
+export const DEFAULT_EXECUTION_TIMEOUT_MS = 300_000
+
 /** Per-stream output cap of an `execute` that names none (100 MiB); the host holds to it too. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 104_857_600
 
@@ -368,23 +375,38 @@ export type TcpClientEvent =
 
 // ---- op names ----------------------------------------------------------------------------------
 
-export const AGENT_OPS = [
-	'healthz',
-	'reserve-execution',
-	'execute',
-	'cancel-execution',
-	'read-file',
-	'read-file-stream',
-	'write-file',
-	'list-files',
-	'list-files-stream',
-	'terminal',
-	'tcp-connect',
-	'attach-execution',
-	'start-detached',
-	'attach-session',
-	'list-sessions',
-	'kill-session',
-] as const
+/**
+ * Every op the agent serves, once: the agent's dispatcher (`agent/ops/registry.ts`) is keyed by
+ * exactly these names, and the host's calls name their op through this table.
+ */
+export const AGENT_OP = {
+	healthz: 'healthz',
+	reserveExecution: 'reserve-execution',
+	execute: 'execute',
+	cancelExecution: 'cancel-execution',
+	attachExecution: 'attach-execution',
+	readFile: 'read-file',
+	readFileStream: 'read-file-stream',
+	writeFile: 'write-file',
+	listFiles: 'list-files',
+	listFilesStream: 'list-files-stream',
+	terminal: 'terminal',
+	tcpConnect: 'tcp-connect',
+	quiesce: 'quiesce',
+	flush: 'flush',
+	startDetached: 'start-detached',
+	attachSession: 'attach-session',
+	listSessions: 'list-sessions',
+	killSession: 'kill-session',
+	statPath: 'stat-path',
+	removePath: 'remove-path',
+	makeDirectory: 'make-directory',
+	renamePath: 'rename-path',
+	listDirectory: 'list-directory',
+	watchPath: 'watch-path',
+} as const
 
-export type AgentOp = (typeof AGENT_OPS)[number]
+export type AgentOp = (typeof AGENT_OP)[keyof typeof AGENT_OP]
+
+/** The op names as a list, in the table's order. */
+export const AGENT_OPS: readonly AgentOp[] = Object.values(AGENT_OP)

@@ -8,7 +8,9 @@
  * Ceilings a call knows better (a ranged read, a session read's `maxBytes`) replace the frame
  * ceiling for that call; the JSON bounds stay.
  */
+
 import type { JsonShapeLimits } from './json-shape.js'
+import type { AgentOp } from './protocol.js'
 
 const KiB = 1024
 const MiB = 1024 * KiB
@@ -55,7 +57,7 @@ const STREAM_EVENT = bounds(STREAM_EVENT_FRAME_BYTES, 4 * KiB)
 const LISTING = bounds(LISTING_REPLY_FRAME_BYTES, 256 * KiB)
 
 /** Every op's bounds; an op not named here (one this host does not know) gets `CONTROL`. */
-export const REPLY_BOUNDS: Readonly<Record<string, ReplyBounds>> = {
+export const REPLY_BOUNDS: { readonly [Op in AgentOp]: ReplyBounds } = {
 	healthz: CONTROL,
 	'reserve-execution': CONTROL,
 	'cancel-execution': CONTROL,
@@ -87,5 +89,6 @@ export const REPLY_BOUNDS: Readonly<Record<string, ReplyBounds>> = {
 
 /** The bounds the host reads `op`'s answers with. */
 export function replyBoundsOf(op: string): ReplyBounds {
-	return Object.hasOwn(REPLY_BOUNDS, op) ? (REPLY_BOUNDS[op] ?? CONTROL) : CONTROL
+	const bounds: Readonly<Record<string, ReplyBounds>> = REPLY_BOUNDS
+	return Object.hasOwn(bounds, op) ? (bounds[op] ?? CONTROL) : CONTROL
 }

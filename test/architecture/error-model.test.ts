@@ -109,6 +109,7 @@ import {
 	CliStdinTooLargeError,
 	CliUsageError,
 } from '../../src/cli/cli-errors.js'
+import * as containerEntry from '../../src/container-entry.js'
 import {
 	FileWalkLimitError,
 	SandboxArgumentError,
@@ -119,6 +120,7 @@ import {
 	SandboxFileError,
 	SandboxPathEscapeError,
 } from '../../src/contract/errors.js'
+import * as contractEntry from '../../src/contract-entry.js'
 import { SandboxPrivilegeProbeError } from '../../src/exec-programs/privilege-probe.js'
 import {
 	FileWalkBraceLimitError,
@@ -181,12 +183,15 @@ import {
 	VsockHandshakeError,
 } from '../../src/host/transport/transport-errors.js'
 import * as root from '../../src/index.js'
+import * as kubernetesEntry from '../../src/kubernetes-entry.js'
+import * as localEntry from '../../src/local-entry.js'
 import {
 	ForeignSandboxError,
 	McpHttpConfigError,
 	McpKeepAliveUnsupportedError,
 	UnknownSandboxError,
 } from '../../src/mcp/mcp-errors.js'
+import * as microvmEntry from '../../src/microvm-entry.js'
 import {
 	ConformanceAssertionError,
 	ConformanceCaseTimeoutError,
@@ -378,6 +383,14 @@ const CASES: readonly ErrorCase[] = [
 	},
 	{ type: QuiesceUnconfirmedError, make: () => new QuiesceUnconfirmedError(7, 'pid 7 survived') },
 	{ type: FlushUnconfirmedError, make: () => new FlushUnconfirmedError('sync exited 1') },
+	{
+		type: QuiesceUnconfirmedError,
+		make: () => new QuiesceUnconfirmedError(undefined, 'in flight', 'suspend-already-in-flight'),
+	},
+	{
+		type: FlushUnconfirmedError,
+		make: () => new FlushUnconfirmedError('in flight', 'suspend-already-in-flight'),
+	},
 	// host: guest features
 	...FEATURES.map((feature) => ({
 		type: GuestFeatureUnsupportedError,
@@ -854,6 +867,12 @@ describe('the error model', () => {
 			reason: 'flush-unconfirmed',
 			guestCode: 'flush_unconfirmed',
 		})
+		// The one snake-case reason a spec pins travels beside the kebab-case one.
+		expect(new FlushUnconfirmedError('m', 'suspend-already-in-flight')).toMatchObject({
+			reason: 'suspend-already-in-flight',
+			specReason: 'suspend_already_in_flight',
+		})
+		expect(new QuiesceUnconfirmedError(7, 'm').specReason).toBeUndefined()
 		const refusal = parseRefusal(AGENT_REFUSAL.flush_unsupported_platform)
 		expect(
 			new FlushUnsupportedError(
@@ -877,6 +896,11 @@ describe('the error model', () => {
 	it.each([
 		['@namzu/sandbox', root],
 		['@namzu/sandbox/agent', agentEntry],
+		['@namzu/sandbox/contract', contractEntry],
+		['@namzu/sandbox/local', localEntry],
+		['@namzu/sandbox/container', containerEntry],
+		['@namzu/sandbox/microvm', microvmEntry],
+		['@namzu/sandbox/kubernetes', kubernetesEntry],
 		['@namzu/sandbox/testing', testingEntry],
 		['@namzu/sandbox/tools', toolsEntry],
 	] as const)('covers every error class %s exports', (_entry, module) => {

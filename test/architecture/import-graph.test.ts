@@ -10,13 +10,23 @@ import { describe, expect, it } from 'vitest'
 const src = join(import.meta.dirname, '..', '..', 'src')
 
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {
-	wire: ['wire'],
-	contract: ['contract'],
-	'exec-programs': ['exec-programs', 'contract'],
-	agent: ['agent', 'wire'],
-	host: ['host', 'wire', 'contract', 'exec-programs'],
+	// Generic helpers with no domain (node built-ins only): every area, the agent included, may use them.
+	common: ['common'],
+	wire: ['wire', 'common'],
+	contract: ['contract', 'common'],
+	'exec-programs': ['exec-programs', 'contract', 'common'],
+	agent: ['agent', 'wire', 'common'],
+	host: ['host', 'wire', 'contract', 'exec-programs', 'common'],
 	// The host-machine layer every tier that runs guests as processes on this host shares.
-	'backends/machine': ['backends/machine', 'host', 'exec-programs', 'wire', 'contract', 'root'],
+	'backends/machine': [
+		'backends/machine',
+		'host',
+		'exec-programs',
+		'wire',
+		'contract',
+		'root',
+		'common',
+	],
 	// The tiers on this machine lean on the machine layer, never on each other.
 	'backends/local': [
 		'backends/local',
@@ -26,6 +36,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 		'wire',
 		'contract',
 		'root',
+		'common',
 	],
 	'backends/kubernetes': [
 		'backends/kubernetes',
@@ -34,6 +45,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 		'wire',
 		'contract',
 		'root',
+		'common',
 	],
 	'backends/container': [
 		'backends/container',
@@ -43,6 +55,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 		'wire',
 		'contract',
 		'root',
+		'common',
 	],
 	'backends/microvm': [
 		'backends/microvm',
@@ -52,11 +65,12 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 		'wire',
 		'contract',
 		'root',
+		'common',
 	],
-	testing: ['testing', 'contract'],
+	testing: ['testing', 'contract', 'common'],
 	// The top layers over the package's public surface: the tools, and the MCP server over them.
-	tools: ['tools', 'root'],
-	mcp: ['mcp', 'tools', 'root'],
+	tools: ['tools', 'root', 'common'],
+	mcp: ['mcp', 'tools', 'root', 'common'],
 	cli: [
 		'cli',
 		'mcp',
@@ -68,6 +82,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 		'wire',
 		'contract',
 		'root',
+		'common',
 	],
 	root: [
 		'root',
@@ -80,6 +95,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
 		'backends/kubernetes',
 		'backends/container',
 		'backends/microvm',
+		'common',
 	],
 }
 
@@ -251,10 +267,11 @@ describe('import graph', () => {
 		expect(findCycle(new Map([...chain, ['d', ['b']]]))).toBeUndefined()
 	})
 
-	it('the tools and the MCP server use the package only through its public root', () => {
+	it('the tools and the MCP server use the package only through its public entries', () => {
 		const violations = edges
 			.filter((edge) => ['tools', 'mcp'].includes(areaOf(edge.from)) && areaOf(edge.to) === 'root')
-			.filter((edge) => edge.to !== join(src, 'index.ts'))
+			// The root and the subpath entries (`src/<name>-entry.ts`): what a user imports.
+			.filter((edge) => !/^(index|[a-z]+-entry)\.ts$/.test(relative(src, edge.to)))
 			.map((edge) => `${relative(src, edge.from)} imports ${edge.specifier}`)
 		expect(violations).toEqual([])
 	})
@@ -278,7 +295,8 @@ describe('import graph', () => {
 
 	it('the guest agent imports nothing outside node built-ins but its own and the wire modules', () => {
 		const foreign: string[] = []
-		for (const file of sourceFiles(join(src, 'agent'))) {
+		// common/ is bundled into the agent as well: it too may load node built-ins only.
+		for (const file of [...sourceFiles(join(src, 'agent')), ...sourceFiles(join(src, 'common'))]) {
 			for (const match of readFileSync(file, 'utf8').matchAll(/from '([^.][^']*)'/g)) {
 				if (!match[1]?.startsWith('node:')) foreign.push(`${relative(src, file)}: ${match[1]}`)
 			}

@@ -25,10 +25,7 @@ const ALLOWED_LONG: Readonly<Record<string, number>> = {
 }
 
 /** Files still over the bound, each at its length today; the same ratchet as `ALLOWED_LONG`. */
-const ALLOWED_LONG_FILES: Readonly<Record<string, number>> = {
-	// The root's name list, being cut to the spec's names plus at most 60 (issue 23, item 9).
-	'index.ts': 508,
-}
+const ALLOWED_LONG_FILES: Readonly<Record<string, number>> = {}
 
 interface SourceFile {
 	readonly path: string

@@ -57,6 +57,11 @@ describe('code blocks in README.md and docs/', () => {
 					paths: {
 						'@namzu/sandbox': ['src/index.ts'],
 						'@namzu/sandbox/agent': ['src/agent-entry.ts'],
+						'@namzu/sandbox/contract': ['src/contract-entry.ts'],
+						'@namzu/sandbox/local': ['src/local-entry.ts'],
+						'@namzu/sandbox/container': ['src/container-entry.ts'],
+						'@namzu/sandbox/microvm': ['src/microvm-entry.ts'],
+						'@namzu/sandbox/kubernetes': ['src/kubernetes-entry.ts'],
 						'@namzu/sandbox/testing': ['src/testing/index.ts'],
 						'@namzu/sandbox/tools': ['src/tools/index.ts'],
 					},

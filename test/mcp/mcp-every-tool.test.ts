@@ -31,8 +31,15 @@ const EXPECTED_TOOLS = [
 	'write_file',
 	'edit_file',
 	'list_files',
+	'stat',
+	'list_directory',
+	'mkdir',
+	'remove',
+	'rename',
 	'glob',
 	'grep',
+	'watch',
+	'expose_port',
 ]
 
 describe.skipIf(skip !== undefined).each(['stdio', 'http'] as const)('mcp over %s', (transport) => {

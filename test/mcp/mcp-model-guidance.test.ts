@@ -9,7 +9,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { DEFAULT_MAX_PROCESSES } from '../../src/index.js'
+import { DEFAULT_MAX_PROCESSES } from '../../src/local-entry.js'
 import { bwrapSkipReason } from '../backends/local/bwrap-available.js'
 import { freshStateDir } from '../backends/local/local-test-support.js'
 import { undescribedProperties } from '../tools/schema-walk.js'
@@ -232,12 +232,18 @@ describe.skipIf(skip !== undefined).each(['stdio', 'http'] as const)(
 				[
 					'exec_read',
 					'exec_signal',
+					'expose_port',
 					'glob',
 					'grep',
+					'list_directory',
 					'list_files',
+					'mkdir',
 					'read_file',
+					'remove',
 					'sandbox_destroy',
 					'sandbox_list',
+					'stat',
+					'watch',
 					'write_file',
 				].sort(),
 			)
@@ -263,6 +269,8 @@ describe.skipIf(skip !== undefined).each(['stdio', 'http'] as const)(
 			for (const [tool, args] of [
 				['read_file', { path: 'same.txt' }],
 				['list_files', { path: 'pkg' }],
+				['stat', { path: 'same.txt' }],
+				['list_directory', { path: '.' }],
 				['glob', { pattern: 'pkg/**' }],
 				['grep', { pattern: 'find me' }],
 				['sandbox_list', {}],

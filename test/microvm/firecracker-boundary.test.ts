@@ -17,7 +17,8 @@ import {
 	firecrackerAgentEnvironment,
 	startFirecrackerGuest,
 } from '../../src/backends/microvm/firecracker-api.js'
-import { AgentDialFailedError, FirecrackerApiError, VsockAgentTransport } from '../../src/index.js'
+import { AgentDialFailedError, VsockAgentTransport } from '../../src/index.js'
+import { FirecrackerApiError } from '../../src/microvm-entry.js'
 import { type StartedAgent, startAgent } from '../helpers/agent-process.js'
 
 const cleanups: Array<() => Promise<unknown> | unknown> = []

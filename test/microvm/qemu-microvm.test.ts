@@ -13,12 +13,12 @@ import { defaultImageDir } from '../../src/backends/microvm/microvm-image.js'
 import { VMM_MEMORY_OVERHEAD_MB } from '../../src/backends/microvm/qemu-guest.js'
 import {
 	createSandboxProvider,
-	MicroVMEgressUnsupportedError,
 	MicroVMServiceUnavailableError,
 	type Sandbox,
 	SandboxConfigError,
 	type SandboxProvider,
 } from '../../src/index.js'
+import { MicroVMEgressUnsupportedError } from '../../src/microvm-entry.js'
 
 function qemuPresent(): boolean {
 	try {

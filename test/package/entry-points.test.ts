@@ -7,8 +7,7 @@ import { describe, expect, it } from 'vitest'
  * The published entry points, each pinned to an exact list of names: the runtime names come from
  * the built `dist/` through the package's own `exports` map (exactly what a user imports), the
  * type-only names from the entry's source. Adding or removing a public name is therefore a
- * deliberate diff of `root-exports.txt`, `agent-exports.txt`, `testing-exports.txt` or
- * `tools-exports.txt`
+ * deliberate diff of the entry's `<name>-exports.txt` beside this file
  * (`npx vitest run test/package/entry-points.test.ts -u` rewrites them after such a change).
  */
 const repo = join(import.meta.dirname, '..', '..')
@@ -24,6 +23,12 @@ const ENTRIES = [
 		source: 'src/agent-entry.ts',
 		list: 'agent-exports.txt',
 	},
+	...(['contract', 'local', 'container', 'microvm', 'kubernetes'] as const).map((name) => ({
+		subpath: `./${name}`,
+		specifier: `@namzu/sandbox/${name}`,
+		source: `src/${name}-entry.ts`,
+		list: `${name}-exports.txt`,
+	})),
 	{
 		subpath: './testing',
 		specifier: '@namzu/sandbox/testing',
@@ -86,7 +91,7 @@ function sourceFiles(dir: string): string[] {
 }
 
 describe('package entry points', () => {
-	it('package.json exports exactly the root, ./agent, ./testing and ./tools, each built into dist/', () => {
+	it('package.json exports exactly the root and the subpaths listed here, each built into dist/', () => {
 		expect(Object.keys(manifest.exports).sort()).toEqual(ENTRIES.map((e) => e.subpath).sort())
 		for (const entry of ENTRIES) {
 			const built = entry.source.replace(/^src\//, './dist/').replace(/\.ts$/, '')

@@ -5,6 +5,7 @@
  * each a `SandboxError`. `vitest --typecheck` runs this file; nothing here executes.
  */
 import { describe, expectTypeOf, it } from 'vitest'
+import type * as container from '../../src/container-entry.js'
 import type * as root from '../../src/index.js'
 import { createSandboxProvider } from '../../src/index.js'
 
@@ -92,26 +93,30 @@ describe('package root: the container arms of SandboxProviderConfig', () => {
 describe('package root: the container tier', () => {
 	it('exports the container errors, each a SandboxError', () => {
 		expectTypeOf<
-			Instance<typeof root.ContainerSandboxLayoutValidationError>
+			Instance<typeof container.ContainerSandboxLayoutValidationError>
 		>().toExtend<root.SandboxError>()
 		expectTypeOf<
 			Instance<typeof root.ContainerRuntimeUnavailableError>
 		>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.ContainerRuntimeCommandError>>().toExtend<root.SandboxError>()
 		expectTypeOf<
-			Instance<typeof root.ContainerEgressUnsupportedError>
+			Instance<typeof container.ContainerRuntimeCommandError>
 		>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.ContainerProviderClosedError>>().toExtend<root.SandboxError>()
 		expectTypeOf<
-			Instance<typeof root.ContainerSandboxLayoutValidationError>['reasons']
+			Instance<typeof container.ContainerEgressUnsupportedError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof container.ContainerProviderClosedError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof container.ContainerSandboxLayoutValidationError>['reasons']
 		>().toEqualTypeOf<readonly string[]>()
 	})
 
 	it('exports resolveLayout, whose result has every containerPath filled', () => {
 		expectTypeOf<
-			ReturnType<typeof root.resolveLayout>
-		>().toEqualTypeOf<root.ResolvedContainerSandboxLayout>()
-		expectTypeOf<root.ResolvedContainerMount['containerPath']>().toEqualTypeOf<string>()
-		expectTypeOf<root.ContainerRuntime>().toEqualTypeOf<'runc' | 'crun' | 'runsc'>()
+			ReturnType<typeof container.resolveLayout>
+		>().toEqualTypeOf<container.ResolvedContainerSandboxLayout>()
+		expectTypeOf<container.ResolvedContainerMount['containerPath']>().toEqualTypeOf<string>()
+		expectTypeOf<container.ContainerRuntime>().toEqualTypeOf<'runc' | 'crun' | 'runsc'>()
 	})
 })

@@ -7,6 +7,7 @@
 import { describe, expectTypeOf, it } from 'vitest'
 import type { KubernetesRequest } from '../../src/backends/kubernetes/api/kubernetes-client.js'
 import type * as root from '../../src/index.js'
+import type * as kubernetes from '../../src/kubernetes-entry.js'
 
 type Instance<T> = T extends abstract new (...args: never[]) => infer I ? I : never
 type IsRequired<T, K extends keyof T> = object extends Pick<T, K> ? false : true
@@ -23,18 +24,18 @@ describe('package root: the Kubernetes workspace fleet names', () => {
 	it('R15-7bf9425-01, R15-7bf9425-04, R15-7bf9425-07: the three verbs take the config, a workspace id and their options', () => {
 		expectTypeOf<typeof root.listKubernetesWorkspaces>()
 			.parameter(1)
-			.toEqualTypeOf<root.KubernetesWorkspaceListOptions | undefined>()
+			.toEqualTypeOf<kubernetes.KubernetesWorkspaceListOptions | undefined>()
 		expectTypeOf<typeof root.listKubernetesWorkspaces>().returns.resolves.toEqualTypeOf<
 			root.KubernetesWorkspaceSummary[]
 		>()
 		expectTypeOf<typeof root.deleteKubernetesWorkspace>().parameter(1).toEqualTypeOf<string>()
 		expectTypeOf<typeof root.deleteKubernetesWorkspace>()
 			.parameter(2)
-			.toEqualTypeOf<root.KubernetesWorkspaceDeleteOptions | undefined>()
+			.toEqualTypeOf<kubernetes.KubernetesWorkspaceDeleteOptions | undefined>()
 		expectTypeOf<typeof root.suspendKubernetesWorkspace>()
 			.parameter(2)
 			.toEqualTypeOf<root.KubernetesWorkspaceSuspendOptions | undefined>()
-		expectTypeOf<root.KubernetesWorkspaceListOptions>().not.toHaveProperty('epoch')
+		expectTypeOf<kubernetes.KubernetesWorkspaceListOptions>().not.toHaveProperty('epoch')
 	})
 
 	it('R15-7bf9425-02, R15-7948fc0-11: the summary fields', () => {
@@ -80,17 +81,17 @@ describe('package root: the Kubernetes workspace fleet names', () => {
 		expectTypeOf<root.KubernetesWorkspaceSuspendOptions['epoch']>().toEqualTypeOf<
 			number | undefined
 		>()
-		expectTypeOf<root.KubernetesWorkspaceResumeOptions['epoch']>().toEqualTypeOf<
+		expectTypeOf<kubernetes.KubernetesWorkspaceResumeOptions['epoch']>().toEqualTypeOf<
 			number | undefined
 		>()
-		expectTypeOf<root.KubernetesWorkspaceResumeOptions['refreshPodTemplate']>().toEqualTypeOf<
+		expectTypeOf<kubernetes.KubernetesWorkspaceResumeOptions['refreshPodTemplate']>().toEqualTypeOf<
 			boolean | undefined
 		>()
 		expectTypeOf<root.KubernetesWorkspaceSuspendOptions>().not.toHaveProperty('refreshPodTemplate')
 		expectTypeOf<root.KubernetesWorkspaceDestroyOptions['epoch']>().toEqualTypeOf<
 			number | undefined
 		>()
-		expectTypeOf<root.KubernetesWorkspaceDeleteOptions['epoch']>().toEqualTypeOf<
+		expectTypeOf<kubernetes.KubernetesWorkspaceDeleteOptions['epoch']>().toEqualTypeOf<
 			number | undefined
 		>()
 	})
@@ -98,7 +99,9 @@ describe('package root: the Kubernetes workspace fleet names', () => {
 	it('R15-7948fc0-05, R15-7948fc0-12: the precondition error fields and the not-applied error are SandboxErrors', () => {
 		type Refusal = Instance<typeof root.KubernetesWorkspacePreconditionError>
 		expectTypeOf<Refusal>().toExtend<root.SandboxError>()
-		expectTypeOf<Refusal['operation']>().toEqualTypeOf<root.KubernetesWorkspaceFencedOperation>()
+		expectTypeOf<
+			Refusal['operation']
+		>().toEqualTypeOf<kubernetes.KubernetesWorkspaceFencedOperation>()
 		expectTypeOf<Refusal['workspaceId']>().toEqualTypeOf<string>()
 		expectTypeOf<Refusal['sandboxName']>().toEqualTypeOf<string>()
 		expectTypeOf<Refusal['epoch']>().toEqualTypeOf<number>()

@@ -5,45 +5,47 @@
  * notice, identity and restart-event types have the shape the spec names.
  */
 import { describe, expectTypeOf, it } from 'vitest'
+import type * as contract from '../../src/contract-entry.js'
 import type * as root from '../../src/index.js'
+import type * as kubernetes from '../../src/kubernetes-entry.js'
 
 type Instance<T> = T extends abstract new (...args: never[]) => infer I ? I : never
 
 describe('package root: the Kubernetes session and reattach names', () => {
 	it('R15-b3db254-29: the session names are the shared classes and types', () => {
 		expectTypeOf<typeof root.KubernetesSessionsUnsupportedError>().toEqualTypeOf<
-			typeof root.SessionsUnsupportedError
+			typeof contract.SessionsUnsupportedError
 		>()
 		expectTypeOf<typeof root.KubernetesSessionRefusedError>().toEqualTypeOf<
-			typeof root.SessionRefusedError
+			typeof contract.SessionRefusedError
 		>()
 		expectTypeOf<typeof root.SESSIONS_FEATURE>().toEqualTypeOf<'sessions'>()
 		expectTypeOf<Instance<typeof root.AgentSessionDetachedError>>().toExtend<root.SandboxError>()
-		expectTypeOf<root.KubernetesOpenTerminalOptions>().toEqualTypeOf<root.PersistentTerminalOptions>()
-		expectTypeOf<root.KubernetesAttachTerminalOptions>().toEqualTypeOf<root.AttachTerminalOptions>()
-		expectTypeOf<root.KubernetesStartDetachedOptions>().toEqualTypeOf<root.StartDetachedOptions>()
-		expectTypeOf<root.KubernetesReadSessionOptions>().toEqualTypeOf<root.ReadSessionOptions>()
-		expectTypeOf<root.KubernetesKillSessionOptions>().toEqualTypeOf<root.KillSessionOptions>()
-		expectTypeOf<root.KubernetesSessionSummary>().toEqualTypeOf<root.SessionSummary>()
+		expectTypeOf<root.KubernetesOpenTerminalOptions>().toEqualTypeOf<contract.PersistentTerminalOptions>()
+		expectTypeOf<root.KubernetesAttachTerminalOptions>().toEqualTypeOf<contract.AttachTerminalOptions>()
+		expectTypeOf<root.KubernetesStartDetachedOptions>().toEqualTypeOf<contract.StartDetachedOptions>()
+		expectTypeOf<root.KubernetesReadSessionOptions>().toEqualTypeOf<contract.ReadSessionOptions>()
+		expectTypeOf<root.KubernetesKillSessionOptions>().toEqualTypeOf<contract.KillSessionOptions>()
+		expectTypeOf<root.KubernetesSessionSummary>().toEqualTypeOf<contract.SessionSummary>()
 		expectTypeOf<root.KubernetesSessionOutput>().toEqualTypeOf<root.BackgroundJobOutput>()
-		expectTypeOf<root.KubernetesWorkspaceTerminal>().toEqualTypeOf<root.SessionTerminal>()
-		expectTypeOf<root.KubernetesSessionTerminal>().toEqualTypeOf<root.SessionTerminal>()
+		expectTypeOf<root.KubernetesWorkspaceTerminal>().toEqualTypeOf<contract.SessionTerminal>()
+		expectTypeOf<root.KubernetesSessionTerminal>().toEqualTypeOf<contract.SessionTerminal>()
 		expectTypeOf<'session_capacity'>().toExtend<root.KubernetesSessionRefusal>()
 	})
 
 	it('R15-260547f-25: the reattachable-execution names are the shared classes and types', () => {
 		expectTypeOf<typeof root.KubernetesExecutionDetachedError>().toEqualTypeOf<
-			typeof root.ExecutionDetachedError
+			typeof contract.ExecutionDetachedError
 		>()
 		expectTypeOf<typeof root.KubernetesExecutionNotAttachableError>().toEqualTypeOf<
-			typeof root.ExecutionNotAttachableError
+			typeof contract.ExecutionNotAttachableError
 		>()
 		expectTypeOf<typeof root.KubernetesExecutionAttachUnsupportedError>().toEqualTypeOf<
-			typeof root.ExecutionAttachUnsupportedError
+			typeof contract.ExecutionAttachUnsupportedError
 		>()
-		expectTypeOf<root.KubernetesDetachedExecOptions>().toEqualTypeOf<root.DetachableExecOptions>()
-		expectTypeOf<root.KubernetesAttachExecutionOptions>().toEqualTypeOf<root.AttachExecutionOptions>()
-		expectTypeOf<root.KubernetesAttachRefusal>().toEqualTypeOf<root.AttachRefusal>()
+		expectTypeOf<root.KubernetesDetachedExecOptions>().toEqualTypeOf<contract.DetachableExecOptions>()
+		expectTypeOf<root.KubernetesAttachExecutionOptions>().toEqualTypeOf<contract.AttachExecutionOptions>()
+		expectTypeOf<root.KubernetesAttachRefusal>().toEqualTypeOf<contract.AttachRefusal>()
 	})
 })
 
@@ -52,8 +54,8 @@ describe('package root: the Kubernetes guest', () => {
 		expectTypeOf<Instance<typeof root.KubernetesAgentRetiringError>>().toExtend<root.SandboxError>()
 		expectTypeOf<
 			root.KubernetesAgentRetiringError['tier']
-		>().toEqualTypeOf<root.KubernetesHandleTier>()
-		expectTypeOf<root.KubernetesHandleTier>().toEqualTypeOf<'task' | 'workspace'>()
+		>().toEqualTypeOf<kubernetes.KubernetesHandleTier>()
+		expectTypeOf<kubernetes.KubernetesHandleTier>().toEqualTypeOf<'task' | 'workspace'>()
 		expectTypeOf<
 			Instance<typeof root.KubernetesWorkspaceReplacedError>
 		>().toExtend<root.SandboxError>()
@@ -78,27 +80,27 @@ describe('package root: the Kubernetes guest', () => {
 		>().toEqualTypeOf<root.KubernetesWorkspaceAgentState>()
 		expectTypeOf<
 			root.KubernetesWorkspaceCancellationNotice['guest']
-		>().toEqualTypeOf<root.KubernetesWorkspaceGuestVerdict>()
+		>().toEqualTypeOf<kubernetes.KubernetesWorkspaceGuestVerdict>()
 		expectTypeOf<root.KubernetesWorkspaceCancellationNotice['previous']>().toEqualTypeOf<
-			root.KubernetesGuestRef | undefined
+			kubernetes.KubernetesGuestRef | undefined
 		>()
 		expectTypeOf<root.KubernetesWorkspaceCancellationNotice['current']>().toEqualTypeOf<
-			root.KubernetesGuestRef | undefined
+			kubernetes.KubernetesGuestRef | undefined
 		>()
 	})
 
 	it('R15-1d46ef4-07/08: identity and the restart events', () => {
-		expectTypeOf<root.KubernetesWorkspaceIdentity>().toEqualTypeOf<{
+		expectTypeOf<kubernetes.KubernetesWorkspaceIdentity>().toEqualTypeOf<{
 			readonly sandboxUid: string
 			readonly volumeClaimUids: Readonly<Record<string, string>>
 			readonly podUid: string
 			readonly guestBootId?: string
 		}>()
-		expectTypeOf<root.KubernetesGuestRestartReason>().toEqualTypeOf<
+		expectTypeOf<kubernetes.KubernetesGuestRestartReason>().toEqualTypeOf<
 			'pod-replaced' | 'container-restarted'
 		>()
-		expectTypeOf<root.KubernetesGuestRestartListener>().toEqualTypeOf<
-			(event: root.KubernetesGuestRestartEvent) => void
+		expectTypeOf<kubernetes.KubernetesGuestRestartListener>().toEqualTypeOf<
+			(event: kubernetes.KubernetesGuestRestartEvent) => void
 		>()
 	})
 })

@@ -1,6 +1,7 @@
 // The Kubernetes session and reattach names at the built package root are the shared classes
 // themselves — not copies — so `instanceof` with either name holds.
 import { describe, expect, it } from 'vitest'
+import * as contract from '../../src/contract-entry.js'
 import * as root from '../../src/index.js'
 
 describe('package root: Kubernetes names of the shared classes', () => {
@@ -9,31 +10,31 @@ describe('package root: Kubernetes names of the shared classes', () => {
 			'R15-b3db254-29',
 			'KubernetesSessionsUnsupportedError',
 			root.KubernetesSessionsUnsupportedError,
-			root.SessionsUnsupportedError,
+			contract.SessionsUnsupportedError,
 		],
 		[
 			'R15-b3db254-29',
 			'KubernetesSessionRefusedError',
 			root.KubernetesSessionRefusedError,
-			root.SessionRefusedError,
+			contract.SessionRefusedError,
 		],
 		[
 			'R15-260547f-25',
 			'KubernetesExecutionDetachedError',
 			root.KubernetesExecutionDetachedError,
-			root.ExecutionDetachedError,
+			contract.ExecutionDetachedError,
 		],
 		[
 			'R15-260547f-25',
 			'KubernetesExecutionNotAttachableError',
 			root.KubernetesExecutionNotAttachableError,
-			root.ExecutionNotAttachableError,
+			contract.ExecutionNotAttachableError,
 		],
 		[
 			'R15-260547f-25',
 			'KubernetesExecutionAttachUnsupportedError',
 			root.KubernetesExecutionAttachUnsupportedError,
-			root.ExecutionAttachUnsupportedError,
+			contract.ExecutionAttachUnsupportedError,
 		],
 	])('%s: %s is the shared class', (_id, _name, alias, shared) => {
 		expect(alias).toBe(shared)

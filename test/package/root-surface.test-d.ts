@@ -6,33 +6,40 @@
  */
 import { describe, expectTypeOf, it } from 'vitest'
 import type * as agent from '../../src/agent-entry.js'
+import type * as contract from '../../src/contract-entry.js'
 import type * as root from '../../src/index.js'
+import type * as kubernetes from '../../src/kubernetes-entry.js'
+import type * as local from '../../src/local-entry.js'
 
 type Instance<T> = T extends abstract new (...args: never[]) => infer I ? I : never
 
 describe('package root: detachable executions', () => {
 	it('exports the execution errors, each a SandboxError', () => {
-		expectTypeOf<Instance<typeof root.ExecutionDetachedError>>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.ExecutionNotAttachableError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof contract.ExecutionDetachedError>>().toExtend<root.SandboxError>()
 		expectTypeOf<
-			Instance<typeof root.ExecutionAttachUnsupportedError>
+			Instance<typeof contract.ExecutionNotAttachableError>
 		>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.ExecutionCancelRefusedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof contract.ExecutionAttachUnsupportedError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof contract.ExecutionCancelRefusedError>
+		>().toExtend<root.SandboxError>()
 	})
 
 	it('exports the feature names, the default reattach window and the option types', () => {
-		expectTypeOf<typeof root.EXECUTION_ATTACH_FEATURE>().toEqualTypeOf<'execution-attach'>()
-		expectTypeOf<typeof root.GUEST_BOOT_ID_FEATURE>().toEqualTypeOf<'guest-boot-id'>()
-		expectTypeOf<typeof root.DEFAULT_REATTACH_WINDOW_MS>().toEqualTypeOf<30_000>()
-		expectTypeOf<root.DetachableExecOptions>().toExtend<root.SandboxExecOptions>()
+		expectTypeOf<typeof agent.EXECUTION_ATTACH_FEATURE>().toEqualTypeOf<'execution-attach'>()
+		expectTypeOf<typeof agent.GUEST_BOOT_ID_FEATURE>().toEqualTypeOf<'guest-boot-id'>()
+		expectTypeOf<typeof contract.DEFAULT_REATTACH_WINDOW_MS>().toEqualTypeOf<30_000>()
+		expectTypeOf<contract.DetachableExecOptions>().toExtend<root.SandboxExecOptions>()
 		expectTypeOf({
 			timeout: 1,
 			detach: true,
 			reattachWindowMs: 5,
-		}).toExtend<root.DetachableExecOptions>()
-		expectTypeOf({ fromOffset: 0 }).toExtend<root.AttachExecutionOptions>()
-		expectTypeOf({}).toExtend<root.CancelExecutionOptions>()
-		expectTypeOf<'output_not_retained'>().toExtend<root.AttachRefusal>()
+		}).toExtend<contract.DetachableExecOptions>()
+		expectTypeOf({ fromOffset: 0 }).toExtend<contract.AttachExecutionOptions>()
+		expectTypeOf({}).toExtend<contract.CancelExecutionOptions>()
+		expectTypeOf<'output_not_retained'>().toExtend<contract.AttachRefusal>()
 	})
 
 	it('keeps SandboxExecOptions free of the detachable fields', () => {
@@ -63,16 +70,26 @@ describe('package root: transport limits, feature names, wire and handle types',
 			Instance<typeof root.RemoteCancellationUnknownError>
 		>().toExtend<root.SandboxError>()
 		expectTypeOf<Instance<typeof root.RemoteProtocolError>>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.RemoteByteCountError>>().toExtend<root.RemoteProtocolError>()
-		expectTypeOf<Instance<typeof root.AgentReadFileTooLargeError>>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.RemoteCommandError>>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.RemoteResultIncompleteError>>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof contract.RemoteByteCountError>
+		>().toExtend<root.RemoteProtocolError>()
+		expectTypeOf<
+			Instance<typeof contract.AgentReadFileTooLargeError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof contract.RemoteCommandError>>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof contract.RemoteResultIncompleteError>
+		>().toExtend<root.SandboxError>()
 	})
 
 	it('leaves the transport, the sandbox over it and the file verbs to @namzu/sandbox/agent or inside', () => {
 		expectTypeOf<typeof root>().not.toHaveProperty('AgentTransport')
 		expectTypeOf<typeof root>().not.toHaveProperty('createAgentSandbox')
-		expectTypeOf<typeof root>().not.toHaveProperty('RemoteExecutionController')
+		// The spec's two building blocks are on the root too (R15-3a6651c-30), the same values as ./agent's.
+		expectTypeOf<typeof root.RemoteExecutionController>().toEqualTypeOf<
+			typeof agent.RemoteExecutionController
+		>()
+		expectTypeOf<typeof root.walkFilesViaExec>().toEqualTypeOf<typeof agent.walkFilesViaExec>()
 		expectTypeOf<typeof root>().not.toHaveProperty('readFileThroughAgent')
 		expectTypeOf<typeof root>().not.toHaveProperty('writeFileThroughAgent')
 		expectTypeOf<typeof root>().not.toHaveProperty('FrameReader')
@@ -87,7 +104,7 @@ describe('package root: transport limits, feature names, wire and handle types',
 			agent.AgentRefusalCode | undefined
 		>()
 		expectTypeOf<
-			Instance<typeof root.AgentOpRefusedError>['refusal']
+			Instance<typeof contract.AgentOpRefusedError>['refusal']
 		>().toEqualTypeOf<agent.WireRefusal>()
 		expectTypeOf<typeof agent.AgentTransport>().toBeConstructibleWith({
 			kind: 'unix',
@@ -98,14 +115,16 @@ describe('package root: transport limits, feature names, wire and handle types',
 
 	it('exports the transport limits and the feature names with their wire values', () => {
 		expectTypeOf<typeof root.DEFAULT_MAX_WRITE_FILE_BYTES>().toEqualTypeOf<1_073_741_824>()
-		expectTypeOf<typeof root.DEFAULT_MAX_READ_FILE_BYTES>().toEqualTypeOf<1_073_741_824>()
-		expectTypeOf<typeof root.DEFAULT_SESSION_READ_MAX_BYTES>().toEqualTypeOf<67_108_864>()
-		expectTypeOf<typeof root.DEFAULT_MAX_OUTPUT_BYTES>().toEqualTypeOf<104_857_600>()
+		expectTypeOf<typeof contract.DEFAULT_MAX_READ_FILE_BYTES>().toEqualTypeOf<1_073_741_824>()
+		expectTypeOf<typeof contract.DEFAULT_SESSION_READ_MAX_BYTES>().toEqualTypeOf<67_108_864>()
+		expectTypeOf<typeof contract.DEFAULT_MAX_OUTPUT_BYTES>().toEqualTypeOf<104_857_600>()
 		expectTypeOf({ maxOutputBytes: 1024 }).toExtend<root.AgentExecOptions>()
-		expectTypeOf<root.DetachableExecOptions>().toExtend<root.AgentExecOptions>()
+		expectTypeOf<contract.DetachableExecOptions>().toExtend<root.AgentExecOptions>()
 		expectTypeOf<typeof root.GUEST_FRAME_LIMIT_BYTES>().toEqualTypeOf<268_435_456>()
 		expectTypeOf<typeof root.TCP_PREAUTH_FRAME_LIMIT_BYTES>().toEqualTypeOf<8_388_608>()
-		expectTypeOf<typeof root.AGENT_PROTOCOL_VERSION>().toEqualTypeOf<2>()
+		expectTypeOf<typeof agent.AGENT_PROTOCOL_VERSION>().toEqualTypeOf<2>()
+		expectTypeOf<typeof root.REMOTE_EXECUTION_PROTOCOL_VERSION>().toEqualTypeOf<2>()
+		expectTypeOf<typeof root.FIRECRACKER_AGENT_PROTOCOL_VERSION>().toEqualTypeOf<2>()
 		expectTypeOf<typeof root.WRITE_FILE_PARTS_FEATURE>().toEqualTypeOf<'write-file-parts'>()
 		expectTypeOf<typeof root.READ_FILE_STREAM_FEATURE>().toEqualTypeOf<'read-file-stream'>()
 	})
@@ -126,11 +145,11 @@ describe('package root: transport limits, feature names, wire and handle types',
 
 describe('package root: quiesce, flush, stream heartbeat', () => {
 	it('exports the quiesce, flush and stream-silence errors, each a SandboxError', () => {
-		expectTypeOf<Instance<typeof root.QuiesceUnsupportedError>>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.QuiesceUnconfirmedError>>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.FlushUnsupportedError>>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.FlushUnconfirmedError>>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.AgentStreamSilentError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof contract.QuiesceUnsupportedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof contract.QuiesceUnconfirmedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof contract.FlushUnsupportedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof contract.FlushUnconfirmedError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof contract.AgentStreamSilentError>>().toExtend<root.SandboxError>()
 	})
 
 	it('exports GuestDiedError, a SandboxError carrying how the guest ended', () => {
@@ -138,20 +157,20 @@ describe('package root: quiesce, flush, stream heartbeat', () => {
 		expectTypeOf<Instance<typeof root.GuestDiedError>['oomKilled']>().toEqualTypeOf<
 			boolean | undefined
 		>()
-		expectTypeOf<root.GuestExit['signal']>().toEqualTypeOf<NodeJS.Signals | null>()
+		expectTypeOf<contract.GuestExit['signal']>().toEqualTypeOf<NodeJS.Signals | null>()
 	})
 
 	it('exports the feature names and heartbeat constants with their wire values, the protocol version unchanged', () => {
 		expectTypeOf<typeof root.QUIESCE_FEATURE>().toEqualTypeOf<'quiesce'>()
 		expectTypeOf<typeof root.FLUSH_FEATURE>().toEqualTypeOf<'flush'>()
 		expectTypeOf<typeof root.STREAM_HEARTBEAT_FEATURE>().toEqualTypeOf<'stream-heartbeat'>()
-		expectTypeOf<typeof root.BINARY_FRAMES_FEATURE>().toEqualTypeOf<'binary-frames'>()
-		expectTypeOf<typeof root.EXECUTE_RESERVES_FEATURE>().toEqualTypeOf<'execute-reserves'>()
+		expectTypeOf<typeof agent.BINARY_FRAMES_FEATURE>().toEqualTypeOf<'binary-frames'>()
+		expectTypeOf<typeof agent.EXECUTE_RESERVES_FEATURE>().toEqualTypeOf<'execute-reserves'>()
 		expectTypeOf<typeof root.DEFAULT_STREAM_HEARTBEAT_MS>().toEqualTypeOf<15_000>()
 		expectTypeOf<typeof root.MIN_STREAM_HEARTBEAT_MS>().toEqualTypeOf<100>()
 		expectTypeOf<typeof root.STREAM_HEARTBEAT_MISS_LIMIT>().toEqualTypeOf<3>()
 		expectTypeOf<typeof root.STREAM_HEARTBEAT_MAX_ECHO_FACTOR>().toEqualTypeOf<4>()
-		expectTypeOf<typeof root.AGENT_PROTOCOL_VERSION>().toEqualTypeOf<2>()
+		expectTypeOf<typeof agent.AGENT_PROTOCOL_VERSION>().toEqualTypeOf<2>()
 	})
 
 	it('exports the StreamHeartbeat, QuiesceScope, QuiescedProcess and report types', () => {
@@ -162,14 +181,16 @@ describe('package root: quiesce, flush, stream heartbeat', () => {
 			command: 'sleep 30',
 			signal: 'SIGKILL' as const,
 		}).toExtend<root.QuiescedProcess>()
-		expectTypeOf<root.QuiesceReport['stopped']>().toEqualTypeOf<readonly root.QuiescedProcess[]>()
+		expectTypeOf<contract.QuiesceReport['stopped']>().toEqualTypeOf<
+			readonly root.QuiescedProcess[]
+		>()
 		expectTypeOf({
 			scope: 'owned-sessions' as const,
 			graceMs: 1,
 			rounds: 2,
 			stopped: [],
-		}).toExtend<root.QuiesceReport>()
-		expectTypeOf({ durationMs: 1, workspace: '/workspace' }).toExtend<root.FlushReport>()
+		}).toExtend<contract.QuiesceReport>()
+		expectTypeOf({ durationMs: 1, workspace: '/workspace' }).toExtend<contract.FlushReport>()
 	})
 
 	it('the contract Sandbox gains neither quiesce nor flush; only the agent-backed sandbox has them', () => {
@@ -191,74 +212,84 @@ describe('package root: Kubernetes API bounds', () => {
 
 describe('package root: the error model', () => {
 	it('exports GuestFeatureUnsupportedError, and each named feature error is one', () => {
-		expectTypeOf<Instance<typeof root.GuestFeatureUnsupportedError>>().toExtend<root.SandboxError>()
 		expectTypeOf<
-			Instance<typeof root.GuestFeatureUnsupportedError>['feature']
-		>().toEqualTypeOf<root.AgentFeature>()
+			Instance<typeof contract.GuestFeatureUnsupportedError>
+		>().toExtend<root.SandboxError>()
 		expectTypeOf<
-			Instance<typeof root.GuestFeatureUnsupportedError>['operation']
+			Instance<typeof contract.GuestFeatureUnsupportedError>['feature']
+		>().toEqualTypeOf<agent.AgentFeature>()
+		expectTypeOf<
+			Instance<typeof contract.GuestFeatureUnsupportedError>['operation']
 		>().toEqualTypeOf<string>()
 		expectTypeOf<
-			Instance<typeof root.SessionsUnsupportedError>
-		>().toExtend<root.GuestFeatureUnsupportedError>()
+			Instance<typeof contract.SessionsUnsupportedError>
+		>().toExtend<contract.GuestFeatureUnsupportedError>()
 		expectTypeOf<
-			Instance<typeof root.ExecutionAttachUnsupportedError>
-		>().toExtend<root.GuestFeatureUnsupportedError>()
+			Instance<typeof contract.ExecutionAttachUnsupportedError>
+		>().toExtend<contract.GuestFeatureUnsupportedError>()
 		expectTypeOf<
 			Instance<typeof root.AgentReadFileStreamUnsupportedError>
-		>().toExtend<root.GuestFeatureUnsupportedError>()
+		>().toExtend<contract.GuestFeatureUnsupportedError>()
 		expectTypeOf<
-			Instance<typeof root.QuiesceUnsupportedError>
-		>().toExtend<root.GuestFeatureUnsupportedError>()
+			Instance<typeof contract.QuiesceUnsupportedError>
+		>().toExtend<contract.GuestFeatureUnsupportedError>()
 		expectTypeOf<
-			Instance<typeof root.FlushUnsupportedError>
-		>().toExtend<root.GuestFeatureUnsupportedError>()
+			Instance<typeof contract.FlushUnsupportedError>
+		>().toExtend<contract.GuestFeatureUnsupportedError>()
 	})
 
 	it('types KubernetesApiError.reason as the failure kind, the Status reason apart', () => {
 		expectTypeOf<
 			root.KubernetesApiError['reason']
-		>().toEqualTypeOf<root.KubernetesApiFailureReason>()
+		>().toEqualTypeOf<kubernetes.KubernetesApiFailureReason>()
 		expectTypeOf<root.KubernetesApiError['statusReason']>().toEqualTypeOf<string | undefined>()
 	})
 
 	it('exports the acquire failures that travel as themselves, each a SandboxError', () => {
-		expectTypeOf<Instance<typeof root.KubernetesClaimUnboundError>>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.KubernetesPodUnusableError>>().toExtend<root.SandboxError>()
 		expectTypeOf<
-			Instance<typeof root.KubernetesTemplateInvalidError>
+			Instance<typeof kubernetes.KubernetesClaimUnboundError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof kubernetes.KubernetesPodUnusableError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof kubernetes.KubernetesTemplateInvalidError>
 		>().toExtend<root.SandboxError>()
 	})
 })
 
 describe('package root: the local tier’s hardening', () => {
 	it('exports the confinement, network and limit refusals, each a SandboxError', () => {
-		expectTypeOf<Instance<typeof root.LocalPathOptionError>>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.LocalWorkspaceBusyError>>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.LocalHelperUnavailableError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof local.LocalPathOptionError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof local.LocalWorkspaceBusyError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof local.LocalHelperUnavailableError>>().toExtend<root.SandboxError>()
 		expectTypeOf<
-			Instance<typeof root.LocalSandboxUidsExhaustedError>
+			Instance<typeof local.LocalSandboxUidsExhaustedError>
 		>().toExtend<root.SandboxError>()
 		expectTypeOf<
-			Instance<typeof root.LocalStateDirUnreachableError>
+			Instance<typeof local.LocalStateDirUnreachableError>
 		>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.LocalStateEntryUnsafeError>>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.LocalNetworkUnavailableError>>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.LocalNetworkSetupError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof local.LocalStateEntryUnsafeError>>().toExtend<root.SandboxError>()
 		expectTypeOf<
-			Instance<typeof root.DefaultLimitsUnavailableError>
+			Instance<typeof local.LocalNetworkUnavailableError>
 		>().toExtend<root.SandboxError>()
-		expectTypeOf<Instance<typeof root.DiskLimitUnavailableError>>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof local.LocalNetworkSetupError>>().toExtend<root.SandboxError>()
+		expectTypeOf<
+			Instance<typeof local.DefaultLimitsUnavailableError>
+		>().toExtend<root.SandboxError>()
+		expectTypeOf<Instance<typeof local.DiskLimitUnavailableError>>().toExtend<root.SandboxError>()
 	})
 
 	it('takes the new create and backend options', () => {
-		expectTypeOf<root.LocalSandboxCreateConfig['cpuLimit']>().toEqualTypeOf<number | undefined>()
-		expectTypeOf<root.LocalSandboxCreateConfig['diskLimitMb']>().toEqualTypeOf<number | undefined>()
+		expectTypeOf<local.LocalSandboxCreateConfig['cpuLimit']>().toEqualTypeOf<number | undefined>()
+		expectTypeOf<local.LocalSandboxCreateConfig['diskLimitMb']>().toEqualTypeOf<
+			number | undefined
+		>()
 		expectTypeOf<root.LocalBackendConfig['defaultLimits']>().toEqualTypeOf<
-			root.DefaultLimitsMode | undefined
+			local.DefaultLimitsMode | undefined
 		>()
 		expectTypeOf<root.LocalBackendConfig['sandboxUidRange']>().toEqualTypeOf<
-			root.SandboxUidRange | undefined
+			local.SandboxUidRange | undefined
 		>()
 	})
 })
@@ -290,8 +321,8 @@ describe('package root: Kubernetes workspaces', () => {
 			.toEqualTypeOf<root.KubernetesWorkspaceSuspendOptions | undefined>()
 		expectTypeOf<root.KubernetesWorkspace['resume']>()
 			.parameter(0)
-			.toEqualTypeOf<root.KubernetesWorkspaceResumeOptions | undefined>()
-		expectTypeOf<root.KubernetesWorkspaceResumeOptions>().toExtend<root.KubernetesWorkspaceTransitionOptions>()
+			.toEqualTypeOf<kubernetes.KubernetesWorkspaceResumeOptions | undefined>()
+		expectTypeOf<kubernetes.KubernetesWorkspaceResumeOptions>().toExtend<root.KubernetesWorkspaceTransitionOptions>()
 		expectTypeOf<root.KubernetesWorkspace['destroy']>()
 			.parameter(0)
 			.toEqualTypeOf<root.KubernetesWorkspaceDestroyOptions | undefined>()
@@ -357,16 +388,16 @@ describe('package root: Kubernetes workspaces', () => {
 			Instance<typeof root.KubernetesFlushUnreachableError>
 		>().toExtend<root.SandboxError>()
 		expectTypeOf<typeof root.KubernetesFlushUnconfirmedError>().toEqualTypeOf<
-			typeof root.FlushUnconfirmedError
+			typeof contract.FlushUnconfirmedError
 		>()
 		expectTypeOf<typeof root.KubernetesFlushUnsupportedError>().toEqualTypeOf<
-			typeof root.FlushUnsupportedError
+			typeof contract.FlushUnsupportedError
 		>()
 		expectTypeOf<typeof root.KubernetesQuiesceUnconfirmedError>().toEqualTypeOf<
-			typeof root.QuiesceUnconfirmedError
+			typeof contract.QuiesceUnconfirmedError
 		>()
 		expectTypeOf<typeof root.KubernetesQuiesceUnsupportedError>().toEqualTypeOf<
-			typeof root.QuiesceUnsupportedError
+			typeof contract.QuiesceUnsupportedError
 		>()
 		expectTypeOf<typeof root.FLUSH_FEATURE>().toEqualTypeOf<'flush'>()
 		expectTypeOf<typeof root.QUIESCE_FEATURE>().toEqualTypeOf<'quiesce'>()

@@ -3,9 +3,9 @@
  * present but not an object is refused rather than served as the whole-file write it resembles.
  */
 
+import { isRecord } from '../../common/is-record.js'
 import { asciiMemberBytes } from '../../wire/ascii-string-members.js'
 import { decodeBase64 } from '../../wire/base64-pieces.js'
-import { isRecord } from '../../wire/is-record.js'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { OpRefusal } from '../server/op-refusal.js'
 import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../server/value-checks.js'

@@ -5,6 +5,7 @@
  * runs: new work is refused, request-shaped ops with `quiesce_in_progress`, stream-shaped ones as
  * a stream refusal. Pure decision; the connection layer applies it after authentication.
  */
+import type { AgentOp } from '../../wire/protocol.js'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 
 export interface AgentGates {
@@ -16,8 +17,8 @@ export function createAgentGates(): AgentGates {
 	return { retiring: false, quiescing: false }
 }
 
-const SERVED_WHILE_RETIRING = new Set(['healthz', 'cancel-execution'])
-const REFUSED_WHILE_QUIESCING = new Set([
+const SERVED_WHILE_RETIRING: ReadonlySet<string> = new Set<AgentOp>(['healthz', 'cancel-execution'])
+const REFUSED_WHILE_QUIESCING: ReadonlySet<string> = new Set<AgentOp>([
 	'reserve-execution',
 	'execute',
 	'terminal',

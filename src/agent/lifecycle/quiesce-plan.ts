@@ -7,6 +7,7 @@
  * command is spawned detached) plus the sessions of every process in the agent's workload cgroups
  * (a `setsid` descendant, or one a finished command left behind, is in no other).
  */
+import { isDeadState } from '../../common/proc-stat.js'
 import type { QuiesceScope } from '../../wire/lifecycle-ops.js'
 import type { QuiesceScopeSetting } from './lifecycle-config.js'
 
@@ -44,7 +45,7 @@ export function decideQuiesceScope(
 }
 
 export function isGone(entry: Pick<ProcEntry, 'state'> | undefined): boolean {
-	return entry === undefined || entry.state === 'Z' || entry.state === 'X'
+	return entry === undefined || isDeadState(entry.state)
 }
 
 /** Sessions of every descendant of the agent, plus `registered`, minus the agent's own. */

@@ -7,7 +7,7 @@
  */
 
 import { readFileSync, readlinkSync } from 'node:fs'
-import { setTimeout as sleep } from 'node:timers/promises'
+import { pollUntil } from '../../common/poll-until.js'
 import type { QuiescedProcess, QuiesceReply, QuiesceScope } from '../../wire/lifecycle-ops.js'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { readAllProcStats, readProcStat } from '../process/process-tree.js'
@@ -24,7 +24,6 @@ import {
 	sessionsOfPids,
 } from './quiesce-plan.js'
 
-const POLL_INTERVAL_MS = 10
 const MAX_COMMAND_CHARS = 256
 
 /** `quiesce_unconfirmed`: `pid` outlived SIGKILL, or was still being found when time ran out. */
@@ -124,12 +123,12 @@ function signal(pid: number, name: NodeJS.Signals): void {
 
 /** Polls until none of `pids` is alive or `untilAt`; answers those still alive. */
 async function waitGone(pids: readonly number[], untilAt: number): Promise<number[]> {
-	for (;;) {
-		const alive = pids.filter((pid) => !isGone(readProcStat(pid)))
-		const left = untilAt - performance.now()
-		if (alive.length === 0 || left <= 0) return alive
-		await sleep(Math.min(POLL_INTERVAL_MS, left))
-	}
+	let alive = [...pids]
+	await pollUntil(() => {
+		alive = alive.filter((pid) => !isGone(readProcStat(pid)))
+		return alive.length === 0
+	}, untilAt)
+	return alive
 }
 
 export async function runQuiesce(run: QuiesceRun): Promise<QuiesceReply> {

@@ -6,7 +6,7 @@
  * waits (within the same bound) until the program's whole cgroup is empty, when it has one. An
  * exited session answers its summary with `signalled: 0` (idempotent).
  */
-import { setTimeout as delay } from 'node:timers/promises'
+import { settleWithin } from '../../common/bounded-promise.js'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import type { OpHandler } from '../server/op-context.js'
 import { OpRefusal } from '../server/op-refusal.js'
@@ -23,12 +23,7 @@ export const killSession: OpHandler = async (body, ctx) => {
 	await session.whenExited(timeoutMs)
 	if (spec.signal === 'SIGKILL' && session.program) {
 		const left = Math.max(0, timeoutMs - (performance.now() - startedAt))
-		const bound = new AbortController()
-		await Promise.race([
-			session.program.tornDown,
-			delay(left, undefined, { signal: bound.signal }).catch(() => undefined),
-		])
-		bound.abort()
+		await settleWithin(session.program.tornDown, left)
 	}
 	ctx.reply({ ok: true, ...session.summary(), signalled })
 }

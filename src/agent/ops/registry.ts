@@ -1,3 +1,4 @@
+import type { AgentOp } from '../../wire/protocol.js'
 import type { OpHandler } from '../server/op-context.js'
 import { attachExecution } from './attach-execution.js'
 import { attachSession } from './attach-session.js'
@@ -29,7 +30,8 @@ export interface OpEntry {
 	readonly binaryFrames?: true
 }
 
-export const OPS: Readonly<Record<string, OpEntry>> = {
+/** Keyed by exactly the wire's op table: an op missing here, or one the wire lacks, fails to compile. */
+const HANDLERS: { readonly [Op in AgentOp]: OpEntry } = {
 	healthz: { handler: healthz, stream: false, public: true },
 	'reserve-execution': { handler: reserveExecution, stream: false },
 	execute: { handler: execute, stream: true, binaryFrames: true },
@@ -55,3 +57,5 @@ export const OPS: Readonly<Record<string, OpEntry>> = {
 	'list-directory': { handler: listDirectory, stream: false },
 	'watch-path': { handler: watchPath, stream: true },
 }
+
+export const OPS: Readonly<Record<string, OpEntry>> = HANDLERS

@@ -11,11 +11,10 @@
  *   for `cgroup.events` to say `populated 0`.
  */
 import { readFileSync, rmdirSync, writeFileSync } from 'node:fs'
-import { setTimeout as delay } from 'node:timers/promises'
+import { pollUntil } from '../../common/poll-until.js'
 import { parseFreezerState, parsePopulated, parseProcsList } from './cgroup-files.js'
 import { type CommandUsage, readCommandUsage } from './command-usage.js'
 
-const POLL_INTERVAL_MS = 5
 /** How long one v1 round waits for `FROZEN` before killing what it sees anyway. */
 const FREEZE_WAIT_MS = 50
 /** How long one v1 round waits for the killed members to leave before the next round. */
@@ -174,27 +173,17 @@ export class CommandCgroup {
 	}
 
 	async #waitFrozen(untilAt: number): Promise<void> {
-		for (;;) {
-			let state: string
+		await pollUntil(() => {
 			try {
-				state = readFileSync(`${this.path}/freezer.state`, 'utf8')
+				return parseFreezerState(readFileSync(`${this.path}/freezer.state`, 'utf8')) !== 'FREEZING'
 			} catch {
-				return
+				return true
 			}
-			if (parseFreezerState(state) !== 'FREEZING') return
-			const left = untilAt - performance.now()
-			if (left <= 0) return
-			await delay(Math.min(POLL_INTERVAL_MS, left))
-		}
+		}, untilAt)
 	}
 
-	async #waitEmpty(untilAt: number): Promise<boolean> {
-		for (;;) {
-			if (this.isEmpty()) return true
-			const left = untilAt - performance.now()
-			if (left <= 0) return false
-			await delay(Math.min(POLL_INTERVAL_MS, left))
-		}
+	#waitEmpty(untilAt: number): Promise<boolean> {
+		return pollUntil(() => this.isEmpty(), untilAt)
 	}
 }
 

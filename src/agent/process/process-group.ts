@@ -8,10 +8,9 @@
  * window": SIGTERM the group, wait up to the grace window for it to go quiet, SIGKILL it if anything
  * is still alive, then wait up to the confirm timeout for it to be gone.
  */
-import { setTimeout as sleep } from 'node:timers/promises'
+import { pollUntil } from '../../common/poll-until.js'
+import { isDeadState } from '../../common/proc-stat.js'
 import { type ProcStat, readAllProcStats } from './process-tree.js'
-
-const POLL_INTERVAL_MS = 10
 
 function errorCode(error: unknown): string | undefined {
 	if (error instanceof Error && 'code' in error && typeof error.code === 'string') return error.code
@@ -37,8 +36,7 @@ function liveMembersFromProc(pgid: number): number | undefined {
 	} catch {
 		return undefined
 	}
-	return stats.filter((stat) => stat.pgrp === pgid && stat.state !== 'Z' && stat.state !== 'X')
-		.length
+	return stats.filter((stat) => stat.pgrp === pgid && !isDeadState(stat.state)).length
 }
 
 /** Whether any non-zombie process is still in the group. */
@@ -56,13 +54,7 @@ export function isProcessGroupAlive(pgid: number): boolean {
 
 /** Polls until the group is gone or `timeoutMs` passed; true when it is gone. */
 export async function waitForProcessGroupExit(pgid: number, timeoutMs: number): Promise<boolean> {
-	const deadline = performance.now() + timeoutMs
-	for (;;) {
-		if (!isProcessGroupAlive(pgid)) return true
-		const left = deadline - performance.now()
-		if (left <= 0) return false
-		await sleep(Math.min(POLL_INTERVAL_MS, left))
-	}
+	return pollUntil(() => !isProcessGroupAlive(pgid), performance.now() + timeoutMs)
 }
 
 export interface TerminateOptions {

@@ -5,6 +5,12 @@
  */
 
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
+import {
+	procStatField,
+	procStatNumber,
+	readProcStatText,
+	splitProcStat,
+} from '../../common/proc-stat.js'
 
 export interface ProcStat {
 	readonly pid: number
@@ -21,33 +27,21 @@ export interface ProcStat {
 /** Major number of Unix98 PTY slaves (`/dev/pts/N`). */
 export const PTY_SLAVE_MAJOR = 136
 
-/**
- * Parses `/proc/<pid>/stat`. `comm` may hold spaces and parentheses, so fields are counted from the
- * LAST `)`. Returns undefined for text that does not have the shape.
- */
+/** `/proc/<pid>/stat` as the fields the agent reads; undefined for text that does not have the shape. */
 export function parseProcStat(text: string): ProcStat | undefined {
-	const open = text.indexOf('(')
-	const close = text.lastIndexOf(')')
-	if (open < 1 || close < open) return undefined
-	const pid = Number(text.slice(0, open).trim())
-	const rest = text
-		.slice(close + 1)
-		.trim()
-		.split(/\s+/)
-	// After comm: state ppid pgrp session tty_nr …
-	const [state, ppid, pgrp, session, ttyNr] = rest
-	if (state === undefined || ttyNr === undefined) return undefined
-	const numbers = [pid, Number(ppid), Number(pgrp), Number(session), Number(ttyNr)]
-	if (!numbers.every((value) => Number.isSafeInteger(value))) return undefined
-	return {
-		pid,
-		comm: text.slice(open + 1, close),
-		state,
-		ppid: Number(ppid),
-		pgrp: Number(pgrp),
-		session: Number(session),
-		ttyNr: Number(ttyNr),
+	const line = splitProcStat(text)
+	if (!line) return undefined
+	const pid = Number(line.pidText)
+	const state = procStatField(line, 'state')
+	const ppid = procStatNumber(line, 'ppid')
+	const pgrp = procStatNumber(line, 'pgrp')
+	const session = procStatNumber(line, 'session')
+	const ttyNr = procStatNumber(line, 'ttyNr')
+	if (line.pidText === '' || !Number.isSafeInteger(pid) || state === undefined) return undefined
+	if (ppid === undefined || pgrp === undefined || session === undefined || ttyNr === undefined) {
+		return undefined
 	}
+	return { pid, comm: line.comm, state, ppid, pgrp, session, ttyNr }
 }
 
 /** Decodes a `tty_nr` the way the kernel's `new_encode_dev` packs it. */
@@ -92,11 +86,8 @@ export function pidsInSession(
 // ---- thin readers ------------------------------------------------------------------------------
 
 export function readProcStat(pid: number): ProcStat | undefined {
-	try {
-		return parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'))
-	} catch {
-		return undefined
-	}
+	const text = readProcStatText(pid)
+	return text === undefined ? undefined : parseProcStat(text)
 }
 
 /** Every process currently visible in `/proc` (those that vanish mid-scan are skipped). */

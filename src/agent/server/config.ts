@@ -4,7 +4,7 @@
  */
 
 import { FRAME_HEADER_BYTES } from '../../wire/frame.js'
-import { DEFAULT_MAX_OUTPUT_BYTES } from '../../wire/protocol.js'
+import { DEFAULT_EXECUTION_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES } from '../../wire/protocol.js'
 import { type LifecycleConfig, loadLifecycleConfig } from '../lifecycle/lifecycle-config.js'
 import {
 	parseWorkloadCgroups,
@@ -180,7 +180,7 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
 		readRoots: roots(env, 'NAMZU_SANDBOX_READ_ROOTS'),
 		writeRoots: roots(env, 'NAMZU_SANDBOX_WRITE_ROOTS'),
 		maxTimeoutMs: integer(env, 'NAMZU_SANDBOX_MAX_TIMEOUT_MS', 30 * 60_000),
-		defaultTimeoutMs: 5 * 60_000,
+		defaultTimeoutMs: DEFAULT_EXECUTION_TIMEOUT_MS,
 		defaultMaxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES,
 		lifecycle: loadLifecycleConfig(env),
 		sessions: loadSessionConfig(env),

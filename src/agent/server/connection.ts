@@ -12,6 +12,7 @@
  */
 
 import type { Socket } from 'node:net'
+import { isRecord } from '../../common/is-record.js'
 import {
 	asksForBinaryFrames,
 	binaryEvent,
@@ -19,7 +20,6 @@ import {
 } from '../../wire/binary-frame.js'
 import { encodeFrame, FrameError, parseFramePayload, STREAM_TERMINATOR } from '../../wire/frame.js'
 import { type FrameItem, FrameReader } from '../../wire/frame-reader.js'
-import { isRecord } from '../../wire/is-record.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { ExecutionRegistry } from '../executions/execution-registry.js'
 import { type AgentGates, gateRefusal } from '../lifecycle/agent-gates.js'

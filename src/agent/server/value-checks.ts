@@ -32,7 +32,7 @@ export function describeIntegerRange(range: IntegerRange): string {
 	return `a safe integer ≥ ${range.min}`
 }
 
-export { isStringRecord } from '../../wire/is-record.js'
+export { isStringRecord } from '../../common/is-record.js'
 
 export function isStringArray(value: unknown): value is string[] {
 	return Array.isArray(value) && value.every((entry) => typeof entry === 'string')

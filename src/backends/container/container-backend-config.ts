@@ -8,12 +8,13 @@
  * compiles, and refused by name at construction: there is no Docker engine, and quietly
  * running it on runc would drop whatever the caller set up in Docker.
  */
+
 import { homedir, tmpdir } from 'node:os'
 import { isAbsolute, join } from 'node:path'
+import { isRecord } from '../../common/is-record.js'
 import {
 	CONFIG_SITE,
 	describeReceived,
-	isPlainObject,
 	optionalDurationMs,
 	optionalInteger,
 	refuseUnknownKeys,
@@ -158,7 +159,7 @@ function absolutePath(field: string, value: unknown, fallback: string): string {
 
 function labels(value: unknown): Record<string, string> {
 	if (value === undefined) return {}
-	if (!isPlainObject(value))
+	if (!isRecord(value))
 		throw CONFIG_SITE.refuse('backend.labels', 'an object of strings', describeReceived(value))
 	const out: Record<string, string> = {}
 	for (const [key, entry] of Object.entries(value)) {

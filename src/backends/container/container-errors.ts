@@ -2,7 +2,7 @@
 import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
 
 /** A `ContainerSandboxLayout` that `resolveLayout` (or the tier) refuses, with every reason found. */
-export class ContainerSandboxLayoutValidationError extends SandboxError {
+export class ContainerSandboxLayoutValidationError extends SandboxError<'layout-invalid'> {
 	override readonly name = 'ContainerSandboxLayoutValidationError'
 	readonly reasons: readonly string[]
 
@@ -23,7 +23,7 @@ export class ContainerSandboxLayoutValidationError extends SandboxError {
 }
 
 /** The OCI runtime asked for cannot run containers on this host (missing, or broken here). */
-export class ContainerRuntimeUnavailableError extends SandboxError {
+export class ContainerRuntimeUnavailableError extends SandboxError<'runtime-unavailable'> {
 	override readonly name = 'ContainerRuntimeUnavailableError'
 	readonly runtime: string
 	readonly path: string
@@ -49,7 +49,7 @@ export class ContainerRuntimeUnavailableError extends SandboxError {
 }
 
 /** A runtime command (`create`, `start`, `delete`) that failed, with the last of its stderr. */
-export class ContainerRuntimeCommandError extends SandboxError {
+export class ContainerRuntimeCommandError extends SandboxError<'runtime-command-failed'> {
 	override readonly name = 'ContainerRuntimeCommandError'
 	readonly runtime: string
 	/** The runtime's subcommand: `create`, `start`, `delete`, `state`. */
@@ -77,7 +77,7 @@ export class ContainerRuntimeCommandError extends SandboxError {
 }
 
 /** An egress kind the container tier does not enforce on this runtime: refused, never widened. */
-export class ContainerEgressUnsupportedError extends SandboxError {
+export class ContainerEgressUnsupportedError extends SandboxError<'egress-unsupported'> {
 	override readonly name = 'ContainerEgressUnsupportedError'
 	readonly egressKind: string
 	readonly runtime: string
@@ -93,7 +93,7 @@ export class ContainerEgressUnsupportedError extends SandboxError {
 }
 
 /** `create()` after `close()`. */
-export class ContainerProviderClosedError extends SandboxError {
+export class ContainerProviderClosedError extends SandboxError<'provider-closed'> {
 	override readonly name = 'ContainerProviderClosedError'
 
 	constructor() {

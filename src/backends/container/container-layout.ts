@@ -4,8 +4,9 @@
  * and checks the whole layout at once, so a caller sees every reason in one
  * `ContainerSandboxLayoutValidationError`. Pure.
  */
+
 import { isAbsolute, normalize } from 'node:path'
-import { isPlainObject } from '../../contract/argument-validators.js'
+import { isRecord } from '../../common/is-record.js'
 import { ContainerSandboxLayoutValidationError } from './container-errors.js'
 
 /** A directory of the host, bound into the container. */
@@ -96,7 +97,7 @@ const SKILL_ID = /^[a-zA-Z0-9_.-]+$/
 export const WRITABLE_SLOTS: readonly LayoutSlot[] = ['outputs', 'scratch']
 
 function sourceReasons(field: string, source: unknown): string[] {
-	if (!isPlainObject(source)) return [`${field}.source must be an object`]
+	if (!isRecord(source)) return [`${field}.source must be an object`]
 	switch (source.type) {
 		case 'hostDir':
 			return typeof source.hostPath === 'string' && source.hostPath !== ''
@@ -129,7 +130,7 @@ function containerPathReasons(field: string, path: unknown): string[] {
  * used twice. Throws one `ContainerSandboxLayoutValidationError` carrying every reason.
  */
 export function resolveLayout(layout: ContainerSandboxLayout): ResolvedContainerSandboxLayout {
-	if (!isPlainObject(layout)) {
+	if (!isRecord(layout)) {
 		throw new ContainerSandboxLayoutValidationError(['layout must be an object'])
 	}
 	const reasons: string[] = []
@@ -147,7 +148,7 @@ export function resolveLayout(layout: ContainerSandboxLayout): ResolvedContainer
 		const mount: unknown = layout[slot]
 		if (mount === undefined) continue
 		const field = `layout.${slot}`
-		if (!isPlainObject(mount)) {
+		if (!isRecord(mount)) {
 			reasons.push(`${field} must be an object`)
 			continue
 		}
@@ -170,7 +171,7 @@ export function resolveLayout(layout: ContainerSandboxLayout): ResolvedContainer
 			const out: ResolvedContainerSkillMount[] = []
 			for (const [index, skill] of skills.entries()) {
 				const field = `layout.skills[${index}]`
-				if (!isPlainObject(skill)) {
+				if (!isRecord(skill)) {
 					reasons.push(`${field} must be an object`)
 					continue
 				}

@@ -1,4 +1,4 @@
-// Public names of the container tier, all re-exported from the package root.
+// Public names of the container tier, all on `@namzu/sandbox/container`, a few on the root.
 
 export {
 	ACIArmError,

@@ -54,9 +54,8 @@ export interface KubernetesAcquireErrorFields {
 	readonly objectName?: string
 }
 
-export class KubernetesAcquireError extends SandboxError {
+export class KubernetesAcquireError extends SandboxError<KubernetesAcquireFailureReason> {
 	override readonly name = 'KubernetesAcquireError'
-	declare readonly reason: KubernetesAcquireFailureReason
 	readonly controllerReason?: string
 	readonly controllerMessage?: string
 	readonly objectName?: string
@@ -82,7 +81,7 @@ export class KubernetesAcquireError extends SandboxError {
 }
 
 /** The readiness budget ran out with nothing more specific to report. */
-export class ReadinessPollTimeout extends SandboxError {
+export class ReadinessPollTimeout extends SandboxError<'ready-timeout'> {
 	override readonly name = 'ReadinessPollTimeout'
 	readonly timeoutMs: number
 	/** What the last read showed (e.g. `DependenciesNotReady: Pod exists with phase: Pending`). */
@@ -103,7 +102,7 @@ export class ReadinessPollTimeout extends SandboxError {
  * A read the readiness budget cut short: the server had not answered inside it. The acquire
  * reports it as `api-timeout`, with this as the cause.
  */
-export class ReadinessReadCutError extends SandboxError {
+export class ReadinessReadCutError extends SandboxError<'readiness-budget'> {
 	override readonly name = 'ReadinessReadCutError'
 
 	constructor(what: string) {
@@ -114,7 +113,7 @@ export class ReadinessReadCutError extends SandboxError {
 }
 
 /** A claim the controller reported Ready without naming a sandbox. */
-export class KubernetesClaimUnboundError extends SandboxError {
+export class KubernetesClaimUnboundError extends SandboxError<'claim-unbound'> {
 	override readonly name = 'KubernetesClaimUnboundError'
 	readonly claimName: string
 
@@ -128,7 +127,7 @@ export class KubernetesClaimUnboundError extends SandboxError {
 }
 
 /** The bound pod had no uid (or its IP never arrived): the acquire cannot reach the guest. */
-export class KubernetesPodUnusableError extends SandboxError {
+export class KubernetesPodUnusableError extends SandboxError<'pod-unusable'> {
 	override readonly name = 'KubernetesPodUnusableError'
 	readonly podName: string
 
@@ -139,7 +138,7 @@ export class KubernetesPodUnusableError extends SandboxError {
 }
 
 /** A template whose `spec.podTemplate` is missing or not an object. */
-export class KubernetesTemplateInvalidError extends SandboxError {
+export class KubernetesTemplateInvalidError extends SandboxError<'template-invalid'> {
 	override readonly name = 'KubernetesTemplateInvalidError'
 	readonly templateName: string
 

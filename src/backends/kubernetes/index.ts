@@ -1,5 +1,6 @@
 /**
- * Public names of the Kubernetes task-sandbox tier, all re-exported from the package root. The API
+ * Public names of the Kubernetes task-sandbox tier, all on `@namzu/sandbox/kubernetes`, the
+ * specification's on the root too. The API
  * client area lists its own public names in `api/index.ts`; this file names them again so the
  * tier's list is read in one place.
  */

@@ -7,7 +7,7 @@
  * `shutdownTime` and `shutdownPolicy: Delete` (never `ttlSecondsAfterFinished`, whose clock a
  * crashed host never starts); a workspace's Sandbox carries neither — an expiry would delete its disk.
  */
-import { isRecord } from '../../wire/is-record.js'
+import { isRecord } from '../../common/is-record.js'
 import { KubernetesTemplateInvalidError } from './acquire-errors.js'
 
 export const SANDBOX_API_GROUP_VERSION = 'agents.x-k8s.io/v1beta1'

@@ -17,7 +17,7 @@ import type {
 export class KubernetesSandboxDestroyedError extends SandboxDestroyedError {}
 
 /** The cluster object was deleted under the handle (the lease found it gone); nothing is dialed. */
-export class KubernetesSandboxGoneError extends SandboxError {
+export class KubernetesSandboxGoneError extends SandboxError<'sandbox-gone'> {
 	override readonly name = 'KubernetesSandboxGoneError'
 	readonly sandboxId: string
 	readonly operation: string
@@ -34,7 +34,7 @@ export class KubernetesSandboxGoneError extends SandboxError {
 }
 
 /** The guest agent refused the request's credential (the pod uid) — a replaced or foreign pod. */
-export class KubernetesAgentUnauthorizedError extends SandboxError {
+export class KubernetesAgentUnauthorizedError extends SandboxError<'agent-unauthorized'> {
 	override readonly name = 'KubernetesAgentUnauthorizedError'
 	readonly sandboxId: string
 	readonly operation: string
@@ -63,7 +63,7 @@ const RETIRING_REMEDY: Readonly<Record<KubernetesHandleTier, string>> = {
  * refuses every op but `healthz` and `cancel-execution` until its pod is replaced. The refused call
  * ran nothing; the handle is not retired and nothing was sent to the cluster.
  */
-export class KubernetesAgentRetiringError extends SandboxError {
+export class KubernetesAgentRetiringError extends SandboxError<'agent-retiring'> {
 	override readonly name = 'KubernetesAgentRetiringError'
 	readonly sandboxId: string
 	readonly operation: string
@@ -87,7 +87,7 @@ export class KubernetesAgentRetiringError extends SandboxError {
 }
 
 /** A Service FQDN that does not resolve from this host (ENOTFOUND, or EAI_AGAIN past the budget). */
-export class KubernetesAgentAddressUnresolvableError extends SandboxError {
+export class KubernetesAgentAddressUnresolvableError extends SandboxError<'agent-address-unresolvable'> {
 	override readonly name = 'KubernetesAgentAddressUnresolvableError'
 	readonly address: string
 	readonly code: string
@@ -104,9 +104,8 @@ export class KubernetesAgentAddressUnresolvableError extends SandboxError {
 }
 
 /** The acquire-time probe refused the guest: `probe-failed` (could not run) or `privileged`. */
-export class KubernetesPrivilegeProbeError extends SandboxError {
+export class KubernetesPrivilegeProbeError extends SandboxError<PrivilegeProbeFailure> {
 	override readonly name = 'KubernetesPrivilegeProbeError'
-	declare readonly reason: PrivilegeProbeFailure
 	readonly sandboxId: string
 	/** What the guest reported, when its output could be parsed. */
 	readonly privileges?: ProcStatusPrivileges
@@ -128,7 +127,7 @@ export class KubernetesPrivilegeProbeError extends SandboxError {
 export type { PrivilegeProbeFailure, ProcStatusPrivileges }
 
 /** A per-sandbox `create()` option this tier cannot honour (set it on the SandboxTemplate). */
-export class KubernetesCreateOptionUnsupportedError extends SandboxError {
+export class KubernetesCreateOptionUnsupportedError extends SandboxError<'create-option-unsupported'> {
 	override readonly name = 'KubernetesCreateOptionUnsupportedError'
 	readonly option: string
 

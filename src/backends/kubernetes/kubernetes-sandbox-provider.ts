@@ -24,6 +24,7 @@ import {
 	checkCreateConfig,
 	checkProviderDefaults,
 	type SandboxProviderDefaults,
+	sandboxDefaultTimeoutMs,
 } from '../../provider-defaults.js'
 import {
 	type AcquiredTaskSandbox,
@@ -152,7 +153,7 @@ export function createKubernetesSandboxProvider(
 		create: async (createConfig: SandboxCreateConfig = {}) => {
 			checkCreateConfig(createConfig)
 			refuseUnsupportedCreateOptions(createConfig)
-			const timeoutMs = createConfig.timeoutMs ?? defaults.defaultTimeoutMs
+			const timeoutMs = sandboxDefaultTimeoutMs(createConfig, defaults)
 			const port = apiPort()
 			const checks = networkChecks(port)
 			return createKubernetesTaskSandbox(port, resolved, {

@@ -1,4 +1,4 @@
-// Public names of the local (bubblewrap) tier, all re-exported from the package root.
+// Public names of the local (bubblewrap) tier, all on `@namzu/sandbox/local`, a few on the root.
 
 export type {
 	AgentReachReport,

@@ -2,12 +2,13 @@
  * `backend` settings of the local tier and their validation. Validation happens at provider
  * construction so a bad value fails before anything is started; each refusal names the field.
  */
+
 import { tmpdir } from 'node:os'
 import { isAbsolute } from 'node:path'
+import { isRecord } from '../../common/is-record.js'
 import {
 	CONFIG_SITE,
 	describeReceived,
-	isPlainObject,
 	optionalDurationMs,
 	optionalInteger,
 	optionalObject,
@@ -140,7 +141,7 @@ function absolutePath(field: string, value: unknown, fallback: string): string {
 export function resolveLocalBackendConfig(config: LocalBackendConfig): ResolvedLocalBackendConfig {
 	const raw = requireObject(CONFIG_SITE, 'backend', config)
 	refuseUnknownKeys(CONFIG_SITE, 'backend', raw, BACKEND_KEYS)
-	if (isPlainObject(raw.sandboxUidRange)) {
+	if (isRecord(raw.sandboxUidRange)) {
 		refuseUnknownKeys(CONFIG_SITE, 'backend.sandboxUidRange', raw.sandboxUidRange, UID_RANGE_KEYS)
 	}
 	requireOneOf(CONFIG_SITE, 'backend.tier', raw.tier, ['process'])

@@ -8,7 +8,7 @@ import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js
 import { debianInstallCommand } from '../machine/launch/install-hint.js'
 
 /** The configured bubblewrap binary is missing or not executable. Never searched on PATH. */
-export class BubblewrapUnavailableError extends SandboxError {
+export class BubblewrapUnavailableError extends SandboxError<'bubblewrap-unavailable'> {
 	override readonly name = 'BubblewrapUnavailableError'
 	/** The exact path that was looked for. */
 	readonly bwrapPath: string
@@ -28,7 +28,7 @@ export class BubblewrapUnavailableError extends SandboxError {
 }
 
 /** `create()` after `close()`. */
-export class LocalProviderClosedError extends SandboxError {
+export class LocalProviderClosedError extends SandboxError<'provider-closed'> {
 	override readonly name = 'LocalProviderClosedError'
 
 	constructor() {
@@ -44,7 +44,7 @@ export type LocalSandboxNotFoundReason = 'invalid-id' | 'missing' | 'expired' | 
  * `keepAlive`, already destroyed, past its lifetime, or its processes are gone (the last two are
  * reaped on the way out).
  */
-export class LocalSandboxNotFoundError extends SandboxError {
+export class LocalSandboxNotFoundError extends SandboxError<'not-found'> {
 	override readonly name = 'LocalSandboxNotFoundError'
 	readonly sandboxId: string
 	readonly state: LocalSandboxNotFoundReason
@@ -66,7 +66,7 @@ export class LocalSandboxNotFoundError extends SandboxError {
  * `keepAlive` was asked for but a coreutils program it needs is not usable: `timeout` (the lifetime
  * watchdog) or `tail` (the bounded keeper of the sandbox's stderr).
  */
-export class LocalKeepAliveUnavailableError extends SandboxError {
+export class LocalKeepAliveUnavailableError extends SandboxError<'keep-alive-unavailable'> {
 	override readonly name = 'LocalKeepAliveUnavailableError'
 	readonly timeoutPath: string
 	/** The program that is not executable. */
@@ -91,7 +91,7 @@ export class LocalKeepAliveUnavailableError extends SandboxError {
  * A host path the sandbox's own uid must traverse is closed to it (a directory on the way lacks
  * the search bit for others), and the tier cannot route around it (the state directory).
  */
-export class LocalStateDirUnreachableError extends SandboxError {
+export class LocalStateDirUnreachableError extends SandboxError<'state-dir-unreachable'> {
 	override readonly name = 'LocalStateDirUnreachableError'
 	readonly stateDir: string
 	/** The first directory on the way that others cannot search. */

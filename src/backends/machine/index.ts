@@ -1,5 +1,5 @@
-// Public names of the machine layer (what the tiers on this host share), all re-exported from the
-// package root.
+// Public names of the machine layer (what the tiers on this host share), all on
+// `@namzu/sandbox/local`, a few on the root.
 
 export type { LimitController } from './cgroups/cgroup-layout.js'
 export { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from './cgroups/cgroup-limits.js'

@@ -15,7 +15,7 @@ import { debianInstallCommand } from './launch/install-hint.js'
  * narrowed. `static` and `resolver` need the egress proxy in this host process and bubblewrap's
  * network namespace, so a kept-alive sandbox or `isolation: 'none'` cannot have them.
  */
-export class LocalEgressUnsupportedError extends SandboxError {
+export class LocalEgressUnsupportedError extends SandboxError<'egress-unsupported'> {
 	override readonly name = 'LocalEgressUnsupportedError'
 	readonly egressKind: string
 	/** What the kind cannot be combined with (`a kept-alive sandbox`, `isolation 'none'`), if that is why. */
@@ -34,7 +34,7 @@ export class LocalEgressUnsupportedError extends SandboxError {
 }
 
 /** Limits were asked for but no cgroup controller on this host can enforce them. */
-export class CgroupLimitsUnavailableError extends SandboxError {
+export class CgroupLimitsUnavailableError extends SandboxError<'limits-unavailable'> {
 	override readonly name = 'CgroupLimitsUnavailableError'
 	/** The controllers that were needed and not found (`memory`, `pids`). */
 	readonly controllers: readonly string[]
@@ -50,7 +50,7 @@ export class CgroupLimitsUnavailableError extends SandboxError {
 }
 
 /** The agent did not come up: it exited, never answered, or the launcher failed. */
-export class LocalSandboxStartError extends SandboxError {
+export class LocalSandboxStartError extends SandboxError<'start-failed'> {
 	override readonly name = 'LocalSandboxStartError'
 	readonly sandboxId: string
 	/** Last lines the agent (or bwrap) wrote to stderr, with caller-supplied env values redacted. */
@@ -78,7 +78,7 @@ export class LocalSandboxStartError extends SandboxError {
 }
 
 /** Teardown could not remove something it created (a cgroup, the state directory). */
-export class LocalSandboxCleanupError extends SandboxError {
+export class LocalSandboxCleanupError extends SandboxError<'cleanup-failed'> {
 	override readonly name = 'LocalSandboxCleanupError'
 	/** Host paths still present. */
 	readonly leftovers: readonly string[]
@@ -117,7 +117,7 @@ export type LocalPathOptionRefusal =
  * A `readOnlyPaths` or `hiddenPaths` entry the local tier will not use. `parameter` names the
  * option and the index (`readOnlyPaths[2]`); nothing was started.
  */
-export class LocalPathOptionError extends SandboxError {
+export class LocalPathOptionError extends SandboxError<'invalid-path-option'> {
 	override readonly name = 'LocalPathOptionError'
 	readonly parameter: string
 	readonly refusal: LocalPathOptionRefusal
@@ -133,7 +133,7 @@ export class LocalPathOptionError extends SandboxError {
 }
 
 /** The sandbox uid range is used up: every uid in it is locked by a live (or crashed) sandbox. */
-export class LocalSandboxUidsExhaustedError extends SandboxError {
+export class LocalSandboxUidsExhaustedError extends SandboxError<'uids-exhausted'> {
 	override readonly name = 'LocalSandboxUidsExhaustedError'
 	readonly first: number
 	readonly count: number
@@ -153,7 +153,7 @@ export class LocalSandboxUidsExhaustedError extends SandboxError {
  * A shared entry of the state directory (the runtime cache, the claim locks) is not ours alone:
  * wrong owner, writable by others, or not what it should be. Somebody else may have planted it.
  */
-export class LocalStateEntryUnsafeError extends SandboxError {
+export class LocalStateEntryUnsafeError extends SandboxError<'state-entry-unsafe'> {
 	override readonly name = 'LocalStateEntryUnsafeError'
 	readonly path: string
 
@@ -168,7 +168,7 @@ export class LocalStateEntryUnsafeError extends SandboxError {
 }
 
 /** A caller-supplied workspace is already handed to another sandbox's uid. */
-export class LocalWorkspaceBusyError extends SandboxError {
+export class LocalWorkspaceBusyError extends SandboxError<'workspace-busy'> {
 	override readonly name = 'LocalWorkspaceBusyError'
 	readonly workspace: string
 
@@ -188,7 +188,7 @@ export class LocalWorkspaceBusyError extends SandboxError {
  * A host program the hardened launch needs is not usable: `setpriv` (util-linux), `mount` and
  * `umount` (Debian's `mount` package), GNU `find` (findutils), `chown`, `chmod` (coreutils).
  */
-export class LocalHelperUnavailableError extends SandboxError {
+export class LocalHelperUnavailableError extends SandboxError<'helper-unavailable'> {
 	override readonly name = 'LocalHelperUnavailableError'
 	readonly helperPath: string
 
@@ -203,7 +203,7 @@ export class LocalHelperUnavailableError extends SandboxError {
 }
 
 /** A host program the launch or the teardown ran (`chown`, `mount`, …) exited non-zero. */
-export class LocalHostToolError extends SandboxError {
+export class LocalHostToolError extends SandboxError<'host-tool-failed'> {
 	override readonly name = 'LocalHostToolError'
 	/** The program's fixed path. */
 	readonly toolPath: string
@@ -236,7 +236,7 @@ export class LocalHostToolError extends SandboxError {
  * The host's architecture has no syscall table in the project's seccomp generator, so no sandbox
  * here could get its filter: refused when the provider is constructed rather than run unfiltered.
  */
-export class SeccompUnsupportedArchError extends SandboxError {
+export class SeccompUnsupportedArchError extends SandboxError<'seccomp-unsupported-arch'> {
 	override readonly name = 'SeccompUnsupportedArchError'
 	/** Node's name for the host's architecture (`process.arch`). */
 	readonly arch: string

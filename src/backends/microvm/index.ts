@@ -1,4 +1,4 @@
-// Public names of the microVM tier, all re-exported from the package root.
+// Public names of the microVM tier, all on `@namzu/sandbox/microvm`, a few on the root.
 export type { MicroVMAccel, MicroVMBackendConfig } from './microvm-backend-config.js'
 export {
 	FirecrackerApiError,

@@ -6,7 +6,7 @@
 import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
 
 /** The kernel, initramfs or root disk the VMM boots is missing: build it first. */
-export class MicroVMImageMissingError extends SandboxError {
+export class MicroVMImageMissingError extends SandboxError<'image-missing'> {
 	override readonly name = 'MicroVMImageMissingError'
 	/** Where the image was looked for. */
 	readonly imageDir: string
@@ -24,7 +24,7 @@ export class MicroVMImageMissingError extends SandboxError {
 }
 
 /** An egress kind the microVM tier does not enforce: refused, never silently widened. */
-export class MicroVMEgressUnsupportedError extends SandboxError {
+export class MicroVMEgressUnsupportedError extends SandboxError<'egress-unsupported'> {
 	override readonly name = 'MicroVMEgressUnsupportedError'
 	readonly egressKind: string
 
@@ -38,7 +38,7 @@ export class MicroVMEgressUnsupportedError extends SandboxError {
 }
 
 /** A VMM this host cannot run (`firecracker` has no binary here; the API driver is tested alone). */
-export class MicroVMServiceUnavailableError extends SandboxError {
+export class MicroVMServiceUnavailableError extends SandboxError<'service-unavailable'> {
 	override readonly name = 'MicroVMServiceUnavailableError'
 	readonly service: string
 
@@ -49,7 +49,7 @@ export class MicroVMServiceUnavailableError extends SandboxError {
 }
 
 /** `create()` after `close()`. */
-export class MicroVMProviderClosedError extends SandboxError {
+export class MicroVMProviderClosedError extends SandboxError<'provider-closed'> {
 	override readonly name = 'MicroVMProviderClosedError'
 
 	constructor() {
@@ -58,7 +58,7 @@ export class MicroVMProviderClosedError extends SandboxError {
 }
 
 /** Firecracker answered an API request with a fault (`{ fault_message }`) or an unexpected status. */
-export class FirecrackerApiError extends SandboxError {
+export class FirecrackerApiError extends SandboxError<'firecracker-api-fault'> {
 	override readonly name = 'FirecrackerApiError'
 	readonly method: string
 	readonly path: string

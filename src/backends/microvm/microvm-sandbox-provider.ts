@@ -20,6 +20,7 @@ import {
 	checkCreateConfig,
 	checkProviderDefaults,
 	type SandboxProviderDefaults,
+	sandboxDefaultTimeoutMs,
 } from '../../provider-defaults.js'
 import { createInstanceFleet, ownedAgentSandboxHandOut } from '../machine/fleet/instance-fleet.js'
 import { DEFAULT_MEMORY_LIMIT_MB } from '../machine/spec/sandbox-limits.js'
@@ -80,7 +81,7 @@ function resolveSpec(config: SandboxCreateConfig, defaults: SandboxProviderDefau
 		}) ??
 		defaults.defaultMemoryLimitMb ??
 		DEFAULT_MEMORY_LIMIT_MB
-	const timeoutMs = given.timeoutMs ?? defaults.defaultTimeoutMs
+	const timeoutMs = sandboxDefaultTimeoutMs(given, defaults)
 	return { memoryMb, env, ...(timeoutMs === undefined ? {} : { timeoutMs }) }
 }
 

@@ -6,7 +6,7 @@
 import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js'
 
 /** The walk root is not an absolute path, or it is (or resolves through) a symbolic link. */
-export class FileWalkRootError extends SandboxError {
+export class FileWalkRootError extends SandboxError<'root-not-absolute' | 'root-is-symlink'> {
 	override readonly name = 'FileWalkRootError'
 	readonly rootPath: string
 
@@ -38,7 +38,7 @@ const PATTERN_REFUSAL_TEXT: Readonly<Record<FileWalkPatternRefusal, string>> = {
 }
 
 /** A glob the walk refuses before running. The pattern itself is not echoed (it may be huge). */
-export class FileWalkPatternError extends SandboxError {
+export class FileWalkPatternError extends SandboxError<FileWalkPatternRefusal> {
 	override readonly name = 'FileWalkPatternError'
 	readonly patternLength: number
 
@@ -49,7 +49,7 @@ export class FileWalkPatternError extends SandboxError {
 }
 
 /** Brace expansion of the pattern would produce more alternatives than the bound allows. */
-export class FileWalkBraceLimitError extends SandboxError {
+export class FileWalkBraceLimitError extends SandboxError<'brace-limit'> {
 	override readonly name = 'FileWalkBraceLimitError'
 	readonly limit: number
 
@@ -60,7 +60,7 @@ export class FileWalkBraceLimitError extends SandboxError {
 }
 
 /** A walk option with a value the walk cannot honour (it never guesses a replacement). */
-export class FileWalkOptionError extends SandboxError {
+export class FileWalkOptionError extends SandboxError<'invalid-option'> {
 	override readonly name = 'FileWalkOptionError'
 	readonly field: string
 
@@ -82,7 +82,7 @@ export type FileWalkProtocolViolation =
 	| 'missing-done'
 
 /** The guest's walk output broke the record rules, so nothing after it can be trusted. */
-export class FileWalkProtocolError extends SandboxError {
+export class FileWalkProtocolError extends SandboxError<'walk-protocol'> {
 	override readonly name = 'FileWalkProtocolError'
 	readonly violation: FileWalkProtocolViolation
 
@@ -93,7 +93,7 @@ export class FileWalkProtocolError extends SandboxError {
 }
 
 /** The walk program ran but did not finish cleanly: it failed, timed out or exited non-zero. */
-export class FileWalkExecError extends SandboxError {
+export class FileWalkExecError extends SandboxError<'guest-error' | 'timed-out' | 'exit-code'> {
 	override readonly name = 'FileWalkExecError'
 	readonly exitCode?: number
 	/** The error code the guest program reported, e.g. `EACCES`, when it reported one. */

@@ -5,6 +5,7 @@
  * Plain HTTP is rewritten as it passes; HTTPS is terminated with the sandbox's own CA for these
  * hosts only, after the upstream's certificate was verified.
  */
+import { isRecord } from '../../common/is-record.js'
 import { SandboxConfigError } from '../../contract/errors.js'
 import { normalizeHostname } from '../../wire/egress-bridge.js'
 
@@ -22,10 +23,6 @@ const VALUE = /^[\t\x20-\x7e\x80-\xff]*$/
 const RESERVED = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'upgrade'])
 export const MAX_EGRESS_CREDENTIALS = 256
 
-function record(value: unknown): value is Record<string, unknown> {
-	return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
 /** The credentials of a config, normalized; refuses a malformed entry by index, never its value. */
 export function parseEgressCredentials(
 	value: unknown,
@@ -41,12 +38,12 @@ export function parseEgressCredentials(
 	const hosts = new Set<string>()
 	return value.map((entry: unknown, index) => {
 		const at = `${field}[${index}]`
-		if (!record(entry)) throw new SandboxConfigError(at, 'must be an object { host, headers }')
+		if (!isRecord(entry)) throw new SandboxConfigError(at, 'must be an object { host, headers }')
 		const host = typeof entry.host === 'string' ? normalizeHostname(entry.host) : undefined
 		if (host === undefined) throw new SandboxConfigError(`${at}.host`, 'must be a DNS name')
 		if (hosts.has(host)) throw new SandboxConfigError(`${at}.host`, `${host} is listed twice`)
 		hosts.add(host)
-		if (!record(entry.headers) || Object.keys(entry.headers).length === 0) {
+		if (!isRecord(entry.headers) || Object.keys(entry.headers).length === 0) {
 			throw new SandboxConfigError(`${at}.headers`, 'must be a non-empty object of strings')
 		}
 		const headers: Record<string, string> = {}

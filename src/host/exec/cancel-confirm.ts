@@ -11,7 +11,7 @@
 
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { isRecord } from '../../wire/is-record.js'
+import { isRecord } from '../../common/is-record.js'
 import { RemoteCancellationUnknownError, RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { namedRefusalError } from '../refusals/refusal-to-error.js'
 import { refusalOf } from '../transport/exchange.js'

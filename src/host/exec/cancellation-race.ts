@@ -6,6 +6,7 @@
  * gets `resultDrainTimeoutMs` to deliver its result. The observations are `ExecutionFacts` for
  * `decideExecutionOutcome`; nothing here decides what they mean.
  */
+import { settleWithin } from '../../common/bounded-promise.js'
 import type {
 	CancellationReason,
 	CancellationSettlement,
@@ -26,19 +27,6 @@ export interface CancellationRaceOptions {
 	readonly reconcileFailure: boolean
 	/** How long a cancelled, started run may take to deliver its result. */
 	readonly resultDrainTimeoutMs: number
-}
-
-/** `promise`'s value if it settles within `ms`, else undefined (it is left running). */
-export async function settleWithin<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-	let timer: NodeJS.Timeout | undefined
-	const expired = new Promise<undefined>((resolve) => {
-		timer = setTimeout(() => resolve(undefined), ms)
-	})
-	try {
-		return await Promise.race([promise, expired])
-	} finally {
-		clearTimeout(timer)
-	}
 }
 
 function settleCancellation(

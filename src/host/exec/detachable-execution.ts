@@ -59,7 +59,7 @@ export interface DetachableExecutionHost {
 	readonly controlRequestTimeoutMs: number
 	readonly cancelConfirmTimeoutMs: number
 	readonly resultDrainTimeoutMs: number
-	readonly defaultExecutionTimeoutMs: number
+	readonly defaultTimeoutMs: number
 	/** The provider's budget of retained exec output this sandbox draws on. */
 	readonly outputBudget?: ExecOutputBudget
 }
@@ -74,7 +74,7 @@ export function detachableHostOf(
 		controlRequestTimeoutMs: controller.controlRequestTimeoutMs,
 		cancelConfirmTimeoutMs: controller.cancelConfirmTimeoutMs,
 		resultDrainTimeoutMs: controller.resultDrainTimeoutMs,
-		defaultExecutionTimeoutMs: controller.defaultExecutionTimeoutMs,
+		defaultTimeoutMs: controller.defaultTimeoutMs,
 		...(controller.outputBudget ? { outputBudget: controller.outputBudget } : {}),
 	}
 }
@@ -405,13 +405,7 @@ export async function execDetachable(
 		? AbortSignal.any([options.detachSignal, stopWatching.signal])
 		: stopWatching.signal
 	const request: ExecuteRequest = {
-		...executeRequestOf(
-			executionId,
-			command,
-			args,
-			options,
-			options.timeout ?? host.defaultExecutionTimeoutMs,
-		),
+		...executeRequestOf(executionId, command, args, options, host.defaultTimeoutMs),
 		retainOutput: true,
 	}
 	try {

@@ -8,7 +8,7 @@ import { SandboxError, type SandboxErrorOptions } from '../../contract/errors.js
 import type { RemoteCancellationAcknowledgement } from './remote-execution-messages.js'
 
 /** A reserve or cancel request got no answer within its bound. */
-export class RemoteControlTimeoutError extends SandboxError {
+export class RemoteControlTimeoutError extends SandboxError<'control-timeout'> {
 	override readonly name = 'RemoteControlTimeoutError'
 	readonly operation: string
 	readonly timeoutMs: number
@@ -24,7 +24,7 @@ export class RemoteControlTimeoutError extends SandboxError {
 }
 
 /** The cancellation was confirmed after the command started, but its result never arrived. */
-export class RemoteResultIncompleteError extends SandboxError {
+export class RemoteResultIncompleteError extends SandboxError<'result-incomplete'> {
 	override readonly name = 'RemoteResultIncompleteError'
 	readonly acknowledgement: RemoteCancellationAcknowledgement
 
@@ -45,7 +45,7 @@ export type ExecutionDetachReason = 'reattach-window-elapsed' | 'detached'
  * The host is no longer watching `executionId`; the command may still be running in the guest.
  * `attachExecution(executionId, { fromOffset: outputOffset })` picks it up where this left off.
  */
-export class ExecutionDetachedError extends SandboxError {
+export class ExecutionDetachedError extends SandboxError<'execution-detached'> {
 	override readonly name = 'ExecutionDetachedError'
 	readonly executionId: string
 	/** The offset after the last output byte received: where an attach resumes. */

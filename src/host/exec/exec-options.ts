@@ -17,6 +17,7 @@ export interface AgentExecOptions extends SandboxExecOptions {
 	readonly maxOutputBytes?: number
 }
 
+/** What the controller asks an adapter to run: the reserved id, the command, the wire version. */
 export interface RemoteExecuteRequest {
 	readonly executionId: string
 	readonly command: string
@@ -42,7 +43,7 @@ export function executeRequestOf(
 	command: string,
 	args: readonly string[],
 	options: AgentExecOptions,
-	timeoutMs: number,
+	defaultTimeoutMs: number,
 	reserve = false,
 ): RemoteExecuteRequest {
 	return {
@@ -52,7 +53,8 @@ export function executeRequestOf(
 		...(options.cwd === undefined ? {} : { cwd: options.cwd }),
 		...(options.env === undefined ? {} : { env: options.env }),
 		...(options.stdin === undefined ? {} : { stdin: options.stdin }),
-		timeoutMs,
+		// The one place an exec's timeout is resolved: the caller's, else the sandbox's default.
+		timeoutMs: options.timeout ?? defaultTimeoutMs,
 		...guestOutputBound(options),
 		...(reserve ? { reserve: true } : {}),
 		...(options.keepDescendants === false ? { keepDescendants: false } : {}),

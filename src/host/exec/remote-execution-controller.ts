@@ -15,6 +15,7 @@ import { performance } from 'node:perf_hooks'
 import { MAX_TIMER_MS } from '../../contract/argument-validators.js'
 import type { SandboxExecResult, SandboxOutputChunk } from '../../contract/sandbox.js'
 import { mintExecutionId } from '../../wire/execution-id.js'
+import { DEFAULT_EXECUTION_TIMEOUT_MS } from '../../wire/protocol.js'
 import { DEFAULT_AGENT_TRANSPORT_OPTIONS } from '../transport/agent-transport-options.js'
 import { confirmCancellation } from './cancel-confirm.js'
 import { runCancellationRace } from './cancellation-race.js'
@@ -39,7 +40,6 @@ import { type ReserveOutcome, reserveExecution } from './reserve-execution.js'
 export const DEFAULT_CANCEL_CONFIRM_TIMEOUT_MS = 8000
 export const DEFAULT_RESULT_DRAIN_TIMEOUT_MS = 1500
 export const DEFAULT_EXECUTION_OBSERVATION_GRACE_MS = 500
-export const DEFAULT_EXECUTION_TIMEOUT_MS = 5 * 60_000
 
 export type { RemoteExecuteRequest } from './exec-options.js'
 
@@ -88,7 +88,8 @@ export interface RemoteExecutionControllerOptions {
 	readonly cancelConfirmTimeoutMs?: number
 	readonly resultDrainTimeoutMs?: number
 	readonly executionObservationGraceMs?: number
-	readonly defaultExecutionTimeoutMs?: number
+	/** An exec's `timeout` when its caller names none; default `DEFAULT_EXECUTION_TIMEOUT_MS`. */
+	readonly defaultTimeoutMs?: number
 	/**
 	 * Told once per `exec()` call, when it settles (result or error), where its time went
 	 * (execution-timing.ts): durations only. Must not throw; a throw is ignored.
@@ -98,13 +99,18 @@ export interface RemoteExecutionControllerOptions {
 	readonly outputBudget?: ExecOutputBudget
 }
 
+/**
+ * One command on a remote peer with an `AbortSignal` honoured provably: the four steps above over
+ * any `RemoteExecutionAdapter` (the guest agent's transport is one). `AgentSandbox.exec` runs
+ * through it; a tier of your own over another transport gives it an adapter.
+ */
 export class RemoteExecutionController {
 	readonly adapter: RemoteExecutionAdapter
 	readonly controlRequestTimeoutMs: number
 	readonly cancelConfirmTimeoutMs: number
 	readonly resultDrainTimeoutMs: number
 	readonly executionObservationGraceMs: number
-	readonly defaultExecutionTimeoutMs: number
+	readonly defaultTimeoutMs: number
 	readonly #onTiming: ((timing: RemoteExecutionTiming) => void) | undefined
 	readonly outputBudget: ExecOutputBudget | undefined
 
@@ -117,12 +123,16 @@ export class RemoteExecutionController {
 		this.resultDrainTimeoutMs = options.resultDrainTimeoutMs ?? DEFAULT_RESULT_DRAIN_TIMEOUT_MS
 		this.executionObservationGraceMs =
 			options.executionObservationGraceMs ?? DEFAULT_EXECUTION_OBSERVATION_GRACE_MS
-		this.defaultExecutionTimeoutMs =
-			options.defaultExecutionTimeoutMs ?? DEFAULT_EXECUTION_TIMEOUT_MS
+		this.defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_EXECUTION_TIMEOUT_MS
 		this.#onTiming = options.onTiming
 		this.outputBudget = options.outputBudget
 	}
 
+	/**
+	 * Runs `command` with `args` to its end, the caller's abort or its timeout; an abort resolves
+	 * with the aborted shape once the peer confirmed the cancel, `RemoteCancellationUnknownError`
+	 * when it never did.
+	 */
 	async exec(
 		command: string,
 		args: readonly string[] = [],
@@ -170,8 +180,15 @@ export class RemoteExecutionController {
 			this.outputBudget,
 			options.collectOutput !== false,
 		)
-		const timeoutMs = options.timeout ?? this.defaultExecutionTimeoutMs
-		const request = executeRequestOf(executionId, command, args, options, timeoutMs, fence)
+		const request = executeRequestOf(
+			executionId,
+			command,
+			args,
+			options,
+			this.defaultTimeoutMs,
+			fence,
+		)
+		const { timeoutMs } = request
 		const stream = new AbortController()
 		try {
 			const facts = await runCancellationRace({

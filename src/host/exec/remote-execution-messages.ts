@@ -20,6 +20,7 @@ export interface RemoteReservation
 	readonly state?: ExecutionState
 }
 
+/** What an adapter's `execute` resolves with: the run's terminal metadata, as the wire has it. */
 export type RemoteTerminalMetadata = ExecutionTerminalMetadata
 
 export type RemoteCancellationAcknowledgement = CancelExecutionReply

@@ -5,8 +5,8 @@
  * the engine decides what a rejected acknowledgement means.
  */
 
+import { isRecord } from '../../common/is-record.js'
 import { binaryEventBytes } from '../../wire/binary-frame.js'
-import { isRecord } from '../../wire/is-record.js'
 import {
 	type ExecutionUsage,
 	isExecutionState,

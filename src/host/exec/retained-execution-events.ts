@@ -5,7 +5,7 @@
  * `RemoteProtocolError`.
  */
 
-import { isRecord } from '../../wire/is-record.js'
+import { isRecord } from '../../common/is-record.js'
 import {
 	type ExecutionState,
 	type ExecutionTerminalState,

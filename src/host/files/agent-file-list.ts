@@ -5,8 +5,10 @@
  * that sends more is refused by name (`AgentListingTooLargeError`), never cut short to look
  * complete. A stream that ends without its `end`, or whose count disagrees, is a protocol error.
  */
+
 import type { SandboxFileEntry } from '../../contract/sandbox.js'
 import { LIST_FILES_STREAM_FEATURE } from '../../wire/features.js'
+import { AGENT_OP } from '../../wire/protocol.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { readRefusal } from '../transport/exchange.js'
@@ -57,7 +59,7 @@ export async function listFilesThroughAgent(
 		if (await guestHasFeature(transport, LIST_FILES_STREAM_FEATURE, signal)) {
 			return await streamListing(transport, path, signal)
 		}
-		const reply = await transport.call('list-files', { path }, signal ? { signal } : {})
+		const reply = await transport.call(AGENT_OP.listFiles, { path }, signal ? { signal } : {})
 		const collector = new ListingCollector('list-files', path)
 		collector.add(reply.entries)
 		return collector.entries

@@ -11,10 +11,12 @@
  * it announced; a whole file is gathered only up to `maxReadFileBytes`. A guest that breaks these
  * gets a `RemoteByteCountError` (or `AgentReadFileTooLargeError` for an honest but larger file).
  */
+
 import { decodeBase64, decodedBase64Length } from '../../wire/base64-pieces.js'
 import { binaryEventBytes } from '../../wire/binary-frame.js'
 import { READ_FILE_STREAM_FEATURE } from '../../wire/features.js'
 import { dataEventTextBytes } from '../../wire/frame.js'
+import { AGENT_OP } from '../../wire/protocol.js'
 import { RemoteByteCountError, RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { readRefusal } from '../transport/exchange.js'
@@ -84,7 +86,7 @@ async function readOneFrame(
 	let reply: Record<string, unknown>
 	try {
 		reply = await transport.call(
-			'read-file',
+			AGENT_OP.readFile,
 			{ path, encoding: 'base64', ...rangeOf(options) },
 			{
 				...(signal ? { signal } : {}),
@@ -187,7 +189,7 @@ async function* streamFile(
 	let ended = false
 	try {
 		const events = transport.stream(
-			'read-file-stream',
+			AGENT_OP.readFileStream,
 			{ path, ...range },
 			{ binaryFrames: true, ...(signal ? { signal } : {}) },
 		)

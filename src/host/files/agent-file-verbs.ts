@@ -4,10 +4,12 @@
  * `file-verbs` (`GuestFeatureUnsupportedError`); each reply is read strictly (a malformed one is a
  * `RemoteProtocolError`) under its op's bounds; refusals become the contract's file errors.
  */
+
+import { isRecord } from '../../common/is-record.js'
 import type { SandboxDirectoryPage, SandboxFileStat } from '../../contract/sandbox.js'
 import { FILE_VERBS_FEATURE } from '../../wire/features.js'
-import { FILE_VERB_OPS, MAX_LIST_DIRECTORY_PAGE } from '../../wire/file-verbs.js'
-import { isRecord } from '../../wire/is-record.js'
+import { MAX_LIST_DIRECTORY_PAGE } from '../../wire/file-verbs.js'
+import { AGENT_OP } from '../../wire/protocol.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { requireGuestFeature } from '../transport/guest-features.js'
@@ -65,7 +67,7 @@ export async function statThroughAgent(
 	signal?: AbortSignal,
 	operation = 'stat',
 ): Promise<SandboxFileStat> {
-	const op = FILE_VERB_OPS.stat
+	const op = AGENT_OP.statPath
 	const reply = await fileVerb(transport, operation, op, path, { path }, signal)
 	return readFileStat(op, reply.stat)
 }
@@ -76,7 +78,7 @@ export async function removeThroughAgent(
 	recursive: boolean,
 	signal?: AbortSignal,
 ): Promise<void> {
-	await fileVerb(transport, 'remove', FILE_VERB_OPS.remove, path, { path, recursive }, signal)
+	await fileVerb(transport, 'remove', AGENT_OP.removePath, path, { path, recursive }, signal)
 }
 
 export async function mkdirThroughAgent(
@@ -85,7 +87,7 @@ export async function mkdirThroughAgent(
 	recursive: boolean,
 	signal?: AbortSignal,
 ): Promise<void> {
-	await fileVerb(transport, 'mkdir', FILE_VERB_OPS.mkdir, path, { path, recursive }, signal)
+	await fileVerb(transport, 'mkdir', AGENT_OP.makeDirectory, path, { path, recursive }, signal)
 }
 
 export async function renameThroughAgent(
@@ -94,7 +96,7 @@ export async function renameThroughAgent(
 	to: string,
 	signal?: AbortSignal,
 ): Promise<void> {
-	await fileVerb(transport, 'rename', FILE_VERB_OPS.rename, from, { from, to }, signal)
+	await fileVerb(transport, 'rename', AGENT_OP.renamePath, from, { from, to }, signal)
 }
 
 export interface ListDirectoryRequestOptions {
@@ -109,7 +111,7 @@ export async function listDirectoryThroughAgent(
 	path: string,
 	options: ListDirectoryRequestOptions,
 ): Promise<SandboxDirectoryPage> {
-	const op = FILE_VERB_OPS.listDirectory
+	const op = AGENT_OP.listDirectory
 	const body = {
 		path,
 		...(options.limit === undefined ? {} : { limit: options.limit }),

@@ -6,9 +6,11 @@
  * renames onto the target. A failed or aborted sequence removes its temp file (best effort, on its
  * own 5 s clock) and rethrows the original error.
  */
+
 import { randomUUID } from 'node:crypto'
 import { BINARY_FRAMES_FEATURE, WRITE_FILE_PARTS_FEATURE } from '../../wire/features.js'
 import type { WriteFilePart } from '../../wire/protocol.js'
+import { AGENT_OP } from '../../wire/protocol.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { WRITE_PART_DISCARD_TIMEOUT_MS } from '../transport/agent-transport-options.js'
@@ -43,7 +45,7 @@ async function sendWrite(
 	signal: AbortSignal | undefined,
 ): Promise<Record<string, unknown>> {
 	try {
-		return await transport.call('write-file', body, signal ? { signal } : {})
+		return await transport.call(AGENT_OP.writeFile, body, signal ? { signal } : {})
 	} catch (error) {
 		throw asFileError('writeFile', target, error)
 	}
@@ -65,7 +67,7 @@ export async function writeFileThroughAgent(
 	signal?.throwIfAborted()
 	const frameLimit = transport.frameLimitBytes
 	const singleBytes =
-		transport.encodedRequestBytes('write-file', writeFileBody(path, EMPTY)) +
+		transport.encodedRequestBytes(AGENT_OP.writeFile, writeFileBody(path, EMPTY)) +
 		base64Length(bytes.length)
 	const fits = singleBytes <= frameLimit
 	// A body that fits one frame goes binary only when the guest's features are already known (no
@@ -140,7 +142,7 @@ async function writeParts(
 	const worst = writeFileBody(temp, EMPTY, { offset: bytes.length, final: true, renameTo: target })
 	const fitting = partBytesFitting(
 		transport.frameLimitBytes,
-		transport.encodedRequestBytes('write-file', worst),
+		transport.encodedRequestBytes(AGENT_OP.writeFile, worst),
 	)
 	if (fitting <= 0) {
 		throw new AgentFrameTooLargeError(
@@ -180,7 +182,7 @@ async function writeParts(
 /** Best-effort removal of an abandoned temp file, on its own bounded clock; never throws. */
 async function discardPart(transport: AgentTransport, temp: string): Promise<void> {
 	try {
-		await transport.request('write-file', writeFileBody(temp, EMPTY, { discard: true }), {
+		await transport.request(AGENT_OP.writeFile, writeFileBody(temp, EMPTY, { discard: true }), {
 			signal: AbortSignal.timeout(WRITE_PART_DISCARD_TIMEOUT_MS),
 		})
 	} catch {

@@ -5,10 +5,12 @@
  * the host allows 3× `WATCH_IDLE_EVENT_MS` of silence before it calls the connection dead. An
  * abort of the signal, or leaving the loop, closes the connection and ends the iteration quietly.
  */
+
+import { isRecord } from '../../common/is-record.js'
 import type { SandboxWatchEvent } from '../../contract/sandbox.js'
 import { WATCH_FEATURE } from '../../wire/features.js'
-import { FILE_VERB_OPS, WATCH_IDLE_EVENT_MS } from '../../wire/file-verbs.js'
-import { isRecord } from '../../wire/is-record.js'
+import { WATCH_IDLE_EVENT_MS } from '../../wire/file-verbs.js'
+import { AGENT_OP } from '../../wire/protocol.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { requireGuestFeature } from '../transport/guest-features.js'
@@ -16,7 +18,7 @@ import { asFileError } from './file-refusal.js'
 import { shownGuestPath } from './guest-path.js'
 
 const CHANGE_TYPES: ReadonlySet<string> = new Set(['create', 'modify', 'delete', 'rename'])
-const op = FILE_VERB_OPS.watch
+const op = AGENT_OP.watchPath
 
 export interface WatchRequestOptions {
 	readonly recursive: boolean

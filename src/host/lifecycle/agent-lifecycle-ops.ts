@@ -3,8 +3,10 @@
  * exchange each, replies validated, refusals turned into named errors by the one table.
  * `AgentSandbox.quiesce()` / `.flush()` delegate here; the Kubernetes workspace will too.
  */
+
 import { FLUSH_FEATURE, QUIESCE_FEATURE } from '../../wire/features.js'
 import type { FlushReply, QuiescedProcess, QuiesceReply } from '../../wire/lifecycle-ops.js'
+import { AGENT_OP } from '../../wire/protocol.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { refusalToError } from '../refusals/refusal-to-error.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
@@ -68,7 +70,7 @@ export async function quiesceThroughAgent(
 ): Promise<QuiesceReport> {
 	await requireGuestFeature(transport, QUIESCE_FEATURE, 'quiesce', options.signal)
 	const reply = await transport.request(
-		'quiesce',
+		AGENT_OP.quiesce,
 		options.graceMs === undefined ? {} : { graceMs: options.graceMs },
 		{
 			...(options.signal ? { signal: options.signal } : {}),
@@ -86,7 +88,7 @@ export async function flushThroughAgent(
 ): Promise<FlushReport> {
 	await requireGuestFeature(transport, FLUSH_FEATURE, 'flush', options.signal)
 	const reply = await transport.request(
-		'flush',
+		AGENT_OP.flush,
 		options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs },
 		{
 			...(options.signal ? { signal: options.signal } : {}),

@@ -2,7 +2,7 @@
 import { SandboxError } from '../../contract/errors.js'
 
 /** The host would not let the exposure listen on its loopback (descriptors used up, …). */
-export class PortExposureListenError extends SandboxError {
+export class PortExposureListenError extends SandboxError<'port-exposure-listen-failed'> {
 	override readonly name = 'PortExposureListenError'
 	readonly port: number
 

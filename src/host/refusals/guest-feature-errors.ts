@@ -17,7 +17,7 @@ import {
 import type { AgentRefusalCode } from '../../wire/refusals.js'
 
 /** The guest's `healthz` does not advertise `feature`, which `operation` needs. Nothing was sent. */
-export class GuestFeatureUnsupportedError extends SandboxError {
+export class GuestFeatureUnsupportedError extends SandboxError<`${AgentFeature}-unsupported`> {
 	override readonly name: string = 'GuestFeatureUnsupportedError'
 	readonly feature: AgentFeature
 	/** The call that needed it (`startDetached`, `readFile`, `quiesce`, …). */
@@ -37,6 +37,7 @@ export class GuestFeatureUnsupportedError extends SandboxError {
 /** A session verb against a guest that does not advertise `sessions`. */
 export class SessionsUnsupportedError extends GuestFeatureUnsupportedError {
 	override readonly name = 'SessionsUnsupportedError'
+	declare readonly reason: `${typeof SESSIONS_FEATURE}-unsupported`
 
 	constructor(operation: string) {
 		super(
@@ -50,6 +51,7 @@ export class SessionsUnsupportedError extends GuestFeatureUnsupportedError {
 /** A detachable `exec`, `attachExecution` or `cancelExecution` against a guest without `execution-attach`. */
 export class ExecutionAttachUnsupportedError extends GuestFeatureUnsupportedError {
 	override readonly name = 'ExecutionAttachUnsupportedError'
+	declare readonly reason: `${typeof EXECUTION_ATTACH_FEATURE}-unsupported`
 
 	constructor(operation: string) {
 		super(
@@ -63,6 +65,7 @@ export class ExecutionAttachUnsupportedError extends GuestFeatureUnsupportedErro
 /** A ranged read or a streamed read against a guest that does not advertise `read-file-stream`. */
 export class AgentReadFileStreamUnsupportedError extends GuestFeatureUnsupportedError {
 	override readonly name = 'AgentReadFileStreamUnsupportedError'
+	declare readonly reason: `${typeof READ_FILE_STREAM_FEATURE}-unsupported`
 
 	constructor(operation: string) {
 		super(
@@ -76,6 +79,7 @@ export class AgentReadFileStreamUnsupportedError extends GuestFeatureUnsupported
 /** `quiesce()` against a guest whose agent predates the op (not advertised, or `unknown_op`). */
 export class QuiesceUnsupportedError extends GuestFeatureUnsupportedError {
 	override readonly name = 'QuiesceUnsupportedError'
+	declare readonly reason: `${typeof QUIESCE_FEATURE}-unsupported`
 
 	constructor(operation = 'quiesce') {
 		super(
@@ -92,6 +96,7 @@ export class QuiesceUnsupportedError extends GuestFeatureUnsupportedError {
  */
 export class FlushUnsupportedError extends GuestFeatureUnsupportedError {
 	override readonly name = 'FlushUnsupportedError'
+	declare readonly reason: `${typeof FLUSH_FEATURE}-unsupported`
 	/** The guest's refusal code, when the guest itself answered that it cannot flush. */
 	readonly guestCode?: AgentRefusalCode
 

@@ -17,8 +17,14 @@ import {
 	type WireRefusal,
 } from '../../wire/refusals.js'
 
+/**
+ * A transition refused because another is in flight: `reason` is `suspend-already-in-flight`; the
+ * specification (R15-3162371-10) spells it in snake case, carried beside it as `specReason`.
+ */
+const SUSPEND_ALREADY_IN_FLIGHT = 'suspend_already_in_flight'
+
 /** The guest answered an op with `{ ok: false, error }` (or a stream `error` event). */
-export class AgentOpRefusedError extends SandboxError {
+export class AgentOpRefusedError extends SandboxError<'op-refused' | 'unauthorized'> {
 	override readonly name: string = 'AgentOpRefusedError'
 	readonly op: string
 	/** The guest's error string, e.g. `ENOENT: …` or `unknown_op: …`. */
@@ -29,7 +35,7 @@ export class AgentOpRefusedError extends SandboxError {
 	constructor(
 		op: string,
 		guestError: string,
-		reason = 'op-refused',
+		reason: 'op-refused' | 'unauthorized' = 'op-refused',
 		refusal: WireRefusal = parseRefusal(guestError),
 	) {
 		super(`guest agent refused ${op}: ${guestError}`, reason)
@@ -42,6 +48,7 @@ export class AgentOpRefusedError extends SandboxError {
 /** The guest refused the request's credential (`unauthorized`). */
 export class AgentUnauthorizedError extends AgentOpRefusedError {
 	override readonly name = 'AgentUnauthorizedError'
+	declare readonly reason: 'unauthorized'
 
 	constructor(op: string) {
 		super(op, 'unauthorized', 'unauthorized')
@@ -49,7 +56,7 @@ export class AgentUnauthorizedError extends AgentOpRefusedError {
 }
 
 /** A reservation, acknowledgement or stream the peer sent that breaks the protocol. */
-export class RemoteProtocolError extends SandboxError {
+export class RemoteProtocolError extends SandboxError<'protocol-error'> {
 	override readonly name: string = 'RemoteProtocolError'
 
 	constructor(message: string, options: SandboxErrorOptions = {}) {
@@ -106,7 +113,7 @@ export class RemoteByteCountError extends RemoteProtocolError {
 }
 
 /** The guest reported an `error` for the command (bad cwd, spawn failure, invalid timeout, …). */
-export class RemoteCommandError extends SandboxError {
+export class RemoteCommandError extends SandboxError<'command-error'> {
 	override readonly name = 'RemoteCommandError'
 	/** The guest's error string. */
 	readonly guestError: string
@@ -118,7 +125,7 @@ export class RemoteCommandError extends SandboxError {
 }
 
 /** The guest refused to reserve an execution (e.g. `execution_capacity`). */
-export class RemoteExecutionRefusedError extends SandboxError {
+export class RemoteExecutionRefusedError extends SandboxError<'execution-refused'> {
 	override readonly name = 'RemoteExecutionRefusedError'
 	readonly guestError: string
 
@@ -134,7 +141,7 @@ export class RemoteExecutionRefusedError extends SandboxError {
  * Whether the command still runs is unknown: no cancellation could be confirmed inside the window.
  * The backend retires the whole unit and records what happened in `retirement`.
  */
-export class RemoteCancellationUnknownError extends SandboxError {
+export class RemoteCancellationUnknownError extends SandboxError<'cancellation-unknown'> {
 	override readonly name: string = 'RemoteCancellationUnknownError'
 	/** Absent when the guest refused before an execution was reserved (`agent_retiring`). */
 	readonly executionId?: string
@@ -181,7 +188,7 @@ export type AttachRefusal =
  * The guest would not attach to `executionId`. `executionState`, when the guest reported one, says
  * where the execution is: `'reserved'` means the command never started, so nothing is running.
  */
-export class ExecutionNotAttachableError extends SandboxError {
+export class ExecutionNotAttachableError extends SandboxError<'execution-not-attachable'> {
 	override readonly name = 'ExecutionNotAttachableError'
 	readonly executionId: string
 	readonly refusal: AttachRefusal
@@ -200,7 +207,7 @@ export class ExecutionNotAttachableError extends SandboxError {
 }
 
 /** `cancelExecution` of an id the guest does not hold (or a malformed one). */
-export class ExecutionCancelRefusedError extends SandboxError {
+export class ExecutionCancelRefusedError extends SandboxError<'execution-cancel-refused'> {
 	override readonly name = 'ExecutionCancelRefusedError'
 	readonly executionId: string
 	/** The guest's refusal, e.g. `unknown_execution`. */
@@ -214,7 +221,7 @@ export class ExecutionCancelRefusedError extends SandboxError {
 }
 
 /** The guest refused a session request; `refusal` is its code (`session_capacity`, …). */
-export class SessionRefusedError extends SandboxError {
+export class SessionRefusedError extends SandboxError<'session-refused'> {
 	override readonly name = 'SessionRefusedError'
 	readonly refusal: string
 	readonly sessionId: string
@@ -242,7 +249,9 @@ export class SessionRefusedError extends SandboxError {
 }
 
 /** A process survived SIGKILL, or the guest ran out of rounds or time; `pid` names it. */
-export class QuiesceUnconfirmedError extends SandboxError {
+export class QuiesceUnconfirmedError extends SandboxError<
+	'quiesce-unconfirmed' | 'suspend-already-in-flight'
+> {
 	override readonly name = 'QuiesceUnconfirmedError'
 	/** The process the guest could not confirm gone; undefined when the guest named none. */
 	readonly pid: number | undefined
@@ -250,25 +259,40 @@ export class QuiesceUnconfirmedError extends SandboxError {
 	readonly guestMessage: string
 	/** The guest's refusal code. */
 	readonly guestCode = AGENT_REFUSAL.quiesce_unconfirmed
+	/** With `suspend-already-in-flight`: the spelling the specification gives that reason. */
+	readonly specReason?: typeof SUSPEND_ALREADY_IN_FLIGHT
 
-	/** `reason` other than the default names a host-side refusal (`suspend_already_in_flight`). */
-	constructor(pid: number | undefined, guestMessage: string, reason = 'quiesce-unconfirmed') {
+	/** `reason` other than the default names a host-side refusal (`suspend-already-in-flight`). */
+	constructor(
+		pid: number | undefined,
+		guestMessage: string,
+		reason: 'quiesce-unconfirmed' | 'suspend-already-in-flight' = 'quiesce-unconfirmed',
+	) {
 		super(`quiesce could not be confirmed: ${guestMessage}`, reason)
 		this.pid = pid
 		this.guestMessage = guestMessage
+		if (reason === 'suspend-already-in-flight') this.specReason = SUSPEND_ALREADY_IN_FLIGHT
 	}
 }
 
 /** The guest ran the flush but could not confirm it (timeout, non-zero exit). */
-export class FlushUnconfirmedError extends SandboxError {
+export class FlushUnconfirmedError extends SandboxError<
+	'flush-unconfirmed' | 'suspend-already-in-flight'
+> {
 	override readonly name = 'FlushUnconfirmedError'
 	readonly guestMessage: string
 	/** The guest's refusal code. */
 	readonly guestCode = AGENT_REFUSAL.flush_unconfirmed
+	/** With `suspend-already-in-flight`: the spelling the specification gives that reason. */
+	readonly specReason?: typeof SUSPEND_ALREADY_IN_FLIGHT
 
-	/** `reason` other than the default names a host-side refusal (`suspend_already_in_flight`). */
-	constructor(guestMessage: string, reason = 'flush-unconfirmed') {
+	/** `reason` other than the default names a host-side refusal (`suspend-already-in-flight`). */
+	constructor(
+		guestMessage: string,
+		reason: 'flush-unconfirmed' | 'suspend-already-in-flight' = 'flush-unconfirmed',
+	) {
 		super(`flush could not be confirmed: ${guestMessage}`, reason, { retryable: true })
 		this.guestMessage = guestMessage
+		if (reason === 'suspend-already-in-flight') this.specReason = SUSPEND_ALREADY_IN_FLIGHT
 	}
 }

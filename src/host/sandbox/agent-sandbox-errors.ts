@@ -5,7 +5,7 @@
 import { SandboxError } from '../../contract/errors.js'
 
 /** Any call on a sandbox that was retired because a cancellation could not be confirmed. */
-export class SandboxRetiredError extends SandboxError {
+export class SandboxRetiredError extends SandboxError<'retired'> {
 	override readonly name = 'SandboxRetiredError'
 	readonly sandboxId: string
 	readonly operation: string
@@ -21,7 +21,7 @@ export class SandboxRetiredError extends SandboxError {
 }
 
 /** `openTcpConnection` to anything but the guest's loopback, refused on the host before dialing. */
-export class SandboxTcpTargetRefusedError extends SandboxError {
+export class SandboxTcpTargetRefusedError extends SandboxError<'tcp-target-refused'> {
 	override readonly name = 'SandboxTcpTargetRefusedError'
 	readonly host: string
 	readonly port: number

@@ -129,10 +129,7 @@ export interface AgentSandboxOptions {
 	/** The tier's error for a guest that fenced itself (`SandboxLifetimeOptions`). */
 	readonly fencedGuest?: SandboxLifetimeOptions['fencedGuest']
 	/** Overrides of the execution controller's windows (tests shorten them). */
-	readonly execution?: Omit<
-		RemoteExecutionControllerOptions,
-		'defaultExecutionTimeoutMs' | 'outputBudget'
-	>
+	readonly execution?: Omit<RemoteExecutionControllerOptions, 'defaultTimeoutMs' | 'outputBudget'>
 	/**
 	 * The budget of exec output held on the host that this sandbox shares with its provider's
 	 * others (`ExecOutputBudget`). Default: one of `DEFAULT_EXEC_OUTPUT_BUDGET_BYTES` of its own.
@@ -176,7 +173,7 @@ export class AgentSandbox implements Sandbox {
 			...options.execution,
 			...(options.defaultTimeoutMs === undefined
 				? {}
-				: { defaultExecutionTimeoutMs: options.defaultTimeoutMs }),
+				: { defaultTimeoutMs: options.defaultTimeoutMs }),
 		})
 		this.#files = new SandboxFileVerbs({
 			transport: this.transport,

@@ -11,7 +11,7 @@
  */
 
 import { setMaxListeners } from 'node:events'
-import { setTimeout as sleep } from 'node:timers/promises'
+import { settleWithin } from '../../common/bounded-promise.js'
 import { SandboxDestroyedError } from '../../contract/errors.js'
 import type { SandboxRetirementObservation } from '../../contract/retirement.js'
 import type { SandboxStatus } from '../../contract/sandbox.js'
@@ -269,10 +269,9 @@ export class SandboxLifetime {
 	async #tearDown(signal: AbortSignal | undefined, alsoClose: () => Promise<unknown>) {
 		this.#lifetime.abort(new SandboxDestroyedError(this.#options.id, 'in-flight call'))
 		// Aborted execs resolve as aborted once the guest confirms; give them a bounded moment.
-		await Promise.race([
-			Promise.allSettled([...this.#inFlight]),
-			sleep(DESTROY_IN_FLIGHT_SETTLE_MS, undefined, { ref: false }),
-		])
+		await settleWithin(Promise.allSettled([...this.#inFlight]), DESTROY_IN_FLIGHT_SETTLE_MS, {
+			ref: false,
+		})
 		await Promise.all([...[...this.#owned.values()].map((close) => close()), alsoClose()])
 		this.#owned.clear()
 		await this.#options.release(signal)

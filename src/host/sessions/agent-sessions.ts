@@ -9,9 +9,11 @@
  * connection-bound terminal. Guest refusals become `SessionRefusedError` with the guest's code
  * (through the one table, `../refusals/refusal-to-error.ts`).
  */
+
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
 import type { OpenTerminalOptions, TerminalSize } from '../../contract/sandbox.js'
 import { SESSIONS_FEATURE } from '../../wire/features.js'
+import { AGENT_OP } from '../../wire/protocol.js'
 import type { WireRefusal } from '../../wire/refusals.js'
 import {
 	AgentOpRefusedError,
@@ -177,7 +179,7 @@ export class AgentSessions {
 			...(options.fromOffset === undefined ? {} : { fromOffset: options.fromOffset }),
 		}
 		let output: Record<string, unknown> | undefined
-		const events = this.transport.stream('attach-session', body, {
+		const events = this.transport.stream(AGENT_OP.attachSession, body, {
 			...(options.signal ? { signal: options.signal } : {}),
 			maxFrameBytes,
 		})

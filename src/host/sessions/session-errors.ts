@@ -17,9 +17,8 @@ export type SessionDetachReason = 'connection-lost' | 'superseded' | 'slow-reade
  * A session terminal's `exited` when the attachment ended but the program did not: resolving would
  * report an exit that never happened. `nextOffset` is where `attachTerminal` should resume.
  */
-export class AgentSessionDetachedError extends SandboxError {
+export class AgentSessionDetachedError extends SandboxError<SessionDetachReason> {
 	override readonly name = 'AgentSessionDetachedError'
-	declare readonly reason: SessionDetachReason
 	readonly sessionId: string
 	readonly nextOffset: number
 

@@ -6,6 +6,7 @@
  * the owner's teardown: SIGKILL, wait (bounded) for the exit, then close and await the socket.
  */
 
+import { settleWithin } from '../../common/bounded-promise.js'
 import type { TerminalExit, TerminalSession, TerminalSize } from '../../contract/sandbox.js'
 import { binaryEventBytes } from '../../wire/binary-frame.js'
 import type { FrameChannel } from './frame-channel.js'
@@ -68,14 +69,10 @@ export class AgentTerminalSession implements TerminalSession {
 		this.#closing = true
 		if (!this.#ended && !this.#channel.isClosed) {
 			this.kill('SIGKILL')
-			let timer: NodeJS.Timeout | undefined
-			await Promise.race([
+			await settleWithin(
 				this.exited.catch(() => undefined),
-				new Promise((resolve) => {
-					timer = setTimeout(resolve, CLOSE_EXIT_WAIT_MS)
-				}),
-			])
-			clearTimeout(timer)
+				CLOSE_EXIT_WAIT_MS,
+			)
 		}
 		// Closing the connection makes the guest kill whatever is left in the terminal's session.
 		this.#channel.destroy()

@@ -7,6 +7,7 @@
  */
 
 import { performance } from 'node:perf_hooks'
+import { raceSignal } from '../../common/bounded-promise.js'
 import { withBinaryFramesRequest } from '../../wire/binary-frame.js'
 import { BINARY_FRAMES_FEATURE, EXECUTE_RESERVES_FEATURE } from '../../wire/features.js'
 import { encodedFrameBytes, encodeFrameWithBase64, FRAME_HEADER_BYTES } from '../../wire/frame.js'
@@ -39,7 +40,6 @@ import {
 import { FrameChannel } from './frame-channel.js'
 import { GuestLiveness } from './guest-liveness.js'
 import { type AgentHealth, parseHealthzReply } from './healthz-reply.js'
-import { raceSignal } from './race-signal.js'
 import { ReservationRecord, type ReservedGuest } from './reservation-record.js'
 import { startHostStreamHeartbeat, withHeartbeatRequest } from './stream-heartbeat.js'
 import { AgentFrameTooLargeError, AgentPreauthFrameTooLargeError } from './transport-errors.js'

@@ -10,7 +10,7 @@ import { STREAM_HEARTBEAT_MISS_LIMIT } from '../../wire/heartbeat.js'
 import type { SandboxAgentHandleKind } from './agent-handle.js'
 
 /** No socket to the agent could be established within the retry budget (or a permanent failure). */
-export class AgentDialFailedError extends SandboxError {
+export class AgentDialFailedError extends SandboxError<'dial-failed-permanently' | 'dial-failed'> {
 	override readonly name = 'AgentDialFailedError'
 	readonly handleKind: SandboxAgentHandleKind
 	readonly attempts: number
@@ -35,7 +35,7 @@ export class AgentDialFailedError extends SandboxError {
 }
 
 /** One connect attempt got no connection within `connectTimeoutMs` (a cause of `AgentDialFailedError`). */
-export class ConnectTimeoutError extends SandboxError {
+export class ConnectTimeoutError extends SandboxError<'connect-timeout'> {
 	override readonly name = 'ConnectTimeoutError'
 	readonly code = 'ETIMEDOUT'
 	readonly timeoutMs: number
@@ -47,7 +47,7 @@ export class ConnectTimeoutError extends SandboxError {
 }
 
 /** The Firecracker `CONNECT <port>` preamble was refused or cut short (a cause of `AgentDialFailedError`). */
-export class VsockHandshakeError extends SandboxError {
+export class VsockHandshakeError extends SandboxError<'vsock-handshake-failed'> {
 	override readonly name = 'VsockHandshakeError'
 
 	constructor(message: string) {
@@ -56,12 +56,19 @@ export class VsockHandshakeError extends SandboxError {
 }
 
 /** An outgoing request envelope is larger than the guest will accept in one frame. */
-export class AgentFrameTooLargeError extends SandboxError {
+export class AgentFrameTooLargeError extends SandboxError<
+	'frame-too-large' | 'preauth-frame-too-large'
+> {
 	override readonly name: string = 'AgentFrameTooLargeError'
 	readonly frameBytes: number
 	readonly limitBytes: number
 
-	constructor(message: string, frameBytes: number, limitBytes: number, reason = 'frame-too-large') {
+	constructor(
+		message: string,
+		frameBytes: number,
+		limitBytes: number,
+		reason: 'frame-too-large' | 'preauth-frame-too-large' = 'frame-too-large',
+	) {
 		super(message, reason)
 		this.frameBytes = frameBytes
 		this.limitBytes = limitBytes
@@ -74,6 +81,7 @@ export class AgentFrameTooLargeError extends SandboxError {
  */
 export class AgentPreauthFrameTooLargeError extends AgentFrameTooLargeError {
 	override readonly name = 'AgentPreauthFrameTooLargeError'
+	declare readonly reason: 'preauth-frame-too-large'
 
 	constructor(frameBytes: number, limitBytes: number, options: { guestLacks?: string } = {}) {
 		const missing =
@@ -90,7 +98,7 @@ export class AgentPreauthFrameTooLargeError extends AgentFrameTooLargeError {
 }
 
 /** A `writeFile` body above `maxWriteFileBytes`, refused before any route is chosen or dialed. */
-export class AgentWriteFileTooLargeError extends SandboxError {
+export class AgentWriteFileTooLargeError extends SandboxError<'write-file-too-large'> {
 	override readonly name = 'AgentWriteFileTooLargeError'
 	readonly sizeBytes: number
 	readonly limitBytes: number
@@ -109,7 +117,7 @@ export class AgentWriteFileTooLargeError extends SandboxError {
  * A whole-file `readFile` of a file the guest says is larger than `maxReadFileBytes`, refused
  * before any byte is gathered (`readFileStream` reads it a chunk at a time).
  */
-export class AgentReadFileTooLargeError extends SandboxError {
+export class AgentReadFileTooLargeError extends SandboxError<'read-file-too-large'> {
 	override readonly name = 'AgentReadFileTooLargeError'
 	readonly sizeBytes: number
 	readonly limitBytes: number
@@ -128,7 +136,7 @@ export class AgentReadFileTooLargeError extends SandboxError {
  * A `listFiles` whose answer passed what the host holds of one listing (`MAX_LISTING_BYTES`:
  * each entry's path plus a fixed cost per entry): refused, never cut short to look complete.
  */
-export class AgentListingTooLargeError extends SandboxError {
+export class AgentListingTooLargeError extends SandboxError<'listing-too-large'> {
 	override readonly name = 'AgentListingTooLargeError'
 	readonly path: string
 	readonly limitBytes: number
@@ -147,7 +155,7 @@ export class AgentListingTooLargeError extends SandboxError {
 }
 
 /** The connection went silent for longer than `readIdleTimeoutMs`. */
-export class AgentReadTimeoutError extends SandboxError {
+export class AgentReadTimeoutError extends SandboxError<'read-timeout'> {
 	override readonly name = 'AgentReadTimeoutError'
 	readonly op: string
 	readonly idleMs: number
@@ -162,7 +170,7 @@ export class AgentReadTimeoutError extends SandboxError {
 }
 
 /** The connection failed after it was established (reset, broken pipe). */
-export class AgentConnectionError extends SandboxError {
+export class AgentConnectionError extends SandboxError<'connection-failed'> {
 	override readonly name = 'AgentConnectionError'
 	readonly op: string
 
@@ -178,7 +186,7 @@ export class AgentConnectionError extends SandboxError {
  * `AgentReadTimeoutError`: that bound is for request-shaped exchanges, this one is the negotiated
  * liveness of a long-lived stream.
  */
-export class AgentStreamSilentError extends SandboxError {
+export class AgentStreamSilentError extends SandboxError<'stream-silent'> {
 	override readonly name = 'AgentStreamSilentError'
 	readonly op: string
 	readonly heartbeatMs: number
@@ -221,7 +229,7 @@ function describeGuestExit(exit: GuestExit): string {
  * every call in flight fails with this error as soon as the tier reports the death, and so does
  * every later call. Nothing in the guest survives its agent; `destroy()` still releases the unit.
  */
-export class GuestDiedError extends SandboxError {
+export class GuestDiedError extends SandboxError<'guest-died'> {
 	override readonly name = 'GuestDiedError'
 	readonly exitCode: number | null
 	readonly signal: NodeJS.Signals | null

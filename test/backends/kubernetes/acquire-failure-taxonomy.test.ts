@@ -384,10 +384,14 @@ describe('package root', () => {
 			expect(typeof values[name], name).toBe('function')
 		}
 		// What a tier is built from moved, under the same names, to @namzu/sandbox/agent when the
-		// root was made deliberate; the execution controller behind exec() became internal then.
+		// root was made deliberate; the two the specification names are on the root as well.
 		const tierKit = agentEntry as Record<string, unknown>
 		for (const name of ['createAgentSandbox', 'AgentTransport', 'walkFilesViaExec']) {
 			expect(typeof tierKit[name], name).toBe('function')
+		}
+		for (const name of ['walkFilesViaExec', 'RemoteExecutionController']) {
+			expect(typeof values[name], name).toBe('function')
+			expect(values[name], name).toBe(tierKit[name])
 		}
 		expectTypeOf<root.KubernetesBackendConfig>().toHaveProperty('access')
 		expectTypeOf<root.KubernetesClusterAccess>().not.toBeAny()

@@ -21,6 +21,7 @@ import {
 	type KubernetesBackendConfig,
 	SandboxConfigError,
 } from '../../../src/index.js'
+import type * as kubernetes from '../../../src/kubernetes-entry.js'
 import { type GuestAgent, startGuestAgent } from './deprivileged-agent.js'
 import { rejectionError } from './error-chain.js'
 import { scriptedBackendBase } from './local-guest-config.js'
@@ -103,7 +104,7 @@ describe('agentAddress', () => {
 			access: { server: 'https://127.0.0.1:1', getToken: () => 't' },
 			sandboxTemplateName: 'task',
 		} as const
-		expectTypeOf<root.KubernetesAgentAddressMode>().toEqualTypeOf<'service' | 'pod-ip'>()
+		expectTypeOf<kubernetes.KubernetesAgentAddressMode>().toEqualTypeOf<'service' | 'pod-ip'>()
 		expectTypeOf<KubernetesBackendConfig['agentAddress']>().toEqualTypeOf<
 			'service' | 'pod-ip' | undefined
 		>()

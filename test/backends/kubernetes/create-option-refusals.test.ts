@@ -5,11 +5,8 @@ import {
 	createKubernetesSandboxProvider,
 	refuseUnsupportedCreateOptions,
 } from '../../../src/backends/kubernetes/kubernetes-sandbox-provider.js'
-import {
-	KubernetesCreateOptionUnsupportedError,
-	SandboxConfigError,
-	type SandboxCreateConfig,
-} from '../../../src/index.js'
+import { SandboxConfigError, type SandboxCreateConfig } from '../../../src/index.js'
+import { KubernetesCreateOptionUnsupportedError } from '../../../src/kubernetes-entry.js'
 import { base } from './acquire-config.js'
 import { rejectionError } from './error-chain.js'
 import { scriptedApi } from './scripted-api-port.js'

@@ -3,7 +3,7 @@
 // bind token (the pod uid), the command or its output.
 import { randomUUID } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import type { RemoteExecutionTiming } from '../../../src/index.js'
+import type { RemoteExecutionTiming } from '../../../src/agent-entry.js'
 import { paths } from '../../cluster/sandbox-fixtures.js'
 import { useKubernetesHarness } from './kubernetes-harness.js'
 

@@ -15,10 +15,10 @@ import { parseAllDocuments } from 'yaml'
 import {
 	createKubernetesSandboxProvider,
 	createKubernetesWorkspace,
-	DEFAULT_KUBERNETES_AGENT_PORT,
 	type KubernetesBackendConfig,
 	RemoteCancellationUnknownError,
 } from '../../../src/index.js'
+import { DEFAULT_KUBERNETES_AGENT_PORT } from '../../../src/kubernetes-entry.js'
 import { waitGone } from '../../cluster/cluster-objects.js'
 import { builtGuestRootfs } from '../../cluster/kubelet/guest-image.js'
 import { binDir } from '../../cluster/paths.js'

@@ -15,7 +15,6 @@ import {
 	createSandboxProvider,
 	KubernetesAgentAddressUnresolvableError,
 	KubernetesAgentUnauthorizedError,
-	KubernetesCreateOptionUnsupportedError,
 	KubernetesPrivilegeProbeError,
 	KubernetesSandboxDestroyedError,
 	KubernetesSandboxGoneError,
@@ -23,6 +22,7 @@ import {
 	SandboxConfigError,
 	SandboxDestroyedError,
 } from '../../../src/index.js'
+import { KubernetesCreateOptionUnsupportedError } from '../../../src/kubernetes-entry.js'
 import { type GuestAgent, startGuestAgent } from './deprivileged-agent.js'
 import { rejectionError } from './error-chain.js'
 import { launchGuestAgent, SETPRIV_CHAIN } from './launched-guest.js'

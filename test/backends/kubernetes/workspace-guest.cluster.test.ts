@@ -12,12 +12,12 @@ import { pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createKubernetesWorkspace } from '../../../src/backends/kubernetes/workspace/create-kubernetes-workspace.js'
 import {
-	type KubernetesGuestRestartEvent,
 	type KubernetesWorkspace,
 	type KubernetesWorkspaceCancellationNotice,
 	type KubernetesWorkspaceOptions,
 	RemoteCancellationUnknownError,
 } from '../../../src/index.js'
+import type { KubernetesGuestRestartEvent } from '../../../src/kubernetes-entry.js'
 import { type KubeObject, waitObject } from '../../cluster/cluster-objects.js'
 import { paths, sandboxTemplate } from '../../cluster/sandbox-fixtures.js'
 import { useKubernetesHarness } from './kubernetes-harness.js'

@@ -14,7 +14,6 @@ import {
 	KubernetesAgentRetiringError,
 	KubernetesAgentUnauthorizedError,
 	KubernetesExecutionDetachedError,
-	type KubernetesGuestRestartEvent,
 	type KubernetesWorkspace,
 	type KubernetesWorkspaceCancellationNotice,
 	type KubernetesWorkspaceOptions,
@@ -22,6 +21,7 @@ import {
 	KubernetesWorkspaceSuspendedError,
 	RemoteCancellationUnknownError,
 } from '../../../src/index.js'
+import type { KubernetesGuestRestartEvent } from '../../../src/kubernetes-entry.js'
 import { execUntilUnconfirmed, FENCE_AGENT_ENV } from '../../helpers/fenced-agent.js'
 import { canFreeze } from '../../helpers/frozen-process.js'
 import { rejectionError } from './error-chain.js'

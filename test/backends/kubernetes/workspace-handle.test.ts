@@ -332,10 +332,16 @@ describe('Kubernetes workspace: flush and quiesce during a suspend', () => {
 			.suspend({ quiesce: true, flush: false })
 			.catch((e: unknown) => e)
 		expect(quiesced).toBeInstanceOf(KubernetesQuiesceUnconfirmedError)
-		expect(quiesced).toMatchObject({ reason: 'suspend_already_in_flight' })
+		expect(quiesced).toMatchObject({
+			reason: 'suspend-already-in-flight',
+			specReason: 'suspend_already_in_flight',
+		})
 		const flushed = await workspace.destroy().catch((e: unknown) => e)
 		expect(flushed).toBeInstanceOf(KubernetesFlushUnconfirmedError)
-		expect(flushed).toMatchObject({ reason: 'suspend_already_in_flight' })
+		expect(flushed).toMatchObject({
+			reason: 'suspend-already-in-flight',
+			specReason: 'suspend_already_in_flight',
+		})
 		const joined = workspace.destroy({ flush: false })
 		hold.open()
 		await Promise.all([inFlight, joined])

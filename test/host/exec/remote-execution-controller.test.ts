@@ -98,14 +98,10 @@ describe('RemoteExecutionController', () => {
 				return { exitCode: 0, timedOut: false, durationMs: 1 }
 			},
 		})
-		await new RemoteExecutionController(adapter, { defaultExecutionTimeoutMs: 1234 }).exec(
-			'ls',
-			['-l'],
-			{
-				cwd: '/w',
-				env: { A: '1' },
-			},
-		)
+		await new RemoteExecutionController(adapter, { defaultTimeoutMs: 1234 }).exec('ls', ['-l'], {
+			cwd: '/w',
+			env: { A: '1' },
+		})
 		expect(seen).toEqual({
 			executionId: ID,
 			command: 'ls',

@@ -36,9 +36,8 @@ export type ArmFailureReason =
 	| 'protocol'
 
 /** A refused or failed Azure Resource Manager call. */
-export class ACIArmError extends SandboxError {
+export class ACIArmError extends SandboxError<ArmFailureReason> {
 	override readonly name = 'ACIArmError'
-	declare readonly reason: ArmFailureReason
 	readonly operation: ArmOperation
 	readonly method: string
 	/** The resource path (no query, no host). */
@@ -122,9 +121,8 @@ export type ACIGroupFailureReason =
 	| 'agent-token-refused'
 
 /** A claimed container group that did not become usable; it has been deleted (`deleted`). */
-export class ACIGroupNotReadyError extends SandboxError {
+export class ACIGroupNotReadyError extends SandboxError<ACIGroupFailureReason> {
 	override readonly name = 'ACIGroupNotReadyError'
-	declare readonly reason: ACIGroupFailureReason
 	readonly groupName: string
 	/** The last `provisioningState` seen, when any. */
 	readonly provisioningState: string | undefined
@@ -152,7 +150,7 @@ export class ACIGroupNotReadyError extends SandboxError {
 }
 
 /** A `create()` or provider setting ACI's claim cannot carry (the group is the profile's). */
-export class ACIOptionUnsupportedError extends SandboxError {
+export class ACIOptionUnsupportedError extends SandboxError<'option-unsupported'> {
 	override readonly name = 'ACIOptionUnsupportedError'
 	readonly field: string
 

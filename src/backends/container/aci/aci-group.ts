@@ -18,7 +18,7 @@
  * - Container Groups – Delete: 200 / 202 / 204; 404 is a group already gone.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
-import { isRecord } from '../../../wire/is-record.js'
+import { isRecord } from '../../../common/is-record.js'
 import type { ResolvedContainerSandboxLayout } from '../container-layout.js'
 import { layoutMounts } from '../container-layout.js'
 import type { ResolvedACIConfig } from './aci-config.js'

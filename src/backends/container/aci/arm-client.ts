@@ -7,9 +7,9 @@
  * https://learn.microsoft.com/en-us/rest/api/container-instances/).
  */
 
+import { raceSignal } from '../../../common/bounded-promise.js'
+import { isRecord } from '../../../common/is-record.js'
 import { parseRetryAfterMs } from '../../../contract/retry-after.js'
-import { raceSignal } from '../../../host/transport/race-signal.js'
-import { isRecord } from '../../../wire/is-record.js'
 import { ARM_ENDPOINT } from './aci-config.js'
 import { ACIArmError, type ArmFailureReason, type ArmOperation } from './aci-errors.js'
 

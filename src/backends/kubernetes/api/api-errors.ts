@@ -35,7 +35,7 @@ export type KubernetesApiFailureReason =
 export type KubernetesFailureKind = Exclude<KubernetesApiFailureReason, 'connect-failed'>
 
 /** `apiRequestTimeoutMs` below `MIN_API_REQUEST_TIMEOUT_MS` (or not a finite number). */
-export class KubernetesApiRequestTimeoutConfigError extends SandboxError {
+export class KubernetesApiRequestTimeoutConfigError extends SandboxError<'invalid-api-request-timeout'> {
 	override readonly name = 'KubernetesApiRequestTimeoutConfigError'
 	readonly field = 'apiRequestTimeoutMs'
 	readonly value: number
@@ -50,7 +50,7 @@ export class KubernetesApiRequestTimeoutConfigError extends SandboxError {
 }
 
 /** The request got no complete answer within `apiRequestTimeoutMs` (token, connect and body). */
-export class KubernetesApiTimeoutError extends SandboxError {
+export class KubernetesApiTimeoutError extends SandboxError<'api-timeout'> {
 	override readonly name = 'KubernetesApiTimeoutError'
 	readonly verb: KubernetesHttpMethod
 	readonly path: string
@@ -87,9 +87,8 @@ export interface KubernetesApiErrorFields {
 }
 
 /** The API server refused the request, or could not be reached at all. */
-export class KubernetesApiError extends SandboxError {
+export class KubernetesApiError extends SandboxError<KubernetesApiFailureReason> {
 	override readonly name: string = 'KubernetesApiError'
-	declare readonly reason: KubernetesApiFailureReason
 	readonly verb: KubernetesHttpMethod
 	readonly path: string
 	readonly transport: KubernetesApiFailureTransport
@@ -148,7 +147,7 @@ export class KubernetesPatchNotAppliedError extends KubernetesApiError {
 }
 
 /** The access could not produce credentials (missing files, unusable kubeconfig, getToken threw). */
-export class KubernetesCredentialError extends SandboxError {
+export class KubernetesCredentialError extends SandboxError<'credentials-unavailable'> {
 	override readonly name = 'KubernetesCredentialError'
 	/** Which access form failed: `in-cluster`, `token-provider` or `kubeconfig`. */
 	readonly access: 'in-cluster' | 'token-provider' | 'kubeconfig'

@@ -10,8 +10,8 @@
  * carries a `test` op turns either into `KubernetesPatchNotAppliedError`.
  */
 
+import { isRecord } from '../../../common/is-record.js'
 import { parseRetryAfterMs } from '../../../contract/retry-after.js'
-import { isRecord } from '../../../wire/is-record.js'
 import {
 	KubernetesAlreadyGoneError,
 	KubernetesApiError,

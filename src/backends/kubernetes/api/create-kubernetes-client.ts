@@ -7,7 +7,7 @@
  * caller's own abort reason, unchanged.
  */
 
-import { raceSignal } from '../../../host/transport/race-signal.js'
+import { raceSignal } from '../../../common/bounded-promise.js'
 import {
 	KubernetesApiError,
 	KubernetesApiTimeoutError,

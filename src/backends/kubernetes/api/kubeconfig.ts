@@ -8,7 +8,7 @@
  */
 import { isAbsolute, resolve } from 'node:path'
 import { parse } from 'yaml'
-import { isRecord } from '../../../wire/is-record.js'
+import { isRecord } from '../../../common/is-record.js'
 import { KubernetesCredentialError } from './api-errors.js'
 
 /** PEM given inline (already decoded) or as a file to read. */

@@ -6,7 +6,7 @@
  * error, a cut connection `KubernetesApiError` with `transport: 'connect'`, an opening that missed
  * the bound `KubernetesApiTimeoutError`, the caller's abort its own reason.
  */
-import { raceSignal } from '../../../host/transport/race-signal.js'
+import { raceSignal } from '../../../common/bounded-promise.js'
 import { KubernetesApiError, KubernetesApiTimeoutError } from './api-errors.js'
 import type { ApiStreamTransport } from './api-transport.js'
 import {

@@ -3,8 +3,9 @@
  * server is trusted less than a guest only in degree, and a watch must never grow the host without
  * limit — and every event is checked for shape before anything reads it.
  */
+
+import { isRecord } from '../../../common/is-record.js'
 import { SandboxError } from '../../../contract/errors.js'
-import { isRecord } from '../../../wire/is-record.js'
 
 /** Longest watch event line accepted; a claim or Sandbox is a few KiB. */
 export const MAX_WATCH_EVENT_BYTES = 1024 * 1024
@@ -29,7 +30,7 @@ const EVENT_TYPES: ReadonlySet<string> = new Set([
 export type WatchFramingProblem = 'line-too-long' | 'not-json' | 'not-an-event'
 
 /** The API server sent a watch stream this client will not read (the acquire then polls). */
-export class KubernetesWatchFramingError extends SandboxError {
+export class KubernetesWatchFramingError extends SandboxError<'watch-stream-refused'> {
 	override readonly name = 'KubernetesWatchFramingError'
 	readonly problem: WatchFramingProblem
 

@@ -4,10 +4,10 @@
  * (`egress.perSandbox.narrowing`): its types and its validation, pure. A refusal names the field
  * relative to `config.egress`, under whichever of the two it was given as.
  */
+import { isRecord } from '../../../common/is-record.js'
 import {
 	CONFIG_SITE,
 	describeReceived,
-	isPlainObject,
 	refuseUnknownKeys,
 } from '../../../contract/argument-validators.js'
 import { KubernetesEgressPolicyConfigError } from './network-errors.js'
@@ -132,7 +132,7 @@ export function resolveNarrowing(
 	const hostPortsValue = value.hostPorts
 	const hostPorts: Record<string, readonly number[]> = {}
 	if (hostPortsValue !== undefined) {
-		if (!isPlainObject(hostPortsValue)) {
+		if (!isRecord(hostPortsValue)) {
 			throw new KubernetesEgressPolicyConfigError(
 				`${base}.hostPorts`,
 				`must be an object of hostnames to ports, got ${describeReceived(hostPortsValue)}`,
@@ -169,7 +169,7 @@ function resolveDnsNames(
 	if (value === true) {
 		return { namespace, clusterDomain: DEFAULT_CLUSTER_DOMAIN, searchSuffixes: [] }
 	}
-	if (!isPlainObject(value)) {
+	if (!isRecord(value)) {
 		throw new KubernetesEgressPolicyConfigError(
 			`${base}.dnsNames`,
 			`must be true or { namespace?, clusterDomain?, searchSuffixes? }, got ${describeReceived(value)}`,

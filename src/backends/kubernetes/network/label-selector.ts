@@ -8,7 +8,7 @@
  * `any:app`); `selectorKey` strips the prefix, and the pod's namespace is the pseudo-label
  * `io.kubernetes.pod.namespace` there.
  */
-import { isRecord, isStringRecord } from '../../../wire/is-record.js'
+import { isRecord, isStringRecord } from '../../../common/is-record.js'
 
 export type SelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'
 

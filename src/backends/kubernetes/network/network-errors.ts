@@ -8,7 +8,7 @@
 import { SandboxError } from '../../../contract/errors.js'
 
 /** A hostname allowlist under `engine: 'core'`: core `NetworkPolicy` has no FQDN concept. */
-export class KubernetesUnenforceableEgressPolicyError extends SandboxError {
+export class KubernetesUnenforceableEgressPolicyError extends SandboxError<'egress-unenforceable'> {
 	override readonly name = 'KubernetesUnenforceableEgressPolicyError'
 	readonly policyKind: string
 	readonly engine: 'core'
@@ -24,7 +24,7 @@ export class KubernetesUnenforceableEgressPolicyError extends SandboxError {
 }
 
 /** A value inside `config.egress` this backend will not translate (a CIDR, a port, a DNS suffix). */
-export class KubernetesEgressPolicyConfigError extends SandboxError {
+export class KubernetesEgressPolicyConfigError extends SandboxError<'invalid-egress-config'> {
 	override readonly name = 'KubernetesEgressPolicyConfigError'
 	/** Relative to `config.egress`: `policy.exceptCidrs[2]`, `ciliumNarrowing.ports[0]`. */
 	readonly field: string
@@ -36,7 +36,7 @@ export class KubernetesEgressPolicyConfigError extends SandboxError {
 }
 
 /** `ciliumNarrowing` beside something it cannot narrow: the core engine, or a non-allowlist kind. */
-export class KubernetesEgressNarrowingUnsupportedError extends SandboxError {
+export class KubernetesEgressNarrowingUnsupportedError extends SandboxError<'egress-narrowing-unsupported'> {
 	override readonly name = 'KubernetesEgressNarrowingUnsupportedError'
 	readonly field: string
 	readonly engine: string
@@ -54,7 +54,7 @@ export class KubernetesEgressNarrowingUnsupportedError extends SandboxError {
 }
 
 /** An `egress.profile` or `egress.profileLabelKey` this backend will not write onto a pod. */
-export class KubernetesEgressProfileConfigError extends SandboxError {
+export class KubernetesEgressProfileConfigError extends SandboxError<'invalid-egress-profile'> {
 	override readonly name = 'KubernetesEgressProfileConfigError'
 	readonly field: 'profile' | 'profileLabelKey'
 
@@ -67,7 +67,7 @@ export class KubernetesEgressProfileConfigError extends SandboxError {
 export type KubernetesPolicyKind = 'NetworkPolicy' | 'CiliumNetworkPolicy'
 
 /** The named policy `config.egress` verifies does not exist (404) in the namespace. */
-export class KubernetesEgressPolicyNotAppliedError extends SandboxError {
+export class KubernetesEgressPolicyNotAppliedError extends SandboxError<'egress-policy-not-applied'> {
 	override readonly name = 'KubernetesEgressPolicyNotAppliedError'
 	readonly policyKind: KubernetesPolicyKind
 	readonly policyName: string
@@ -91,7 +91,7 @@ export class KubernetesEgressPolicyNotAppliedError extends SandboxError {
 }
 
 /** The named policy exists but differs from the translation; `field` is the first path that does. */
-export class KubernetesEgressPolicyMismatchError extends SandboxError {
+export class KubernetesEgressPolicyMismatchError extends SandboxError<'egress-policy-mismatch'> {
 	override readonly name = 'KubernetesEgressPolicyMismatchError'
 	readonly policyKind: KubernetesPolicyKind
 	readonly policyName: string
@@ -157,7 +157,7 @@ export interface ExaminedEgressPolicy {
 }
 
 /** Some policy selecting the pod lets out more than `config.egress` says, or nothing bounds it. */
-export class KubernetesEgressPolicyUnionError extends SandboxError {
+export class KubernetesEgressPolicyUnionError extends SandboxError<'egress-union-refused'> {
 	override readonly name = 'KubernetesEgressPolicyUnionError'
 	readonly refusal: EgressPolicyRefusal
 	readonly namespace: string
@@ -221,7 +221,7 @@ export interface ExaminedIngressPolicy {
 }
 
 /** The agent port of the pod is not closed by any applied policy (or one policy opens it). */
-export class KubernetesIngressPolicyError extends SandboxError {
+export class KubernetesIngressPolicyError extends SandboxError<'ingress-policy-refused'> {
 	override readonly name = 'KubernetesIngressPolicyError'
 	readonly refusal: IngressPolicyRefusal
 	readonly namespace: string
@@ -289,7 +289,7 @@ function describeExamined(
 }
 
 /** The bound pod never carried a label egress selects by (profile, per-sandbox); it was released. */
-export class KubernetesPodLabelNotObservedError extends SandboxError {
+export class KubernetesPodLabelNotObservedError extends SandboxError<'pod-label-not-observed'> {
 	override readonly name = 'KubernetesPodLabelNotObservedError'
 	readonly podName: string
 	readonly labelKey: string
@@ -312,7 +312,7 @@ export class KubernetesPodLabelNotObservedError extends SandboxError {
  * Never thrown on its own: the `cause` of a `claim-rejected` acquire the controller refused for its
  * metadata (`InvalidMetadata`), carrying what this backend asked for and the key to move.
  */
-export class KubernetesPodLabelsRejectedError extends SandboxError {
+export class KubernetesPodLabelsRejectedError extends SandboxError<'pod-labels-rejected'> {
 	override readonly name = 'KubernetesPodLabelsRejectedError'
 	readonly requestedPodLabels: Readonly<Record<string, string>>
 	readonly profileLabelKey: string | undefined

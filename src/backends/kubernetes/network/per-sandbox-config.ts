@@ -4,10 +4,10 @@
  * is built. `engine: 'core'` is refused: core NetworkPolicy has no hostname concept to translate an
  * allowlist into.
  */
+import { isRecord } from '../../../common/is-record.js'
 import {
 	CONFIG_SITE,
 	describeReceived,
-	isPlainObject,
 	refuseUnknownKeys,
 	requireObject,
 } from '../../../contract/argument-validators.js'
@@ -105,7 +105,7 @@ export function resolvePerSandboxEgress(
  * tracks an owner uid), so `createKubernetesWorkspace` refuses the option rather than accept it.
  */
 export function refuseWorkspacePerSandboxEgress(egress: unknown): void {
-	if (isPlainObject(egress) && egress.perSandbox !== undefined) {
+	if (isRecord(egress) && egress.perSandbox !== undefined) {
 		throw new KubernetesWorkspacePerSandboxEgressConfigError()
 	}
 }

@@ -8,7 +8,7 @@
 import { SandboxError } from '../../../contract/errors.js'
 
 /** A value inside `config.egress.perSandbox` this backend will not act on. */
-export class KubernetesPerSandboxEgressConfigError extends SandboxError {
+export class KubernetesPerSandboxEgressConfigError extends SandboxError<'invalid-per-sandbox-egress-config'> {
 	override readonly name = 'KubernetesPerSandboxEgressConfigError'
 	/** Relative to `config.egress`: `perSandbox.engine`, `perSandbox.labelKey`. */
 	readonly field: string
@@ -30,7 +30,7 @@ export type KubernetesNetworkPolicyHostProblem =
 	| 'domain-with-tls-server-names'
 
 /** An allowlist entry (or combination) this backend will not turn into a policy; nothing was sent. */
-export class KubernetesNetworkPolicyHostError extends SandboxError {
+export class KubernetesNetworkPolicyHostError extends SandboxError<'invalid-policy-host'> {
 	override readonly name = 'KubernetesNetworkPolicyHostError'
 	/** The entry as given (an entry that is not a string is described, never echoed). */
 	readonly host: string
@@ -61,7 +61,7 @@ export type KubernetesAdmissionFenceObject =
 	| 'ValidatingAdmissionPolicyBinding'
 
 /** The admission fence is not applied (404): nothing was written. */
-export class KubernetesAdmissionFenceMissingError extends SandboxError {
+export class KubernetesAdmissionFenceMissingError extends SandboxError<'admission-fence-missing'> {
 	override readonly name = 'KubernetesAdmissionFenceMissingError'
 	readonly objectKind: KubernetesAdmissionFenceObject
 	readonly objectName: string
@@ -82,7 +82,7 @@ export class KubernetesAdmissionFenceMissingError extends SandboxError {
 }
 
 /** Reading the admission fence was refused (401/403): nothing was written. */
-export class KubernetesAdmissionFenceUnreadableError extends SandboxError {
+export class KubernetesAdmissionFenceUnreadableError extends SandboxError<'admission-fence-unreadable'> {
 	override readonly name = 'KubernetesAdmissionFenceUnreadableError'
 	readonly objectKind: KubernetesAdmissionFenceObject
 	readonly objectName: string
@@ -106,7 +106,7 @@ export class KubernetesAdmissionFenceUnreadableError extends SandboxError {
 }
 
 /** The object this backend created carried no `metadata.uid`, so no policy can be owned by it. */
-export class KubernetesOwnerUidMissingError extends SandboxError {
+export class KubernetesOwnerUidMissingError extends SandboxError<'owner-uid-missing'> {
 	override readonly name = 'KubernetesOwnerUidMissingError'
 	readonly sandboxId: string
 	readonly ownerName: string
@@ -122,7 +122,7 @@ export class KubernetesOwnerUidMissingError extends SandboxError {
 }
 
 /** `createKubernetesWorkspace` was given `egress.perSandbox`, which a workspace never serves. */
-export class KubernetesWorkspacePerSandboxEgressConfigError extends SandboxError {
+export class KubernetesWorkspacePerSandboxEgressConfigError extends SandboxError<'workspace-per-sandbox-egress'> {
 	override readonly name = 'KubernetesWorkspacePerSandboxEgressConfigError'
 	readonly field = 'egress.perSandbox'
 

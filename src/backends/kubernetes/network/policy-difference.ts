@@ -1,3 +1,4 @@
+import { isRecord } from '../../../common/is-record.js'
 /**
  * The first place two JSON values differ, as a field path (`spec.egress[0].ports[1].port`): what
  * the named-object check reports when the applied policy is not the translation. Pure. Exact, with
@@ -18,10 +19,6 @@ function isEmptyList(value: unknown): boolean {
 	return value === undefined || (Array.isArray(value) && value.length === 0)
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-	return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
 /** `undefined` when `actual` deep-equals `expected`. */
 export function firstDifference(
 	expected: unknown,
@@ -40,7 +37,7 @@ export function firstDifference(
 		}
 		return undefined
 	}
-	if (isObject(expected) && isObject(actual)) {
+	if (isRecord(expected) && isRecord(actual)) {
 		const keys = [...new Set([...Object.keys(expected), ...Object.keys(actual)])]
 		for (const key of keys) {
 			const found = firstDifference(expected[key], actual[key], `${field}.${key}`)

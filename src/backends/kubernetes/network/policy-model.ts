@@ -4,7 +4,7 @@
  * does not declare is a `problem`, never read as its empty value — an absent list and a list that
  * is not a list mean opposite things here. Pure.
  */
-import { isRecord } from '../../../wire/is-record.js'
+import { isRecord } from '../../../common/is-record.js'
 import { type LabelSelector, readSelector } from './label-selector.js'
 import type { KubernetesPolicyKind } from './network-errors.js'
 

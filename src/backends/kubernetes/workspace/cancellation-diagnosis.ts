@@ -7,8 +7,10 @@
  * `KubernetesWorkspaceGuestGoneError`; either way the caller's `onCancellationUnconfirmed` hears it.
  * Nothing here writes to the cluster or retries the command. The verdicts are pure.
  */
+
 import type { RemoteCancellationUnknownError } from '../../../host/refusals/refusal-errors.js'
 import type { AgentTransport } from '../../../host/transport/agent-transport.js'
+import { AGENT_OP } from '../../../wire/protocol.js'
 import type { KubernetesGuestRef } from './guest-identity.js'
 import { guestRestartReason, type KubernetesGuestRestartReason } from './guest-restart-events.js'
 import { KubernetesWorkspaceGuestGoneError } from './workspace-guest-errors.js'
@@ -110,7 +112,7 @@ export async function diagnoseUnconfirmedCancellation(
 	const { transport } = options
 	const bound = options.healthzTimeoutMs ?? DIAGNOSIS_HEALTHZ_TIMEOUT_MS
 	const [agent, podUid] = await Promise.all([
-		transport.request('healthz', undefined, { signal: AbortSignal.timeout(bound) }).then(
+		transport.request(AGENT_OP.healthz, undefined, { signal: AbortSignal.timeout(bound) }).then(
 			(reply) => agentStateOf({ reply }),
 			(failure: unknown) => agentStateOf({ failure }),
 		),

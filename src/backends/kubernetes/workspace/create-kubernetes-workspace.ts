@@ -31,7 +31,7 @@ export interface KubernetesWorkspaceDependencies {
 	readonly api?: KubernetesApiPort
 	readonly rootDir?: string
 	readonly transportOptions?: AgentTransportOptions
-	readonly execution?: Omit<RemoteExecutionControllerOptions, 'defaultExecutionTimeoutMs'>
+	readonly execution?: Omit<RemoteExecutionControllerOptions, 'defaultTimeoutMs'>
 	readonly now?: () => number
 	readonly wallClock?: () => number
 }

@@ -3,7 +3,7 @@
  * suspend or a DELETE can close them first — each close bounded, since a guest that is going away
  * may never report the end.
  */
-import { setTimeout as sleep } from 'node:timers/promises'
+import { settleWithin } from '../../../common/bounded-promise.js'
 import type { SandboxTcpConnection, TerminalSession } from '../../../contract/sandbox.js'
 
 /** How long a reap waits for one terminal or connection to report its end. */
@@ -31,9 +31,7 @@ export class OwnedResources {
 		const closes = [...this.#owned.values()]
 		this.#owned.clear()
 		await Promise.allSettled(
-			closes.map((close) =>
-				Promise.race([close(), sleep(REAP_SETTLE_MS, undefined, { ref: false })]),
-			),
+			closes.map((close) => settleWithin(close(), REAP_SETTLE_MS, { ref: false })),
 		)
 	}
 }

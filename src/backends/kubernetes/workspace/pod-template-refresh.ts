@@ -9,7 +9,7 @@
  * `spec.volumeClaimTemplates` is never in the body: it is immutable, and the disk stays.
  */
 import { createHash } from 'node:crypto'
-import { isRecord } from '../../../wire/is-record.js'
+import { isRecord } from '../../../common/is-record.js'
 import type { JsonPatchOperation } from '../api/kubernetes-client.js'
 import type { KubernetesObject } from '../kubernetes-objects.js'
 import { annotationAddOps, epochGuardOps, HOLDER_EPOCH_ANNOTATION } from './holder-epoch.js'

@@ -6,7 +6,7 @@
  * and — when an egress profile is configured — its label there too: the profile's policy selects
  * on it, so a pod without it would run under whatever policy still selects it.
  */
-import { isRecord } from '../../../wire/is-record.js'
+import { isRecord } from '../../../common/is-record.js'
 import { type KubernetesObject, TEMPLATE_LABEL } from '../kubernetes-objects.js'
 import { checkWorkspaceDisk } from './workspace-disk.js'
 import {

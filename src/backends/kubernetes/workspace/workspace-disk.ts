@@ -4,7 +4,7 @@
  * and every entry consumed by some container through `volumeDevices` — never `volumeMounts`, which
  * would make it a Filesystem disk. The first violation throws `KubernetesWorkspaceDiskError`.
  */
-import { isRecord } from '../../../wire/is-record.js'
+import { isRecord } from '../../../common/is-record.js'
 import { KubernetesWorkspaceDiskError } from './workspace-errors.js'
 
 export function records(value: unknown): Record<string, unknown>[] {

@@ -31,9 +31,8 @@ const REFRESH_REMEDY =
 	'; the workspace stays suspended — resume() without refreshPodTemplate, or create a new workspace from this template and migrate the data'
 
 /** The template (or an adopted object) does not declare a block-mode disk in every entry. */
-export class KubernetesWorkspaceDiskError extends SandboxError {
+export class KubernetesWorkspaceDiskError extends SandboxError<'workspace-disk'> {
 	override readonly name = 'KubernetesWorkspaceDiskError'
-	declare readonly reason: 'workspace-disk'
 	/** The `SandboxTemplate` (or, on adopt, the `Sandbox`) whose disk was refused. */
 	readonly objectName: string
 	readonly problem: KubernetesWorkspaceDiskProblem
@@ -72,9 +71,8 @@ export type KubernetesWorkspaceMismatchField =
 	| 'egressProfile'
 
 /** The existing object under the workspace's name was not built the way this call would build it. */
-export class KubernetesWorkspaceMismatchError extends SandboxError {
+export class KubernetesWorkspaceMismatchError extends SandboxError<'workspace-mismatch'> {
 	override readonly name = 'KubernetesWorkspaceMismatchError'
-	declare readonly reason: 'workspace-mismatch'
 	readonly workspaceName: string
 	readonly field: KubernetesWorkspaceMismatchField
 	readonly expected: string
@@ -101,9 +99,8 @@ export class KubernetesWorkspaceMismatchError extends SandboxError {
 }
 
 /** The suspend patch landed but the pod was still present when `readyTimeoutMs` ran out. */
-export class KubernetesWorkspaceSuspendTimeoutError extends SandboxError {
+export class KubernetesWorkspaceSuspendTimeoutError extends SandboxError<'suspend-timeout'> {
 	override readonly name = 'KubernetesWorkspaceSuspendTimeoutError'
-	declare readonly reason: 'suspend-timeout'
 	readonly workspaceName: string
 	readonly podName: string
 	readonly timeoutMs: number
@@ -133,9 +130,8 @@ export type KubernetesWorkspaceSuspensionNotice = 'admission' | 'transport'
  * A call on a suspended workspace. `noticedBy: 'admission'`: refused before dialing.
  * `'transport'`: the call failed (the failure is `cause`) and the object read back suspended.
  */
-export class KubernetesWorkspaceSuspendedError extends SandboxError {
+export class KubernetesWorkspaceSuspendedError extends SandboxError<'workspace-suspended'> {
 	override readonly name = 'KubernetesWorkspaceSuspendedError'
-	declare readonly reason: 'workspace-suspended'
 	readonly workspaceName: string
 	readonly operation: string
 	readonly noticedBy: KubernetesWorkspaceSuspensionNotice
@@ -169,9 +165,8 @@ export type KubernetesWorkspaceFencedOperation = 'create' | 'suspend' | 'resume'
  * A write carrying holder epoch `epoch` met a workspace held at a higher one (`storedEpoch`;
  * `undefined` when the stored annotation is not an epoch at all). Nothing was changed.
  */
-export class KubernetesWorkspacePreconditionError extends SandboxError {
+export class KubernetesWorkspacePreconditionError extends SandboxError<'holder-epoch-superseded'> {
 	override readonly name = 'KubernetesWorkspacePreconditionError'
-	declare readonly reason: 'holder-epoch-superseded'
 	readonly operation: KubernetesWorkspaceFencedOperation
 	readonly workspaceId: string
 	readonly sandboxName: string
@@ -200,9 +195,8 @@ export class KubernetesWorkspacePreconditionError extends SandboxError {
 }
 
 /** The guest could not be reached to flush (connect failure, crash, `agent_retiring`); `cause` says why. */
-export class KubernetesFlushUnreachableError extends SandboxError {
+export class KubernetesFlushUnreachableError extends SandboxError<'flush-unreachable'> {
 	override readonly name = 'KubernetesFlushUnreachableError'
-	declare readonly reason: 'flush-unreachable'
 	readonly workspaceName: string
 
 	constructor(workspaceName: string, options: { readonly cause?: unknown } = {}) {

@@ -14,7 +14,7 @@ import type { KubernetesGuestRestartReason } from './guest-restart-events.js'
  * A refused call re-read the `Sandbox` and found another object under the name (a different
  * uid) or none at all: its disk is not this workspace's, so the handle does not rebind.
  */
-export class KubernetesWorkspaceReplacedError extends SandboxError {
+export class KubernetesWorkspaceReplacedError extends SandboxError<'workspace-replaced'> {
 	override readonly name = 'KubernetesWorkspaceReplacedError'
 	readonly sandboxName: string
 	readonly operation: string

@@ -57,7 +57,7 @@ export interface WorkspaceSessionContext {
 	readonly api?: KubernetesApiPort
 	/** Test seams: shorter transport and execution windows. */
 	readonly transportOptions?: AgentTransportOptions
-	readonly execution?: Omit<RemoteExecutionControllerOptions, 'defaultExecutionTimeoutMs'>
+	readonly execution?: Omit<RemoteExecutionControllerOptions, 'defaultTimeoutMs'>
 }
 
 /** Builds the transport and the `AgentSandbox` of one binding. */

@@ -20,13 +20,13 @@ export function transitionRefusalError(
 		case 'flush-skipped':
 			return new FlushUnconfirmedError(
 				`a suspend of workspace ${id} that skips the flush is already in flight; its patch goes over an unflushed guest`,
-				'suspend_already_in_flight',
+				'suspend-already-in-flight',
 			)
 		case 'quiesce-skipped':
 			return new QuiesceUnconfirmedError(
 				undefined,
 				`a suspend of workspace ${id} without a quiesce is already in flight; its patch goes over a guest nothing stopped`,
-				'suspend_already_in_flight',
+				'suspend-already-in-flight',
 			)
 	}
 }

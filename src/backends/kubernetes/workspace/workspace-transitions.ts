@@ -1,3 +1,4 @@
+import { raceSignal } from '../../../common/bounded-promise.js'
 /**
  * The one state machine of a workspace handle. The recorded state moves only when the cluster
  * confirmed it (`suspended` after the patch landed AND the pod was seen stopped, `deleted` after
@@ -130,22 +131,6 @@ export class TransitionRefusal extends Error {
 	}
 }
 
-/** Waits for `pending` or the caller's own signal, whichever comes first (the flight runs on). */
-async function awaitAs(pending: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
-	if (!signal) return pending
-	signal.throwIfAborted()
-	let onAbort: (() => void) | undefined
-	const aborted = new Promise<never>((_, reject) => {
-		onAbort = () => reject(signal.reason)
-		signal.addEventListener('abort', onAbort, { once: true })
-	})
-	try {
-		await Promise.race([pending, aborted])
-	} finally {
-		if (onAbort) signal.removeEventListener('abort', onAbort)
-	}
-}
-
 export class WorkspaceTransitions {
 	#state: WorkspaceState
 	#flight: Flight | undefined
@@ -197,11 +182,11 @@ export class WorkspaceTransitions {
 				case 'refuse':
 					throw new TransitionRefusal(decision.refusal)
 				case 'join':
-					if (current) return awaitAs(current.done, signal)
+					if (current) return raceSignal(current.done, signal)
 					continue
 				case 'queue':
 					if (current)
-						await awaitAs(
+						await raceSignal(
 							current.done.catch(() => undefined),
 							signal,
 						)

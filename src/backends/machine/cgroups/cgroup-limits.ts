@@ -3,9 +3,11 @@
  * The launcher joins the returned `procsFiles` before bwrap starts; `remove()` kills whatever is
  * still inside (v1 has no `cgroup.kill`) and removes the groups.
  */
+
 import { closeSync, constants, type Dirent, openSync } from 'node:fs'
 import { access, chown, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { POLL_INTERVAL_MS, pollUntil } from '../../../common/poll-until.js'
 import { CgroupLimitsUnavailableError, LocalSandboxCleanupError } from '../machine-errors.js'
 import {
 	type CgroupController,
@@ -132,7 +134,6 @@ export interface RequestedLimits {
 export const AGENT_TASK_HEADROOM = 24
 
 const KILL_DEADLINE_MS = 5_000
-const POLL_MS = 10
 
 async function exists(path: string): Promise<boolean> {
 	try {
@@ -378,16 +379,14 @@ function sandboxCgroups(
 ): SandboxCgroups {
 	let removal: Promise<void> | undefined
 	const remove = async () => {
-		const deadline = Date.now() + KILL_DEADLINE_MS
-		for (;;) {
+		const deadlineAt = performance.now() + KILL_DEADLINE_MS
+		await pollUntil(async () => {
 			const tree = await treeOf(dirs)
 			await thaw(tree)
 			const pids = await groupPids(tree)
-			if (pids.length === 0) break
 			for (const pid of pids) killQuietly(pid)
-			if (Date.now() > deadline) break
-			await sleep(POLL_MS)
-		}
+			return pids.length === 0
+		}, deadlineAt)
 		const leftovers: string[] = []
 		for (const dir of await treeOf([...dirs].reverse())) {
 			for (;;) {
@@ -397,13 +396,13 @@ function sandboxCgroups(
 				} catch (error) {
 					const code = (error as NodeJS.ErrnoException).code
 					if (code === 'ENOENT') break
-					if (code !== 'EBUSY' || Date.now() > deadline) {
+					if (code !== 'EBUSY' || performance.now() > deadlineAt) {
 						leftovers.push(dir)
 						break
 					}
 					await thaw([dir])
 					for (const pid of await groupPids([dir])) killQuietly(pid)
-					await sleep(POLL_MS)
+					await sleep(POLL_INTERVAL_MS)
 				}
 			}
 		}

@@ -9,7 +9,7 @@ import { SandboxError, type SandboxErrorOptions } from '../../../contract/errors
  * host — typically a non-root host user without a delegated cgroup. Limits the caller asked for
  * explicitly refuse with `CgroupLimitsUnavailableError` instead.
  */
-export class DefaultLimitsUnavailableError extends SandboxError {
+export class DefaultLimitsUnavailableError extends SandboxError<'default-limits-unavailable'> {
 	override readonly name = 'DefaultLimitsUnavailableError'
 	/** The controllers the defaults needed (`memory`, `pids`, `cpu`). */
 	readonly controllers: readonly string[]
@@ -28,7 +28,7 @@ export class DefaultLimitsUnavailableError extends SandboxError {
 export type DiskLimitRefusal = 'caller-workspace' | 'not-root' | 'mkfs-missing' | 'setup-failed'
 
 /** `diskLimitMb` was asked for where it cannot be enforced; nothing was created. */
-export class DiskLimitUnavailableError extends SandboxError {
+export class DiskLimitUnavailableError extends SandboxError<'disk-limit-unavailable'> {
 	override readonly name = 'DiskLimitUnavailableError'
 	readonly refusal: DiskLimitRefusal
 	readonly diskLimitMb: number

@@ -8,7 +8,9 @@
  * descriptor carries the same record. Pure: shape, parsing and the check that a record names only
  * what belongs to its sandbox.
  */
+
 import { dirname } from 'node:path'
+import { isRecord } from '../../../common/is-record.js'
 import { isWithin } from '../path-containment.js'
 import type { WorkspaceOwnership } from '../workspace/workspace-ownership.js'
 import { CLAIMS_DIR_NAME, uidLockName, workspaceLockName } from './claim-locks.js'
@@ -85,10 +87,6 @@ export function uidLockPath(stateRoot: string, uid: number): string {
 
 export function workspaceLockPath(stateRoot: string, dev: number, ino: number): string {
 	return `${dirname(stateRoot)}/${CLAIMS_DIR_NAME}/${workspaceLockName(dev, ino)}`
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-	return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function id32(value: unknown): value is number {

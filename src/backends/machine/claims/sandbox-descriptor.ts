@@ -4,9 +4,10 @@
  * socket, prove the launcher pid is still the same process, and tear everything down. Pure:
  * building, validating and classifying descriptors; the file I/O lives in `kept-alive-registry.ts`.
  */
+
+import { isRecord } from '../../../common/is-record.js'
 import { isIntegerIn } from '../../../contract/argument-validators.js'
 import type { SandboxEnvironment } from '../../../contract/sandbox.js'
-import { isRecord } from '../../../wire/is-record.js'
 import {
 	hostClaimsBelongTo,
 	isSandboxCgroupDir,

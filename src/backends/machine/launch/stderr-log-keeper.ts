@@ -6,10 +6,11 @@
  * `tail -c`, started detached from the host: it holds only the last bytes in memory and writes
  * them to the log file once every writer is gone, i.e. when the sandbox has ended.
  */
+
 import { spawn } from 'node:child_process'
 import { closeSync, openSync } from 'node:fs'
 import type { Writable } from 'node:stream'
-import { settleWithin } from '../../../host/exec/cancellation-race.js'
+import { settleWithin } from '../../../common/bounded-promise.js'
 
 export const DEFAULT_TAIL_PATH = '/usr/bin/tail'
 /** What a kept-alive sandbox's stderr log holds at most. */

@@ -3,7 +3,7 @@
  * the ready budget and the caller's abort. Only the abort rejects with something other than a
  * `LocalSandboxStartError` (its own reason).
  */
-import { setTimeout as sleep } from 'node:timers/promises'
+import { settleWithin } from '../../../common/bounded-promise.js'
 import { LocalSandboxStartError } from '../machine-errors.js'
 import type { LaunchedAgentProcess } from './agent-launcher.js'
 
@@ -37,7 +37,7 @@ export async function waitForAgentReady(options: WaitForAgentReadyOptions): Prom
 			async (error: unknown) => {
 				// A dying agent can accept a connection and drop it before its exit is observed; give the
 				// exit a moment so the report carries the exit code and stderr rather than ECONNRESET.
-				await Promise.race([agent.exited, sleep(200)])
+				await settleWithin(agent.exited, 200)
 				throw startError('the agent did not answer healthz', error)
 			},
 		),

@@ -34,7 +34,7 @@ export function missingNetworkToolsLine(missing: readonly MissingNetworkTool[]):
 }
 
 /** `egress: allow-all` was asked for but a tool it needs is not usable on this host. */
-export class LocalNetworkUnavailableError extends SandboxError {
+export class LocalNetworkUnavailableError extends SandboxError<'network-unavailable'> {
 	override readonly name = 'LocalNetworkUnavailableError'
 	readonly missing: readonly MissingNetworkTool[]
 	/** What to run for all of them at once (`networkToolsFix`). */
@@ -55,7 +55,7 @@ export class LocalNetworkUnavailableError extends SandboxError {
  * slirp4netns or the sandbox's firewall (allow-all), or the capture route or helper (`static` /
  * `resolver`), could not be set up; nothing was left running.
  */
-export class LocalNetworkSetupError extends SandboxError {
+export class LocalNetworkSetupError extends SandboxError<'network-setup-failed'> {
 	override readonly name = 'LocalNetworkSetupError'
 	readonly sandboxId: string
 	/** Which step failed. */

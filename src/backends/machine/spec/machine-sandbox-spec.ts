@@ -23,6 +23,7 @@ import {
 	checkProviderDefaults,
 	PORTABLE_CREATE_KEYS,
 	type SandboxProviderDefaults,
+	sandboxDefaultTimeoutMs,
 	type UnlistedCreateKeys,
 } from '../../../provider-defaults.js'
 import { LocalEgressUnsupportedError } from '../machine-errors.js'
@@ -228,7 +229,7 @@ export function resolveMachineSandboxSpec(
 			`must be an absolute host path, got ${JSON.stringify(workingDirectory)}`,
 		)
 	}
-	const timeoutMs = config.timeoutMs ?? defaults.defaultTimeoutMs
+	const timeoutMs = sandboxDefaultTimeoutMs(config, defaults)
 	const memoryLimitMb = config.memoryLimitMb ?? defaults.defaultMemoryLimitMb
 	refuseAboveHostMemory(memoryLimitMb, config.memoryLimitMb === undefined)
 	const maxProcesses = config.maxProcesses ?? defaults.defaultMaxProcesses

@@ -15,7 +15,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createACIStandbyPoolProvider } from '../../../../src/backends/container/aci/aci-sandbox-provider.js'
-import { ACIArmError, ACIGroupNotReadyError } from '../../../../src/index.js'
+import { ACIArmError, ACIGroupNotReadyError } from '../../../../src/container-entry.js'
 import { type StartedAgent, startAgent } from '../../../helpers/agent-process.js'
 import { rawRequest } from '../../../helpers/raw-agent-client.js'
 import {

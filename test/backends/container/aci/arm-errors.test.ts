@@ -23,9 +23,8 @@ import {
 	ACIArmError,
 	ACIOptionUnsupportedError,
 	type ArmFailureReason,
-	SandboxConfigError,
-	type SandboxProviderDefaults,
-} from '../../../../src/index.js'
+} from '../../../../src/container-entry.js'
+import { SandboxConfigError, type SandboxProviderDefaults } from '../../../../src/index.js'
 import {
 	ARM_TOKEN,
 	ArmRecorder,

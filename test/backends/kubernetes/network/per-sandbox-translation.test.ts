@@ -10,10 +10,10 @@ import {
 import { translatePerSandboxEgress } from '../../../../src/backends/kubernetes/network/per-sandbox-translation.js'
 import {
 	type KubernetesBackendConfig,
-	type KubernetesCiliumNarrowing,
 	KubernetesNetworkPolicyHostError,
 	PER_SANDBOX_POLICY_NAME_PREFIX,
 } from '../../../../src/index.js'
+import type { KubernetesCiliumNarrowing } from '../../../../src/kubernetes-entry.js'
 
 const KEY = 'sandbox.namzu.ai/per-sandbox-egress'
 const selector = { [KEY]: 'namzu-task-abc' }

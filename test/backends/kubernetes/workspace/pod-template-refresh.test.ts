@@ -12,9 +12,9 @@ import {
 	templateRevisionOf,
 } from '../../../../src/backends/kubernetes/workspace/pod-template-refresh.js'
 import { summarizeWorkspace } from '../../../../src/backends/kubernetes/workspace/workspace-summary.js'
+import { AgentUnauthorizedError } from '../../../../src/contract-entry.js'
 import {
 	AgentDialFailedError,
-	AgentUnauthorizedError,
 	KubernetesWorkspaceDiskError,
 	SandboxFileError,
 } from '../../../../src/index.js'

@@ -1,7 +1,7 @@
 /**
  * The one test for "a JSON object" (not null, not an array) that every reader of a parsed frame,
- * reply or document starts from. It lives in the wire, the bottom layer, so the agent, the host and
- * the tiers all share it.
+ * reply, document or tool argument starts from. It lives in `common/`, below every area, so the
+ * agent, the wire, the contract, the host, the tiers and the tools all share it.
  */
 export function isRecord(value: unknown): value is Record<string, unknown> {
 	return typeof value === 'object' && value !== null && !Array.isArray(value)

@@ -1,0 +1,15 @@
+/**
+ * `@namzu/sandbox/microvm`: the microVM tier in full: the provider, its config and every error it
+ * raises. Pinned by `test/package/entry-points.test.ts`.
+ */
+
+export {
+	createMicroVMSandboxProvider,
+	FirecrackerApiError,
+	type MicroVMAccel,
+	type MicroVMBackendConfig,
+	MicroVMEgressUnsupportedError,
+	MicroVMImageMissingError,
+	MicroVMProviderClosedError,
+	MicroVMServiceUnavailableError,
+} from './backends/microvm/index.js'
