@@ -8,6 +8,7 @@ const benches = [
 	'acquire.mjs',
 	'exec-roundtrip.mjs',
 	'exec-cgroups.mjs',
+	'exec-accounting.mjs',
 	'files.mjs',
 	'concurrency.mjs',
 	// Issue 3

@@ -1,6 +1,6 @@
 /**
- * `@namzu/sandbox/container`: the OCI container tier in full (runc, crun, runsc and the ACI standby
- * pool): the provider, its config and layout (mounts, skills, tool paths) with `resolveLayout`,
+ * `@namzu/sandbox/container`: the OCI container tier in full (runc, crun, runsc, a Docker engine and
+ * the ACI standby pool): the provider, its config and layout (mounts, skills, tool paths) with `resolveLayout`,
  * the defaults, and every error the tier raises. Pinned by `test/package/entry-points.test.ts`.
  */
 
@@ -32,6 +32,10 @@ export {
 	createContainerSandboxProvider,
 	DEFAULT_CONTAINER_PATHS,
 	DEFAULT_CONTAINER_READY_TIMEOUT_MS,
+	DockerEngineReplyError,
+	DockerEngineRequestError,
+	DockerEngineUnreachableError,
+	DockerLimitsNotEnforcedError,
 	type HostDirSource,
 	type InImageSource,
 	MAX_CONTAINER_WARM_POOL_SIZE,

@@ -18,6 +18,7 @@ import {
 import {
 	createMicroVMSandboxProvider,
 	type MicroVMBackendConfig,
+	type MicroVMSandboxProvider,
 } from './backends/microvm/index.js'
 import { CONFIG_SITE, describeReceived, requireObject } from './contract/argument-validators.js'
 import { SandboxBackendNotImplementedError, SandboxConfigError } from './contract/errors.js'
@@ -91,6 +92,10 @@ export function createSandboxProvider(
 		readonly layout: ContainerSandboxLayout
 	},
 ): ContainerSandboxProvider
+/** The microVM tier on QEMU or Firecracker: `create()` takes its options (`diskLimitMb`). */
+export function createSandboxProvider(
+	config: SandboxProviderDefaults & { readonly backend: MicroVMBackendConfig },
+): MicroVMSandboxProvider
 /**
  * Picks the backend once, from `backend.tier`. Contacts nothing until `create()`; a config that is
  * not an object, a backend that is not, or a `backend.tier` outside the known ones (the error lists

@@ -11,5 +11,7 @@ export {
 	MicroVMEgressUnsupportedError,
 	MicroVMImageMissingError,
 	MicroVMProviderClosedError,
+	type MicroVMSandboxCreateConfig,
+	type MicroVMSandboxProvider,
 	MicroVMServiceUnavailableError,
 } from './backends/microvm/index.js'

@@ -1,4 +1,4 @@
-// The portable contract: every name here is public on `@namzu/sandbox/contract` (`src/contract-entry.ts`).
+// The portable contract: every name here is public at the package root.
 export type { BackgroundJobOutput } from './background-job-output.js'
 export type { EgressPolicy, EgressPolicyKind } from './egress.js'
 export {
@@ -41,6 +41,7 @@ export {
 	type SandboxPathOptions,
 	type SandboxProcess,
 	type SandboxProcessKillOptions,
+	type SandboxProcessSignal,
 	type SandboxReadFileOptions,
 	type SandboxReadFileStreamOptions,
 	type SandboxRecursiveOptions,

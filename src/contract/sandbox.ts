@@ -332,6 +332,8 @@ export interface SandboxSpawnOptions {
 	readonly keepDescendants?: boolean
 	/** Per-stream output the host and the guest keep for `wait()`, as `exec`'s `maxOutputBytes`. */
 	readonly maxOutputBytes?: number
+	/** Keep stdin open for `write()` / `closeStdin()`. Default false: stdin is empty (EOF at once). */
+	readonly openStdin?: boolean
 	/** Aborting while `spawn` starts the command refuses the start (nothing runs). */
 	readonly signal?: AbortSignal
 }
@@ -344,10 +346,14 @@ export interface SandboxAttachProcessOptions {
 	readonly signal?: AbortSignal
 }
 
-/** Options of `SandboxProcess.kill`. */
+/** Options of `SandboxProcess.kill`, `write` and `closeStdin`. */
 export interface SandboxProcessKillOptions {
 	readonly signal?: AbortSignal
 }
+
+/** A signal `SandboxProcess.kill(name)` delivers to the command's process group. */
+// biome-ignore format: one line
+export type SandboxProcessSignal = 'SIGTERM' | 'SIGKILL' | 'SIGINT' | 'SIGHUP' | 'SIGQUIT' | 'SIGUSR1' | 'SIGUSR2'
 
 /**
  * One background command. It runs until it exits, `kill()`, its `timeout`, or the sandbox's
@@ -359,11 +365,14 @@ export interface SandboxProcess {
 	readonly id: string
 	/** The command's result once it ended (accounting fields included, as `exec`'s). */
 	wait(): Promise<SandboxExecResult>
-	/**
-	 * Ends the command's whole tree (SIGTERM, then SIGKILL after the guest's grace window) and
-	 * resolves once the guest confirmed it; `wait()` then resolves with the ended run.
-	 */
+	/** Ends the whole tree (SIGTERM, grace, SIGKILL) once the guest confirms; then `wait()` ends. */
 	kill(options?: SandboxProcessKillOptions): Promise<void>
+	/** Sends that one signal to the process group (`SIGKILL`: its cgroup too); none once ended. */
+	kill(signal: SandboxProcessSignal, options?: SandboxProcessKillOptions): Promise<void>
+	/** To stdin (`openStdin: true`) once the pipe took it; else `ProcessInputRefusedError`. */
+	write(data: string | Uint8Array, options?: SandboxProcessKillOptions): Promise<void>
+	/** Closes the command's stdin (it reads end of file). */
+	closeStdin(options?: SandboxProcessKillOptions): Promise<void>
 	/**
 	 * The output from the first byte this handle received (an attach: the first the guest still
 	 * holds), then live, ending when the command ends. Each call iterates from that start.

@@ -51,6 +51,7 @@ export {
 	ExecutionCancelRefusedError,
 	ExecutionNotAttachableError,
 	FlushUnconfirmedError,
+	ProcessInputRefusedError,
 	QuiesceUnconfirmedError,
 	RemoteByteCountError,
 	RemoteCancellationUnknownError,
@@ -71,6 +72,7 @@ export {
 	SandboxRetiredError,
 	SandboxTcpTargetRefusedError,
 } from './sandbox/agent-sandbox-errors.js'
+export type { EgressDecisionSource } from './sandbox/sandbox-event-log.js'
 export { VsockAgentTransport, type VsockTransportOptions } from './sandbox/vsock-agent-transport.js'
 export type { SessionTerminal } from './sessions/agent-session-terminal.js'
 export type {

@@ -37,6 +37,13 @@ export interface SandboxConformanceOptions {
 	readonly guestListenerCommand?: (port: number) => GuestListenerCommand
 	/** Run the ranged `readFile` and `readFileStream` cases (default false). */
 	readonly supportsRangedAndStreamedReads?: boolean
+	/**
+	 * Whether a process whose command line holds `needle` still runs, as seen from outside the
+	 * sandbox (the local and container tiers: the host's `/proc`). With it, the background case
+	 * checks that a server it left running is gone after `destroy()`; without it that check is left
+	 * out.
+	 */
+	readonly guestProcessAlive?: (needle: string) => Promise<boolean>
 	/** Bound on each case, in milliseconds. Default 30 000. */
 	readonly timeoutMs?: number
 	/**
@@ -85,3 +92,4 @@ export type OptionalSandboxMember =
 	| 'watch'
 	| 'events'
 	| 'exposePort'
+	| 'spawn'

@@ -11,6 +11,7 @@
  * cannot end detached descendants.
  */
 import type { Sandbox } from '../contract/sandbox.js'
+import { defineBackgroundCases } from './conformance-background-cases.js'
 import type { SuiteContext } from './conformance-context.js'
 import { defineDestroyCases } from './conformance-destroy-cases.js'
 import { defineExecCases } from './conformance-exec-cases.js'
@@ -106,6 +107,7 @@ export function defineSandboxConformance(
 			defineExecCases(context)
 			defineProcessTreeCases(context)
 		})
+		describe('background', () => defineBackgroundCases(context))
 		describe('files', () => defineFileCases(context))
 		describe('file verbs', () => defineFileVerbCases(context))
 		describe('watch and events', () => defineWatchCases(context))

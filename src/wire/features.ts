@@ -52,6 +52,12 @@ export const FILE_VERBS_FEATURE = 'file-verbs'
 /** Guest serves `watch-path`: inotify changes under a path, resumable by cursor (file-verbs.ts). */
 export const WATCH_FEATURE = 'watch'
 
+/**
+ * Guest keeps a retained run's stdin open on `openStdin: true` and serves `execution-input` and
+ * `signal-execution` (execution-input.ts).
+ */
+export const EXECUTION_INPUT_FEATURE = 'execution-input'
+
 /** A feature name a guest advertises in `healthz`. */
 export type AgentFeature =
 	| typeof WRITE_FILE_PARTS_FEATURE
@@ -68,3 +74,4 @@ export type AgentFeature =
 	| typeof EXECUTE_RESERVES_FEATURE
 	| typeof FILE_VERBS_FEATURE
 	| typeof WATCH_FEATURE
+	| typeof EXECUTION_INPUT_FEATURE

@@ -131,6 +131,11 @@ export interface ExecuteRequest {
 	 * started in the background runs on (the call still ends when the command's process exits).
 	 */
 	readonly keepDescendants?: boolean
+	/**
+	 * Keep stdin open for `execution-input` (needs `retainOutput`; only to a guest advertising
+	 * `execution-input`); `stdin` is then not allowed.
+	 */
+	readonly openStdin?: boolean
 }
 
 /** What a finished run reports: the `result` event, and the `result` of a cancel or an attach. */
@@ -385,6 +390,8 @@ export const AGENT_OP = {
 	execute: 'execute',
 	cancelExecution: 'cancel-execution',
 	attachExecution: 'attach-execution',
+	executionInput: 'execution-input',
+	signalExecution: 'signal-execution',
 	readFile: 'read-file',
 	readFileStream: 'read-file-stream',
 	writeFile: 'write-file',

@@ -56,6 +56,10 @@ export const AGENT_REFUSAL = {
 	invalid_keep_descendants: 'invalid_keep_descendants',
 	retain_requires_execution_id: 'retain_requires_execution_id',
 	invalid_max_output_bytes: 'invalid_max_output_bytes',
+	/** `execution-input` to a run whose stdin is not open (never opened, closed, or ended). */
+	stdin_not_open: 'stdin_not_open',
+	/** `execution-input` / `signal-execution` body malformed (the detail names the field). */
+	invalid_execution_input: 'invalid_execution_input',
 	/** `invalid_timeout: … (NAMZU_SANDBOX_MAX_TIMEOUT_MS), got …`. */
 	invalid_timeout: 'invalid_timeout',
 

@@ -61,6 +61,8 @@ export const REPLY_BOUNDS: { readonly [Op in AgentOp]: ReplyBounds } = {
 	healthz: CONTROL,
 	'reserve-execution': CONTROL,
 	'cancel-execution': CONTROL,
+	'execution-input': CONTROL,
+	'signal-execution': CONTROL,
 	'write-file': CONTROL,
 	'start-detached': CONTROL,
 	'kill-session': CONTROL,

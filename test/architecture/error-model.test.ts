@@ -25,6 +25,12 @@ import {
 	ContainerSandboxLayoutValidationError,
 } from '../../src/backends/container/container-errors.js'
 import {
+	DockerEngineReplyError,
+	DockerEngineRequestError,
+	DockerEngineUnreachableError,
+	DockerLimitsNotEnforcedError,
+} from '../../src/backends/container/docker/docker-errors.js'
+import {
 	KubernetesAcquireError,
 	type KubernetesAcquireFailureReason,
 	KubernetesClaimUnboundError,
@@ -151,6 +157,7 @@ import {
 	ExecutionCancelRefusedError,
 	ExecutionNotAttachableError,
 	FlushUnconfirmedError,
+	ProcessInputRefusedError,
 	QuiesceUnconfirmedError,
 	RemoteByteCountError,
 	RemoteCancellationUnknownError,
@@ -372,6 +379,13 @@ const CASES: readonly ErrorCase[] = [
 	{
 		type: ExecutionNotAttachableError,
 		make: () => new ExecutionNotAttachableError('exec_1', AGENT_REFUSAL.unknown_execution),
+	},
+	{
+		type: ProcessInputRefusedError,
+		make: () =>
+			new ProcessInputRefusedError('exec_1', 'write', 'stdin-not-open', {
+				guestCode: AGENT_REFUSAL.stdin_not_open,
+			}),
 	},
 	{
 		type: ExecutionCancelRefusedError,
@@ -766,6 +780,22 @@ const CASES: readonly ErrorCase[] = [
 		make: () => new ContainerEgressUnsupportedError('allow-all', 'runsc', 'its own network stack'),
 	},
 	{ type: ContainerProviderClosedError, make: () => new ContainerProviderClosedError() },
+	{
+		type: DockerEngineUnreachableError,
+		make: () => new DockerEngineUnreachableError('/run/docker.sock', 'ENOENT'),
+	},
+	...[400, 404, 409, 500, 403].map((status) => ({
+		type: DockerEngineRequestError,
+		make: () => new DockerEngineRequestError('POST', '/containers/create', status, 'no'),
+	})),
+	{
+		type: DockerLimitsNotEnforcedError,
+		make: () => new DockerLimitsNotEnforcedError(['Memory', 'PidsLimit']),
+	},
+	...(['engine-reply-too-large', 'engine-reply-malformed'] as const).map((reason) => ({
+		type: DockerEngineReplyError,
+		make: () => new DockerEngineReplyError(reason, 'GET', '/containers/json', 1024),
+	})),
 	...(
 		[
 			'token-unavailable',

@@ -18,7 +18,10 @@ import {
 	LOCAL_CREATE_KEYS,
 	resolveMachineSandboxSpec,
 } from '../../src/backends/machine/spec/machine-sandbox-spec.js'
-import { createMicroVMSandboxProvider } from '../../src/backends/microvm/microvm-sandbox-provider.js'
+import {
+	createMicroVMSandboxProvider,
+	MICROVM_CREATE_KEYS,
+} from '../../src/backends/microvm/microvm-sandbox-provider.js'
 import { SandboxArgumentError, SandboxConfigError } from '../../src/index.js'
 import { checkCreateConfig, PORTABLE_CREATE_KEYS } from '../../src/provider-defaults.js'
 import {
@@ -46,11 +49,8 @@ const hostMb = Math.floor(totalmem() / (1024 * 1024))
 const tiers: [string, readonly string[], (config: Record<string, unknown>) => unknown][] = [
 	['local', LOCAL_CREATE_KEYS, (config) => resolveMachineSandboxSpec(config, {})],
 	['container', CONTAINER_CREATE_KEYS, (config) => resolveContainerSandboxSpec(config, {})],
-	[
-		'kubernetes and microvm (portable)',
-		PORTABLE_CREATE_KEYS,
-		(config) => checkCreateConfig(config),
-	],
+	['kubernetes (portable)', PORTABLE_CREATE_KEYS, (config) => checkCreateConfig(config)],
+	['microvm', MICROVM_CREATE_KEYS, (config) => checkCreateConfig(config, MICROVM_CREATE_KEYS)],
 ]
 
 describe.each(tiers)('create() keys of the %s tier', (_tier, known, resolve) => {
@@ -117,6 +117,12 @@ describe('real creates refused by an unknown key leave nothing behind', () => {
 			const error = await provider.create({ memoryLimitMB: 512 } as never).catch((e: unknown) => e)
 			expect(error).toBeInstanceOf(SandboxConfigError)
 			expect(error).toMatchObject({ field: 'memoryLimitMB' })
+			// A known key with a bad value is refused by name too, before anything is booted.
+			for (const diskLimitMb of [0, 1.5, -64]) {
+				const bad = await provider.create({ diskLimitMb }).catch((e: unknown) => e)
+				expect(bad).toBeInstanceOf(SandboxConfigError)
+				expect(bad).toMatchObject({ field: 'diskLimitMb' })
+			}
 		} finally {
 			await provider.close()
 		}

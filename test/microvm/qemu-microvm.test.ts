@@ -16,9 +16,11 @@ import {
 	MicroVMServiceUnavailableError,
 	type Sandbox,
 	SandboxConfigError,
-	type SandboxProvider,
 } from '../../src/index.js'
-import { MicroVMEgressUnsupportedError } from '../../src/microvm-entry.js'
+import {
+	MicroVMEgressUnsupportedError,
+	type MicroVMSandboxProvider,
+} from '../../src/microvm-entry.js'
 
 function qemuPresent(): boolean {
 	try {
@@ -51,13 +53,16 @@ async function until(condition: () => boolean, timeoutMs: number): Promise<void>
 	}
 }
 
+/** The sized workspace of the one guest (its own disk); small, so filling it is cheap under TCG. */
+const DISK_LIMIT_MB = 64
+
 describe.skipIf(!runnable)('microVM tier on QEMU', () => {
-	let provider: SandboxProvider
+	let provider: MicroVMSandboxProvider
 	let sandbox: Sandbox
 
 	beforeAll(async () => {
 		provider = createSandboxProvider({ backend: { tier: 'microvm', service: 'qemu' } })
-		sandbox = await provider.create({ memoryLimitMb: 512 })
+		sandbox = await provider.create({ memoryLimitMb: 512, diskLimitMb: DISK_LIMIT_MB })
 	}, BOOT_MS)
 
 	afterAll(async () => {
@@ -156,6 +161,36 @@ describe.skipIf(!runnable)('microVM tier on QEMU', () => {
 				`const s=require('net').createServer(c=>c.end()).listen(9123,'127.0.0.1',()=>{${probe('127.0.0.1', 9123)}})`,
 			])
 			expect(local.stdout.trim()).toBe('open')
+		},
+		CASE_MS,
+	)
+
+	it(
+		'puts the workspace on a disk of diskLimitMb: a small write works, filling it fails with ENOSPC',
+		async () => {
+			const workspace = sandbox.rootDir
+			// Positive control: the workload owns its workspace and writes to it.
+			await sandbox.writeFile(`${workspace}/small.txt`, 'fits')
+			expect((await sandbox.exec('cat', [`${workspace}/small.txt`])).stdout).toBe('fits')
+			const df = await sandbox.exec('sh', ['-c', `df -k ${workspace} | tail -1`])
+			const [device, sizeKb] = df.stdout.trim().split(/\s+/)
+			expect(device).toBe('/dev/vdb')
+			// ext4's own metadata takes a little of it: between 80 % and all of the size asked for.
+			expect(Number(sizeKb)).toBeGreaterThan(DISK_LIMIT_MB * 1024 * 0.8)
+			expect(Number(sizeKb)).toBeLessThanOrEqual(DISK_LIMIT_MB * 1024)
+			// mkfs's lost+found is gone: a listing shows only what the workload wrote.
+			const listing = (await sandbox.exec('ls', ['-A', workspace])).stdout.split('\n')
+			expect(listing).toContain('small.txt')
+			expect(listing).not.toContain('lost+found')
+			// The attack: write twice the limit. The disk fills and the write fails; the guest lives.
+			const fill = await sandbox.exec('sh', [
+				'-c',
+				`dd if=/dev/zero of=${workspace}/fill bs=1M count=${DISK_LIMIT_MB * 2} 2>&1; echo "exit=$?"`,
+			])
+			expect(fill.stdout).toContain('No space left on device')
+			expect(fill.stdout).not.toContain('exit=0')
+			await sandbox.exec('rm', ['-f', `${workspace}/fill`])
+			expect((await sandbox.exec('cat', [`${workspace}/small.txt`])).stdout).toBe('fits')
 		},
 		CASE_MS,
 	)

@@ -6,8 +6,19 @@
 import { describe, expectTypeOf, it } from 'vitest'
 import type * as agent from '../../src/agent-entry.js'
 import type * as root from '../../src/index.js'
+import type * as microvm from '../../src/microvm-entry.js'
+
+declare const createSandboxProvider: typeof root.createSandboxProvider
 
 describe('package root: the microVM tier', () => {
+	it('types the microVM provider from createSandboxProvider, whose create takes diskLimitMb', () => {
+		const provider = createSandboxProvider({ backend: { tier: 'microvm', service: 'qemu' } })
+		expectTypeOf(provider).toEqualTypeOf<microvm.MicroVMSandboxProvider>()
+		expectTypeOf<microvm.MicroVMSandboxCreateConfig['diskLimitMb']>().toEqualTypeOf<
+			number | undefined
+		>()
+	})
+
 	it('exports AgentRequestCredential with one optional readonly token', () => {
 		expectTypeOf<root.AgentRequestCredential>().toEqualTypeOf<{ readonly token?: string }>()
 		expectTypeOf({}).toExtend<root.AgentRequestCredential>()

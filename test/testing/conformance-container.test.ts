@@ -58,6 +58,10 @@ function containerTierSuite(
 			label,
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
+			// gVisor's guest processes live inside its kernel: the host's /proc cannot see them.
+			...(runtime === 'runsc'
+				? {}
+				: { guestProcessAlive: async (needle: string) => processesMentioning(needle).length > 0 }),
 			...(runtime === 'runsc'
 				? {
 						capabilities: {

@@ -60,6 +60,7 @@ function localTierSuite(label: string, warmPoolSize: number): void {
 			label,
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
+			guestProcessAlive: async (needle) => processesMentioning(needle).length > 0,
 			// The host hands the agent its work/ groups, so the whole tree of every command ends
 			// (capabilities.killsDetachedDescendants defaults to supported).
 		},

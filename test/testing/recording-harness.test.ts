@@ -110,12 +110,13 @@ describe('defineSandboxConformance registration', () => {
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
 		})
-		expect(cases).toHaveLength(35)
+		expect(cases).toHaveLength(37)
 		expect(cases.every((c) => c.path[0] === 'Sandbox conformance (contract v4): x')).toBe(true)
 		expect(cases.filter((c) => c.skipped)).toEqual([])
 		expect(new Set(cases.map((c) => c.path[1]))).toEqual(
 			new Set([
 				'exec',
+				'background',
 				'files',
 				'file verbs',
 				'watch and events',
@@ -171,7 +172,8 @@ describe('defineSandboxConformance registration', () => {
 		)
 		expect(skipped.filter((c) => c.path[1] === 'file verbs')).toHaveLength(3)
 		expect(skipped.filter((c) => c.path[1] === 'watch and events')).toHaveLength(2)
-		expect(skipped).toHaveLength(18)
+		expect(skipped.filter((c) => c.path[1] === 'background')).toHaveLength(1)
+		expect(skipped).toHaveLength(19)
 	})
 
 	it('skips the in-guest listener case when the guest cannot run node and no listener command is given', () => {

@@ -30,6 +30,8 @@ export interface ResolvedExecuteRequest {
 	readonly reserve?: boolean
 	/** false: the whole tree is killed when the command's own process exits. */
 	readonly keepDescendants?: boolean
+	/** Keep stdin open for `execution-input` (a retained run without `stdin`). */
+	readonly openStdin?: boolean
 }
 
 type Limits = Pick<AgentConfig, 'maxTimeoutMs' | 'defaultTimeoutMs' | 'defaultMaxOutputBytes'> &
@@ -94,6 +96,18 @@ export function parseExecuteRequest(
 			formatRefusal(AGENT_REFUSAL.invalid_keep_descendants, 'keepDescendants must be a boolean'),
 		)
 	}
+	if (
+		body.openStdin !== undefined &&
+		(typeof body.openStdin !== 'boolean' ||
+			(body.openStdin && (body.retainOutput !== true || body.stdin !== undefined)))
+	) {
+		throw new OpRefusal(
+			formatRefusal(
+				AGENT_REFUSAL.invalid_stdin,
+				'openStdin must be a boolean, true only with retainOutput and without stdin',
+			),
+		)
+	}
 	if (body.retainOutput === true && executionId === undefined) {
 		throw new OpRefusal(AGENT_REFUSAL.retain_requires_execution_id)
 	}
@@ -121,5 +135,6 @@ export function parseExecuteRequest(
 		...(body.retainOutput === true ? { retainOutput: true } : {}),
 		...(reserve ? { reserve: true } : {}),
 		...(body.keepDescendants === false ? { keepDescendants: false } : {}),
+		...(body.openStdin === true ? { openStdin: true } : {}),
 	}
 }

@@ -54,6 +54,8 @@ export interface ExecutionCommand {
 	readonly maxOutputBytes: number
 	/** false: kill the command's whole tree when it exits. Default true: descendants run on. */
 	readonly keepDescendants?: boolean
+	/** Keep stdin open for `writeStdin` instead of writing `stdin` and closing it. */
+	readonly openStdin?: boolean
 }
 
 export interface TerminationTiming {
@@ -70,6 +72,13 @@ export interface ExecutionProcess {
 	terminate(): Promise<TerminateOutcome>
 	/** Immediate SIGKILL of the whole group and cgroup (agent shutdown, a lost connection). */
 	kill(): void
+	/**
+	 * Hands `data` to the open stdin (resolving once the pipe took it), then closes it when `end`;
+	 * false when stdin is not open (never opened, closed, or the run settled).
+	 */
+	writeStdin(data: Buffer, end: boolean): Promise<boolean>
+	/** One signal to the whole group (`SIGKILL`: the cgroup too); false once the run settled. */
+	signal(name: NodeJS.Signals): boolean
 }
 
 /**
@@ -84,14 +93,44 @@ const PIPE_DRAIN_AFTER_TERMINATION_MS = 500
  */
 export const DESCENDANT_OUTPUT_DRAIN_MS = 200
 
+/** What a run that never started answers to the verbs that need a process. */
+const NO_PROCESS = {
+	pgid: undefined,
+	terminate: () => Promise.resolve<TerminateOutcome>('exited-on-sigterm'),
+	kill: () => {},
+	writeStdin: () => Promise.resolve(false),
+	signal: () => false,
+} as const
+
 function spawnFailure(error: Error): ExecutionProcess {
 	// A refusal (the command's cgroup could not be made) is reported by its code.
 	const text = error instanceof OpRefusal ? (error.detail ?? error.error) : error.message
-	return {
-		pgid: undefined,
-		outcome: Promise.resolve({ kind: 'error', error: text }),
-		terminate: () => Promise.resolve('exited-on-sigterm'),
-		kill: () => {},
+	return { ...NO_PROCESS, outcome: Promise.resolve({ kind: 'error', error: text }) }
+}
+
+/** The stdin of a run started with `openStdin`: open until `end`, the run settled, or EPIPE. */
+function openStdinWriter(
+	child: ChildProcess,
+	settled: () => boolean,
+): (data: Buffer, end: boolean) => Promise<boolean> {
+	let open = true
+	child.stdin?.once('close', () => {
+		open = false
+	})
+	return (data, end) => {
+		const stdin = child.stdin
+		if (!open || settled() || !stdin || stdin.writableEnded) return Promise.resolve(false)
+		if (end) open = false
+		return new Promise<boolean>((resolve) => {
+			const done = (error?: Error | null) => resolve(error === undefined || error === null)
+			if (data.length === 0) {
+				if (end) stdin.end(() => resolve(true))
+				else resolve(true)
+				return
+			}
+			stdin.write(data, done)
+			if (end) stdin.end()
+		})
 	}
 }
 
@@ -155,12 +194,10 @@ export function startExecutionProcess(
 	if (pgid === undefined) {
 		// uv_spawn failed (ENOENT, EACCES, …): Node reports it as an 'error' event on the next tick.
 		return {
-			pgid: undefined,
+			...NO_PROCESS,
 			outcome: new Promise((resolve) => {
 				child.once('error', (error) => resolve({ kind: 'error', error: error.message }))
 			}),
-			terminate: () => Promise.resolve('exited-on-sigterm'),
-			kill: () => {},
 		}
 	}
 
@@ -193,7 +230,9 @@ export function startExecutionProcess(
 	}
 
 	child.stdin?.on('error', () => {}) // a child that never reads stdin is not our failure
-	child.stdin?.end(command.stdin ?? '')
+	if (command.openStdin !== true) child.stdin?.end(command.stdin ?? '')
+	const writeStdin =
+		command.openStdin === true ? openStdinWriter(child, () => closed) : NO_PROCESS.writeStdin
 	const hold: PipeHold = { held: false }
 	const run = { settled: () => closed, hold }
 	pipeOutput(child, 'stdout', stdout, sink, run)
@@ -212,6 +251,8 @@ export function startExecutionProcess(
 	const finish = ({ code, signal }: ExitStatus) => {
 		if (closed) return
 		closed = true
+		// Nobody can write to a settled run: a descendant still reading stdin sees its end.
+		if (command.openStdin === true) child.stdin?.destroy()
 		clearTimeout(timer)
 		clearTimeout(drainTimer)
 		clearTimeout(descendantTimer)
@@ -286,6 +327,13 @@ export function startExecutionProcess(
 			scheduleDrain()
 			signalProcessGroup(pgid, 'SIGKILL')
 			void tree.kill(timing.confirmTimeoutMs)
+		},
+		writeStdin,
+		signal: (name) => {
+			if (closed) return false
+			if (name === 'SIGKILL') void killTree(pgid, tree, timing.confirmTimeoutMs)
+			else signalProcessGroup(pgid, name)
+			return true
 		},
 	}
 }

@@ -287,6 +287,13 @@ export class ExecutionRegistry {
 		return { ...started, retained }
 	}
 
+	/** The process of a running `executionId` (undefined once it ended); refuses ids not held. */
+	runningProcess(executionId: string): ExecutionProcess | undefined {
+		const record = this.#records.get(executionId)
+		if (!record) throw new ExecutionRefusal(AGENT_REFUSAL.unknown_execution)
+		return record.state === 'running' ? record.process : undefined
+	}
+
 	/** The retained run `executionId` names; refuses ids not held or whose output is not kept. */
 	attachable(executionId: string): AttachableExecution {
 		const record = this.#records.get(executionId)

@@ -2,6 +2,7 @@ import type { AgentOp } from '../../wire/protocol.js'
 import type { OpHandler } from '../server/op-context.js'
 import { attachExecution } from './attach-execution.js'
 import { attachSession } from './attach-session.js'
+import { executionInput, signalExecution } from './execution-input.js'
 import { cancelExecution, execute, reserveExecution } from './executions.js'
 import { makeDirectory, removePath, renamePath, statPath } from './file-verbs.js'
 import { flush } from './flush.js'
@@ -37,6 +38,8 @@ const HANDLERS: { readonly [Op in AgentOp]: OpEntry } = {
 	execute: { handler: execute, stream: true, binaryFrames: true },
 	'cancel-execution': { handler: cancelExecution, stream: false },
 	'attach-execution': { handler: attachExecution, stream: true },
+	'execution-input': { handler: executionInput, stream: false },
+	'signal-execution': { handler: signalExecution, stream: false },
 	'read-file': { handler: readFile, stream: false },
 	'read-file-stream': { handler: readFileStream, stream: true, binaryFrames: true },
 	'write-file': { handler: writeFile, stream: false, binaryFrames: true },

@@ -8,6 +8,7 @@ import {
 	BINARY_FRAMES_FEATURE,
 	EXECUTE_RESERVES_FEATURE,
 	EXECUTION_ATTACH_FEATURE,
+	EXECUTION_INPUT_FEATURE,
 	FILE_VERBS_FEATURE,
 	FLUSH_FEATURE,
 	GUEST_BOOT_ID_FEATURE,
@@ -37,6 +38,7 @@ export const AGENT_FEATURES: readonly AgentFeature[] = [
 	EXECUTE_RESERVES_FEATURE,
 	FILE_VERBS_FEATURE,
 	WATCH_FEATURE,
+	EXECUTION_INPUT_FEATURE,
 	// Only when `sync -f` (or the test override) can actually run; checked once, at startup.
 	...(flushSupported() ? ([FLUSH_FEATURE] as const) : []),
 ]

@@ -4,9 +4,7 @@
  * construction with every default resolved.
  *
  * `runtime` takes the OCI runtimes this tier drives directly: `'runc'` (the default), `'crun'`,
- * `'runsc'`. `'docker'` is accepted by the type, so a config written for a Docker engine still
- * compiles, and refused by name at construction: there is no Docker engine, and quietly
- * running it on runc would drop whatever the caller set up in Docker.
+ * `'runsc'`; `'docker'` is a Docker engine driven through its API (`docker/`), resolved there.
  */
 
 import { homedir, tmpdir } from 'node:os'
@@ -38,10 +36,18 @@ import {
 /** The container tier: the same agent in an OCI container run by `runc`, `crun` or gVisor's `runsc`. */
 export interface ContainerBackendConfig {
 	readonly tier: 'container'
-	/** Default `'runc'`; `'docker'` is refused by name (no Docker engine is used). */
+	/** Default `'runc'`; `'docker'` makes the containers through a Docker engine's API. */
 	readonly runtime?: ContainerRuntime | 'docker'
-	/** A root filesystem directory, or an OCI image layout (`<dir>` or `<dir>:<tag>`). */
+	/**
+	 * A root filesystem directory, or an OCI image layout (`<dir>` or `<dir>:<tag>`); on
+	 * `'docker'`, an image reference the engine has (`localhost/namzu-sandbox-guest:latest`).
+	 */
 	readonly image: string
+	/**
+	 * `'docker'` only: the engine, `unix:///path/to/socket` (default `DOCKER_HOST`, else
+	 * `unix:///var/run/docker.sock`); a `tcp://` engine is refused.
+	 */
+	readonly dockerHost?: string
 	/** The runtime's binary (default `/usr/sbin/runc`, `/usr/bin/crun`, `/usr/bin/runsc`). */
 	readonly runtimePath?: string
 	/** gVisor's platform (default `'ptrace'`; KVM is not offered). */
@@ -127,6 +133,7 @@ const BACKEND_KEYS = Object.keys({
 	tier: true,
 	runtime: true,
 	image: true,
+	dockerHost: true,
 	runtimePath: true,
 	runscPlatform: true,
 	stateDir: true,
@@ -157,7 +164,8 @@ function absolutePath(field: string, value: unknown, fallback: string): string {
 	return value
 }
 
-function labels(value: unknown): Record<string, string> {
+/** `backend.labels`: string values under keys without `=`. */
+export function resolveContainerLabels(value: unknown): Record<string, string> {
 	if (value === undefined) return {}
 	if (!isRecord(value))
 		throw CONFIG_SITE.refuse('backend.labels', 'an object of strings', describeReceived(value))
@@ -182,10 +190,14 @@ export function resolveContainerBackendConfig(
 	refuseUnknownKeys(CONFIG_SITE, 'backend', raw, BACKEND_KEYS)
 	requireOneOf(CONFIG_SITE, 'backend.tier', raw.tier, ['container'])
 	if (raw.runtime === 'docker') {
+		// createContainerSandboxProvider hands 'docker' to resolveDockerBackendConfig first.
 		throw new SandboxConfigError(
 			'backend.runtime',
-			"'docker' needs a Docker engine, which this tier does not use: it drives an OCI runtime directly; use 'runc' (the default), 'crun' or 'runsc'",
+			"'docker' is made through a Docker engine (resolveDockerBackendConfig), not an OCI runtime's bundle",
 		)
+	}
+	if (raw.dockerHost !== undefined) {
+		throw new SandboxConfigError('backend.dockerHost', "only used with runtime 'docker'")
 	}
 	const runtime = requireOneOf(
 		CONFIG_SITE,
@@ -244,7 +256,7 @@ export function resolveContainerBackendConfig(
 						'required',
 						'best-effort',
 					] as const),
-		labels: labels(raw.labels),
+		labels: resolveContainerLabels(raw.labels),
 		tools: {
 			umoci: absolutePath('backend.tools.umoci', tools.umoci, DEFAULT_UMOCI_PATH),
 			mkfsExt4: absolutePath('backend.tools.mkfsExt4', tools.mkfsExt4, DEFAULT_MKFS_EXT4_PATH),

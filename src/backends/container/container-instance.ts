@@ -8,6 +8,7 @@
  * undoes (the container's init as the launcher, its cgroups, its runtime state inside the root).
  * The start itself is `container-start.ts`; the claims before it `container-claims.ts`.
  */
+import type { AgentSandboxOptions } from '../../host/sandbox/agent-sandbox.js'
 import type { AgentTransport } from '../../host/transport/agent-transport.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import type { ResolvedContainerBackendConfig } from './container-backend-config.js'
@@ -29,6 +30,8 @@ export interface ContainerInstance {
 	readonly id: string
 	readonly rootDir: string
 	readonly transport: AgentTransport
+	/** The egress proxy's decisions (a proxied network only), for the sandbox's `events()`. */
+	readonly egressDecisions?: AgentSandboxOptions['egressDecisions']
 	/** The runtime's container id (`runc list --root <stateRoot>/runtime`). */
 	readonly containerId: string
 	/** The host state root (`<stateDir>/namzu-sbx-<id>`). */

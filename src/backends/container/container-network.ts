@@ -147,6 +147,8 @@ export interface ContainerNetwork {
 	ready(sandboxPid: number): Promise<void>
 	/** Stops what runs on the host for it (slirp4netns, the proxy). Idempotent. */
 	stop(): Promise<void>
+	/** The egress proxy's decisions (a proxied network only), for the sandbox's `events()`. */
+	readonly egressDecisions?: SandboxEgressProxy['onDecision']
 }
 
 const NO_NETWORK: ContainerNetwork = {
@@ -248,6 +250,7 @@ export async function prepareContainerNetwork(
 			await setCaptureRoute({ ...target(sandboxPid), tools: input.tools })
 		},
 		ready: (sandboxPid) => waitForCaptureHelper({ ...target(sandboxPid), ports: proxy.ports }),
+		egressDecisions: proxy.onDecision,
 		stop: () => {
 			closing ??= proxy.close()
 			return closing

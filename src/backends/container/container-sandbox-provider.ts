@@ -8,6 +8,7 @@
  */
 
 import '../../contract/async-dispose.js'
+import { isRecord } from '../../common/is-record.js'
 import {
 	CONFIG_SITE,
 	optionalFunction,
@@ -45,6 +46,7 @@ import {
 	resolveContainerSandboxSpec,
 } from './container-sandbox-spec.js'
 import { startContainerInstance } from './container-start.js'
+import { createDockerSandboxProvider } from './docker/docker-sandbox-provider.js'
 
 /** A container sandbox: the machine layer's one sandbox type (one agent serves every tier). */
 export type ContainerSandbox = MachineSandbox
@@ -117,6 +119,12 @@ export function createContainerSandboxProvider(
 	defaults: SandboxProviderDefaults = {},
 	hooks: ContainerProviderHooks = {},
 ): ContainerSandboxProvider {
+	if (isRecord(backend) && backend.runtime === 'docker') {
+		return createDockerSandboxProvider(backend, layout, defaults, {
+			...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
+			...(hooks.onWarmSandboxReady ? { onWarmSandboxReady: hooks.onWarmSandboxReady } : {}),
+		})
+	}
 	const resolved = resolveContainerBackendConfig(backend)
 	// Every container gets the seccomp filter: a host it has no table for is refused now.
 	seccompArchOf()

@@ -155,6 +155,7 @@ class ContainerStart {
 				id,
 				rootDir: CONTAINER_WORKSPACE,
 				transport,
+				...(network.egressDecisions ? { egressDecisions: network.egressDecisions } : {}),
 				containerId: name,
 				stateRoot: dirs.root,
 				pid: Number.isSafeInteger(pid) ? pid : undefined,

@@ -46,4 +46,10 @@ export {
 	createContainerSandboxProvider,
 } from './container-sandbox-provider.js'
 export type { ContainerSandboxCreateConfig } from './container-sandbox-spec.js'
+export {
+	DockerEngineReplyError,
+	DockerEngineRequestError,
+	DockerEngineUnreachableError,
+	DockerLimitsNotEnforcedError,
+} from './docker/docker-errors.js'
 export type { ContainerRuntime, RunscPlatform } from './runtime-argv.js'

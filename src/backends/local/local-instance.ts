@@ -6,6 +6,7 @@
  */
 
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
+import type { AgentSandboxOptions } from '../../host/sandbox/agent-sandbox.js'
 import type { AgentTransport } from '../../host/transport/agent-transport.js'
 import type { LocalSandboxDescriptor } from '../machine/claims/sandbox-descriptor.js'
 import type { ChildExit } from '../machine/launch/agent-launcher.js'
@@ -36,6 +37,8 @@ export interface LocalInstance {
 	readonly rootDir: string
 	readonly environment: SandboxEnvironment
 	readonly transport: AgentTransport
+	/** The egress proxy's decisions (a proxied network only), for the sandbox's `events()`. */
+	readonly egressDecisions?: AgentSandboxOptions['egressDecisions']
 	/** Host pid of bwrap (or of the agent under isolation 'none'). */
 	readonly pid: number | undefined
 	/** Whether the agent process has died (an idle pool member may be OOM-killed, for instance). */

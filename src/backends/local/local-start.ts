@@ -194,6 +194,7 @@ class LocalStart {
 				rootDir: prepared.dirs.workspace,
 				environment: sandboxEnvironment(backend),
 				transport,
+				...(this.#egressProxy ? { egressDecisions: this.#egressProxy.onDecision } : {}),
 				pid: launched.pid,
 				hasExited: () => launched.exitStatus() !== undefined,
 				exited: launched.exited,

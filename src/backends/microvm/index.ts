@@ -7,4 +7,8 @@ export {
 	MicroVMProviderClosedError,
 	MicroVMServiceUnavailableError,
 } from './microvm-errors.js'
-export { createMicroVMSandboxProvider } from './microvm-sandbox-provider.js'
+export {
+	createMicroVMSandboxProvider,
+	type MicroVMSandboxCreateConfig,
+	type MicroVMSandboxProvider,
+} from './microvm-sandbox-provider.js'

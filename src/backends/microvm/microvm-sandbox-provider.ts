@@ -19,11 +19,13 @@ import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import {
 	checkCreateConfig,
 	checkProviderDefaults,
+	PORTABLE_CREATE_KEYS,
 	type SandboxProviderDefaults,
 	sandboxDefaultTimeoutMs,
+	type UnlistedCreateKeys,
 } from '../../provider-defaults.js'
 import { createInstanceFleet, ownedAgentSandboxHandOut } from '../machine/fleet/instance-fleet.js'
-import { DEFAULT_MEMORY_LIMIT_MB } from '../machine/spec/sandbox-limits.js'
+import { DEFAULT_MEMORY_LIMIT_MB, parseDiskLimitMb } from '../machine/spec/sandbox-limits.js'
 import { resolveQemuAccel } from './kvm-probe.js'
 import {
 	type MicroVMBackendConfig,
@@ -42,8 +44,34 @@ import { bootQemuGuest, MICROVM_WORKSPACE, type QemuGuest } from './qemu-guest.j
 export const MIN_MICROVM_MEMORY_MB = 256
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
+/** `create()` options of the microVM tier. */
+export interface MicroVMSandboxCreateConfig extends SandboxCreateConfig {
+	/**
+	 * The workspace as a disk of its own of this many MiB (writes past it fail with ENOSPC in the
+	 * guest). Without it the workspace is on the guest's root disk, bounded by that disk's size.
+	 */
+	readonly diskLimitMb?: number
+}
+
+/** A microVM provider: `create()` takes the tier's options. */
+export interface MicroVMSandboxProvider extends SandboxProvider {
+	create(config?: MicroVMSandboxCreateConfig): Promise<AgentSandbox>
+}
+
+/** The `create()` keys this tier reads; any other is refused by name. */
+export const MICROVM_CREATE_KEYS = [
+	...PORTABLE_CREATE_KEYS,
+	'diskLimitMb',
+] as const satisfies readonly (keyof MicroVMSandboxCreateConfig)[]
+const microVMKeysListed: Record<
+	UnlistedCreateKeys<MicroVMSandboxCreateConfig, typeof MICROVM_CREATE_KEYS>,
+	never
+> = {}
+void microVMKeysListed
+
 interface MicroVMSpec {
 	readonly memoryMb: number
+	readonly diskLimitMb?: number
 	readonly env: Readonly<Record<string, string>>
 	readonly timeoutMs?: number
 }
@@ -57,8 +85,11 @@ interface MicroVMInstance {
 	release(): Promise<void>
 }
 
-function resolveSpec(config: SandboxCreateConfig, defaults: SandboxProviderDefaults): MicroVMSpec {
-	const given = checkCreateConfig(config)
+function resolveSpec(
+	config: MicroVMSandboxCreateConfig,
+	defaults: SandboxProviderDefaults,
+): MicroVMSpec {
+	const given: MicroVMSandboxCreateConfig = checkCreateConfig(config, MICROVM_CREATE_KEYS)
 	if (given.workingDirectory !== undefined) {
 		throw new SandboxConfigError(
 			'workingDirectory',
@@ -81,8 +112,14 @@ function resolveSpec(config: SandboxCreateConfig, defaults: SandboxProviderDefau
 		}) ??
 		defaults.defaultMemoryLimitMb ??
 		DEFAULT_MEMORY_LIMIT_MB
+	const diskLimitMb = parseDiskLimitMb(given.diskLimitMb)
 	const timeoutMs = sandboxDefaultTimeoutMs(given, defaults)
-	return { memoryMb, env, ...(timeoutMs === undefined ? {} : { timeoutMs }) }
+	return {
+		memoryMb,
+		env,
+		...(diskLimitMb === undefined ? {} : { diskLimitMb }),
+		...(timeoutMs === undefined ? {} : { timeoutMs }),
+	}
 }
 
 async function startInstance(
@@ -107,6 +144,7 @@ async function startInstance(
 		memoryMb: spec.memoryMb,
 		vcpus: config.cpuLimit,
 		callerEnv: spec.env,
+		...(spec.diskLimitMb === undefined ? {} : { workspaceDiskMb: spec.diskLimitMb }),
 		bootTimeoutMs: config.bootTimeoutMs,
 		signal,
 	})
@@ -127,7 +165,7 @@ async function startInstance(
 export function createMicroVMSandboxProvider(
 	backend: MicroVMBackendConfig,
 	defaults: SandboxProviderDefaults = {},
-): SandboxProvider {
+): MicroVMSandboxProvider {
 	const config = resolveMicroVMConfig(backend)
 	checkProviderDefaults(defaults)
 	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
@@ -142,6 +180,7 @@ export function createMicroVMSandboxProvider(
 						// A pooled guest booted with the defaults: it serves a create asking for nothing else.
 						serves: (spec: MicroVMSpec) =>
 							spec.memoryMb === poolSpec.memoryMb &&
+							spec.diskLimitMb === undefined &&
 							Object.keys(spec.env).length === 0 &&
 							spec.timeoutMs === poolSpec.timeoutMs,
 					},
@@ -152,7 +191,7 @@ export function createMicroVMSandboxProvider(
 		handOut: ownedAgentSandboxHandOut('linux-namespace', outputBudget),
 		closedError: () => new MicroVMProviderClosedError(),
 	})
-	const create = (createConfig: SandboxCreateConfig = {}): Promise<AgentSandbox> => {
+	const create = (createConfig: MicroVMSandboxCreateConfig = {}): Promise<AgentSandbox> => {
 		let spec: MicroVMSpec
 		try {
 			spec = resolveSpec(createConfig, defaults)

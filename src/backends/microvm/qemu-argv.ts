@@ -3,7 +3,8 @@
  * here; no default devices, no user config, no reboot (a guest panic ends the VMM). The guest's
  * one NIC is user-mode networking with `restrict=on`: it reaches nothing but the host's forward of
  * 127.0.0.1:`hostPort` to the agent's port. The root disk is the shared image opened
- * `snapshot=on`, so each guest writes to a private overlay QEMU deletes on exit. The agent bundle
+ * `snapshot=on`, so each guest writes to a private overlay QEMU deletes on exit; a sized workspace
+ * is a second disk of its own (the guest's entrypoint mounts it). The agent bundle
  * and its environment travel as fw_cfg files: never on the command line (a host `ps` shows that).
  */
 import type { MicroVMImage } from './microvm-image.js'
@@ -22,6 +23,8 @@ export interface QemuGuestSpec {
 	/** The file holding the agent's environment (mode 0600). */
 	readonly envFile: string
 	readonly consoleLog: string
+	/** `diskLimitMb`: the workspace's own raw ext4 disk, the guest's `/dev/vdb`. */
+	readonly workspaceDisk?: string
 }
 
 export function qemuArgv(binary: string, spec: QemuGuestSpec): string[] {
@@ -54,6 +57,9 @@ export function qemuArgv(binary: string, spec: QemuGuestSpec): string[] {
 		'console=ttyS0 panic=-1 quiet',
 		'-drive',
 		`file=${spec.image.rootDisk},format=raw,if=virtio,snapshot=on`,
+		...(spec.workspaceDisk === undefined
+			? []
+			: ['-drive', `file=${spec.workspaceDisk},format=raw,if=virtio`]),
 		'-netdev',
 		`user,id=n0,restrict=on,hostfwd=${forward}`,
 		'-device',

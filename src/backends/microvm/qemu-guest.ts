@@ -3,7 +3,8 @@
  * free loopback port forwarded to the guest's agent, QEMU under `setpriv --pdeathsig KILL` (the
  * VMM dies with the host process even after a SIGKILL of the host), and a transport with this
  * boot's token, ready once the agent answers `healthz`. `destroy()` kills the VMM and removes the
- * directory; the root disk's overlay is QEMU's own temporary file, gone with it.
+ * directory (a sized workspace's disk image with it); the root disk's overlay is QEMU's own
+ * temporary file, gone with it.
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
@@ -18,6 +19,7 @@ import { createSandboxCgroups, type SandboxCgroups } from '../machine/cgroups/cg
 import { agentSettingsFrom } from '../machine/launch/agent-environment.js'
 import { type LaunchedAgentProcess, launchAgentProcess } from '../machine/launch/agent-launcher.js'
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
+import { GUEST_WORKSPACE_DEVICE, prepareGuestWorkspaceDisk } from './guest-workspace-disk.js'
 import type { MicroVMImage } from './microvm-image.js'
 import { GUEST_AGENT_PORT, guestEnvFile, qemuArgv } from './qemu-argv.js'
 
@@ -39,6 +41,8 @@ export interface QemuGuestOptions {
 	readonly memoryMb: number
 	readonly vcpus: number
 	readonly callerEnv: Readonly<Record<string, string>>
+	/** `diskLimitMb`: the workspace on a disk of its own of this size. */
+	readonly workspaceDiskMb?: number
 	readonly bootTimeoutMs: number
 	readonly signal?: AbortSignal
 }
@@ -84,6 +88,7 @@ function writeAgentEnvironment(
 	envFile: string,
 	callerEnv: Readonly<Record<string, string>>,
 	token: string,
+	ownWorkspaceDisk: boolean,
 ): Promise<void> {
 	return writeFile(
 		envFile,
@@ -93,6 +98,8 @@ function writeAgentEnvironment(
 			NAMZU_AGENT_TCP_PORT: String(GUEST_AGENT_PORT),
 			NAMZU_AGENT_BIND_TOKEN: token,
 			NAMZU_SANDBOX_WORKSPACE: MICROVM_WORKSPACE,
+			// The entrypoint mounts it on the workspace (and chowns it to the workload) as root.
+			...(ownWorkspaceDisk ? { NAMZU_WORKSPACE_DEVICE: GUEST_WORKSPACE_DEVICE } : {}),
 		}),
 		{ mode: 0o600 },
 	)
@@ -108,6 +115,7 @@ function launchVmm(
 		readonly consoleLog: string
 		readonly hostPort: number
 		readonly procsFiles: readonly string[]
+		readonly workspaceDisk: string | undefined
 	},
 ): LaunchedAgentProcess {
 	const argv = qemuArgv(options.qemuBinary, {
@@ -119,6 +127,7 @@ function launchVmm(
 		agentBundle: agentBundlePath(),
 		envFile: boot.envFile,
 		consoleLog: boot.consoleLog,
+		...(boot.workspaceDisk === undefined ? {} : { workspaceDisk: boot.workspaceDisk }),
 	})
 	return launchAgentProcess({
 		argv: withCgroupJoin(boot.procsFiles, ['setpriv', '--pdeathsig', 'KILL', '--', ...argv]),
@@ -146,7 +155,11 @@ export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGues
 			defaultsOnly: ['memory', 'cpu'],
 			defaultLimits: 'best-effort',
 		})
-		await writeAgentEnvironment(envFile, options.callerEnv, token)
+		const workspaceDisk =
+			options.workspaceDiskMb === undefined
+				? undefined
+				: await prepareGuestWorkspaceDisk(dir, options.workspaceDiskMb, options.signal)
+		await writeAgentEnvironment(envFile, options.callerEnv, token, workspaceDisk !== undefined)
 		const hostPort = await freeLoopbackPort()
 		vmm = launchVmm(options, {
 			dir,
@@ -155,6 +168,7 @@ export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGues
 			consoleLog,
 			hostPort,
 			procsFiles: cgroups?.procsFiles ?? [],
+			workspaceDisk,
 		})
 		const launched = vmm
 		const transport = new AgentTransport(

@@ -5,12 +5,20 @@
  * touching the command, and another process reattaches by id (`attach-execution`). `kill()` is the
  * engine's confirmed cancel; `output()` replays what this handle received, then follows live.
  */
+import {
+	callSite,
+	requireContent,
+	requireOneOf,
+	signalOfOptions,
+} from '../../contract/argument-validators.js'
 import type {
 	SandboxExecResult,
 	SandboxOutputChunk,
 	SandboxProcess,
 	SandboxProcessKillOptions,
+	SandboxProcessSignal,
 } from '../../contract/sandbox.js'
+import { EXECUTION_SIGNALS } from '../../wire/execution-input.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { AttachExecutionOptions, DetachableExecOptions } from './detachable-exec-options.js'
 
@@ -28,6 +36,23 @@ export interface BackgroundVerbs {
 	): Promise<SandboxExecResult>
 	attachExecution(executionId: string, options: AttachExecutionOptions): Promise<SandboxExecResult>
 	cancelExecution(executionId: string, options: { signal?: AbortSignal }): Promise<unknown>
+	/** Bytes for the command's stdin, then its end when `end` (process-input.ts). */
+	processInput(
+		executionId: string,
+		input: { readonly bytes: Uint8Array; readonly end: boolean; readonly operation: string },
+		signal: AbortSignal | undefined,
+	): Promise<void>
+	/** One signal to the command's process group; false when it had already ended. */
+	signalProcess(
+		executionId: string,
+		name: SandboxProcessSignal,
+		signal: AbortSignal | undefined,
+	): Promise<boolean>
+}
+
+/** The options object's signal, checked (`SandboxArgumentError` naming `method`'s parameter). */
+function optionsSignal(method: string, options: unknown): AbortSignal | undefined {
+	return signalOfOptions(callSite(method), options)
 }
 
 /** The chunks a handle received, bounded, each iterator with its own cursor. */
@@ -101,11 +126,33 @@ class BackgroundProcess implements SandboxProcess {
 		return this.#result
 	}
 
-	async kill(options: SandboxProcessKillOptions = {}): Promise<void> {
-		await this.#verbs.cancelExecution(
-			this.id,
-			options.signal === undefined ? {} : { signal: options.signal },
-		)
+	kill(options?: SandboxProcessKillOptions): Promise<void>
+	kill(signal: SandboxProcessSignal, options?: SandboxProcessKillOptions): Promise<void>
+	async kill(
+		first?: SandboxProcessSignal | SandboxProcessKillOptions,
+		second?: SandboxProcessKillOptions,
+	): Promise<void> {
+		if (typeof first !== 'string') {
+			const signal = optionsSignal('kill', first)
+			await this.#verbs.cancelExecution(this.id, signal === undefined ? {} : { signal })
+			return
+		}
+		const name = requireOneOf(callSite('kill'), 'signal', first, EXECUTION_SIGNALS)
+		await this.#verbs.signalProcess(this.id, name, optionsSignal('kill', second))
+	}
+
+	async write(data: string | Uint8Array, options?: SandboxProcessKillOptions): Promise<void> {
+		const site = callSite('write')
+		requireContent(site, 'data', data)
+		const signal = optionsSignal('write', options)
+		const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data
+		await this.#verbs.processInput(this.id, { bytes, end: false, operation: 'write' }, signal)
+	}
+
+	async closeStdin(options?: SandboxProcessKillOptions): Promise<void> {
+		const signal = optionsSignal('closeStdin', options)
+		const input = { bytes: new Uint8Array(0), end: true, operation: 'closeStdin' }
+		await this.#verbs.processInput(this.id, input, signal)
 	}
 
 	output(): AsyncIterable<SandboxOutputChunk> {

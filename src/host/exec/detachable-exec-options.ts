@@ -29,6 +29,8 @@ export interface DetachableExecOptions extends AgentExecOptions {
 	 * a caller of `detach: true` can hand it to another process. Must not throw.
 	 */
 	readonly onExecutionId?: (executionId: string) => void
+	/** Keep the command's stdin open for `execution-input` (`spawn`'s `openStdin`). */
+	readonly openStdin?: boolean
 }
 
 /** Options of `attachExecution`. */

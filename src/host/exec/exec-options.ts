@@ -32,6 +32,8 @@ export interface RemoteExecuteRequest {
 	readonly reserve?: boolean
 	/** Sent only when false: the guest kills the tree when the command's own process exits. */
 	readonly keepDescendants?: boolean
+	/** Sent only when true (a background command's `openStdin`; only with `retainOutput`). */
+	readonly openStdin?: boolean
 }
 
 /**
@@ -42,7 +44,7 @@ export function executeRequestOf(
 	executionId: string,
 	command: string,
 	args: readonly string[],
-	options: AgentExecOptions,
+	options: AgentExecOptions & { readonly openStdin?: boolean },
 	defaultTimeoutMs: number,
 	reserve = false,
 ): RemoteExecuteRequest {
@@ -58,6 +60,7 @@ export function executeRequestOf(
 		...guestOutputBound(options),
 		...(reserve ? { reserve: true } : {}),
 		...(options.keepDescendants === false ? { keepDescendants: false } : {}),
+		...(options.openStdin === true ? { openStdin: true } : {}),
 	}
 }
 

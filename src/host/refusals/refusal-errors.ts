@@ -206,6 +206,41 @@ export class ExecutionNotAttachableError extends SandboxError<'execution-not-att
 	}
 }
 
+/**
+ * A background command refused what its handle sent: `write` / `closeStdin` to a stdin that is not
+ * open (`stdin-not-open`: spawned without `openStdin`, already closed, or the command ended), or
+ * anything to an id the guest does not hold (`unknown-execution`). `guestCode` is the guest's code.
+ */
+export class ProcessInputRefusedError extends SandboxError {
+	override readonly name = 'ProcessInputRefusedError'
+	declare readonly reason: 'stdin-not-open' | 'unknown-execution' | 'input-refused'
+	readonly executionId: string
+	/** The handle's method: `write`, `closeStdin` or `kill`. */
+	readonly operation: string
+	readonly guestCode: string
+	readonly executionState?: ExecutionState
+
+	constructor(
+		executionId: string,
+		operation: string,
+		reason: ProcessInputRefusedError['reason'],
+		fields: { readonly guestCode: string; readonly executionState?: ExecutionState },
+	) {
+		const { guestCode, executionState } = fields
+		const hint =
+			reason === 'stdin-not-open'
+				? 'its stdin is not open: spawn with openStdin: true, and write before closeStdin() and before it ends'
+				: reason === 'unknown-execution'
+					? 'the guest holds no such execution (it ended long ago, or the guest restarted)'
+					: `the guest refused it (${guestCode})`
+		super(`${operation} on background command ${executionId}: ${hint}`, reason)
+		this.executionId = executionId
+		this.operation = operation
+		this.guestCode = guestCode
+		if (executionState !== undefined) this.executionState = executionState
+	}
+}
+
 /** `cancelExecution` of an id the guest does not hold (or a malformed one). */
 export class ExecutionCancelRefusedError extends SandboxError<'execution-cancel-refused'> {
 	override readonly name = 'ExecutionCancelRefusedError'

@@ -20,6 +20,7 @@ import {
 	ExecutionCancelRefusedError,
 	ExecutionNotAttachableError,
 	FlushUnconfirmedError,
+	ProcessInputRefusedError,
 	QuiesceUnconfirmedError,
 	RemoteCancellationUnknownError,
 	RemoteCommandError,
@@ -38,6 +39,12 @@ export interface RefusalContexts {
 	readonly execute: { readonly op: 'execute' }
 	/** An `error` event of `attach-execution`. */
 	readonly attach: { readonly op: 'attach-execution'; readonly executionId: string }
+	/** `execution-input` / `signal-execution` from a background command's handle. */
+	readonly process: {
+		readonly op: string
+		readonly operation: string
+		readonly executionId: string
+	}
 	/** `readFile`, `readFileStream`, `writeFile`, `listFiles`. */
 	readonly file: {
 		readonly op: string
@@ -72,6 +79,14 @@ function explanation(refusal: WireRefusal): string {
 
 const cancelRefused: Build<'cancel'> = (refusal, { executionId }) =>
 	new ExecutionCancelRefusedError(executionId, refusal.text)
+
+function processRefused(reason: ProcessInputRefusedError['reason']): Build<'process'> {
+	return (refusal, { operation, executionId }) =>
+		new ProcessInputRefusedError(executionId, operation, reason, {
+			guestCode: refusal.code === '' ? refusal.text : refusal.code,
+			...(refusal.executionState === undefined ? {} : { executionState: refusal.executionState }),
+		})
+}
 
 const flushUnsupported: Build<'flush'> = (refusal) =>
 	new FlushUnsupportedError(
@@ -127,6 +142,13 @@ export const REFUSAL_TO_ERROR: { readonly [V in RefusalVerb]: VerbRules<V> } = {
 		codes: {},
 		otherwise: (refusal, { executionId }) =>
 			new ExecutionNotAttachableError(executionId, refusal.text, refusal.executionState),
+	},
+	process: {
+		codes: {
+			stdin_not_open: processRefused('stdin-not-open'),
+			unknown_execution: processRefused('unknown-execution'),
+		},
+		otherwise: processRefused('input-refused'),
 	},
 	file: {
 		codes: {

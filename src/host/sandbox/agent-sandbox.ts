@@ -49,7 +49,6 @@ import type {
 import type { SandboxEventsOptions, SandboxLifecycleEvent } from '../../contract/sandbox-events.js'
 import { walkFilesViaExec } from '../../exec-programs/walk/walk-files-via-exec.js'
 import { agentExecutionAdapter } from '../exec/agent-execution-adapter.js'
-import { attachBackground, spawnBackground } from '../exec/background-process.js'
 import {
 	type AttachExecutionOptions,
 	type CancelExecutionOptions,
@@ -94,7 +93,6 @@ import type { GuestExit } from '../transport/transport-errors.js'
 import { SandboxTcpTargetRefusedError, tcpTargetRefusal } from './agent-sandbox-errors.js'
 import {
 	checkAttachExecution,
-	checkAttachProcess,
 	checkCancelExecution,
 	checkDestroyOptions,
 	checkExec,
@@ -106,7 +104,8 @@ import {
 	checkWalkFiles,
 	sandboxPath,
 } from './sandbox-arguments.js'
-import { recordedExec, recordGuestDeath, SandboxEventLog } from './sandbox-event-log.js'
+import { attachProcessIn, type BackgroundHost, spawnIn } from './sandbox-background.js'
+import * as eventLog from './sandbox-event-log.js'
 import { SandboxFileVerbs } from './sandbox-file-verbs.js'
 import { SandboxLifetime, type SandboxLifetimeOptions } from './sandbox-lifetime.js'
 import { SandboxSessionVerbs } from './sandbox-session-verbs.js'
@@ -135,6 +134,8 @@ export interface AgentSandboxOptions {
 	 * others (`ExecOutputBudget`). Default: one of `DEFAULT_EXEC_OUTPUT_BUDGET_BYTES` of its own.
 	 */
 	readonly outputBudget?: ExecOutputBudget
+	/** Subscribes to the egress proxy's decisions, which `events()` then carries. */
+	readonly egressDecisions?: eventLog.EgressDecisionSource
 }
 
 /** The one `Sandbox` over a guest agent, which every tier hands out. */
@@ -148,7 +149,7 @@ export class AgentSandbox implements Sandbox {
 	#destroyCall: { readonly teardown: Promise<void>; readonly done: Promise<void> } | undefined
 	readonly #sessions: SandboxSessionVerbs
 	readonly #files: SandboxFileVerbs
-	readonly #events: SandboxEventLog
+	readonly #events: eventLog.SandboxEventLog
 	#execCount = 0
 
 	constructor(options: AgentSandboxOptions) {
@@ -186,8 +187,9 @@ export class AgentSandbox implements Sandbox {
 			lifetime: this.#lifetime,
 			optionalPath: (method, parameter, path) => this.#optionalPath(method, parameter, path),
 		})
-		this.#events = new SandboxEventLog()
-		options.transport.liveness.onDied((died) => recordGuestDeath(this.#events, died))
+		this.#events = new eventLog.SandboxEventLog()
+		options.transport.liveness.onDied((died) => eventLog.recordGuestDeath(this.#events, died))
+		options.egressDecisions?.((decision) => eventLog.recordEgressDecision(this.#events, decision))
 	}
 
 	get status(): SandboxStatus {
@@ -228,7 +230,7 @@ export class AgentSandbox implements Sandbox {
 		return this.#lifetime.run('exec', check, async (signal) => {
 			const resolved = { ...options, signal, ...(cwd === undefined ? {} : { cwd }) }
 			this.#execCount += 1
-			return recordedExec(this.#events, this.#execCount, command, args, () =>
+			return eventLog.recordedExec(this.#events, this.#execCount, command, args, () =>
 				this.#lifetime.guard('exec', () =>
 					isDetachable(options)
 						? execDetachable(this.#detachableHost, command, args, resolved)
@@ -262,15 +264,22 @@ export class AgentSandbox implements Sandbox {
 
 	/** Background commands over detached executions (background-process.ts). */
 	spawn(command: string, args: readonly string[] = [], options: SandboxSpawnOptions = {}) {
-		const { signal, ...rest } = options
-		return spawnBackground(this, { command, args, options: rest, startSignal: signal })
+		return spawnIn(this.#backgroundHost, command, args, options)
 	}
 
 	/** An unknown id rejects the handle's `wait()`. */
 	async attachProcess(id: string, options: SandboxAttachProcessOptions = {}) {
-		this.#lifetime.admit('attachProcess')
-		checkAttachProcess(id, options)
-		return attachBackground(this, id, options)
+		return attachProcessIn(this.#backgroundHost, id, options)
+	}
+
+	get #backgroundHost(): BackgroundHost {
+		return {
+			transport: this.transport,
+			lifetime: this.#lifetime,
+			exec: (command, args, options) => this.exec(command, args, options),
+			attachExecution: (id, options) => this.attachExecution(id, options),
+			cancelExecution: (id, options) => this.cancelExecution(id, options),
+		}
 	}
 
 	get #detachableHost(): DetachableExecutionHost {
@@ -339,7 +348,7 @@ export class AgentSandbox implements Sandbox {
 
 	/** The lifecycle stream (sandbox-event-log.ts); it ends after `destroyed` or `guest-died`. */
 	events(options: SandboxEventsOptions = {}): AsyncIterable<SandboxLifecycleEvent> {
-		const signal = SandboxEventLog.check(options)
+		const signal = eventLog.SandboxEventLog.check(options)
 		if (!this.#events.ended) this.#lifetime.admit('events')
 		return this.#events.read({ ...options, ...(signal ? { signal } : {}) })
 	}

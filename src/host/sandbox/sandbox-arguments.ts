@@ -85,6 +85,7 @@ export function checkExec(command: unknown, args: unknown, options: unknown): Si
 	newExecutionId(site, 'options.executionId', given.executionId)
 	optionalBoolean(site, 'options.detach', given.detach)
 	optionalBoolean(site, 'options.keepDescendants', given.keepDescendants)
+	optionalBoolean(site, 'options.openStdin', given.openStdin)
 	optionalSignal(site, 'options.detachSignal', given.detachSignal)
 	optionalDurationMs(site, 'options.reattachWindowMs', given.reattachWindowMs, { min: 0 })
 	optionalFunction(site, 'options.onGap', given.onGap)

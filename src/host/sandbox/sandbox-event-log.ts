@@ -15,6 +15,7 @@ import {
 } from '../../contract/argument-validators.js'
 import {
 	SANDBOX_EVENT_RETENTION,
+	type SandboxEgressDecisionEvent,
 	type SandboxEventsOptions,
 	type SandboxLifecycleEvent,
 } from '../../contract/sandbox-events.js'
@@ -171,4 +172,21 @@ export function recordGuestDeath(log: SandboxEventLog, died: GuestExit): void {
 		},
 		true,
 	)
+}
+
+/**
+ * Where a tier's egress decisions come from (the proxy's `EgressDecision` fits): subscribe a
+ * listener, get the unsubscribe.
+ */
+export type EgressDecisionSource = (
+	listener: (decision: Omit<SandboxEgressDecisionEvent, 'type' | 'at' | 'cursor'>) => void,
+) => () => void
+
+/** One decision of the sandbox's egress proxy, as `onEgressDecision` got it. */
+export function recordEgressDecision(
+	log: SandboxEventLog,
+	decision: Parameters<Parameters<EgressDecisionSource>[0]>[0],
+): void {
+	const { host, port, verdict, layer, reason } = decision
+	log.record({ type: 'egress-decision', host, port, verdict, layer, reason })
 }

@@ -94,6 +94,8 @@ describe('ExecutionRegistry retained capacity', () => {
 		outcome: new Promise(() => {}),
 		terminate: () => Promise.resolve('killed'),
 		kill: () => {},
+		writeStdin: () => Promise.resolve(false),
+		signal: () => false,
 	})
 
 	it('refuses past maxRetainedLogs with the state reserved, and the reservation stays usable', () => {

@@ -58,7 +58,8 @@ describe('the container backend config', () => {
 	})
 
 	it.each([
-		['docker, by name', { runtime: 'docker' }, 'backend.runtime', /needs a Docker engine/],
+		['docker, by name', { runtime: 'docker' }, 'backend.runtime', /Docker engine/],
+		['dockerHost off docker', { dockerHost: 'unix:///x' }, 'backend.dockerHost', /only used/],
 		['an unknown runtime', { runtime: 'kata' }, 'backend.runtime', /runc/],
 		['a relative image', { image: 'rootfs' }, 'backend.image', /absolute/],
 		['a missing image', { image: undefined }, 'backend.image', /string/],

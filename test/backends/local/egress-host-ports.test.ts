@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { LocalSandboxProvider } from '../../../src/backends/local/index.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
+import type { SandboxLifecycleEvent } from '../../../src/contract/sandbox-events.js'
 import { HOST_SERVICES_NAME } from '../../../src/host/egress/allowed-hosts.js'
 import type { EgressDecision } from '../../../src/host/egress/egress-decision.js'
 import { CONNECT } from '../egress-guest-programs.js'
@@ -21,6 +22,19 @@ const skip = bwrapSkip ?? (process.getuid?.() === 0 ? undefined : 'needs root (i
 async function node(sandbox: Sandbox, program: string, ...args: string[]): Promise<string> {
 	const result = await sandbox.exec('node', ['-e', program, ...args], { timeout: 30_000 })
 	return result.stdout.trim()
+}
+
+/** Every event the sandbox's stream holds, up to the end of one `exec('true')` run after them. */
+async function eventsSoFar(sandbox: Sandbox): Promise<SandboxLifecycleEvent[]> {
+	const events = sandbox.events?.({ replay: true })
+	if (events === undefined) throw new Error('the sandbox has no events()')
+	await sandbox.exec('true')
+	const seen: SandboxLifecycleEvent[] = []
+	for await (const event of events) {
+		seen.push(event)
+		if (event.type === 'exec-exited' && event.command === 'true') break
+	}
+	return seen
 }
 
 function echoServer(port: number): Promise<Server> {
@@ -83,6 +97,28 @@ describe.skipIf(skip)('egress hostPorts on the local tier', () => {
 			expect(await node(sandbox, CONNECT, '127.0.0.1', String(port), 'ping')).not.toContain(
 				'reached',
 			)
+			// events() carries the same decisions the callback got, in order.
+			const egress = (await eventsSoFar(sandbox)).filter((e) => e.type === 'egress-decision')
+			expect(
+				egress.map(({ host, port, verdict, layer, reason }) => ({
+					host,
+					port,
+					verdict,
+					layer,
+					reason,
+				})),
+			).toEqual(
+				decisions.map(({ host, port, verdict, layer, reason }) => ({
+					host,
+					port,
+					verdict,
+					layer,
+					reason,
+				})),
+			)
+			expect(egress).toContainEqual(
+				expect.objectContaining({ host: HOST_SERVICES_NAME, port, verdict: 'allow' }),
+			)
 		} finally {
 			await sandbox.destroy()
 		}
@@ -100,6 +136,13 @@ describe.skipIf(skip)('egress hostPorts on the local tier', () => {
 			)
 			expect(seen).toContainEqual(
 				expect.objectContaining({ host: HOST_SERVICES_NAME, verdict: 'deny' }),
+			)
+			expect(await eventsSoFar(sandbox)).toContainEqual(
+				expect.objectContaining({
+					type: 'egress-decision',
+					host: HOST_SERVICES_NAME,
+					verdict: 'deny',
+				}),
 			)
 		} finally {
 			await sandbox.destroy()

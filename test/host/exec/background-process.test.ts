@@ -29,6 +29,19 @@ async function collect(chunks: AsyncIterable<SandboxOutputChunk>): Promise<strin
 	return text
 }
 
+/** The output text up to and including the first time it ends with `text`. */
+async function outputUntil(
+	chunks: AsyncIterable<SandboxOutputChunk>,
+	text: string,
+): Promise<string> {
+	let seen = ''
+	for await (const chunk of chunks) {
+		seen += chunk.data
+		if (seen.endsWith(text)) return seen
+	}
+	throw new Error(`output ended before ${JSON.stringify(text)}: ${JSON.stringify(seen)}`)
+}
+
 /** Prints `one`, waits for the file `<tag>-go`, prints `two` and exits 3. */
 function gated(tag: string): string[] {
 	return ['-c', `echo one; while [ ! -f ${tag}-go ]; do sleep 0.02; done; echo two; exit 3`]
@@ -107,6 +120,54 @@ describe('spawn and attachProcess against the real agent', () => {
 		expect((await handle.wait()).exitCode).not.toBe(0)
 	})
 
+	it('write() feeds an open stdin, output follows, kill(SIGTERM) ends it and wait() reports the signal', async () => {
+		const handle = await sandbox.spawn('cat', [], { openStdin: true })
+		await handle.write('hello\n')
+		expect(await outputUntil(handle.output(), 'hello\n')).toBe('hello\n')
+		await handle.write(Buffer.from('bytes\n'))
+		expect(await outputUntil(handle.output(), 'bytes\n')).toBe('hello\nbytes\n')
+		await handle.kill('SIGTERM')
+		const result = await handle.wait()
+		expect(result).toMatchObject({ exitCode: -1, signal: 'SIGTERM', stdout: 'hello\nbytes\n' })
+		await expect(handle.write('late')).rejects.toMatchObject({
+			name: 'ProcessInputRefusedError',
+			reason: 'stdin-not-open',
+			executionId: handle.id,
+		})
+	})
+
+	it('closeStdin() gives the command end of file; another process writes by id', async () => {
+		const handle = await sandbox.spawn('sh', ['-c', 'wc -c'], { openStdin: true })
+		const attached = await other.attachProcess(handle.id)
+		await attached.write('12345')
+		await handle.write('678')
+		await attached.closeStdin()
+		expect(await handle.wait()).toMatchObject({ exitCode: 0, stdout: '8\n' })
+		await expect(handle.closeStdin()).rejects.toMatchObject({ reason: 'stdin-not-open' })
+	})
+
+	it('without openStdin the command reads end of file at once and write() is refused by name', async () => {
+		const tag = randomUUID()
+		const handle = await sandbox.spawn('sh', ['-c', `cat; echo eof; ${gated(tag)[1]}`])
+		await outputUntil(handle.output(), 'one\n')
+		await expect(handle.write('x')).rejects.toMatchObject({
+			name: 'ProcessInputRefusedError',
+			reason: 'stdin-not-open',
+			operation: 'write',
+		})
+		go(tag)
+		expect(await handle.wait()).toMatchObject({ exitCode: 3, stdout: 'eof\none\ntwo\n' })
+		await handle.kill('SIGKILL') // an ended command: nothing is sent, nothing fails
+	})
+
+	it('kill(SIGINT) reaches a trap in the command, which decides how it ends', async () => {
+		const script = "trap 'echo got-int; exit 7' INT; echo ready; while :; do sleep 0.05; done"
+		const handle = await sandbox.spawn('sh', ['-c', script])
+		await outputUntil(handle.output(), 'ready\n')
+		await handle.kill('SIGINT')
+		expect(await handle.wait()).toMatchObject({ exitCode: 7, stdout: 'ready\ngot-int\n' })
+	})
+
 	it('refuses bad arguments by name before anything runs', async () => {
 		await expect(sandbox.spawn('', [])).rejects.toMatchObject({
 			name: 'SandboxArgumentError',
@@ -115,5 +176,19 @@ describe('spawn and attachProcess against the real agent', () => {
 		await expect(sandbox.attachProcess('nope')).rejects.toMatchObject({
 			name: 'SandboxArgumentError',
 		})
+		const handle = await sandbox.spawn('sleep', ['30'])
+		// @ts-expect-error a signal name outside SandboxProcessSignal
+		await expect(handle.kill('SIGSTOP')).rejects.toMatchObject({
+			name: 'SandboxArgumentError',
+			method: 'kill',
+			parameter: 'signal',
+		})
+		// @ts-expect-error data must be text or bytes
+		await expect(handle.write(42)).rejects.toMatchObject({ parameter: 'data', method: 'write' })
+		await expect(
+			// @ts-expect-error openStdin is a boolean
+			sandbox.spawn('cat', [], { openStdin: 'yes' }),
+		).rejects.toMatchObject({ parameter: 'options.openStdin' })
+		await handle.kill()
 	})
 })

@@ -20,6 +20,7 @@ import {
 	ExecutionCancelRefusedError,
 	ExecutionNotAttachableError,
 	FlushUnconfirmedError,
+	ProcessInputRefusedError,
 	QuiesceUnconfirmedError,
 	RemoteCancellationUnknownError,
 	RemoteCommandError,
@@ -48,6 +49,7 @@ const CONTEXTS: { readonly [V in RefusalVerb]: RefusalContexts[V] } = {
 	cancel: { op: 'cancel-execution', executionId: ID },
 	execute: { op: 'execute' },
 	attach: { op: 'attach-execution', executionId: ID },
+	process: { op: 'execution-input', operation: 'write', executionId: ID },
 	file: { op: 'read-file', operation: 'readFile', path: '/workspace/a', parameter: 'path' },
 	session: { op: 'attach-session', operation: 'readSession', sessionId: 's1' },
 	quiesce: { op: 'quiesce' },
@@ -74,6 +76,26 @@ interface NamedRow {
 
 /** Every row the table names for a verb, with the fields each error carries. */
 const NAMED: readonly NamedRow[] = [
+	{
+		verb: 'process',
+		code: 'stdin_not_open',
+		refusal: parseRefusal('stdin_not_open', { executionState: 'completed' }),
+		error: ProcessInputRefusedError,
+		fields: {
+			reason: 'stdin-not-open',
+			executionId: ID,
+			operation: 'write',
+			guestCode: 'stdin_not_open',
+			executionState: 'completed',
+		},
+	},
+	{
+		verb: 'process',
+		code: 'unknown_execution',
+		refusal: parseRefusal('unknown_execution'),
+		error: ProcessInputRefusedError,
+		fields: { reason: 'unknown-execution', executionId: ID, guestCode: 'unknown_execution' },
+	},
 	{
 		verb: 'reserve',
 		code: 'unknown_op',
@@ -193,6 +215,7 @@ const OTHERWISE: { readonly [V in RefusalVerb]: Constructor } = {
 	cancel: AgentOpRefusedError,
 	execute: RemoteCommandError,
 	attach: ExecutionNotAttachableError,
+	process: ProcessInputRefusedError,
 	file: SandboxFileError,
 	session: SessionRefusedError,
 	quiesce: AgentOpRefusedError,

@@ -8,7 +8,11 @@
  */
 import type { SandboxEnvironment } from '../../../contract/sandbox.js'
 import type { ExecOutputBudget } from '../../../host/exec/exec-output-budget.js'
-import { type AgentSandbox, createAgentSandbox } from '../../../host/sandbox/agent-sandbox.js'
+import {
+	type AgentSandbox,
+	type AgentSandboxOptions,
+	createAgentSandbox,
+} from '../../../host/sandbox/agent-sandbox.js'
 import type { AgentTransport } from '../../../host/transport/agent-transport.js'
 import { WarmPool, type WarmPoolMember } from './warm-pool.js'
 
@@ -141,6 +145,8 @@ export interface AgentBackedInstance {
 	readonly id: string
 	readonly transport: AgentTransport
 	readonly rootDir: string
+	/** The egress proxy's decisions, for the sandbox's `events()` (a proxied network only). */
+	readonly egressDecisions?: AgentSandboxOptions['egressDecisions']
 	release(): Promise<void>
 }
 
@@ -163,6 +169,7 @@ export function agentSandboxOf(
 		rootDir: instance.rootDir,
 		environment: options.environment,
 		outputBudget: options.outputBudget,
+		...(instance.egressDecisions ? { egressDecisions: instance.egressDecisions } : {}),
 		...(options.defaultTimeoutMs === undefined
 			? {}
 			: { defaultTimeoutMs: options.defaultTimeoutMs }),

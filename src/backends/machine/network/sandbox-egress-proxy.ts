@@ -13,6 +13,7 @@ import {
 	type EgressRule,
 	parseAllowedHosts,
 } from '../../../host/egress/allowed-hosts.js'
+import type { EgressDecision } from '../../../host/egress/egress-decision.js'
 import {
 	type EgressLookup,
 	type EgressProxy,
@@ -52,6 +53,8 @@ export interface SandboxEgressProxy {
 	readonly agentSettings: Readonly<Record<string, string>>
 	/** For the workload: `NODE_EXTRA_CA_CERTS` when there are credentials (node ignores the system store). */
 	readonly workloadEnv: Readonly<Record<string, string>>
+	/** Tells `listener` every decision too (the sandbox's `events()`); returns the unsubscribe. */
+	onDecision(listener: (decision: EgressDecision) => void): () => void
 	close(): Promise<void>
 }
 
@@ -113,6 +116,13 @@ export async function startSandboxEgressProxy(
 	input: SandboxEgressProxyInput,
 ): Promise<SandboxEgressProxy> {
 	const rules = [...(await policyRules(input)), ...input.egress.hostPortRules]
+	const listeners = new Set<(decision: EgressDecision) => void>()
+	const callerListener = input.egress.onDecision
+	// The sandbox's own stream hears each decision before the caller's callback can throw.
+	const onDecision = (decision: EgressDecision) => {
+		for (const listener of listeners) listener(decision)
+		callerListener?.(decision)
+	}
 	const bridgeDir = join(input.stateRoot, EGRESS_BRIDGE_DIR_NAME)
 	const proxy = await startEgressProxy({
 		socketPath: join(bridgeDir, EGRESS_PROXY_SOCKET_NAME),
@@ -120,7 +130,7 @@ export async function startSandboxEgressProxy(
 		credentials: input.egress.credentials,
 		hostAddresses: ipAddresses(input.hostAddresses),
 		label: input.sandboxId,
-		...(input.egress.onDecision ? { onDecision: input.egress.onDecision } : {}),
+		onDecision,
 		...(input.seam?.lookup ? { lookup: input.seam.lookup } : {}),
 		...(input.seam?.upstreamCa ? { upstreamCa: input.seam.upstreamCa } : {}),
 	})
@@ -149,6 +159,10 @@ export async function startSandboxEgressProxy(
 				[EGRESS_SOCKET_VARIABLE]: `${EGRESS_BRIDGE_DIR}/${EGRESS_PROXY_SOCKET_NAME}`,
 			},
 			workloadEnv,
+			onDecision: (listener) => {
+				listeners.add(listener)
+				return () => listeners.delete(listener)
+			},
 			close: () => proxy.close(),
 		}
 	} catch (error) {

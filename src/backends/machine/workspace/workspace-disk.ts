@@ -75,29 +75,41 @@ export async function recordAndMountWorkspaceDisk(
 	await mountWorkspaceDisk(input)
 }
 
+/**
+ * Creates `image` (it must not exist) as a sparse file of `diskLimitMb` MiB formatted ext4 with its
+ * root owned by `owner`: the sized workspace's filesystem, loop-mounted here or handed to a VM as a
+ * disk.
+ */
+export async function formatWorkspaceImage(
+	image: string,
+	input: Pick<WorkspaceDiskInput, 'diskLimitMb' | 'owner' | 'mkfsPath'>,
+): Promise<void> {
+	const file = await open(image, 'wx', 0o600)
+	try {
+		await file.truncate(input.diskLimitMb * MIB)
+	} finally {
+		await file.close()
+	}
+	// No journal and lazy inode tables: an ephemeral workspace needs no crash recovery, and
+	// formatting stays in the tens of milliseconds.
+	await run(input.mkfsPath, [
+		'-q',
+		'-F',
+		'-m',
+		'0',
+		'-O',
+		'^has_journal',
+		'-E',
+		`root_owner=${input.owner.uid}:${input.owner.gid},lazy_itable_init=1,nodiscard`,
+		image,
+	])
+}
+
 /** Creates, formats and mounts the sized workspace. On failure nothing is left mounted. */
 export async function mountWorkspaceDisk(input: WorkspaceDiskInput): Promise<void> {
 	const image = join(input.root, WORKSPACE_IMAGE)
 	try {
-		const file = await open(image, 'wx', 0o600)
-		try {
-			await file.truncate(input.diskLimitMb * MIB)
-		} finally {
-			await file.close()
-		}
-		// No journal and lazy inode tables: an ephemeral workspace needs no crash recovery, and
-		// formatting stays in the tens of milliseconds.
-		await run(input.mkfsPath, [
-			'-q',
-			'-F',
-			'-m',
-			'0',
-			'-O',
-			'^has_journal',
-			'-E',
-			`root_owner=${input.owner.uid}:${input.owner.gid},lazy_itable_init=1,nodiscard`,
-			image,
-		])
+		await formatWorkspaceImage(image, input)
 		await run(HOST_TOOLS.mount, ['-o', 'loop,nosuid,nodev', image, input.workspace])
 		// mkfs's lost+found would otherwise show up in every workspace listing.
 		await rmdir(join(input.workspace, 'lost+found')).catch(() => undefined)
