@@ -30,7 +30,7 @@ import {
 import { resolveSandboxLimits } from '../dist/backends/machine/spec/sandbox-limits.js'
 import { agentBundlePath } from '../dist/host/sandbox/agent-bundle-path.js'
 import { createSandboxProvider } from '../dist/index.js'
-import { argInt, ms, printTable, ratio, spawnAndWait, summarize } from './lib.mjs'
+import { argInt, ms, printTable, ratio, recordHeadline, spawnAndWait, summarize } from './lib.mjs'
 
 const count = argInt('count', 30)
 const beforeIndex = process.argv.indexOf('--before')
@@ -183,6 +183,8 @@ const beforeStats = before ? summarize(samples.before) : undefined
 const warm = createSandboxProvider({ backend: { tier: 'process', warmPoolSize: 4 } })
 const warmSamples = []
 const warmCreateSamples = []
+const steadySamples = []
+const spawnSamples = []
 try {
 	await new Promise((resolve) => setTimeout(resolve, 1500))
 	for (let i = 0; i < count; i++) {
@@ -192,6 +194,9 @@ try {
 		const result = await sandbox.exec('true')
 		warmSamples.push(performance.now() - start)
 		if (result.exitCode !== 0) throw new Error(`exec true exited ${result.exitCode}`)
+		// The same sandbox's second exec (steady state) and a host spawn, in the same round.
+		steadySamples.push(await timed(() => sandbox.exec('true')))
+		spawnSamples.push(await timed(() => spawnAndWait('true', [])))
 		await sandbox.destroy()
 		await new Promise((resolve) => setTimeout(resolve, 250))
 	}
@@ -200,6 +205,46 @@ try {
 }
 const warmStats = summarize(warmSamples)
 const warmCreateStats = summarize(warmCreateSamples)
+const steadyStats = summarize(steadySamples)
+const spawnStats = summarize(spawnSamples)
+
+const TIER = 'local (bubblewrap)'
+const FLOOR = { label: 'the same bwrap line running `node -e 0`', p50: baseline.p50 }
+recordHeadline({
+	figure: "cold `create()` → first `exec('true')`, deny-all",
+	tier: TIER,
+	path: "`createSandboxProvider({ tier: 'process' }).create()` → `exec('true')` result",
+	n: count,
+	p50: coldStats.p50,
+	baseline: FLOOR,
+	aim: '≤ 1.0×',
+})
+recordHeadline({
+	figure: "cold `create()` → first `exec('true')`, allow-all",
+	tier: TIER,
+	path: 'the same, `egress: allow-all` (slirp4netns + the nft guard)',
+	n: count,
+	p50: allowStats.p50,
+	baseline: FLOOR,
+})
+recordHeadline({
+	figure: "warm `create()` → first `exec('true')`",
+	tier: TIER,
+	path: '`warmPoolSize: 4`: hand-out → the first exec of a pooled sandbox',
+	n: count,
+	p50: warmStats.p50,
+	baseline: { label: "host `spawn('true')`, same rounds", p50: spawnStats.p50 },
+	aim: '≤ 5 ms p50',
+})
+recordHeadline({
+	figure: "steady `exec('true')` after it",
+	tier: TIER,
+	path: 'the second exec of that pooled sandbox',
+	n: count,
+	p50: steadyStats.p50,
+	baseline: { label: "host `spawn('true')`, same rounds", p50: spawnStats.p50 },
+	aim: '≤ +1.0 ms over the baseline',
+})
 
 printTable(`acquire (n=${count}, cold rows interleaved round by round)`, [
 	`bwrap + node -e 0 (baseline)                 p50 ${ms(baseline.p50)}  p95 ${ms(baseline.p95)}`,
@@ -215,4 +260,6 @@ printTable(`acquire (n=${count}, cold rows interleaved round by round)`, [
 	`slirp4netns ready + nft guard, serially       p50 ${ms(plumbingStats.p50)}  p95 ${ms(plumbingStats.p95)}`,
 	`warm create() → exec('true') result           p50 ${ms(warmStats.p50)}  p95 ${ms(warmStats.p95)}  ratio p50 ${ratio(warmStats.p50, baseline.p50)}`,
 	`warm create() alone                           p50 ${ms(warmCreateStats.p50)}  p95 ${ms(warmCreateStats.p95)}`,
+	`its second exec('true') (steady)              p50 ${ms(steadyStats.p50)}  p95 ${ms(steadyStats.p95)}`,
+	`host spawn('true'), same rounds               p50 ${ms(spawnStats.p50)}  p95 ${ms(spawnStats.p95)}`,
 ])

@@ -15,7 +15,7 @@ import { runArgv } from '../dist/backends/container/runtime-argv.js'
 import { DEFAULT_SANDBOX_UID_RANGE } from '../dist/backends/machine/claims/sandbox-identity.js'
 import { resolveSandboxLimits } from '../dist/backends/machine/spec/sandbox-limits.js'
 import { createLocalSandboxProvider } from '../dist/index.js'
-import { argInt, ms, printTable, ratio, spawnAndWait, summarize } from './lib.mjs'
+import { argInt, ms, printTable, ratio, recordHeadline, spawnAndWait, summarize } from './lib.mjs'
 
 const count = argInt('count', 15)
 const runtimeIndex = process.argv.indexOf('--runtime')
@@ -157,6 +157,32 @@ try {
 const s = Object.fromEntries(Object.entries(samples).map(([key, value]) => [key, summarize(value)]))
 const row = (label, stats, base, baseLabel) =>
 	`${label.padEnd(44)} p50 ${ms(stats.p50)}  p95 ${ms(stats.p95)}  ${ratio(stats.p50, base.p50)} of ${baseLabel}`
+const TIER = `container (${runtime})`
+const RUNC = { label: '`runc run /bin/true`, same bundle shape', p50: s.runc.p50 }
+recordHeadline({
+	figure: "cold `create()` → first `exec('true')`",
+	tier: TIER,
+	path: "`createContainerSandboxProvider(…).create()` → `exec('true')` result",
+	n: count,
+	p50: s.cold.p50,
+	baseline: RUNC,
+})
+recordHeadline({
+	figure: "warm `create()` → first `exec('true')`",
+	tier: TIER,
+	path: '`warmPoolSize: 2`: hand-out → the first exec',
+	n: count,
+	p50: s.warm.p50,
+	baseline: RUNC,
+})
+recordHeadline({
+	figure: "`exec('true')` round trip",
+	tier: TIER,
+	path: 'the second exec of the cold sandbox',
+	n: count,
+	p50: s.exec.p50,
+	baseline: { label: 'host `spawn(/bin/true)`', p50: s.spawn.p50 },
+})
 printTable(`container tier (${runtime}) acquire, ${count} interleaved rounds`, [
 	`runc run /bin/true (same bundle shape)      p50 ${ms(s.runc.p50)}  p95 ${ms(s.runc.p95)}`,
 	`local tier warm create → exec('true')       p50 ${ms(s.local.p50)}  p95 ${ms(s.local.p95)}`,

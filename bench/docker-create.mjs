@@ -70,6 +70,7 @@ async function engineTrue() {
 		},
 	})
 	await client.call({ method: 'POST', path: `/containers/${created.Id}/start` })
+	const startReturned = performance.now() - started
 	await client.json({ method: 'POST', path: `/containers/${created.Id}/wait` })
 	const elapsed = performance.now() - started
 	await client.call({
@@ -77,7 +78,7 @@ async function engineTrue() {
 		path: `/containers/${created.Id}`,
 		query: { force: 'true' },
 	})
-	return elapsed
+	return { startReturned, elapsed }
 }
 
 const layout = { outputs: { source: { type: 'inImage' } } }
@@ -94,14 +95,16 @@ async function acquire(provider) {
 	return elapsed
 }
 
-const rows = { engine: [], cold: [], warm: [] }
+const rows = { engineStart: [], engine: [], cold: [], warm: [] }
 try {
 	// One of each first, unmeasured: the image's layers and the pool warm up.
 	await engineTrue()
 	await acquire(cold)
 	await acquire(warm)
 	for (let round = 0; round < count; round++) {
-		rows.engine.push(await engineTrue())
+		const engineRound = await engineTrue()
+		rows.engineStart.push(engineRound.startReturned)
+		rows.engine.push(engineRound.elapsed)
 		rows.cold.push(await acquire(cold))
 		await sleep(2000) // the pool refills between its acquires
 		rows.warm.push(await acquire(warm))
@@ -113,12 +116,19 @@ try {
 	await new Promise((resolve) => service.once('exit', resolve))
 	await rm(dir, { recursive: true, force: true })
 }
+const engineStart = summarize(rows.engineStart)
 const engine = summarize(rows.engine)
 const coldStats = summarize(rows.cold)
 const warmStats = summarize(rows.warm)
 const line = (cells) => `| ${cells.join(' | ')} |`
 printTable(`Docker engine (Podman), n = ${count}`, [
 	line(['', 'p50', 'p95', 'ratio (p50)']),
+	line([
+		'engine create + start of /bin/true until start returns',
+		ms(engineStart.p50),
+		ms(engineStart.p95),
+		ratio(engineStart.p50, engine.p50),
+	]),
 	line([
 		'engine create + start of /bin/true until wait returns',
 		ms(engine.p50),

@@ -14,6 +14,7 @@ import {
 	printTable,
 	processMemory,
 	ratio,
+	recordHeadline,
 	resetPeakRss,
 	startBenchAgent,
 } from './lib.mjs'
@@ -54,6 +55,7 @@ async function measured(agent, fn) {
 	return { elapsed, growth: after.hwm - before.rss, seed: before.rss }
 }
 
+const BARE = 'bare agent (a plain process on a unix socket, no sandbox)'
 const body = randomFillSync(Buffer.allocUnsafe(bytes))
 const rows = []
 
@@ -81,6 +83,24 @@ const rows = []
 			`readFileStream ${sizeMiB} MiB   ${ms(read.elapsed)} (${throughput(read.elapsed)})   fs.createReadStream ${ms(host)} (${throughput(host)})   ratio ${ratio(read.elapsed, host)}`,
 			`  agent RSS: seed ${mib(read.seed)}, growth during the stream ${mib(read.growth)} (aim ≤ 8 MiB)`,
 		)
+		recordHeadline({
+			figure: `${sizeMiB} MiB \`readFileStream\``,
+			tier: BARE,
+			path: '`readFileStream` drained by the host',
+			n: 1,
+			p50: read.elapsed,
+			baseline: { label: 'host `fs.createReadStream`', p50: host },
+			aim: '≤ 2×',
+		})
+		recordHeadline({
+			figure: `agent RSS growth, ${sizeMiB} MiB \`readFileStream\``,
+			tier: BARE,
+			path: 'peak − before, `/proc/<agent>/status`',
+			n: 1,
+			p50: read.growth / MiB,
+			unit: 'MiB',
+			aim: '≤ 8 MiB',
+		})
 		await sandbox.destroy()
 	} finally {
 		await agent.stop()
@@ -107,6 +127,15 @@ const rows = []
 			`writeFile ${sizeMiB} MiB (parts) ${ms(write.elapsed)} (${throughput(write.elapsed)})   fs.writeFile+fsync ${ms(host)} (${throughput(host)})   ratio ${ratio(write.elapsed, host)}`,
 			`  agent RSS: seed ${mib(write.seed)}, growth during the write ${mib(write.growth)}`,
 		)
+		recordHeadline({
+			figure: `agent RSS growth, ${sizeMiB} MiB durable \`writeFile\``,
+			tier: BARE,
+			path: '`writeFile` in 16 MiB request frames; peak − before',
+			n: 1,
+			p50: write.growth / MiB,
+			unit: 'MiB',
+			aim: '≤ 32 MiB',
+		})
 		await sandbox.destroy()
 	} finally {
 		await agent.stop()

@@ -1,6 +1,7 @@
 // Shared benchmark helpers: every benchmark reports a ratio against a baseline measured in the
 // same run, because these machines are noisy and absolute numbers do not travel.
 import { spawn } from 'node:child_process'
+import { appendFileSync } from 'node:fs'
 
 export function percentile(samples, p) {
 	const sorted = [...samples].sort((a, b) => a - b)
@@ -80,6 +81,19 @@ export async function importTypeScript(name, exportLines) {
 	} finally {
 		rmSync(bundle, { force: true })
 	}
+}
+
+/**
+ * Hands one figure to `npm run bench` (bench/headline.mjs), which sets `NAMZU_BENCH_HEADLINE_FILE`
+ * and writes the headline table of BENCHMARKS.md from them; a no-op when a bench runs alone.
+ * `tier` and `path` name what was measured (a bench on a bare agent says so in `tier`);
+ * `baseline` is the same-run figure the ratio is taken against.
+ * @param {{ figure: string, tier: string, path: string, n: number, p50: number, unit?: string,
+ *   baseline?: { label: string, p50: number }, aim?: string }} figure
+ */
+export function recordHeadline(figure) {
+	const file = process.env.NAMZU_BENCH_HEADLINE_FILE
+	if (file) appendFileSync(file, `${JSON.stringify(figure)}\n`)
 }
 
 export function printTable(title, rows) {

@@ -22,6 +22,8 @@ const benches = [
 	'container-acquire.mjs',
 	// Issue 24
 	'hostile-reply.mjs',
+	// Issue 30
+	'docker-create.mjs',
 ]
 for (const bench of benches) {
 	console.log(`\n# ${bench}`)

@@ -8,9 +8,14 @@
 // searched: what it keeps there between runs (binaries, the guest image, its loop-backed claims)
 // is not a sandbox's.
 //
+// `--record FILE` writes what is there now (the start of a run) and exits 0; `--baseline FILE` then
+// leaves out what that file lists: on a shared machine something another process left before the run
+// began is not this run's leak (it is still printed, as present before the run).
+//
 // Usage: node scripts/leak-check.mjs [--kinds cgroup,mount,loop,process,state] [--state-roots a,b]
+//                                    [--record FILE | --baseline FILE]
 import { spawnSync } from 'node:child_process'
-import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 
@@ -141,11 +146,28 @@ for (const kind of kinds) {
 	}
 }
 const scan = () => kinds.flatMap((kind) => checks[kind]().map((item) => `${kind} ${item}`))
-let leftovers = scan()
+const [recordFile] = option('record') ?? []
+if (recordFile !== undefined) {
+	const present = scan()
+	writeFileSync(recordFile, present.map((item) => `${item}\n`).join(''))
+	process.stdout.write(`leak-check: recorded ${present.length} present before the run\n`)
+	process.exit(0)
+}
+const [baselineFile] = option('baseline') ?? []
+const before = new Set(
+	baselineFile === undefined
+		? []
+		: (read(baselineFile) ?? '').split('\n').filter((line) => line !== ''),
+)
+const ours = () => scan().filter((item) => !before.has(item))
+let leftovers = ours()
 if (leftovers.length > 0) {
 	// A teardown the last test started may still be finishing: look again once, a little later.
 	await new Promise((done) => setTimeout(done, 5_000))
-	leftovers = scan()
+	leftovers = ours()
+}
+for (const item of scan().filter((item) => before.has(item))) {
+	process.stdout.write(`leak-check: present before the run (not counted) ${item}\n`)
 }
 for (const item of leftovers) process.stdout.write(`leak-check: leftover ${item}\n`)
 if (leftovers.length > 0) {

@@ -45,6 +45,8 @@ export const USAGE = `Usage:
   namzu-sandbox gc [--dry-run]
       Reap what sandboxes of dead hosts left (directories, cgroups, mounts, processes, locks, a
       caller workspace's ownership) and expired kept-alive sandboxes; print each. --dry-run lists.
+      Also the containers dead hosts' runtime 'docker' sandboxes left, on the engine DOCKER_HOST
+      names (else /var/run/docker.sock when it exists).
   namzu-sandbox mcp [--http [--port N] [--host H] [--allow-remote] [--shared-sandboxes]]
                     [--tier local] [SANDBOX FLAGS]
   namzu-sandbox mcp [--http …] --tier kubernetes --namespace NS --template NAME

@@ -61,94 +61,16 @@ function answer(res: ServerResponse, status: number, message: string, headers = 
 	res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }))
 }
 
+/** The body step answered a refusal; the request ends there. */
+const REFUSED: unique symbol = Symbol('refused')
+
 export async function serveMcpHttp(
 	registry: McpSandboxRegistry,
 	options: McpHttpOptions,
 ): Promise<McpHttpServer> {
-	const sessions = new McpHttpSessions()
-	const scope = options.sandboxScope ?? 'client'
-	const maxSessions = options.maxSessions ?? MAX_MCP_SESSIONS
-	const idleMs = options.sessionIdleMs ?? MCP_SESSION_IDLE_MS
-	const maxRequestBytes = options.maxRequestBytes ?? MAX_MCP_REQUEST_BYTES
-	const bodies = new BodyBudget(
-		options.maxBodyBytesInFlight ?? MAX_MCP_BODY_BYTES_IN_FLIGHT,
-		options.onBodyBytesInFlight,
-	)
-
-	/** A new client's session, or a 503 when every session is live. */
-	const open = async (req: IncomingMessage, res: ServerResponse, body: unknown) => {
-		if (sessions.size >= maxSessions) {
-			const victim = sessions.evictable(idleMs)
-			if (!victim) {
-				answer(res, 503, `${maxSessions} sessions are in use; retry once a client closes one`, {
-					'retry-after': '5',
-				})
-				return
-			}
-			if (victim.sessionId !== undefined) sessions.delete(victim.sessionId)
-			victim.close().catch(() => undefined)
-		}
-		const id = randomUUID()
-		const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-			sessionIdGenerator: () => id,
-			onsessioninitialized: () => {
-				sessions.add(id, transport)
-			},
-		})
-		transport.onclose = () => {
-			sessions.delete(id)
-			if (scope === 'client') registry.releaseClient(id).catch(() => undefined)
-		}
-		const view = registry.forClient(scope === 'client' ? id : undefined)
-		await createMcpServer(view, options.version).connect(transport)
-		await transport.handleRequest(req, res, body)
-	}
-
-	const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-		if (!bearerMatches(req.headers.authorization, options.token)) {
-			answer(res, 401, 'unauthorized: send Authorization: Bearer <token>', {
-				'www-authenticate': 'Bearer',
-			})
-			return
-		}
-		if (new URL(req.url ?? '/', 'http://localhost').pathname !== MCP_HTTP_PATH) {
-			answer(res, 404, `not found: the endpoint is ${MCP_HTTP_PATH}`)
-			return
-		}
-		const sessionHeader = req.headers['mcp-session-id']
-		const sessionId = typeof sessionHeader === 'string' ? sessionHeader : undefined
-		const known = sessionId === undefined ? undefined : sessions.get(sessionId)
-		// In flight from here until its response closes (an event stream stays open as long).
-		const end = sessionId !== undefined && known ? sessions.begin(sessionId) : () => {}
-		res.once('close', end)
-		let body: unknown
-		if (req.method === 'POST') {
-			try {
-				body = await readBoundedBody(req, maxRequestBytes, bodies)
-			} catch (error) {
-				if (!(error instanceof BodyRefusal)) throw error
-				// The rest of the body is never read: the connection ends with the answer.
-				answer(res, error.status, error.message, { connection: 'close' })
-				return
-			}
-		}
-		if (known) {
-			await known.handleRequest(req, res, body)
-			return
-		}
-		if (sessionId !== undefined) {
-			answer(res, 404, 'unknown session; initialize a new one')
-			return
-		}
-		if (req.method !== 'POST' || !isInitializeRequest(body)) {
-			answer(res, 400, 'no session: the first request must be initialize')
-			return
-		}
-		await open(req, res, body)
-	}
-
+	const endpoint = new McpHttpEndpoint(registry, options)
 	const http: Server = createServer((req, res) => {
-		handle(req, res).catch(() => {
+		endpoint.handle(req, res).catch(() => {
 			if (!res.headersSent) answer(res, 500, 'internal error')
 			else res.end()
 		})
@@ -165,9 +87,119 @@ export async function serveMcpHttp(
 	return {
 		url: `http://${host}:${address.port}${MCP_HTTP_PATH}`,
 		close: async () => {
-			await Promise.allSettled(sessions.drain().map((transport) => transport.close()))
+			await endpoint.closeSessions()
 			http.closeAllConnections()
 			await new Promise<void>((resolve) => http.close(() => resolve()))
 		},
+	}
+}
+
+/** The endpoint's sessions and bounds, and the steps of one request. */
+class McpHttpEndpoint {
+	readonly #registry: McpSandboxRegistry
+	readonly #options: McpHttpOptions
+	readonly #sessions = new McpHttpSessions()
+	readonly #scope: McpSandboxScope
+	readonly #maxSessions: number
+	readonly #idleMs: number
+	readonly #maxRequestBytes: number
+	readonly #bodies: BodyBudget
+
+	constructor(registry: McpSandboxRegistry, options: McpHttpOptions) {
+		this.#registry = registry
+		this.#options = options
+		this.#scope = options.sandboxScope ?? 'client'
+		this.#maxSessions = options.maxSessions ?? MAX_MCP_SESSIONS
+		this.#idleMs = options.sessionIdleMs ?? MCP_SESSION_IDLE_MS
+		this.#maxRequestBytes = options.maxRequestBytes ?? MAX_MCP_REQUEST_BYTES
+		this.#bodies = new BodyBudget(
+			options.maxBodyBytesInFlight ?? MAX_MCP_BODY_BYTES_IN_FLIGHT,
+			options.onBodyBytesInFlight,
+		)
+	}
+
+	async closeSessions(): Promise<void> {
+		await Promise.allSettled(this.#sessions.drain().map((transport) => transport.close()))
+	}
+
+	async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+		if (!bearerMatches(req.headers.authorization, this.#options.token)) {
+			answer(res, 401, 'unauthorized: send Authorization: Bearer <token>', {
+				'www-authenticate': 'Bearer',
+			})
+			return
+		}
+		if (new URL(req.url ?? '/', 'http://localhost').pathname !== MCP_HTTP_PATH) {
+			answer(res, 404, `not found: the endpoint is ${MCP_HTTP_PATH}`)
+			return
+		}
+		const sessions = this.#sessions
+		const sessionHeader = req.headers['mcp-session-id']
+		const sessionId = typeof sessionHeader === 'string' ? sessionHeader : undefined
+		const known = sessionId === undefined ? undefined : sessions.get(sessionId)
+		// In flight from here until its response closes (an event stream stays open as long).
+		const end = sessionId !== undefined && known ? sessions.begin(sessionId) : () => {}
+		res.once('close', end)
+		const body = await this.#body(req, res)
+		if (body === REFUSED) return
+		if (known) {
+			await known.handleRequest(req, res, body)
+			return
+		}
+		if (sessionId !== undefined) {
+			answer(res, 404, 'unknown session; initialize a new one')
+			return
+		}
+		if (req.method !== 'POST' || !isInitializeRequest(body)) {
+			answer(res, 400, 'no session: the first request must be initialize')
+			return
+		}
+		await this.#open(req, res, body)
+	}
+
+	/** A POST's body, bounded; `REFUSED` once a refusal was answered. */
+	async #body(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+		if (req.method !== 'POST') return undefined
+		try {
+			return await readBoundedBody(req, this.#maxRequestBytes, this.#bodies)
+		} catch (error) {
+			if (!(error instanceof BodyRefusal)) throw error
+			// The rest of the body is never read: the connection ends with the answer.
+			answer(res, error.status, error.message, { connection: 'close' })
+			return REFUSED
+		}
+	}
+
+	/** A new client's session, or a 503 when every session is live. */
+	async #open(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+		const sessions = this.#sessions
+		if (sessions.size >= this.#maxSessions) {
+			const victim = sessions.evictable(this.#idleMs)
+			if (!victim) {
+				answer(
+					res,
+					503,
+					`${this.#maxSessions} sessions are in use; retry once a client closes one`,
+					{ 'retry-after': '5' },
+				)
+				return
+			}
+			if (victim.sessionId !== undefined) sessions.delete(victim.sessionId)
+			victim.close().catch(() => undefined)
+		}
+		const id = randomUUID()
+		const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+			sessionIdGenerator: () => id,
+			onsessioninitialized: () => {
+				sessions.add(id, transport)
+			},
+		})
+		transport.onclose = () => {
+			sessions.delete(id)
+			if (this.#scope === 'client') this.#registry.releaseClient(id).catch(() => undefined)
+		}
+		const view = this.#registry.forClient(this.#scope === 'client' ? id : undefined)
+		await createMcpServer(view, this.#options.version).connect(transport)
+		await transport.handleRequest(req, res, body)
 	}
 }

@@ -20,10 +20,8 @@ const MAX_FUNCTION_LINES = 100
  * here: split them, or write the reason beside them.
  */
 const ALLOWED_LONG: Readonly<Record<string, number>> = {
-	'backends/kubernetes/api/create-kubernetes-client.ts › createKubernetesClient': 107,
 	'backends/kubernetes/kubernetes-sandbox-provider.ts › wrapAcquired': 115,
 	'backends/local/local-sandbox-provider.ts › createLocalSandboxProvider': 102,
-	'mcp/mcp-http.ts › serveMcpHttp': 110,
 }
 
 /** Files still over the bound, each at its length today; the same ratchet as `ALLOWED_LONG`. */

@@ -54,6 +54,33 @@ describe('leak-check', () => {
 		}
 	}, 60_000)
 
+	it('does not count what was recorded before the run, and still counts what came after', async () => {
+		const dir = await mkdtemp(join(tmpdir(), 'namzu-leak-check-'))
+		try {
+			const older = join(dir, 'namzu-sbx-0123456789ab')
+			await mkdir(older)
+			const baseline = join(dir, 'baseline.txt')
+			const roots = ['--kinds', 'state', '--state-roots', dir]
+			const record = check([...roots, '--record', baseline])
+			expect(record.status, record.stderr).toBe(0)
+			expect(record.stdout).toContain('recorded 1 present before the run')
+
+			const same = check([...roots, '--baseline', baseline])
+			expect(same.status, same.stdout).toBe(0)
+			expect(same.stdout).toContain(`present before the run (not counted) state ${older}`)
+			expect(same.stdout).toContain('nothing left')
+
+			const newer = join(dir, 'namzu-sbx-ba9876543210')
+			await mkdir(newer)
+			const after = check([...roots, '--baseline', baseline])
+			expect(after.status).toBe(1)
+			expect(after.stdout).toContain(`leak-check: leftover state ${newer}`)
+			expect(after.stdout).not.toContain(`leak-check: leftover state ${older}`)
+		} finally {
+			await rm(dir, { recursive: true, force: true })
+		}
+	}, 60_000)
+
 	it('refuses an unknown kind by name', () => {
 		const run = check(['--kinds', 'sockets'])
 		expect(run.status).toBe(2)

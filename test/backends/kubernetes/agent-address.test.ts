@@ -245,8 +245,16 @@ describe('package root', () => {
 
 describe('documentation', () => {
 	it("says 'pod-ip' needs a route into the pod network and a NetworkPolicy admitting the host on agentPort", () => {
-		const readme = readFileSync(join(import.meta.dirname, '..', '..', '..', 'README.md'), 'utf8')
-		const paragraph = readme
+		const guide = join(
+			import.meta.dirname,
+			'..',
+			'..',
+			'..',
+			'docs',
+			'guides',
+			'kubernetes-reference.md',
+		)
+		const paragraph = readFileSync(guide, 'utf8')
 			.split('\n\n')
 			.find((block) => block.includes("From outside, use `'pod-ip'`"))
 		expect(paragraph).toBeDefined()

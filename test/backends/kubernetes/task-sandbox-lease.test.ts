@@ -249,9 +249,11 @@ describe('the lease of a live Kubernetes task sandbox', () => {
 		expect(patches.length).toBeGreaterThanOrEqual(2)
 	})
 
-	it('README says a dropped handle keeps renewing and destroy() is required for cleanup in a long-lived host', () => {
-		const readme = readFileSync(join(import.meta.dirname, '../../../README.md'), 'utf8')
-		const kubernetes = readme.slice(readme.indexOf('## Kubernetes'))
+	it('the Kubernetes guide says a dropped handle keeps renewing and destroy() is required for cleanup in a long-lived host', () => {
+		const kubernetes = readFileSync(
+			join(import.meta.dirname, '../../../docs/guides/kubernetes-reference.md'),
+			'utf8',
+		)
 		expect(kubernetes).toMatch(/keeps renewing/)
 		expect(kubernetes).toMatch(/long-lived host/)
 		expect(kubernetes).toMatch(/`destroy\(\)`/)

@@ -11,6 +11,7 @@ import { isRecord } from '../../../common/is-record.js'
 import { isProcessAlive } from '../../machine/claims/process-identity.js'
 import { resolveStateBase } from '../../machine/workspace/sandbox-directories.js'
 import {
+	DOCKER_ID_LABEL,
 	DOCKER_OWNER_LABEL,
 	DOCKER_SANDBOX_LABEL,
 	DOCKER_STATE_LABEL,
@@ -25,15 +26,28 @@ export function ownerIsGone(owner: string, host = hostname()): boolean {
 	return !isProcessAlive({ pid: Number(match[2]), startTime: match[3] ?? '' })
 }
 
+/** One container of a dead owner: what `gc` prints. */
+export interface DockerLeftover {
+	readonly containerId: string
+	/** The sandbox id its label names ('' without one). */
+	readonly sandboxId: string
+	/** The owner label: `host/pid/start time` of the process that made it. */
+	readonly owner: string
+}
+
 export interface DockerReapResult {
-	/** The container ids removed. */
-	readonly removed: readonly string[]
+	/** The containers removed (with `dryRun`, that would be). */
+	readonly removed: readonly DockerLeftover[]
+	/** The containers whose removal failed, each with why (left for the next run). */
+	readonly failed: readonly { readonly leftover: DockerLeftover; readonly error: unknown }[]
 }
 
 export async function reapDockerLeftovers(options: {
 	readonly client: DockerEngineClient
 	readonly stateDir: string
 	readonly signal?: AbortSignal
+	/** List what would be removed, remove nothing. */
+	readonly dryRun?: boolean
 	readonly onError?: (error: unknown) => void
 }): Promise<DockerReapResult> {
 	const { client, signal } = options
@@ -47,14 +61,25 @@ export async function reapDockerLeftovers(options: {
 		...(signal ? { signal } : {}),
 	})
 	const base = await resolveStateBase(options.stateDir)
-	const removed: string[] = []
+	const removed: DockerLeftover[] = []
+	const failed: { leftover: DockerLeftover; error: unknown }[] = []
 	for (const entry of listed) {
 		if (!isRecord(entry) || typeof entry.Id !== 'string' || !isRecord(entry.Labels)) continue
 		const owner = entry.Labels[DOCKER_OWNER_LABEL]
 		if (typeof owner !== 'string' || !ownerIsGone(owner)) continue
+		const sandboxId = entry.Labels[DOCKER_ID_LABEL]
+		const leftover = {
+			containerId: entry.Id,
+			sandboxId: typeof sandboxId === 'string' ? sandboxId : '',
+			owner,
+		}
+		if (options.dryRun === true) {
+			removed.push(leftover)
+			continue
+		}
 		try {
 			await removeDockerContainer(client, entry.Id, signal ?? AbortSignal.timeout(30_000))
-			removed.push(entry.Id)
+			removed.push(leftover)
 			const stateRoot = entry.Labels[DOCKER_STATE_LABEL]
 			// Only a directory of ours, in this provider's state directory: a label is not a path to trust.
 			if (
@@ -65,8 +90,9 @@ export async function reapDockerLeftovers(options: {
 				await rm(stateRoot, { recursive: true, force: true })
 			}
 		} catch (error) {
+			failed.push({ leftover, error })
 			options.onError?.(error)
 		}
 	}
-	return { removed }
+	return { removed, failed }
 }

@@ -14,7 +14,7 @@ import {
 	type KubernetesHttpMethod,
 } from './api-errors.js'
 import { resolveApiRequestTimeoutMs } from './api-request-timeout.js'
-import { apiTransports } from './api-transport.js'
+import { type ApiTransport, type ApiTransportResponse, apiTransports } from './api-transport.js'
 import {
 	classifyKubernetesFailure,
 	kubernetesFailureError,
@@ -41,6 +41,14 @@ const PATCH_CONTENT_TYPE: Readonly<Record<KubernetesPatchType, string>> = {
 	strategic: 'application/strategic-merge-patch+json',
 }
 
+/** What every request of one client shares. */
+interface ClientBasis {
+	readonly server: string
+	readonly transport: ApiTransport
+	readonly timeoutMs: number
+	readonly headersFor: (signal: AbortSignal) => Promise<Record<string, string>>
+}
+
 export function createKubernetesClient(
 	access: KubernetesAccess,
 	options: KubernetesClientOptions = {},
@@ -48,7 +56,6 @@ export function createKubernetesClient(
 	const timeoutMs = resolveApiRequestTimeoutMs(options.apiRequestTimeoutMs)
 	const resolved = resolveKubernetesAccess(access, options.environment)
 	const transports = apiTransports(resolved.tls, options.fetch ?? ((url, init) => fetch(url, init)))
-	const transport = transports.whole
 
 	async function headersFor(signal: AbortSignal): Promise<Record<string, string>> {
 		const token = await raceSignal(resolved.token(signal), signal)
@@ -57,53 +64,14 @@ export function createKubernetesClient(
 		return headers
 	}
 
-	async function request<T>(req: KubernetesRequest): Promise<KubernetesResponse<T>> {
-		const { method, path } = req
-		if (!path.startsWith('/')) throw new TypeError(`kubernetes path must start with '/': ${path}`)
-		if (method === 'PATCH' && req.patchType === undefined) {
-			throw new TypeError('kubernetes PATCH needs a patchType')
-		}
-		const deadline = armRequestDeadline(timeoutMs, req.signal)
-		try {
-			const headers = await headersFor(deadline.signal)
-			const payload = req.body === undefined ? undefined : JSON.stringify(req.body)
-			if (payload !== undefined) {
-				headers['content-type'] =
-					req.patchType === undefined ? 'application/json' : PATCH_CONTENT_TYPE[req.patchType]
-			}
-			let response: Awaited<ReturnType<typeof transport>>
-			try {
-				response = await transport({
-					method,
-					url: `${resolved.server}${path}${queryString(req.query)}`,
-					headers,
-					signal: deadline.signal,
-					...(payload === undefined ? {} : { body: payload }),
-				})
-			} catch (error) {
-				if (deadline.signal.aborted) throw error
-				throw new KubernetesApiError({
-					verb: method,
-					path,
-					transport: 'connect',
-					retryable: true,
-					cause: error,
-				})
-			}
-			const body = parseResponseBody(response.text)
-			if (response.status < 200 || response.status >= 300) {
-				const failure = classifyKubernetesFailure(response.status, body, response.headers)
-				throw kubernetesFailureError(method, path, failure, isConditionalPatch(req))
-			}
-			return { status: response.status, body: body as T, headers: response.headers }
-		} catch (error) {
-			if (deadline.expired()) throw new KubernetesApiTimeoutError(method, path, timeoutMs)
-			if (req.signal?.aborted) throw req.signal.reason
-			throw error
-		} finally {
-			deadline.dispose()
-		}
+	const basis: ClientBasis = {
+		server: resolved.server,
+		transport: transports.whole,
+		timeoutMs,
+		headersFor,
 	}
+	const request = <T>(req: KubernetesRequest): Promise<KubernetesResponse<T>> =>
+		requestWithin<T>(basis, req)
 
 	const call = async <T>(
 		method: KubernetesHttpMethod,
@@ -147,6 +115,68 @@ export function createKubernetesClient(
 				opts,
 			),
 	}
+}
+
+/** One request under its own bound: the caller's abort reason unchanged, or the bound's error. */
+async function requestWithin<T>(
+	basis: ClientBasis,
+	req: KubernetesRequest,
+): Promise<KubernetesResponse<T>> {
+	const { method, path } = req
+	if (!path.startsWith('/')) throw new TypeError(`kubernetes path must start with '/': ${path}`)
+	if (method === 'PATCH' && req.patchType === undefined) {
+		throw new TypeError('kubernetes PATCH needs a patchType')
+	}
+	const deadline = armRequestDeadline(basis.timeoutMs, req.signal)
+	try {
+		return await exchange<T>(basis, req, deadline.signal)
+	} catch (error) {
+		if (deadline.expired()) throw new KubernetesApiTimeoutError(method, path, basis.timeoutMs)
+		if (req.signal?.aborted) throw req.signal.reason
+		throw error
+	} finally {
+		deadline.dispose()
+	}
+}
+
+/** The request sent and its answer read: the 2xx body, or the classified failure. */
+async function exchange<T>(
+	basis: ClientBasis,
+	req: KubernetesRequest,
+	signal: AbortSignal,
+): Promise<KubernetesResponse<T>> {
+	const { method, path } = req
+	const headers = await basis.headersFor(signal)
+	const payload = req.body === undefined ? undefined : JSON.stringify(req.body)
+	if (payload !== undefined) {
+		headers['content-type'] =
+			req.patchType === undefined ? 'application/json' : PATCH_CONTENT_TYPE[req.patchType]
+	}
+	let response: ApiTransportResponse
+	try {
+		response = await basis.transport({
+			method,
+			url: `${basis.server}${path}${queryString(req.query)}`,
+			headers,
+			signal,
+			...(payload === undefined ? {} : { body: payload }),
+		})
+	} catch (error) {
+		if (signal.aborted) throw error
+		throw new KubernetesApiError({
+			verb: method,
+			path,
+			transport: 'connect',
+			retryable: true,
+			cause: error,
+		})
+	}
+	const body = parseResponseBody(response.text)
+	if (response.status < 200 || response.status >= 300) {
+		const failure = classifyKubernetesFailure(response.status, body, response.headers)
+		throw kubernetesFailureError(method, path, failure, isConditionalPatch(req))
+	}
+	return { status: response.status, body: body as T, headers: response.headers }
 }
 
 function signalOf(signal: AbortSignal | undefined): { signal?: AbortSignal } {
