@@ -76,7 +76,7 @@ const [host, port, payload, endMs] = process.argv.slice(1)
 const s = net.connect(Number(port), host)
 let reply = ''
 const done = (end) => { console.log(JSON.stringify({ reply, end })); process.exit(0) }
-s.setTimeout(8000, () => done('TIMEOUT'))
+s.setTimeout(30000, () => done('TIMEOUT'))
 s.on('connect', () => {
 	s.write(Buffer.from(payload, 'base64'))
 	if (endMs) setTimeout(() => s.end(), Number(endMs))

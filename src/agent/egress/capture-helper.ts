@@ -155,7 +155,8 @@ export async function startCaptureHelper(
 	}
 
 	for (const port of config.ports) {
-		const server = createServer({ pauseOnConnect: true }, (client) => {
+		// Half-open: a workload that shuts down its sending side still gets the answer to what it sent.
+		const server = createServer({ pauseOnConnect: true, allowHalfOpen: true }, (client) => {
 			forward(client).catch(() => client.destroy())
 		})
 		await listenWithRetry(server, port, '::')

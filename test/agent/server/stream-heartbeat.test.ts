@@ -51,9 +51,19 @@ function isClosed(stream: AgentStream): boolean {
 	return stream.socket.destroyed || stream.socket.readableEnded
 }
 
+/**
+ * The interval of the tests that show a stream staying alive: its three-interval silence limit
+ * (3 s) is far above any stall a loaded machine puts between two writes of this side, and each
+ * such test keeps going past the limit, so a slow machine only makes it longer.
+ */
+const LIVE_MS = 1000
+const SILENCE_SPAN_MS = 3.5 * LIVE_MS
+/** Bound on waiting for an event that comes (a process gone, a socket ended): generous, shared machine. */
+const WAIT_MS = 60_000
+
 const SHELL = { command: '/bin/sh', args: ['-c', 'echo PID=$$; exec sleep 30'], cols: 80, rows: 24 }
 
-describe('stream heartbeat, guest side', () => {
+describe('stream heartbeat, guest side', { timeout: 120_000 }, () => {
 	it('advertises stream-heartbeat in healthz features with the protocol version unchanged', async () => {
 		const health = await agent.request('healthz')
 		expect(health.features).toContain('stream-heartbeat')
@@ -61,9 +71,10 @@ describe('stream heartbeat, guest side', () => {
 	})
 
 	it('echoes the requested interval in ready, then sends { type: heartbeat } frames', async () => {
-		const stream = open('terminal', { ...SHELL, heartbeatMs: 150 })
+		// This side sends nothing: the interval must leave the agent time to beat before it cuts.
+		const stream = open('terminal', { ...SHELL, heartbeatMs: LIVE_MS })
 		const ready = await stream.waitFor((event) => event.type === 'ready')
-		expect(ready.heartbeatMs).toBe(150)
+		expect(ready.heartbeatMs).toBe(LIVE_MS)
 		await stream.waitFor((event) => event.type === 'heartbeat')
 		const readyIndex = stream.events.indexOf(ready)
 		const firstBeat = stream.events.findIndex((event) => event.type === 'heartbeat')
@@ -96,29 +107,34 @@ describe('stream heartbeat, guest side', () => {
 		await stream.closed()
 		// Three whole intervals at least (less the time ready spent in transit).
 		expect(performance.now() - readyAt).toBeGreaterThanOrEqual(250)
-		await waitUntil(async () => !(await isAlive(pid)))
+		await waitUntil(async () => !(await isAlive(pid)), WAIT_MS)
 	})
 
 	it('keeps a stream whose peer sends heartbeats', async () => {
-		const stream = open('terminal', { ...SHELL, heartbeatMs: 100 })
+		const stream = open('terminal', { ...SHELL, heartbeatMs: LIVE_MS })
 		await stream.waitFor((event) => event.type === 'ready')
-		for (let beat = 0; beat < 10; beat++) {
+		const readyAt = performance.now()
+		while (performance.now() - readyAt < SILENCE_SPAN_MS) {
 			stream.send({ type: 'heartbeat' })
-			await delay(80)
+			await delay(LIVE_MS / 4)
 		}
 		expect(isClosed(stream)).toBe(false)
 	})
 
 	it('counts bytes, not frames: a frame arriving a byte at a time keeps the stream alive', async () => {
-		const stream = open('terminal', { ...SHELL, heartbeatMs: 100 })
+		const stream = open('terminal', { ...SHELL, heartbeatMs: LIVE_MS })
 		await stream.waitFor((event) => event.type === 'ready')
+		const readyAt = performance.now()
 		const frame = encodeFrame({ type: 'input', data: 'x'.repeat(40) })
-		for (let index = 0; index < 14; index++) {
+		let index = 0
+		// Never the whole frame: a slow machine only drips fewer bytes over the same span.
+		while (performance.now() - readyAt < SILENCE_SPAN_MS && index < frame.length - 1) {
 			stream.socket.write(frame.subarray(index, index + 1))
-			await delay(60)
+			index++
+			await delay(LIVE_MS / 4)
 		}
 		expect(isClosed(stream)).toBe(false)
-		stream.socket.write(frame.subarray(14))
+		stream.socket.write(frame.subarray(index))
 		await delay(60)
 		expect(isClosed(stream)).toBe(false)
 	})
@@ -129,13 +145,14 @@ describe('stream heartbeat, guest side', () => {
 		await stream.closed()
 		await waitUntil(
 			() => upstreamSockets.length === 1 && upstreamSockets[0]?.readableEnded === true,
+			WAIT_MS,
 		)
 	})
 
 	it('does not count the time it paused reading for backpressure as silence', async () => {
-		const stream = open('tcp-connect', { port: upstreamPort, heartbeatMs: 100 })
+		const stream = open('tcp-connect', { port: upstreamPort, heartbeatMs: LIVE_MS })
 		await stream.waitFor((event) => event.type === 'ready')
-		await waitUntil(() => upstreamSockets.length === 1)
+		await waitUntil(() => upstreamSockets.length === 1, WAIT_MS)
 		const target = upstreamSockets[0]
 		target?.pause()
 		// Far more than the loopback buffers hold: the agent stops reading this connection.
@@ -145,8 +162,8 @@ describe('stream heartbeat, guest side', () => {
 			data: Buffer.alloc(1024 * 1024, 7).toString('base64'),
 		})
 		for (let part = 0; part < 48; part++) stream.socket.write(frame)
-		await waitUntil(() => stream.socket.writableLength > 0)
-		await delay(900)
+		await waitUntil(() => stream.socket.writableLength > 0, WAIT_MS)
+		await delay(SILENCE_SPAN_MS)
 		expect(isClosed(stream)).toBe(false)
 		// Reading again, the agent drains everything, then hears nothing: three intervals later, cut.
 		target?.resume()

@@ -1,7 +1,8 @@
 import { createHash, randomFillSync } from 'node:crypto'
-import { chmod, readdir } from 'node:fs/promises'
+import { chmod, readdir, stat } from 'node:fs/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLocalSandboxProvider, type LocalSandbox } from '../../../src/backends/local/index.js'
+import { pollUntil } from '../../../src/common/poll-until.js'
 import type { SandboxProvider } from '../../../src/contract/provider.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { freshStateDir } from './local-test-support.js'
@@ -37,21 +38,23 @@ async function streamedSha256(path: string): Promise<{ hash: string; bytes: numb
 	return { hash: hash.digest('hex'), bytes }
 }
 
+/** Bound on a state the test waits for (a part write begun, a temp file gone): generous, shared machine. */
+const WAIT_MS = 120_000
+
 /** Resolves once a part-write temp sibling of `name` exists in `dir` with some bytes in it. */
 async function partWriteStarted(dir: string, name: string): Promise<void> {
-	const { stat } = await import('node:fs/promises')
-	for (let i = 0; i < 2000; i++) {
+	const started = await pollUntil(async () => {
 		for (const entry of await readdir(dir)) {
 			if (!entry.startsWith(`.namzu-write-${name}.`)) continue
 			const size = await stat(`${dir}/${entry}`).then(
 				(info) => info.size,
 				() => 0,
 			)
-			if (size > 0) return
+			if (size > 0) return true
 		}
-		await new Promise((resolve) => setTimeout(resolve, 5))
-	}
-	throw new Error('the part write never started')
+		return false
+	}, performance.now() + WAIT_MS)
+	if (!started) throw new Error('the part write never started')
 }
 
 beforeAll(async () => {
@@ -62,19 +65,22 @@ beforeAll(async () => {
 	const local = createLocalSandboxProvider({ tier: 'process', stateDir })
 	provider = local
 	sandbox = await local.create()
-})
+}, WAIT_MS)
 afterAll(async () => {
 	await sandbox?.destroy()
 	await provider?.close()
 	await removeState?.()
-})
+}, WAIT_MS)
 
 describe.skipIf(skip !== undefined)(
 	`large files on the local tier${skip ? ` (skipped: ${skip})` : ''}`,
+	// Hundreds of MiB per test: a loaded machine takes minutes.
+	{ timeout: 300_000 },
 	() => {
-		// The one 1 GiB round trip of the suite (acceptance 3): several seconds, run once.
+		// The one 1 GiB round trip of the suite (acceptance 3): several seconds, run once; minutes
+		// on a loaded machine, so its bound is far above both.
 		it('a 1 GiB file round-trips through writeFile and readFileStream with a matching SHA-256', {
-			timeout: 120_000,
+			timeout: 600_000,
 		}, async () => {
 			let body: Buffer | undefined = randomFillSync(Buffer.allocUnsafe(GiB))
 			const expected = sha256(body)
@@ -116,10 +122,10 @@ describe.skipIf(skip !== undefined)(
 			controller.abort(new Error('cancelled by the test'))
 			expect(await outcome).toMatchObject({ message: 'cancelled by the test' })
 			expect(sha256(await box.readFile('cancel/target.bin'))).toBe(sha256('previous contents'))
-			for (let i = 0; i < 100; i++) {
-				if ((await readdir(`${box.rootDir}/cancel`)).length === 1) break
-				await new Promise((resolve) => setTimeout(resolve, 20))
-			}
+			await pollUntil(
+				async () => (await readdir(`${box.rootDir}/cancel`)).length === 1,
+				performance.now() + WAIT_MS,
+			)
 			expect(await readdir(`${box.rootDir}/cancel`)).toEqual(['target.bin'])
 		})
 	},

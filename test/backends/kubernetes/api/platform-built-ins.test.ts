@@ -19,9 +19,10 @@ const TOKEN = 'platform-token'
 let tls: TestTls
 const servers: Array<Server | ReturnType<typeof createHttpServer>> = []
 
+// Key generation: seconds on a loaded machine.
 beforeAll(() => {
 	tls = makeTestTls()
-})
+}, 120_000)
 
 afterEach(() => {
 	vi.unstubAllGlobals()

@@ -60,9 +60,10 @@ function answer(req: IncomingMessage, res: ServerResponse): void {
 	)
 }
 
+// Key generation: seconds on a loaded machine.
 beforeAll(() => {
 	tls = makeTestTls()
-})
+}, 120_000)
 
 afterAll(async () => {
 	for (const socket of sockets) socket.destroy()
@@ -135,7 +136,8 @@ describe('node:https path (custom CA)', () => {
 		} finally {
 			other.remove()
 		}
-	})
+		// Generates three keys: seconds on a loaded machine.
+	}, 120_000)
 
 	it('presents the kubeconfig client certificate and sends no bearer header without a token', async () => {
 		const port = await listen(

@@ -24,9 +24,10 @@ let tls: TestTls
 const servers: Server[] = []
 const sockets = new Set<Socket>()
 
+// Key generation: seconds on a loaded machine.
 beforeAll(() => {
 	tls = makeTestTls()
-})
+}, 120_000)
 
 afterAll(async () => {
 	for (const socket of sockets) socket.destroy()
@@ -39,6 +40,8 @@ type Handler = (request: IncomingMessage, response: ServerResponse) => void
 interface Served {
 	readonly url: string
 	readonly requests: string[]
+	/** Resolves when the server has the watch request (its handler ran). */
+	readonly opened: Promise<void>
 	/** Resolves when the server sees the watch connection close. */
 	readonly closed: Promise<void>
 }
@@ -49,10 +52,15 @@ async function serve(handler: Handler, secure = false): Promise<Served> {
 	const closed = new Promise<void>((resolve) => {
 		markClosed = resolve
 	})
+	let markOpened: () => void = () => {}
+	const opened = new Promise<void>((resolve) => {
+		markOpened = resolve
+	})
 	const wrapped: Handler = (request, response) => {
 		requests.push(`${request.method} ${request.url} ${request.headers.authorization ?? ''}`)
 		response.on('close', markClosed)
 		handler(request, response)
+		markOpened()
 	}
 	const server = secure
 		? createHttpsServer({ cert: tls.serverCert, key: tls.serverKey }, wrapped)
@@ -64,7 +72,7 @@ async function serve(handler: Handler, secure = false): Promise<Served> {
 	servers.push(server)
 	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
 	const { port } = server.address() as AddressInfo
-	return { url: `${secure ? 'https' : 'http'}://127.0.0.1:${port}`, requests, closed }
+	return { url: `${secure ? 'https' : 'http'}://127.0.0.1:${port}`, requests, opened, closed }
 }
 
 const line = (type: string, name: string, extra: object = {}) =>
@@ -196,7 +204,9 @@ describe.each([
 		const served = await serve(streaming([]), secure)
 		const controller = new AbortController()
 		const reason = new Error('caller gave up')
-		setTimeout(() => controller.abort(reason), 50)
+		// Once the server holds the request (a fixed delay could fire before it is even sent, and
+		// then the server never sees a connection to close).
+		void served.opened.then(() => controller.abort(reason))
 		const error = await rejectionOf(async () => {
 			for await (const _ of client(served.url, secure).watch('/w', { signal: controller.signal })) {
 			}
@@ -206,13 +216,16 @@ describe.each([
 	})
 
 	it('the request bound covers the opening only: a watch quiet for longer than it stays open', async () => {
+		// The bound starts before the request is sent, the quiet once the server has it: the quiet
+		// outlasts the bound whatever the load, and the bound leaves a loaded machine time to open.
+		const boundMs = 5000
 		const served = await serve((_request, response) => {
 			response.writeHead(200)
 			response.flushHeaders()
-			setTimeout(() => response.end(line('ADDED', 'late')), 1300)
+			setTimeout(() => response.end(line('ADDED', 'late')), boundMs + 300)
 		}, secure)
 		const names: unknown[] = []
-		for await (const event of client(served.url, secure, 1000).watch('/w')) {
+		for await (const event of client(served.url, secure, boundMs).watch('/w')) {
 			names.push((event.object as { metadata: { name: string } }).metadata.name)
 		}
 		expect(names).toEqual(['late'])
