@@ -60,12 +60,13 @@ const ENGINE_WAIT_MS = 480_000
 let engineHold: Promise<{ release: () => void; services: number }> | undefined
 
 async function holdEngine(): Promise<() => void> {
-	const claiming = (engineHold ??= waitForExclusive(
+	engineHold ??= waitForExclusive(
 		ENGINE_CLAIMS,
 		'engine',
 		'the Podman test engine',
 		ENGINE_WAIT_MS,
-	).then((release) => ({ release, services: 0 })))
+	).then((release) => ({ release, services: 0 }))
+	const claiming = engineHold
 	const hold = await claiming.catch((error: unknown) => {
 		if (engineHold === claiming) engineHold = undefined
 		throw error
