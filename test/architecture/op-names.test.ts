@@ -39,7 +39,10 @@ const ALLOWED: Readonly<Record<string, Allowed>> = {
 		count: 1,
 		why: SANDBOX_VERB,
 	},
-	"backends/kubernetes/workspace/kubernetes-workspace.ts › 'flush'": { count: 1, why: SANDBOX_VERB },
+	"backends/kubernetes/workspace/kubernetes-workspace.ts › 'flush'": {
+		count: 1,
+		why: SANDBOX_VERB,
+	},
 	"backends/kubernetes/workspace/suspend-kubernetes-workspace.ts › 'quiesce'": {
 		count: 2,
 		why: OPTION_KEY,
