@@ -48,6 +48,7 @@ import type {
 } from '../../contract/sandbox.js'
 import type { SandboxEventsOptions, SandboxLifecycleEvent } from '../../contract/sandbox-events.js'
 import { walkFilesViaExec } from '../../exec-programs/walk/walk-files-via-exec.js'
+import { shownGuestWalk } from '../files/guest-path.js'
 import { agentExecutionAdapter } from '../exec/agent-execution-adapter.js'
 import {
 	type AttachExecutionOptions,
@@ -311,10 +312,13 @@ export class AgentSandbox implements Sandbox {
 		const resolved = this.#path('walkFiles', 'rootPath', rootPath)
 		const caller = checkWalkFiles(options)
 		return this.#lifetime.track('walkFiles', caller, (signal) =>
-			walkFilesViaExec(
-				(command, args, execOptions) => this.exec(command, args, execOptions),
-				resolved,
-				{ ...options, signal },
+			shownGuestWalk(
+				this.rootDir,
+				walkFilesViaExec(
+					(command, args, execOptions) => this.exec(command, args, execOptions),
+					resolved,
+					{ ...options, signal },
+				),
 			),
 		)
 	}

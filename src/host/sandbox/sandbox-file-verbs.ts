@@ -21,6 +21,7 @@ import type {
 	SandboxWriteFileOptions,
 } from '../../contract/sandbox.js'
 import { listFilesThroughAgent } from '../files/agent-file-list.js'
+import { shownGuestEntries } from '../files/guest-path.js'
 import { readFileStreamThroughAgent, readFileThroughAgent } from '../files/agent-file-read.js'
 import {
 	listDirectoryThroughAgent,
@@ -101,7 +102,7 @@ export class SandboxFileVerbs {
 		rootPath: string,
 		options: SandboxListFilesOptions = {},
 	): Promise<readonly SandboxFileEntry[]> {
-		const { transport, lifetime } = this.#host
+		const { transport, lifetime, rootDir } = this.#host
 		let resolved = ''
 		const check = () => {
 			resolved = this.#host.path('listFiles', 'rootPath', rootPath)
@@ -109,7 +110,7 @@ export class SandboxFileVerbs {
 		}
 		return lifetime.run('listFiles', check, async (signal) => {
 			try {
-				return await listFilesThroughAgent(transport, resolved, signal)
+				return shownGuestEntries(rootDir, await listFilesThroughAgent(transport, resolved, signal))
 			} catch (error) {
 				if (error instanceof SandboxFileError && error.code === 'ENOENT') return []
 				throw error
