@@ -48,7 +48,6 @@ import type {
 } from '../../contract/sandbox.js'
 import type { SandboxEventsOptions, SandboxLifecycleEvent } from '../../contract/sandbox-events.js'
 import { walkFilesViaExec } from '../../exec-programs/walk/walk-files-via-exec.js'
-import { shownGuestWalk } from '../files/guest-path.js'
 import { agentExecutionAdapter } from '../exec/agent-execution-adapter.js'
 import {
 	type AttachExecutionOptions,
@@ -69,6 +68,7 @@ import {
 	type RemoteExecutionControllerOptions,
 } from '../exec/remote-execution-controller.js'
 import type { RemoteCancellationAcknowledgement } from '../exec/remote-execution-messages.js'
+import { shownGuestWalk } from '../files/guest-path.js'
 import {
 	type FlushOptions,
 	type FlushReport,

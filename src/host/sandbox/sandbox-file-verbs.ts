@@ -21,7 +21,6 @@ import type {
 	SandboxWriteFileOptions,
 } from '../../contract/sandbox.js'
 import { listFilesThroughAgent } from '../files/agent-file-list.js'
-import { shownGuestEntries } from '../files/guest-path.js'
 import { readFileStreamThroughAgent, readFileThroughAgent } from '../files/agent-file-read.js'
 import {
 	listDirectoryThroughAgent,
@@ -32,6 +31,7 @@ import {
 } from '../files/agent-file-verbs.js'
 import { writeFileThroughAgent } from '../files/agent-file-write.js'
 import { watchThroughAgent } from '../files/agent-watch.js'
+import { shownGuestEntries } from '../files/guest-path.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import {
 	checkListDirectory,
