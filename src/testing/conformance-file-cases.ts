@@ -130,7 +130,9 @@ export function defineFileCases({ test, expect, options }: SuiteContext): void {
 			)
 			const name = entry.path.slice(shownOf(sandbox, root).length + 1)
 			const read = await sandbox.readFile(entry.path)
-			expect(read.toString('utf8'), `readFile(${entry.path})`).toBe(byName.get(name))
+			expect(read.toString('utf8'), `read back by its listed path ${entry.path}`).toBe(
+				byName.get(name),
+			)
 			expect(read.length, `size of ${entry.path}`).toBe(entry.size)
 		}
 	})
