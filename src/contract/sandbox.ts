@@ -118,10 +118,7 @@ export interface SandboxOutputTruncation {
 
 /** One regular file `listFiles` / `walkFiles` found. */
 export interface SandboxFileEntry {
-	/**
-	 * The guest's path: relative to `rootDir` inside the workspace, else guest-absolute; never a
-	 * host path. It goes straight back into `readFile` and the other file verbs. Regular files only.
-	 */
+	/** The guest's path (relative to `rootDir` inside the workspace, else guest-absolute). */
 	readonly path: string
 	readonly size: number
 }
