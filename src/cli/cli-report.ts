@@ -9,6 +9,7 @@ import {
 	ExecutionCancelRefusedError,
 	ExecutionDetachedError,
 	ExecutionNotAttachableError,
+	ProcessInputRefusedError,
 	SessionRefusedError,
 } from '../contract-entry.js'
 import { AGENT_REFUSAL } from '../wire/refusals.js'
@@ -30,6 +31,9 @@ export function exitCodeForError(error: SandboxError): number {
 		error instanceof ExecutionCancelRefusedError &&
 		error.refusal === AGENT_REFUSAL.unknown_execution
 	) {
+		return EXIT_CODES.notFound
+	}
+	if (error instanceof ProcessInputRefusedError && error.reason === 'unknown-execution') {
 		return EXIT_CODES.notFound
 	}
 	if (error instanceof SessionRefusedError && error.refusal === AGENT_REFUSAL.unknown_session) {

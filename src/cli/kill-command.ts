@@ -1,15 +1,14 @@
 /**
  * `namzu-sandbox kill HANDLE`: ends one detached command and nothing else — its kept-alive
- * sandbox and every other command in it keep running. An execution is cancelled (its whole
- * process group: SIGTERM, then SIGKILL after the guest's grace window); a session gets the
- * signal named (default SIGKILL, as the library's `killSession`).
+ * sandbox and every other command in it keep running. Without `--signal` an execution is
+ * cancelled (its whole process group: SIGTERM, then SIGKILL after the guest's grace window); with
+ * it, exactly that signal goes to the process group, as `docker kill --signal` (the command may
+ * handle it and run on). A session gets the signal named (default SIGKILL, as `killSession`).
  */
+import { isExecutionSignal } from '../wire/execution-input.js'
 import { CliUsageError } from './cli-errors.js'
 import { type CliHandle, formatCliHandle } from './cli-handle.js'
 import { openKeptAlive, withInterrupt } from './kept-alive-context.js'
-
-/** What `--signal` may say for an execution: the cancel is SIGTERM then SIGKILL, whatever is named. */
-const EXECUTION_SIGNALS = ['SIGTERM', 'SIGKILL']
 
 export function killCommand(handle: CliHandle, signal?: string): Promise<number> {
 	return withInterrupt(async (abortSignal) => {
@@ -26,10 +25,18 @@ export function killCommand(handle: CliHandle, signal?: string): Promise<number>
 			)
 			return 0
 		}
-		if (signal !== undefined && !EXECUTION_SIGNALS.includes(signal))
-			throw new CliUsageError(
-				`--signal ${signal.slice(3)}: a detached execution is ended with TERM then KILL (its whole process group); other signals reach only sessions`,
-			)
+		if (signal !== undefined) {
+			// The parser allows only these; the check narrows the type.
+			if (!isExecutionSignal(signal)) throw new CliUsageError(`--signal ${signal}: not a signal`)
+			const attached = await sandbox.attachProcess(handle.executionId, { signal: abortSignal })
+			try {
+				await attached.kill(signal, { signal: abortSignal })
+			} finally {
+				attached.detach()
+			}
+			process.stderr.write(`namzu-sandbox: ${shown}: sent ${signal}; the sandbox keeps running\n`)
+			return 0
+		}
 		const reply = await sandbox.cancelExecution(handle.executionId, { signal: abortSignal })
 		const ended = reply.started ? `ended (${reply.state})` : 'cancelled before it started'
 		process.stderr.write(`namzu-sandbox: ${shown}: ${ended}; the sandbox keeps running\n`)

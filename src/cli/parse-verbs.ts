@@ -4,6 +4,7 @@
  * PORT`. Pure; everything after `--` belongs to the command.
  */
 import { MAX_TIMER_MS, requireIntegerText } from '../contract/argument-validators.js'
+import { EXECUTION_SIGNALS } from '../wire/execution-input.js'
 import { SESSION_SIGNALS } from '../wire/sessions.js'
 import { CliUsageError } from './cli-errors.js'
 import { type CliHandle, parseCliHandle } from './cli-handle.js'
@@ -106,13 +107,17 @@ export function parseExec(rest: readonly string[]): ExecVerb {
 	}
 }
 
-/** `TERM`, `SIGTERM`, `kill`, … as the guest's allow-listed name. */
+function shortNames(names: readonly string[]): string {
+	return names.map((name) => name.slice(3)).join(', ')
+}
+
+/** `TERM`, `SIGTERM`, `usr1`, … as the guest's allow-listed name (an execution takes the most). */
 function signalName(raw: string | undefined): string {
 	const upper = (raw ?? '').toUpperCase()
 	const name = upper.startsWith('SIG') ? upper : `SIG${upper}`
-	if (!(SESSION_SIGNALS as readonly string[]).includes(name))
+	if (!(EXECUTION_SIGNALS as readonly string[]).includes(name))
 		throw new CliUsageError(
-			`--signal needs one of ${SESSION_SIGNALS.map((s) => s.slice(3)).join(', ')}, got ${JSON.stringify(raw ?? '')}`,
+			`--signal needs one of ${shortNames(EXECUTION_SIGNALS)}, got ${JSON.stringify(raw ?? '')}`,
 		)
 	return name
 }
@@ -134,6 +139,14 @@ export function parseKill(rest: readonly string[]): SandboxVerb {
 	if (handle === undefined || handle.kind === 'sandbox')
 		throw new CliUsageError(
 			`kill: ${JSON.stringify(raw)} is not SANDBOX/EXECUTION or SANDBOX/session:ID (to end a whole sandbox: namzu-sandbox destroy SANDBOX)`,
+		)
+	if (
+		handle.kind === 'session' &&
+		signal !== undefined &&
+		!(SESSION_SIGNALS as readonly string[]).includes(signal)
+	)
+		throw new CliUsageError(
+			`--signal ${signal.slice(3)}: a session takes one of ${shortNames(SESSION_SIGNALS)}`,
 		)
 	return { kind: 'kill', handle, ...(signal === undefined ? {} : { signal }) }
 }

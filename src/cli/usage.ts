@@ -15,8 +15,9 @@ export const USAGE = `Usage:
       environment variable; -w a working directory (relative to the workspace root).
   namzu-sandbox kill [--signal SIG] HANDLE
       End one detached command; its sandbox and everything else in it keep running.
-      SANDBOX/EXECUTION: its whole process group gets SIGTERM, then SIGKILL after a grace window
-      (--signal TERM or KILL). SANDBOX/session:ID: the session gets SIG (TERM, KILL, INT or HUP;
+      SANDBOX/EXECUTION: its whole process group gets SIGTERM, then SIGKILL after a grace window;
+      with --signal SIG (TERM, KILL, INT, HUP, QUIT, USR1, USR2) it gets exactly SIG, as docker
+      kill, and may run on. SANDBOX/session:ID: the session gets SIG (TERM, KILL, INT or HUP;
       default KILL).
   namzu-sandbox cp SRC DST
       Copy a file (or a directory, recursively) between this host and a kept-alive sandbox; one

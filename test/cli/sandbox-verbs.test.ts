@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { destroyLocalSandbox, listLocalSandboxes } from '../../src/backends/machine/index.js'
 import { CP_CHUNK_BYTES } from '../../src/cli/cp-command.js'
+import { pollUntil } from '../../src/common/poll-until.js'
 import { bundleCli, childEnv, type SourceBundle } from '../helpers/bundle-source.js'
 
 const hasBwrap = existsSync('/usr/bin/bwrap')
@@ -66,6 +67,11 @@ afterAll(async () => {
 	await rm(stateDir, { recursive: true, force: true })
 	await rm(work, { recursive: true, force: true })
 })
+
+/** Waits (a generous bound, not a speed claim) until `done`, or fails naming `what`. */
+async function eventually(what: string, done: () => Promise<boolean>): Promise<void> {
+	if (!(await pollUntil(done, performance.now() + 60_000))) throw new Error(`never: ${what}`)
+}
 
 describe.skipIf(!hasBwrap && !process.env.CI)('namzu-sandbox exec, kill, cp, port', () => {
 	beforeAll(async () => {
@@ -140,9 +146,47 @@ describe.skipIf(!hasBwrap && !process.env.CI)('namzu-sandbox exec, kill, cp, por
 
 			const unknown = await cli(['kill', `${sandboxId}/exec_00000000-0000-4000-8000-000000000000`])
 			expect(unknown.code).toBe(3)
-			const badSignal = await cli(['kill', '--signal', 'USR1', handle])
+			const badSignal = await cli(['kill', '--signal', 'WINCH', handle])
 			expect(badSignal.code).toBe(2)
-			expect(badSignal.stderr).toContain('--signal needs one of TERM, KILL, INT, HUP')
+			expect(badSignal.stderr).toContain('--signal needs one of TERM, KILL, INT, HUP, QUIT, USR1')
+			const sessionSignal = await cli(['kill', '--signal', 'USR1', `${sandboxId}/session:s1`])
+			expect(sessionSignal.code).toBe(2)
+			expect(sessionSignal.stderr).toContain('a session takes one of TERM, KILL, INT, HUP')
+		},
+		LONG_MS,
+	)
+
+	it(
+		'kill --signal delivers exactly that signal to a detached command, which handles it and runs on',
+		async () => {
+			// The trap writes the file and the loop goes on: USR1 is delivered, not a cancel.
+			const script = 'trap "echo usr1 > got-usr1" USR1; echo up; while :; do sleep 0.2; done'
+			const started = await cli(['exec', '-d', sandboxId, '--', 'sh', '-c', script])
+			expect(started.code).toBe(0)
+			const handle = started.stdout.trim()
+			// The trap is set before `up` is written; wait for it so the signal cannot come first.
+			await eventually('the trap set', async () =>
+				(await cli(['logs', handle])).stdout.includes('up'),
+			)
+			const sent = await cli(['kill', '--signal', 'USR1', handle])
+			expect(sent.code).toBe(0)
+			expect(sent.stderr).toContain('sent SIGUSR1')
+			await eventually(
+				'the trap ran',
+				async () => (await cli(['exec', sandboxId, '--', 'cat', 'got-usr1'])).stdout === 'usr1\n',
+			)
+			expect((await cli(['sessions', sandboxId])).stdout).toContain(`${handle}  detached  running`)
+			const unknown = `${sandboxId}/exec_00000000-0000-4000-8000-000000000000`
+			const missing = await cli(['kill', '--signal', 'USR1', unknown])
+			expect({ code: missing.code, lines: missing.stderr.trim().split('\n').length }).toEqual({
+				code: 3,
+				lines: 1,
+			})
+			// Positive control for the default: no --signal cancels it.
+			expect((await cli(['kill', handle])).code).toBe(0)
+			expect((await cli(['sessions', sandboxId])).stdout).toContain(
+				`${handle}  detached  cancelled`,
+			)
 		},
 		LONG_MS,
 	)

@@ -10,6 +10,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { agentBundlePath } from '../../../src/host/sandbox/agent-bundle-path.js'
+import { isRunning } from '../../helpers/process-running.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
 
 export interface LifecycleAgent {
@@ -121,14 +122,7 @@ export async function startLifecycleAgent(
 
 /** Whether `pid` (in the runner's pid namespace) is alive and not a zombie. */
 export async function isAlive(pid: number): Promise<boolean> {
-	const { readFile } = await import('node:fs/promises')
-	try {
-		const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
-		const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
-		return state !== 'Z' && state !== 'X'
-	} catch {
-		return false
-	}
+	return isRunning(pid)
 }
 
 export function delay(ms: number): Promise<void> {

@@ -1,7 +1,8 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type StartedAgent, startAgent } from '../../helpers/agent-process.js'
+import { isRunning } from '../../helpers/process-running.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
 import { type AgentStream, openAgentStream } from '../agent-stream.js'
 
@@ -44,14 +45,7 @@ async function waitForOutput(stream: AgentStream, pattern: RegExp): Promise<RegE
 }
 
 /** A live process, not a zombie awaiting its reaper. */
-function isAlive(pid: number): boolean {
-	try {
-		const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-		return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
-	} catch {
-		return false
-	}
-}
+const isAlive = isRunning
 
 async function waitUntilGone(pid: number): Promise<boolean> {
 	for (let attempt = 0; attempt < 200; attempt++) {

@@ -4,6 +4,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs'
 import type { StartedAgent } from '../../helpers/agent-process.js'
+import { isRunning } from '../../helpers/process-running.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
 import { type AgentStream, openAgentStream } from '../agent-stream.js'
 
@@ -117,14 +118,7 @@ export async function waitForExit(agent: StartedAgent, sessionId: string): Promi
 }
 
 /** A live process, not a zombie awaiting its reaper. */
-export function isAlive(pid: number): boolean {
-	try {
-		const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-		return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
-	} catch {
-		return false
-	}
-}
+export const isAlive = isRunning
 
 /** `[pid, pgrp, session]` from /proc/<pid>/stat. */
 export function procIds(pid: number): { pid: number; pgrp: number; session: number } {

@@ -23,6 +23,7 @@ import {
 	SandboxDestroyedError,
 } from '../../../src/index.js'
 import { KubernetesCreateOptionUnsupportedError } from '../../../src/kubernetes-entry.js'
+import { isRunning } from '../../helpers/process-running.js'
 import { type GuestAgent, startGuestAgent } from './deprivileged-agent.js'
 import { rejectionError } from './error-chain.js'
 import { launchGuestAgent, SETPRIV_CHAIN } from './launched-guest.js'
@@ -126,14 +127,8 @@ async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 10
 	}
 }
 
-function alive(pid: number): boolean {
-	try {
-		process.kill(pid, 0)
-		return true
-	} catch {
-		return false
-	}
-}
+/** Running, not a zombie: a killed grandchild of the agent is reaped by this machine's init. */
+const alive = isRunning
 
 describe('Kubernetes task sandbox over a real agent', () => {
 	it('acquires, proves the guest deprivileged, runs exec and files, and destroy deletes the claim', async () => {

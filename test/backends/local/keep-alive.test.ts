@@ -17,6 +17,7 @@ import {
 	reapLocalSandboxes,
 } from '../../../src/backends/machine/index.js'
 import { bundleSource, childEnv, type SourceBundle } from '../../helpers/bundle-source.js'
+import { isRunning } from '../../helpers/process-running.js'
 import { runNodeToExit } from '../../helpers/run-to-exit.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import {
@@ -80,9 +81,7 @@ process.exit(0)
 	}
 }
 
-function alive(pid: number): boolean {
-	return spawnSync('kill', ['-0', String(pid)]).status === 0
-}
+const alive = isRunning
 
 describe.skipIf(skip !== undefined)(
 	`kept-alive local sandboxes${skip ? ` (skipped: ${skip})` : ''}`,

@@ -6,8 +6,7 @@
  * egress proxy's private-range deny set), and `program` replaces the listener.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
-import { join } from 'node:path'
+import { claimExclusive } from '../../helpers/exclusive-claim.js'
 
 export interface StandInInternet {
 	/** Address of the listener inside the namespace. */
@@ -31,48 +30,13 @@ export interface StandInOptions {
 }
 
 /**
- * Address blocks are claimed with an O_EXCL lock file naming the claiming pid, so two test
- * processes (or two checkouts' suites on one machine) never pick the same block between reading
- * `ip addr` and adding it; a lock whose pid is gone is taken over.
+ * Address blocks are claimed (`claimExclusive`), so two test processes never pick the same block
+ * between reading `ip addr` and adding it.
  */
 const CLAIMS = '/run/lock/namzu-test-inet'
 
-function isAlive(pid: number): boolean {
-	try {
-		process.kill(pid, 0)
-		return true
-	} catch (error) {
-		return (error as NodeJS.ErrnoException).code === 'EPERM'
-	}
-}
-
 function claimBlock(name: string): (() => void) | undefined {
-	mkdirSync(CLAIMS, { recursive: true })
-	const path = join(CLAIMS, name)
-	for (let attempt = 0; attempt < 2; attempt++) {
-		try {
-			const fd = openSync(path, 'wx')
-			writeSync(fd, String(process.pid))
-			closeSync(fd)
-			return () => {
-				try {
-					unlinkSync(path)
-				} catch {
-					// Already released.
-				}
-			}
-		} catch (error) {
-			if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-			const holder = Number(readFileSync(path, 'utf8'))
-			if (holder > 0 && (holder === process.pid || isAlive(holder))) return undefined
-			try {
-				unlinkSync(path)
-			} catch {
-				// Another process took it over first; the next attempt says who holds it.
-			}
-		}
-	}
-	return undefined
+	return claimExclusive(CLAIMS, name)
 }
 
 interface ClaimedBlock {

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
 import type { SandboxExecOptions, SandboxExecResult } from '../../../src/contract/sandbox.js'
 import type { SandboxFileWalkExec } from '../../../src/exec-programs/walk/walk-files-via-exec.js'
+import { isRunning } from '../../helpers/process-running.js'
 
 export interface HostExecRun {
 	readonly pid: number | undefined
@@ -73,12 +74,5 @@ export function createHostExec(nodeArgs: readonly string[] = []): HostExec {
 	return { exec, runs }
 }
 
-/** Whether a process id still names a live process. */
-export function processAlive(pid: number): boolean {
-	try {
-		process.kill(pid, 0)
-		return true
-	} catch {
-		return false
-	}
-}
+/** Whether a process id still names a live process (a zombie counts as ended). */
+export const processAlive = isRunning

@@ -3,6 +3,10 @@
  * temporary directory, stopped (and its directory removed) by `stop()`. The guest image goes into
  * it through the Engine API itself (`POST /images/create?fromSrc=-`, a tarball of the rootfs
  * `npm run image:build` made), once: the engine keeps it.
+ *
+ * Every service shares the machine's Podman storage, and the tests assert what the engine holds
+ * ("no sandbox container left"), so one test process uses the engine at a time: the first service
+ * a process starts waits for a machine-wide claim, its last `stop()` releases it.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
@@ -13,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { DockerEngineClient } from '../../../../src/backends/container/docker/docker-engine-client.js'
 import { DockerEngineRequestError } from '../../../../src/backends/container/docker/docker-errors.js'
 import { guestRootfs } from '../../../deploy/guest-rootfs-runner.js'
+import { waitForExclusive } from '../../../helpers/exclusive-claim.js'
 
 export const PODMAN_PATH = '/usr/bin/podman'
 export const GUEST_IMAGE_REF = 'localhost/namzu-sandbox-guest:latest'
@@ -47,7 +52,49 @@ function runtimeArgs(): string[] {
 	return unified === 'cgroup2fs' ? [] : ['--runtime', '/usr/sbin/runc']
 }
 
+const ENGINE_CLAIMS = '/run/lock/namzu-test-podman'
+/** Long enough for another file's whole Docker suite (about a minute on a loaded machine). */
+const ENGINE_WAIT_MS = 480_000
+
+/** This process's hold on the engine: claimed by the first service, released by the last stop. */
+let engineHold: Promise<{ release: () => void; services: number }> | undefined
+
+async function holdEngine(): Promise<() => void> {
+	engineHold ??= waitForExclusive(
+		ENGINE_CLAIMS,
+		'engine',
+		'the Podman test engine',
+		ENGINE_WAIT_MS,
+	).then((release) => ({ release, services: 0 }))
+	const claiming = engineHold
+	const hold = await claiming.catch((error: unknown) => {
+		if (engineHold === claiming) engineHold = undefined
+		throw error
+	})
+	hold.services++
+	let released = false
+	return () => {
+		if (released) return
+		released = true
+		hold.services--
+		if (hold.services === 0 && engineHold === claiming) {
+			engineHold = undefined
+			hold.release()
+		}
+	}
+}
+
 export async function startPodmanService(): Promise<PodmanService> {
+	const releaseEngine = await holdEngine()
+	try {
+		return await startHeldService(releaseEngine)
+	} catch (error) {
+		releaseEngine()
+		throw error
+	}
+}
+
+async function startHeldService(releaseEngine: () => void): Promise<PodmanService> {
 	const dir = await mkdtemp(join(tmpdir(), 'namzu-podman-'))
 	const socketPath = join(dir, 'engine.sock')
 	const child: ChildProcess = spawn(
@@ -90,6 +137,7 @@ export async function startPodmanService(): Promise<PodmanService> {
 				await exited
 			}
 			await rm(dir, { recursive: true, force: true })
+			releaseEngine()
 		},
 	}
 }
