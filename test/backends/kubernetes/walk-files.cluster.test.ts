@@ -272,7 +272,8 @@ describe('walkFiles on a Kubernetes task sandbox', () => {
 		const hits: string[] = []
 		for await (const entry of walkOf(sandbox)(root, { maxEntries: 100 })) {
 			const text = (await sandbox.readFile(entry.path)).toString('utf8')
-			if (/needle/.test(text)) hits.push(posix.relative(root, posix.resolve('/workspace', entry.path)))
+			if (/needle/.test(text))
+				hits.push(posix.relative(root, posix.resolve('/workspace', entry.path)))
 		}
 		expect(hits.sort()).toEqual(['docs/g.md', 'src/c.ts', 'src/deep/d.ts'])
 	})
