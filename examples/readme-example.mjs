@@ -15,8 +15,7 @@ try {
 	await sandbox.writeFile('data/input.json', JSON.stringify({ n: 1 })) // atomic, fsync'd
 	const slice = await sandbox.readFile('data/input.json', { offset: 0, length: 4 })
 	console.log(slice.toString()) // {"n"
-	for await (const chunk of sandbox.readFileStream?.('data/input.json') ?? [])
-		console.log(chunk.length)
+	for await (const chunk of sandbox.readFileStream('data/input.json')) console.log(chunk.length)
 } finally {
 	await sandbox.destroy()
 	await provider.close() // tears down the warm pool too

@@ -4,8 +4,9 @@
  * a handle to reach it (`unix`, `vsock` or token `tcp`), prove the guest deprivileged
  * (`probeSandboxPrivileges`), and `createAgentSandbox` serves the whole `Sandbox` contract over it
  * through `AgentTransport`. `walkFilesViaExec` gives `walkFiles` to any sandbox that can `exec`
- * node. The errors these throw are on `@namzu/sandbox/contract`; the refusal code table
- * (`AGENT_REFUSAL`, `parseRefusal`, `WireRefusal`) is here, for reading what `AgentTransport`
+ * node. The errors these throw are on `@namzu/sandbox/contract`; the op table (`AGENT_OP`, whose
+ * values `AgentTransport` takes as `AgentOp`) and the refusal code table
+ * (`AGENT_REFUSAL`, `parseRefusal`, `WireRefusal`) are here, for reading what `AgentTransport`
  * answers by code, with the guest's other wire names (protocol version, feature names, reply
  * shapes). `RemoteExecutionController` and `walkFilesViaExec` are on the root as well. Pinned by `test/package/entry-points.test.ts`.
  */
@@ -60,10 +61,12 @@ export {
 	type VsockTransportOptions,
 } from './host/index.js'
 export {
+	AGENT_OP,
 	AGENT_PROTOCOL_VERSION,
 	AGENT_REFUSAL,
 	AGENT_REFUSAL_CODES,
 	type AgentFeature,
+	type AgentOp,
 	type AgentRefusalCode,
 	type AttachExecutionRequest,
 	BINARY_FRAMES_FEATURE,

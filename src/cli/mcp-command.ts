@@ -9,7 +9,7 @@ import { cliBubblewrap } from './cli-bubblewrap.js'
 import { CliDependencyMissingError } from './cli-errors.js'
 import { BEST_EFFORT_WARNING, cliStateDir } from './kept-alive-context.js'
 import type { CliCommand, McpKubernetesTarget } from './parse-args.js'
-import { envOf } from './sandbox-config.js'
+import { cliContainerProviderConfig, envOf } from './sandbox-config.js'
 
 type McpCommand = Extract<CliCommand, { kind: 'mcp' }>
 
@@ -62,13 +62,41 @@ async function localSettings(command: McpCommand) {
 	}
 }
 
+type McpSource = import('../mcp/index.js').McpTierConfig
+
+/** The tier every `sandbox_create` uses, with the settings the flags gave it. */
+function tierConfig(command: McpCommand, sandbox: Awaited<ReturnType<typeof localSettings>>) {
+	const bestEffort = command.sandbox?.bestEffortLimits === true
+	if (command.kubernetes !== undefined)
+		return { tier: 'kubernetes', backend: kubernetesBackend(command.kubernetes) } as const
+	if (command.tier === 'container')
+		return {
+			tier: 'container',
+			provider: cliContainerProviderConfig({ ...command.sandbox, bestEffortLimits: bestEffort }),
+			allowNetwork: command.allowNetwork,
+			sandbox,
+		} as const satisfies McpSource
+	const stateDir = cliStateDir()
+	return {
+		tier: 'local',
+		backend: {
+			tier: 'process',
+			isolation: command.isolation,
+			...cliBubblewrap(),
+			...(stateDir === undefined ? {} : { stateDir }),
+			...(bestEffort ? { defaultLimits: 'best-effort' } : {}),
+		},
+		allowNetwork: command.allowNetwork,
+		sandbox,
+	} as const satisfies McpSource
+}
+
 export async function mcpCommand(command: McpCommand, version: string): Promise<number> {
 	const sandbox = await localSettings(command)
 	if (command.sandbox?.bestEffortLimits === true) process.stderr.write(BEST_EFFORT_WARNING)
 	const mcp = await loadMcp()
 	const given = process.env.NAMZU_SANDBOX_MCP_TOKEN
 	const token = given === undefined || given === '' ? randomBytes(32).toString('base64url') : given
-	const stateDir = cliStateDir()
 	const controller = new AbortController()
 	const stop = () => controller.abort()
 	process.once('SIGINT', stop)
@@ -81,23 +109,7 @@ export async function mcpCommand(command: McpCommand, version: string): Promise<
 			allowRemote: command.allowRemote,
 			sandboxScope: command.sharedSandboxes ? 'shared' : 'client',
 			token,
-			source:
-				command.kubernetes === undefined
-					? {
-							tier: 'local',
-							backend: {
-								tier: 'process',
-								isolation: command.isolation,
-								...cliBubblewrap(),
-								...(stateDir === undefined ? {} : { stateDir }),
-								...(command.sandbox?.bestEffortLimits === true
-									? { defaultLimits: 'best-effort' }
-									: {}),
-							},
-							allowNetwork: command.allowNetwork,
-							sandbox,
-						}
-					: { tier: 'kubernetes', backend: kubernetesBackend(command.kubernetes) },
+			source: tierConfig(command, sandbox),
 			version,
 			signal: controller.signal,
 			onListening: (url) => {

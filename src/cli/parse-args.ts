@@ -50,10 +50,10 @@ export type CliCommand =
 			readonly sharedSandboxes: boolean
 			readonly allowNetwork: boolean
 			readonly isolation: 'bubblewrap' | 'none'
-			readonly tier: 'local' | 'kubernetes'
+			readonly tier: 'local' | 'container' | 'kubernetes'
 			/** Where `--tier kubernetes` creates its task sandboxes. */
 			readonly kubernetes?: McpKubernetesTarget
-			/** `--env`, limits, `--allow-host` … for the local tier's sandboxes. */
+			/** `--env`, limits, `--allow-host` …, and `--image` for the container tier's sandboxes. */
 			readonly sandbox?: Omit<CliSandboxFlags, 'allowNetwork' | 'isolation' | 'workspace'>
 	  }
 	| { readonly kind: 'help' }
@@ -187,7 +187,7 @@ function parseMcp(rest: readonly string[]): CliCommand {
 	let sharedSandboxes = false
 	let allowNetwork = false
 	let isolation: 'bubblewrap' | 'none' = 'bubblewrap'
-	let tier: 'local' | 'kubernetes' = 'local'
+	let tier: 'local' | 'container' | 'kubernetes' = 'local'
 	const kubernetes = new Map<string, string>()
 	let inCluster = false
 	const sandboxFlags = new SandboxFlagCollector('mcp')
@@ -212,9 +212,13 @@ function parseMcp(rest: readonly string[]): CliCommand {
 		else if (arg === '--in-cluster') inCluster = true
 		else if (arg === '--tier') {
 			const chosen = rest[++index]
-			if (chosen !== 'local' && chosen !== 'kubernetes')
-				throw new CliUsageError(`--tier: local or kubernetes, got ${JSON.stringify(chosen ?? '')}`)
+			if (chosen !== 'local' && chosen !== 'container' && chosen !== 'kubernetes')
+				throw new CliUsageError(
+					`--tier: local, container or kubernetes, got ${JSON.stringify(chosen ?? '')}`,
+				)
 			tier = chosen
+			// local and container are the sandbox flags' own tiers: their checks (--image) apply.
+			if (chosen !== 'kubernetes') sandboxFlags.take(arg, chosen)
 		} else if (arg !== undefined && MCP_KUBERNETES_FLAGS.includes(arg)) {
 			kubernetes.set(arg, value(arg, rest[++index]))
 		} else {
@@ -239,11 +243,12 @@ function parseMcp(rest: readonly string[]): CliCommand {
 		allowNetwork,
 		isolation,
 	} as const
-	if (tier === 'local') {
+	if (tier !== 'kubernetes') {
 		const stray = [...kubernetes.keys(), ...(inCluster ? ['--in-cluster'] : [])][0]
 		if (stray !== undefined)
 			throw new CliUsageError(`${stray} applies only to mcp --tier kubernetes`)
-		const sandbox = sandboxFlags.result(common)
+		// The tier is this command's field; the sandbox flags keep only what shapes a sandbox.
+		const { tier: _tier, ...sandbox } = sandboxFlags.result(common)
 		return { ...common, tier, ...(Object.keys(sandbox).length > 0 ? { sandbox } : {}) }
 	}
 	if (sandboxFlagSeen !== undefined)

@@ -5,8 +5,9 @@
  */
 import { mkdir, readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
+import type { ContainerBackendConfig } from '../backends/container/index.js'
 import type { EgressPolicy, Sandbox, SandboxProvider } from '../contract/index.js'
-import { createSandboxProvider } from '../create-sandbox-provider.js'
+import { createSandboxProvider, type SandboxProviderConfig } from '../create-sandbox-provider.js'
 import { CliUsageError } from './cli-errors.js'
 import { BEST_EFFORT_WARNING, cliLocalProvider, cliStateDir } from './kept-alive-context.js'
 import { type CliSandboxFlags, parseEnvFile } from './sandbox-flags.js'
@@ -62,24 +63,33 @@ export async function cliCreateConfig(options: CliSandboxFlags): Promise<{
 	return { ...config, workingDirectory }
 }
 
-/** The provider `--tier` names (local by default), with `--best-effort-limits` and its warning. */
-export function cliProvider(options: CliSandboxFlags): SandboxProvider {
-	if (options.tier !== 'container') return cliLocalProvider(options)
-	if (options.bestEffortLimits === true) process.stderr.write(BEST_EFFORT_WARNING)
-	const defaultLimits =
-		options.bestEffortLimits === true ? ({ defaultLimits: 'best-effort' } as const) : {}
-	const stateDir = cliStateDir()
+/**
+ * The one container provider config the CLI builds, for `run`/`shell` (`cliProvider`) and for
+ * `mcp --tier container` (handed to the MCP server, which cannot import the CLI).
+ */
+export function cliContainerProviderConfig(options: {
+	readonly image?: string
+	readonly bestEffortLimits?: boolean
+}) {
 	if (options.image === undefined) throw new CliUsageError('--tier container needs --image DIR')
-	return createSandboxProvider({
+	const stateDir = cliStateDir()
+	return {
 		backend: {
 			tier: 'container',
 			image: resolve(options.image),
-			...defaultLimits,
+			...(options.bestEffortLimits === true ? { defaultLimits: 'best-effort' } : {}),
 			...(stateDir === undefined ? {} : { stateDir }),
 		},
 		// `outputs` is required; a fresh per-sandbox directory of the image's is the plain choice.
 		layout: { outputs: { source: { type: 'inImage' } } },
-	} as const)
+	} as const satisfies Extract<SandboxProviderConfig, { readonly backend: ContainerBackendConfig }>
+}
+
+/** The provider `--tier` names (local by default), with `--best-effort-limits` and its warning. */
+export function cliProvider(options: CliSandboxFlags): SandboxProvider {
+	if (options.tier !== 'container') return cliLocalProvider(options)
+	if (options.bestEffortLimits === true) process.stderr.write(BEST_EFFORT_WARNING)
+	return createSandboxProvider(cliContainerProviderConfig(options))
 }
 
 export async function openCliSandbox(

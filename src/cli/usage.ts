@@ -49,7 +49,7 @@ export const USAGE = `Usage:
       Also the containers dead hosts' runtime 'docker' sandboxes left, on the engine DOCKER_HOST
       names (else /var/run/docker.sock when it exists).
   namzu-sandbox mcp [--http [--port N] [--host H] [--allow-remote] [--shared-sandboxes]]
-                    [--tier local] [SANDBOX FLAGS]
+                    [--tier local|container] [SANDBOX FLAGS]
   namzu-sandbox mcp [--http …] --tier kubernetes --namespace NS --template NAME
                     [--warm-pool NAME] [--kubeconfig FILE [--context C] | --in-cluster]
                     [--agent-address service|pod-ip] [--agent-port N]
@@ -59,8 +59,10 @@ export const USAGE = `Usage:
       Each HTTP client (session) sees and drives only the sandboxes it created, which end with
       its session; --shared-sandboxes lets every client see every sandbox.
       Sandboxes it created are destroyed when it stops, unless created with keep_alive (local
-      tier). --tier kubernetes creates task sandboxes from the SandboxTemplate NAME (or claims
-      from the warm pool), reaching the API through FILE (default KUBECONFIG, ~/.kube/config).
+      tier). --tier container --image DIR: each sandbox an OCI container (runc) from the image,
+      the sandbox flags applied, keep_alive refused. --tier kubernetes creates task sandboxes
+      from the SandboxTemplate NAME (or claims from the warm pool), reaching the API through
+      FILE (default KUBECONFIG, ~/.kube/config).
 
 Sandbox flags (run, shell, mcp):
   --allow-network     reach the internet through a user-mode network stack (slirp4netns); the

@@ -9,13 +9,15 @@ import {
 	type KubernetesBackendConfig,
 	type LocalBackendConfig,
 } from '../index.js'
+import { type ContainerProviderConfig, containerSandboxSource } from './container-sandbox-source.js'
 import { checkHttpAccess } from './http-access.js'
 import { kubernetesSandboxSource } from './kubernetes-sandbox-source.js'
 import { type LocalSandboxSettings, localSandboxSource } from './local-sandbox-source.js'
 import { type McpSandboxScope, serveMcpHttp } from './mcp-http.js'
 import { createMcpServer } from './mcp-server.js'
-import { McpSandboxRegistry } from './sandbox-registry.js'
+import { McpSandboxRegistry, type McpSandboxSource } from './sandbox-registry.js'
 
+export type { ContainerProviderConfig } from './container-sandbox-source.js'
 export { isLoopbackHost, MIN_MCP_TOKEN_LENGTH } from './http-access.js'
 export {
 	ForeignSandboxError,
@@ -32,6 +34,13 @@ export type McpTierConfig =
 			readonly backend: LocalBackendConfig
 			readonly allowNetwork: boolean
 			/** What every sandbox gets beyond the defaults (the CLI's sandbox flags). */
+			readonly sandbox?: LocalSandboxSettings
+	  }
+	| {
+			readonly tier: 'container'
+			/** Backend (image, state directory, default limits) and layout, as the CLI builds them. */
+			readonly provider: ContainerProviderConfig
+			readonly allowNetwork: boolean
 			readonly sandbox?: LocalSandboxSettings
 	  }
 	| { readonly tier: 'kubernetes'; readonly backend: KubernetesBackendConfig }
@@ -59,6 +68,26 @@ function aborted(signal: AbortSignal): Promise<void> {
 	})
 }
 
+function sandboxSource(source: McpTierConfig): McpSandboxSource {
+	const sandbox = source.tier !== 'kubernetes' && source.sandbox ? { sandbox: source.sandbox } : {}
+	switch (source.tier) {
+		case 'local':
+			return localSandboxSource({
+				backend: source.backend,
+				allowNetwork: source.allowNetwork,
+				...sandbox,
+			})
+		case 'container':
+			return containerSandboxSource({
+				provider: source.provider,
+				allowNetwork: source.allowNetwork,
+				...sandbox,
+			})
+		default:
+			return kubernetesSandboxSource(source.backend)
+	}
+}
+
 /**
  * Serves until `signal` aborts (or, on stdio, the client closes stdin), then cleans up. A
  * configuration it can check without a client (the HTTP bind and token, the Kubernetes access)
@@ -70,15 +99,7 @@ export async function serveMcp(options: McpServeOptions): Promise<void> {
 	const source = options.source
 	// A wrong kubeconfig, context or certificate stops the server now, not at its first call.
 	if (source.tier === 'kubernetes') checkKubernetesAccess(source.backend)
-	const registry = new McpSandboxRegistry(
-		source.tier === 'local'
-			? localSandboxSource({
-					backend: source.backend,
-					allowNetwork: source.allowNetwork,
-					...(source.sandbox === undefined ? {} : { sandbox: source.sandbox }),
-				})
-			: kubernetesSandboxSource(source.backend),
-	)
+	const registry = new McpSandboxRegistry(sandboxSource(source))
 	try {
 		if (options.transport === 'http') {
 			const http = await serveMcpHttp(registry, options)

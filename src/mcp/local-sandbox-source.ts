@@ -25,7 +25,11 @@ export interface LocalSourceOptions {
 	readonly sandbox?: LocalSandboxSettings
 }
 
-function egressOf(options: LocalSourceOptions): EgressPolicy {
+/** The egress the server's flags name (shared with the container tier's source). */
+export function sandboxEgress(options: {
+	readonly allowNetwork: boolean
+	readonly sandbox?: LocalSandboxSettings
+}): EgressPolicy {
 	if (options.allowNetwork) return { kind: 'allow-all' }
 	const hosts = options.sandbox?.allowedHosts ?? []
 	const ports = options.sandbox?.hostPorts ?? []
@@ -35,7 +39,7 @@ function egressOf(options: LocalSourceOptions): EgressPolicy {
 
 export function localSandboxSource(options: LocalSourceOptions): McpSandboxSource {
 	const provider = createLocalSandboxProvider(options.backend)
-	const egress = egressOf(options)
+	const egress = sandboxEgress(options)
 	const { allowedHosts: _hosts, hostPorts: _ports, ...limits } = options.sandbox ?? {}
 	return {
 		facts: localSandboxFacts({

@@ -40,7 +40,7 @@ export class McpHttpConfigError extends SandboxError<'invalid-mcp-http-config'> 
 	}
 }
 
-/** `keep_alive` asked of a tier whose sandboxes cannot outlive the server (Kubernetes tasks). */
+/** `keep_alive` asked of a tier whose sandboxes cannot outlive the server (Kubernetes, container). */
 export class McpKeepAliveUnsupportedError extends SandboxError<'keep-alive-unsupported'> {
 	override readonly name = 'McpKeepAliveUnsupportedError'
 	readonly tier: string

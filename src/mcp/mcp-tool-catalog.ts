@@ -57,7 +57,7 @@ function createdResult(
 ): ToolResult {
 	const { sandbox } = entry.target
 	const text = [
-		`sandbox ${sandbox.id} ${existed ? 'exists' : 'created'} (tier ${facts.tier}).`,
+		`sandbox ${sandbox.id} ${existed ? 'exists' : 'created'} (tier ${facts.tier}${facts.image === undefined ? '' : `, image ${facts.image}`}).`,
 		`Workspace root: ${sandbox.rootDir} — commands start there; relative paths in every tool resolve against it, and paths in results are relative to it.`,
 		`Network: ${facts.network.policy}. ${facts.network.detail}`,
 		`Limits: ${facts.limitsText}`,
@@ -68,6 +68,7 @@ function createdResult(
 		...describe(entry),
 		existed,
 		tier: facts.tier,
+		...(facts.image === undefined ? {} : { image: facts.image }),
 		network: facts.network,
 		limits: facts.limits,
 		background_servers: BACKGROUND_SERVER_HINT,

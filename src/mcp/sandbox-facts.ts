@@ -15,7 +15,9 @@ import { DEFAULT_EXEC_TIMEOUT_MS } from '../tools/exec-tool.js'
 import { MAX_TOOL_TIMEOUT_MS } from '../tools/tool-schema-parts.js'
 
 export interface McpSandboxFacts {
-	readonly tier: 'local' | 'kubernetes'
+	readonly tier: 'local' | 'container' | 'kubernetes'
+	/** The container tier's image (the root filesystem every sandbox starts from). */
+	readonly image?: string
 	readonly network: { readonly policy: string; readonly detail: string }
 	/** Numbers where the server knows them; a sentence where the tier's configuration decides. */
 	readonly limits: Readonly<Record<string, number | string | boolean>>
@@ -109,6 +111,25 @@ export function localSandboxFacts(options: LocalFactsOptions): McpSandboxFacts {
 		},
 		limitsText: `memory ${memoryMb} MiB for everything in the sandbox (tmpfs files included; past it a process is killed); ${processes} processes/threads; CPU: ${cpu}; disk: ${disk}, /tmp is a ${tmpMb} MiB tmpfs${enforced}. ${TIMEOUTS_TEXT}${isolation}${envNames.length > 0 ? ` Environment variables set by the server: ${envNames.join(', ')}.` : ''}`,
 		lifetime: `Destroyed when this MCP server stops, unless created with keep_alive: true (then it lives ${DEFAULT_KEEP_ALIVE_MS / 60_000} minutes and can be reopened by sandbox_id).`,
+	}
+}
+
+/** The container tier's sandboxes: the local tier's network and limits, in the image given. */
+export interface ContainerFactsOptions extends Omit<LocalFactsOptions, 'isolation'> {
+	readonly image: string
+}
+
+export function containerSandboxFacts(options: ContainerFactsOptions): McpSandboxFacts {
+	// The same machine layer resolves egress and limits for both tiers, so the facts match.
+	const { image, ...rest } = options
+	const local = localSandboxFacts({ ...rest, isolation: 'bubblewrap' })
+	return {
+		...local,
+		tier: 'container',
+		image,
+		limitsText: `${local.limitsText} Runs in an OCI container (runc) whose root filesystem is the image ${image}: the programs installed are the image's; the workspace is /workspace.`,
+		lifetime:
+			'Destroyed when this MCP server stops (keep_alive is refused: a container sandbox cannot outlive the server).',
 	}
 }
 

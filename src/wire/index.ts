@@ -1,7 +1,7 @@
 // The wire's public names: the protocol version and feature names a guest advertises in `healthz`,
 // the negotiated stream heartbeat, the output cap both ends apply, the request / reply / event shapes a
-// caller meets (as types), and the refusal code table. The frame codec, the base64 helpers and the
-// op table are internal to the two ends.
+// caller meets (as types), the op table (`AgentTransport` takes only an `AgentOp`) and the refusal
+// code table. The frame codec and the base64 helpers are internal to the two ends.
 export {
 	AGENT_PROTOCOL_VERSION,
 	type AgentFeature,
@@ -31,6 +31,8 @@ export {
 } from './heartbeat.js'
 export type { FlushReply, QuiescedProcess, QuiesceReply, QuiesceScope } from './lifecycle-ops.js'
 export {
+	AGENT_OP,
+	type AgentOp,
 	type AgentRequestCredential,
 	type AttachExecutionRequest,
 	type CancelExecutionReply,

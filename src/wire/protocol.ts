@@ -413,6 +413,7 @@ export const AGENT_OP = {
 	watchPath: 'watch-path',
 } as const
 
+/** One op name as it goes on the wire (a value of `AGENT_OP`). */
 export type AgentOp = (typeof AGENT_OP)[keyof typeof AGENT_OP]
 
 /** The op names as a list, in the table's order. */

@@ -49,6 +49,43 @@ describe('parseCliArgs', () => {
 			},
 		],
 		[
+			'mcp --tier container with an image and the sandbox flags',
+			[
+				'mcp',
+				'--tier',
+				'container',
+				'--image',
+				'/images/guest',
+				'--memory',
+				'512',
+				'--env',
+				'A=1',
+				'--allow-host',
+				'pypi.org',
+			],
+			{
+				...mcp,
+				tier: 'container',
+				sandbox: {
+					image: '/images/guest',
+					memoryLimitMb: 512,
+					env: { A: '1' },
+					allowHosts: ['pypi.org'],
+				},
+			},
+		],
+		[
+			'mcp --http --tier container with the image first and network',
+			['mcp', '--image', 'layout:v1', '--http', '--allow-network', '--tier', 'container'],
+			{
+				...mcp,
+				transport: 'http',
+				allowNetwork: true,
+				tier: 'container',
+				sandbox: { image: 'layout:v1' },
+			},
+		],
+		[
 			'run takes the command after --',
 			['run', '--', 'sh', '-c', 'exit 3'],
 			{
@@ -246,7 +283,30 @@ describe('parseCliArgs', () => {
 		['mcp --allow-remote without --http', ['mcp', '--allow-remote']],
 		['mcp --shared-sandboxes without --http', ['mcp', '--shared-sandboxes']],
 		['mcp with a port out of range', ['mcp', '--http', '--port', '70000']],
-		['mcp with a tier it does not serve', ['mcp', '--tier', 'container']],
+		['mcp with a tier it does not serve', ['mcp', '--tier', 'microvm']],
+		['mcp --tier container without --image', ['mcp', '--tier', 'container']],
+		['mcp --image on the local tier', ['mcp', '--image', '/images/guest']],
+		[
+			'mcp --tier container with --no-isolation',
+			['mcp', '--tier', 'container', '--image', '/i', '--no-isolation'],
+		],
+		[
+			'mcp --tier container with a Kubernetes flag',
+			['mcp', '--tier', 'container', '--image', '/i', '--namespace', 'a'],
+		],
+		[
+			'mcp --tier container with --in-cluster',
+			['mcp', '--tier', 'container', '--image', '/i', '--in-cluster'],
+		],
+		[
+			'mcp --tier kubernetes with --image',
+			['mcp', '--tier', 'kubernetes', '--namespace', 'a', '--template', 't', '--image', '/i'],
+		],
+		['mcp --tier container with --image and no value', ['mcp', '--tier', 'container', '--image']],
+		[
+			'mcp --tier container with --allow-network and --allow-host',
+			['mcp', '--tier', 'container', '--image', '/i', '--allow-network', '--allow-host', 'a.org'],
+		],
 		[
 			'mcp --tier kubernetes without a namespace',
 			['mcp', '--tier', 'kubernetes', '--template', 't'],
@@ -320,6 +380,15 @@ describe('parseCliArgs', () => {
 			['run', '--detach', '--keep-alive-ms', '10', '--', 'true'],
 			'--keep-alive-ms needs an integer in 1000..604800000, got "10"',
 		],
+		[
+			['mcp', '--tier', 'container'],
+			'--tier container needs --image DIR (a root filesystem or OCI layout)',
+		],
+		[
+			['mcp', '--tier', 'container', '--image', '/i', '--namespace', 'a'],
+			'--namespace applies only to mcp --tier kubernetes',
+		],
+		[['mcp', '--tier', 'vm'], '--tier: local, container or kubernetes, got "vm"'],
 	])('names the flag, the range and what came: %j', (argv, message) => {
 		expect(() => parseCliArgs(argv)).toThrow(new CliUsageError(message))
 	})

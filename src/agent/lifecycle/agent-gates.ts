@@ -5,7 +5,7 @@
  * runs: new work is refused, request-shaped ops with `quiesce_in_progress`, stream-shaped ones as
  * a stream refusal. Pure decision; the connection layer applies it after authentication.
  */
-import type { AgentOp } from '../../wire/protocol.js'
+import { AGENT_OP, type AgentOp } from '../../wire/protocol.js'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 
 export interface AgentGates {
@@ -17,17 +17,20 @@ export function createAgentGates(): AgentGates {
 	return { retiring: false, quiescing: false }
 }
 
-const SERVED_WHILE_RETIRING: ReadonlySet<string> = new Set<AgentOp>(['healthz', 'cancel-execution'])
+const SERVED_WHILE_RETIRING: ReadonlySet<string> = new Set<AgentOp>([
+	AGENT_OP.healthz,
+	AGENT_OP.cancelExecution,
+])
 const REFUSED_WHILE_QUIESCING: ReadonlySet<string> = new Set<AgentOp>([
-	'reserve-execution',
-	'execute',
-	'terminal',
-	'start-detached',
-	'kill-session',
-	'attach-execution',
-	'attach-session',
-	'quiesce',
-	'flush',
+	AGENT_OP.reserveExecution,
+	AGENT_OP.execute,
+	AGENT_OP.terminal,
+	AGENT_OP.startDetached,
+	AGENT_OP.killSession,
+	AGENT_OP.attachExecution,
+	AGENT_OP.attachSession,
+	AGENT_OP.quiesce,
+	AGENT_OP.flush,
 ])
 
 /** The refusal for `op` under the current gates, or undefined when it may run. */

@@ -1,4 +1,4 @@
-import type { AgentOp } from '../../wire/protocol.js'
+import { AGENT_OP, type AgentOp } from '../../wire/protocol.js'
 import type { OpHandler } from '../server/op-context.js'
 import { attachExecution } from './attach-execution.js'
 import { attachSession } from './attach-session.js'
@@ -33,32 +33,32 @@ export interface OpEntry {
 
 /** Keyed by exactly the wire's op table: an op missing here, or one the wire lacks, fails to compile. */
 const HANDLERS: { readonly [Op in AgentOp]: OpEntry } = {
-	healthz: { handler: healthz, stream: false, public: true },
-	'reserve-execution': { handler: reserveExecution, stream: false },
-	execute: { handler: execute, stream: true, binaryFrames: true },
-	'cancel-execution': { handler: cancelExecution, stream: false },
-	'attach-execution': { handler: attachExecution, stream: true },
-	'execution-input': { handler: executionInput, stream: false },
-	'signal-execution': { handler: signalExecution, stream: false },
-	'read-file': { handler: readFile, stream: false },
-	'read-file-stream': { handler: readFileStream, stream: true, binaryFrames: true },
-	'write-file': { handler: writeFile, stream: false, binaryFrames: true },
-	'list-files': { handler: listFiles, stream: false },
-	'list-files-stream': { handler: listFilesStream, stream: true },
-	terminal: { handler: terminal, stream: true, binaryFrames: true },
-	'tcp-connect': { handler: tcpConnect, stream: true, binaryFrames: true },
-	quiesce: { handler: quiesce, stream: false },
-	flush: { handler: flush, stream: false },
-	'start-detached': { handler: startDetached, stream: false },
-	'attach-session': { handler: attachSession, stream: true },
-	'list-sessions': { handler: listSessions, stream: false },
-	'kill-session': { handler: killSession, stream: false },
-	'stat-path': { handler: statPath, stream: false },
-	'remove-path': { handler: removePath, stream: false },
-	'make-directory': { handler: makeDirectory, stream: false },
-	'rename-path': { handler: renamePath, stream: false },
-	'list-directory': { handler: listDirectory, stream: false },
-	'watch-path': { handler: watchPath, stream: true },
+	[AGENT_OP.healthz]: { handler: healthz, stream: false, public: true },
+	[AGENT_OP.reserveExecution]: { handler: reserveExecution, stream: false },
+	[AGENT_OP.execute]: { handler: execute, stream: true, binaryFrames: true },
+	[AGENT_OP.cancelExecution]: { handler: cancelExecution, stream: false },
+	[AGENT_OP.attachExecution]: { handler: attachExecution, stream: true },
+	[AGENT_OP.executionInput]: { handler: executionInput, stream: false },
+	[AGENT_OP.signalExecution]: { handler: signalExecution, stream: false },
+	[AGENT_OP.readFile]: { handler: readFile, stream: false },
+	[AGENT_OP.readFileStream]: { handler: readFileStream, stream: true, binaryFrames: true },
+	[AGENT_OP.writeFile]: { handler: writeFile, stream: false, binaryFrames: true },
+	[AGENT_OP.listFiles]: { handler: listFiles, stream: false },
+	[AGENT_OP.listFilesStream]: { handler: listFilesStream, stream: true },
+	[AGENT_OP.terminal]: { handler: terminal, stream: true, binaryFrames: true },
+	[AGENT_OP.tcpConnect]: { handler: tcpConnect, stream: true, binaryFrames: true },
+	[AGENT_OP.quiesce]: { handler: quiesce, stream: false },
+	[AGENT_OP.flush]: { handler: flush, stream: false },
+	[AGENT_OP.startDetached]: { handler: startDetached, stream: false },
+	[AGENT_OP.attachSession]: { handler: attachSession, stream: true },
+	[AGENT_OP.listSessions]: { handler: listSessions, stream: false },
+	[AGENT_OP.killSession]: { handler: killSession, stream: false },
+	[AGENT_OP.statPath]: { handler: statPath, stream: false },
+	[AGENT_OP.removePath]: { handler: removePath, stream: false },
+	[AGENT_OP.makeDirectory]: { handler: makeDirectory, stream: false },
+	[AGENT_OP.renamePath]: { handler: renamePath, stream: false },
+	[AGENT_OP.listDirectory]: { handler: listDirectory, stream: false },
+	[AGENT_OP.watchPath]: { handler: watchPath, stream: true },
 }
 
 export const OPS: Readonly<Record<string, OpEntry>> = HANDLERS

@@ -12,6 +12,7 @@
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { isRecord } from '../../common/is-record.js'
+import { AGENT_OP } from '../../wire/protocol.js'
 import { RemoteCancellationUnknownError, RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { namedRefusalError } from '../refusals/refusal-to-error.js'
 import { refusalOf } from '../transport/exchange.js'
@@ -45,7 +46,7 @@ function finalRefusal(reply: unknown, executionId: string): Error | undefined {
 	if (!isRecord(reply)) return undefined
 	const refusal = refusalOf(reply)
 	if (!refusal) return undefined
-	return namedRefusalError('cancel', refusal, { op: 'cancel-execution', executionId })
+	return namedRefusalError('cancel', refusal, { op: AGENT_OP.cancelExecution, executionId })
 }
 
 /** The pause before the next attempt, never past the window; an abort ends it early. */
@@ -73,7 +74,7 @@ export async function confirmCancellation(
 		const bound = Math.max(1, Math.min(options.controlRequestTimeoutMs, remaining))
 		let reply: unknown
 		try {
-			reply = await boundedControlRequest('cancel-execution', bound, signal, options.cancel)
+			reply = await boundedControlRequest(AGENT_OP.cancelExecution, bound, signal, options.cancel)
 		} catch (error) {
 			if (signal?.aborted || error instanceof GuestDiedError) throw error
 			lastError = error

@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { SandboxExecResult, SandboxOutputChunk } from '../../contract/sandbox.js'
 import { EXECUTION_ATTACH_FEATURE } from '../../wire/features.js'
-import type { ExecuteRequest } from '../../wire/protocol.js'
+import { AGENT_OP, type ExecuteRequest } from '../../wire/protocol.js'
 import { AGENT_REFUSAL, type WireRefusal } from '../../wire/refusals.js'
 import {
 	AgentOpRefusedError,
@@ -158,7 +158,7 @@ class ProtocolBreach {
 async function attemptOnce(
 	host: DetachableExecutionHost,
 	watch: ExecutionWatch,
-	op: 'execute' | 'attach-execution',
+	op: typeof AGENT_OP.execute | typeof AGENT_OP.attachExecution,
 	request: ExecuteRequest | undefined,
 	signal: AbortSignal,
 	onReattached: () => void,
@@ -167,7 +167,7 @@ async function attemptOnce(
 	let refused: Extract<RetainedExecutionEvent, { kind: 'refused' }> | undefined
 	try {
 		const events =
-			op === 'execute' && request
+			op === AGENT_OP.execute && request
 				? host.transport.execute(request, signal)
 				: host.transport.attachExecution(
 						{ executionId: watch.executionId, fromOffset: watch.offset },
@@ -246,7 +246,7 @@ async function follow(
 			lostAt = undefined
 		}
 		const signal = AbortSignal.any([plan.stop, window.signal])
-		const op = mode === 'execute' ? 'execute' : 'attach-execution'
+		const op = mode === 'execute' ? AGENT_OP.execute : AGENT_OP.attachExecution
 		let attempt: Attempt
 		try {
 			attempt = await attemptOnce(host, watch, op, plan.execute, signal, disarm)
@@ -266,9 +266,9 @@ async function follow(
 				mode = 'execute'
 				continue
 			}
-			if (mode === 'execute') throw refusalToError('execute', refusal, { op: 'execute' })
+			if (mode === 'execute') throw refusalToError('execute', refusal, { op: AGENT_OP.execute })
 			throw refusalToError('attach', refusal, {
-				op: 'attach-execution',
+				op: AGENT_OP.attachExecution,
 				executionId: watch.executionId,
 			})
 		}

@@ -6,7 +6,7 @@
  */
 import { type ExecutionSignal, MAX_EXECUTION_INPUT_BYTES } from '../../wire/execution-input.js'
 import { EXECUTION_INPUT_FEATURE } from '../../wire/features.js'
-import { AGENT_OP } from '../../wire/protocol.js'
+import { AGENT_OP, type AgentOp } from '../../wire/protocol.js'
 import { AgentOpRefusedError, AgentUnauthorizedError } from '../refusals/refusal-errors.js'
 import { refusalToError } from '../refusals/refusal-to-error.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
@@ -22,7 +22,7 @@ export interface ProcessInput {
 async function processCall(
 	transport: AgentTransport,
 	operation: string,
-	op: string,
+	op: AgentOp,
 	body: { readonly executionId: string } & Record<string, unknown>,
 	signal: AbortSignal | undefined,
 ): Promise<Record<string, unknown>> {

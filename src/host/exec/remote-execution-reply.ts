@@ -8,6 +8,7 @@
 import { isRecord } from '../../common/is-record.js'
 import { binaryEventBytes } from '../../wire/binary-frame.js'
 import {
+	AGENT_OP,
 	type ExecutionUsage,
 	isExecutionState,
 	isExecutionTerminalState,
@@ -31,7 +32,7 @@ export const EXECUTION_ID_PATTERN =
 export function parseReservation(reply: unknown): RemoteReservation {
 	if (!isRecord(reply)) throw new RemoteProtocolError('reserve-execution: reply is not an object')
 	const refusal = refusalOf(reply)
-	if (refusal) throw refusalToError('reserve', refusal, { op: 'reserve-execution' })
+	if (refusal) throw refusalToError('reserve', refusal, { op: AGENT_OP.reserveExecution })
 	if (reply.ok !== true) throw new RemoteProtocolError('reserve-execution: reply lacks ok: true')
 	if (reply.protocolVersion !== REMOTE_EXECUTION_PROTOCOL_VERSION) {
 		throw new RemoteProtocolError(

@@ -4,6 +4,7 @@
  * a caller abort at any point before the reservation is read (the request itself or a refusal
  * racing it) means nothing ran. Refusals become their errors through the one table.
  */
+import { AGENT_OP } from '../../wire/protocol.js'
 import { boundedControlRequest } from './bounded-control-request.js'
 import type { RemoteReservation } from './remote-execution-messages.js'
 import { parseReservation } from './remote-execution-reply.js'
@@ -26,7 +27,7 @@ export async function reserveExecution(options: ReserveOptions): Promise<Reserve
 	let reply: unknown
 	try {
 		reply = await boundedControlRequest(
-			'reserve-execution',
+			AGENT_OP.reserveExecution,
 			options.controlRequestTimeoutMs,
 			caller,
 			options.request,

@@ -7,6 +7,7 @@
 
 import { isRecord } from '../../common/is-record.js'
 import {
+	AGENT_OP,
 	type ExecutionState,
 	type ExecutionTerminalState,
 	isExecutionState,
@@ -58,7 +59,7 @@ function invalid(op: string, event: Record<string, unknown>): RemoteProtocolErro
 }
 
 export function parseRetainedExecutionEvent(
-	op: 'execute' | 'attach-execution',
+	op: typeof AGENT_OP.execute | typeof AGENT_OP.attachExecution,
 	event: Record<string, unknown>,
 ): RetainedExecutionEvent {
 	switch (event.type) {
@@ -71,17 +72,17 @@ export function parseRetainedExecutionEvent(
 			return { kind: 'delta', stream, data, offset, nextOffset }
 		}
 		case 'attached':
-			if (op !== 'attach-execution') break
+			if (op !== AGENT_OP.attachExecution) break
 			if (!isOffset(event.fromOffset) || !isOffset(event.droppedBytes)) break
 			return { kind: 'attached', fromOffset: event.fromOffset, droppedBytes: event.droppedBytes }
 		case 'result': {
-			if (op !== 'execute') break
+			if (op !== AGENT_OP.execute) break
 			const metadata = parseTerminalMetadata(event)
 			if (!metadata) break
 			return { kind: 'result', metadata, cancelled: event.cancelled === true }
 		}
 		case 'attach_result': {
-			if (op !== 'attach-execution') break
+			if (op !== AGENT_OP.attachExecution) break
 			const { outcome, started, error } = event
 			if (!isExecutionTerminalState(outcome)) break
 			if (typeof started !== 'boolean') break

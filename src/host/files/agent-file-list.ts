@@ -60,7 +60,7 @@ export async function listFilesThroughAgent(
 			return await streamListing(transport, path, signal)
 		}
 		const reply = await transport.call(AGENT_OP.listFiles, { path }, signal ? { signal } : {})
-		const collector = new ListingCollector('list-files', path)
+		const collector = new ListingCollector(AGENT_OP.listFiles, path)
 		collector.add(reply.entries)
 		return collector.entries
 	} catch (error) {
@@ -73,7 +73,7 @@ async function streamListing(
 	path: string,
 	signal: AbortSignal | undefined,
 ): Promise<SandboxFileEntry[]> {
-	const op = 'list-files-stream'
+	const op = AGENT_OP.listFilesStream
 	const collector = new ListingCollector(op, path)
 	let count: number | undefined
 	for await (const event of transport.stream(op, { path }, signal ? { signal } : {})) {

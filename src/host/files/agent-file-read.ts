@@ -116,11 +116,16 @@ function checkReply(
 	const { offset, length } = options
 	const ranged = offset !== undefined || length !== undefined
 	if (length !== undefined && received > length) {
-		throw new RemoteByteCountError('read-file', 'more than the requested length', length, received)
+		throw new RemoteByteCountError(
+			AGENT_OP.readFile,
+			'more than the requested length',
+			length,
+			received,
+		)
 	}
 	if (isByteCount(reply.bytesRead) && reply.bytesRead !== received) {
 		throw new RemoteByteCountError(
-			'read-file',
+			AGENT_OP.readFile,
 			'bytesRead contradicts the content sent',
 			reply.bytesRead,
 			received,
@@ -130,7 +135,7 @@ function checkReply(
 		const available = Math.max(0, reply.sizeBytes - (offset ?? 0))
 		if (received > available) {
 			throw new RemoteByteCountError(
-				'read-file',
+				AGENT_OP.readFile,
 				'more than the file it announced',
 				available,
 				received,
@@ -164,7 +169,7 @@ function announcedLength(
 	}
 	if (range.length !== undefined && length > range.length) {
 		throw new RemoteByteCountError(
-			'read-file-stream',
+			AGENT_OP.readFileStream,
 			'an announced length above the requested length',
 			range.length,
 			length,
@@ -214,7 +219,7 @@ async function* streamFile(
 				const size = raw ? raw.length : decodedBase64Length(ascii)
 				if (received + size > announced) {
 					throw new RemoteByteCountError(
-						'read-file-stream',
+						AGENT_OP.readFileStream,
 						'data past the announced length',
 						announced,
 						received + size,
@@ -241,7 +246,7 @@ async function* streamFile(
 				}
 				ended = true
 			} else if (event.type === 'error') {
-				throw fileRefusalError(operation, 'read-file-stream', path, readRefusal(event))
+				throw fileRefusalError(operation, AGENT_OP.readFileStream, path, readRefusal(event))
 			} else {
 				throw new RemoteProtocolError(`read-file-stream: unexpected event ${String(event.type)}`)
 			}

@@ -9,7 +9,7 @@ import { isRecord } from '../../common/is-record.js'
 import type { SandboxDirectoryPage, SandboxFileStat } from '../../contract/sandbox.js'
 import { FILE_VERBS_FEATURE } from '../../wire/features.js'
 import { MAX_LIST_DIRECTORY_PAGE } from '../../wire/file-verbs.js'
-import { AGENT_OP } from '../../wire/protocol.js'
+import { AGENT_OP, type AgentOp } from '../../wire/protocol.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import { requireGuestFeature } from '../transport/guest-features.js'
@@ -48,7 +48,7 @@ export function readFileStat(op: string, value: unknown): SandboxFileStat {
 async function fileVerb(
 	transport: AgentTransport,
 	operation: string,
-	op: string,
+	op: AgentOp,
 	path: string,
 	body: object,
 	signal: AbortSignal | undefined,

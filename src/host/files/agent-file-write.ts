@@ -113,7 +113,7 @@ async function uploadWrite(
 	let reply: Record<string, unknown>
 	try {
 		reply = await transport.upload(
-			'write-file',
+			AGENT_OP.writeFile,
 			{ path, sizeBytes: bytes.length },
 			bytes,
 			signal ? { signal } : {},
@@ -123,7 +123,7 @@ async function uploadWrite(
 	}
 	const refusal = refusalOf(reply)
 	if (refusal !== undefined)
-		throw asFileError('writeFile', path, refusalError('write-file', refusal))
+		throw asFileError('writeFile', path, refusalError(AGENT_OP.writeFile, refusal))
 	if (reply.bytesWritten !== bytes.length) {
 		throw new RemoteProtocolError(
 			`write-file: guest wrote ${String(reply.bytesWritten)} of ${bytes.length} bytes`,

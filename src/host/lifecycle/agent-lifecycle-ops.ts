@@ -78,7 +78,7 @@ export async function quiesceThroughAgent(
 		},
 	)
 	const refusal = refusalOf(reply)
-	if (refusal) throw refusalToError('quiesce', refusal, { op: 'quiesce' })
+	if (refusal) throw refusalToError('quiesce', refusal, { op: AGENT_OP.quiesce })
 	return parseQuiesceReply(reply)
 }
 
@@ -99,7 +99,7 @@ export async function flushThroughAgent(
 		},
 	)
 	const refusal = refusalOf(reply)
-	if (refusal) throw refusalToError('flush', refusal, { op: 'flush' })
+	if (refusal) throw refusalToError('flush', refusal, { op: AGENT_OP.flush })
 	const { durationMs, workspace } = reply
 	if (typeof durationMs !== 'number' || typeof workspace !== 'string') {
 		throw new RemoteProtocolError('flush: the guest answered a malformed report')

@@ -71,7 +71,7 @@ export class AgentReadFileStreamUnsupportedError extends GuestFeatureUnsupported
 		super(
 			READ_FILE_STREAM_FEATURE,
 			operation,
-			`${operation}: the guest agent does not advertise 'read-file-stream' (ranged and streamed reads); rebuild the guest image`,
+			`${operation}: the guest agent does not advertise '${READ_FILE_STREAM_FEATURE}' (ranged and streamed reads); rebuild the guest image`,
 		)
 	}
 }
@@ -85,7 +85,7 @@ export class QuiesceUnsupportedError extends GuestFeatureUnsupportedError {
 		super(
 			QUIESCE_FEATURE,
 			operation,
-			"quiesce refused: the guest agent does not advertise 'quiesce'; rebuild the guest image from this release",
+			`quiesce refused: the guest agent does not advertise '${QUIESCE_FEATURE}'; rebuild the guest image from this release`,
 		)
 	}
 }
@@ -118,7 +118,9 @@ const FEATURE_ERRORS: {
 	[READ_FILE_STREAM_FEATURE]: (operation) => new AgentReadFileStreamUnsupportedError(operation),
 	[QUIESCE_FEATURE]: (operation) => new QuiesceUnsupportedError(operation),
 	[FLUSH_FEATURE]: (operation) =>
-		new FlushUnsupportedError("the guest agent does not advertise 'flush'", { operation }),
+		new FlushUnsupportedError(`the guest agent does not advertise '${FLUSH_FEATURE}'`, {
+			operation,
+		}),
 }
 
 /** The error for a guest that lacks `feature`: its named subclass, else the class itself. */

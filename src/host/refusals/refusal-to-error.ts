@@ -12,6 +12,7 @@ import {
 	SandboxPathEscapeError,
 } from '../../contract/errors.js'
 import { type PathLimitViolation, pathLimitExpectation } from '../../wire/path-limits.js'
+import type { AGENT_OP, AgentOp } from '../../wire/protocol.js'
 import { AGENT_REFUSAL, type AgentRefusalCode, type WireRefusal } from '../../wire/refusals.js'
 import { FlushUnsupportedError, QuiesceUnsupportedError } from './guest-feature-errors.js'
 import {
@@ -32,21 +33,28 @@ import {
 /** What each verb knows about the request a refusal answered (`op` is the wire op). */
 export interface RefusalContexts {
 	/** `reserve-execution`, on the plain and the detachable path alike. */
-	readonly reserve: { readonly op: 'reserve-execution' }
+	readonly reserve: { readonly op: typeof AGENT_OP.reserveExecution }
 	/** `cancel-execution` by id: the codes named end the confirm attempts; any other is retried. */
-	readonly cancel: { readonly op: 'cancel-execution'; readonly executionId: string }
+	readonly cancel: {
+		readonly op: typeof AGENT_OP.cancelExecution
+		readonly executionId: string
+	}
 	/** An `error` event of `execute`. */
-	readonly execute: { readonly op: 'execute' }
+	readonly execute: { readonly op: typeof AGENT_OP.execute }
 	/** An `error` event of `attach-execution`. */
-	readonly attach: { readonly op: 'attach-execution'; readonly executionId: string }
+	readonly attach: {
+		readonly op: typeof AGENT_OP.attachExecution
+		readonly executionId: string
+	}
 	/** `execution-input` / `signal-execution` from a background command's handle. */
 	readonly process: {
-		readonly op: string
+		readonly op: AgentOp
 		readonly operation: string
 		readonly executionId: string
 	}
 	/** `readFile`, `readFileStream`, `writeFile`, `listFiles`. */
 	readonly file: {
+		/** A string: it may come back from a thrown `AgentOpRefusedError`, whose `op` is public. */
 		readonly op: string
 		readonly operation: string
 		readonly path: string
@@ -56,9 +64,13 @@ export interface RefusalContexts {
 		readonly cause?: unknown
 	}
 	/** The session verbs. */
-	readonly session: { readonly op: string; readonly operation: string; readonly sessionId: string }
-	readonly quiesce: { readonly op: 'quiesce' }
-	readonly flush: { readonly op: 'flush' }
+	readonly session: {
+		readonly op: AgentOp
+		readonly operation: string
+		readonly sessionId: string
+	}
+	readonly quiesce: { readonly op: typeof AGENT_OP.quiesce }
+	readonly flush: { readonly op: typeof AGENT_OP.flush }
 	/** Any other op (terminals, tcp, healthz): the generic refusal. */
 	readonly op: { readonly op: string }
 }

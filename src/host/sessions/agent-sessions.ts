@@ -13,7 +13,7 @@
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
 import type { OpenTerminalOptions, TerminalSize } from '../../contract/sandbox.js'
 import { SESSIONS_FEATURE } from '../../wire/features.js'
-import { AGENT_OP } from '../../wire/protocol.js'
+import { AGENT_OP, type AgentOp } from '../../wire/protocol.js'
 import type { WireRefusal } from '../../wire/refusals.js'
 import {
 	AgentOpRefusedError,
@@ -97,7 +97,7 @@ export function isPersistentTerminalOptions(
 /** The guest's refusal of a session op as a named error (`unauthorized` keeps its own class). */
 function sessionRefusal(
 	operation: string,
-	op: string,
+	op: AgentOp,
 	sessionId: string,
 	refusal: WireRefusal,
 ): Error {
@@ -127,7 +127,7 @@ export class AgentSessions {
 			...(cwd === undefined ? {} : { cwd }),
 			...(env === undefined ? {} : { env }),
 		}
-		const reply = await this.#call('startDetached', 'start-detached', sessionId, body, signal)
+		const reply = await this.#call('startDetached', AGENT_OP.startDetached, sessionId, body, signal)
 		const pid = reply.pid
 		if (typeof pid !== 'number') throw new RemoteProtocolError('start-detached: no pid in reply')
 		return { ...parseSessionSummary(reply), pid }
@@ -149,7 +149,7 @@ export class AgentSessions {
 			// As given: an id without `persistent: true` is refused by the guest, never downgraded.
 			persistent: (options as { readonly persistent?: unknown }).persistent,
 		}
-		return this.#attach('openTerminal', 'terminal', options.sessionId, body, signal)
+		return this.#attach('openTerminal', AGENT_OP.terminal, options.sessionId, body, signal)
 	}
 
 	async attachTerminal(
@@ -162,7 +162,7 @@ export class AgentSessions {
 			...(options.fromOffset === undefined ? {} : { fromOffset: options.fromOffset }),
 			...(options.size === undefined ? {} : { cols: options.size.cols, rows: options.size.rows }),
 		}
-		return this.#attach('attachTerminal', 'attach-session', sessionId, body, options.signal)
+		return this.#attach('attachTerminal', AGENT_OP.attachSession, sessionId, body, options.signal)
 	}
 
 	/** One read of the session's ring; not an attachment: it displaces nobody, signals nothing. */
@@ -186,14 +186,14 @@ export class AgentSessions {
 		try {
 			for await (const event of events) {
 				const refusal = streamRefusalOf(event)
-				if (refusal) throw sessionRefusal('readSession', 'attach-session', sessionId, refusal)
+				if (refusal) throw sessionRefusal('readSession', AGENT_OP.attachSession, sessionId, refusal)
 				if (output) throw new RemoteProtocolError('attach-session: a read answered more than once')
 				output = event
 			}
 		} catch (error) {
 			// `stream` throws `{ ok: false }` refusals itself; give them the session shape too.
 			if (error instanceof AgentOpRefusedError && !(error instanceof AgentUnauthorizedError)) {
-				throw sessionRefusal('readSession', 'attach-session', sessionId, error.refusal)
+				throw sessionRefusal('readSession', AGENT_OP.attachSession, sessionId, error.refusal)
 			}
 			throw error
 		}
@@ -203,7 +203,7 @@ export class AgentSessions {
 
 	async listSessions(options: ListSessionsOptions = {}): Promise<SessionSummary[]> {
 		await this.require('listSessions', options.signal)
-		const reply = await this.#call('listSessions', 'list-sessions', '', {}, options.signal)
+		const reply = await this.#call('listSessions', AGENT_OP.listSessions, '', {}, options.signal)
 		if (!Array.isArray(reply.sessions)) {
 			throw new RemoteProtocolError('list-sessions: no sessions array in reply')
 		}
@@ -220,7 +220,7 @@ export class AgentSessions {
 		const body = { sessionId, ...(options.signal === undefined ? {} : { signal: options.signal }) }
 		const reply = await this.#call(
 			'killSession',
-			'kill-session',
+			AGENT_OP.killSession,
 			sessionId,
 			body,
 			options.abortSignal,
@@ -238,7 +238,7 @@ export class AgentSessions {
 
 	async #call(
 		operation: string,
-		op: string,
+		op: AgentOp,
 		sessionId: string,
 		body: object,
 		signal: AbortSignal | undefined,
@@ -251,7 +251,7 @@ export class AgentSessions {
 
 	async #attach(
 		operation: string,
-		op: string,
+		op: AgentOp,
 		sessionId: string,
 		body: object,
 		signal: AbortSignal | undefined,
@@ -267,7 +267,7 @@ export class AgentSessions {
 	/** Opens a two-way session stream; a refusal before `ready` names the session. */
 	#openStream(
 		operation: string,
-		op: string,
+		op: AgentOp,
 		sessionId: string,
 		body: object,
 		signal: AbortSignal | undefined,

@@ -4,6 +4,7 @@
  * A malformed row is a `RemoteProtocolError`, never a guess.
  */
 import type { BackgroundJobOutput } from '../../contract/background-job-output.js'
+import { AGENT_OP } from '../../wire/protocol.js'
 import type { SessionSummaryWire } from '../../wire/sessions.js'
 import { RemoteByteCountError, RemoteProtocolError } from '../refusals/refusal-errors.js'
 
@@ -86,7 +87,7 @@ export function parseSessionOutput(raw: Record<string, unknown>): BackgroundJobO
 	// Every character the guest decodes costs at least one byte of the span it claims.
 	if (fromOffset !== undefined && chunk.length > nextOffset - fromOffset) {
 		throw new RemoteByteCountError(
-			'attach-session',
+			AGENT_OP.attachSession,
 			'a chunk longer than the offsets it spans',
 			Math.max(0, nextOffset - fromOffset),
 			chunk.length,

@@ -11,11 +11,13 @@ import { raceSignal } from '../../common/bounded-promise.js'
 import { withBinaryFramesRequest } from '../../wire/binary-frame.js'
 import { BINARY_FRAMES_FEATURE, EXECUTE_RESERVES_FEATURE } from '../../wire/features.js'
 import { encodedFrameBytes, encodeFrameWithBase64, FRAME_HEADER_BYTES } from '../../wire/frame.js'
-import type {
-	AttachExecutionRequest,
-	ExecuteRequest,
-	TcpConnectRequest,
-	TerminalRequest,
+import {
+	AGENT_OP,
+	type AgentOp,
+	type AttachExecutionRequest,
+	type ExecuteRequest,
+	type TcpConnectRequest,
+	type TerminalRequest,
 } from '../../wire/protocol.js'
 import type { WireRefusal } from '../../wire/refusals.js'
 import type { SandboxAgentHandle } from './agent-handle.js'
@@ -152,14 +154,14 @@ export class AgentTransport {
 	 * `{ op, token?, body? }`: the body goes last so a bulk body's trailing `content` is the
 	 * payload's last string, which the guest decodes without building it (ascii-string-members.ts).
 	 */
-	#envelope(op: string, body: unknown): object {
+	#envelope(op: AgentOp, body: unknown): object {
 		const token = this.#token
 		const head = token === undefined ? { op } : { op, token }
 		return body === undefined ? head : { ...head, body }
 	}
 
 	/** Payload bytes of the envelope `request(op, body)` would send (token included, never shown). */
-	encodedRequestBytes(op: string, body: unknown): number {
+	encodedRequestBytes(op: AgentOp, body: unknown): number {
 		return encodedFrameBytes(this.#envelope(op, body)) - FRAME_HEADER_BYTES
 	}
 
@@ -178,7 +180,7 @@ export class AgentTransport {
 	}
 
 	async #open(
-		op: string,
+		op: AgentOp,
 		frame: Buffer,
 		signal: AbortSignal | undefined,
 		options: Pick<AgentRequestOptions, 'onDialed' | 'maxFrameBytes' | 'binaryFrames'> = {},
@@ -198,7 +200,7 @@ export class AgentTransport {
 
 	/** One request-shaped exchange; answers the raw reply, refusals included. */
 	async request(
-		op: string,
+		op: AgentOp,
 		body: unknown,
 		options: AgentRequestOptions = {},
 	): Promise<Record<string, unknown>> {
@@ -206,7 +208,7 @@ export class AgentTransport {
 	}
 
 	async #requestFrame(
-		op: string,
+		op: AgentOp,
 		frame: Buffer,
 		options: AgentRequestOptions,
 	): Promise<Record<string, unknown>> {
@@ -226,7 +228,7 @@ export class AgentTransport {
 
 	/** A request-shaped exchange whose `{ ok: false }` answer is thrown as a named refusal. */
 	async call(
-		op: string,
+		op: AgentOp,
 		body: unknown,
 		options: AgentRequestOptions = {},
 	): Promise<Record<string, unknown>> {
@@ -243,7 +245,7 @@ export class AgentTransport {
 	 * Sending stops as soon as the guest says anything (it answers early only to refuse).
 	 */
 	async upload(
-		op: string,
+		op: AgentOp,
 		body: unknown,
 		bytes: Uint8Array,
 		options: AgentRequestOptions = {},
@@ -290,7 +292,7 @@ export class AgentTransport {
 
 	/** A stream-shaped exchange: each event until the terminator. Breaking out closes the connection. */
 	async *stream(
-		op: string,
+		op: AgentOp,
 		body: unknown,
 		options: AgentRequestOptions = {},
 	): AsyncGenerator<Record<string, unknown>, void, undefined> {
@@ -313,7 +315,7 @@ export class AgentTransport {
 	}
 
 	/** Opens a long-lived two-way op (terminal, tcp-connect) and waits for its `ready`. */
-	async #openDuplex(op: string, body: unknown, signal?: AbortSignal): Promise<FrameChannel> {
+	async #openDuplex(op: AgentOp, body: unknown, signal?: AbortSignal): Promise<FrameChannel> {
 		const options = { binaryFrames: true, ...(signal ? { signal } : {}) }
 		return (await this.openStream(op, body, options)).channel
 	}
@@ -325,7 +327,7 @@ export class AgentTransport {
 	 * default the transport's own refusal errors.
 	 */
 	async openStream(
-		op: string,
+		op: AgentOp,
 		body: unknown,
 		options: {
 			readonly signal?: AbortSignal
@@ -367,7 +369,7 @@ export class AgentTransport {
 	/** `healthz`, strictly validated (ok true, protocol version exactly 2). */
 	async healthz(signal?: AbortSignal): Promise<AgentHealth> {
 		const handle = this.handle
-		const reply = await this.request('healthz', undefined, signal ? { signal } : {})
+		const reply = await this.request(AGENT_OP.healthz, undefined, signal ? { signal } : {})
 		const health = parseHealthzReply(reply)
 		// Every probe refreshes what is known of the guest it reached (not one rebound away since).
 		if (this.handle === handle) this.#knownFeatures = new Set(health.features)
@@ -399,7 +401,7 @@ export class AgentTransport {
 	): Promise<Record<string, unknown>> {
 		const handle = this.handle
 		const reply = await this.request(
-			'reserve-execution',
+			AGENT_OP.reserveExecution,
 			executionId === undefined ? {} : { executionId },
 			{ signal, onDialed },
 		)
@@ -427,7 +429,7 @@ export class AgentTransport {
 		request: AttachExecutionRequest,
 		signal: AbortSignal,
 	): AsyncGenerator<Record<string, unknown>, void, undefined> {
-		return this.stream('attach-execution', request, {
+		return this.stream(AGENT_OP.attachExecution, request, {
 			signal,
 			idleTimeoutMs: 0,
 		})
@@ -444,7 +446,7 @@ export class AgentTransport {
 		fence = false,
 	): Promise<Record<string, unknown>> {
 		const body = fence ? { executionId, fence: true } : { executionId }
-		return this.request('cancel-execution', body, { signal, onDialed })
+		return this.request(AGENT_OP.cancelExecution, body, { signal, onDialed })
 	}
 
 	/**
@@ -460,7 +462,7 @@ export class AgentTransport {
 		if (request.reserve === true && request.executionId !== undefined) {
 			this.#reservations.note(request.executionId, { handle: this.handle })
 		}
-		return this.stream('execute', request, {
+		return this.stream(AGENT_OP.execute, request, {
 			signal,
 			idleTimeoutMs: 0,
 			onDialed,
@@ -476,7 +478,7 @@ export class AgentTransport {
 		signal?: AbortSignal,
 	): Promise<AgentTerminalSession> {
 		return new AgentTerminalSession(
-			await this.#openDuplex('terminal', request, signal),
+			await this.#openDuplex(AGENT_OP.terminal, request, signal),
 			this.liveness,
 		)
 	}
@@ -487,7 +489,7 @@ export class AgentTransport {
 		signal?: AbortSignal,
 	): Promise<AgentTcpConnection> {
 		return new AgentTcpConnection(
-			await this.#openDuplex('tcp-connect', request, signal),
+			await this.#openDuplex(AGENT_OP.tcpConnect, request, signal),
 			this.liveness,
 		)
 	}

@@ -4,7 +4,7 @@
  * not be used. `features` is optional for guests that predate it.
  */
 
-import type { HealthzReply } from '../../wire/protocol.js'
+import { AGENT_OP, type HealthzReply } from '../../wire/protocol.js'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { AgentOpRefusedError, RemoteProtocolError } from '../refusals/refusal-errors.js'
 import { REMOTE_EXECUTION_PROTOCOL_VERSION } from './agent-transport-options.js'
@@ -25,7 +25,9 @@ export function parseHealthzReply(reply: Record<string, unknown>): AgentHealth {
 		// A fenced agent's answer keeps its code as the cause, so a tier can name the fence by type.
 		throw new RemoteProtocolError(
 			`guest agent healthz answered ok=${String(reply.ok)}${retiring ? ' (the agent is retiring)' : ''}`,
-			retiring ? { cause: new AgentOpRefusedError('healthz', AGENT_REFUSAL.agent_retiring) } : {},
+			retiring
+				? { cause: new AgentOpRefusedError(AGENT_OP.healthz, AGENT_REFUSAL.agent_retiring) }
+				: {},
 		)
 	}
 	const features = reply.features ?? []

@@ -27,6 +27,7 @@ import {
 	checkProviderDefaults,
 	type SandboxProviderDefaults,
 } from '../../../provider-defaults.js'
+import { AGENT_OP } from '../../../wire/protocol.js'
 import {
 	createInstanceFleet,
 	ownedAgentSandboxHandOut,
@@ -209,7 +210,7 @@ async function startInstance(
 			)
 		}
 		// The first authenticated op binds this claim's token (trust on first use in the group).
-		await transport.call('list-sessions', {}, { signal })
+		await transport.call(AGENT_OP.listSessions, {}, { signal })
 	} catch (error) {
 		if (signal.aborted) {
 			await cleanUp(client, config, name)
