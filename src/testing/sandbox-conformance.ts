@@ -32,10 +32,11 @@ import { defineWatchCases } from './conformance-watch-cases.js'
 /**
  * Version of the contract this suite checks. 1: first suite; 2: a `writeFile` body larger than
  * one wire frame; 3: `walkFiles`, concurrent `exec`, `exec` timeout; 4: the file verbs (`stat`,
- * `exists`, `remove`, `mkdir`, `rename`, `listDirectory`), `watch` and `events`. (Ranged/streamed reads and
- * the whole-tree abort are gated by options and did not raise it.)
+ * `exists`, `remove`, `mkdir`, `rename`, `listDirectory`), `watch` and `events`; 5: `listFiles` and
+ * `walkFiles` return the guest's own paths (workspace-relative), never a host path. (Ranged/streamed
+ * reads and the whole-tree abort are gated by options and did not raise it.)
  */
-export const SANDBOX_CONTRACT_VERSION = 4
+export const SANDBOX_CONTRACT_VERSION = 5
 
 /** Thrown inside a case to end it as skipped; the case's own `run` below catches it, so it never escapes. */
 class CaseSkipped extends Error {

@@ -133,10 +133,10 @@ describe('package entry points', () => {
 		])
 	})
 
-	it('the ./testing subpath exports the conformance suite at contract version 4', async () => {
+	it('the ./testing subpath exports the conformance suite at contract version 5', async () => {
 		const testing: Record<string, unknown> = await import('@namzu/sandbox/testing')
 		expect(typeof testing.defineSandboxConformance).toBe('function')
-		expect(testing.SANDBOX_CONTRACT_VERSION).toBe(4)
+		expect(testing.SANDBOX_CONTRACT_VERSION).toBe(5)
 	})
 
 	it('createSandboxProvider refuses a tier this build does not implement, by name', async () => {

@@ -100,8 +100,8 @@ describe('defineSandboxConformance registration', () => {
 		return harness.cases
 	}
 
-	it('is contract version 4', () => {
-		expect(SANDBOX_CONTRACT_VERSION).toBe(4)
+	it('is contract version 5', () => {
+		expect(SANDBOX_CONTRACT_VERSION).toBe(5)
 	})
 
 	it('registers every case under one describe naming the contract version and label, creating nothing', () => {
@@ -111,7 +111,7 @@ describe('defineSandboxConformance registration', () => {
 			sandboxShape: AgentSandbox.prototype,
 		})
 		expect(cases).toHaveLength(38)
-		expect(cases.every((c) => c.path[0] === 'Sandbox conformance (contract v4): x')).toBe(true)
+		expect(cases.every((c) => c.path[0] === 'Sandbox conformance (contract v5): x')).toBe(true)
 		expect(cases.filter((c) => c.skipped)).toEqual([])
 		expect(new Set(cases.map((c) => c.path[1]))).toEqual(
 			new Set([
