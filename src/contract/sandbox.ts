@@ -118,7 +118,7 @@ export interface SandboxOutputTruncation {
 
 /** One regular file `listFiles` / `walkFiles` found. */
 export interface SandboxFileEntry {
-	/** Absolute path inside the sandbox. Regular files only. */
+	/** The guest's path (relative to `rootDir` inside the workspace, else guest-absolute). */
 	readonly path: string
 	readonly size: number
 }
@@ -439,7 +439,7 @@ export interface Sandbox {
 	readFile(path: string, options?: SandboxReadFileOptions): Promise<Buffer>
 	/** The file as a stream of chunks, without holding it whole. */
 	readFileStream?(path: string, options?: SandboxReadFileStreamOptions): AsyncIterable<Buffer>
-	/** Recursive regular files with absolute paths; a missing root yields `[]`. */
+	/** Recursive regular files with guest paths (see `SandboxFileEntry`); a missing root: `[]`. */
 	listFiles(
 		rootPath: string,
 		options?: SandboxListFilesOptions,

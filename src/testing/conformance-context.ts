@@ -32,10 +32,16 @@ export function scratch(sandbox: Sandbox, name: string): string {
 	return `${root}/conformance-${name}-${randomUUID().slice(0, 8)}`
 }
 
+/** How results show a path: relative to `rootDir` inside the workspace, else as given. */
+export function shownOf(sandbox: Sandbox, path: string): string {
+	const root = sandbox.rootDir.endsWith('/') ? sandbox.rootDir : `${sandbox.rootDir}/`
+	return path.startsWith(root) ? path.slice(root.length) : path
+}
+
 export async function markerExists(sandbox: Sandbox, marker: string): Promise<boolean> {
 	const directory = marker.slice(0, marker.lastIndexOf('/'))
 	const entries = await sandbox.listFiles(directory)
-	return entries.some((entry) => entry.path === marker)
+	return entries.some((entry) => entry.path === shownOf(sandbox, marker))
 }
 
 export async function writeTree(
@@ -48,6 +54,14 @@ export async function writeTree(
 	}
 }
 
-export function relativePaths(entries: readonly SandboxFileEntry[], root: string): string[] {
-	return entries.map((entry) => entry.path.slice(root.length + 1)).sort()
+/** The entries' paths relative to `root` (an absolute path under the workspace), sorted. */
+export function relativePaths(
+	sandbox: Sandbox,
+	entries: readonly SandboxFileEntry[],
+	root: string,
+): string[] {
+	const prefix = `${shownOf(sandbox, root)}/`
+	return entries
+		.map((entry) => (entry.path.startsWith(prefix) ? entry.path.slice(prefix.length) : entry.path))
+		.sort()
 }

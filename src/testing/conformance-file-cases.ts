@@ -1,6 +1,6 @@
 /** The conformance suite's `files` section: round trips, large bodies, ranges, streams, listings. */
 import { randomUUID } from 'node:crypto'
-import { type SuiteContext, scratch, writeTree } from './conformance-context.js'
+import { type SuiteContext, scratch, shownOf, writeTree } from './conformance-context.js'
 import { deterministicBytes, drain, sha256 } from './conformance-fixtures.js'
 
 const MiB = 1024 * 1024
@@ -93,7 +93,7 @@ export function defineFileCases({ test, expect, options }: SuiteContext): void {
 		{ skipReason: gate },
 	)
 
-	test('listFiles returns every regular file below the root with absolute paths and sizes', async (sandbox) => {
+	test('listFiles returns every regular file below the root with workspace-relative paths and sizes', async (sandbox) => {
 		const root = scratch(sandbox, 'list')
 		await writeTree(sandbox, root, {
 			'one.txt': 'one',
@@ -102,11 +102,39 @@ export function defineFileCases({ test, expect, options }: SuiteContext): void {
 		})
 		const entries = await sandbox.listFiles(root)
 		const sorted = [...entries].sort((a, b) => (a.path < b.path ? -1 : 1))
+		const shown = shownOf(sandbox, root)
+		expect(shown.startsWith('/'), 'a scratch root inside the workspace shows relative').toBe(false)
 		expect(sorted, 'listed entries').toEqual([
-			{ path: `${root}/one.txt`, size: 3 },
-			{ path: `${root}/sub/deeper/empty`, size: 0 },
-			{ path: `${root}/sub/two.bin`, size: 5 },
+			{ path: `${shown}/one.txt`, size: 3 },
+			{ path: `${shown}/sub/deeper/empty`, size: 0 },
+			{ path: `${shown}/sub/two.bin`, size: 5 },
 		])
+	})
+
+	test('a path listFiles or walkFiles returns goes straight back into readFile and is never a host path', async (sandbox) => {
+		const root = scratch(sandbox, 'list-back')
+		const files = { 'calc.js': 'export const one = 1\n', 'src/deep/data.bin': 'bytes\u0000!' }
+		await writeTree(sandbox, root, files)
+		const listed = await sandbox.listFiles(root)
+		const walkFiles = sandbox.walkFiles?.bind(sandbox)
+		const walked = walkFiles ? await drain(walkFiles(root, { maxEntries: 100 })) : []
+		expect(listed.length, 'files listed').toBe(2)
+		if (walkFiles) expect(walked.length, 'files walked').toBe(2)
+		const byName = new Map(Object.entries(files))
+		for (const entry of [...listed, ...walked]) {
+			// Inside the workspace a result is relative, so it can name no host directory (the local
+			// tier's workspace sits under the host's state dir, and rootDir is that host path).
+			expect(entry.path.startsWith('/'), `${entry.path} is workspace-relative`).toBe(false)
+			expect(entry.path.startsWith(sandbox.rootDir), `${entry.path} is not under rootDir`).toBe(
+				false,
+			)
+			const name = entry.path.slice(shownOf(sandbox, root).length + 1)
+			const read = await sandbox.readFile(entry.path)
+			expect(read.toString('utf8'), `read back by its listed path ${entry.path}`).toBe(
+				byName.get(name),
+			)
+			expect(read.length, `size of ${entry.path}`).toBe(entry.size)
+		}
 	})
 
 	test('listFiles of a missing root returns an empty list', async (sandbox) => {

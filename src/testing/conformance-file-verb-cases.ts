@@ -5,14 +5,7 @@
  * stays inside is described (positive control). Every path a result carries is the guest's own.
  */
 import { SandboxPathEscapeError } from '../contract/errors.js'
-import type { Sandbox } from '../contract/sandbox.js'
-import { type SuiteContext, scratch } from './conformance-context.js'
-
-/** The relative form of a scratch path (what results show for paths inside the workspace). */
-function relativeOf(sandbox: Sandbox, path: string): string {
-	const root = sandbox.rootDir.endsWith('/') ? sandbox.rootDir : `${sandbox.rootDir}/`
-	return path.startsWith(root) ? path.slice(root.length) : path
-}
+import { type SuiteContext, scratch, shownOf } from './conformance-context.js'
 
 /** The error `call` rejects with (the case fails when it resolves). */
 async function rejection(call: () => Promise<unknown>): Promise<unknown> {
@@ -84,7 +77,7 @@ export function defineFileVerbCases({ test, expect }: SuiteContext): void {
 			])
 			expect(whole?.entries[0]?.size, 'size').toBe(3)
 			expect(whole?.entries[0]?.path, 'path, relative to rootDir').toBe(
-				`${relativeOf(sandbox, root)}/a.txt`,
+				`${shownOf(sandbox, root)}/a.txt`,
 			)
 			expect(whole?.nextCursor, 'no cursor after the last page').toBe(undefined)
 			const names: string[] = []

@@ -1,4 +1,4 @@
-import { OpRefusal } from '../../src/agent/server/op-refusal.js'
+import { OpRefusal } from '../../src/agent/handler/op-refusal.js'
 
 /** The `error` of the `OpRefusal` that `run` throws, or undefined when it returns. */
 export function refusalOf(run: () => unknown): string | undefined {

@@ -248,6 +248,14 @@ describe('import graph', () => {
 		expect(violations).toEqual([])
 	})
 
+	it("the agent's server/ is its top: no other file of src/ imports it", () => {
+		const server = join(src, 'agent', 'server')
+		const violations = edges
+			.filter((edge) => edge.to.startsWith(`${server}/`) && !edge.from.startsWith(`${server}/`))
+			.map((edge) => `${relative(src, edge.from)} imports ${edge.specifier}`)
+		expect(violations).toEqual([])
+	})
+
 	it('src/ has no import cycle, type-only imports included', () => {
 		const graph = new Map<string, string[]>()
 		for (const file of sourceFiles(src)) graph.set(file, [])

@@ -8,7 +8,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { loadAgentConfig } from '../../src/agent/server/config.js'
+import { loadAgentConfig } from '../../src/agent/handler/config.js'
 import { loadSessionConfig } from '../../src/agent/sessions/session-config.js'
 import { DEFAULT_KUBERNETES_AGENT_PORT } from '../../src/backends/kubernetes/kubernetes-backend-config.js'
 import { ADMISSION_FENCE_NAME } from '../../src/backends/kubernetes/network/admission-fence.js'

@@ -110,7 +110,7 @@ describe('defineSandboxConformance registration', () => {
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
 		})
-		expect(cases).toHaveLength(37)
+		expect(cases).toHaveLength(38)
 		expect(cases.every((c) => c.path[0] === 'Sandbox conformance (contract v4): x')).toBe(true)
 		expect(cases.filter((c) => c.skipped)).toEqual([])
 		expect(new Set(cases.map((c) => c.path[1]))).toEqual(

@@ -4,7 +4,7 @@
  * no helper. One without the other, or a bad port, refuses to start.
  */
 import { EGRESS_PORTS_VARIABLE, EGRESS_SOCKET_VARIABLE } from '../../wire/egress-bridge.js'
-import { AgentConfigError } from '../server/config-error.js'
+import { AgentConfigError } from '../handler/config-error.js'
 
 export interface EgressCaptureConfig {
 	readonly ports: readonly number[]

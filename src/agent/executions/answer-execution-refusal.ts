@@ -2,8 +2,8 @@
  * How the execution handlers answer a refusal themselves: in the op's shape, with the
  * `executionState` / `nextOffset` an `ExecutionRefusal` carries and any extra reply fields.
  */
-import type { OpContext } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import type { OpContext } from '../handler/op-context.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import { ExecutionRefusal } from './execution-refusal.js'
 
 function refusalFields(refusal: OpRefusal): Record<string, unknown> {

@@ -3,7 +3,7 @@
  * written onto the socket, and a reader too far behind cut off (retained-output.ts).
  */
 import type { RetainedDeltaEvent } from '../../wire/protocol.js'
-import type { OpContext } from '../server/op-context.js'
+import type { OpContext } from '../handler/op-context.js'
 import type { RetainedOutputReader } from './retained-output.js'
 
 /** A reader over one connection (`execute` or `attach-execution`). */

@@ -6,14 +6,14 @@
 
 import { isExecutionId } from '../../wire/execution-id.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
-import type { AgentConfig } from '../server/config.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import type { AgentConfig } from '../handler/config.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import {
 	isIntegerIn,
 	isStringArray,
 	isStringRecord,
 	POSITIVE_INTEGER,
-} from '../server/value-checks.js'
+} from '../handler/value-checks.js'
 
 export interface ResolvedExecuteRequest {
 	readonly executionId?: string

@@ -15,6 +15,7 @@
 import type { ChildProcess } from 'node:child_process'
 import type { ExecResultEvent } from '../../wire/protocol.js'
 import { formatRefusal } from '../../wire/refusals.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import { childEnvironment } from '../process/child-env.js'
 import {
 	isProcessGroupAlive,
@@ -29,7 +30,6 @@ import {
 	spawnWorkload,
 	WORKLOAD_CGROUP_JOIN_FAILED,
 } from '../process/workload-spawn.js'
-import { OpRefusal } from '../server/op-refusal.js'
 import { OutputCapture } from './output-capture.js'
 
 export type ExecResultFields = Omit<ExecResultEvent, 'type'>

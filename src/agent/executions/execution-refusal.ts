@@ -5,7 +5,7 @@
  * answer these themselves (answer-execution-refusal.ts).
  */
 import type { ExecutionState } from '../../wire/protocol.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 
 export class ExecutionRefusal extends OpRefusal {
 	override readonly name = 'ExecutionRefusal'

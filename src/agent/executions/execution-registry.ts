@@ -42,7 +42,7 @@ import type {
 	ReserveExecutionReply,
 } from '../../wire/protocol.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import type {
 	ExecResultFields,
 	ExecutionOutcome,

@@ -9,7 +9,7 @@
 import type { FileHandle } from 'node:fs/promises'
 import { rename, stat } from 'node:fs/promises'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import { errnoCode } from './fs-refusal.js'
 import type { JailedDirectory } from './jailed-open.js'
 

@@ -4,7 +4,7 @@
  * matches on; the path in them is the jailed path, never a secret.
  */
 
-import { OpRefusal } from '../server/op-refusal.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 
 export function errnoCode(error: unknown): string | undefined {
 	const code = (error as NodeJS.ErrnoException | undefined)?.code

@@ -10,8 +10,8 @@
 import type { FileHandle } from 'node:fs/promises'
 import { binaryEventBytes, releaseBinaryEventBytes } from '../../wire/binary-frame.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
-import type { OpContext } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import type { OpContext } from '../handler/op-context.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 
 /** Queued bytes past which the connection is paused. */
 export const INCOMING_HIGH_WATER_BYTES = 1024 * 1024

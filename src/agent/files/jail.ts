@@ -20,8 +20,8 @@ import { lstatSync } from 'node:fs'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { describePathLimitViolation, pathLimitViolation } from '../../wire/path-limits.js'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
-import type { AgentConfig } from '../server/config.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import type { AgentConfig } from '../handler/config.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import { realpathOfNearest } from './physical-walk.js'
 
 export const PATH_ESCAPES_WORKSPACE = AGENT_REFUSAL.path_escapes_workspace

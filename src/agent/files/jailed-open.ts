@@ -15,7 +15,7 @@
 import { closeSync, constants, mkdirSync, openSync } from 'node:fs'
 import { type FileHandle, open } from 'node:fs/promises'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import { errnoCode } from './fs-refusal.js'
 import { isWithin, type JailedPath, pathEscapesWorkspace } from './jail.js'
 import { descriptorPath, entryOf, O_PATH, walkToNearest } from './physical-walk.js'

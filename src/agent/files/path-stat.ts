@@ -6,7 +6,7 @@ import type { Stats } from 'node:fs'
 import { lstat, readlink } from 'node:fs/promises'
 import type { WireFileStat, WireFileType } from '../../wire/file-verbs.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 
 export function fileTypeOf(stats: Stats): WireFileType {
 	if (stats.isFile()) return 'file'

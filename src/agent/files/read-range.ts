@@ -5,8 +5,8 @@
  */
 
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
-import { OpRefusal } from '../server/op-refusal.js'
-import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../server/value-checks.js'
+import { OpRefusal } from '../handler/op-refusal.js'
+import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../handler/value-checks.js'
 
 export const READ_FILE_RANGE_VARIABLE = 'NAMZU_AGENT_READ_FILE_RANGE_BYTES'
 

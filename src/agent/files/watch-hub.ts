@@ -6,7 +6,7 @@
 import { lstatSync } from 'node:fs'
 import { MAX_WATCHERS, WATCH_RETENTION_MS } from '../../wire/file-verbs.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import { errnoCode, fsRefusal } from './fs-refusal.js'
 import { PathWatcher } from './path-watcher.js'
 

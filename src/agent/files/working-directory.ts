@@ -6,8 +6,8 @@
 
 import { stat } from 'node:fs/promises'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
-import type { AgentConfig } from '../server/config.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import type { AgentConfig } from '../handler/config.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import { resolveWorkspaceDirectory } from './jail.js'
 
 function refuse(detail: string): OpRefusal {

@@ -7,8 +7,8 @@ import { isRecord } from '../../common/is-record.js'
 import { asciiMemberBytes } from '../../wire/ascii-string-members.js'
 import { decodeBase64 } from '../../wire/base64-pieces.js'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
-import { OpRefusal } from '../server/op-refusal.js'
-import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../server/value-checks.js'
+import { OpRefusal } from '../handler/op-refusal.js'
+import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../handler/value-checks.js'
 
 export type WriteRequest =
 	| { readonly kind: 'whole'; readonly path: string; readonly content: Buffer }

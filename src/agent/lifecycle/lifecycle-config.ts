@@ -4,8 +4,8 @@
  * Kept apart from config.ts so the lifecycle work owns its own variables; config.ts carries the
  * result as `config.lifecycle`.
  */
-import { AgentConfigError } from '../server/config-error.js'
-import { integerVariable, POSITIVE_INTEGER } from '../server/value-checks.js'
+import { AgentConfigError } from '../handler/config-error.js'
+import { integerVariable, POSITIVE_INTEGER } from '../handler/value-checks.js'
 
 export type QuiesceScopeSetting = 'auto' | 'owned-sessions'
 

@@ -16,8 +16,8 @@
  */
 import type { Server } from 'node:net'
 import type { ExecutionRegistry } from '../executions/execution-registry.js'
+import type { AgentConfig } from '../handler/config.js'
 import type { WorkloadCgroups } from '../process/workload-cgroups.js'
-import type { AgentConfig } from '../server/config.js'
 import type { AgentGates } from './agent-gates.js'
 import { flushSupported, runFlush } from './flush.js'
 import { runQuiesce } from './quiesce.js'

@@ -14,10 +14,10 @@ import { answerExecutionRefusal } from '../executions/answer-execution-refusal.j
 import { connectionReader } from '../executions/connection-reader.js'
 import { ExecutionRefusal } from '../executions/execution-refusal.js'
 import type { RetainedFollow } from '../executions/retained-output.js'
+import type { OpHandler } from '../handler/op-context.js'
+import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../handler/value-checks.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import { OutputLogOffsetError } from '../process/output-log.js'
-import type { OpHandler } from '../server/op-context.js'
-import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../server/value-checks.js'
 
 function requestedOffset(value: unknown): number {
 	if (value === undefined || value === null) return 0

@@ -9,8 +9,8 @@
  */
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import type { SessionOutputEvent } from '../../wire/sessions.js'
-import type { OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import type { OpHandler } from '../handler/op-context.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import type { Session } from '../sessions/session.js'
 import { SessionAttachment } from '../sessions/session-attachment.js'
 import { existingSessionRegistry } from '../sessions/session-registry.js'

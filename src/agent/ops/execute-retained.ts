@@ -9,7 +9,7 @@
 import { connectionReader } from '../executions/connection-reader.js'
 import type { ResolvedExecuteRequest } from '../executions/execute-request.js'
 import { startExecutionProcess } from '../executions/execution-process.js'
-import type { OpContext } from '../server/op-context.js'
+import type { OpContext } from '../handler/op-context.js'
 
 export async function executeRetained(
 	request: ResolvedExecuteRequest,

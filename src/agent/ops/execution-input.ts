@@ -11,7 +11,7 @@ import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { answerExecutionRefusal } from '../executions/answer-execution-refusal.js'
 import type { ExecutionProcess } from '../executions/execution-process.js'
 import { ExecutionRefusal } from '../executions/execution-refusal.js'
-import type { OpContext, OpHandler } from '../server/op-context.js'
+import type { OpContext, OpHandler } from '../handler/op-context.js'
 
 function invalid(detail: string): ExecutionRefusal {
 	return new ExecutionRefusal(formatRefusal(AGENT_REFUSAL.invalid_execution_input, detail))

@@ -13,9 +13,9 @@ import { answerExecutionRefusal } from '../executions/answer-execution-refusal.j
 import { parseExecuteRequest } from '../executions/execute-request.js'
 import { type OutputSink, startExecutionProcess } from '../executions/execution-process.js'
 import { resolveWorkingDirectory } from '../files/working-directory.js'
+import type { OpContext, OpHandler } from '../handler/op-context.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
-import type { OpContext, OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-refusal.js'
 import { executeRetained } from './execute-retained.js'
 
 export const reserveExecution: OpHandler = (body, ctx) => {

@@ -12,9 +12,9 @@ import { fsRefusal } from '../files/fs-refusal.js'
 import { type JailAccess, type JailedPath, resolveJailedPath } from '../files/jail.js'
 import { JailedDirectory } from '../files/jailed-open.js'
 import { invalidFileRequest, recursiveOf, statOf } from '../files/path-stat.js'
-import type { AgentConfig } from '../server/config.js'
-import type { OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import type { AgentConfig } from '../handler/config.js'
+import type { OpHandler } from '../handler/op-context.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 
 /** Runs `act` on the path's entry in its held, verified parent directory. */
 async function inParent<T>(

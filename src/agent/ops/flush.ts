@@ -7,9 +7,9 @@
 
 import type { FlushReply } from '../../wire/lifecycle-ops.js'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
+import type { OpHandler } from '../handler/op-context.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import { flushSupported, resolveFlushTimeoutMs, runFlush } from '../lifecycle/flush.js'
-import type { OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-refusal.js'
 
 export const flush: OpHandler = async (body, ctx) => {
 	if (process.platform !== 'linux') throw new OpRefusal(AGENT_REFUSAL.flush_unsupported_platform)

@@ -4,9 +4,9 @@
  */
 import { AGENT_PROTOCOL_VERSION } from '../../wire/features.js'
 import type { HealthzReply } from '../../wire/protocol.js'
-import { advertisedFeatures } from '../server/agent-features.js'
-import type { AgentConfig } from '../server/config.js'
-import type { OpHandler } from '../server/op-context.js'
+import { advertisedFeatures } from '../handler/agent-features.js'
+import type { AgentConfig } from '../handler/config.js'
+import type { OpHandler } from '../handler/op-context.js'
 
 /** A retiring agent answers `ok: false` with `retiring: true`, so readiness fails closed. */
 export function healthzReply(

@@ -8,8 +8,8 @@
  */
 import { settleWithin } from '../../common/bounded-promise.js'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
-import type { OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import type { OpHandler } from '../handler/op-context.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import { existingSessionRegistry } from '../sessions/session-registry.js'
 import { parseKillSession } from '../sessions/session-request.js'
 

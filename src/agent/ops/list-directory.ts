@@ -17,8 +17,8 @@ import { resolveJailedPath } from '../files/jail.js'
 import { openJailedFile } from '../files/jailed-open.js'
 import { invalidFileRequest, statOf } from '../files/path-stat.js'
 import { entryOf } from '../files/physical-walk.js'
-import type { OpHandler } from '../server/op-context.js'
-import { isIntegerIn } from '../server/value-checks.js'
+import type { OpHandler } from '../handler/op-context.js'
+import { isIntegerIn } from '../handler/value-checks.js'
 
 function pageOf(body: Record<string, unknown>): { limit: number; cursor: string | undefined } {
 	const limit = body.limit ?? DEFAULT_LIST_DIRECTORY_PAGE

@@ -5,8 +5,8 @@
  */
 import { LIST_FILES_BATCH_ENTRIES } from '../../wire/protocol.js'
 import { resolveJailedPath } from '../files/jail.js'
-import type { OpHandler } from '../server/op-context.js'
-import { waitForDrain } from '../server/wait-for-drain.js'
+import type { OpHandler } from '../handler/op-context.js'
+import { waitForDrain } from '../handler/wait-for-drain.js'
 import { walkRegularFiles } from './list-files.js'
 
 export const listFilesStream: OpHandler = async (body, ctx) => {

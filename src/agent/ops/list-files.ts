@@ -5,7 +5,7 @@ import { errnoCode, fsRefusal } from '../files/fs-refusal.js'
 import { type JailedPath, resolveJailedPath } from '../files/jail.js'
 import { assertDescriptorWithin, openJailedFile } from '../files/jailed-open.js'
 import { entryOf } from '../files/physical-walk.js'
-import type { OpHandler } from '../server/op-context.js'
+import type { OpHandler } from '../handler/op-context.js'
 
 export interface ListedFile {
 	readonly path: string

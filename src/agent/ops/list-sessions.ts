@@ -3,7 +3,7 @@
  * or exited within its TTL. Never creates the registry: a guest never asked for a session answers
  * an empty list and holds nothing.
  */
-import type { OpHandler } from '../server/op-context.js'
+import type { OpHandler } from '../handler/op-context.js'
 import { existingSessionRegistry } from '../sessions/session-registry.js'
 
 export const listSessions: OpHandler = (_body, ctx) => {

@@ -4,8 +4,8 @@
  */
 
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
-import { OpRefusal } from '../server/op-refusal.js'
-import { isIntegerIn } from '../server/value-checks.js'
+import { OpRefusal } from '../handler/op-refusal.js'
+import { isIntegerIn } from '../handler/value-checks.js'
 
 export const LOOPBACK_HOSTS = ['127.0.0.1', '::1'] as const
 export type LoopbackHost = (typeof LOOPBACK_HOSTS)[number]

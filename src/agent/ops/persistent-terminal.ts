@@ -11,6 +11,7 @@ import type { ChildProcess } from 'node:child_process'
 import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import type { SessionSignal } from '../../wire/sessions.js'
+import type { OpContext } from '../handler/op-context.js'
 import type { OutputStream } from '../process/output-log.js'
 import {
 	type PtyShell,
@@ -23,7 +24,6 @@ import {
 } from '../process/pty-process.js'
 import type { SessionTeardown } from '../process/session-teardown.js'
 import type { TerminalSize, TerminalSpec } from '../process/terminal-request.js'
-import type { OpContext } from '../server/op-context.js'
 import type { Session, SessionProgram } from '../sessions/session.js'
 import { SessionAttachment } from '../sessions/session-attachment.js'
 import { sessionRegistry } from '../sessions/session-registry.js'

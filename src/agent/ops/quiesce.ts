@@ -7,11 +7,11 @@
 
 import type { QuiesceUnconfirmedReply } from '../../wire/lifecycle-ops.js'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
+import type { OpHandler } from '../handler/op-context.js'
+import { OpRefusal } from '../handler/op-refusal.js'
+import { isIntegerIn } from '../handler/value-checks.js'
 import { QuiesceUnconfirmed, runQuiesce } from '../lifecycle/quiesce.js'
 import { holdQuiesceGate } from '../lifecycle/quiesce-gate.js'
-import type { OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-refusal.js'
-import { isIntegerIn } from '../server/value-checks.js'
 
 /** The grace a request may use: an integer 0..confirm − 1, defaulting to the configured one. */
 export function resolveQuiesceGraceMs(

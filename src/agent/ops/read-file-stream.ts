@@ -7,9 +7,9 @@ import { fsRefusal } from '../files/fs-refusal.js'
 import { resolveJailedPath } from '../files/jail.js'
 import { openJailedFile } from '../files/jailed-open.js'
 import { coveredBytes, resolveStreamRange, type StreamRange } from '../files/read-range.js'
-import type { OpContext, OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-refusal.js'
-import { waitForDrain } from '../server/wait-for-drain.js'
+import type { OpContext, OpHandler } from '../handler/op-context.js'
+import { OpRefusal } from '../handler/op-refusal.js'
+import { waitForDrain } from '../handler/wait-for-drain.js'
 
 /**
  * A file `stat` reports as empty is read to EOF before `meta` (its size is only known then); this

@@ -5,9 +5,9 @@ import { fsRefusal } from '../files/fs-refusal.js'
 import { resolveJailedPath } from '../files/jail.js'
 import { openJailedFile } from '../files/jailed-open.js'
 import { rangeTooLarge, resolveReadRange } from '../files/read-range.js'
+import type { OpHandler } from '../handler/op-context.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
-import type { OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-refusal.js'
 
 const SCAN_CHUNK_BYTES = 64 * 1024
 

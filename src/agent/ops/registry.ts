@@ -1,5 +1,5 @@
 import { AGENT_OP, type AgentOp } from '../../wire/protocol.js'
-import type { OpHandler } from '../server/op-context.js'
+import type { OpHandler } from '../handler/op-context.js'
 import { attachExecution } from './attach-execution.js'
 import { attachSession } from './attach-session.js'
 import { executionInput, signalExecution } from './execution-input.js'

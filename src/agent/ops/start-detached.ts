@@ -14,6 +14,8 @@
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { SessionSignal } from '../../wire/sessions.js'
 import { resolveWorkspaceDirectory } from '../files/jail.js'
+import type { OpHandler } from '../handler/op-context.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import { childEnvironment } from '../process/child-env.js'
 import { isDirectory } from '../process/pty-process.js'
 import { SessionTeardown } from '../process/session-teardown.js'
@@ -22,8 +24,6 @@ import {
 	WORKLOAD_CGROUP_JOIN_FAILED,
 	type WorkloadChild,
 } from '../process/workload-spawn.js'
-import type { OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-refusal.js'
 import type { SessionProgram } from '../sessions/session.js'
 import { sessionRegistry } from '../sessions/session-registry.js'
 import { parseStartDetached } from '../sessions/session-request.js'

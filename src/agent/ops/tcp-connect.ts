@@ -1,9 +1,9 @@
 import { connect } from 'node:net'
 import { binaryEventBytes, releaseBinaryEventBytes } from '../../wire/binary-frame.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
+import type { OpHandler } from '../handler/op-context.js'
+import { sendStreamReady } from '../handler/stream-heartbeat.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
-import type { OpHandler } from '../server/op-context.js'
-import { sendStreamReady } from '../server/stream-heartbeat.js'
 import { resolveLoopbackTarget, TCP_MAX_DATA_FRAME_BYTES } from './loopback-target.js'
 
 /**

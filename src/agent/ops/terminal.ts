@@ -2,6 +2,8 @@ import type { ChildProcess } from 'node:child_process'
 import { constants as osConstants } from 'node:os'
 import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
+import type { OpContext, OpHandler } from '../handler/op-context.js'
+import { sendStreamReady } from '../handler/stream-heartbeat.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import { registerShutdownHook } from '../lifecycle/shutdown-hooks.js'
 import {
@@ -19,8 +21,6 @@ import {
 	type TerminalFrameTarget,
 } from '../process/terminal-client-frame.js'
 import { parseTerminalRequest } from '../process/terminal-request.js'
-import type { OpContext, OpHandler } from '../server/op-context.js'
-import { sendStreamReady } from '../server/stream-heartbeat.js'
 import { parsePersistentTerminal } from '../sessions/session-request.js'
 import { persistentTerminal } from './persistent-terminal.js'
 

@@ -12,8 +12,8 @@ import { resolveJailedPath } from '../files/jail.js'
 import { invalidFileRequest, recursiveOf } from '../files/path-stat.js'
 import type { PathWatcher, StoredChange } from '../files/path-watcher.js'
 import { acquireWatcher, releaseWatcher } from '../files/watch-hub.js'
-import type { OpContext, OpHandler } from '../server/op-context.js'
-import { waitForDrain } from '../server/wait-for-drain.js'
+import type { OpContext, OpHandler } from '../handler/op-context.js'
+import { waitForDrain } from '../handler/wait-for-drain.js'
 
 const CURSOR = /^([0-9a-f]{12})\.(0|[1-9][0-9]{0,15})$/
 

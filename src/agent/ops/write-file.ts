@@ -9,11 +9,11 @@ import { JailedDirectory } from '../files/jailed-open.js'
 import { tempSiblingName } from '../files/temp-sibling.js'
 import { discardPart, writePart } from '../files/write-parts.js'
 import { parseWriteRequest } from '../files/write-request.js'
+import type { AgentConfig } from '../handler/config.js'
+import type { OpContext, OpHandler } from '../handler/op-context.js'
+import { OpRefusal } from '../handler/op-refusal.js'
+import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../handler/value-checks.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
-import type { AgentConfig } from '../server/config.js'
-import type { OpContext, OpHandler } from '../server/op-context.js'
-import { OpRefusal } from '../server/op-refusal.js'
-import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../server/value-checks.js'
 
 /**
  * `write-file`: a whole body replaced atomically and durably, or one part of a chunked body, or the

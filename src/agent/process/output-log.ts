@@ -7,7 +7,7 @@
  */
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 
-import { isIntegerIn, NON_NEGATIVE_INTEGER, POSITIVE_INTEGER } from '../server/value-checks.js'
+import { isIntegerIn, NON_NEGATIVE_INTEGER, POSITIVE_INTEGER } from '../handler/value-checks.js'
 
 export type OutputStream = 'stdout' | 'stderr'
 

@@ -5,8 +5,8 @@
 
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { MAX_TERMINAL_DIMENSION } from '../../wire/terminal-size.js'
-import { OpRefusal } from '../server/op-refusal.js'
-import { isIntegerIn, isStringArray, isStringRecord } from '../server/value-checks.js'
+import { OpRefusal } from '../handler/op-refusal.js'
+import { isIntegerIn, isStringArray, isStringRecord } from '../handler/value-checks.js'
 
 export const SCRIPT_PATH = '/usr/bin/script'
 export const STTY_PATH = '/usr/bin/stty'

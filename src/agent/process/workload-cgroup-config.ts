@@ -10,8 +10,8 @@
  *
  * Absent or empty, the agent starts commands exactly as it always did: in their own process group.
  */
-import { AgentConfigError } from '../server/config-error.js'
-import { describeIntegerRange, isIntegerIn } from '../server/value-checks.js'
+import { AgentConfigError } from '../handler/config-error.js'
+import { describeIntegerRange, isIntegerIn } from '../handler/value-checks.js'
 
 export const WORKLOAD_CGROUPS_VARIABLE = 'NAMZU_AGENT_WORKLOAD_CGROUPS'
 

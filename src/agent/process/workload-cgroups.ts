@@ -10,8 +10,8 @@
  */
 import { closeSync, constants, mkdirSync, openSync, readdirSync } from 'node:fs'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
-import { AgentConfigError } from '../server/config-error.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import { AgentConfigError } from '../handler/config-error.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import { commandGroupName, commandGroupNumber } from './cgroup-files.js'
 import { CommandCgroup } from './command-cgroup.js'
 import {

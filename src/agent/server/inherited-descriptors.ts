@@ -6,7 +6,7 @@
  * without that flag survived an exec: it was inherited. Unset, nothing is closed (other tiers).
  */
 import { closeSync, readdirSync, readFileSync } from 'node:fs'
-import { AgentConfigError } from './config-error.js'
+import { AgentConfigError } from '../handler/config-error.js'
 
 export const INHERITED_FDS_VARIABLE = 'NAMZU_AGENT_INHERITED_FDS'
 const O_CLOEXEC = 0o2000000

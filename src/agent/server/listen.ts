@@ -6,7 +6,7 @@
 import { fstatSync } from 'node:fs'
 import { lstat, unlink } from 'node:fs/promises'
 import { createServer, type Server, type Socket } from 'node:net'
-import type { ListenMode } from './config.js'
+import type { ListenMode } from '../handler/config.js'
 
 export type BoundAddress =
 	| { readonly kind: 'unix'; readonly path: string }

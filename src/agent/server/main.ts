@@ -11,10 +11,10 @@ import {
 	loadEgressCaptureConfig,
 } from '../egress/egress-capture-config.js'
 import { ExecutionRegistry } from '../executions/execution-registry.js'
+import { loadAgentConfig } from '../handler/config.js'
 import { createAgentGates } from '../lifecycle/agent-gates.js'
 import { createShutdown } from '../lifecycle/shutdown.js'
 import { WorkloadCgroups } from '../process/workload-cgroups.js'
-import { loadAgentConfig } from './config.js'
 import { handleConnection } from './connection.js'
 import { closeUnlistedInheritedDescriptors } from './inherited-descriptors.js'
 import { listeningLine, startListening } from './listen.js'

@@ -12,6 +12,8 @@
  * program; a closed connection just releases the session.
  */
 import type { WireSessionDetachReason } from '../../wire/sessions.js'
+import type { OpContext } from '../handler/op-context.js'
+import { sendStreamReady } from '../handler/stream-heartbeat.js'
 import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import type { OutputEntry, OutputStream } from '../process/output-log.js'
 import {
@@ -19,8 +21,6 @@ import {
 	type TerminalFrameTarget,
 } from '../process/terminal-client-frame.js'
 import type { TerminalSize } from '../process/terminal-request.js'
-import type { OpContext } from '../server/op-context.js'
-import { sendStreamReady } from '../server/stream-heartbeat.js'
 import type { Session, SessionObserver } from './session.js'
 
 /** Consecutive same-stream ring entries are sent as one `data` event up to this many bytes. */

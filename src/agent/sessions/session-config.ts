@@ -2,7 +2,7 @@
  * The session registry's settings, validated once at startup with the rest of the agent's
  * environment: a bad value refuses startup (`AgentConfigError`) naming the variable.
  */
-import { integerVariable, POSITIVE_INTEGER } from '../server/value-checks.js'
+import { integerVariable, POSITIVE_INTEGER } from '../handler/value-checks.js'
 
 export interface SessionConfig {
 	/** Sessions held at once, running and exited (`NAMZU_AGENT_MAX_SESSIONS`). */

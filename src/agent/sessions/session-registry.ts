@@ -11,8 +11,8 @@
  */
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { SessionKind } from '../../wire/sessions.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import { registerShutdownHook } from '../lifecycle/shutdown-hooks.js'
-import { OpRefusal } from '../server/op-refusal.js'
 import { Session } from './session.js'
 import type { SessionConfig } from './session-config.js'
 

@@ -6,14 +6,14 @@
 
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { isSessionId, type SessionSignal, sessionSignal } from '../../wire/sessions.js'
-import { parseTerminalSize, type TerminalSize } from '../process/terminal-request.js'
-import { OpRefusal } from '../server/op-refusal.js'
+import { OpRefusal } from '../handler/op-refusal.js'
 import {
 	isIntegerIn,
 	isStringArray,
 	isStringRecord,
 	NON_NEGATIVE_INTEGER,
-} from '../server/value-checks.js'
+} from '../handler/value-checks.js'
+import { parseTerminalSize, type TerminalSize } from '../process/terminal-request.js'
 
 function sessionIdOf(body: Record<string, unknown>): string {
 	if (!isSessionId(body.sessionId)) throw new OpRefusal(AGENT_REFUSAL.invalid_session_id)

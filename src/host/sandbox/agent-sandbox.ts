@@ -68,6 +68,7 @@ import {
 	type RemoteExecutionControllerOptions,
 } from '../exec/remote-execution-controller.js'
 import type { RemoteCancellationAcknowledgement } from '../exec/remote-execution-messages.js'
+import { shownGuestWalk } from '../files/guest-path.js'
 import {
 	type FlushOptions,
 	type FlushReport,
@@ -311,10 +312,13 @@ export class AgentSandbox implements Sandbox {
 		const resolved = this.#path('walkFiles', 'rootPath', rootPath)
 		const caller = checkWalkFiles(options)
 		return this.#lifetime.track('walkFiles', caller, (signal) =>
-			walkFilesViaExec(
-				(command, args, execOptions) => this.exec(command, args, execOptions),
-				resolved,
-				{ ...options, signal },
+			shownGuestWalk(
+				this.rootDir,
+				walkFilesViaExec(
+					(command, args, execOptions) => this.exec(command, args, execOptions),
+					resolved,
+					{ ...options, signal },
+				),
 			),
 		)
 	}

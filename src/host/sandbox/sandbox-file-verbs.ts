@@ -31,6 +31,7 @@ import {
 } from '../files/agent-file-verbs.js'
 import { writeFileThroughAgent } from '../files/agent-file-write.js'
 import { watchThroughAgent } from '../files/agent-watch.js'
+import { shownGuestEntries } from '../files/guest-path.js'
 import type { AgentTransport } from '../transport/agent-transport.js'
 import {
 	checkListDirectory,
@@ -101,7 +102,7 @@ export class SandboxFileVerbs {
 		rootPath: string,
 		options: SandboxListFilesOptions = {},
 	): Promise<readonly SandboxFileEntry[]> {
-		const { transport, lifetime } = this.#host
+		const { transport, lifetime, rootDir } = this.#host
 		let resolved = ''
 		const check = () => {
 			resolved = this.#host.path('listFiles', 'rootPath', rootPath)
@@ -109,7 +110,7 @@ export class SandboxFileVerbs {
 		}
 		return lifetime.run('listFiles', check, async (signal) => {
 			try {
-				return await listFilesThroughAgent(transport, resolved, signal)
+				return shownGuestEntries(rootDir, await listFilesThroughAgent(transport, resolved, signal))
 			} catch (error) {
 				if (error instanceof SandboxFileError && error.code === 'ENOENT') return []
 				throw error

@@ -5,7 +5,7 @@ import {
 } from '../../../src/agent/executions/execute-request.js'
 import { settleOutcome } from '../../../src/agent/executions/execution-registry.js'
 import { OutputCapture } from '../../../src/agent/executions/output-capture.js'
-import { OpRefusal } from '../../../src/agent/server/op-refusal.js'
+import { OpRefusal } from '../../../src/agent/handler/op-refusal.js'
 import { isExecutionId, mintExecutionId } from '../../../src/wire/execution-id.js'
 
 const limits = { maxTimeoutMs: 10_000, defaultTimeoutMs: 300_000, defaultMaxOutputBytes: 1024 }

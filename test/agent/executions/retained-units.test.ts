@@ -3,9 +3,9 @@ import { parseExecuteRequest } from '../../../src/agent/executions/execute-reque
 import type { ExecutionProcess } from '../../../src/agent/executions/execution-process.js'
 import { ExecutionRegistry } from '../../../src/agent/executions/execution-registry.js'
 import { RetainedOutput } from '../../../src/agent/executions/retained-output.js'
-import { loadAgentConfig, MiB } from '../../../src/agent/server/config.js'
-import { AgentConfigError } from '../../../src/agent/server/config-error.js'
-import { OpRefusal } from '../../../src/agent/server/op-refusal.js'
+import { loadAgentConfig, MiB } from '../../../src/agent/handler/config.js'
+import { AgentConfigError } from '../../../src/agent/handler/config-error.js'
+import { OpRefusal } from '../../../src/agent/handler/op-refusal.js'
 
 const LISTEN = { NAMZU_AGENT_UNIX_PATH: '/tmp/unused.sock' }
 const LIMITS = { maxTimeoutMs: 60_000, defaultTimeoutMs: 1000, defaultMaxOutputBytes: 100 }

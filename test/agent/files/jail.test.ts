@@ -11,7 +11,7 @@ import {
 	resolveWorkspaceDirectory,
 	resolveWritablePath,
 } from '../../../src/agent/files/jail.js'
-import { OpRefusal } from '../../../src/agent/server/op-refusal.js'
+import { OpRefusal } from '../../../src/agent/handler/op-refusal.js'
 
 describe('isWithin', () => {
 	it.each([

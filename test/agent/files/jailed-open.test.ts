@@ -30,7 +30,7 @@ import {
 	JailedDirectory,
 	openJailedFile,
 } from '../../../src/agent/files/jailed-open.js'
-import { OpRefusal } from '../../../src/agent/server/op-refusal.js'
+import { OpRefusal } from '../../../src/agent/handler/op-refusal.js'
 
 let dir: string
 let workspace: string

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { resolveReadRange, resolveStreamRange } from '../../../src/agent/files/read-range.js'
 import { isTempFileName, tempSiblingName } from '../../../src/agent/files/temp-sibling.js'
 import { parseWriteRequest } from '../../../src/agent/files/write-request.js'
-import type { OpRefusal } from '../../../src/agent/server/op-refusal.js'
+import type { OpRefusal } from '../../../src/agent/handler/op-refusal.js'
 import { refusalOf } from '../refusal-of.js'
 
 describe('resolveReadRange', () => {

@@ -3,6 +3,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { AgentConfigError } from '../../../src/agent/handler/config-error.js'
 import { sessionsOfPids } from '../../../src/agent/lifecycle/quiesce-plan.js'
 import {
 	commandGroupName,
@@ -14,7 +15,6 @@ import {
 import { lookupExecutable, type ProbeResult } from '../../../src/agent/process/executable-lookup.js'
 import { parseWorkloadCgroups } from '../../../src/agent/process/workload-cgroup-config.js'
 import { joinScript, joinShellEnvironment } from '../../../src/agent/process/workload-spawn.js'
-import { AgentConfigError } from '../../../src/agent/server/config-error.js'
 
 describe('parseWorkloadCgroups', () => {
 	it.each([

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import type { OpContext } from '../../../src/agent/handler/op-context.js'
+import { OpRefusal } from '../../../src/agent/handler/op-refusal.js'
 import { attachSession } from '../../../src/agent/ops/attach-session.js'
 import { killSession } from '../../../src/agent/ops/kill-session.js'
 import { listSessions } from '../../../src/agent/ops/list-sessions.js'
-import type { OpContext } from '../../../src/agent/server/op-context.js'
-import { OpRefusal } from '../../../src/agent/server/op-refusal.js'
 import { coalesceEntries } from '../../../src/agent/sessions/session-attachment.js'
 import {
 	DEFAULT_SESSION_CONFIG,

@@ -12,7 +12,7 @@ import { execFile } from 'node:child_process'
 import { createHash, randomUUID } from 'node:crypto'
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { dirname, join, posix } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { walkFilesViaExec } from '../../../src/exec-programs/walk/walk-files-via-exec.js'
 import { WALK_PROGRAM_SOURCE } from '../../../src/exec-programs/walk/walk-program.js'
@@ -187,8 +187,12 @@ async function writeHostTree(root: string): Promise<void> {
 	await symlink('../docs', join(root, 'src/linked-dir'))
 }
 
+// The sandbox shows a walked path relative to its rootDir (/workspace); the host walk, absolute.
 const relative = (entries: readonly SandboxFileEntry[], root: string) =>
-	entries.map((entry) => ({ path: entry.path.slice(root.length + 1), size: entry.size }))
+	entries.map((entry) => ({
+		path: posix.relative(root, posix.resolve('/workspace', entry.path)),
+		size: entry.size,
+	}))
 
 describe('walkFiles on a Kubernetes task sandbox', () => {
 	it('runs the SDK walk program as the agent’s own execute child, and the sandbox is busy for the whole walk', async () => {
@@ -268,7 +272,8 @@ describe('walkFiles on a Kubernetes task sandbox', () => {
 		const hits: string[] = []
 		for await (const entry of walkOf(sandbox)(root, { maxEntries: 100 })) {
 			const text = (await sandbox.readFile(entry.path)).toString('utf8')
-			if (/needle/.test(text)) hits.push(entry.path.slice(root.length + 1))
+			if (/needle/.test(text))
+				hits.push(posix.relative(root, posix.resolve('/workspace', entry.path)))
 		}
 		expect(hits.sort()).toEqual(['docs/g.md', 'src/c.ts', 'src/deep/d.ts'])
 	})

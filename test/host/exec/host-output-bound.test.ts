@@ -54,7 +54,7 @@ describe('the host bounds exec output', () => {
 	})
 
 	it('defaults to the agent cap', async () => {
-		const { loadAgentConfig } = await import('../../../src/agent/server/config.js')
+		const { loadAgentConfig } = await import('../../../src/agent/handler/config.js')
 		const config = loadAgentConfig({ NAMZU_AGENT_UNIX_PATH: '/tmp/x.sock' })
 		expect(config.defaultMaxOutputBytes).toBe(DEFAULT_MAX_OUTPUT_BYTES)
 		expect(DEFAULT_MAX_OUTPUT_BYTES).toBe(100 * MiB)

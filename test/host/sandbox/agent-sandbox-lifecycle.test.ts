@@ -117,15 +117,14 @@ describe('openTcpConnection', () => {
 })
 
 describe('listFiles and walkFiles', () => {
-	it('lists files with absolute paths and answers [] for a missing root', async () => {
+	it('lists files with workspace-relative paths and answers [] for a missing root', async () => {
 		await writeFile(join(agent.workspace, 'a.txt'), 'abc')
-		await expect(sandbox.listFiles('.')).resolves.toEqual([
-			{ path: join(agent.workspace, 'a.txt'), size: 3 },
-		])
+		await expect(sandbox.listFiles('.')).resolves.toEqual([{ path: 'a.txt', size: 3 }])
+		await expect(sandbox.listFiles(agent.workspace)).resolves.toEqual([{ path: 'a.txt', size: 3 }])
 		await expect(sandbox.listFiles('no-such-dir')).resolves.toEqual([])
 	})
 
-	it('walks files through exec', async () => {
+	it('walks files through exec, showing workspace-relative paths', async () => {
 		await writeFile(join(agent.workspace, 'x.ts'), 'x')
 		await writeFile(join(agent.workspace, 'y.md'), 'yy')
 		const found: SandboxFileEntry[] = []
@@ -135,7 +134,7 @@ describe('listFiles and walkFiles', () => {
 		})) {
 			found.push(entry)
 		}
-		expect(found).toEqual([{ path: join(agent.workspace, 'x.ts'), size: 1 }])
+		expect(found).toEqual([{ path: 'x.ts', size: 1 }])
 	})
 })
 

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest'
-import { loadLifecycleConfig } from '../../../src/agent/lifecycle/lifecycle-config.js'
-import { loadAgentConfig } from '../../../src/agent/server/config.js'
-import { AgentConfigError } from '../../../src/agent/server/config-error.js'
+import { loadAgentConfig } from '../../../src/agent/handler/config.js'
+import { AgentConfigError } from '../../../src/agent/handler/config-error.js'
 import {
 	describeIntegerRange,
 	integerVariable,
 	isIntegerIn,
 	isStringArray,
 	isStringRecord,
-} from '../../../src/agent/server/value-checks.js'
+} from '../../../src/agent/handler/value-checks.js'
+import { loadLifecycleConfig } from '../../../src/agent/lifecycle/lifecycle-config.js'
 import { loadSessionConfig } from '../../../src/agent/sessions/session-config.js'
 
 describe('isIntegerIn', () => {
