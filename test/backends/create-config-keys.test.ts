@@ -8,9 +8,14 @@ import { readdir } from 'node:fs/promises'
 import { totalmem } from 'node:os'
 import { describe, expect, it } from 'vitest'
 import {
+	createACIStandbyPoolProvider,
+	resolveACISpec,
+} from '../../src/backends/container/aci/aci-sandbox-provider.js'
+import {
 	CONTAINER_CREATE_KEYS,
 	resolveContainerSandboxSpec,
 } from '../../src/backends/container/container-sandbox-spec.js'
+import { resolveDockerSandboxSpec } from '../../src/backends/container/docker/docker-sandbox-provider.js'
 import { createContainerSandboxProvider } from '../../src/backends/container/index.js'
 import { createKubernetesSandboxProvider } from '../../src/backends/kubernetes/kubernetes-sandbox-provider.js'
 import { createLocalSandboxProvider } from '../../src/backends/local/index.js'
@@ -21,9 +26,11 @@ import {
 import {
 	createMicroVMSandboxProvider,
 	MICROVM_CREATE_KEYS,
+	resolveMicroVMSpec,
 } from '../../src/backends/microvm/microvm-sandbox-provider.js'
 import { SandboxArgumentError, SandboxConfigError } from '../../src/index.js'
 import { checkCreateConfig, PORTABLE_CREATE_KEYS } from '../../src/provider-defaults.js'
+import { ArmRecorder, aciBackend } from './container/aci/arm-recorder.js'
 import {
 	containerSkipReason,
 	guestImage,
@@ -45,15 +52,43 @@ function refusal(run: () => unknown): unknown {
 }
 
 const hostMb = Math.floor(totalmem() / (1024 * 1024))
+const MAX_PROCESSES = { maxProcesses: 32 }
 
-const tiers: [string, readonly string[], (config: Record<string, unknown>) => unknown][] = [
-	['local', LOCAL_CREATE_KEYS, (config) => resolveMachineSandboxSpec(config, {})],
-	['container', CONTAINER_CREATE_KEYS, (config) => resolveContainerSandboxSpec(config, {})],
-	['kubernetes (portable)', PORTABLE_CREATE_KEYS, (config) => checkCreateConfig(config)],
-	['microvm', MICROVM_CREATE_KEYS, (config) => checkCreateConfig(config, MICROVM_CREATE_KEYS)],
+type Resolve = (config: Record<string, unknown>) => unknown
+
+// Each row: the tier, its known keys, the function its create() checks a config with (before any
+// engine, ARM or QEMU is contacted), and a known limit it accepts (the positive control).
+const tiers: [string, readonly string[], Resolve, Record<string, unknown>][] = [
+	['local', LOCAL_CREATE_KEYS, (config) => resolveMachineSandboxSpec(config, {}), MAX_PROCESSES],
+	[
+		'container',
+		CONTAINER_CREATE_KEYS,
+		(config) => resolveContainerSandboxSpec(config, {}),
+		MAX_PROCESSES,
+	],
+	[
+		'container (docker runtime)',
+		CONTAINER_CREATE_KEYS,
+		(config) => resolveDockerSandboxSpec(config, {}),
+		MAX_PROCESSES,
+	],
+	// ACI takes the portable keys and refuses the limits the group profile owns: timeoutMs is its.
+	[
+		'container (aci-standby-pool runtime)',
+		PORTABLE_CREATE_KEYS,
+		(config) => resolveACISpec(config, {}),
+		{ timeoutMs: 1000 },
+	],
+	[
+		'kubernetes (portable)',
+		PORTABLE_CREATE_KEYS,
+		(config) => checkCreateConfig(config),
+		MAX_PROCESSES,
+	],
+	['microvm', MICROVM_CREATE_KEYS, (config) => resolveMicroVMSpec(config, {}), MAX_PROCESSES],
 ]
 
-describe.each(tiers)('create() keys of the %s tier', (_tier, known, resolve) => {
+describe.each(tiers)('create() keys of the %s tier', (_tier, known, resolve, knownLimit) => {
 	it.each([
 		['memoryLimitMB', 512],
 		['maxProcess', 10],
@@ -69,7 +104,7 @@ describe.each(tiers)('create() keys of the %s tier', (_tier, known, resolve) => 
 
 	it('accepts an empty config and a known limit (positive control)', () => {
 		expect(refusal(() => resolve({}))).toBeUndefined()
-		expect(refusal(() => resolve({ maxProcesses: 32 }))).toBeUndefined()
+		expect(refusal(() => resolve(knownLimit))).toBeUndefined()
 	})
 })
 
@@ -84,6 +119,10 @@ describe('memoryLimitMb above this host’s memory', () => {
 			'container',
 			(config: Record<string, unknown>, defaults = {}) =>
 				resolveContainerSandboxSpec(config, defaults),
+		],
+		[
+			'microvm',
+			(config: Record<string, unknown>, defaults = {}) => resolveMicroVMSpec(config, defaults),
 		],
 	])('is refused on the %s tier, from a create or from the defaults', (_tier, resolve) => {
 		expect(refusal(() => resolve({ memoryLimitMb: hostMb + 1 }))).toMatchObject({
@@ -105,6 +144,45 @@ describe('real creates refused by an unknown key leave nothing behind', () => {
 		expect(error).toBeInstanceOf(SandboxConfigError)
 		expect(error).toMatchObject({ field: 'memoryLimitMB' })
 		expect(api.calls).toEqual([])
+	})
+
+	it('aci-standby-pool: refused before any ARM request', async () => {
+		const arm = new ArmRecorder()
+		const provider = createACIStandbyPoolProvider(
+			aciBackend(),
+			{ outputs: { source: { type: 'inImage' } } },
+			{},
+			{ fetch: arm.fetch },
+		)
+		try {
+			const error = await provider.create({ memoryLimitMB: 256 } as never).catch((e: unknown) => e)
+			expect(error).toBeInstanceOf(SandboxConfigError)
+			expect(error).toMatchObject({ field: 'memoryLimitMB' })
+			expect(arm.requests).toEqual([])
+		} finally {
+			await provider.close()
+		}
+	})
+
+	it('microvm: a memory limit above the host’s is refused before any guest is booted', async () => {
+		// No QEMU binary: a create that got as far as a boot would fail some other way.
+		const backend = {
+			tier: 'microvm',
+			service: 'qemu',
+			qemuBinary: '/nonexistent/qemu-system-x86_64',
+		} as const
+		expect(
+			refusal(() => createMicroVMSandboxProvider(backend, { defaultMemoryLimitMb: hostMb + 1 })),
+		).toMatchObject({ name: 'SandboxConfigError', field: 'defaultMemoryLimitMb' })
+		const provider = createMicroVMSandboxProvider(backend)
+		try {
+			const error = await provider.create({ memoryLimitMb: hostMb + 1 }).catch((e: unknown) => e)
+			expect(error).toBeInstanceOf(SandboxConfigError)
+			expect(error).toMatchObject({ field: 'memoryLimitMb' })
+			expect((error as Error).message).toContain(`above this host's memory (${hostMb} MiB)`)
+		} finally {
+			await provider.close()
+		}
 	})
 
 	it('microvm: refused before any guest is booted', async () => {

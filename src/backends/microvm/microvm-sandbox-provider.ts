@@ -25,7 +25,11 @@ import {
 	type UnlistedCreateKeys,
 } from '../../provider-defaults.js'
 import { createInstanceFleet, ownedAgentSandboxHandOut } from '../machine/fleet/instance-fleet.js'
-import { DEFAULT_MEMORY_LIMIT_MB, parseDiskLimitMb } from '../machine/spec/sandbox-limits.js'
+import {
+	DEFAULT_MEMORY_LIMIT_MB,
+	parseDiskLimitMb,
+	refuseAboveHostMemory,
+} from '../machine/spec/sandbox-limits.js'
 import { resolveQemuAccel } from './kvm-probe.js'
 import {
 	type MicroVMBackendConfig,
@@ -69,7 +73,7 @@ const microVMKeysListed: Record<
 > = {}
 void microVMKeysListed
 
-interface MicroVMSpec {
+export interface MicroVMSpec {
 	readonly memoryMb: number
 	readonly diskLimitMb?: number
 	readonly env: Readonly<Record<string, string>>
@@ -85,7 +89,8 @@ interface MicroVMInstance {
 	release(): Promise<void>
 }
 
-function resolveSpec(
+/** The spec a `create()` config asks for, over the provider defaults; refused before any boot. */
+export function resolveMicroVMSpec(
 	config: MicroVMSandboxCreateConfig,
 	defaults: SandboxProviderDefaults,
 ): MicroVMSpec {
@@ -106,12 +111,12 @@ function resolveSpec(
 			throw CONFIG_SITE.refuse(`env.${name}`, 'a shell variable name not starting NAMZU_', name)
 		}
 	}
-	const memoryMb =
+	const requestedMb =
 		optionalInteger(CONFIG_SITE, 'memoryLimitMb', given.memoryLimitMb, {
 			min: MIN_MICROVM_MEMORY_MB,
-		}) ??
-		defaults.defaultMemoryLimitMb ??
-		DEFAULT_MEMORY_LIMIT_MB
+		}) ?? defaults.defaultMemoryLimitMb
+	refuseAboveHostMemory(requestedMb, given.memoryLimitMb === undefined)
+	const memoryMb = requestedMb ?? DEFAULT_MEMORY_LIMIT_MB
 	const diskLimitMb = parseDiskLimitMb(given.diskLimitMb)
 	const timeoutMs = sandboxDefaultTimeoutMs(given, defaults)
 	return {
@@ -169,7 +174,7 @@ export function createMicroVMSandboxProvider(
 	const config = resolveMicroVMConfig(backend)
 	checkProviderDefaults(defaults)
 	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
-	const poolSpec = resolveSpec({}, defaults)
+	const poolSpec = resolveMicroVMSpec({}, defaults)
 	const fleet = createInstanceFleet<MicroVMInstance, MicroVMSpec, AgentSandbox>({
 		start: (spec, signal) => startInstance(config, spec, signal),
 		...(config.warmPoolSize > 0
@@ -194,7 +199,7 @@ export function createMicroVMSandboxProvider(
 	const create = (createConfig: MicroVMSandboxCreateConfig = {}): Promise<AgentSandbox> => {
 		let spec: MicroVMSpec
 		try {
-			spec = resolveSpec(createConfig, defaults)
+			spec = resolveMicroVMSpec(createConfig, defaults)
 		} catch (error) {
 			return Promise.reject(error)
 		}

@@ -54,7 +54,7 @@ export interface ACIProviderInternals {
 	readonly fetch?: ArmFetch
 }
 
-interface ACISpec {
+export interface ACISpec {
 	readonly timeoutMs?: number
 }
 
@@ -88,7 +88,11 @@ function refuseUnsupportedDefaults(defaults: SandboxProviderDefaults): void {
 	}
 }
 
-function resolveSpec(config: SandboxCreateConfig, defaults: SandboxProviderDefaults): ACISpec {
+/** The spec a `create()` config asks for: checked before any ARM request. */
+export function resolveACISpec(
+	config: SandboxCreateConfig,
+	defaults: SandboxProviderDefaults,
+): ACISpec {
 	const given = checkCreateConfig(config)
 	for (const field of Object.keys(UNSUPPORTED)) {
 		const value = (given as Readonly<Record<string, unknown>>)[field]
@@ -284,7 +288,7 @@ export function createACIStandbyPoolProvider(
 	const create = (createConfig: SandboxCreateConfig = {}): Promise<AgentSandbox> => {
 		let spec: ACISpec
 		try {
-			spec = resolveSpec(createConfig, defaults)
+			spec = resolveACISpec(createConfig, defaults)
 		} catch (error) {
 			return Promise.reject(error)
 		}

@@ -4,7 +4,6 @@
  * before refusing what a container cannot do), plus the rule that decides whether a local
  * warm-pool member (started with the defaults) can serve a request.
  */
-import { totalmem } from 'node:os'
 import { isAbsolute } from 'node:path'
 import { SandboxConfigError } from '../../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../../contract/provider.js'
@@ -29,7 +28,7 @@ import {
 import { LocalEgressUnsupportedError } from '../machine-errors.js'
 import { resolveKeepAliveMs } from './keep-alive-lifetime.js'
 import { validatePathList } from './path-options.js'
-import { parseCpuLimit, parseDiskLimitMb } from './sandbox-limits.js'
+import { parseCpuLimit, parseDiskLimitMb, refuseAboveHostMemory } from './sandbox-limits.js'
 
 /**
  * How a sandbox's egress is enforced on this machine: loopback only (`deny-all`), slirp4netns
@@ -131,16 +130,6 @@ const localKeysListed: Record<
 	never
 > = {}
 void localKeysListed
-
-/** A memory limit this host cannot give is refused, never left to the OOM killer to discover. */
-function refuseAboveHostMemory(memoryLimitMb: number | undefined, fromDefaults: boolean): void {
-	const hostMb = Math.floor(totalmem() / (1024 * 1024))
-	if (memoryLimitMb === undefined || memoryLimitMb <= hostMb) return
-	throw new SandboxConfigError(
-		fromDefaults ? 'defaultMemoryLimitMb' : 'memoryLimitMb',
-		`${memoryLimitMb} MiB is above this host's memory (${hostMb} MiB); ask for at most that`,
-	)
-}
 
 /** Keys the agent reads for itself; the agent scrubs them from children, so they could never apply. */
 const RESERVED_ENV_PREFIXES = ['NAMZU_AGENT_', 'NAMZU_SANDBOX_']

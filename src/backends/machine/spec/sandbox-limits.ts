@@ -6,11 +6,13 @@
  * with `CgroupLimitsUnavailableError` (requested) or `DefaultLimitsUnavailableError` (default).
  */
 
+import { totalmem } from 'node:os'
 import {
 	CONFIG_SITE,
 	optionalInteger,
 	optionalNumber,
 } from '../../../contract/argument-validators.js'
+import { SandboxConfigError } from '../../../contract/errors.js'
 import type { LimitController } from '../cgroups/cgroup-layout.js'
 import type { DefaultLimitsMode, RequestedLimits } from '../cgroups/cgroup-limits.js'
 import type { CgroupOwner } from '../cgroups/workload-cgroups.js'
@@ -139,4 +141,17 @@ export function cgroupRequestFor(
 		...(options.trackOnly === undefined ? {} : { trackOnly: options.trackOnly }),
 		...(options.recordDirs === undefined ? {} : { recordDirs: options.recordDirs }),
 	}
+}
+
+/** A memory limit this host cannot give is refused, never left to the OOM killer to discover. */
+export function refuseAboveHostMemory(
+	memoryLimitMb: number | undefined,
+	fromDefaults: boolean,
+): void {
+	const hostMb = Math.floor(totalmem() / (1024 * 1024))
+	if (memoryLimitMb === undefined || memoryLimitMb <= hostMb) return
+	throw new SandboxConfigError(
+		fromDefaults ? 'defaultMemoryLimitMb' : 'memoryLimitMb',
+		`${memoryLimitMb} MiB is above this host's memory (${hostMb} MiB); ask for at most that`,
+	)
 }
