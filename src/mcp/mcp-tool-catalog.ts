@@ -104,6 +104,7 @@ function sandboxTool(definition: ToolDefinition, registry: McpSandboxes): McpToo
 	}
 }
 
+// long: a table of the lifecycle tools (schema, description, handler each), declarations only
 function lifecycleTools(registry: McpSandboxes): McpTool[] {
 	const createSchema: ToolObjectSchema = {
 		type: 'object',

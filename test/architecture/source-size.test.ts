@@ -5,14 +5,14 @@ import { describe, expect, it } from 'vitest'
 
 /**
  * The size rules of ARCHITECTURE.md, enforced: no file under src/ over 500 lines, and no function
- * over 100 lines unless the line before it says why (`// long: <reason>`). A function that reads
+ * over 80 lines unless the line before it says why (`// long: <reason>`). A function that reads
  * as one long closure is split into named steps over one state instead (the model:
  * `RemoteExecutionController#exec`).
  */
 const src = join(import.meta.dirname, '..', '..', 'src')
 
 const MAX_FILE_LINES = 500
-const MAX_FUNCTION_LINES = 100
+const MAX_FUNCTION_LINES = 80
 
 /**
  * Functions still over the bound, each at its length today: an entry may shrink (then lower its
@@ -20,8 +20,9 @@ const MAX_FUNCTION_LINES = 100
  * here: split them, or write the reason beside them.
  */
 const ALLOWED_LONG: Readonly<Record<string, number>> = {
-	'backends/kubernetes/kubernetes-sandbox-provider.ts › wrapAcquired': 115,
-	'backends/local/local-sandbox-provider.ts › createLocalSandboxProvider': 102,
+	'backends/container/container-sandbox-provider.ts › createContainerSandboxProvider': 90,
+	'backends/machine/fleet/instance-fleet.ts › createInstanceFleet': 91,
+	'backends/machine/launch/agent-launcher.ts › launchAgentProcess': 89,
 }
 
 /** Files still over the bound, each at its length today; the same ratchet as `ALLOWED_LONG`. */

@@ -183,6 +183,7 @@ export function resolveContainerLabels(value: unknown): Record<string, string> {
 	return out
 }
 
+// long: one check per field of the backend config, read top to bottom against its type
 export function resolveContainerBackendConfig(
 	config: ContainerBackendConfig,
 ): ResolvedContainerBackendConfig {

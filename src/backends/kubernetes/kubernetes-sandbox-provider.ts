@@ -244,13 +244,12 @@ interface WrappedSandbox {
 	startLease(): void
 }
 
-function wrapAcquired(
+/** The agent transport of an acquired pod, its dials tracked; in `pod-ip` mode it follows the pod. */
+function taskTransport(
 	api: KubernetesApiPort,
 	config: ResolvedKubernetesBackendConfig,
 	acquired: AcquiredTaskSandbox,
-	options: CreateTaskSandboxOptions,
-): WrappedSandbox {
-	const { defaultTimeoutMs } = options
+): { transport: KubernetesAgentTransport; tracker: DialTracker; rebinder?: PodRebinder } {
 	const onDialAttempt = config.onDialAttempt
 	const podIp = config.agentAddress === 'pod-ip'
 	const tracker = new DialTracker()
@@ -276,20 +275,30 @@ function wrapAcquired(
 			},
 		},
 	)
-	if (podIp) {
-		rebinder = new PodRebinder({
-			api,
-			namespace: config.namespace,
-			podName: acquired.podName,
-			port: config.agentPort,
-			token: acquired.token,
-			transport,
-		})
-	}
+	if (!podIp) return { transport, tracker }
+	rebinder = new PodRebinder({
+		api,
+		namespace: config.namespace,
+		podName: acquired.podName,
+		port: config.agentPort,
+		token: acquired.token,
+		transport,
+	})
+	return { transport, tracker, rebinder }
+}
+
+/** The sandbox over that transport: released, and retired, by deleting the cluster object. */
+function taskAgentSandbox(
+	api: KubernetesApiPort,
+	acquired: AcquiredTaskSandbox,
+	transport: KubernetesAgentTransport,
+	options: CreateTaskSandboxOptions,
+) {
+	const { defaultTimeoutMs } = options
 	const release = async (signal?: AbortSignal): Promise<void> => {
 		await api.delete(acquired.created.path, { ...(signal ? { signal } : {}) })
 	}
-	const inner = createAgentSandbox({
+	return createAgentSandbox({
 		id: acquired.id,
 		transport,
 		rootDir: options.rootDir ?? KUBERNETES_WORKSPACE_ROOT,
@@ -312,6 +321,47 @@ function wrapAcquired(
 			}
 		},
 	})
+}
+
+type TaskHandleOptions = ConstructorParameters<typeof KubernetesTaskSandbox>[0]
+
+/** The caller's handle: a plain task sandbox, or one that writes its own egress policy first. */
+function taskHandle(
+	api: KubernetesApiPort,
+	config: ResolvedKubernetesBackendConfig,
+	acquired: AcquiredTaskSandbox,
+	options: CreateTaskSandboxOptions,
+	handleOptions: TaskHandleOptions,
+): KubernetesTaskSandbox {
+	const perSandbox = config.egress?.perSandbox
+	if (perSandbox === undefined) return new KubernetesTaskSandbox(handleOptions)
+	const claim = acquired.created.kind === 'claim'
+	return new KubernetesPerSandboxEgressTaskSandbox({
+		...handleOptions,
+		policyWriter: new PerSandboxPolicyWriter({
+			api,
+			namespace: config.namespace,
+			perSandbox,
+			fence: options.admissionFence ?? new AdmissionFence(api),
+			sandboxId: acquired.id,
+			owner: {
+				apiVersion: claim ? EXTENSIONS_API_GROUP_VERSION : SANDBOX_API_GROUP_VERSION,
+				kind: claim ? 'SandboxClaim' : 'Sandbox',
+				name: acquired.created.name,
+				uid: acquired.created.uid,
+			},
+		}),
+	})
+}
+
+function wrapAcquired(
+	api: KubernetesApiPort,
+	config: ResolvedKubernetesBackendConfig,
+	acquired: AcquiredTaskSandbox,
+	options: CreateTaskSandboxOptions,
+): WrappedSandbox {
+	const { transport, tracker, rebinder } = taskTransport(api, config, acquired)
+	const inner = taskAgentSandbox(api, acquired, transport, options)
 	let handle: KubernetesTaskSandbox | undefined
 	const lease = new KubernetesLeaseRenewal({
 		api,
@@ -321,36 +371,13 @@ function wrapAcquired(
 		...(config.onLeaseRenewalError ? { onError: config.onLeaseRenewalError } : {}),
 		onGone: (error) => handle?.markGone(error),
 	})
-	const handleOptions = {
+	const created = taskHandle(api, config, acquired, options, {
 		inner,
 		host: acquired.host,
 		addressMode: config.agentAddress,
 		lease,
 		...(rebinder ? { podRebind: { tracker, rebinder } } : {}),
-	}
-	const perSandbox = config.egress?.perSandbox
-	const created =
-		perSandbox === undefined
-			? new KubernetesTaskSandbox(handleOptions)
-			: new KubernetesPerSandboxEgressTaskSandbox({
-					...handleOptions,
-					policyWriter: new PerSandboxPolicyWriter({
-						api,
-						namespace: config.namespace,
-						perSandbox,
-						fence: options.admissionFence ?? new AdmissionFence(api),
-						sandboxId: acquired.id,
-						owner: {
-							apiVersion:
-								acquired.created.kind === 'claim'
-									? EXTENSIONS_API_GROUP_VERSION
-									: SANDBOX_API_GROUP_VERSION,
-							kind: acquired.created.kind === 'claim' ? 'SandboxClaim' : 'Sandbox',
-							name: acquired.created.name,
-							uid: acquired.created.uid,
-						},
-					}),
-				})
+	})
 	handle = created
 	return {
 		handle: created,

@@ -24,7 +24,11 @@ import {
 	listLocalSandboxes,
 } from '../machine/claims/kept-alive-registry.js'
 import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
-import { agentSandboxOf, createInstanceFleet } from '../machine/fleet/instance-fleet.js'
+import {
+	agentSandboxOf,
+	createInstanceFleet,
+	type InstanceFleet,
+} from '../machine/fleet/instance-fleet.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import { seccompArchOf } from '../machine/seccomp/seccomp-filter.js'
 import {
@@ -33,7 +37,11 @@ import {
 	type MachineSandboxSpec,
 	resolveMachineSandboxSpec,
 } from '../machine/spec/machine-sandbox-spec.js'
-import { type LocalBackendConfig, resolveLocalBackendConfig } from './local-backend-config.js'
+import {
+	type LocalBackendConfig,
+	type ResolvedLocalBackendConfig,
+	resolveLocalBackendConfig,
+} from './local-backend-config.js'
 import { LocalProviderClosedError } from './local-errors.js'
 import type { LocalInstance, LocalInstanceContext } from './local-instance.js'
 import type { LocalSandbox } from './local-sandbox.js'
@@ -69,20 +77,13 @@ export interface LocalSandboxProvider extends SandboxProvider {
 	list(options?: { readonly signal?: AbortSignal }): Promise<LocalSandboxListing[]>
 }
 
-/** The local tier's provider; `createSandboxProvider({ backend: { tier: 'process' } })` returns the same. */
-export function createLocalSandboxProvider(
-	backend: LocalBackendConfig,
-	defaults: SandboxProviderDefaults = {},
-	hooks: LocalProviderHooks = {},
-): LocalSandboxProvider {
-	const resolved = resolveLocalBackendConfig(backend)
-	// Every confined sandbox gets the seccomp filter: a host it has no table for is refused now.
-	if (resolved.isolation === 'bubblewrap') seccompArchOf()
-	const defaultSpec = resolveMachineSandboxSpec({}, defaults)
-	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
-	const givenHooks = optionalObject(CONFIG_SITE, 'hooks', hooks)
-	optionalFunction(CONFIG_SITE, 'hooks.onBackgroundError', givenHooks.onBackgroundError)
-	optionalFunction(CONFIG_SITE, 'hooks.onWarmSandboxReady', givenHooks.onWarmSandboxReady)
+/** The fleet behind the provider: starts, the warm pool, the reaper and the hand-out. */
+function localFleet(
+	resolved: ResolvedLocalBackendConfig,
+	defaultSpec: MachineSandboxSpec,
+	outputBudget: ExecOutputBudget,
+	hooks: LocalProviderHooks,
+): InstanceFleet<MachineSandboxSpec, LocalSandbox> {
 	let context: LocalInstanceContext | undefined
 	// Resolved at the first start, so a provider without a pool touches nothing until create().
 	const instanceContext = () => {
@@ -93,7 +94,7 @@ export function createLocalSandboxProvider(
 		}
 		return context
 	}
-	const fleet = createInstanceFleet<LocalInstance, MachineSandboxSpec, LocalSandbox>({
+	return createInstanceFleet<LocalInstance, MachineSandboxSpec, LocalSandbox>({
 		start: (spec, signal) => startLocalInstance(instanceContext(), spec, signal),
 		// A proxied sandbox is never served from the pool (its proxy is its creator's): none is kept.
 		...(resolved.warmPoolSize > 0 && defaultSpec.egress !== 'proxied'
@@ -132,6 +133,23 @@ export function createLocalSandboxProvider(
 		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
 		...(hooks.onWarmSandboxReady ? { onWarmSandboxReady: hooks.onWarmSandboxReady } : {}),
 	})
+}
+
+/** The local tier's provider; `createSandboxProvider({ backend: { tier: 'process' } })` returns the same. */
+export function createLocalSandboxProvider(
+	backend: LocalBackendConfig,
+	defaults: SandboxProviderDefaults = {},
+	hooks: LocalProviderHooks = {},
+): LocalSandboxProvider {
+	const resolved = resolveLocalBackendConfig(backend)
+	// Every confined sandbox gets the seccomp filter: a host it has no table for is refused now.
+	if (resolved.isolation === 'bubblewrap') seccompArchOf()
+	const defaultSpec = resolveMachineSandboxSpec({}, defaults)
+	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
+	const givenHooks = optionalObject(CONFIG_SITE, 'hooks', hooks)
+	optionalFunction(CONFIG_SITE, 'hooks.onBackgroundError', givenHooks.onBackgroundError)
+	optionalFunction(CONFIG_SITE, 'hooks.onWarmSandboxReady', givenHooks.onWarmSandboxReady)
+	const fleet = localFleet(resolved, defaultSpec, outputBudget, hooks)
 
 	const create = (config: LocalSandboxCreateConfig = {}): Promise<LocalSandbox> => {
 		let spec: MachineSandboxSpec
