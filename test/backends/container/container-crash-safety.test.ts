@@ -39,9 +39,9 @@ import {
 
 const skip = containerSkipReason()
 /** The other runtimes, each with why it cannot run here (undefined: it can). */
-const OTHER_RUNTIMES: readonly [ContainerRuntime, string | undefined][] = [
-	['crun', containerSkipReason(CRUN_PATH)],
-	['runsc', containerSkipReason(RUNSC_PATH)],
+const OTHER_RUNTIMES: readonly [ContainerRuntime, string, string | undefined][] = [
+	['crun', CRUN_PATH, containerSkipReason(CRUN_PATH)],
+	['runsc', RUNSC_PATH, containerSkipReason(RUNSC_PATH)],
 ]
 /** Several containers started in a child host on a loaded 2-core machine. */
 const CASE_TIMEOUT_MS = 300_000
@@ -54,7 +54,7 @@ const hosts: ChildProcess[] = []
 const scratch: string[] = []
 
 beforeAll(async () => {
-	if ([skip, ...OTHER_RUNTIMES.map(([, reason]) => reason)].every((r) => r !== undefined)) return
+	if ([skip, ...OTHER_RUNTIMES.map(([, , reason]) => reason)].every((r) => r !== undefined)) return
 	library = await bundleSource('src/backends/container/index.ts', 'container-crash')
 	cli = await bundleCli()
 })
@@ -331,7 +331,7 @@ describe.skipIf(skip !== undefined)(
 
 describe.each(OTHER_RUNTIMES)(
 	'container tier on %s: a SIGKILLed host, then gc',
-	(runtime, reason) => {
+	(runtime, runtimePath, reason) => {
 		it.skipIf(reason !== undefined)(
 			`a writable hostDir outputs (plus read-only uploads) with diskLimitMb is reaped by gc${reason ? ` (skipped: ${reason})` : ''}`,
 			async () => {
@@ -351,6 +351,13 @@ describe.each(OTHER_RUNTIMES)(
 					expect(claims?.owner?.pid).toBe(child.pid)
 					expect(claims?.workspace?.path).toBe(sized)
 					expect(processesMentioning(`namzu-sbx-${id}`).length).toBeGreaterThan(0)
+					// The container is this runtime's: its own `list` over the sandbox's runtime root names it.
+					const listed = spawnSync(
+						runtimePath,
+						['--root', join(stateDir, `namzu-sbx-${id}`, 'runtime'), 'list'],
+						{ encoding: 'utf8' },
+					)
+					expect(listed.stdout).toContain(id)
 					expect(loopDevicesUnder(stateDir).length).toBe(1)
 					if (!cli) throw new Error('cli bundle missing')
 					const env = childEnv({ NAMZU_SANDBOX_STATE_DIR: stateDir })
