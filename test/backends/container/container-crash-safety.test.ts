@@ -1,5 +1,6 @@
 /**
- * Crash safety of the container tier (runc), for each layout × disk limit: a host process that
+ * Crash safety of the container tier, for each layout × disk limit on runc (and, on crun and runsc,
+ * the case the issue names: a writable `hostDir` with `diskLimitMb`): a host process that
  * created sandboxes with an `inImage` or a writable `hostDir` `outputs` (plus a read-only `hostDir`
  * `uploads`), with and without `diskLimitMb`, each running a long command, is SIGKILLed; then
  * `namzu-sandbox gc`, or the next provider's first `create()`, leaves no process, cgroup, mount,
@@ -14,6 +15,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createContainerSandboxProvider } from '../../../src/backends/container/index.js'
+import type { ContainerRuntime } from '../../../src/backends/container/runtime-argv.js'
 import { readHostClaims } from '../../../src/backends/machine/claims/release-host-claims.js'
 import { collectLocalGarbage } from '../../../src/backends/machine/index.js'
 import {
@@ -24,16 +26,23 @@ import {
 } from '../../helpers/bundle-source.js'
 import { runNodeToExit } from '../../helpers/run-to-exit.js'
 import {
+	CRUN_PATH,
 	cgroupDirsOf,
 	containerSkipReason,
 	guestImage,
 	makeStateDir,
 	mountsMentioning,
 	processesMentioning,
+	RUNSC_PATH,
 	removeStateDir,
 } from './container-test-support.js'
 
 const skip = containerSkipReason()
+/** The other runtimes, each with why it cannot run here (undefined: it can). */
+const OTHER_RUNTIMES: readonly [ContainerRuntime, string, string | undefined][] = [
+	['crun', CRUN_PATH, containerSkipReason(CRUN_PATH)],
+	['runsc', RUNSC_PATH, containerSkipReason(RUNSC_PATH)],
+]
 /** Several containers started in a child host on a loaded 2-core machine. */
 const CASE_TIMEOUT_MS = 300_000
 const SETPRIV = '/usr/bin/setpriv'
@@ -45,7 +54,7 @@ const hosts: ChildProcess[] = []
 const scratch: string[] = []
 
 beforeAll(async () => {
-	if (skip !== undefined) return
+	if ([skip, ...OTHER_RUNTIMES.map(([, , reason]) => reason)].every((r) => r !== undefined)) return
 	library = await bundleSource('src/backends/container/index.ts', 'container-crash')
 	cli = await bundleCli()
 })
@@ -103,6 +112,7 @@ interface HostCase {
 async function startHost(
 	stateDir: string,
 	cases: readonly HostCase[],
+	runtime: ContainerRuntime = 'runc',
 ): Promise<{ child: ChildProcess; ids: string[] }> {
 	if (!library) throw new Error('bundle missing')
 	const script = join(library.dir, `host-${Date.now()}-${Math.random()}.mjs`)
@@ -116,7 +126,7 @@ for (const c of ${JSON.stringify(cases)}) {
 		...(c.uploads ? { uploads: { source: { type: 'hostDir', hostPath: c.uploads } } } : {}),
 	}
 	const provider = createContainerSandboxProvider(
-		{ tier: 'container', image: ${JSON.stringify(guestImage())}, stateDir: ${JSON.stringify(stateDir)} },
+		{ tier: 'container', runtime: ${JSON.stringify(runtime)}, image: ${JSON.stringify(guestImage())}, stateDir: ${JSON.stringify(stateDir)} },
 		layout,
 	)
 	const sandbox = await provider.create(c.diskLimitMb ? { diskLimitMb: c.diskLimitMb } : {})
@@ -311,6 +321,51 @@ describe.skipIf(skip !== undefined)(
 					expect(loopDevicesUnder(stateDir)).toEqual([])
 				} finally {
 					for (const survivor of survivors) survivor.kill('SIGKILL')
+					expect(await removeStateDir(stateDir)).toEqual([])
+				}
+			},
+			CASE_TIMEOUT_MS,
+		)
+	},
+)
+
+describe.each(OTHER_RUNTIMES)(
+	'container tier on %s: a SIGKILLed host, then gc',
+	(runtime, runtimePath, reason) => {
+		it.skipIf(reason !== undefined)(
+			`a writable hostDir outputs (plus read-only uploads) with diskLimitMb is reaped by gc${reason ? ` (skipped: ${reason})` : ''}`,
+			async () => {
+				const stateDir = await makeStateDir(`crash-${runtime}`)
+				try {
+					const sized = await hostDir(`out-${runtime}`)
+					const uploads = await hostDir(`uploads-${runtime}`)
+					const before = { [sized]: await owners(sized), [uploads]: await owners(uploads) }
+					const { child, ids } = await startHost(
+						stateDir,
+						[{ outputs: sized, uploads, diskLimitMb: 16 }],
+						runtime,
+					)
+					await kill(child)
+					const [id = ''] = ids
+					const claims = await readHostClaims(id, join(stateDir, `namzu-sbx-${id}`))
+					expect(claims?.owner?.pid).toBe(child.pid)
+					expect(claims?.workspace?.path).toBe(sized)
+					expect(processesMentioning(`namzu-sbx-${id}`).length).toBeGreaterThan(0)
+					// The container is this runtime's: its own `list` over the sandbox's runtime root names it.
+					const listed = spawnSync(
+						runtimePath,
+						['--root', join(stateDir, `namzu-sbx-${id}`, 'runtime'), 'list'],
+						{ encoding: 'utf8' },
+					)
+					expect(listed.stdout).toContain(id)
+					expect(loopDevicesUnder(stateDir).length).toBe(1)
+					if (!cli) throw new Error('cli bundle missing')
+					const env = childEnv({ NAMZU_SANDBOX_STATE_DIR: stateDir })
+					const run = await runNodeToExit([cli.file, 'gc'], { env })
+					expect(run.code, run.stderr).toBe(0)
+					expect(run.stdout).toContain(`reaped sandbox ${id} (owner-gone)`)
+					await assertNothingLeft({ stateDir, ids, dirs: before })
+				} finally {
 					expect(await removeStateDir(stateDir)).toEqual([])
 				}
 			},

@@ -10,6 +10,7 @@ import type { Sandbox } from '../../../src/contract/sandbox.js'
 import type { EgressDecision } from '../../../src/host/egress/egress-decision.js'
 import type { EgressUpstream } from '../../host/egress/upstream-fixture.js'
 import { EXCHANGE, PYTHON_EXCHANGE, TLS_EXCHANGE } from '../egress-guest-programs.js'
+import { base64, type Exchanged, HTTP_FRAMING_ATTACKS } from '../egress-http-attack-table.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { type ProxiedProvider, startProxiedProvider } from './proxied-provider.js'
 
@@ -18,12 +19,6 @@ const skip = bwrapSkip ?? (process.getuid?.() === 0 ? undefined : 'needs root (i
 const SECRET = 'Bearer attack-s3cret-5e1d'
 /** Bound on one program run in the sandbox: generous, a loaded machine starts node slowly. */
 const EXEC_MS = 90_000
-const base64 = (text: string) => Buffer.from(text, 'latin1').toString('base64')
-
-interface Exchanged {
-	readonly reply: string
-	readonly end: string
-}
 
 describe.skipIf(skip)('hostile HTTP from inside a local sandbox', { timeout: 180_000 }, () => {
 	let upstream: EgressUpstream
@@ -70,48 +65,21 @@ describe.skipIf(skip)('hostile HTTP from inside a local sandbox', { timeout: 180
 		await fixture?.close()
 	}, 120_000)
 
-	it.each([
-		[
-			'a request behind an empty line (two pipelined for another site)',
-			'\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n',
-			'http-empty-line-first',
-		],
-		[
-			'a lower-case method',
-			'get / HTTP/1.1\r\nHost: api.example.test\r\n\r\n',
-			'http-method-invalid',
-		],
-		['a bare-LF head', 'GET / HTTP/1.1\nHost: evil.test\n\n', 'http-bare-lf'],
-		['HTTP/1.2', 'GET / HTTP/1.2\r\nHost: evil.test\r\n\r\n', 'http-version-unsupported'],
-		['the HTTP/2 preface', 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'http-h2-preface'],
-		[
-			'an h2c upgrade',
-			'GET / HTTP/1.1\r\nHost: api.example.test\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n',
-			'h2c-refused',
-		],
-		[
-			'an absolute-form target for another site',
-			'GET http://evil.test/ HTTP/1.1\r\nHost: api.example.test\r\n\r\n',
-			'target-authority-mismatch',
-		],
-		[
-			'a second Host',
-			'GET / HTTP/1.1\r\nHost: api.example.test\r\nHost: evil.test\r\n\r\n',
-			'host-repeated',
-		],
-		['a protocol that is not HTTP', 'PING\r\n', 'http-method-invalid'],
-	])('refuses %s: the upstream receives no byte', async (_case, payload, reason) => {
-		const before = decisions.length
-		const seen = await exchange(6000, payload, 300)
-		expect(seen.reply).toBe('')
-		expect((await upstream.recorded()).join('')).toBe('')
-		expect(decisionOn(6000, before)).toMatchObject({
-			host: 'api.example.test',
-			port: 6000,
-			verdict: 'deny',
-			reason,
-		})
-	})
+	it.each(HTTP_FRAMING_ATTACKS)(
+		'refuses %s: the upstream receives no byte',
+		async (_case, payload, reason) => {
+			const before = decisions.length
+			const seen = await exchange(6000, payload, 300)
+			expect(seen.reply).toBe('')
+			expect((await upstream.recorded()).join('')).toBe('')
+			expect(decisionOn(6000, before)).toMatchObject({
+				host: 'api.example.test',
+				port: 6000,
+				verdict: 'deny',
+				reason,
+			})
+		},
+	)
 
 	it('refuses the empty-line attack sent with python too', async () => {
 		const payload = '\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n'
