@@ -52,6 +52,7 @@ export async function startAgent(options: StartAgentOptions = {}): Promise<Start
 	child.stderr?.on('data', (chunk: Buffer) => {
 		stderr += chunk.toString()
 	})
+	// An agent that refuses to start (a test of that) leaves nothing behind either.
 	const port = await new Promise<number | undefined>((resolve, reject) => {
 		const onExit = (code: number | null) =>
 			reject(new Error(`agent exited with ${code} before listening: ${stderr}`))
@@ -65,6 +66,9 @@ export async function startAgent(options: StartAgentOptions = {}): Promise<Start
 				resolve(info.port)
 			}
 		})
+	}).catch(async (error: unknown) => {
+		await rm(dir, { recursive: true, force: true })
+		throw error
 	})
 	const stop = async () => {
 		if (child.exitCode === null && child.signalCode === null) {
