@@ -191,12 +191,14 @@ export async function createKubernetesTaskSandbox(
 ): Promise<Sandbox> {
 	const { signal } = options
 	const probe = (sandbox: WrappedSandbox) =>
-		probeSandboxPrivileges(sandbox, signal, {
+		probeSandboxPrivileges(sandbox.prober, signal, {
 			timeoutMs: Math.min(config.readyTimeoutMs, PRIVILEGE_PROBE_MAX_TIMEOUT_MS),
-		}).then(
-			() => ({ failed: false as const }),
-			(error: unknown) => ({ failed: true as const, error }),
-		)
+		})
+			.finally(() => sandbox.prober.destroy().catch(() => undefined))
+			.then(
+				() => ({ failed: false as const }),
+				(error: unknown) => ({ failed: true as const, error }),
+			)
 	// A claim's network check runs while the guest is dialed and probed (one API round trip off
 	// the critical path); nothing is handed out before both passed.
 	let early: { sandbox: WrappedSandbox; probed: Awaited<ReturnType<typeof probe>> } | undefined
@@ -239,7 +241,11 @@ export function probeFailure(error: unknown, sandboxId: string): unknown {
 
 interface WrappedSandbox {
 	readonly handle: KubernetesTaskSandbox
-	exec: KubernetesTaskSandbox['exec']
+	/**
+	 * A throwaway handle over the same transport that the privilege probe runs on, so the handed-out
+	 * sandbox's `events()` begins with the caller's own first exec (as on the machine tiers).
+	 */
+	readonly prober: KubernetesTaskSandbox
 	destroy(): Promise<void>
 	startLease(): void
 }
@@ -287,12 +293,15 @@ function taskTransport(
 	return { transport, tracker, rebinder }
 }
 
-/** The sandbox over that transport: released, and retired, by deleting the cluster object. */
+/**
+ * The sandbox over that transport: released, and retired, by deleting the cluster object. The
+ * probe's (`releases: false`) releases nothing; an unconfirmable cancellation still retires the pod.
+ */
 function taskAgentSandbox(
 	api: KubernetesApiPort,
 	acquired: AcquiredTaskSandbox,
 	transport: KubernetesAgentTransport,
-	options: CreateTaskSandboxOptions,
+	options: CreateTaskSandboxOptions & { readonly releases: boolean },
 ) {
 	const { defaultTimeoutMs } = options
 	const release = async (signal?: AbortSignal): Promise<void> => {
@@ -306,7 +315,7 @@ function taskAgentSandbox(
 		...(defaultTimeoutMs === undefined ? {} : { defaultTimeoutMs }),
 		...(options.outputBudget ? { outputBudget: options.outputBudget } : {}),
 		execution: transport.executionOptions,
-		release,
+		release: options.releases ? release : async () => undefined,
 		// A guest that fenced itself is named; the refused reservation ran nothing, so nothing is
 		// retired on its account.
 		fencedGuest: (error, operation) =>
@@ -361,7 +370,8 @@ function wrapAcquired(
 	options: CreateTaskSandboxOptions,
 ): WrappedSandbox {
 	const { transport, tracker, rebinder } = taskTransport(api, config, acquired)
-	const inner = taskAgentSandbox(api, acquired, transport, options)
+	const inner = taskAgentSandbox(api, acquired, transport, { ...options, releases: true })
+	const podRebind = rebinder ? { podRebind: { tracker, rebinder } } : {}
 	let handle: KubernetesTaskSandbox | undefined
 	const lease = new KubernetesLeaseRenewal({
 		api,
@@ -376,12 +386,18 @@ function wrapAcquired(
 		host: acquired.host,
 		addressMode: config.agentAddress,
 		lease,
-		...(rebinder ? { podRebind: { tracker, rebinder } } : {}),
+		...podRebind,
 	})
 	handle = created
+	const prober = new KubernetesTaskSandbox({
+		inner: taskAgentSandbox(api, acquired, transport, { ...options, releases: false }),
+		host: acquired.host,
+		addressMode: config.agentAddress,
+		...podRebind,
+	})
 	return {
 		handle: created,
-		exec: (command, args, execOptions) => created.exec(command, args, execOptions),
+		prober,
 		destroy: () => created.destroy(),
 		startLease: () => lease.start(),
 	}

@@ -8,7 +8,9 @@
  * `KubernetesAgentRetiringError` (which retires nothing); a Service FQDN that does not resolve becomes
  * `KubernetesAgentAddressUnresolvableError`. `setNetworkPolicy` is absent unless the backend has
  * `egress.perSandbox` (then the handle is a `KubernetesPerSandboxEgressTaskSandbox`, which adds
- * it); `spawnDetached` is absent on purpose: there is no detached spawn on this tier.
+ * it); `spawnDetached` is absent on purpose: there is no detached spawn on this tier. `events()`
+ * is the wrapped `AgentSandbox`'s own stream; the lease finding the object gone is this tier's
+ * guest death (`guest-died`, exit and signal unknown), which ends it.
  */
 import '../../contract/async-dispose.js'
 import { findCauseOfType } from '../../contract/cause-chain.js'
@@ -43,6 +45,7 @@ import type {
 	SandboxWriteFileOptions,
 	TerminalSession,
 } from '../../contract/sandbox.js'
+import type { SandboxEventsOptions, SandboxLifecycleEvent } from '../../contract/sandbox-events.js'
 import { RemoteCancellationUnknownError } from '../../host/refusals/refusal-errors.js'
 import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import { checkDestroyOptions } from '../../host/sandbox/sandbox-arguments.js'
@@ -93,9 +96,16 @@ export class KubernetesTaskSandbox implements Sandbox {
 		return this.#gone !== undefined
 	}
 
-	/** Called by the lease when the object is gone: later calls throw without dialing. */
+	/**
+	 * Called by the lease when the object is gone: later calls throw without dialing, and the
+	 * guest's death is declared on the transport (calls in flight end, `events()` tells
+	 * `guest-died`). Deleting the object ends the pod, so that is what this tier sees of a death.
+	 */
 	markGone(cause: Error): void {
-		this.#gone ??= cause
+		if (this.#gone) return
+		this.#gone = cause
+		if (this.#destroyed) return
+		this.#inner.transport.liveness.declare({ exitCode: null, signal: null, sandboxId: this.id })
 	}
 
 	exec(
@@ -178,6 +188,19 @@ export class KubernetesTaskSandbox implements Sandbox {
 	watch(path: string, options: SandboxWatchOptions = {}): AsyncIterable<SandboxWatchEvent> {
 		this.admit('watch')
 		return this.#iterate('watch', this.#inner.watch(path, options))
+	}
+
+	/**
+	 * The wrapped sandbox's lifecycle stream (sandbox-event-log.ts): exec started / exited, the
+	 * object gone as `guest-died`, `destroyed` once the object is deleted. Like every tier's, it can
+	 * still be read back by cursor once it ended.
+	 */
+	events(options: SandboxEventsOptions = {}): AsyncIterable<SandboxLifecycleEvent> {
+		try {
+			return this.#inner.events(options)
+		} catch (error) {
+			throw this.#translate('events', error)
+		}
 	}
 
 	openTerminal(options: OpenTerminalOptions): Promise<TerminalSession> {
