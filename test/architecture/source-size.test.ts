@@ -15,15 +15,11 @@ const MAX_FILE_LINES = 500
 const MAX_FUNCTION_LINES = 80
 
 /**
- * Functions still over the bound, each at its length today: an entry may shrink (then lower its
- * number, or remove it once under the bound) but never grow. New long functions are not added
+ * Functions over the bound, each at its length today: an entry may shrink (then lower its number,
+ * or remove it once under the bound) but never grow. Empty now; new long functions are not added
  * here: split them, or write the reason beside them.
  */
-const ALLOWED_LONG: Readonly<Record<string, number>> = {
-	'backends/container/container-sandbox-provider.ts › createContainerSandboxProvider': 90,
-	'backends/machine/fleet/instance-fleet.ts › createInstanceFleet': 91,
-	'backends/machine/launch/agent-launcher.ts › launchAgentProcess': 89,
-}
+const ALLOWED_LONG: Readonly<Record<string, number>> = {}
 
 /** Files still over the bound, each at its length today; the same ratchet as `ALLOWED_LONG`. */
 const ALLOWED_LONG_FILES: Readonly<Record<string, number>> = {}

@@ -25,6 +25,7 @@ import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import { seccompArchOf } from '../machine/seccomp/seccomp-filter.js'
 import {
 	type ContainerBackendConfig,
+	type ResolvedContainerBackendConfig,
 	resolveContainerBackendConfig,
 } from './container-backend-config.js'
 import {
@@ -109,6 +110,35 @@ export function containerLayoutRefusals(
 }
 
 /**
+ * What every start of this provider shares; the image is resolved at the first start that needs it.
+ */
+function containerInstanceContext(
+	resolved: ResolvedContainerBackendConfig,
+	resolvedLayout: ResolvedContainerSandboxLayout,
+	hooks: ContainerProviderHooks,
+): ContainerInstanceContext {
+	let image: Promise<ContainerImage> | undefined
+	return {
+		backend: resolved,
+		layout: resolvedLayout,
+		image: () => {
+			image ??= resolveContainerImage({
+				image: resolved.image,
+				cacheDir: resolved.imageCacheDir,
+				umociPath: resolved.tools.umoci,
+			})
+			// A refused image is refused again on the next create, not cached as a failure.
+			image.catch(() => {
+				image = undefined
+			})
+			return image
+		},
+		agentPath: agentBundlePath(),
+		...(hooks.egressTestSeam ? { egressSeam: hooks.egressTestSeam } : {}),
+	}
+}
+
+/**
  * The container tier's provider; `createSandboxProvider({ backend: { tier: 'container', … }, layout })`
  * returns the same. Validates the backend and the layout at once and contacts nothing until
  * `create()` (or the warm pool's first start).
@@ -136,25 +166,7 @@ export function createContainerSandboxProvider(
 	const givenHooks = optionalObject(CONFIG_SITE, 'hooks', hooks)
 	optionalFunction(CONFIG_SITE, 'hooks.onBackgroundError', givenHooks.onBackgroundError)
 	optionalFunction(CONFIG_SITE, 'hooks.onWarmSandboxReady', givenHooks.onWarmSandboxReady)
-	let image: Promise<ContainerImage> | undefined
-	const context: ContainerInstanceContext = {
-		backend: resolved,
-		layout: resolvedLayout,
-		image: () => {
-			image ??= resolveContainerImage({
-				image: resolved.image,
-				cacheDir: resolved.imageCacheDir,
-				umociPath: resolved.tools.umoci,
-			})
-			// A refused image is refused again on the next create, not cached as a failure.
-			image.catch(() => {
-				image = undefined
-			})
-			return image
-		},
-		agentPath: agentBundlePath(),
-		...(hooks.egressTestSeam ? { egressSeam: hooks.egressTestSeam } : {}),
-	}
+	const context = containerInstanceContext(resolved, resolvedLayout, hooks)
 	const fleet = createInstanceFleet<ContainerInstance, ContainerSandboxSpec, ContainerSandbox>({
 		start: (spec, signal) => startContainerInstance(context, spec, signal),
 		// A proxied sandbox is never served from the pool (its proxy is its creator's): none is kept.

@@ -48,6 +48,44 @@ export interface InstanceFleet<S, T> {
 	close(): Promise<void>
 }
 
+/** The fleet's warm pool, if it has one: its members start with the pool's spec. */
+function warmPoolOf<I extends FleetInstance, S, T>(
+	options: InstanceFleetOptions<I, S, T>,
+): WarmPool<I> | undefined {
+	const poolSpec = options.pool
+	if (poolSpec === undefined || !(poolSpec.size > 0)) return undefined
+	return new WarmPool<I>({
+		size: poolSpec.size,
+		start: (signal) => options.start(poolSpec.spec, signal),
+		...(options.onBackgroundError ? { onError: options.onBackgroundError } : {}),
+		...(options.onWarmSandboxReady
+			? { onReady: (instance: I) => options.onWarmSandboxReady?.(instance.id) }
+			: {}),
+	})
+}
+
+/**
+ * One start under its own controller, held in `starting` while it runs: the caller's signal or
+ * close() (which aborts every controller in `starting`) aborts it.
+ */
+async function startUnderOwnController<I, S>(
+	start: (spec: S, signal: AbortSignal) => Promise<I>,
+	spec: S,
+	signal: AbortSignal | undefined,
+	starting: Set<AbortController>,
+): Promise<I> {
+	const controller = new AbortController()
+	const forward = () => controller.abort(signal?.reason)
+	signal?.addEventListener('abort', forward, { once: true })
+	starting.add(controller)
+	try {
+		return await start(spec, controller.signal)
+	} finally {
+		signal?.removeEventListener('abort', forward)
+		starting.delete(controller)
+	}
+}
+
 export function createInstanceFleet<
 	I extends FleetInstance,
 	S,
@@ -63,33 +101,12 @@ export function createInstanceFleet<
 		return reaping
 	}
 	const poolSpec = options.pool
-	const pool =
-		poolSpec !== undefined && poolSpec.size > 0
-			? new WarmPool<I>({
-					size: poolSpec.size,
-					start: (signal) => options.start(poolSpec.spec, signal),
-					...(options.onBackgroundError ? { onError: options.onBackgroundError } : {}),
-					...(options.onWarmSandboxReady
-						? { onReady: (instance: I) => options.onWarmSandboxReady?.(instance.id) }
-						: {}),
-				})
-			: undefined
+	const pool = warmPoolOf(options)
 	if (pool) void reapOnce()
 	pool?.fill()
 
-	const startCold = async (spec: S, signal: AbortSignal | undefined) => {
-		// One controller per start: the caller's signal or close() aborts it.
-		const controller = new AbortController()
-		const forward = () => controller.abort(signal?.reason)
-		signal?.addEventListener('abort', forward, { once: true })
-		starting.add(controller)
-		try {
-			return await options.start(spec, controller.signal)
-		} finally {
-			signal?.removeEventListener('abort', forward)
-			starting.delete(controller)
-		}
-	}
+	const startCold = (spec: S, signal: AbortSignal | undefined) =>
+		startUnderOwnController(options.start, spec, signal, starting)
 
 	const createOnce = async (spec: S, signal: AbortSignal | undefined): Promise<T> => {
 		if (closing) throw options.closedError()

@@ -4,11 +4,11 @@
  * A process that must outlive the host (`outliveHost`) writes stderr through a bounded keeper that
  * outlives the host too (`stderr-log-keeper.ts`) and is unref'd so the host can exit.
  */
-import { spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
 import type { Readable } from 'node:stream'
 import { descendantPids, waitUntilGone } from '../claims/process-tree.js'
-import { inheritableHostDescriptors, stdioCovering } from './launch-descriptors.js'
+import { inheritableHostDescriptors, type StdioEntry, stdioCovering } from './launch-descriptors.js'
 import { startStderrLogKeeper } from './stderr-log-keeper.js'
 import { STDERR_TAIL_BYTES, StderrTail } from './stderr-tail.js'
 
@@ -84,20 +84,19 @@ function readFileTail(path: string, bytes = 2 * STDERR_TAIL_BYTES): string {
 	}
 }
 
-export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess {
-	const [program, ...args] = spec.argv
-	if (program === undefined) throw new TypeError('launchAgentProcess: empty argv')
-	const tail = new StderrTail()
-	let status: ChildExit | undefined
-	const keeper =
-		spec.outliveHost === undefined
-			? undefined
-			: startStderrLogKeeper(spec.outliveHost.stderrPath, spec.outliveHost.tailPath)
-	const stderr = keeper?.input ?? 'pipe'
+/**
+ * Spawns the agent with exactly the descriptors `spec` hands it (every other inheritable host
+ * descriptor covered by /dev/null).
+ */
+function spawnAgentChild(
+	spec: AgentLaunchSpec,
+	program: string,
+	args: readonly string[],
+	stderr: StdioEntry,
+): ChildProcess {
 	const devNull = openSync('/dev/null', 'r')
-	let child: ReturnType<typeof spawn>
 	try {
-		child = spawn(program, args, {
+		return spawn(program, args, {
 			// Its own process group: a terminal's Ctrl-C is for the host program, which cancels through
 			// the AbortSignal; it must not kill the sandbox out from under that cancellation.
 			detached: true,
@@ -113,14 +112,40 @@ export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess 
 		})
 	} finally {
 		closeSync(devNull)
-		keeper?.release()
 	}
-	if (spec.outliveHost) child.unref()
+}
+
+/** The host ends of the `'pipe'` entries of `extraFds`, by the child's descriptor number. */
+function pipesOf(
+	child: ChildProcess,
+	extraFds: AgentLaunchSpec['extraFds'],
+): Map<number, Readable> {
 	const pipes = new Map<number, Readable>()
-	for (const [index, entry] of (spec.extraFds ?? []).entries()) {
+	for (const [index, entry] of (extraFds ?? []).entries()) {
 		const stream = child.stdio[4 + index]
 		if (entry === 'pipe' && stream) pipes.set(4 + index, stream as Readable)
 	}
+	return pipes
+}
+
+export function launchAgentProcess(spec: AgentLaunchSpec): LaunchedAgentProcess {
+	const [program, ...args] = spec.argv
+	if (program === undefined) throw new TypeError('launchAgentProcess: empty argv')
+	const tail = new StderrTail()
+	let status: ChildExit | undefined
+	const keeper =
+		spec.outliveHost === undefined
+			? undefined
+			: startStderrLogKeeper(spec.outliveHost.stderrPath, spec.outliveHost.tailPath)
+	const stderr = keeper?.input ?? 'pipe'
+	let child: ChildProcess
+	try {
+		child = spawnAgentChild(spec, program, args, stderr)
+	} finally {
+		keeper?.release()
+	}
+	if (spec.outliveHost) child.unref()
+	const pipes = pipesOf(child, spec.extraFds)
 	const childExited = new Promise<ChildExit>((resolve) => {
 		child.once('error', (error) => {
 			// 'error' without a pid means spawn failed; with one, a later kill failed — exit still follows.
