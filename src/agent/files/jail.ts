@@ -36,7 +36,7 @@ export const PATH_CONTAINS_NUL = AGENT_REFUSAL.path_contains_nul
 
 export type JailAccess = 'read' | 'write'
 
-type JailConfig = Pick<AgentConfig, 'workspace' | 'readRoots' | 'writeRoots'>
+export type JailConfig = Pick<AgentConfig, 'workspace' | 'readRoots' | 'writeRoots'>
 
 export interface JailedPath {
 	/** Absolute, normalised (lexical) path the op should act on. */

@@ -16,8 +16,14 @@ import { closeSync, constants, mkdirSync, openSync } from 'node:fs'
 import { type FileHandle, open } from 'node:fs/promises'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { OpRefusal } from '../handler/op-refusal.js'
-import { errnoCode } from './fs-refusal.js'
-import { isWithin, type JailedPath, pathEscapesWorkspace } from './jail.js'
+import { errnoCode, fsRefusal } from './fs-refusal.js'
+import {
+	isWithin,
+	type JailConfig,
+	type JailedPath,
+	pathEscapesWorkspace,
+	resolveJailedPath,
+} from './jail.js'
 import { descriptorPath, entryOf, O_PATH, walkToNearest } from './physical-walk.js'
 
 /**
@@ -60,6 +66,28 @@ export async function openJailedFile(
 		throw error
 	}
 	return handle
+}
+
+/**
+ * What a reading op opens first: `path` through the jail for reading, read-only and `O_NONBLOCK`
+ * (so a fifo cannot hang the open; regular files and directories ignore it), plus `extraFlags`;
+ * any failure is the op's refusal.
+ */
+export async function openJailedForRead(
+	config: JailConfig,
+	path: unknown,
+	extraFlags = 0,
+): Promise<FileHandle> {
+	const jailed = resolveJailedPath(config, path, 'read')
+	try {
+		return await openJailedFile(
+			jailed,
+			String(path),
+			constants.O_RDONLY | constants.O_NONBLOCK | extraFlags,
+		)
+	} catch (error) {
+		throw fsRefusal(error)
+	}
 }
 
 /**

@@ -6,15 +6,14 @@
  * read. An entry that vanishes between the read and its `lstat` is left out.
  */
 import { constants } from 'node:fs'
-import { type FileHandle, readdir } from 'node:fs/promises'
+import { readdir } from 'node:fs/promises'
 import {
 	DEFAULT_LIST_DIRECTORY_PAGE,
 	MAX_LIST_DIRECTORY_PAGE,
 	type WireDirectoryEntry,
 } from '../../wire/file-verbs.js'
 import { errnoCode, fsRefusal } from '../files/fs-refusal.js'
-import { resolveJailedPath } from '../files/jail.js'
-import { openJailedFile } from '../files/jailed-open.js'
+import { openJailedForRead } from '../files/jailed-open.js'
 import { invalidFileRequest, statOf } from '../files/path-stat.js'
 import { entryOf } from '../files/physical-walk.js'
 import type { OpHandler } from '../handler/op-context.js'
@@ -37,17 +36,7 @@ function pageOf(body: Record<string, unknown>): { limit: number; cursor: string 
 
 export const listDirectory: OpHandler = async (body, ctx) => {
 	const { limit, cursor } = pageOf(body)
-	const jailed = resolveJailedPath(ctx.config, body.path, 'read')
-	let handle: FileHandle
-	try {
-		handle = await openJailedFile(
-			jailed,
-			String(body.path),
-			constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK,
-		)
-	} catch (error) {
-		throw fsRefusal(error)
-	}
+	const handle = await openJailedForRead(ctx.config, body.path, constants.O_DIRECTORY)
 	try {
 		const names = (await readdir(entryOf(handle.fd, '.'))).sort()
 		const entries: WireDirectoryEntry[] = []

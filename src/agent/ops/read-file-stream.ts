@@ -1,11 +1,9 @@
-import { constants } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
 import { BINARY_FRAME_HEADER_BYTES, writeBinaryFrameHeader } from '../../wire/binary-frame.js'
 import { base64DataFrameBytes, encodeBase64DataFrameInto } from '../../wire/frame.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { fsRefusal } from '../files/fs-refusal.js'
-import { resolveJailedPath } from '../files/jail.js'
-import { openJailedFile } from '../files/jailed-open.js'
+import { openJailedForRead } from '../files/jailed-open.js'
 import { coveredBytes, resolveStreamRange, type StreamRange } from '../files/read-range.js'
 import type { OpContext, OpHandler } from '../handler/op-context.js'
 import { OpRefusal } from '../handler/op-refusal.js'
@@ -24,17 +22,7 @@ export const UNSIZED_FILE_MAX_BYTES = 64 * 1024 * 1024
  */
 export const readFileStream: OpHandler = async (body, ctx) => {
 	const range = resolveStreamRange(body)
-	const jailed = resolveJailedPath(ctx.config, body.path, 'read')
-	let handle: FileHandle
-	try {
-		handle = await openJailedFile(
-			jailed,
-			String(body.path),
-			constants.O_RDONLY | constants.O_NONBLOCK,
-		)
-	} catch (error) {
-		throw fsRefusal(error)
-	}
+	const handle = await openJailedForRead(ctx.config, body.path)
 	try {
 		const stat = await handle.stat().catch((error: unknown) => {
 			throw fsRefusal(error)

@@ -1,9 +1,7 @@
-import { constants } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import { fsRefusal } from '../files/fs-refusal.js'
-import { resolveJailedPath } from '../files/jail.js'
-import { openJailedFile } from '../files/jailed-open.js'
+import { openJailedForRead } from '../files/jailed-open.js'
 import { rangeTooLarge, resolveReadRange } from '../files/read-range.js'
 import type { OpHandler } from '../handler/op-context.js'
 import { OpRefusal } from '../handler/op-refusal.js'
@@ -17,19 +15,8 @@ const SCAN_CHUNK_BYTES = 64 * 1024
  */
 export const readFile: OpHandler = async (body, ctx) => {
 	const range = resolveReadRange(body, ctx.config.readFileRangeBytes)
-	const jailed = resolveJailedPath(ctx.config, body.path, 'read')
 	const encoding = body.encoding === 'base64' ? 'base64' : 'utf8'
-	let handle: FileHandle
-	try {
-		// O_NONBLOCK so a fifo cannot hang the open; regular files ignore it. Verified once open.
-		handle = await openJailedFile(
-			jailed,
-			String(body.path),
-			constants.O_RDONLY | constants.O_NONBLOCK,
-		)
-	} catch (error) {
-		throw fsRefusal(error)
-	}
+	const handle = await openJailedForRead(ctx.config, body.path)
 	try {
 		const stat = await handle.stat()
 		if (!stat.isFile() && !stat.isDirectory())

@@ -4,7 +4,7 @@
  * created container the ready wait reads as a launched agent.
  */
 import { lstat, rename } from 'node:fs/promises'
-import { setTimeout as sleep } from 'node:timers/promises'
+import { pollUntil } from '../../common/poll-until.js'
 import type { LaunchedAgentProcess } from '../machine/launch/agent-launcher.js'
 import { LocalSandboxStartError } from '../machine/machine-errors.js'
 import type { CreatedContainer } from './container-process.js'
@@ -16,42 +16,48 @@ export function listeningOnPath(env: Readonly<Record<string, string>>): Record<s
 	return { ...rest, NAMZU_AGENT_UNIX_PATH: CONTAINER_SOCKET_PATH, NAMZU_AGENT_INHERITED_FDS: '' }
 }
 
-const SOCKET_POLL_MS = 10
+/** What the socket wait reads of the container it waits on: whether it is gone, and its output. */
+export interface SocketWaitTarget {
+	readonly gone: () => boolean
+	readonly outputTail: () => string | Promise<string>
+}
 
 /**
  * Waits for the agent's socket to appear in its directory, then moves it into the host-only
  * control directory before anything of the workload can run: the host never dials a path the
  * sandbox can write (a symlink planted there would point the host at any socket of its own).
+ * Both container runtimes (an OCI runtime driven directly, a Docker engine) wait with this.
  */
 export async function adoptAgentSocket(
 	from: string,
 	to: string,
-	created: CreatedContainer,
+	target: SocketWaitTarget,
 	options: {
 		readonly sandboxId: string
 		readonly timeoutMs: number
 		readonly signal?: AbortSignal
 	},
 ): Promise<void> {
-	const deadline = Date.now() + options.timeoutMs
-	for (;;) {
+	let found: 'socket' | 'other' | undefined
+	const appeared = await pollUntil(async () => {
 		options.signal?.throwIfAborted()
 		const info = await lstat(from).catch(() => undefined)
-		if (info?.isSocket()) break
-		if (info !== undefined || created.isGone() || Date.now() > deadline) {
-			throw new LocalSandboxStartError(
-				options.sandboxId,
-				info !== undefined
-					? `${from} is not a socket`
-					: created.isGone()
-						? 'the container exited before its agent bound its socket'
-						: `the agent bound no socket within ${options.timeoutMs} ms`,
-				{ stderrTail: created.outputTail() },
-			)
-		}
-		await sleep(SOCKET_POLL_MS)
+		found = info === undefined ? undefined : info.isSocket() ? 'socket' : 'other'
+		return found !== undefined || target.gone()
+	}, performance.now() + options.timeoutMs)
+	if (appeared && found === 'socket') {
+		await rename(from, to)
+		return
 	}
-	await rename(from, to)
+	throw new LocalSandboxStartError(
+		options.sandboxId,
+		found === 'other'
+			? `${from} is not a socket`
+			: target.gone()
+				? 'the container exited before its agent bound its socket'
+				: `the agent bound no socket within ${options.timeoutMs} ms`,
+		{ stderrTail: await target.outputTail() },
+	)
 }
 
 /** What the ready wait reads of a launched agent, for a container (no runtime process is kept). */

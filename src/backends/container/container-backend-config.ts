@@ -164,6 +164,27 @@ function absolutePath(field: string, value: unknown, fallback: string): string {
 	return value
 }
 
+/** The ready wait and warm pool, the settings every container runtime (Docker's too) shares. */
+export function resolveContainerReadiness(raw: Readonly<Record<string, unknown>>): {
+	readonly readyTimeoutMs: number
+	readonly readyPollIntervalMs: number
+	readonly warmPoolSize: number
+} {
+	return {
+		readyTimeoutMs:
+			optionalDurationMs(CONFIG_SITE, 'backend.readyTimeoutMs', raw.readyTimeoutMs) ??
+			DEFAULT_CONTAINER_READY_TIMEOUT_MS,
+		readyPollIntervalMs:
+			optionalDurationMs(CONFIG_SITE, 'backend.readyPollIntervalMs', raw.readyPollIntervalMs) ??
+			DEFAULT_CONTAINER_READY_POLL_INTERVAL_MS,
+		warmPoolSize:
+			optionalInteger(CONFIG_SITE, 'backend.warmPoolSize', raw.warmPoolSize, {
+				min: 0,
+				max: MAX_CONTAINER_WARM_POOL_SIZE,
+			}) ?? 0,
+	}
+}
+
 /** `backend.labels`: string values under keys without `=`. */
 export function resolveContainerLabels(value: unknown): Record<string, string> {
 	if (value === undefined) return {}
@@ -238,17 +259,7 @@ export function resolveContainerBackendConfig(
 			raw.imageCacheDir,
 			join(homedir(), '.cache', 'namzu-sandbox', 'container-images'),
 		),
-		readyTimeoutMs:
-			optionalDurationMs(CONFIG_SITE, 'backend.readyTimeoutMs', raw.readyTimeoutMs) ??
-			DEFAULT_CONTAINER_READY_TIMEOUT_MS,
-		readyPollIntervalMs:
-			optionalDurationMs(CONFIG_SITE, 'backend.readyPollIntervalMs', raw.readyPollIntervalMs) ??
-			DEFAULT_CONTAINER_READY_POLL_INTERVAL_MS,
-		warmPoolSize:
-			optionalInteger(CONFIG_SITE, 'backend.warmPoolSize', raw.warmPoolSize, {
-				min: 0,
-				max: MAX_CONTAINER_WARM_POOL_SIZE,
-			}) ?? 0,
+		...resolveContainerReadiness(raw),
 		sandboxUidRange: resolveSandboxUidRange(raw.sandboxUidRange),
 		defaultLimits:
 			raw.defaultLimits === undefined

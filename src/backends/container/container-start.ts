@@ -430,11 +430,12 @@ class ContainerStart {
 			this.#signal,
 		)
 		if (socketDir !== undefined) {
-			await adoptAgentSocket(join(socketDir, 'agent.sock'), dirs.socketPath, created, {
-				sandboxId: id,
-				timeoutMs: backend.readyTimeoutMs,
-				...this.#signalOption,
-			})
+			await adoptAgentSocket(
+				join(socketDir, 'agent.sock'),
+				dirs.socketPath,
+				{ gone: () => created.isGone(), outputTail: () => created.outputTail() },
+				{ sandboxId: id, timeoutMs: backend.readyTimeoutMs, ...this.#signalOption },
+			)
 		}
 		await waitForAgentReady({
 			sandboxId: id,

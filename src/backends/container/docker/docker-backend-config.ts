@@ -10,8 +10,6 @@ import { isAbsolute } from 'node:path'
 import {
 	CONFIG_SITE,
 	describeReceived,
-	optionalDurationMs,
-	optionalInteger,
 	refuseUnknownKeys,
 	requireObject,
 	requireString,
@@ -19,10 +17,8 @@ import {
 import { SandboxConfigError } from '../../../contract/errors.js'
 import {
 	type ContainerBackendConfig,
-	DEFAULT_CONTAINER_READY_POLL_INTERVAL_MS,
-	DEFAULT_CONTAINER_READY_TIMEOUT_MS,
-	MAX_CONTAINER_WARM_POOL_SIZE,
 	resolveContainerLabels,
+	resolveContainerReadiness,
 } from '../container-backend-config.js'
 import { dockerSocketPath } from './docker-engine-client.js'
 
@@ -88,17 +84,7 @@ export function resolveDockerBackendConfig(
 		),
 		image: requireString(CONFIG_SITE, 'backend.image', raw.image),
 		stateDir,
-		readyTimeoutMs:
-			optionalDurationMs(CONFIG_SITE, 'backend.readyTimeoutMs', raw.readyTimeoutMs) ??
-			DEFAULT_CONTAINER_READY_TIMEOUT_MS,
-		readyPollIntervalMs:
-			optionalDurationMs(CONFIG_SITE, 'backend.readyPollIntervalMs', raw.readyPollIntervalMs) ??
-			DEFAULT_CONTAINER_READY_POLL_INTERVAL_MS,
-		warmPoolSize:
-			optionalInteger(CONFIG_SITE, 'backend.warmPoolSize', raw.warmPoolSize, {
-				min: 0,
-				max: MAX_CONTAINER_WARM_POOL_SIZE,
-			}) ?? 0,
+		...resolveContainerReadiness(raw),
 		labels: resolveContainerLabels(raw.labels),
 	}
 }

@@ -6,10 +6,9 @@
  * engine confirmed the removal (or the container was already gone): an aborted or refused remove
  * is never reported as done.
  */
-import { chown, lstat, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { hostname, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { isRecord } from '../../../common/is-record.js'
 import {
 	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
@@ -27,6 +26,7 @@ import { LocalSandboxCleanupError, LocalSandboxStartError } from '../../machine/
 import { sandboxSeccompFilter } from '../../machine/seccomp/seccomp-filter.js'
 import { resolveSandboxLimits } from '../../machine/spec/sandbox-limits.js'
 import { resolveStateBase } from '../../machine/workspace/sandbox-directories.js'
+import { adoptAgentSocket } from '../container-agent-socket.js'
 import type { ResolvedContainerSandboxLayout } from '../container-layout.js'
 import type { ContainerSandboxSpec } from '../container-sandbox-spec.js'
 import { CONTAINER_HOME_DIR, CONTAINER_SOCKET_PATH, CONTAINER_WORKSPACE } from '../oci-config.js'
@@ -47,7 +47,6 @@ import { dockerLayout } from './docker-layout.js'
 /** A Docker sandbox's host directory: `<stateDir>/namzu-docker-<id>`. */
 export const DOCKER_STATE_PREFIX = 'namzu-docker-'
 const REMOVE_BUDGET_MS = 30_000
-const SOCKET_POLL_MS = 20
 
 export interface DockerInstanceContext {
 	readonly client: DockerEngineClient
@@ -237,13 +236,12 @@ export async function startDockerInstance(
 			},
 		)
 		transport.liveness.watch(death)
-		await adoptSocket(join(socketDir, 'agent.sock'), socketPath, {
-			sandboxId: id,
-			timeoutMs: context.readyTimeoutMs,
-			gone: () => exited,
-			logs: () => containerLogTail(client, started),
-			...(signal ? { signal } : {}),
-		})
+		await adoptAgentSocket(
+			join(socketDir, 'agent.sock'),
+			socketPath,
+			{ gone: () => exited, outputTail: () => containerLogTail(client, started) },
+			{ sandboxId: id, timeoutMs: context.readyTimeoutMs, ...(signal ? { signal } : {}) },
+		)
 		await waitReady(transport, id, context.readyTimeoutMs, signal)
 		const instance: DockerInstance = {
 			id,
@@ -352,42 +350,6 @@ export function demultiplex(bytes: Buffer): string {
 		at += 8 + size
 	}
 	return out.length === 0 ? bytes.toString('utf8') : Buffer.concat(out).toString('utf8')
-}
-
-/**
- * Waits for the agent's socket in the bound directory, then moves it into the host-only root
- * before anything of the workload runs: the host never dials a path the sandbox can write.
- */
-async function adoptSocket(
-	from: string,
-	to: string,
-	options: {
-		readonly sandboxId: string
-		readonly timeoutMs: number
-		readonly gone: () => boolean
-		readonly logs: () => Promise<string>
-		readonly signal?: AbortSignal
-	},
-): Promise<void> {
-	const deadline = Date.now() + options.timeoutMs
-	for (;;) {
-		options.signal?.throwIfAborted()
-		const info = await lstat(from).catch(() => undefined)
-		if (info?.isSocket()) break
-		if (info !== undefined || options.gone() || Date.now() > deadline) {
-			throw new LocalSandboxStartError(
-				options.sandboxId,
-				info !== undefined
-					? `${from} is not a socket`
-					: options.gone()
-						? 'the container exited before its agent bound its socket'
-						: `the agent bound no socket within ${options.timeoutMs} ms`,
-				{ stderrTail: await options.logs() },
-			)
-		}
-		await sleep(SOCKET_POLL_MS)
-	}
-	await rename(from, to)
 }
 
 /** The privilege probe through a throwaway Sandbox over the instance's transport. */
