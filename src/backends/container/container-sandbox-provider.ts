@@ -19,7 +19,11 @@ import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
-import { createInstanceFleet, ownedAgentSandboxHandOut } from '../machine/fleet/instance-fleet.js'
+import {
+	createInstanceFleet,
+	ownedAgentSandboxHandOut,
+	reapReportingTo,
+} from '../machine/fleet/instance-fleet.js'
 import type { MachineSandbox } from '../machine/machine-sandbox.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import { seccompArchOf } from '../machine/seccomp/seccomp-filter.js'
@@ -180,14 +184,9 @@ export function createContainerSandboxProvider(
 				}
 			: {}),
 		// A container sandbox's record is the machine layer's record: the same reaper undoes it.
-		reap: () =>
-			collectLocalGarbage({
-				stateDir: resolved.stateDir,
-				...(hooks.onBackgroundError ? { onError: hooks.onBackgroundError } : {}),
-			}).then(
-				() => undefined,
-				(error: unknown) => hooks.onBackgroundError?.(error),
-			),
+		reap: reapReportingTo(hooks.onBackgroundError, (report) =>
+			collectLocalGarbage({ stateDir: resolved.stateDir, ...report }),
+		),
 		handOut: ownedAgentSandboxHandOut('linux-namespace', outputBudget),
 		closedError: () => new ContainerProviderClosedError(),
 		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),

@@ -28,6 +28,7 @@ import {
 	agentSandboxOf,
 	createInstanceFleet,
 	type InstanceFleet,
+	reapReportingTo,
 } from '../machine/fleet/instance-fleet.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import { seccompArchOf } from '../machine/seccomp/seccomp-filter.js'
@@ -107,15 +108,9 @@ function localFleet(
 				}
 			: {}),
 		// What sandboxes of dead hosts left in this state directory (and expired kept-alive ones).
-		reap: () =>
-			collectLocalGarbage({
-				stateDir: resolved.stateDir,
-				nodePath: resolved.nodePath,
-				...(hooks.onBackgroundError ? { onError: hooks.onBackgroundError } : {}),
-			}).then(
-				() => undefined,
-				(error: unknown) => hooks.onBackgroundError?.(error),
-			),
+		reap: reapReportingTo(hooks.onBackgroundError, (report) =>
+			collectLocalGarbage({ stateDir: resolved.stateDir, nodePath: resolved.nodePath, ...report }),
+		),
 		handOut: (instance, spec, forget) => ({
 			sandbox: agentSandboxOf(
 				instance,

@@ -13,6 +13,7 @@ import type { SandboxProviderDefaults } from '../../../provider-defaults.js'
 import {
 	createInstanceFleet,
 	ownedAgentSandboxHandOut,
+	reapReportingTo,
 } from '../../machine/fleet/instance-fleet.js'
 import type { MachineSandbox } from '../../machine/machine-sandbox.js'
 import type { ContainerBackendConfig } from '../container-backend-config.js'
@@ -114,15 +115,9 @@ export function createDockerSandboxProvider(
 					},
 				}
 			: {}),
-		reap: () =>
-			reapDockerLeftovers({
-				client,
-				stateDir: resolved.stateDir,
-				...(hooks.onBackgroundError ? { onError: hooks.onBackgroundError } : {}),
-			}).then(
-				() => undefined,
-				(error: unknown) => hooks.onBackgroundError?.(error),
-			),
+		reap: reapReportingTo(hooks.onBackgroundError, (report) =>
+			reapDockerLeftovers({ client, stateDir: resolved.stateDir, ...report }),
+		),
 		handOut: ownedAgentSandboxHandOut('linux-namespace', outputBudget),
 		closedError: () => new ContainerProviderClosedError(),
 		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),

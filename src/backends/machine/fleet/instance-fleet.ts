@@ -43,6 +43,22 @@ export interface InstanceFleetOptions<I extends FleetInstance, S, T> {
 	readonly onWarmSandboxReady?: (id: string) => void
 }
 
+/**
+ * A fleet's `reap` over one tier's reaper: the failures it reports one by one and its own failure
+ * both go to `onBackgroundError`, so the reap never rejects.
+ */
+export function reapReportingTo(
+	onBackgroundError: ((error: unknown) => void) | undefined,
+	reap: (report: { readonly onError?: (error: unknown) => void }) => Promise<unknown>,
+): () => Promise<void> {
+	const report = onBackgroundError ? { onError: onBackgroundError } : {}
+	return () =>
+		reap(report).then(
+			() => undefined,
+			(error: unknown) => onBackgroundError?.(error),
+		)
+}
+
 export interface InstanceFleet<S, T> {
 	create(spec: S, signal?: AbortSignal): Promise<T>
 	close(): Promise<void>
