@@ -28,7 +28,10 @@ import type {
 	SandboxWriteFileOptions,
 	TerminalSession,
 } from '../../../contract/sandbox.js'
-import type { SandboxEventsOptions, SandboxLifecycleEvent } from '../../../contract/sandbox-events.js'
+import type {
+	SandboxEventsOptions,
+	SandboxLifecycleEvent,
+} from '../../../contract/sandbox-events.js'
 import type {
 	AttachExecutionOptions,
 	CancelExecutionOptions,
@@ -173,9 +176,7 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 		args: readonly string[] = [],
 		options: DetachableExecOptions = {},
 	): Promise<SandboxExecResult> {
-		return this.#call('exec', (session) =>
-			this.#events.exec(command, args, () => session.inner.exec(command, args, options)),
-		)
+		return this.#call('exec', (session) => this.#events.exec(session.inner, command, args, options))
 	}
 
 	/** Execs and the delete (workspace-events.ts), across every suspend and resume. */

@@ -5,17 +5,30 @@
  * ran (never the privilege probe a start runs on a session) and `destroyed` once a delete landed;
  * a suspend or resume is no event (the contract names none) and the stream goes on across them.
  */
-import type { SandboxEventsOptions, SandboxLifecycleEvent } from '../../../contract/sandbox-events.js'
+import type { SandboxExecResult } from '../../../contract/sandbox.js'
+import type {
+	SandboxEventsOptions,
+	SandboxLifecycleEvent,
+} from '../../../contract/sandbox-events.js'
+import type { DetachableExecOptions } from '../../../host/exec/detachable-exec-options.js'
+import type { AgentSandbox } from '../../../host/sandbox/agent-sandbox.js'
 import { recordedExec, SandboxEventLog } from '../../../host/sandbox/sandbox-event-log.js'
 
 export class WorkspaceEvents {
 	readonly #log = new SandboxEventLog()
 	#execs = 0
 
-	/** Runs one exec of the handle with its `exec-started` and `exec-exited` recorded. */
-	exec<R extends object>(command: string, args: readonly string[], run: () => Promise<R>) {
+	/** Runs one exec of the handle on `inner` with its `exec-started` and `exec-exited` recorded. */
+	exec(
+		inner: AgentSandbox,
+		command: string,
+		args: readonly string[],
+		options: DetachableExecOptions,
+	): Promise<SandboxExecResult> {
 		this.#execs += 1
-		return recordedExec(this.#log, this.#execs, command, args, run)
+		return recordedExec(this.#log, this.#execs, command, args, () =>
+			inner.exec(command, args, options),
+		)
 	}
 
 	/** The object is deleted: the stream ends. */
