@@ -352,9 +352,7 @@ export class AgentSandbox implements Sandbox {
 
 	/** The lifecycle stream (sandbox-event-log.ts); it ends after `destroyed` or `guest-died`. */
 	events(options: SandboxEventsOptions = {}): AsyncIterable<SandboxLifecycleEvent> {
-		const signal = eventLog.SandboxEventLog.check(options)
-		if (!this.#events.ended) this.#lifetime.admit('events')
-		return this.#events.read({ ...options, ...(signal ? { signal } : {}) })
+		return this.#events.events(options, () => this.#lifetime.admit('events'))
 	}
 
 	/** With `sessionId` + `persistent: true` the PTY is a guest session (agent-sessions.ts). */

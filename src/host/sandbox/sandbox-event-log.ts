@@ -81,6 +81,16 @@ export class SandboxEventLog {
 		return optionalSignal(site, 'options.signal', given.signal)
 	}
 
+	/**
+	 * `Sandbox.events` over this log: the options checked, then `admit` asked unless the log has
+	 * already ended (an ended stream is still read back by cursor).
+	 */
+	events(options: SandboxEventsOptions, admit: () => void): AsyncIterable<SandboxLifecycleEvent> {
+		const signal = SandboxEventLog.check(options)
+		if (!this.#ended) admit()
+		return this.read({ ...options, ...(signal ? { signal } : {}) })
+	}
+
 	async *read(
 		options: SandboxEventsOptions,
 	): AsyncGenerator<SandboxLifecycleEvent, void, undefined> {

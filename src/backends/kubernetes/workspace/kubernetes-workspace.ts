@@ -29,6 +29,10 @@ import type {
 	TerminalSession,
 } from '../../../contract/sandbox.js'
 import type {
+	SandboxEventsOptions,
+	SandboxLifecycleEvent,
+} from '../../../contract/sandbox-events.js'
+import type {
 	AttachExecutionOptions,
 	CancelExecutionOptions,
 	DetachableExecOptions,
@@ -64,6 +68,7 @@ import type { KubernetesGuestRestartListener } from './guest-restart-events.js'
 import type { KubernetesWorkspace } from './kubernetes-workspace-interface.js'
 import { OwnedResources } from './owned-resources.js'
 import { KubernetesWorkspaceSuspendedError } from './workspace-errors.js'
+import { WorkspaceEvents } from './workspace-events.js'
 import {
 	deleteFlight,
 	type FlightContext,
@@ -103,6 +108,7 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 	readonly #options: WorkspaceHandleOptions
 	readonly #transitions = new WorkspaceTransitions('running')
 	readonly #owned = new OwnedResources()
+	readonly #events = new WorkspaceEvents()
 	/** Identity, restart events, the refused-call re-read and the cancellation diagnosis. */
 	readonly #guest: WorkspaceGuest
 	readonly #b: HandleBinding
@@ -170,7 +176,12 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 		args: readonly string[] = [],
 		options: DetachableExecOptions = {},
 	): Promise<SandboxExecResult> {
-		return this.#call('exec', (session) => session.inner.exec(command, args, options))
+		return this.#call('exec', (session) => this.#events.exec(session.inner, command, args, options))
+	}
+
+	/** Execs and the delete (workspace-events.ts), across every suspend and resume. */
+	events(options: SandboxEventsOptions = {}): AsyncIterable<SandboxLifecycleEvent> {
+		return this.#events.read(options)
 	}
 
 	attachExecution(
@@ -480,6 +491,7 @@ export class KubernetesWorkspaceHandle implements KubernetesWorkspace {
 				if (request.verb === 'delete') return deleteFlight(flight, fence, signal)
 				return resumeFlight(flight, checked, fence, signal)
 			})
+			if (this.#transitions.state === 'deleted') this.#events.deleted()
 		} catch (error) {
 			if (!(error instanceof TransitionRefusal)) throw error
 			throw transitionRefusalError(this.id, method, error.refusal)
