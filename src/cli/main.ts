@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { MAX_TIMER_MS } from '../contract/argument-validators.js'
+import { SandboxConfigError } from '../contract/errors.js'
 import { attachCommand } from './attach-command.js'
 import { reportCliError } from './cli-report.js'
 import { cpCommand } from './cp-command.js'
@@ -8,12 +9,14 @@ import { detachedRunCommand } from './detached-run-command.js'
 import { doctorCommand } from './doctor-command.js'
 import { execCommand } from './exec-command.js'
 import { gcCommand } from './gc-command.js'
+import { imageCommand } from './image-command.js'
 import { killCommand } from './kill-command.js'
 import { logsCommand } from './logs-command.js'
 import { mcpCommand } from './mcp-command.js'
-import { parseCliArgs, USAGE } from './parse-args.js'
+import { type CliCommand, EXIT_CODES, parseCliArgs, USAGE } from './parse-args.js'
 import { portCommand } from './port-command.js'
 import { runCommand } from './run-command.js'
+import { checkCliImage } from './sandbox-config.js'
 import { sessionsCommand } from './sessions-command.js'
 import { shellCommand } from './shell-command.js'
 
@@ -37,6 +40,31 @@ export function splitDebugFlag(argv: readonly string[]): {
 	return { debug: kept.length !== head.length, rest: [...kept, ...tail] }
 }
 
+/**
+ * `run`/`shell`/`mcp --tier container --image X` with an unusable image: one line and 125 (the
+ * documented code for "the sandbox could not be made": a refused configuration, as `run` reports
+ * the same image refused at create), before anything starts. Undefined when the image is usable.
+ */
+async function imageRefusal(
+	command: CliCommand,
+	context: { readonly verb?: string; readonly debug: boolean },
+): Promise<number | undefined> {
+	const flags =
+		command.kind === 'mcp'
+			? { tier: command.tier, image: command.sandbox?.image }
+			: command.kind === 'run' || command.kind === 'shell'
+				? command
+				: undefined
+	if (flags === undefined) return undefined
+	try {
+		await checkCliImage(flags)
+		return undefined
+	} catch (error) {
+		if (!(error instanceof SandboxConfigError)) throw error
+		return reportCliError(error, { ...context, exitCode: EXIT_CODES.sandboxUnavailable })
+	}
+}
+
 /** Runs the CLI and resolves with the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
 	const { debug, rest } = splitDebugFlag(argv)
@@ -44,6 +72,8 @@ export async function main(argv: readonly string[]): Promise<number> {
 	process.env.NAMZU_SANDBOX_MAX_TIMEOUT_MS ||= String(MAX_TIMER_MS)
 	try {
 		const command = parseCliArgs(rest)
+		const refused = await imageRefusal(command, { verb: rest[0], debug })
+		if (refused !== undefined) return refused
 		switch (command.kind) {
 			case 'help':
 				process.stdout.write(USAGE)
@@ -75,6 +105,8 @@ export async function main(argv: readonly string[]): Promise<number> {
 				return await destroyCommand(command.sandboxId)
 			case 'gc':
 				return await gcCommand(command.dryRun)
+			case 'image':
+				return await imageCommand(command)
 			case 'mcp':
 				return await mcpCommand(command, packageVersion())
 		}

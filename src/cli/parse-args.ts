@@ -9,7 +9,14 @@ import {
 import { MAX_TIMER_MS, requireIntegerText } from '../contract/argument-validators.js'
 import { CliUsageError } from './cli-errors.js'
 import { type CliHandle, parseCliHandle } from './cli-handle.js'
-import { parseCp, parseExec, parseKill, parsePort, type SandboxVerb } from './parse-verbs.js'
+import {
+	parseCp,
+	parseExec,
+	parseImage,
+	parseKill,
+	parsePort,
+	type SandboxVerb,
+} from './parse-verbs.js'
 import { type CliSandboxFlags, FLAG_SITE, SandboxFlagCollector } from './sandbox-flags.js'
 
 export { USAGE } from './usage.js'
@@ -108,6 +115,7 @@ const VERBS = [
 	'destroy',
 	'gc',
 	'mcp',
+	'image',
 ] as const
 type Verb = (typeof VERBS)[number]
 
@@ -324,6 +332,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 	if (verb === 'kill') return parseKill(rest)
 	if (verb === 'cp') return parseCp(rest)
 	if (verb === 'port') return parsePort(rest)
+	if (verb === 'image') return parseImage(rest)
 	return parseSandboxVerb(verb, rest)
 }
 

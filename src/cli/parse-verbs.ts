@@ -1,7 +1,7 @@
 /**
  * Parsing of the verbs that drive a kept-alive sandbox from later processes, as `docker exec`,
  * `kill`, `cp` and `port` do: `exec SANDBOX -- CMD`, `kill HANDLE`, `cp SRC DST`, `port SANDBOX
- * PORT`. Pure; everything after `--` belongs to the command.
+ * PORT`; and `image build|path`. Pure; everything after `--` belongs to the command.
  */
 import { MAX_TIMER_MS, requireIntegerText } from '../contract/argument-validators.js'
 import { EXECUTION_SIGNALS } from '../wire/execution-input.js'
@@ -41,6 +41,17 @@ export type SandboxVerb =
 			readonly port: number
 			readonly auth: boolean
 	  }
+	| ImageVerb
+
+/** `image build [--vm | --rootfs-only]`, `image path [--vm]`: the guest image builder's verbs. */
+export interface ImageVerb {
+	readonly kind: 'image'
+	readonly action: 'build' | 'path'
+	/** `--vm`: the microVM tier's kernel, initramfs and root disk instead of the container image. */
+	readonly vm: boolean
+	/** `build --rootfs-only`: the base root filesystem only, no OCI layout. */
+	readonly rootfsOnly: boolean
+}
 
 const SANDBOX_ID = /^[0-9a-f]{12}$/
 
@@ -188,4 +199,23 @@ export function parsePort(rest: readonly string[]): SandboxVerb {
 	const id = sandboxId('port', positionals[0])
 	const port = requireIntegerText(FLAG_SITE, 'PORT', positionals[1], { min: 1, max: 65_535 })
 	return { kind: 'port', sandboxId: id, port, auth }
+}
+
+export function parseImage(rest: readonly string[]): SandboxVerb {
+	const [action, ...flags] = rest
+	if (action !== 'build' && action !== 'path')
+		throw new CliUsageError(
+			action === undefined
+				? 'image needs build or path'
+				: `image: unknown action ${JSON.stringify(action)} (build or path)`,
+		)
+	let vm = false
+	let rootfsOnly = false
+	for (const flag of flags) {
+		if (flag === '--vm') vm = true
+		else if (flag === '--rootfs-only' && action === 'build') rootfsOnly = true
+		else throw new CliUsageError(`unknown option for image ${action}: ${flag}`)
+	}
+	if (vm && rootfsOnly) throw new CliUsageError('image build: --vm excludes --rootfs-only')
+	return { kind: 'image', action, vm, rootfsOnly }
 }

@@ -5,6 +5,7 @@
  */
 import { mkdir, readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
+import { checkContainerImage } from '../backends/container/container-image.js'
 import type { ContainerBackendConfig } from '../backends/container/index.js'
 import type { EgressPolicy, Sandbox, SandboxProvider } from '../contract/index.js'
 import { createSandboxProvider, type SandboxProviderConfig } from '../create-sandbox-provider.js'
@@ -83,6 +84,19 @@ export function cliContainerProviderConfig(options: {
 		// `outputs` is required; a fresh per-sandbox directory of the image's is the plain choice.
 		layout: { outputs: { source: { type: 'inImage' } } },
 	} as const satisfies Extract<SandboxProviderConfig, { readonly backend: ContainerBackendConfig }>
+}
+
+/**
+ * `--tier container --image X`: the image checked now with the tier's own check (nothing unpacked
+ * or created), so an unusable one is refused before stdin is read, a sandbox is made or a server
+ * answers its first client. `SandboxConfigError` when it is unusable.
+ */
+export async function checkCliImage(options: {
+	readonly tier?: string
+	readonly image?: string
+}): Promise<void> {
+	if (options.tier !== 'container' || options.image === undefined) return
+	await checkContainerImage(resolve(options.image))
 }
 
 /** The provider `--tier` names (local by default), with `--best-effort-limits` and its warning. */

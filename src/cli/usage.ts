@@ -48,6 +48,14 @@ export const USAGE = `Usage:
       caller workspace's ownership) and expired kept-alive sandboxes; print each. --dry-run lists.
       Also the containers dead hosts' runtime 'docker' sandboxes left, on the engine DOCKER_HOST
       names (else /var/run/docker.sock when it exists).
+  namzu-sandbox image build [--vm | --rootfs-only]
+      Build the guest image from Debian's packages (mmdebstrap; umoci for the OCI layout), cached
+      in ~/.cache/namzu-sandbox/guest-image (NAMZU_GUEST_IMAGE_CACHE): a root filesystem for
+      --tier container --image and an OCI layout; --rootfs-only stops after the root filesystem;
+      --vm builds the microVM tier's kernel, initramfs and root disk instead. Needs no checkout.
+  namzu-sandbox image path [--vm]
+      Print the built root filesystem (for --image; --vm: the microVM image's directory); exit 1
+      when it is not built.
   namzu-sandbox mcp [--http [--port N] [--host H] [--allow-remote] [--shared-sandboxes]]
                     [--tier local|container] [SANDBOX FLAGS]
   namzu-sandbox mcp [--http …] --tier kubernetes --namespace NS --template NAME
@@ -80,7 +88,8 @@ Sandbox flags (run, shell, mcp):
   --disk MB           workspace size in MiB (a loop-mounted filesystem; root host only)
   --tier local|container
                       where it runs: bubblewrap here (default) or an OCI container (runc)
-  --image DIR         --tier container: a root filesystem directory or OCI layout DIR[:TAG]
+  --image DIR         --tier container: a root filesystem directory or OCI layout DIR[:TAG],
+                      checked at start (exit 125 when unusable); namzu-sandbox image path
   --best-effort-limits
                       on a host that cannot enforce the default limits (non-root, no delegated
                       cgroup), run WITHOUT them instead of refusing (prints a warning)

@@ -252,6 +252,26 @@ describe('parseCliArgs', () => {
 		],
 		['run -h', ['run', '-h'], { kind: 'help' }],
 		['doctor --help', ['doctor', '--help'], { kind: 'help' }],
+		[
+			'image build',
+			['image', 'build'],
+			{ kind: 'image', action: 'build', vm: false, rootfsOnly: false },
+		],
+		[
+			'image build --vm',
+			['image', 'build', '--vm'],
+			{ kind: 'image', action: 'build', vm: true, rootfsOnly: false },
+		],
+		[
+			'image build --rootfs-only',
+			['image', 'build', '--rootfs-only'],
+			{ kind: 'image', action: 'build', vm: false, rootfsOnly: true },
+		],
+		[
+			'image path --vm',
+			['image', 'path', '--vm'],
+			{ kind: 'image', action: 'path', vm: true, rootfsOnly: false },
+		],
 	]
 	for (const [title, argv, expected] of cases) {
 		it(title, () => {
@@ -389,6 +409,10 @@ describe('parseCliArgs', () => {
 			'--namespace applies only to mcp --tier kubernetes',
 		],
 		[['mcp', '--tier', 'vm'], '--tier: local, container or kubernetes, got "vm"'],
+		[['image'], 'image needs build or path'],
+		[['image', 'pull'], 'image: unknown action "pull" (build or path)'],
+		[['image', 'path', '--rootfs-only'], 'unknown option for image path: --rootfs-only'],
+		[['image', 'build', '--vm', '--rootfs-only'], 'image build: --vm excludes --rootfs-only'],
 	])('names the flag, the range and what came: %j', (argv, message) => {
 		expect(() => parseCliArgs(argv)).toThrow(new CliUsageError(message))
 	})
@@ -401,6 +425,8 @@ describe('parseCliArgs', () => {
 			'shell [--persistent',
 			'destroy SANDBOX',
 			'gc [--dry-run]',
+			'image build [--vm | --rootfs-only]',
+			'image path [--vm]',
 			'Exit codes:',
 		]) {
 			expect(USAGE).toContain(text)

@@ -3,9 +3,9 @@
  * refused with one line naming the flag (exit 2), and seen by the command in a real sandbox
  * (environment, an allowlist that refuses everything else, the container tier).
  */
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -140,6 +140,55 @@ describe('sandbox flags: parsing', () => {
 			new CliUsageError('--env-file f:2: needs NAME=VALUE'),
 		)
 	})
+})
+
+const UMOCI = '/usr/bin/umoci'
+
+describe('--tier container --image is checked at start (run, shell)', () => {
+	beforeAll(async () => {
+		await mkdir(join(work, 'neither'))
+		if (existsSync(UMOCI)) {
+			// A real OCI layout, made by the tool the tier unpacks with, tagged `latest` only.
+			execFileSync(UMOCI, ['init', '--layout', join(work, 'layout')])
+			execFileSync(UMOCI, ['new', '--image', `${join(work, 'layout')}:latest`])
+		}
+	})
+
+	it.each([
+		['a missing directory', 'missing', 'does not exist', 'namzu-sandbox image build'],
+		[
+			'a directory that is neither a layout nor a root filesystem',
+			'neither',
+			'no oci-layout file',
+			'namzu-sandbox image build',
+		],
+		[
+			'an OCI layout without the tag',
+			'layout:v9',
+			'has no tag "v9" (its tags: latest)',
+			'layout:TAG',
+		],
+	])(
+		'%s: one line naming SandboxConfigError and what to do, exit 125, nothing run',
+		async (_, given, named, todo) => {
+			if (given.startsWith('layout') && !existsSync(UMOCI)) return
+			const image = join(work, given)
+			for (const verb of [
+				['run', '--tier', 'container', '--image', image, '--', 'echo', 'ran'],
+				['shell', '--tier', 'container', '--image', image],
+			]) {
+				const run = await cli(verb)
+				expect(run.code).toBe(125)
+				expect(run.stdout).toBe('')
+				const lines = run.stderr.trimEnd().split('\n')
+				expect(lines).toHaveLength(1)
+				expect(lines[0]).toMatch(/^namzu-sandbox: SandboxConfigError: backend\.image: /)
+				expect(lines[0]).toContain(named)
+				expect(lines[0]).toContain(todo)
+			}
+		},
+		LONG_MS,
+	)
 })
 
 describe.skipIf(!hasBwrap && !process.env.CI)('sandbox flags: in a real sandbox', () => {

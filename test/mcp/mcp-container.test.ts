@@ -2,11 +2,14 @@
  * `namzu-sandbox mcp --tier container --image DIR` as a user runs it, driven by the official SDK
  * client over stdio: sandbox_create states the tier and the image; exec runs inside the image (its
  * os-release and package database, not the host's); files written are read back; destroy ends
- * it, and nothing is left. Refusals: no --image is bad usage (exit 2, one line); keep_alive is
- * refused rather than ignored.
+ * it, and nothing is left. Refusals: no --image is bad usage (exit 2, one line); an unusable image
+ * (missing, neither a layout nor a root filesystem, a layout without the tag) stops the server at
+ * start, exit 125, one line, over stdio and HTTP alike; keep_alive is refused rather than ignored.
  */
-import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -26,23 +29,50 @@ function packageCount(status: string): number {
 	return status.split('\n').filter((line) => line.startsWith('Package:')).length
 }
 
+/** `namzu-sandbox mcp ARGS` to its exit (killed after 60 s: a server that started fails the test). */
+async function mcpToExit(
+	args: readonly string[],
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+	const child = spawn(process.execPath, [BIN, 'mcp', ...args], {
+		stdio: ['pipe', 'pipe', 'pipe'],
+		env: { ...process.env, NAMZU_SANDBOX_MCP_TOKEN: 'test-token-0123456789abcdef' },
+	})
+	let stdout = ''
+	let stderr = ''
+	child.stdout.on('data', (chunk: Buffer) => {
+		stdout += chunk.toString()
+	})
+	child.stderr.on('data', (chunk: Buffer) => {
+		stderr += chunk.toString()
+	})
+	// A server that started instead of refusing would wait on stdin forever: end it, so it fails.
+	const guard = setTimeout(() => child.kill('SIGKILL'), 60_000)
+	const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+	clearTimeout(guard)
+	return { code, stdout, stderr }
+}
+
+const UMOCI = '/usr/bin/umoci'
+
 describe('mcp --tier container refusals at start', () => {
+	let scratch = ''
+
+	beforeAll(async () => {
+		scratch = await mkdtemp(join(tmpdir(), 'mcp-image-check-'))
+		await mkdir(join(scratch, 'neither'))
+		if (existsSync(UMOCI)) {
+			// A real OCI layout, made by the tool the tier unpacks with, tagged `latest` only.
+			execFileSync(UMOCI, ['init', '--layout', join(scratch, 'layout')])
+			execFileSync(UMOCI, ['new', '--image', `${join(scratch, 'layout')}:latest`])
+		}
+	})
+
+	afterAll(async () => {
+		if (scratch !== '') await rm(scratch, { recursive: true, force: true })
+	})
+
 	it('--tier container without --image exits 2 with one line naming the flag', async () => {
-		const child = spawn(process.execPath, [BIN, 'mcp', '--tier', 'container'], {
-			stdio: ['pipe', 'pipe', 'pipe'],
-		})
-		let stdout = ''
-		let stderr = ''
-		child.stdout.on('data', (chunk: Buffer) => {
-			stdout += chunk.toString()
-		})
-		child.stderr.on('data', (chunk: Buffer) => {
-			stderr += chunk.toString()
-		})
-		// A server that started instead of refusing would wait on stdin forever: end it, so it fails.
-		const guard = setTimeout(() => child.kill('SIGKILL'), 60_000)
-		const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
-		clearTimeout(guard)
+		const { code, stdout, stderr } = await mcpToExit(['--tier', 'container'])
 		expect(code).toBe(2)
 		expect(stdout).toBe('')
 		const lines = stderr.trimEnd().split('\n')
@@ -51,6 +81,48 @@ describe('mcp --tier container refusals at start', () => {
 		expect(lines.length).toBeLessThanOrEqual(2)
 		expect(stderr).not.toMatch(/\n\s+at /)
 	})
+
+	it.each([
+		['a missing directory', 'missing', 'does not exist'],
+		['a directory that is neither a layout nor a root filesystem', 'neither', 'no oci-layout file'],
+		['an OCI layout without the tag', 'layout:v9', 'has no tag "v9" (its tags: latest)'],
+	])(
+		'%s: exit 125 before serving, one line naming SandboxConfigError and what to do (stdio and HTTP)',
+		async (_, given, named) => {
+			if (given.startsWith('layout') && !existsSync(UMOCI)) return
+			const image = join(scratch, given)
+			for (const transport of [[], ['--http', '--port', '0']]) {
+				const run = await mcpToExit(['--tier', 'container', '--image', image, ...transport])
+				expect(run.code).toBe(125)
+				expect(run.stdout).toBe('')
+				const lines = run.stderr.trimEnd().split('\n')
+				expect(lines).toHaveLength(1)
+				expect(lines[0]).toContain('SandboxConfigError: backend.image:')
+				expect(lines[0]).toContain(named)
+				expect(run.stderr).not.toContain('listening')
+			}
+		},
+		120_000,
+	)
+
+	it.skipIf(!existsSync(UMOCI))(
+		'positive control: a layout holding the tag passes the check and the server lists its tools',
+		async () => {
+			const client = await stdioClient(scratch, [
+				'--tier',
+				'container',
+				'--image',
+				`${join(scratch, 'layout')}:latest`,
+			])
+			try {
+				const { tools } = await client.listTools()
+				expect(tools.map((tool) => tool.name)).toContain('sandbox_create')
+			} finally {
+				await client.close()
+			}
+		},
+		60_000,
+	)
 })
 
 const skip = containerSkipReason()

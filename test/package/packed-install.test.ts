@@ -1,20 +1,23 @@
 /**
  * What a user of the published package gets: `npm pack` of this checkout installed into an empty
  * project (dependencies from the npm cache, the registry only for what it lacks), then
- * `npx namzu-sandbox mcp` driven by the official MCP client, and the entry points imported from
- * the install rather than from the checkout.
+ * `npx namzu-sandbox mcp` driven by the official MCP client, the entry points imported from
+ * the install rather than from the checkout, and `namzu-sandbox image path` answered by the guest
+ * image builder the tarball carries (building is minutes of mmdebstrap: `path` on the cache
+ * .ci/run warmed, and its refusals, are what a test can run).
  */
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { promisify } from 'node:util'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { bwrapSkipReason } from '../backends/local/bwrap-available.js'
 import { freshStateDir } from '../backends/local/local-test-support.js'
+import { guestRootfs } from '../deploy/guest-rootfs-runner.js'
 import { runNodeToExit } from '../helpers/run-to-exit.js'
 import { call } from '../mcp/mcp-cli-kit.js'
 
@@ -72,24 +75,39 @@ describe('the packed package installed into an empty project', () => {
 		await state?.remove()
 	})
 
-	it('the tarball carries dist, bin, the README and the docs it links (nothing of deploy/)', async () => {
+	it('the tarball carries dist, bin, the README, the docs it links and the guest image builder', async () => {
 		const { stdout } = await run('tar', ['-tzf', tarballPath])
-		const tops = new Set(
-			stdout
-				.trim()
-				.split('\n')
-				.map((entry) => entry.replace(/^package\//, '').split('/')[0]),
-		)
+		const entries = stdout
+			.trim()
+			.split('\n')
+			.map((entry) => entry.replace(/^package\//, ''))
+		const tops = new Set(entries.map((entry) => entry.split('/')[0]))
 		expect([...tops].sort()).toEqual([
 			'ARCHITECTURE.md',
 			'BENCHMARKS.md',
 			'README.md',
 			'SECURITY.md',
 			'bin',
+			'deploy',
 			'dist',
 			'docs',
 			'package.json',
+			'scripts',
 		])
+		// Exactly what `image build` reads: the builder, its plan, the VM half and their inputs (and
+		// deploy/k8s/README.md, which npm adds to any directory it packs a file of).
+		expect(entries.filter((entry) => /^(scripts|deploy)\//.test(entry)).sort()).toEqual([
+			'deploy/k8s/README.md',
+			'deploy/k8s/entrypoint.sh',
+			'deploy/k8s/image-setup.sh',
+			'deploy/k8s/packages.txt',
+			'deploy/vm/initramfs-init.sh',
+			'deploy/vm/vm-start.sh',
+			'scripts/guest-image-plan.mjs',
+			'scripts/guest-image.mjs',
+			'scripts/vm-image.mjs',
+		])
+		expect(entries).toContain('dist/agent.cjs')
 	})
 
 	it('imports the root, ./agent, ./testing and ./tools entry points from the install', async () => {
@@ -136,5 +154,67 @@ describe('the packed package installed into an empty project', () => {
 			}
 		},
 		120_000,
+	)
+
+	/** The installed bin, as `npx --no-install namzu-sandbox` runs it. */
+	function installed(args: readonly string[], env: Record<string, string> = {}) {
+		const bin = join(app, 'node_modules', '.bin', 'namzu-sandbox')
+		return runNodeToExit([bin, ...args], { cwd: app, env: cleanEnv(env) })
+	}
+
+	it.skipIf(guestRootfs() === undefined)(
+		'image path from the install prints the built root filesystem the checkout built (warm cache)',
+		async () => {
+			const result = await installed(['image', 'path'])
+			expect(result).toMatchObject({ code: 0, stderr: '' })
+			expect(result.stdout).toBe(`${guestRootfs()}\n`)
+		},
+		60_000,
+	)
+
+	it.skipIf(guestRootfs() === undefined)(
+		'image build --rootfs-only from the install finds its inputs in the tarball: the same cached base',
+		async () => {
+			const result = await installed(['image', 'build', '--rootfs-only'])
+			expect(result.code).toBe(0)
+			// The base's key hashes packages.txt and image-setup.sh: read from the install, the same.
+			const base = dirname(guestRootfs() ?? '')
+			expect(result.stderr).toBe(
+				`namzu-sandbox image build: base ${basename(base).slice('base-'.length)} cached at ${base}\n`,
+			)
+		},
+		60_000,
+	)
+
+	it('image path on an empty cache: exit 1, one line saying how to build it (--vm too)', async () => {
+		const empty = join(scratch, 'empty-image-cache')
+		const plain = await installed(['image', 'path'], { NAMZU_GUEST_IMAGE_CACHE: empty })
+		expect(plain).toMatchObject({
+			code: 1,
+			stdout: '',
+			stderr: `namzu-sandbox image path: no guest image built in ${empty} yet: namzu-sandbox image build\n`,
+		})
+		const vm = await installed(['image', 'path', '--vm'], { NAMZU_GUEST_IMAGE_CACHE: empty })
+		expect(vm).toMatchObject({
+			code: 1,
+			stdout: '',
+			stderr: `namzu-sandbox image path: no microVM image built in ${empty} yet: namzu-sandbox image build --vm\n`,
+		})
+		expect(existsSync(empty), 'path created the cache').toBe(false)
+	}, 60_000)
+
+	it.each([
+		[['image'], 'image needs build or path'],
+		[['image', 'build', '--vm', '--rootfs-only'], 'image build: --vm excludes --rootfs-only'],
+	])(
+		'image usage errors from the install: exit 2, one line and the help pointer: %j',
+		async (args, line) => {
+			const result = await installed(args)
+			expect(result).toMatchObject({
+				code: 2,
+				stdout: '',
+				stderr: `namzu-sandbox: ${line}\nsee: namzu-sandbox image --help\n`,
+			})
+		},
 	)
 })

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto'
 import { constants } from 'node:fs'
 import { access, lstat, mkdir, readFile, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import { isRecord } from '../../common/is-record.js'
 import { SandboxConfigError } from '../../contract/errors.js'
 import { runProgram } from '../machine/launch/host-tools.js'
 
@@ -79,9 +80,8 @@ function refuse(detail: string): SandboxConfigError {
 	return new SandboxConfigError('backend.image', detail)
 }
 
-async function unpackLayout(input: ImageSourceInput, dir: string, tag: string): Promise<string> {
-	const index = await readFile(join(dir, 'index.json')).catch(() => undefined)
-	if (index === undefined) throw refuse(`${dir} is an OCI layout without a readable index.json`)
+async function unpackLayout(input: ImageSourceInput, layout: CheckedLayout): Promise<string> {
+	const { dir, tag, index } = layout
 	const key = createHash('sha256').update(index).update('\0').update(tag).digest('hex').slice(0, 16)
 	const bundle = join(input.cacheDir, `oci-${key}`)
 	const rootfs = join(bundle, 'rootfs')
@@ -125,36 +125,123 @@ async function firstExecutable(rootfs: string, candidates: readonly string[]) {
 	return undefined
 }
 
-/** The image's root filesystem, checked for what a sandbox needs; `SandboxConfigError` otherwise. */
-export async function resolveContainerImage(input: ImageSourceInput): Promise<ContainerImage> {
-	const { dir, tag } = splitLayoutReference(input.image)
-	let rootfs: string
-	if (
-		await stat(join(dir, 'oci-layout'))
-			.then((info) => info.isFile())
-			.catch(() => false)
-	) {
-		rootfs = await unpackLayout(input, dir, tag)
-	} else if (await isDirectory(input.image)) {
-		rootfs = input.image
-	} else {
-		throw refuse(`${input.image} is neither a root filesystem directory nor an OCI image layout`)
+/** The annotation an OCI layout's index names a tag with (what `DIR:TAG` selects). */
+const REF_NAME_ANNOTATION = 'org.opencontainers.image.ref.name'
+
+/** What to do when `backend.image` is unusable, appended to every refusal below. */
+const IMAGE_REMEDY =
+	'give a root filesystem directory with node, or an OCI image layout DIR[:TAG] (namzu-sandbox image build makes both; namzu-sandbox image path prints the directory)'
+
+interface CheckedLayout {
+	readonly kind: 'layout'
+	readonly dir: string
+	readonly tag: string
+	/** The index's bytes, which key the unpack cache. */
+	readonly index: Buffer
+}
+
+interface CheckedRootfs {
+	readonly kind: 'rootfs'
+	readonly rootfs: string
+	readonly node: { readonly inImage: string; readonly onHost: string }
+}
+
+/** What `checkContainerImage` found `backend.image` to be. */
+export type CheckedContainerImage = CheckedLayout | CheckedRootfs
+
+function tagsOf(index: Buffer): readonly string[] | undefined {
+	let parsed: unknown
+	try {
+		parsed = JSON.parse(index.toString('utf8'))
+	} catch {
+		return undefined
 	}
+	if (!isRecord(parsed) || !Array.isArray(parsed.manifests)) return undefined
+	const tags: string[] = []
+	for (const manifest of parsed.manifests) {
+		if (!isRecord(manifest) || !isRecord(manifest.annotations)) continue
+		const name = manifest.annotations[REF_NAME_ANNOTATION]
+		if (typeof name === 'string') tags.push(name)
+	}
+	return tags
+}
+
+async function checkLayout(dir: string, tag: string): Promise<CheckedLayout> {
+	const index = await readFile(join(dir, 'index.json')).catch(() => undefined)
+	if (index === undefined)
+		throw refuse(`${dir} is an OCI layout without a readable index.json: ${IMAGE_REMEDY}`)
+	const tags = tagsOf(index)
+	if (tags === undefined)
+		throw refuse(`${dir}/index.json is not an OCI image index (no manifests list): ${IMAGE_REMEDY}`)
+	if (!tags.includes(tag)) {
+		const known = tags.length === 0 ? 'it has no tag' : `its tags: ${tags.join(', ')}`
+		throw refuse(
+			`the OCI layout ${dir} has no tag ${JSON.stringify(tag)} (${known}): name one as ${dir}:TAG`,
+		)
+	}
+	return { kind: 'layout', dir, tag, index }
+}
+
+/** A root filesystem with every mount point and a node, or the refusal naming what it lacks. */
+async function checkRootfs(rootfs: string, notLayout: boolean): Promise<CheckedRootfs> {
 	const missing: string[] = []
 	for (const needed of REQUIRED_IMAGE_DIRS) {
 		if (!(await isDirectory(join(rootfs, needed)))) missing.push(needed)
 	}
+	const what = notLayout
+		? `${rootfs} is not an OCI image layout (no oci-layout file) nor a usable root filesystem`
+		: `the root filesystem ${rootfs} is not usable`
 	if (missing.length > 0) {
 		throw refuse(
-			`the root filesystem ${rootfs} lacks the mount points ${missing.join(', ')} (the root is read-only, so they must exist in the image)`,
+			`${what}: it lacks the mount points ${missing.join(', ')} (the root is read-only, so they must exist in the image): ${IMAGE_REMEDY}`,
 		)
 	}
 	const node = await firstExecutable(rootfs, IMAGE_NODE_PATHS)
 	if (node === undefined) {
 		throw refuse(
-			`the root filesystem ${rootfs} has no node binary at ${IMAGE_NODE_PATHS.join(' or ')} (the agent runs on the image's node)`,
+			`${what}: it has no node binary at ${IMAGE_NODE_PATHS.join(' or ')} (the agent runs on the image's node): ${IMAGE_REMEDY}`,
 		)
 	}
+	return { kind: 'rootfs', rootfs, node }
+}
+
+/**
+ * `backend.image` checked without changing anything (nothing unpacked, nothing created): it
+ * exists and is readable, and is either an OCI layout holding the tag or a root filesystem with
+ * the mount points and a node. `SandboxConfigError` (field `backend.image`) otherwise, saying what
+ * to do. The CLI calls it at start; `resolveContainerImage` starts from it.
+ */
+export async function checkContainerImage(image: string): Promise<CheckedContainerImage> {
+	const { dir, tag } = splitLayoutReference(image)
+	if (
+		await stat(join(dir, 'oci-layout'))
+			.then((info) => info.isFile())
+			.catch(() => false)
+	) {
+		return checkLayout(dir, tag)
+	}
+	const info = await stat(image).catch((error: unknown) => error as NodeJS.ErrnoException)
+	if (info instanceof Error) {
+		const why =
+			info.code === 'ENOENT' ? 'does not exist' : `cannot be read (${info.code ?? info.message})`
+		throw refuse(`${image} ${why}: ${IMAGE_REMEDY}`)
+	}
+	if (!info.isDirectory()) throw refuse(`${image} is not a directory: ${IMAGE_REMEDY}`)
+	try {
+		await access(image, constants.R_OK | constants.X_OK)
+	} catch {
+		throw refuse(`${image} cannot be read by this user: ${IMAGE_REMEDY}`)
+	}
+	return checkRootfs(image, true)
+}
+
+/** The image's root filesystem, checked for what a sandbox needs; `SandboxConfigError` otherwise. */
+export async function resolveContainerImage(input: ImageSourceInput): Promise<ContainerImage> {
+	const checked = await checkContainerImage(input.image)
+	const { rootfs, node } =
+		checked.kind === 'rootfs'
+			? checked
+			: await checkRootfs(await unpackLayout(input, checked), false)
 	const init = await firstExecutable(rootfs, IMAGE_INIT_PATHS)
 	return { rootfs, node, ...(init ? { init } : {}) }
 }

@@ -26,7 +26,7 @@ export async function describeMicroVM(qemuBinary = 'qemu-system-x86_64'): Promis
 		image = { ok: true, detail: found.dir }
 	} catch (error) {
 		if (!(error instanceof MicroVMImageMissingError)) throw error
-		image = { ok: false, detail: 'not built: npm run image:build -- --vm' }
+		image = { ok: false, detail: 'not built: npx --no-install namzu-sandbox image build --vm' }
 	}
 	if (!qemu.ok || !image.ok) return { qemu, image }
 	const probe = await probeKvm(qemuBinary, await locateMicroVMImage())

@@ -15,7 +15,7 @@ export class MicroVMImageMissingError extends SandboxError<'image-missing'> {
 
 	constructor(imageDir: string, missing: string) {
 		super(
-			`no microVM guest image at ${imageDir} (${missing} is missing): run \`npm run image:build -- --vm\` or set imageDir`,
+			`no microVM guest image at ${imageDir} (${missing} is missing): run \`npx --no-install namzu-sandbox image build --vm\` or set imageDir`,
 			'image-missing',
 		)
 		this.imageDir = imageDir
