@@ -9,6 +9,8 @@
 
 export {
 	type BackgroundJobOutput,
+	CheckpointNotFoundError,
+	CheckpointUnsupportedError,
 	type EgressPolicy,
 	type EgressPolicyKind,
 	FileWalkLimitError,
@@ -19,6 +21,12 @@ export {
 	SandboxArgumentError,
 	type SandboxAttachProcessOptions,
 	SandboxBackendNotImplementedError,
+	type SandboxCheckpoint,
+	type SandboxCheckpointCallOptions,
+	type SandboxCheckpointKind,
+	type SandboxCheckpointOptions,
+	type SandboxCheckpointStore,
+	type SandboxCheckpointVerbs,
 	SandboxConfigError,
 	type SandboxCreateConfig,
 	SandboxDestroyedError,

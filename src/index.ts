@@ -152,10 +152,14 @@ export {
 } from './backends/local/index.js'
 export {
 	type BackgroundJobOutput,
+	CheckpointNotFoundError,
+	CheckpointUnsupportedError,
 	type EgressPolicy,
 	type Sandbox,
 	SandboxArgumentError,
 	SandboxBackendNotImplementedError,
+	type SandboxCheckpoint,
+	type SandboxCheckpointKind,
 	SandboxConfigError,
 	type SandboxCreateConfig,
 	SandboxDestroyedError,

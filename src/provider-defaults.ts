@@ -14,6 +14,7 @@ import {
 	requireObject,
 	requireString,
 } from './contract/argument-validators.js'
+import { CheckpointUnsupportedError, type SandboxCheckpointKind } from './contract/checkpoint.js'
 import type { EgressPolicy } from './contract/egress.js'
 import type { SandboxCreateConfig } from './contract/provider.js'
 
@@ -79,6 +80,7 @@ export const PORTABLE_CREATE_KEYS = [
 	'memoryLimitMb',
 	'maxProcesses',
 	'egress',
+	'from',
 ] as const satisfies readonly (keyof SandboxCreateConfig)[]
 
 /** Fails the build when `SandboxCreateConfig` gains a key its table does not list. */
@@ -112,13 +114,42 @@ export function refuseUnknownCreateKeys(
 }
 
 /**
+ * `from` (a fork): a checkpoint or its id, refused by name (`CheckpointUnsupportedError`) unless
+ * the provider takes its kind; undefined without one. The tier looks the id up in its own store.
+ */
+export function checkFromCheckpoint(
+	from: unknown,
+	checkpointKinds: readonly SandboxCheckpointKind[],
+): string | undefined {
+	if (from === undefined) return undefined
+	const id = typeof from === 'string' ? from : isCheckpointLike(from) ? from.id : undefined
+	if (id === undefined || id === '') {
+		throw CONFIG_SITE.refuse('from', 'a checkpoint or its id', describeReceived(from))
+	}
+	const kind =
+		typeof from === 'string' ? 'filesystem' : (from as { kind: SandboxCheckpointKind }).kind
+	if (!checkpointKinds.includes(kind)) {
+		throw new CheckpointUnsupportedError('create', kind, checkpointKinds)
+	}
+	return id
+}
+
+function isCheckpointLike(value: unknown): value is { readonly id: string } {
+	if (value === null || typeof value !== 'object') return false
+	const { id, kind } = value as Record<string, unknown>
+	return typeof id === 'string' && (kind === 'filesystem' || kind === 'memory')
+}
+
+/**
  * Checks the portable fields of a `create()` config before the tier reads it: an explicit `null`
  * or `NaN` is refused by name rather than replaced by a default, and a key outside `known` (the
- * tier's table, default the portable keys) by name.
+ * tier's table, default the portable keys) by name. A fork (`from`) is refused by name unless the
+ * tier's `checkpointKinds` take it.
  */
 export function checkCreateConfig(
 	config: unknown,
 	known: readonly string[] = PORTABLE_CREATE_KEYS,
+	checkpointKinds: readonly SandboxCheckpointKind[] = [],
 ): SandboxCreateConfig {
 	const given = optionalObject(CONFIG_SITE, 'config', config)
 	refuseUnknownCreateKeys(given, known)
@@ -130,5 +161,6 @@ export function checkCreateConfig(
 	optionalInteger(CONFIG_SITE, 'memoryLimitMb', given.memoryLimitMb, POSITIVE)
 	optionalInteger(CONFIG_SITE, 'maxProcesses', given.maxProcesses, POSITIVE)
 	optionalEgress('egress', given.egress)
+	checkFromCheckpoint(given.from, checkpointKinds)
 	return given as SandboxCreateConfig
 }

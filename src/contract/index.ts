@@ -1,5 +1,15 @@
 // The portable contract: every name here is public at the package root.
 export type { BackgroundJobOutput } from './background-job-output.js'
+export {
+	CheckpointNotFoundError,
+	CheckpointUnsupportedError,
+	type SandboxCheckpoint,
+	type SandboxCheckpointCallOptions,
+	type SandboxCheckpointKind,
+	type SandboxCheckpointOptions,
+	type SandboxCheckpointStore,
+	type SandboxCheckpointVerbs,
+} from './checkpoint.js'
 export type { EgressPolicy, EgressPolicyKind } from './egress.js'
 export {
 	FileWalkLimitError,

@@ -1,3 +1,4 @@
+import type { SandboxCheckpoint, SandboxCheckpointStore } from './checkpoint.js'
 import type { EgressPolicy } from './egress.js'
 import type { Sandbox, SandboxEnvironment } from './sandbox.js'
 
@@ -19,10 +20,16 @@ export interface SandboxCreateConfig {
 	readonly memoryLimitMb?: number
 	readonly maxProcesses?: number
 	readonly egress?: EgressPolicy
+	/**
+	 * A fork: the new sandbox's workspace starts as the checkpoint's (a new id, agent, uid and cgroups;
+	 * no byte shared with the parent or other forks). Refused by name (`CheckpointUnsupportedError`)
+	 * by a provider whose `checkpointKinds` lacks the checkpoint's kind.
+	 */
+	readonly from?: SandboxCheckpoint | string
 }
 
-/** Makes sandboxes of one tier, and tears down what it still holds. */
-export interface SandboxProvider {
+/** Makes sandboxes of one tier, and tears down what it still holds; keeps their checkpoints. */
+export interface SandboxProvider extends SandboxCheckpointStore {
 	readonly id: string
 	readonly name: string
 	readonly environment: SandboxEnvironment

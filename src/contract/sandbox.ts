@@ -2,7 +2,7 @@
  * The portable Sandbox contract. Every tier (local bubblewrap, containers, microVMs, Kubernetes)
  * hands out objects of this shape; `defineSandboxConformance` is what proves they honour it.
  */
-
+import type { SandboxCheckpointVerbs } from './checkpoint.js'
 import type { SandboxEventsOptions, SandboxLifecycleEvent } from './sandbox-events.js'
 
 /** Where a sandbox is in its life: `busy` while a call is in flight. */
@@ -416,8 +416,8 @@ export interface SandboxDestroyOptions {
 	readonly signal?: AbortSignal
 }
 
-/** One sandbox: commands, files, terminals and TCP into the guest, whatever the tier. */
-export interface Sandbox {
+/** One sandbox: commands, files, terminals, TCP and checkpoints, whatever the tier. */
+export interface Sandbox extends SandboxCheckpointVerbs {
 	readonly id: SandboxId
 	readonly status: SandboxStatus
 	/** Workspace root inside the sandbox. */

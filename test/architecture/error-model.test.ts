@@ -117,6 +117,10 @@ import {
 } from '../../src/cli/cli-errors.js'
 import * as containerEntry from '../../src/container-entry.js'
 import {
+	CheckpointNotFoundError,
+	CheckpointUnsupportedError,
+} from '../../src/contract/checkpoint.js'
+import {
 	FileWalkLimitError,
 	SandboxArgumentError,
 	SandboxBackendNotImplementedError,
@@ -341,6 +345,11 @@ const CASES: readonly ErrorCase[] = [
 	{ type: SandboxPathEscapeError, make: () => new SandboxPathEscapeError('../x', 'readFile') },
 	{ type: SandboxFileError, make: () => new SandboxFileError('p', 'readFile', 'ENOENT', 'gone') },
 	{ type: FileWalkLimitError, make: () => new FileWalkLimitError(10) },
+	{ type: CheckpointNotFoundError, make: () => new CheckpointNotFoundError('x') },
+	{
+		type: CheckpointUnsupportedError,
+		make: () => new CheckpointUnsupportedError('checkpoint', 'memory', ['filesystem']),
+	},
 	// exec-programs
 	{ type: SandboxPrivilegeProbeError, make: () => probe('probe-failed') },
 	{ type: SandboxPrivilegeProbeError, make: () => probe('privileged') },

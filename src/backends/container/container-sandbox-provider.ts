@@ -209,6 +209,7 @@ export function createContainerSandboxProvider(
 		name: containerProviderName(resolved.runtime),
 		environment: 'linux-namespace',
 		workspaceModes: ['ephemeral'],
+		checkpointKinds: [],
 		create,
 		close,
 		[Symbol.asyncDispose]: close,

@@ -150,6 +150,7 @@ export function createKubernetesSandboxProvider(
 		name: 'kubernetes',
 		environment: 'linux-namespace',
 		workspaceModes: ['ephemeral'],
+		checkpointKinds: [],
 		create: async (createConfig: SandboxCreateConfig = {}) => {
 			checkCreateConfig(createConfig)
 			refuseUnsupportedCreateOptions(createConfig)

@@ -164,6 +164,7 @@ export function createLocalSandboxProvider(
 			resolved.isolation === 'bubblewrap' ? LOCAL_PROVIDER_NAME : LOCAL_PROVIDER_NAME_UNCONFINED,
 		environment: resolved.isolation === 'bubblewrap' ? 'linux-bwrap' : 'basic',
 		workspaceModes: ['ephemeral', 'working-directory'],
+		checkpointKinds: [],
 		create,
 		open: async (id, options = {}) => {
 			const signal = signalOfOptions(callSite('open'), options)

@@ -5,6 +5,7 @@
  * under the names the Kubernetes workspace will share. It is the host's one `AgentSandbox`, typed
  * by the members that are public on these tiers.
  */
+import type { SandboxCheckpointVerbs } from '../../contract/checkpoint.js'
 import type { Sandbox } from '../../contract/sandbox.js'
 import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 
@@ -26,8 +27,12 @@ export type MachineSandboxVerb =
 	| 'quiesce'
 	| 'flush'
 
-/** A sandbox on this machine: the `Sandbox` contract (no `setNetworkPolicy`) plus its own verbs. */
+/**
+ * A sandbox on this machine: the `Sandbox` contract (no `setNetworkPolicy`) plus its own verbs;
+ * `checkpoint` / `rollback` where its provider takes checkpoints.
+ */
 export type MachineSandbox = Pick<
 	AgentSandbox,
-	Exclude<keyof Sandbox, 'setNetworkPolicy'> | MachineSandboxVerb
->
+	Exclude<keyof Sandbox, 'setNetworkPolicy' | keyof SandboxCheckpointVerbs> | MachineSandboxVerb
+> &
+	SandboxCheckpointVerbs

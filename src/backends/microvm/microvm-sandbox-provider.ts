@@ -211,6 +211,7 @@ export function createMicroVMSandboxProvider(
 		name: `microVM (${config.service})`,
 		environment: 'linux-namespace',
 		workspaceModes: ['ephemeral'],
+		checkpointKinds: [],
 		create,
 		close,
 		[Symbol.asyncDispose]: close,

@@ -300,6 +300,7 @@ export function createACIStandbyPoolProvider(
 		name: '@namzu/sandbox:container:aci-standby-pool',
 		environment: 'linux-namespace',
 		workspaceModes: ['ephemeral'],
+		checkpointKinds: [],
 		create,
 		close,
 		[Symbol.asyncDispose]: close,

@@ -138,6 +138,7 @@ export function createDockerSandboxProvider(
 		name: '@namzu/sandbox:container:docker',
 		environment: 'linux-namespace',
 		workspaceModes: ['ephemeral'],
+		checkpointKinds: [],
 		create,
 		close,
 		[Symbol.asyncDispose]: close,

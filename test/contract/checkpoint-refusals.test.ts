@@ -1,0 +1,94 @@
+/**
+ * A fork (`create({ from })`) on a tier whose `checkpointKinds` lack the checkpoint's kind is
+ * refused by name (`CheckpointUnsupportedError`) by the check every tier's create runs before it
+ * contacts anything; a `from` that is neither a checkpoint nor an id is a `SandboxConfigError`.
+ */
+import { describe, expect, it } from 'vitest'
+import { resolveACISpec } from '../../src/backends/container/aci/aci-sandbox-provider.js'
+import { resolveDockerSandboxSpec } from '../../src/backends/container/docker/docker-sandbox-provider.js'
+import { resolveMicroVMSpec } from '../../src/backends/microvm/microvm-sandbox-provider.js'
+import {
+	CheckpointUnsupportedError,
+	type SandboxCheckpoint,
+} from '../../src/contract/checkpoint.js'
+import { SandboxConfigError } from '../../src/contract/errors.js'
+import { checkCreateConfig, checkFromCheckpoint } from '../../src/provider-defaults.js'
+
+/** What `run` threw, through vitest's own catch. */
+function refusal(run: () => unknown): unknown {
+	let thrown: unknown
+	expect(() => {
+		try {
+			run()
+		} catch (error) {
+			thrown = error
+			throw error
+		}
+	}).toThrow()
+	return thrown
+}
+
+const checkpoint: SandboxCheckpoint = {
+	id: '0123456789abcdef',
+	kind: 'filesystem',
+	sandboxId: 'aaaaaaaaaaaa',
+	createdAt: 1,
+	bytes: 0,
+	label: undefined,
+}
+
+type Resolve = (config: Record<string, unknown>) => unknown
+
+const withoutCheckpoints: [string, Resolve][] = [
+	['container (docker runtime)', (config) => resolveDockerSandboxSpec(config, {})],
+	['container (aci-standby-pool runtime)', (config) => resolveACISpec(config, {})],
+	['kubernetes', (config) => checkCreateConfig(config)],
+	['microvm', (config) => resolveMicroVMSpec(config, {})],
+]
+
+describe.each(withoutCheckpoints)(
+	'a fork on the %s tier (checkpointKinds: [])',
+	(_tier, resolve) => {
+		it('is refused by name before anything is contacted, for a checkpoint or its id', () => {
+			for (const from of [checkpoint, checkpoint.id]) {
+				const error = refusal(() => resolve({ from }))
+				expect(error).toBeInstanceOf(CheckpointUnsupportedError)
+				expect(error).toMatchObject({
+					reason: 'checkpoint-unsupported',
+					operation: 'create',
+					kind: 'filesystem',
+					supported: [],
+				})
+			}
+		})
+
+		it('accepts the same config without from (positive control)', () => {
+			expect(() => resolve({})).not.toThrow()
+		})
+	},
+)
+
+describe('checkFromCheckpoint', () => {
+	it('answers the id of a checkpoint or an id the provider takes', () => {
+		expect(checkFromCheckpoint(undefined, [])).toBeUndefined()
+		expect(checkFromCheckpoint(checkpoint, ['filesystem'])).toBe(checkpoint.id)
+		expect(checkFromCheckpoint('abc', ['filesystem'])).toBe('abc')
+	})
+
+	it('refuses a kind the provider does not take, naming what it takes', () => {
+		const error = refusal(() =>
+			checkFromCheckpoint({ ...checkpoint, kind: 'memory' }, ['filesystem']),
+		)
+		expect(error).toBeInstanceOf(CheckpointUnsupportedError)
+		expect(error).toMatchObject({ kind: 'memory', supported: ['filesystem'] })
+	})
+
+	it.each([[null], [''], [42], [{ id: 'x' }], [{ kind: 'filesystem' }]])(
+		'refuses from = %j as a SandboxConfigError naming the field',
+		(from) => {
+			const error = refusal(() => checkFromCheckpoint(from, ['filesystem']))
+			expect(error).toBeInstanceOf(SandboxConfigError)
+			expect(error).toMatchObject({ field: 'from' })
+		},
+	)
+})
