@@ -46,10 +46,10 @@ ip link set lo up
 ip link set eth0 up || die "no eth0"
 ip addr add 10.0.2.15/24 dev eth0
 
-# Proxied egress (`static` / `resolver`; the host passed the resolver file for it): every TCP connect to an
-# address off the guest's /24 lands on the agent's capture helper (a `local default` route on
-# loopback, as the other tiers set it), which forwards it to the host's egress proxy at the
-# guestfwd address on the /24; the rest of the /24 is the host's restricted slirp, which resets
+# Proxied egress (`static` / `resolver`; the host passed the resolver file for it): every TCP
+# connect to an address off the guest's /24 lands on the agent's capture helper (a `local default`
+# route on loopback, as the other tiers set it), which forwards it to the host's egress proxy at
+# the guestfwd address on the /24; the rest of the /24 is the host's restricted slirp, which resets
 # every connect but the forwards. The resolver file points at the helper's DNS stub.
 if [ -r "$cfg/egress-resolv.conf/raw" ]; then
 	ip route add local default dev lo || die "the egress capture route failed"

@@ -11,12 +11,17 @@
  */
 import { access, mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { pollUntil } from '../../common/poll-until.js'
+import { createAgentSandbox } from '../../host/sandbox/agent-sandbox.js'
+import type { AgentTransport } from '../../host/transport/agent-transport.js'
 import {
 	EGRESS_CA_CERT_NAME,
 	EGRESS_PROXY_SOCKET_NAME,
 	EGRESS_SOCKET_VARIABLE,
 } from '../../wire/egress-bridge.js'
 import { PROXIED_RESOLV_CONF, readHostAddresses } from '../machine/network/egress-network.js'
+import { LocalNetworkSetupError } from '../machine/network/network-errors.js'
+import { boundUdpPorts, listeningTcpPorts } from '../machine/network/proxied-network.js'
 import {
 	EGRESS_BRIDGE_DIR_NAME,
 	type EgressTestSeam,
@@ -82,6 +87,8 @@ export interface GuestEgress {
 	readonly agentSettings: Readonly<Record<string, string>>
 	/** For the workload: the CA as node and OpenSSL find it, when there are credentials. */
 	readonly workloadEnv: Readonly<Record<string, string>>
+	/** The TCP ports the capture helper listens on (`NAMZU_AGENT_EGRESS_PORTS`). */
+	readonly ports: readonly number[]
 	readonly onDecision: SandboxEgressProxy['onDecision']
 	close(): Promise<void>
 }
@@ -149,7 +156,54 @@ export async function startGuestEgress(input: GuestEgressInput): Promise<GuestEg
 					SSL_CERT_FILE: GUEST_EGRESS_CA,
 				}
 			: proxy.workloadEnv,
+		ports: proxy.ports,
 		onDecision: proxy.onDecision,
 		close: () => proxy.close(),
+	}
+}
+
+const UDP_MARK = '--udp--'
+
+/**
+ * Resolves once the agent's capture helper listens on every captured port and on DNS: the check
+ * of the other tiers (`proxied-network.ts`'s table parsers), over the guest's own `/proc/net`
+ * tables read through the agent, since the host cannot read a guest's. Until then a connect would
+ * find nothing listening.
+ */
+export async function waitForGuestCaptureHelper(input: {
+	readonly sandboxId: string
+	readonly transport: AgentTransport
+	readonly rootDir: string
+	readonly ports: readonly number[]
+	readonly timeoutMs: number
+	readonly signal?: AbortSignal
+}): Promise<void> {
+	const probe = createAgentSandbox({
+		id: input.sandboxId,
+		transport: input.transport,
+		rootDir: input.rootDir,
+		environment: 'linux-namespace',
+		release: async () => undefined,
+	})
+	const script = `cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; echo ${UDP_MARK}; cat /proc/net/udp`
+	const listening = async () => {
+		const { stdout } = await probe.exec('sh', ['-c', script], {
+			...(input.signal ? { signal: input.signal } : {}),
+		})
+		const [tcp = '', udp = ''] = stdout.split(UDP_MARK)
+		const open = listeningTcpPorts(tcp)
+		return input.ports.every((port) => open.has(port)) && boundUdpPorts(udp).has(53)
+	}
+	try {
+		if (!(await pollUntil(listening, performance.now() + input.timeoutMs))) {
+			throw new LocalNetworkSetupError(
+				input.sandboxId,
+				'capture-helper',
+				`the guest's capture helper did not listen on ports ${input.ports.join(', ')} and DNS in time`,
+				'',
+			)
+		}
+	} finally {
+		await probe.destroy().catch(() => undefined)
 	}
 }

@@ -22,7 +22,7 @@ import { type LaunchedAgentProcess, launchAgentProcess } from '../machine/launch
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import type { ProxiedEgress } from '../machine/spec/machine-sandbox-spec.js'
-import { type GuestEgress, startGuestEgress } from './guest-egress.js'
+import { type GuestEgress, startGuestEgress, waitForGuestCaptureHelper } from './guest-egress.js'
 import { GUEST_WORKSPACE_DEVICE, prepareGuestWorkspaceDisk } from './guest-workspace-disk.js'
 import type { MicroVMImage } from './microvm-image.js'
 import { GUEST_AGENT_PORT, guestEnvFile, qemuArgv } from './qemu-argv.js'
@@ -152,6 +152,46 @@ function launchVmm(
 	})
 }
 
+/**
+ * The VMM in a host cgroup of its own: its memory bounded (guest RAM plus the VMM's own), its CPU
+ * to the guest's vCPUs. Where the host cannot enforce that, the guest's RAM and vCPUs still bound
+ * the workload, so the cgroup is best effort.
+ */
+function createVmmCgroups(options: QemuGuestOptions) {
+	return createSandboxCgroups(options.sandboxId, {
+		memoryLimitMb: options.memoryMb + VMM_MEMORY_OVERHEAD_MB,
+		cpuLimit: options.vcpus,
+		defaultsOnly: ['memory', 'cpu'],
+		defaultLimits: 'best-effort',
+	})
+}
+
+/** Ready once the agent answers and, under a proxied egress, its capture helper listens. */
+async function waitForGuest(
+	options: QemuGuestOptions,
+	launched: LaunchedAgentProcess,
+	transport: AgentTransport,
+	egress: GuestEgress | undefined,
+): Promise<void> {
+	const signalOption = options.signal ? { signal: options.signal } : {}
+	await waitForAgentReady({
+		sandboxId: options.sandboxId,
+		agent: launched,
+		ready: (signal) => probeUntilHealthy(transport, signal),
+		timeoutMs: options.bootTimeoutMs,
+		...signalOption,
+	})
+	if (egress === undefined) return
+	await waitForGuestCaptureHelper({
+		sandboxId: options.sandboxId,
+		transport,
+		rootDir: MICROVM_WORKSPACE,
+		ports: egress.ports,
+		timeoutMs: options.bootTimeoutMs,
+		...signalOption,
+	})
+}
+
 export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGuest> {
 	options.signal?.throwIfAborted()
 	const dir = await mkdtemp(join(tmpdir(), `namzu-${options.sandboxId}-`))
@@ -169,15 +209,7 @@ export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGues
 		await rm(dir, { recursive: true, force: true })
 	}
 	try {
-		// The VMM in a host cgroup of its own: its memory bounded (guest RAM plus the VMM's own), its
-		// CPU to the guest's vCPUs. Where the host cannot enforce that, the guest's RAM and vCPUs still
-		// bound the workload, so the cgroup is best effort.
-		cgroups = await createSandboxCgroups(options.sandboxId, {
-			memoryLimitMb: options.memoryMb + VMM_MEMORY_OVERHEAD_MB,
-			cpuLimit: options.vcpus,
-			defaultsOnly: ['memory', 'cpu'],
-			defaultLimits: 'best-effort',
-		})
+		cgroups = await createVmmCgroups(options)
 		const workspaceDisk =
 			options.workspaceDiskMb === undefined
 				? undefined
@@ -213,13 +245,7 @@ export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGues
 				destroying ? undefined : { exitCode: exit.code, signal: exit.signal },
 			),
 		)
-		await waitForAgentReady({
-			sandboxId: options.sandboxId,
-			agent: launched,
-			ready: (signal) => probeUntilHealthy(transport, signal),
-			timeoutMs: options.bootTimeoutMs,
-			...(options.signal ? { signal: options.signal } : {}),
-		})
+		await waitForGuest(options, launched, transport, egress)
 		let destroyed: Promise<void> | undefined
 		return {
 			transport,
