@@ -19,7 +19,7 @@ import {
 	createMicroVMSandboxProvider,
 	type MicroVMSandboxProvider,
 } from '../../src/microvm-entry.js'
-import { CONNECT, LOOKUP } from '../backends/egress-guest-programs.js'
+import { CONNECT, HTTPS_GET, LOOKUP } from '../backends/egress-guest-programs.js'
 import { type EgressUpstream, startEgressUpstream } from '../host/egress/upstream-fixture.js'
 
 function qemuPresent(): boolean {
@@ -42,15 +42,6 @@ const execFileAsync = promisify(execFile)
 const BOOT_MS = 400_000
 const CASE_MS = 180_000
 const SECRET = 'Bearer microvm-egress-5ecret'
-
-// node's own https, no proxy agent: trusts the sandbox CA through NODE_EXTRA_CA_CERTS only.
-const HTTPS_GET = `
-require('node:https').get(process.argv[1], (res) => {
-	let body = ''
-	res.on('data', (d) => { body += d })
-	res.on('end', () => console.log(body))
-}).on('error', (e) => console.log(e.code))
-`
 
 /** `COUNT HOST PORT`: that many connects at once, each sending its index; prints the replies. */
 const PARALLEL = `
