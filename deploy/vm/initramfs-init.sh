@@ -2,7 +2,8 @@
 # The microVM guest's first init (the initramfs's /init, busybox): load the virtio modules the
 # cloud kernel builds as modules, mount the root disk, take this boot's agent bundle and
 # environment from the host (QEMU fw_cfg), bring up the one NIC (user-mode networking, restricted
-# by the host: it reaches only the forwarded agent port), then hand over to the root's start script.
+# by the host: it reaches only the forwarded agent port and, under a proxied egress policy, the
+# host's egress proxy), then hand over to the root's start script.
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
@@ -44,6 +45,26 @@ chmod 0600 /newroot/run/namzu/agent.env
 ip link set lo up
 ip link set eth0 up || die "no eth0"
 ip addr add 10.0.2.15/24 dev eth0
+
+# Proxied egress (`static` / `resolver`; the host passed the resolver file for it): every TCP
+# connect to an address off the guest's /24 lands on the agent's capture helper (a `local default`
+# route on loopback, as the other tiers set it), which forwards it to the host's egress proxy at
+# the guestfwd address on the /24; the rest of the /24 is the host's restricted slirp, which resets
+# every connect but the forwards. The resolver file points at the helper's DNS stub.
+if [ -r "$cfg/egress-resolv.conf/raw" ]; then
+	ip route add local default dev lo || die "the egress capture route failed"
+	if [ -e /proc/net/if_inet6 ]; then
+		ip -6 route add local ::/0 dev lo || die "the IPv6 egress capture route failed"
+	fi
+	echo 0 >/proc/sys/net/ipv4/ip_unprivileged_port_start
+	rm -f /newroot/etc/resolv.conf
+	cat "$cfg/egress-resolv.conf/raw" >/newroot/etc/resolv.conf || die "writing resolv.conf failed"
+	mkdir -p /newroot/run/namzu-egress
+	if [ -r "$cfg/egress-ca.pem/raw" ]; then
+		cat "$cfg/egress-ca.pem/raw" >/newroot/run/namzu-egress/ca.pem || die "copying the egress CA failed"
+		chmod 0644 /newroot/run/namzu-egress/ca.pem
+	fi
+fi
 
 umount /sys
 umount /proc

@@ -121,6 +121,18 @@ s.on('close', () => done('closed'))
 s.on('error', (e) => done(e.code))
 `
 
+/**
+ * node's own https, no proxy agent: `URL`. Trusts the sandbox CA through NODE_EXTRA_CA_CERTS only;
+ * prints the body or the error code.
+ */
+export const HTTPS_GET = `
+require('node:https').get(process.argv[1], (res) => {
+	let body = ''
+	res.on('data', (d) => { body += d })
+	res.on('end', () => console.log(body))
+}).on('error', (e) => console.log(e.code))
+`
+
 /** `NAME`: prints the address it resolves to, or the error code. */
 export const LOOKUP = `require('node:dns').lookup(process.argv[1], (e, a) => console.log(e ? e.code : a))`
 

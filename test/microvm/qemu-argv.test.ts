@@ -41,4 +41,21 @@ describe('qemuArgv', () => {
 			'user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:40000-10.0.2.15:7070',
 		)
 	})
+
+	it('adds the egress guestfwd to the same restricted netdev, commas doubled, and its fw_cfg files', () => {
+		const argv = qemuArgv('qemu', {
+			...spec,
+			egress: {
+				guestfwd: "tcp:10.0.2.100:3128-cmd:'/usr/bin/perl' '/d,x/c.pl' '/d,x/egress/proxy.sock'",
+				fwCfgFiles: [{ name: 'opt/namzu/egress-resolv.conf', file: '/d,x/egress-resolv.conf' }],
+			},
+		})
+		expect(argv[argv.indexOf('-netdev') + 1]).toBe(
+			"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:40000-10.0.2.15:7070,guestfwd=tcp:10.0.2.100:3128-cmd:'/usr/bin/perl' '/d,,x/c.pl' '/d,,x/egress/proxy.sock'",
+		)
+		expect(argv.slice(-2)).toEqual([
+			'-fw_cfg',
+			'name=opt/namzu/egress-resolv.conf,file=/d,,x/egress-resolv.conf',
+		])
+	})
 })

@@ -250,7 +250,7 @@ describe.skipIf(!runnable)('microVM tier on QEMU', () => {
 	}, 120_000)
 
 	it(
-		'refuses egress other than deny-all and a host working directory before booting anything',
+		'refuses allow-all egress and a host working directory before booting anything',
 		async () => {
 			await expect(provider.create({ egress: { kind: 'allow-all' } })).rejects.toBeInstanceOf(
 				MicroVMEgressUnsupportedError,

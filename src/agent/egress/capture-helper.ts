@@ -2,7 +2,7 @@
  * The egress capture helper inside the guest. The host gave the guest's network namespace a
  * `local default` route on loopback, so every TCP connect to any address lands on a listener here
  * whose local address is the original destination; each is forwarded as `CONNECT` over the
- * bind-mounted socket to the host's proxy, which decides everything. The DNS stub answers allowed
+ * bind-mounted socket (a microVM: the host's forward on the guest's network) to the host's proxy, which decides everything. The DNS stub answers allowed
  * names (the proxy is asked with `RESOLVE`) with fake addresses from 198.18.0.0/15 and maps them
  * back to names here. This process is as untrusted as the workload: it only makes ordinary
  * programs work, and with it dead nothing reaches anywhere.
@@ -27,11 +27,14 @@ interface Bridge {
 	open(head: string): Promise<{ socket: Socket; rest: Buffer } | undefined>
 }
 
-function bridgeTo(socketPath: string): Bridge {
+function bridgeTo(config: EgressCaptureConfig): Bridge {
+	const { proxyAddress, socketPath = '' } = config
 	return {
 		open: (head) =>
 			new Promise((resolve) => {
-				const socket = connect(socketPath)
+				const socket = proxyAddress
+					? connect(proxyAddress.port, proxyAddress.host)
+					: connect(socketPath)
 				let reply = Buffer.alloc(0)
 				const fail = () => {
 					socket.destroy()
@@ -121,7 +124,7 @@ export async function startCaptureHelper(
 	config: EgressCaptureConfig,
 	log: (line: string) => void,
 ): Promise<CaptureHelper> {
-	const bridge = bridgeTo(config.socketPath)
+	const bridge = bridgeTo(config)
 	const fakeIps = new FakeIpAllocator()
 	const servers: Server[] = []
 

@@ -30,7 +30,7 @@ export class MicroVMEgressUnsupportedError extends SandboxError<'egress-unsuppor
 
 	constructor(egressKind: string) {
 		super(
-			`egress kind '${egressKind}' is not supported by the microVM tier yet; use 'deny-all' (the guest's only route is the host's forwarded agent port)`,
+			`egress kind '${egressKind}' is not supported by the microVM tier yet; use 'deny-all', or 'static' / 'resolver' to allow named hosts through the host's egress proxy`,
 			'egress-unsupported',
 		)
 		this.egressKind = egressKind

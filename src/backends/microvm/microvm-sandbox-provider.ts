@@ -1,8 +1,9 @@
 /**
  * `createMicroVMSandboxProvider`: sandboxes that are QEMU guests booted from the `--vm` guest
  * image, each with its own kernel. Served through the machine layer's fleet (warm pool, close,
- * destroy) and the one `AgentSandbox`. Egress is `deny-all` only: the guest's one NIC reaches
- * nothing but the host's forward to its agent. `service: 'firecracker'` is refused at `create()`
+ * destroy) and the one `AgentSandbox`. Egress is `deny-all` (the guest's one NIC reaches nothing but
+ * the host's forward to its agent) or `static` / `resolver` through the machine layer's egress
+ * proxy (`guest-egress.ts`); `allow-all` is refused by name. `service: 'firecracker'` is refused at `create()`
  * (no Firecracker binary here; its API driver is `firecracker-api.ts`).
  */
 import '../../contract/async-dispose.js'
@@ -25,6 +26,12 @@ import {
 	type UnlistedCreateKeys,
 } from '../../provider-defaults.js'
 import { createInstanceFleet, ownedAgentSandboxHandOut } from '../machine/fleet/instance-fleet.js'
+import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
+import {
+	type LocalSandboxCreateConfig,
+	type ProxiedEgress,
+	resolveMachineEgress,
+} from '../machine/spec/machine-sandbox-spec.js'
 import {
 	DEFAULT_MEMORY_LIMIT_MB,
 	parseDiskLimitMb,
@@ -49,7 +56,9 @@ export const MIN_MICROVM_MEMORY_MB = 256
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 /** `create()` options of the microVM tier. */
-export interface MicroVMSandboxCreateConfig extends SandboxCreateConfig {
+export interface MicroVMSandboxCreateConfig
+	extends SandboxCreateConfig,
+		Pick<LocalSandboxCreateConfig, 'egressCredentials' | 'onEgressDecision'> {
 	/**
 	 * The workspace as a disk of its own of this many MiB (writes past it fail with ENOSPC in the
 	 * guest). Without it the workspace is on the guest's root disk, bounded by that disk's size.
@@ -66,6 +75,8 @@ export interface MicroVMSandboxProvider extends SandboxProvider {
 export const MICROVM_CREATE_KEYS = [
 	...PORTABLE_CREATE_KEYS,
 	'diskLimitMb',
+	'egressCredentials',
+	'onEgressDecision',
 ] as const satisfies readonly (keyof MicroVMSandboxCreateConfig)[]
 const microVMKeysListed: Record<
 	UnlistedCreateKeys<MicroVMSandboxCreateConfig, typeof MICROVM_CREATE_KEYS>,
@@ -78,11 +89,14 @@ export interface MicroVMSpec {
 	readonly diskLimitMb?: number
 	readonly env: Readonly<Record<string, string>>
 	readonly timeoutMs?: number
+	/** `static` / `resolver`: the policy the sandbox's egress proxy enforces; absent ⇒ `deny-all`. */
+	readonly egress?: ProxiedEgress
 }
 
 interface MicroVMInstance {
 	readonly id: string
 	readonly transport: QemuGuest['transport']
+	readonly egressDecisions?: QemuGuest['egressDecisions']
 	readonly rootDir: string
 	readonly guest: QemuGuest
 	hasExited(): boolean
@@ -101,10 +115,9 @@ export function resolveMicroVMSpec(
 			'the microVM tier has no host directory in the guest; use the ephemeral workspace',
 		)
 	}
-	const egress = given.egress ?? defaults.defaultEgress
-	if (egress !== undefined && egress.kind !== 'deny-all') {
-		throw new MicroVMEgressUnsupportedError(egress.kind)
-	}
+	// The machine layer's one resolution (credentials and decisions only with a proxied kind).
+	const egress = resolveMachineEgress(given, defaults, false)
+	if (egress.egress === 'allow-all') throw new MicroVMEgressUnsupportedError('allow-all')
 	const env = optionalEnvironment(CONFIG_SITE, 'env', given.env) ?? {}
 	for (const name of Object.keys(env)) {
 		if (!ENV_NAME.test(name) || name.startsWith('NAMZU_')) {
@@ -124,6 +137,7 @@ export function resolveMicroVMSpec(
 		env,
 		...(diskLimitMb === undefined ? {} : { diskLimitMb }),
 		...(timeoutMs === undefined ? {} : { timeoutMs }),
+		...(egress.proxiedEgress ? { egress: egress.proxiedEgress } : {}),
 	}
 }
 
@@ -131,6 +145,7 @@ async function startInstance(
 	config: ResolvedMicroVMConfig,
 	spec: MicroVMSpec,
 	signal: AbortSignal,
+	egressSeam: EgressTestSeam | undefined,
 ): Promise<MicroVMInstance> {
 	if (config.service === 'firecracker') {
 		throw new MicroVMServiceUnavailableError(
@@ -150,12 +165,15 @@ async function startInstance(
 		vcpus: config.cpuLimit,
 		callerEnv: spec.env,
 		...(spec.diskLimitMb === undefined ? {} : { workspaceDiskMb: spec.diskLimitMb }),
+		...(spec.egress === undefined ? {} : { egress: spec.egress }),
+		...(egressSeam === undefined ? {} : { egressSeam }),
 		bootTimeoutMs: config.bootTimeoutMs,
 		signal,
 	})
 	return {
 		id,
 		transport: guest.transport,
+		...(guest.egressDecisions ? { egressDecisions: guest.egressDecisions } : {}),
 		rootDir: MICROVM_WORKSPACE,
 		guest,
 		hasExited: () => guest.vmm.exitStatus() !== undefined,
@@ -165,19 +183,28 @@ async function startInstance(
 
 /**
  * A provider of microVM sandboxes (`createSandboxProvider` with `tier: 'microvm'` and `service:
- * 'qemu'` builds the same). Contacts nothing until `create()`; egress is `deny-all` only.
+ * 'qemu'` builds the same). Contacts nothing until `create()`; egress `deny-all`, `static` or
+ * `resolver`.
  */
 export function createMicroVMSandboxProvider(
 	backend: MicroVMBackendConfig,
 	defaults: SandboxProviderDefaults = {},
+	hooks: {
+		/**
+		 * @internal Tests only: how the egress proxy resolves names and which CAs it trusts upstream.
+		 * The private-range deny set still applies to whatever this resolves to.
+		 */
+		readonly egressTestSeam?: EgressTestSeam
+	} = {},
 ): MicroVMSandboxProvider {
 	const config = resolveMicroVMConfig(backend)
 	checkProviderDefaults(defaults)
 	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
 	const poolSpec = resolveMicroVMSpec({}, defaults)
 	const fleet = createInstanceFleet<MicroVMInstance, MicroVMSpec, AgentSandbox>({
-		start: (spec, signal) => startInstance(config, spec, signal),
-		...(config.warmPoolSize > 0
+		start: (spec, signal) => startInstance(config, spec, signal, hooks.egressTestSeam),
+		// A proxied guest is never pooled: its proxy carries its creator's policy and callback.
+		...(config.warmPoolSize > 0 && poolSpec.egress === undefined
 			? {
 					pool: {
 						size: config.warmPoolSize,
@@ -186,6 +213,7 @@ export function createMicroVMSandboxProvider(
 						serves: (spec: MicroVMSpec) =>
 							spec.memoryMb === poolSpec.memoryMb &&
 							spec.diskLimitMb === undefined &&
+							spec.egress === undefined &&
 							Object.keys(spec.env).length === 0 &&
 							spec.timeoutMs === poolSpec.timeoutMs,
 					},

@@ -2,7 +2,8 @@
  * The QEMU command line of one guest. Pure. `-M pc` because `-M microvm` does not boot under TCG
  * here; no default devices, no user config, no reboot (a guest panic ends the VMM). The guest's
  * one NIC is user-mode networking with `restrict=on`: it reaches nothing but the host's forward of
- * 127.0.0.1:`hostPort` to the agent's port. The root disk is the shared image opened
+ * 127.0.0.1:`hostPort` to the agent's port and, under `static` / `resolver` egress, the `guestfwd`
+ * to the host's egress proxy (`guest-egress.ts`). The root disk is the shared image opened
  * `snapshot=on`, so each guest writes to a private overlay QEMU deletes on exit; a sized workspace
  * is a second disk of its own (the guest's entrypoint mounts it). The agent bundle
  * and its environment travel as fw_cfg files: never on the command line (a host `ps` shows that).
@@ -25,6 +26,16 @@ export interface QemuGuestSpec {
 	readonly consoleLog: string
 	/** `diskLimitMb`: the workspace's own raw ext4 disk, the guest's `/dev/vdb`. */
 	readonly workspaceDisk?: string
+	/** `static` / `resolver` egress: the forward to the host's proxy and the files the init reads. */
+	readonly egress?: {
+		readonly guestfwd: string
+		readonly fwCfgFiles: readonly { readonly name: string; readonly file: string }[]
+	}
+}
+
+/** A value inside a QEMU `-netdev`/`-fw_cfg` option list, where a comma is written twice. */
+export function qemuOptionValue(text: string): string {
+	return text.replaceAll(',', ',,')
 }
 
 export function qemuArgv(binary: string, spec: QemuGuestSpec): string[] {
@@ -61,7 +72,7 @@ export function qemuArgv(binary: string, spec: QemuGuestSpec): string[] {
 			? []
 			: ['-drive', `file=${spec.workspaceDisk},format=raw,if=virtio`]),
 		'-netdev',
-		`user,id=n0,restrict=on,hostfwd=${forward}`,
+		`user,id=n0,restrict=on,hostfwd=${forward}${spec.egress ? `,guestfwd=${qemuOptionValue(spec.egress.guestfwd)}` : ''}`,
 		'-device',
 		'virtio-net-pci,netdev=n0,romfile=',
 		'-device',
@@ -70,6 +81,10 @@ export function qemuArgv(binary: string, spec: QemuGuestSpec): string[] {
 		`name=opt/namzu/agent.cjs,file=${spec.agentBundle}`,
 		'-fw_cfg',
 		`name=opt/namzu/env,file=${spec.envFile}`,
+		...(spec.egress?.fwCfgFiles ?? []).flatMap(({ name, file }) => [
+			'-fw_cfg',
+			`name=${name},file=${qemuOptionValue(file)}`,
+		]),
 	]
 }
 

@@ -2,8 +2,9 @@
  * One QEMU guest: a private directory (console log, the agent's environment file, mode 0700), a
  * free loopback port forwarded to the guest's agent, QEMU under `setpriv --pdeathsig KILL` (the
  * VMM dies with the host process even after a SIGKILL of the host), and a transport with this
- * boot's token, ready once the agent answers `healthz`. `destroy()` kills the VMM and removes the
- * directory (a sized workspace's disk image with it); the root disk's overlay is QEMU's own
+ * boot's token, ready once the agent answers `healthz`; under `static` / `resolver` egress the
+ * sandbox's egress proxy on a socket in that directory (`guest-egress.ts`). `destroy()` kills the
+ * VMM, closes the proxy and removes the directory (a sized workspace's disk image with it); the root disk's overlay is QEMU's own
  * temporary file, gone with it.
  */
 import { randomBytes } from 'node:crypto'
@@ -19,6 +20,9 @@ import { createSandboxCgroups, type SandboxCgroups } from '../machine/cgroups/cg
 import { agentSettingsFrom } from '../machine/launch/agent-environment.js'
 import { type LaunchedAgentProcess, launchAgentProcess } from '../machine/launch/agent-launcher.js'
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
+import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
+import type { ProxiedEgress } from '../machine/spec/machine-sandbox-spec.js'
+import { type GuestEgress, startGuestEgress, waitForGuestCaptureHelper } from './guest-egress.js'
 import { GUEST_WORKSPACE_DEVICE, prepareGuestWorkspaceDisk } from './guest-workspace-disk.js'
 import type { MicroVMImage } from './microvm-image.js'
 import { GUEST_AGENT_PORT, guestEnvFile, qemuArgv } from './qemu-argv.js'
@@ -43,6 +47,10 @@ export interface QemuGuestOptions {
 	readonly callerEnv: Readonly<Record<string, string>>
 	/** `diskLimitMb`: the workspace on a disk of its own of this size. */
 	readonly workspaceDiskMb?: number
+	/** `static` / `resolver` egress: the sandbox's proxy, reached through the NIC's `guestfwd`. */
+	readonly egress?: ProxiedEgress
+	/** @internal Tests' stand-in for the host's resolution and trust store. */
+	readonly egressSeam?: EgressTestSeam
 	readonly bootTimeoutMs: number
 	readonly signal?: AbortSignal
 }
@@ -51,6 +59,8 @@ export interface QemuGuest {
 	readonly transport: AgentTransport
 	readonly vmm: LaunchedAgentProcess
 	readonly dir: string
+	/** The egress proxy's decisions (a proxied egress only), for the sandbox's `events()`. */
+	readonly egressDecisions?: GuestEgress['onDecision']
 	/** The guest's serial console so far (kernel and init messages), for failure reports. */
 	consoleTail(): Promise<string>
 	destroy(): Promise<void>
@@ -89,12 +99,15 @@ function writeAgentEnvironment(
 	callerEnv: Readonly<Record<string, string>>,
 	token: string,
 	ownWorkspaceDisk: boolean,
+	egress: GuestEgress | undefined,
 ): Promise<void> {
 	return writeFile(
 		envFile,
 		guestEnvFile({
 			...agentSettingsFrom(process.env),
+			...egress?.workloadEnv,
 			...callerEnv,
+			...egress?.agentSettings,
 			NAMZU_AGENT_TCP_PORT: String(GUEST_AGENT_PORT),
 			NAMZU_AGENT_BIND_TOKEN: token,
 			NAMZU_SANDBOX_WORKSPACE: MICROVM_WORKSPACE,
@@ -116,6 +129,7 @@ function launchVmm(
 		readonly hostPort: number
 		readonly procsFiles: readonly string[]
 		readonly workspaceDisk: string | undefined
+		readonly egress: GuestEgress | undefined
 	},
 ): LaunchedAgentProcess {
 	const argv = qemuArgv(options.qemuBinary, {
@@ -128,12 +142,53 @@ function launchVmm(
 		envFile: boot.envFile,
 		consoleLog: boot.consoleLog,
 		...(boot.workspaceDisk === undefined ? {} : { workspaceDisk: boot.workspaceDisk }),
+		...(boot.egress === undefined ? {} : { egress: boot.egress }),
 	})
 	return launchAgentProcess({
 		argv: withCgroupJoin(boot.procsFiles, ['setpriv', '--pdeathsig', 'KILL', '--', ...argv]),
 		env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' },
 		cwd: boot.dir,
 		secrets: [boot.token, ...Object.values(options.callerEnv)],
+	})
+}
+
+/**
+ * The VMM in a host cgroup of its own: its memory bounded (guest RAM plus the VMM's own), its CPU
+ * to the guest's vCPUs. Where the host cannot enforce that, the guest's RAM and vCPUs still bound
+ * the workload, so the cgroup is best effort.
+ */
+function createVmmCgroups(options: QemuGuestOptions) {
+	return createSandboxCgroups(options.sandboxId, {
+		memoryLimitMb: options.memoryMb + VMM_MEMORY_OVERHEAD_MB,
+		cpuLimit: options.vcpus,
+		defaultsOnly: ['memory', 'cpu'],
+		defaultLimits: 'best-effort',
+	})
+}
+
+/** Ready once the agent answers and, under a proxied egress, its capture helper listens. */
+async function waitForGuest(
+	options: QemuGuestOptions,
+	launched: LaunchedAgentProcess,
+	transport: AgentTransport,
+	egress: GuestEgress | undefined,
+): Promise<void> {
+	const signalOption = options.signal ? { signal: options.signal } : {}
+	await waitForAgentReady({
+		sandboxId: options.sandboxId,
+		agent: launched,
+		ready: (signal) => probeUntilHealthy(transport, signal),
+		timeoutMs: options.bootTimeoutMs,
+		...signalOption,
+	})
+	if (egress === undefined) return
+	await waitForGuestCaptureHelper({
+		sandboxId: options.sandboxId,
+		transport,
+		rootDir: MICROVM_WORKSPACE,
+		ports: egress.ports,
+		timeoutMs: options.bootTimeoutMs,
+		...signalOption,
 	})
 }
 
@@ -145,21 +200,28 @@ export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGues
 	const envFile = join(dir, 'agent.env')
 	let vmm: LaunchedAgentProcess | undefined
 	let cgroups: SandboxCgroups | undefined
+	let egress: GuestEgress | undefined
+	// The VMM first (its connectors feed the proxy), then the proxy, the groups and the directory.
+	const teardown = async () => {
+		await vmm?.kill()
+		await egress?.close()
+		await cgroups?.remove()
+		await rm(dir, { recursive: true, force: true })
+	}
 	try {
-		// The VMM in a host cgroup of its own: its memory bounded (guest RAM plus the VMM's own), its
-		// CPU to the guest's vCPUs. Where the host cannot enforce that, the guest's RAM and vCPUs still
-		// bound the workload, so the cgroup is best effort.
-		cgroups = await createSandboxCgroups(options.sandboxId, {
-			memoryLimitMb: options.memoryMb + VMM_MEMORY_OVERHEAD_MB,
-			cpuLimit: options.vcpus,
-			defaultsOnly: ['memory', 'cpu'],
-			defaultLimits: 'best-effort',
-		})
+		cgroups = await createVmmCgroups(options)
 		const workspaceDisk =
 			options.workspaceDiskMb === undefined
 				? undefined
 				: await prepareGuestWorkspaceDisk(dir, options.workspaceDiskMb, options.signal)
-		await writeAgentEnvironment(envFile, options.callerEnv, token, workspaceDisk !== undefined)
+		egress = await startEgress(options, dir)
+		await writeAgentEnvironment(
+			envFile,
+			options.callerEnv,
+			token,
+			workspaceDisk !== undefined,
+			egress,
+		)
 		const hostPort = await freeLoopbackPort()
 		vmm = launchVmm(options, {
 			dir,
@@ -169,6 +231,7 @@ export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGues
 			hostPort,
 			procsFiles: cgroups?.procsFiles ?? [],
 			workspaceDisk,
+			egress,
 		})
 		const launched = vmm
 		const transport = new AgentTransport(
@@ -182,36 +245,39 @@ export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGues
 				destroying ? undefined : { exitCode: exit.code, signal: exit.signal },
 			),
 		)
-		await waitForAgentReady({
-			sandboxId: options.sandboxId,
-			agent: launched,
-			ready: (signal) => probeUntilHealthy(transport, signal),
-			timeoutMs: options.bootTimeoutMs,
-			...(options.signal ? { signal: options.signal } : {}),
-		})
+		await waitForGuest(options, launched, transport, egress)
 		let destroyed: Promise<void> | undefined
-		const groups = cgroups
 		return {
 			transport,
 			vmm: launched,
 			dir,
+			...(egress ? { egressDecisions: egress.onDecision } : {}),
 			consoleTail: () => readConsoleTail(consoleLog),
 			destroy: () => {
-				destroyed ??= (async () => {
-					destroying = true
-					await launched.kill()
-					await groups?.remove()
-					await rm(dir, { recursive: true, force: true })
-				})()
+				destroying = true
+				destroyed ??= teardown()
 				return destroyed
 			},
 		}
 	} catch (error) {
-		await vmm?.kill()
-		await cgroups?.remove()
-		await rm(dir, { recursive: true, force: true })
+		await teardown()
 		throw error
 	}
+}
+
+async function startEgress(
+	options: QemuGuestOptions,
+	dir: string,
+): Promise<GuestEgress | undefined> {
+	if (options.egress === undefined) return undefined
+	return startGuestEgress({
+		sandboxId: options.sandboxId,
+		dir,
+		egress: options.egress,
+		timeoutMs: options.bootTimeoutMs,
+		...(options.signal ? { signal: options.signal } : {}),
+		...(options.egressSeam ? { seam: options.egressSeam } : {}),
+	})
 }
 
 async function readConsoleTail(path: string): Promise<string> {

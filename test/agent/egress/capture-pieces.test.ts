@@ -156,6 +156,23 @@ describe('capture helper settings and names', () => {
 		).toThrow('is not a port')
 	})
 
+	it('reads an IPv4 address:port as the proxy reached over the network (a microVM guest)', () => {
+		expect(
+			loadEgressCaptureConfig({
+				NAMZU_AGENT_EGRESS_PORTS: '443',
+				NAMZU_AGENT_EGRESS_SOCKET: '10.0.2.100:3128',
+			}),
+		).toEqual({ ports: [443], proxyAddress: { host: '10.0.2.100', port: 3128 } })
+		for (const bad of ['proxy:3128', '10.0.2.100', '10.0.2.100:0', '10.0.2.300:3128', ':3128']) {
+			expect(() =>
+				loadEgressCaptureConfig({
+					NAMZU_AGENT_EGRESS_PORTS: '443',
+					NAMZU_AGENT_EGRESS_SOCKET: bad,
+				}),
+			).toThrow('go together')
+		}
+	})
+
 	it.each([
 		['Example.COM.', 'example.com'],
 		['_dmarc.example.com', '_dmarc.example.com'],

@@ -1,22 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { LocalSandboxProvider } from '../../../src/backends/local/index.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
-import { scanForSecret } from '../egress-guest-programs.js'
+import { HTTPS_GET, scanForSecret } from '../egress-guest-programs.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import { type ProxiedProvider, startProxiedProvider } from './proxied-provider.js'
 
 const bwrapSkip = bwrapSkipReason()
 const skip = bwrapSkip ?? (process.getuid?.() === 0 ? undefined : 'needs root (ip netns)')
 const SECRET = 'Bearer egress-s3cret-0f9a1c'
-
-// node's own https, no proxy agent: trusts the sandbox CA through NODE_EXTRA_CA_CERTS only.
-const HTTPS_GET = `
-require('node:https').get(process.argv[1], (res) => {
-	let body = ''
-	res.on('data', (d) => { body += d })
-	res.on('end', () => console.log(body))
-}).on('error', (e) => console.log(e.code))
-`
 
 describe.skipIf(skip)('credentials injected outside a local sandbox', () => {
 	let provider: LocalSandboxProvider

@@ -155,8 +155,12 @@ function environment(value: unknown): Record<string, string> {
 	return env
 }
 
-function egress(
-	config: LocalSandboxCreateConfig,
+/**
+ * The one resolution of a `create()` config's egress on this host (every tier here): the kind, and
+ * for `static` / `resolver` the policy the proxy enforces with its credentials and decisions.
+ */
+export function resolveMachineEgress(
+	config: Pick<LocalSandboxCreateConfig, 'egress' | 'egressCredentials' | 'onEgressDecision'>,
 	defaults: SandboxProviderDefaults,
 	keptAlive: boolean,
 ): Pick<MachineSandboxSpec, 'egress' | 'proxiedEgress'> {
@@ -237,7 +241,7 @@ export function resolveMachineSandboxSpec(
 		...(timeoutMs === undefined ? {} : { timeoutMs }),
 		...(memoryLimitMb === undefined ? {} : { memoryLimitMb }),
 		...(maxProcesses === undefined ? {} : { maxProcesses }),
-		...egress(config, defaults, keepAliveMs !== undefined),
+		...resolveMachineEgress(config, defaults, keepAliveMs !== undefined),
 		...(keepAliveMs === undefined ? {} : { keepAliveMs }),
 		...(readOnlyPaths.length === 0 ? {} : { readOnlyPaths }),
 		...(hiddenPaths.length === 0 ? {} : { hiddenPaths }),
