@@ -14,12 +14,12 @@ import type { SessionSignal } from '../../wire/sessions.js'
 import type { OpContext } from '../handler/op-context.js'
 import type { OutputStream } from '../process/output-log.js'
 import {
+	failTerminalStart,
 	type PtyShell,
 	planPtyLaunch,
 	runStty,
 	type ScriptPty,
 	searchScriptPty,
-	slaveSearchFailure,
 	spawnScriptPty,
 } from '../process/pty-process.js'
 import type { SessionTeardown } from '../process/session-teardown.js'
@@ -164,14 +164,8 @@ export async function persistentTerminal(
 
 	const search = await searchScriptPty(pty)
 	if (search instanceof Error || (search.shell === undefined && !search.exited)) {
-		teardown.run()
 		registry.remove(session)
-		await teardown.finished
-		if (!ctx.closed) {
-			const error = search instanceof Error ? search.message : slaveSearchFailure(child.pid)
-			ctx.send({ type: 'error', error })
-			ctx.endStream()
-		}
+		await failTerminalStart(pty, search, ctx)
 		return
 	}
 	program.shell = search.shell

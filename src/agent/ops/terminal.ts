@@ -8,11 +8,11 @@ import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
 import { registerShutdownHook } from '../lifecycle/shutdown-hooks.js'
 import {
 	type Exit,
+	failTerminalStart,
 	type PtyShell,
 	planPtyLaunch,
 	runStty,
 	searchScriptPty,
-	slaveSearchFailure,
 	spawnScriptPty,
 } from '../process/pty-process.js'
 import type { SessionTeardown } from '../process/session-teardown.js'
@@ -69,13 +69,7 @@ export const terminal: OpHandler = async (body, ctx) => {
 
 	const search = await searchScriptPty(pty)
 	if (search instanceof Error || (search.shell === undefined && !search.exited)) {
-		teardown.run()
-		await teardown.finished
-		if (!ctx.closed) {
-			const error = search instanceof Error ? search.message : slaveSearchFailure(child.pid)
-			ctx.send({ type: 'error', error })
-			ctx.endStream()
-		}
+		await failTerminalStart(pty, search, ctx)
 		return
 	}
 	// A program that exited before its PTY was seen still gets its output and exit reported.

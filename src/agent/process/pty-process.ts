@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { resolveWorkspaceDirectory } from '../files/jail.js'
 import type { AgentConfig } from '../handler/config.js'
+import type { OpContext } from '../handler/op-context.js'
 import { OpRefusal } from '../handler/op-refusal.js'
 import { childEnvironment } from './child-env.js'
 import { findPtyDescendant, readChildren, readProcStat } from './process-tree.js'
@@ -162,4 +163,24 @@ export async function searchScriptPty(pty: ScriptPty): Promise<SlaveSearch | Err
 	const search = await Promise.race([findSlave(pty.child, pty.teardown), pty.failure])
 	if (search instanceof Error || search.shell !== undefined || !search.exited) return search
 	return (await pty.joinError) ?? search
+}
+
+/**
+ * A terminal whose search found no shell to drive (a spawn or join failure, or no PTY slave in
+ * time): torn down, and a caller still connected told why.
+ */
+export async function failTerminalStart(
+	pty: ScriptPty,
+	search: SlaveSearch | Error,
+	ctx: Pick<OpContext, 'closed' | 'send' | 'endStream'>,
+): Promise<void> {
+	pty.teardown.run()
+	await pty.teardown.finished
+	if (!ctx.closed) {
+		ctx.send({
+			type: 'error',
+			error: search instanceof Error ? search.message : slaveSearchFailure(pty.child.pid),
+		})
+		ctx.endStream()
+	}
 }

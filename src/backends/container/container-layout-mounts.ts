@@ -37,6 +37,21 @@ export interface PreparedLayout {
 	readonly writeRoots: string[]
 }
 
+/** The agent's extra read and write roots for the layout's slots outside the workspace. */
+export function layoutRootsEnvironment(layout: {
+	readonly readRoots: readonly string[]
+	readonly writeRoots: readonly string[]
+}): Record<string, string> {
+	return {
+		...(layout.readRoots.length === 0
+			? {}
+			: { NAMZU_SANDBOX_READ_ROOTS: layout.readRoots.join(':') }),
+		...(layout.writeRoots.length === 0
+			? {}
+			: { NAMZU_SANDBOX_WRITE_ROOTS: layout.writeRoots.join(':') }),
+	}
+}
+
 export interface LayoutPreparation {
 	readonly id: string
 	readonly base: string

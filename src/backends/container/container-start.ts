@@ -45,7 +45,7 @@ import {
 } from './container-claims.js'
 import type { ContainerImage } from './container-image.js'
 import type { ContainerInstance, ContainerInstanceContext } from './container-instance.js'
-import { under } from './container-layout-mounts.js'
+import { layoutRootsEnvironment, under } from './container-layout-mounts.js'
 import { type ContainerNetwork, prepareContainerNetwork } from './container-network.js'
 import { type CreatedContainer, createContainer, runRuntimeCommand } from './container-process.js'
 import type { ContainerSandboxSpec } from './container-sandbox-spec.js'
@@ -298,12 +298,7 @@ class ContainerStart {
 				},
 				workloadCgroups: workloadCgroupFds(workloadGroups),
 			}),
-			...(layout.readRoots.length === 0
-				? {}
-				: { NAMZU_SANDBOX_READ_ROOTS: layout.readRoots.join(':') }),
-			...(layout.writeRoots.length === 0
-				? {}
-				: { NAMZU_SANDBOX_WRITE_ROOTS: layout.writeRoots.join(':') }),
+			...layoutRootsEnvironment(layout),
 		}
 		const agentCommand = [CONTAINER_AGENT_NODE, CONTAINER_AGENT_BUNDLE]
 		const config = buildOciConfig({

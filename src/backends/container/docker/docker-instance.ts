@@ -10,17 +10,13 @@ import { chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { hostname, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { isRecord } from '../../../common/is-record.js'
-import {
-	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
-	probeSandboxPrivileges,
-} from '../../../exec-programs/privilege-probe.js'
-import { createAgentSandbox } from '../../../host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../../host/transport/agent-transport.js'
 import type { GuestExit } from '../../../host/transport/transport-errors.js'
 import { guestExitOf } from '../../machine/cgroups/guest-exit.js'
 import { readProcessIdentity } from '../../machine/claims/process-identity.js'
 import { newSandboxId } from '../../machine/claims/sandbox-id.js'
 import { agentSettingsFrom, buildAgentEnvironment } from '../../machine/launch/agent-environment.js'
+import { probeInstancePrivileges } from '../../machine/launch/instance-privilege-probe.js'
 import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../../machine/launch/transport-options.js'
 import { LocalSandboxCleanupError, LocalSandboxStartError } from '../../machine/machine-errors.js'
 import { sandboxSeccompFilter } from '../../machine/seccomp/seccomp-filter.js'
@@ -28,6 +24,7 @@ import { resolveSandboxLimits } from '../../machine/spec/sandbox-limits.js'
 import { resolveStateBase } from '../../machine/workspace/sandbox-directories.js'
 import { adoptAgentSocket } from '../container-agent-socket.js'
 import type { ResolvedContainerSandboxLayout } from '../container-layout.js'
+import { layoutRootsEnvironment } from '../container-layout-mounts.js'
 import type { ContainerSandboxSpec } from '../container-sandbox-spec.js'
 import { CONTAINER_HOME_DIR, CONTAINER_SOCKET_PATH, CONTAINER_WORKSPACE } from '../oci-config.js'
 import {
@@ -163,12 +160,7 @@ export async function startDockerInstance(
 		const { NAMZU_AGENT_VSOCK_PORT: _port, ...listening } = env
 		const agentEnv = {
 			...listening,
-			...(layout.readRoots.length === 0
-				? {}
-				: { NAMZU_SANDBOX_READ_ROOTS: layout.readRoots.join(':') }),
-			...(layout.writeRoots.length === 0
-				? {}
-				: { NAMZU_SANDBOX_WRITE_ROOTS: layout.writeRoots.join(':') }),
+			...layoutRootsEnvironment(layout),
 		}
 		const filter = JSON.stringify(
 			sandboxSeccompFilter({ allowUserNamespaces: spec.allowUserNamespaces === true }).oci(),
@@ -251,7 +243,11 @@ export async function startDockerInstance(
 			hasExited: () => exited,
 			release,
 		}
-		await probeInstance(instance, context.readyTimeoutMs, signal)
+		await probeInstancePrivileges(
+			{ ...instance, environment: 'linux-namespace' },
+			context.readyTimeoutMs,
+			signal,
+		)
 		return instance
 	} catch (error) {
 		await release().catch(() => undefined)
@@ -350,26 +346,4 @@ export function demultiplex(bytes: Buffer): string {
 		at += 8 + size
 	}
 	return out.length === 0 ? bytes.toString('utf8') : Buffer.concat(out).toString('utf8')
-}
-
-/** The privilege probe through a throwaway Sandbox over the instance's transport. */
-async function probeInstance(
-	instance: DockerInstance,
-	readyTimeoutMs: number,
-	signal: AbortSignal | undefined,
-): Promise<void> {
-	const probe = createAgentSandbox({
-		id: instance.id,
-		transport: instance.transport,
-		rootDir: instance.rootDir,
-		environment: 'linux-namespace',
-		release: async () => undefined,
-	})
-	try {
-		await probeSandboxPrivileges(probe, signal, {
-			timeoutMs: Math.min(readyTimeoutMs, PRIVILEGE_PROBE_MAX_TIMEOUT_MS),
-		})
-	} finally {
-		await probe.destroy().catch(() => undefined)
-	}
 }
