@@ -4,42 +4,62 @@
  * cancelled (its whole process group: SIGTERM, then SIGKILL after the guest's grace window); with
  * it, exactly that signal goes to the process group, as `docker kill --signal` (the command may
  * handle it and run on). A session gets the signal named (default SIGKILL, as `killSession`).
+ * The parser has already held each signal to what its handle's kind takes (`KillVerb`).
  */
-import { isExecutionSignal } from '../wire/execution-input.js'
-import { CliUsageError } from './cli-errors.js'
-import { type CliHandle, formatCliHandle } from './cli-handle.js'
+import type { LocalSandbox } from '../backends/local/index.js'
+import { formatCliHandle } from './cli-handle.js'
 import { openKeptAlive, withInterrupt } from './kept-alive-context.js'
+import type { ExecutionKillVerb, KillVerb, SessionKillVerb } from './parse-verbs.js'
 
-export function killCommand(handle: CliHandle, signal?: string): Promise<number> {
-	return withInterrupt(async (abortSignal) => {
-		if (handle.kind === 'sandbox') throw new CliUsageError('kill needs SANDBOX/EXECUTION')
-		const sandbox = await openKeptAlive(handle.sandboxId, abortSignal)
-		const shown = formatCliHandle(handle)
-		if (handle.kind === 'session') {
-			const killed = await sandbox.killSession(handle.sessionId, {
-				...(signal === undefined ? {} : { signal }),
-				abortSignal,
-			})
-			process.stderr.write(
-				`namzu-sandbox: ${shown}: ${killed.signalled > 0 ? `sent ${signal ?? 'SIGKILL'}` : `already ${killed.state}`}\n`,
-			)
-			return 0
+function isSessionKill(verb: KillVerb): verb is SessionKillVerb {
+	return verb.handle.kind === 'session'
+}
+
+async function killSession(
+	sandbox: LocalSandbox,
+	verb: SessionKillVerb,
+	abortSignal: AbortSignal,
+): Promise<number> {
+	const killed = await sandbox.killSession(verb.handle.sessionId, {
+		...(verb.signal === undefined ? {} : { signal: verb.signal }),
+		abortSignal,
+	})
+	const outcome =
+		killed.signalled > 0 ? `sent ${verb.signal ?? 'SIGKILL'}` : `already ${killed.state}`
+	process.stderr.write(`namzu-sandbox: ${formatCliHandle(verb.handle)}: ${outcome}\n`)
+	return 0
+}
+
+async function killExecution(
+	sandbox: LocalSandbox,
+	verb: ExecutionKillVerb,
+	abortSignal: AbortSignal,
+): Promise<number> {
+	const shown = formatCliHandle(verb.handle)
+	const { executionId } = verb.handle
+	if (verb.signal !== undefined) {
+		const attached = await sandbox.attachProcess(executionId, { signal: abortSignal })
+		try {
+			await attached.kill(verb.signal, { signal: abortSignal })
+		} finally {
+			attached.detach()
 		}
-		if (signal !== undefined) {
-			// The parser allows only these; the check narrows the type.
-			if (!isExecutionSignal(signal)) throw new CliUsageError(`--signal ${signal}: not a signal`)
-			const attached = await sandbox.attachProcess(handle.executionId, { signal: abortSignal })
-			try {
-				await attached.kill(signal, { signal: abortSignal })
-			} finally {
-				attached.detach()
-			}
-			process.stderr.write(`namzu-sandbox: ${shown}: sent ${signal}; the sandbox keeps running\n`)
-			return 0
-		}
-		const reply = await sandbox.cancelExecution(handle.executionId, { signal: abortSignal })
-		const ended = reply.started ? `ended (${reply.state})` : 'cancelled before it started'
-		process.stderr.write(`namzu-sandbox: ${shown}: ${ended}; the sandbox keeps running\n`)
+		process.stderr.write(
+			`namzu-sandbox: ${shown}: sent ${verb.signal}; the sandbox keeps running\n`,
+		)
 		return 0
+	}
+	const reply = await sandbox.cancelExecution(executionId, { signal: abortSignal })
+	const ended = reply.started ? `ended (${reply.state})` : 'cancelled before it started'
+	process.stderr.write(`namzu-sandbox: ${shown}: ${ended}; the sandbox keeps running\n`)
+	return 0
+}
+
+export function killCommand(verb: KillVerb): Promise<number> {
+	return withInterrupt(async (abortSignal) => {
+		const sandbox = await openKeptAlive(verb.handle.sandboxId, abortSignal)
+		return isSessionKill(verb)
+			? killSession(sandbox, verb, abortSignal)
+			: killExecution(sandbox, verb, abortSignal)
 	})
 }

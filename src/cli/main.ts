@@ -88,7 +88,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 			case 'exec':
 				return await execCommand(command, { debug })
 			case 'kill':
-				return await killCommand(command.handle, command.signal)
+				return await killCommand(command)
 			case 'cp':
 				return await cpCommand(command.source, command.destination)
 			case 'port':

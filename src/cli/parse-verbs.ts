@@ -4,8 +4,8 @@
  * PORT`; and `image build|path`. Pure; everything after `--` belongs to the command.
  */
 import { MAX_TIMER_MS, requireIntegerText } from '../contract/argument-validators.js'
-import { EXECUTION_SIGNALS } from '../wire/execution-input.js'
-import { SESSION_SIGNALS } from '../wire/sessions.js'
+import { EXECUTION_SIGNALS, type ExecutionSignal } from '../wire/execution-input.js'
+import { SESSION_SIGNALS, type SessionSignal } from '../wire/sessions.js'
 import { CliUsageError } from './cli-errors.js'
 import { type CliHandle, parseCliHandle } from './cli-handle.js'
 import { FLAG_SITE } from './sandbox-flags.js'
@@ -31,9 +31,25 @@ export type CpEndpoint =
 	| { readonly kind: 'host'; readonly path: string }
 	| { readonly kind: 'sandbox'; readonly sandboxId: string; readonly path: string }
 
+/** `kill` of a detached execution: any signal an execution takes. */
+export interface ExecutionKillVerb {
+	readonly kind: 'kill'
+	readonly handle: Extract<CliHandle, { readonly kind: 'execution' }>
+	readonly signal?: ExecutionSignal
+}
+
+/** `kill` of a session: only the signals a session takes. */
+export interface SessionKillVerb {
+	readonly kind: 'kill'
+	readonly handle: Extract<CliHandle, { readonly kind: 'session' }>
+	readonly signal?: SessionSignal
+}
+
+export type KillVerb = ExecutionKillVerb | SessionKillVerb
+
 export type SandboxVerb =
 	| ExecVerb
-	| { readonly kind: 'kill'; readonly handle: CliHandle; readonly signal?: string }
+	| KillVerb
 	| { readonly kind: 'cp'; readonly source: CpEndpoint; readonly destination: CpEndpoint }
 	| {
 			readonly kind: 'port'
@@ -123,18 +139,19 @@ function shortNames(names: readonly string[]): string {
 }
 
 /** `TERM`, `SIGTERM`, `usr1`, … as the guest's allow-listed name (an execution takes the most). */
-function signalName(raw: string | undefined): string {
+function signalName(raw: string | undefined): ExecutionSignal {
 	const upper = (raw ?? '').toUpperCase()
 	const name = upper.startsWith('SIG') ? upper : `SIG${upper}`
-	if (!(EXECUTION_SIGNALS as readonly string[]).includes(name))
+	const signal = EXECUTION_SIGNALS.find((allowed) => allowed === name)
+	if (signal === undefined)
 		throw new CliUsageError(
 			`--signal needs one of ${shortNames(EXECUTION_SIGNALS)}, got ${JSON.stringify(raw ?? '')}`,
 		)
-	return name
+	return signal
 }
 
-export function parseKill(rest: readonly string[]): SandboxVerb {
-	let signal: string | undefined
+export function parseKill(rest: readonly string[]): KillVerb {
+	let signal: ExecutionSignal | undefined
 	const positionals: string[] = []
 	for (let index = 0; index < rest.length; index++) {
 		const arg = rest[index] ?? ''
@@ -151,15 +168,15 @@ export function parseKill(rest: readonly string[]): SandboxVerb {
 		throw new CliUsageError(
 			`kill: ${JSON.stringify(raw)} is not SANDBOX/EXECUTION or SANDBOX/session:ID (to end a whole sandbox: namzu-sandbox destroy SANDBOX)`,
 		)
-	if (
-		handle.kind === 'session' &&
-		signal !== undefined &&
-		!(SESSION_SIGNALS as readonly string[]).includes(signal)
-	)
+	if (handle.kind === 'execution')
+		return { kind: 'kill', handle, ...(signal === undefined ? {} : { signal }) }
+	if (signal === undefined) return { kind: 'kill', handle }
+	const sessionSignal = SESSION_SIGNALS.find((allowed) => allowed === signal)
+	if (sessionSignal === undefined)
 		throw new CliUsageError(
 			`--signal ${signal.slice(3)}: a session takes one of ${shortNames(SESSION_SIGNALS)}`,
 		)
-	return { kind: 'kill', handle, ...(signal === undefined ? {} : { signal }) }
+	return { kind: 'kill', handle, signal: sessionSignal }
 }
 
 function cpEndpoint(raw: string): CpEndpoint {
