@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // The end of `.ci/run`: fails, naming each, when the run left anything of a sandbox behind — a
 // `namzu-sbx-<id>` cgroup (any hierarchy), mount, loop device (its backing file), process (its
-// command line or cgroup), state root, or a claim lock (`namzu-claims/*.lock`). State roots are
+// command line or cgroup), state root, or a claim lock (`namzu-claims/*.lock`); a named network
+// namespace `namzu-*` (`ip netns list`: the tests' stand-in internet is `namzu-inet-*` and deletes
+// its own on close); a `namzu-agent-test-*` directory in `os.tmpdir()` (the agent test helper's
+// workspaces, removed by its stop). State roots are
 // looked for where state directories live: the default (`os.tmpdir()`, so `/tmp/namzu-sbx-*`), the
 // per-test directories below it, /var/tmp, /run, $XDG_STATE_HOME (~/.local/state) and
 // $NAMZU_SANDBOX_STATE_DIR. The cluster harness's cache (${XDG_CACHE_HOME:-~/.cache}) is never
@@ -12,7 +15,8 @@
 // leaves out what that file lists: on a shared machine something another process left before the run
 // began is not this run's leak (it is still printed, as present before the run).
 //
-// Usage: node scripts/leak-check.mjs [--kinds cgroup,mount,loop,process,state] [--state-roots a,b]
+// Usage: node scripts/leak-check.mjs [--kinds cgroup,mount,loop,process,state,netns,tempdir]
+//                                    [--state-roots a,b]
 //                                    [--record FILE | --baseline FILE]
 import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
@@ -20,7 +24,7 @@ import { homedir, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 
 const SANDBOX = /namzu-sbx-[0-9a-f]{12}/
-const KINDS = ['cgroup', 'mount', 'loop', 'process', 'state']
+const KINDS = ['cgroup', 'mount', 'loop', 'process', 'state', 'netns', 'tempdir']
 
 function option(name) {
 	const index = process.argv.indexOf(`--${name}`)
@@ -92,6 +96,23 @@ function processes() {
 	return found
 }
 
+/** Named network namespaces whose name starts with `namzu-` (none without iproute2). */
+function netns() {
+	const run = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+	if (run.status !== 0) return []
+	return run.stdout
+		.split('\n')
+		.map((line) => line.trim().split(/\s+/)[0] ?? '')
+		.filter((name) => name.startsWith('namzu-'))
+}
+
+/** The agent test helper's `namzu-agent-test-*` directories in the OS temp directory. */
+function tempdirs() {
+	return entries(tmpdir())
+		.filter((entry) => entry.isDirectory() && entry.name.startsWith('namzu-agent-test-'))
+		.map((entry) => join(tmpdir(), entry.name))
+}
+
 function stateRoots(given) {
 	const home = homedir()
 	const cache = resolve(process.env.XDG_CACHE_HOME || join(home, '.cache'))
@@ -138,6 +159,8 @@ const checks = {
 	loop: () => loops(),
 	process: () => processes(),
 	state: () => stateRoots(option('state-roots')),
+	netns: () => netns(),
+	tempdir: () => tempdirs(),
 }
 for (const kind of kinds) {
 	if (checks[kind] === undefined) {

@@ -1,7 +1,7 @@
 /**
- * `scripts/leak-check.mjs`, the end of `.ci/run`: it names each leftover state root, claim lock and
- * `namzu-sbx-*` cgroup and fails; it passes over a clean state directory; it never searches the
- * cluster harness's cache directory.
+ * `scripts/leak-check.mjs`, the end of `.ci/run`: it names each leftover state root, claim lock,
+ * `namzu-sbx-*` cgroup, `namzu-*` network namespace and `namzu-agent-test-*` temp directory and
+ * fails; it passes over a clean state; it never searches the cluster harness's cache directory.
  */
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
@@ -81,11 +81,32 @@ describe('leak-check', () => {
 		}
 	}, 60_000)
 
+	it('names a leftover namzu-agent-test temp directory and fails; passes once it is gone', async () => {
+		// Its own temp directory (os.tmpdir() follows TMPDIR): what other runs hold is not looked at.
+		const dir = await mkdtemp(join(tmpdir(), 'namzu-leak-check-'))
+		try {
+			const left = join(dir, 'namzu-agent-test-AbC123')
+			await mkdir(left)
+			await writeFile(join(dir, 'namzu-agent-test-file'), '')
+			await mkdir(join(dir, 'namzu-agent-other'))
+			const run = check(['--kinds', 'tempdir'], { TMPDIR: dir })
+			expect(run.status).toBe(1)
+			expect(run.stdout.trim().split('\n')).toEqual([`leak-check: leftover tempdir ${left}`])
+
+			await rmdir(left)
+			const clean = check(['--kinds', 'tempdir'], { TMPDIR: dir })
+			expect(clean.status, clean.stdout).toBe(0)
+			expect(clean.stdout).toContain('nothing left (tempdir)')
+		} finally {
+			await rm(dir, { recursive: true, force: true })
+		}
+	}, 60_000)
+
 	it('refuses an unknown kind by name', () => {
 		const run = check(['--kinds', 'sockets'])
 		expect(run.status).toBe(2)
 		expect(run.stderr).toContain(
-			'unknown kind sockets (known: cgroup, mount, loop, process, state)',
+			'unknown kind sockets (known: cgroup, mount, loop, process, state, netns, tempdir)',
 		)
 	})
 
@@ -103,6 +124,37 @@ describe('leak-check', () => {
 			} finally {
 				await rmdir(dir)
 			}
+		},
+		60_000,
+	)
+
+	const hasIp = spawnSync('ip', ['netns', 'list']).status === 0
+	it.skipIf(process.getuid?.() !== 0 || !hasIp)(
+		'names a leftover namzu- network namespace, not one of another name; not once it is gone',
+		() => {
+			const ours = `namzu-leak-${process.pid}`
+			const other = `nzleak-${process.pid}`
+			const ip = (...args: string[]) => {
+				const run = spawnSync('ip', args, { encoding: 'utf8' })
+				if (run.status !== 0) throw new Error(`ip ${args.join(' ')}: ${run.stderr}`)
+			}
+			ip('netns', 'add', ours)
+			try {
+				ip('netns', 'add', other)
+				try {
+					const run = check(['--kinds', 'netns'])
+					expect(run.status).toBe(1)
+					expect(run.stdout).toContain(`leak-check: leftover netns ${ours}\n`)
+					expect(run.stdout).not.toContain(other)
+				} finally {
+					ip('netns', 'del', other)
+				}
+			} finally {
+				ip('netns', 'del', ours)
+			}
+			// Another run's stand-in internet may be up right now: only ours must be gone.
+			const clean = check(['--kinds', 'netns'])
+			expect(clean.stdout).not.toContain(ours)
 		},
 		60_000,
 	)
