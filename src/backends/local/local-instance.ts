@@ -39,6 +39,8 @@ export interface LocalInstance {
 	readonly transport: AgentTransport
 	/** The egress proxy's decisions (a proxied network only), for the sandbox's `events()`. */
 	readonly egressDecisions?: AgentSandboxOptions['egressDecisions']
+	/** The sandbox's `<sandbox>/` cgroup directories (what a checkpoint freezes). */
+	readonly cgroupDirs: readonly string[]
 	/** Host pid of bwrap (or of the agent under isolation 'none'). */
 	readonly pid: number | undefined
 	/** Whether the agent process has died (an idle pool member may be OOM-killed, for instance). */

@@ -33,7 +33,13 @@ import {
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import { seccompArchOf } from '../machine/seccomp/seccomp-filter.js'
 import {
+	MACHINE_CHECKPOINT_KINDS,
+	machineCheckpointStore,
+	withCheckpointVerbs,
+} from '../machine/snapshots/checkpoint-verbs.js'
+import {
 	canServeFromPool,
+	LOCAL_CREATE_KEYS,
 	type LocalSandboxCreateConfig,
 	type MachineSandboxSpec,
 	resolveMachineSandboxSpec,
@@ -112,14 +118,21 @@ function localFleet(
 			collectLocalGarbage({ stateDir: resolved.stateDir, nodePath: resolved.nodePath, ...report }),
 		),
 		handOut: (instance, spec, forget) => ({
-			sandbox: agentSandboxOf(
-				instance,
+			sandbox: withCheckpointVerbs(
+				agentSandboxOf(
+					instance,
+					{
+						environment: instance.environment,
+						...(spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: spec.timeoutMs }),
+						outputBudget,
+					},
+					forget,
+				),
 				{
-					environment: instance.environment,
-					...(spec.timeoutMs === undefined ? {} : { defaultTimeoutMs: spec.timeoutMs }),
-					outputBudget,
+					stateDir: resolved.stateDir,
+					workspace: spec.workingDirectory === undefined ? instance.rootDir : undefined,
+					cgroupDirs: instance.cgroupDirs,
 				},
-				forget,
 			),
 			// A kept-alive sandbox is not the provider's to take down on close(): it outlives us.
 			owned: instance.descriptor === undefined,
@@ -150,7 +163,12 @@ export function createLocalSandboxProvider(
 		let spec: MachineSandboxSpec
 		try {
 			// Checked before anything else runs: a refused config starts, reaps and creates nothing.
-			spec = resolveMachineSandboxSpec(config, defaults)
+			spec = resolveMachineSandboxSpec(
+				config,
+				defaults,
+				LOCAL_CREATE_KEYS,
+				MACHINE_CHECKPOINT_KINDS,
+			)
 		} catch (error) {
 			return Promise.reject(error)
 		}
@@ -164,7 +182,7 @@ export function createLocalSandboxProvider(
 			resolved.isolation === 'bubblewrap' ? LOCAL_PROVIDER_NAME : LOCAL_PROVIDER_NAME_UNCONFINED,
 		environment: resolved.isolation === 'bubblewrap' ? 'linux-bwrap' : 'basic',
 		workspaceModes: ['ephemeral', 'working-directory'],
-		checkpointKinds: [],
+		...machineCheckpointStore(resolved.stateDir),
 		create,
 		open: async (id, options = {}) => {
 			const signal = signalOfOptions(callSite('open'), options)

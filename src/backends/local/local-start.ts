@@ -42,6 +42,7 @@ import {
 	SYSTEM_TRUST_BUNDLE,
 	startSandboxEgressProxy,
 } from '../machine/network/sandbox-egress-proxy.js'
+import { forkSource } from '../machine/snapshots/checkpoint-verbs.js'
 import type { MachineSandboxSpec } from '../machine/spec/machine-sandbox-spec.js'
 import {
 	cgroupRequestFor,
@@ -95,6 +96,8 @@ export async function startLocalInstance(
 	}
 	const limits = resolveSandboxLimits(spec, { totalMemoryBytes: totalmem() })
 	const tools = await assertKeepAliveTools(context, spec)
+	// A fork's checkpoint is read before anything is claimed (CheckpointNotFoundError).
+	const fill = spec.from === undefined ? undefined : await forkSource(backend.stateDir, spec.from)
 	signal?.throwIfAborted()
 	const createdAtMs = Date.now()
 	const id = newSandboxId()
@@ -110,7 +113,8 @@ export async function startLocalInstance(
 				...(signal ? { signal } : {}),
 			})
 		: await prepareUnconfined(context, id, spec)
-	const start = new LocalStart(context, spec, { id, createdAtMs, limits, tools, prepared }, signal)
+	const basis = { id, createdAtMs, limits, tools, prepared, ...(fill ? { fill } : {}) }
+	const start = new LocalStart(context, spec, basis, signal)
 	return start.run()
 }
 
@@ -121,6 +125,8 @@ interface LocalStartBasis {
 	readonly limits: SandboxLimits
 	readonly tools: KeepAliveTools
 	readonly prepared: LaunchPreparation
+	/** A fork's workspace fill, run before anything of the sandbox starts. */
+	readonly fill?: (workspace: string, signal?: AbortSignal) => Promise<void>
 }
 
 /** What the command step hands the launch. */
@@ -167,6 +173,7 @@ class LocalStart {
 		const spec = this.#spec
 		const { id, prepared } = this.#basis
 		try {
+			await this.#basis.fill?.(prepared.dirs.workspace, this.#signal)
 			await this.#startEgressProxy()
 			this.#signal?.throwIfAborted()
 			const { oomKillsAtStart, workloadGroups } = await this.#createCgroups()
@@ -195,6 +202,7 @@ class LocalStart {
 				environment: sandboxEnvironment(backend),
 				transport,
 				...(this.#egressProxy ? { egressDecisions: this.#egressProxy.onDecision } : {}),
+				cgroupDirs: this.#cgroups?.dirs ?? [],
 				pid: launched.pid,
 				hasExited: () => launched.exitStatus() !== undefined,
 				exited: launched.exited,

@@ -5,6 +5,7 @@
  * warm-pool member (started with the defaults) can serve a request.
  */
 import { isAbsolute } from 'node:path'
+import type { SandboxCheckpointKind } from '../../../contract/checkpoint.js'
 import { SandboxConfigError } from '../../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../../contract/provider.js'
 import {
@@ -19,6 +20,7 @@ import {
 import type { EgressDecision } from '../../../host/egress/egress-decision.js'
 import {
 	checkCreateConfig,
+	checkFromCheckpoint,
 	checkProviderDefaults,
 	PORTABLE_CREATE_KEYS,
 	type SandboxProviderDefaults,
@@ -93,6 +95,8 @@ export interface LocalSandboxCreateConfig extends SandboxCreateConfig {
 export interface MachineSandboxSpec {
 	/** Caller-owned workspace (never removed); absent ⇒ an ephemeral one. */
 	readonly workingDirectory?: string
+	/** A fork: the id of the checkpoint whose content the ephemeral workspace starts with. */
+	readonly from?: string
 	readonly env: Readonly<Record<string, string>>
 	readonly timeoutMs?: number
 	readonly memoryLimitMb?: number
@@ -209,8 +213,10 @@ export function resolveMachineSandboxSpec(
 	config: LocalSandboxCreateConfig,
 	defaults: SandboxProviderDefaults,
 	known: readonly string[] = LOCAL_CREATE_KEYS,
+	checkpointKinds: readonly SandboxCheckpointKind[] = [],
 ): MachineSandboxSpec {
-	checkCreateConfig(config, known)
+	checkCreateConfig(config, known, checkpointKinds)
+	const from = checkFromCheckpoint(config.from, checkpointKinds)
 	checkProviderDefaults(defaults)
 	const workingDirectory: unknown = config.workingDirectory
 	if (
@@ -221,6 +227,9 @@ export function resolveMachineSandboxSpec(
 			'workingDirectory',
 			`must be an absolute host path, got ${JSON.stringify(workingDirectory)}`,
 		)
+	}
+	if (from !== undefined && workingDirectory !== undefined) {
+		throw new SandboxConfigError('from', 'a fork gets a fresh workspace: not with workingDirectory')
 	}
 	const timeoutMs = sandboxDefaultTimeoutMs(config, defaults)
 	const memoryLimitMb = config.memoryLimitMb ?? defaults.defaultMemoryLimitMb
@@ -237,6 +246,7 @@ export function resolveMachineSandboxSpec(
 	}
 	return {
 		...(workingDirectory === undefined ? {} : { workingDirectory }),
+		...(from === undefined ? {} : { from }),
 		env: environment(config.env),
 		...(timeoutMs === undefined ? {} : { timeoutMs }),
 		...(memoryLimitMb === undefined ? {} : { memoryLimitMb }),
@@ -264,6 +274,7 @@ export function canServeFromPool(
 	requested: MachineSandboxSpec,
 ): boolean {
 	return (
+		requested.from === undefined &&
 		requested.keepAliveMs === undefined &&
 		pooled.keepAliveMs === undefined &&
 		requested.workingDirectory === undefined &&

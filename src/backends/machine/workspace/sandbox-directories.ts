@@ -14,6 +14,7 @@ import { ephemeralWorkspacePath } from '../claims/host-claims.js'
 import { removeStateRoot } from '../claims/release-host-claims.js'
 import { RUNTIME_DIR_PREFIX } from '../launch/runtime-cache.js'
 import { isWithin } from '../path-containment.js'
+import { CHECKPOINTS_DIR_NAME } from '../snapshots/checkpoint-store.js'
 
 export const STATE_DIR_PREFIX = 'namzu-sbx-'
 /** `sun_path` holds 108 bytes including the terminating NUL. */
@@ -52,7 +53,8 @@ function stateEntryOf(base: string, path: string): boolean {
 	return (
 		first.startsWith(STATE_DIR_PREFIX) ||
 		first.startsWith(RUNTIME_DIR_PREFIX) ||
-		first === CLAIMS_DIR_NAME
+		first === CLAIMS_DIR_NAME ||
+		first === CHECKPOINTS_DIR_NAME
 	)
 }
 

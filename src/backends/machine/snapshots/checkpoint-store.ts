@@ -1,0 +1,208 @@
+/**
+ * Filesystem checkpoints of sandboxes on this machine, kept in `<stateDir>/namzu-checkpoints/`:
+ * `<id>/content/` (the workspace as it was) and `<id>/checkpoint.json` (its `SandboxCheckpoint`).
+ * A capture is written to `.partial-<id>/` and renamed into place, so a failed or aborted one
+ * leaves no checkpoint (its partial directory is removed at once). Copies are `cp -a
+ * --reflink=auto`: shared extents where the filesystem has reflinks, a plain copy elsewhere (ext4).
+ * Checkpoints outlive the sandbox and the host process; only `deleteCheckpoint` removes one (the
+ * reaper never does).
+ */
+import { randomBytes } from 'node:crypto'
+import { closeSync, openSync } from 'node:fs'
+import {
+	chmod,
+	chown,
+	lstat,
+	mkdir,
+	readdir,
+	readFile,
+	rename,
+	rm,
+	stat,
+	writeFile,
+} from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { CheckpointNotFoundError, type SandboxCheckpoint } from '../../../contract/checkpoint.js'
+import { runHostToolOrThrow, runProgramOrThrow } from '../launch/host-tools.js'
+
+/** The store's directory in a provider's state directory. */
+export const CHECKPOINTS_DIR_NAME = 'namzu-checkpoints'
+const PARTIAL_PREFIX = '.partial-'
+const CONTENT = 'content'
+const RECORD = 'checkpoint.json'
+const CP = '/usr/bin/cp'
+const DU = '/usr/bin/du'
+const ID_PATTERN = /^[0-9a-f]{16}$/
+
+function storeDir(stateBase: string): string {
+	return join(stateBase, CHECKPOINTS_DIR_NAME)
+}
+
+/** `cp -a` of a directory's contents (and its own attributes) onto an existing directory. */
+function copyContents(from: string, to: string, signal: AbortSignal | undefined): Promise<void> {
+	return runProgramOrThrow(CP, ['-a', '--reflink=auto', '--', `${from}/.`, to], {
+		...(signal ? { signal } : {}),
+	})
+}
+
+/** What `dir` occupies on disk, in bytes (`du`). */
+async function bytesStored(dir: string, scratch: string): Promise<number> {
+	const fd = openSync(scratch, 'w', 0o600)
+	try {
+		await runProgramOrThrow(DU, ['-s', '-B1', '--', dir], { stdoutFd: fd })
+	} finally {
+		closeSync(fd)
+	}
+	const bytes = Number.parseInt(await readFile(scratch, 'utf8'), 10)
+	await rm(scratch, { force: true })
+	return Number.isSafeInteger(bytes) ? bytes : 0
+}
+
+/** Whether `path` is a mount point (a sized workspace), whose `lost+found` is the filesystem's. */
+async function isMountPoint(path: string): Promise<boolean> {
+	const [own, parent] = await Promise.all([stat(path), stat(dirname(path))])
+	return own.dev !== parent.dev
+}
+
+/** The top-level names of a workspace that belong to the sandbox (not a sized disk's lost+found). */
+async function workspaceEntries(workspace: string): Promise<string[]> {
+	const names = await readdir(workspace)
+	if (!(await isMountPoint(workspace))) return names
+	return names.filter((name) => name !== 'lost+found')
+}
+
+export interface CaptureRequest {
+	readonly stateBase: string
+	readonly sandboxId: string
+	/** The workspace's host path. */
+	readonly workspace: string
+	readonly label?: string
+	/** Pauses the sandbox's processes; answers the resume (always called, in a finally). */
+	readonly pause: () => Promise<() => Promise<void>>
+	readonly signal?: AbortSignal
+}
+
+/** Takes a checkpoint of the workspace with the sandbox paused for the copy. */
+export async function captureCheckpoint(request: CaptureRequest): Promise<SandboxCheckpoint> {
+	const id = randomBytes(8).toString('hex')
+	const store = storeDir(request.stateBase)
+	await mkdir(store, { recursive: true, mode: 0o700 })
+	const partial = join(store, `${PARTIAL_PREFIX}${id}`)
+	const content = join(partial, CONTENT)
+	try {
+		await mkdir(content, { recursive: true, mode: 0o700 })
+		request.signal?.throwIfAborted()
+		const resume = await request.pause()
+		try {
+			const names = await workspaceEntries(request.workspace)
+			// Each entry, so a sized workspace's lost+found stays out; `.` carries the root's mode.
+			for (const name of names) {
+				await runProgramOrThrow(
+					CP,
+					['-a', '--reflink=auto', '--', join(request.workspace, name), content],
+					{
+						...(request.signal ? { signal: request.signal } : {}),
+					},
+				)
+			}
+		} finally {
+			await resume()
+		}
+		request.signal?.throwIfAborted()
+		const checkpoint: SandboxCheckpoint = {
+			id,
+			kind: 'filesystem',
+			sandboxId: request.sandboxId,
+			createdAt: Date.now(),
+			bytes: await bytesStored(content, join(partial, 'du.out')),
+			label: request.label,
+		}
+		await writeFile(join(partial, RECORD), `${JSON.stringify(checkpoint)}\n`, { mode: 0o600 })
+		await rename(partial, join(store, id))
+		return checkpoint
+	} catch (error) {
+		await rm(partial, { recursive: true, force: true })
+		if (request.signal?.aborted) throw request.signal.reason
+		throw error
+	}
+}
+
+function parseRecord(text: string, id: string): SandboxCheckpoint | undefined {
+	try {
+		const raw = JSON.parse(text) as Record<string, unknown>
+		if (raw.id !== id || raw.kind !== 'filesystem' || typeof raw.sandboxId !== 'string')
+			return undefined
+		if (typeof raw.createdAt !== 'number' || typeof raw.bytes !== 'number') return undefined
+		const label = typeof raw.label === 'string' ? raw.label : undefined
+		return {
+			id,
+			kind: 'filesystem',
+			sandboxId: raw.sandboxId,
+			createdAt: raw.createdAt,
+			bytes: raw.bytes,
+			label,
+		}
+	} catch {
+		return undefined
+	}
+}
+
+/** The checkpoint of that id, or `CheckpointNotFoundError`. */
+export async function readCheckpoint(stateBase: string, id: string): Promise<SandboxCheckpoint> {
+	if (!ID_PATTERN.test(id)) throw new CheckpointNotFoundError(id)
+	const text = await readFile(join(storeDir(stateBase), id, RECORD), 'utf8').catch(() => undefined)
+	const checkpoint = text === undefined ? undefined : parseRecord(text, id)
+	if (!checkpoint) throw new CheckpointNotFoundError(id)
+	return checkpoint
+}
+
+/** Every complete checkpoint of the store, oldest first. */
+export async function listCheckpoints(stateBase: string): Promise<SandboxCheckpoint[]> {
+	const names = await readdir(storeDir(stateBase)).catch(() => [] as string[])
+	const found: SandboxCheckpoint[] = []
+	for (const name of names) {
+		if (!ID_PATTERN.test(name)) continue
+		const checkpoint = await readCheckpoint(stateBase, name).catch(() => undefined)
+		if (checkpoint) found.push(checkpoint)
+	}
+	return found.sort((a, b) => a.createdAt - b.createdAt)
+}
+
+/** Removes a checkpoint: its record first (so it is never listed half-removed), then its files. */
+export async function deleteCheckpoint(stateBase: string, id: string): Promise<void> {
+	await readCheckpoint(stateBase, id)
+	const dir = join(storeDir(stateBase), id)
+	const doomed = join(storeDir(stateBase), `${PARTIAL_PREFIX}${id}`)
+	await rename(dir, doomed)
+	await rm(doomed, { recursive: true, force: true })
+}
+
+/**
+ * Makes `workspace` the checkpoint's content: every entry removed (a sized disk's lost+found
+ * kept), the content copied in, and all of it given to the workspace root's owner (the sandbox's
+ * uid: a fork's differs from its parent's). Contents are replaced, never the directory, so a
+ * loop-mounted workspace stays mounted and its size still bounds what is copied.
+ */
+export async function restoreCheckpoint(
+	stateBase: string,
+	id: string,
+	workspace: string,
+	signal?: AbortSignal,
+): Promise<void> {
+	await readCheckpoint(stateBase, id)
+	const owner = await lstat(workspace)
+	for (const name of await workspaceEntries(workspace)) {
+		await rm(join(workspace, name), { recursive: true, force: true })
+	}
+	signal?.throwIfAborted()
+	await copyContents(join(storeDir(stateBase), id, CONTENT), workspace, signal)
+	if (process.getuid?.() === 0) {
+		await runHostToolOrThrow('chown', ['-R', '-h', `${owner.uid}:${owner.gid}`, '--', workspace], {
+			...(signal ? { signal } : {}),
+		})
+	} else {
+		await chown(workspace, owner.uid, owner.gid).catch(() => undefined)
+	}
+	// The copy's `.` carried the store's mode onto the root: the workspace keeps its own.
+	await chmod(workspace, owner.mode & 0o7777)
+}
