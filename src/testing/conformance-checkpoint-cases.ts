@@ -32,7 +32,24 @@ function scratchName(sandbox: Sandbox, name: string): string {
 	return shownOf(sandbox, scratch(sandbox, name))
 }
 
-export function defineCheckpointCases({ test, expect, options }: SuiteContext): void {
+/** What every checkpoint case is handed: its gate and the run with a checkpoint of the parent. */
+interface CheckpointHarness {
+	readonly providerOf: (() => SandboxProvider) | undefined
+	readonly needs: {
+		readonly skipReason?: string
+		readonly runtimeSkip: () => string | undefined
+	}
+	readonly withCheckpoint: (
+		sandbox: Sandbox,
+		body: (
+			provider: SandboxProvider,
+			checkpoint: SandboxCheckpoint,
+			forks: Sandbox[],
+		) => Promise<void>,
+	) => Promise<void>
+}
+
+function checkpointHarness(options: SuiteContext['options']): CheckpointHarness {
 	const providerOf = options.checkpointProvider
 	const needs = {
 		...(providerOf ? {} : { skipReason: 'no checkpointProvider given' }),
@@ -61,7 +78,17 @@ export function defineCheckpointCases({ test, expect, options }: SuiteContext): 
 			await provider.deleteCheckpoint?.(checkpoint.id)
 		}
 	}
+	return { providerOf, needs, withCheckpoint }
+}
 
+export function defineCheckpointCases(context: SuiteContext): void {
+	const harness = checkpointHarness(context.options)
+	defineForkCases(context, harness)
+	defineRollbackCases(context, harness)
+}
+
+function defineForkCases({ test, expect }: SuiteContext, harness: CheckpointHarness): void {
+	const { needs, withCheckpoint } = harness
 	test(
 		'a fork sees the files as of the checkpoint, not what was written after it',
 		async (sandbox) => {
@@ -78,25 +105,6 @@ export function defineCheckpointCases({ test, expect, options }: SuiteContext): 
 				expect(await text(fork, `${root}/plan.txt`), 'fork content').toBe('before')
 				expect(await exists(fork, `${root}/later.txt`), 'later file in fork').toBe(false)
 				expect(await exists(fork, `${root}/plan.txt`), 'positive control').toBe(true)
-			})
-		},
-		needs,
-	)
-
-	test(
-		'rollback undoes a deletion and a modification',
-		async (sandbox) => {
-			const root = scratchName(sandbox, 'rollback')
-			await sandbox.writeFile(`${on(sandbox, root)}/kept.txt`, 'original')
-			await sandbox.writeFile(`${on(sandbox, root)}/deleted.txt`, 'here')
-			await withCheckpoint(sandbox, async (_provider, checkpoint) => {
-				await sandbox.writeFile(`${on(sandbox, root)}/kept.txt`, 'modified')
-				const removed = await sandbox.exec('rm', [`${on(sandbox, root)}/deleted.txt`])
-				expect(removed.exitCode, 'rm exit code').toBe(0)
-				expect(await exists(sandbox, `${root}/deleted.txt`), 'deleted before rollback').toBe(false)
-				await sandbox.rollback?.(checkpoint)
-				expect(await text(sandbox, `${root}/kept.txt`), 'modification undone').toBe('original')
-				expect(await text(sandbox, `${root}/deleted.txt`), 'deletion undone').toBe('here')
 			})
 		},
 		needs,
@@ -122,6 +130,28 @@ export function defineCheckpointCases({ test, expect, options }: SuiteContext): 
 				expect(await text(sandbox, `${root}/shared.txt`), 'parent sees its own').toBe('shared')
 				expect(await exists(sandbox, `${root}/first-only.txt`), 'parent sees the write').toBe(false)
 				expect(await text(first, `${root}/first-only.txt`), 'positive control').toBe('first')
+			})
+		},
+		needs,
+	)
+}
+
+function defineRollbackCases({ test, expect }: SuiteContext, harness: CheckpointHarness): void {
+	const { needs, withCheckpoint, providerOf } = harness
+	test(
+		'rollback undoes a deletion and a modification',
+		async (sandbox) => {
+			const root = scratchName(sandbox, 'rollback')
+			await sandbox.writeFile(`${on(sandbox, root)}/kept.txt`, 'original')
+			await sandbox.writeFile(`${on(sandbox, root)}/deleted.txt`, 'here')
+			await withCheckpoint(sandbox, async (_provider, checkpoint) => {
+				await sandbox.writeFile(`${on(sandbox, root)}/kept.txt`, 'modified')
+				const removed = await sandbox.exec('rm', [`${on(sandbox, root)}/deleted.txt`])
+				expect(removed.exitCode, 'rm exit code').toBe(0)
+				expect(await exists(sandbox, `${root}/deleted.txt`), 'deleted before rollback').toBe(false)
+				await sandbox.rollback?.(checkpoint)
+				expect(await text(sandbox, `${root}/kept.txt`), 'modification undone').toBe('original')
+				expect(await text(sandbox, `${root}/deleted.txt`), 'deletion undone').toBe('here')
 			})
 		},
 		needs,
