@@ -22,7 +22,12 @@ export interface SuiteContext {
 	readonly test: (
 		title: string,
 		body: CaseBody,
-		needs?: { readonly members?: readonly OptionalSandboxMember[]; readonly skipReason?: string },
+		needs?: {
+			readonly members?: readonly OptionalSandboxMember[]
+			readonly skipReason?: string
+			/** Asked when the case runs: a reason skips it then. */
+			readonly runtimeSkip?: () => string | undefined
+		},
 	) => void
 }
 

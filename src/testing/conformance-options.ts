@@ -2,6 +2,7 @@
  * What `defineSandboxConformance` is given: the factory of fresh sandboxes and the options that say
  * what the sandbox under test has and can do.
  */
+import type { SandboxProvider } from '../contract/provider.js'
 import type { Sandbox } from '../contract/sandbox.js'
 
 /** A sandbox made for one case, and what releases what was made around it. */
@@ -60,6 +61,11 @@ export interface SandboxConformanceOptions {
 	 * that reason in its title.
 	 */
 	readonly capabilities?: ConformanceCapabilities
+	/**
+	 * The provider the sandboxes come from, asked when a case runs: with it, and `filesystem` in
+	 * its `checkpointKinds`, the checkpoint cases run (fork through its `create({ from })`).
+	 */
+	readonly checkpointProvider?: () => SandboxProvider
 }
 
 /** A capability the sandbox has (`true`), or lacks and says why. */

@@ -12,6 +12,7 @@
  */
 import type { Sandbox } from '../contract/sandbox.js'
 import { defineBackgroundCases } from './conformance-background-cases.js'
+import { defineCheckpointCases } from './conformance-checkpoint-cases.js'
 import type { SuiteContext } from './conformance-context.js'
 import { defineDestroyCases } from './conformance-destroy-cases.js'
 import { defineExecCases } from './conformance-exec-cases.js'
@@ -79,6 +80,11 @@ export function defineSandboxConformance(
 			return
 		}
 		const run: ConformanceTestFn = async (caseContext) => {
+			const late = needs.runtimeSkip?.()
+			if (late !== undefined) {
+				caseContext?.skip?.(late)
+				return
+			}
 			const made = await makeSandbox()
 			let failed = true
 			try {
@@ -115,6 +121,7 @@ export function defineSandboxConformance(
 		describe('walkFiles', () => defineWalkCases(context))
 		describe('terminals and tcp', () => defineTerminalAndTcpCases(context))
 		describe('exposePort', () => definePortCases(context))
+		describe('checkpoints', () => defineCheckpointCases(context))
 		describe('destroy', () => defineDestroyCases(context))
 	})
 }

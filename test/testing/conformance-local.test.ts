@@ -61,6 +61,10 @@ function localTierSuite(label: string, warmPoolSize: number): void {
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
 			guestProcessAlive: async (needle) => processesMentioning(needle).length > 0,
+			checkpointProvider: () => {
+				if (!provider) throw new Error('provider not created')
+				return provider
+			},
 			// The host hands the agent its work/ groups, so the whole tree of every command ends
 			// (capabilities.killsDetachedDescendants defaults to supported).
 		},

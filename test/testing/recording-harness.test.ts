@@ -109,8 +109,12 @@ describe('defineSandboxConformance registration', () => {
 			label: 'x',
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
+			// Asked only when a case runs: registering never calls it.
+			checkpointProvider: () => {
+				throw new Error('asked at registration')
+			},
 		})
-		expect(cases).toHaveLength(38)
+		expect(cases).toHaveLength(42)
 		expect(cases.every((c) => c.path[0] === 'Sandbox conformance (contract v5): x')).toBe(true)
 		expect(cases.filter((c) => c.skipped)).toEqual([])
 		expect(new Set(cases.map((c) => c.path[1]))).toEqual(
@@ -123,13 +127,26 @@ describe('defineSandboxConformance registration', () => {
 				'walkFiles',
 				'terminals and tcp',
 				'exposePort',
+				'checkpoints',
 				'destroy',
 			]),
 		)
 	})
 
+	it('skips the checkpoint cases without a checkpointProvider, saying why in the title', () => {
+		const skipped = titles({ sandboxShape: AgentSandbox.prototype }).filter(
+			(c) => c.skipped && c.path[1] === 'checkpoints',
+		)
+		expect(skipped).toHaveLength(4)
+		expect(skipped.every((c) => c.title.endsWith('(skipped: no checkpointProvider given)'))).toBe(
+			true,
+		)
+	})
+
 	it('skips the ranged and streamed read cases by default, saying why in the title', () => {
-		const skipped = titles({ sandboxShape: AgentSandbox.prototype }).filter((c) => c.skipped)
+		const skipped = titles({ sandboxShape: AgentSandbox.prototype }).filter(
+			(c) => c.skipped && c.path[1] !== 'checkpoints',
+		)
 		expect(skipped.map((c) => c.title)).toEqual([
 			'readFile returns exactly the requested range and clips a range past the end of the file (skipped: supportsRangedAndStreamedReads is false)',
 			'readFileStream yields a multi-MiB file in order and stops cleanly when the loop exits early (skipped: supportsRangedAndStreamedReads is false)',
@@ -145,7 +162,8 @@ describe('defineSandboxConformance registration', () => {
 				killsDetachedDescendants: { supported: false, reason: 'no per-command cgroups here' },
 			},
 		})
-		expect(declared.filter((c) => c.skipped).map((c) => c.title)).toEqual([
+		const declaredSkips = declared.filter((c) => c.skipped && c.path[1] !== 'checkpoints')
+		expect(declaredSkips.map((c) => c.title)).toEqual([
 			`${title} (skipped: the sandbox cannot kill detached descendants: no per-command cgroups here)`,
 		])
 		const byDefault = titles({ sandboxShape: AgentSandbox.prototype })
@@ -157,7 +175,7 @@ describe('defineSandboxConformance registration', () => {
 	it('skips the walkFiles, file verb, watch, terminal and tcp cases for a sandbox without those members', () => {
 		const shape: Partial<Sandbox> = {}
 		const skipped = titles({ sandboxShape: shape, supportsRangedAndStreamedReads: true }).filter(
-			(c) => c.skipped,
+			(c) => c.skipped && c.path[1] !== 'checkpoints',
 		)
 		expect(skipped.filter((c) => c.path[1] === 'walkFiles')).toHaveLength(9)
 		expect(skipped.every((c) => / \(skipped: the sandbox has no \w+\)$/.test(c.title))).toBe(true)

@@ -1,0 +1,173 @@
+/**
+ * The conformance suite's checkpoint section, run when the caller hands the provider its sandboxes
+ * come from (`options.checkpointProvider`) and that provider declares `filesystem` in its
+ * `checkpointKinds` (skipped, saying why, otherwise): a fork sees the parent's files as of the
+ * checkpoint and nothing written after it; a rollback undoes a deletion and a modification; two
+ * forks' writes are invisible to each other and to the parent; a kind the provider does not declare
+ * is refused by name with nothing created.
+ */
+import type { SandboxCheckpoint, SandboxCheckpointKind } from '../contract/checkpoint.js'
+import type { SandboxProvider } from '../contract/provider.js'
+import type { Sandbox } from '../contract/sandbox.js'
+import { markerExists, type SuiteContext, scratch, shownOf } from './conformance-context.js'
+import { captureError, errorName } from './conformance-fixtures.js'
+
+const KINDS: readonly SandboxCheckpointKind[] = ['filesystem', 'memory']
+
+/** `path` (relative to the workspace) in `sandbox`'s own workspace: a fork's `rootDir` may differ. */
+function on(sandbox: Sandbox, path: string): string {
+	return `${sandbox.rootDir.replace(/\/$/, '')}/${path}`
+}
+
+async function text(sandbox: Sandbox, path: string): Promise<string> {
+	return (await sandbox.readFile(on(sandbox, path))).toString()
+}
+
+async function exists(sandbox: Sandbox, path: string): Promise<boolean> {
+	return markerExists(sandbox, on(sandbox, path))
+}
+
+/** A per-case directory, relative to the workspace. */
+function scratchName(sandbox: Sandbox, name: string): string {
+	return shownOf(sandbox, scratch(sandbox, name))
+}
+
+/** What every checkpoint case is handed: its gate and the run with a checkpoint of the parent. */
+interface CheckpointHarness {
+	readonly providerOf: (() => SandboxProvider) | undefined
+	readonly needs: {
+		readonly skipReason?: string
+		readonly runtimeSkip: () => string | undefined
+	}
+	readonly withCheckpoint: (
+		sandbox: Sandbox,
+		body: (
+			provider: SandboxProvider,
+			checkpoint: SandboxCheckpoint,
+			forks: Sandbox[],
+		) => Promise<void>,
+	) => Promise<void>
+}
+
+function checkpointHarness(options: SuiteContext['options']): CheckpointHarness {
+	const providerOf = options.checkpointProvider
+	const needs = {
+		...(providerOf ? {} : { skipReason: 'no checkpointProvider given' }),
+		runtimeSkip: () =>
+			providerOf?.().checkpointKinds.includes('filesystem')
+				? undefined
+				: 'the provider declares no filesystem checkpoints',
+	}
+	/** Runs `body` with the parent's checkpoint; forks and the checkpoint are removed after. */
+	const withCheckpoint = async (
+		sandbox: Sandbox,
+		body: (
+			provider: SandboxProvider,
+			checkpoint: SandboxCheckpoint,
+			forks: Sandbox[],
+		) => Promise<void>,
+	) => {
+		const provider = providerOf?.()
+		if (!provider || !sandbox.checkpoint) throw new Error('the sandbox has no checkpoint verb')
+		const checkpoint = await sandbox.checkpoint({ label: 'conformance' })
+		const forks: Sandbox[] = []
+		try {
+			await body(provider, checkpoint, forks)
+		} finally {
+			await Promise.allSettled(forks.map((fork) => fork.destroy()))
+			await provider.deleteCheckpoint?.(checkpoint.id)
+		}
+	}
+	return { providerOf, needs, withCheckpoint }
+}
+
+export function defineCheckpointCases(context: SuiteContext): void {
+	const harness = checkpointHarness(context.options)
+	defineForkCases(context, harness)
+	defineRollbackCases(context, harness)
+}
+
+function defineForkCases({ test, expect }: SuiteContext, harness: CheckpointHarness): void {
+	const { needs, withCheckpoint } = harness
+	test(
+		'a fork sees the files as of the checkpoint, not what was written after it',
+		async (sandbox) => {
+			const root = scratchName(sandbox, 'fork')
+			await sandbox.writeFile(`${on(sandbox, root)}/plan.txt`, 'before')
+			await withCheckpoint(sandbox, async (provider, checkpoint, forks) => {
+				expect(checkpoint.kind, 'kind').toBe('filesystem')
+				expect(checkpoint.sandboxId, 'sandboxId').toBe(sandbox.id)
+				await sandbox.writeFile(`${on(sandbox, root)}/plan.txt`, 'after')
+				await sandbox.writeFile(`${on(sandbox, root)}/later.txt`, 'later')
+				const fork = await provider.create({ from: checkpoint })
+				forks.push(fork)
+				expect(fork.id === sandbox.id, 'fork has its own id').toBe(false)
+				expect(await text(fork, `${root}/plan.txt`), 'fork content').toBe('before')
+				expect(await exists(fork, `${root}/later.txt`), 'later file in fork').toBe(false)
+				expect(await exists(fork, `${root}/plan.txt`), 'positive control').toBe(true)
+			})
+		},
+		needs,
+	)
+
+	test(
+		"two forks' writes are invisible to each other and to the parent",
+		async (sandbox) => {
+			const root = scratchName(sandbox, 'siblings')
+			await sandbox.writeFile(`${on(sandbox, root)}/shared.txt`, 'shared')
+			await withCheckpoint(sandbox, async (provider, checkpoint, forks) => {
+				const made = await Promise.all([
+					provider.create({ from: checkpoint }),
+					provider.create({ from: checkpoint.id }),
+				])
+				forks.push(...made)
+				const [first, second] = made
+				if (!first || !second) throw new Error('two forks were not made')
+				await first.writeFile(`${on(first, root)}/shared.txt`, 'first')
+				await first.writeFile(`${on(first, root)}/first-only.txt`, 'first')
+				expect(await text(second, `${root}/shared.txt`), 'sibling sees its own copy').toBe('shared')
+				expect(await exists(second, `${root}/first-only.txt`), 'sibling sees the write').toBe(false)
+				expect(await text(sandbox, `${root}/shared.txt`), 'parent sees its own').toBe('shared')
+				expect(await exists(sandbox, `${root}/first-only.txt`), 'parent sees the write').toBe(false)
+				expect(await text(first, `${root}/first-only.txt`), 'positive control').toBe('first')
+			})
+		},
+		needs,
+	)
+}
+
+function defineRollbackCases({ test, expect }: SuiteContext, harness: CheckpointHarness): void {
+	const { needs, withCheckpoint, providerOf } = harness
+	test(
+		'rollback undoes a deletion and a modification',
+		async (sandbox) => {
+			const root = scratchName(sandbox, 'rollback')
+			await sandbox.writeFile(`${on(sandbox, root)}/kept.txt`, 'original')
+			await sandbox.writeFile(`${on(sandbox, root)}/deleted.txt`, 'here')
+			await withCheckpoint(sandbox, async (_provider, checkpoint) => {
+				await sandbox.writeFile(`${on(sandbox, root)}/kept.txt`, 'modified')
+				const removed = await sandbox.exec('rm', [`${on(sandbox, root)}/deleted.txt`])
+				expect(removed.exitCode, 'rm exit code').toBe(0)
+				expect(await exists(sandbox, `${root}/deleted.txt`), 'deleted before rollback').toBe(false)
+				await sandbox.rollback?.(checkpoint)
+				expect(await text(sandbox, `${root}/kept.txt`), 'modification undone').toBe('original')
+				expect(await text(sandbox, `${root}/deleted.txt`), 'deletion undone').toBe('here')
+			})
+		},
+		needs,
+	)
+
+	test(
+		'a checkpoint of a kind the provider does not declare is refused by name, nothing created',
+		async (sandbox) => {
+			const provider = providerOf?.()
+			const kind = KINDS.find((candidate) => !provider?.checkpointKinds.includes(candidate))
+			if (!provider || kind === undefined || !sandbox.checkpoint) return
+			const before = await provider.listCheckpoints?.()
+			const error = await captureError(() => sandbox.checkpoint?.({ kind }))
+			expect(errorName(error), 'refusal').toBe('CheckpointUnsupportedError')
+			expect(await provider.listCheckpoints?.(), 'checkpoints after the refusal').toEqual(before)
+		},
+		needs,
+	)
+}
