@@ -36,6 +36,10 @@ export interface ContainerInstance {
 	readonly containerId: string
 	/** The host state root (`<stateDir>/namzu-sbx-<id>`). */
 	readonly stateRoot: string
+	/** The workspace's host path (a checkpoint's source, a fork's destination). */
+	readonly hostWorkspace: string
+	/** The sandbox's and the runtime's cgroup directories (what a checkpoint freezes). */
+	readonly cgroupDirs: readonly string[]
 	/** Host pid of the container's first process. */
 	readonly pid: number | undefined
 	hasExited(): boolean

@@ -14,6 +14,7 @@ import {
 	optionalFunction,
 	optionalObject,
 } from '../../contract/argument-validators.js'
+import type { SandboxCheckpointKind } from '../../contract/checkpoint.js'
 import type { SandboxProvider } from '../../contract/provider.js'
 import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
@@ -21,12 +22,18 @@ import type { SandboxProviderDefaults } from '../../provider-defaults.js'
 import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
 import {
 	createInstanceFleet,
+	type HandedOut,
 	ownedAgentSandboxHandOut,
 	reapReportingTo,
 } from '../machine/fleet/instance-fleet.js'
 import type { MachineSandbox } from '../machine/machine-sandbox.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import { seccompArchOf } from '../machine/seccomp/seccomp-filter.js'
+import {
+	MACHINE_CHECKPOINT_KINDS,
+	machineCheckpointStore,
+	withCheckpointVerbs,
+} from '../machine/snapshots/checkpoint-verbs.js'
 import {
 	type ContainerBackendConfig,
 	type ResolvedContainerBackendConfig,
@@ -142,6 +149,25 @@ function containerInstanceContext(
 	}
 }
 
+/** The hand-out: the one `AgentSandbox`, with `checkpoint` / `rollback` where the runtime takes them. */
+function containerHandOut(
+	stateDir: string,
+	checkpointKinds: readonly SandboxCheckpointKind[],
+	outputBudget: ExecOutputBudget,
+): (
+	instance: ContainerInstance,
+	spec: ContainerSandboxSpec,
+	forget: () => void,
+) => HandedOut<ContainerSandbox> {
+	const plain = ownedAgentSandboxHandOut<ContainerSandboxSpec>('linux-namespace', outputBudget)
+	return (instance, spec, forget) => {
+		const handed = plain(instance, spec, forget)
+		if (checkpointKinds.length === 0) return handed
+		const target = { stateDir, workspace: instance.hostWorkspace, cgroupDirs: instance.cgroupDirs }
+		return { ...handed, sandbox: withCheckpointVerbs(handed.sandbox, target) }
+	}
+}
+
 /**
  * The container tier's provider; `createSandboxProvider({ backend: { tier: 'container', … }, layout })`
  * returns the same. Validates the backend and the layout at once and contacts nothing until
@@ -171,6 +197,8 @@ export function createContainerSandboxProvider(
 	optionalFunction(CONFIG_SITE, 'hooks.onBackgroundError', givenHooks.onBackgroundError)
 	optionalFunction(CONFIG_SITE, 'hooks.onWarmSandboxReady', givenHooks.onWarmSandboxReady)
 	const context = containerInstanceContext(resolved, resolvedLayout, hooks)
+	// runc and crun: filesystem checkpoints; gVisor's are not offered (its memory kind is later work).
+	const checkpointKinds = resolved.runtime === 'runsc' ? [] : MACHINE_CHECKPOINT_KINDS
 	const fleet = createInstanceFleet<ContainerInstance, ContainerSandboxSpec, ContainerSandbox>({
 		start: (spec, signal) => startContainerInstance(context, spec, signal),
 		// A proxied sandbox is never served from the pool (its proxy is its creator's): none is kept.
@@ -187,7 +215,7 @@ export function createContainerSandboxProvider(
 		reap: reapReportingTo(hooks.onBackgroundError, (report) =>
 			collectLocalGarbage({ stateDir: resolved.stateDir, ...report }),
 		),
-		handOut: ownedAgentSandboxHandOut('linux-namespace', outputBudget),
+		handOut: containerHandOut(resolved.stateDir, checkpointKinds, outputBudget),
 		closedError: () => new ContainerProviderClosedError(),
 		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
 		...(hooks.onWarmSandboxReady ? { onWarmSandboxReady: hooks.onWarmSandboxReady } : {}),
@@ -197,7 +225,7 @@ export function createContainerSandboxProvider(
 		let spec: ContainerSandboxSpec
 		try {
 			// Checked before anything else runs: a refused config starts, reaps and creates nothing.
-			spec = resolveContainerSandboxSpec(config, defaults, resolved.runtime)
+			spec = resolveContainerSandboxSpec(config, defaults, resolved.runtime, checkpointKinds)
 		} catch (error) {
 			return Promise.reject(error)
 		}
@@ -209,7 +237,9 @@ export function createContainerSandboxProvider(
 		name: containerProviderName(resolved.runtime),
 		environment: 'linux-namespace',
 		workspaceModes: ['ephemeral'],
-		checkpointKinds: [],
+		...(checkpointKinds.length === 0
+			? { checkpointKinds }
+			: machineCheckpointStore(resolved.stateDir)),
 		create,
 		close,
 		[Symbol.asyncDispose]: close,

@@ -5,6 +5,7 @@
  * directory (the workspace is the container's own), kept-alive sandboxes, extra read-only or hidden
  * host paths, and — on gVisor — every egress kind but `deny-all`.
  */
+import type { SandboxCheckpointKind } from '../../contract/checkpoint.js'
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig } from '../../contract/provider.js'
 import {
@@ -34,6 +35,8 @@ export interface ContainerSandboxCreateConfig
 }
 
 export interface ContainerSandboxSpec {
+	/** A fork: the checkpoint whose content the workspace starts with. */
+	readonly from?: string
 	readonly env: Readonly<Record<string, string>>
 	readonly timeoutMs?: number
 	readonly memoryLimitMb?: number
@@ -87,13 +90,14 @@ export function resolveContainerSandboxSpec(
 	config: ContainerSandboxCreateConfig,
 	defaults: SandboxProviderDefaults,
 	runtime: ContainerRuntime = 'runc',
+	checkpointKinds: readonly SandboxCheckpointKind[] = [],
 ): ContainerSandboxSpec {
 	// What a container cannot do is named as such before any key is called unknown.
 	for (const [key, why] of Object.entries(REFUSED_KEYS)) {
 		if (config !== null && typeof config === 'object' && Reflect.get(config, key) !== undefined)
 			throw new SandboxConfigError(key, `not supported: ${why}`)
 	}
-	const local = resolveMachineSandboxSpec(config, defaults, CONTAINER_CREATE_KEYS)
+	const local = resolveMachineSandboxSpec(config, defaults, CONTAINER_CREATE_KEYS, checkpointKinds)
 	if (local.egress !== 'deny-all' && runtime === 'runsc') {
 		// 'proxied' is the local tier's name for static and resolver: name the caller's own kind.
 		throw new ContainerEgressUnsupportedError(
@@ -103,6 +107,7 @@ export function resolveContainerSandboxSpec(
 		)
 	}
 	return {
+		...(local.from === undefined ? {} : { from: local.from }),
 		env: local.env,
 		...(local.timeoutMs === undefined ? {} : { timeoutMs: local.timeoutMs }),
 		...(local.memoryLimitMb === undefined ? {} : { memoryLimitMb: local.memoryLimitMb }),
@@ -121,6 +126,7 @@ export function canServeFromContainerPool(
 	requested: ContainerSandboxSpec,
 ): boolean {
 	return (
+		requested.from === undefined &&
 		Object.keys(requested.env).length === 0 &&
 		Object.keys(pooled.env).length === 0 &&
 		requested.memoryLimitMb === pooled.memoryLimitMb &&

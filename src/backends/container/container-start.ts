@@ -30,6 +30,7 @@ import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../machine/launch/transport-opt
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
 import { LocalSandboxCleanupError, LocalSandboxStartError } from '../machine/machine-errors.js'
 import { sandboxSeccompFilter } from '../machine/seccomp/seccomp-filter.js'
+import { forkSource } from '../machine/snapshots/checkpoint-verbs.js'
 import {
 	cgroupRequestFor,
 	resolveSandboxLimits,
@@ -78,9 +79,12 @@ export async function startContainerInstance(
 	signal?.throwIfAborted()
 	const image = await checkContainerHost(context, spec)
 	const limits = resolveSandboxLimits(spec, { totalMemoryBytes: totalmem() })
+	// A fork's checkpoint is read before anything is claimed (CheckpointNotFoundError).
+	const fill =
+		spec.from === undefined ? undefined : await forkSource(context.backend.stateDir, spec.from)
 	signal?.throwIfAborted()
 	const claims = await claimContainerSandbox(context.backend)
-	return new ContainerStart(context, spec, image, limits, claims, signal).run()
+	return new ContainerStart(context, spec, image, limits, claims, signal).run(fill)
 }
 
 /** One start's state: what each step made, so that `release()` takes down exactly that. */
@@ -127,11 +131,14 @@ class ContainerStart {
 		this.#hostUds = context.backend.runtime === 'runsc'
 	}
 
-	async run(): Promise<ContainerInstance> {
+	async run(
+		fill?: (workspace: string, signal?: AbortSignal) => Promise<void>,
+	): Promise<ContainerInstance> {
 		const { backend } = this.#context
 		const { id, name, dirs } = this.#claims
 		try {
 			await this.#recordWorkspace()
+			await fill?.(dirs.workspace, this.#signal)
 			const files = await prepareAgentFiles(this.#context, this.#image, this.#claims, this.#signal)
 			const groups = await this.#createCgroups()
 			const socketDir = await this.#socketDir()
@@ -158,6 +165,8 @@ class ContainerStart {
 				...(network.egressDecisions ? { egressDecisions: network.egressDecisions } : {}),
 				containerId: name,
 				stateRoot: dirs.root,
+				hostWorkspace: dirs.workspace,
+				cgroupDirs: [...(this.#cgroups?.dirs ?? []), ...(this.#runtimeGroups?.dirs ?? [])],
 				pid: Number.isSafeInteger(pid) ? pid : undefined,
 				hasExited: () => created.isGone(),
 				release: () => this.release(),
