@@ -9,7 +9,11 @@ import {
 	createSandboxProvider,
 	type SandboxProviderConfig,
 } from '../index.js'
-import { type LocalSandboxSettings, sandboxEgress } from './local-sandbox-source.js'
+import {
+	type LocalSandboxSettings,
+	optionalCheckpoints,
+	sandboxEgress,
+} from './local-sandbox-source.js'
 import { McpKeepAliveUnsupportedError } from './mcp-errors.js'
 import { containerSandboxFacts } from './sandbox-facts.js'
 import type { McpSandboxSource } from './sandbox-registry.js'
@@ -38,10 +42,16 @@ export function containerSandboxSource(options: ContainerSourceOptions): McpSand
 			egress,
 			...limits,
 		}),
-		create: async ({ keepAlive, signal }) => {
+		create: async ({ keepAlive, from, signal }) => {
 			if (keepAlive) throw new McpKeepAliveUnsupportedError('container')
-			return provider.create({ ...limits, egress, ...(signal ? { signal } : {}) })
+			return provider.create({
+				...limits,
+				egress,
+				...(from === undefined ? {} : { from }),
+				...(signal ? { signal } : {}),
+			})
 		},
+		...optionalCheckpoints(provider),
 		close: () => provider.close(),
 	}
 }

@@ -3,9 +3,14 @@
  * settings (egress, isolation, state directory), never anything a tool call chose beyond
  * `keep_alive`; a kept-alive sandbox is reopened by id from the state directory.
  */
-import { createLocalSandboxProvider, type EgressPolicy, type LocalBackendConfig } from '../index.js'
+import {
+	createLocalSandboxProvider,
+	type EgressPolicy,
+	type LocalBackendConfig,
+	type SandboxProvider,
+} from '../index.js'
 import { localSandboxFacts } from './sandbox-facts.js'
-import type { McpSandboxSource } from './sandbox-registry.js'
+import type { McpCheckpointStore, McpSandboxSource } from './sandbox-registry.js'
 
 /** What every sandbox of the server gets beyond the defaults: the CLI's sandbox flags. */
 export interface LocalSandboxSettings {
@@ -37,6 +42,30 @@ export function sandboxEgress(options: {
 	return { kind: 'static', allowedHosts: hosts, ...(ports.length > 0 ? { hostPorts: ports } : {}) }
 }
 
+/**
+ * The provider's checkpoint store, when it takes filesystem checkpoints and can list and delete
+ * them (shared with the container tier's source); undefined otherwise, and no checkpoint tool is
+ * listed then.
+ */
+function providerCheckpoints(provider: SandboxProvider): McpCheckpointStore | undefined {
+	const { listCheckpoints, deleteCheckpoint } = provider
+	if (!provider.checkpointKinds.includes('filesystem') || !listCheckpoints || !deleteCheckpoint)
+		return undefined
+	return {
+		kinds: provider.checkpointKinds,
+		list: (signal) => listCheckpoints.call(provider, signal ? { signal } : {}),
+		delete: (id, signal) => deleteCheckpoint.call(provider, id, signal ? { signal } : {}),
+	}
+}
+
+/** `{ checkpoints }` when the provider keeps them, `{}` otherwise (for a source's spread). */
+export function optionalCheckpoints(provider: SandboxProvider): {
+	readonly checkpoints?: McpCheckpointStore
+} {
+	const checkpoints = providerCheckpoints(provider)
+	return checkpoints === undefined ? {} : { checkpoints }
+}
+
 export function localSandboxSource(options: LocalSourceOptions): McpSandboxSource {
 	const provider = createLocalSandboxProvider(options.backend)
 	const egress = sandboxEgress(options)
@@ -49,13 +78,15 @@ export function localSandboxSource(options: LocalSourceOptions): McpSandboxSourc
 			egress,
 			...limits,
 		}),
-		create: ({ keepAlive, signal }) =>
+		create: ({ keepAlive, from, signal }) =>
 			provider.create({
 				...limits,
 				egress,
 				...(keepAlive ? { keepAlive: true } : {}),
+				...(from === undefined ? {} : { from }),
 				...(signal ? { signal } : {}),
 			}),
+		...optionalCheckpoints(provider),
 		open: (id, openOptions) => provider.open(id, openOptions),
 		close: () => provider.close(),
 	}

@@ -3,9 +3,16 @@
  * `sandbox_destroy`) and every sandbox tool of `@namzu/sandbox/tools` with an explicit
  * `sandbox_id` added — there is no hidden "current sandbox".
  */
+
+import { CheckpointUnsupportedError, type Sandbox, type SandboxCheckpoint } from '../index.js'
 import { runToolDefinition, type ToolDefinition } from '../tools/define-tool.js'
 import { SANDBOX_TOOL_DEFINITIONS } from '../tools/sandbox-tools.js'
-import { booleanArgument, stringArgument, validateToolArguments } from '../tools/tool-arguments.js'
+import {
+	booleanArgument,
+	integerArgument,
+	stringArgument,
+	validateToolArguments,
+} from '../tools/tool-arguments.js'
 import type {
 	ToolAnnotations,
 	ToolCallContext,
@@ -14,7 +21,10 @@ import type {
 	ToolResult,
 } from '../tools/tool-types.js'
 import { BACKGROUND_SERVER_HINT, type McpSandboxFacts } from './sandbox-facts.js'
-import type { McpSandboxes, RegisteredSandbox } from './sandbox-registry.js'
+import type { McpCheckpointStore, McpSandboxes, RegisteredSandbox } from './sandbox-registry.js'
+
+/** The most sandboxes one `sandbox_fork` makes. */
+const MAX_FORKS = 10
 
 export interface McpTool {
 	readonly name: string
@@ -200,10 +210,230 @@ function lifecycleTools(registry: McpSandboxes): McpTool[] {
 	]
 }
 
+const CHECKPOINT_ID_SCHEMA = {
+	type: 'string',
+	minLength: 1,
+	maxLength: 128,
+	description: 'The checkpoint_id sandbox_checkpoint answered (sandbox_checkpoints lists them).',
+} as const satisfies ToolJsonSchema
+
+/** A checkpoint as the tools answer it. */
+function describeCheckpoint(checkpoint: SandboxCheckpoint): Record<string, unknown> {
+	return {
+		checkpoint_id: checkpoint.id,
+		kind: checkpoint.kind,
+		sandbox_id: checkpoint.sandboxId,
+		bytes: checkpoint.bytes,
+		created_at: new Date(checkpoint.createdAt).toISOString(),
+		...(checkpoint.label === undefined ? {} : { label: checkpoint.label }),
+	}
+}
+
+function checkpointLine(checkpoint: SandboxCheckpoint): string {
+	const label = checkpoint.label === undefined ? '' : `\t${checkpoint.label}`
+	return `${checkpoint.id}\tof ${checkpoint.sandboxId}\t${checkpoint.bytes} bytes${label}`
+}
+
+function annotations(
+	title: string,
+	hints: { readOnly: boolean; destructive: boolean; idempotent: boolean },
+): ToolAnnotations {
+	return {
+		title,
+		readOnlyHint: hints.readOnly,
+		destructiveHint: hints.destructive,
+		idempotentHint: hints.idempotent,
+		openWorldHint: false,
+	}
+}
+
+function objectSchema(
+	properties: Record<string, ToolJsonSchema>,
+	required: readonly string[],
+): ToolObjectSchema {
+	return { type: 'object', properties, required: [...required], additionalProperties: false }
+}
+
+/** The sandbox's checkpoint verbs, or the refusal a provider without them would give. */
+function checkpointVerbs(sandbox: Sandbox): Required<Pick<Sandbox, 'checkpoint' | 'rollback'>> {
+	const { checkpoint, rollback } = sandbox
+	if (!checkpoint || !rollback) throw new CheckpointUnsupportedError('checkpoint', 'filesystem', [])
+	return {
+		checkpoint: (options) => checkpoint.call(sandbox, options),
+		rollback: (target, options) => rollback.call(sandbox, target, options),
+	}
+}
+
+// long: a table of the sandbox-side checkpoint tools (schema, description, handler each)
+function sandboxCheckpointTools(registry: McpSandboxes): McpTool[] {
+	const checkpointSchema = objectSchema(
+		{
+			sandbox_id: SANDBOX_ID_SCHEMA,
+			label: {
+				type: 'string',
+				maxLength: 256,
+				description: 'A note of your choosing kept with the checkpoint (default none).',
+			},
+		},
+		['sandbox_id'],
+	)
+	const rollbackSchema = objectSchema(
+		{ sandbox_id: SANDBOX_ID_SCHEMA, checkpoint_id: CHECKPOINT_ID_SCHEMA },
+		['sandbox_id', 'checkpoint_id'],
+	)
+	return [
+		{
+			name: 'sandbox_checkpoint',
+			description:
+				"Save the sandbox's workspace files as a checkpoint (a filesystem checkpoint: files only, not running processes; the sandbox is paused for the instant of the copy). Answers its checkpoint_id, which sandbox_rollback and sandbox_fork take, its size in bytes and when it was taken. Checkpoints outlive the sandbox; sandbox_checkpoint_delete removes one.",
+			inputSchema: checkpointSchema,
+			annotations: annotations('Checkpoint a sandbox', {
+				readOnly: false,
+				destructive: false,
+				idempotent: false,
+			}),
+			call: async (args, context) => {
+				const valid = validateToolArguments('sandbox_checkpoint', checkpointSchema, args)
+				const entry = await registry.resolve(
+					stringArgument(valid, 'sandbox_id') ?? '',
+					context.signal,
+				)
+				const label = stringArgument(valid, 'label')
+				const checkpoint = await checkpointVerbs(entry.target.sandbox).checkpoint({
+					...(label === undefined ? {} : { label }),
+					signal: context.signal,
+				})
+				return {
+					text: `checkpoint ${checkpoint.id} of sandbox ${checkpoint.sandboxId} (${checkpoint.bytes} bytes)`,
+					data: describeCheckpoint(checkpoint),
+				}
+			},
+		},
+		{
+			name: 'sandbox_rollback',
+			description:
+				"Make the sandbox's workspace what it was at a checkpoint. Every running process in the sandbox is ended first — commands, terminal sessions and detached commands (exec_start) — then the workspace files are replaced by the checkpoint's; the sandbox itself (its sandbox_id, network, limits) stays. The checkpoint is kept, so rolling back to it again works.",
+			inputSchema: rollbackSchema,
+			annotations: annotations('Roll a sandbox back', {
+				readOnly: false,
+				destructive: true,
+				idempotent: false,
+			}),
+			call: async (args, context) => {
+				const valid = validateToolArguments('sandbox_rollback', rollbackSchema, args)
+				const sandboxId = stringArgument(valid, 'sandbox_id') ?? ''
+				const checkpointId = stringArgument(valid, 'checkpoint_id') ?? ''
+				const entry = await registry.resolve(sandboxId, context.signal)
+				await checkpointVerbs(entry.target.sandbox).rollback(checkpointId, {
+					signal: context.signal,
+				})
+				return {
+					text: `sandbox ${sandboxId} rolled back to checkpoint ${checkpointId}; its processes were ended`,
+					data: { sandbox_id: sandboxId, checkpoint_id: checkpointId, rolled_back: true },
+				}
+			},
+		},
+	]
+}
+
+// long: a table of the provider-side checkpoint tools (schema, description, handler each)
+function storeCheckpointTools(registry: McpSandboxes, store: McpCheckpointStore): McpTool[] {
+	const forkSchema = objectSchema(
+		{
+			checkpoint_id: CHECKPOINT_ID_SCHEMA,
+			count: {
+				type: 'integer',
+				minimum: 1,
+				maximum: MAX_FORKS,
+				description: `How many new sandboxes to make from the checkpoint, 1 to ${MAX_FORKS} (default 1).`,
+			},
+		},
+		['checkpoint_id'],
+	)
+	const deleteSchema = objectSchema({ checkpoint_id: CHECKPOINT_ID_SCHEMA }, ['checkpoint_id'])
+	const listSchema = objectSchema({}, [])
+	return [
+		{
+			name: 'sandbox_fork',
+			description: `Make new sandboxes from a checkpoint: each starts with the checkpoint's workspace files and nothing written since, and none shares a writable file with the others or the original. Answers their sandbox_ids (each like sandbox_create's: every tool takes it, sandbox_destroy ends it, and it ends with this server). count is 1 to ${MAX_FORKS}, default 1. An unknown checkpoint_id creates nothing.`,
+			inputSchema: forkSchema,
+			annotations: annotations('Fork sandboxes from a checkpoint', {
+				readOnly: false,
+				destructive: false,
+				idempotent: false,
+			}),
+			call: async (args, context) => {
+				const valid = validateToolArguments('sandbox_fork', forkSchema, args)
+				const checkpointId = stringArgument(valid, 'checkpoint_id') ?? ''
+				const count = integerArgument(valid, 'count', 1)
+				const forks = await registry.fork(checkpointId, count, context.signal)
+				const ids = forks.map((entry) => entry.target.sandbox.id)
+				return {
+					text: `${ids.length} sandbox(es) forked from checkpoint ${checkpointId}:\n${ids.join('\n')}`,
+					data: { checkpoint_id: checkpointId, sandboxes: forks.map(describe) },
+				}
+			},
+		},
+		{
+			name: 'sandbox_checkpoints',
+			description:
+				'List the checkpoints this server keeps, oldest first: checkpoint_id, the sandbox it was taken of, size in bytes, when, label.',
+			inputSchema: listSchema,
+			annotations: annotations('List checkpoints', {
+				readOnly: true,
+				destructive: false,
+				idempotent: true,
+			}),
+			call: async (args, context) => {
+				validateToolArguments('sandbox_checkpoints', listSchema, args)
+				const checkpoints = await store.list(context.signal)
+				return {
+					text:
+						checkpoints.length === 0
+							? '(no checkpoints)'
+							: checkpoints.map(checkpointLine).join('\n'),
+					data: { checkpoints: checkpoints.map(describeCheckpoint) },
+				}
+			},
+		},
+		{
+			name: 'sandbox_checkpoint_delete',
+			description:
+				'Delete a checkpoint and the files it keeps. Sandboxes forked from it are not affected. An unknown checkpoint_id is an error (CheckpointNotFoundError).',
+			inputSchema: deleteSchema,
+			annotations: annotations('Delete a checkpoint', {
+				readOnly: false,
+				destructive: true,
+				idempotent: false,
+			}),
+			call: async (args, context) => {
+				const valid = validateToolArguments('sandbox_checkpoint_delete', deleteSchema, args)
+				const checkpointId = stringArgument(valid, 'checkpoint_id') ?? ''
+				await store.delete(checkpointId, context.signal)
+				return {
+					text: `checkpoint ${checkpointId} deleted`,
+					data: { checkpoint_id: checkpointId, deleted: true },
+				}
+			},
+		},
+	]
+}
+
+/**
+ * The checkpoint tools, listed only when the server's provider takes filesystem checkpoints
+ * (local, and container under runc/crun); elsewhere they are not listed at all.
+ */
+function checkpointTools(registry: McpSandboxes): McpTool[] {
+	const store = registry.checkpoints
+	if (store === undefined) return []
+	return [...sandboxCheckpointTools(registry), ...storeCheckpointTools(registry, store)]
+}
+
 /** Every tool the server lists, lifecycle first. */
 export function mcpToolCatalog(registry: McpSandboxes): McpTool[] {
 	return [
 		...lifecycleTools(registry),
+		...checkpointTools(registry),
 		...SANDBOX_TOOL_DEFINITIONS.map((definition) => sandboxTool(definition, registry)),
 	]
 }

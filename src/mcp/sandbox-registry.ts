@@ -7,7 +7,7 @@
  * ends its sandboxes are destroyed, kept-alive ones aside (those are released: any client may
  * reopen them by id). `close()` destroys what this server created unless it was kept alive.
  */
-import type { Sandbox } from '../index.js'
+import type { Sandbox, SandboxCheckpoint, SandboxCheckpointKind } from '../index.js'
 import { BackgroundExecState } from '../tools/background-exec-state.js'
 import type { ToolTarget } from '../tools/define-tool.js'
 import { ForeignSandboxError, UnknownSandboxError } from './mcp-errors.js'
@@ -20,10 +20,23 @@ const DESTROYED_IDS_KEPT = 4096
 export interface McpSandboxSource {
 	/** Network, limits and lifetime of every sandbox this source makes. */
 	readonly facts: McpSandboxFacts
-	create(config: { readonly keepAlive?: boolean; readonly signal?: AbortSignal }): Promise<Sandbox>
+	create(config: {
+		readonly keepAlive?: boolean
+		readonly from?: string
+		readonly signal?: AbortSignal
+	}): Promise<Sandbox>
+	/** The provider's checkpoint store; absent when it keeps none (then no checkpoint tool is listed). */
+	readonly checkpoints?: McpCheckpointStore
 	/** Reopens a kept-alive sandbox by id; rejects when there is none. */
 	open?(id: string, options?: { readonly signal?: AbortSignal }): Promise<Sandbox>
 	close(): Promise<void>
+}
+
+/** A provider's checkpoints as the MCP tools use them (forks go through `create({ from })`). */
+export interface McpCheckpointStore {
+	readonly kinds: readonly SandboxCheckpointKind[]
+	list(signal?: AbortSignal): Promise<SandboxCheckpoint[]>
+	delete(id: string, signal?: AbortSignal): Promise<void>
 }
 
 export interface RegisteredSandbox {
@@ -47,6 +60,9 @@ export interface McpSandboxes {
 	list(): ReadonlyArray<RegisteredSandbox>
 	/** Resolves `false` when this client already destroyed it (idempotent), `true` otherwise. */
 	destroy(id: string, signal?: AbortSignal): Promise<boolean>
+	/** `count` new sandboxes from one checkpoint, each registered as `create`'s (owned, unnamed). */
+	fork(checkpointId: string, count: number, signal?: AbortSignal): Promise<RegisteredSandbox[]>
+	readonly checkpoints: McpCheckpointStore | undefined
 	readonly facts: McpSandboxFacts
 }
 
@@ -76,6 +92,8 @@ export class McpSandboxRegistry {
 			list: () =>
 				[...this.#byId.values()].filter((entry) => client === undefined || entry.owner === client),
 			destroy: (id, signal) => this.#destroy(client, id, signal),
+			fork: (checkpointId, count, signal) => this.#fork(client, checkpointId, count, signal),
+			checkpoints: this.#source.checkpoints,
 			facts: this.#source.facts,
 		}
 	}
@@ -99,13 +117,46 @@ export class McpSandboxRegistry {
 		return { entry: await making, existed: false }
 	}
 
+	/**
+	 * Forks made together: the first is made alone, so an unknown or refused checkpoint fails once
+	 * with nothing created; a later failure destroys the forks already made.
+	 */
+	async #fork(
+		owner: string | undefined,
+		checkpointId: string,
+		count: number,
+		signal?: AbortSignal,
+	): Promise<RegisteredSandbox[]> {
+		const first = await this.#make(owner, undefined, false, signal, checkpointId)
+		const rest = await Promise.allSettled(
+			Array.from({ length: count - 1 }, () =>
+				this.#make(owner, undefined, false, signal, checkpointId),
+			),
+		)
+		const made = [first, ...rest.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))]
+		const failed = rest.find((r) => r.status === 'rejected')
+		if (failed === undefined) return made
+		await Promise.allSettled(
+			made.map(async (entry) => {
+				this.#forget(entry.target.sandbox.id, entry)
+				await entry.target.sandbox.destroy()
+			}),
+		)
+		throw failed.reason
+	}
+
 	async #make(
 		owner: string | undefined,
 		name: string | undefined,
 		keepAlive: boolean,
 		signal?: AbortSignal,
+		from?: string,
 	): Promise<RegisteredSandbox> {
-		const sandbox = await this.#source.create({ keepAlive, ...(signal ? { signal } : {}) })
+		const sandbox = await this.#source.create({
+			keepAlive,
+			...(from === undefined ? {} : { from }),
+			...(signal ? { signal } : {}),
+		})
 		const entry: RegisteredSandbox = {
 			target: { sandbox, background: new BackgroundExecState() },
 			...(name === undefined ? {} : { name }),

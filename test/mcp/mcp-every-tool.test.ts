@@ -22,6 +22,11 @@ const EXPECTED_TOOLS = [
 	'sandbox_create',
 	'sandbox_list',
 	'sandbox_destroy',
+	'sandbox_checkpoint',
+	'sandbox_rollback',
+	'sandbox_fork',
+	'sandbox_checkpoints',
+	'sandbox_checkpoint_delete',
 	'exec',
 	'exec_start',
 	'exec_read',
@@ -74,7 +79,13 @@ describe.skipIf(skip !== undefined).each(['stdio', 'http'] as const)('mcp over %
 			expect(typeof tool.annotations?.readOnlyHint).toBe('boolean')
 			expect(typeof tool.annotations?.destructiveHint).toBe('boolean')
 			expect(typeof tool.annotations?.idempotentHint).toBe('boolean')
-			const needsId = !['sandbox_create', 'sandbox_list'].includes(tool.name)
+			const needsId = ![
+				'sandbox_create',
+				'sandbox_list',
+				'sandbox_fork',
+				'sandbox_checkpoints',
+				'sandbox_checkpoint_delete',
+			].includes(tool.name)
 			expect(tool.inputSchema.required?.includes('sandbox_id') ?? false).toBe(needsId)
 		}
 		const byName = new Map(tools.map((tool) => [tool.name, tool]))

@@ -240,6 +240,7 @@ describe.skipIf(skip !== undefined).each(['stdio', 'http'] as const)(
 					'mkdir',
 					'read_file',
 					'remove',
+					'sandbox_checkpoints',
 					'sandbox_destroy',
 					'sandbox_list',
 					'stat',
@@ -274,8 +275,10 @@ describe.skipIf(skip !== undefined).each(['stdio', 'http'] as const)(
 				['glob', { pattern: 'pkg/**' }],
 				['grep', { pattern: 'find me' }],
 				['sandbox_list', {}],
+				['sandbox_checkpoints', {}],
 			] as const) {
-				const withId = tool === 'sandbox_list' ? args : { sandbox_id: id, ...args }
+				const withoutId = tool === 'sandbox_list' || tool === 'sandbox_checkpoints'
+				const withId = withoutId ? args : { sandbox_id: id, ...args }
 				expect(await call(client, tool, withId)).toEqual(await call(client, tool, withId))
 			}
 		})
