@@ -1,7 +1,8 @@
 /**
  * `namzu-sandbox gc [--dry-run]`: runs the local tier's reaper over the CLI's state directory and
  * prints one line per thing it removed (with `--dry-run`, would remove): sandboxes of dead hosts
- * and expired kept-alive ones, orphaned locks, cgroups no record owns, old runtime copies; then the
+ * and expired kept-alive ones, orphaned locks, cgroups no record owns, old runtime copies, partial
+ * checkpoints of dead captures; then the
  * Docker reaper over the engine `DOCKER_HOST` names (or the default socket): containers a dead
  * host's `runtime: 'docker'` sandboxes left. Exit 1 when a teardown failed (it is named on stderr
  * and left for the next run).
@@ -22,6 +23,7 @@ export function formatGarbageReport(report: LocalGarbageReport, dryRun: boolean)
 		...report.locks.map((lock) => `${remove} lock ${lock}`),
 		...report.cgroups.map((dir) => `${remove} orphan cgroup ${dir}`),
 		...report.runtimeFiles.map((file) => `${remove} runtime copy ${file}`),
+		...report.partialCheckpoints.map((dir) => `${remove} partial checkpoint ${dir}`),
 	]
 }
 

@@ -443,6 +443,7 @@ describe('gc output', () => {
 		locks: ['/s/namzu-claims/uid-100000.lock'],
 		cgroups: ['/sys/fs/cgroup/cpu/namzu-sbx-aaaaaaaaaaaa'],
 		runtimeFiles: ['/s/namzu-runtime-0/node-1-2-3-4'],
+		partialCheckpoints: ['/s/namzu-checkpoints/.partial-0123456789abcdef'],
 		failed: [],
 	} as const
 	it.each([
@@ -453,6 +454,7 @@ describe('gc output', () => {
 				'removed lock /s/namzu-claims/uid-100000.lock',
 				'removed orphan cgroup /sys/fs/cgroup/cpu/namzu-sbx-aaaaaaaaaaaa',
 				'removed runtime copy /s/namzu-runtime-0/node-1-2-3-4',
+				'removed partial checkpoint /s/namzu-checkpoints/.partial-0123456789abcdef',
 			],
 		],
 		[
@@ -462,6 +464,7 @@ describe('gc output', () => {
 				'would remove lock /s/namzu-claims/uid-100000.lock',
 				'would remove orphan cgroup /sys/fs/cgroup/cpu/namzu-sbx-aaaaaaaaaaaa',
 				'would remove runtime copy /s/namzu-runtime-0/node-1-2-3-4',
+				'would remove partial checkpoint /s/namzu-checkpoints/.partial-0123456789abcdef',
 			],
 		],
 	])('dry run %s: one line per thing', (dryRun, lines) => {

@@ -4,7 +4,8 @@
  * processes, uid and workspace locks, a caller workspace still handed to a sandbox uid — and undoes
  * each through the one teardown (`teardown-from-record.ts`); then the locks whose sandbox left
  * nothing else (and nothing of it runs or is grouped), then top-level `namzu-sbx-*` cgroups no record
- * owns, then old runtime copies of node and the agent that nothing uses. Entries of other
+ * owns, then old runtime copies of node and the agent that nothing uses, then the partial
+ * directories of checkpoint captures whose capturing process died. Entries of other
  * users (a shared /tmp) are never touched. Run by every provider on this machine (local, container)
  * in the background at its first `create()`, and on demand by `namzu-sandbox gc`.
  */
@@ -30,6 +31,7 @@ import {
 	runtimeDirName,
 	temporaryWriter,
 } from '../launch/runtime-cache.js'
+import { abandonedPartialCheckpoints } from '../snapshots/checkpoint-store.js'
 import { STATE_DIR_PREFIX, sandboxRootFor } from '../workspace/sandbox-directories.js'
 import { CLAIMS_DIR_NAME, releaseLock } from './claim-locks.js'
 import { ephemeralWorkspacePath, type SandboxHostClaims } from './host-claims.js'
@@ -81,6 +83,8 @@ export interface LocalGarbageReport {
 	readonly cgroups: readonly string[]
 	/** Runtime cache entries (old copies of node and the agent bundle). */
 	readonly runtimeFiles: readonly string[]
+	/** `namzu-checkpoints/.partial-<id>` directories of captures whose capturing process died. */
+	readonly partialCheckpoints: readonly string[]
 	/** Sandbox ids whose teardown failed (each also told to `onError`). */
 	readonly failed: readonly string[]
 }
@@ -337,7 +341,14 @@ export async function collectLocalGarbage(
 	try {
 		base = await realpath(options.stateDir ?? tmpdir())
 	} catch {
-		return { sandboxes: [], locks: [], cgroups: [], runtimeFiles: [], failed: [] }
+		return {
+			sandboxes: [],
+			locks: [],
+			cgroups: [],
+			runtimeFiles: [],
+			partialCheckpoints: [],
+			failed: [],
+		}
 	}
 	const nowMs = Date.now()
 	const sandboxes: ReapedLocalSandbox[] = []
@@ -374,7 +385,8 @@ export async function collectLocalGarbage(
 	const locks = await orphanLocks(base, dryRun)
 	const cgroups = await orphanCgroups(owned, nowMs, dryRun, options.onError)
 	const runtimeFiles = await staleRuntimeFiles(base, keep, nowMs, dryRun)
-	return { sandboxes, locks, cgroups, runtimeFiles, failed }
+	const partialCheckpoints = await abandonedPartialCheckpoints(base, nowMs, dryRun)
+	return { sandboxes, locks, cgroups, runtimeFiles, partialCheckpoints, failed }
 }
 
 /**

@@ -2,7 +2,10 @@
  * Filesystem checkpoints of sandboxes on this machine, kept in `<stateDir>/namzu-checkpoints/`:
  * `<id>/content/` (the workspace as it was) and `<id>/checkpoint.json` (its `SandboxCheckpoint`).
  * A capture is written to `.partial-<id>/` and renamed into place, so a failed or aborted one
- * leaves no checkpoint (its partial directory is removed at once). Copies are `cp -a
+ * leaves no checkpoint (its partial directory is removed at once); a capture whose host was killed
+ * leaves its partial directory, which names its capturing process (`capturer.json`: pid and start
+ * time) so the reaper removes it once that process is gone (`abandonedPartialCheckpoints`) and
+ * never while it runs. Copies are `cp -a
  * --reflink=auto`: shared extents where the filesystem has reflinks, a plain copy elsewhere (ext4).
  * Checkpoints outlive the sandbox and the host process; only `deleteCheckpoint` removes one (the
  * reaper never does).
@@ -23,6 +26,12 @@ import {
 } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { CheckpointNotFoundError, type SandboxCheckpoint } from '../../../contract/checkpoint.js'
+import {
+	isProcessAlive,
+	type ProcessIdentity,
+	readProcessIdentity,
+} from '../claims/process-identity.js'
+import { UNRECORDED_GRACE_MS } from '../claims/reap-decision.js'
 import { runHostToolOrThrow, runProgramOrThrow } from '../launch/host-tools.js'
 
 /** The store's directory in a provider's state directory. */
@@ -30,6 +39,8 @@ export const CHECKPOINTS_DIR_NAME = 'namzu-checkpoints'
 const PARTIAL_PREFIX = '.partial-'
 const CONTENT = 'content'
 const RECORD = 'checkpoint.json'
+/** In a partial directory: the process capturing into it. */
+const CAPTURER = 'capturer.json'
 const CP = '/usr/bin/cp'
 const DU = '/usr/bin/du'
 const ID_PATTERN = /^[0-9a-f]{16}$/
@@ -90,7 +101,17 @@ export async function captureCheckpoint(request: CaptureRequest): Promise<Sandbo
 	const partial = join(store, `${PARTIAL_PREFIX}${id}`)
 	const content = join(partial, CONTENT)
 	try {
-		await mkdir(content, { recursive: true, mode: 0o700 })
+		await mkdir(partial, { mode: 0o700 })
+		// Before any content: a partial directory with a live capturer is never reaped.
+		const capturer = await readProcessIdentity(process.pid)
+		await writeFile(
+			join(partial, CAPTURER),
+			`${JSON.stringify(capturer ?? { pid: process.pid })}\n`,
+			{
+				mode: 0o600,
+			},
+		)
+		await mkdir(content, { mode: 0o700 })
 		request.signal?.throwIfAborted()
 		const resume = await request.pause()
 		try {
@@ -118,6 +139,7 @@ export async function captureCheckpoint(request: CaptureRequest): Promise<Sandbo
 			label: request.label,
 		}
 		await writeFile(join(partial, RECORD), `${JSON.stringify(checkpoint)}\n`, { mode: 0o600 })
+		await rm(join(partial, CAPTURER), { force: true })
 		await rename(partial, join(store, id))
 		return checkpoint
 	} catch (error) {
@@ -205,4 +227,48 @@ export async function restoreCheckpoint(
 	}
 	// The copy's `.` carried the store's mode onto the root: the workspace keeps its own.
 	await chmod(workspace, owner.mode & 0o7777)
+}
+
+/** The process a partial directory names as its capturer, if its record reads. */
+async function capturerOf(partial: string): Promise<ProcessIdentity | undefined> {
+	try {
+		const raw: unknown = JSON.parse(await readFile(join(partial, CAPTURER), 'utf8'))
+		if (typeof raw !== 'object' || raw === null) return undefined
+		const pid: unknown = Reflect.get(raw, 'pid')
+		const startTime: unknown = Reflect.get(raw, 'startTime')
+		if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) return undefined
+		return typeof startTime === 'string' ? { pid, startTime } : undefined
+	} catch {
+		return undefined
+	}
+}
+
+/**
+ * Removes (with `dryRun`, only names) the partial directories of captures whose host died: one
+ * whose recorded capturer is gone, or — with no readable record (killed before writing it, or a
+ * delete's doomed directory) — one older than `UNRECORDED_GRACE_MS`. A live capture's stays.
+ */
+export async function abandonedPartialCheckpoints(
+	stateBase: string,
+	nowMs: number,
+	dryRun: boolean,
+): Promise<string[]> {
+	const store = storeDir(stateBase)
+	const removed: string[] = []
+	for (const name of await readdir(store).catch(() => [] as string[])) {
+		if (!name.startsWith(PARTIAL_PREFIX) || !ID_PATTERN.test(name.slice(PARTIAL_PREFIX.length)))
+			continue
+		const partial = join(store, name)
+		const info = await lstat(partial).catch(() => undefined)
+		if (info?.isDirectory() !== true || info.uid !== (process.getuid?.() ?? 0)) continue
+		const capturer = await capturerOf(partial)
+		const abandoned =
+			capturer === undefined
+				? nowMs - info.mtimeMs >= UNRECORDED_GRACE_MS
+				: !isProcessAlive(capturer)
+		if (!abandoned) continue
+		if (!dryRun) await rm(partial, { recursive: true, force: true })
+		removed.push(partial)
+	}
+	return removed
 }
