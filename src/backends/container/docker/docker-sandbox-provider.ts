@@ -5,6 +5,7 @@
  * the first create settles (or as the pool starts).
  */
 import '../../../contract/async-dispose.js'
+import type { SandboxCheckpointStore } from '../../../contract/checkpoint.js'
 import { SandboxConfigError } from '../../../contract/errors.js'
 import type { SandboxProvider } from '../../../contract/provider.js'
 import { ExecOutputBudget } from '../../../host/exec/exec-output-budget.js'
@@ -16,6 +17,10 @@ import {
 	reapReportingTo,
 } from '../../machine/fleet/instance-fleet.js'
 import type { MachineSandbox } from '../../machine/machine-sandbox.js'
+import {
+	machineCheckpointStore,
+	withCheckpointVerbs,
+} from '../../machine/snapshots/checkpoint-verbs.js'
 import type { ContainerBackendConfig } from '../container-backend-config.js'
 import {
 	ContainerEgressUnsupportedError,
@@ -75,9 +80,10 @@ export function createDockerSandboxProvider(
 	layout: ContainerSandboxLayout,
 	defaults: SandboxProviderDefaults = {},
 	hooks: DockerProviderHooks = {},
-): SandboxProvider & {
-	create(config?: ContainerSandboxCreateConfig): Promise<MachineSandbox>
-} {
+): SandboxProvider &
+	Required<Omit<SandboxCheckpointStore, 'checkpointKinds'>> & {
+		create(config?: ContainerSandboxCreateConfig): Promise<MachineSandbox>
+	} {
 	const resolved = resolveDockerBackendConfig(backend)
 	const resolvedLayout = resolveLayout(layout)
 	const refusals = dockerLayoutRefusals(resolvedLayout)
@@ -104,6 +110,10 @@ export function createDockerSandboxProvider(
 			return engine
 		},
 	}
+	const plainHandOut = ownedAgentSandboxHandOut<ContainerSandboxSpec>(
+		'linux-namespace',
+		outputBudget,
+	)
 	const fleet = createInstanceFleet<DockerInstance, ContainerSandboxSpec, MachineSandbox>({
 		start: (spec, signal) => startDockerInstance(context, spec, signal),
 		...(resolved.warmPoolSize > 0
@@ -118,7 +128,10 @@ export function createDockerSandboxProvider(
 		reap: reapReportingTo(hooks.onBackgroundError, (report) =>
 			reapDockerLeftovers({ client, stateDir: resolved.stateDir, ...report }),
 		),
-		handOut: ownedAgentSandboxHandOut('linux-namespace', outputBudget),
+		handOut: (instance, spec, forget) => {
+			const handed = plainHandOut(instance, spec, forget)
+			return { ...handed, sandbox: withCheckpointVerbs(handed.sandbox, undefined) }
+		},
 		closedError: () => new ContainerProviderClosedError(),
 		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
 		...(hooks.onWarmSandboxReady ? { onWarmSandboxReady: hooks.onWarmSandboxReady } : {}),
@@ -138,6 +151,8 @@ export function createDockerSandboxProvider(
 		name: '@namzu/sandbox:container:docker',
 		environment: 'linux-namespace',
 		workspaceModes: ['ephemeral'],
+		// Takes none; still lists and deletes what its state directory holds, as every container runtime.
+		...machineCheckpointStore(resolved.stateDir),
 		checkpointKinds: [],
 		create,
 		close,
