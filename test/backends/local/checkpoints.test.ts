@@ -132,6 +132,24 @@ describe.skipIf(skip !== undefined)(
 			}
 		})
 
+		it('a kept-alive sandbox reopened by another provider object checkpoints and rolls back', async () => {
+			const created = await file.provider.create({ keepAlive: true, keepAliveMs: 60_000 })
+			const other = createLocalSandboxProvider({ tier: 'process', stateDir: file.stateDir })
+			const reopened = await other.open(created.id)
+			try {
+				await reopened.writeFile('notes.txt', 'kept')
+				const checkpoint = await reopened.checkpoint({ label: 'reopened' })
+				expect(checkpoint.sandboxId).toBe(created.id)
+				await reopened.writeFile('notes.txt', 'changed')
+				await reopened.rollback(checkpoint)
+				expect(await text(reopened, 'notes.txt')).toBe('kept')
+				await other.deleteCheckpoint(checkpoint.id)
+			} finally {
+				await reopened.destroy()
+				await other.close()
+			}
+		})
+
 		it('an aborted checkpoint leaves nothing and the sandbox thawed', async () => {
 			const sandbox = await file.provider.create()
 			try {
