@@ -75,6 +75,22 @@ export function resolveDockerSandboxSpec(
 	return spec
 }
 
+/** The fleet's hand-out: an owned agent sandbox whose checkpoint verbs refuse by name. */
+function dockerHandOut(outputBudget: ExecOutputBudget): (
+	instance: DockerInstance,
+	spec: ContainerSandboxSpec,
+	forget: () => void,
+) => {
+	readonly sandbox: MachineSandbox
+	readonly owned: boolean
+} {
+	const plain = ownedAgentSandboxHandOut<ContainerSandboxSpec>('linux-namespace', outputBudget)
+	return (instance, spec, forget) => {
+		const handed = plain(instance, spec, forget)
+		return { ...handed, sandbox: withCheckpointVerbs(handed.sandbox, undefined) }
+	}
+}
+
 export function createDockerSandboxProvider(
 	backend: ContainerBackendConfig,
 	layout: ContainerSandboxLayout,
@@ -110,10 +126,6 @@ export function createDockerSandboxProvider(
 			return engine
 		},
 	}
-	const plainHandOut = ownedAgentSandboxHandOut<ContainerSandboxSpec>(
-		'linux-namespace',
-		outputBudget,
-	)
 	const fleet = createInstanceFleet<DockerInstance, ContainerSandboxSpec, MachineSandbox>({
 		start: (spec, signal) => startDockerInstance(context, spec, signal),
 		...(resolved.warmPoolSize > 0
@@ -128,10 +140,7 @@ export function createDockerSandboxProvider(
 		reap: reapReportingTo(hooks.onBackgroundError, (report) =>
 			reapDockerLeftovers({ client, stateDir: resolved.stateDir, ...report }),
 		),
-		handOut: (instance, spec, forget) => {
-			const handed = plainHandOut(instance, spec, forget)
-			return { ...handed, sandbox: withCheckpointVerbs(handed.sandbox, undefined) }
-		},
+		handOut: dockerHandOut(outputBudget),
 		closedError: () => new ContainerProviderClosedError(),
 		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
 		...(hooks.onWarmSandboxReady ? { onWarmSandboxReady: hooks.onWarmSandboxReady } : {}),
