@@ -14,7 +14,11 @@ import {
 	optionalFunction,
 	optionalObject,
 } from '../../contract/argument-validators.js'
-import type { SandboxCheckpointKind } from '../../contract/checkpoint.js'
+import type {
+	SandboxCheckpoint,
+	SandboxCheckpointCallOptions,
+	SandboxCheckpointKind,
+} from '../../contract/checkpoint.js'
 import type { SandboxProvider } from '../../contract/provider.js'
 import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
@@ -77,6 +81,8 @@ export interface ContainerProviderHooks {
 }
 
 export interface ContainerSandboxProvider extends SandboxProvider {
+	listCheckpoints(options?: SandboxCheckpointCallOptions): Promise<SandboxCheckpoint[]>
+	deleteCheckpoint(id: string, options?: SandboxCheckpointCallOptions): Promise<void>
 	create(config?: ContainerSandboxCreateConfig): Promise<ContainerSandbox>
 }
 
@@ -162,8 +168,10 @@ function containerHandOut(
 	const plain = ownedAgentSandboxHandOut<ContainerSandboxSpec>('linux-namespace', outputBudget)
 	return (instance, spec, forget) => {
 		const handed = plain(instance, spec, forget)
-		if (checkpointKinds.length === 0) return handed
-		const target = { stateDir, workspace: instance.hostWorkspace, cgroupDirs: instance.cgroupDirs }
+		const target =
+			checkpointKinds.length === 0
+				? undefined
+				: { stateDir, workspace: instance.hostWorkspace, cgroupDirs: instance.cgroupDirs }
 		return { ...handed, sandbox: withCheckpointVerbs(handed.sandbox, target) }
 	}
 }
@@ -237,9 +245,9 @@ export function createContainerSandboxProvider(
 		name: containerProviderName(resolved.runtime),
 		environment: 'linux-namespace',
 		workspaceModes: ['ephemeral'],
-		...(checkpointKinds.length === 0
-			? { checkpointKinds }
-			: machineCheckpointStore(resolved.stateDir)),
+		// A runtime that takes none still lists and deletes what its state directory holds.
+		...machineCheckpointStore(resolved.stateDir),
+		checkpointKinds,
 		create,
 		close,
 		[Symbol.asyncDispose]: close,

@@ -15,6 +15,7 @@ import {
 	optionalObject,
 	signalOfOptions,
 } from '../../contract/argument-validators.js'
+import type { SandboxCheckpoint, SandboxCheckpointCallOptions } from '../../contract/checkpoint.js'
 import type { SandboxProvider } from '../../contract/provider.js'
 import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
@@ -77,6 +78,8 @@ export interface LocalProviderHooks {
 
 /** The local tier's provider: typed `create()`, plus reopening and listing kept-alive sandboxes. */
 export interface LocalSandboxProvider extends SandboxProvider {
+	listCheckpoints(options?: SandboxCheckpointCallOptions): Promise<SandboxCheckpoint[]>
+	deleteCheckpoint(id: string, options?: SandboxCheckpointCallOptions): Promise<void>
 	create(config?: LocalSandboxCreateConfig): Promise<LocalSandbox>
 	/** Reopens a kept-alive sandbox of this provider's `stateDir` by id (see `openLocalSandbox`). */
 	open(id: string, options?: { readonly signal?: AbortSignal }): Promise<LocalSandbox>

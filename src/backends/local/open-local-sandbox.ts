@@ -5,6 +5,7 @@
  * the sandbox down for good (from this process, whoever created it).
  */
 
+import { tmpdir } from 'node:os'
 import {
 	callSite,
 	optionalDurationMs,
@@ -27,6 +28,7 @@ import {
 	type LocalSandboxDescriptor,
 } from '../machine/claims/sandbox-descriptor.js'
 import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../machine/launch/transport-options.js'
+import { withCheckpointVerbs } from '../machine/snapshots/checkpoint-verbs.js'
 import { DEFAULT_READY_TIMEOUT_MS } from './local-backend-config.js'
 import { LocalSandboxNotFoundError } from './local-errors.js'
 import type { LocalSandbox } from './local-sandbox.js'
@@ -111,6 +113,11 @@ export async function openRecordedSandbox(
 		throw new LocalSandboxNotFoundError(id, state)
 	}
 	const sandbox = handleForDescriptor(descriptor, outputBudget)
+	const handle = withCheckpointVerbs(sandbox, {
+		stateDir: options.stateDir ?? tmpdir(),
+		workspace: descriptor.callerOwnsWorkspace ? undefined : descriptor.workspace,
+		cgroupDirs: descriptor.cgroupDirs,
+	})
 	const ready = AbortSignal.timeout(options.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS)
 	try {
 		await sandbox.transport.healthz(signal ? AbortSignal.any([signal, ready]) : ready)
@@ -122,5 +129,5 @@ export async function openRecordedSandbox(
 		}
 		throw error
 	}
-	return sandbox
+	return handle
 }

@@ -29,10 +29,10 @@ export type MachineSandboxVerb =
 
 /**
  * A sandbox on this machine: the `Sandbox` contract (no `setNetworkPolicy`) plus its own verbs;
- * `checkpoint` / `rollback` where its provider takes checkpoints.
+ * `checkpoint` / `rollback` always (they refuse by name where its provider takes no checkpoints).
  */
 export type MachineSandbox = Pick<
 	AgentSandbox,
 	Exclude<keyof Sandbox, 'setNetworkPolicy' | keyof SandboxCheckpointVerbs> | MachineSandboxVerb
 > &
-	SandboxCheckpointVerbs
+	Required<SandboxCheckpointVerbs>

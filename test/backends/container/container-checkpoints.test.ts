@@ -67,7 +67,7 @@ describe.skipIf(skip !== undefined)('container tier checkpoints (runc)', () => {
 		try {
 			await parent.writeFile('plan.txt', 'v1')
 			await parent.writeFile('gone.txt', 'here')
-			const checkpoint = await parent.checkpoint?.({ label: 'c' })
+			const checkpoint = await parent.checkpoint({ label: 'c' })
 			if (!checkpoint) throw new Error('no checkpoint verb')
 			await parent.writeFile('plan.txt', 'v2')
 			await parent.exec('rm', ['gone.txt'])
@@ -85,7 +85,7 @@ describe.skipIf(skip !== undefined)('container tier checkpoints (runc)', () => {
 			} finally {
 				await Promise.all([a.destroy(), b.destroy()])
 			}
-			await parent.rollback?.(checkpoint)
+			await parent.rollback(checkpoint)
 			expect(await text(parent, 'plan.txt')).toBe('v1')
 			expect(await text(parent, 'gone.txt')).toBe('here')
 			expect((await parent.exec('cat', ['plan.txt'])).stdout).toBe('v1')
@@ -94,10 +94,10 @@ describe.skipIf(skip !== undefined)('container tier checkpoints (runc)', () => {
 				LAYOUT,
 			)
 			try {
-				const listed = await other.listCheckpoints?.()
+				const listed = await other.listCheckpoints()
 				expect(listed?.map((entry) => entry.id)).toContain(checkpoint.id)
-				await other.deleteCheckpoint?.(checkpoint.id)
-				expect(await provider.listCheckpoints?.()).toEqual([])
+				await other.deleteCheckpoint(checkpoint.id)
+				expect(await provider.listCheckpoints()).toEqual([])
 			} finally {
 				await other.close()
 			}

@@ -33,7 +33,7 @@ describe.skipIf(skip !== undefined)(
 			const parent = await file.provider.create()
 			try {
 				await parent.writeFile('plan.txt', 'v1')
-				const checkpoint = await parent.checkpoint?.({ label: 'before' })
+				const checkpoint = await parent.checkpoint({ label: 'before' })
 				if (!checkpoint) throw new Error('no checkpoint verb')
 				expect(checkpoint).toMatchObject({
 					kind: 'filesystem',
@@ -73,13 +73,13 @@ describe.skipIf(skip !== undefined)(
 			try {
 				await sandbox.writeFile('keep.txt', 'original')
 				await sandbox.writeFile('dir/nested.txt', 'nested')
-				const checkpoint = await sandbox.checkpoint?.()
+				const checkpoint = await sandbox.checkpoint()
 				if (!checkpoint) throw new Error('no checkpoint verb')
 				await sandbox.writeFile('keep.txt', 'changed')
 				await sandbox.remove?.('dir', { recursive: true })
 				await sandbox.writeFile('extra.txt', 'x')
 				const sleeper = await sandbox.spawn?.('sleep', ['300'])
-				await sandbox.rollback?.(checkpoint)
+				await sandbox.rollback(checkpoint)
 				expect(await text(sandbox, 'keep.txt')).toBe('original')
 				expect(await text(sandbox, 'dir/nested.txt')).toBe('nested')
 				expect(await sandbox.exists?.('extra.txt')).toBe(false)
@@ -96,12 +96,12 @@ describe.skipIf(skip !== undefined)(
 		it('a memory checkpoint and an unknown id are refused by name, nothing created', async () => {
 			const sandbox = await file.provider.create()
 			try {
-				const before = await file.provider.listCheckpoints?.()
-				await expect(sandbox.checkpoint?.({ kind: 'memory' })).rejects.toBeInstanceOf(
+				const before = await file.provider.listCheckpoints()
+				await expect(sandbox.checkpoint({ kind: 'memory' })).rejects.toBeInstanceOf(
 					CheckpointUnsupportedError,
 				)
-				expect(await file.provider.listCheckpoints?.()).toEqual(before)
-				await expect(sandbox.rollback?.('0000000000000000')).rejects.toBeInstanceOf(
+				expect(await file.provider.listCheckpoints()).toEqual(before)
+				await expect(sandbox.rollback('0000000000000000')).rejects.toBeInstanceOf(
 					CheckpointNotFoundError,
 				)
 				await expect(file.provider.create({ from: 'ffffffffffffffff' })).rejects.toBeInstanceOf(
@@ -114,20 +114,38 @@ describe.skipIf(skip !== undefined)(
 
 		it('checkpoints outlive the provider object; deleteCheckpoint removes their files', async () => {
 			const sandbox = await file.provider.create()
-			const checkpoint = await sandbox.checkpoint?.({ label: 'kept' })
+			const checkpoint = await sandbox.checkpoint({ label: 'kept' })
 			await sandbox.destroy()
 			if (!checkpoint) throw new Error('no checkpoint verb')
 			const other = createLocalSandboxProvider({ tier: 'process', stateDir: file.stateDir })
 			try {
-				const listed = await other.listCheckpoints?.()
+				const listed = await other.listCheckpoints()
 				expect(listed?.map((entry) => entry.id)).toContain(checkpoint.id)
-				await other.deleteCheckpoint?.(checkpoint.id)
+				await other.deleteCheckpoint(checkpoint.id)
 				const store = await readdir(join(file.stateDir, CHECKPOINTS_DIR_NAME))
 				expect(store.filter((name) => name.includes(checkpoint.id))).toEqual([])
-				await expect(other.deleteCheckpoint?.(checkpoint.id)).rejects.toBeInstanceOf(
+				await expect(other.deleteCheckpoint(checkpoint.id)).rejects.toBeInstanceOf(
 					CheckpointNotFoundError,
 				)
 			} finally {
+				await other.close()
+			}
+		})
+
+		it('a kept-alive sandbox reopened by another provider object checkpoints and rolls back', async () => {
+			const created = await file.provider.create({ keepAlive: true, keepAliveMs: 60_000 })
+			const other = createLocalSandboxProvider({ tier: 'process', stateDir: file.stateDir })
+			const reopened = await other.open(created.id)
+			try {
+				await reopened.writeFile('notes.txt', 'kept')
+				const checkpoint = await reopened.checkpoint({ label: 'reopened' })
+				expect(checkpoint.sandboxId).toBe(created.id)
+				await reopened.writeFile('notes.txt', 'changed')
+				await reopened.rollback(checkpoint)
+				expect(await text(reopened, 'notes.txt')).toBe('kept')
+				await other.deleteCheckpoint(checkpoint.id)
+			} finally {
+				await reopened.destroy()
 				await other.close()
 			}
 		})
@@ -136,12 +154,12 @@ describe.skipIf(skip !== undefined)(
 			const sandbox = await file.provider.create()
 			try {
 				await sandbox.exec('dd', ['if=/dev/urandom', 'of=big', 'bs=1M', 'count=64'])
-				const before = await file.provider.listCheckpoints?.()
+				const before = await file.provider.listCheckpoints()
 				const controller = new AbortController()
-				const taking = sandbox.checkpoint?.({ signal: controller.signal })
+				const taking = sandbox.checkpoint({ signal: controller.signal })
 				setTimeout(() => controller.abort(new Error('stop')), 5)
 				await expect(taking).rejects.toThrow()
-				expect(await file.provider.listCheckpoints?.()).toEqual(before)
+				expect(await file.provider.listCheckpoints()).toEqual(before)
 				const store = await readdir(join(file.stateDir, CHECKPOINTS_DIR_NAME))
 				expect(store.filter((name) => name.startsWith('.partial-'))).toEqual([])
 				const alive = await sandbox.exec('echo', ['thawed'])
@@ -162,7 +180,7 @@ describe.skipIf(skip !== undefined || process.getuid?.() !== 0)(
 			const parent = await file.provider.create({ diskLimitMb: 32 })
 			try {
 				await parent.writeFile('seed.txt', 'seed')
-				const checkpoint = await parent.checkpoint?.()
+				const checkpoint = await parent.checkpoint()
 				if (!checkpoint) throw new Error('no checkpoint verb')
 				const fork = await file.provider.create({ from: checkpoint, diskLimitMb: 32 })
 				try {

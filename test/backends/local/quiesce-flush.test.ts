@@ -30,7 +30,8 @@ describe.skipIf(skip !== undefined)(
 			const sandbox = await provider.create()
 			try {
 				expect(sandbox).toBeInstanceOf(AgentSandbox)
-				const box = sandbox as AgentSandbox
+				if (!(sandbox instanceof AgentSandbox)) throw new Error('not the host AgentSandbox')
+				const box = sandbox
 				await box.exec('/bin/sh', [
 					'-c',
 					"setsid /bin/sh -c 'while :; do echo x >> beat; sleep 0.05; done' >/dev/null 2>&1 </dev/null & exit 0",

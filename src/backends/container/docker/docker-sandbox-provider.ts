@@ -5,6 +5,7 @@
  * the first create settles (or as the pool starts).
  */
 import '../../../contract/async-dispose.js'
+import type { SandboxCheckpointStore } from '../../../contract/checkpoint.js'
 import { SandboxConfigError } from '../../../contract/errors.js'
 import type { SandboxProvider } from '../../../contract/provider.js'
 import { ExecOutputBudget } from '../../../host/exec/exec-output-budget.js'
@@ -16,6 +17,10 @@ import {
 	reapReportingTo,
 } from '../../machine/fleet/instance-fleet.js'
 import type { MachineSandbox } from '../../machine/machine-sandbox.js'
+import {
+	machineCheckpointStore,
+	withCheckpointVerbs,
+} from '../../machine/snapshots/checkpoint-verbs.js'
 import type { ContainerBackendConfig } from '../container-backend-config.js'
 import {
 	ContainerEgressUnsupportedError,
@@ -70,14 +75,31 @@ export function resolveDockerSandboxSpec(
 	return spec
 }
 
+/** The fleet's hand-out: an owned agent sandbox whose checkpoint verbs refuse by name. */
+function dockerHandOut(outputBudget: ExecOutputBudget): (
+	instance: DockerInstance,
+	spec: ContainerSandboxSpec,
+	forget: () => void,
+) => {
+	readonly sandbox: MachineSandbox
+	readonly owned: boolean
+} {
+	const plain = ownedAgentSandboxHandOut<ContainerSandboxSpec>('linux-namespace', outputBudget)
+	return (instance, spec, forget) => {
+		const handed = plain(instance, spec, forget)
+		return { ...handed, sandbox: withCheckpointVerbs(handed.sandbox, undefined) }
+	}
+}
+
 export function createDockerSandboxProvider(
 	backend: ContainerBackendConfig,
 	layout: ContainerSandboxLayout,
 	defaults: SandboxProviderDefaults = {},
 	hooks: DockerProviderHooks = {},
-): SandboxProvider & {
-	create(config?: ContainerSandboxCreateConfig): Promise<MachineSandbox>
-} {
+): SandboxProvider &
+	Required<Omit<SandboxCheckpointStore, 'checkpointKinds'>> & {
+		create(config?: ContainerSandboxCreateConfig): Promise<MachineSandbox>
+	} {
 	const resolved = resolveDockerBackendConfig(backend)
 	const resolvedLayout = resolveLayout(layout)
 	const refusals = dockerLayoutRefusals(resolvedLayout)
@@ -118,7 +140,7 @@ export function createDockerSandboxProvider(
 		reap: reapReportingTo(hooks.onBackgroundError, (report) =>
 			reapDockerLeftovers({ client, stateDir: resolved.stateDir, ...report }),
 		),
-		handOut: ownedAgentSandboxHandOut('linux-namespace', outputBudget),
+		handOut: dockerHandOut(outputBudget),
 		closedError: () => new ContainerProviderClosedError(),
 		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
 		...(hooks.onWarmSandboxReady ? { onWarmSandboxReady: hooks.onWarmSandboxReady } : {}),
@@ -138,6 +160,8 @@ export function createDockerSandboxProvider(
 		name: '@namzu/sandbox:container:docker',
 		environment: 'linux-namespace',
 		workspaceModes: ['ephemeral'],
+		// Takes none; still lists and deletes what its state directory holds, as every container runtime.
+		...machineCheckpointStore(resolved.stateDir),
 		checkpointKinds: [],
 		create,
 		close,

@@ -46,10 +46,13 @@ export interface CheckpointTarget {
 	readonly cgroupDirs: readonly string[]
 }
 
-function checkKind(operation: string, kind: unknown): SandboxCheckpointKind {
+function checkKind(
+	operation: string,
+	kind: unknown,
+	supported: readonly SandboxCheckpointKind[],
+): SandboxCheckpointKind {
 	if (kind === undefined || kind === 'filesystem') return 'filesystem'
-	if (kind === 'memory')
-		throw new CheckpointUnsupportedError(operation, 'memory', MACHINE_CHECKPOINT_KINDS)
+	if (kind === 'memory') throw new CheckpointUnsupportedError(operation, 'memory', supported)
 	throw callSite(operation).refuse('options.kind', "'filesystem' or 'memory'", String(kind))
 }
 
@@ -62,8 +65,15 @@ function checkpointIdOf(checkpoint: unknown): string {
 	throw callSite('rollback').refuse('checkpoint', 'a checkpoint or its id', typeof checkpoint)
 }
 
-function workspaceOf(operation: string, target: CheckpointTarget): string {
-	if (target.workspace !== undefined) return target.workspace
+function capturable(
+	operation: string,
+	target: CheckpointTarget | undefined,
+): CheckpointTarget & { readonly workspace: string } {
+	if (target === undefined) {
+		throw new CheckpointUnsupportedError(operation, 'filesystem', [])
+	}
+	const { workspace } = target
+	if (workspace !== undefined) return { ...target, workspace }
 	throw new CheckpointUnsupportedError(
 		operation,
 		'filesystem',
@@ -78,43 +88,43 @@ function assertLive(sandbox: AgentSandbox, operation: string): void {
 
 async function takeCheckpoint(
 	sandbox: AgentSandbox,
-	target: CheckpointTarget,
+	target: CheckpointTarget | undefined,
 	options: SandboxCheckpointOptions = {},
 ): Promise<SandboxCheckpoint> {
 	const site = callSite('checkpoint')
 	optionalSignal(site, 'options.signal', options.signal)
-	checkKind('checkpoint', options.kind)
+	checkKind('checkpoint', options.kind, target === undefined ? [] : MACHINE_CHECKPOINT_KINDS)
 	const label = optionalString(site, 'options.label', options.label)
 	if (label !== undefined && label.length > LABEL_MAX_CHARS) {
 		throw site.refuse('options.label', `at most ${LABEL_MAX_CHARS} characters`, `${label.length}`)
 	}
-	const workspace = workspaceOf('checkpoint', target)
+	const { workspace, stateDir, cgroupDirs } = capturable('checkpoint', target)
 	assertLive(sandbox, 'checkpoint')
 	return captureCheckpoint({
-		stateBase: await resolveStateBase(target.stateDir),
+		stateBase: await resolveStateBase(stateDir),
 		sandboxId: sandbox.id,
 		workspace,
 		...(label === undefined ? {} : { label }),
-		pause: () => freezeSandboxGroups(target.cgroupDirs),
+		pause: () => freezeSandboxGroups(cgroupDirs),
 		...(options.signal ? { signal: options.signal } : {}),
 	})
 }
 
 async function rollBack(
 	sandbox: AgentSandbox,
-	target: CheckpointTarget,
+	target: CheckpointTarget | undefined,
 	checkpoint: SandboxCheckpoint | string,
 	options: SandboxCheckpointCallOptions = {},
 ): Promise<void> {
 	const id = checkpointIdOf(checkpoint)
 	const signal = signalOfOptions(callSite('rollback'), options)
-	const workspace = workspaceOf('rollback', target)
+	const { workspace, stateDir, cgroupDirs } = capturable('rollback', target)
 	assertLive(sandbox, 'rollback')
-	const stateBase = await resolveStateBase(target.stateDir)
+	const stateBase = await resolveStateBase(stateDir)
 	// Refused (CheckpointNotFoundError) before any process is ended.
 	await readCheckpoint(stateBase, id)
 	await sandbox.quiesce(signal ? { signal } : {})
-	const thaw = await freezeSandboxGroups(target.cgroupDirs)
+	const thaw = await freezeSandboxGroups(cgroupDirs)
 	try {
 		await restoreCheckpoint(stateBase, id, workspace, signal)
 	} finally {
@@ -122,10 +132,13 @@ async function rollBack(
 	}
 }
 
-/** The sandbox with `checkpoint` and `rollback` on it. */
+/**
+ * The sandbox with `checkpoint` and `rollback` on it. Without a target (a provider that takes no
+ * checkpoints) both refuse by name, so every sandbox of this machine has the verbs.
+ */
 export function withCheckpointVerbs(
 	sandbox: AgentSandbox,
-	target: CheckpointTarget,
+	target: CheckpointTarget | undefined,
 ): MachineSandbox {
 	return Object.assign(sandbox, {
 		checkpoint: (options?: SandboxCheckpointOptions) => takeCheckpoint(sandbox, target, options),
