@@ -12,6 +12,7 @@ export function isExecutionId(value: unknown): value is string {
 	return typeof value === 'string' && EXECUTION_ID_PATTERN.test(value)
 }
 
-export function mintExecutionId(): string {
-	return `exec_${randomUUID()}`
+/** `uuid` is the minting end's v4 source (the agent's reseedable one; Node's on the host). */
+export function mintExecutionId(uuid: () => string = randomUUID): string {
+	return `exec_${uuid()}`
 }

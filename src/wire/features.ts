@@ -58,6 +58,12 @@ export const WATCH_FEATURE = 'watch'
  */
 export const EXECUTION_INPUT_FEATURE = 'execution-input'
 
+/**
+ * Guest serves `restored` (restored.ts): after a memory restore it mixes the host's seed into its
+ * random sources, takes a new boot id and, on token transports, switches to a new token.
+ */
+export const RESTORED_FEATURE = 'restored'
+
 /** A feature name a guest advertises in `healthz`. */
 export type AgentFeature =
 	| typeof WRITE_FILE_PARTS_FEATURE
@@ -75,3 +81,4 @@ export type AgentFeature =
 	| typeof FILE_VERBS_FEATURE
 	| typeof WATCH_FEATURE
 	| typeof EXECUTION_INPUT_FEATURE
+	| typeof RESTORED_FEATURE

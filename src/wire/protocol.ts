@@ -411,6 +411,7 @@ export const AGENT_OP = {
 	renamePath: 'rename-path',
 	listDirectory: 'list-directory',
 	watchPath: 'watch-path',
+	restored: 'restored',
 } as const
 
 /** One op name as it goes on the wire (a value of `AGENT_OP`). */

@@ -134,6 +134,13 @@ export const AGENT_REFUSAL = {
 	flush_unsupported: 'flush_unsupported',
 	flush_unsupported_platform: 'flush_unsupported_platform',
 	flush_unconfirmed: 'flush_unconfirmed',
+	// ---- restored (restored.ts) ------------------------------------------------------------------
+	/** `seed` is not base64 of exactly 32 bytes. */
+	restored_invalid_seed: 'restored_invalid_seed',
+	/** `token` is not a non-empty string of at most 1024 characters. */
+	restored_invalid_token: 'restored_invalid_token',
+	/** A `token` sent to an agent whose transport has none (unix, vsock): nothing to switch. */
+	restored_token_unsupported: 'restored_token_unsupported',
 	// ---- file verbs and watch (file-verbs.ts) --------------------------------------------------
 	/** A file verb's body is malformed: `recursive`, `limit`, `cursor` or `to` (the detail names it). */
 	invalid_file_request: 'invalid_file_request',

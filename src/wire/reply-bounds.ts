@@ -67,6 +67,7 @@ export const REPLY_BOUNDS: { readonly [Op in AgentOp]: ReplyBounds } = {
 	'start-detached': CONTROL,
 	'kill-session': CONTROL,
 	flush: CONTROL,
+	restored: CONTROL,
 	quiesce: LISTING,
 	'list-sessions': LISTING,
 	/** The one-reply listing of a guest without `list-files-stream`. */

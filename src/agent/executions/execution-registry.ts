@@ -43,6 +43,7 @@ import type {
 } from '../../wire/protocol.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { OpRefusal } from '../handler/op-refusal.js'
+import { agentRandom } from '../lifecycle/agent-random.js'
 import type {
 	ExecResultFields,
 	ExecutionOutcome,
@@ -194,7 +195,7 @@ export class ExecutionRegistry {
 			}
 		}
 		this.#makeRoom()
-		const id = requestedId ?? mintExecutionId()
+		const id = requestedId ?? mintExecutionId(() => agentRandom.uuid())
 		const leaseExpiresAt = Date.now() + this.#options.leaseTtlMs
 		let markSettled: () => void = () => {}
 		const settled = new Promise<void>((resolve) => {

@@ -8,10 +8,10 @@
  * appears with the same inode becomes one `rename` (either order). The agent's own write temp files
  * are hidden: a write shows as `create` or `modify` of its target.
  */
-import { randomBytes } from 'node:crypto'
 import { type FSWatcher, lstatSync, watch } from 'node:fs'
 import { basename, join } from 'node:path'
 import { WATCH_QUEUE_EVENTS, type WireWatchChangeType } from '../../wire/file-verbs.js'
+import { agentRandom } from '../lifecycle/agent-random.js'
 import { isTempFileName } from './temp-sibling.js'
 
 /** How long a vanished name waits for its new name before it is reported deleted. */
@@ -34,7 +34,7 @@ export interface WatchReader {
 
 export class PathWatcher {
 	/** Distinguishes this watcher's cursors from those of one that watched the same path before. */
-	readonly id = randomBytes(6).toString('hex')
+	readonly id = agentRandom.bytes(6).toString('hex')
 	readonly path: string
 	readonly #ring: StoredChange[] = []
 	#nextSeq = 1

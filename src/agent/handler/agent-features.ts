@@ -16,6 +16,7 @@ import {
 	LIST_FILES_STREAM_FEATURE,
 	QUIESCE_FEATURE,
 	READ_FILE_STREAM_FEATURE,
+	RESTORED_FEATURE,
 	SESSIONS_FEATURE,
 	STREAM_HEARTBEAT_FEATURE,
 	WATCH_FEATURE,
@@ -39,6 +40,7 @@ export const AGENT_FEATURES: readonly AgentFeature[] = [
 	FILE_VERBS_FEATURE,
 	WATCH_FEATURE,
 	EXECUTION_INPUT_FEATURE,
+	RESTORED_FEATURE,
 	// Only when `sync -f` (or the test override) can actually run; checked once, at startup.
 	...(flushSupported() ? ([FLUSH_FEATURE] as const) : []),
 ]

@@ -50,6 +50,15 @@ export interface OpContext {
 	readonly gates: AgentGates
 	/** The tier's workload cgroups every command joins; undefined when none were configured. */
 	readonly workloadCgroups: WorkloadCgroups | undefined
+	/** The process's token gate (`restored` switches it); `enabled` false on unix / vsock. */
+	readonly tokenGate: TokenSwitch
+}
+
+/** What a handler may do with the connection layer's token gate. */
+export interface TokenSwitch {
+	readonly enabled: boolean
+	/** Only `token` passes from now on; every authenticated connection but `keep` is closed. */
+	switchToken(token: string, keep: object): void
 }
 
 export type OpHandler = (body: Record<string, unknown>, ctx: OpContext) => void | Promise<void>

@@ -16,7 +16,7 @@ import { ExecutionRefusal } from '../executions/execution-refusal.js'
 import type { RetainedFollow } from '../executions/retained-output.js'
 import type { OpHandler } from '../handler/op-context.js'
 import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../handler/value-checks.js'
-import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
+import { guestBootId } from '../lifecycle/guest-boot-id.js'
 import { OutputLogOffsetError } from '../process/output-log.js'
 
 function requestedOffset(value: unknown): number {
@@ -55,7 +55,7 @@ export const attachExecution: OpHandler = async (body, ctx) => {
 			state: target.state(),
 			fromOffset: follow.fromOffset,
 			droppedBytes: follow.droppedBytes,
-			guestBootId: GUEST_BOOT_ID,
+			guestBootId: guestBootId(),
 		})
 		reader.replay(follow.replay)
 		await target.settled

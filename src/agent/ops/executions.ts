@@ -15,7 +15,7 @@ import { type OutputSink, startExecutionProcess } from '../executions/execution-
 import { resolveWorkingDirectory } from '../files/working-directory.js'
 import type { OpContext, OpHandler } from '../handler/op-context.js'
 import { OpRefusal } from '../handler/op-refusal.js'
-import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
+import { guestBootId } from '../lifecycle/guest-boot-id.js'
 import { executeRetained } from './execute-retained.js'
 
 export const reserveExecution: OpHandler = (body, ctx) => {
@@ -23,7 +23,7 @@ export const reserveExecution: OpHandler = (body, ctx) => {
 	if (requested !== undefined && !isExecutionId(requested)) {
 		throw new OpRefusal(AGENT_REFUSAL.invalid_execution_id)
 	}
-	ctx.reply({ ...ctx.executions.reserve(requested), guestBootId: GUEST_BOOT_ID })
+	ctx.reply({ ...ctx.executions.reserve(requested), guestBootId: guestBootId() })
 }
 
 /** Output events onto the connection; pauses the child while the socket buffer is full. */
@@ -101,13 +101,13 @@ export const cancelExecution: OpHandler = async (body, ctx) => {
 		const fence = ctx.config.executeReserves && body.fence === true
 		ctx.reply({
 			...(await ctx.executions.cancel(executionId, { fence })),
-			guestBootId: GUEST_BOOT_ID,
+			guestBootId: guestBootId(),
 		})
 	} catch (error) {
 		// The command may still run and nothing can prove otherwise: fence the agent for good.
 		if (error instanceof OpRefusal && error.error === AGENT_REFUSAL.cancellation_unconfirmed) {
 			ctx.gates.retiring = true
 		}
-		if (!answerExecutionRefusal(ctx, 'request', error, { guestBootId: GUEST_BOOT_ID })) throw error
+		if (!answerExecutionRefusal(ctx, 'request', error, { guestBootId: guestBootId() })) throw error
 	}
 }

@@ -5,7 +5,7 @@ import { openJailedForRead } from '../files/jailed-open.js'
 import { rangeTooLarge, resolveReadRange } from '../files/read-range.js'
 import type { OpHandler } from '../handler/op-context.js'
 import { OpRefusal } from '../handler/op-refusal.js'
-import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
+import { guestBootId } from '../lifecycle/guest-boot-id.js'
 
 const SCAN_CHUNK_BYTES = 64 * 1024
 
@@ -26,7 +26,7 @@ export const readFile: OpHandler = async (body, ctx) => {
 			const content = await handle.readFile()
 			ctx.reply({
 				ok: true,
-				guestBootId: GUEST_BOOT_ID,
+				guestBootId: guestBootId(),
 				content: content.toString(encoding),
 				sizeBytes: content.length,
 				encoding,
@@ -50,7 +50,7 @@ export const readFile: OpHandler = async (body, ctx) => {
 					)
 		ctx.reply({
 			ok: true,
-			guestBootId: GUEST_BOOT_ID,
+			guestBootId: guestBootId(),
 			content: slice.bytes.toString('base64'),
 			sizeBytes: slice.sizeBytes,
 			encoding: 'base64',

@@ -3,7 +3,7 @@ import { binaryEventBytes, releaseBinaryEventBytes } from '../../wire/binary-fra
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { OpHandler } from '../handler/op-context.js'
 import { sendStreamReady } from '../handler/stream-heartbeat.js'
-import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
+import { guestBootId } from '../lifecycle/guest-boot-id.js'
 import { resolveLoopbackTarget, TCP_MAX_DATA_FRAME_BYTES } from './loopback-target.js'
 
 /**
@@ -27,7 +27,7 @@ export const tcpConnect: OpHandler = (body, ctx) => {
 	}
 
 	upstream.on('connect', () => {
-		if (!ctx.closed) sendStreamReady(ctx, body, { guestBootId: GUEST_BOOT_ID })
+		if (!ctx.closed) sendStreamReady(ctx, body, { guestBootId: guestBootId() })
 	})
 	upstream.on('data', (chunk: Buffer) => {
 		if (ctx.closed) return

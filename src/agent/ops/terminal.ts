@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import type { OpContext, OpHandler } from '../handler/op-context.js'
 import { sendStreamReady } from '../handler/stream-heartbeat.js'
-import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
+import { guestBootId } from '../lifecycle/guest-boot-id.js'
 import { registerShutdownHook } from '../lifecycle/shutdown-hooks.js'
 import {
 	type Exit,
@@ -78,7 +78,7 @@ export const terminal: OpHandler = async (body, ctx) => {
 		teardown.run()
 		return
 	}
-	sendStreamReady(ctx, body, { guestBootId: GUEST_BOOT_ID })
+	sendStreamReady(ctx, body, { guestBootId: guestBootId() })
 	output.start()
 	live = new LiveTerminal(ctx, child, search.shell, env, teardown)
 	void closed.then((exit) => live?.exited(exit))

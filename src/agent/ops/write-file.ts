@@ -13,7 +13,7 @@ import type { AgentConfig } from '../handler/config.js'
 import type { OpContext, OpHandler } from '../handler/op-context.js'
 import { OpRefusal } from '../handler/op-refusal.js'
 import { isIntegerIn, NON_NEGATIVE_INTEGER } from '../handler/value-checks.js'
-import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
+import { guestBootId } from '../lifecycle/guest-boot-id.js'
 
 /**
  * `write-file`: a whole body replaced atomically and durably, or one part of a chunked body, or the
@@ -29,15 +29,15 @@ export const writeFile: OpHandler = async (body, ctx) => {
 	switch (request.kind) {
 		case 'discard':
 			await discardPart(ctx.config, request.path)
-			ctx.reply({ ok: true, guestBootId: GUEST_BOOT_ID, bytesWritten: 0, discarded: true })
+			ctx.reply({ ok: true, guestBootId: guestBootId(), bytesWritten: 0, discarded: true })
 			return
 		case 'part':
-			ctx.reply({ ...(await writePart(ctx.config, request)), guestBootId: GUEST_BOOT_ID })
+			ctx.reply({ ...(await writePart(ctx.config, request)), guestBootId: guestBootId() })
 			return
 		case 'whole':
 			ctx.reply({
 				ok: true,
-				guestBootId: GUEST_BOOT_ID,
+				guestBootId: guestBootId(),
 				bytesWritten: await writeWhole(ctx.config, request.path, request.content),
 			})
 			return
@@ -65,7 +65,7 @@ async function writeStreamed(body: Record<string, unknown>, ctx: OpContext): Pro
 		incoming.discard()
 		throw error
 	}
-	ctx.reply({ ok: true, guestBootId: GUEST_BOOT_ID, bytesWritten })
+	ctx.reply({ ok: true, guestBootId: guestBootId(), bytesWritten })
 }
 
 /** Content produced into the temp file by its writer, which answers the bytes it wrote. */

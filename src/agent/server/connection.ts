@@ -82,6 +82,8 @@ class ServedConnection {
 	#binaryFrames = false
 	#closed = false
 	#answered = false
+	/** Token modes: leaves the gate's list of authenticated connections. */
+	#untrack: (() => void) | undefined
 	readonly #frameListeners: Array<(message: Record<string, unknown>) => void> = []
 	readonly #pendingFrames: Record<string, unknown>[] = []
 	readonly #closeListeners: Array<() => void> = []
@@ -143,7 +145,7 @@ class ServedConnection {
 	#opContext(): OpContext {
 		const self = this
 		const socket = this.#socket
-		const { config, executions, gates, workloadCgroups } = this.#services
+		const { config, executions, gates, workloadCgroups, gate } = this.#services
 		const over = () => this.#answered || this.#closed
 		return {
 			config,
@@ -151,6 +153,7 @@ class ServedConnection {
 			executions,
 			gates,
 			workloadCgroups,
+			tokenGate: gate,
 			reply(message) {
 				if (over()) return
 				self.#answered = true
@@ -237,6 +240,7 @@ class ServedConnection {
 			}
 			this.#reader.setLimit(config.maxFrameBytes, FULL_LIMIT_VARIABLE)
 			this.#preauth?.release()
+			this.#untrack = gate.track(this.#socket, () => this.#socket.destroy())
 		}
 		if (!entry) {
 			this.#ctx.reply({
@@ -329,6 +333,7 @@ class ServedConnection {
 	#onClose(): void {
 		this.#closed = true
 		this.#preauth?.release()
+		this.#untrack?.()
 		for (const listener of this.#closeListeners.splice(0)) {
 			try {
 				listener()

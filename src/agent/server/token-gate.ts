@@ -4,7 +4,8 @@
  * non-empty token presented for the life of the process (trust on first use); neither ⇒ the gate is
  * open (unix and vsock transports). Tokens are compared as SHA-256 digests with `timingSafeEqual`,
  * so neither the value nor its length leaks through timing. The connection layer decides WHEN to ask
- * (first frame, every op but `healthz`); this module only answers whether a token passes.
+ * (first frame, every op but `healthz`); this module answers whether a token passes, and after a
+ * memory restore (`restored`) switches to a new one and closes what the old one opened.
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 
@@ -21,6 +22,8 @@ export class TokenGate {
 	/** Whether any op needs a token at all. */
 	readonly enabled: boolean
 	#expected: Buffer | undefined
+	/** Open connections that authenticated, each with how to close it. */
+	readonly #authenticated = new Map<object, () => void>()
 
 	constructor(options: TokenGateOptions) {
 		this.enabled = options.bindToken !== undefined || options.requireToken
@@ -45,5 +48,30 @@ export class TokenGate {
 			return true
 		}
 		return timingSafeEqual(presented, this.#expected)
+	}
+
+	/**
+	 * Remembers an authenticated connection until the returned release runs (on its close), so a
+	 * token switch can close it.
+	 */
+	track(connection: object, close: () => void): () => void {
+		this.#authenticated.set(connection, close)
+		return () => {
+			this.#authenticated.delete(connection)
+		}
+	}
+
+	/**
+	 * From now on only `token` passes. Every tracked connection but `keep` (the one that asked) is
+	 * closed: whoever held the old token keeps nothing it opened with it.
+	 */
+	switchToken(token: string, keep: object): void {
+		if (!this.enabled) throw new Error('switchToken on an open gate')
+		this.#expected = digest(token)
+		for (const [connection, close] of [...this.#authenticated]) {
+			if (connection === keep) continue
+			this.#authenticated.delete(connection)
+			close()
+		}
 	}
 }

@@ -14,7 +14,7 @@
 import type { WireSessionDetachReason } from '../../wire/sessions.js'
 import type { OpContext } from '../handler/op-context.js'
 import { sendStreamReady } from '../handler/stream-heartbeat.js'
-import { GUEST_BOOT_ID } from '../lifecycle/guest-boot-id.js'
+import { guestBootId } from '../lifecycle/guest-boot-id.js'
 import type { OutputEntry, OutputStream } from '../process/output-log.js'
 import {
 	handleTerminalClientFrame,
@@ -95,7 +95,7 @@ export class SessionAttachment implements SessionObserver {
 		const summary = session.summary()
 		// `ready` through the stream-heartbeat helper: a requested `heartbeatMs` is negotiated too.
 		sendStreamReady(this.#ctx, options.body ?? {}, {
-			guestBootId: GUEST_BOOT_ID,
+			guestBootId: guestBootId(),
 			sessionId: summary.sessionId,
 			kind: summary.kind,
 			state: summary.state,

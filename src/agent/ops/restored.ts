@@ -1,0 +1,71 @@
+/**
+ * `restored` `{ seed, token? }` (wire/restored.ts): the host's first request after a memory restore.
+ * The seed goes into the guest kernel's pool and the agent's own random source (so forks of one
+ * image issue different ids), a new boot id is minted, and with `token` the gate switches to it,
+ * closing every other connection the old token opened. Answers `{ ok, bootId, kernelPoolMixed }`.
+ *
+ * The kernel pool gets a write to /dev/urandom: mixed in, not credited. Crediting needs the
+ * RNDADDENTROPY ioctl (CAP_SYS_ADMIN), which Node cannot issue; gVisor's and a fresh VM's
+ * /dev/urandom draw from the host anyway, so the write is belt and braces there.
+ */
+import { writeFile } from 'node:fs/promises'
+import { AGENT_REFUSAL } from '../../wire/refusals.js'
+import {
+	RESTORED_MAX_TOKEN_CHARS,
+	RESTORED_SEED_BYTES,
+	type RestoredReply,
+} from '../../wire/restored.js'
+import type { OpHandler } from '../handler/op-context.js'
+import { OpRefusal } from '../handler/op-refusal.js'
+import { agentRandom } from '../lifecycle/agent-random.js'
+import { renewGuestBootId } from '../lifecycle/guest-boot-id.js'
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
+
+function seedOf(value: unknown): Buffer {
+	if (typeof value === 'string' && BASE64.test(value)) {
+		const bytes = Buffer.from(value, 'base64')
+		if (bytes.length === RESTORED_SEED_BYTES && bytes.toString('base64') === value) return bytes
+	}
+	throw new OpRefusal(
+		AGENT_REFUSAL.restored_invalid_seed,
+		`seed must be base64 of exactly ${RESTORED_SEED_BYTES} bytes`,
+	)
+}
+
+function tokenOf(value: unknown): string | undefined {
+	if (value === undefined) return undefined
+	if (typeof value === 'string' && value !== '' && value.length <= RESTORED_MAX_TOKEN_CHARS) {
+		return value
+	}
+	throw new OpRefusal(
+		AGENT_REFUSAL.restored_invalid_token,
+		`token must be a non-empty string of at most ${RESTORED_MAX_TOKEN_CHARS} characters`,
+	)
+}
+
+async function mixKernelPool(seed: Buffer): Promise<boolean> {
+	try {
+		await writeFile('/dev/urandom', seed)
+		return true
+	} catch {
+		return false
+	}
+}
+
+export const restored: OpHandler = async (body, ctx) => {
+	const seed = seedOf(body.seed)
+	const token = tokenOf(body.token)
+	if (token !== undefined && !ctx.tokenGate.enabled) {
+		throw new OpRefusal(
+			AGENT_REFUSAL.restored_token_unsupported,
+			'this agent listens without a token (unix or vsock); restore it without one',
+		)
+	}
+	agentRandom.mix(seed)
+	const kernelPoolMixed = await mixKernelPool(seed)
+	const bootId = renewGuestBootId()
+	if (token !== undefined) ctx.tokenGate.switchToken(token, ctx.socket)
+	const reply: RestoredReply = { ok: true, bootId, kernelPoolMixed }
+	ctx.reply(reply)
+}

@@ -1,0 +1,30 @@
+/**
+ * `restored` `{ seed, token? }`: sent by the host after a memory restore (gVisor `runsc restore`, a
+ * QEMU incoming migration) and before the sandbox is handed to anyone. Every fork of one memory
+ * image starts with the same agent memory — the same random state, the same boot id — so the host
+ * gives each one fresh bytes to mix in and, on token transports, a token of its own.
+ */
+
+/** Bytes of the seed the host sends (base64 on the wire). */
+export const RESTORED_SEED_BYTES = 32
+
+/** Longest token a `restored` request may switch to (the host's tokens are far shorter). */
+export const RESTORED_MAX_TOKEN_CHARS = 1024
+
+export interface RestoredRequest {
+	/** Base64 of exactly `RESTORED_SEED_BYTES` random bytes, fresh from the host for this restore. */
+	readonly seed: string
+	/**
+	 * Token transports only: the token from now on. The old one is refused afterwards and every
+	 * other connection it authenticated is closed. Unix-socket and vsock guests have no token.
+	 */
+	readonly token?: string
+}
+
+export interface RestoredReply {
+	readonly ok: true
+	/** The agent's boot identity from now on; never the one the memory image carried. */
+	readonly bootId: string
+	/** Whether the seed reached the guest kernel's pool (a write to /dev/urandom). */
+	readonly kernelPoolMixed: boolean
+}
