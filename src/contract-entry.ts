@@ -9,7 +9,9 @@
 
 export {
 	type BackgroundJobOutput,
+	CheckpointLimitError,
 	CheckpointNotFoundError,
+	CheckpointRestoreHookError,
 	CheckpointUnsupportedError,
 	type EgressPolicy,
 	type EgressPolicyKind,
@@ -69,7 +71,10 @@ export {
 	type SandboxReadFileOptions,
 	type SandboxReadFileStreamOptions,
 	type SandboxRecursiveOptions,
+	type SandboxRestoreContext,
+	type SandboxRestoreHook,
 	type SandboxRetirementObservation,
+	type SandboxRollbackOptions,
 	type SandboxSpawnOptions,
 	type SandboxStatus,
 	type SandboxTcpConnection,

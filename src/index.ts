@@ -152,7 +152,9 @@ export {
 } from './backends/local/index.js'
 export {
 	type BackgroundJobOutput,
+	CheckpointLimitError,
 	CheckpointNotFoundError,
+	CheckpointRestoreHookError,
 	CheckpointUnsupportedError,
 	type EgressPolicy,
 	type Sandbox,
@@ -174,6 +176,7 @@ export {
 	SandboxPathEscapeError,
 	type SandboxProcess,
 	type SandboxProvider,
+	type SandboxRestoreHook,
 	type SandboxRetirementObservation,
 	type SandboxSpawnOptions,
 	type SandboxStatus,

@@ -8,6 +8,7 @@ import {
 	CONFIG_SITE,
 	describeReceived,
 	optionalDurationMs,
+	optionalFunction,
 	optionalInteger,
 	optionalObject,
 	optionalSignal,
@@ -16,6 +17,7 @@ import {
 } from './contract/argument-validators.js'
 import { CheckpointUnsupportedError, type SandboxCheckpointKind } from './contract/checkpoint.js'
 import type { EgressPolicy } from './contract/egress.js'
+import { SandboxConfigError } from './contract/errors.js'
 import type { SandboxCreateConfig } from './contract/provider.js'
 
 /** Defaults every provider applies to `create()` calls that do not set their own. */
@@ -81,6 +83,7 @@ export const PORTABLE_CREATE_KEYS = [
 	'maxProcesses',
 	'egress',
 	'from',
+	'onRestore',
 ] as const satisfies readonly (keyof SandboxCreateConfig)[]
 
 /** Fails the build when `SandboxCreateConfig` gains a key its table does not list. */
@@ -162,5 +165,9 @@ export function checkCreateConfig(
 	optionalInteger(CONFIG_SITE, 'maxProcesses', given.maxProcesses, POSITIVE)
 	optionalEgress('egress', given.egress)
 	checkFromCheckpoint(given.from, checkpointKinds)
+	optionalFunction(CONFIG_SITE, 'onRestore', given.onRestore)
+	if (given.onRestore !== undefined && given.from === undefined) {
+		throw new SandboxConfigError('onRestore', 'runs after a fork only: give `from` with it')
+	}
 	return given as SandboxCreateConfig
 }

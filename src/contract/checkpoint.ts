@@ -40,8 +40,26 @@ export interface SandboxCheckpointCallOptions {
 	readonly signal?: AbortSignal
 }
 
-/** What a sandbox that takes checkpoints adds to the contract. */
-export interface SandboxCheckpointVerbs {
+/** What a restore hook is told: the checkpoint restored, and whether into a fork or a rollback. */
+export interface SandboxRestoreContext {
+	readonly checkpoint: SandboxCheckpoint
+	readonly operation: 'fork' | 'rollback'
+}
+
+/**
+ * Options of `Sandbox.rollback`. `onRestore` runs once the rolled-back sandbox is ready and before
+ * `rollback` resolves (see `SandboxRestoreHook`); a throw rejects `CheckpointRestoreHookError` and
+ * the sandbox stays, in the checkpoint's state. `S` is the sandbox type (`Sandbox`).
+ */
+export interface SandboxRollbackOptions<S> extends SandboxCheckpointCallOptions {
+	readonly onRestore?: (sandbox: S, context: SandboxRestoreContext) => void | Promise<void>
+}
+
+/**
+ * What a sandbox that takes checkpoints adds to the contract; `S` is what a rollback's `onRestore`
+ * is handed (`Sandbox`).
+ */
+export interface SandboxCheckpointVerbs<S> {
 	/**
 	 * Saves the sandbox's state; consistent (the sandbox's processes are paused for the instant of
 	 * the capture). `CheckpointUnsupportedError` when its provider does not take the kind.
@@ -50,11 +68,12 @@ export interface SandboxCheckpointVerbs {
 	/**
 	 * Makes the sandbox that state. With a `filesystem` checkpoint every process running in the
 	 * sandbox is ended first (commands, sessions, detached executions), then the workspace is
-	 * replaced by the checkpoint's; the sandbox itself (id, agent, network) stays.
+	 * replaced by the checkpoint's; the sandbox itself (id, agent, network) stays. `onRestore` runs
+	 * before it resolves.
 	 */
 	rollback?(
 		checkpoint: SandboxCheckpoint | string,
-		options?: SandboxCheckpointCallOptions,
+		options?: SandboxRollbackOptions<S>,
 	): Promise<void>
 }
 
@@ -112,5 +131,49 @@ export class CheckpointNotFoundError extends SandboxError<'checkpoint-not-found'
 			'checkpoint-not-found',
 		)
 		this.checkpointId = checkpointId
+	}
+}
+
+/**
+ * The caller's `onRestore` hook threw (or rejected), as `cause`. A fork (`operation: 'fork'`) was
+ * destroyed before this was raised; after a rollback the sandbox stays, in the checkpoint's state.
+ */
+export class CheckpointRestoreHookError extends SandboxError<'restore-hook-failed'> {
+	override readonly name = 'CheckpointRestoreHookError'
+	readonly operation: 'fork' | 'rollback'
+	readonly checkpointId: string
+	/** The fork (destroyed) or the rolled-back sandbox (still live). */
+	readonly sandboxId: string
+
+	constructor(context: SandboxRestoreContext, sandboxId: string, cause: unknown) {
+		const after =
+			context.operation === 'fork'
+				? `the fork ${sandboxId} was destroyed`
+				: `sandbox ${sandboxId} stays rolled back`
+		super(
+			`onRestore threw after the ${context.operation} from checkpoint ${context.checkpoint.id} (${after}); see cause, fix the hook and try again`,
+			'restore-hook-failed',
+			{ cause },
+		)
+		this.operation = context.operation
+		this.checkpointId = context.checkpoint.id
+		this.sandboxId = sandboxId
+	}
+}
+
+/**
+ * The provider already keeps `limit` checkpoints (its `maxCheckpoints`): raised before any capture
+ * work. Delete some (`deleteCheckpoint(id)`, or `namzu-sandbox checkpoint rm ID`) and try again.
+ */
+export class CheckpointLimitError extends SandboxError<'checkpoint-limit'> {
+	override readonly name = 'CheckpointLimitError'
+	readonly limit: number
+
+	constructor(limit: number) {
+		super(
+			`this provider already keeps ${limit} checkpoints (its limit); delete some with deleteCheckpoint(id) or \`namzu-sandbox checkpoint rm ID\`, then checkpoint again`,
+			'checkpoint-limit',
+		)
+		this.limit = limit
 	}
 }

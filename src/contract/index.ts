@@ -1,7 +1,9 @@
 // The portable contract: every name here is public at the package root.
 export type { BackgroundJobOutput } from './background-job-output.js'
 export {
+	CheckpointLimitError,
 	CheckpointNotFoundError,
+	CheckpointRestoreHookError,
 	CheckpointUnsupportedError,
 	type SandboxCheckpoint,
 	type SandboxCheckpointCallOptions,
@@ -9,6 +11,8 @@ export {
 	type SandboxCheckpointOptions,
 	type SandboxCheckpointStore,
 	type SandboxCheckpointVerbs,
+	type SandboxRestoreContext,
+	type SandboxRollbackOptions,
 } from './checkpoint.js'
 export type { EgressPolicy, EgressPolicyKind } from './egress.js'
 export {
@@ -22,7 +26,12 @@ export {
 	SandboxFileError,
 	SandboxPathEscapeError,
 } from './errors.js'
-export type { SandboxCreateConfig, SandboxProvider, SandboxWorkspaceMode } from './provider.js'
+export type {
+	SandboxCreateConfig,
+	SandboxProvider,
+	SandboxRestoreHook,
+	SandboxWorkspaceMode,
+} from './provider.js'
 export type { SandboxRetirementObservation } from './retirement.js'
 export {
 	type OpenTerminalOptions,

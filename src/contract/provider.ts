@@ -1,9 +1,25 @@
-import type { SandboxCheckpoint, SandboxCheckpointStore } from './checkpoint.js'
+import type {
+	SandboxCheckpoint,
+	SandboxCheckpointStore,
+	SandboxRestoreContext,
+} from './checkpoint.js'
 import type { EgressPolicy } from './egress.js'
 import type { Sandbox, SandboxEnvironment } from './sandbox.js'
 
 /** Whether a provider makes fresh workspaces, uses a caller's directory, or both. */
 export type SandboxWorkspaceMode = 'ephemeral' | 'working-directory'
+
+/**
+ * Run once a restored sandbox is ready (its agent reachable) and before `create({ from })` or
+ * `rollback` resolves: the place to give a fork its own identity (new keys, a new seed, a
+ * re-registration) before anyone else uses it. A throw fails the call with
+ * `CheckpointRestoreHookError` (the throw as its `cause`): a fork is destroyed first; a rolled-back
+ * sandbox stays.
+ */
+export type SandboxRestoreHook = (
+	sandbox: Sandbox,
+	context: SandboxRestoreContext,
+) => void | Promise<void>
 
 /** Per-sandbox settings; each overrides the provider's default of the same name. */
 export interface SandboxCreateConfig {
@@ -26,6 +42,8 @@ export interface SandboxCreateConfig {
 	 * by a provider whose `checkpointKinds` lacks the checkpoint's kind.
 	 */
 	readonly from?: SandboxCheckpoint | string
+	/** With `from`: run on the fork before `create` resolves (see `SandboxRestoreHook`). */
+	readonly onRestore?: SandboxRestoreHook
 }
 
 /** Makes sandboxes of one tier, and tears down what it still holds; keeps their checkpoints. */

@@ -417,7 +417,7 @@ export interface SandboxDestroyOptions {
 }
 
 /** One sandbox: commands, files, terminals, TCP and checkpoints, whatever the tier. */
-export interface Sandbox extends SandboxCheckpointVerbs {
+export interface Sandbox extends SandboxCheckpointVerbs<Sandbox> {
 	readonly id: SandboxId
 	readonly status: SandboxStatus
 	/** Workspace root inside the sandbox. */

@@ -117,7 +117,9 @@ import {
 } from '../../src/cli/cli-errors.js'
 import * as containerEntry from '../../src/container-entry.js'
 import {
+	CheckpointLimitError,
 	CheckpointNotFoundError,
+	CheckpointRestoreHookError,
 	CheckpointUnsupportedError,
 } from '../../src/contract/checkpoint.js'
 import {
@@ -346,6 +348,26 @@ const CASES: readonly ErrorCase[] = [
 	{ type: SandboxFileError, make: () => new SandboxFileError('p', 'readFile', 'ENOENT', 'gone') },
 	{ type: FileWalkLimitError, make: () => new FileWalkLimitError(10) },
 	{ type: CheckpointNotFoundError, make: () => new CheckpointNotFoundError('x') },
+	{ type: CheckpointLimitError, make: () => new CheckpointLimitError(256) },
+	{
+		type: CheckpointRestoreHookError,
+		make: () =>
+			new CheckpointRestoreHookError(
+				{
+					checkpoint: {
+						id: '0123456789abcdef',
+						kind: 'filesystem',
+						sandboxId: 's',
+						createdAt: 1,
+						bytes: 0,
+						label: undefined,
+					},
+					operation: 'fork',
+				},
+				's2',
+				new Error('hook'),
+			),
+	},
 	{
 		type: CheckpointUnsupportedError,
 		make: () => new CheckpointUnsupportedError('checkpoint', 'memory', ['filesystem']),

@@ -92,3 +92,27 @@ describe('checkFromCheckpoint', () => {
 		},
 	)
 })
+
+describe('onRestore in a create() config', () => {
+	it.each([['a string'], [42], [null], [{}]])(
+		'refuses onRestore = %j as a SandboxConfigError naming onRestore, before anything runs',
+		(onRestore) => {
+			const error = refusal(() =>
+				checkCreateConfig({ from: checkpoint.id, onRestore }, undefined, ['filesystem']),
+			)
+			expect(error).toBeInstanceOf(SandboxConfigError)
+			expect(error).toMatchObject({ field: 'onRestore' })
+		},
+	)
+
+	it('refuses onRestore without from (a hook that would never run)', () => {
+		const error = refusal(() => checkCreateConfig({ onRestore: () => undefined }))
+		expect(error).toBeInstanceOf(SandboxConfigError)
+		expect(error).toMatchObject({ field: 'onRestore' })
+	})
+
+	it('accepts a function with from (positive control)', () => {
+		const config = { from: checkpoint, onRestore: () => undefined }
+		expect(checkCreateConfig(config, undefined, ['filesystem'])).toBe(config)
+	})
+})

@@ -34,6 +34,7 @@ import type { MachineSandbox } from '../machine/machine-sandbox.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import { seccompArchOf } from '../machine/seccomp/seccomp-filter.js'
 import {
+	createWithRestoreHook,
 	MACHINE_CHECKPOINT_KINDS,
 	machineCheckpointStore,
 	withCheckpointVerbs,
@@ -237,7 +238,7 @@ export function createContainerSandboxProvider(
 		} catch (error) {
 			return Promise.reject(error)
 		}
-		return fleet.create(spec, config.signal)
+		return createWithRestoreHook(resolved.stateDir, config, () => fleet.create(spec, config.signal))
 	}
 	const close = () => fleet.close()
 	return {

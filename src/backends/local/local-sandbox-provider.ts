@@ -34,6 +34,7 @@ import {
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import { seccompArchOf } from '../machine/seccomp/seccomp-filter.js'
 import {
+	createWithRestoreHook,
 	MACHINE_CHECKPOINT_KINDS,
 	machineCheckpointStore,
 	withCheckpointVerbs,
@@ -175,7 +176,7 @@ export function createLocalSandboxProvider(
 		} catch (error) {
 			return Promise.reject(error)
 		}
-		return fleet.create(spec, config.signal)
+		return createWithRestoreHook(resolved.stateDir, config, () => fleet.create(spec, config.signal))
 	}
 	const close = () => fleet.close()
 

@@ -33,6 +33,7 @@ export type MachineSandboxVerb =
  */
 export type MachineSandbox = Pick<
 	AgentSandbox,
-	Exclude<keyof Sandbox, 'setNetworkPolicy' | keyof SandboxCheckpointVerbs> | MachineSandboxVerb
+	| Exclude<keyof Sandbox, 'setNetworkPolicy' | keyof SandboxCheckpointVerbs<Sandbox>>
+	| MachineSandboxVerb
 > &
-	Required<SandboxCheckpointVerbs>
+	Required<SandboxCheckpointVerbs<Sandbox>>

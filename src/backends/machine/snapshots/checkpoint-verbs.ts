@@ -7,6 +7,7 @@
  */
 import {
 	callSite,
+	optionalFunction,
 	optionalSignal,
 	optionalString,
 	signalOfOptions,
@@ -14,12 +15,15 @@ import {
 import {
 	CheckpointUnsupportedError,
 	type SandboxCheckpoint,
-	type SandboxCheckpointCallOptions,
 	type SandboxCheckpointKind,
 	type SandboxCheckpointOptions,
 	type SandboxCheckpointStore,
+	type SandboxCheckpointVerbs,
+	type SandboxRollbackOptions,
 } from '../../../contract/checkpoint.js'
 import { SandboxDestroyedError } from '../../../contract/errors.js'
+import type { SandboxRestoreHook } from '../../../contract/provider.js'
+import type { Sandbox } from '../../../contract/sandbox.js'
 import type { AgentSandbox } from '../../../host/sandbox/agent-sandbox.js'
 import { freezeSandboxGroups } from '../cgroups/cgroup-freeze.js'
 import type { MachineSandbox } from '../machine-sandbox.js'
@@ -31,6 +35,7 @@ import {
 	readCheckpoint,
 	restoreCheckpoint,
 } from './checkpoint-store.js'
+import { runRestoreHook } from './restore-hook.js'
 
 /** The kinds sandboxes on this machine take: their workspace's files. */
 export const MACHINE_CHECKPOINT_KINDS: readonly SandboxCheckpointKind[] = ['filesystem']
@@ -82,7 +87,7 @@ function capturable(
 	)
 }
 
-function assertLive(sandbox: AgentSandbox, operation: string): void {
+function assertLive(sandbox: Pick<AgentSandbox, 'id' | 'status'>, operation: string): void {
 	if (sandbox.status === 'destroyed') throw new SandboxDestroyedError(sandbox.id, operation)
 }
 
@@ -111,18 +116,20 @@ async function takeCheckpoint(
 }
 
 async function rollBack(
-	sandbox: AgentSandbox,
+	sandbox: MachineSandbox,
 	target: CheckpointTarget | undefined,
 	checkpoint: SandboxCheckpoint | string,
-	options: SandboxCheckpointCallOptions = {},
+	options: SandboxRollbackOptions<Sandbox> = {},
 ): Promise<void> {
 	const id = checkpointIdOf(checkpoint)
-	const signal = signalOfOptions(callSite('rollback'), options)
+	const site = callSite('rollback')
+	const signal = signalOfOptions(site, options)
+	const onRestore = optionalFunction(site, 'options.onRestore', options.onRestore)
 	const { workspace, stateDir, cgroupDirs } = capturable('rollback', target)
 	assertLive(sandbox, 'rollback')
 	const stateBase = await resolveStateBase(stateDir)
 	// Refused (CheckpointNotFoundError) before any process is ended.
-	await readCheckpoint(stateBase, id)
+	const record = await readCheckpoint(stateBase, id)
 	await sandbox.quiesce(signal ? { signal } : {})
 	const thaw = await freezeSandboxGroups(cgroupDirs)
 	try {
@@ -130,6 +137,7 @@ async function rollBack(
 	} finally {
 		await thaw()
 	}
+	await runRestoreHook(onRestore, sandbox, { checkpoint: record, operation: 'rollback' }, signal)
 }
 
 /**
@@ -140,11 +148,12 @@ export function withCheckpointVerbs(
 	sandbox: AgentSandbox,
 	target: CheckpointTarget | undefined,
 ): MachineSandbox {
-	return Object.assign(sandbox, {
-		checkpoint: (options?: SandboxCheckpointOptions) => takeCheckpoint(sandbox, target, options),
-		rollback: (checkpoint: SandboxCheckpoint | string, options?: SandboxCheckpointCallOptions) =>
-			rollBack(sandbox, target, checkpoint, options),
-	})
+	const verbs: Required<SandboxCheckpointVerbs<Sandbox>> = {
+		checkpoint: (options) => takeCheckpoint(sandbox, target, options),
+		rollback: (checkpoint, options) => rollBack(machine, target, checkpoint, options),
+	}
+	const machine: MachineSandbox = Object.assign(sandbox, verbs)
+	return machine
 }
 
 /** A provider's store verbs over its state directory. */
@@ -176,4 +185,27 @@ export async function forkSource(
 	const stateBase = await resolveStateBase(stateDir)
 	await readCheckpoint(stateBase, checkpointId)
 	return (workspace, signal) => restoreCheckpoint(stateBase, checkpointId, workspace, signal)
+}
+
+/**
+ * `create()` of a sandbox that may be a fork: without `from` or `onRestore`, just `create()`. With
+ * both, the checkpoint's record is read first (the hook's context; `CheckpointNotFoundError` before
+ * anything starts), then the fork is created and handed to `onRestore` before this resolves.
+ */
+export async function createWithRestoreHook<S extends Sandbox>(
+	stateDir: string,
+	config: {
+		readonly from?: SandboxCheckpoint | string
+		readonly onRestore?: SandboxRestoreHook
+		readonly signal?: AbortSignal
+	},
+	create: () => Promise<S>,
+): Promise<S> {
+	const { from, onRestore, signal } = config
+	if (from === undefined || onRestore === undefined) return create()
+	const id = typeof from === 'string' ? from : from.id
+	const checkpoint = await readCheckpoint(await resolveStateBase(stateDir), id)
+	const sandbox = await create()
+	await runRestoreHook(onRestore, sandbox, { checkpoint, operation: 'fork' }, signal)
+	return sandbox
 }
