@@ -107,13 +107,24 @@ describe.skipIf(!runnable)('microVM tier on QEMU: memory checkpoints', () => {
 			await parent.writeFile(`${WORKSPACE}/plan.txt`, 'after')
 			await parent.writeFile(`${WORKSPACE}/later.txt`, 'later')
 
+			const hookSaw: string[] = []
 			const [first, second] = await Promise.all([
-				provider.create({ from: checkpoint }),
+				provider.create({
+					from: checkpoint,
+					// Runs on the ready, re-identified fork before create resolves.
+					onRestore: async (fork, context) => {
+						hookSaw.push(
+							context.operation,
+							(await fork.exec('cat', [`${WORKSPACE}/plan.txt`])).stdout,
+						)
+					},
+				}),
 				provider.create({ from: checkpoint.id }),
 			])
 			if (!first || !second) throw new Error('two forks were not made')
 			forks.push(first, second)
 			expect(new Set([parent.id, first.id, second.id]).size).toBe(3)
+			expect(hookSaw).toEqual(['fork', 'before'])
 
 			// Positive control: the counter process was carried over and keeps counting.
 			const resumed = await counter(first)

@@ -6,20 +6,22 @@
  * agent token inside that RAM image (mode 0600, like the image, which holds the token anyway). A
  * fork (`create({ from })`) and a rollback (the sandbox's QEMU replaced under the same id) are a
  * new QEMU loading that state with copies of those disks; the restored agent is then re-identified
- * (new token, reseeded entropy) before anyone else reaches it. A guest under a proxied egress
+ * (`restored`: new token, reseeded entropy, new boot id) before anyone else reaches it, and the
+ * caller's `onRestore` runs on it (`restore-hook.ts`). A guest under a proxied egress
  * policy takes none: its proxy and in-guest capture helper are per sandbox.
  */
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { callSite, signalOfOptions } from '../../contract/argument-validators.js'
+import { callSite, optionalFunction, signalOfOptions } from '../../contract/argument-validators.js'
 import {
 	CheckpointUnsupportedError,
 	type SandboxCheckpoint,
-	type SandboxCheckpointCallOptions,
 	type SandboxCheckpointKind,
 	type SandboxCheckpointOptions,
+	type SandboxRollbackOptions,
 } from '../../contract/checkpoint.js'
 import { SandboxDestroyedError } from '../../contract/errors.js'
+import type { Sandbox } from '../../contract/sandbox.js'
 import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import type { MachineSandbox } from '../machine/machine-sandbox.js'
 import {
@@ -28,6 +30,7 @@ import {
 	readCheckpoint,
 } from '../machine/snapshots/checkpoint-store.js'
 import { checkpointIdOf, checkpointRequest } from '../machine/snapshots/checkpoint-verbs.js'
+import { runRestoreHook } from '../machine/snapshots/restore-hook.js'
 import { resolveStateBase } from '../machine/workspace/sandbox-directories.js'
 import type { QemuGuest, VmRestoreSource } from './qemu-guest.js'
 import { saveVmState, VM_STATE_FILES } from './qemu-vm-state.js'
@@ -176,17 +179,26 @@ export function withMemoryCheckpointVerbs(
 	}
 	const rollback = async (
 		given: SandboxCheckpoint | string,
-		options: SandboxCheckpointCallOptions = {},
+		options: SandboxRollbackOptions<Sandbox> = {},
 	) => {
 		const id = checkpointIdOf(given)
-		const signal = signalOfOptions(callSite('rollback'), options)
+		const site = callSite('rollback')
+		const signal = signalOfOptions(site, options)
+		const onRestore = optionalFunction(site, 'options.onRestore', options.onRestore)
 		refuseProxied('rollback', target)
 		assertLive(sandbox, 'rollback')
 		const saved = await readVmCheckpoint(target.stateDir, id, 'rollback')
 		refuseOtherDevices(saved.config, target.config)
 		await serial(() => target.guest.replace(saved.source, signal))
+		await runRestoreHook(
+			onRestore,
+			machine,
+			{ checkpoint: saved.checkpoint, operation: 'rollback' },
+			signal,
+		)
 	}
-	return Object.assign(sandbox, { checkpoint, rollback })
+	const machine: AgentSandbox & MachineSandbox = Object.assign(sandbox, { checkpoint, rollback })
+	return machine
 }
 
 /** A rollback keeps the sandbox's devices: a checkpoint of a differently shaped guest is refused. */

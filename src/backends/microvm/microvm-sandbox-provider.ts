@@ -30,7 +30,10 @@ import {
 import { createInstanceFleet, ownedAgentSandboxHandOut } from '../machine/fleet/instance-fleet.js'
 import type { MachineSandbox } from '../machine/machine-sandbox.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
-import { machineCheckpointStore } from '../machine/snapshots/checkpoint-verbs.js'
+import {
+	createWithRestoreHook,
+	machineCheckpointStore,
+} from '../machine/snapshots/checkpoint-verbs.js'
 import {
 	type LocalSandboxCreateConfig,
 	type ProxiedEgress,
@@ -299,7 +302,9 @@ export function createMicroVMSandboxProvider(
 		} catch (error) {
 			return Promise.reject(error)
 		}
-		return fleet.create(spec, createConfig.signal)
+		return createWithRestoreHook(config.stateDir, createConfig, () =>
+			fleet.create(spec, createConfig.signal),
+		)
 	}
 	const close = () => fleet.close()
 	return {

@@ -13,6 +13,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { reidentifyRestoredAgent } from '../../host/lifecycle/restored-agent.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
@@ -325,12 +326,14 @@ async function startMachine(start: MachineStart): Promise<QemuMachine> {
 			await loadVmState(await connectMonitor(), restore.memoryFile, options.signal)
 		}
 		await waitForGuest(options, launched, transport, egress)
-		const handle: TcpAgentHandle = {
-			kind: 'tcp',
-			host: '127.0.0.1',
-			port: hostPort,
-			token: restore === undefined ? token : await reidentify(transport, token, options.signal),
+		// A restored agent still has the saved token: it takes this start's own, and fresh entropy.
+		if (restore !== undefined) {
+			await reidentifyRestoredAgent(transport, {
+				token,
+				...(options.signal ? { signal: options.signal } : {}),
+			})
 		}
+		const handle: TcpAgentHandle = { kind: 'tcp', host: '127.0.0.1', port: hostPort, token }
 		return {
 			vmm: launched,
 			dir,
@@ -345,20 +348,6 @@ async function startMachine(start: MachineStart): Promise<QemuMachine> {
 		await teardown()
 		throw error
 	}
-}
-
-/**
- * After a restore: the agent takes `token` and reseeds its entropy (the shared `restored` op).
- * Answers the token the agent checks from now on.
- * PLACEHOLDER until the `restored` op lands: the agent keeps the saved token.
- */
-async function reidentify(
-	transport: AgentTransport,
-	_token: string,
-	_signal: AbortSignal | undefined,
-): Promise<string> {
-	const handle = transport.handle
-	return handle.kind === 'tcp' && handle.token !== undefined ? handle.token : ''
 }
 
 /** The root overlay (new, or the saved one's copy) and the sized workspace disk. */
