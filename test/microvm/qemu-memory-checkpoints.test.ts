@@ -13,6 +13,7 @@ import { defaultImageDir } from '../../src/backends/microvm/microvm-image.js'
 import { AgentTransport } from '../../src/host/transport/agent-transport.js'
 import { CheckpointUnsupportedError, createSandboxProvider, type Sandbox } from '../../src/index.js'
 import type { MicroVMSandbox, MicroVMSandboxProvider } from '../../src/microvm-entry.js'
+import { AGENT_OP } from '../../src/wire/protocol.js'
 
 function qemuPresent(): boolean {
 	try {
@@ -162,11 +163,24 @@ describe.skipIf(!runnable)('microVM tier on QEMU: memory checkpoints', () => {
 			const forkHandle = fork.transport.handle
 			if (parentHandle.kind !== 'tcp' || forkHandle.kind !== 'tcp') throw new Error('not tcp')
 			expect(forkHandle.token).not.toBe(parentHandle.token)
-			const forged = new AgentTransport({ ...forkHandle, token: parentHandle.token })
-			await expect(forged.healthz(AbortSignal.timeout(60_000))).rejects.toThrow()
-			// Positive control: the same port with the fork's own token answers.
-			const own = new AgentTransport(forkHandle)
-			await expect(own.healthz(AbortSignal.timeout(60_000))).resolves.toBeDefined()
+			const reserve = (token: string | undefined) =>
+				new AgentTransport({ ...forkHandle, token }).request(
+					AGENT_OP.reserveExecution,
+					{},
+					{ signal: AbortSignal.timeout(60_000) },
+				)
+			// The token in the fork's memory image was the parent's: the restore replaced it.
+			expect(await reserve(parentHandle.token)).toMatchObject({ ok: false, error: 'unauthorized' })
+			// Positive control: the same port with the fork's own token is served.
+			expect(await reserve(forkHandle.token)).toMatchObject({ guestBootId: expect.any(String) })
+			// And the parent still serves its own.
+			const parentReply = await new AgentTransport(parentHandle).request(
+				AGENT_OP.reserveExecution,
+				{},
+				{ signal: AbortSignal.timeout(60_000) },
+			)
+			expect(parentReply.guestBootId).toEqual(expect.any(String))
+			expect(parentReply.guestBootId).not.toBe((await reserve(forkHandle.token)).guestBootId)
 		},
 		CASE_MS,
 	)
