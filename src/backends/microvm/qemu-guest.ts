@@ -27,7 +27,7 @@ import { type GuestEgress, startGuestEgress, waitForGuestCaptureHelper } from '.
 import { GUEST_WORKSPACE_DEVICE, prepareGuestWorkspaceDisk } from './guest-workspace-disk.js'
 import type { MicroVMImage } from './microvm-image.js'
 import { GUEST_AGENT_PORT, guestEnvFile, qemuArgv } from './qemu-argv.js'
-import { QemuMonitor } from './qemu-monitor.js'
+import { monitorOnDemand, type OnDemandMonitor, type QemuMonitor } from './qemu-monitor.js'
 import {
 	copyDisk,
 	createRootOverlay,
@@ -267,10 +267,10 @@ async function startMachine(start: MachineStart): Promise<QemuMachine> {
 	let vmm: LaunchedAgentProcess | undefined
 	let cgroups: SandboxCgroups | undefined
 	let egress: GuestEgress | undefined
-	let monitor: Promise<QemuMonitor> | undefined
+	const monitor = monitorOnDemand(join(dir, 'qmp.sock'), MONITOR_CONNECT_MS)
 	// The VMM first (its connectors feed the proxy), then the proxy, the groups and the directory.
 	const teardown = async () => {
-		await monitor?.then((connected) => connected.close()).catch(() => undefined)
+		await monitor.close()
 		await vmm?.kill()
 		await egress?.close()
 		await cgroups?.remove()
@@ -289,7 +289,6 @@ async function startMachine(start: MachineStart): Promise<QemuMachine> {
 			egress,
 		)
 		const hostPort = await freeLoopbackPort()
-		const monitorSocket = join(dir, 'qmp.sock')
 		vmm = launchVmm(options, {
 			dir,
 			token,
@@ -298,41 +297,17 @@ async function startMachine(start: MachineStart): Promise<QemuMachine> {
 			hostPort,
 			procsFiles: cgroups?.procsFiles ?? [],
 			disks,
-			monitorSocket,
+			monitorSocket: monitor.path,
 			incoming: restore !== undefined,
 			egress,
 		})
 		const launched = vmm
-		// One connection for the machine's life; a failed connect is retried by the next caller.
-		const connectMonitor = () => {
-			if (monitor === undefined) {
-				const connecting = QemuMonitor.connect(
-					monitorSocket,
-					AbortSignal.timeout(MONITOR_CONNECT_MS),
-				)
-				monitor = connecting
-				connecting.catch(() => {
-					if (monitor === connecting) monitor = undefined
-				})
-			}
-			return monitor
-		}
 		// This start's own channel (the sandbox's transport is pointed here once it is ready).
 		const transport = new AgentTransport(
 			{ kind: 'tcp', host: '127.0.0.1', port: hostPort, token: restore?.token ?? token },
 			{ permanentDialFailure: () => launched.exitStatus() !== undefined },
 		)
-		if (restore !== undefined) {
-			await loadVmState(await connectMonitor(), restore.memoryFile, options.signal)
-		}
-		await waitForGuest(options, launched, transport, egress)
-		// A restored agent still has the saved token: it takes this start's own, and fresh entropy.
-		if (restore !== undefined) {
-			await reidentifyRestoredAgent(transport, {
-				token,
-				...(options.signal ? { signal: options.signal } : {}),
-			})
-		}
+		await bringUp({ options, launched, transport, egress, restore, monitor, token })
 		const handle: TcpAgentHandle = { kind: 'tcp', host: '127.0.0.1', port: hostPort, token }
 		return {
 			vmm: launched,
@@ -340,7 +315,7 @@ async function startMachine(start: MachineStart): Promise<QemuMachine> {
 			disks,
 			handle,
 			...(egress ? { egressDecisions: egress.onDecision } : {}),
-			monitor: connectMonitor,
+			monitor: monitor.get,
 			consoleTail: () => readConsoleTail(consoleLog),
 			teardown,
 		}
@@ -348,6 +323,31 @@ async function startMachine(start: MachineStart): Promise<QemuMachine> {
 		await teardown()
 		throw error
 	}
+}
+
+/**
+ * Ready: a restore loads its state first; then the agent answers; a restored agent, which still
+ * checks the saved token, takes this start's own and fresh entropy (`restored`) before anyone else.
+ */
+async function bringUp(up: {
+	readonly options: QemuGuestOptions
+	readonly launched: LaunchedAgentProcess
+	readonly transport: AgentTransport
+	readonly egress: GuestEgress | undefined
+	readonly restore: VmRestoreSource | undefined
+	readonly monitor: OnDemandMonitor
+	readonly token: string
+}): Promise<void> {
+	const { options, restore, transport } = up
+	if (restore !== undefined) {
+		await loadVmState(await up.monitor.get(), restore.memoryFile, options.signal)
+	}
+	await waitForGuest(options, up.launched, transport, up.egress)
+	if (restore === undefined) return
+	await reidentifyRestoredAgent(transport, {
+		token: up.token,
+		...(options.signal ? { signal: options.signal } : {}),
+	})
 }
 
 /** The root overlay (new, or the saved one's copy) and the sized workspace disk. */

@@ -121,3 +121,30 @@ export class QemuMonitor {
 		pending?.reject(new QemuMonitorError(pending.command, error.message, { cause: error }))
 	}
 }
+
+/** A machine's one monitor connection, made on first use; a failed connect is retried next time. */
+export interface OnDemandMonitor {
+	readonly path: string
+	get(): Promise<QemuMonitor>
+	close(): Promise<void>
+}
+
+export function monitorOnDemand(path: string, connectTimeoutMs: number): OnDemandMonitor {
+	let monitor: Promise<QemuMonitor> | undefined
+	return {
+		path,
+		get: () => {
+			if (monitor === undefined) {
+				const connecting = QemuMonitor.connect(path, AbortSignal.timeout(connectTimeoutMs))
+				monitor = connecting
+				connecting.catch(() => {
+					if (monitor === connecting) monitor = undefined
+				})
+			}
+			return monitor
+		},
+		close: async () => {
+			await monitor?.then((connected) => connected.close()).catch(() => undefined)
+		},
+	}
+}
