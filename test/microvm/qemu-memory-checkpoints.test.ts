@@ -1,40 +1,14 @@
-/**
- * Memory checkpoints on the QEMU microVM tier, for real (TCG here): one booted parent with a sized
- * workspace disk serves every case; a checkpoint is QEMU's migration stream into the store plus
- * copies of the guest's root overlay and workspace disk, and a fork or rollback is a new QEMU
- * loading it. Skipped when qemu or the `--vm` image is missing (`.ci/run` installs and builds both).
- */
-import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { defaultImageDir } from '../../src/backends/microvm/microvm-image.js'
 import { AgentTransport } from '../../src/host/transport/agent-transport.js'
 import { CheckpointUnsupportedError, createSandboxProvider, type Sandbox } from '../../src/index.js'
 import type { MicroVMSandbox, MicroVMSandboxProvider } from '../../src/microvm-entry.js'
 import { AGENT_OP } from '../../src/wire/protocol.js'
+import { imageKernel, qemuRunnable } from './qemu-test-host.js'
 
-function qemuPresent(): boolean {
-	try {
-		execFileSync('sh', ['-c', 'command -v qemu-system-x86_64 && command -v qemu-img'], {
-			stdio: 'ignore',
-		})
-		return true
-	} catch {
-		return false
-	}
-}
-
-const imageDir = await defaultImageDir()
-const runnable = qemuPresent() && imageDir !== undefined && existsSync(join(imageDir, 'vmlinuz'))
-const imageKernel = runnable
-	? (
-			JSON.parse(readFileSync(join(imageDir ?? '', 'build-info.json'), 'utf8')) as {
-				kernel: string
-			}
-		).kernel
-	: ''
+const runnable = qemuRunnable
 
 const BOOT_MS = 400_000
 const CASE_MS = 400_000

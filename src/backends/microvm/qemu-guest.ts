@@ -66,16 +66,15 @@ export interface QemuGuestOptions {
 	readonly signal?: AbortSignal
 }
 
-export interface QemuGuest {
+/**
+ * A sandbox's guest: its transport, and the machine running it now (`vmm`, `dir`, the egress
+ * decisions for `events()`, the serial console for failure reports are that machine's).
+ */
+export interface QemuGuest
+	extends Pick<QemuMachine, 'vmm' | 'dir' | 'egressDecisions' | 'consoleTail'> {
 	readonly transport: AgentTransport
 	/** The QEMU running the guest now. */
 	readonly machine: QemuMachine
-	readonly vmm: LaunchedAgentProcess
-	readonly dir: string
-	/** The egress proxy's decisions (a proxied egress only), for the sandbox's `events()`. */
-	readonly egressDecisions?: GuestEgress['onDecision']
-	/** The guest's serial console so far (kernel and init messages), for failure reports. */
-	consoleTail(): Promise<string>
 	/**
 	 * Replaces the running QEMU by one loaded from `restore` (a memory rollback): the sandbox's
 	 * transport is pointed at the new one once its agent is re-identified, then the old one ends.
