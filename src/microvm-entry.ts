@@ -11,7 +11,9 @@ export {
 	MicroVMEgressUnsupportedError,
 	MicroVMImageMissingError,
 	MicroVMProviderClosedError,
+	type MicroVMSandbox,
 	type MicroVMSandboxCreateConfig,
 	type MicroVMSandboxProvider,
 	MicroVMServiceUnavailableError,
+	QemuMonitorError,
 } from './backends/microvm/index.js'

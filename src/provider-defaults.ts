@@ -129,8 +129,11 @@ export function checkFromCheckpoint(
 	if (id === undefined || id === '') {
 		throw CONFIG_SITE.refuse('from', 'a checkpoint or its id', describeReceived(from))
 	}
+	// A bare id's kind is the store's to say (the tier looks it up); a provider taking none refuses.
 	const kind =
-		typeof from === 'string' ? 'filesystem' : (from as { kind: SandboxCheckpointKind }).kind
+		typeof from === 'string'
+			? (checkpointKinds[0] ?? 'filesystem')
+			: (from as { kind: SandboxCheckpointKind }).kind
 	if (!checkpointKinds.includes(kind)) {
 		throw new CheckpointUnsupportedError('create', kind, checkpointKinds)
 	}

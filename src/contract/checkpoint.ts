@@ -29,7 +29,7 @@ export interface SandboxCheckpoint {
 export interface SandboxCheckpointOptions {
 	/** Kept with the checkpoint, for a caller's own bookkeeping. */
 	readonly label?: string
-	/** Default `filesystem`. */
+	/** Default `filesystem`; on a provider whose only kind is `memory` (the microVM tier), `memory`. */
 	readonly kind?: SandboxCheckpointKind
 	/** An abort leaves no checkpoint behind (and the sandbox running). */
 	readonly signal?: AbortSignal

@@ -1,7 +1,8 @@
 /**
  * The conformance suite's checkpoint section, run when the caller hands the provider its sandboxes
- * come from (`options.checkpointProvider`) and that provider declares `filesystem` in its
- * `checkpointKinds` (skipped, saying why, otherwise): a fork sees the parent's files as of the
+ * come from (`options.checkpointProvider`) and that provider declares a kind in its
+ * `checkpointKinds` (skipped, saying why, otherwise); they take `filesystem` where it is declared,
+ * else `memory` (the microVM tier), and assert the same of either: a fork sees the parent's files as of the
  * checkpoint and nothing written after it; a rollback undoes a deletion and a modification; two
  * forks' writes are invisible to each other and to the parent; a kind the provider does not declare
  * is refused by name with nothing created.
@@ -13,6 +14,11 @@ import { markerExists, type SuiteContext, scratch, shownOf } from './conformance
 import { captureError, errorName } from './conformance-fixtures.js'
 
 const KINDS: readonly SandboxCheckpointKind[] = ['filesystem', 'memory']
+
+/** The kind the cases take of a provider: `filesystem` where declared, else `memory`. */
+function caseKind(provider: SandboxProvider | undefined): SandboxCheckpointKind | undefined {
+	return KINDS.find((kind) => provider?.checkpointKinds.includes(kind))
+}
 
 /** `path` (relative to the workspace) in `sandbox`'s own workspace: a fork's `rootDir` may differ. */
 function on(sandbox: Sandbox, path: string): string {
@@ -54,9 +60,9 @@ function checkpointHarness(options: SuiteContext['options']): CheckpointHarness 
 	const needs = {
 		...(providerOf ? {} : { skipReason: 'no checkpointProvider given' }),
 		runtimeSkip: () =>
-			providerOf?.().checkpointKinds.includes('filesystem')
-				? undefined
-				: 'the provider declares no filesystem checkpoints',
+			caseKind(providerOf?.()) === undefined
+				? 'the provider declares no checkpoint kind'
+				: undefined,
 	}
 	/** Runs `body` with the parent's checkpoint; forks and the checkpoint are removed after. */
 	const withCheckpoint = async (
@@ -69,7 +75,8 @@ function checkpointHarness(options: SuiteContext['options']): CheckpointHarness 
 	) => {
 		const provider = providerOf?.()
 		if (!provider || !sandbox.checkpoint) throw new Error('the sandbox has no checkpoint verb')
-		const checkpoint = await sandbox.checkpoint({ label: 'conformance' })
+		const kind = caseKind(provider)
+		const checkpoint = await sandbox.checkpoint({ label: 'conformance', ...(kind ? { kind } : {}) })
 		const forks: Sandbox[] = []
 		try {
 			await body(provider, checkpoint, forks)
@@ -95,7 +102,7 @@ function defineForkCases({ test, expect }: SuiteContext, harness: CheckpointHarn
 			const root = scratchName(sandbox, 'fork')
 			await sandbox.writeFile(`${on(sandbox, root)}/plan.txt`, 'before')
 			await withCheckpoint(sandbox, async (provider, checkpoint, forks) => {
-				expect(checkpoint.kind, 'kind').toBe('filesystem')
+				expect(checkpoint.kind, 'kind').toBe(caseKind(provider))
 				expect(checkpoint.sandboxId, 'sandboxId').toBe(sandbox.id)
 				await sandbox.writeFile(`${on(sandbox, root)}/plan.txt`, 'after')
 				await sandbox.writeFile(`${on(sandbox, root)}/later.txt`, 'later')

@@ -108,6 +108,7 @@ import {
 	MicroVMImageMissingError,
 	MicroVMProviderClosedError,
 	MicroVMServiceUnavailableError,
+	QemuMonitorError,
 } from '../../src/backends/microvm/microvm-errors.js'
 import {
 	CliDependencyMissingError,
@@ -875,6 +876,7 @@ const CASES: readonly ErrorCase[] = [
 		type: FirecrackerApiError,
 		make: () => new FirecrackerApiError({ method: 'PUT', path: '/boot-source' }, 400, 'bad kernel'),
 	},
+	{ type: QemuMonitorError, make: () => new QemuMonitorError('migrate', 'failed') },
 	// tools, mcp
 	{ type: EditMatchNotFoundError, make: () => new EditMatchNotFoundError('a.txt') },
 	{ type: EditMatchAmbiguousError, make: () => new EditMatchAmbiguousError('a.txt', 2) },

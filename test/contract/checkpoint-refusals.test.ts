@@ -1,7 +1,8 @@
 /**
  * A fork (`create({ from })`) on a tier whose `checkpointKinds` lack the checkpoint's kind is
  * refused by name (`CheckpointUnsupportedError`) by the check every tier's create runs before it
- * contacts anything; a `from` that is neither a checkpoint nor an id is a `SandboxConfigError`.
+ * contacts anything (the microVM tier takes `memory` only, and a fork of it changes nothing of its
+ * checkpoint's guest); a `from` that is neither a checkpoint nor an id is a `SandboxConfigError`.
  */
 import { describe, expect, it } from 'vitest'
 import { resolveACISpec } from '../../src/backends/container/aci/aci-sandbox-provider.js'
@@ -43,7 +44,6 @@ const withoutCheckpoints: [string, Resolve][] = [
 	['container (docker runtime)', (config) => resolveDockerSandboxSpec(config, {})],
 	['container (aci-standby-pool runtime)', (config) => resolveACISpec(config, {})],
 	['kubernetes', (config) => checkCreateConfig(config)],
-	['microvm', (config) => resolveMicroVMSpec(config, {})],
 ]
 
 describe.each(withoutCheckpoints)(
@@ -67,6 +67,31 @@ describe.each(withoutCheckpoints)(
 		})
 	},
 )
+
+describe('a fork on the microvm tier (checkpointKinds: [memory])', () => {
+	it('refuses a filesystem checkpoint by name, naming the memory kind it takes', () => {
+		const error = refusal(() => resolveMicroVMSpec({ from: checkpoint }, {}))
+		expect(error).toBeInstanceOf(CheckpointUnsupportedError)
+		expect(error).toMatchObject({ operation: 'create', kind: 'filesystem', supported: ['memory'] })
+	})
+
+	it('takes a memory checkpoint or a bare id (its kind is the store’s to say)', () => {
+		const memory = { ...checkpoint, kind: 'memory' as const }
+		expect(resolveMicroVMSpec({ from: memory }, {})).toMatchObject({ from: memory.id })
+		expect(resolveMicroVMSpec({ from: memory.id }, {})).toMatchObject({ from: memory.id })
+	})
+
+	it.each([
+		['memoryLimitMb', 1024],
+		['diskLimitMb', 64],
+		['env', { A: 'b' }],
+		['egress', { kind: 'deny-all' }],
+	])('refuses %s beside from: a memory fork keeps its checkpoint’s guest', (key, value) => {
+		const error = refusal(() => resolveMicroVMSpec({ from: checkpoint.id, [key]: value }, {}))
+		expect(error).toBeInstanceOf(SandboxConfigError)
+		expect(error).toMatchObject({ field: key })
+	})
+})
 
 describe('checkFromCheckpoint', () => {
 	it('answers the id of a checkpoint or an id the provider takes', () => {

@@ -53,6 +53,11 @@ describe.skipIf(!enabled)('microVM tier (QEMU) conformance', () => {
 			label: 'microVM tier, QEMU',
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
+			// The checkpoint cases by the provider's kinds: memory here (fork, rollback, siblings).
+			checkpointProvider: () => {
+				if (!provider) throw new Error('provider not created')
+				return provider
+			},
 			// A case includes its guest's boot (TCG).
 			timeoutMs: 600_000,
 			capabilities: {

@@ -15,6 +15,8 @@ const spec = {
 	agentBundle: '/b/agent.cjs',
 	envFile: '/d/agent.env',
 	consoleLog: '/d/console.log',
+	rootOverlay: '/d/root.qcow2',
+	monitorSocket: '/d/qmp.sock',
 }
 
 function drives(argv: readonly string[]): string[] {
@@ -22,15 +24,21 @@ function drives(argv: readonly string[]): string[] {
 }
 
 describe('qemuArgv', () => {
-	it('opens the shared root disk snapshot=on and adds no other disk by default', () => {
-		expect(drives(qemuArgv('qemu', spec))).toEqual([
-			'file=/img/rootfs.ext4,format=raw,if=virtio,snapshot=on',
-		])
+	it("opens the guest's own qcow2 overlay (over the shared image) and no other disk by default", () => {
+		expect(drives(qemuArgv('qemu', spec))).toEqual(['file=/d/root.qcow2,format=qcow2,if=virtio'])
+	})
+
+	it('puts the monitor on a unix socket in the private directory, and waits for state only on a restore', () => {
+		const argv = qemuArgv('qemu', spec)
+		expect(argv[argv.indexOf('-qmp') + 1]).toBe('unix:/d/qmp.sock,server=on,wait=off')
+		expect(argv).not.toContain('-incoming')
+		const restoring = qemuArgv('qemu', { ...spec, incoming: true })
+		expect(restoring[restoring.indexOf('-incoming') + 1]).toBe('defer')
 	})
 
 	it('attaches a sized workspace as the second virtio disk, written in place', () => {
 		expect(drives(qemuArgv('qemu', { ...spec, workspaceDisk: '/d/workspace.img' }))).toEqual([
-			'file=/img/rootfs.ext4,format=raw,if=virtio,snapshot=on',
+			'file=/d/root.qcow2,format=qcow2,if=virtio',
 			'file=/d/workspace.img,format=raw,if=virtio',
 		])
 	})

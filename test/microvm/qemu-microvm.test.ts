@@ -9,7 +9,6 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { defaultImageDir } from '../../src/backends/microvm/microvm-image.js'
 import { VMM_MEMORY_OVERHEAD_MB } from '../../src/backends/microvm/qemu-guest.js'
 import {
 	createSandboxProvider,
@@ -21,25 +20,9 @@ import {
 	MicroVMEgressUnsupportedError,
 	type MicroVMSandboxProvider,
 } from '../../src/microvm-entry.js'
+import { imageKernel, qemuRunnable } from './qemu-test-host.js'
 
-function qemuPresent(): boolean {
-	try {
-		execFileSync('sh', ['-c', 'command -v qemu-system-x86_64'], { stdio: 'ignore' })
-		return true
-	} catch {
-		return false
-	}
-}
-
-const imageDir = await defaultImageDir()
-const runnable = qemuPresent() && imageDir !== undefined && existsSync(join(imageDir, 'vmlinuz'))
-const imageKernel = runnable
-	? (
-			JSON.parse(readFileSync(join(imageDir ?? '', 'build-info.json'), 'utf8')) as {
-				kernel: string
-			}
-		).kernel
-	: ''
+const runnable = qemuRunnable
 
 const BOOT_MS = 400_000
 /** One case on a booted guest: TCG makes every exec slow on a loaded host. */

@@ -6,9 +6,11 @@ export {
 	MicroVMImageMissingError,
 	MicroVMProviderClosedError,
 	MicroVMServiceUnavailableError,
+	QemuMonitorError,
 } from './microvm-errors.js'
 export {
 	createMicroVMSandboxProvider,
+	type MicroVMSandbox,
 	type MicroVMSandboxCreateConfig,
 	type MicroVMSandboxProvider,
 } from './microvm-sandbox-provider.js'

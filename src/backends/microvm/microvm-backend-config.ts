@@ -4,6 +4,8 @@
  * API driver, tested to its protocol boundary). The Kubernetes arm (`service: 'kubernetes'`) is
  * `KubernetesBackendConfig`. Checked once, each bad field named.
  */
+import { tmpdir } from 'node:os'
+import { isAbsolute } from 'node:path'
 import {
 	CONFIG_SITE,
 	optionalDurationMs,
@@ -38,6 +40,11 @@ export interface MicroVMBackendConfig {
 	readonly bootTimeoutMs?: number
 	/** Guests booted ahead of `create()` with the provider's defaults. Default 0. */
 	readonly warmPoolSize?: number
+	/**
+	 * Where memory checkpoints are kept (`namzu-checkpoints/` in it), absolute. Default: the OS
+	 * temporary directory, like the other tiers on this machine.
+	 */
+	readonly stateDir?: string
 }
 
 /** The config with every default applied. */
@@ -49,11 +56,20 @@ export interface ResolvedMicroVMConfig {
 	readonly cpuLimit: number
 	readonly bootTimeoutMs: number
 	readonly warmPoolSize: number
+	readonly stateDir: string
 }
 
 export const DEFAULT_MICROVM_BOOT_TIMEOUT_MS = 300_000
 /** QEMU's `-smp` ceiling we accept; far above what a sandbox should ask for. */
 const MAX_VCPUS = 64
+
+function absoluteStateDir(value: unknown): string {
+	if (value === undefined) return tmpdir()
+	if (typeof value !== 'string' || !isAbsolute(value)) {
+		throw new SandboxConfigError('stateDir', 'must be an absolute path')
+	}
+	return value
+}
 
 export function resolveMicroVMConfig(config: MicroVMBackendConfig): ResolvedMicroVMConfig {
 	if (
@@ -83,5 +99,6 @@ export function resolveMicroVMConfig(config: MicroVMBackendConfig): ResolvedMicr
 			DEFAULT_MICROVM_BOOT_TIMEOUT_MS,
 		warmPoolSize:
 			optionalInteger(CONFIG_SITE, 'warmPoolSize', config.warmPoolSize, { min: 0, max: 16 }) ?? 0,
+		stateDir: absoluteStateDir(config.stateDir),
 	}
 }

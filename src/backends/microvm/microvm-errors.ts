@@ -83,3 +83,19 @@ export class FirecrackerApiError extends SandboxError<'firecracker-api-fault'> {
 		if (faultMessage !== undefined) this.faultMessage = faultMessage
 	}
 }
+
+/** QEMU's monitor refused a command, closed, or was not reachable. */
+export class QemuMonitorError extends SandboxError<'qemu-monitor-failed'> {
+	override readonly name = 'QemuMonitorError'
+	/** The QMP command, or `connect`. */
+	readonly command: string
+
+	constructor(command: string, detail: string, options: SandboxErrorOptions = {}) {
+		super(
+			`QEMU monitor: ${command} failed (${detail.slice(0, 300)}); the guest's VMM may have exited — check its console log`,
+			'qemu-monitor-failed',
+			options,
+		)
+		this.command = command
+	}
+}

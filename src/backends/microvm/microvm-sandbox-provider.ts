@@ -13,12 +13,14 @@ import {
 	optionalEnvironment,
 	optionalInteger,
 } from '../../contract/argument-validators.js'
+import type { SandboxCheckpoint, SandboxCheckpointCallOptions } from '../../contract/checkpoint.js'
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig, SandboxProvider } from '../../contract/provider.js'
 import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import {
 	checkCreateConfig,
+	checkFromCheckpoint,
 	checkProviderDefaults,
 	PORTABLE_CREATE_KEYS,
 	type SandboxProviderDefaults,
@@ -26,7 +28,12 @@ import {
 	type UnlistedCreateKeys,
 } from '../../provider-defaults.js'
 import { createInstanceFleet, ownedAgentSandboxHandOut } from '../machine/fleet/instance-fleet.js'
+import type { MachineSandbox } from '../machine/machine-sandbox.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
+import {
+	createWithRestoreHook,
+	machineCheckpointStore,
+} from '../machine/snapshots/checkpoint-verbs.js'
 import {
 	type LocalSandboxCreateConfig,
 	type ProxiedEgress,
@@ -43,6 +50,12 @@ import {
 	type ResolvedMicroVMConfig,
 	resolveMicroVMConfig,
 } from './microvm-backend-config.js'
+import {
+	MICROVM_CHECKPOINT_KINDS,
+	readVmCheckpoint,
+	type VmConfig,
+	withMemoryCheckpointVerbs,
+} from './microvm-checkpoints.js'
 import {
 	MicroVMEgressUnsupportedError,
 	MicroVMProviderClosedError,
@@ -66,10 +79,15 @@ export interface MicroVMSandboxCreateConfig
 	readonly diskLimitMb?: number
 }
 
-/** A microVM provider: `create()` takes the tier's options. */
+/** A microVM provider: `create()` takes the tier's options; it keeps memory checkpoints. */
 export interface MicroVMSandboxProvider extends SandboxProvider {
-	create(config?: MicroVMSandboxCreateConfig): Promise<AgentSandbox>
+	listCheckpoints(options?: SandboxCheckpointCallOptions): Promise<SandboxCheckpoint[]>
+	deleteCheckpoint(id: string, options?: SandboxCheckpointCallOptions): Promise<void>
+	create(config?: MicroVMSandboxCreateConfig): Promise<MicroVMSandbox>
 }
+
+/** A microVM sandbox: the machine layer's sandbox, memory checkpoints and rollback included. */
+export type MicroVMSandbox = AgentSandbox & MachineSandbox
 
 /** The `create()` keys this tier reads; any other is refused by name. */
 export const MICROVM_CREATE_KEYS = [
@@ -91,6 +109,8 @@ export interface MicroVMSpec {
 	readonly timeoutMs?: number
 	/** `static` / `resolver`: the policy the sandbox's egress proxy enforces; absent ⇒ `deny-all`. */
 	readonly egress?: ProxiedEgress
+	/** A fork: the memory checkpoint's id (its RAM, disks and devices replace the fields above). */
+	readonly from?: string
 }
 
 interface MicroVMInstance {
@@ -99,6 +119,7 @@ interface MicroVMInstance {
 	readonly egressDecisions?: QemuGuest['egressDecisions']
 	readonly rootDir: string
 	readonly guest: QemuGuest
+	readonly vmConfig: VmConfig
 	hasExited(): boolean
 	release(): Promise<void>
 }
@@ -108,7 +129,13 @@ export function resolveMicroVMSpec(
 	config: MicroVMSandboxCreateConfig,
 	defaults: SandboxProviderDefaults,
 ): MicroVMSpec {
-	const given: MicroVMSandboxCreateConfig = checkCreateConfig(config, MICROVM_CREATE_KEYS)
+	const given: MicroVMSandboxCreateConfig = checkCreateConfig(
+		config,
+		MICROVM_CREATE_KEYS,
+		MICROVM_CHECKPOINT_KINDS,
+	)
+	const from = checkFromCheckpoint(given.from, MICROVM_CHECKPOINT_KINDS)
+	if (from !== undefined) refuseForkOverrides(given)
 	if (given.workingDirectory !== undefined) {
 		throw new SandboxConfigError(
 			'workingDirectory',
@@ -135,12 +162,31 @@ export function resolveMicroVMSpec(
 	return {
 		memoryMb,
 		env,
+		...(from === undefined ? {} : { from }),
 		...(diskLimitMb === undefined ? {} : { diskLimitMb }),
 		...(timeoutMs === undefined ? {} : { timeoutMs }),
 		...(egress.proxiedEgress ? { egress: egress.proxiedEgress } : {}),
 	}
 }
 
+/** A fork is its checkpoint's guest: a setting that would change it is refused by name. */
+function refuseForkOverrides(given: MicroVMSandboxCreateConfig): void {
+	for (const key of [
+		'memoryLimitMb',
+		'diskLimitMb',
+		'env',
+		'egress',
+		'egressCredentials',
+	] as const) {
+		if (given[key] === undefined) continue
+		throw new SandboxConfigError(
+			key,
+			"a memory fork keeps its checkpoint's guest (memory, disk, environment, network); leave it out",
+		)
+	}
+}
+
+/** The guest a spec asks for: booted, or (a fork) loaded from its checkpoint. */
 async function startInstance(
 	config: ResolvedMicroVMConfig,
 	spec: MicroVMSpec,
@@ -153,20 +199,31 @@ async function startInstance(
 			"no Firecracker binary on this host (its API driver is tested to its protocol boundary); use service 'qemu'",
 		)
 	}
-	const image = await locateMicroVMImage(config.imageDir)
-	const accel = await resolveQemuAccel(config, image, signal)
+	const saved =
+		spec.from === undefined
+			? undefined
+			: await readVmCheckpoint(config.stateDir, spec.from, 'create')
+	const image = await locateMicroVMImage(saved?.config.imageDir ?? config.imageDir)
+	const vmConfig: VmConfig = saved?.config ?? {
+		imageDir: image.dir,
+		accel: await resolveQemuAccel(config, image, signal),
+		memoryMb: spec.memoryMb,
+		vcpus: config.cpuLimit,
+		...(spec.diskLimitMb === undefined ? {} : { diskLimitMb: spec.diskLimitMb }),
+	}
 	const id = `microvm-${randomBytes(6).toString('hex')}`
 	const guest = await bootQemuGuest({
 		sandboxId: id,
 		qemuBinary: config.qemuBinary,
 		image,
-		accel,
-		memoryMb: spec.memoryMb,
-		vcpus: config.cpuLimit,
+		accel: vmConfig.accel,
+		memoryMb: vmConfig.memoryMb,
+		vcpus: vmConfig.vcpus,
 		callerEnv: spec.env,
-		...(spec.diskLimitMb === undefined ? {} : { workspaceDiskMb: spec.diskLimitMb }),
+		...(vmConfig.diskLimitMb === undefined ? {} : { workspaceDiskMb: vmConfig.diskLimitMb }),
 		...(spec.egress === undefined ? {} : { egress: spec.egress }),
 		...(egressSeam === undefined ? {} : { egressSeam }),
+		...(saved === undefined ? {} : { restore: saved.source }),
 		bootTimeoutMs: config.bootTimeoutMs,
 		signal,
 	})
@@ -176,6 +233,7 @@ async function startInstance(
 		...(guest.egressDecisions ? { egressDecisions: guest.egressDecisions } : {}),
 		rootDir: MICROVM_WORKSPACE,
 		guest,
+		vmConfig,
 		hasExited: () => guest.vmm.exitStatus() !== undefined,
 		release: () => guest.destroy(),
 	}
@@ -201,7 +259,8 @@ export function createMicroVMSandboxProvider(
 	checkProviderDefaults(defaults)
 	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
 	const poolSpec = resolveMicroVMSpec({}, defaults)
-	const fleet = createInstanceFleet<MicroVMInstance, MicroVMSpec, AgentSandbox>({
+	const handOut = ownedAgentSandboxHandOut<MicroVMSpec>('linux-namespace', outputBudget)
+	const fleet = createInstanceFleet<MicroVMInstance, MicroVMSpec, MicroVMSandbox>({
 		start: (spec, signal) => startInstance(config, spec, signal, hooks.egressTestSeam),
 		// A proxied guest is never pooled: its proxy carries its creator's policy and callback.
 		...(config.warmPoolSize > 0 && poolSpec.egress === undefined
@@ -211,6 +270,7 @@ export function createMicroVMSandboxProvider(
 						spec: poolSpec,
 						// A pooled guest booted with the defaults: it serves a create asking for nothing else.
 						serves: (spec: MicroVMSpec) =>
+							spec.from === undefined &&
 							spec.memoryMb === poolSpec.memoryMb &&
 							spec.diskLimitMb === undefined &&
 							spec.egress === undefined &&
@@ -221,17 +281,30 @@ export function createMicroVMSandboxProvider(
 			: {}),
 		// The VMM dies with its host (pdeathsig) and its directory is under the OS temp: nothing to reap.
 		reap: () => Promise.resolve(),
-		handOut: ownedAgentSandboxHandOut('linux-namespace', outputBudget),
+		handOut: (instance, spec, forget) => {
+			const handed = handOut(instance, spec, forget)
+			return {
+				...handed,
+				sandbox: withMemoryCheckpointVerbs(handed.sandbox, {
+					stateDir: config.stateDir,
+					guest: instance.guest,
+					config: instance.vmConfig,
+					proxied: spec.egress !== undefined,
+				}),
+			}
+		},
 		closedError: () => new MicroVMProviderClosedError(),
 	})
-	const create = (createConfig: MicroVMSandboxCreateConfig = {}): Promise<AgentSandbox> => {
+	const create = (createConfig: MicroVMSandboxCreateConfig = {}): Promise<MicroVMSandbox> => {
 		let spec: MicroVMSpec
 		try {
 			spec = resolveMicroVMSpec(createConfig, defaults)
 		} catch (error) {
 			return Promise.reject(error)
 		}
-		return fleet.create(spec, createConfig.signal)
+		return createWithRestoreHook(config.stateDir, createConfig, () =>
+			fleet.create(spec, createConfig.signal),
+		)
 	}
 	const close = () => fleet.close()
 	return {
@@ -239,7 +312,7 @@ export function createMicroVMSandboxProvider(
 		name: `microVM (${config.service})`,
 		environment: 'linux-namespace',
 		workspaceModes: ['ephemeral'],
-		checkpointKinds: [],
+		...machineCheckpointStore(config.stateDir, MICROVM_CHECKPOINT_KINDS),
 		create,
 		close,
 		[Symbol.asyncDispose]: close,

@@ -3,9 +3,11 @@
  * here; no default devices, no user config, no reboot (a guest panic ends the VMM). The guest's
  * one NIC is user-mode networking with `restrict=on`: it reaches nothing but the host's forward of
  * 127.0.0.1:`hostPort` to the agent's port and, under `static` / `resolver` egress, the `guestfwd`
- * to the host's egress proxy (`guest-egress.ts`). The root disk is the shared image opened
- * `snapshot=on`, so each guest writes to a private overlay QEMU deletes on exit; a sized workspace
- * is a second disk of its own (the guest's entrypoint mounts it). The agent bundle
+ * to the host's egress proxy (`guest-egress.ts`). The root disk is a qcow2 overlay of the guest's
+ * own over the shared image (never written), a file in its private directory rather than
+ * `snapshot=on`'s hidden one, so a memory checkpoint can copy it beside the RAM image and a
+ * restored guest's disk agrees with its page cache; a sized workspace is a second disk of its own
+ * (the guest's entrypoint mounts it). The QMP monitor is a unix socket in that directory. The agent bundle
  * and its environment travel as fw_cfg files: never on the command line (a host `ps` shows that).
  */
 import type { MicroVMImage } from './microvm-image.js'
@@ -24,6 +26,12 @@ export interface QemuGuestSpec {
 	/** The file holding the agent's environment (mode 0600). */
 	readonly envFile: string
 	readonly consoleLog: string
+	/** The guest's qcow2 overlay over `image.rootDisk` (`qemu-guest-disks.ts`). */
+	readonly rootOverlay: string
+	/** The QMP socket (in the guest's private directory). */
+	readonly monitorSocket: string
+	/** A restore: the VM state arrives later through the monitor (`migrate-incoming`). */
+	readonly incoming?: boolean
 	/** `diskLimitMb`: the workspace's own raw ext4 disk, the guest's `/dev/vdb`. */
 	readonly workspaceDisk?: string
 	/** `static` / `resolver` egress: the forward to the host's proxy and the files the init reads. */
@@ -60,6 +68,9 @@ export function qemuArgv(binary: string, spec: QemuGuestSpec): string[] {
 		'none',
 		'-serial',
 		`file:${spec.consoleLog}`,
+		'-qmp',
+		`unix:${qemuOptionValue(spec.monitorSocket)},server=on,wait=off`,
+		...(spec.incoming === true ? ['-incoming', 'defer'] : []),
 		'-kernel',
 		spec.image.kernel,
 		'-initrd',
@@ -67,10 +78,10 @@ export function qemuArgv(binary: string, spec: QemuGuestSpec): string[] {
 		'-append',
 		'console=ttyS0 panic=-1 quiet',
 		'-drive',
-		`file=${spec.image.rootDisk},format=raw,if=virtio,snapshot=on`,
+		`file=${qemuOptionValue(spec.rootOverlay)},format=qcow2,if=virtio`,
 		...(spec.workspaceDisk === undefined
 			? []
-			: ['-drive', `file=${spec.workspaceDisk},format=raw,if=virtio`]),
+			: ['-drive', `file=${qemuOptionValue(spec.workspaceDisk)},format=raw,if=virtio`]),
 		'-netdev',
 		`user,id=n0,restrict=on,hostfwd=${forward}${spec.egress ? `,guestfwd=${qemuOptionValue(spec.egress.guestfwd)}` : ''}`,
 		'-device',

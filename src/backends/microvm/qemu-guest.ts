@@ -13,6 +13,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { reidentifyRestoredAgent } from '../../host/lifecycle/restored-agent.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
@@ -26,6 +27,14 @@ import { type GuestEgress, startGuestEgress, waitForGuestCaptureHelper } from '.
 import { GUEST_WORKSPACE_DEVICE, prepareGuestWorkspaceDisk } from './guest-workspace-disk.js'
 import type { MicroVMImage } from './microvm-image.js'
 import { GUEST_AGENT_PORT, guestEnvFile, qemuArgv } from './qemu-argv.js'
+import { monitorOnDemand, type OnDemandMonitor, type QemuMonitor } from './qemu-monitor.js'
+import {
+	copyDisk,
+	createRootOverlay,
+	loadVmState,
+	type SavedDisks,
+	VM_STATE_FILES,
+} from './qemu-vm-state.js'
 
 /** Where the guest's workspace is, as the agent sees it. */
 export const MICROVM_WORKSPACE = '/workspace'
@@ -36,6 +45,8 @@ export const MICROVM_WORKSPACE = '/workspace'
 export const VMM_MEMORY_OVERHEAD_MB = 384
 /** Pause between readiness probes while the guest boots. */
 const READY_PROBE_INTERVAL_MS = 250
+/** QEMU creates its monitor socket before the guest runs: this is only a dead VMM's bound. */
+const MONITOR_CONNECT_MS = 30_000
 
 export interface QemuGuestOptions {
 	readonly sandboxId: string
@@ -55,14 +66,20 @@ export interface QemuGuestOptions {
 	readonly signal?: AbortSignal
 }
 
-export interface QemuGuest {
+/**
+ * A sandbox's guest: its transport, and the machine running it now (`vmm`, `dir`, the egress
+ * decisions for `events()`, the serial console for failure reports are that machine's).
+ */
+export interface QemuGuest
+	extends Pick<QemuMachine, 'vmm' | 'dir' | 'egressDecisions' | 'consoleTail'> {
 	readonly transport: AgentTransport
-	readonly vmm: LaunchedAgentProcess
-	readonly dir: string
-	/** The egress proxy's decisions (a proxied egress only), for the sandbox's `events()`. */
-	readonly egressDecisions?: GuestEgress['onDecision']
-	/** The guest's serial console so far (kernel and init messages), for failure reports. */
-	consoleTail(): Promise<string>
+	/** The QEMU running the guest now. */
+	readonly machine: QemuMachine
+	/**
+	 * Replaces the running QEMU by one loaded from `restore` (a memory rollback): the sandbox's
+	 * transport is pointed at the new one once its agent is re-identified, then the old one ends.
+	 */
+	replace(restore: VmRestoreSource, signal?: AbortSignal): Promise<void>
 	destroy(): Promise<void>
 }
 
@@ -128,7 +145,9 @@ function launchVmm(
 		readonly consoleLog: string
 		readonly hostPort: number
 		readonly procsFiles: readonly string[]
-		readonly workspaceDisk: string | undefined
+		readonly disks: SavedDisks
+		readonly monitorSocket: string
+		readonly incoming: boolean
 		readonly egress: GuestEgress | undefined
 	},
 ): LaunchedAgentProcess {
@@ -141,7 +160,10 @@ function launchVmm(
 		agentBundle: agentBundlePath(),
 		envFile: boot.envFile,
 		consoleLog: boot.consoleLog,
-		...(boot.workspaceDisk === undefined ? {} : { workspaceDisk: boot.workspaceDisk }),
+		rootOverlay: boot.disks.rootOverlay,
+		monitorSocket: boot.monitorSocket,
+		incoming: boot.incoming,
+		...(boot.disks.workspaceDisk === undefined ? {} : { workspaceDisk: boot.disks.workspaceDisk }),
 		...(boot.egress === undefined ? {} : { egress: boot.egress }),
 	})
 	return launchAgentProcess({
@@ -157,8 +179,8 @@ function launchVmm(
  * to the guest's vCPUs. Where the host cannot enforce that, the guest's RAM and vCPUs still bound
  * the workload, so the cgroup is best effort.
  */
-function createVmmCgroups(options: QemuGuestOptions) {
-	return createSandboxCgroups(options.sandboxId, {
+function createVmmCgroups(options: QemuGuestOptions, name: string) {
+	return createSandboxCgroups(name, {
 		memoryLimitMb: options.memoryMb + VMM_MEMORY_OVERHEAD_MB,
 		cpuLimit: options.vcpus,
 		defaultsOnly: ['memory', 'cpu'],
@@ -192,34 +214,77 @@ async function waitForGuest(
 	})
 }
 
-export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGuest> {
+/** The agent's token inside a saved VM state, which the restored agent still checks at first. */
+export interface VmRestoreSource {
+	readonly memoryFile: string
+	readonly rootOverlay: string
+	readonly workspaceDisk: string | undefined
+	readonly token: string
+}
+
+/** One running QEMU process of a guest (a rollback replaces it under the same sandbox). */
+export interface QemuMachine {
+	readonly vmm: LaunchedAgentProcess
+	readonly dir: string
+	readonly disks: SavedDisks
+	/** Where the agent is reached now, with the token it checks now. */
+	readonly handle: TcpAgentHandle
+	/** The egress proxy's decisions (a proxied egress only). */
+	readonly egressDecisions?: GuestEgress['onDecision']
+	/** The VMM's monitor, connected on first use (one connection, reused). */
+	monitor(): Promise<QemuMonitor>
+	consoleTail(): Promise<string>
+	/** Marks the end as ours (not a guest death), kills the VMM and removes everything it had. */
+	teardown(): Promise<void>
+}
+
+type TcpAgentHandle = {
+	readonly kind: 'tcp'
+	readonly host: string
+	readonly port: number
+	readonly token: string
+}
+
+/** How one QEMU starts: `name` names its host cgroup (a replacement's differs from the first). */
+interface MachineStart {
+	readonly options: QemuGuestOptions
+	readonly name: string
+	readonly restore?: VmRestoreSource
+}
+
+/**
+ * Starts one QEMU and waits for its agent: booted, or loaded from a saved state and then
+ * re-identified (new token, fresh entropy) before anyone else reaches it.
+ */
+async function startMachine(start: MachineStart): Promise<QemuMachine> {
+	const { options, restore } = start
 	options.signal?.throwIfAborted()
-	const dir = await mkdtemp(join(tmpdir(), `namzu-${options.sandboxId}-`))
+	const dir = await mkdtemp(join(tmpdir(), `namzu-${start.name}-`))
 	const token = randomBytes(32).toString('hex')
 	const consoleLog = join(dir, 'console.log')
 	const envFile = join(dir, 'agent.env')
 	let vmm: LaunchedAgentProcess | undefined
 	let cgroups: SandboxCgroups | undefined
 	let egress: GuestEgress | undefined
+	const monitor = monitorOnDemand(join(dir, 'qmp.sock'), MONITOR_CONNECT_MS)
 	// The VMM first (its connectors feed the proxy), then the proxy, the groups and the directory.
 	const teardown = async () => {
+		await monitor.close()
 		await vmm?.kill()
 		await egress?.close()
 		await cgroups?.remove()
 		await rm(dir, { recursive: true, force: true })
 	}
 	try {
-		cgroups = await createVmmCgroups(options)
-		const workspaceDisk =
-			options.workspaceDiskMb === undefined
-				? undefined
-				: await prepareGuestWorkspaceDisk(dir, options.workspaceDiskMb, options.signal)
+		cgroups = await createVmmCgroups(options, start.name)
+		const disks = await prepareDisks(options, dir, restore)
 		egress = await startEgress(options, dir)
+		// A restored guest read its environment at its first boot: this one only fills fw_cfg.
 		await writeAgentEnvironment(
 			envFile,
-			options.callerEnv,
-			token,
-			workspaceDisk !== undefined,
+			restore === undefined ? options.callerEnv : {},
+			restore === undefined ? token : '',
+			disks.workspaceDisk !== undefined,
 			egress,
 		)
 		const hostPort = await freeLoopbackPort()
@@ -230,38 +295,139 @@ export async function bootQemuGuest(options: QemuGuestOptions): Promise<QemuGues
 			consoleLog,
 			hostPort,
 			procsFiles: cgroups?.procsFiles ?? [],
-			workspaceDisk,
+			disks,
+			monitorSocket: monitor.path,
+			incoming: restore !== undefined,
 			egress,
 		})
 		const launched = vmm
+		// This start's own channel (the sandbox's transport is pointed here once it is ready).
 		const transport = new AgentTransport(
-			{ kind: 'tcp', host: '127.0.0.1', port: hostPort, token },
+			{ kind: 'tcp', host: '127.0.0.1', port: hostPort, token: restore?.token ?? token },
 			{ permanentDialFailure: () => launched.exitStatus() !== undefined },
 		)
-		let destroying = false
-		// The VMM's end is the guest's death (GuestDiedError for every call), unless we ended it.
-		transport.liveness.watch(
-			launched.exited.then((exit) =>
-				destroying ? undefined : { exitCode: exit.code, signal: exit.signal },
-			),
-		)
-		await waitForGuest(options, launched, transport, egress)
-		let destroyed: Promise<void> | undefined
+		await bringUp({ options, launched, transport, egress, restore, monitor, token })
+		const handle: TcpAgentHandle = { kind: 'tcp', host: '127.0.0.1', port: hostPort, token }
 		return {
-			transport,
 			vmm: launched,
 			dir,
+			disks,
+			handle,
 			...(egress ? { egressDecisions: egress.onDecision } : {}),
+			monitor: monitor.get,
 			consoleTail: () => readConsoleTail(consoleLog),
-			destroy: () => {
-				destroying = true
-				destroyed ??= teardown()
-				return destroyed
-			},
+			teardown,
 		}
 	} catch (error) {
 		await teardown()
 		throw error
+	}
+}
+
+/**
+ * Ready: a restore loads its state first; then the agent answers; a restored agent, which still
+ * checks the saved token, takes this start's own and fresh entropy (`restored`) before anyone else.
+ */
+async function bringUp(up: {
+	readonly options: QemuGuestOptions
+	readonly launched: LaunchedAgentProcess
+	readonly transport: AgentTransport
+	readonly egress: GuestEgress | undefined
+	readonly restore: VmRestoreSource | undefined
+	readonly monitor: OnDemandMonitor
+	readonly token: string
+}): Promise<void> {
+	const { options, restore, transport } = up
+	if (restore !== undefined) {
+		await loadVmState(await up.monitor.get(), restore.memoryFile, options.signal)
+	}
+	await waitForGuest(options, up.launched, transport, up.egress)
+	if (restore === undefined) return
+	await reidentifyRestoredAgent(transport, {
+		token: up.token,
+		...(options.signal ? { signal: options.signal } : {}),
+	})
+}
+
+/** The root overlay (new, or the saved one's copy) and the sized workspace disk. */
+async function prepareDisks(
+	options: QemuGuestOptions,
+	dir: string,
+	restore: VmRestoreSource | undefined,
+): Promise<SavedDisks> {
+	const rootOverlay = join(dir, VM_STATE_FILES.rootOverlay)
+	if (restore === undefined) {
+		await createRootOverlay(options.qemuBinary, options.image.rootDisk, rootOverlay, options.signal)
+		const workspaceDisk =
+			options.workspaceDiskMb === undefined
+				? undefined
+				: await prepareGuestWorkspaceDisk(dir, options.workspaceDiskMb, options.signal)
+		return { rootOverlay, workspaceDisk }
+	}
+	await copyDisk(restore.rootOverlay, rootOverlay, options.signal)
+	if (restore.workspaceDisk === undefined) return { rootOverlay, workspaceDisk: undefined }
+	const workspaceDisk = join(dir, VM_STATE_FILES.workspaceDisk)
+	await copyDisk(restore.workspaceDisk, workspaceDisk, options.signal)
+	return { rootOverlay, workspaceDisk }
+}
+
+/** Boots a guest, or restores one from a saved state (`options.restore`: a fork, a warm start). */
+export async function bootQemuGuest(
+	options: QemuGuestOptions & { readonly restore?: VmRestoreSource },
+): Promise<QemuGuest> {
+	let destroying = false
+	let generation = 0
+	const watch = (machine: QemuMachine, into: AgentTransport) => {
+		into.liveness.watch(
+			machine.vmm.exited.then((exit) =>
+				destroying || current !== machine
+					? undefined
+					: { exitCode: exit.code, signal: exit.signal },
+			),
+		)
+	}
+	let current = await startMachine({
+		options,
+		name: options.sandboxId,
+		...(options.restore ? { restore: options.restore } : {}),
+	})
+	const first = current
+	const sandboxTransport = new AgentTransport(first.handle, {
+		permanentDialFailure: () => current.vmm.exitStatus() !== undefined,
+	})
+	watch(first, sandboxTransport)
+	let destroyed: Promise<void> | undefined
+	return {
+		transport: sandboxTransport,
+		get machine() {
+			return current
+		},
+		get vmm() {
+			return current.vmm
+		},
+		get dir() {
+			return current.dir
+		},
+		...(first.egressDecisions ? { egressDecisions: first.egressDecisions } : {}),
+		consoleTail: () => current.consoleTail(),
+		replace: async (restore, signal) => {
+			generation += 1
+			const next = await startMachine({
+				options: { ...options, ...(signal ? { signal } : {}) },
+				name: `${options.sandboxId}-${generation}`,
+				restore,
+			})
+			const previous = current
+			current = next
+			sandboxTransport.rebind(next.handle)
+			watch(next, sandboxTransport)
+			await previous.teardown()
+		},
+		destroy: () => {
+			destroying = true
+			destroyed ??= current.teardown()
+			return destroyed
+		},
 	}
 }
 

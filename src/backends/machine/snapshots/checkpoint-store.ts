@@ -1,6 +1,8 @@
 /**
  * Filesystem checkpoints of sandboxes on this machine, kept in `<stateDir>/namzu-checkpoints/`:
- * `<id>/content/` (the workspace as it was) and `<id>/checkpoint.json` (its `SandboxCheckpoint`).
+ * `<id>/content/` (the workspace as it was) and `<id>/checkpoint.json` (its `SandboxCheckpoint`);
+ * a `memory` checkpoint's directory holds what its tier's capture wrote instead of `content/` (the
+ * microVM tier: the VMM's RAM image and the guest's disks).
  * A capture is written to `.partial-<id>/` and renamed into place, so a failed or aborted one
  * leaves no checkpoint (its partial directory is removed at once); a capture whose host was killed
  * leaves its partial directory, which names its capturing process (`capturer.json`: pid and start
@@ -25,7 +27,11 @@ import {
 	writeFile,
 } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { CheckpointNotFoundError, type SandboxCheckpoint } from '../../../contract/checkpoint.js'
+import {
+	CheckpointNotFoundError,
+	type SandboxCheckpoint,
+	type SandboxCheckpointKind,
+} from '../../../contract/checkpoint.js'
 import {
 	isProcessAlive,
 	type ProcessIdentity,
@@ -94,23 +100,9 @@ export interface CaptureRequest {
 }
 
 /** Takes a checkpoint of the workspace with the sandbox paused for the copy. */
-export async function captureCheckpoint(request: CaptureRequest): Promise<SandboxCheckpoint> {
-	const id = randomBytes(8).toString('hex')
-	const store = storeDir(request.stateBase)
-	await mkdir(store, { recursive: true, mode: 0o700 })
-	const partial = join(store, `${PARTIAL_PREFIX}${id}`)
-	const content = join(partial, CONTENT)
-	try {
-		await mkdir(partial, { mode: 0o700 })
-		// Before any content: a partial directory with a live capturer is never reaped.
-		const capturer = await readProcessIdentity(process.pid)
-		await writeFile(
-			join(partial, CAPTURER),
-			`${JSON.stringify(capturer ?? { pid: process.pid })}\n`,
-			{
-				mode: 0o600,
-			},
-		)
+export function captureCheckpoint(request: CaptureRequest): Promise<SandboxCheckpoint> {
+	return captureInto(request, 'filesystem', async (partial) => {
+		const content = join(partial, CONTENT)
 		await mkdir(content, { mode: 0o700 })
 		request.signal?.throwIfAborted()
 		const resume = await request.pause()
@@ -129,17 +121,72 @@ export async function captureCheckpoint(request: CaptureRequest): Promise<Sandbo
 		} finally {
 			await resume()
 		}
+		return content
+	})
+}
+
+export interface MemoryCaptureRequest {
+	readonly stateBase: string
+	readonly sandboxId: string
+	readonly label?: string
+	/**
+	 * Writes the sandbox's whole state (the VMM's or runtime's image, and the disks it needs) into
+	 * `dir`, consistently; the store owns the id, the record and the crash safety around it.
+	 */
+	readonly capture: (dir: string) => Promise<void>
+	readonly signal?: AbortSignal
+}
+
+/** Takes a `memory` checkpoint: what `capture` writes into the checkpoint's directory. */
+export function captureMemoryCheckpoint(request: MemoryCaptureRequest): Promise<SandboxCheckpoint> {
+	return captureInto(request, 'memory', async (partial) => {
 		request.signal?.throwIfAborted()
+		await request.capture(partial)
+		return partial
+	})
+}
+
+/**
+ * The one capture protocol: a partial directory naming its capturer, `fill` (answering what to
+ * measure), the record, then the rename that makes it a checkpoint; any failure leaves nothing.
+ */
+async function captureInto(
+	request: {
+		readonly stateBase: string
+		readonly sandboxId: string
+		readonly label?: string
+		readonly signal?: AbortSignal
+	},
+	kind: SandboxCheckpointKind,
+	fill: (partial: string) => Promise<string>,
+): Promise<SandboxCheckpoint> {
+	const id = randomBytes(8).toString('hex')
+	const store = storeDir(request.stateBase)
+	await mkdir(store, { recursive: true, mode: 0o700 })
+	const partial = join(store, `${PARTIAL_PREFIX}${id}`)
+	try {
+		await mkdir(partial, { mode: 0o700 })
+		// Before any content: a partial directory with a live capturer is never reaped.
+		const capturer = await readProcessIdentity(process.pid)
+		await writeFile(
+			join(partial, CAPTURER),
+			`${JSON.stringify(capturer ?? { pid: process.pid })}\n`,
+			{
+				mode: 0o600,
+			},
+		)
+		const measured = await fill(partial)
+		request.signal?.throwIfAborted()
+		await rm(join(partial, CAPTURER), { force: true })
 		const checkpoint: SandboxCheckpoint = {
 			id,
-			kind: 'filesystem',
+			kind,
 			sandboxId: request.sandboxId,
 			createdAt: Date.now(),
-			bytes: await bytesStored(content, join(partial, 'du.out')),
+			bytes: await bytesStored(measured, join(partial, 'du.out')),
 			label: request.label,
 		}
 		await writeFile(join(partial, RECORD), `${JSON.stringify(checkpoint)}\n`, { mode: 0o600 })
-		await rm(join(partial, CAPTURER), { force: true })
 		await rename(partial, join(store, id))
 		return checkpoint
 	} catch (error) {
@@ -149,16 +196,22 @@ export async function captureCheckpoint(request: CaptureRequest): Promise<Sandbo
 	}
 }
 
+/** The directory of a complete checkpoint (what a memory capture wrote is in it). */
+export function checkpointDir(stateBase: string, id: string): string {
+	return join(storeDir(stateBase), id)
+}
+
 function parseRecord(text: string, id: string): SandboxCheckpoint | undefined {
 	try {
 		const raw = JSON.parse(text) as Record<string, unknown>
-		if (raw.id !== id || raw.kind !== 'filesystem' || typeof raw.sandboxId !== 'string')
-			return undefined
+		const kind = raw.kind
+		if (raw.id !== id || (kind !== 'filesystem' && kind !== 'memory')) return undefined
+		if (typeof raw.sandboxId !== 'string') return undefined
 		if (typeof raw.createdAt !== 'number' || typeof raw.bytes !== 'number') return undefined
 		const label = typeof raw.label === 'string' ? raw.label : undefined
 		return {
 			id,
-			kind: 'filesystem',
+			kind,
 			sandboxId: raw.sandboxId,
 			createdAt: raw.createdAt,
 			bytes: raw.bytes,

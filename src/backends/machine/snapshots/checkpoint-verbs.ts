@@ -51,17 +51,46 @@ export interface CheckpointTarget {
 	readonly cgroupDirs: readonly string[]
 }
 
+/** The kind asked for (default `filesystem`, or the one kind a provider without it takes). */
 function checkKind(
 	operation: string,
 	kind: unknown,
 	supported: readonly SandboxCheckpointKind[],
 ): SandboxCheckpointKind {
-	if (kind === undefined || kind === 'filesystem') return 'filesystem'
-	if (kind === 'memory') throw new CheckpointUnsupportedError(operation, 'memory', supported)
-	throw callSite(operation).refuse('options.kind', "'filesystem' or 'memory'", String(kind))
+	if (kind !== undefined && kind !== 'filesystem' && kind !== 'memory') {
+		throw callSite(operation).refuse('options.kind', "'filesystem' or 'memory'", String(kind))
+	}
+	const only = supported.length === 1 ? supported[0] : undefined
+	const wanted = kind ?? (only === 'memory' ? 'memory' : 'filesystem')
+	if (!supported.includes(wanted))
+		throw new CheckpointUnsupportedError(operation, wanted, supported)
+	return wanted
 }
 
-function checkpointIdOf(checkpoint: unknown): string {
+/** A `checkpoint()` call's options, checked: the kind (one of `supported`) and the label. */
+export function checkpointRequest(
+	options: SandboxCheckpointOptions,
+	supported: readonly SandboxCheckpointKind[],
+): { readonly kind: SandboxCheckpointKind; readonly label: string | undefined } {
+	const site = callSite('checkpoint')
+	optionalSignal(site, 'options.signal', options.signal)
+	const kind = checkKind('checkpoint', options.kind, supported)
+	const label = optionalString(site, 'options.label', options.label)
+	if (label !== undefined && label.length > LABEL_MAX_CHARS) {
+		throw site.refuse('options.label', `at most ${LABEL_MAX_CHARS} characters`, `${label.length}`)
+	}
+	return { kind, label }
+}
+
+/** A store shared with a tier that takes memory checkpoints lists them too: not ours to use. */
+function filesystemOnly(operation: string, checkpoint: SandboxCheckpoint): void {
+	if (checkpoint.kind !== 'filesystem') {
+		throw new CheckpointUnsupportedError(operation, checkpoint.kind, MACHINE_CHECKPOINT_KINDS)
+	}
+}
+
+/** The id of `rollback`'s checkpoint argument (a checkpoint or its id). */
+export function checkpointIdOf(checkpoint: unknown): string {
 	if (typeof checkpoint === 'string' && checkpoint !== '') return checkpoint
 	if (checkpoint !== null && typeof checkpoint === 'object') {
 		const { id } = checkpoint as { readonly id?: unknown }
@@ -96,13 +125,7 @@ async function takeCheckpoint(
 	target: CheckpointTarget | undefined,
 	options: SandboxCheckpointOptions = {},
 ): Promise<SandboxCheckpoint> {
-	const site = callSite('checkpoint')
-	optionalSignal(site, 'options.signal', options.signal)
-	checkKind('checkpoint', options.kind, target === undefined ? [] : MACHINE_CHECKPOINT_KINDS)
-	const label = optionalString(site, 'options.label', options.label)
-	if (label !== undefined && label.length > LABEL_MAX_CHARS) {
-		throw site.refuse('options.label', `at most ${LABEL_MAX_CHARS} characters`, `${label.length}`)
-	}
+	const { label } = checkpointRequest(options, target === undefined ? [] : MACHINE_CHECKPOINT_KINDS)
 	const { workspace, stateDir, cgroupDirs } = capturable('checkpoint', target)
 	assertLive(sandbox, 'checkpoint')
 	return captureCheckpoint({
@@ -128,8 +151,9 @@ async function rollBack(
 	const { workspace, stateDir, cgroupDirs } = capturable('rollback', target)
 	assertLive(sandbox, 'rollback')
 	const stateBase = await resolveStateBase(stateDir)
-	// Refused (CheckpointNotFoundError) before any process is ended.
+	// Refused (CheckpointNotFoundError, or another tier's kind) before any process is ended.
 	const record = await readCheckpoint(stateBase, id)
+	filesystemOnly('rollback', record)
 	await sandbox.quiesce(signal ? { signal } : {})
 	const thaw = await freezeSandboxGroups(cgroupDirs)
 	try {
@@ -156,13 +180,17 @@ export function withCheckpointVerbs(
 	return machine
 }
 
-/** A provider's store verbs over its state directory. */
-export function machineCheckpointStore(stateDir: string): Required<SandboxCheckpointStore> {
+/** A provider's store verbs over its state directory: it lists the kinds it takes. */
+export function machineCheckpointStore(
+	stateDir: string,
+	kinds: readonly SandboxCheckpointKind[] = MACHINE_CHECKPOINT_KINDS,
+): Required<SandboxCheckpointStore> {
 	return {
-		checkpointKinds: MACHINE_CHECKPOINT_KINDS,
+		checkpointKinds: kinds,
 		listCheckpoints: async (options = {}) => {
 			signalOfOptions(callSite('listCheckpoints'), options)
-			return listCheckpoints(await resolveStateBase(stateDir))
+			const all = await listCheckpoints(await resolveStateBase(stateDir))
+			return all.filter((checkpoint) => kinds.includes(checkpoint.kind))
 		},
 		deleteCheckpoint: async (id, options = {}) => {
 			signalOfOptions(callSite('deleteCheckpoint'), options)
@@ -183,7 +211,7 @@ export async function forkSource(
 	checkpointId: string,
 ): Promise<(workspace: string, signal?: AbortSignal) => Promise<void>> {
 	const stateBase = await resolveStateBase(stateDir)
-	await readCheckpoint(stateBase, checkpointId)
+	filesystemOnly('create', await readCheckpoint(stateBase, checkpointId))
 	return (workspace, signal) => restoreCheckpoint(stateBase, checkpointId, workspace, signal)
 }
 
