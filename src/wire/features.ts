@@ -64,6 +64,12 @@ export const EXECUTION_INPUT_FEATURE = 'execution-input'
  */
 export const RESTORED_FEATURE = 'restored'
 
+/**
+ * Guest serves `release-listener` (restored.ts): it answers, closes its unix listener and every
+ * connection, and binds again on SIGUSR2 — what a gVisor memory checkpoint needs.
+ */
+export const RELEASE_LISTENER_FEATURE = 'release-listener'
+
 /** A feature name a guest advertises in `healthz`. */
 export type AgentFeature =
 	| typeof WRITE_FILE_PARTS_FEATURE
@@ -82,3 +88,4 @@ export type AgentFeature =
 	| typeof WATCH_FEATURE
 	| typeof EXECUTION_INPUT_FEATURE
 	| typeof RESTORED_FEATURE
+	| typeof RELEASE_LISTENER_FEATURE

@@ -17,6 +17,7 @@ export {
 	LIST_FILES_STREAM_FEATURE,
 	QUIESCE_FEATURE,
 	READ_FILE_STREAM_FEATURE,
+	RELEASE_LISTENER_FEATURE,
 	RESTORED_FEATURE,
 	SESSIONS_FEATURE,
 	STREAM_HEARTBEAT_FEATURE,
@@ -60,5 +61,10 @@ export {
 	parseRefusal,
 	type WireRefusal,
 } from './refusals.js'
-export type { RestoredReply, RestoredRequest } from './restored.js'
+export type {
+	ReleaseListenerReply,
+	ReleaseListenerRequest,
+	RestoredReply,
+	RestoredRequest,
+} from './restored.js'
 export type { SessionSummaryWire } from './sessions.js'

@@ -412,6 +412,7 @@ export const AGENT_OP = {
 	listDirectory: 'list-directory',
 	watchPath: 'watch-path',
 	restored: 'restored',
+	releaseListener: 'release-listener',
 } as const
 
 /** One op name as it goes on the wire (a value of `AGENT_OP`). */

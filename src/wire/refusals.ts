@@ -141,6 +141,10 @@ export const AGENT_REFUSAL = {
 	restored_invalid_token: 'restored_invalid_token',
 	/** A `token` sent to an agent whose transport has none (unix, vsock): nothing to switch. */
 	restored_token_unsupported: 'restored_token_unsupported',
+	/** `release-listener` on an agent that does not listen on a unix path. */
+	release_listener_unsupported: 'release_listener_unsupported',
+	/** `relistenAfterMs` is not an integer 100..600000. */
+	release_listener_invalid_bound: 'release_listener_invalid_bound',
 	// ---- file verbs and watch (file-verbs.ts) --------------------------------------------------
 	/** A file verb's body is malformed: `recursive`, `limit`, `cursor` or `to` (the detail names it). */
 	invalid_file_request: 'invalid_file_request',

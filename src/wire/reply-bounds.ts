@@ -68,6 +68,7 @@ export const REPLY_BOUNDS: { readonly [Op in AgentOp]: ReplyBounds } = {
 	'kill-session': CONTROL,
 	flush: CONTROL,
 	restored: CONTROL,
+	'release-listener': CONTROL,
 	quiesce: LISTING,
 	'list-sessions': LISTING,
 	/** The one-reply listing of a guest without `list-files-stream`. */

@@ -28,3 +28,23 @@ export interface RestoredReply {
 	/** Whether the seed reached the guest kernel's pool (a write to /dev/urandom). */
 	readonly kernelPoolMixed: boolean
 }
+
+/**
+ * `release-listener` `{ relistenAfterMs? }`: before a gVisor memory checkpoint, which cannot save a
+ * socket bound on the host. The agent answers, then closes its listener and every connection; it
+ * binds its path again on SIGUSR2 (`runsc kill --pid <pid> USR2`) or after `relistenAfterMs`.
+ */
+export interface ReleaseListenerRequest {
+	/** Default `RELEASE_LISTENER_DEFAULT_MS`; an integer `RELEASE_LISTENER_MIN_MS..MAX_MS`. */
+	readonly relistenAfterMs?: number
+}
+
+export const RELEASE_LISTENER_DEFAULT_MS = 30_000
+export const RELEASE_LISTENER_MIN_MS = 100
+export const RELEASE_LISTENER_MAX_MS = 600_000
+
+export interface ReleaseListenerReply {
+	readonly ok: true
+	/** The agent's pid in its own (the sandbox's root) pid namespace: where SIGUSR2 goes. */
+	readonly pid: number
+}

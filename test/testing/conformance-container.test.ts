@@ -58,6 +58,11 @@ function containerTierSuite(
 			label,
 			supportsRangedAndStreamedReads: true,
 			sandboxShape: AgentSandbox.prototype,
+			// Every runtime driven directly takes filesystem checkpoints; the cases run by its kinds.
+			checkpointProvider: () => {
+				if (!provider) throw new Error('provider not created')
+				return provider
+			},
 			// gVisor's guest processes live inside its kernel: the host's /proc cannot see them.
 			...(runtime === 'runsc'
 				? {}

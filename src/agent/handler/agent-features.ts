@@ -16,6 +16,7 @@ import {
 	LIST_FILES_STREAM_FEATURE,
 	QUIESCE_FEATURE,
 	READ_FILE_STREAM_FEATURE,
+	RELEASE_LISTENER_FEATURE,
 	RESTORED_FEATURE,
 	SESSIONS_FEATURE,
 	STREAM_HEARTBEAT_FEATURE,
@@ -41,6 +42,7 @@ export const AGENT_FEATURES: readonly AgentFeature[] = [
 	WATCH_FEATURE,
 	EXECUTION_INPUT_FEATURE,
 	RESTORED_FEATURE,
+	RELEASE_LISTENER_FEATURE,
 	// Only when `sync -f` (or the test override) can actually run; checked once, at startup.
 	...(flushSupported() ? ([FLUSH_FEATURE] as const) : []),
 ]

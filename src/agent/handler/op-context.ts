@@ -52,6 +52,14 @@ export interface OpContext {
 	readonly workloadCgroups: WorkloadCgroups | undefined
 	/** The process's token gate (`restored` switches it); `enabled` false on unix / vsock. */
 	readonly tokenGate: TokenSwitch
+	/** The agent's listener, which `release-listener` lets go of (absent in tests' own servers). */
+	readonly channel: ChannelRelease | undefined
+}
+
+/** What a handler may do with the agent's listener (agent-channel.ts). */
+export interface ChannelRelease {
+	readonly releasable: boolean
+	release(keep: Socket, relistenAfterMs: number): void
 }
 
 /** What a handler may do with the connection layer's token gate. */

@@ -15,7 +15,7 @@ import { listSessions } from './list-sessions.js'
 import { quiesce } from './quiesce.js'
 import { readFile } from './read-file.js'
 import { readFileStream } from './read-file-stream.js'
-import { restored } from './restored.js'
+import { releaseListener, restored } from './restored.js'
 import { startDetached } from './start-detached.js'
 import { tcpConnect } from './tcp-connect.js'
 import { terminal } from './terminal.js'
@@ -61,6 +61,7 @@ const HANDLERS: { readonly [Op in AgentOp]: OpEntry } = {
 	[AGENT_OP.listDirectory]: { handler: listDirectory, stream: false },
 	[AGENT_OP.watchPath]: { handler: watchPath, stream: true },
 	[AGENT_OP.restored]: { handler: restored, stream: false },
+	[AGENT_OP.releaseListener]: { handler: releaseListener, stream: false },
 }
 
 export const OPS: Readonly<Record<string, OpEntry>> = HANDLERS

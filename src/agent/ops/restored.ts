@@ -11,12 +11,17 @@
 import { writeFile } from 'node:fs/promises'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import {
+	RELEASE_LISTENER_DEFAULT_MS,
+	RELEASE_LISTENER_MAX_MS,
+	RELEASE_LISTENER_MIN_MS,
 	RESTORED_MAX_TOKEN_CHARS,
 	RESTORED_SEED_BYTES,
+	type ReleaseListenerReply,
 	type RestoredReply,
 } from '../../wire/restored.js'
 import type { OpHandler } from '../handler/op-context.js'
 import { OpRefusal } from '../handler/op-refusal.js'
+import { isIntegerIn } from '../handler/value-checks.js'
 import { agentRandom } from '../lifecycle/agent-random.js'
 import { renewGuestBootId } from '../lifecycle/guest-boot-id.js'
 
@@ -67,5 +72,26 @@ export const restored: OpHandler = async (body, ctx) => {
 	const bootId = renewGuestBootId()
 	if (token !== undefined) ctx.tokenGate.switchToken(token, ctx.socket)
 	const reply: RestoredReply = { ok: true, bootId, kernelPoolMixed }
+	ctx.reply(reply)
+}
+
+/** `release-listener` (wire/restored.ts): answer with the pid, then let the listener go. */
+export const releaseListener: OpHandler = (body, ctx) => {
+	const bound = body.relistenAfterMs ?? RELEASE_LISTENER_DEFAULT_MS
+	if (!isIntegerIn(bound, { min: RELEASE_LISTENER_MIN_MS, max: RELEASE_LISTENER_MAX_MS })) {
+		throw new OpRefusal(
+			AGENT_REFUSAL.release_listener_invalid_bound,
+			`relistenAfterMs must be an integer ${RELEASE_LISTENER_MIN_MS}..${RELEASE_LISTENER_MAX_MS}`,
+		)
+	}
+	const channel = ctx.channel
+	if (channel === undefined || !channel.releasable) {
+		throw new OpRefusal(
+			AGENT_REFUSAL.release_listener_unsupported,
+			'only a unix listener is released',
+		)
+	}
+	const reply: ReleaseListenerReply = { ok: true, pid: process.pid }
+	channel.release(ctx.socket, bound)
 	ctx.reply(reply)
 }

@@ -23,7 +23,7 @@ import { type FrameItem, FrameReader } from '../../wire/frame-reader.js'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { ExecutionRegistry } from '../executions/execution-registry.js'
 import type { AgentConfig } from '../handler/config.js'
-import type { OpContext } from '../handler/op-context.js'
+import type { ChannelRelease, OpContext } from '../handler/op-context.js'
 import { OpRefusal } from '../handler/op-refusal.js'
 import { type AgentGates, gateRefusal } from '../lifecycle/agent-gates.js'
 import { OPS, type OpEntry } from '../ops/registry.js'
@@ -42,6 +42,8 @@ export interface ConnectionServices {
 	readonly workloadCgroups?: WorkloadCgroups
 	/** Token modes: the shared bounds on unauthenticated connections (absent ⇒ unbounded). */
 	readonly preauth?: PreauthPool
+	/** The agent's listener (`release-listener`); absent where a test serves its own. */
+	readonly channel?: ChannelRelease
 	/** Op table; the registry's `OPS` unless a test supplies its own. */
 	readonly ops?: Readonly<Record<string, OpEntry>>
 	/** Where unexpected handler errors are reported (never a token). */
@@ -145,7 +147,7 @@ class ServedConnection {
 	#opContext(): OpContext {
 		const self = this
 		const socket = this.#socket
-		const { config, executions, gates, workloadCgroups, gate } = this.#services
+		const { config, executions, gates, workloadCgroups, gate, channel } = this.#services
 		const over = () => this.#answered || this.#closed
 		return {
 			config,
@@ -154,6 +156,7 @@ class ServedConnection {
 			gates,
 			workloadCgroups,
 			tokenGate: gate,
+			channel,
 			reply(message) {
 				if (over()) return
 				self.#answered = true

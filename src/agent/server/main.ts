@@ -5,7 +5,6 @@
  * inside one connection is logged and never takes the agent down.
  */
 
-import type { Server } from 'node:net'
 import {
 	type EgressCaptureConfig,
 	loadEgressCaptureConfig,
@@ -15,9 +14,10 @@ import { loadAgentConfig } from '../handler/config.js'
 import { createAgentGates } from '../lifecycle/agent-gates.js'
 import { createShutdown } from '../lifecycle/shutdown.js'
 import { WorkloadCgroups } from '../process/workload-cgroups.js'
+import { AgentChannel } from './agent-channel.js'
 import { handleConnection } from './connection.js'
 import { closeUnlistedInheritedDescriptors } from './inherited-descriptors.js'
-import { listeningLine, startListening } from './listen.js'
+import { listeningLine } from './listen.js'
 import { PreauthPool } from './preauth-pool.js'
 import { TokenGate } from './token-gate.js'
 
@@ -60,9 +60,9 @@ async function main(): Promise<void> {
 		deadlineMs: config.preauthDeadlineMs,
 	})
 	const gates = createAgentGates()
-	let server: Server | undefined
+	let channel: AgentChannel | undefined
 	const shutdown = createShutdown({
-		server: () => server,
+		server: () => channel?.server,
 		executions,
 		gates,
 		config,
@@ -84,24 +84,28 @@ async function main(): Promise<void> {
 				logLine(`egress capture helper failed: ${describe(error)}`)
 			})
 	}
-	const listener = await startListening(config.listen, (socket) => {
-		try {
-			handleConnection(socket, {
-				config,
-				gate,
-				executions,
-				gates,
-				preauth,
-				workloadCgroups,
-				log: logLine,
-			})
-		} catch (error) {
-			logLine(`connection setup failed: ${describe(error)}`)
-			socket.destroy()
-		}
-	})
-	server = listener.server
-	server.on('error', (error) => logLine(`listener: ${describe(error)}`))
+	channel = new AgentChannel(
+		config.listen,
+		(socket) => {
+			try {
+				handleConnection(socket, {
+					config,
+					gate,
+					executions,
+					gates,
+					preauth,
+					workloadCgroups,
+					channel,
+					log: logLine,
+				})
+			} catch (error) {
+				logLine(`connection setup failed: ${describe(error)}`)
+				socket.destroy()
+			}
+		},
+		logLine,
+	)
+	const listener = await channel.listen()
 	process.stdout.write(`${listeningLine(listener.bound)}\n`)
 }
 

@@ -159,6 +159,7 @@ function containerInstanceContext(
 /** The hand-out: the one `AgentSandbox`, with `checkpoint` / `rollback` where the runtime takes them. */
 function containerHandOut(
 	stateDir: string,
+	runtime: string,
 	checkpointKinds: readonly SandboxCheckpointKind[],
 	outputBudget: ExecOutputBudget,
 ): (
@@ -172,7 +173,12 @@ function containerHandOut(
 		const target =
 			checkpointKinds.length === 0
 				? undefined
-				: { stateDir, workspace: instance.hostWorkspace, cgroupDirs: instance.cgroupDirs }
+				: {
+						stateDir,
+						workspace: instance.hostWorkspace,
+						cgroupDirs: instance.cgroupDirs,
+						flushFirst: runtime === 'runsc',
+					}
 		return { ...handed, sandbox: withCheckpointVerbs(handed.sandbox, target) }
 	}
 }
@@ -206,8 +212,9 @@ export function createContainerSandboxProvider(
 	optionalFunction(CONFIG_SITE, 'hooks.onBackgroundError', givenHooks.onBackgroundError)
 	optionalFunction(CONFIG_SITE, 'hooks.onWarmSandboxReady', givenHooks.onWarmSandboxReady)
 	const context = containerInstanceContext(resolved, resolvedLayout, hooks)
-	// runc and crun: filesystem checkpoints; gVisor's are not offered (its memory kind is later work).
-	const checkpointKinds = resolved.runtime === 'runsc' ? [] : MACHINE_CHECKPOINT_KINDS
+	// Every runtime: filesystem checkpoints (gVisor's mounts revalidate against the host, and its
+	// page cache is flushed before the capture). No memory kind yet (docs/guides/snapshots.md).
+	const checkpointKinds = MACHINE_CHECKPOINT_KINDS
 	const fleet = createInstanceFleet<ContainerInstance, ContainerSandboxSpec, ContainerSandbox>({
 		start: (spec, signal) => startContainerInstance(context, spec, signal),
 		// A proxied sandbox is never served from the pool (its proxy is its creator's): none is kept.
@@ -224,7 +231,7 @@ export function createContainerSandboxProvider(
 		reap: reapReportingTo(hooks.onBackgroundError, (report) =>
 			collectLocalGarbage({ stateDir: resolved.stateDir, ...report }),
 		),
-		handOut: containerHandOut(resolved.stateDir, checkpointKinds, outputBudget),
+		handOut: containerHandOut(resolved.stateDir, resolved.runtime, checkpointKinds, outputBudget),
 		closedError: () => new ContainerProviderClosedError(),
 		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
 		...(hooks.onWarmSandboxReady ? { onWarmSandboxReady: hooks.onWarmSandboxReady } : {}),

@@ -189,3 +189,78 @@ describe('restored through the host helper', () => {
 		expect(raw.frames[0]).toMatchObject({ ok: false, error: 'restored_token_unsupported' })
 	})
 })
+
+describe('release-listener on a real unix agent', () => {
+	let agent: StartedAgent
+	beforeAll(async () => {
+		agent = await startAgent()
+	})
+	afterAll(async () => {
+		await agent.stop()
+	})
+
+	async function answers(target: StartedAgent): Promise<boolean> {
+		const exchange = await rawRequest(target, { op: 'healthz' }).catch(() => undefined)
+		return exchange?.frames[0]?.ok === true
+	}
+
+	async function until(condition: () => Promise<boolean>): Promise<void> {
+		const deadline = Date.now() + 20_000
+		while (!(await condition())) {
+			if (Date.now() > deadline) throw new Error('condition not met within 20 s')
+			await new Promise((resolve) => setTimeout(resolve, 20))
+		}
+	}
+
+	it('answers its pid, closes every connection and the listener, and binds again on SIGUSR2', async () => {
+		const terminal = openConnection(agent, { op: 'terminal', body: { cols: 80, rows: 24 } })
+		await terminal.waitFor((frame) => frame.type === 'ready')
+		const exchange = await rawRequest(agent, {
+			op: 'release-listener',
+			body: { relistenAfterMs: 600_000 },
+		})
+		expect(exchange.frames).toEqual([{ ok: true, pid: agent.process.pid }])
+		expect(await terminal.closed).toBe('end')
+		await until(async () => !(await answers(agent)))
+		process.kill(agent.process.pid ?? 0, 'SIGUSR2')
+		await until(() => answers(agent))
+		// Bound again: a second SIGUSR2 changes nothing and the agent lives on.
+		process.kill(agent.process.pid ?? 0, 'SIGUSR2')
+		expect(await answers(agent)).toBe(true)
+	})
+
+	it('binds again by itself after relistenAfterMs when no signal comes', async () => {
+		await rawRequest(agent, { op: 'release-listener', body: { relistenAfterMs: 300 } })
+		await until(async () => !(await answers(agent)))
+		await until(() => answers(agent))
+	})
+
+	it('refuses a bound out of range by name', async () => {
+		const exchange = await rawRequest(agent, {
+			op: 'release-listener',
+			body: { relistenAfterMs: 5 },
+		})
+		expect(exchange.frames[0]).toMatchObject({
+			ok: false,
+			error: 'release_listener_invalid_bound',
+		})
+		expect(await answers(agent)).toBe(true)
+	})
+
+	it('is refused by name on a tcp agent', async () => {
+		const tcp = await startAgent({ mode: 'tcp', env: { NAMZU_AGENT_BIND_TOKEN: OLD_TOKEN } })
+		try {
+			const exchange = await rawRequest(tcp, {
+				op: 'release-listener',
+				token: OLD_TOKEN,
+				body: {},
+			})
+			expect(exchange.frames[0]).toMatchObject({
+				ok: false,
+				error: 'release_listener_unsupported',
+			})
+		} finally {
+			await tcp.stop()
+		}
+	})
+})

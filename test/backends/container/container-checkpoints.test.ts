@@ -2,7 +2,8 @@
  * Filesystem checkpoints on the container tier (real runc): the same machine-layer engine as the
  * local tier, behind the container's glue. A fork starts from the checkpoint and not what came
  * after, forks and parent never share a write, a rollback undoes a deletion and a modification,
- * the store outlives the provider object, and gVisor declares no checkpoints (refused by name).
+ * the store outlives the provider object; gVisor (runsc) takes the filesystem kind too (its page
+ * cache flushed first) and refuses the memory kind by name.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -14,6 +15,7 @@ import {
 	containerSkipReason,
 	guestImage,
 	makeStateDir,
+	RUNSC_PATH,
 	removeStateDir,
 } from './container-test-support.js'
 
@@ -24,24 +26,71 @@ async function text(sandbox: { readFile(path: string): Promise<Buffer> }, path: 
 	return (await sandbox.readFile(path)).toString()
 }
 
-describe('gVisor declares no checkpoints', () => {
-	it('runsc: checkpointKinds is [] and a fork is refused by name before anything starts', async () => {
-		const stateDir = await makeStateDir('checkpoints-runsc')
-		const provider = createContainerSandboxProvider(
-			{ tier: 'container', image: guestImage(), stateDir, runtime: 'runsc' },
-			LAYOUT,
-		)
-		try {
-			expect(provider.checkpointKinds).toEqual([])
-			await expect(provider.create({ from: '0123456789abcdef' })).rejects.toBeInstanceOf(
-				CheckpointUnsupportedError,
+const runscSkip = containerSkipReason(RUNSC_PATH)
+
+describe.skipIf(runscSkip !== undefined)(
+	'gVisor (runsc): filesystem checkpoints, no memory kind',
+	() => {
+		let provider: ContainerSandboxProvider
+		let stateDir = ''
+		beforeAll(async () => {
+			stateDir = await makeStateDir('checkpoints-runsc')
+			provider = createContainerSandboxProvider(
+				{ tier: 'container', image: guestImage(), stateDir, runtime: 'runsc' },
+				LAYOUT,
 			)
-		} finally {
-			await provider.close()
+		})
+		afterAll(async () => {
+			await provider?.close()
 			expect(await removeStateDir(stateDir)).toEqual([])
-		}
-	})
-})
+		})
+
+		it('declares filesystem only; a memory checkpoint is refused by name before anything is done', async () => {
+			expect(provider.checkpointKinds).toEqual(['filesystem'])
+			const sandbox = await provider.create()
+			try {
+				await sandbox.writeFile('kept.txt', 'k')
+				await expect(sandbox.checkpoint({ kind: 'memory' })).rejects.toBeInstanceOf(
+					CheckpointUnsupportedError,
+				)
+				expect(await provider.listCheckpoints()).toEqual([])
+				expect(await text(sandbox, 'kept.txt')).toBe('k')
+			} finally {
+				await sandbox.destroy()
+			}
+		})
+
+		it('a fork sees what the workload wrote (unsynced) before the checkpoint and nothing after; forks and parent share no write; rollback undoes a deletion', async () => {
+			const parent = await provider.create()
+			try {
+				// Written inside gVisor without fsync: in the sentry's page cache until the flush.
+				await parent.exec('sh', ['-c', 'echo v1 > plan.txt; echo here > gone.txt'])
+				const checkpoint = await parent.checkpoint({ label: 'runsc' })
+				await parent.exec('sh', ['-c', 'echo v2 > plan.txt; rm gone.txt; echo late > late.txt'])
+				const [a, b] = await Promise.all([
+					provider.create({ from: checkpoint }),
+					provider.create({ from: checkpoint.id }),
+				])
+				try {
+					expect((await a.exec('cat', ['plan.txt'])).stdout).toBe('v1\n')
+					expect(await a.exists?.('late.txt')).toBe(false)
+					await a.writeFile('only-a.txt', 'a')
+					expect(await b.exists?.('only-a.txt')).toBe(false)
+					expect(await parent.exists?.('only-a.txt')).toBe(false)
+				} finally {
+					await Promise.all([a.destroy(), b.destroy()])
+				}
+				await parent.rollback(checkpoint)
+				expect((await parent.exec('cat', ['gone.txt', 'plan.txt'])).stdout).toBe('here\nv1\n')
+				expect(await parent.exists?.('late.txt')).toBe(false)
+				await provider.deleteCheckpoint(checkpoint.id)
+				expect(await provider.listCheckpoints()).toEqual([])
+			} finally {
+				await parent.destroy()
+			}
+		})
+	},
+)
 
 describe.skipIf(skip !== undefined)('container tier checkpoints (runc)', () => {
 	let provider: ContainerSandboxProvider

@@ -49,6 +49,12 @@ export interface CheckpointTarget {
 	readonly workspace: string | undefined
 	/** The sandbox's `<sandbox>/` cgroup directories. */
 	readonly cgroupDirs: readonly string[]
+	/**
+	 * The guest keeps written data in a page cache of its own (gVisor's sentry) that a freeze of its
+	 * host processes does not put on disk: the agent's `flush` runs first, so what was written before
+	 * the checkpoint was asked for is in it.
+	 */
+	readonly flushFirst?: boolean
 }
 
 /** The kind asked for (default `filesystem`, or the one kind a provider without it takes). */
@@ -126,8 +132,9 @@ async function takeCheckpoint(
 	options: SandboxCheckpointOptions = {},
 ): Promise<SandboxCheckpoint> {
 	const { label } = checkpointRequest(options, target === undefined ? [] : MACHINE_CHECKPOINT_KINDS)
-	const { workspace, stateDir, cgroupDirs } = capturable('checkpoint', target)
+	const { workspace, stateDir, cgroupDirs, flushFirst } = capturable('checkpoint', target)
 	assertLive(sandbox, 'checkpoint')
+	if (flushFirst === true) await sandbox.flush(options.signal ? { signal: options.signal } : {})
 	return captureCheckpoint({
 		stateBase: await resolveStateBase(stateDir),
 		sandboxId: sandbox.id,
