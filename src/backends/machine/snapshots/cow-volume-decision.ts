@@ -3,6 +3,7 @@
  * host, how large the volume's sparse image is, and what may be undone once its users are gone.
  * Table-tested without a mount.
  */
+import { debianInstallCommand } from '../launch/install-hint.js'
 
 /**
  * How a state directory's checkpoints share bytes with their workspaces:
@@ -62,7 +63,9 @@ export function decideCopyMode(facts: CopyModeFacts): CopyModeDecision {
 	}
 	const missing = [
 		...(facts.asRoot ? [] : ['a root host']),
-		...(facts.mkfsXfs ? [] : ['mkfs.xfs (apt-get install -y xfsprogs)']),
+		...(facts.mkfsXfs
+			? []
+			: [`mkfs.xfs (${debianInstallCommand('xfsprogs', facts.asRoot ? 0 : undefined)})`]),
 		...(facts.loopControl ? [] : ['loop devices (/dev/loop-control)']),
 	]
 	if (missing.length > 0) {
