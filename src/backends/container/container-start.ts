@@ -237,7 +237,7 @@ class ContainerStart {
 			owner,
 			mkfsPath: this.#context.backend.tools.mkfsExt4,
 			sandboxId: id,
-			checkpointable: this.#context.backend.runtime !== 'runsc',
+			checkpointable: true,
 		})
 	}
 
