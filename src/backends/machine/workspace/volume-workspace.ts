@@ -9,10 +9,9 @@
  * unmounts the volume). A sized workspace (`diskLimitMb`) stays its own ext4 image
  * (`workspace-disk.ts`), whose checkpoints are copies.
  */
-import { chown, mkdir, rm, stat } from 'node:fs/promises'
+import { chown, mkdir, rm } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { HOST_TOOLS, runProgramOrThrow } from '../launch/host-tools.js'
-import { LocalSandboxCleanupError } from '../machine-errors.js'
 import {
 	attachVolumeUser,
 	checkpointCopyMode,
@@ -20,7 +19,11 @@ import {
 	volumeMounted,
 } from '../snapshots/cow-volume.js'
 import { volumeSandboxDir } from '../snapshots/snapshot-layout.js'
-import { recordAndMountWorkspaceDisk, type WorkspaceDiskInput } from './workspace-disk.js'
+import {
+	recordAndMountWorkspaceDisk,
+	unmountWorkspace,
+	type WorkspaceDiskInput,
+} from './workspace-disk.js'
 
 const TOOL_TIMEOUT_MS = 30_000
 
@@ -75,15 +78,6 @@ export async function prepareEphemeralWorkspace(
 	}
 }
 
-async function isMountPoint(path: string, parent: string): Promise<boolean> {
-	try {
-		const [inner, outer] = await Promise.all([stat(path), stat(parent)])
-		return inner.dev !== outer.dev
-	} catch {
-		return false
-	}
-}
-
 /**
  * Unbinds the workspace of the sandbox rooted at `root`, removes its directory in the volume and
  * drops its registration. Idempotent; only once every process of the sandbox is gone.
@@ -93,15 +87,7 @@ export async function releaseVolumeWorkspace(
 	workspace: string,
 	id: string,
 ): Promise<void> {
-	if (await isMountPoint(workspace, root)) {
-		try {
-			await run(HOST_TOOLS.umount, [workspace])
-		} catch (error) {
-			await run(HOST_TOOLS.umount, ['--lazy', workspace]).catch(() => {
-				throw new LocalSandboxCleanupError([workspace], { cause: error })
-			})
-		}
-	}
+	await unmountWorkspace(root, workspace)
 	const stateBase = dirname(root)
 	// Still registered, so still mounted: the directory goes before the registration does.
 	if (await volumeMounted(stateBase)) {
