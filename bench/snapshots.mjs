@@ -1,30 +1,47 @@
-// Filesystem checkpoints on the local tier: checkpoint of a 100 MiB workspace vs a host `cp -a`
-// of the same tree (the copy the checkpoint makes on ext4, which has no reflinks), and fork →
-// first exec vs a cold create → first exec, interleaved in the same run.
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+// Filesystem checkpoints on the local tier, in the mode this state directory gets (`reflink`,
+// `volume`: the copy-on-write XFS volume on an ext4 host, or `copy`), all in one run:
+// - checkpoint of a 100 MiB and a 1 GiB workspace vs a host `cp -a` of the same tree;
+// - fork → first exec vs a cold create → first exec, interleaved;
+// - 10 forks of one checkpoint created at once → all first execs done, vs 10 cold creates;
+// - the disk each fork costs (free space of the filesystem holding the workspaces, before and
+//   after 10 forks exist).
+// Usage: npm run build && node bench/snapshots.mjs [--count 5] [--mib 100] [--big-mib 1024] [--forks 10]
+import { mkdtemp, rm, statfs } from 'node:fs/promises'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { checkpointCopyMode } from '../dist/backends/machine/snapshots/cow-volume.js'
+import { volumeMountPath } from '../dist/backends/machine/snapshots/snapshot-layout.js'
 import { createSandboxProvider } from '../dist/index.js'
-import { argInt, ms, printTable, ratio, spawnAndWait, summarize } from './lib.mjs'
+import { argInt, mib, ms, printTable, ratio, spawnAndWait, summarize } from './lib.mjs'
 
-const count = argInt('count', 10)
-const sizeMib = argInt('mib', 100)
+const count = argInt('count', 5)
+const sizes = [argInt('mib', 100), argInt('big-mib', 1024)]
+const forks = argInt('forks', 10)
 const stateDir = await mkdtemp(join(tmpdir(), 'namzu-bench-snapshots-'))
 await spawnAndWait('chmod', ['711', stateDir])
+const mode = await checkpointCopyMode(stateDir)
 const provider = createSandboxProvider({ backend: { tier: 'process', stateDir } })
-const sandbox = await provider.create()
 const copies = await mkdtemp(join(tmpdir(), 'namzu-bench-cp-'))
-try {
-	// 100 files of 1 MiB each, random (incompressible) bytes.
+const load = () =>
+	loadavg()
+		.map((value) => value.toFixed(2))
+		.join(' ')
+
+async function fill(sandbox, sizeMib) {
+	// Files of 1 MiB each, random (incompressible) bytes.
 	const made = await sandbox.exec('sh', [
 		'-c',
 		`mkdir -p data && for i in $(seq 1 ${sizeMib}); do head -c 1048576 /dev/urandom > data/f$i; done`,
 	])
 	if (made.exitCode !== 0) throw new Error(`filling the workspace failed: ${made.stderr}`)
+}
+
+/** Checkpoint vs `cp -a`, interleaved; answers the last checkpoint (the others deleted). */
+async function checkpointVsCopy(sandbox, sizeMib, n) {
 	const checkpointSamples = []
 	const copySamples = []
 	let last
-	for (let i = -1; i < count; i++) {
+	for (let i = -1; i < n; i++) {
 		const start = performance.now()
 		const checkpoint = await sandbox.checkpoint()
 		const checkpointMs = performance.now() - start
@@ -38,11 +55,25 @@ try {
 		checkpointSamples.push(checkpointMs)
 		copySamples.push(copyMs)
 	}
+	const c = summarize(checkpointSamples)
+	const p = summarize(copySamples)
+	printTable(
+		`checkpoint of a ${sizeMib} MiB workspace (n=${n}, mode ${mode.mode}, load ${load()})`,
+		[
+			`checkpoint p50 ${ms(c.p50)} p95 ${ms(c.p95)}`,
+			`host cp -a  p50 ${ms(p.p50)} p95 ${ms(p.p95)}`,
+			`ratio p50 ${ratio(c.p50, p.p50)}`,
+		],
+	)
+	return last
+}
+
+async function forkVsCold(checkpoint) {
 	const forkSamples = []
 	const coldSamples = []
 	for (let i = -1; i < count; i++) {
 		const forkStart = performance.now()
-		const fork = await provider.create({ from: last })
+		const fork = await provider.create({ from: checkpoint })
 		await fork.exec('true')
 		const forkMs = performance.now() - forkStart
 		await fork.destroy()
@@ -55,23 +86,67 @@ try {
 		forkSamples.push(forkMs)
 		coldSamples.push(coldMs)
 	}
-	const c = summarize(checkpointSamples)
-	const p = summarize(copySamples)
 	const f = summarize(forkSamples)
 	const k = summarize(coldSamples)
-	printTable(`checkpoint of a ${sizeMib} MiB workspace (n=${count}, ${last.bytes} bytes stored)`, [
-		`checkpoint p50 ${ms(c.p50)} p95 ${ms(c.p95)}`,
-		`host cp -a  p50 ${ms(p.p50)} p95 ${ms(p.p95)}`,
-		`ratio p50 ${ratio(c.p50, p.p50)}`,
-	])
-	printTable(`fork of that checkpoint → first exec vs cold create → first exec (n=${count})`, [
+	printTable(`fork → first exec vs cold create → first exec (n=${count}, load ${load()})`, [
 		`fork  p50 ${ms(f.p50)} p95 ${ms(f.p95)}`,
 		`cold  p50 ${ms(k.p50)} p95 ${ms(k.p95)}`,
 		`ratio p50 ${ratio(f.p50, k.p50)}`,
 	])
-	await provider.deleteCheckpoint(last.id)
+}
+
+async function freeBytes() {
+	const info = await statfs(mode.mode === 'volume' ? volumeMountPath(stateDir) : stateDir)
+	return info.bfree * info.bsize
+}
+
+/** `forks` forks at once → every first exec; the free space they cost; vs as many cold creates. */
+async function manyForks(checkpoint, sizeMib) {
+	const before = await freeBytes()
+	const start = performance.now()
+	const made = await Promise.all(
+		Array.from({ length: forks }, async () => {
+			const fork = await provider.create({ from: checkpoint })
+			await fork.exec('true')
+			return fork
+		}),
+	)
+	const forksMs = performance.now() - start
+	await spawnAndWait('sync', [])
+	const perFork = (before - (await freeBytes())) / forks
+	await Promise.all(made.map((fork) => fork.destroy()))
+	const coldStart = performance.now()
+	const cold = await Promise.all(
+		Array.from({ length: forks }, async () => {
+			const sandbox = await provider.create()
+			await sandbox.exec('true')
+			return sandbox
+		}),
+	)
+	const coldMs = performance.now() - coldStart
+	await Promise.all(cold.map((sandbox) => sandbox.destroy()))
+	printTable(`${forks} forks of one ${sizeMib} MiB checkpoint at once (load ${load()})`, [
+		`all first execs ${ms(forksMs)}; ${forks} cold creates at once ${ms(coldMs)}; ratio ${ratio(forksMs, coldMs)}`,
+		`disk per fork ${mib(perFork)} (free space of the workspaces' filesystem before/after)`,
+	])
+}
+
+let sandbox
+try {
+	console.log(`mode ${mode.mode}: ${mode.why}`)
+	for (const [index, sizeMib] of sizes.entries()) {
+		sandbox = await provider.create()
+		await fill(sandbox, sizeMib)
+		// The big workspace takes fewer samples: each host `cp -a` copies every byte.
+		const last = await checkpointVsCopy(sandbox, sizeMib, index === 0 ? count : Math.min(count, 3))
+		if (index === 0) await forkVsCold(last)
+		await manyForks(last, sizeMib)
+		await provider.deleteCheckpoint(last.id)
+		await sandbox.destroy()
+		sandbox = undefined
+	}
 } finally {
-	await sandbox.destroy()
+	await sandbox?.destroy()
 	await provider.close()
 	await rm(copies, { recursive: true, force: true })
 	await rm(stateDir, { recursive: true, force: true })

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The end of `.ci/run`: fails, naming each, when the run left anything of a sandbox behind — a
 // `namzu-sbx-<id>` cgroup (any hierarchy), mount, loop device (its backing file), process (its
-// command line or cgroup), state root, or a claim lock (`namzu-claims/*.lock`); a named network
+// command line or cgroup), state root, a checkpoint copy-on-write volume (`namzu-cow/`: its mount,
+// its loop device, a process holding its lock), or a claim lock (`namzu-claims/*.lock`); a named network
 // namespace `namzu-*` (`ip netns list`: the tests' stand-in internet is `namzu-inet-*` and deletes
 // its own on close); a `namzu-agent-test-*` directory in `os.tmpdir()` (the agent test helper's
 // workspaces, removed by its stop). State roots are
@@ -23,7 +24,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 
-const SANDBOX = /namzu-sbx-[0-9a-f]{12}/
+const SANDBOX = /namzu-sbx-[0-9a-f]{12}|\/namzu-cow\//
 const KINDS = ['cgroup', 'mount', 'loop', 'process', 'state', 'netns', 'tempdir']
 
 function option(name) {

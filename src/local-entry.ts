@@ -41,6 +41,8 @@ export {
 	AGENT_TASK_HEADROOM,
 	type CgroupControllerCheck,
 	CgroupLimitsUnavailableError,
+	CheckpointSpaceExhaustedError,
+	type CheckpointSpaceOperation,
 	type ClaimedIdentity,
 	type ClaimedWorkspace,
 	collectLocalGarbage,

@@ -42,6 +42,7 @@ export function formatIsolationReport(report: LocalIsolationReport): string {
 		`  ${mark(report.cgroups.pids)} process limits    ${report.cgroups.pids.detail} (maxProcesses)`,
 		`  ${mark(report.cgroups.cpu)} cpu limits        ${report.cgroups.cpu.detail} (cpuLimit, cpu share)`,
 		`  ${mark(report.diskLimit)} disk limits       ${report.diskLimit.detail} (diskLimitMb)`,
+		`  ${mark(report.checkpoints)} checkpoints       ${report.checkpoints.mode}: ${report.checkpoints.detail}`,
 		'',
 		...defaultSandboxLines(report),
 		'',

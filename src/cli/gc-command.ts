@@ -24,6 +24,7 @@ export function formatGarbageReport(report: LocalGarbageReport, dryRun: boolean)
 		...report.cgroups.map((dir) => `${remove} orphan cgroup ${dir}`),
 		...report.runtimeFiles.map((file) => `${remove} runtime copy ${file}`),
 		...report.partialCheckpoints.map((dir) => `${remove} partial checkpoint ${dir}`),
+		...report.checkpointVolume.map((path) => `${remove} checkpoint volume leftover ${path}`),
 	]
 }
 

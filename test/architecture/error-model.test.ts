@@ -94,6 +94,7 @@ import {
 } from '../../src/backends/kubernetes/workspace/workspace-guest-errors.js'
 import * as localErrors from '../../src/backends/local/local-errors.js'
 import {
+	CheckpointSpaceExhaustedError,
 	DefaultLimitsUnavailableError,
 	DiskLimitUnavailableError,
 } from '../../src/backends/machine/cgroups/limit-errors.js'
@@ -793,6 +794,10 @@ const CASES: readonly ErrorCase[] = [
 	...(['caller-workspace', 'not-root', 'mkfs-missing', 'setup-failed'] as const).map((refusal) => ({
 		type: DiskLimitUnavailableError,
 		make: () => new DiskLimitUnavailableError(refusal, 64, 'detail'),
+	})),
+	...(['checkpoint', 'rollback', 'fork'] as const).map((operation) => ({
+		type: CheckpointSpaceExhaustedError,
+		make: () => new CheckpointSpaceExhaustedError(operation, '/state/namzu-cow/mnt'),
 	})),
 	// backends/container
 	{

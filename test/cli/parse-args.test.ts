@@ -444,6 +444,7 @@ describe('gc output', () => {
 		cgroups: ['/sys/fs/cgroup/cpu/namzu-sbx-aaaaaaaaaaaa'],
 		runtimeFiles: ['/s/namzu-runtime-0/node-1-2-3-4'],
 		partialCheckpoints: ['/s/namzu-checkpoints/.partial-0123456789abcdef'],
+		checkpointVolume: ['/s/namzu-cow/mnt'],
 		failed: [],
 	} as const
 	it.each([
@@ -455,6 +456,7 @@ describe('gc output', () => {
 				'removed orphan cgroup /sys/fs/cgroup/cpu/namzu-sbx-aaaaaaaaaaaa',
 				'removed runtime copy /s/namzu-runtime-0/node-1-2-3-4',
 				'removed partial checkpoint /s/namzu-checkpoints/.partial-0123456789abcdef',
+				'removed checkpoint volume leftover /s/namzu-cow/mnt',
 			],
 		],
 		[
@@ -465,6 +467,7 @@ describe('gc output', () => {
 				'would remove orphan cgroup /sys/fs/cgroup/cpu/namzu-sbx-aaaaaaaaaaaa',
 				'would remove runtime copy /s/namzu-runtime-0/node-1-2-3-4',
 				'would remove partial checkpoint /s/namzu-checkpoints/.partial-0123456789abcdef',
+				'would remove checkpoint volume leftover /s/namzu-cow/mnt',
 			],
 		],
 	])('dry run %s: one line per thing', (dryRun, lines) => {

@@ -36,7 +36,7 @@ import {
 	resolveSandboxLimits,
 	type SandboxLimits,
 } from '../machine/spec/sandbox-limits.js'
-import { recordAndMountWorkspaceDisk } from '../machine/workspace/workspace-disk.js'
+import { prepareEphemeralWorkspace } from '../machine/workspace/volume-workspace.js'
 import { type AgentFiles, prepareAgentFiles } from './container-agent-files.js'
 import { adoptAgentSocket, asLaunched, listeningOnPath } from './container-agent-socket.js'
 import {
@@ -223,19 +223,22 @@ class ContainerStart {
 		if (failed) throw failed
 	}
 
-	/** The record exists before anything else is made; a sized workspace is mounted into it. */
+	/**
+	 * The record exists before anything else is made; the workspace gets its filesystem (a sized
+	 * one, or the copy-on-write volume where the runtime takes checkpoints).
+	 */
 	async #recordWorkspace(): Promise<void> {
-		const { ledger, dirs, owner } = this.#claims
+		const { ledger, dirs, owner, id } = this.#claims
 		await ledger.record({})
-		if (this.#spec.diskLimitMb !== undefined) {
-			await recordAndMountWorkspaceDisk(ledger, {
-				root: dirs.root,
-				workspace: dirs.workspace,
-				diskLimitMb: this.#spec.diskLimitMb,
-				owner,
-				mkfsPath: this.#context.backend.tools.mkfsExt4,
-			})
-		}
+		await prepareEphemeralWorkspace(ledger, {
+			root: dirs.root,
+			workspace: dirs.workspace,
+			diskLimitMb: this.#spec.diskLimitMb,
+			owner,
+			mkfsPath: this.#context.backend.tools.mkfsExt4,
+			sandboxId: id,
+			checkpointable: true,
+		})
 	}
 
 	/** The sandbox's groups, the runtime's own beside them, and the `work/` descriptors. */

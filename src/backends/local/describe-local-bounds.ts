@@ -4,7 +4,7 @@
  * `diskLimitMb` can be set up here — each from a real check (tool paths, cgroup write access).
  */
 import { constants } from 'node:fs'
-import { access } from 'node:fs/promises'
+import { access, realpath } from 'node:fs/promises'
 import { totalmem } from 'node:os'
 import { EGRESS_LAYER_ENFORCEMENT, type EgressLayer } from '../../host/egress/egress-decision.js'
 import type { LimitController } from '../machine/cgroups/cgroup-layout.js'
@@ -12,6 +12,8 @@ import { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from '../machine/cgroups/
 import type { CgroupControllerCheck, IsolationCheck } from '../machine/isolation-check.js'
 import { missingNetworkTools } from '../machine/network/egress-network.js'
 import { missingNetworkToolsLine } from '../machine/network/network-errors.js'
+import { checkpointCopyMode } from '../machine/snapshots/cow-volume.js'
+import type { CheckpointCopyMode } from '../machine/snapshots/cow-volume-decision.js'
 import { resolveSandboxLimits, type TmpfsSizes } from '../machine/spec/sandbox-limits.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 
@@ -55,6 +57,16 @@ export interface LocalBoundsReport {
 	readonly network: LocalNetworkReport
 	/** Whether `diskLimitMb` can be enforced for an ephemeral workspace here. */
 	readonly diskLimit: IsolationCheck
+	/**
+	 * How filesystem checkpoints share bytes in the state directory: `reflink` (its filesystem
+	 * clones), `volume` (a copy-on-write XFS volume), or `copy` (full copies; `ok` false).
+	 */
+	readonly checkpoints: IsolationCheck & { readonly mode: CheckpointCopyMode }
+}
+
+async function describeCheckpoints(stateDir: string): Promise<LocalBoundsReport['checkpoints']> {
+	const decision = await checkpointCopyMode(await realpath(stateDir).catch(() => stateDir))
+	return { ok: decision.mode !== 'copy', mode: decision.mode, detail: decision.why }
 }
 
 function asRootHost(): boolean {
@@ -114,6 +126,7 @@ export async function describeLocalBounds(
 			},
 		},
 		diskLimit,
+		checkpoints: await describeCheckpoints(config.stateDir),
 	}
 }
 

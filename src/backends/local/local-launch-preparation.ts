@@ -18,7 +18,7 @@ import {
 	removeSandboxDirectories,
 	type SandboxDirectories,
 } from '../machine/workspace/sandbox-directories.js'
-import { recordAndMountWorkspaceDisk } from '../machine/workspace/workspace-disk.js'
+import { prepareEphemeralWorkspace } from '../machine/workspace/volume-workspace.js'
 import type { LocalInstanceContext } from './local-instance.js'
 import type { BwrapLaunch } from './sandbox-confinement.js'
 
@@ -66,13 +66,15 @@ export async function prepareUnconfined(
 	}
 	try {
 		await ledger.record({})
-		if (spec.diskLimitMb !== undefined) {
-			await recordAndMountWorkspaceDisk(ledger, {
+		if (!dirs.callerOwnsWorkspace) {
+			await prepareEphemeralWorkspace(ledger, {
 				root: dirs.root,
 				workspace: dirs.workspace,
 				diskLimitMb: spec.diskLimitMb,
 				owner,
 				mkfsPath: backend.tools.mkfsExt4,
+				sandboxId: id,
+				checkpointable: true,
 			})
 		}
 	} catch (error) {

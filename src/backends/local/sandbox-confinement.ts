@@ -60,7 +60,7 @@ import {
 	sandboxRootFor,
 } from '../machine/workspace/sandbox-directories.js'
 import { firstUnsearchable, stageBind } from '../machine/workspace/staging-mounts.js'
-import { recordAndMountWorkspaceDisk } from '../machine/workspace/workspace-disk.js'
+import { prepareEphemeralWorkspace } from '../machine/workspace/volume-workspace.js'
 import { handOverUnderLock } from '../machine/workspace/workspace-handover.js'
 import { buildBwrapArgs } from './bwrap-argv.js'
 
@@ -246,18 +246,19 @@ async function egressBinds(prep: Preparation): Promise<BindSource[]> {
 }
 
 /**
- * `diskLimitMb`: the ephemeral workspace (already the sandbox uid's) gets a filesystem of that size
- * mounted over it, its root owned by the same uid; recorded before it is mounted.
+ * The ephemeral workspace (already the sandbox uid's) gets its filesystem: one of `diskLimitMb`,
+ * or the copy-on-write volume its checkpoints clone from; recorded before it is mounted.
  */
-async function mountSizedWorkspace(prep: Preparation): Promise<void> {
-	const { diskLimitMb } = prep.input.spec
-	if (diskLimitMb === undefined) return
-	await recordAndMountWorkspaceDisk(prep.ledger, {
+async function mountEphemeralWorkspace(prep: Preparation): Promise<void> {
+	if (prep.dirs.callerOwnsWorkspace) return
+	await prepareEphemeralWorkspace(prep.ledger, {
 		root: prep.dirs.root,
 		workspace: prep.dirs.workspace,
-		diskLimitMb,
+		diskLimitMb: prep.input.spec.diskLimitMb,
 		owner: prep.identity,
 		mkfsPath: prep.input.backend.tools.mkfsExt4,
+		sandboxId: prep.input.id,
+		checkpointable: true,
 	})
 }
 
@@ -321,7 +322,7 @@ async function prepare(
 		...(await egressBinds(prep)),
 	]
 	const hidden = await hiddenTargets(prep)
-	await mountSizedWorkspace(prep)
+	await mountEphemeralWorkspace(prep)
 	await handOverCallerWorkspace(prep)
 	signal?.throwIfAborted()
 	const workspaceSource = await reachable(prep, dirs.workspace, 'workspace')

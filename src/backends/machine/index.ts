@@ -4,6 +4,8 @@
 export type { LimitController } from './cgroups/cgroup-layout.js'
 export { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from './cgroups/cgroup-limits.js'
 export {
+	CheckpointSpaceExhaustedError,
+	type CheckpointSpaceOperation,
 	DefaultLimitsUnavailableError,
 	type DiskLimitRefusal,
 	DiskLimitUnavailableError,

@@ -46,16 +46,30 @@ export function mountsUnder(prefix: string): string[] {
 
 /**
  * What sandboxes hold in a state directory: every entry but the runtime copies of node and the
- * agent (which outlive every sandbox by design) and the claims directory, whose locks are listed
- * one by one (`namzu-claims/<lock>`). Empty once every sandbox is gone.
+ * agent (which outlive every sandbox by design), the claims directory, whose locks are listed
+ * one by one (`namzu-claims/<lock>`), and the checkpoint volume's directory, whose image and user
+ * registrations are listed (`namzu-cow/volume.img`, `namzu-cow/users/<user>`; its lock file and
+ * empty mount point stay by design, and its mount is what `mountsUnder` sees). Empty once every
+ * sandbox is gone.
  */
 export async function sandboxEntries(stateDir: string): Promise<string[]> {
 	const names = await readdir(stateDir)
 	const locks = names.includes('namzu-claims')
 		? (await readdir(join(stateDir, 'namzu-claims'))).map((name) => `namzu-claims/${name}`)
 		: []
-	const own = names.filter((name) => !name.startsWith('namzu-runtime-') && name !== 'namzu-claims')
-	return [...own, ...locks]
+	const volume = names.includes('namzu-cow') ? await volumeEntries(join(stateDir, 'namzu-cow')) : []
+	const own = names.filter(
+		(name) => !name.startsWith('namzu-runtime-') && name !== 'namzu-claims' && name !== 'namzu-cow',
+	)
+	return [...own, ...locks, ...volume]
+}
+
+async function volumeEntries(dir: string): Promise<string[]> {
+	const names = await readdir(dir)
+	const users = names.includes('users')
+		? (await readdir(join(dir, 'users'))).map((name) => `namzu-cow/users/${name}`)
+		: []
+	return [...(names.includes('volume.img') ? ['namzu-cow/volume.img'] : []), ...users]
 }
 
 /** Sandbox ids of the `namzu-sbx-<id>` state directories under `stateDir`. */

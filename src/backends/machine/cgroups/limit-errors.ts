@@ -56,3 +56,32 @@ export class DiskLimitUnavailableError extends SandboxError<'disk-limit-unavaila
 		this.diskLimitMb = diskLimitMb
 	}
 }
+
+/** Which step of a checkpoint ran out of space. */
+export type CheckpointSpaceOperation = 'checkpoint' | 'rollback' | 'fork'
+
+/**
+ * A checkpoint, rollback or fork ran out of space: the filesystem holding the checkpoints (the
+ * copy-on-write volume, or the state directory's own) or a sized workspace (`diskLimitMb`) is
+ * full. No partial checkpoint is left; a rollback's or fork's workspace holds what was copied.
+ */
+export class CheckpointSpaceExhaustedError extends SandboxError<'checkpoint-space-exhausted'> {
+	override readonly name = 'CheckpointSpaceExhaustedError'
+	readonly operation: CheckpointSpaceOperation
+	/** The directory whose filesystem was full. */
+	readonly location: string
+
+	constructor(
+		operation: CheckpointSpaceOperation,
+		location: string,
+		options: SandboxErrorOptions = {},
+	) {
+		super(
+			`${operation} ran out of space on the filesystem of ${location}: delete checkpoints no longer needed (provider.deleteCheckpoint), free space on the host, or raise diskLimitMb`,
+			'checkpoint-space-exhausted',
+			options,
+		)
+		this.operation = operation
+		this.location = location
+	}
+}

@@ -54,6 +54,11 @@ export interface SandboxHostClaims {
 	readonly stagingMounts: readonly string[]
 	/** `diskLimitMb`: the ephemeral workspace (`<stateRoot>/workspace`), a loop-mounted image. */
 	readonly workspaceDisk?: string
+	/**
+	 * The ephemeral workspace (`<stateRoot>/workspace`) bound from the state directory's
+	 * copy-on-write volume, whose user this sandbox is (`volume-workspace.ts`).
+	 */
+	readonly workspaceVolume?: string
 	/** The `<sandbox>/` cgroup directories, recorded before they are made. */
 	readonly cgroupDirs?: readonly string[]
 	/** The launched process (bwrap, its watchdog, or the plain agent), once it exists. */
@@ -147,6 +152,8 @@ export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 	if (raw.workspace !== undefined && workspace === undefined) return undefined
 	const disk = raw.workspaceDisk
 	if (disk !== undefined && typeof disk !== 'string') return undefined
+	const bound = raw.workspaceVolume
+	if (bound !== undefined && typeof bound !== 'string') return undefined
 	const groups = raw.cgroupDirs === undefined ? undefined : stringList(raw.cgroupDirs)
 	if (raw.cgroupDirs !== undefined && groups === undefined) return undefined
 	const runtime = raw.runtimeFiles === undefined ? undefined : stringList(raw.runtimeFiles)
@@ -162,6 +169,7 @@ export function parseHostClaims(raw: unknown): SandboxHostClaims | undefined {
 		...(workspace ? { workspace } : {}),
 		stagingMounts: mounts,
 		...(disk === undefined ? {} : { workspaceDisk: disk }),
+		...(bound === undefined ? {} : { workspaceVolume: bound }),
 		...(groups === undefined ? {} : { cgroupDirs: groups }),
 		...(launcher ? { launcher } : {}),
 		...(runtime === undefined ? {} : { runtimeFiles: runtime }),
@@ -199,12 +207,9 @@ export function hostClaimsBelongTo(
 	}
 	// A sized workspace is the state root's own; a handed-over directory (a container's writable
 	// `hostDir`) is outside the state directory, so a sandbox may hold both.
-	if (
-		claims.workspaceDisk !== undefined &&
-		claims.workspaceDisk !== ephemeralWorkspacePath(stateRoot)
-	) {
-		return false
-	}
+	const own = ephemeralWorkspacePath(stateRoot)
+	if (claims.workspaceDisk !== undefined && claims.workspaceDisk !== own) return false
+	if (claims.workspaceVolume !== undefined && claims.workspaceVolume !== own) return false
 	if (!(claims.cgroupDirs ?? []).every((dir) => isSandboxCgroupDir(dir, id))) return false
 	const staging = `${stateRoot}/${STAGING_DIR_NAME}`
 	return claims.stagingMounts.every(

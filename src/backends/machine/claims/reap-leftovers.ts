@@ -32,6 +32,7 @@ import {
 	temporaryWriter,
 } from '../launch/runtime-cache.js'
 import { abandonedPartialCheckpoints } from '../snapshots/checkpoint-store.js'
+import { collectVolumeGarbage } from '../snapshots/cow-volume.js'
 import { STATE_DIR_PREFIX, sandboxRootFor } from '../workspace/sandbox-directories.js'
 import { CLAIMS_DIR_NAME, releaseLock } from './claim-locks.js'
 import { ephemeralWorkspacePath, type SandboxHostClaims } from './host-claims.js'
@@ -85,6 +86,11 @@ export interface LocalGarbageReport {
 	readonly runtimeFiles: readonly string[]
 	/** `namzu-checkpoints/.partial-<id>` directories of captures whose capturing process died. */
 	readonly partialCheckpoints: readonly string[]
+	/**
+	 * The copy-on-write volume's leftovers (`namzu-cow/`): registrations of users that are gone,
+	 * contents no user or checkpoint names, and the mount (and image) once nothing uses it.
+	 */
+	readonly checkpointVolume: readonly string[]
 	/** Sandbox ids whose teardown failed (each also told to `onError`). */
 	readonly failed: readonly string[]
 }
@@ -347,6 +353,7 @@ export async function collectLocalGarbage(
 			cgroups: [],
 			runtimeFiles: [],
 			partialCheckpoints: [],
+			checkpointVolume: [],
 			failed: [],
 		}
 	}
@@ -386,7 +393,15 @@ export async function collectLocalGarbage(
 	const cgroups = await orphanCgroups(owned, nowMs, dryRun, options.onError)
 	const runtimeFiles = await staleRuntimeFiles(base, keep, nowMs, dryRun)
 	const partialCheckpoints = await abandonedPartialCheckpoints(base, nowMs, dryRun)
-	return { sandboxes, locks, cgroups, runtimeFiles, partialCheckpoints, failed }
+	const checkpointVolume = await collectVolumeGarbage(
+		base,
+		async (id) => (await ownEntry(sandboxRootFor(base, id))) !== undefined,
+		dryRun,
+	).catch((error: unknown) => {
+		options.onError?.(error)
+		return [] as string[]
+	})
+	return { sandboxes, locks, cgroups, runtimeFiles, partialCheckpoints, checkpointVolume, failed }
 }
 
 /**

@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { adoptSandboxCgroups } from '../cgroups/cgroup-limits.js'
 import { LocalSandboxCleanupError } from '../machine-errors.js'
 import { hostMountPointsUnder, unstage } from '../workspace/staging-mounts.js'
+import { releaseVolumeWorkspace } from '../workspace/volume-workspace.js'
 import { releaseWorkspaceDisk } from '../workspace/workspace-disk.js'
 import { giveBackWorkspace } from '../workspace/workspace-ownership.js'
 import { lockHolder, releaseLock } from './claim-locks.js'
@@ -85,6 +86,13 @@ export async function releaseHostClaims(claims: SandboxHostClaims): Promise<void
 		await releaseWorkspaceDisk(claims.stateRoot, claims.workspaceDisk).catch((error: unknown) => {
 			failures.push(error)
 			leftovers.push(claims.workspaceDisk ?? claims.stateRoot)
+		})
+	}
+	const bound = claims.workspaceVolume
+	if (bound !== undefined) {
+		await releaseVolumeWorkspace(claims.stateRoot, bound, claims.id).catch((error: unknown) => {
+			failures.push(error)
+			leftovers.push(bound)
 		})
 	}
 	const { workspace, identity } = claims

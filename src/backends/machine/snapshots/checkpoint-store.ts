@@ -1,16 +1,18 @@
 /**
  * Filesystem checkpoints of sandboxes on this machine, kept in `<stateDir>/namzu-checkpoints/`:
- * `<id>/content/` (the workspace as it was) and `<id>/checkpoint.json` (its `SandboxCheckpoint`);
- * a `memory` checkpoint's directory holds what its tier's capture wrote instead of `content/` (the
- * microVM tier: the VMM's RAM image and the guest's disks).
- * A capture is written to `.partial-<id>/` and renamed into place, so a failed or aborted one
- * leaves no checkpoint (its partial directory is removed at once); a capture whose host was killed
- * leaves its partial directory, which names its capturing process (`capturer.json`: pid and start
- * time) so the reaper removes it once that process is gone (`abandonedPartialCheckpoints`) and
- * never while it runs. Copies are `cp -a
- * --reflink=auto`: shared extents where the filesystem has reflinks, a plain copy elsewhere (ext4).
- * Checkpoints outlive the sandbox and the host process; only `deleteCheckpoint` removes one (the
- * reaper never does).
+ * `<id>/checkpoint.json` (its `SandboxCheckpoint`) and its content — `<id>/content/`, or, when the
+ * workspace lives on the state directory's copy-on-write volume (`cow-volume.ts`; `<id>/in-volume`
+ * says so), the volume's `checkpoints/<id>/`; a `memory` checkpoint's directory holds what its
+ * tier's capture wrote instead of `content/` (the microVM tier: the VMM's RAM image and the
+ * guest's disks). A capture is written to `.partial-<id>/` and renamed into place, so a failed or
+ * aborted one leaves no checkpoint (its partial directory and volume content are removed at once);
+ * a capture whose host was killed leaves its partial directory, which names its capturing process
+ * (`capturer.json`: pid and start time) so the reaper removes it once that process is gone
+ * (`abandonedPartialCheckpoints`) and never while it runs; volume content no store entry names is
+ * swept by the volume's reaper pass. Copies are `cp -a --reflink`: clones on the volume or a
+ * reflink filesystem (btrfs, XFS), a plain copy elsewhere (ext4 without the volume). A full
+ * filesystem is `CheckpointSpaceExhaustedError`. Checkpoints outlive the sandbox and the host
+ * process; only `deleteCheckpoint` removes one (the reaper never does).
  */
 import { randomBytes } from 'node:crypto'
 import { closeSync, openSync } from 'node:fs'
@@ -33,26 +35,39 @@ import {
 	type SandboxCheckpointKind,
 } from '../../../contract/checkpoint.js'
 import {
+	CheckpointSpaceExhaustedError,
+	type CheckpointSpaceOperation,
+} from '../cgroups/limit-errors.js'
+import {
 	isProcessAlive,
 	type ProcessIdentity,
 	readProcessIdentity,
 } from '../claims/process-identity.js'
 import { UNRECORDED_GRACE_MS } from '../claims/reap-decision.js'
 import { runHostToolOrThrow, runProgramOrThrow } from '../launch/host-tools.js'
+import { LocalHostToolError } from '../machine-errors.js'
+import { checkpointCopyMode, onVolume, withVolume } from './cow-volume.js'
+import { saysNoSpace } from './cow-volume-decision.js'
+import {
+	CHECKPOINT_ID_PATTERN,
+	CHECKPOINTS_DIR_NAME,
+	checkpointStoreDir,
+	IN_VOLUME_MARKER,
+	PARTIAL_PREFIX,
+	volumeCheckpointDir,
+} from './snapshot-layout.js'
 
-/** The store's directory in a provider's state directory. */
-export const CHECKPOINTS_DIR_NAME = 'namzu-checkpoints'
-const PARTIAL_PREFIX = '.partial-'
+export { CHECKPOINTS_DIR_NAME }
+
 const CONTENT = 'content'
 const RECORD = 'checkpoint.json'
 /** In a partial directory: the process capturing into it. */
 const CAPTURER = 'capturer.json'
 const CP = '/usr/bin/cp'
 const DU = '/usr/bin/du'
-const ID_PATTERN = /^[0-9a-f]{16}$/
 
 function storeDir(stateBase: string): string {
-	return join(stateBase, CHECKPOINTS_DIR_NAME)
+	return checkpointStoreDir(stateBase)
 }
 
 /** `cp -a` of a directory's contents (and its own attributes) onto an existing directory. */
@@ -60,6 +75,32 @@ function copyContents(from: string, to: string, signal: AbortSignal | undefined)
 	return runProgramOrThrow(CP, ['-a', '--reflink=auto', '--', `${from}/.`, to], {
 		...(signal ? { signal } : {}),
 	})
+}
+
+/** A full filesystem as `CheckpointSpaceExhaustedError`; anything else as it is. */
+function spaceError(
+	error: unknown,
+	operation: CheckpointSpaceOperation,
+	location: string,
+): unknown {
+	const text = error instanceof LocalHostToolError ? error.stderrTail : String(error)
+	return saysNoSpace(text)
+		? new CheckpointSpaceExhaustedError(operation, location, { cause: error })
+		: error
+}
+
+/** The volume's size, when the state directory keeps checkpoints on a copy-on-write volume. */
+async function volumeBytesOf(stateBase: string): Promise<number | undefined> {
+	const decision = await checkpointCopyMode(stateBase)
+	return decision.mode === 'volume' ? decision.volumeBytes : undefined
+}
+
+/** Whether the checkpoint whose store directory is `dir` keeps its content in the volume. */
+async function contentInVolume(dir: string): Promise<boolean> {
+	return stat(join(dir, IN_VOLUME_MARKER)).then(
+		() => true,
+		() => false,
+	)
 }
 
 /** What `dir` occupies on disk, in bytes (`du`). */
@@ -99,30 +140,59 @@ export interface CaptureRequest {
 	readonly signal?: AbortSignal
 }
 
-/** Takes a checkpoint of the workspace with the sandbox paused for the copy. */
-export function captureCheckpoint(request: CaptureRequest): Promise<SandboxCheckpoint> {
-	return captureInto(request, 'filesystem', async (partial) => {
-		const content = join(partial, CONTENT)
-		await mkdir(content, { mode: 0o700 })
-		request.signal?.throwIfAborted()
-		const resume = await request.pause()
-		try {
-			const names = await workspaceEntries(request.workspace)
-			// Each entry, so a sized workspace's lost+found stays out; `.` carries the root's mode.
-			for (const name of names) {
-				await runProgramOrThrow(
-					CP,
-					['-a', '--reflink=auto', '--', join(request.workspace, name), content],
-					{
-						...(request.signal ? { signal: request.signal } : {}),
-					},
-				)
-			}
-		} finally {
-			await resume()
+/** Copies the workspace's entries into `content` with the sandbox paused. */
+async function copyPaused(
+	request: CaptureRequest,
+	content: string,
+	reflink: 'always' | 'auto',
+): Promise<void> {
+	await mkdir(content, { mode: 0o700 })
+	request.signal?.throwIfAborted()
+	const resume = await request.pause()
+	try {
+		const names = await workspaceEntries(request.workspace)
+		// Each entry, so a sized workspace's lost+found stays out; `.` carries the root's mode.
+		for (const name of names) {
+			await runProgramOrThrow(
+				CP,
+				['-a', `--reflink=${reflink}`, '--', join(request.workspace, name), content],
+				{ ...(request.signal ? { signal: request.signal } : {}) },
+			)
 		}
-		return content
-	})
+	} finally {
+		await resume()
+	}
+}
+
+/**
+ * Takes a checkpoint of the workspace with the sandbox paused for the copy. A workspace on the
+ * copy-on-write volume is cloned into the volume (its sandbox's registration keeps it mounted);
+ * any other is copied into the store.
+ */
+export async function captureCheckpoint(request: CaptureRequest): Promise<SandboxCheckpoint> {
+	const inVolume = await onVolume(request.stateBase, request.workspace)
+	let location = storeDir(request.stateBase)
+	try {
+		return await captureInto(request, 'filesystem', async (partial, id) => {
+			if (!inVolume) {
+				await copyPaused(request, join(partial, CONTENT), 'auto')
+				return join(partial, CONTENT)
+			}
+			const content = volumeCheckpointDir(request.stateBase, id)
+			location = content
+			// Before any content: a volume content directory is always named by its store entry.
+			await writeFile(join(partial, IN_VOLUME_MARKER), '', { mode: 0o600 })
+			try {
+				await copyPaused(request, content, 'always')
+			} catch (error) {
+				await rm(content, { recursive: true, force: true }).catch(() => undefined)
+				throw error
+			}
+			return content
+		})
+	} catch (error) {
+		throw spaceError(error, 'checkpoint', location)
+	}
 }
 
 export interface MemoryCaptureRequest {
@@ -158,7 +228,7 @@ async function captureInto(
 		readonly signal?: AbortSignal
 	},
 	kind: SandboxCheckpointKind,
-	fill: (partial: string) => Promise<string>,
+	fill: (partial: string, id: string) => Promise<string>,
 ): Promise<SandboxCheckpoint> {
 	const id = randomBytes(8).toString('hex')
 	const store = storeDir(request.stateBase)
@@ -175,7 +245,7 @@ async function captureInto(
 				mode: 0o600,
 			},
 		)
-		const measured = await fill(partial)
+		const measured = await fill(partial, id)
 		request.signal?.throwIfAborted()
 		await rm(join(partial, CAPTURER), { force: true })
 		const checkpoint: SandboxCheckpoint = {
@@ -224,7 +294,7 @@ function parseRecord(text: string, id: string): SandboxCheckpoint | undefined {
 
 /** The checkpoint of that id, or `CheckpointNotFoundError`. */
 export async function readCheckpoint(stateBase: string, id: string): Promise<SandboxCheckpoint> {
-	if (!ID_PATTERN.test(id)) throw new CheckpointNotFoundError(id)
+	if (!CHECKPOINT_ID_PATTERN.test(id)) throw new CheckpointNotFoundError(id)
 	const text = await readFile(join(storeDir(stateBase), id, RECORD), 'utf8').catch(() => undefined)
 	const checkpoint = text === undefined ? undefined : parseRecord(text, id)
 	if (!checkpoint) throw new CheckpointNotFoundError(id)
@@ -236,7 +306,7 @@ export async function listCheckpoints(stateBase: string): Promise<SandboxCheckpo
 	const names = await readdir(storeDir(stateBase)).catch(() => [] as string[])
 	const found: SandboxCheckpoint[] = []
 	for (const name of names) {
-		if (!ID_PATTERN.test(name)) continue
+		if (!CHECKPOINT_ID_PATTERN.test(name)) continue
 		const checkpoint = await readCheckpoint(stateBase, name).catch(() => undefined)
 		if (checkpoint) found.push(checkpoint)
 	}
@@ -249,6 +319,14 @@ export async function deleteCheckpoint(stateBase: string, id: string): Promise<v
 	const dir = join(storeDir(stateBase), id)
 	const doomed = join(storeDir(stateBase), `${PARTIAL_PREFIX}${id}`)
 	await rename(dir, doomed)
+	if (await contentInVolume(doomed)) {
+		const volumeBytes = (await volumeBytesOf(stateBase)) ?? 0
+		// The marker goes with the content, so the last user out sees no checkpoint left in it.
+		await withVolume(stateBase, volumeBytes, async () => {
+			await rm(volumeCheckpointDir(stateBase, id), { recursive: true, force: true })
+			await rm(join(doomed, IN_VOLUME_MARKER), { force: true })
+		})
+	}
 	await rm(doomed, { recursive: true, force: true })
 }
 
@@ -263,14 +341,35 @@ export async function restoreCheckpoint(
 	id: string,
 	workspace: string,
 	signal?: AbortSignal,
+	operation: CheckpointSpaceOperation = 'rollback',
 ): Promise<void> {
 	await readCheckpoint(stateBase, id)
+	const dir = join(storeDir(stateBase), id)
+	const fill = (content: string) => replaceContents(content, workspace, signal)
+	try {
+		if (!(await contentInVolume(dir))) return await fill(join(dir, CONTENT))
+		// A workspace on the volume keeps it mounted (its sandbox is registered); any other restore
+		// registers itself for the copy.
+		if (await onVolume(stateBase, workspace)) return await fill(volumeCheckpointDir(stateBase, id))
+		const volumeBytes = (await volumeBytesOf(stateBase)) ?? 0
+		await withVolume(stateBase, volumeBytes, () => fill(volumeCheckpointDir(stateBase, id)))
+	} catch (error) {
+		if (signal?.aborted) throw signal.reason
+		throw spaceError(error, operation, workspace)
+	}
+}
+
+async function replaceContents(
+	content: string,
+	workspace: string,
+	signal: AbortSignal | undefined,
+): Promise<void> {
 	const owner = await lstat(workspace)
 	for (const name of await workspaceEntries(workspace)) {
 		await rm(join(workspace, name), { recursive: true, force: true })
 	}
 	signal?.throwIfAborted()
-	await copyContents(join(storeDir(stateBase), id, CONTENT), workspace, signal)
+	await copyContents(content, workspace, signal)
 	if (process.getuid?.() === 0) {
 		await runHostToolOrThrow('chown', ['-R', '-h', `${owner.uid}:${owner.gid}`, '--', workspace], {
 			...(signal ? { signal } : {}),
@@ -309,7 +408,10 @@ export async function abandonedPartialCheckpoints(
 	const store = storeDir(stateBase)
 	const removed: string[] = []
 	for (const name of await readdir(store).catch(() => [] as string[])) {
-		if (!name.startsWith(PARTIAL_PREFIX) || !ID_PATTERN.test(name.slice(PARTIAL_PREFIX.length)))
+		if (
+			!name.startsWith(PARTIAL_PREFIX) ||
+			!CHECKPOINT_ID_PATTERN.test(name.slice(PARTIAL_PREFIX.length))
+		)
 			continue
 		const partial = join(store, name)
 		const info = await lstat(partial).catch(() => undefined)

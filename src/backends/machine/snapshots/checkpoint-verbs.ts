@@ -219,7 +219,8 @@ export async function forkSource(
 ): Promise<(workspace: string, signal?: AbortSignal) => Promise<void>> {
 	const stateBase = await resolveStateBase(stateDir)
 	filesystemOnly('create', await readCheckpoint(stateBase, checkpointId))
-	return (workspace, signal) => restoreCheckpoint(stateBase, checkpointId, workspace, signal)
+	return (workspace, signal) =>
+		restoreCheckpoint(stateBase, checkpointId, workspace, signal, 'fork')
 }
 
 /**

@@ -141,15 +141,19 @@ export async function releaseWorkspaceDisk(
 	root: string,
 	workspace = ephemeralWorkspacePath(root),
 ): Promise<void> {
-	if (await isMountPoint(workspace, root)) {
-		try {
-			await run(HOST_TOOLS.umount, [workspace])
-		} catch (error) {
-			// Something still holds it open: detach it now, the kernel frees it with the last user.
-			await run(HOST_TOOLS.umount, ['--lazy', workspace]).catch(() => {
-				throw new LocalSandboxCleanupError([workspace], { cause: error })
-			})
-		}
-	}
+	await unmountWorkspace(root, workspace)
 	await rm(join(root, WORKSPACE_IMAGE), { force: true })
+}
+
+/** Unmounts whatever is mounted on the workspace path (a sized disk, a bind), if anything is. */
+export async function unmountWorkspace(root: string, workspace: string): Promise<void> {
+	if (!(await isMountPoint(workspace, root))) return
+	try {
+		await run(HOST_TOOLS.umount, [workspace])
+	} catch (error) {
+		// Something still holds it open: detach it now, the kernel frees it with the last user.
+		await run(HOST_TOOLS.umount, ['--lazy', workspace]).catch(() => {
+			throw new LocalSandboxCleanupError([workspace], { cause: error })
+		})
+	}
 }
