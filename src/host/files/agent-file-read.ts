@@ -13,7 +13,7 @@
  */
 
 import { decodeBase64, decodedBase64Length } from '../../wire/base64-pieces.js'
-import { binaryEventBytes } from '../../wire/binary-frame.js'
+import { binaryEventBytes, releaseBinaryEventBytes } from '../../wire/binary-frame.js'
 import { READ_FILE_STREAM_FEATURE } from '../../wire/features.js'
 import { dataEventTextBytes } from '../../wire/frame.js'
 import { AGENT_OP } from '../../wire/protocol.js'
@@ -227,8 +227,12 @@ async function* streamFile(
 				}
 				if (raw) {
 					received += size
-					if (collector) collector.push(raw)
-					else yield raw
+					if (!collector) yield raw
+					else {
+						collector.push(raw)
+						// Copied: the reader may fill this buffer with a later frame.
+						releaseBinaryEventBytes(event)
+					}
 					continue
 				}
 				if (collector) {

@@ -20,6 +20,7 @@ import { JsonShapeError } from '../../wire/json-shape.js'
 import { replyBoundsOf } from '../../wire/reply-bounds.js'
 import { RemoteProtocolError, RemoteReplyBoundError } from '../refusals/refusal-errors.js'
 import { HOST_READ_FRAME_LIMIT_BYTES } from './agent-transport-options.js'
+import { type SocketBytes, socketBytesOf } from './socket-reads.js'
 import { AgentConnectionError, AgentReadTimeoutError } from './transport-errors.js'
 
 /** What a channel read yields: a frame, the end, or the failure that ended it. */
@@ -60,6 +61,7 @@ export class FrameChannel {
 	/** Whether this connection negotiated binary data frames (both ways). */
 	readonly binary: boolean
 	readonly #socket: Socket
+	readonly #bytes: SocketBytes
 	readonly #reader: FrameReader
 	readonly #queue: Queued[] = []
 	#queuedBytes = 0
@@ -89,7 +91,8 @@ export class FrameChannel {
 			json: bounds.json,
 		})
 		this.#closedPromise = new Promise((resolve) => socket.once('close', () => resolve()))
-		socket.on('data', (chunk: Buffer) => this.#onData(chunk))
+		this.#bytes = socketBytesOf(socket)
+		this.#bytes.attach((chunk) => this.#onData(chunk))
 		socket.on('error', (error: Error) => {
 			this.#failure ??= new AgentConnectionError(op, { cause: error })
 		})
@@ -162,9 +165,7 @@ export class FrameChannel {
 
 	/** Every chunk of bytes received (liveness counts bytes, not frames). Returns an unsubscribe. */
 	onBytes(listener: (byteCount: number) => void): () => void {
-		const onData = (chunk: Buffer) => listener(chunk.length)
-		this.#socket.on('data', onData)
-		return () => this.#socket.off('data', onData)
+		return this.#bytes.onBytes(listener)
 	}
 
 	/** Whether reading is paused for backpressure (queue full or held by the consumer). */
@@ -269,7 +270,7 @@ export class FrameChannel {
 					this.#sawTerminator = true
 					this.#push({ kind: 'end' })
 				} else if (item.kind === 'binary') {
-					const message = { ...binaryEvent(item.channel, item.payload) }
+					const message = { ...binaryEvent(item.channel, item.payload, item.release) }
 					this.#push({ kind: 'frame', message }, item.payload.length)
 				} else {
 					const message = parseFramePayload(item.payload, item.shape)
