@@ -196,7 +196,11 @@ async function* streamFile(
 		const events = transport.stream(
 			AGENT_OP.readFileStream,
 			{ path, ...range },
-			{ binaryFrames: true, ...(signal ? { signal } : {}) },
+			{
+				binaryFrames: true,
+				...(signal ? { signal } : {}),
+				...(collector ? { placeBinaryData: collector.place.bind(collector) } : {}),
+			},
 		)
 		for await (const event of events) {
 			if (event.type === 'meta') {

@@ -27,27 +27,54 @@ function sharedReadBuffer(): Buffer {
 /** Receives each read; `chunk` is only valid until it returns (copy what is kept). */
 export type ByteSink = (chunk: Buffer) => void
 
+/**
+ * A sink that can name where its next read should land (a large payload's own buffer), so the
+ * kernel copies those bytes into place and nothing copies them again.
+ */
+export interface DirectReads {
+	/** The buffer the next read fills (at most its length), or undefined for the shared one. */
+	target(): Buffer | undefined
+	/** `byteCount` bytes were read into the buffer `target()` answered last. */
+	filled(target: Buffer, byteCount: number): void
+}
+
 /** The read half of one socket: a sink at a time, byte listeners, the one held read. */
 export class SocketBytes {
 	#sink: ByteSink | undefined
+	#direct: DirectReads | undefined
+	/** The direct target the pending read was given, if it was given one. */
+	#issued: Buffer | undefined
 	#held: Buffer | undefined
 	readonly #listeners = new Set<(byteCount: number) => void>()
 
 	/** The `onread` callback: false stops reading (nothing to hand the next read to). */
-	deliver(chunk: Buffer): boolean {
+	deliver(buffer: Uint8Array, byteCount: number): boolean {
 		const sink = this.#sink
-		if (sink) sink(chunk)
-		else this.#held = this.#held ? Buffer.concat([this.#held, chunk]) : Buffer.from(chunk)
-		for (const listener of this.#listeners) listener(chunk.length)
+		const issued = this.#issued
+		this.#issued = undefined
+		if (issued !== undefined && buffer === issued) this.#direct?.filled(issued, byteCount)
+		else {
+			const chunk = Buffer.from(buffer.buffer, buffer.byteOffset, byteCount)
+			if (sink) sink(chunk)
+			else this.#held = this.#held ? Buffer.concat([this.#held, chunk]) : Buffer.from(chunk)
+		}
+		for (const listener of this.#listeners) listener(byteCount)
 		return sink !== undefined
+	}
+
+	/** The buffer the next read goes into: the sink's direct target, else the shared one. */
+	nextReadBuffer(): Buffer {
+		this.#issued = this.#direct?.target()
+		return this.#issued ?? sharedReadBuffer()
 	}
 
 	/**
 	 * Makes `sink` the receiver, handing it any held bytes first. Reading restarts only when the
 	 * owner resumes the socket (it may want it paused).
 	 */
-	attach(sink: ByteSink): void {
+	attach(sink: ByteSink, direct?: DirectReads): void {
 		this.#sink = sink
+		this.#direct = direct
 		const held = this.#held
 		this.#held = undefined
 		if (held) sink(held)
@@ -56,6 +83,7 @@ export class SocketBytes {
 	/** No sink from now on; `rest` (bytes the old sink read but did not use) is held for the next. */
 	detach(rest?: Buffer): void {
 		this.#sink = undefined
+		this.#direct = undefined
 		if (rest && rest.length > 0) this.#held = Buffer.from(rest)
 	}
 
@@ -71,10 +99,13 @@ const routed = new WeakMap<Socket, SocketBytes>()
 /** Connects with shared-buffer reads (see the module comment). */
 export function connectWithSharedReads(options: NetConnectOpts): Socket {
 	const bytes = new SocketBytes()
-	const buffer = sharedReadBuffer()
 	const socket = connect({
 		...options,
-		onread: { buffer, callback: (byteCount) => bytes.deliver(buffer.subarray(0, byteCount)) },
+		onread: {
+			// Called before the first read and after every one: where the next read lands.
+			buffer: () => bytes.nextReadBuffer(),
+			callback: (byteCount, buffer) => bytes.deliver(buffer, byteCount),
+		},
 	})
 	routed.set(socket, bytes)
 	return socket
@@ -89,7 +120,7 @@ export function socketBytesOf(socket: Socket): SocketBytes {
 	if (existing) return existing
 	const bytes = new SocketBytes()
 	socket.on('data', (chunk: Buffer) => {
-		if (!bytes.deliver(chunk)) socket.pause()
+		if (!bytes.deliver(chunk, chunk.length)) socket.pause()
 	})
 	routed.set(socket, bytes)
 	return bytes
