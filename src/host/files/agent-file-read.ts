@@ -18,7 +18,7 @@ import { READ_FILE_STREAM_FEATURE } from '../../wire/features.js'
 import { dataEventTextBytes } from '../../wire/frame.js'
 import { AGENT_OP } from '../../wire/protocol.js'
 import { RemoteByteCountError, RemoteProtocolError } from '../refusals/refusal-errors.js'
-import type { AgentTransport } from '../transport/agent-transport.js'
+import type { AgentRequestOptions, AgentTransport } from '../transport/agent-transport.js'
 import { readRefusal } from '../transport/exchange.js'
 import { guestHasFeature, requireGuestFeature } from '../transport/guest-features.js'
 import { AgentReadFileTooLargeError } from '../transport/transport-errors.js'
@@ -181,6 +181,18 @@ function announcedLength(
 	return length
 }
 
+/** Binary frames; a gathered read's chunks placed straight into the collector's buffer. */
+function streamOptions(
+	signal: AbortSignal | undefined,
+	collector: ByteCollector | undefined,
+): AgentRequestOptions {
+	return {
+		binaryFrames: true,
+		...(signal ? { signal } : {}),
+		...(collector ? { placeBinaryData: collector.place.bind(collector) } : {}),
+	}
+}
+
 async function* streamFile(
 	transport: AgentTransport,
 	operation: string,
@@ -196,11 +208,7 @@ async function* streamFile(
 		const events = transport.stream(
 			AGENT_OP.readFileStream,
 			{ path, ...range },
-			{
-				binaryFrames: true,
-				...(signal ? { signal } : {}),
-				...(collector ? { placeBinaryData: collector.place.bind(collector) } : {}),
-			},
+			streamOptions(signal, collector),
 		)
 		for await (const event of events) {
 			if (event.type === 'meta') {
