@@ -50,7 +50,21 @@ export interface FrameReaderOptions {
 	 * bound throws, before the rest of the frame is read or any of it parsed.
 	 */
 	readonly json?: JsonShapeLimits
+	/** Where large binary payloads go instead of a lent buffer, when the consumer says. */
+	readonly place?: BinaryPlacement
 }
+
+/**
+ * Asked when a large binary frame starts: `offset` is where its payload begins among all binary
+ * payload bytes of `channel` on this connection. Answers a buffer of exactly `length` bytes that
+ * the payload is read into (the consumer's own, e.g. its slice of a whole file), or undefined for
+ * a lent buffer. Such a payload is not lent: its release does nothing.
+ */
+export type BinaryPlacement = (
+	channel: BinaryChannel,
+	offset: number,
+	length: number,
+) => Buffer | undefined
 
 const INITIAL_CAPACITY = 64 * 1024
 /** Binary payloads from this size on are read into a lent buffer of their own. */
@@ -64,6 +78,9 @@ interface PendingPayload {
 	readonly lent: LentPayload
 	filled: number
 }
+
+/** After a large binary frame, the next read takes only a header, so its payload can go direct. */
+const HEADER_READ_BYTES = BINARY_FRAME_HEADER_BYTES
 
 function isHexDigit(byte: number): boolean {
 	return (
@@ -91,6 +108,12 @@ export class FrameReader {
 	#pending: PendingPayload | undefined
 	readonly #pool = new PayloadPool()
 	readonly #json: JsonShapeLimits | undefined
+	readonly #place: BinaryPlacement | undefined
+	/** Binary payload bytes announced so far, per channel (a placement's offsets). */
+	readonly #binaryOffsets = new Map<BinaryChannel, number>()
+	/** Whether the last item was a large binary frame (the next read may be header-sized). */
+	#afterLargePayload = false
+	#headerTarget: Buffer | undefined
 	/** The scan of the JSON frame at `#start`, while its payload is still arriving. */
 	#scan: JsonShapeScanner | undefined
 
@@ -99,6 +122,7 @@ export class FrameReader {
 		this.#limitVariable = options.limitVariable
 		this.#binary = options.binary ?? false
 		this.#json = options.json
+		this.#place = options.place
 	}
 
 	/** From now on binary frames are accepted (the connection negotiated them). */
@@ -133,6 +157,42 @@ export class FrameReader {
 	push(chunk: Buffer, maxItems = Number.POSITIVE_INFINITY): FrameItem[] {
 		const rest = this.#pending ? this.#fill(chunk) : chunk
 		if (rest.length > 0) this.#append(rest)
+		return this.#drain(maxItems)
+	}
+
+	/**
+	 * Where the next socket read should land to skip a copy, or undefined for anywhere (then
+	 * `push` the bytes): the unfilled rest of a large payload being read, or, right after one, a
+	 * header-sized buffer (so the following payload's bytes are not read ahead of its header).
+	 */
+	readTarget(): Buffer | undefined {
+		const pending = this.#pending
+		if (pending) {
+			const rest = pending.lent.payload.length - pending.filled
+			return rest > 0 ? pending.lent.payload.subarray(pending.filled) : undefined
+		}
+		if (!this.#afterLargePayload || this.#end > this.#start) return undefined
+		this.#headerTarget ??= Buffer.allocUnsafe(HEADER_READ_BYTES)
+		return this.#headerTarget
+	}
+
+	/** `byteCount` bytes were read into the buffer `readTarget()` last answered; as `push`. */
+	pushRead(target: Buffer, byteCount: number): FrameItem[] {
+		const pending = this.#pending
+		const into = pending?.lent.payload
+		if (
+			pending &&
+			into &&
+			target.buffer === into.buffer &&
+			target.byteOffset === into.byteOffset + pending.filled
+		) {
+			pending.filled += byteCount
+			return this.#drain(Number.POSITIVE_INFINITY)
+		}
+		return this.push(target.subarray(0, byteCount))
+	}
+
+	#drain(maxItems: number): FrameItem[] {
 		const items: FrameItem[] = []
 		while (items.length < maxItems) {
 			const item = this.#next()
@@ -165,6 +225,7 @@ export class FrameReader {
 		if (available < FRAME_HEADER_BYTES) return undefined
 		const marker = this.#buffer[this.#start + 8]
 		const binary = marker === BINARY_FRAME_MARKER
+		this.#afterLargePayload = false
 		if (binary && !this.#binary) {
 			// Refused at the header: not one byte of an unnegotiated payload is held.
 			throw new FrameError(
@@ -248,12 +309,13 @@ export class FrameReader {
 		}
 		if (available < BINARY_FRAME_HEADER_BYTES + length) {
 			if (length >= LENT_PAYLOAD_MIN_BYTES) {
-				this.#startPending(channel, length)
+				this.#startPending(channel, this.#advanceOffset(channel, length), length)
 				return undefined
 			}
 			this.#reserve(BINARY_FRAME_HEADER_BYTES + length)
 			return undefined
 		}
+		this.#advanceOffset(channel, length)
 		return {
 			kind: 'binary',
 			channel,
@@ -262,12 +324,24 @@ export class FrameReader {
 		}
 	}
 
+	/** Counts a binary frame's payload into its channel's offsets; answers where it begins. */
+	#advanceOffset(channel: BinaryChannel, length: number): number {
+		const offset = this.#binaryOffsets.get(channel) ?? 0
+		this.#binaryOffsets.set(channel, offset + length)
+		return offset
+	}
+
 	/**
 	 * Moves a large binary frame's payload bytes already buffered (everything behind its header:
-	 * the frame is not complete) into a lent buffer; later chunks go there first (`#fill`).
+	 * the frame is not complete) into its own buffer — the consumer's placement, else a lent one;
+	 * later chunks go there first (`#fill`).
 	 */
-	#startPending(channel: BinaryChannel, length: number): void {
-		const lent = this.#pool.lend(length)
+	#startPending(channel: BinaryChannel, offset: number, length: number): void {
+		const placed = this.#place?.(channel, offset, length)
+		const lent =
+			placed?.length === length
+				? { payload: placed, release: NOTHING_TO_RELEASE }
+				: this.#pool.lend(length)
 		const from = this.#start + BINARY_FRAME_HEADER_BYTES
 		const filled = this.#buffer.copy(lent.payload, 0, from, this.#end)
 		this.#pending = { channel, lent, filled }
@@ -291,6 +365,7 @@ export class FrameReader {
 		const pending = this.#pending
 		if (!pending || pending.filled < pending.lent.payload.length) return undefined
 		this.#pending = undefined
+		this.#afterLargePayload = true
 		const { payload, release } = pending.lent
 		return { kind: 'binary', channel: pending.channel, payload, release }
 	}

@@ -12,6 +12,7 @@ import { type FrameItem, FrameReader, LENT_PAYLOAD_MIN_BYTES } from '../../src/w
 import { PAYLOAD_POOL_BUFFERS } from '../../src/wire/payload-pool.js'
 
 const KiB = 1024
+const EMPTY = Buffer.alloc(0)
 type BinaryItem = Extract<FrameItem, { kind: 'binary' }>
 
 const reader = () =>
@@ -145,5 +146,99 @@ describe('frame reader: lent payload buffers', () => {
 		const frame = encodeBinaryFrame('stdout_delta', randomBytes(512 * KiB))
 		target.push(frame.subarray(0, 100 * KiB))
 		expect(target.bufferedBytes).toBe(100 * KiB - 10)
+	})
+})
+
+/**
+ * Reads that skip a copy: the socket reads straight into `readTarget()` (the rest of a large
+ * payload, or a header-sized buffer right after one), and a consumer's placement puts a large
+ * binary payload in its own buffer at the payload's offset within its channel.
+ */
+describe('frame reader: direct reads and placement', () => {
+	/** Feeds `wire` as a socket with `onread` would: into the reader's target when it names one. */
+	function readDirectly(target: FrameReader, wire: Buffer, piece: number): FrameItem[] {
+		const items: FrameItem[] = []
+		let at = 0
+		while (at < wire.length) {
+			const into = target.readTarget()
+			const count = Math.min(piece, into?.length ?? piece, wire.length - at)
+			if (into) {
+				wire.copy(into, 0, at, at + count)
+				items.push(...target.pushRead(into, count))
+			} else items.push(...target.push(wire.subarray(at, at + count)))
+			at += count
+		}
+		return items
+	}
+
+	it('yields the same frames, byte for byte, when reads land in its targets', () => {
+		const bodies = [300 * KiB, 100, 70 * KiB, 1 * KiB * KiB].map((size) => randomBytes(size))
+		const wire = Buffer.concat([
+			...bodies.map((body) => encodeBinaryFrame('data', body)),
+			encodeFrame({ type: 'end', bytesSent: 1 }),
+			STREAM_TERMINATOR,
+		])
+		for (const piece of [64 * KiB, 7 * KiB + 3, 256 * KiB]) {
+			const items = readDirectly(reader(), wire, piece)
+			expect(items.map((item) => item.kind)).toEqual([
+				'binary',
+				'binary',
+				'binary',
+				'binary',
+				'frame',
+				'end',
+			])
+			expect(binaryItems(items).map((item, i) => item.payload.equals(bodies[i] ?? EMPTY))).toEqual(
+				bodies.map(() => true),
+			)
+		}
+	})
+
+	it('reads a placed payload into the consumer buffer at its offset in the channel', () => {
+		const whole = Buffer.alloc(600 * KiB)
+		const asked: Array<[string, number, number]> = []
+		const target = new FrameReader({
+			maxFrameBytes: 16 * 1024 * KiB,
+			limitVariable: 'NAMZU_AGENT_MAX_FRAME_BYTES',
+			binary: true,
+			place: (channel, offset, length) => {
+				asked.push([channel, offset, length])
+				return channel === 'data' ? whole.subarray(offset, offset + length) : undefined
+			},
+		})
+		const bodies = [randomBytes(200 * KiB), randomBytes(100), randomBytes(300 * KiB)]
+		const wire = Buffer.concat([
+			encodeBinaryFrame('stdout_delta', randomBytes(80 * KiB)),
+			...bodies.map((body) => encodeBinaryFrame('data', body)),
+		])
+		const items = binaryItems(readDirectly(target, wire, 64 * KiB))
+		expect(asked).toEqual([
+			['stdout_delta', 0, 80 * KiB],
+			['data', 0, 200 * KiB],
+			['data', 200 * KiB + 100, 300 * KiB],
+		])
+		const [first, , third] = items.slice(1)
+		expect(first?.payload.buffer).toBe(whole.buffer)
+		expect(third?.payload.byteOffset).toBe(whole.byteOffset + 200 * KiB + 100)
+		expect(whole.subarray(0, 200 * KiB).equals(bodies[0] ?? EMPTY)).toBe(true)
+		expect(whole.subarray(200 * KiB + 100, 500 * KiB + 100).equals(bodies[2] ?? EMPTY)).toBe(true)
+		// A placed payload is the consumer's: releasing it lends nothing.
+		first?.release()
+		expect(target.payloadPool.freeCount).toBe(0)
+	})
+
+	it('lends a buffer when the placement declines (a payload past the consumer buffer)', () => {
+		const small = Buffer.alloc(100 * KiB)
+		const target = new FrameReader({
+			maxFrameBytes: 16 * 1024 * KiB,
+			limitVariable: 'NAMZU_AGENT_MAX_FRAME_BYTES',
+			binary: true,
+			place: (_channel, offset, length) =>
+				offset + length <= small.length ? small.subarray(offset, offset + length) : undefined,
+		})
+		const body = randomBytes(300 * KiB)
+		const [item] = binaryItems(readDirectly(target, encodeBinaryFrame('data', body), 64 * KiB))
+		expect(item?.payload.buffer).not.toBe(small.buffer)
+		expect(item?.payload.equals(body)).toBe(true)
 	})
 })

@@ -13,12 +13,12 @@
  */
 
 import { decodeBase64, decodedBase64Length } from '../../wire/base64-pieces.js'
-import { binaryEventBytes } from '../../wire/binary-frame.js'
+import { binaryEventBytes, releaseBinaryEventBytes } from '../../wire/binary-frame.js'
 import { READ_FILE_STREAM_FEATURE } from '../../wire/features.js'
 import { dataEventTextBytes } from '../../wire/frame.js'
 import { AGENT_OP } from '../../wire/protocol.js'
 import { RemoteByteCountError, RemoteProtocolError } from '../refusals/refusal-errors.js'
-import type { AgentTransport } from '../transport/agent-transport.js'
+import type { AgentRequestOptions, AgentTransport } from '../transport/agent-transport.js'
 import { readRefusal } from '../transport/exchange.js'
 import { guestHasFeature, requireGuestFeature } from '../transport/guest-features.js'
 import { AgentReadFileTooLargeError } from '../transport/transport-errors.js'
@@ -181,6 +181,18 @@ function announcedLength(
 	return length
 }
 
+/** Binary frames; a gathered read's chunks placed straight into the collector's buffer. */
+function streamOptions(
+	signal: AbortSignal | undefined,
+	collector: ByteCollector | undefined,
+): AgentRequestOptions {
+	return {
+		binaryFrames: true,
+		...(signal ? { signal } : {}),
+		...(collector ? { placeBinaryData: collector.place.bind(collector) } : {}),
+	}
+}
+
 async function* streamFile(
 	transport: AgentTransport,
 	operation: string,
@@ -196,7 +208,7 @@ async function* streamFile(
 		const events = transport.stream(
 			AGENT_OP.readFileStream,
 			{ path, ...range },
-			{ binaryFrames: true, ...(signal ? { signal } : {}) },
+			streamOptions(signal, collector),
 		)
 		for await (const event of events) {
 			if (event.type === 'meta') {
@@ -227,8 +239,12 @@ async function* streamFile(
 				}
 				if (raw) {
 					received += size
-					if (collector) collector.push(raw)
-					else yield raw
+					if (!collector) yield raw
+					else {
+						collector.push(raw)
+						// Copied: the reader may fill this buffer with a later frame.
+						releaseBinaryEventBytes(event)
+					}
 					continue
 				}
 				if (collector) {

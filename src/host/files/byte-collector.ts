@@ -1,9 +1,12 @@
 /**
  * Gathers streamed chunks into one Buffer. When the size is announced up front the bytes are
- * copied straight into one allocation (so a 384 MiB read holds the file once, not twice); a
- * stream that overruns or lacks the announcement falls back to a chunk list.
+ * copied straight into one allocation (so a 384 MiB read holds the file once, not twice), or are
+ * already there: `place` lets the frame reader read a large binary chunk from the socket into its
+ * final slice, and `push` of that slice then copies nothing. A stream that overruns or lacks the
+ * announcement falls back to a chunk list.
  */
 import { decodeBase64, decodeBase64Into, decodedBase64Length } from '../../wire/base64-pieces.js'
+import type { BinaryChannel } from '../../wire/binary-frame.js'
 
 export class ByteCollector {
 	#buffer: Buffer | undefined
@@ -17,10 +20,23 @@ export class ByteCollector {
 			this.#buffer = Buffer.allocUnsafe(totalBytes)
 	}
 
+	/**
+	 * The slice a binary `data` payload of `length` bytes at stream `offset` belongs in, once the
+	 * size is announced and while it fits (a `BinaryPlacement`); undefined otherwise.
+	 */
+	place(channel: BinaryChannel, offset: number, length: number): Buffer | undefined {
+		const buffer = this.#buffer
+		if (channel !== 'data' || !buffer || offset + length > buffer.length) return undefined
+		return buffer.subarray(offset, offset + length)
+	}
+
 	push(chunk: Buffer): void {
 		const buffer = this.#buffer
 		if (buffer && this.#written + chunk.length <= buffer.length) {
-			chunk.copy(buffer, this.#written)
+			// A placed chunk is already where it belongs.
+			const inPlace =
+				chunk.buffer === buffer.buffer && chunk.byteOffset === buffer.byteOffset + this.#written
+			if (!inPlace) chunk.copy(buffer, this.#written)
 			this.#written += chunk.length
 			return
 		}

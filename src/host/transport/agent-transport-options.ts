@@ -8,6 +8,7 @@ import {
 	optionalInteger,
 } from '../../contract/argument-validators.js'
 import { AGENT_PROTOCOL_VERSION } from '../../wire/features.js'
+import type { BinaryPlacement } from '../../wire/frame-reader.js'
 import { STREAM_EVENT_FRAME_BYTES, WHOLE_FILE_REPLY_FRAME_BYTES } from '../../wire/reply-bounds.js'
 
 // The three public limits are written as literals so their types carry the values (the package's
@@ -225,4 +226,29 @@ export function resolveAgentTransportOptions(
 					),
 				}),
 	}
+}
+
+/** Options of one request over the transport. */
+export interface AgentRequestOptions {
+	readonly signal?: AbortSignal
+	/** Silence bound for this exchange; 0 disables. Default `readIdleTimeoutMs`. */
+	readonly idleTimeoutMs?: number
+	/** Told how long this request's dial took (retries included) once it has a socket. */
+	readonly onDialed?: (durationMs: number) => void
+	/**
+	 * Ceiling on each frame the guest may answer with, in place of the op's own
+	 * (`wire/reply-bounds.ts`), never above `HOST_READ_FRAME_LIMIT_BYTES`: a ranged read knows its
+	 * reply's size, a session read is held to its `maxBytes`.
+	 */
+	readonly maxFrameBytes?: number
+	/**
+	 * Ask for binary data frames on this connection (only when `binaryFramesAgreed`; the body gets
+	 * `binaryFrames: true` and the channel accepts binary frames).
+	 */
+	readonly binaryFrames?: boolean
+	/**
+	 * Where the stream's large binary `data` payloads are read into instead of buffers the reader
+	 * lends (`wire/frame-reader.ts`): a gathered read places each chunk in its final buffer.
+	 */
+	readonly placeBinaryData?: BinaryPlacement
 }

@@ -24,6 +24,7 @@ import type { SandboxAgentHandle } from './agent-handle.js'
 import { AgentTcpConnection } from './agent-tcp-connection.js'
 import { AgentTerminalSession } from './agent-terminal-session.js'
 import {
+	type AgentRequestOptions,
 	type AgentTransportOptions,
 	GUEST_FRAME_LIMIT_BYTES,
 	type ResolvedAgentTransportOptions,
@@ -46,26 +47,7 @@ import { ReservationRecord, type ReservedGuest } from './reservation-record.js'
 import { startHostStreamHeartbeat, withHeartbeatRequest } from './stream-heartbeat.js'
 import { AgentFrameTooLargeError, AgentPreauthFrameTooLargeError } from './transport-errors.js'
 
-/** Options of one request over the transport. */
-export interface AgentRequestOptions {
-	readonly signal?: AbortSignal
-	/** Silence bound for this exchange; 0 disables. Default `readIdleTimeoutMs`. */
-	readonly idleTimeoutMs?: number
-	/** Told how long this request's dial took (retries included) once it has a socket. */
-	readonly onDialed?: (durationMs: number) => void
-	/**
-	 * Ceiling on each frame the guest may answer with, in place of the op's own
-	 * (`wire/reply-bounds.ts`), never above `HOST_READ_FRAME_LIMIT_BYTES`: a ranged read knows its
-	 * reply's size, a session read is held to its `maxBytes`.
-	 */
-	readonly maxFrameBytes?: number
-	/**
-	 * Ask for binary data frames on this connection (only when `binaryFramesAgreed`; the body gets
-	 * `binaryFrames: true` and the channel accepts binary frames).
-	 */
-	readonly binaryFrames?: boolean
-}
-
+export type { AgentRequestOptions } from './agent-transport-options.js'
 export { RESERVATION_RECORD_LIMIT, type ReservedGuest } from './reservation-record.js'
 
 /** Requests to one guest agent, a fresh connection per request, every reply held to the host's bounds. */
@@ -183,14 +165,23 @@ export class AgentTransport {
 		op: AgentOp,
 		frame: Buffer,
 		signal: AbortSignal | undefined,
-		options: Pick<AgentRequestOptions, 'onDialed' | 'maxFrameBytes' | 'binaryFrames'> = {},
+		options: Pick<
+			AgentRequestOptions,
+			'onDialed' | 'maxFrameBytes' | 'binaryFrames' | 'placeBinaryData'
+		> = {},
 	): Promise<FrameChannel> {
 		const { liveness } = this
 		liveness.throwIfDied()
 		const started = performance.now()
 		const socket = await dialAgent(this.handle, this.options, liveness.join(signal))
 		options.onDialed?.(performance.now() - started)
-		const channel = new FrameChannel(socket, op, options.maxFrameBytes, options.binaryFrames)
+		const channel = new FrameChannel(
+			socket,
+			op,
+			options.maxFrameBytes,
+			options.binaryFrames,
+			options.placeBinaryData,
+		)
 		// For the channel's whole life (a terminal or tcp channel outlives the call that opened it).
 		const unbind = channel.bindSignal(liveness.signal)
 		void channel.closed.then(unbind)

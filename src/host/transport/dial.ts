@@ -6,7 +6,7 @@
  * socket was ever established; an abort rejects with the signal's reason at any point.
  */
 
-import { connect, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { SandboxAgentHandle } from './agent-handle.js'
@@ -15,6 +15,7 @@ import {
 	type AgentDialEvent,
 	TCP_KEEPALIVE_MS,
 } from './agent-transport-options.js'
+import { connectWithSharedReads } from './socket-reads.js'
 import { AgentDialFailedError, ConnectTimeoutError } from './transport-errors.js'
 import { performVsockHandshake } from './vsock-handshake.js'
 
@@ -35,11 +36,11 @@ function abortReason(signal: AbortSignal): Error {
 function openSocket(handle: SandboxAgentHandle): Socket {
 	switch (handle.kind) {
 		case 'unix':
-			return connect({ path: handle.path })
+			return connectWithSharedReads({ path: handle.path })
 		case 'vsock':
-			return connect({ path: handle.udsPath })
+			return connectWithSharedReads({ path: handle.udsPath })
 		case 'tcp':
-			return connect({ host: handle.host, port: handle.port })
+			return connectWithSharedReads({ host: handle.host, port: handle.port })
 	}
 }
 

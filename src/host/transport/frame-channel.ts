@@ -15,11 +15,12 @@ import {
 	encodeBinaryFrameHeader,
 } from '../../wire/binary-frame.js'
 import { encodeFrame, FrameError, parseFramePayload } from '../../wire/frame.js'
-import { FrameReader } from '../../wire/frame-reader.js'
+import { type BinaryPlacement, type FrameItem, FrameReader } from '../../wire/frame-reader.js'
 import { JsonShapeError } from '../../wire/json-shape.js'
 import { replyBoundsOf } from '../../wire/reply-bounds.js'
 import { RemoteProtocolError, RemoteReplyBoundError } from '../refusals/refusal-errors.js'
 import { HOST_READ_FRAME_LIMIT_BYTES } from './agent-transport-options.js'
+import { type SocketBytes, socketBytesOf } from './socket-reads.js'
 import { AgentConnectionError, AgentReadTimeoutError } from './transport-errors.js'
 
 /** What a channel read yields: a frame, the end, or the failure that ended it. */
@@ -60,6 +61,7 @@ export class FrameChannel {
 	/** Whether this connection negotiated binary data frames (both ways). */
 	readonly binary: boolean
 	readonly #socket: Socket
+	readonly #bytes: SocketBytes
 	readonly #reader: FrameReader
 	readonly #queue: Queued[] = []
 	#queuedBytes = 0
@@ -75,9 +77,16 @@ export class FrameChannel {
 	 * `maxFrameBytes` replaces for a call that knows its answer's size (never above
 	 * `HOST_READ_FRAME_LIMIT_BYTES`), and the JSON bounds, scanned as the bytes arrive. `binary`: the
 	 * request asked for binary frames, so the guest may answer with them; otherwise a binary header
-	 * fails the channel before its payload is read.
+	 * fails the channel before its payload is read. `place`: where large binary payloads are read
+	 * into instead of lent buffers (frame-reader.ts), straight from the socket.
 	 */
-	constructor(socket: Socket, op: string, maxFrameBytes?: number, binary = false) {
+	constructor(
+		socket: Socket,
+		op: string,
+		maxFrameBytes?: number,
+		binary = false,
+		place?: BinaryPlacement,
+	) {
 		this.#socket = socket
 		this.op = op
 		this.binary = binary
@@ -87,9 +96,14 @@ export class FrameChannel {
 			limitVariable: `the host's ${op} frame ceiling`,
 			binary,
 			json: bounds.json,
+			...(place ? { place } : {}),
 		})
 		this.#closedPromise = new Promise((resolve) => socket.once('close', () => resolve()))
-		socket.on('data', (chunk: Buffer) => this.#onData(chunk))
+		this.#bytes = socketBytesOf(socket)
+		this.#bytes.attach((chunk) => this.#onData(chunk), {
+			target: () => (this.#closed || this.#failure ? undefined : this.#reader.readTarget()),
+			filled: (target, byteCount) => this.#onRead(target, byteCount),
+		})
 		socket.on('error', (error: Error) => {
 			this.#failure ??= new AgentConnectionError(op, { cause: error })
 		})
@@ -162,9 +176,7 @@ export class FrameChannel {
 
 	/** Every chunk of bytes received (liveness counts bytes, not frames). Returns an unsubscribe. */
 	onBytes(listener: (byteCount: number) => void): () => void {
-		const onData = (chunk: Buffer) => listener(chunk.length)
-		this.#socket.on('data', onData)
-		return () => this.#socket.off('data', onData)
+		return this.#bytes.onBytes(listener)
 	}
 
 	/** Whether reading is paused for backpressure (queue full or held by the consumer). */
@@ -263,13 +275,24 @@ export class FrameChannel {
 
 	#onData(chunk: Buffer): void {
 		if (this.#closed || this.#failure) return
+		this.#take(() => this.#reader.push(chunk))
+	}
+
+	/** Bytes the socket read straight into the reader's `readTarget()`. */
+	#onRead(target: Buffer, byteCount: number): void {
+		if (this.#closed || this.#failure) return
+		this.#take(() => this.#reader.pushRead(target, byteCount))
+	}
+
+	/** Queues the items `read` completes; a framing or bound failure fails the channel. */
+	#take(read: () => FrameItem[]): void {
 		try {
-			for (const item of this.#reader.push(chunk)) {
+			for (const item of read()) {
 				if (item.kind === 'end') {
 					this.#sawTerminator = true
 					this.#push({ kind: 'end' })
 				} else if (item.kind === 'binary') {
-					const message = { ...binaryEvent(item.channel, item.payload) }
+					const message = { ...binaryEvent(item.channel, item.payload, item.release) }
 					this.#push({ kind: 'frame', message }, item.payload.length)
 				} else {
 					const message = parseFramePayload(item.payload, item.shape)

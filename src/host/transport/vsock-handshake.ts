@@ -1,9 +1,10 @@
 /**
  * The Firecracker hybrid-vsock preamble: on the host-side unix socket, write `CONNECT <port>\n`
  * and wait for one line starting `OK`. Bytes that arrive after that line already belong to the
- * agent, so they are pushed back onto the socket for the frame reader.
+ * agent, so they are held for the frame reader (socket-reads.ts).
  */
 import type { Socket } from 'node:net'
+import { socketBytesOf } from './socket-reads.js'
 import { VsockHandshakeError } from './transport-errors.js'
 
 /** Longest acknowledgement line accepted (Firecracker answers `OK <host port>\n`). */
@@ -23,8 +24,9 @@ export function splitAckLine(buffered: Buffer): { line: string; rest: Buffer } |
 export function performVsockHandshake(socket: Socket, port: number): Promise<void> {
 	return new Promise((resolve, reject) => {
 		let buffered = Buffer.alloc(0)
-		const cleanup = () => {
-			socket.off('data', onData)
+		const bytes = socketBytesOf(socket)
+		const cleanup = (rest?: Buffer) => {
+			bytes.detach(rest)
 			socket.off('close', onClose)
 			socket.off('error', onError)
 		}
@@ -45,14 +47,13 @@ export function performVsockHandshake(socket: Socket, port: number): Promise<voi
 				fail(new VsockHandshakeError(`vsock handshake refused: ${split.line.slice(0, 80)}`))
 				return
 			}
-			cleanup()
+			cleanup(split.rest)
 			socket.pause()
-			if (split.rest.length > 0) socket.unshift(split.rest)
 			resolve()
 		}
 		const onClose = () => fail(new VsockHandshakeError('vsock handshake: closed before OK'))
 		const onError = (error: Error) => fail(error)
-		socket.on('data', onData)
+		bytes.attach(onData)
 		socket.once('close', onClose)
 		socket.once('error', onError)
 		socket.write(`CONNECT ${port}\n`)
