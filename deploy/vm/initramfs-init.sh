@@ -3,7 +3,8 @@
 # cloud kernel builds as modules, mount the root disk, take this boot's agent bundle and
 # environment from the host (QEMU fw_cfg), bring up the one NIC (user-mode networking, restricted
 # by the host: it reaches only the forwarded agent port and, under a proxied egress policy, the
-# host's egress proxy), then hand over to the root's start script.
+# host's egress proxy; under allow-all, unrestricted but confined by the host around the VMM), then
+# hand over to the root's start script.
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
@@ -64,6 +65,15 @@ if [ -r "$cfg/egress-resolv.conf/raw" ]; then
 		cat "$cfg/egress-ca.pem/raw" >/newroot/run/namzu-egress/ca.pem || die "copying the egress CA failed"
 		chmod 0644 /newroot/run/namzu-egress/ca.pem
 	fi
+fi
+
+# allow-all (the host passed the resolver file for it): everything routes through QEMU's gateway;
+# the host confines where that leads (the VMM's own namespace behind its address guard). 10.0.2.3
+# is QEMU's DNS forwarder.
+if [ -r "$cfg/allow-all-resolv.conf/raw" ]; then
+	ip route add default via 10.0.2.2 dev eth0 || die "the default route failed"
+	rm -f /newroot/etc/resolv.conf
+	cat "$cfg/allow-all-resolv.conf/raw" >/newroot/etc/resolv.conf || die "writing resolv.conf failed"
 fi
 
 umount /sys

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { resolveMicroVMSpec } from '../../src/backends/microvm/microvm-sandbox-provider.js'
 import { SandboxConfigError } from '../../src/contract/errors.js'
-import { MicroVMEgressUnsupportedError } from '../../src/microvm-entry.js'
 
 describe('microVM egress at create()', () => {
 	it('takes static and resolver policies through the machine layer resolution, before any boot', () => {
@@ -26,10 +25,20 @@ describe('microVM egress at create()', () => {
 		expect(resolveMicroVMSpec({ egress: { kind: 'deny-all' } }, {}).egress).toBeUndefined()
 	})
 
-	it('refuses allow-all by name, and credentials or a decision callback without a proxied policy', () => {
-		expect(() => resolveMicroVMSpec({ egress: { kind: 'allow-all' } }, {})).toThrow(
-			MicroVMEgressUnsupportedError,
-		)
+	it('takes allow-all (no proxy), and refuses credentials or a decision callback without a proxied policy', () => {
+		const open = resolveMicroVMSpec({ egress: { kind: 'allow-all' } }, {})
+		expect(open).toMatchObject({ allowAll: true })
+		expect(open.egress).toBeUndefined()
+		expect(() =>
+			resolveMicroVMSpec(
+				{
+					egress: { kind: 'allow-all' },
+					egressCredentials: [{ host: 'a.test', headers: { A: 'b' } }],
+				},
+				{},
+			),
+		).toThrow(SandboxConfigError)
+		expect(resolveMicroVMSpec({}, {}).allowAll).toBeUndefined()
 		expect(() =>
 			resolveMicroVMSpec({ egressCredentials: [{ host: 'a.test', headers: { A: 'b' } }] }, {}),
 		).toThrow(SandboxConfigError)

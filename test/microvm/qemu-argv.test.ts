@@ -66,4 +66,21 @@ describe('qemuArgv', () => {
 			'name=opt/namzu/egress-resolv.conf,file=/d,,x/egress-resolv.conf',
 		])
 	})
+
+	it('under allow-all drops restrict (and IPv6) and passes the init its resolver file', () => {
+		const argv = qemuArgv('qemu', {
+			...spec,
+			hostPort: 7070,
+			allowAll: {
+				fwCfgFiles: [{ name: 'opt/namzu/allow-all-resolv.conf', file: '/d/allow-all-resolv.conf' }],
+			},
+		})
+		expect(argv[argv.indexOf('-netdev') + 1]).toBe(
+			'user,id=n0,restrict=off,ipv6=off,hostfwd=tcp:127.0.0.1:7070-10.0.2.15:7070',
+		)
+		expect(argv.slice(-2)).toEqual([
+			'-fw_cfg',
+			'name=opt/namzu/allow-all-resolv.conf,file=/d/allow-all-resolv.conf',
+		])
+	})
 })

@@ -4,7 +4,7 @@
  * private directory (0700: no other host user reaches it, or the credentials it injects). The
  * guest reaches it only through QEMU's `guestfwd` on its restricted user-mode network: every
  * connection of the guest to `GUEST_EGRESS_PROXY_ADDRESS:GUEST_EGRESS_PROXY_PORT` spawns one
- * connector process (perl, from perl-base) that joins that connection to the proxy's socket, so
+ * relay process (`stream-relay.ts`) that joins that connection to the proxy's socket, so
  * connections are served concurrently (a chardev guestfwd serves one stream for the VMM's life).
  * The guest's init routes every other address to the agent's capture helper, which speaks the
  * proxy's bridge there; the proxy decides everything, as on the other tiers.
@@ -30,59 +30,20 @@ import {
 } from '../machine/network/sandbox-egress-proxy.js'
 import type { ProxiedEgress } from '../machine/spec/machine-sandbox-spec.js'
 import { MicroVMServiceUnavailableError } from './microvm-errors.js'
+import type { FwCfgFile } from './qemu-argv.js'
+import { RELAY_PERL, writeStreamRelay } from './stream-relay.js'
 
 /** Where the guest finds the egress proxy: an address on QEMU's user-mode /24 that slirp owns. */
 export const GUEST_EGRESS_PROXY_ADDRESS = '10.0.2.100'
 export const GUEST_EGRESS_PROXY_PORT = 3128
-/** The connector's interpreter: perl-base is Essential on Debian, so every host here has it. */
-export const EGRESS_CONNECTOR_PERL = '/usr/bin/perl'
 /** Where the guest's init puts the CA it is given (the same directory as the other tiers'). */
 const GUEST_EGRESS_CA = `/run/namzu-egress/${EGRESS_CA_CERT_NAME}`
-/** A connection with one direction ended and no bytes the other way this long is done. */
-const CONNECTOR_LINGER_SECONDS = 30
-
-/**
- * One guest connection joined to the proxy's socket (`$ARGV[0]`): QEMU hands the connection as
- * stdin/stdout (stderr too: silenced, so nothing of the host reaches the guest). Each end's EOF is
- * passed on as a half-close, so a slow reader still gets the tail.
- */
-export const EGRESS_CONNECTOR_SCRIPT = `use strict;
-use warnings;
-use IO::Select;
-use IO::Socket::UNIX;
-use Socket qw(SOCK_STREAM SHUT_WR);
-open(STDERR, '>', '/dev/null');
-my $proxy = IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $ARGV[0]) or exit 1;
-my %to = (fileno(STDIN) => [\\*STDIN, $proxy], fileno($proxy) => [$proxy, \\*STDOUT]);
-my $select = IO::Select->new(\\*STDIN, $proxy);
-my $linger;
-while ($select->count) {
-	my @ready = $select->can_read($linger);
-	exit 0 unless @ready;
-	for my $from (@ready) {
-		my ($in, $out) = @{ $to{fileno($from)} };
-		my $read = sysread($in, my $buffer, 65536);
-		if (!$read) {
-			$select->remove($in);
-			shutdown($out, SHUT_WR);
-			$linger = ${CONNECTOR_LINGER_SECONDS};
-			next;
-		}
-		my $done = 0;
-		while ($done < $read) {
-			my $wrote = syswrite($out, $buffer, $read - $done, $done);
-			exit 0 unless $wrote;
-			$done += $wrote;
-		}
-	}
-}
-`
 
 export interface GuestEgress {
 	/** The netdev's `guestfwd=` value (QEMU option escaping is `qemu-argv.ts`'s). */
 	readonly guestfwd: string
 	/** fw_cfg files for the guest's init: the resolver file (its signal to route), the CA. */
-	readonly fwCfgFiles: readonly { readonly name: string; readonly file: string }[]
+	readonly fwCfgFiles: readonly FwCfgFile[]
 	/** `NAMZU_AGENT_EGRESS_*`: the capture helper, bridged to the forward's address. */
 	readonly agentSettings: Readonly<Record<string, string>>
 	/** For the workload: the CA as node and OpenSSL find it, when there are credentials. */
@@ -110,16 +71,15 @@ function shellWord(text: string): string {
 
 /** The sandbox's egress proxy on a socket in `dir`, and what the guest is given to reach it. */
 export async function startGuestEgress(input: GuestEgressInput): Promise<GuestEgress> {
-	await access(EGRESS_CONNECTOR_PERL).catch((cause: unknown) => {
+	await access(RELAY_PERL).catch((cause: unknown) => {
 		throw new MicroVMServiceUnavailableError(
 			'qemu',
-			`'static' / 'resolver' egress joins the guest to its proxy with ${EGRESS_CONNECTOR_PERL}: install perl-base`,
+			`'static' / 'resolver' egress joins the guest to its proxy with ${RELAY_PERL}: install perl-base`,
 			{ cause },
 		)
 	})
-	const connector = join(input.dir, 'egress-connector.pl')
+	const relay = await writeStreamRelay(input.dir)
 	const resolvConf = join(input.dir, 'egress-resolv.conf')
-	await writeFile(connector, EGRESS_CONNECTOR_SCRIPT, { mode: 0o500 })
 	await writeFile(resolvConf, PROXIED_RESOLV_CONF, { mode: 0o600 })
 	const bridgeDir = join(input.dir, EGRESS_BRIDGE_DIR_NAME)
 	// The proxy makes its socket 0666 (for a sandbox uid elsewhere): this directory keeps it the VMM's.
@@ -135,7 +95,7 @@ export async function startGuestEgress(input: GuestEgressInput): Promise<GuestEg
 	})
 	const socket = join(bridgeDir, EGRESS_PROXY_SOCKET_NAME)
 	const credentials = proxy.proxy.caCertificatePem !== undefined
-	const command = [EGRESS_CONNECTOR_PERL, connector, socket].map(shellWord).join(' ')
+	const command = [RELAY_PERL, relay, `unix:${socket}`].map(shellWord).join(' ')
 	return {
 		guestfwd: `tcp:${GUEST_EGRESS_PROXY_ADDRESS}:${GUEST_EGRESS_PROXY_PORT}-cmd:${command}`,
 		fwCfgFiles: [

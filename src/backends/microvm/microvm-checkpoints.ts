@@ -47,6 +47,11 @@ export interface VmConfig {
 	readonly vcpus: number
 	/** The sized workspace disk's size, when the guest has one. */
 	readonly diskLimitMb?: number
+	/**
+	 * `allow-all`: the guest routes through QEMU's gateway, so a fork gets the same network (the
+	 * VMM in a namespace of its own behind slirp4netns and the guard); absent: `deny-all`.
+	 */
+	readonly network?: 'allow-all'
 }
 
 /** A memory checkpoint's state, ready for a QEMU to load. */
@@ -63,11 +68,12 @@ interface VmRecord extends VmConfig {
 function parseVmRecord(text: string): VmRecord | undefined {
 	try {
 		const raw = JSON.parse(text) as Partial<Record<keyof VmRecord, unknown>>
-		const { imageDir, accel, memoryMb, vcpus, diskLimitMb, token } = raw
+		const { imageDir, accel, memoryMb, vcpus, diskLimitMb, network, token } = raw
 		if (typeof imageDir !== 'string' || typeof token !== 'string') return undefined
 		if (accel !== 'kvm' && accel !== 'tcg') return undefined
 		if (typeof memoryMb !== 'number' || typeof vcpus !== 'number') return undefined
 		if (diskLimitMb !== undefined && typeof diskLimitMb !== 'number') return undefined
+		if (network !== undefined && network !== 'allow-all') return undefined
 		return {
 			imageDir,
 			accel,
@@ -75,6 +81,7 @@ function parseVmRecord(text: string): VmRecord | undefined {
 			vcpus,
 			token,
 			...(diskLimitMb === undefined ? {} : { diskLimitMb }),
+			...(network === undefined ? {} : { network }),
 		}
 	} catch {
 		return undefined
@@ -207,12 +214,13 @@ function refuseOtherDevices(saved: VmConfig, own: VmConfig): void {
 		saved.memoryMb === own.memoryMb &&
 		saved.vcpus === own.vcpus &&
 		saved.diskLimitMb === own.diskLimitMb &&
-		saved.imageDir === own.imageDir
+		saved.imageDir === own.imageDir &&
+		saved.network === own.network
 	if (same) return
 	throw new CheckpointUnsupportedError(
 		'rollback',
 		'memory',
 		MICROVM_CHECKPOINT_KINDS,
-		'that checkpoint is of a guest with other memory, vCPUs, disk or image; fork it with create({ from }) instead',
+		'that checkpoint is of a guest with other memory, vCPUs, disk, image or network; fork it with create({ from }) instead',
 	)
 }

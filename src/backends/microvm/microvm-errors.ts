@@ -23,7 +23,11 @@ export class MicroVMImageMissingError extends SandboxError<'image-missing'> {
 	}
 }
 
-/** An egress kind the microVM tier does not enforce: refused, never silently widened. */
+/**
+ * An egress kind the microVM tier does not enforce: refused, never silently widened. `service:
+ * 'qemu'` serves every kind today, so nothing raises it there; it stays the tier's named refusal
+ * for a kind a VMM driver cannot enforce.
+ */
 export class MicroVMEgressUnsupportedError extends SandboxError<'egress-unsupported'> {
 	override readonly name = 'MicroVMEgressUnsupportedError'
 	readonly egressKind: string

@@ -2,8 +2,9 @@
  * `createMicroVMSandboxProvider`: sandboxes that are QEMU guests booted from the `--vm` guest
  * image, each with its own kernel. Served through the machine layer's fleet (warm pool, close,
  * destroy) and the one `AgentSandbox`. Egress is `deny-all` (the guest's one NIC reaches nothing but
- * the host's forward to its agent) or `static` / `resolver` through the machine layer's egress
- * proxy (`guest-egress.ts`); `allow-all` is refused by name. `service: 'firecracker'` is refused at `create()`
+ * the host's forward to its agent), `static` / `resolver` through the machine layer's egress
+ * proxy (`guest-egress.ts`), or `allow-all` through the machine layer's slirp4netns and
+ * host-address guard around the VMM (`guest-open-network.ts`). `service: 'firecracker'` is refused at `create()`
  * (no Firecracker binary here; its API driver is `firecracker-api.ts`).
  */
 import '../../contract/async-dispose.js'
@@ -56,11 +57,7 @@ import {
 	type VmConfig,
 	withMemoryCheckpointVerbs,
 } from './microvm-checkpoints.js'
-import {
-	MicroVMEgressUnsupportedError,
-	MicroVMProviderClosedError,
-	MicroVMServiceUnavailableError,
-} from './microvm-errors.js'
+import { MicroVMProviderClosedError, MicroVMServiceUnavailableError } from './microvm-errors.js'
 import { locateMicroVMImage } from './microvm-image.js'
 import { bootQemuGuest, MICROVM_WORKSPACE, type QemuGuest } from './qemu-guest.js'
 
@@ -109,6 +106,8 @@ export interface MicroVMSpec {
 	readonly timeoutMs?: number
 	/** `static` / `resolver`: the policy the sandbox's egress proxy enforces; absent ⇒ `deny-all`. */
 	readonly egress?: ProxiedEgress
+	/** `allow-all`: the VMM behind slirp4netns and the host-address guard. */
+	readonly allowAll?: true
 	/** A fork: the memory checkpoint's id (its RAM, disks and devices replace the fields above). */
 	readonly from?: string
 }
@@ -144,7 +143,6 @@ export function resolveMicroVMSpec(
 	}
 	// The machine layer's one resolution (credentials and decisions only with a proxied kind).
 	const egress = resolveMachineEgress(given, defaults, false)
-	if (egress.egress === 'allow-all') throw new MicroVMEgressUnsupportedError('allow-all')
 	const env = optionalEnvironment(CONFIG_SITE, 'env', given.env) ?? {}
 	for (const name of Object.keys(env)) {
 		if (!ENV_NAME.test(name) || name.startsWith('NAMZU_')) {
@@ -166,6 +164,7 @@ export function resolveMicroVMSpec(
 		...(diskLimitMb === undefined ? {} : { diskLimitMb }),
 		...(timeoutMs === undefined ? {} : { timeoutMs }),
 		...(egress.proxiedEgress ? { egress: egress.proxiedEgress } : {}),
+		...(egress.egress === 'allow-all' ? { allowAll: true as const } : {}),
 	}
 }
 
@@ -210,6 +209,7 @@ async function startInstance(
 		memoryMb: spec.memoryMb,
 		vcpus: config.cpuLimit,
 		...(spec.diskLimitMb === undefined ? {} : { diskLimitMb: spec.diskLimitMb }),
+		...(spec.allowAll ? { network: 'allow-all' as const } : {}),
 	}
 	const id = `microvm-${randomBytes(6).toString('hex')}`
 	const guest = await bootQemuGuest({
@@ -222,6 +222,7 @@ async function startInstance(
 		callerEnv: spec.env,
 		...(vmConfig.diskLimitMb === undefined ? {} : { workspaceDiskMb: vmConfig.diskLimitMb }),
 		...(spec.egress === undefined ? {} : { egress: spec.egress }),
+		...(vmConfig.network === 'allow-all' ? { allowAll: true } : {}),
 		...(egressSeam === undefined ? {} : { egressSeam }),
 		...(saved === undefined ? {} : { restore: saved.source }),
 		bootTimeoutMs: config.bootTimeoutMs,
@@ -241,8 +242,8 @@ async function startInstance(
 
 /**
  * A provider of microVM sandboxes (`createSandboxProvider` with `tier: 'microvm'` and `service:
- * 'qemu'` builds the same). Contacts nothing until `create()`; egress `deny-all`, `static` or
- * `resolver`.
+ * 'qemu'` builds the same). Contacts nothing until `create()`; egress `deny-all`, `static`,
+ * `resolver` or `allow-all`.
  */
 export function createMicroVMSandboxProvider(
 	backend: MicroVMBackendConfig,
@@ -274,6 +275,7 @@ export function createMicroVMSandboxProvider(
 							spec.memoryMb === poolSpec.memoryMb &&
 							spec.diskLimitMb === undefined &&
 							spec.egress === undefined &&
+							spec.allowAll === poolSpec.allowAll &&
 							Object.keys(spec.env).length === 0 &&
 							spec.timeoutMs === poolSpec.timeoutMs,
 					},

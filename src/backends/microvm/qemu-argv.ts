@@ -3,7 +3,8 @@
  * here; no default devices, no user config, no reboot (a guest panic ends the VMM). The guest's
  * one NIC is user-mode networking with `restrict=on`: it reaches nothing but the host's forward of
  * 127.0.0.1:`hostPort` to the agent's port and, under `static` / `resolver` egress, the `guestfwd`
- * to the host's egress proxy (`guest-egress.ts`). The root disk is a qcow2 overlay of the guest's
+ * to the host's egress proxy (`guest-egress.ts`). Under `allow-all` the NIC is unrestricted and
+ * what confines it is the namespace the VMM runs in (`guest-open-network.ts`). The root disk is a qcow2 overlay of the guest's
  * own over the shared image (never written), a file in its private directory rather than
  * `snapshot=on`'s hidden one, so a memory checkpoint can copy it beside the RAM image and a
  * restored guest's disk agrees with its page cache; a sized workspace is a second disk of its own
@@ -37,8 +38,27 @@ export interface QemuGuestSpec {
 	/** `static` / `resolver` egress: the forward to the host's proxy and the files the init reads. */
 	readonly egress?: {
 		readonly guestfwd: string
-		readonly fwCfgFiles: readonly { readonly name: string; readonly file: string }[]
+		readonly fwCfgFiles: readonly FwCfgFile[]
 	}
+	/**
+	 * `allow-all`: the NIC unrestricted (and without IPv6, as on the other tiers), `hostPort` bound
+	 * in the VMM's own network namespace, and the files telling the guest's init to route.
+	 */
+	readonly allowAll?: { readonly fwCfgFiles: readonly FwCfgFile[] }
+}
+
+/** A file QEMU passes to the guest by name (`/sys/firmware/qemu_fw_cfg/by_name/<name>/raw`). */
+export interface FwCfgFile {
+	readonly name: string
+	readonly file: string
+}
+
+/** The `-netdev user` option list: restricted unless `allow-all`, with the forwards. */
+function userNetdev(spec: QemuGuestSpec): string {
+	const forward = `tcp:127.0.0.1:${spec.hostPort}-${GUEST_ADDRESS}:${GUEST_AGENT_PORT}`
+	const access = spec.allowAll ? 'restrict=off,ipv6=off' : 'restrict=on'
+	const guestfwd = spec.egress ? `,guestfwd=${qemuOptionValue(spec.egress.guestfwd)}` : ''
+	return `user,id=n0,${access},hostfwd=${forward}${guestfwd}`
 }
 
 /** A value inside a QEMU `-netdev`/`-fw_cfg` option list, where a comma is written twice. */
@@ -47,7 +67,7 @@ export function qemuOptionValue(text: string): string {
 }
 
 export function qemuArgv(binary: string, spec: QemuGuestSpec): string[] {
-	const forward = `tcp:127.0.0.1:${spec.hostPort}-${GUEST_ADDRESS}:${GUEST_AGENT_PORT}`
+	const fwCfgFiles = [...(spec.egress?.fwCfgFiles ?? []), ...(spec.allowAll?.fwCfgFiles ?? [])]
 	return [
 		binary,
 		'-M',
@@ -83,7 +103,7 @@ export function qemuArgv(binary: string, spec: QemuGuestSpec): string[] {
 			? []
 			: ['-drive', `file=${qemuOptionValue(spec.workspaceDisk)},format=raw,if=virtio`]),
 		'-netdev',
-		`user,id=n0,restrict=on,hostfwd=${forward}${spec.egress ? `,guestfwd=${qemuOptionValue(spec.egress.guestfwd)}` : ''}`,
+		userNetdev(spec),
 		'-device',
 		'virtio-net-pci,netdev=n0,romfile=',
 		'-device',
@@ -92,7 +112,7 @@ export function qemuArgv(binary: string, spec: QemuGuestSpec): string[] {
 		`name=opt/namzu/agent.cjs,file=${spec.agentBundle}`,
 		'-fw_cfg',
 		`name=opt/namzu/env,file=${spec.envFile}`,
-		...(spec.egress?.fwCfgFiles ?? []).flatMap(({ name, file }) => [
+		...fwCfgFiles.flatMap(({ name, file }) => [
 			'-fw_cfg',
 			`name=${name},file=${qemuOptionValue(file)}`,
 		]),

@@ -3,7 +3,10 @@
  * free loopback port forwarded to the guest's agent, QEMU under `setpriv --pdeathsig KILL` (the
  * VMM dies with the host process even after a SIGKILL of the host), and a transport with this
  * boot's token, ready once the agent answers `healthz`; under `static` / `resolver` egress the
- * sandbox's egress proxy on a socket in that directory (`guest-egress.ts`). `destroy()` kills the
+ * sandbox's egress proxy on a socket in that directory (`guest-egress.ts`); under `allow-all` the
+ * VMM in a network namespace of its own behind the machine layer's slirp4netns and guard, reached
+ * through a relay on the same kind of loopback port (`guest-open-network.ts`), for every QEMU a
+ * guest runs (a restored one too). `destroy()` kills the
  * VMM, closes the proxy and removes the directory (a sized workspace's disk image with it); the root disk's overlay is QEMU's own
  * temporary file, gone with it.
  */
@@ -24,6 +27,7 @@ import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import type { ProxiedEgress } from '../machine/spec/machine-sandbox-spec.js'
 import { type GuestEgress, startGuestEgress, waitForGuestCaptureHelper } from './guest-egress.js'
+import { type GuestOpenNetwork, prepareGuestOpenNetwork } from './guest-open-network.js'
 import { GUEST_WORKSPACE_DEVICE, prepareGuestWorkspaceDisk } from './guest-workspace-disk.js'
 import type { MicroVMImage } from './microvm-image.js'
 import { GUEST_AGENT_PORT, guestEnvFile, qemuArgv } from './qemu-argv.js'
@@ -60,6 +64,8 @@ export interface QemuGuestOptions {
 	readonly workspaceDiskMb?: number
 	/** `static` / `resolver` egress: the sandbox's proxy, reached through the NIC's `guestfwd`. */
 	readonly egress?: ProxiedEgress
+	/** `allow-all`: the VMM in a namespace of its own behind slirp4netns and the host-address guard. */
+	readonly allowAll?: boolean
 	/** @internal Tests' stand-in for the host's resolution and trust store. */
 	readonly egressSeam?: EgressTestSeam
 	readonly bootTimeoutMs: number
@@ -149,14 +155,16 @@ function launchVmm(
 		readonly monitorSocket: string
 		readonly incoming: boolean
 		readonly egress: GuestEgress | undefined
+		readonly open: GuestOpenNetwork | undefined
 	},
 ): LaunchedAgentProcess {
+	const { open } = boot
 	const argv = qemuArgv(options.qemuBinary, {
 		image: options.image,
 		accel: options.accel,
 		memoryMb: options.memoryMb,
 		vcpus: options.vcpus,
-		hostPort: boot.hostPort,
+		hostPort: open?.vmmPort ?? boot.hostPort,
 		agentBundle: agentBundlePath(),
 		envFile: boot.envFile,
 		consoleLog: boot.consoleLog,
@@ -165,9 +173,11 @@ function launchVmm(
 		incoming: boot.incoming,
 		...(boot.disks.workspaceDisk === undefined ? {} : { workspaceDisk: boot.disks.workspaceDisk }),
 		...(boot.egress === undefined ? {} : { egress: boot.egress }),
+		...(open === undefined ? {} : { allowAll: { fwCfgFiles: open.fwCfgFiles } }),
 	})
+	const vmm = open === undefined ? argv : open.wrap(argv)
 	return launchAgentProcess({
-		argv: withCgroupJoin(boot.procsFiles, ['setpriv', '--pdeathsig', 'KILL', '--', ...argv]),
+		argv: withCgroupJoin(boot.procsFiles, ['setpriv', '--pdeathsig', 'KILL', '--', ...vmm]),
 		env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' },
 		cwd: boot.dir,
 		secrets: [boot.token, ...Object.values(options.callerEnv)],
@@ -266,11 +276,13 @@ async function startMachine(start: MachineStart): Promise<QemuMachine> {
 	let vmm: LaunchedAgentProcess | undefined
 	let cgroups: SandboxCgroups | undefined
 	let egress: GuestEgress | undefined
+	let open: GuestOpenNetwork | undefined
 	const monitor = monitorOnDemand(join(dir, 'qmp.sock'), MONITOR_CONNECT_MS)
-	// The VMM first (its connectors feed the proxy), then the proxy, the groups and the directory.
+	// The VMM first (its relays feed the proxy), then the network, the groups and the directory.
 	const teardown = async () => {
 		await monitor.close()
 		await vmm?.kill()
+		await open?.close()
 		await egress?.close()
 		await cgroups?.remove()
 		await rm(dir, { recursive: true, force: true })
@@ -279,6 +291,7 @@ async function startMachine(start: MachineStart): Promise<QemuMachine> {
 		cgroups = await createVmmCgroups(options, start.name)
 		const disks = await prepareDisks(options, dir, restore)
 		egress = await startEgress(options, dir)
+		open = options.allowAll ? await prepareGuestOpenNetwork({ ...options, dir }) : undefined
 		// A restored guest read its environment at its first boot: this one only fills fw_cfg.
 		await writeAgentEnvironment(
 			envFile,
@@ -287,7 +300,7 @@ async function startMachine(start: MachineStart): Promise<QemuMachine> {
 			disks.workspaceDisk !== undefined,
 			egress,
 		)
-		const hostPort = await freeLoopbackPort()
+		const hostPort = open?.hostPort ?? (await freeLoopbackPort())
 		vmm = launchVmm(options, {
 			dir,
 			token,
@@ -299,13 +312,12 @@ async function startMachine(start: MachineStart): Promise<QemuMachine> {
 			monitorSocket: monitor.path,
 			incoming: restore !== undefined,
 			egress,
+			open,
 		})
 		const launched = vmm
+		if (open) await attachOpenNetwork(options, open, launched, cgroups)
 		// This start's own channel (the sandbox's transport is pointed here once it is ready).
-		const transport = new AgentTransport(
-			{ kind: 'tcp', host: '127.0.0.1', port: hostPort, token: restore?.token ?? token },
-			{ permanentDialFailure: () => launched.exitStatus() !== undefined },
-		)
+		const transport = machineTransport(hostPort, restore?.token ?? token, launched, open)
 		await bringUp({ options, launched, transport, egress, restore, monitor, token })
 		const handle: TcpAgentHandle = { kind: 'tcp', host: '127.0.0.1', port: hostPort, token }
 		return {
@@ -322,6 +334,37 @@ async function startMachine(start: MachineStart): Promise<QemuMachine> {
 		await teardown()
 		throw error
 	}
+}
+
+/** `allow-all`: once the VMM runs, slirp4netns and the guard on its namespace, then the relay. */
+function attachOpenNetwork(
+	options: QemuGuestOptions,
+	open: GuestOpenNetwork,
+	vmm: LaunchedAgentProcess,
+	cgroups: SandboxCgroups | undefined,
+): Promise<void> {
+	return open.attach({
+		vmm,
+		procsFiles: cgroups?.procsFiles ?? [],
+		...(cgroups ? { join: cgroups.join } : {}),
+		timeoutMs: options.bootTimeoutMs,
+		...(options.signal ? { signal: options.signal } : {}),
+	})
+}
+
+/** A machine's `tcp` handle; no dial is retried once the VMM (or the `allow-all` relay) is gone. */
+function machineTransport(
+	hostPort: number,
+	token: string,
+	vmm: LaunchedAgentProcess,
+	open: GuestOpenNetwork | undefined,
+): AgentTransport {
+	return new AgentTransport(
+		{ kind: 'tcp', host: '127.0.0.1', port: hostPort, token },
+		{
+			permanentDialFailure: () => vmm.exitStatus() !== undefined || open?.relayExited() === true,
+		},
+	)
 }
 
 /**

@@ -6,9 +6,13 @@
  * on the host, and the host would dial it. Here the socket file lives in a host directory the
  * sandbox never sees; the agent only holds an already-listening descriptor (its "inherited
  * descriptor" listen mode, `NAMZU_AGENT_VSOCK_PORT`).
+ *
+ * A relay in another network namespace gets the same kind of descriptor on the host's loopback
+ * (`createInheritableLoopbackListenSocket`): a socket keeps the namespace it was made in, so what
+ * the relay accepts arrives from this host's 127.0.0.1 whatever namespace the relay runs in.
  */
 import { rename } from 'node:fs/promises'
-import { createServer, type Server } from 'node:net'
+import { createServer, type ListenOptions, type Server } from 'node:net'
 
 export interface InheritableListenSocket {
 	/** Descriptor to place at index 3 of the child's stdio. */
@@ -37,20 +41,26 @@ function close(server: Server): Promise<void> {
 	return new Promise((resolve) => server.close(() => resolve()))
 }
 
-export async function createInheritableListenSocket(
-	finalPath: string,
-): Promise<InheritableListenSocket> {
-	const bindPath = `${finalPath}.bind`
+/** A listening server whose connections only the child that inherits it accepts. */
+async function listeningServer(options: ListenOptions): Promise<Server> {
 	const server = createServer()
-	// Connections must reach the agent's accept(), never ours.
+	// Connections must reach the child's accept(), never ours.
 	server.on('connection', (socket) => socket.destroy())
 	await new Promise<void>((resolve, reject) => {
 		server.once('error', reject)
-		server.listen({ path: bindPath, backlog: 511 }, () => {
+		server.listen({ ...options, backlog: 511 }, () => {
 			server.off('error', reject)
 			resolve()
 		})
 	})
+	return server
+}
+
+export async function createInheritableListenSocket(
+	finalPath: string,
+): Promise<InheritableListenSocket> {
+	const bindPath = `${finalPath}.bind`
+	const server = await listeningServer({ path: bindPath })
 	const fd = descriptorOf(server)
 	let closed = false
 	return {
@@ -65,6 +75,31 @@ export async function createInheritableListenSocket(
 			if (closed) return
 			closed = true
 			await close(server)
+		},
+	}
+}
+
+export interface InheritableLoopbackListenSocket {
+	/** Descriptor to place at index 3 of the child's stdio. */
+	readonly fd: number
+	/** The port on 127.0.0.1 (chosen by the kernel, so no other listener can race for it). */
+	readonly port: number
+	/** Closes the host's copy once the child holds the descriptor (or a launch failed). */
+	close(): Promise<void>
+}
+
+/** A listening TCP socket on 127.0.0.1 for a child to inherit as descriptor 3. */
+export async function createInheritableLoopbackListenSocket(): Promise<InheritableLoopbackListenSocket> {
+	const server = await listeningServer({ host: '127.0.0.1', port: 0 })
+	const address = server.address()
+	const port = typeof address === 'object' && address !== null ? address.port : 0
+	let closing: Promise<void> | undefined
+	return {
+		fd: descriptorOf(server),
+		port,
+		close: () => {
+			closing ??= close(server)
+			return closing
 		},
 	}
 }
