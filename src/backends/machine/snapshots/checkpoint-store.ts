@@ -319,7 +319,7 @@ export async function listCheckpoints(stateBase: string): Promise<SandboxCheckpo
  */
 export async function countCheckpoints(stateBase: string): Promise<number> {
 	const names = await readdir(storeDir(stateBase)).catch(() => [] as string[])
-	return names.filter((name) => ID_PATTERN.test(name.replace(PARTIAL_PREFIX, ''))).length
+	return names.filter((name) => CHECKPOINT_ID_PATTERN.test(name.replace(PARTIAL_PREFIX, ''))).length
 }
 
 /** Removes a checkpoint: its record first (so it is never listed half-removed), then its files. */
