@@ -3,6 +3,7 @@
  * unless `--debug`; a usage error adds `see: namzu-sandbox <verb> --help`. Returns the exit code.
  */
 import { LocalSandboxNotFoundError } from '../backends/local/index.js'
+import { CheckpointNotFoundError } from '../contract/checkpoint.js'
 import { SandboxError } from '../contract/errors.js'
 import {
 	AgentSessionDetachedError,
@@ -21,6 +22,7 @@ import { EXIT_CODES } from './parse-args.js'
 export function exitCodeForError(error: SandboxError): number {
 	if (error instanceof CliUsageError) return EXIT_CODES.usage
 	if (error instanceof LocalSandboxNotFoundError) return EXIT_CODES.notFound
+	if (error instanceof CheckpointNotFoundError) return EXIT_CODES.notFound
 	if (
 		error instanceof ExecutionNotAttachableError &&
 		error.refusal === AGENT_REFUSAL.unknown_execution

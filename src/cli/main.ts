@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { MAX_TIMER_MS } from '../contract/argument-validators.js'
 import { SandboxConfigError } from '../contract/errors.js'
 import { attachCommand } from './attach-command.js'
+import { checkpointCommand } from './checkpoint-command.js'
 import { reportCliError } from './cli-report.js'
 import { cpCommand } from './cp-command.js'
 import { destroyCommand } from './destroy-command.js'
@@ -109,6 +110,12 @@ export async function main(argv: readonly string[]): Promise<number> {
 				return await imageCommand(command)
 			case 'mcp':
 				return await mcpCommand(command, packageVersion())
+			case 'checkpoint':
+			case 'checkpoints':
+			case 'checkpoint-rm':
+			case 'rollback':
+			case 'fork':
+				return await checkpointCommand(command)
 		}
 	} catch (error) {
 		return reportCliError(error, { verb: rest[0], debug })

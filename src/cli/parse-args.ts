@@ -10,6 +10,13 @@ import { MAX_TIMER_MS, requireIntegerText } from '../contract/argument-validator
 import { CliUsageError } from './cli-errors.js'
 import { type CliHandle, parseCliHandle } from './cli-handle.js'
 import {
+	type CheckpointVerb,
+	parseCheckpoint,
+	parseCheckpoints,
+	parseFork,
+	parseRollback,
+} from './parse-checkpoint-verbs.js'
+import {
 	parseCp,
 	parseExec,
 	parseImage,
@@ -41,6 +48,7 @@ export type CliCommand =
 			readonly keepAliveMs?: number
 	  } & CliSandboxFlags)
 	| SandboxVerb
+	| CheckpointVerb
 	| { readonly kind: 'attach'; readonly handle: CliHandle }
 	| { readonly kind: 'logs'; readonly handle: CliHandle; readonly follow: boolean }
 	| { readonly kind: 'sessions'; readonly sandboxId?: string }
@@ -116,6 +124,10 @@ const VERBS = [
 	'gc',
 	'mcp',
 	'image',
+	'checkpoint',
+	'checkpoints',
+	'rollback',
+	'fork',
 ] as const
 type Verb = (typeof VERBS)[number]
 
@@ -333,6 +345,10 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 	if (verb === 'cp') return parseCp(rest)
 	if (verb === 'port') return parsePort(rest)
 	if (verb === 'image') return parseImage(rest)
+	if (verb === 'checkpoint') return parseCheckpoint(rest)
+	if (verb === 'checkpoints') return parseCheckpoints(rest)
+	if (verb === 'rollback') return parseRollback(rest)
+	if (verb === 'fork') return parseFork(rest)
 	return parseSandboxVerb(verb, rest)
 }
 

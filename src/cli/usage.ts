@@ -39,6 +39,21 @@ export const USAGE = `Usage:
   namzu-sandbox shell [--persistent [--keep-alive-ms MS]] [SANDBOX FLAGS] [--shell PATH]
       An interactive terminal in a fresh sandbox. Exits with the shell. --persistent: the
       sandbox and the session outlive this process; Ctrl-] detaches; re-attach with attach HANDLE.
+  namzu-sandbox checkpoint [--label L] [--json] SANDBOX
+      Save the kept-alive sandbox's workspace as a checkpoint (its processes paused for the
+      copy) and print the checkpoint's id (--json: its record).
+  namzu-sandbox rollback SANDBOX CHECKPOINT
+      Make SANDBOX the checkpoint's state: every process running in it ends first, then its
+      workspace is replaced by the checkpoint's; the sandbox (id, network) stays.
+  namzu-sandbox fork [--count N] [--keep-alive-ms MS] CHECKPOINT
+      Make N (default 1, at most 100) kept-alive sandboxes starting from the checkpoint, each
+      with its own id, uid, cgroups and copy of the files; print one id a line. All or none:
+      when one fails, every fork it made is destroyed.
+  namzu-sandbox checkpoints [--json]
+      List the checkpoints kept in the state directory: ID, SANDBOX, CREATED, BYTES, LABEL.
+  namzu-sandbox checkpoint rm CHECKPOINT
+      Delete a checkpoint and what it stores (the store keeps at most 256; past it checkpoint
+      is refused until one is deleted).
   namzu-sandbox destroy SANDBOX
       Tear down a kept-alive sandbox (every process, its cgroups and its directories).
   namzu-sandbox doctor [--json]
@@ -108,7 +123,7 @@ Environment:
   NAMZU_SANDBOX_MCP_TOKEN   the bearer token of mcp --http (at least 16 characters)
 
 Exit codes: the command's own code (128+N when signal N ended it); 1 refused by the library;
-2 bad usage; 3 no such sandbox, session or execution; 4 detached before the end; 124 timed out
-(--timeout-ms); 125 the sandbox could not be made; 126 the command is not executable; 127 no
-such command in the sandbox; 130 interrupted (Ctrl-C).
+2 bad usage; 3 no such sandbox, session, execution or checkpoint; 4 detached before the end;
+124 timed out (--timeout-ms); 125 the sandbox could not be made; 126 the command is not
+executable; 127 no such command in the sandbox; 130 interrupted (Ctrl-C).
 `

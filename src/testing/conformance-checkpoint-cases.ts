@@ -4,8 +4,11 @@
  * `checkpointKinds` (skipped, saying why, otherwise); they take `filesystem` where it is declared,
  * else `memory` (the microVM tier), and assert the same of either: a fork sees the parent's files as of the
  * checkpoint and nothing written after it; a rollback undoes a deletion and a modification; two
- * forks' writes are invisible to each other and to the parent; a kind the provider does not declare
- * is refused by name with nothing created.
+ * forks' writes are invisible to each other and to the parent; five forks made at once all start,
+ * each its own sandbox with its own copy, and none writes through to the checkpoint; `onRestore`
+ * runs on a fork before `create` resolves (a throw destroys the fork) and on a rolled-back sandbox
+ * (a throw leaves it rolled back); a kind the provider does not declare is refused by name with
+ * nothing created.
  */
 import type { SandboxCheckpoint, SandboxCheckpointKind } from '../contract/checkpoint.js'
 import type { SandboxProvider } from '../contract/provider.js'
@@ -91,6 +94,7 @@ function checkpointHarness(options: SuiteContext['options']): CheckpointHarness 
 export function defineCheckpointCases(context: SuiteContext): void {
 	const harness = checkpointHarness(context.options)
 	defineForkCases(context, harness)
+	defineForkHygieneCases(context, harness)
 	defineRollbackCases(context, harness)
 }
 
@@ -143,6 +147,75 @@ function defineForkCases({ test, expect }: SuiteContext, harness: CheckpointHarn
 	)
 }
 
+const CONCURRENT_FORKS = 5
+
+function defineForkHygieneCases({ test, expect }: SuiteContext, harness: CheckpointHarness): void {
+	const { needs, withCheckpoint } = harness
+	test(
+		'five forks made at once all start, each its own sandbox with its own copy',
+		async (sandbox) => {
+			const root = scratchName(sandbox, 'concurrent')
+			await sandbox.writeFile(`${on(sandbox, root)}/seed.txt`, 'seed')
+			await withCheckpoint(sandbox, async (provider, checkpoint, forks) => {
+				const settled = await Promise.allSettled(
+					Array.from({ length: CONCURRENT_FORKS }, () => provider.create({ from: checkpoint })),
+				)
+				for (const made of settled) if (made.status === 'fulfilled') forks.push(made.value)
+				const failed = settled.flatMap((made) =>
+					made.status === 'rejected' ? [errorName(made.reason) ?? String(made.reason)] : [],
+				)
+				expect(failed, 'forks that failed').toEqual([])
+				const ids = new Set([sandbox.id, ...forks.map((fork) => fork.id)])
+				expect(ids.size, 'distinct sandbox ids, the parent included').toBe(CONCURRENT_FORKS + 1)
+				await Promise.all(
+					forks.map((fork, index) => fork.writeFile(`${on(fork, root)}/seed.txt`, `fork ${index}`)),
+				)
+				for (const [index, fork] of forks.entries()) {
+					expect(await text(fork, `${root}/seed.txt`), `fork ${index}'s own`).toBe(`fork ${index}`)
+				}
+				expect(await text(sandbox, `${root}/seed.txt`), 'the parent').toBe('seed')
+				// Nothing was written through to the checkpoint: a later fork still starts from it.
+				const later = await provider.create({ from: checkpoint })
+				forks.push(later)
+				expect(await text(later, `${root}/seed.txt`), 'a later fork').toBe('seed')
+			})
+		},
+		needs,
+	)
+
+	test(
+		'onRestore runs on a fork before create resolves; a throw destroys the fork',
+		async (sandbox) => {
+			const root = scratchName(sandbox, 'restore-hook')
+			await sandbox.writeFile(`${on(sandbox, root)}/seed.txt`, 'seed')
+			await withCheckpoint(sandbox, async (provider, checkpoint, forks) => {
+				const seen: string[] = []
+				const fork = await provider.create({
+					from: checkpoint,
+					onRestore: async (restored, { operation, checkpoint: from }) => {
+						seen.push(`${operation} ${from.id} ${await text(restored, `${root}/seed.txt`)}`)
+					},
+				})
+				forks.push(fork)
+				expect(seen, 'what the hook saw').toEqual([`fork ${checkpoint.id} seed`])
+				let hooked: Sandbox | undefined
+				const error = await captureError(() =>
+					provider.create({
+						from: checkpoint,
+						onRestore: (restored) => {
+							hooked = restored
+							throw new Error('the hook refuses this fork')
+						},
+					}),
+				)
+				expect(errorName(error), 'refusal').toBe('CheckpointRestoreHookError')
+				expect(hooked?.status, 'the fork the hook refused').toBe('destroyed')
+			})
+		},
+		needs,
+	)
+}
+
 function defineRollbackCases({ test, expect }: SuiteContext, harness: CheckpointHarness): void {
 	const { needs, withCheckpoint, providerOf } = harness
 	test(
@@ -159,6 +232,36 @@ function defineRollbackCases({ test, expect }: SuiteContext, harness: Checkpoint
 				await sandbox.rollback?.(checkpoint)
 				expect(await text(sandbox, `${root}/kept.txt`), 'modification undone').toBe('original')
 				expect(await text(sandbox, `${root}/deleted.txt`), 'deletion undone').toBe('here')
+			})
+		},
+		needs,
+	)
+
+	test(
+		"a rollback's onRestore sees the restored state; a throw leaves the sandbox rolled back",
+		async (sandbox) => {
+			const root = scratchName(sandbox, 'rollback-hook')
+			await sandbox.writeFile(`${on(sandbox, root)}/state.txt`, 'checkpointed')
+			await withCheckpoint(sandbox, async (_provider, checkpoint) => {
+				await sandbox.writeFile(`${on(sandbox, root)}/state.txt`, 'later')
+				const seen: string[] = []
+				await sandbox.rollback?.(checkpoint, {
+					onRestore: async (restored, { operation }) => {
+						seen.push(`${operation} ${await text(restored, `${root}/state.txt`)}`)
+					},
+				})
+				expect(seen, 'what the hook saw').toEqual(['rollback checkpointed'])
+				await sandbox.writeFile(`${on(sandbox, root)}/state.txt`, 'later again')
+				const error = await captureError(() =>
+					sandbox.rollback?.(checkpoint, {
+						onRestore: () => {
+							throw new Error('the hook refuses')
+						},
+					}),
+				)
+				expect(errorName(error), 'refusal').toBe('CheckpointRestoreHookError')
+				expect(sandbox.status === 'destroyed', 'the sandbox was destroyed').toBe(false)
+				expect(await text(sandbox, `${root}/state.txt`), 'rolled back').toBe('checkpointed')
 			})
 		},
 		needs,

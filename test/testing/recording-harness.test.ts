@@ -114,7 +114,7 @@ describe('defineSandboxConformance registration', () => {
 				throw new Error('asked at registration')
 			},
 		})
-		expect(cases).toHaveLength(42)
+		expect(cases).toHaveLength(45)
 		expect(cases.every((c) => c.path[0] === 'Sandbox conformance (contract v5): x')).toBe(true)
 		expect(cases.filter((c) => c.skipped)).toEqual([])
 		expect(new Set(cases.map((c) => c.path[1]))).toEqual(
@@ -137,7 +137,7 @@ describe('defineSandboxConformance registration', () => {
 		const skipped = titles({ sandboxShape: AgentSandbox.prototype }).filter(
 			(c) => c.skipped && c.path[1] === 'checkpoints',
 		)
-		expect(skipped).toHaveLength(4)
+		expect(skipped).toHaveLength(7)
 		expect(skipped.every((c) => c.title.endsWith('(skipped: no checkpointProvider given)'))).toBe(
 			true,
 		)

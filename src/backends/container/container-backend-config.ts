@@ -24,6 +24,7 @@ import { SandboxConfigError } from '../../contract/errors.js'
 import type { DefaultLimitsMode } from '../machine/cgroups/cgroup-limits.js'
 import { resolveSandboxUidRange, type SandboxUidRange } from '../machine/claims/sandbox-identity.js'
 import { DEFAULT_NETWORK_TOOLS, type NetworkToolPaths } from '../machine/network/egress-network.js'
+import { resolveMaxCheckpoints } from '../machine/snapshots/checkpoint-verbs.js'
 import { DEFAULT_MKFS_EXT4_PATH } from '../machine/workspace/workspace-disk.js'
 import { DEFAULT_UMOCI_PATH } from './container-image.js'
 import {
@@ -62,6 +63,8 @@ export interface ContainerBackendConfig {
 	readonly readyPollIntervalMs?: number
 	/** Containers started and probed ahead of `create()` (default 0). */
 	readonly warmPoolSize?: number
+	/** The checkpoints the provider keeps at most (default 256); past it `CheckpointLimitError`. */
+	readonly maxCheckpoints?: number
 	/** Host uids handed out one per sandbox (the machine layer's range and locks). */
 	readonly sandboxUidRange?: SandboxUidRange
 	readonly defaultLimits?: DefaultLimitsMode
@@ -117,6 +120,7 @@ export interface ResolvedContainerBackendConfig {
 	readonly readyTimeoutMs: number
 	readonly readyPollIntervalMs: number
 	readonly warmPoolSize: number
+	readonly maxCheckpoints: number
 	readonly sandboxUidRange: SandboxUidRange
 	readonly defaultLimits: DefaultLimitsMode
 	readonly labels: Readonly<Record<string, string>>
@@ -141,6 +145,7 @@ const BACKEND_KEYS = Object.keys({
 	readyTimeoutMs: true,
 	readyPollIntervalMs: true,
 	warmPoolSize: true,
+	maxCheckpoints: true,
 	sandboxUidRange: true,
 	defaultLimits: true,
 	labels: true,
@@ -260,6 +265,7 @@ export function resolveContainerBackendConfig(
 			join(homedir(), '.cache', 'namzu-sandbox', 'container-images'),
 		),
 		...resolveContainerReadiness(raw),
+		maxCheckpoints: resolveMaxCheckpoints(raw.maxCheckpoints),
 		sandboxUidRange: resolveSandboxUidRange(raw.sandboxUidRange),
 		defaultLimits:
 			raw.defaultLimits === undefined

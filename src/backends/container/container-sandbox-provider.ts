@@ -158,7 +158,7 @@ function containerInstanceContext(
 
 /** The hand-out: the one `AgentSandbox`, with `checkpoint` / `rollback` where the runtime takes them. */
 function containerHandOut(
-	stateDir: string,
+	store: { readonly stateDir: string; readonly maxCheckpoints: number },
 	runtime: string,
 	checkpointKinds: readonly SandboxCheckpointKind[],
 	outputBudget: ExecOutputBudget,
@@ -174,7 +174,8 @@ function containerHandOut(
 			checkpointKinds.length === 0
 				? undefined
 				: {
-						stateDir,
+						stateDir: store.stateDir,
+						maxCheckpoints: store.maxCheckpoints,
 						workspace: instance.hostWorkspace,
 						cgroupDirs: instance.cgroupDirs,
 						flushFirst: runtime === 'runsc',
@@ -231,7 +232,7 @@ export function createContainerSandboxProvider(
 		reap: reapReportingTo(hooks.onBackgroundError, (report) =>
 			collectLocalGarbage({ stateDir: resolved.stateDir, ...report }),
 		),
-		handOut: containerHandOut(resolved.stateDir, resolved.runtime, checkpointKinds, outputBudget),
+		handOut: containerHandOut(resolved, resolved.runtime, checkpointKinds, outputBudget),
 		closedError: () => new ContainerProviderClosedError(),
 		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
 		...(hooks.onWarmSandboxReady ? { onWarmSandboxReady: hooks.onWarmSandboxReady } : {}),

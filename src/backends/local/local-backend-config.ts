@@ -20,6 +20,7 @@ import type { DefaultLimitsMode } from '../machine/cgroups/cgroup-limits.js'
 import type { LocalIsolation } from '../machine/claims/sandbox-descriptor.js'
 import { resolveSandboxUidRange, type SandboxUidRange } from '../machine/claims/sandbox-identity.js'
 import { DEFAULT_NETWORK_TOOLS, type NetworkToolPaths } from '../machine/network/egress-network.js'
+import { resolveMaxCheckpoints } from '../machine/snapshots/checkpoint-verbs.js'
 import { validatePathList } from '../machine/spec/path-options.js'
 import { DEFAULT_MKFS_EXT4_PATH } from '../machine/workspace/workspace-disk.js'
 
@@ -43,6 +44,11 @@ export interface LocalBackendConfig {
 	readonly stateDir?: string
 	/** Budget for the agent to answer `healthz` after launch, default 10 000 ms. */
 	readonly readyTimeoutMs?: number
+	/**
+	 * The checkpoints this provider's store keeps at most (default `DEFAULT_MAX_CHECKPOINTS`, 256):
+	 * past it a capture is refused (`CheckpointLimitError`) until one is deleted.
+	 */
+	readonly maxCheckpoints?: number
 	/**
 	 * Host uids handed out one per sandbox when the host runs as root (each sandbox runs as its
 	 * own unprivileged uid; gid = uid). Default `{ first: 0x70000000, count: 65536 }`; `first`
@@ -89,6 +95,7 @@ export interface ResolvedLocalBackendConfig {
 	readonly warmPoolSize: number
 	readonly stateDir: string
 	readonly readyTimeoutMs: number
+	readonly maxCheckpoints: number
 	readonly sandboxUidRange: SandboxUidRange
 	readonly readOnlyPaths: readonly string[]
 	readonly hiddenPaths: readonly string[]
@@ -111,6 +118,7 @@ const BACKEND_KEYS = Object.keys({
 	warmPoolSize: true,
 	stateDir: true,
 	readyTimeoutMs: true,
+	maxCheckpoints: true,
 	sandboxUidRange: true,
 	readOnlyPaths: true,
 	hiddenPaths: true,
@@ -162,6 +170,7 @@ export function resolveLocalBackendConfig(config: LocalBackendConfig): ResolvedL
 		readyTimeoutMs:
 			optionalDurationMs(CONFIG_SITE, 'backend.readyTimeoutMs', config.readyTimeoutMs) ??
 			DEFAULT_READY_TIMEOUT_MS,
+		maxCheckpoints: resolveMaxCheckpoints(raw.maxCheckpoints),
 		sandboxUidRange: resolveSandboxUidRange(config.sandboxUidRange),
 		readOnlyPaths: validatePathList('backend.readOnlyPaths', config.readOnlyPaths),
 		hiddenPaths: validatePathList('backend.hiddenPaths', config.hiddenPaths),

@@ -136,6 +136,7 @@ function localFleet(
 					stateDir: resolved.stateDir,
 					workspace: spec.workingDirectory === undefined ? instance.rootDir : undefined,
 					cgroupDirs: instance.cgroupDirs,
+					maxCheckpoints: resolved.maxCheckpoints,
 				},
 			),
 			// A kept-alive sandbox is not the provider's to take down on close(): it outlives us.
@@ -198,6 +199,7 @@ export function createLocalSandboxProvider(
 					...(signal ? { signal } : {}),
 				},
 				outputBudget,
+				resolved.maxCheckpoints,
 			)
 		},
 		list: async (options = {}) => {

@@ -89,11 +89,15 @@ export function openLocalSandbox(
 	return openRecordedSandbox(id, options)
 }
 
-/** `openLocalSandbox`, drawing its exec output from `outputBudget` (its provider's). */
+/**
+ * `openLocalSandbox`, drawing its exec output from `outputBudget` and bounding its checkpoints by
+ * `maxCheckpoints` (its provider's).
+ */
 export async function openRecordedSandbox(
 	id: string,
 	options: OpenLocalSandboxOptions,
 	outputBudget?: ExecOutputBudget,
+	maxCheckpoints?: number,
 ): Promise<LocalSandbox> {
 	const site = callSite('openLocalSandbox')
 	requireString(site, 'id', id)
@@ -117,6 +121,7 @@ export async function openRecordedSandbox(
 		stateDir: options.stateDir ?? tmpdir(),
 		workspace: descriptor.callerOwnsWorkspace ? undefined : descriptor.workspace,
 		cgroupDirs: descriptor.cgroupDirs,
+		...(maxCheckpoints === undefined ? {} : { maxCheckpoints }),
 	})
 	const ready = AbortSignal.timeout(options.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS)
 	try {

@@ -60,6 +60,7 @@ export {
 	LocalNetworkUnavailableError,
 	type MissingNetworkTool,
 } from './network/network-errors.js'
+export { DEFAULT_MAX_CHECKPOINTS } from './snapshots/checkpoint-verbs.js'
 export {
 	DEFAULT_KEEP_ALIVE_MS,
 	MAX_KEEP_ALIVE_MS,

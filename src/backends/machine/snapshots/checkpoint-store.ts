@@ -313,6 +313,15 @@ export async function listCheckpoints(stateBase: string): Promise<SandboxCheckpo
 	return found.sort((a, b) => a.createdAt - b.createdAt)
 }
 
+/**
+ * How many checkpoints the store holds, captures in flight included (their partial directories),
+ * by name only: what the provider's `maxCheckpoints` bounds.
+ */
+export async function countCheckpoints(stateBase: string): Promise<number> {
+	const names = await readdir(storeDir(stateBase)).catch(() => [] as string[])
+	return names.filter((name) => CHECKPOINT_ID_PATTERN.test(name.replace(PARTIAL_PREFIX, ''))).length
+}
+
 /** Removes a checkpoint: its record first (so it is never listed half-removed), then its files. */
 export async function deleteCheckpoint(stateBase: string, id: string): Promise<void> {
 	await readCheckpoint(stateBase, id)

@@ -6,13 +6,16 @@
  * a freeze. A sandbox whose workspace is the caller's directory takes no checkpoint.
  */
 import {
+	CONFIG_SITE,
 	callSite,
 	optionalFunction,
+	optionalInteger,
 	optionalSignal,
 	optionalString,
 	signalOfOptions,
 } from '../../../contract/argument-validators.js'
 import {
+	CheckpointLimitError,
 	CheckpointUnsupportedError,
 	type SandboxCheckpoint,
 	type SandboxCheckpointKind,
@@ -30,6 +33,7 @@ import type { MachineSandbox } from '../machine-sandbox.js'
 import { resolveStateBase } from '../workspace/sandbox-directories.js'
 import {
 	captureCheckpoint,
+	countCheckpoints,
 	deleteCheckpoint,
 	listCheckpoints,
 	readCheckpoint,
@@ -41,6 +45,21 @@ import { runRestoreHook } from './restore-hook.js'
 export const MACHINE_CHECKPOINT_KINDS: readonly SandboxCheckpointKind[] = ['filesystem']
 
 const LABEL_MAX_CHARS = 256
+
+/** How many checkpoints a provider keeps unless its backend's `maxCheckpoints` says otherwise. */
+export const DEFAULT_MAX_CHECKPOINTS = 256
+/** The largest `maxCheckpoints` accepted: each checkpoint is a copy of a workspace on disk. */
+const MAX_CHECKPOINTS_CEILING = 65_536
+
+/** A backend's `maxCheckpoints`, checked (a positive integer), or the default. */
+export function resolveMaxCheckpoints(value: unknown): number {
+	return (
+		optionalInteger(CONFIG_SITE, 'backend.maxCheckpoints', value, {
+			min: 1,
+			max: MAX_CHECKPOINTS_CEILING,
+		}) ?? DEFAULT_MAX_CHECKPOINTS
+	)
+}
 
 /** What the verbs need of one started sandbox. */
 export interface CheckpointTarget {
@@ -55,6 +74,8 @@ export interface CheckpointTarget {
 	 * the checkpoint was asked for is in it.
 	 */
 	readonly flushFirst?: boolean
+	/** The provider's bound on the checkpoints its store keeps; default `DEFAULT_MAX_CHECKPOINTS`. */
+	readonly maxCheckpoints?: number
 }
 
 /** The kind asked for (default `filesystem`, or the one kind a provider without it takes). */
@@ -132,11 +153,18 @@ async function takeCheckpoint(
 	options: SandboxCheckpointOptions = {},
 ): Promise<SandboxCheckpoint> {
 	const { label } = checkpointRequest(options, target === undefined ? [] : MACHINE_CHECKPOINT_KINDS)
-	const { workspace, stateDir, cgroupDirs, flushFirst } = capturable('checkpoint', target)
+	const { workspace, stateDir, cgroupDirs, flushFirst, maxCheckpoints } = capturable(
+		'checkpoint',
+		target,
+	)
 	assertLive(sandbox, 'checkpoint')
+	const stateBase = await resolveStateBase(stateDir)
+	const limit = maxCheckpoints ?? DEFAULT_MAX_CHECKPOINTS
+	// Before any capture work: the store is bounded, and only a delete makes room.
+	if ((await countCheckpoints(stateBase)) >= limit) throw new CheckpointLimitError(limit)
 	if (flushFirst === true) await sandbox.flush(options.signal ? { signal: options.signal } : {})
 	return captureCheckpoint({
-		stateBase: await resolveStateBase(stateDir),
+		stateBase,
 		sandboxId: sandbox.id,
 		workspace,
 		...(label === undefined ? {} : { label }),
