@@ -87,6 +87,8 @@ export {
 	LIST_FILES_STREAM_FEATURE,
 	parseRefusal,
 	type QuiesceReply,
+	RELEASE_LISTENER_FEATURE,
+	RESTORED_FEATURE,
 	type SessionSummaryWire,
 	type TcpConnectRequest,
 	type TerminalRequest,

@@ -52,6 +52,7 @@ export interface SandboxRestoreContext {
  * the sandbox stays, in the checkpoint's state. `S` is the sandbox type (`Sandbox`).
  */
 export interface SandboxRollbackOptions<S> extends SandboxCheckpointCallOptions {
+	/** Runs on the rolled-back sandbox before `rollback` resolves; a throw rejects the call. */
 	readonly onRestore?: (sandbox: S, context: SandboxRestoreContext) => void | Promise<void>
 }
 

@@ -61,6 +61,7 @@ export {
 	type MissingNetworkTool,
 } from './network/network-errors.js'
 export { DEFAULT_MAX_CHECKPOINTS } from './snapshots/checkpoint-verbs.js'
+export type { CheckpointCopyMode } from './snapshots/cow-volume-decision.js'
 export {
 	DEFAULT_KEEP_ALIVE_MS,
 	MAX_KEEP_ALIVE_MS,

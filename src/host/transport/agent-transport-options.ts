@@ -247,7 +247,7 @@ export interface AgentRequestOptions {
 	 */
 	readonly binaryFrames?: boolean
 	/**
-	 * Where the stream's large binary `data` payloads are read into instead of buffers the reader
+	 * @internal Where the stream's large binary `data` payloads are read into instead of buffers the reader
 	 * lends (`wire/frame-reader.ts`): a gathered read places each chunk in its final buffer.
 	 */
 	readonly placeBinaryData?: BinaryPlacement
