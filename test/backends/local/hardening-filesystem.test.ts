@@ -191,13 +191,15 @@ describe.skipIf(skip !== undefined)(
 			['not-absolute', () => ({ hiddenPaths: ['etc/shadow'] })],
 			['dot-dot', () => ({ readOnlyPaths: ['/usr/../root'] })],
 		])('refuses a %s path option by name and leaves nothing behind', async (refusal, config) => {
+			// The live sandbox's own mounts (its workspace on the copy-on-write volume) stay as they were.
+			const mountsBefore = mountsUnder(stateDir)
 			const error = await provider.create(config()).catch((e: unknown) => e)
 			expect(error).toBeInstanceOf(LocalPathOptionError)
 			expect((error as LocalPathOptionError).refusal).toBe(refusal)
 			// Only the one sandbox of this file is there: its state root and (as root) its uid lock.
 			const roots = (await readdir(stateDir)).filter((name) => name.startsWith('namzu-sbx-'))
 			expect(roots).toHaveLength(1)
-			expect(mountsUnder(stateDir)).toEqual([])
+			expect(mountsUnder(stateDir)).toEqual(mountsBefore)
 			if (process.getuid?.() === 0) {
 				expect(await readdir(join(stateDir, 'namzu-claims'))).toHaveLength(1)
 			}
