@@ -24,6 +24,7 @@ describe('resolveLocalBackendConfig', () => {
 			readOnlyPaths: [],
 			hiddenPaths: [],
 			defaultLimits: 'required',
+			maxCheckpoints: 256,
 			tools: {
 				slirp4netns: '/usr/bin/slirp4netns',
 				nft: '/usr/sbin/nft',

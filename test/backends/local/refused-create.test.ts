@@ -11,7 +11,7 @@ import { SandboxArgumentError, SandboxConfigError } from '../../../src/contract/
 import type { SandboxProviderConfig } from '../../../src/create-sandbox-provider.js'
 import { createSandboxProvider } from '../../../src/create-sandbox-provider.js'
 import { bwrapSkipReason } from './bwrap-available.js'
-import { freshStateDir } from './local-test-support.js'
+import { freshStateDir, mountsUnder } from './local-test-support.js'
 
 const skip = bwrapSkipReason()
 const bad = <T>(value: unknown): T => value as T
@@ -173,13 +173,14 @@ describe.skipIf(skip !== undefined)(
 			const sandbox = await provider.create({ memoryLimitMb: 256, egress: { kind: 'deny-all' } })
 			// The snapshot sees what a create makes: its state directory and its cgroups.
 			// Beside its own directory a first create leaves the state dir's shared entries, which
-			// outlive every sandbox by design: the claim locks and the runtime copies of node/the agent.
+			// outlive every sandbox by design: the claim locks, the runtime copies of node/the agent, and
+			// the copy-on-write volume's directory where the state dir's filesystem has no reflinks.
 			const during = createdSince(before)
 			const own = during.state.filter((entry) => entry.toString().startsWith('namzu-sbx-'))
 			const id = own[0]?.toString().slice('namzu-sbx-'.length) ?? ''
 			expect(own).toEqual([`namzu-sbx-${id}`])
 			for (const shared of during.state.filter((entry) => !own.includes(entry))) {
-				expect(shared.toString()).toMatch(/^namzu-(claims|runtime-\d+)$/)
+				expect(shared.toString()).toMatch(/^namzu-(claims|cow|runtime-\d+)$/)
 			}
 			if (hasPrivateHierarchy) {
 				expect(during.cgroups.filter((dir) => dir.endsWith(`/namzu-sbx-${id}`))).not.toEqual([])
@@ -190,6 +191,8 @@ describe.skipIf(skip !== undefined)(
 			expect(
 				createdSince(before).state.filter((entry) => entry.toString().startsWith('namzu-sbx-')),
 			).toEqual([])
+			// The last sandbox gone, nothing is mounted under the state dir (the volume included).
+			expect(mountsUnder(stateDir)).toEqual([])
 		})
 	},
 )
