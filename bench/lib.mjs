@@ -136,6 +136,42 @@ export async function resetPeakRss(pid) {
 	await writeFile(`/proc/${pid}/clear_refs`, '5')
 }
 
+/**
+ * The pid of the one local-tier agent (`<runtime>/agent.cjs` run by its node) among this
+ * process's descendants: the sandbox a bench created (bubblewrap's children stay ours). Throws
+ * unless exactly one is found, so a figure is never read from another sandbox's agent.
+ */
+export async function sandboxAgentPid() {
+	const { readFile, readdir } = await import('node:fs/promises')
+	const processes = []
+	for (const entry of await readdir('/proc')) {
+		if (!/^\d+$/.test(entry)) continue
+		try {
+			const stat = await readFile(`/proc/${entry}/stat`, 'utf8')
+			const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+			const argv = (await readFile(`/proc/${entry}/cmdline`, 'utf8')).split('\0')
+			processes.push({ pid: Number(entry), ppid, argv })
+		} catch {
+			// Gone meanwhile.
+		}
+	}
+	const ours = new Set([process.pid])
+	for (let grew = true; grew; ) {
+		grew = false
+		for (const { pid, ppid } of processes) {
+			if (!ours.has(pid) && ours.has(ppid)) {
+				ours.add(pid)
+				grew = true
+			}
+		}
+	}
+	const agents = processes.filter(
+		({ pid, argv }) => ours.has(pid) && argv[1]?.endsWith('/agent.cjs'),
+	)
+	if (agents.length !== 1) throw new Error(`expected one sandbox agent, found ${agents.length}`)
+	return agents[0].pid
+}
+
 export function mib(bytes) {
 	return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
 }
