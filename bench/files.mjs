@@ -7,10 +7,10 @@
 // load. `--rounds 3` (or BENCH_FILE_ROUNDS), `--sizes 64,256` (MiB).
 import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { chmod, mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { argInt, ms, printTable, ratio, recordHeadline, summarize } from './lib.mjs'
+import { argInt, durableWrite, ms, printTable, ratio, recordHeadline, summarize } from './lib.mjs'
 
 const sizesIndex = process.argv.indexOf('--sizes')
 const sizesMiB = sizesIndex === -1 ? [64, 256] : process.argv[sizesIndex + 1].split(',').map(Number)
@@ -50,16 +50,6 @@ async function containerProvider() {
 function timed(fn) {
 	const start = performance.now()
 	return fn().then(() => performance.now() - start)
-}
-
-async function durableWrite(path, body) {
-	const handle = await open(path, 'w')
-	try {
-		await handle.writeFile(body)
-		await handle.sync()
-	} finally {
-		await handle.close()
-	}
 }
 
 try {

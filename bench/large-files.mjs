@@ -6,10 +6,11 @@
 // A fresh sandbox (agent) per direction, so one measurement's heap does not carry into the other's.
 import { randomFillSync } from 'node:crypto'
 import { createReadStream } from 'node:fs'
-import { open, rm } from 'node:fs/promises'
+import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import {
 	argInt,
+	durableWrite,
 	loadLibrary,
 	mib,
 	ms,
@@ -75,16 +76,6 @@ async function measured(pid, fn) {
 	const elapsed = performance.now() - start
 	const after = await processMemory(pid)
 	return { elapsed, growth: after.hwm - before.rss, seed: before.rss }
-}
-
-async function durableWrite(path, body) {
-	const handle = await open(path, 'w')
-	try {
-		await handle.writeFile(body)
-		await handle.sync()
-	} finally {
-		await handle.close()
-	}
 }
 
 const throughput = (t) => `${((bytes / MiB / t) * 1000).toFixed(0)} MiB/s`

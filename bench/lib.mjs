@@ -96,6 +96,18 @@ export function recordHeadline(figure) {
 	if (file) appendFileSync(file, `${JSON.stringify(figure)}\n`)
 }
 
+/** The host's durable write: `fs.writeFile` of `body` to `path`, then `fsync`. */
+export async function durableWrite(path, body) {
+	const { open } = await import('node:fs/promises')
+	const handle = await open(path, 'w')
+	try {
+		await handle.writeFile(body)
+		await handle.sync()
+	} finally {
+		await handle.close()
+	}
+}
+
 export function printTable(title, rows) {
 	console.log(`\n## ${title}`)
 	for (const row of rows) console.log(`  ${row}`)
