@@ -33,6 +33,11 @@ const runs = [
 	['files.mjs', ['--sizes', full ? '64,256' : '64', '--rounds', full ? '5' : '3']],
 	['large-files.mjs', ['--size-mib', '1024']],
 	['container-acquire.mjs', ['--count', full ? '15' : '5'], containerReady],
+	[
+		'files.mjs',
+		['--tier', 'container', '--sizes', '64', '--rounds', full ? '5' : '3'],
+		containerReady,
+	],
 ]
 
 const scratch = mkdtempSync(join(tmpdir(), 'namzu-bench-headline-'))
@@ -44,7 +49,7 @@ try {
 	for (const [bench, args, precondition] of runs) {
 		const reason = precondition?.()
 		if (reason) {
-			skipped.push(`${bench}: not run (${reason})`)
+			skipped.push(`${bench} ${args.join(' ')}: not run (${reason})`)
 			continue
 		}
 		console.log(`\n# ${bench} ${args.join(' ')}`)
@@ -53,7 +58,7 @@ try {
 			env: { ...process.env, NAMZU_BENCH_HEADLINE_FILE: resultFile },
 		})
 		if (result.status !== 0)
-			skipped.push(`${bench}: failed (exit ${result.status ?? result.signal})`)
+			skipped.push(`${bench} ${args.join(' ')}: failed (exit ${result.status ?? result.signal})`)
 	}
 	let figures = []
 	try {
@@ -124,8 +129,9 @@ function render(figures, run) {
 		'',
 		`Measured ${date} UTC by \`npm run bench${run.mode === '--full' ? ' -- --full' : ''}\` (${run.minutes.toFixed(1)} min; Node ${process.version}; load average ${run.loadBefore.toFixed(1)} at the start, ${run.loadAfter.toFixed(1)} at the end, 2 cores shared).`,
 		'Every ratio is against the baseline named beside it, measured in the same run with its samples',
-		'interleaved round by round; p50 of n. "bare agent" rows measured the agent as a plain process',
-		'on a unix socket, not a sandbox. Sections below this one hold the history and the analyses.',
+		'interleaved round by round; p50 of n. Every row names its tier and the path measured (a row',
+		'marked "bare agent" measured the agent as a plain process on a unix socket, not a sandbox).',
+		'Sections below this one hold the history and the analyses.',
 		'',
 		'| figure | tier | path measured | n | p50 | same-run baseline (p50) | ratio | aim |',
 		'|---|---|---|---|---|---|---|---|',

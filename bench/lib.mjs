@@ -96,6 +96,18 @@ export function recordHeadline(figure) {
 	if (file) appendFileSync(file, `${JSON.stringify(figure)}\n`)
 }
 
+/** The host's durable write: `fs.writeFile` of `body` to `path`, then `fsync`. */
+export async function durableWrite(path, body) {
+	const { open } = await import('node:fs/promises')
+	const handle = await open(path, 'w')
+	try {
+		await handle.writeFile(body)
+		await handle.sync()
+	} finally {
+		await handle.close()
+	}
+}
+
 export function printTable(title, rows) {
 	console.log(`\n## ${title}`)
 	for (const row of rows) console.log(`  ${row}`)
@@ -134,6 +146,42 @@ export async function processMemory(pid) {
 export async function resetPeakRss(pid) {
 	const { writeFile } = await import('node:fs/promises')
 	await writeFile(`/proc/${pid}/clear_refs`, '5')
+}
+
+/**
+ * The pid of the one local-tier agent (`<runtime>/agent.cjs` run by its node) among this
+ * process's descendants: the sandbox a bench created (bubblewrap's children stay ours). Throws
+ * unless exactly one is found, so a figure is never read from another sandbox's agent.
+ */
+export async function sandboxAgentPid() {
+	const { readFile, readdir } = await import('node:fs/promises')
+	const processes = []
+	for (const entry of await readdir('/proc')) {
+		if (!/^\d+$/.test(entry)) continue
+		try {
+			const stat = await readFile(`/proc/${entry}/stat`, 'utf8')
+			const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+			const argv = (await readFile(`/proc/${entry}/cmdline`, 'utf8')).split('\0')
+			processes.push({ pid: Number(entry), ppid, argv })
+		} catch {
+			// Gone meanwhile.
+		}
+	}
+	const ours = new Set([process.pid])
+	for (let grew = true; grew; ) {
+		grew = false
+		for (const { pid, ppid } of processes) {
+			if (!ours.has(pid) && ours.has(ppid)) {
+				ours.add(pid)
+				grew = true
+			}
+		}
+	}
+	const agents = processes.filter(
+		({ pid, argv }) => ours.has(pid) && argv[1]?.endsWith('/agent.cjs'),
+	)
+	if (agents.length !== 1) throw new Error(`expected one sandbox agent, found ${agents.length}`)
+	return agents[0].pid
 }
 
 export function mib(bytes) {

@@ -1,8 +1,12 @@
 /**
  * The content of a streamed `write-file`: binary `data` frames after the envelope, then one
  * `{ type: 'end' }`. Frames are queued as they arrive and written in order; past
- * `INCOMING_HIGH_WATER_BYTES` queued the connection stops being read until the disk caught up, so
- * however large the body the agent holds about that much of it. Each frame's buffer goes back to
+ * `INCOMING_HIGH_WATER_BYTES` queued the connection stops being read until the disk caught up (and
+ * is read again as soon as the queue is back at that mark, so the next frame arrives while this
+ * one is written), so however large the body the agent holds about that much of it. Every
+ * `EARLY_SYNC_BYTES` written, a `datasync` is started without waiting for it: the device takes the
+ * bytes while the rest still arrives, instead of all of them in the commit's final `fsync` (which
+ * still runs: this only moves work earlier). Each frame's buffer goes back to
  * the reader once its bytes are on disk (releaseBinaryEventBytes), so a long body reuses a few
  * buffers instead of leaving one per frame to the GC. More bytes than `sizeBytes`, an end before
  * them, or any other frame is refused; a connection that closes first fails the write.
@@ -15,6 +19,8 @@ import { OpRefusal } from '../handler/op-refusal.js'
 
 /** Queued bytes past which the connection is paused. */
 export const INCOMING_HIGH_WATER_BYTES = 1024 * 1024
+/** Bytes written between two early `datasync`s (one at a time). */
+export const EARLY_SYNC_BYTES = 8 * 1024 * 1024
 
 export class IncomingBytes {
 	readonly #ctx: OpContext
@@ -99,40 +105,84 @@ export class IncomingBytes {
 
 	/** Writes every byte, in order, from offset 0 of `handle`; answers the count once `end` came. */
 	async writeTo(handle: FileHandle): Promise<number> {
+		const sync = new EarlySync(handle)
 		let position = 0
 		for (;;) {
 			if (this.#failure) throw this.#failure
+			sync.wrote(position)
 			const queued = this.#queue.shift()
 			if (queued === undefined) {
-				if (this.#ended) return position
+				if (this.#ended) {
+					await sync.settled()
+					return position
+				}
 				await new Promise<void>((resolve) => {
 					this.#wake = resolve
 				})
 				continue
 			}
-			const chunk = queued.bytes
-			let written = 0
-			while (written < chunk.length) {
-				const { bytesWritten } = await handle.write(
-					chunk,
-					written,
-					chunk.length - written,
-					position,
-				)
-				if (bytesWritten === 0) {
-					throw new OpRefusal(
-						formatRefusal(AGENT_REFUSAL.write_short_write, `wrote ${position} bytes, then none`),
-					)
-				}
-				written += bytesWritten
-				position += bytesWritten
-			}
-			this.#queuedBytes -= chunk.length
+			position = await writeChunk(handle, queued.bytes, position)
+			this.#queuedBytes -= queued.bytes.length
 			// On disk: nothing reads this buffer again, so the reader may fill it with a later frame.
 			releaseBinaryEventBytes(queued.event)
-			if (this.#queuedBytes <= INCOMING_HIGH_WATER_BYTES / 2 && !this.#ctx.closed) {
+			if (this.#queuedBytes <= INCOMING_HIGH_WATER_BYTES && !this.#ctx.closed) {
 				this.#ctx.socket.resume()
 			}
 		}
+	}
+}
+
+/** Writes all of `chunk` at `position`; answers the position after it. */
+async function writeChunk(handle: FileHandle, chunk: Buffer, position: number): Promise<number> {
+	let written = 0
+	while (written < chunk.length) {
+		const at = position + written
+		const { bytesWritten } = await handle.write(chunk, written, chunk.length - written, at)
+		if (bytesWritten === 0) {
+			throw new OpRefusal(
+				formatRefusal(AGENT_REFUSAL.write_short_write, `wrote ${at} bytes, then none`),
+			)
+		}
+		written += bytesWritten
+	}
+	return position + written
+}
+
+/**
+ * The early `datasync`s of one streamed write: at most one in flight, started once
+ * `EARLY_SYNC_BYTES` more were written since the last one began. A failed one fails the write
+ * (`settled` throws it), as the final `fsync` would.
+ */
+class EarlySync {
+	readonly #handle: FileHandle
+	#startedAt = 0
+	#inFlight: Promise<void> | undefined
+	#failure: unknown
+	#failed = false
+
+	constructor(handle: FileHandle) {
+		this.#handle = handle
+	}
+
+	/** `position` bytes are written: starts a `datasync` when enough are new and none is running. */
+	wrote(position: number): void {
+		if (this.#failed) throw this.#failure
+		if (this.#inFlight !== undefined || position - this.#startedAt < EARLY_SYNC_BYTES) return
+		this.#startedAt = position
+		this.#inFlight = this.#handle.datasync().then(
+			() => {
+				this.#inFlight = undefined
+			},
+			(error: unknown) => {
+				this.#failure = error
+				this.#failed = true
+			},
+		)
+	}
+
+	/** Waits for the one in flight; throws if any failed. */
+	async settled(): Promise<void> {
+		await this.#inFlight
+		if (this.#failed) throw this.#failure
 	}
 }
