@@ -4,21 +4,19 @@
  * accounting: `xfs_io fiemap` shared flags and free space, with a plain write as the positive
  * control), a write in a fork changes neither the checkpoint nor the parent, the volume is
  * unmounted (its loop device gone) after its last user and its image removed with the last
- * checkpoint, a killed host's volume is unmounted by gc, and a full volume fails a checkpoint by
- * name with nothing partial left.
+ * checkpoint, and a killed host's volume is unmounted by gc. A full volume's growth and refusal:
+ * `checkpoint-sized.test.ts`.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
-import { mkdir, open, readdir, statfs } from 'node:fs/promises'
+import { readdir, statfs } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLocalSandboxProvider } from '../../../src/backends/local/index.js'
-import { CheckpointSpaceExhaustedError } from '../../../src/backends/machine/cgroups/limit-errors.js'
 import { collectLocalGarbage } from '../../../src/backends/machine/claims/reap-leftovers.js'
 import { checkpointCopyMode } from '../../../src/backends/machine/snapshots/cow-volume.js'
 import {
-	CHECKPOINTS_DIR_NAME,
 	volumeCheckpointDir,
 	volumeMountPath,
 } from '../../../src/backends/machine/snapshots/snapshot-layout.js'
@@ -205,60 +203,6 @@ describe.skipIf(skip !== undefined)(
 			expect(loopsUnder(state.dir)).toEqual([])
 			expect(existsSync(join(state.dir, 'namzu-cow', 'volume.img'))).toBe(false)
 			expect(await readdir(join(state.dir, 'namzu-cow', 'users'))).toEqual([])
-		}, 120_000)
-	},
-)
-
-describe.skipIf(skip !== undefined)(
-	`a full copy-on-write volume${skip ? ` (skipped: ${skip})` : ''}`,
-	() => {
-		let state: { dir: string; remove: () => Promise<void> }
-		beforeAll(async () => {
-			state = await freshStateDir()
-			// A small volume made ahead (the provider uses an image it finds), so it can be filled.
-			const dir = join(state.dir, 'namzu-cow')
-			await mkdir(dir, { mode: 0o700 })
-			const file = await open(join(dir, 'volume.img'), 'wx', 0o600)
-			await file.truncate(320 * MIB)
-			await file.close()
-			execFileSync('/usr/sbin/mkfs.xfs', ['-q', '-m', 'reflink=1', join(dir, 'volume.img')])
-		})
-		afterAll(async () => {
-			await collectLocalGarbage({ stateDir: state.dir }).catch(() => undefined)
-			await state.remove()
-		})
-
-		it('a checkpoint that does not fit is CheckpointSpaceExhaustedError, with no partial checkpoint left', async () => {
-			const provider = createLocalSandboxProvider({ tier: 'process', stateDir: state.dir })
-			try {
-				const sandbox = await provider.create()
-				const filled = await sandbox.exec('sh', [
-					'-c',
-					'for i in $(seq 1 300); do echo $i > small-$i; done; head -c 400000000 /dev/urandom > fill 2>/dev/null; sync; head -c 1048576 /dev/urandom > fill2 2>/dev/null; exit 0',
-				])
-				expect(filled.exitCode).toBe(0)
-				const refused = await sandbox.checkpoint().then(
-					() => undefined,
-					(error: unknown) => error,
-				)
-				expect(refused).toBeInstanceOf(CheckpointSpaceExhaustedError)
-				expect(refused).toMatchObject({
-					reason: 'checkpoint-space-exhausted',
-					operation: 'checkpoint',
-				})
-				expect(await provider.listCheckpoints()).toEqual([])
-				expect(await readdir(join(state.dir, CHECKPOINTS_DIR_NAME))).toEqual([])
-				expect(await readdir(join(volumeMountPath(state.dir), 'checkpoints'))).toEqual([])
-				// Positive control: with space freed, the same sandbox checkpoints.
-				await sandbox.exec('rm', ['-f', 'fill', 'fill2'])
-				const checkpoint = await sandbox.checkpoint()
-				expect(checkpoint?.kind).toBe('filesystem')
-				await sandbox.destroy()
-				if (checkpoint) await provider.deleteCheckpoint(checkpoint.id)
-				expect(mountsUnder(state.dir)).toEqual([])
-			} finally {
-				await provider.close()
-			}
 		}, 120_000)
 	},
 )

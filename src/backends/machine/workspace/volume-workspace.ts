@@ -6,11 +6,17 @@
  * `<stateRoot>/workspace`, and the volume's `nosuid,nodev` carry to the bind. Recorded in the host
  * claims (`workspaceVolume`) before the registration, so teardown from any process undoes it:
  * unbind, remove the sandbox's directory in the volume, drop the registration (the last user out
- * unmounts the volume). A sized workspace (`diskLimitMb`) stays its own ext4 image
- * (`workspace-disk.ts`), whose checkpoints are copies.
+ * unmounts the volume).
+ *
+ * A sized workspace (`diskLimitMb`) is its own ext4 image either way (`workspace-disk.ts`: the
+ * limit is that filesystem's size, which nothing inside can change); on a volume state directory
+ * the image lives in the volume (`sandboxes/<id>/workspace.img`, root-only, never bound into the
+ * sandbox), so its checkpoints and forks clone the image (`image-checkpoint.ts`). The volume is
+ * grown first when it could not hold the whole image; when it cannot grow that far the image stays
+ * in the sandbox's state directory, whose checkpoints are copies.
  */
 import { chown, mkdir, rm } from 'node:fs/promises'
-import { dirname } from 'node:path'
+import { dirname, join } from 'node:path'
 import { HOST_TOOLS, runProgramOrThrow } from '../launch/host-tools.js'
 import {
 	attachVolumeUser,
@@ -18,14 +24,18 @@ import {
 	detachVolumeUser,
 	volumeMounted,
 } from '../snapshots/cow-volume.js'
+import { ensureVolumeRoom } from '../snapshots/cow-volume-grow.js'
 import { volumeSandboxDir } from '../snapshots/snapshot-layout.js'
 import {
+	mountWorkspaceDisk,
 	recordAndMountWorkspaceDisk,
 	unmountWorkspace,
+	WORKSPACE_IMAGE,
 	type WorkspaceDiskInput,
 } from './workspace-disk.js'
 
 const TOOL_TIMEOUT_MS = 30_000
+const MIB = 1024 * 1024
 
 /** Where a sandbox records its claims (the host-claims ledger). */
 export interface EphemeralWorkspaceRecorder {
@@ -57,7 +67,9 @@ export async function prepareEphemeralWorkspace(
 ): Promise<void> {
 	const { diskLimitMb } = input
 	if (diskLimitMb !== undefined) {
-		await recordAndMountWorkspaceDisk(ledger, { ...input, diskLimitMb })
+		const sized = { ...input, diskLimitMb }
+		if (input.checkpointable && (await sizedWorkspaceOnVolume(ledger, sized))) return
+		await recordAndMountWorkspaceDisk(ledger, sized)
 		return
 	}
 	if (!input.checkpointable) return
@@ -72,6 +84,37 @@ export async function prepareEphemeralWorkspace(
 		await mkdir(dir, { mode: 0o755 })
 		await chown(dir, input.owner.uid, input.owner.gid)
 		await run(HOST_TOOLS.mount, ['--bind', dir, input.workspace])
+	} catch (error) {
+		await releaseVolumeWorkspace(input.root, input.workspace, id).catch(() => undefined)
+		throw error
+	}
+}
+
+/**
+ * A sized workspace whose image lives in the volume; false (nothing left registered) when the
+ * state directory has no volume or the volume cannot grow to hold the whole image.
+ */
+async function sizedWorkspaceOnVolume(
+	ledger: EphemeralWorkspaceRecorder,
+	input: EphemeralWorkspaceInput & { readonly diskLimitMb: number },
+): Promise<boolean> {
+	const stateBase = dirname(input.root)
+	const decision = await checkpointCopyMode(stateBase)
+	if (decision.mode !== 'volume' || decision.volumeBytes === undefined) return false
+	await ledger.record({ workspaceVolume: input.workspace })
+	const id = input.sandboxId
+	try {
+		await attachVolumeUser(stateBase, `sbx-${id}`, decision.volumeBytes)
+		// The image is sparse, but the volume must be able to hold all of it: a write the volume
+		// cannot take would be an I/O error inside the sandbox, not ENOSPC.
+		if (!(await ensureVolumeRoom(stateBase, input.diskLimitMb * MIB))) {
+			await releaseVolumeWorkspace(input.root, input.workspace, id)
+			return false
+		}
+		const dir = volumeSandboxDir(stateBase, id)
+		await mkdir(dir, { mode: 0o700 })
+		await mountWorkspaceDisk({ ...input, image: join(dir, WORKSPACE_IMAGE) })
+		return true
 	} catch (error) {
 		await releaseVolumeWorkspace(input.root, input.workspace, id).catch(() => undefined)
 		throw error
