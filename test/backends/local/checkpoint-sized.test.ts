@@ -25,51 +25,12 @@ import {
 	volumeSandboxDir,
 } from '../../../src/backends/machine/snapshots/snapshot-layout.js'
 import type { Sandbox } from '../../../src/index.js'
-import { bwrapSkipReason } from './bwrap-available.js'
 import { freshStateDir, mountsUnder } from './local-test-support.js'
+import { loopsUnder, sharing, volumeSkipReason } from './volume-test-support.js'
 
 const MIB = 1024 * 1024
-const FIEMAP_SHARED = 0x2000
 
-function skipReason(): string | undefined {
-	const bwrap = bwrapSkipReason()
-	if (bwrap !== undefined) return bwrap
-	if (process.getuid?.() !== 0) return 'needs a root host (loop devices)'
-	for (const tool of ['/usr/sbin/mkfs.xfs', '/usr/sbin/xfs_io', '/usr/sbin/xfs_growfs']) {
-		if (!existsSync(tool)) return 'needs xfsprogs (apt-get install -y xfsprogs)'
-	}
-	return undefined
-}
-
-const skip = skipReason()
-
-/** The bytes of `file`'s data extents shared with another file, and not (`xfs_io fiemap`). */
-function sharing(file: string): { shared: number; own: number } {
-	const out = execFileSync('/usr/sbin/xfs_io', ['-r', '-c', 'fiemap -v', file], {
-		encoding: 'utf8',
-	})
-	const tally = { shared: 0, own: 0 }
-	for (const line of out.split('\n')) {
-		if (!/^\s*\d+:/.test(line) || line.includes('hole')) continue
-		const fields = line.trim().split(/\s+/)
-		const bytes = Number(fields.at(-2) ?? 0) * 512
-		const flags = Number.parseInt(fields.at(-1) ?? '0', 16)
-		if ((flags & FIEMAP_SHARED) !== 0) tally.shared += bytes
-		else tally.own += bytes
-	}
-	return tally
-}
-
-/** Loop devices whose backing file is under `dir`. */
-function loopsUnder(dir: string): string[] {
-	const run = spawnSync('losetup', ['--list', '--noheadings', '--output', 'BACK-FILE'], {
-		encoding: 'utf8',
-	})
-	return run.stdout
-		.split('\n')
-		.map((line) => line.trim())
-		.filter((line) => line.startsWith(dir))
-}
+const skip = volumeSkipReason()
 
 async function freeBytes(path: string): Promise<number> {
 	execFileSync('sync')

@@ -7,7 +7,7 @@
  * checkpoint, and a killed host's volume is unmounted by gc. A full volume's growth and refusal:
  * `checkpoint-sized.test.ts`.
  */
-import { execFileSync, spawnSync } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { readdir, statfs } from 'node:fs/promises'
@@ -21,45 +21,18 @@ import {
 	volumeMountPath,
 } from '../../../src/backends/machine/snapshots/snapshot-layout.js'
 import { bundleSource, type SourceBundle } from '../../helpers/bundle-source.js'
-import { bwrapSkipReason } from './bwrap-available.js'
 import { crashHostAfterCreate, freshStateDir, mountsUnder } from './local-test-support.js'
+import {
+	extentFlags,
+	FIEMAP_SHARED_FLAG,
+	loopsUnder,
+	volumeSkipReason,
+} from './volume-test-support.js'
 
 const MIB = 1024 * 1024
-const FIEMAP_SHARED = 0x2000
-
-function volumeSkipReason(): string | undefined {
-	const bwrap = bwrapSkipReason()
-	if (bwrap !== undefined) return bwrap
-	if (process.getuid?.() !== 0) return 'needs a root host (loop devices)'
-	if (!existsSync('/usr/sbin/mkfs.xfs') || !existsSync('/usr/sbin/xfs_io')) {
-		return 'needs xfsprogs (apt-get install -y xfsprogs)'
-	}
-	return undefined
-}
+const FIEMAP_SHARED = FIEMAP_SHARED_FLAG
 
 const skip = volumeSkipReason()
-
-/** The extents of `file` and whether each is shared with another file (`xfs_io fiemap`). */
-function extentFlags(file: string): number[] {
-	const out = execFileSync('/usr/sbin/xfs_io', ['-r', '-c', 'fiemap -v', file], {
-		encoding: 'utf8',
-	})
-	return out
-		.split('\n')
-		.filter((line) => /^\s*\d+:/.test(line) && !line.includes('hole'))
-		.map((line) => Number.parseInt(line.trim().split(/\s+/).at(-1) ?? '0', 16))
-}
-
-/** Loop devices whose backing file is under `dir`. */
-function loopsUnder(dir: string): string[] {
-	const run = spawnSync('losetup', ['--list', '--noheadings', '--output', 'BACK-FILE'], {
-		encoding: 'utf8',
-	})
-	return run.stdout
-		.split('\n')
-		.map((line) => line.trim())
-		.filter((line) => line.startsWith(dir))
-}
 
 async function freeBytes(path: string): Promise<number> {
 	const info = await statfs(path)
