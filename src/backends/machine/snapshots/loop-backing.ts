@@ -37,3 +37,21 @@ export async function loopBackingOf(path: string): Promise<LoopBacking | undefin
 		return undefined
 	}
 }
+
+/**
+ * Waits (polling, at most `timeoutMs`) until `loop` no longer reads its backing file: an
+ * autoclear device is released only once the last reference to its filesystem is (a mount
+ * namespace of an exited sandbox can outlive its processes briefly). Answers whether it was.
+ */
+export async function loopReleased(loop: LoopBacking, timeoutMs: number): Promise<boolean> {
+	const name = loop.device.replace(/^\/dev\//, '')
+	const deadline = Date.now() + timeoutMs
+	for (;;) {
+		const backing = await readFile(`/sys/block/${name}/loop/backing_file`, 'utf8').catch(
+			() => undefined,
+		)
+		if (backing?.trim() !== loop.backingFile) return true
+		if (Date.now() >= deadline) return false
+		await new Promise((resolve) => setTimeout(resolve, 50))
+	}
+}

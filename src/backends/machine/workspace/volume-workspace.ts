@@ -16,7 +16,7 @@
  * in the sandbox's state directory, whose checkpoints are copies.
  */
 import { chown, mkdir, rm } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { HOST_TOOLS, runProgramOrThrow } from '../launch/host-tools.js'
 import {
 	attachVolumeUser,
@@ -25,6 +25,7 @@ import {
 	volumeMounted,
 } from '../snapshots/cow-volume.js'
 import { ensureVolumeRoom } from '../snapshots/cow-volume-grow.js'
+import { loopBackingOf, loopReleased } from '../snapshots/loop-backing.js'
 import { volumeSandboxDir } from '../snapshots/snapshot-layout.js'
 import {
 	mountWorkspaceDisk,
@@ -36,6 +37,8 @@ import {
 
 const TOOL_TIMEOUT_MS = 30_000
 const MIB = 1024 * 1024
+/** How long a teardown waits for a sized workspace's loop device to be released. */
+const LOOP_RELEASE_WAIT_MS = 30_000
 
 /** Where a sandbox records its claims (the host-claims ledger). */
 export interface EphemeralWorkspaceRecorder {
@@ -130,7 +133,12 @@ export async function releaseVolumeWorkspace(
 	workspace: string,
 	id: string,
 ): Promise<void> {
+	// A sized workspace's loop device reads an image in the volume: the volume cannot be
+	// unmounted before that device is released.
+	const loop = await loopBackingOf(workspace)
+	const sized = loop !== undefined && basename(loop.backingFile) === WORKSPACE_IMAGE
 	await unmountWorkspace(root, workspace)
+	if (sized) await loopReleased(loop, LOOP_RELEASE_WAIT_MS)
 	const stateBase = dirname(root)
 	// Still registered, so still mounted: the directory goes before the registration does.
 	if (await volumeMounted(stateBase)) {
