@@ -5,7 +5,11 @@
 // - 10 forks of one checkpoint created at once → all first execs done, vs 10 cold creates;
 // - the disk each fork costs (free space of the filesystem holding the workspaces, before and
 //   after 10 forks exist).
+// With --disk-limit-mb N, only a sized workspace (`diskLimitMb: N`) of --mib MiB instead: its
+// checkpoint vs `cp -a`, a fork of the same size → first exec vs a cold sized create, and a
+// rollback, all in the same run.
 // Usage: npm run build && node bench/snapshots.mjs [--count 5] [--mib 100] [--big-mib 1024] [--forks 10]
+//        [--disk-limit-mb 256]
 import { mkdtemp, rm, statfs } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -17,6 +21,7 @@ import { argInt, mib, ms, printTable, ratio, spawnAndWait, summarize } from './l
 const count = argInt('count', 5)
 const sizes = [argInt('mib', 100), argInt('big-mib', 1024)]
 const forks = argInt('forks', 10)
+const diskLimitMb = argInt('disk-limit-mb', 0)
 const stateDir = await mkdtemp(join(tmpdir(), 'namzu-bench-snapshots-'))
 await spawnAndWait('chmod', ['711', stateDir])
 const mode = await checkpointCopyMode(stateDir)
@@ -58,7 +63,7 @@ async function checkpointVsCopy(sandbox, sizeMib, n) {
 	const c = summarize(checkpointSamples)
 	const p = summarize(copySamples)
 	printTable(
-		`checkpoint of a ${sizeMib} MiB workspace (n=${n}, mode ${mode.mode}, load ${load()})`,
+		`checkpoint of a ${sizeMib} MiB${diskLimitMb > 0 ? ` sized (diskLimitMb ${diskLimitMb})` : ''} workspace (n=${n}, mode ${mode.mode}, load ${load()})`,
 		[
 			`checkpoint p50 ${ms(c.p50)} p95 ${ms(c.p95)}`,
 			`host cp -a  p50 ${ms(p.p50)} p95 ${ms(p.p95)}`,
@@ -68,17 +73,17 @@ async function checkpointVsCopy(sandbox, sizeMib, n) {
 	return last
 }
 
-async function forkVsCold(checkpoint) {
+async function forkVsCold(checkpoint, config = {}) {
 	const forkSamples = []
 	const coldSamples = []
 	for (let i = -1; i < count; i++) {
 		const forkStart = performance.now()
-		const fork = await provider.create({ from: checkpoint })
+		const fork = await provider.create({ from: checkpoint, ...config })
 		await fork.exec('true')
 		const forkMs = performance.now() - forkStart
 		await fork.destroy()
 		const coldStart = performance.now()
-		const cold = await provider.create()
+		const cold = await provider.create(config)
 		await cold.exec('true')
 		const coldMs = performance.now() - coldStart
 		await cold.destroy()
@@ -88,7 +93,8 @@ async function forkVsCold(checkpoint) {
 	}
 	const f = summarize(forkSamples)
 	const k = summarize(coldSamples)
-	printTable(`fork → first exec vs cold create → first exec (n=${count}, load ${load()})`, [
+	const what = config.diskLimitMb ? ` (diskLimitMb ${config.diskLimitMb} both)` : ''
+	printTable(`fork → first exec vs cold create → first exec${what} (n=${count}, load ${load()})`, [
 		`fork  p50 ${ms(f.p50)} p95 ${ms(f.p95)}`,
 		`cold  p50 ${ms(k.p50)} p95 ${ms(k.p95)}`,
 		`ratio p50 ${ratio(f.p50, k.p50)}`,
@@ -131,10 +137,52 @@ async function manyForks(checkpoint, sizeMib) {
 	])
 }
 
+/** A rollback of the sized workspace (after a deletion) vs `cp -a` of it, interleaved. */
+async function rollbackVsCopy(sandbox, checkpoint, sizeMib) {
+	const samples = []
+	const copySamples = []
+	for (let i = -1; i < count; i++) {
+		await sandbox.exec('rm', ['-rf', 'data'])
+		const start = performance.now()
+		await sandbox.rollback(checkpoint)
+		const rollbackMs = performance.now() - start
+		const copyStart = performance.now()
+		await spawnAndWait('cp', ['-a', sandbox.rootDir, join(copies, 'r')])
+		const copyMs = performance.now() - copyStart
+		await rm(join(copies, 'r'), { recursive: true, force: true })
+		if (i < 0) continue
+		samples.push(rollbackMs)
+		copySamples.push(copyMs)
+	}
+	const r = summarize(samples)
+	const p = summarize(copySamples)
+	printTable(`rollback of a ${sizeMib} MiB sized workspace (n=${count}, load ${load()})`, [
+		`rollback p50 ${ms(r.p50)} p95 ${ms(r.p95)}`,
+		`host cp -a p50 ${ms(p.p50)} p95 ${ms(p.p95)}`,
+		`ratio p50 ${ratio(r.p50, p.p50)}`,
+	])
+}
+
+async function sizedOnly() {
+	const sizeMib = sizes[0]
+	const config = { diskLimitMb }
+	const sandbox = await provider.create(config)
+	try {
+		await fill(sandbox, sizeMib)
+		const last = await checkpointVsCopy(sandbox, sizeMib, count)
+		await forkVsCold(last, config)
+		await rollbackVsCopy(sandbox, last, sizeMib)
+		await provider.deleteCheckpoint(last.id)
+	} finally {
+		await sandbox.destroy()
+	}
+}
+
 let sandbox
 try {
 	console.log(`mode ${mode.mode}: ${mode.why}`)
-	for (const [index, sizeMib] of sizes.entries()) {
+	if (diskLimitMb > 0) await sizedOnly()
+	for (const [index, sizeMib] of diskLimitMb > 0 ? [] : sizes.entries()) {
 		sandbox = await provider.create()
 		await fill(sandbox, sizeMib)
 		// The big workspace takes fewer samples: each host `cp -a` copies every byte.

@@ -81,3 +81,15 @@ export async function resolveQemuAccel(
 	signal.throwIfAborted()
 	return (await cachedKvmProbe(config.qemuBinary, image)).usable ? 'kvm' : 'tcg'
 }
+
+/**
+ * Under TCG every guest instruction is emulated: on a loaded host a reserve round trip into a
+ * just-restored guest went past the transport's 2 s default, which a caller would see as a
+ * retryable control timeout on an otherwise healthy sandbox.
+ */
+export const TCG_CONTROL_REQUEST_TIMEOUT_MS = 15_000
+
+/** The transport's control-request bound for a guest under `accel` (the default under KVM). */
+export function controlBoundFor(accel: 'kvm' | 'tcg'): { controlRequestTimeoutMs?: number } {
+	return accel === 'tcg' ? { controlRequestTimeoutMs: TCG_CONTROL_REQUEST_TIMEOUT_MS } : {}
+}

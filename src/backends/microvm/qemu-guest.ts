@@ -6,10 +6,10 @@
  * sandbox's egress proxy on a socket in that directory (`guest-egress.ts`); under `allow-all` the
  * VMM in a network namespace of its own behind the machine layer's slirp4netns and guard, reached
  * through a relay on the same kind of loopback port (`guest-open-network.ts`), for every QEMU a
- * guest runs (a restored one too). `destroy()` kills the
- * VMM, closes the proxy and removes the directory (a sized workspace's disk image with it); the root disk's overlay is QEMU's own
- * temporary file, gone with it.
+ * guest runs (a restored one too). `destroy()` kills the VMM, closes the proxy and removes the
+ * directory (a sized workspace's disk image with it; the root disk's overlay too).
  */
+
 import { randomBytes } from 'node:crypto'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
@@ -29,6 +29,7 @@ import type { ProxiedEgress } from '../machine/spec/machine-sandbox-spec.js'
 import { type GuestEgress, startGuestEgress, waitForGuestCaptureHelper } from './guest-egress.js'
 import { type GuestOpenNetwork, prepareGuestOpenNetwork } from './guest-open-network.js'
 import { GUEST_WORKSPACE_DEVICE, prepareGuestWorkspaceDisk } from './guest-workspace-disk.js'
+import { controlBoundFor } from './kvm-probe.js'
 import type { MicroVMImage } from './microvm-image.js'
 import { GUEST_AGENT_PORT, guestEnvFile, qemuArgv } from './qemu-argv.js'
 import { monitorOnDemand, type OnDemandMonitor, type QemuMonitor } from './qemu-monitor.js'
@@ -437,6 +438,7 @@ export async function bootQemuGuest(
 	const first = current
 	const sandboxTransport = new AgentTransport(first.handle, {
 		permanentDialFailure: () => current.vmm.exitStatus() !== undefined,
+		...controlBoundFor(options.accel),
 	})
 	watch(first, sandboxTransport)
 	let destroyed: Promise<void> | undefined

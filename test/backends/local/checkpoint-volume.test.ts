@@ -4,64 +4,35 @@
  * accounting: `xfs_io fiemap` shared flags and free space, with a plain write as the positive
  * control), a write in a fork changes neither the checkpoint nor the parent, the volume is
  * unmounted (its loop device gone) after its last user and its image removed with the last
- * checkpoint, a killed host's volume is unmounted by gc, and a full volume fails a checkpoint by
- * name with nothing partial left.
+ * checkpoint, and a killed host's volume is unmounted by gc. A full volume's growth and refusal:
+ * `checkpoint-sized.test.ts`.
  */
-import { execFileSync, spawnSync } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
-import { mkdir, open, readdir, statfs } from 'node:fs/promises'
+import { readdir, statfs } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLocalSandboxProvider } from '../../../src/backends/local/index.js'
-import { CheckpointSpaceExhaustedError } from '../../../src/backends/machine/cgroups/limit-errors.js'
 import { collectLocalGarbage } from '../../../src/backends/machine/claims/reap-leftovers.js'
 import { checkpointCopyMode } from '../../../src/backends/machine/snapshots/cow-volume.js'
 import {
-	CHECKPOINTS_DIR_NAME,
 	volumeCheckpointDir,
 	volumeMountPath,
 } from '../../../src/backends/machine/snapshots/snapshot-layout.js'
 import { bundleSource, type SourceBundle } from '../../helpers/bundle-source.js'
-import { bwrapSkipReason } from './bwrap-available.js'
 import { crashHostAfterCreate, freshStateDir, mountsUnder } from './local-test-support.js'
+import {
+	extentFlags,
+	FIEMAP_SHARED_FLAG,
+	loopsUnder,
+	volumeSkipReason,
+} from './volume-test-support.js'
 
 const MIB = 1024 * 1024
-const FIEMAP_SHARED = 0x2000
-
-function volumeSkipReason(): string | undefined {
-	const bwrap = bwrapSkipReason()
-	if (bwrap !== undefined) return bwrap
-	if (process.getuid?.() !== 0) return 'needs a root host (loop devices)'
-	if (!existsSync('/usr/sbin/mkfs.xfs') || !existsSync('/usr/sbin/xfs_io')) {
-		return 'needs xfsprogs (apt-get install -y xfsprogs)'
-	}
-	return undefined
-}
+const FIEMAP_SHARED = FIEMAP_SHARED_FLAG
 
 const skip = volumeSkipReason()
-
-/** The extents of `file` and whether each is shared with another file (`xfs_io fiemap`). */
-function extentFlags(file: string): number[] {
-	const out = execFileSync('/usr/sbin/xfs_io', ['-r', '-c', 'fiemap -v', file], {
-		encoding: 'utf8',
-	})
-	return out
-		.split('\n')
-		.filter((line) => /^\s*\d+:/.test(line) && !line.includes('hole'))
-		.map((line) => Number.parseInt(line.trim().split(/\s+/).at(-1) ?? '0', 16))
-}
-
-/** Loop devices whose backing file is under `dir`. */
-function loopsUnder(dir: string): string[] {
-	const run = spawnSync('losetup', ['--list', '--noheadings', '--output', 'BACK-FILE'], {
-		encoding: 'utf8',
-	})
-	return run.stdout
-		.split('\n')
-		.map((line) => line.trim())
-		.filter((line) => line.startsWith(dir))
-}
 
 async function freeBytes(path: string): Promise<number> {
 	const info = await statfs(path)
@@ -205,60 +176,6 @@ describe.skipIf(skip !== undefined)(
 			expect(loopsUnder(state.dir)).toEqual([])
 			expect(existsSync(join(state.dir, 'namzu-cow', 'volume.img'))).toBe(false)
 			expect(await readdir(join(state.dir, 'namzu-cow', 'users'))).toEqual([])
-		}, 120_000)
-	},
-)
-
-describe.skipIf(skip !== undefined)(
-	`a full copy-on-write volume${skip ? ` (skipped: ${skip})` : ''}`,
-	() => {
-		let state: { dir: string; remove: () => Promise<void> }
-		beforeAll(async () => {
-			state = await freshStateDir()
-			// A small volume made ahead (the provider uses an image it finds), so it can be filled.
-			const dir = join(state.dir, 'namzu-cow')
-			await mkdir(dir, { mode: 0o700 })
-			const file = await open(join(dir, 'volume.img'), 'wx', 0o600)
-			await file.truncate(320 * MIB)
-			await file.close()
-			execFileSync('/usr/sbin/mkfs.xfs', ['-q', '-m', 'reflink=1', join(dir, 'volume.img')])
-		})
-		afterAll(async () => {
-			await collectLocalGarbage({ stateDir: state.dir }).catch(() => undefined)
-			await state.remove()
-		})
-
-		it('a checkpoint that does not fit is CheckpointSpaceExhaustedError, with no partial checkpoint left', async () => {
-			const provider = createLocalSandboxProvider({ tier: 'process', stateDir: state.dir })
-			try {
-				const sandbox = await provider.create()
-				const filled = await sandbox.exec('sh', [
-					'-c',
-					'for i in $(seq 1 300); do echo $i > small-$i; done; head -c 400000000 /dev/urandom > fill 2>/dev/null; sync; head -c 1048576 /dev/urandom > fill2 2>/dev/null; exit 0',
-				])
-				expect(filled.exitCode).toBe(0)
-				const refused = await sandbox.checkpoint().then(
-					() => undefined,
-					(error: unknown) => error,
-				)
-				expect(refused).toBeInstanceOf(CheckpointSpaceExhaustedError)
-				expect(refused).toMatchObject({
-					reason: 'checkpoint-space-exhausted',
-					operation: 'checkpoint',
-				})
-				expect(await provider.listCheckpoints()).toEqual([])
-				expect(await readdir(join(state.dir, CHECKPOINTS_DIR_NAME))).toEqual([])
-				expect(await readdir(join(volumeMountPath(state.dir), 'checkpoints'))).toEqual([])
-				// Positive control: with space freed, the same sandbox checkpoints.
-				await sandbox.exec('rm', ['-f', 'fill', 'fill2'])
-				const checkpoint = await sandbox.checkpoint()
-				expect(checkpoint?.kind).toBe('filesystem')
-				await sandbox.destroy()
-				if (checkpoint) await provider.deleteCheckpoint(checkpoint.id)
-				expect(mountsUnder(state.dir)).toEqual([])
-			} finally {
-				await provider.close()
-			}
 		}, 120_000)
 	},
 )

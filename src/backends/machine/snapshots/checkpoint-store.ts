@@ -16,18 +16,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { closeSync, openSync } from 'node:fs'
-import {
-	chmod,
-	chown,
-	lstat,
-	mkdir,
-	readdir,
-	readFile,
-	rename,
-	rm,
-	stat,
-	writeFile,
-} from 'node:fs/promises'
+import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import {
 	CheckpointNotFoundError,
@@ -44,17 +33,22 @@ import {
 	readProcessIdentity,
 } from '../claims/process-identity.js'
 import { UNRECORDED_GRACE_MS } from '../claims/reap-decision.js'
-import { runHostToolOrThrow, runProgramOrThrow } from '../launch/host-tools.js'
+import { runProgramOrThrow } from '../launch/host-tools.js'
 import { LocalHostToolError } from '../machine-errors.js'
-import { checkpointCopyMode, onVolume, withVolume } from './cow-volume.js'
+import { WORKSPACE_IMAGE } from '../workspace/workspace-disk.js'
+import { checkpointCopyMode, onVolume, volumeMounted, withVolume } from './cow-volume.js'
 import { saysNoSpace } from './cow-volume-decision.js'
+import { ensureVolumeRoom } from './cow-volume-grow.js'
+import { adoptWorkspace, captureImage, clonableImageOf, restoreImage } from './image-checkpoint.js'
 import {
 	CHECKPOINT_ID_PATTERN,
 	CHECKPOINTS_DIR_NAME,
 	checkpointStoreDir,
+	IMAGE_MARKER,
 	IN_VOLUME_MARKER,
 	PARTIAL_PREFIX,
 	volumeCheckpointDir,
+	volumeMountPath,
 } from './snapshot-layout.js'
 
 export { CHECKPOINTS_DIR_NAME }
@@ -65,16 +59,13 @@ const RECORD = 'checkpoint.json'
 const CAPTURER = 'capturer.json'
 const CP = '/usr/bin/cp'
 const DU = '/usr/bin/du'
+/** Room a capture that ran out of it asks the volume for (it grows by more: `volumeGrowthTarget`). */
+const CAPTURE_ROOM_BYTES = 64 * 1024 * 1024
+/** Entries copied per `cp` run, so a wide workspace never exceeds the argument limit. */
+const COPY_BATCH = 256
 
 function storeDir(stateBase: string): string {
 	return checkpointStoreDir(stateBase)
-}
-
-/** `cp -a` of a directory's contents (and its own attributes) onto an existing directory. */
-function copyContents(from: string, to: string, signal: AbortSignal | undefined): Promise<void> {
-	return runProgramOrThrow(CP, ['-a', '--reflink=auto', '--', `${from}/.`, to], {
-		...(signal ? { signal } : {}),
-	})
 }
 
 /** A full filesystem as `CheckpointSpaceExhaustedError`; anything else as it is. */
@@ -95,9 +86,9 @@ async function volumeBytesOf(stateBase: string): Promise<number | undefined> {
 	return decision.mode === 'volume' ? decision.volumeBytes : undefined
 }
 
-/** Whether the checkpoint whose store directory is `dir` keeps its content in the volume. */
-async function contentInVolume(dir: string): Promise<boolean> {
-	return stat(join(dir, IN_VOLUME_MARKER)).then(
+/** Whether the checkpoint whose store directory is `dir` carries `marker`. */
+async function isMarked(dir: string, marker: string): Promise<boolean> {
+	return stat(join(dir, marker)).then(
 		() => true,
 		() => false,
 	)
@@ -166,26 +157,43 @@ async function copyPaused(
 
 /**
  * Takes a checkpoint of the workspace with the sandbox paused for the copy. A workspace on the
- * copy-on-write volume is cloned into the volume (its sandbox's registration keeps it mounted);
- * any other is copied into the store.
+ * copy-on-write volume is cloned into the volume (its sandbox's registration keeps it mounted); a
+ * sized workspace whose image can be cloned is kept as a clone of its image (`image-checkpoint.ts`);
+ * any other is copied into the store. A volume too full for the capture is grown once and the
+ * capture tried again before it is refused.
  */
 export async function captureCheckpoint(request: CaptureRequest): Promise<SandboxCheckpoint> {
-	const inVolume = await onVolume(request.stateBase, request.workspace)
+	try {
+		return await captureOnce(request)
+	} catch (error) {
+		if (!(error instanceof CheckpointSpaceExhaustedError)) throw error
+		const grown =
+			(await volumeMounted(request.stateBase)) &&
+			error.location.startsWith(volumeMountPath(request.stateBase)) &&
+			(await ensureVolumeRoom(request.stateBase, CAPTURE_ROOM_BYTES).catch(() => false))
+		if (!grown) throw error
+		return captureOnce(request)
+	}
+}
+
+async function captureOnce(request: CaptureRequest): Promise<SandboxCheckpoint> {
+	const image = await clonableImageOf(request.stateBase, request.workspace)
+	const inVolume = image
+		? await onVolume(request.stateBase, image)
+		: await onVolume(request.stateBase, request.workspace)
 	let location = storeDir(request.stateBase)
 	try {
 		return await captureInto(request, 'filesystem', async (partial, id) => {
-			if (!inVolume) {
-				await copyPaused(request, join(partial, CONTENT), 'auto')
-				return join(partial, CONTENT)
-			}
-			const content = volumeCheckpointDir(request.stateBase, id)
+			// Before any content: the markers say where it is and what it is.
+			if (image) await writeFile(join(partial, IMAGE_MARKER), '', { mode: 0o600 })
+			if (inVolume) await writeFile(join(partial, IN_VOLUME_MARKER), '', { mode: 0o600 })
+			const content = inVolume ? volumeCheckpointDir(request.stateBase, id) : join(partial, CONTENT)
 			location = content
-			// Before any content: a volume content directory is always named by its store entry.
-			await writeFile(join(partial, IN_VOLUME_MARKER), '', { mode: 0o600 })
 			try {
-				await copyPaused(request, content, 'always')
+				if (image) await captureImage({ ...request, image }, content)
+				else await copyPaused(request, content, inVolume ? 'always' : 'auto')
 			} catch (error) {
-				await rm(content, { recursive: true, force: true }).catch(() => undefined)
+				if (inVolume) await rm(content, { recursive: true, force: true }).catch(() => undefined)
 				throw error
 			}
 			return content
@@ -328,7 +336,7 @@ export async function deleteCheckpoint(stateBase: string, id: string): Promise<v
 	const dir = join(storeDir(stateBase), id)
 	const doomed = join(storeDir(stateBase), `${PARTIAL_PREFIX}${id}`)
 	await rename(dir, doomed)
-	if (await contentInVolume(doomed)) {
+	if (await isMarked(doomed, IN_VOLUME_MARKER)) {
 		const volumeBytes = (await volumeBytesOf(stateBase)) ?? 0
 		// The marker goes with the content, so the last user out sees no checkpoint left in it.
 		await withVolume(stateBase, volumeBytes, async () => {
@@ -343,7 +351,8 @@ export async function deleteCheckpoint(stateBase: string, id: string): Promise<v
  * Makes `workspace` the checkpoint's content: every entry removed (a sized disk's lost+found
  * kept), the content copied in, and all of it given to the workspace root's owner (the sandbox's
  * uid: a fork's differs from its parent's). Contents are replaced, never the directory, so a
- * loop-mounted workspace stays mounted and its size still bounds what is copied.
+ * loop-mounted workspace stays mounted and its size still bounds what is copied; only a fork's
+ * fresh sized workspace takes a clone of a sized checkpoint's image instead (`restoreImage`).
  */
 export async function restoreCheckpoint(
 	stateBase: string,
@@ -354,9 +363,20 @@ export async function restoreCheckpoint(
 ): Promise<void> {
 	await readCheckpoint(stateBase, id)
 	const dir = join(storeDir(stateBase), id)
-	const fill = (content: string) => replaceContents(content, workspace, signal)
+	const copyFrom = (content: string) => replaceContents(content, workspace, signal)
+	const fill = (await isMarked(dir, IMAGE_MARKER))
+		? (content: string) =>
+				restoreImage({
+					stateBase,
+					image: join(content, WORKSPACE_IMAGE),
+					workspace,
+					operation: operation === 'fork' ? 'fork' : 'rollback',
+					...(signal ? { signal } : {}),
+					copyFrom,
+				})
+		: copyFrom
 	try {
-		if (!(await contentInVolume(dir))) return await fill(join(dir, CONTENT))
+		if (!(await isMarked(dir, IN_VOLUME_MARKER))) return await fill(join(dir, CONTENT))
 		// A workspace on the volume keeps it mounted (its sandbox is registered); any other restore
 		// registers itself for the copy.
 		if (await onVolume(stateBase, workspace)) return await fill(volumeCheckpointDir(stateBase, id))
@@ -368,6 +388,7 @@ export async function restoreCheckpoint(
 	}
 }
 
+/** Copies the entries of `content` (a mounted image's lost+found left out) into `workspace`. */
 async function replaceContents(
 	content: string,
 	workspace: string,
@@ -378,16 +399,14 @@ async function replaceContents(
 		await rm(join(workspace, name), { recursive: true, force: true })
 	}
 	signal?.throwIfAborted()
-	await copyContents(content, workspace, signal)
-	if (process.getuid?.() === 0) {
-		await runHostToolOrThrow('chown', ['-R', '-h', `${owner.uid}:${owner.gid}`, '--', workspace], {
+	const names = await workspaceEntries(content)
+	for (let start = 0; start < names.length; start += COPY_BATCH) {
+		const batch = names.slice(start, start + COPY_BATCH).map((name) => join(content, name))
+		await runProgramOrThrow(CP, ['-a', '--reflink=auto', '--', ...batch, workspace], {
 			...(signal ? { signal } : {}),
 		})
-	} else {
-		await chown(workspace, owner.uid, owner.gid).catch(() => undefined)
 	}
-	// The copy's `.` carried the store's mode onto the root: the workspace keeps its own.
-	await chmod(workspace, owner.mode & 0o7777)
+	await adoptWorkspace(workspace, owner, signal)
 }
 
 /** The process a partial directory names as its capturer, if its record reads. */

@@ -142,3 +142,31 @@ export function parseVolumeUser(
 	const pid = OPERATION_USER.exec(name)?.[1]
 	return pid === undefined ? undefined : { pid: Number(pid) }
 }
+
+export interface VolumeGrowthFacts {
+	/** The image's apparent size now. */
+	readonly volumeBytes: number
+	/** What the image occupies on the host now (its allocated blocks). */
+	readonly allocatedBytes: number
+	/** What the state directory's filesystem has free for this user. */
+	readonly hostFreeBytes: number
+	/** How much more the volume must hold. */
+	readonly neededBytes: number
+}
+
+/** The least a growth adds, so a full volume is not grown a sliver at a time. */
+export const MIN_VOLUME_GROWTH_BYTES = 256 * MIB
+
+/**
+ * The image's new size when the volume must hold `neededBytes` more, or undefined when the host
+ * cannot give that. It grows by the larger of what is needed, a quarter of its size and 256 MiB,
+ * and never so far that what the sparse image may still allocate exceeds 90% of what the host has
+ * free (the same share it was made with), nor past 1 TiB: the host fills after the volume does.
+ */
+export function volumeGrowthTarget(facts: VolumeGrowthFacts): number | undefined {
+	const step = Math.max(facts.neededBytes, facts.volumeBytes / 4, MIN_VOLUME_GROWTH_BYTES)
+	const hostBound = facts.allocatedBytes + facts.hostFreeBytes * HOST_FREE_SHARE
+	const wanted = Math.ceil((facts.volumeBytes + step) / MIB) * MIB
+	const bytes = Math.min(wanted, Math.floor(hostBound / MIB) * MIB, MAX_VOLUME_BYTES)
+	return bytes - facts.volumeBytes >= Math.max(facts.neededBytes, 1) ? bytes : undefined
+}

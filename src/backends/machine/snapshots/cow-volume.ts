@@ -115,12 +115,16 @@ export function checkpointCopyMode(stateBase: string): Promise<CopyModeDecision>
 	return decided
 }
 
-function imagePath(stateBase: string): string {
+/** The volume's sparse image. */
+export function volumeImagePath(stateBase: string): string {
 	return join(cowDir(stateBase), IMAGE)
 }
 
-/** Runs `work` holding the volume's lock (`flock(1)`, released if this process dies). */
-async function withVolumeLock<T>(stateBase: string, work: () => Promise<T>): Promise<T> {
+/**
+ * Runs `work` holding the volume's lock (`flock(1)`, released if this process dies). Not
+ * reentrant: `work` never takes it again.
+ */
+export async function withVolumeLock<T>(stateBase: string, work: () => Promise<T>): Promise<T> {
 	const dir = await ensurePrivateDirectory(stateBase, COW_DIR_NAME, 0o700)
 	const args = ['-x', '-w', String(LOCK_WAIT_SECONDS), join(dir, LOCK)]
 	const holder = spawn(FLOCK, [...args, '/bin/sh', '-c', 'echo locked; exec cat >/dev/null'], {
@@ -171,7 +175,7 @@ function run(file: string, args: readonly string[]): Promise<void> {
 
 /** Makes the sparse image (if absent) and mounts it; under the lock. */
 async function mountVolume(stateBase: string, volumeBytes: number): Promise<void> {
-	const image = imagePath(stateBase)
+	const image = volumeImagePath(stateBase)
 	const mountPath = volumeMountPath(stateBase)
 	const exists = await stat(image).then(
 		() => true,
@@ -329,7 +333,7 @@ async function releaseUnused(
 		if (fact) users.push(fact)
 	}
 	const mounted = await volumeMounted(stateBase)
-	const imageExists = await stat(imagePath(stateBase)).then(
+	const imageExists = await stat(volumeImagePath(stateBase)).then(
 		() => true,
 		() => false,
 	)
@@ -351,8 +355,8 @@ async function releaseUnused(
 		removed.push(volumeMountPath(stateBase))
 	}
 	if (decision.removeImage) {
-		if (!dryRun) await rm(imagePath(stateBase), { force: true })
-		removed.push(imagePath(stateBase))
+		if (!dryRun) await rm(volumeImagePath(stateBase), { force: true })
+		removed.push(volumeImagePath(stateBase))
 	}
 	return removed
 }

@@ -14,6 +14,8 @@ export const COW_DIR_NAME = 'namzu-cow'
 export const PARTIAL_PREFIX = '.partial-'
 /** In a checkpoint's store directory: its content is in the volume (`checkpoints/<id>`). */
 export const IN_VOLUME_MARKER = 'in-volume'
+/** In a checkpoint's store directory: its content is a sized workspace's image (`workspace.img`). */
+export const IMAGE_MARKER = 'sized-image'
 export const CHECKPOINT_ID_PATTERN = /^[0-9a-f]{16}$/
 
 export function checkpointStoreDir(stateBase: string): string {

@@ -6,11 +6,17 @@
  * `<stateRoot>/workspace`, and the volume's `nosuid,nodev` carry to the bind. Recorded in the host
  * claims (`workspaceVolume`) before the registration, so teardown from any process undoes it:
  * unbind, remove the sandbox's directory in the volume, drop the registration (the last user out
- * unmounts the volume). A sized workspace (`diskLimitMb`) stays its own ext4 image
- * (`workspace-disk.ts`), whose checkpoints are copies.
+ * unmounts the volume).
+ *
+ * A sized workspace (`diskLimitMb`) is its own ext4 image either way (`workspace-disk.ts`: the
+ * limit is that filesystem's size, which nothing inside can change); on a volume state directory
+ * the image lives in the volume (`sandboxes/<id>/workspace.img`, root-only, never bound into the
+ * sandbox), so its checkpoints and forks clone the image (`image-checkpoint.ts`). The volume is
+ * grown first when it could not hold the whole image; when it cannot grow that far the image stays
+ * in the sandbox's state directory, whose checkpoints are copies.
  */
 import { chown, mkdir, rm } from 'node:fs/promises'
-import { dirname } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { HOST_TOOLS, runProgramOrThrow } from '../launch/host-tools.js'
 import {
 	attachVolumeUser,
@@ -18,14 +24,21 @@ import {
 	detachVolumeUser,
 	volumeMounted,
 } from '../snapshots/cow-volume.js'
+import { ensureVolumeRoom } from '../snapshots/cow-volume-grow.js'
+import { loopBackingOf, loopReleased } from '../snapshots/loop-backing.js'
 import { volumeSandboxDir } from '../snapshots/snapshot-layout.js'
 import {
+	mountWorkspaceDisk,
 	recordAndMountWorkspaceDisk,
 	unmountWorkspace,
+	WORKSPACE_IMAGE,
 	type WorkspaceDiskInput,
 } from './workspace-disk.js'
 
 const TOOL_TIMEOUT_MS = 30_000
+const MIB = 1024 * 1024
+/** How long a teardown waits for a sized workspace's loop device to be released. */
+const LOOP_RELEASE_WAIT_MS = 30_000
 
 /** Where a sandbox records its claims (the host-claims ledger). */
 export interface EphemeralWorkspaceRecorder {
@@ -57,7 +70,9 @@ export async function prepareEphemeralWorkspace(
 ): Promise<void> {
 	const { diskLimitMb } = input
 	if (diskLimitMb !== undefined) {
-		await recordAndMountWorkspaceDisk(ledger, { ...input, diskLimitMb })
+		const sized = { ...input, diskLimitMb }
+		if (input.checkpointable && (await sizedWorkspaceOnVolume(ledger, sized))) return
+		await recordAndMountWorkspaceDisk(ledger, sized)
 		return
 	}
 	if (!input.checkpointable) return
@@ -79,6 +94,37 @@ export async function prepareEphemeralWorkspace(
 }
 
 /**
+ * A sized workspace whose image lives in the volume; false (nothing left registered) when the
+ * state directory has no volume or the volume cannot grow to hold the whole image.
+ */
+async function sizedWorkspaceOnVolume(
+	ledger: EphemeralWorkspaceRecorder,
+	input: EphemeralWorkspaceInput & { readonly diskLimitMb: number },
+): Promise<boolean> {
+	const stateBase = dirname(input.root)
+	const decision = await checkpointCopyMode(stateBase)
+	if (decision.mode !== 'volume' || decision.volumeBytes === undefined) return false
+	await ledger.record({ workspaceVolume: input.workspace })
+	const id = input.sandboxId
+	try {
+		await attachVolumeUser(stateBase, `sbx-${id}`, decision.volumeBytes)
+		// The image is sparse, but the volume must be able to hold all of it: a write the volume
+		// cannot take would be an I/O error inside the sandbox, not ENOSPC.
+		if (!(await ensureVolumeRoom(stateBase, input.diskLimitMb * MIB))) {
+			await releaseVolumeWorkspace(input.root, input.workspace, id)
+			return false
+		}
+		const dir = volumeSandboxDir(stateBase, id)
+		await mkdir(dir, { mode: 0o700 })
+		await mountWorkspaceDisk({ ...input, image: join(dir, WORKSPACE_IMAGE) })
+		return true
+	} catch (error) {
+		await releaseVolumeWorkspace(input.root, input.workspace, id).catch(() => undefined)
+		throw error
+	}
+}
+
+/**
  * Unbinds the workspace of the sandbox rooted at `root`, removes its directory in the volume and
  * drops its registration. Idempotent; only once every process of the sandbox is gone.
  */
@@ -87,7 +133,12 @@ export async function releaseVolumeWorkspace(
 	workspace: string,
 	id: string,
 ): Promise<void> {
+	// A sized workspace's loop device reads an image in the volume: the volume cannot be
+	// unmounted before that device is released.
+	const loop = await loopBackingOf(workspace)
+	const sized = loop !== undefined && basename(loop.backingFile) === WORKSPACE_IMAGE
 	await unmountWorkspace(root, workspace)
+	if (sized) await loopReleased(loop, LOOP_RELEASE_WAIT_MS)
 	const stateBase = dirname(root)
 	// Still registered, so still mounted: the directory goes before the registration does.
 	if (await volumeMounted(stateBase)) {

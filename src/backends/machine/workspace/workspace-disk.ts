@@ -56,6 +56,8 @@ export interface WorkspaceDiskInput {
 	/** Owner of the filesystem's root directory (the sandbox's uid). */
 	readonly owner: { readonly uid: number; readonly gid: number }
 	readonly mkfsPath: string
+	/** The image file; default `<root>/workspace.img` (a sized workspace on the volume has its own). */
+	readonly image?: string
 }
 
 /** Where a confined sandbox records its claims (the host-claims ledger). */
@@ -107,10 +109,10 @@ export async function formatWorkspaceImage(
 
 /** Creates, formats and mounts the sized workspace. On failure nothing is left mounted. */
 export async function mountWorkspaceDisk(input: WorkspaceDiskInput): Promise<void> {
-	const image = join(input.root, WORKSPACE_IMAGE)
+	const image = input.image ?? join(input.root, WORKSPACE_IMAGE)
 	try {
 		await formatWorkspaceImage(image, input)
-		await run(HOST_TOOLS.mount, ['-o', 'loop,nosuid,nodev', image, input.workspace])
+		await mountWorkspaceImage(image, input.workspace)
 		// mkfs's lost+found would otherwise show up in every workspace listing.
 		await rmdir(join(input.workspace, 'lost+found')).catch(() => undefined)
 	} catch (error) {
@@ -122,6 +124,11 @@ export async function mountWorkspaceDisk(input: WorkspaceDiskInput): Promise<voi
 			{ cause: error },
 		)
 	}
+}
+
+/** Loop-mounts a sized workspace's image on the workspace path (nosuid, nodev). */
+export function mountWorkspaceImage(image: string, workspace: string): Promise<void> {
+	return run(HOST_TOOLS.mount, ['-o', 'loop,nosuid,nodev', image, workspace])
 }
 
 async function isMountPoint(path: string, parent: string): Promise<boolean> {

@@ -1,7 +1,7 @@
 /**
  * The copy-on-write volume's pure decisions: which mode a state directory gets, how large the
  * sparse image is, what is undone once users are gone, what a registration name says, and what
- * reads as a full filesystem.
+ * reads as a full filesystem, and how far a full volume grows.
  */
 import { describe, expect, it } from 'vitest'
 import {
@@ -12,6 +12,7 @@ import {
 	parseVolumeUser,
 	saysNoSpace,
 	volumeBytesFor,
+	volumeGrowthTarget,
 } from '../../../../src/backends/machine/snapshots/cow-volume-decision.js'
 
 const GIB = 1024 ** 3
@@ -113,5 +114,53 @@ describe('registration names and full filesystems', () => {
 		['cp: cannot stat x: No such file or directory', false],
 	] as const)('%s → %s', (text, full) => {
 		expect(saysNoSpace(text)).toBe(full)
+	})
+})
+
+describe('growing a full volume', () => {
+	const MIB = 1024 * 1024
+	it.each([
+		[
+			'a 1 GiB volume needing 10 MiB grows by 256 MiB at least',
+			{ volumeBytes: GIB, allocatedBytes: GIB, hostFreeBytes: 50 * GIB, neededBytes: 10 * MIB },
+			GIB + 256 * MIB,
+		],
+		[
+			'a 4 GiB volume grows by a quarter',
+			{ volumeBytes: 4 * GIB, allocatedBytes: GIB, hostFreeBytes: 50 * GIB, neededBytes: MIB },
+			5 * GIB,
+		],
+		[
+			'what is needed, when more than a quarter (rounded up to whole MiB)',
+			{ volumeBytes: GIB, allocatedBytes: GIB, hostFreeBytes: 50 * GIB, neededBytes: 700.5 * MIB },
+			GIB + 701 * MIB,
+		],
+		[
+			'bounded by 90% of the host: a smaller growth that still covers the need',
+			{ volumeBytes: GIB, allocatedBytes: GIB, hostFreeBytes: 100 * MIB, neededBytes: 50 * MIB },
+			GIB + 90 * MIB,
+		],
+		[
+			'the host cannot give what is needed: no growth',
+			{ volumeBytes: GIB, allocatedBytes: GIB, hostFreeBytes: 100 * MIB, neededBytes: 95 * MIB },
+			undefined,
+		],
+		[
+			'unallocated sparse space counts against the host bound',
+			{ volumeBytes: 2 * GIB, allocatedBytes: GIB, hostFreeBytes: GIB, neededBytes: 10 * MIB },
+			undefined,
+		],
+		[
+			'never past 1 TiB',
+			{
+				volumeBytes: 1024 * GIB,
+				allocatedBytes: 1024 * GIB,
+				hostFreeBytes: 1024 * GIB,
+				neededBytes: MIB,
+			},
+			undefined,
+		],
+	] as const)('%s', (_title, facts, target) => {
+		expect(volumeGrowthTarget(facts)).toBe(target)
 	})
 })

@@ -1,0 +1,147 @@
+/**
+ * Checkpoints of a sized workspace (`diskLimitMb`) whose image file can be cloned: on the
+ * copy-on-write volume, or on a state directory that clones. The limit is the image's filesystem
+ * size, so a checkpoint clones the whole image (`cp --reflink=always` of a sparse file: metadata,
+ * not bytes) with the sandbox paused and its filesystem synced, and a fork of the same size gets a
+ * clone of the checkpoint's image as its own: the fork's limit is its own filesystem's size and
+ * its writes are copied on write into its own image, never the parent's or the checkpoint's.
+ *
+ * A rollback cannot swap the image under a running sandbox (its mount namespace holds the mounted
+ * filesystem), and a fork of another size cannot take the image: both copy the files out of the
+ * checkpoint's image mounted read-only, bounded by the workspace's limit. The image is only ever
+ * written by the kernel's ext4 on the sandbox's behalf (the guest never sees the file), so the
+ * host mounts no guest-crafted filesystem.
+ */
+import type { Stats } from 'node:fs'
+import { chmod, chown, lstat, mkdir, mkdtemp, realpath, rm, rmdir, stat } from 'node:fs/promises'
+import { basename, dirname, join } from 'node:path'
+import { HOST_TOOLS, runHostToolOrThrow, runProgramOrThrow } from '../launch/host-tools.js'
+import {
+	mountWorkspaceImage,
+	unmountWorkspace,
+	WORKSPACE_IMAGE,
+} from '../workspace/workspace-disk.js'
+import { checkpointCopyMode, onVolume } from './cow-volume.js'
+import { loopBackingOf } from './loop-backing.js'
+import { cowDir } from './snapshot-layout.js'
+
+const CP = '/usr/bin/cp'
+const SYNC = '/usr/bin/sync'
+
+/** The image of the sized workspace mounted on `workspace`, when checkpoints can clone it. */
+export async function clonableImageOf(
+	stateBase: string,
+	workspace: string,
+): Promise<string | undefined> {
+	const decision = await checkpointCopyMode(stateBase)
+	if (decision.mode === 'copy') return undefined
+	const [loop, own, parent] = await Promise.all([
+		loopBackingOf(workspace),
+		stat(workspace),
+		stat(dirname(workspace)),
+	])
+	// The workspace must be the image's root, not a directory inside some other loop mount.
+	if (loop === undefined || own.dev === parent.dev) return undefined
+	const image = await realpath(loop.backingFile).catch(() => undefined)
+	if (image === undefined || basename(image) !== WORKSPACE_IMAGE) return undefined
+	if (!image.startsWith(`${stateBase}/`)) return undefined
+	if (decision.mode === 'volume' && !(await onVolume(stateBase, image))) return undefined
+	return image
+}
+
+export interface ImageCapture {
+	readonly workspace: string
+	readonly image: string
+	/** Pauses the sandbox's processes; answers the resume (always called). */
+	readonly pause: () => Promise<() => Promise<void>>
+	readonly signal?: AbortSignal
+}
+
+/** Clones the workspace's image into `content` (made here) with the sandbox paused and synced. */
+export async function captureImage(capture: ImageCapture, content: string): Promise<void> {
+	await mkdir(content, { mode: 0o700 })
+	const options = capture.signal ? { signal: capture.signal } : {}
+	capture.signal?.throwIfAborted()
+	const resume = await capture.pause()
+	try {
+		// What the paused processes wrote is in the image's filesystem's cache: syncfs puts it in
+		// the image (the clone flushes the image file's own dirty pages itself).
+		await runProgramOrThrow(SYNC, ['-f', capture.workspace], options)
+		await runProgramOrThrow(
+			CP,
+			['--reflink=always', '--', capture.image, join(content, WORKSPACE_IMAGE)],
+			options,
+		)
+	} finally {
+		await resume()
+	}
+}
+
+/** Gives the whole workspace to `owner`'s uid (a fork's differs from its parent's) and mode. */
+export async function adoptWorkspace(
+	workspace: string,
+	owner: Pick<Stats, 'uid' | 'gid' | 'mode'>,
+	signal: AbortSignal | undefined,
+): Promise<void> {
+	if (process.getuid?.() === 0) {
+		await runHostToolOrThrow('chown', ['-R', '-h', `${owner.uid}:${owner.gid}`, '--', workspace], {
+			...(signal ? { signal } : {}),
+		})
+	} else {
+		await chown(workspace, owner.uid, owner.gid).catch(() => undefined)
+	}
+	// A copy or a clone carried the checkpoint's mode onto the root: the workspace keeps its own.
+	await chmod(workspace, owner.mode & 0o7777)
+}
+
+export interface ImageRestore {
+	readonly stateBase: string
+	/** The checkpoint's image. */
+	readonly image: string
+	readonly workspace: string
+	readonly operation: 'fork' | 'rollback'
+	readonly signal?: AbortSignal
+	/** Replaces the workspace's contents with a directory's (the store's file-level restore). */
+	readonly copyFrom: (dir: string) => Promise<void>
+}
+
+/**
+ * A fork's fresh sized workspace of the same size becomes a clone of the checkpoint's image;
+ * false when it cannot (another size, another filesystem, not a sized workspace).
+ */
+async function cloneIntoFork(restore: ImageRestore): Promise<boolean> {
+	const target = await clonableImageOf(restore.stateBase, restore.workspace)
+	if (target === undefined) return false
+	const [from, to] = await Promise.all([stat(restore.image), stat(target)])
+	if (from.size !== to.size || from.dev !== to.dev) return false
+	const owner = await lstat(restore.workspace)
+	// Nothing of the fork runs yet: its filesystem is unmounted and its image replaced.
+	await unmountWorkspace(dirname(restore.workspace), restore.workspace)
+	await rm(target, { force: true })
+	const options = restore.signal ? { signal: restore.signal } : {}
+	await runProgramOrThrow(CP, ['--reflink=always', '--', restore.image, target], options)
+	await mountWorkspaceImage(target, restore.workspace)
+	await adoptWorkspace(restore.workspace, owner, restore.signal)
+	return true
+}
+
+/** Restores a sized workspace's checkpoint: a clone for a fork that can take it, else a copy. */
+export async function restoreImage(restore: ImageRestore): Promise<void> {
+	if (restore.operation === 'fork' && (await cloneIntoFork(restore))) return
+	await mkdir(cowDir(restore.stateBase), { recursive: true, mode: 0o700 })
+	const mountPoint = await mkdtemp(join(cowDir(restore.stateBase), 'restore-'))
+	try {
+		await runHostToolOrThrow(
+			'mount',
+			['-o', 'loop,ro,nosuid,nodev,noexec', restore.image, mountPoint],
+			restore.signal ? { signal: restore.signal } : {},
+		)
+		try {
+			await restore.copyFrom(mountPoint)
+		} finally {
+			await runProgramOrThrow(HOST_TOOLS.umount, [mountPoint])
+		}
+	} finally {
+		await rmdir(mountPoint).catch(() => undefined)
+	}
+}

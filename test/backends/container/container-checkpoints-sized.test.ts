@@ -1,0 +1,119 @@
+/**
+ * `diskLimitMb` on the container tier (real runc) with its state directory's copy-on-write volume:
+ * the sized workspace's image lives in the volume, writes past the limit fail with ENOSPC inside
+ * (writes under it work), a checkpoint clones the image, a fork of the same size has the parent's
+ * files and its own limit, a rollback restores, and nothing is left mounted or attached.
+ */
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+	type ContainerSandboxProvider,
+	createContainerSandboxProvider,
+} from '../../../src/backends/container/index.js'
+import { checkpointCopyMode } from '../../../src/backends/machine/snapshots/cow-volume.js'
+import { volumeSandboxDir } from '../../../src/backends/machine/snapshots/snapshot-layout.js'
+import type { Sandbox } from '../../../src/index.js'
+import {
+	containerSkipReason,
+	guestImage,
+	makeStateDir,
+	removeStateDir,
+} from './container-test-support.js'
+
+const skip =
+	containerSkipReason() ??
+	(process.getuid?.() === 0 && existsSync('/usr/sbin/mkfs.xfs')
+		? undefined
+		: 'needs a root host with xfsprogs')
+const LAYOUT = { outputs: { source: { type: 'inImage' } } } as const
+
+function mountsUnder(prefix: string): string[] {
+	return execFileSync('cat', ['/proc/self/mountinfo'], { encoding: 'utf8' })
+		.split('\n')
+		.map((line) => line.split(' ')[4] ?? '')
+		.filter((mountPoint) => mountPoint.startsWith(prefix))
+}
+
+function loopsUnder(dir: string): string[] {
+	const run = spawnSync('losetup', ['--list', '--noheadings', '--output', 'BACK-FILE'], {
+		encoding: 'utf8',
+	})
+	return run.stdout
+		.split('\n')
+		.map((line) => line.trim())
+		.filter((line) => line.startsWith(dir))
+}
+
+function sh(sandbox: Sandbox, script: string) {
+	return sandbox.exec('sh', ['-c', script])
+}
+
+describe.skipIf(skip !== undefined)(
+	`container tier (runc): diskLimitMb on the copy-on-write volume${skip ? ` (skipped: ${skip})` : ''}`,
+	() => {
+		let provider: ContainerSandboxProvider
+		let stateDir = ''
+		beforeAll(async () => {
+			stateDir = await makeStateDir('checkpoints-sized')
+			provider = createContainerSandboxProvider(
+				{ tier: 'container', image: guestImage(), stateDir },
+				LAYOUT,
+			)
+		})
+		afterAll(async () => {
+			await provider?.close()
+			expect(mountsUnder(`${stateDir}/`)).toEqual([])
+			expect(loopsUnder(`${stateDir}/`)).toEqual([])
+			expect(await removeStateDir(stateDir)).toEqual([])
+		})
+
+		it('the limit holds in the parent and in a fork of the same size; checkpoint and fork clone the image; rollback restores', async () => {
+			expect((await checkpointCopyMode(stateDir)).mode).toBe('volume')
+			const parent = await provider.create({ diskLimitMb: 48 })
+			try {
+				expect(existsSync(join(volumeSandboxDir(stateDir, parent.id), 'workspace.img'))).toBe(true)
+				// Positive control, then the attack: past the limit.
+				const under = await sh(
+					parent,
+					'head -c 16777216 /dev/zero > data.bin && echo v1 > plan.txt && echo ok',
+				)
+				expect(under.stdout).toContain('ok')
+				const past = await sh(parent, 'head -c 41943040 /dev/zero > past.bin; echo "rc=$?"')
+				expect(past.stderr).toMatch(/No space left on device/)
+				await sh(parent, 'rm -f past.bin')
+
+				const checkpoint = await parent.checkpoint()
+				if (!checkpoint) throw new Error('no checkpoint verb')
+				const fork = await provider.create({ from: checkpoint, diskLimitMb: 48 })
+				try {
+					expect(existsSync(join(volumeSandboxDir(stateDir, fork.id), 'workspace.img'))).toBe(true)
+					expect((await sh(fork, 'cat plan.txt')).stdout).toBe('v1\n')
+					const mine = await sh(
+						fork,
+						'echo fork > fork.txt && head -c 8388608 /dev/zero > f.bin && echo ok',
+					)
+					expect(mine.stdout).toContain('ok')
+					const forkPast = await sh(fork, 'head -c 41943040 /dev/zero > g.bin; echo "rc=$?"')
+					expect(forkPast.stderr).toMatch(/No space left on device/)
+					// The fork's writes are its own: the parent sees none and keeps its room.
+					expect((await sh(parent, 'test -e fork.txt; echo $?')).stdout).toBe('1\n')
+					const room = await sh(parent, 'head -c 16777216 /dev/zero > p.bin && echo ok')
+					expect(room.stdout).toContain('ok')
+				} finally {
+					await fork.destroy()
+				}
+
+				await sh(parent, 'rm -f data.bin p.bin && echo v2 > plan.txt')
+				await parent.rollback(checkpoint)
+				expect((await sh(parent, 'cat plan.txt')).stdout).toBe('v1\n')
+				expect((await sh(parent, 'ls')).stdout).toContain('data.bin')
+				expect((await sh(parent, 'test -e p.bin; echo $?')).stdout).toBe('1\n')
+				await provider.deleteCheckpoint(checkpoint.id)
+			} finally {
+				await parent.destroy()
+			}
+		}, 240_000)
+	},
+)

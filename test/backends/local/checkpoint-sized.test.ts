@@ -1,0 +1,327 @@
+/**
+ * `diskLimitMb` on the copy-on-write volume, under real bubblewrap sandboxes and a real
+ * loop-mounted XFS (reflink=1): the sized workspace's ext4 image lives in the volume, so a
+ * checkpoint and a fork clone the image (shared extents, the volume's free space barely moves)
+ * while the limit still holds — writes past it fail with ENOSPC inside (with writes under it as the
+ * positive control), a fork has its own limit and its writes count against it alone, a rollback
+ * restores, the guest cannot reach the image or lift the limit, and nothing is left mounted or
+ * attached afterwards. The volume grows online when it must, and is refused by name when the host
+ * cannot give it room.
+ */
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync, statSync } from 'node:fs'
+import { chmod, mkdir, mkdtemp, open, readdir, rm, statfs } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createLocalSandboxProvider } from '../../../src/backends/local/index.js'
+import { CheckpointSpaceExhaustedError } from '../../../src/backends/machine/cgroups/limit-errors.js'
+import { collectLocalGarbage } from '../../../src/backends/machine/claims/reap-leftovers.js'
+import { checkpointCopyMode } from '../../../src/backends/machine/snapshots/cow-volume.js'
+import {
+	CHECKPOINTS_DIR_NAME,
+	volumeCheckpointDir,
+	volumeMountPath,
+	volumeSandboxDir,
+} from '../../../src/backends/machine/snapshots/snapshot-layout.js'
+import type { Sandbox } from '../../../src/index.js'
+import { freshStateDir, mountsUnder } from './local-test-support.js'
+import { loopsUnder, sharing, volumeSkipReason } from './volume-test-support.js'
+
+const MIB = 1024 * 1024
+
+const skip = volumeSkipReason()
+
+async function freeBytes(path: string): Promise<number> {
+	execFileSync('sync')
+	const info = await statfs(path)
+	return info.bfree * info.bsize
+}
+
+async function sh(sandbox: Sandbox, script: string) {
+	return sandbox.exec('sh', ['-c', script])
+}
+
+describe.skipIf(skip !== undefined)(
+	`diskLimitMb on the copy-on-write volume${skip ? ` (skipped: ${skip})` : ''}`,
+	() => {
+		let state: { dir: string; remove: () => Promise<void> }
+
+		beforeAll(async () => {
+			state = await freshStateDir()
+		})
+		afterAll(async () => {
+			await collectLocalGarbage({ stateDir: state.dir }).catch(() => undefined)
+			await state.remove()
+		})
+
+		it('the sized workspace lives in the volume; writes under the limit work, past it fail with ENOSPC, and the guest cannot lift it', async () => {
+			expect((await checkpointCopyMode(state.dir)).mode).toBe('volume')
+			const provider = createLocalSandboxProvider({ tier: 'process', stateDir: state.dir })
+			try {
+				const sandbox = await provider.create({ diskLimitMb: 32 })
+				const image = join(volumeSandboxDir(state.dir, sandbox.id), 'workspace.img')
+				expect(existsSync(image)).toBe(true)
+				expect(statSync(image).size).toBe(32 * MIB)
+				// Positive control: well under the limit.
+				const under = await sh(sandbox, 'head -c 16777216 /dev/zero > under.bin && echo ok')
+				expect(under.stdout).toContain('ok')
+				// Attack: past it, by a write, by fallocate, by a sparse file written beyond the end.
+				const past = await sh(sandbox, 'head -c 33554432 /dev/zero > past.bin; echo "rc=$?"')
+				expect(past.stderr).toMatch(/No space left on device/)
+				await sh(sandbox, 'rm -f past.bin')
+				const reserve = await sh(sandbox, 'fallocate -l 64M reserved.bin; echo "rc=$?"')
+				expect(reserve.stdout).toContain('rc=1')
+				const sparse = await sh(
+					sandbox,
+					'truncate -s 1G sparse.bin && dd if=/dev/zero of=sparse.bin bs=1M count=40 seek=512 conv=notrunc 2>&1; echo "rc=$?"',
+				)
+				expect(sparse.stdout).toMatch(/No space left on device/)
+				// The limit is the filesystem's size: nothing in the sandbox can remount or resize it,
+				// change a project id (no quota to escape), or reach the image file.
+				const attempts = await sh(
+					sandbox,
+					[
+						'mount -o remount,size=1G "$PWD" 2>/dev/null && echo remounted',
+						'chattr -p 7 under.bin 2>/dev/null && echo project-set',
+						'ln under.bin /tmp/out 2>/dev/null && echo linked',
+						`test -e ${image} && echo image-visible`,
+						'df -k . | tail -1',
+					].join('; '),
+				)
+				expect(attempts.stdout).not.toMatch(/remounted|linked|image-visible/)
+				const size = Number(attempts.stdout.trim().split('\n').at(-1)?.split(/\s+/)[1])
+				expect(size).toBeLessThanOrEqual(32 * 1024)
+				// Even a project id set by the host would bound nothing: the filesystem is the bound.
+				const after = await sh(sandbox, 'head -c 33554432 /dev/zero > again.bin; echo "rc=$?"')
+				expect(after.stderr).toMatch(/No space left on device/)
+				await sandbox.destroy()
+				expect(existsSync(volumeSandboxDir(state.dir, sandbox.id))).toBe(false)
+				expect(mountsUnder(state.dir)).toEqual([])
+				expect(loopsUnder(state.dir)).toEqual([])
+			} finally {
+				await provider.close()
+			}
+		}, 120_000)
+
+		it('a checkpoint and a fork clone the image; the fork has its own limit; a rollback restores; nothing leaks', async () => {
+			const provider = createLocalSandboxProvider({ tier: 'process', stateDir: state.dir })
+			try {
+				const parent = await provider.create({ diskLimitMb: 64 })
+				const seeded = await sh(
+					parent,
+					'head -c 25165824 /dev/urandom > data.bin && echo v1 > plan.txt && echo ok',
+				)
+				expect(seeded.stdout).toContain('ok')
+				const mount = volumeMountPath(state.dir)
+				const before = await freeBytes(mount)
+				const checkpoint = await parent.checkpoint()
+				if (!checkpoint) throw new Error('no checkpoint verb')
+				const stored = join(volumeCheckpointDir(state.dir, checkpoint.id), 'workspace.img')
+				expect(sharing(stored).own).toBe(0)
+				expect(sharing(stored).shared).toBeGreaterThan(24 * MIB)
+				// 24 MiB checkpointed for well under 4 MiB of the volume (metadata only).
+				expect(before - (await freeBytes(mount))).toBeLessThan(4 * MIB)
+
+				const fork = await provider.create({ from: checkpoint, diskLimitMb: 64 })
+				try {
+					const forkImage = join(volumeSandboxDir(state.dir, fork.id), 'workspace.img')
+					// A clone: the data shared, only what the fork's mount and chown rewrote its own.
+					const forked = sharing(forkImage)
+					expect(forked.shared).toBeGreaterThan(24 * MIB)
+					expect(forked.own).toBeLessThan(4 * MIB)
+					expect((await fork.readFile('plan.txt')).toString()).toBe('v1\n')
+					const sums = await Promise.all(
+						[parent, fork].map((sandbox) => sh(sandbox, 'sha256sum data.bin')),
+					)
+					expect(sums[1]?.stdout).toBe(sums[0]?.stdout)
+					// The fork owns its files (its own uid) and writes under its limit.
+					const owned = await sh(
+						fork,
+						'echo fork > fork.txt && head -c 16777216 /dev/zero > f.bin && echo ok',
+					)
+					expect(owned.stdout).toContain('ok')
+					// Past its own limit (24 MiB of the parent's + 16 + 32 > 64): ENOSPC.
+					const past = await sh(fork, 'head -c 33554432 /dev/zero > g.bin; echo "rc=$?"')
+					expect(past.stderr).toMatch(/No space left on device/)
+					// The fork's writes count against the fork alone: the parent still has its room.
+					const room = await sh(parent, 'head -c 25165824 /dev/zero > p.bin && echo ok')
+					expect(room.stdout).toContain('ok')
+					expect(await sh(parent, 'test -e fork.txt; echo $?')).toMatchObject({ stdout: '1\n' })
+					await fork.destroy()
+				} finally {
+					await fork.destroy()
+				}
+
+				// Rollback: a deletion and a modification undone, the limit still in force.
+				await sh(parent, 'rm -f data.bin p.bin && echo v2 > plan.txt')
+				await parent.rollback(checkpoint)
+				expect((await parent.readFile('plan.txt')).toString()).toBe('v1\n')
+				const back = await sh(parent, 'ls; test -e p.bin && echo stale')
+				expect(back.stdout).toContain('data.bin')
+				expect(back.stdout).not.toContain('stale')
+				const still = await sh(parent, 'head -c 67108864 /dev/zero > h.bin; echo "rc=$?"')
+				expect(still.stderr).toMatch(/No space left on device/)
+
+				await parent.destroy()
+				await provider.deleteCheckpoint(checkpoint.id)
+				expect(mountsUnder(state.dir)).toEqual([])
+				expect(loopsUnder(state.dir)).toEqual([])
+				expect(await readdir(join(state.dir, CHECKPOINTS_DIR_NAME))).toEqual([])
+				expect(existsSync(join(state.dir, 'namzu-cow', 'volume.img'))).toBe(false)
+			} finally {
+				await provider.close()
+			}
+		}, 180_000)
+	},
+)
+
+/** A small pre-made volume (the provider uses an image it finds), so growth is seen. */
+async function smallVolume(stateDir: string, bytes: number): Promise<string> {
+	const dir = join(stateDir, 'namzu-cow')
+	await mkdir(dir, { mode: 0o700 })
+	const image = join(dir, 'volume.img')
+	const file = await open(image, 'wx', 0o600)
+	await file.truncate(bytes)
+	await file.close()
+	execFileSync('/usr/sbin/mkfs.xfs', ['-q', '-m', 'reflink=1', image])
+	return image
+}
+
+/** Runs `work` on a fresh state directory, reaped and removed afterwards. */
+async function inFreshStateDir(work: (dir: string) => Promise<void>): Promise<void> {
+	const state = await freshStateDir()
+	try {
+		await work(state.dir)
+	} finally {
+		await collectLocalGarbage({ stateDir: state.dir }).catch(() => undefined)
+		await state.remove()
+	}
+}
+
+describe.skipIf(skip !== undefined)(
+	`growing the copy-on-write volume${skip ? ` (skipped: ${skip})` : ''}`,
+	() => {
+		it(
+			'a full volume grows online (sparse image, xfs_growfs) and the checkpoint is taken',
+			() =>
+				inFreshStateDir(async (stateDir) => {
+					const image = await smallVolume(stateDir, 320 * MIB)
+					const provider = createLocalSandboxProvider({ tier: 'process', stateDir })
+					try {
+						const sandbox = await provider.create()
+						const filled = await sh(
+							sandbox,
+							'for i in $(seq 1 300); do echo $i > small-$i; done; head -c 400000000 /dev/urandom > fill 2>/dev/null; sync; head -c 1048576 /dev/urandom > fill2 2>/dev/null; exit 0',
+						)
+						expect(filled.exitCode).toBe(0)
+						const checkpoint = await sandbox.checkpoint()
+						expect(checkpoint?.kind).toBe('filesystem')
+						expect(statSync(image).size).toBeGreaterThan(320 * MIB)
+						const mounted = await statfs(volumeMountPath(stateDir))
+						expect(mounted.blocks * mounted.bsize).toBeGreaterThan(400 * MIB)
+						await sandbox.destroy()
+						if (checkpoint) await provider.deleteCheckpoint(checkpoint.id)
+						expect(mountsUnder(stateDir)).toEqual([])
+						expect(loopsUnder(stateDir)).toEqual([])
+					} finally {
+						await provider.close()
+					}
+				}),
+			180_000,
+		)
+
+		it(
+			'a sized workspace larger than the volume has free grows it first',
+			() =>
+				inFreshStateDir(async (stateDir) => {
+					const image = await smallVolume(stateDir, 320 * MIB)
+					const provider = createLocalSandboxProvider({ tier: 'process', stateDir })
+					try {
+						const sandbox = await provider.create({ diskLimitMb: 512 })
+						const inVolume = join(volumeSandboxDir(stateDir, sandbox.id), 'workspace.img')
+						expect(existsSync(inVolume)).toBe(true)
+						expect(statSync(image).size).toBeGreaterThanOrEqual(512 * MIB)
+						await sandbox.destroy()
+						expect(mountsUnder(stateDir)).toEqual([])
+						expect(loopsUnder(stateDir)).toEqual([])
+					} finally {
+						await provider.close()
+					}
+				}),
+			120_000,
+		)
+	},
+)
+
+describe.skipIf(skip !== undefined)(
+	`a volume the host cannot grow${skip ? ` (skipped: ${skip})` : ''}`,
+	() => {
+		let host: string
+		let stateDir: string
+		beforeAll(async () => {
+			// The state directory on a small host filesystem of its own, so it can be filled.
+			host = await mkdtemp(join(tmpdir(), 'namzu-small-host-'))
+			await chmod(host, 0o711)
+			const backing = join(host, 'host.img')
+			const file = await open(backing, 'wx', 0o600)
+			await file.truncate(1600 * MIB)
+			await file.close()
+			execFileSync('/usr/sbin/mkfs.ext4', ['-q', '-F', '-O', '^has_journal', backing])
+			stateDir = join(host, 'mnt')
+			await mkdir(stateDir)
+			execFileSync('mount', ['-o', 'loop', backing, stateDir])
+		})
+		afterAll(async () => {
+			await collectLocalGarbage({ stateDir }).catch(() => undefined)
+			spawnSync('umount', [stateDir])
+			await rm(host, { recursive: true, force: true })
+		})
+
+		it('a checkpoint that does not fit and cannot grow is CheckpointSpaceExhaustedError, with no partial checkpoint left', async () => {
+			await smallVolume(stateDir, 320 * MIB)
+			const provider = createLocalSandboxProvider({ tier: 'process', stateDir })
+			try {
+				const sandbox = await provider.create()
+				expect((await checkpointCopyMode(stateDir)).mode).toBe('volume')
+				// The host keeps what the sparse volume may still allocate and 60 MiB more: no room to
+				// grow into (a growth is at least 256 MiB, and leaves the host a tenth of its free space).
+				const volume = statSync(join(stateDir, 'namzu-cow', 'volume.img'))
+				const keep = volume.size - volume.blocks * 512 + 60 * MIB
+				const info = await statfs(stateDir)
+				execFileSync('fallocate', [
+					'-l',
+					String(info.bavail * info.bsize - keep),
+					join(stateDir, 'filler'),
+				])
+				const filled = await sh(
+					sandbox,
+					'for i in $(seq 1 300); do echo $i > small-$i; done; head -c 400000000 /dev/urandom > fill 2>/dev/null; sync; head -c 1048576 /dev/urandom > fill2 2>/dev/null; exit 0',
+				)
+				expect(filled.exitCode).toBe(0)
+				const refused = await sandbox.checkpoint().then(
+					() => undefined,
+					(error: unknown) => error,
+				)
+				expect(refused).toBeInstanceOf(CheckpointSpaceExhaustedError)
+				expect(refused).toMatchObject({
+					reason: 'checkpoint-space-exhausted',
+					operation: 'checkpoint',
+				})
+				expect(await provider.listCheckpoints()).toEqual([])
+				expect(await readdir(join(stateDir, CHECKPOINTS_DIR_NAME))).toEqual([])
+				expect(await readdir(join(volumeMountPath(stateDir), 'checkpoints'))).toEqual([])
+				// Positive control: with space freed, the same sandbox checkpoints.
+				await sandbox.exec('rm', ['-f', 'fill', 'fill2'])
+				const checkpoint = await sandbox.checkpoint()
+				expect(checkpoint?.kind).toBe('filesystem')
+				await sandbox.destroy()
+				if (checkpoint) await provider.deleteCheckpoint(checkpoint.id)
+				expect(mountsUnder(`${stateDir}/`)).toEqual([])
+				expect(loopsUnder(`${stateDir}/`)).toEqual([])
+			} finally {
+				await provider.close()
+			}
+		}, 180_000)
+	},
+)

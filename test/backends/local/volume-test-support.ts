@@ -1,0 +1,64 @@
+/**
+ * What the copy-on-write volume's tests share: whether this host can run them, the loop devices a
+ * state directory holds, and how much of a file's data is shared with another (XFS extents).
+ */
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { bwrapSkipReason } from './bwrap-available.js'
+
+const FIEMAP_SHARED = 0x2000
+
+/** Why the volume's tests cannot run here (bubblewrap, root, xfsprogs), or undefined. */
+export function volumeSkipReason(): string | undefined {
+	const bwrap = bwrapSkipReason()
+	if (bwrap !== undefined) return bwrap
+	if (process.getuid?.() !== 0) return 'needs a root host (loop devices)'
+	for (const tool of ['/usr/sbin/mkfs.xfs', '/usr/sbin/xfs_io', '/usr/sbin/xfs_growfs']) {
+		if (!existsSync(tool)) return 'needs xfsprogs (apt-get install -y xfsprogs)'
+	}
+	return undefined
+}
+
+/** Loop devices whose backing file is under `dir`. */
+export function loopsUnder(dir: string): string[] {
+	const run = spawnSync('losetup', ['--list', '--noheadings', '--output', 'BACK-FILE'], {
+		encoding: 'utf8',
+	})
+	return run.stdout
+		.split('\n')
+		.map((line) => line.trim())
+		.filter((line) => line.startsWith(dir))
+}
+
+/** The flags of each data extent of `file` (`xfs_io fiemap`), holes left out. */
+export function extentFlags(file: string): number[] {
+	return extents(file).map((extent) => extent.flags)
+}
+
+/** The bytes of `file`'s data extents shared with another file, and its own. */
+export function sharing(file: string): { shared: number; own: number } {
+	const tally = { shared: 0, own: 0 }
+	for (const extent of extents(file)) {
+		if ((extent.flags & FIEMAP_SHARED) !== 0) tally.shared += extent.bytes
+		else tally.own += extent.bytes
+	}
+	return tally
+}
+
+export const FIEMAP_SHARED_FLAG = FIEMAP_SHARED
+
+function extents(file: string): { bytes: number; flags: number }[] {
+	const out = execFileSync('/usr/sbin/xfs_io', ['-r', '-c', 'fiemap -v', file], {
+		encoding: 'utf8',
+	})
+	return out
+		.split('\n')
+		.filter((line) => /^\s*\d+:/.test(line) && !line.includes('hole'))
+		.map((line) => {
+			const fields = line.trim().split(/\s+/)
+			return {
+				bytes: Number(fields.at(-2) ?? 0) * 512,
+				flags: Number.parseInt(fields.at(-1) ?? '0', 16),
+			}
+		})
+}
