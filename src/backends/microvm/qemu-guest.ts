@@ -352,6 +352,13 @@ function attachOpenNetwork(
 	})
 }
 
+/**
+ * Under TCG every guest instruction is emulated: on a loaded host a reserve round trip into a
+ * just-restored guest went past the transport's 2 s default, which a caller would see as a
+ * retryable control timeout on an otherwise healthy sandbox.
+ */
+const TCG_CONTROL_REQUEST_TIMEOUT_MS = 15_000
+
 /** A machine's `tcp` handle; no dial is retried once the VMM (or the `allow-all` relay) is gone. */
 function machineTransport(
 	hostPort: number,
@@ -437,6 +444,7 @@ export async function bootQemuGuest(
 	const first = current
 	const sandboxTransport = new AgentTransport(first.handle, {
 		permanentDialFailure: () => current.vmm.exitStatus() !== undefined,
+		...(options.accel === 'tcg' ? { controlRequestTimeoutMs: TCG_CONTROL_REQUEST_TIMEOUT_MS } : {}),
 	})
 	watch(first, sandboxTransport)
 	let destroyed: Promise<void> | undefined
