@@ -13,6 +13,8 @@ import { ExecutionRegistry } from '../executions/execution-registry.js'
 import { loadAgentConfig } from '../handler/config.js'
 import { createAgentGates } from '../lifecycle/agent-gates.js'
 import { createShutdown } from '../lifecycle/shutdown.js'
+import { registerShutdownHook } from '../lifecycle/shutdown-hooks.js'
+import { SpareCommands } from '../process/spare-command.js'
 import { WorkloadCgroups } from '../process/workload-cgroups.js'
 import { AgentChannel } from './agent-channel.js'
 import { handleConnection } from './connection.js'
@@ -43,6 +45,11 @@ async function main(): Promise<void> {
 		logLine(describe(error))
 		process.exit(1)
 	}
+	const startedAhead =
+		workloadCgroups?.perCommand && config.spareShell !== undefined
+			? new SpareCommands(workloadCgroups, { shell: config.spareShell, cwd: config.workspace })
+			: undefined
+	if (startedAhead) registerShutdownHook(() => startedAhead.close())
 	const gate = new TokenGate(config)
 	const executions = new ExecutionRegistry({
 		leaseTtlMs: config.executionLeaseTtlMs,
@@ -95,6 +102,7 @@ async function main(): Promise<void> {
 					gates,
 					preauth,
 					workloadCgroups,
+					...(startedAhead ? { startedAhead } : {}),
 					channel,
 					log: logLine,
 				})
@@ -107,6 +115,8 @@ async function main(): Promise<void> {
 	)
 	const listener = await channel.listen()
 	process.stdout.write(`${listeningLine(listener.bound)}\n`)
+	// After the listener: the first command's groups are joined while the host connects.
+	startedAhead?.fill()
 }
 
 main().catch((error: unknown) => {
