@@ -40,8 +40,12 @@ export const MAX_LINE_BYTES = 4096
 const MAX_FAILURES = 3
 /** The shell variable the line is read into (the `NAMZU_AGENT_` prefix never reaches a child). */
 const LINE_VARIABLE = 'NAMZU_AGENT_SPARE_LINE'
+/** A newline, set by the script, so a line can carry one (`'a'"$NAMZU_AGENT_NL"'b'`). */
+const NEWLINE_VARIABLE = 'NAMZU_AGENT_NL'
 const FIRST_JOIN_FD = 3
 const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+/** How long a discarded spare's group is given to empty. */
+const DISCARD_KILL_MS = 1_000
 
 /** The spare's script for `count` groups: join, close, wait for one line, run it (pure). */
 export function spareScript(count: number): string {
@@ -49,6 +53,7 @@ export function spareScript(count: number): string {
 	const control = status + 1
 	const closes = Array.from({ length: count + 1 }, (_, index) => `${FIRST_JOIN_FD + index}>&-`)
 	return [
+		`${NEWLINE_VARIABLE}='\n'`,
 		`{ ${joinWrites(count)}; } 2>&${status} || exit ${JOIN_FAILED_EXIT_CODE}`,
 		`exec ${closes.join(' ')}`,
 		`IFS= read -r ${LINE_VARIABLE} <&${control} || exit ${JOIN_FAILED_EXIT_CODE}`,
@@ -56,8 +61,10 @@ export function spareScript(count: number): string {
 	].join('; ')
 }
 
+/** One shell word of `value`; its newlines come from the script's variable, outside the quotes. */
 function quote(value: string): string {
-	return `'${value.replaceAll("'", `'\\''`)}'`
+	const quoted = `'${value.replaceAll("'", `'\\''`)}'`
+	return quoted.replaceAll('\n', `'"$${NEWLINE_VARIABLE}"'`)
 }
 
 export interface SpareLineInput {
@@ -75,14 +82,15 @@ export interface SpareLineInput {
 /**
  * The one line that turns a waiting spare into `input`'s command; undefined when a line cannot
  * carry it exactly (pure). A shell drops variables whose names it cannot hold, from both paths.
+ * Every word is expanded before the environment changes, so no value of the caller's can alter
+ * one.
  */
 export function spareCommandLine(input: SpareLineInput): string | undefined {
 	const { env, spareEnv, cwd } = input
-	const texts = [input.command, ...input.args, cwd, ...Object.entries(env).flat()]
-	if (texts.some((text) => text.includes('\n'))) return undefined
 	// A fresh join shell keeps a PWD that names its directory, else sets the physical path.
 	if (env.PWD !== undefined && env.PWD !== cwd) return undefined
 	const steps = [`cd ${env.PWD === undefined ? '-P' : '-L'} -- ${quote(cwd)}`]
+	steps.push(`set -- ${[input.command, ...input.args].map(quote).join(' ')}`)
 	const unset = Object.keys(spareEnv).filter((key) => SHELL_NAME.test(key) && !(key in env))
 	// `cd` exports OLDPWD; a fresh shell has one only when the environment does.
 	steps.push(`unset OLDPWD ${unset.join(' ')}`.trimEnd())
@@ -90,7 +98,6 @@ export function spareCommandLine(input: SpareLineInput): string | undefined {
 		.filter(([key, value]) => SHELL_NAME.test(key) && key !== 'PWD' && spareEnv[key] !== value)
 		.map(([key, value]) => `${key}=${quote(value)}`)
 	if (exports.length > 0) steps.push(`export ${exports.join(' ')}`)
-	steps.push(`set -- ${[input.command, ...input.args].map(quote).join(' ')}`)
 	steps.push(`exec "$@" ${input.controlFd}<&-`)
 	const line = `${steps.join(' && ')}\n`
 	return Buffer.byteLength(line) > MAX_LINE_BYTES ? undefined : line
@@ -164,7 +171,11 @@ export class SpareCommands {
 			spareEnv: this.#env,
 			controlFd: spare.controlFd,
 		})
-		if (line === undefined) return undefined
+		if (line === undefined) {
+			// Spawned fresh instead: the spare gives its process slot back first.
+			this.#discard()
+			return undefined
+		}
 		this.#spare = undefined
 		spare.child.off('exit', spare.onIdleExit)
 		spare.control.end(line)
@@ -173,14 +184,23 @@ export class SpareCommands {
 		return spare.started
 	}
 
+	/** A command was spawned fresh: a spare is started again once it is over. */
+	spawnedFresh(child: ChildProcess): void {
+		child.once('close', () => setImmediate(() => this.fill()))
+	}
+
 	/** No more spares (agent shutdown); the waiting one is killed with its group. */
 	close(): void {
 		this.#closed = true
+		this.#discard()
+	}
+
+	#discard(): void {
 		const spare = this.#spare
 		this.#spare = undefined
 		if (!spare) return
 		spare.child.off('exit', spare.onIdleExit)
-		void spare.started.tree.kill(1_000)
+		void spare.started.tree.kill(DISCARD_KILL_MS)
 	}
 
 	#start(): Spare {

@@ -142,6 +142,8 @@ export function readJoinStatus(stream: Readable): Promise<string | undefined> {
 export interface StartedAhead {
 	/** One that now runs `request`; undefined when none waits or it cannot run this request. */
 	take(request: WorkloadSpawnRequest): WorkloadChild | undefined
+	/** `request` was spawned fresh as `child` instead. */
+	spawnedFresh(child: ChildProcess): void
 }
 
 /**
@@ -194,6 +196,7 @@ export function spawnWorkload(
 		tree.release()
 		return { child, tree: NO_TREE, joinFailure: Promise.resolve(undefined) }
 	}
+	ahead?.spawnedFresh(child)
 	const status = child.stdio[FIRST_JOIN_FD + join.procsFds.length]
 	const joinFailure =
 		status instanceof Readable ? readJoinStatus(status) : Promise.resolve('no status pipe')

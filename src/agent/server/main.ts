@@ -31,6 +31,20 @@ function describe(error: unknown): string {
 	return error instanceof Error ? error.message : String(error)
 }
 
+/** The next command started ahead, when the tier gave per-command groups and a spare shell. */
+function spareCommandsFor(
+	config: ReturnType<typeof loadAgentConfig>,
+	workloadCgroups: WorkloadCgroups | undefined,
+): SpareCommands | undefined {
+	if (!workloadCgroups?.perCommand || config.spareShell === undefined) return undefined
+	const spares = new SpareCommands(workloadCgroups, {
+		shell: config.spareShell,
+		cwd: config.workspace,
+	})
+	registerShutdownHook(() => spares.close())
+	return spares
+}
+
 async function main(): Promise<void> {
 	let config: ReturnType<typeof loadAgentConfig>
 	let workloadCgroups: WorkloadCgroups | undefined
@@ -45,11 +59,7 @@ async function main(): Promise<void> {
 		logLine(describe(error))
 		process.exit(1)
 	}
-	const startedAhead =
-		workloadCgroups?.perCommand && config.spareShell !== undefined
-			? new SpareCommands(workloadCgroups, { shell: config.spareShell, cwd: config.workspace })
-			: undefined
-	if (startedAhead) registerShutdownHook(() => startedAhead.close())
+	const startedAhead = spareCommandsFor(config, workloadCgroups)
 	const gate = new TokenGate(config)
 	const executions = new ExecutionRegistry({
 		leaseTtlMs: config.executionLeaseTtlMs,

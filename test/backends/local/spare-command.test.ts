@@ -14,6 +14,7 @@ import type { Sandbox } from '../../../src/contract/sandbox.js'
 import { createLocalSandboxProvider } from '../../../src/local-entry.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import {
+	ALLOCATE_AND_SPIN,
 	allCgroupDirsFor,
 	freshStateDir,
 	processesMentioning,
@@ -59,15 +60,7 @@ function commandGroup(cgroupText: string): string | undefined {
 	return /\/work\/(c-\d+)$/.exec(line ?? '')?.[1]
 }
 
-/** Touches `mib` MiB, then spins on the CPU for a moment. */
-const WORK = [
-	'import sys, time',
-	'block = bytearray(int(sys.argv[1]) * 1024 * 1024)',
-	'for i in range(0, len(block), 4096): block[i] = 1',
-	'end = time.process_time() + 0.2',
-	'while time.process_time() < end: pass',
-	"print('done')",
-].join('\n')
+const WORK = ALLOCATE_AND_SPIN
 
 /** From a background process of the workload: what it can do to the spare and to its own child. */
 const ATTACK = `
