@@ -31,6 +31,18 @@ function describe(error: unknown): string {
 	return error instanceof Error ? error.message : String(error)
 }
 
+function executionRegistryFor(config: ReturnType<typeof loadAgentConfig>): ExecutionRegistry {
+	return new ExecutionRegistry({
+		leaseTtlMs: config.executionLeaseTtlMs,
+		terminalTtlMs: config.executionTerminalTtlMs,
+		maxTracked: config.maxTrackedExecutions,
+		confirmTimeoutMs: config.cancelConfirmTimeoutMs,
+		retainedLogBytes: config.executionLogBytes,
+		maxRetainedLogs: config.maxRetainedOutputLogs,
+		retainedTtlMs: config.executionRetainedTtlMs,
+	})
+}
+
 /** The next command started ahead, when the tier gave per-command groups and a spare shell. */
 function spareCommandsFor(
 	config: ReturnType<typeof loadAgentConfig>,
@@ -61,15 +73,7 @@ async function main(): Promise<void> {
 	}
 	const startedAhead = spareCommandsFor(config, workloadCgroups)
 	const gate = new TokenGate(config)
-	const executions = new ExecutionRegistry({
-		leaseTtlMs: config.executionLeaseTtlMs,
-		terminalTtlMs: config.executionTerminalTtlMs,
-		maxTracked: config.maxTrackedExecutions,
-		confirmTimeoutMs: config.cancelConfirmTimeoutMs,
-		retainedLogBytes: config.executionLogBytes,
-		maxRetainedLogs: config.maxRetainedOutputLogs,
-		retainedTtlMs: config.executionRetainedTtlMs,
-	})
+	const executions = executionRegistryFor(config)
 	const preauth = new PreauthPool({
 		maxConnections: config.maxPreauthConnections,
 		maxBufferBytes: config.maxPreauthBufferBytes,
