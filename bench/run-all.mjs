@@ -9,6 +9,7 @@ const benches = [
 	'exec-roundtrip.mjs',
 	'exec-cgroups.mjs',
 	'exec-accounting.mjs',
+	'first-exec.mjs',
 	'files.mjs',
 	'concurrency.mjs',
 	// Issue 3

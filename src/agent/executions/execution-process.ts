@@ -27,6 +27,7 @@ import {
 import type { WorkloadCgroups } from '../process/workload-cgroups.js'
 import {
 	type CommandTree,
+	type StartedAhead,
 	spawnWorkload,
 	WORKLOAD_CGROUP_JOIN_FAILED,
 } from '../process/workload-spawn.js'
@@ -174,18 +175,23 @@ export function startExecutionProcess(
 	timing: TerminationTiming,
 	sink: OutputSink,
 	cgroups?: WorkloadCgroups,
+	ahead?: StartedAhead,
 ): ExecutionProcess {
 	let child: ChildProcess
 	let tree: CommandTree
 	let joinFailure: Promise<string | undefined>
 	try {
-		;({ child, tree, joinFailure } = spawnWorkload(cgroups, {
-			command: command.command,
-			args: command.args,
-			cwd: command.cwd,
-			env: childEnvironment(command.env),
-			stdin: 'pipe',
-		}))
+		;({ child, tree, joinFailure } = spawnWorkload(
+			cgroups,
+			{
+				command: command.command,
+				args: command.args,
+				cwd: command.cwd,
+				env: childEnvironment(command.env),
+				stdin: 'pipe',
+			},
+			ahead,
+		))
 	} catch (error) {
 		return spawnFailure(error instanceof Error ? error : new Error(String(error)))
 	}

@@ -4,7 +4,7 @@
  * `OpRefusal(formatRefusal(AGENT_REFUSAL.invalid_cwd, '…'))`, the refusal `execute` has always given.
  */
 
-import { stat } from 'node:fs/promises'
+import { statSync } from 'node:fs'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import type { AgentConfig } from '../handler/config.js'
 import { OpRefusal } from '../handler/op-refusal.js'
@@ -30,7 +30,9 @@ export async function resolveWorkingDirectory(
 	const named = cwd ?? `${path} (the workspace root, NAMZU_SANDBOX_WORKSPACE)`
 	let isDirectory: boolean
 	try {
-		isDirectory = (await stat(path)).isDirectory()
+		// Synchronous: a thread-pool round trip costs more than the stat, and the spawn's own chdir
+		// into this directory blocks the loop just the same.
+		isDirectory = statSync(path).isDirectory()
 	} catch {
 		throw refuse(`no such directory: ${named}`)
 	}

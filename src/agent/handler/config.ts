@@ -70,6 +70,12 @@ export interface AgentConfig {
 	readonly workloadCgroups: readonly WorkloadCgroupDescriptor[]
 	/** Per-command counting groups and result accounting; `NAMZU_AGENT_EXEC_ACCOUNTING=0` off. */
 	readonly execAccounting: boolean
+	/**
+	 * A shell the workload cannot read (`NAMZU_AGENT_SPARE_SHELL`, absolute): with per-command
+	 * groups, the next command waits in its groups through it (`spare-command.ts`). Absent or
+	 * `0`: none.
+	 */
+	readonly spareShell: string | undefined
 	/** Binary data frames advertised and honoured; `NAMZU_AGENT_BINARY_FRAMES=0` switches them off. */
 	readonly binaryFrames: boolean
 	/**
@@ -104,6 +110,14 @@ function roots(env: Env, name: string): string[] {
 			throw new AgentConfigError(`${name} entries must be absolute: ${entry}`)
 	}
 	return list
+}
+
+function spareShell(raw: string | undefined): string | undefined {
+	if (raw === undefined || raw === '' || raw === '0') return undefined
+	if (!raw.startsWith('/')) {
+		throw new AgentConfigError(`NAMZU_AGENT_SPARE_SHELL must be absolute: ${raw}`)
+	}
+	return raw
 }
 
 function listenMode(env: Env): ListenMode {
@@ -186,6 +200,7 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
 		sessions: loadSessionConfig(env),
 		workloadCgroups: parseWorkloadCgroups(env[WORKLOAD_CGROUPS_VARIABLE]),
 		execAccounting: env.NAMZU_AGENT_EXEC_ACCOUNTING !== '0',
+		spareShell: spareShell(env.NAMZU_AGENT_SPARE_SHELL),
 		binaryFrames: env.NAMZU_AGENT_BINARY_FRAMES !== '0',
 		executeReserves: env.NAMZU_AGENT_EXECUTE_RESERVES !== '0',
 	}

@@ -3,6 +3,7 @@ import type { BinaryChannel } from '../../wire/binary-frame.js'
 import type { ExecutionRegistry } from '../executions/execution-registry.js'
 import type { AgentGates } from '../lifecycle/agent-gates.js'
 import type { WorkloadCgroups } from '../process/workload-cgroups.js'
+import type { StartedAhead } from '../process/workload-spawn.js'
 import type { AgentConfig } from './config.js'
 
 /**
@@ -50,6 +51,8 @@ export interface OpContext {
 	readonly gates: AgentGates
 	/** The tier's workload cgroups every command joins; undefined when none were configured. */
 	readonly workloadCgroups: WorkloadCgroups | undefined
+	/** Commands started ahead in their groups, taken by `execute`; undefined when none are kept. */
+	readonly startedAhead: StartedAhead | undefined
 	/** The process's token gate (`restored` switches it); `enabled` false on unix / vsock. */
 	readonly tokenGate: TokenSwitch
 	/** The agent's listener, which `release-listener` lets go of (absent in tests' own servers). */

@@ -26,6 +26,7 @@ export async function executeRetained(
 			},
 			sink,
 			ctx.workloadCgroups,
+			ctx.startedAhead,
 		),
 	)
 	// Registered in the same tick as the spawn: nothing the run writes can be missed.

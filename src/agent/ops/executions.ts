@@ -82,6 +82,7 @@ async function executeCommand(body: Record<string, unknown>, ctx: OpContext): Pr
 			},
 			connectionSink(ctx),
 			ctx.workloadCgroups,
+			ctx.startedAhead,
 		),
 	)
 	if (request.executionId === undefined) {

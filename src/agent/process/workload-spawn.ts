@@ -28,13 +28,17 @@ const FIRST_JOIN_FD = 3
 /** Bound on what the status pipe is read for (a shell's one-line complaint). */
 const MAX_STATUS_CHARS = 1024
 
+/** The shell's own pid into `cgroup.procs` at fds 3 … 3+count-1, in order (pure). */
+export function joinWrites(count: number): string {
+	const fds = Array.from({ length: count }, (_, index) => FIRST_JOIN_FD + index)
+	return fds.length === 0 ? 'true' : fds.map((fd) => `echo $$ >&${fd}`).join(' && ')
+}
+
 /** The prefix script for `count` groups: fds 3 … 3+count-1, the status pipe right after (pure). */
 export function joinScript(count: number): string {
-	const fds = Array.from({ length: count }, (_, index) => FIRST_JOIN_FD + index)
 	const status = FIRST_JOIN_FD + count
-	const writes = fds.length === 0 ? 'true' : fds.map((fd) => `echo $$ >&${fd}`).join(' && ')
-	const closes = [...fds, status].map((fd) => `${fd}>&-`).join(' ')
-	return `{ ${writes}; } 2>&${status} || exit ${JOIN_FAILED_EXIT_CODE}; exec "$@" ${closes}`
+	const closes = Array.from({ length: count + 1 }, (_, index) => `${FIRST_JOIN_FD + index}>&-`)
+	return `{ ${joinWrites(count)}; } 2>&${status} || exit ${JOIN_FAILED_EXIT_CODE}; exec "$@" ${closes.join(' ')}`
 }
 
 /**
@@ -99,7 +103,8 @@ const NO_TREE: CommandTree = {
 	release: () => {},
 }
 
-function groupTree(cgroups: WorkloadCgroups, group: CommandCgroup | undefined): CommandTree {
+/** The tree of a command in `group` (none without one). */
+export function groupTree(cgroups: WorkloadCgroups, group: CommandCgroup | undefined): CommandTree {
 	if (!group) return NO_TREE
 	return {
 		grouped: true,
@@ -120,7 +125,8 @@ function groupTree(cgroups: WorkloadCgroups, group: CommandCgroup | undefined): 
 	}
 }
 
-function readStatus(stream: Readable): Promise<string | undefined> {
+/** What the join prefix wrote to its status pipe by the time it closed; undefined: joined. */
+export function readJoinStatus(stream: Readable): Promise<string | undefined> {
 	return new Promise((resolve) => {
 		let text = ''
 		stream.setEncoding('utf8')
@@ -132,14 +138,24 @@ function readStatus(stream: Readable): Promise<string | undefined> {
 	})
 }
 
+/** Commands started ahead in their groups (`spare-command.ts`). */
+export interface StartedAhead {
+	/** One that now runs `request`; undefined when none waits or it cannot run this request. */
+	take(request: WorkloadSpawnRequest): WorkloadChild | undefined
+	/** `request` was spawned fresh as `child` instead. */
+	spawnedFresh(child: ChildProcess): void
+}
+
 /**
- * Spawns `request` detached, joined to its groups when `cgroups` is given. Throws synchronously
- * when the program cannot be found (`SpawnLookupError`, as Node's spawn would report it) or the
- * groups cannot be prepared (`OpRefusal` `workload_cgroup_unavailable`).
+ * Spawns `request` detached, joined to its groups when `cgroups` is given — or hands it to a
+ * command started ahead, already joined. Throws synchronously when the program cannot be found
+ * (`SpawnLookupError`, as Node's spawn would report it) or the groups cannot be prepared
+ * (`OpRefusal` `workload_cgroup_unavailable`).
  */
 export function spawnWorkload(
 	cgroups: WorkloadCgroups | undefined,
 	request: WorkloadSpawnRequest,
+	ahead?: StartedAhead,
 ): WorkloadChild {
 	const stdio: Array<'pipe' | 'ignore' | number> = [request.stdin, 'pipe', 'pipe']
 	if (!cgroups) {
@@ -153,6 +169,8 @@ export function spawnWorkload(
 	}
 	const lookup = lookupExecutable(request.command, request.env.PATH, request.cwd, probeExecutable)
 	if ('code' in lookup) throw new SpawnLookupError(request.command, lookup.code)
+	const started = ahead?.take(request)
+	if (started) return started
 	const join = cgroups.prepare()
 	const tree = groupTree(cgroups, join.group)
 	let child: ChildProcess
@@ -178,8 +196,9 @@ export function spawnWorkload(
 		tree.release()
 		return { child, tree: NO_TREE, joinFailure: Promise.resolve(undefined) }
 	}
+	ahead?.spawnedFresh(child)
 	const status = child.stdio[FIRST_JOIN_FD + join.procsFds.length]
 	const joinFailure =
-		status instanceof Readable ? readStatus(status) : Promise.resolve('no status pipe')
+		status instanceof Readable ? readJoinStatus(status) : Promise.resolve('no status pipe')
 	return { child, tree, joinFailure }
 }

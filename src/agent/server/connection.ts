@@ -28,6 +28,7 @@ import { OpRefusal } from '../handler/op-refusal.js'
 import { type AgentGates, gateRefusal } from '../lifecycle/agent-gates.js'
 import { OPS, type OpEntry } from '../ops/registry.js'
 import type { WorkloadCgroups } from '../process/workload-cgroups.js'
+import type { StartedAhead } from '../process/workload-spawn.js'
 import type { PreauthMember, PreauthPool } from './preauth-pool.js'
 import { refuseAndDestroy } from './socket-refusal.js'
 import type { TokenGate } from './token-gate.js'
@@ -40,6 +41,8 @@ export interface ConnectionServices {
 	readonly gates: AgentGates
 	/** The tier's workload cgroups (absent ⇒ commands run in their process group only). */
 	readonly workloadCgroups?: WorkloadCgroups
+	/** Commands started ahead in their groups (`spare-command.ts`); absent ⇒ every one is spawned. */
+	readonly startedAhead?: StartedAhead
 	/** Token modes: the shared bounds on unauthenticated connections (absent ⇒ unbounded). */
 	readonly preauth?: PreauthPool
 	/** The agent's listener (`release-listener`); absent where a test serves its own. */
@@ -147,7 +150,8 @@ class ServedConnection {
 	#opContext(): OpContext {
 		const self = this
 		const socket = this.#socket
-		const { config, executions, gates, workloadCgroups, gate, channel } = this.#services
+		const { config, executions, gates, workloadCgroups, startedAhead, gate, channel } =
+			this.#services
 		const over = () => this.#answered || this.#closed
 		return {
 			config,
@@ -155,6 +159,7 @@ class ServedConnection {
 			executions,
 			gates,
 			workloadCgroups,
+			startedAhead,
 			tokenGate: gate,
 			channel,
 			reply(message) {

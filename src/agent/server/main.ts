@@ -13,6 +13,8 @@ import { ExecutionRegistry } from '../executions/execution-registry.js'
 import { loadAgentConfig } from '../handler/config.js'
 import { createAgentGates } from '../lifecycle/agent-gates.js'
 import { createShutdown } from '../lifecycle/shutdown.js'
+import { registerShutdownHook } from '../lifecycle/shutdown-hooks.js'
+import { SpareCommands } from '../process/spare-command.js'
 import { WorkloadCgroups } from '../process/workload-cgroups.js'
 import { AgentChannel } from './agent-channel.js'
 import { handleConnection } from './connection.js'
@@ -29,6 +31,32 @@ function describe(error: unknown): string {
 	return error instanceof Error ? error.message : String(error)
 }
 
+function executionRegistryFor(config: ReturnType<typeof loadAgentConfig>): ExecutionRegistry {
+	return new ExecutionRegistry({
+		leaseTtlMs: config.executionLeaseTtlMs,
+		terminalTtlMs: config.executionTerminalTtlMs,
+		maxTracked: config.maxTrackedExecutions,
+		confirmTimeoutMs: config.cancelConfirmTimeoutMs,
+		retainedLogBytes: config.executionLogBytes,
+		maxRetainedLogs: config.maxRetainedOutputLogs,
+		retainedTtlMs: config.executionRetainedTtlMs,
+	})
+}
+
+/** The next command started ahead, when the tier gave per-command groups and a spare shell. */
+function spareCommandsFor(
+	config: ReturnType<typeof loadAgentConfig>,
+	workloadCgroups: WorkloadCgroups | undefined,
+): SpareCommands | undefined {
+	if (!workloadCgroups?.perCommand || config.spareShell === undefined) return undefined
+	const spares = new SpareCommands(workloadCgroups, {
+		shell: config.spareShell,
+		cwd: config.workspace,
+	})
+	registerShutdownHook(() => spares.close())
+	return spares
+}
+
 async function main(): Promise<void> {
 	let config: ReturnType<typeof loadAgentConfig>
 	let workloadCgroups: WorkloadCgroups | undefined
@@ -43,16 +71,9 @@ async function main(): Promise<void> {
 		logLine(describe(error))
 		process.exit(1)
 	}
+	const startedAhead = spareCommandsFor(config, workloadCgroups)
 	const gate = new TokenGate(config)
-	const executions = new ExecutionRegistry({
-		leaseTtlMs: config.executionLeaseTtlMs,
-		terminalTtlMs: config.executionTerminalTtlMs,
-		maxTracked: config.maxTrackedExecutions,
-		confirmTimeoutMs: config.cancelConfirmTimeoutMs,
-		retainedLogBytes: config.executionLogBytes,
-		maxRetainedLogs: config.maxRetainedOutputLogs,
-		retainedTtlMs: config.executionRetainedTtlMs,
-	})
+	const executions = executionRegistryFor(config)
 	const preauth = new PreauthPool({
 		maxConnections: config.maxPreauthConnections,
 		maxBufferBytes: config.maxPreauthBufferBytes,
@@ -95,6 +116,7 @@ async function main(): Promise<void> {
 					gates,
 					preauth,
 					workloadCgroups,
+					...(startedAhead ? { startedAhead } : {}),
 					channel,
 					log: logLine,
 				})
@@ -107,6 +129,8 @@ async function main(): Promise<void> {
 	)
 	const listener = await channel.listen()
 	process.stdout.write(`${listeningLine(listener.bound)}\n`)
+	// After the listener: the first command's groups are joined while the host connects.
+	startedAhead?.fill()
 }
 
 main().catch((error: unknown) => {

@@ -39,6 +39,8 @@ export interface LaunchPreparation {
 	readonly seccompFilter?: string
 	/** The node the workload finds first on PATH. */
 	readonly workloadNodePath: string
+	/** Agent settings the launch provides for (`NAMZU_AGENT_SPARE_SHELL` when confined). */
+	readonly agentSettings?: Readonly<Record<string, string>>
 	claims(): SandboxHostClaims
 	/** Adds to the record: the cgroups before they are made, the launched process once it runs. */
 	record(update: HostClaimsUpdate): Promise<void>

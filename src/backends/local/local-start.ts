@@ -298,6 +298,7 @@ class LocalStart {
 			user: confined ? 'root' : userInfo().username,
 			callerEnv: { ...egressProxy?.workloadEnv, ...spec.env },
 			agentSettings: {
+				...prepared.agentSettings,
 				...agentSettingsFrom(this.#context.hostEnv ?? process.env),
 				...egressProxy?.agentSettings,
 			},

@@ -29,8 +29,10 @@ import {
 	type SandboxIdentity,
 	withSandboxIdentity,
 } from '../machine/claims/sandbox-identity.js'
+import { SPARE_SHELL_VARIABLE } from '../machine/launch/agent-environment.js'
 import { assertHostTool, HOST_TOOLS } from '../machine/launch/host-tools.js'
 import {
+	HOST_SHELL_PATH,
 	materializeAgentRuntime,
 	planAgentRuntime,
 	runtimeDirName,
@@ -76,6 +78,7 @@ import {
 	type HostRootLayout,
 	planSandboxRoot,
 	type SandboxRootPlan,
+	SPARE_SHELL_PATH,
 	underSystemBinds,
 } from './sandbox-root.js'
 
@@ -114,6 +117,8 @@ export interface SandboxConfinement {
 	readonly seccompFilter: string
 	/** The `node` the workload finds first on PATH (readable, unlike the agent's). */
 	readonly workloadNodePath: string
+	/** Agent settings the root provides for (the spare shell, when bound). */
+	readonly agentSettings: Readonly<Record<string, string>>
 	/** The record of what the sandbox holds on the host, as it stands. */
 	claims(): SandboxHostClaims
 	/** Adds to the record (its cgroups before they are made, the launched process once it runs). */
@@ -340,11 +345,14 @@ async function prepare(
 		nodePath: backend.nodePath,
 		agentPath: input.agentPath,
 		readableNode: nodeTarget !== undefined,
+		shellPath: HOST_SHELL_PATH,
 	})
 	// Named before they are written: the cache's reaper keeps what a live record names.
-	const { agentNode, agentBundle, workloadNode } = runtimePlan.files
+	const { agentNode, agentBundle, workloadNode, spareShell } = runtimePlan.files
 	await prep.ledger.record({
-		runtimeFiles: [agentNode, agentBundle, ...(workloadNode === undefined ? [] : [workloadNode])],
+		runtimeFiles: [agentNode, agentBundle, workloadNode, spareShell].filter(
+			(file) => file !== undefined,
+		),
 	})
 	const runtime = await materializeAgentRuntime(runtimePlan)
 	if (nodeTarget !== undefined && runtime.workloadNode !== undefined) {
@@ -380,6 +388,8 @@ async function prepare(
 		command,
 		seccompFilter: await writeSeccompFilter(dirs.root, spec),
 		workloadNodePath: nodeTarget ?? backend.nodePath,
+		agentSettings:
+			runtime.spareShell === undefined ? {} : { [SPARE_SHELL_VARIABLE]: SPARE_SHELL_PATH },
 	}
 }
 

@@ -16,6 +16,8 @@ import type { TmpfsMount, TmpfsSizes } from '../machine/spec/sandbox-limits.js'
 export const AGENT_RUNTIME_DIR = '/.namzu'
 export const AGENT_NODE_PATH = `${AGENT_RUNTIME_DIR}/node`
 export const AGENT_BUNDLE_PATH = `${AGENT_RUNTIME_DIR}/agent.cjs`
+/** The shell a command started ahead waits in (unreadable inside, like the agent's node). */
+export const SPARE_SHELL_PATH = `${AGENT_RUNTIME_DIR}/sh`
 
 /** Top-level entries bound as the host has them: a real directory is bound, a symlink recreated. */
 export const SYSTEM_ENTRIES = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'] as const
@@ -85,6 +87,8 @@ export interface SandboxRootInput {
 		readonly agentBundle: string
 		/** An empty read-only file, bound over masked files. */
 		readonly emptyFile: string
+		/** The unreadable shell for spares; not bound when absent. */
+		readonly spareShell?: string
 	}
 	/** Extra read-only binds: `readOnlyPaths`, the workload's node when outside /usr, DNS config. */
 	readonly readOnly: readonly BindSource[]
@@ -160,6 +164,9 @@ export function planSandboxRoot(input: SandboxRootInput): SandboxRootPlan {
 	mounts.push({ kind: 'dir', path: input.homeDir })
 	mounts.push({ kind: 'ro-bind', source: input.runtime.agentNode, target: AGENT_NODE_PATH })
 	mounts.push({ kind: 'ro-bind', source: input.runtime.agentBundle, target: AGENT_BUNDLE_PATH })
+	if (input.runtime.spareShell !== undefined) {
+		mounts.push({ kind: 'ro-bind', source: input.runtime.spareShell, target: SPARE_SHELL_PATH })
+	}
 	// After the tmpfs mounts, so a bind below /tmp or /run stays visible.
 	for (const bind of input.readOnly) mounts.push({ kind: 'ro-bind', ...bind })
 	mounts.push({ kind: 'bind', ...input.workspace })

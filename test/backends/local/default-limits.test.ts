@@ -90,6 +90,20 @@ async function workDescriptorsOf(pid: number): Promise<string[]> {
 		.sort()
 }
 
+/**
+ * Waits until the agent holds no cgroup file beyond its `work/` directories: while it starts the
+ * next command ahead it holds that command's `cgroup.procs` files, only for the spawn.
+ */
+async function settledDescriptors(pid: number, workDirs: number): Promise<void> {
+	for (let tries = 0; tries < 500; tries++) {
+		const held = (await descriptorTargets(pid)).filter(([, target]) =>
+			target.startsWith('/sys/fs/cgroup/'),
+		)
+		if (held.length <= workDirs) return
+		await new Promise((resolve) => setTimeout(resolve, 20))
+	}
+}
+
 /** The real uid of `pid` on the host. */
 async function hostUidOf(pid: number): Promise<number> {
 	const status = await readFile(`/proc/${pid}/status`, 'utf8')
@@ -147,6 +161,7 @@ describe.skipIf(skip !== undefined)(
 				const agent = await agentPid(sandbox.id)
 				// Handed over as 4, 5, … (the variable), which the agent re-opens close-on-exec.
 				const dirs = workDirsOf(sandbox.id)
+				await settledDescriptors(agent, dirs.length)
 				expect(await workDescriptorsOf(agent)).toEqual(dirs)
 				const environ = (await readFile(`/proc/${agent}/environ`, 'utf8')).split('\0')
 				const prefix = 'NAMZU_AGENT_WORKLOAD_CGROUPS='
@@ -192,7 +207,9 @@ describe.skipIf(skip !== undefined)(
 			async (kind) => {
 				const sandbox = await file.provider.create({ egress: { kind } })
 				try {
-					const targets = await descriptorTargets(await agentPid(sandbox.id))
+					const agent = await agentPid(sandbox.id)
+					await settledDescriptors(agent, workDirsOf(sandbox.id).length)
+					const targets = await descriptorTargets(agent)
 					// No socket bwrap holds beyond stdio and the listener (allow-all's info and lifetime
 					// socket pairs) is the agent's too.
 					const bwrapSockets = new Set<string>()

@@ -6,20 +6,12 @@
  */
 import { describe, expect, it } from 'vitest'
 import { bwrapSkipReason } from './bwrap-available.js'
-import { useLocalProvider } from './local-test-support.js'
+import { ALLOCATE_AND_SPIN, useLocalProvider } from './local-test-support.js'
 
 const skip = bwrapSkipReason()
 const MIB = 1024 * 1024
 
-/** Touches `mib` MiB (every page written), then spins on the CPU for a moment. */
-const WORK = [
-	'import sys, time',
-	'block = bytearray(int(sys.argv[1]) * 1024 * 1024)',
-	'for i in range(0, len(block), 4096): block[i] = 1',
-	'end = time.process_time() + 0.2',
-	'while time.process_time() < end: pass',
-	"print('done')",
-].join('\n')
+const WORK = ALLOCATE_AND_SPIN
 
 describe.skipIf(skip !== undefined)('exec accounting (local tier)', () => {
 	const file = useLocalProvider()

@@ -223,3 +223,13 @@ setInterval(() => undefined, 1000)
 	await new Promise((resolve) => child.once('exit', resolve))
 	return { id, pid: child.pid }
 }
+
+/** A python program that touches argv[1] MiB (every page written), then spins on the CPU for 0.2 s. */
+export const ALLOCATE_AND_SPIN = [
+	'import sys, time',
+	'block = bytearray(int(sys.argv[1]) * 1024 * 1024)',
+	'for i in range(0, len(block), 4096): block[i] = 1',
+	'end = time.process_time() + 0.2',
+	'while time.process_time() < end: pass',
+	"print('done')",
+].join('\n')

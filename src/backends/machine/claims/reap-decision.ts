@@ -7,7 +7,7 @@
  * a uid or workspace lock only once nothing of its sandbox runs or is grouped; cgroups of a
  * sandbox no record owns only once empty and old. The I/O shell is `reap-leftovers.ts`.
  */
-import { AGENT_NODE_PREFIX, READABLE_SUFFIX } from '../launch/runtime-cache.js'
+import { AGENT_NODE_PREFIX, READABLE_SUFFIX, SPARE_SHELL_PREFIX } from '../launch/runtime-cache.js'
 
 /**
  * A state root with no trustworthy record is reaped only after this long: a create writes its
@@ -158,6 +158,7 @@ export function runtimeEntryIsGarbage(
 		: entry.name
 	const copy =
 		(base.startsWith(AGENT_NODE_PREFIX) && base.length > AGENT_NODE_PREFIX.length) ||
+		(base.startsWith(SPARE_SHELL_PREFIX) && base.length > SPARE_SHELL_PREFIX.length) ||
 		/^agent-[0-9a-f-]+\.cjs$/.test(base)
 	return copy && entry.ageMs >= RUNTIME_ENTRY_GRACE_MS
 }

@@ -27,8 +27,10 @@ import { topLevelSandboxCgroups, youngestAgeMs } from '../cgroups/sandbox-cgroup
 import {
 	agentBundleName,
 	agentNodeName,
+	HOST_SHELL_PATH,
 	READABLE_SUFFIX,
 	runtimeDirName,
+	spareShellName,
 	temporaryWriter,
 } from '../launch/runtime-cache.js'
 import { abandonedPartialCheckpoints } from '../snapshots/checkpoint-store.js'
@@ -302,6 +304,7 @@ async function currentRuntimeNames(nodePath: string): Promise<Set<string>> {
 	}
 	await add(nodePath, (info) => agentNodeName(info))
 	await add(agentBundlePath(), (info) => agentBundleName(info))
+	await add(HOST_SHELL_PATH, (info) => spareShellName(info))
 	for (const name of [...keep]) keep.add(`${name}${READABLE_SUFFIX}`)
 	return keep
 }

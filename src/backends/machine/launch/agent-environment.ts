@@ -40,6 +40,9 @@ export function inheritedAgentFds(workloadCgroups: readonly WorkloadCgroupFd[] =
 	return [INHERITED_LISTENER_FD, ...workloadCgroups.map((entry) => entry.fd)]
 }
 
+/** The agent setting naming the shell spares wait in (`spare-command.ts` in the agent). */
+export const SPARE_SHELL_VARIABLE = 'NAMZU_AGENT_SPARE_SHELL'
+
 export const SANDBOX_SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
 export function buildAgentEnvironment(input: AgentEnvironmentInput): Record<string, string> {
@@ -86,6 +89,8 @@ export const PASSED_THROUGH_AGENT_SETTINGS = [
 	'NAMZU_AGENT_READ_FILE_STREAM_CHUNK_BYTES',
 	// Per-command accounting (its counting groups and reads); '0' switches it off.
 	'NAMZU_AGENT_EXEC_ACCOUNTING',
+	// Commands started ahead in their groups; '' switches them off (the bench's before/after).
+	SPARE_SHELL_VARIABLE,
 	'NAMZU_SANDBOX_MAX_TIMEOUT_MS',
 	// Sessions, retained executions, quiesce/flush and the SIGTERM drain.
 	'NAMZU_AGENT_MAX_SESSIONS',

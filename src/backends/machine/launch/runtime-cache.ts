@@ -10,6 +10,8 @@
  *   (`--x`) apply to the host user as well.
  * - `node-<key>.readable`, mode 0555: the workload's `node` when the host's binary is not under a
  *   system bind (e.g. under `~/.nvm`), bound back at its usual path.
+ * - `sh-<key>`, mode 0111: the shell a command started ahead waits in (`spare-command.ts` in the
+ *   agent), not dumpable for the same reason, so no workload process can write into it.
  * - `agent-<key>.cjs`, mode 0444: the agent bundle, so nothing of the checkout is visible inside.
  * - `empty`, mode 0444: bound over masked files.
  *
@@ -31,6 +33,9 @@ export function runtimeDirName(): string {
 }
 export const EMPTY_FILE_NAME = 'empty'
 export const AGENT_NODE_PREFIX = 'node-'
+export const SPARE_SHELL_PREFIX = 'sh-'
+/** The shell copied for spares: the one the sandbox's `/bin/sh` is. */
+export const HOST_SHELL_PATH = '/bin/sh'
 export const READABLE_SUFFIX = '.readable'
 const AGENT_NODE_MODE = 0o111
 const READABLE_NODE_MODE = 0o555
@@ -43,6 +48,8 @@ export interface AgentRuntimeFiles {
 	readonly emptyFile: string
 	/** Present when asked for: a readable node for the workload. */
 	readonly workloadNode?: string
+	/** Present when asked for: an unreadable copy of the shell, for spares. */
+	readonly spareShell?: string
 }
 
 export interface AgentRuntimeSources {
@@ -50,6 +57,8 @@ export interface AgentRuntimeSources {
 	readonly agentPath: string
 	/** Whether the workload needs a readable copy of node (the host's is not bound as it is). */
 	readonly readableNode: boolean
+	/** The shell to copy unreadable for spares (`HOST_SHELL_PATH`); absent: none. */
+	readonly shellPath?: string
 }
 
 /** `<dev>-<ino>-<size>-<mtimeMs>` in hex: changes whenever the source file does. */
@@ -69,6 +78,11 @@ type SourceStat = Parameters<typeof sourceKey>[0]
 /** The cache entry of the agent's node copied from a binary with this `stat`. */
 export function agentNodeName(node: SourceStat): string {
 	return `${AGENT_NODE_PREFIX}${sourceKey(node)}`
+}
+
+/** The cache entry of the spare shell copied from a binary with this `stat`. */
+export function spareShellName(shell: SourceStat): string {
+	return `${SPARE_SHELL_PREFIX}${sourceKey(shell)}`
 }
 
 /** The cache entry of the agent bundle copied from a file with this `stat`. */
@@ -152,6 +166,7 @@ export interface AgentRuntimePlan {
 	readonly sources: AgentRuntimeSources
 	readonly nodeSize: number
 	readonly bundleSize: number
+	readonly shellSize?: number
 }
 
 /** The runtime cache entries `sources` map to (the directory is created, nothing is copied). */
@@ -161,16 +176,29 @@ export async function planAgentRuntime(
 ): Promise<AgentRuntimePlan> {
 	const dir = await ensurePrivateDirectory(stateBase, runtimeDirName(), 0o755)
 	await chmod(dir, 0o755)
-	const [node, bundle] = await Promise.all([stat(sources.nodePath), stat(sources.agentPath)])
+	const [node, bundle, shell] = await Promise.all([
+		stat(sources.nodePath),
+		stat(sources.agentPath),
+		sources.shellPath === undefined ? undefined : stat(sources.shellPath),
+	])
 	const agentNode = join(dir, agentNodeName(node))
+	const spareShell = shell === undefined ? undefined : join(dir, spareShellName(shell))
 	const agentBundle = join(dir, agentBundleName(bundle))
 	const emptyFile = join(dir, EMPTY_FILE_NAME)
 	const workloadNode = sources.readableNode ? `${agentNode}${READABLE_SUFFIX}` : undefined
 	return {
-		files: { dir, agentNode, agentBundle, emptyFile, ...(workloadNode ? { workloadNode } : {}) },
+		files: {
+			dir,
+			agentNode,
+			agentBundle,
+			emptyFile,
+			...(workloadNode ? { workloadNode } : {}),
+			...(spareShell ? { spareShell } : {}),
+		},
 		sources,
 		nodeSize: node.size,
 		bundleSize: bundle.size,
+		...(shell === undefined ? {} : { shellSize: shell.size }),
 	}
 }
 
@@ -184,6 +212,11 @@ export async function materializeAgentRuntime(plan: AgentRuntimePlan): Promise<A
 		...(files.workloadNode === undefined
 			? []
 			: [ensureCopy(sources.nodePath, files.workloadNode, plan.nodeSize, READABLE_NODE_MODE)]),
+		...(files.spareShell === undefined ||
+		sources.shellPath === undefined ||
+		plan.shellSize === undefined
+			? []
+			: [ensureCopy(sources.shellPath, files.spareShell, plan.shellSize, AGENT_NODE_MODE)]),
 	])
 	return files
 }

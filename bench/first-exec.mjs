@@ -1,0 +1,89 @@
+// The first exec of a pooled sandbox, local tier (bubblewrap): warm `create()` → first
+// `exec('true')` result after a quiet spell (`--quiet-ms`, default 500: long enough for the kernel's
+// cgroup migration lock to go cold), then that sandbox's second exec (steady), then a host
+// `spawn('true')` in the same round as the baseline. `--before <dist dir>` runs the same rounds
+// from another build too (e.g. a build of main before a change), alternating which goes first.
+import { spawn } from 'node:child_process'
+import { loadavg } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { argInt, ms, printTable, summarize } from './lib.mjs'
+
+const count = argInt('count', 20)
+const quietMs = argInt('quiet-ms', 500)
+const beforeIndex = process.argv.indexOf('--before')
+const beforeDist = beforeIndex === -1 ? undefined : resolve(process.argv[beforeIndex + 1] ?? '')
+const here = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist')
+
+const sleep = (delayMs) => new Promise((done) => setTimeout(done, delayMs))
+const timed = async (fn) => {
+	const start = performance.now()
+	await fn()
+	return performance.now() - start
+}
+const spawnTrue = () =>
+	new Promise((done, fail) => {
+		const child = spawn('true', [], { stdio: 'ignore' })
+		child.once('error', fail)
+		child.once('exit', done)
+	})
+
+async function pooled(dist) {
+	const { createSandboxProvider } = await import(pathToFileURL(join(dist, 'index.js')).href)
+	return createSandboxProvider({ backend: { tier: 'process', warmPoolSize: 2 } })
+}
+
+const builds = [{ label: 'this build', dist: here }]
+if (beforeDist) builds.push({ label: `before (${beforeDist})`, dist: beforeDist })
+for (const build of builds) {
+	build.provider = await pooled(build.dist)
+	build.samples = { handOut: [], first: [], steady: [], host: [] }
+}
+
+async function round(build, record) {
+	await sleep(quietMs)
+	const start = performance.now()
+	const sandbox = await build.provider.create()
+	const handOut = performance.now() - start
+	const result = await sandbox.exec('true')
+	const first = performance.now() - start
+	if (result.exitCode !== 0) throw new Error(`exec true exited ${result.exitCode}`)
+	const steady = await timed(() => sandbox.exec('true'))
+	const host = await timed(spawnTrue)
+	await sandbox.destroy()
+	if (!record) return
+	build.samples.handOut.push(handOut)
+	build.samples.first.push(first)
+	build.samples.steady.push(steady)
+	build.samples.host.push(host)
+}
+
+const loadAtStart = loadavg()[0]
+try {
+	await sleep(3000)
+	for (let i = -2; i < count; i++) {
+		const order = i % 2 === 0 ? builds : [...builds].reverse()
+		for (const build of order) await round(build, i >= 0)
+	}
+} finally {
+	for (const build of builds) await build.provider.close()
+}
+const loadAtEnd = loadavg()[0]
+
+const rows = []
+for (const build of builds) {
+	const s = Object.fromEntries(
+		Object.entries(build.samples).map(([key, samples]) => [key, summarize(samples)]),
+	)
+	rows.push(
+		`${build.label}`,
+		`  hand-out (create() of a pooled sandbox)      p50 ${ms(s.handOut.p50)}  p95 ${ms(s.handOut.p95)}`,
+		`  create() → first exec('true') result         p50 ${ms(s.first.p50)}  p95 ${ms(s.first.p95)}`,
+		`  its second exec('true') (steady)             p50 ${ms(s.steady.p50)}  p95 ${ms(s.steady.p95)}  (+${ms(s.steady.p50 - s.host.p50)} over the host spawn)`,
+		`  host spawn('true'), same rounds              p50 ${ms(s.host.p50)}  p95 ${ms(s.host.p95)}`,
+	)
+}
+printTable(
+	`first exec of a pooled sandbox (n=${count}, quiet ${quietMs} ms before each; load ${loadAtStart.toFixed(1)} → ${loadAtEnd.toFixed(1)})`,
+	rows,
+)
