@@ -26,6 +26,7 @@ import {
 	type SandboxProviderDefaults,
 	sandboxDefaultTimeoutMs,
 } from '../../provider-defaults.js'
+import { agentHost } from './acquire-pod.js'
 import {
 	type AcquiredTaskSandbox,
 	type AcquireNetworkChecks,
@@ -40,7 +41,11 @@ import {
 	type ResolvedKubernetesBackendConfig,
 	resolveKubernetesBackendConfig,
 } from './kubernetes-backend-config.js'
-import { EXTENSIONS_API_GROUP_VERSION, SANDBOX_API_GROUP_VERSION } from './kubernetes-objects.js'
+import {
+	EXTENSIONS_API_GROUP_VERSION,
+	kubernetesPaths,
+	SANDBOX_API_GROUP_VERSION,
+} from './kubernetes-objects.js'
 import {
 	KubernetesAgentAddressUnresolvableError,
 	KubernetesAgentRetiringError,
@@ -56,6 +61,7 @@ import { PerSandboxPolicyWriter } from './network/per-sandbox-policy-writer.js'
 import { KubernetesPerSandboxEgressTaskSandbox } from './per-sandbox-egress-task-sandbox.js'
 import { DialTracker, PodRebinder } from './pod-rebind.js'
 import { KubernetesAgentTransport } from './transport.js'
+import { type RosterPod, WarmPoolRoster } from './warm-pool-roster.js'
 
 /** The guest image's workspace (`NAMZU_SANDBOX_WORKSPACE`); relative paths resolve against it. */
 export const KUBERNETES_WORKSPACE_ROOT = '/workspace'
@@ -139,6 +145,19 @@ export function createKubernetesSandboxProvider(
 		})
 		return network
 	}
+	let roster: WarmPoolRoster | undefined
+	// One per backend, pool only: what it learned of the pool's pods serves every later create.
+	const warmPoolRoster = (port: KubernetesApiPort): WarmPoolRoster | undefined => {
+		const poolName = resolved.warmPoolName
+		if (poolName === undefined) return undefined
+		roster ??= new WarmPoolRoster({
+			api: port,
+			namespace: resolved.namespace,
+			poolName,
+			warm: (pod, closed) => warmUpPod(port, resolved, pod, closed),
+		})
+		return roster
+	}
 	let fence: AdmissionFence | undefined
 	// One per backend: the admission fence is proven once, before the first policy write.
 	const admissionFence = (port: KubernetesApiPort): AdmissionFence => {
@@ -157,7 +176,9 @@ export function createKubernetesSandboxProvider(
 			const timeoutMs = sandboxDefaultTimeoutMs(createConfig, defaults)
 			const port = apiPort()
 			const checks = networkChecks(port)
+			const poolRoster = warmPoolRoster(port)
 			return createKubernetesTaskSandbox(port, resolved, {
+				...(poolRoster ? { roster: poolRoster } : {}),
 				...(timeoutMs === undefined ? {} : { defaultTimeoutMs: timeoutMs }),
 				outputBudget,
 				...(createConfig.signal ? { signal: createConfig.signal } : {}),
@@ -165,7 +186,9 @@ export function createKubernetesSandboxProvider(
 				...(resolved.egress?.perSandbox ? { admissionFence: admissionFence(port) } : {}),
 			})
 		},
-		close: async () => {},
+		close: async () => {
+			await roster?.close()
+		},
 		[Symbol.asyncDispose]: () => provider.close(),
 	}
 	return provider
@@ -182,6 +205,8 @@ export interface CreateTaskSandboxOptions {
 	readonly network?: AcquireNetworkChecks
 	/** Under `egress.perSandbox`: the backend's fence (one is made for this sandbox otherwise). */
 	readonly admissionFence?: AdmissionFence
+	/** With `warmPoolName`: the backend's roster, refreshed by this create and read at the bind. */
+	readonly roster?: WarmPoolRoster
 }
 
 /** Acquire → transport → sandbox → probe → lease; see the module comment. */
@@ -190,37 +215,63 @@ export async function createKubernetesTaskSandbox(
 	config: ResolvedKubernetesBackendConfig,
 	options: CreateTaskSandboxOptions = {},
 ): Promise<Sandbox> {
-	const { signal } = options
+	const { signal, roster } = options
 	const probe = (sandbox: WrappedSandbox) =>
 		probeSandboxPrivileges(sandbox.prober, signal, {
-			timeoutMs: Math.min(config.readyTimeoutMs, PRIVILEGE_PROBE_MAX_TIMEOUT_MS),
+			timeoutMs: probeTimeoutMs(config),
 		})
 			.finally(() => sandbox.prober.destroy().catch(() => undefined))
 			.then(
-				() => ({ failed: false as const }),
-				(error: unknown) => ({ failed: true as const, error }),
+				(): ProbeOutcome => PROBE_PASSED,
+				(error: unknown): ProbeOutcome => ({ failed: true, error }),
 			)
-	// A claim's network check runs while the guest is dialed and probed (one API round trip off
-	// the critical path); nothing is handed out before both passed.
-	let early: { sandbox: WrappedSandbox; probed: Awaited<ReturnType<typeof probe>> } | undefined
+	// One probe per binding (pod uid and address), started as soon as that binding is known: at the
+	// bind when the roster listed the pod, else after the pod read; a claim's network check runs
+	// meanwhile. A uid the roster already proved is not probed again. What is handed out is the
+	// binding the pod read confirmed, proved.
+	let current:
+		| { binding: string; sandbox: WrappedSandbox; probed: ReturnType<typeof probe> }
+		| undefined
+	const probing = (bound: AcquiredTaskSandbox) => {
+		const binding = `${bound.token} ${bound.host}`
+		if (current?.binding !== binding) {
+			const sandbox = wrapAcquired(api, config, bound, options)
+			const probed = roster?.passed(bound.token)
+				? sandbox.prober.destroy().then(
+						() => PROBE_PASSED,
+						() => PROBE_PASSED,
+					)
+				: probe(sandbox)
+			current = { binding, sandbox, probed }
+		}
+		return current
+	}
+	roster?.refresh()
 	const acquired = await acquireTaskSandbox(
 		{
 			api,
 			config,
 			...(options.network ? { network: options.network } : {}),
 			whileVerifying: async (bound) => {
-				const sandbox = wrapAcquired(api, config, bound, options)
-				early = { sandbox, probed: await probe(sandbox) }
+				await probing(bound).probed
 			},
+			...(roster
+				? {
+						lookupPod: (podName: string) => roster.lookup(podName),
+						anticipate: (bound: AcquiredTaskSandbox) => {
+							probing(bound)
+						},
+					}
+				: {}),
 		},
 		signal,
 	).catch(async (error: unknown) => {
 		// The claim is already released; this closes what the probe opened (its DELETE finds it gone).
-		await early?.sandbox.destroy().catch(() => {})
+		await current?.sandbox.destroy().catch(() => {})
 		throw error
 	})
-	const sandbox = early?.sandbox ?? wrapAcquired(api, config, acquired, options)
-	const probed = early?.probed ?? (await probe(sandbox))
+	const { sandbox, probed: outcome } = probing(acquired)
+	const probed = await outcome
 	if (probed.failed) {
 		await sandbox.destroy().catch(() => {})
 		signal?.throwIfAborted()
@@ -228,6 +279,50 @@ export async function createKubernetesTaskSandbox(
 	}
 	sandbox.startLease()
 	return sandbox.handle
+}
+
+type ProbeOutcome = { readonly failed: false } | { readonly failed: true; readonly error: unknown }
+
+const PROBE_PASSED: ProbeOutcome = { failed: false }
+
+/** The probe's deadline: the ready budget, capped. */
+function probeTimeoutMs(config: ResolvedKubernetesBackendConfig): number {
+	return Math.min(config.readyTimeoutMs, PRIVILEGE_PROBE_MAX_TIMEOUT_MS)
+}
+
+/**
+ * Runs the privilege probe once in a pool pod nobody has claimed yet, so the agent's exec path has
+ * run before a claim lands on it. It owns nothing: it releases and retires nothing, reports no
+ * timing or dial to the caller's hooks, and its outcome is dropped (the acquire probes again).
+ */
+async function warmUpPod(
+	api: KubernetesApiPort,
+	config: ResolvedKubernetesBackendConfig,
+	pod: RosterPod,
+	closed: AbortSignal,
+): Promise<void> {
+	const host = agentHost(config, pod.name, pod.ip) ?? pod.ip
+	const transport = new KubernetesAgentTransport(
+		{ kind: 'tcp', host, port: config.agentPort, token: pod.uid },
+		{ streamHeartbeatMs: config.streamHeartbeatMs, permanentDialFailure: isPermanentDialFailure },
+	)
+	const visitor: AcquiredTaskSandbox = {
+		id: pod.name,
+		created: {
+			kind: 'sandbox',
+			path: kubernetesPaths.sandbox(config.namespace, pod.name),
+			name: pod.name,
+		},
+		podName: pod.name,
+		token: pod.uid,
+		host,
+	}
+	const sandbox = taskAgentSandbox(api, visitor, transport, { releases: false, retires: false })
+	try {
+		await probeSandboxPrivileges(sandbox, closed, { timeoutMs: probeTimeoutMs(config) })
+	} finally {
+		await sandbox.destroy().catch(() => undefined)
+	}
 }
 
 /** The probe's own failure, or — when the guest could not be reached at all — why not. */
@@ -302,7 +397,7 @@ function taskAgentSandbox(
 	api: KubernetesApiPort,
 	acquired: AcquiredTaskSandbox,
 	transport: KubernetesAgentTransport,
-	options: CreateTaskSandboxOptions & { readonly releases: boolean },
+	options: CreateTaskSandboxOptions & { readonly releases: boolean; readonly retires?: boolean },
 ) {
 	const { defaultTimeoutMs } = options
 	const release = async (signal?: AbortSignal): Promise<void> => {
@@ -322,14 +417,21 @@ function taskAgentSandbox(
 		fencedGuest: (error, operation) =>
 			new KubernetesAgentRetiringError(acquired.id, operation, 'task', { cause: error }),
 		// An unconfirmable cancellation retires the pod: deleting the object kills every process.
-		retire: async (error) => {
-			try {
-				await release(AbortSignal.timeout(30_000))
-				return { accepted: true, reason: error.message }
-			} catch (cause) {
-				return { accepted: false, error: cause instanceof Error ? cause : new Error(String(cause)) }
-			}
-		},
+		...(options.retires === false
+			? {}
+			: {
+					retire: async (error: Error) => {
+						try {
+							await release(AbortSignal.timeout(30_000))
+							return { accepted: true as const, reason: error.message }
+						} catch (cause) {
+							return {
+								accepted: false as const,
+								error: cause instanceof Error ? cause : new Error(String(cause)),
+							}
+						}
+					},
+				}),
 	})
 }
 
