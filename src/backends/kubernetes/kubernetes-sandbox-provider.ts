@@ -14,7 +14,6 @@ import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig, SandboxProvider } from '../../contract/provider.js'
 import type { Sandbox } from '../../contract/sandbox.js'
 import {
-	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
 	probeSandboxPrivileges,
 	SandboxPrivilegeProbeError,
 } from '../../exec-programs/privilege-probe.js'
@@ -26,7 +25,6 @@ import {
 	type SandboxProviderDefaults,
 	sandboxDefaultTimeoutMs,
 } from '../../provider-defaults.js'
-import { agentHost } from './acquire-pod.js'
 import {
 	type AcquiredTaskSandbox,
 	type AcquireNetworkChecks,
@@ -41,11 +39,7 @@ import {
 	type ResolvedKubernetesBackendConfig,
 	resolveKubernetesBackendConfig,
 } from './kubernetes-backend-config.js'
-import {
-	EXTENSIONS_API_GROUP_VERSION,
-	kubernetesPaths,
-	SANDBOX_API_GROUP_VERSION,
-} from './kubernetes-objects.js'
+import { EXTENSIONS_API_GROUP_VERSION, SANDBOX_API_GROUP_VERSION } from './kubernetes-objects.js'
 import {
 	KubernetesAgentAddressUnresolvableError,
 	KubernetesAgentRetiringError,
@@ -61,7 +55,8 @@ import { PerSandboxPolicyWriter } from './network/per-sandbox-policy-writer.js'
 import { KubernetesPerSandboxEgressTaskSandbox } from './per-sandbox-egress-task-sandbox.js'
 import { DialTracker, PodRebinder } from './pod-rebind.js'
 import { KubernetesAgentTransport } from './transport.js'
-import { type RosterPod, WarmPoolRoster } from './warm-pool-roster.js'
+import { probeTimeoutMs, warmUpPod } from './warm-pool-probe.js'
+import { WarmPoolRoster } from './warm-pool-roster.js'
 
 /** The guest image's workspace (`NAMZU_SANDBOX_WORKSPACE`); relative paths resolve against it. */
 export const KUBERNETES_WORKSPACE_ROOT = '/workspace'
@@ -154,7 +149,7 @@ export function createKubernetesSandboxProvider(
 			api: port,
 			namespace: resolved.namespace,
 			poolName,
-			warm: (pod, closed) => warmUpPod(port, resolved, pod, closed),
+			warm: (pod, closed) => warmUpPod(resolved, KUBERNETES_WORKSPACE_ROOT, pod, closed),
 		})
 		return roster
 	}
@@ -285,46 +280,6 @@ type ProbeOutcome = { readonly failed: false } | { readonly failed: true; readon
 
 const PROBE_PASSED: ProbeOutcome = { failed: false }
 
-/** The probe's deadline: the ready budget, capped. */
-function probeTimeoutMs(config: ResolvedKubernetesBackendConfig): number {
-	return Math.min(config.readyTimeoutMs, PRIVILEGE_PROBE_MAX_TIMEOUT_MS)
-}
-
-/**
- * Runs the privilege probe once in a pool pod nobody has claimed yet, so the agent's exec path has
- * run before a claim lands on it. It owns nothing: it releases and retires nothing, reports no
- * timing or dial to the caller's hooks, and its outcome is dropped (the acquire probes again).
- */
-async function warmUpPod(
-	api: KubernetesApiPort,
-	config: ResolvedKubernetesBackendConfig,
-	pod: RosterPod,
-	closed: AbortSignal,
-): Promise<void> {
-	const host = agentHost(config, pod.name, pod.ip) ?? pod.ip
-	const transport = new KubernetesAgentTransport(
-		{ kind: 'tcp', host, port: config.agentPort, token: pod.uid },
-		{ streamHeartbeatMs: config.streamHeartbeatMs, permanentDialFailure: isPermanentDialFailure },
-	)
-	const visitor: AcquiredTaskSandbox = {
-		id: pod.name,
-		created: {
-			kind: 'sandbox',
-			path: kubernetesPaths.sandbox(config.namespace, pod.name),
-			name: pod.name,
-		},
-		podName: pod.name,
-		token: pod.uid,
-		host,
-	}
-	const sandbox = taskAgentSandbox(api, visitor, transport, { releases: false, retires: false })
-	try {
-		await probeSandboxPrivileges(sandbox, closed, { timeoutMs: probeTimeoutMs(config) })
-	} finally {
-		await sandbox.destroy().catch(() => undefined)
-	}
-}
-
 /** The probe's own failure, or — when the guest could not be reached at all — why not. */
 export function probeFailure(error: unknown, sandboxId: string): unknown {
 	if (!(error instanceof SandboxPrivilegeProbeError)) return error
@@ -397,7 +352,7 @@ function taskAgentSandbox(
 	api: KubernetesApiPort,
 	acquired: AcquiredTaskSandbox,
 	transport: KubernetesAgentTransport,
-	options: CreateTaskSandboxOptions & { readonly releases: boolean; readonly retires?: boolean },
+	options: CreateTaskSandboxOptions & { readonly releases: boolean },
 ) {
 	const { defaultTimeoutMs } = options
 	const release = async (signal?: AbortSignal): Promise<void> => {
@@ -417,21 +372,14 @@ function taskAgentSandbox(
 		fencedGuest: (error, operation) =>
 			new KubernetesAgentRetiringError(acquired.id, operation, 'task', { cause: error }),
 		// An unconfirmable cancellation retires the pod: deleting the object kills every process.
-		...(options.retires === false
-			? {}
-			: {
-					retire: async (error: Error) => {
-						try {
-							await release(AbortSignal.timeout(30_000))
-							return { accepted: true as const, reason: error.message }
-						} catch (cause) {
-							return {
-								accepted: false as const,
-								error: cause instanceof Error ? cause : new Error(String(cause)),
-							}
-						}
-					},
-				}),
+		retire: async (error) => {
+			try {
+				await release(AbortSignal.timeout(30_000))
+				return { accepted: true, reason: error.message }
+			} catch (cause) {
+				return { accepted: false, error: cause instanceof Error ? cause : new Error(String(cause)) }
+			}
+		},
 	})
 }
 
