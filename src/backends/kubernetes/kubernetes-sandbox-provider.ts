@@ -140,19 +140,7 @@ export function createKubernetesSandboxProvider(
 		})
 		return network
 	}
-	let roster: WarmPoolRoster | undefined
-	// One per backend, pool only: what it learned of the pool's pods serves every later create.
-	const warmPoolRoster = (port: KubernetesApiPort): WarmPoolRoster | undefined => {
-		const poolName = resolved.warmPoolName
-		if (poolName === undefined) return undefined
-		roster ??= new WarmPoolRoster({
-			api: port,
-			namespace: resolved.namespace,
-			poolName,
-			warm: (pod, closed) => warmUpPod(resolved, KUBERNETES_WORKSPACE_ROOT, pod, closed),
-		})
-		return roster
-	}
+	const roster = rosterHolder(resolved)
 	let fence: AdmissionFence | undefined
 	// One per backend: the admission fence is proven once, before the first policy write.
 	const admissionFence = (port: KubernetesApiPort): AdmissionFence => {
@@ -171,7 +159,7 @@ export function createKubernetesSandboxProvider(
 			const timeoutMs = sandboxDefaultTimeoutMs(createConfig, defaults)
 			const port = apiPort()
 			const checks = networkChecks(port)
-			const poolRoster = warmPoolRoster(port)
+			const poolRoster = roster.get(port)
 			return createKubernetesTaskSandbox(port, resolved, {
 				...(poolRoster ? { roster: poolRoster } : {}),
 				...(timeoutMs === undefined ? {} : { defaultTimeoutMs: timeoutMs }),
@@ -181,12 +169,31 @@ export function createKubernetesSandboxProvider(
 				...(resolved.egress?.perSandbox ? { admissionFence: admissionFence(port) } : {}),
 			})
 		},
-		close: async () => {
-			await roster?.close()
-		},
+		close: () => roster.close(),
 		[Symbol.asyncDispose]: () => provider.close(),
 	}
 	return provider
+}
+
+/** The backend's one warm-pool roster (pool only), made at the first create: it serves every later one. */
+function rosterHolder(config: ResolvedKubernetesBackendConfig) {
+	let roster: WarmPoolRoster | undefined
+	return {
+		get(port: KubernetesApiPort): WarmPoolRoster | undefined {
+			const poolName = config.warmPoolName
+			if (poolName === undefined) return undefined
+			roster ??= new WarmPoolRoster({
+				api: port,
+				namespace: config.namespace,
+				poolName,
+				warm: (pod, closed) => warmUpPod(config, KUBERNETES_WORKSPACE_ROOT, pod, closed),
+			})
+			return roster
+		},
+		close: async (): Promise<void> => {
+			await roster?.close()
+		},
+	}
 }
 
 export interface CreateTaskSandboxOptions {
