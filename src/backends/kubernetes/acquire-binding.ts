@@ -63,8 +63,15 @@ function retryAfterOf(cause: unknown): number {
 	return nextPollDelayMs(0, apiFailureShape(cause))
 }
 
-/** Waits for the object to bind on the acquire's budget, then reads the bound pod. */
-export async function waitForBoundPod(run: AcquireRun, object: CreatedObject): Promise<BoundPod> {
+/**
+ * Waits for the object to bind on the acquire's budget, then reads the bound pod. `onBound` hears
+ * the bound object's name and last read before that pod read is sent (work may start on a guess).
+ */
+export async function waitForBoundPod(
+	run: AcquireRun,
+	object: CreatedObject,
+	onBound?: (sandboxName: string, bound: KubernetesObject) => void,
+): Promise<BoundPod> {
 	const { api, config, signal } = run
 	const budget = {
 		deadlineMs: run.deadlineMs,
@@ -76,7 +83,9 @@ export async function waitForBoundPod(run: AcquireRun, object: CreatedObject): P
 	const subject = `${object.kind === 'claim' ? 'SandboxClaim' : 'Sandbox'} ${object.name}`
 	// A cold-started claim's Sandbox is named like the claim; a bound one names it in status.
 	let podName = object.name
+	let lastRead: KubernetesObject | undefined
 	const judge = (read: KubernetesObject): Judgement<string> => {
+		lastRead = read
 		if (object.kind === 'claim') podName = boundSandboxName(read) ?? podName
 		return judged(
 			evaluate(read),
@@ -99,7 +108,10 @@ export async function waitForBoundPod(run: AcquireRun, object: CreatedObject): P
 					},
 				)
 			: watched
-	if (outcome.kind !== 'timeout') return readBoundPod(run, outcome.value, object)
+	if (outcome.kind !== 'timeout') {
+		if (onBound && lastRead) onBound(outcome.value, lastRead)
+		return readBoundPod(run, outcome.value, object)
+	}
 	// One pod read after the budget, before the cleanup: the pod condition decides.
 	const diagnosis = await diagnose(run, podName)
 	if (diagnosis) {

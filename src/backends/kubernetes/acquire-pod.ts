@@ -9,11 +9,13 @@ import {
 	ReadinessPollTimeout,
 } from './acquire-errors.js'
 import {
+	type AcquiredTaskSandbox,
 	type AcquireRun,
 	type BoundPod,
 	type CreatedObject,
 	classifyAcquireFailure,
 } from './acquire-run.js'
+import type { ResolvedKubernetesBackendConfig } from './kubernetes-backend-config.js'
 import { type KubernetesObject, kubernetesPaths } from './kubernetes-objects.js'
 import { KubernetesPodLabelNotObservedError } from './network/network-errors.js'
 import { podAddress } from './readiness.js'
@@ -61,12 +63,9 @@ export async function readBoundPod(
 				return { done: false, observed: `pod lacks ${key}=${value}` }
 			}
 		}
-		if (config.agentAddress === 'service') {
-			return { done: true, value: { uid, host: `${sandboxName}.${ns}.svc.cluster.local`, labels } }
-		}
-		const ip = podAddress(pod)
-		if (ip === undefined) return { done: false, observed: 'pod has no IP yet' }
-		return { done: true, value: { uid, host: ip, labels } }
+		const host = agentHost(config, sandboxName, podAddress(pod))
+		if (host === undefined) return { done: false, observed: 'pod has no IP yet' }
+		return { done: true, value: { uid, host, labels } }
 	}
 	const outcome = await pollUntil(
 		`pod ${sandboxName}`,
@@ -102,18 +101,65 @@ export async function readBoundPod(
 		})
 	}
 	return {
-		sandbox: {
-			id: sandboxName,
-			created: {
-				kind: object.kind,
-				path: object.path,
-				name: object.name,
-				...(object.uid === undefined ? {} : { uid: object.uid }),
-			},
-			podName: sandboxName,
-			token: outcome.value.uid,
-			host: outcome.value.host,
-		},
+		sandbox: boundSandbox(object, sandboxName, outcome.value.uid, outcome.value.host),
 		podLabels: outcome.value.labels,
 	}
+}
+
+/** Where the guest's agent is dialed: the Service FQDN, or (`pod-ip`) the pod's IP once it has one. */
+export function agentHost(
+	config: Pick<ResolvedKubernetesBackendConfig, 'agentAddress' | 'namespace'>,
+	sandboxName: string,
+	ip: string | undefined,
+): string | undefined {
+	const ns = config.namespace
+	return config.agentAddress === 'service' ? `${sandboxName}.${ns}.svc.cluster.local` : ip
+}
+
+function boundSandbox(
+	object: CreatedObject,
+	sandboxName: string,
+	token: string,
+	host: string,
+): AcquiredTaskSandbox {
+	return {
+		id: sandboxName,
+		created: {
+			kind: object.kind,
+			path: object.path,
+			name: object.name,
+			...(object.uid === undefined ? {} : { uid: object.uid }),
+		},
+		podName: sandboxName,
+		token,
+		host,
+	}
+}
+
+/**
+ * The bound sandbox as a pod listed before the bind predicts it, for work that may start before the
+ * pod read confirms it: none when the claim's mirrored pod IPs do not include the listed one (the
+ * pod was replaced since). The pod read still decides what is handed out.
+ */
+export function anticipatedSandbox(
+	run: AcquireRun,
+	object: CreatedObject,
+	bound: KubernetesObject,
+	pod: { readonly name: string; readonly uid: string; readonly ip: string },
+): AcquiredTaskSandbox | undefined {
+	const mirrored = podIpsOf(bound)
+	if (mirrored !== undefined && !mirrored.includes(pod.ip)) return undefined
+	const host = agentHost(run.config, pod.name, pod.ip)
+	return host === undefined ? undefined : boundSandbox(object, pod.name, pod.uid, host)
+}
+
+/** A bound claim's `status.sandbox.podIPs`, when it carries them. */
+function podIpsOf(claim: KubernetesObject): readonly string[] | undefined {
+	const sandbox = claim.status?.sandbox
+	const ips =
+		typeof sandbox === 'object' && sandbox !== null
+			? (sandbox as { podIPs?: unknown }).podIPs
+			: undefined
+	if (!Array.isArray(ips)) return undefined
+	return ips.filter((ip): ip is string => typeof ip === 'string')
 }

@@ -8,6 +8,7 @@
  */
 
 import { waitForBoundPod } from './acquire-binding.js'
+import { anticipatedSandbox } from './acquire-pod.js'
 import {
 	ACQUIRE_CLEANUP_TIMEOUT_MS,
 	type AcquiredTaskSandbox,
@@ -25,7 +26,9 @@ import {
 	kubernetesPaths,
 	shutdownTimeAt,
 } from './kubernetes-objects.js'
+import type { PolicyListingAhead } from './network/network-verifier.js'
 import { apiFailureShape } from './readiness.js'
+import type { RosterPod } from './warm-pool-roster.js'
 
 export { ACQUIRE_CLEANUP_TIMEOUT_MS, type AcquiredTaskSandbox, classifyAcquireFailure }
 
@@ -33,7 +36,13 @@ export { ACQUIRE_CLEANUP_TIMEOUT_MS, type AcquiredTaskSandbox, classifyAcquireFa
 export interface AcquireNetworkChecks {
 	/** Before anything is created: the named egress object. */
 	prepare(signal?: AbortSignal): Promise<void>
-	verify(podLabels: Readonly<Record<string, string>>, signal?: AbortSignal): Promise<void>
+	verify(
+		podLabels: Readonly<Record<string, string>>,
+		signal?: AbortSignal,
+		ahead?: PolicyListingAhead,
+	): Promise<void>
+	/** After a claim's POST, the policy LIST `verify` will need, so it runs while the claim binds. */
+	listAhead?(signal?: AbortSignal): PolicyListingAhead | undefined
 }
 
 export interface AcquireDependencies {
@@ -48,6 +57,13 @@ export interface AcquireDependencies {
 	 * releases the claim.
 	 */
 	readonly whileVerifying?: (sandbox: AcquiredTaskSandbox) => Promise<void>
+	/**
+	 * A claim's bound pod as listed before the bind (warm-pool-roster.ts), if known: `anticipate`
+	 * then hears the sandbox it predicts as soon as the claim binds, while the pod read is in flight,
+	 * and must not throw. What is handed out is still what the pod read confirms.
+	 */
+	readonly lookupPod?: (podName: string) => RosterPod | undefined
+	readonly anticipate?: (sandbox: AcquiredTaskSandbox) => void
 	readonly now?: () => number
 	readonly wallClock?: () => number
 }
@@ -88,11 +104,18 @@ export async function acquireTaskSandbox(
 	}
 	const created = await createAcquireObject(run, deps, shutdownTime)
 	try {
-		const acquired = await waitForBoundPod(run, created)
+		// A claim's policy LIST runs while the claim binds: only the pod's labels wait for the bind.
+		const ahead = created.kind === 'claim' ? deps.network?.listAhead?.(signal) : undefined
+		const acquired = await waitForBoundPod(run, created, (podName, bound) => {
+			if (created.kind !== 'claim') return
+			const listed = deps.lookupPod?.(podName)
+			const guess = listed && anticipatedSandbox(run, created, bound, listed)
+			if (guess) deps.anticipate?.(guess)
+		})
 		if (created.kind === 'claim' && deps.network) {
 			const alongside = deps.whileVerifying?.(acquired.sandbox)
 			try {
-				await deps.network.verify(acquired.podLabels, signal)
+				await deps.network.verify(acquired.podLabels, signal, ahead)
 			} finally {
 				await alongside
 			}

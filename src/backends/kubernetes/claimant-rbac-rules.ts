@@ -39,7 +39,9 @@ export const KUBERNETES_CLAIMANT_RBAC_RULES: readonly KubernetesRbacRule[] = Obj
 		apiGroups: ['extensions.agents.x-k8s.io'],
 		resources: ['sandboxwarmpools'],
 		verbs: ['get'],
-		callSites: ['get: fleet-verbs.ts (readKubernetesTaskCapacity)'],
+		callSites: [
+			'get: fleet-verbs.ts (readKubernetesTaskCapacity), warm-pool-roster.ts (the pool selector, once)',
+		],
 	},
 	{
 		apiGroups: [''],
@@ -47,7 +49,7 @@ export const KUBERNETES_CLAIMANT_RBAC_RULES: readonly KubernetesRbacRule[] = Obj
 		verbs: ['get', 'list'],
 		callSites: [
 			'get: acquire-task-sandbox.ts (uid/IP read, capacity/image-pull diagnosis)',
-			'list: fleet-verbs.ts (Pending pods)',
+			'list: fleet-verbs.ts (Pending pods), warm-pool-roster.ts (the pool pods probed before a claim)',
 		],
 	},
 	{

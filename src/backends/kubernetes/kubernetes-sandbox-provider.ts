@@ -14,7 +14,6 @@ import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig, SandboxProvider } from '../../contract/provider.js'
 import type { Sandbox } from '../../contract/sandbox.js'
 import {
-	PRIVILEGE_PROBE_MAX_TIMEOUT_MS,
 	probeSandboxPrivileges,
 	SandboxPrivilegeProbeError,
 } from '../../exec-programs/privilege-probe.js'
@@ -56,6 +55,8 @@ import { PerSandboxPolicyWriter } from './network/per-sandbox-policy-writer.js'
 import { KubernetesPerSandboxEgressTaskSandbox } from './per-sandbox-egress-task-sandbox.js'
 import { DialTracker, PodRebinder } from './pod-rebind.js'
 import { KubernetesAgentTransport } from './transport.js'
+import { probeTimeoutMs, warmUpPod } from './warm-pool-probe.js'
+import { WarmPoolRoster } from './warm-pool-roster.js'
 
 /** The guest image's workspace (`NAMZU_SANDBOX_WORKSPACE`); relative paths resolve against it. */
 export const KUBERNETES_WORKSPACE_ROOT = '/workspace'
@@ -139,6 +140,7 @@ export function createKubernetesSandboxProvider(
 		})
 		return network
 	}
+	const roster = rosterHolder(resolved)
 	let fence: AdmissionFence | undefined
 	// One per backend: the admission fence is proven once, before the first policy write.
 	const admissionFence = (port: KubernetesApiPort): AdmissionFence => {
@@ -157,7 +159,9 @@ export function createKubernetesSandboxProvider(
 			const timeoutMs = sandboxDefaultTimeoutMs(createConfig, defaults)
 			const port = apiPort()
 			const checks = networkChecks(port)
+			const poolRoster = roster.get(port)
 			return createKubernetesTaskSandbox(port, resolved, {
+				...(poolRoster ? { roster: poolRoster } : {}),
 				...(timeoutMs === undefined ? {} : { defaultTimeoutMs: timeoutMs }),
 				outputBudget,
 				...(createConfig.signal ? { signal: createConfig.signal } : {}),
@@ -165,10 +169,31 @@ export function createKubernetesSandboxProvider(
 				...(resolved.egress?.perSandbox ? { admissionFence: admissionFence(port) } : {}),
 			})
 		},
-		close: async () => {},
+		close: () => roster.close(),
 		[Symbol.asyncDispose]: () => provider.close(),
 	}
 	return provider
+}
+
+/** The backend's one warm-pool roster (pool only), made at the first create: it serves every later one. */
+function rosterHolder(config: ResolvedKubernetesBackendConfig) {
+	let roster: WarmPoolRoster | undefined
+	return {
+		get(port: KubernetesApiPort): WarmPoolRoster | undefined {
+			const poolName = config.warmPoolName
+			if (poolName === undefined) return undefined
+			roster ??= new WarmPoolRoster({
+				api: port,
+				namespace: config.namespace,
+				poolName,
+				warm: (pod, closed) => warmUpPod(config, KUBERNETES_WORKSPACE_ROOT, pod, closed),
+			})
+			return roster
+		},
+		close: async (): Promise<void> => {
+			await roster?.close()
+		},
+	}
 }
 
 export interface CreateTaskSandboxOptions {
@@ -182,6 +207,8 @@ export interface CreateTaskSandboxOptions {
 	readonly network?: AcquireNetworkChecks
 	/** Under `egress.perSandbox`: the backend's fence (one is made for this sandbox otherwise). */
 	readonly admissionFence?: AdmissionFence
+	/** With `warmPoolName`: the backend's roster, refreshed by this create and read at the bind. */
+	readonly roster?: WarmPoolRoster
 }
 
 /** Acquire → transport → sandbox → probe → lease; see the module comment. */
@@ -190,37 +217,63 @@ export async function createKubernetesTaskSandbox(
 	config: ResolvedKubernetesBackendConfig,
 	options: CreateTaskSandboxOptions = {},
 ): Promise<Sandbox> {
-	const { signal } = options
+	const { signal, roster } = options
 	const probe = (sandbox: WrappedSandbox) =>
 		probeSandboxPrivileges(sandbox.prober, signal, {
-			timeoutMs: Math.min(config.readyTimeoutMs, PRIVILEGE_PROBE_MAX_TIMEOUT_MS),
+			timeoutMs: probeTimeoutMs(config),
 		})
 			.finally(() => sandbox.prober.destroy().catch(() => undefined))
 			.then(
-				() => ({ failed: false as const }),
-				(error: unknown) => ({ failed: true as const, error }),
+				(): ProbeOutcome => PROBE_PASSED,
+				(error: unknown): ProbeOutcome => ({ failed: true, error }),
 			)
-	// A claim's network check runs while the guest is dialed and probed (one API round trip off
-	// the critical path); nothing is handed out before both passed.
-	let early: { sandbox: WrappedSandbox; probed: Awaited<ReturnType<typeof probe>> } | undefined
+	// One probe per binding (pod uid and address), started as soon as that binding is known: at the
+	// bind when the roster listed the pod, else after the pod read; a claim's network check runs
+	// meanwhile. A uid the roster already proved is not probed again. What is handed out is the
+	// binding the pod read confirmed, proved.
+	let current:
+		| { binding: string; sandbox: WrappedSandbox; probed: ReturnType<typeof probe> }
+		| undefined
+	const probing = (bound: AcquiredTaskSandbox) => {
+		const binding = `${bound.token} ${bound.host}`
+		if (current?.binding !== binding) {
+			const sandbox = wrapAcquired(api, config, bound, options)
+			const probed = roster?.passed(bound.token)
+				? sandbox.prober.destroy().then(
+						() => PROBE_PASSED,
+						() => PROBE_PASSED,
+					)
+				: probe(sandbox)
+			current = { binding, sandbox, probed }
+		}
+		return current
+	}
+	roster?.refresh()
 	const acquired = await acquireTaskSandbox(
 		{
 			api,
 			config,
 			...(options.network ? { network: options.network } : {}),
 			whileVerifying: async (bound) => {
-				const sandbox = wrapAcquired(api, config, bound, options)
-				early = { sandbox, probed: await probe(sandbox) }
+				await probing(bound).probed
 			},
+			...(roster
+				? {
+						lookupPod: (podName: string) => roster.lookup(podName),
+						anticipate: (bound: AcquiredTaskSandbox) => {
+							probing(bound)
+						},
+					}
+				: {}),
 		},
 		signal,
 	).catch(async (error: unknown) => {
 		// The claim is already released; this closes what the probe opened (its DELETE finds it gone).
-		await early?.sandbox.destroy().catch(() => {})
+		await current?.sandbox.destroy().catch(() => {})
 		throw error
 	})
-	const sandbox = early?.sandbox ?? wrapAcquired(api, config, acquired, options)
-	const probed = early?.probed ?? (await probe(sandbox))
+	const { sandbox, probed: outcome } = probing(acquired)
+	const probed = await outcome
 	if (probed.failed) {
 		await sandbox.destroy().catch(() => {})
 		signal?.throwIfAborted()
@@ -229,6 +282,10 @@ export async function createKubernetesTaskSandbox(
 	sandbox.startLease()
 	return sandbox.handle
 }
+
+type ProbeOutcome = { readonly failed: false } | { readonly failed: true; readonly error: unknown }
+
+const PROBE_PASSED: ProbeOutcome = { failed: false }
 
 /** The probe's own failure, or — when the guest could not be reached at all — why not. */
 export function probeFailure(error: unknown, sandboxId: string): unknown {

@@ -98,7 +98,7 @@ describe('Kubernetes task sandboxes from a warm pool', () => {
 		await expect(sandbox.exec('true')).rejects.toBeInstanceOf(KubernetesSandboxDestroyedError)
 	})
 
-	it('a clean warm acquire sends exactly POST claim, one watch of that claim from the version the POST returned, one GET of the bound pod, one LIST of the network policies; destroy one DELETE', async () => {
+	it('a clean warm acquire sends exactly POST claim, one watch of that claim from the version the POST returned, one GET of the bound pod, one LIST of the network policies, and (the provider’s first create) one GET of the pool and one LIST of its pods; destroy one DELETE', async () => {
 		proxy.clear()
 		const token = h.cluster.access.token
 		const sandbox = await h
@@ -109,14 +109,25 @@ describe('Kubernetes task sandboxes from a warm pool', () => {
 		const claim = (await liveClaims())[0] as KubeObject
 		const claimName = claim.metadata.name
 		expect(claim.spec).toMatchObject({ warmPoolRef: { name: poolName } })
-		expect(acquireLog.map(withoutQuery)).toEqual([
-			`POST ${paths.claims(h.namespace)}`,
-			`GET ${paths.claims(h.namespace)}`,
-			`GET ${paths.pod(h.namespace, sandbox.id)}`,
-			// The agent-port ingress check, after the bind.
-			`GET ${paths.networkPolicies(h.namespace)}`,
-		])
-		const watch = new URL(`http://x${acquireLog[1]?.split(' ')[1] ?? ''}`).searchParams
+		const post = `POST ${paths.claims(h.namespace)}`
+		const watchLine = `GET ${paths.claims(h.namespace)}`
+		const podRead = `GET ${paths.pod(h.namespace, sandbox.id)}`
+		// The agent-port ingress check's LIST, sent while the claim binds.
+		const policies = `GET ${paths.networkPolicies(h.namespace)}`
+		// The warm-pool roster: the pool's selector once, then its pods (alongside the POST).
+		const roster = [`GET ${paths.pool(h.namespace, poolName)}`, `GET ${paths.pods(h.namespace)}`]
+		const lines = acquireLog.map(withoutQuery)
+		expect([...lines].sort()).toEqual([post, watchLine, podRead, policies, ...roster].sort())
+		const at = (line: string) => lines.indexOf(line)
+		expect(at(post)).toBeLessThan(at(watchLine))
+		expect(at(watchLine)).toBeLessThan(at(podRead))
+		expect(at(post)).toBeLessThan(at(policies))
+		expect(at(roster[0] as string)).toBeLessThan(at(roster[1] as string))
+		const podList = new URL(`http://x${acquireLog[at(roster[1] as string)]?.split(' ')[1] ?? ''}`)
+		expect(podList.searchParams.get('labelSelector')).toMatch(
+			/^agents\.x-k8s\.io\/warm-pool-sandbox=/,
+		)
+		const watch = new URL(`http://x${acquireLog[at(watchLine)]?.split(' ')[1] ?? ''}`).searchParams
 		expect(watch.get('watch')).toBe('true')
 		expect(watch.get('fieldSelector')).toBe(`metadata.name=${claimName}`)
 		// From the version the POST answered, so a bind between the POST and the watch is not missed.
@@ -141,14 +152,21 @@ describe('Kubernetes task sandboxes from a warm pool', () => {
 			.create()
 		open.push(sandbox)
 		const claimName = (await liveClaims())[0]?.metadata.name ?? ''
-		expect(collapsed(proxy.requests.map(withoutQuery))).toEqual([
+		// The roster's reads and the policy LIST run beside the claim's own sequence.
+		const beside = [
+			`GET ${paths.pool(h.namespace, poolName)}`,
+			`GET ${paths.pods(h.namespace)}`,
+			`GET ${paths.networkPolicies(h.namespace)}`,
+		]
+		const lines = proxy.requests.map(withoutQuery)
+		expect(lines.filter((line) => beside.includes(line)).sort()).toEqual([...beside].sort())
+		expect(collapsed(lines.filter((line) => !beside.includes(line)))).toEqual([
 			`POST ${paths.claims(h.namespace)}`,
 			// The watch, answered 403 …
 			`GET ${paths.claims(h.namespace)}`,
 			// … so the claim is read until bound.
 			`GET ${paths.claim(h.namespace, claimName)}`,
 			`GET ${paths.pod(h.namespace, sandbox.id)}`,
-			`GET ${paths.networkPolicies(h.namespace)}`,
 		])
 		expect(await sandbox.exec('true')).toMatchObject({ exitCode: 0 })
 	})

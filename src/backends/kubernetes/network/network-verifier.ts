@@ -19,7 +19,7 @@ import {
 	KubernetesIngressPolicyError,
 } from './network-errors.js'
 import { firstDifference } from './policy-difference.js'
-import { getPolicy, listPolicies } from './policy-listing.js'
+import { getPolicy, type ListedPolicies, listPolicies } from './policy-listing.js'
 
 /** How long a passing union check is trusted for one pod label set. */
 export const UNION_PASS_TTL_MS = 5 * 60_000
@@ -32,6 +32,13 @@ export interface NetworkVerifierOptions {
 	readonly egress?: ResolvedEgressConfig
 	readonly ingress: ResolvedIngressConfig
 	readonly now?: () => number
+}
+
+/** A policy LIST started before the labels it is judged against were known. */
+export interface PolicyListingAhead {
+	/** Whether it also lists CiliumNetworkPolicies. */
+	readonly cilium: boolean
+	readonly listing: Promise<ListedPolicies>
 }
 
 function labelSetKey(labels: Readonly<Record<string, string>>): string {
@@ -63,8 +70,27 @@ export class KubernetesNetworkVerifier {
 		if (egress !== undefined) await this.#namedObject(egress, signal)
 	}
 
+	/**
+	 * Starts, before the bound pod's labels are known, the policy LIST a `verify` will need when
+	 * the ingress check is on (it always lists). `verify` uses it only when it would have listed
+	 * the very same collections; otherwise it lists itself.
+	 */
+	listAhead(signal?: AbortSignal): PolicyListingAhead | undefined {
+		const { ingress, api, namespace } = this.#options
+		if (!ingress.verify) return undefined
+		const cilium = ingress.engine === 'cilium'
+		const listing = listPolicies(api, namespace, cilium, signal)
+		// Awaited by verify, or dropped when the acquire ended first.
+		listing.catch(() => {})
+		return { cilium, listing }
+	}
+
 	/** Every check for a pod carrying `podLabels`; throws the first refusal. */
-	async verify(podLabels: Readonly<Record<string, string>>, signal?: AbortSignal): Promise<void> {
+	async verify(
+		podLabels: Readonly<Record<string, string>>,
+		signal?: AbortSignal,
+		ahead?: PolicyListingAhead,
+	): Promise<void> {
 		const { egress, ingress, namespace, api } = this.#options
 		const translated = egress === undefined ? undefined : await this.#namedObject(egress, signal)
 		const key = labelSetKey(podLabels)
@@ -75,7 +101,10 @@ export class KubernetesNetworkVerifier {
 		if (!union && !ingress.verify) return
 		const cilium =
 			(union && egress?.engine === 'cilium') || (ingress.verify && ingress.engine === 'cilium')
-		const listed = await listPolicies(api, namespace, cilium, signal)
+		const listed =
+			ahead?.cilium === cilium
+				? await ahead.listing
+				: await listPolicies(api, namespace, cilium, signal)
 		if (union && translated !== undefined) {
 			const decision = decideEgressUnion({
 				policies: listed.policies,
