@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { VMM_MEMORY_OVERHEAD_MB } from '../../src/backends/microvm/qemu-guest.js'
+import { VMM_MEMORY_OVERHEAD_MB } from '../../src/backends/microvm/qemu-host-claims.js'
 import {
 	createSandboxProvider,
 	MicroVMServiceUnavailableError,
