@@ -30,7 +30,7 @@ afterEach(async () => {
 
 /** A build that waits for `release` before writing its mark. */
 function gatedBuild(mark: string) {
-	let release = () => undefined as void
+	let release: () => void = () => undefined
 	const gate = new Promise<void>((resolve) => {
 		release = resolve
 	})
