@@ -17,7 +17,7 @@ import {
 	SandboxConfigError,
 } from '../../src/index.js'
 import type { MicroVMSandboxProvider } from '../../src/microvm-entry.js'
-import { imageKernel, qemuRunnable } from './qemu-test-host.js'
+import { guestDirName, imageKernel, qemuRunnable } from './qemu-test-host.js'
 
 const runnable = qemuRunnable
 
@@ -83,7 +83,7 @@ describe.skipIf(!runnable)('microVM tier on QEMU', () => {
 		async () => {
 			const pids = execFileSync(
 				'sh',
-				['-c', `pgrep -f '[q]emu-system-x86_64.*namzu-${sandbox.id}-' || true`],
+				['-c', `pgrep -f '[q]emu-system-x86_64.*${guestDirName(sandbox.id)}/' || true`],
 				{
 					encoding: 'utf8',
 				},
@@ -256,10 +256,10 @@ describe.skipIf(!runnable)('microVM tier on QEMU', () => {
 		async () => {
 			const list = (command: string) =>
 				execFileSync('sh', ['-c', `${command} || true`], { encoding: 'utf8' }).trim()
-			const dirs = readdirSync(tmpdir()).filter((name) => name.startsWith(`namzu-${sandbox.id}-`))
+			const dirs = readdirSync(tmpdir()).filter((name) => name === guestDirName(sandbox.id))
 			expect(dirs).toHaveLength(1)
 			// `[n]` keeps the pattern from matching the shell running pgrep.
-			const vmm = `pgrep -f '[n]amzu-${sandbox.id}-'`
+			const vmm = `pgrep -f '[${guestDirName(sandbox.id).slice(0, 1)}]${guestDirName(sandbox.id).slice(1)}/'`
 			expect(list(vmm)).not.toBe('')
 			await sandbox.destroy()
 			expect(existsSync(join(tmpdir(), dirs[0] ?? ''))).toBe(false)

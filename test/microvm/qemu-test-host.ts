@@ -33,3 +33,8 @@ export const imageKernel = qemuRunnable
 			}
 		).kernel
 	: ''
+
+/** The name of a microVM sandbox's guest directory (a state root) while its first QEMU runs. */
+export function guestDirName(sandboxId: string): string {
+	return `namzu-sbx-${sandboxId.replace(/^microvm-/, '')}`
+}

@@ -33,7 +33,12 @@ import { GUEST_WORKSPACE_DEVICE, prepareGuestWorkspaceDisk } from './guest-works
 import { controlBoundFor } from './kvm-probe.js'
 import type { MicroVMImage } from './microvm-image.js'
 import { GUEST_AGENT_PORT, guestEnvFile, qemuArgv } from './qemu-argv.js'
-import { claimMachineRoot, createVmmCgroups, recordLauncher } from './qemu-host-claims.js'
+import {
+	claimMachineRoot,
+	createVmmCgroups,
+	recordLauncher,
+	stateRootIdOf,
+} from './qemu-host-claims.js'
 import { monitorOnDemand, type OnDemandMonitor, type QemuMonitor } from './qemu-monitor.js'
 import {
 	copyDisk,
@@ -245,6 +250,8 @@ type TcpAgentHandle = {
 interface MachineStart {
 	readonly options: QemuGuestOptions
 	readonly restore?: VmRestoreSource
+	/** The state root's id (the sandbox's first QEMU); default a new one. */
+	readonly rootId?: string
 }
 
 /**
@@ -254,7 +261,7 @@ interface MachineStart {
 async function startMachine(start: MachineStart): Promise<QemuMachine> {
 	const { options, restore } = start
 	options.signal?.throwIfAborted()
-	const { id, dir, ledger } = await claimMachineRoot(options)
+	const { id, dir, ledger } = await claimMachineRoot(options, start.rootId)
 	const token = randomBytes(32).toString('hex')
 	const consoleLog = join(dir, 'console.log')
 	const envFile = join(dir, 'agent.env')
@@ -415,8 +422,10 @@ export async function bootQemuGuest(
 			),
 		)
 	}
+	const rootId = stateRootIdOf(options.sandboxId)
 	let current = await startMachine({
 		options,
+		...(rootId === undefined ? {} : { rootId }),
 		...(options.restore ? { restore: options.restore } : {}),
 	})
 	const first = current

@@ -21,11 +21,19 @@ import { resolveStateBase, sandboxRootFor } from '../machine/workspace/sandbox-d
 export const VMM_MEMORY_OVERHEAD_MB = 384
 
 /**
+ * The state-root id of a sandbox's first QEMU: its sandbox id's hex (`microvm-<12 hex>`), so `gc`
+ * and a host's `ps` name the sandbox; a replacement (a rollback) and a template guest get new ones.
+ */
+export function stateRootIdOf(sandboxId: string): string | undefined {
+	return /^microvm-([0-9a-f]{12})$/.exec(sandboxId)?.[1]
+}
+
+/**
  * The machine's private directory as a state root of the machine layer, its record written
  * before anything else is claimed (this host process as its owner), so the reaper can undo it.
  */
-export async function claimMachineRoot(options: { readonly stateDir: string }) {
-	const id = newSandboxId()
+export async function claimMachineRoot(options: { readonly stateDir: string }, given?: string) {
+	const id = given ?? newSandboxId()
 	const dir = sandboxRootFor(await resolveStateBase(options.stateDir), id)
 	await mkdir(dir, { mode: 0o700 })
 	const ledger = new HostClaimsLedger(emptyClaims(id, dir, await readProcessIdentity(process.pid)))
