@@ -89,10 +89,10 @@ describe.skipIf(!qemuRunnable)('microVM tier on QEMU: warm start from a memory s
 			for (const sandbox of [first, second]) {
 				expect((await sandbox.exec('uname', ['-r'])).stdout.trim()).toBe(imageKernel)
 				await sandbox.writeFile('/workspace/own.txt', sandbox.id)
-				expect(await sandbox.readFile('/workspace/own.txt')).toBe(sandbox.id)
+				expect((await sandbox.readFile('/workspace/own.txt')).toString()).toBe(sandbox.id)
 			}
 			// Neither sees the other's writes: each restored its own copy of the template's disk.
-			expect(await first.readFile('/workspace/own.txt')).toBe(first.id)
+			expect((await first.readFile('/workspace/own.txt')).toString()).toBe(first.id)
 
 			// Tokens: the template's (in its saved RAM image) and each start's own all differ.
 			const template = await readVmState(join(stateDir, 'namzu-snapshot-cache', key))
