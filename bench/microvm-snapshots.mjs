@@ -15,6 +15,15 @@ import { argInt, ms, printTable, ratio, summarize } from './lib.mjs'
 const count = argInt('count', 3)
 const config = { memoryLimitMb: 512, diskLimitMb: 64 }
 const stateDir = await mkdtemp(join(tmpdir(), 'namzu-bench-vmsnap-'))
+// `--warm-only`: only the warm-start comparison (its own same-run cold baseline).
+if (process.argv.includes('--warm-only')) {
+	try {
+		await warmStart()
+	} finally {
+		await rm(stateDir, { recursive: true, force: true })
+	}
+	process.exit(0)
+}
 const provider = createSandboxProvider({ backend: { tier: 'microvm', service: 'qemu', stateDir } })
 const parent = await provider.create(config)
 // Each guest's directory is a state root `namzu-sbx-<id>` in the state directory; the parent's first.
