@@ -5,7 +5,8 @@
  * VMM's cgroups and the VMM itself, so the machine layer's reaper undoes what a dead host's guest
  * left (`namzu-sandbox gc`, a provider's first create). This tier imports no other tier.
  */
-import { mkdir, rm } from 'node:fs/promises'
+import { mkdir, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { createSandboxCgroups } from '../machine/cgroups/cgroup-limits.js'
 import { emptyClaims } from '../machine/claims/host-claims.js'
 import { readProcessIdentity } from '../machine/claims/process-identity.js'
@@ -20,6 +21,9 @@ import { resolveStateBase, sandboxRootFor } from '../machine/workspace/sandbox-d
  */
 export const VMM_MEMORY_OVERHEAD_MB = 384
 
+/** In a guest's directory: the sandbox it runs for (a rollback's new QEMU has a directory of its own). */
+export const GUEST_SANDBOX_ID_FILE = 'sandbox-id'
+
 /**
  * The state-root id of a sandbox's first QEMU: its sandbox id's hex (`microvm-<12 hex>`), so `gc`
  * and a host's `ps` name the sandbox; a replacement (a rollback) and a template guest get new ones.
@@ -32,13 +36,17 @@ export function stateRootIdOf(sandboxId: string): string | undefined {
  * The machine's private directory as a state root of the machine layer, its record written
  * before anything else is claimed (this host process as its owner), so the reaper can undo it.
  */
-export async function claimMachineRoot(options: { readonly stateDir: string }, given?: string) {
+export async function claimMachineRoot(
+	options: { readonly stateDir: string; readonly sandboxId: string },
+	given?: string,
+) {
 	const id = given ?? newSandboxId()
 	const dir = sandboxRootFor(await resolveStateBase(options.stateDir), id)
 	await mkdir(dir, { mode: 0o700 })
 	const ledger = new HostClaimsLedger(emptyClaims(id, dir, await readProcessIdentity(process.pid)))
 	try {
 		await ledger.record({})
+		await writeFile(join(dir, GUEST_SANDBOX_ID_FILE), `${options.sandboxId}\n`, { mode: 0o600 })
 	} catch (error) {
 		await rm(dir, { recursive: true, force: true })
 		throw error
