@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The end of `.ci/run`: fails, naming each, when the run left anything of a sandbox behind — a
 // `namzu-sbx-<id>` cgroup (any hierarchy), mount, loop device (its backing file), process (its
-// command line or cgroup), state root, a checkpoint copy-on-write volume (`namzu-cow/`: its mount,
+// command line or cgroup: a microVM guest's QEMU names its directory), state root (a microVM
+// guest's directory is one), a checkpoint copy-on-write volume (`namzu-cow/`: its mount,
 // its loop device, a process holding its lock), or a claim lock (`namzu-claims/*.lock`); a named network
 // namespace `namzu-*` (`ip netns list`: the tests' stand-in internet is `namzu-inet-*` and deletes
 // its own on close); a `namzu-agent-test-*` directory in `os.tmpdir()` (the agent test helper's

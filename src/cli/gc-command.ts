@@ -25,6 +25,7 @@ export function formatGarbageReport(report: LocalGarbageReport, dryRun: boolean)
 		...report.runtimeFiles.map((file) => `${remove} runtime copy ${file}`),
 		...report.partialCheckpoints.map((dir) => `${remove} partial checkpoint ${dir}`),
 		...report.checkpointVolume.map((path) => `${remove} checkpoint volume leftover ${path}`),
+		...report.warmSnapshots.map((path) => `${remove} warm-start snapshot ${path}`),
 	]
 }
 

@@ -109,6 +109,7 @@ import {
 	MicroVMImageMissingError,
 	MicroVMProviderClosedError,
 	MicroVMServiceUnavailableError,
+	MicroVMSnapshotDamagedError,
 	QemuMonitorError,
 } from '../../src/backends/microvm/microvm-errors.js'
 import {
@@ -877,6 +878,10 @@ const CASES: readonly ErrorCase[] = [
 		make: () => new MicroVMServiceUnavailableError('firecracker', 'no binary'),
 	},
 	{ type: MicroVMProviderClosedError, make: () => new MicroVMProviderClosedError() },
+	{
+		type: MicroVMSnapshotDamagedError,
+		make: () => new MicroVMSnapshotDamagedError('/tmp/namzu-snapshot-cache/0123'),
+	},
 	{
 		type: FirecrackerApiError,
 		make: () => new FirecrackerApiError({ method: 'PUT', path: '/boot-source' }, 400, 'bad kernel'),

@@ -1,9 +1,9 @@
 /**
  * `scripts/leak-check.mjs`, the end of `.ci/run`: it names each leftover state root, claim lock,
- * `namzu-sbx-*` cgroup, `namzu-*` network namespace and `namzu-agent-test-*` temp directory and
- * fails; it passes over a clean state; it never searches the cluster harness's cache directory.
+ * `namzu-sbx-*` cgroup, `namzu-*` network namespace, `namzu-agent-test-*` temp directory, and a
+ * microVM guest's directory and the QEMU running from it, and fails; it passes over a clean state; it never searches the cluster harness's cache directory.
  */
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, rmdir, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -158,4 +158,38 @@ describe('leak-check', () => {
 		},
 		60_000,
 	)
+
+	it('names a microVM guest left behind — its directory and the QEMU running from it — and fails', async () => {
+		const dir = await mkdtemp(join(tmpdir(), 'namzu-leak-check-'))
+		// A QEMU guest's private directory is a state root: its overlay and monitor socket live there.
+		const root = join(dir, 'namzu-sbx-5eed0123abcd')
+		await mkdir(root)
+		await writeFile(join(root, 'root.qcow2'), '')
+		// A stand-in for the VMM: a process whose command line names the directory, as QEMU's does.
+		const vmm = spawn(
+			'/bin/sh',
+			['-c', 'sleep 600', 'qemu-system-x86_64', '-qmp', `unix:${root}/qmp.sock,server=on`],
+			{ stdio: 'ignore' },
+		)
+		try {
+			await new Promise((resolve) => vmm.once('spawn', resolve))
+			const run = check(['--kinds', 'state,process', '--state-roots', dir])
+			expect(run.status).toBe(1)
+			expect(run.stdout).toContain(`leak-check: leftover state ${root}\n`)
+			expect(run.stdout).toMatch(
+				new RegExp(
+					`leak-check: leftover process ${vmm.pid} /bin/sh -c sleep 600 qemu-system-x86_64`,
+				),
+			)
+		} finally {
+			const exited = new Promise((resolve) => vmm.once('exit', resolve))
+			vmm.kill('SIGKILL')
+			await exited
+		}
+		await rm(root, { recursive: true })
+		// Other runs' sandboxes may be running right now: only ours must be gone.
+		const clean = check(['--kinds', 'state,process', '--state-roots', dir])
+		expect(clean.stdout).not.toContain(root)
+		await rm(dir, { recursive: true, force: true })
+	}, 60_000)
 })

@@ -445,6 +445,7 @@ describe('gc output', () => {
 		runtimeFiles: ['/s/namzu-runtime-0/node-1-2-3-4'],
 		partialCheckpoints: ['/s/namzu-checkpoints/.partial-0123456789abcdef'],
 		checkpointVolume: ['/s/namzu-cow/mnt'],
+		warmSnapshots: ['/s/namzu-snapshot-cache/.partial-1-2-0a0b0c0d'],
 		failed: [],
 	} as const
 	it.each([
@@ -457,6 +458,7 @@ describe('gc output', () => {
 				'removed runtime copy /s/namzu-runtime-0/node-1-2-3-4',
 				'removed partial checkpoint /s/namzu-checkpoints/.partial-0123456789abcdef',
 				'removed checkpoint volume leftover /s/namzu-cow/mnt',
+				'removed warm-start snapshot /s/namzu-snapshot-cache/.partial-1-2-0a0b0c0d',
 			],
 		],
 		[
@@ -468,6 +470,7 @@ describe('gc output', () => {
 				'would remove runtime copy /s/namzu-runtime-0/node-1-2-3-4',
 				'would remove partial checkpoint /s/namzu-checkpoints/.partial-0123456789abcdef',
 				'would remove checkpoint volume leftover /s/namzu-cow/mnt',
+				'would remove warm-start snapshot /s/namzu-snapshot-cache/.partial-1-2-0a0b0c0d',
 			],
 		],
 	])('dry run %s: one line per thing', (dryRun, lines) => {

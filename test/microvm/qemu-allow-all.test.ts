@@ -22,7 +22,7 @@ import {
 } from '../../src/microvm-entry.js'
 import { CONNECT } from '../backends/egress-guest-programs.js'
 import { type StandInInternet, startStandInInternet } from '../backends/local/stand-in-internet.js'
-import { qemuRunnable } from './qemu-test-host.js'
+import { guestDirsOf, qemuRunnable } from './qemu-test-host.js'
 
 const runnable = qemuRunnable && process.getuid?.() === 0
 const execFileAsync = promisify(execFile)
@@ -176,7 +176,7 @@ describe.skipIf(!runnable)('allow-all egress on the microVM tier (QEMU)', () => 
 	it(
 		'the VMM runs in a namespace of its own with one slirp4netns, and destroy leaves nothing: no VMM, relay, slirp4netns or namespace',
 		async () => {
-			const mentioning = pidsMentioning(`namzu-${open.id}-`)
+			const mentioning = pidsMentioning(`${guestDirsOf(open.id)[0]}/`)
 			const vmm = mentioning.find((pid) =>
 				readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('qemu-system'),
 			)
@@ -193,13 +193,14 @@ describe.skipIf(!runnable)('allow-all egress on the microVM tier (QEMU)', () => 
 			)
 			if (relay === undefined) throw new Error('no relay')
 			expect(readlinkSync(`/proc/${relay}/ns/net`)).toBe(namespace)
-			const dirs = readdirSync(tmpdir()).filter((name) => name.startsWith(`namzu-${open.id}-`))
+			const dirs = guestDirsOf(open.id)
 			expect(dirs).toHaveLength(1)
 			await open.destroy()
-			expect(pidsMentioning(`namzu-${open.id}-`)).toEqual([])
+			expect(pidsMentioning(`${dirs[0]}/`)).toEqual([])
 			expect(slirps.filter((pid) => existsSync(`/proc/${pid}`))).toEqual([])
 			expect(pidsInNamespace(namespace)).toEqual([])
-			expect(existsSync(join(tmpdir(), dirs[0] ?? ''))).toBe(false)
+			expect(existsSync(dirs[0] ?? '/nonexistent')).toBe(false)
+			expect(dirs).toHaveLength(1)
 		},
 		CASE_MS,
 	)

@@ -5,11 +5,10 @@
  * One boot serves most cases: under TCG a boot takes 20–70 s on a loaded 2-core host.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { VMM_MEMORY_OVERHEAD_MB } from '../../src/backends/microvm/qemu-guest.js'
+import { VMM_MEMORY_OVERHEAD_MB } from '../../src/backends/microvm/qemu-host-claims.js'
 import {
 	createSandboxProvider,
 	MicroVMServiceUnavailableError,
@@ -17,7 +16,7 @@ import {
 	SandboxConfigError,
 } from '../../src/index.js'
 import type { MicroVMSandboxProvider } from '../../src/microvm-entry.js'
-import { imageKernel, qemuRunnable } from './qemu-test-host.js'
+import { guestDirsOf, imageKernel, qemuRunnable } from './qemu-test-host.js'
 
 const runnable = qemuRunnable
 
@@ -83,7 +82,7 @@ describe.skipIf(!runnable)('microVM tier on QEMU', () => {
 		async () => {
 			const pids = execFileSync(
 				'sh',
-				['-c', `pgrep -f '[q]emu-system-x86_64.*namzu-${sandbox.id}-' || true`],
+				['-c', `pgrep -f '[q]emu-system-x86_64.*${guestDirsOf(sandbox.id)[0]}/' || true`],
 				{
 					encoding: 'utf8',
 				},
@@ -256,13 +255,14 @@ describe.skipIf(!runnable)('microVM tier on QEMU', () => {
 		async () => {
 			const list = (command: string) =>
 				execFileSync('sh', ['-c', `${command} || true`], { encoding: 'utf8' }).trim()
-			const dirs = readdirSync(tmpdir()).filter((name) => name.startsWith(`namzu-${sandbox.id}-`))
+			const dirs = guestDirsOf(sandbox.id)
 			expect(dirs).toHaveLength(1)
 			// `[n]` keeps the pattern from matching the shell running pgrep.
-			const vmm = `pgrep -f '[n]amzu-${sandbox.id}-'`
+			const vmm = `pgrep -f '[q]emu-system-x86_64.*${dirs[0]}/'`
 			expect(list(vmm)).not.toBe('')
 			await sandbox.destroy()
-			expect(existsSync(join(tmpdir(), dirs[0] ?? ''))).toBe(false)
+			expect(existsSync(dirs[0] ?? '/nonexistent')).toBe(false)
+			expect(dirs).toHaveLength(1)
 			expect(list(vmm)).toBe('')
 			await expect(sandbox.exec('true')).rejects.toThrow()
 		},

@@ -3,7 +3,8 @@
  * installs and builds them), and the guest kernel the image boots.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { defaultImageDir } from '../../src/backends/microvm/microvm-image.js'
 
@@ -33,3 +34,21 @@ export const imageKernel = qemuRunnable
 			}
 		).kernel
 	: ''
+
+/**
+ * The guest directories (state roots, `namzu-sbx-<id>`) of a microVM sandbox in `stateDir`: its
+ * first QEMU's is named after the sandbox id, a rollback's new QEMU has its own; each names its
+ * sandbox in `sandbox-id`.
+ */
+export function guestDirsOf(sandboxId: string, stateDir: string = tmpdir()): string[] {
+	return readdirSync(stateDir)
+		.filter((name) => /^namzu-sbx-[0-9a-f]{12}$/.test(name))
+		.map((name) => join(stateDir, name))
+		.filter((dir) => {
+			try {
+				return readFileSync(join(dir, 'sandbox-id'), 'utf8').trim() === sandboxId
+			} catch {
+				return false
+			}
+		})
+}

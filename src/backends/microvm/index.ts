@@ -6,11 +6,15 @@ export {
 	MicroVMImageMissingError,
 	MicroVMProviderClosedError,
 	MicroVMServiceUnavailableError,
+	MicroVMSnapshotDamagedError,
 	QemuMonitorError,
 } from './microvm-errors.js'
 export {
 	createMicroVMSandboxProvider,
+	type MicroVMGuestStart,
+	type MicroVMProviderHooks,
 	type MicroVMSandbox,
 	type MicroVMSandboxCreateConfig,
 	type MicroVMSandboxProvider,
 } from './microvm-sandbox-provider.js'
+export type { SnapshotBootReason } from './snapshot-start.js'

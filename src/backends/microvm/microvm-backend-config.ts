@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { isAbsolute } from 'node:path'
 import {
 	CONFIG_SITE,
+	optionalBoolean,
 	optionalDurationMs,
 	optionalInteger,
 	requireString,
@@ -41,7 +42,16 @@ export interface MicroVMBackendConfig {
 	/** Guests booted ahead of `create()` with the provider's defaults. Default 0. */
 	readonly warmPoolSize?: number
 	/**
-	 * Where memory checkpoints are kept (`namzu-checkpoints/` in it), absolute. Default: the OS
+	 * Start guests from a memory snapshot of a booted, agent-ready guest instead of booting each:
+	 * the first start of a machine shape (RAM, vCPUs, workspace disk, network) boots a template
+	 * guest and saves it into `namzu-snapshot-cache/` under `stateDir`; every later start of that
+	 * shape restores from it and is re-identified (new token, reseeded entropy, new boot id). A
+	 * create with `env` or a `static` / `resolver` egress boots as before. Default `false`.
+	 */
+	readonly startFromSnapshot?: boolean
+	/**
+	 * Where each guest's directory (`namzu-sbx-<id>/`), memory checkpoints (`namzu-checkpoints/`)
+	 * and warm-start snapshots (`namzu-snapshot-cache/`) are kept, absolute. Default: the OS
 	 * temporary directory, like the other tiers on this machine.
 	 */
 	readonly stateDir?: string
@@ -56,6 +66,7 @@ export interface ResolvedMicroVMConfig {
 	readonly cpuLimit: number
 	readonly bootTimeoutMs: number
 	readonly warmPoolSize: number
+	readonly startFromSnapshot: boolean
 	readonly stateDir: string
 }
 
@@ -99,6 +110,8 @@ export function resolveMicroVMConfig(config: MicroVMBackendConfig): ResolvedMicr
 			DEFAULT_MICROVM_BOOT_TIMEOUT_MS,
 		warmPoolSize:
 			optionalInteger(CONFIG_SITE, 'warmPoolSize', config.warmPoolSize, { min: 0, max: 16 }) ?? 0,
+		startFromSnapshot:
+			optionalBoolean(CONFIG_SITE, 'startFromSnapshot', config.startFromSnapshot) ?? false,
 		stateDir: absoluteStateDir(config.stateDir),
 	}
 }

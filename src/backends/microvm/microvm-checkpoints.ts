@@ -99,10 +99,9 @@ export async function readVmCheckpoint(
 ): Promise<VmCheckpoint> {
 	const stateBase = await resolveStateBase(stateDir)
 	const checkpoint = await readCheckpoint(stateBase, id)
-	const dir = checkpointDir(stateBase, id)
-	const text = await readFile(join(dir, VM_RECORD), 'utf8').catch(() => undefined)
-	const record = text === undefined ? undefined : parseVmRecord(text)
-	if (checkpoint.kind !== 'memory' || record === undefined) {
+	const saved =
+		checkpoint.kind === 'memory' ? await readVmState(checkpointDir(stateBase, id)) : undefined
+	if (saved === undefined) {
 		throw new CheckpointUnsupportedError(
 			operation,
 			checkpoint.kind,
@@ -110,9 +109,21 @@ export async function readVmCheckpoint(
 			'that checkpoint was not taken of a microVM sandbox',
 		)
 	}
+	return { checkpoint, ...saved }
+}
+
+/**
+ * A guest's saved state in `dir` (a memory checkpoint's directory, a warm-start snapshot): its
+ * device configuration and the files a QEMU loads; undefined without a well-formed record.
+ */
+export async function readVmState(
+	dir: string,
+): Promise<Pick<VmCheckpoint, 'config' | 'source'> | undefined> {
+	const text = await readFile(join(dir, VM_RECORD), 'utf8').catch(() => undefined)
+	const record = text === undefined ? undefined : parseVmRecord(text)
+	if (record === undefined) return undefined
 	const { token, ...config } = record
 	return {
-		checkpoint,
 		config,
 		source: {
 			memoryFile: join(dir, VM_STATE_FILES.memory),
@@ -122,6 +133,19 @@ export async function readVmCheckpoint(
 			token,
 		},
 	}
+}
+
+/** Writes a running guest's state (paused for the instant) and its record into `dir`. */
+export async function saveGuestState(
+	guest: QemuGuest,
+	config: VmConfig,
+	dir: string,
+	signal?: AbortSignal,
+): Promise<void> {
+	const machine = guest.machine
+	const record: VmRecord = { ...config, token: machine.handle.token }
+	await writeFile(join(dir, VM_RECORD), `${JSON.stringify(record)}\n`, { mode: 0o600 })
+	await saveVmState(await machine.monitor(), machine.disks, dir, signal)
 }
 
 /** What the verbs need of one microVM sandbox. */
@@ -145,14 +169,6 @@ function refuseProxied(operation: string, target: MicroVMCheckpointTarget): void
 
 function assertLive(sandbox: AgentSandbox, operation: string): void {
 	if (sandbox.status === 'destroyed') throw new SandboxDestroyedError(sandbox.id, operation)
-}
-
-/** Writes the guest's state (paused for the instant) and its record into `dir`. */
-async function captureGuest(target: MicroVMCheckpointTarget, dir: string, signal?: AbortSignal) {
-	const machine = target.guest.machine
-	const record: VmRecord = { ...target.config, token: machine.handle.token }
-	await writeFile(join(dir, VM_RECORD), `${JSON.stringify(record)}\n`, { mode: 0o600 })
-	await saveVmState(await machine.monitor(), machine.disks, dir, signal)
 }
 
 /**
@@ -179,7 +195,7 @@ export function withMemoryCheckpointVerbs(
 				stateBase: await resolveStateBase(target.stateDir),
 				sandboxId: sandbox.id,
 				...(label === undefined ? {} : { label }),
-				capture: (dir) => captureGuest(target, dir, signal),
+				capture: (dir) => saveGuestState(target.guest, target.config, dir, signal),
 				...(signal ? { signal } : {}),
 			}),
 		)

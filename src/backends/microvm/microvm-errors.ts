@@ -103,3 +103,22 @@ export class QemuMonitorError extends SandboxError<'qemu-monitor-failed'> {
 		this.command = command
 	}
 }
+
+/**
+ * A warm-start snapshot's directory holds no usable VM record (damaged, or written by another
+ * version): the create that met it boots instead and the snapshot is discarded, so the next start
+ * rebuilds it. Seen in `onGuestStart`'s `restore-failed` event, never thrown from `create()`.
+ */
+export class MicroVMSnapshotDamagedError extends SandboxError<'snapshot-damaged'> {
+	override readonly name = 'MicroVMSnapshotDamagedError'
+	/** The snapshot's directory. */
+	readonly snapshotDir: string
+
+	constructor(snapshotDir: string) {
+		super(
+			`the warm-start snapshot at ${snapshotDir} has no usable VM record; it is discarded and rebuilt by the next start`,
+			'snapshot-damaged',
+		)
+		this.snapshotDir = snapshotDir
+	}
+}

@@ -28,13 +28,19 @@ import {
 	sandboxDefaultTimeoutMs,
 	type UnlistedCreateKeys,
 } from '../../provider-defaults.js'
-import { createInstanceFleet, ownedAgentSandboxHandOut } from '../machine/fleet/instance-fleet.js'
+import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
+import {
+	createInstanceFleet,
+	ownedAgentSandboxHandOut,
+	reapReportingTo,
+} from '../machine/fleet/instance-fleet.js'
 import type { MachineSandbox } from '../machine/machine-sandbox.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import {
 	createWithRestoreHook,
 	machineCheckpointStore,
 } from '../machine/snapshots/checkpoint-verbs.js'
+import { discardCachedSnapshot } from '../machine/snapshots/snapshot-cache.js'
 import {
 	type LocalSandboxCreateConfig,
 	type ProxiedEgress,
@@ -45,6 +51,7 @@ import {
 	parseDiskLimitMb,
 	refuseAboveHostMemory,
 } from '../machine/spec/sandbox-limits.js'
+import { resolveStateBase } from '../machine/workspace/sandbox-directories.js'
 import { resolveQemuAccel } from './kvm-probe.js'
 import {
 	type MicroVMBackendConfig,
@@ -58,8 +65,19 @@ import {
 	withMemoryCheckpointVerbs,
 } from './microvm-checkpoints.js'
 import { MicroVMProviderClosedError, MicroVMServiceUnavailableError } from './microvm-errors.js'
-import { locateMicroVMImage } from './microvm-image.js'
-import { bootQemuGuest, MICROVM_WORKSPACE, type QemuGuest } from './qemu-guest.js'
+import { locateMicroVMImage, type MicroVMImage } from './microvm-image.js'
+import {
+	bootQemuGuest,
+	MICROVM_WORKSPACE,
+	type QemuGuest,
+	type VmRestoreSource,
+} from './qemu-guest.js'
+import {
+	type SnapshotBootReason,
+	snapshotBootReason,
+	warmSnapshot,
+	warmSnapshotState,
+} from './snapshot-start.js'
 
 /** Smallest guest RAM the agent (node) boots in. */
 export const MIN_MICROVM_MEMORY_MB = 256
@@ -185,13 +203,70 @@ function refuseForkOverrides(given: MicroVMSandboxCreateConfig): void {
 	}
 }
 
-/** The guest a spec asks for: booted, or (a fork) loaded from its checkpoint. */
-async function startInstance(
+/** How one guest of a provider started, told to `onGuestStart`. */
+export interface MicroVMGuestStart {
+	readonly sandboxId: string
+	/**
+	 * `boot`: booted; `snapshot`: restored from the provider's warm-start snapshot
+	 * (`startFromSnapshot`); `checkpoint`: a fork restored from a memory checkpoint.
+	 */
+	readonly start: 'boot' | 'snapshot' | 'checkpoint'
+	/** Under `startFromSnapshot`: the snapshot's cache key (its directory's name). */
+	readonly snapshotKey?: string
+	/** `snapshot`: whether this start built it (booted the template guest and saved it first). */
+	readonly snapshotBuilt?: boolean
+	/** Under `startFromSnapshot`, why this start booted instead of restoring. */
+	readonly bootReason?: SnapshotBootReason
+	/** `restore-failed`: what failed (the snapshot was discarded; the next start rebuilds it). */
+	readonly error?: unknown
+}
+
+/** What a start needs of its provider. */
+interface StartContext {
+	readonly config: ResolvedMicroVMConfig
+	readonly egressSeam: EgressTestSeam | undefined
+	readonly report: (event: MicroVMGuestStart) => void
+}
+
+/** The provider's side of each start: its config, and where it tells how a guest started. */
+function startContext(config: ResolvedMicroVMConfig, hooks: MicroVMProviderHooks): StartContext {
+	return {
+		config,
+		egressSeam: hooks.egressTestSeam,
+		report: (event) => {
+			try {
+				hooks.onGuestStart?.(event)
+			} catch (error) {
+				hooks.onBackgroundError?.(error)
+			}
+		},
+	}
+}
+
+/** The machine of a create that is not a fork. */
+async function freshVmConfig(
 	config: ResolvedMicroVMConfig,
 	spec: MicroVMSpec,
+	image: MicroVMImage,
 	signal: AbortSignal,
-	egressSeam: EgressTestSeam | undefined,
+): Promise<VmConfig> {
+	return {
+		imageDir: image.dir,
+		accel: await resolveQemuAccel(config, image, signal),
+		memoryMb: spec.memoryMb,
+		vcpus: config.cpuLimit,
+		...(spec.diskLimitMb === undefined ? {} : { diskLimitMb: spec.diskLimitMb }),
+		...(spec.allowAll ? { network: 'allow-all' as const } : {}),
+	}
+}
+
+/** The guest a spec asks for: booted, restored from the warm-start snapshot, or a fork. */
+async function startInstance(
+	context: StartContext,
+	spec: MicroVMSpec,
+	signal: AbortSignal,
 ): Promise<MicroVMInstance> {
+	const { config, report } = context
 	if (config.service === 'firecracker') {
 		throw new MicroVMServiceUnavailableError(
 			'firecracker',
@@ -203,30 +278,68 @@ async function startInstance(
 			? undefined
 			: await readVmCheckpoint(config.stateDir, spec.from, 'create')
 	const image = await locateMicroVMImage(saved?.config.imageDir ?? config.imageDir)
-	const vmConfig: VmConfig = saved?.config ?? {
-		imageDir: image.dir,
-		accel: await resolveQemuAccel(config, image, signal),
-		memoryMb: spec.memoryMb,
-		vcpus: config.cpuLimit,
-		...(spec.diskLimitMb === undefined ? {} : { diskLimitMb: spec.diskLimitMb }),
-		...(spec.allowAll ? { network: 'allow-all' as const } : {}),
-	}
 	const id = `microvm-${randomBytes(6).toString('hex')}`
+	const start = (vm: VmConfig, restore?: VmRestoreSource) =>
+		bootInstance(context, { id, spec, image, vm, signal, ...(restore ? { restore } : {}) })
+	if (saved !== undefined) {
+		const instance = await start(saved.config, saved.source)
+		report({ sandboxId: id, start: 'checkpoint' })
+		return instance
+	}
+	const vm = await freshVmConfig(config, spec, image, signal)
+	const bootReason = config.startFromSnapshot ? snapshotBootReason(spec) : undefined
+	if (!config.startFromSnapshot || bootReason !== undefined) {
+		const instance = await start(vm)
+		report({ sandboxId: id, start: 'boot', ...(bootReason ? { bootReason } : {}) })
+		return instance
+	}
+	// A failure to build the snapshot is the boot's own failure: it is not retried by booting.
+	const snapshot = await warmSnapshot(config, image, vm, signal)
+	const snapshotKey = snapshot.key
+	try {
+		const instance = await start(vm, (await warmSnapshotState(snapshot)).source)
+		report({ sandboxId: id, start: 'snapshot', snapshotKey, snapshotBuilt: snapshot.built })
+		return instance
+	} catch (error) {
+		if (signal.aborted) throw error
+		// Told, not hidden: the snapshot goes (it may be damaged) and this create boots.
+		await discardCachedSnapshot(await resolveStateBase(config.stateDir), snapshotKey)
+		const instance = await start(vm)
+		report({ sandboxId: id, start: 'boot', snapshotKey, bootReason: 'restore-failed', error })
+		return instance
+	}
+}
+
+/** One QEMU guest of sandbox `id`: booted, or restored from `restore`. */
+async function bootInstance(
+	context: StartContext,
+	start: {
+		readonly id: string
+		readonly spec: MicroVMSpec
+		readonly image: MicroVMImage
+		readonly vm: VmConfig
+		readonly signal: AbortSignal
+		readonly restore?: VmRestoreSource
+	},
+): Promise<MicroVMInstance> {
+	const { config, egressSeam } = context
+	const { id, spec, vm, restore } = start
 	const guest = await bootQemuGuest({
 		sandboxId: id,
 		qemuBinary: config.qemuBinary,
-		image,
-		accel: vmConfig.accel,
-		memoryMb: vmConfig.memoryMb,
-		vcpus: vmConfig.vcpus,
+		image: start.image,
+		accel: vm.accel,
+		memoryMb: vm.memoryMb,
+		vcpus: vm.vcpus,
 		callerEnv: spec.env,
-		...(vmConfig.diskLimitMb === undefined ? {} : { workspaceDiskMb: vmConfig.diskLimitMb }),
+		stateDir: config.stateDir,
+		...(vm.diskLimitMb === undefined ? {} : { workspaceDiskMb: vm.diskLimitMb }),
 		...(spec.egress === undefined ? {} : { egress: spec.egress }),
-		...(vmConfig.network === 'allow-all' ? { allowAll: true } : {}),
+		...(vm.network === 'allow-all' ? { allowAll: true } : {}),
 		...(egressSeam === undefined ? {} : { egressSeam }),
-		...(saved === undefined ? {} : { restore: saved.source }),
+		...(restore === undefined ? {} : { restore }),
 		bootTimeoutMs: config.bootTimeoutMs,
-		signal,
+		signal: start.signal,
 	})
 	return {
 		id,
@@ -234,10 +347,26 @@ async function startInstance(
 		...(guest.egressDecisions ? { egressDecisions: guest.egressDecisions } : {}),
 		rootDir: MICROVM_WORKSPACE,
 		guest,
-		vmConfig,
+		vmConfig: vm,
 		hasExited: () => guest.vmm.exitStatus() !== undefined,
 		release: () => guest.destroy(),
 	}
+}
+
+/** Callbacks for what a microVM provider does beside `create()`'s answer. */
+export interface MicroVMProviderHooks {
+	/** Told about background failures (warm-pool starts, the reaper). Must not throw. */
+	readonly onBackgroundError?: (error: unknown) => void
+	/**
+	 * Told how each guest started (booted, restored from the warm-start snapshot, forked), and
+	 * under `startFromSnapshot` why one booted instead. Before `create()` resolves. Must not throw.
+	 */
+	readonly onGuestStart?: (event: MicroVMGuestStart) => void
+	/**
+	 * @internal Tests only: how the egress proxy resolves names and which CAs it trusts upstream.
+	 * The private-range deny set still applies to whatever this resolves to.
+	 */
+	readonly egressTestSeam?: EgressTestSeam
 }
 
 /**
@@ -248,21 +377,16 @@ async function startInstance(
 export function createMicroVMSandboxProvider(
 	backend: MicroVMBackendConfig,
 	defaults: SandboxProviderDefaults = {},
-	hooks: {
-		/**
-		 * @internal Tests only: how the egress proxy resolves names and which CAs it trusts upstream.
-		 * The private-range deny set still applies to whatever this resolves to.
-		 */
-		readonly egressTestSeam?: EgressTestSeam
-	} = {},
+	hooks: MicroVMProviderHooks = {},
 ): MicroVMSandboxProvider {
 	const config = resolveMicroVMConfig(backend)
 	checkProviderDefaults(defaults)
 	const outputBudget = new ExecOutputBudget(defaults.execOutputBudgetBytes)
 	const poolSpec = resolveMicroVMSpec({}, defaults)
 	const handOut = ownedAgentSandboxHandOut<MicroVMSpec>('linux-namespace', outputBudget)
+	const context = startContext(config, hooks)
 	const fleet = createInstanceFleet<MicroVMInstance, MicroVMSpec, MicroVMSandbox>({
-		start: (spec, signal) => startInstance(config, spec, signal, hooks.egressTestSeam),
+		start: (spec, signal) => startInstance(context, spec, signal),
 		// A proxied guest is never pooled: its proxy carries its creator's policy and callback.
 		...(config.warmPoolSize > 0 && poolSpec.egress === undefined
 			? {
@@ -281,8 +405,11 @@ export function createMicroVMSandboxProvider(
 					},
 				}
 			: {}),
-		// The VMM dies with its host (pdeathsig) and its directory is under the OS temp: nothing to reap.
-		reap: () => Promise.resolve(),
+		// Each VMM's directory is a state root recording its host, cgroups and VMM: what a dead
+		// host's guests left in this state directory goes the way the other tiers' does.
+		reap: reapReportingTo(hooks.onBackgroundError, (report) =>
+			collectLocalGarbage({ stateDir: config.stateDir, ...report }),
+		),
 		handOut: (instance, spec, forget) => {
 			const handed = handOut(instance, spec, forget)
 			return {
@@ -296,6 +423,7 @@ export function createMicroVMSandboxProvider(
 			}
 		},
 		closedError: () => new MicroVMProviderClosedError(),
+		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
 	})
 	const create = (createConfig: MicroVMSandboxCreateConfig = {}): Promise<MicroVMSandbox> => {
 		let spec: MicroVMSpec

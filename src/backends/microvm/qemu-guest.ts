@@ -1,5 +1,6 @@
 /**
- * One QEMU guest: a private directory (console log, the agent's environment file, mode 0700), a
+ * One QEMU guest: a private directory (console log, the agent's environment file, its disks, mode
+ * 0700) that is a state root of the machine layer, recorded for its reaper (`qemu-host-claims.ts`), a
  * free loopback port forwarded to the guest's agent, QEMU under `setpriv --pdeathsig KILL` (the
  * VMM dies with the host process even after a SIGKILL of the host), and a transport with this
  * boot's token, ready once the agent answers `healthz`; under `static` / `resolver` egress the
@@ -7,31 +8,37 @@
  * VMM in a network namespace of its own behind the machine layer's slirp4netns and guard, reached
  * through a relay on the same kind of loopback port (`guest-open-network.ts`), for every QEMU a
  * guest runs (a restored one too). `destroy()` kills the VMM, closes the proxy and removes the
- * directory (a sized workspace's disk image with it; the root disk's overlay too).
+ * directory (the root overlay and a sized workspace's disk image with it).
  */
 
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { readFile, rm, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { reidentifyRestoredAgent } from '../../host/lifecycle/restored-agent.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
-import { createSandboxCgroups, type SandboxCgroups } from '../machine/cgroups/cgroup-limits.js'
+import type { SandboxCgroups } from '../machine/cgroups/cgroup-limits.js'
 import { agentSettingsFrom } from '../machine/launch/agent-environment.js'
 import { type LaunchedAgentProcess, launchAgentProcess } from '../machine/launch/agent-launcher.js'
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import type { ProxiedEgress } from '../machine/spec/machine-sandbox-spec.js'
+import { STATE_DIR_PREFIX } from '../machine/workspace/sandbox-directories.js'
 import { type GuestEgress, startGuestEgress, waitForGuestCaptureHelper } from './guest-egress.js'
 import { type GuestOpenNetwork, prepareGuestOpenNetwork } from './guest-open-network.js'
 import { GUEST_WORKSPACE_DEVICE, prepareGuestWorkspaceDisk } from './guest-workspace-disk.js'
 import { controlBoundFor } from './kvm-probe.js'
 import type { MicroVMImage } from './microvm-image.js'
 import { GUEST_AGENT_PORT, guestEnvFile, qemuArgv } from './qemu-argv.js'
+import {
+	claimMachineRoot,
+	createVmmCgroups,
+	recordLauncher,
+	stateRootIdOf,
+} from './qemu-host-claims.js'
 import { monitorOnDemand, type OnDemandMonitor, type QemuMonitor } from './qemu-monitor.js'
 import {
 	copyDisk,
@@ -43,11 +50,6 @@ import {
 
 /** Where the guest's workspace is, as the agent sees it. */
 export const MICROVM_WORKSPACE = '/workspace'
-/**
- * What the VMM may hold beyond the guest's RAM (device model, TCG's translation cache bounded by
- * `tb-size`, slirp): the host cgroup's memory limit is the guest's RAM plus this.
- */
-export const VMM_MEMORY_OVERHEAD_MB = 384
 /** Pause between readiness probes while the guest boots. */
 const READY_PROBE_INTERVAL_MS = 250
 /** QEMU creates its monitor socket before the guest runs: this is only a dead VMM's bound. */
@@ -61,6 +63,8 @@ export interface QemuGuestOptions {
 	readonly memoryMb: number
 	readonly vcpus: number
 	readonly callerEnv: Readonly<Record<string, string>>
+	/** The provider's state directory: each QEMU's private directory is a state root in it. */
+	readonly stateDir: string
 	/** `diskLimitMb`: the workspace on a disk of its own of this size. */
 	readonly workspaceDiskMb?: number
 	/** `static` / `resolver` egress: the sandbox's proxy, reached through the NIC's `guestfwd`. */
@@ -185,20 +189,6 @@ function launchVmm(
 	})
 }
 
-/**
- * The VMM in a host cgroup of its own: its memory bounded (guest RAM plus the VMM's own), its CPU
- * to the guest's vCPUs. Where the host cannot enforce that, the guest's RAM and vCPUs still bound
- * the workload, so the cgroup is best effort.
- */
-function createVmmCgroups(options: QemuGuestOptions, name: string) {
-	return createSandboxCgroups(name, {
-		memoryLimitMb: options.memoryMb + VMM_MEMORY_OVERHEAD_MB,
-		cpuLimit: options.vcpus,
-		defaultsOnly: ['memory', 'cpu'],
-		defaultLimits: 'best-effort',
-	})
-}
-
 /** Ready once the agent answers and, under a proxied egress, its capture helper listens. */
 async function waitForGuest(
 	options: QemuGuestOptions,
@@ -256,11 +246,12 @@ type TcpAgentHandle = {
 	readonly token: string
 }
 
-/** How one QEMU starts: `name` names its host cgroup (a replacement's differs from the first). */
+/** How one QEMU starts: booted, or loaded from `restore`. */
 interface MachineStart {
 	readonly options: QemuGuestOptions
-	readonly name: string
 	readonly restore?: VmRestoreSource
+	/** The state root's id (the sandbox's first QEMU); default a new one. */
+	readonly rootId?: string
 }
 
 /**
@@ -270,7 +261,7 @@ interface MachineStart {
 async function startMachine(start: MachineStart): Promise<QemuMachine> {
 	const { options, restore } = start
 	options.signal?.throwIfAborted()
-	const dir = await mkdtemp(join(tmpdir(), `namzu-${start.name}-`))
+	const { id, dir, ledger } = await claimMachineRoot(options, start.rootId)
 	const token = randomBytes(32).toString('hex')
 	const consoleLog = join(dir, 'console.log')
 	const envFile = join(dir, 'agent.env')
@@ -289,7 +280,8 @@ async function startMachine(start: MachineStart): Promise<QemuMachine> {
 		await rm(dir, { recursive: true, force: true })
 	}
 	try {
-		cgroups = await createVmmCgroups(options, start.name)
+		cgroups = await createVmmCgroups(options, `${STATE_DIR_PREFIX}${id}`)
+		await ledger.record({ cgroupDirs: cgroups?.dirs ?? [] })
 		const disks = await prepareDisks(options, dir, restore)
 		egress = await startEgress(options, dir)
 		open = options.allowAll ? await prepareGuestOpenNetwork({ ...options, dir }) : undefined
@@ -316,6 +308,7 @@ async function startMachine(start: MachineStart): Promise<QemuMachine> {
 			open,
 		})
 		const launched = vmm
+		await recordLauncher(ledger, launched)
 		if (open) await attachOpenNetwork(options, open, launched, cgroups)
 		// This start's own channel (the sandbox's transport is pointed here once it is ready).
 		const transport = machineTransport(hostPort, restore?.token ?? token, launched, open)
@@ -420,7 +413,6 @@ export async function bootQemuGuest(
 	options: QemuGuestOptions & { readonly restore?: VmRestoreSource },
 ): Promise<QemuGuest> {
 	let destroying = false
-	let generation = 0
 	const watch = (machine: QemuMachine, into: AgentTransport) => {
 		into.liveness.watch(
 			machine.vmm.exited.then((exit) =>
@@ -430,9 +422,10 @@ export async function bootQemuGuest(
 			),
 		)
 	}
+	const rootId = stateRootIdOf(options.sandboxId)
 	let current = await startMachine({
 		options,
-		name: options.sandboxId,
+		...(rootId === undefined ? {} : { rootId }),
 		...(options.restore ? { restore: options.restore } : {}),
 	})
 	const first = current
@@ -456,10 +449,8 @@ export async function bootQemuGuest(
 		...(first.egressDecisions ? { egressDecisions: first.egressDecisions } : {}),
 		consoleTail: () => current.consoleTail(),
 		replace: async (restore, signal) => {
-			generation += 1
 			const next = await startMachine({
 				options: { ...options, ...(signal ? { signal } : {}) },
-				name: `${options.sandboxId}-${generation}`,
 				restore,
 			})
 			const previous = current

@@ -5,7 +5,8 @@
  * each through the one teardown (`teardown-from-record.ts`); then the locks whose sandbox left
  * nothing else (and nothing of it runs or is grouped), then top-level `namzu-sbx-*` cgroups no record
  * owns, then old runtime copies of node and the agent that nothing uses, then the partial
- * directories of checkpoint captures whose capturing process died. Entries of other
+ * directories of checkpoint captures whose capturing process died, then warm-start snapshots
+ * partially built by a dead process or unused for a week. Entries of other
  * users (a shared /tmp) are never touched. Run by every provider on this machine (local, container)
  * in the background at its first `create()`, and on demand by `namzu-sandbox gc`.
  */
@@ -35,6 +36,7 @@ import {
 } from '../launch/runtime-cache.js'
 import { abandonedPartialCheckpoints } from '../snapshots/checkpoint-store.js'
 import { collectVolumeGarbage } from '../snapshots/cow-volume.js'
+import { staleCachedSnapshots } from '../snapshots/snapshot-cache.js'
 import { STATE_DIR_PREFIX, sandboxRootFor } from '../workspace/sandbox-directories.js'
 import { CLAIMS_DIR_NAME, releaseLock } from './claim-locks.js'
 import { ephemeralWorkspacePath, type SandboxHostClaims } from './host-claims.js'
@@ -93,6 +95,11 @@ export interface LocalGarbageReport {
 	 * contents no user or checkpoint names, and the mount (and image) once nothing uses it.
 	 */
 	readonly checkpointVolume: readonly string[]
+	/**
+	 * `namzu-snapshot-cache/` (warm-start snapshots): partial builds whose builder is gone, and
+	 * entries nothing started from for a week.
+	 */
+	readonly warmSnapshots: readonly string[]
 	/** Sandbox ids whose teardown failed (each also told to `onError`). */
 	readonly failed: readonly string[]
 }
@@ -357,6 +364,7 @@ export async function collectLocalGarbage(
 			runtimeFiles: [],
 			partialCheckpoints: [],
 			checkpointVolume: [],
+			warmSnapshots: [],
 			failed: [],
 		}
 	}
@@ -404,7 +412,17 @@ export async function collectLocalGarbage(
 		options.onError?.(error)
 		return [] as string[]
 	})
-	return { sandboxes, locks, cgroups, runtimeFiles, partialCheckpoints, checkpointVolume, failed }
+	const warmSnapshots = await staleCachedSnapshots(base, nowMs, dryRun)
+	return {
+		sandboxes,
+		locks,
+		cgroups,
+		runtimeFiles,
+		partialCheckpoints,
+		checkpointVolume,
+		warmSnapshots,
+		failed,
+	}
 }
 
 /**

@@ -40,3 +40,10 @@ export function volumeSandboxDir(stateBase: string, sandboxId: string): string {
 export function volumeCheckpointDir(stateBase: string, checkpointId: string): string {
 	return join(volumeMountPath(stateBase), 'checkpoints', checkpointId)
 }
+
+/** Warm-start snapshots (`snapshot-cache.ts`) in a provider's state directory. */
+export const SNAPSHOT_CACHE_DIR_NAME = 'namzu-snapshot-cache'
+
+export function snapshotCacheDir(stateBase: string): string {
+	return join(stateBase, SNAPSHOT_CACHE_DIR_NAME)
+}

@@ -14,7 +14,11 @@ import { ephemeralWorkspacePath } from '../claims/host-claims.js'
 import { removeStateRoot } from '../claims/release-host-claims.js'
 import { RUNTIME_DIR_PREFIX } from '../launch/runtime-cache.js'
 import { isWithin } from '../path-containment.js'
-import { CHECKPOINTS_DIR_NAME, COW_DIR_NAME } from '../snapshots/snapshot-layout.js'
+import {
+	CHECKPOINTS_DIR_NAME,
+	COW_DIR_NAME,
+	SNAPSHOT_CACHE_DIR_NAME,
+} from '../snapshots/snapshot-layout.js'
 
 export const STATE_DIR_PREFIX = 'namzu-sbx-'
 /** `sun_path` holds 108 bytes including the terminating NUL. */
@@ -55,7 +59,8 @@ function stateEntryOf(base: string, path: string): boolean {
 		first.startsWith(RUNTIME_DIR_PREFIX) ||
 		first === CLAIMS_DIR_NAME ||
 		first === CHECKPOINTS_DIR_NAME ||
-		first === COW_DIR_NAME
+		first === COW_DIR_NAME ||
+		first === SNAPSHOT_CACHE_DIR_NAME
 	)
 }
 
