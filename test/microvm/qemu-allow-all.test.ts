@@ -176,7 +176,7 @@ describe.skipIf(!runnable)('allow-all egress on the microVM tier (QEMU)', () => 
 	it(
 		'the VMM runs in a namespace of its own with one slirp4netns, and destroy leaves nothing: no VMM, relay, slirp4netns or namespace',
 		async () => {
-			const mentioning = pidsMentioning(`${guestDirsOf(open.id)[0]}/`)
+			const mentioning = pidsMentioning(`${guestDirsOf(open.id, stateDir)[0]}/`)
 			const vmm = mentioning.find((pid) =>
 				readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('qemu-system'),
 			)
@@ -193,7 +193,7 @@ describe.skipIf(!runnable)('allow-all egress on the microVM tier (QEMU)', () => 
 			)
 			if (relay === undefined) throw new Error('no relay')
 			expect(readlinkSync(`/proc/${relay}/ns/net`)).toBe(namespace)
-			const dirs = guestDirsOf(open.id)
+			const dirs = guestDirsOf(open.id, stateDir)
 			expect(dirs).toHaveLength(1)
 			await open.destroy()
 			expect(pidsMentioning(`${dirs[0]}/`)).toEqual([])
