@@ -7,6 +7,7 @@
 import { chown, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { totalmem } from 'node:os'
 import { join } from 'node:path'
+import { reidentifyRestoredAgent } from '../../host/lifecycle/restored-agent.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import {
@@ -59,6 +60,8 @@ import {
 	CONTAINER_WORKSPACE,
 	containerMounts,
 } from './oci-config.js'
+import { RunscIncarnations } from './runsc-incarnations.js'
+import { type RunscRestoreSource, readRunscCheckpoint } from './runsc-memory-checkpoints.js'
 import { createArgv, deleteArgv, type RuntimeInvocation, startArgv } from './runtime-argv.js'
 import { runtimeCgroupDirs } from './runtime-cgroup-dirs.js'
 
@@ -80,11 +83,31 @@ export async function startContainerInstance(
 	const image = await checkContainerHost(context, spec)
 	const limits = resolveSandboxLimits(spec, { totalMemoryBytes: totalmem() })
 	// A fork's checkpoint is read before anything is claimed (CheckpointNotFoundError).
-	const fill =
-		spec.from === undefined ? undefined : await forkSource(context.backend.stateDir, spec.from)
+	const source = spec.from === undefined ? undefined : await startSourceOf(context, spec.from)
 	signal?.throwIfAborted()
 	const claims = await claimContainerSandbox(context.backend)
-	return new ContainerStart(context, spec, image, limits, claims, signal).run(fill)
+	return new ContainerStart(context, spec, image, limits, claims, signal, source?.restore).run(
+		source?.fill,
+	)
+}
+
+/** What a fork starts from: a workspace fill, and under gVisor maybe a memory image. */
+interface StartSource {
+	readonly fill: (workspace: string, signal?: AbortSignal) => Promise<void>
+	readonly restore?: RunscRestoreSource
+}
+
+async function startSourceOf(
+	context: ContainerInstanceContext,
+	from: string,
+): Promise<StartSource> {
+	const { stateDir, runtime } = context.backend
+	if (runtime === 'runsc') {
+		const restore = await readRunscCheckpoint(stateDir, from, 'create')
+		if (restore !== undefined) return { fill: restore.fill, restore }
+	}
+	// Another runtime refuses a memory checkpoint by name here (CheckpointUnsupportedError).
+	return { fill: await forkSource(stateDir, from) }
 }
 
 /** One start's state: what each step made, so that `release()` takes down exactly that. */
@@ -104,6 +127,12 @@ class ContainerStart {
 	 * loader must read the binaries it runs (its ptrace is restricted to descendants instead).
 	 */
 	readonly #hostUds: boolean
+	/** A fork of a gVisor memory checkpoint: the image it is restored from. */
+	readonly #restore: RunscRestoreSource | undefined
+	/** Who the sandbox's files belong to: its uid, or the uid a restored image's processes run as. */
+	readonly #fileOwner: { readonly uid: number; readonly gid: number }
+	/** gVisor's containers of this sandbox, one after another (memory checkpoints, rollbacks). */
+	#incarnations: RunscIncarnations | undefined
 	#cgroups: SandboxCgroups | undefined
 	#runtimeGroups: SandboxCgroups | undefined
 	#listener: InheritableListenSocket | undefined
@@ -119,8 +148,11 @@ class ContainerStart {
 		limits: SandboxLimits,
 		claims: ContainerClaims,
 		signal: AbortSignal | undefined,
+		restore?: RunscRestoreSource,
 	) {
 		this.#context = context
+		this.#restore = restore
+		this.#fileOwner = restore?.owner ?? claims.owner
 		this.#spec = spec
 		this.#image = image
 		this.#limits = limits
@@ -154,10 +186,25 @@ class ContainerStart {
 			})
 			this.#network = network
 			const bundle = await this.#writeBundle(files, groups.workloadGroups, socketDir, network)
-			const { created, pid } = await this.#createContainer(bundle, network)
-			await this.#listener?.handOver()
-			const transport = this.#connect(created, groups.oomKillsAtStart)
-			await this.#startAgent(created, pid, transport, socketDir, network)
+			const transport = this.#transport()
+			const incarnations =
+				socketDir === undefined ? undefined : this.#incarnationsOf(bundle, socketDir, transport)
+			this.#incarnations = incarnations
+			let pid: number
+			if (this.#restore === undefined || incarnations === undefined) {
+				const made = await this.#createContainer(bundle, network)
+				pid = made.pid
+				incarnations?.adopt(made.created)
+				await this.#listener?.handOver()
+				this.#watch(transport, groups.oomKillsAtStart)
+				await this.#startAgent(made.created, pid, transport, socketDir, network)
+			} else {
+				await incarnations.launch(this.#restore.imagePath, this.#signal)
+				pid = Number(await readFile(join(dirs.root, 'container.pid'), 'utf8'))
+				this.#watch(transport, groups.oomKillsAtStart)
+				// Before anyone else reaches it: fresh entropy and a boot id of its own.
+				await reidentifyRestoredAgent(transport, this.#signalOption)
+			}
 			const instance: ContainerInstance = {
 				id,
 				rootDir: CONTAINER_WORKSPACE,
@@ -168,8 +215,9 @@ class ContainerStart {
 				hostWorkspace: dirs.workspace,
 				cgroupDirs: [...(this.#cgroups?.dirs ?? []), ...(this.#runtimeGroups?.dirs ?? [])],
 				pid: Number.isSafeInteger(pid) ? pid : undefined,
-				hasExited: () => created.isGone(),
+				hasExited: () => this.#isGone(),
 				release: () => this.release(),
+				...(incarnations === undefined ? {} : { memory: incarnations }),
 			}
 			// gVisor's /proc/<pid>/status carries no capability or no_new_privs lines, so there is
 			// nothing for the probe to read; there the OCI config (no capability, no new privileges) and
@@ -203,7 +251,7 @@ class ContainerStart {
 		// All at once: a frozen per-command group holds its processes until the cgroup side thaws
 		// it, and the runtime's delete waits for the container's init.
 		await Promise.all([
-			this.#container === undefined
+			this.#container === undefined && this.#incarnations?.current === undefined
 				? undefined
 				: runRuntimeCommand(
 						this.#context.backend.runtime,
@@ -228,13 +276,13 @@ class ContainerStart {
 	 * one, or the copy-on-write volume where the runtime takes checkpoints).
 	 */
 	async #recordWorkspace(): Promise<void> {
-		const { ledger, dirs, owner, id } = this.#claims
+		const { ledger, dirs, id } = this.#claims
 		await ledger.record({})
 		await prepareEphemeralWorkspace(ledger, {
 			root: dirs.root,
 			workspace: dirs.workspace,
 			diskLimitMb: this.#spec.diskLimitMb,
-			owner,
+			owner: this.#fileOwner,
 			mkfsPath: this.#context.backend.tools.mkfsExt4,
 			sandboxId: id,
 			checkpointable: true,
@@ -279,10 +327,10 @@ class ContainerStart {
 	/** gVisor's agent binds its socket in a directory of the sandbox uid's; other runtimes none. */
 	async #socketDir(): Promise<string | undefined> {
 		if (!this.#hostUds) return undefined
-		const { dirs, owner } = this.#claims
+		const { dirs } = this.#claims
 		const socketDir = join(dirs.root, 'uds')
 		await mkdir(socketDir, { mode: 0o700 })
-		await chown(socketDir, owner.uid, owner.gid)
+		await chown(socketDir, this.#fileOwner.uid, this.#fileOwner.gid)
 		return socketDir
 	}
 
@@ -294,7 +342,8 @@ class ContainerStart {
 		network: ContainerNetwork,
 	): Promise<string> {
 		const { backend } = this.#context
-		const { id, name, owner, dirs } = this.#claims
+		const { id, name, dirs } = this.#claims
+		const owner = this.#fileOwner
 		const { layout, initCopy } = files
 		const image = this.#image
 		const agentEnv = {
@@ -392,21 +441,58 @@ class ContainerStart {
 		return { created, pid }
 	}
 
-	/** The transport to the agent, watching the container's end as the guest's death. */
-	#connect(created: CreatedContainer, oomKillsAtStart: number | undefined): AgentTransport {
+	/** Whether the sandbox's container is gone (and, under gVisor, nothing replaces it). */
+	#isGone(): boolean {
+		if (this.#incarnations !== undefined) return this.#incarnations.isGone()
+		return this.#container?.isGone() === true
+	}
+
+	/** The transport to the agent. */
+	#transport(): AgentTransport {
 		const { backend } = this.#context
-		const { id, dirs } = this.#claims
-		const transport = new AgentTransport(
-			{ kind: 'unix', path: dirs.socketPath },
+		return new AgentTransport(
+			{ kind: 'unix', path: this.#claims.dirs.socketPath },
 			{
 				connectRetryIntervalMs: backend.readyPollIntervalMs,
 				maxRequestFrameBytes: MACHINE_MAX_REQUEST_FRAME_BYTES,
-				permanentDialFailure: () => created.isGone(),
+				permanentDialFailure: () => this.#isGone(),
 			},
 		)
+	}
+
+	/** gVisor's succession of containers for this sandbox. */
+	#incarnationsOf(bundle: string, socketDir: string, transport: AgentTransport): RunscIncarnations {
+		const { id, name, dirs, ledger } = this.#claims
+		return new RunscIncarnations(
+			{
+				sandboxId: id,
+				name,
+				invocation: this.#invocation,
+				stateRoot: dirs.root,
+				bundle,
+				socketDir,
+				socketPath: dirs.socketPath,
+				workspace: dirs.workspace,
+				owner: this.#fileOwner,
+				procsFiles: this.#cgroups?.procsFiles ?? [],
+				secrets: Object.values(this.#spec.env),
+				readyTimeoutMs: this.#context.backend.readyTimeoutMs,
+				recordLauncher: async (pid) => {
+					const launcher = await readProcessIdentity(pid)
+					if (launcher) await ledger.record({ launcher })
+				},
+			},
+			transport,
+		)
+	}
+
+	/** The container's end (under gVisor: the last container's) as the guest's death. */
+	#watch(transport: AgentTransport, oomKillsAtStart: number | undefined): void {
+		const { id } = this.#claims
 		const watchedCgroups = this.#cgroups
+		const gone = this.#incarnations?.gone() ?? this.#container?.gone ?? Promise.resolve()
 		transport.liveness.watch(
-			created.gone.then(async () => {
+			gone.then(async () => {
 				if (this.#releasing !== undefined) return undefined
 				return guestExitOf({
 					sandboxId: id,
@@ -417,7 +503,6 @@ class ContainerStart {
 				})
 			}),
 		)
-		return transport
 	}
 
 	/** The runtime's `start`, then the agent's socket (gVisor), its `healthz`, the network's ready. */

@@ -143,6 +143,14 @@ function capturable(
 	)
 }
 
+/**
+ * Before any capture work: the store is bounded (captures in flight count), and only a delete
+ * makes room (`CheckpointLimitError`).
+ */
+export async function assertRoomForCheckpoint(stateBase: string, limit: number): Promise<void> {
+	if ((await countCheckpoints(stateBase)) >= limit) throw new CheckpointLimitError(limit)
+}
+
 function assertLive(sandbox: Pick<AgentSandbox, 'id' | 'status'>, operation: string): void {
 	if (sandbox.status === 'destroyed') throw new SandboxDestroyedError(sandbox.id, operation)
 }
@@ -159,9 +167,7 @@ async function takeCheckpoint(
 	)
 	assertLive(sandbox, 'checkpoint')
 	const stateBase = await resolveStateBase(stateDir)
-	const limit = maxCheckpoints ?? DEFAULT_MAX_CHECKPOINTS
-	// Before any capture work: the store is bounded, and only a delete makes room.
-	if ((await countCheckpoints(stateBase)) >= limit) throw new CheckpointLimitError(limit)
+	await assertRoomForCheckpoint(stateBase, maxCheckpoints ?? DEFAULT_MAX_CHECKPOINTS)
 	if (flushFirst === true) await sandbox.flush(options.signal ? { signal: options.signal } : {})
 	return captureCheckpoint({
 		stateBase,
