@@ -11,7 +11,10 @@
 import { chown, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pollUntil } from '../../common/poll-until.js'
-import { releaseAgentListener } from '../../host/lifecycle/restored-agent.js'
+import {
+	reidentifyRestoredAgent,
+	releaseAgentListener,
+} from '../../host/lifecycle/restored-agent.js'
 import type { AgentTransport } from '../../host/transport/agent-transport.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import type { CgroupOwner } from '../machine/cgroups/workload-cgroups.js'
@@ -193,6 +196,8 @@ export class RunscIncarnations implements RunscMemoryControl {
 			await chown(socketDir, source.owner.uid, source.owner.gid)
 			await source.fill(workspace, signal)
 			await this.launch(source.imagePath, signal)
+			// The image's entropy and boot id are the checkpoint's: this sandbox gets its own again.
+			await reidentifyRestoredAgent(this.#transport, signal ? { signal } : {})
 		})
 	}
 
