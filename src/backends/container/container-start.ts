@@ -4,7 +4,7 @@
  * runtime's `start` and the ready wait. Whatever a step made is on the state, so `release()` takes
  * down exactly what exists; a failed or aborted start releases it all before it rethrows.
  */
-import { chown, mkdir, readFile, writeFile } from 'node:fs/promises'
+import { chown, mkdir, readFile } from 'node:fs/promises'
 import { totalmem } from 'node:os'
 import { join } from 'node:path'
 import { reidentifyRestoredAgent } from '../../host/lifecycle/restored-agent.js'
@@ -18,10 +18,9 @@ import {
 	type SandboxCgroups,
 } from '../machine/cgroups/cgroup-limits.js'
 import { guestExitOf } from '../machine/cgroups/guest-exit.js'
-import { type WorkloadGroup, workloadCgroupFds } from '../machine/cgroups/workload-cgroups.js'
+import type { WorkloadGroup } from '../machine/cgroups/workload-cgroups.js'
 import { readProcessIdentity } from '../machine/claims/process-identity.js'
 import { releaseHostClaims, removeStateRoot } from '../machine/claims/release-host-claims.js'
-import { agentSettingsFrom, buildAgentEnvironment } from '../machine/launch/agent-environment.js'
 import {
 	createInheritableListenSocket,
 	type InheritableListenSocket,
@@ -30,8 +29,6 @@ import { probeInstancePrivileges } from '../machine/launch/instance-privilege-pr
 import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../machine/launch/transport-options.js'
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
 import { LocalSandboxCleanupError, LocalSandboxStartError } from '../machine/machine-errors.js'
-import { sandboxSeccompFilter } from '../machine/seccomp/seccomp-filter.js'
-import { forkSource } from '../machine/snapshots/checkpoint-verbs.js'
 import {
 	cgroupRequestFor,
 	resolveSandboxLimits,
@@ -39,7 +36,8 @@ import {
 } from '../machine/spec/sandbox-limits.js'
 import { prepareEphemeralWorkspace } from '../machine/workspace/volume-workspace.js'
 import { type AgentFiles, prepareAgentFiles } from './container-agent-files.js'
-import { adoptAgentSocket, asLaunched, listeningOnPath } from './container-agent-socket.js'
+import { adoptAgentSocket, asLaunched } from './container-agent-socket.js'
+import { writeContainerBundle } from './container-bundle.js'
 import {
 	type ContainerClaims,
 	checkContainerHost,
@@ -47,25 +45,16 @@ import {
 } from './container-claims.js'
 import type { ContainerImage } from './container-image.js'
 import type { ContainerInstance, ContainerInstanceContext } from './container-instance.js'
-import { layoutRootsEnvironment, under } from './container-layout-mounts.js'
+import { under } from './container-layout-mounts.js'
 import { type ContainerNetwork, prepareContainerNetwork } from './container-network.js'
 import { type CreatedContainer, createContainer, runRuntimeCommand } from './container-process.js'
 import type { ContainerSandboxSpec } from './container-sandbox-spec.js'
-import {
-	buildOciConfig,
-	CONTAINER_AGENT_BUNDLE,
-	CONTAINER_AGENT_NODE,
-	CONTAINER_HOME_DIR,
-	CONTAINER_INIT,
-	CONTAINER_WORKSPACE,
-	containerMounts,
-} from './oci-config.js'
+import { CONTAINER_WORKSPACE } from './oci-config.js'
 import { RunscIncarnations } from './runsc-incarnations.js'
-import { type RunscRestoreSource, readRunscCheckpoint } from './runsc-memory-checkpoints.js'
+import { containerForkSource, type RunscRestoreSource } from './runsc-memory-checkpoints.js'
 import { createArgv, deleteArgv, type RuntimeInvocation, startArgv } from './runtime-argv.js'
 import { runtimeCgroupDirs } from './runtime-cgroup-dirs.js'
 
-export const CONTAINER_HOSTNAME = 'namzu-sandbox'
 const DELETE_BUDGET_MS = 10_000
 
 /** What the cgroup step leaves for the later ones. */
@@ -83,31 +72,13 @@ export async function startContainerInstance(
 	const image = await checkContainerHost(context, spec)
 	const limits = resolveSandboxLimits(spec, { totalMemoryBytes: totalmem() })
 	// A fork's checkpoint is read before anything is claimed (CheckpointNotFoundError).
-	const source = spec.from === undefined ? undefined : await startSourceOf(context, spec.from)
+	const source =
+		spec.from === undefined ? undefined : await containerForkSource(context.backend, spec.from)
 	signal?.throwIfAborted()
 	const claims = await claimContainerSandbox(context.backend)
 	return new ContainerStart(context, spec, image, limits, claims, signal, source?.restore).run(
 		source?.fill,
 	)
-}
-
-/** What a fork starts from: a workspace fill, and under gVisor maybe a memory image. */
-interface StartSource {
-	readonly fill: (workspace: string, signal?: AbortSignal) => Promise<void>
-	readonly restore?: RunscRestoreSource
-}
-
-async function startSourceOf(
-	context: ContainerInstanceContext,
-	from: string,
-): Promise<StartSource> {
-	const { stateDir, runtime } = context.backend
-	if (runtime === 'runsc') {
-		const restore = await readRunscCheckpoint(stateDir, from, 'create')
-		if (restore !== undefined) return { fill: restore.fill, restore }
-	}
-	// Another runtime refuses a memory checkpoint by name here (CheckpointUnsupportedError).
-	return { fill: await forkSource(stateDir, from) }
 }
 
 /** One start's state: what each step made, so that `release()` takes down exactly that. */
@@ -335,65 +306,24 @@ class ContainerStart {
 	}
 
 	/** The OCI bundle: the agent's environment and command, the mounts, the seccomp filter. */
-	async #writeBundle(
+	#writeBundle(
 		files: AgentFiles,
 		workloadGroups: readonly WorkloadGroup[],
 		socketDir: string | undefined,
 		network: ContainerNetwork,
 	): Promise<string> {
-		const { backend } = this.#context
 		const { id, name, dirs } = this.#claims
-		const owner = this.#fileOwner
-		const { layout, initCopy } = files
-		const image = this.#image
-		const agentEnv = {
-			...buildAgentEnvironment({
-				workspace: CONTAINER_WORKSPACE,
-				homeDir: CONTAINER_HOME_DIR,
-				nodePath: image.node.inImage,
-				user: 'sandbox',
-				callerEnv: { ...network.workloadEnv, ...this.#spec.env },
-				agentSettings: {
-					...agentSettingsFrom(this.#context.hostEnv ?? process.env),
-					...network.agentSettings,
-				},
-				workloadCgroups: workloadCgroupFds(workloadGroups),
-			}),
-			...layoutRootsEnvironment(layout),
-		}
-		const agentCommand = [CONTAINER_AGENT_NODE, CONTAINER_AGENT_BUNDLE]
-		const config = buildOciConfig({
-			rootfs: image.rootfs,
-			hostname: CONTAINER_HOSTNAME,
-			user: owner,
-			args: initCopy === undefined ? agentCommand : [CONTAINER_INIT, '--', ...agentCommand],
-			env: this.#hostUds ? listeningOnPath(agentEnv) : agentEnv,
-			cwd: CONTAINER_WORKSPACE,
-			mounts: containerMounts({
-				tmpfs: this.#limits.tmpfs,
-				owner,
-				runtime: {
-					node: files.nodeCopy,
-					bundle: files.agentBundle,
-					...(initCopy === undefined ? {} : { init: initCopy }),
-				},
-				...(socketDir === undefined ? {} : { socketDir }),
-				workspace: dirs.workspace,
-				scaffolds: layout.scaffolds,
-				binds: layout.binds,
-				networkBinds: network.binds,
-			}),
-			cgroupsPath: name,
-			annotations: { ...backend.labels, 'ai.namzu.sandbox.id': id },
-			seccomp: sandboxSeccompFilter({
-				allowUserNamespaces: this.#spec.allowUserNamespaces === true,
-			}).oci({ kernelRefusesClone3: backend.runtime === 'runsc' }),
+		return writeContainerBundle({
+			context: this.#context,
+			spec: this.#spec,
+			image: this.#image,
+			limits: this.#limits,
+			sandbox: { id, name, root: dirs.root, workspace: dirs.workspace, owner: this.#fileOwner },
+			files,
+			workloadGroups,
+			socketDir,
+			network,
 		})
-		const bundle = join(dirs.root, 'bundle')
-		await mkdir(bundle, { mode: 0o700 })
-		// It holds the caller's env: readable by root alone.
-		await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 })
-		return bundle
 	}
 
 	/** The runtime's `create`: the container exists, its init waits; the network goes in now. */

@@ -35,6 +35,7 @@ import {
 	assertRoomForCheckpoint,
 	checkpointIdOf,
 	checkpointRequest,
+	forkSource,
 } from '../machine/snapshots/checkpoint-verbs.js'
 import { runRestoreHook } from '../machine/snapshots/restore-hook.js'
 import { resolveStateBase } from '../machine/workspace/sandbox-directories.js'
@@ -195,4 +196,26 @@ export function withRunscMemoryVerbs<S extends MachineSandbox & { readonly statu
 		)
 	}
 	return Object.assign(sandbox, { checkpoint, rollback })
+}
+
+/** What a container fork starts from: a workspace fill, and under gVisor maybe a memory image. */
+export interface ContainerForkSource {
+	readonly fill: (workspace: string, signal?: AbortSignal) => Promise<void>
+	readonly restore?: RunscRestoreSource
+}
+
+/**
+ * The fork source of checkpoint `from`, read before anything is claimed: runsc restores a memory
+ * checkpoint; every runtime fills a filesystem one, and another runtime refuses a memory one by
+ * name (`CheckpointUnsupportedError`).
+ */
+export async function containerForkSource(
+	backend: { readonly stateDir: string; readonly runtime: string },
+	from: string,
+): Promise<ContainerForkSource> {
+	if (backend.runtime === 'runsc') {
+		const restore = await readRunscCheckpoint(backend.stateDir, from, 'create')
+		if (restore !== undefined) return { fill: restore.fill, restore }
+	}
+	return { fill: await forkSource(backend.stateDir, from) }
 }
