@@ -21,7 +21,6 @@ import {
 	type SandboxCheckpointOptions,
 	type SandboxRollbackOptions,
 } from '../../contract/checkpoint.js'
-import { SandboxDestroyedError } from '../../contract/errors.js'
 import type { Sandbox } from '../../contract/sandbox.js'
 import type { CgroupOwner } from '../machine/cgroups/workload-cgroups.js'
 import type { MachineSandbox } from '../machine/machine-sandbox.js'
@@ -32,10 +31,12 @@ import {
 	restoreCheckpoint,
 } from '../machine/snapshots/checkpoint-store.js'
 import {
+	assertLive,
 	assertRoomForCheckpoint,
 	checkpointIdOf,
 	checkpointRequest,
 	forkSource,
+	oneAtATime,
 } from '../machine/snapshots/checkpoint-verbs.js'
 import { runRestoreHook } from '../machine/snapshots/restore-hook.js'
 import { resolveStateBase } from '../machine/workspace/sandbox-directories.js'
@@ -138,10 +139,6 @@ export interface RunscMemoryTarget {
 	readonly control: RunscMemoryControl
 }
 
-function assertLive(sandbox: MachineSandbox & { readonly status: string }, operation: string) {
-	if (sandbox.status === 'destroyed') throw new SandboxDestroyedError(sandbox.id, operation)
-}
-
 /**
  * The sandbox with `checkpoint({ kind: 'memory' })` and the rollback of a memory checkpoint beside
  * its filesystem verbs. Every checkpoint and rollback of the sandbox runs one at a time.
@@ -151,12 +148,7 @@ export function withRunscMemoryVerbs<S extends MachineSandbox & { readonly statu
 	target: RunscMemoryTarget,
 ): S {
 	const filesystem = { checkpoint: sandbox.checkpoint, rollback: sandbox.rollback }
-	let queue: Promise<unknown> = Promise.resolve()
-	const serial = <T>(run: () => Promise<T>): Promise<T> => {
-		const next = queue.then(run)
-		queue = next.catch(() => undefined)
-		return next
-	}
+	const serial = oneAtATime()
 	const checkpoint = async (options: SandboxCheckpointOptions = {}) => {
 		const { kind, label } = checkpointRequest(options, RUNSC_CHECKPOINT_KINDS)
 		if (kind === 'filesystem') return serial(() => filesystem.checkpoint(options))

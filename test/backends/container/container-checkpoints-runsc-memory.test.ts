@@ -93,13 +93,26 @@ describe.skipIf(skip !== undefined)('gVisor (runsc): memory checkpoints', () => 
 		expect(await removeStateDir(stateDir)).toEqual([])
 	})
 
+	/** A parent and the forks `body` makes: all destroyed after, and every checkpoint deleted. */
+	async function withParent(
+		body: (parent: ContainerSandbox, forks: ContainerSandbox[]) => Promise<void>,
+	): Promise<void> {
+		const parent = await provider.create()
+		const forks: ContainerSandbox[] = []
+		try {
+			await body(parent, forks)
+		} finally {
+			await Promise.all(forks.map((fork) => fork.destroy()))
+			await parent.destroy()
+		}
+		for (const entry of await provider.listCheckpoints()) await provider.deleteCheckpoint(entry.id)
+	}
+
 	it(
 		"a running counter goes on from where it was, in the parent after checkpoint() and in a fork; a filesystem checkpoint's fork runs none",
 		async () => {
 			expect(provider.checkpointKinds).toEqual(['filesystem', 'memory'])
-			const parent = await provider.create()
-			const forks: ContainerSandbox[] = []
-			try {
+			await withParent(async (parent, forks) => {
 				await parent.startDetached({ sessionId: 'counter', command: 'sh', args: ['-c', COUNTER] })
 				await counterPasses(parent, 5)
 				const checkpoint = await parent.checkpoint({ kind: 'memory', label: 'counting' })
@@ -122,12 +135,7 @@ describe.skipIf(skip !== undefined)('gVisor (runsc): memory checkpoints', () => 
 				expect(await counterOf(cold)).toBeGreaterThan(5)
 				expect(await processes(cold)).not.toContain(COUNTER)
 				expect((await cold.listSessions()).map((session) => session.sessionId)).toEqual([])
-			} finally {
-				await Promise.all(forks.map((fork) => fork.destroy()))
-				await parent.destroy()
-			}
-			for (const entry of await provider.listCheckpoints())
-				await provider.deleteCheckpoint(entry.id)
+			})
 		},
 		CASE_MS,
 	)
@@ -135,9 +143,7 @@ describe.skipIf(skip !== undefined)('gVisor (runsc): memory checkpoints', () => 
 	it(
 		"sessions, detached executions and an exec with an executionId go on through a memory checkpoint, in parent and fork; a plain exec's call in flight is cut",
 		async () => {
-			const parent = await provider.create()
-			const forks: ContainerSandbox[] = []
-			try {
+			await withParent(async (parent, forks) => {
 				await parent.startDetached({
 					sessionId: 'ticker',
 					command: 'sh',
@@ -197,12 +203,7 @@ describe.skipIf(skip !== undefined)('gVisor (runsc): memory checkpoints', () => 
 					exitCode: 0,
 					stdout: 'begin\nend-fork\n',
 				})
-			} finally {
-				await Promise.all(forks.map((fork) => fork.destroy()))
-				await parent.destroy()
-			}
-			for (const entry of await provider.listCheckpoints())
-				await provider.deleteCheckpoint(entry.id)
+			})
 		},
 		CASE_MS,
 	)

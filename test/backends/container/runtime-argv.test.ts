@@ -18,6 +18,17 @@ const runsc: RuntimeInvocation = {
 	stateDir: '/s/runtime',
 	runscPlatform: 'systrap',
 }
+/** Every runsc command's global flags. */
+const RUNSC_GLOBAL = [
+	'/usr/bin/runsc',
+	'--root',
+	'/s/runtime',
+	'--host-uds=create',
+	'--oci-seccomp',
+	'--platform=systrap',
+	'--network=none',
+	'--ignore-cgroups',
+]
 const create = {
 	containerId: 'namzu-sbx-1',
 	bundle: '/s/bundle',
@@ -103,36 +114,12 @@ describe('runtime command lines', () => {
 		[
 			'runsc start, with host UDS creation, the OCI seccomp filter applied and the chosen platform',
 			startArgv(runsc, 'x'),
-			[
-				'/usr/bin/runsc',
-				'--root',
-				'/s/runtime',
-				'--host-uds=create',
-				'--oci-seccomp',
-				'--platform=systrap',
-				'--network=none',
-				'--ignore-cgroups',
-				'start',
-				'x',
-			],
+			[...RUNSC_GLOBAL, 'start', 'x'],
 		],
 		[
 			'runsc checkpoint into an image directory (the container stops; no --leave-running)',
 			checkpointArgv(runsc, 'x', '/c/img'),
-			[
-				'/usr/bin/runsc',
-				'--root',
-				'/s/runtime',
-				'--host-uds=create',
-				'--oci-seccomp',
-				'--platform=systrap',
-				'--network=none',
-				'--ignore-cgroups',
-				'checkpoint',
-				'--image-path',
-				'/c/img',
-				'x',
-			],
+			[...RUNSC_GLOBAL, 'checkpoint', '--image-path', '/c/img', 'x'],
 		],
 		[
 			'runsc restore, detached, into a new container under its own id',
@@ -143,14 +130,7 @@ describe('runtime command lines', () => {
 				pidFile: '/s/pid',
 			}),
 			[
-				'/usr/bin/runsc',
-				'--root',
-				'/s/runtime',
-				'--host-uds=create',
-				'--oci-seccomp',
-				'--platform=systrap',
-				'--network=none',
-				'--ignore-cgroups',
+				...RUNSC_GLOBAL,
 				'restore',
 				'--detach',
 				'--bundle',
@@ -165,19 +145,7 @@ describe('runtime command lines', () => {
 		[
 			"runsc kill to the container's first process (no --pid: a restored container keeps its image's id on its processes)",
 			signalArgv(runsc, 'y', 'USR2'),
-			[
-				'/usr/bin/runsc',
-				'--root',
-				'/s/runtime',
-				'--host-uds=create',
-				'--oci-seccomp',
-				'--platform=systrap',
-				'--network=none',
-				'--ignore-cgroups',
-				'kill',
-				'y',
-				'USR2',
-			],
+			[...RUNSC_GLOBAL, 'kill', 'y', 'USR2'],
 		],
 	])('%s', (_name, argv, expected) => {
 		expect(argv).toEqual(expected)

@@ -151,7 +151,21 @@ export async function assertRoomForCheckpoint(stateBase: string, limit: number):
 	if ((await countCheckpoints(stateBase)) >= limit) throw new CheckpointLimitError(limit)
 }
 
-function assertLive(sandbox: Pick<AgentSandbox, 'id' | 'status'>, operation: string): void {
+/**
+ * A runner of one checkpoint or rollback at a time per sandbox (a memory capture stops the guest,
+ * a rollback replaces it): each waits for the one before it, whichever way that ended.
+ */
+export function oneAtATime(): <T>(run: () => Promise<T>) => Promise<T> {
+	let queue: Promise<unknown> = Promise.resolve()
+	return (run) => {
+		const next = queue.then(run)
+		queue = next.catch(() => undefined)
+		return next
+	}
+}
+
+/** `SandboxDestroyedError` for a checkpoint verb on a destroyed sandbox. */
+export function assertLive(sandbox: Pick<AgentSandbox, 'id' | 'status'>, operation: string): void {
 	if (sandbox.status === 'destroyed') throw new SandboxDestroyedError(sandbox.id, operation)
 }
 
