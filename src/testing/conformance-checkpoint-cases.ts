@@ -2,7 +2,8 @@
  * The conformance suite's checkpoint section, run when the caller hands the provider its sandboxes
  * come from (`options.checkpointProvider`) and that provider declares a kind in its
  * `checkpointKinds` (skipped, saying why, otherwise); they take `filesystem` where it is declared,
- * else `memory` (the microVM tier), and assert the same of either: a fork sees the parent's files as of the
+ * else `memory` (the microVM tier) — and once more with each of `options.moreCheckpointKinds`
+ * (gVisor's `memory`) — and assert the same of either: a fork sees the parent's files as of the
  * checkpoint and nothing written after it; a rollback undoes a deletion and a modification; two
  * forks' writes are invisible to each other and to the parent; five forks made at once all start,
  * each its own sandbox with its own copy, and none writes through to the checkpoint; `onRestore`
@@ -44,6 +45,8 @@ function scratchName(sandbox: Sandbox, name: string): string {
 /** What every checkpoint case is handed: its gate and the run with a checkpoint of the parent. */
 interface CheckpointHarness {
 	readonly providerOf: (() => SandboxProvider) | undefined
+	/** The kind this run's cases take of the provider. */
+	readonly kindOf: (provider: SandboxProvider | undefined) => SandboxCheckpointKind | undefined
 	readonly needs: {
 		readonly skipReason?: string
 		readonly runtimeSkip: () => string | undefined
@@ -58,13 +61,22 @@ interface CheckpointHarness {
 	) => Promise<void>
 }
 
-function checkpointHarness(options: SuiteContext['options']): CheckpointHarness {
+function checkpointHarness(
+	options: SuiteContext['options'],
+	kind: SandboxCheckpointKind | undefined,
+): CheckpointHarness {
 	const providerOf = options.checkpointProvider
+	const kindOf = (provider: SandboxProvider | undefined) =>
+		kind === undefined
+			? caseKind(provider)
+			: provider?.checkpointKinds.includes(kind)
+				? kind
+				: undefined
 	const needs = {
 		...(providerOf ? {} : { skipReason: 'no checkpointProvider given' }),
 		runtimeSkip: () =>
-			caseKind(providerOf?.()) === undefined
-				? 'the provider declares no checkpoint kind'
+			kindOf(providerOf?.()) === undefined
+				? `the provider declares no ${kind ?? 'checkpoint'} kind`
 				: undefined,
 	}
 	/** Runs `body` with the parent's checkpoint; forks and the checkpoint are removed after. */
@@ -78,8 +90,11 @@ function checkpointHarness(options: SuiteContext['options']): CheckpointHarness 
 	) => {
 		const provider = providerOf?.()
 		if (!provider || !sandbox.checkpoint) throw new Error('the sandbox has no checkpoint verb')
-		const kind = caseKind(provider)
-		const checkpoint = await sandbox.checkpoint({ label: 'conformance', ...(kind ? { kind } : {}) })
+		const taken = kindOf(provider)
+		const checkpoint = await sandbox.checkpoint({
+			label: 'conformance',
+			...(taken ? { kind: taken } : {}),
+		})
 		const forks: Sandbox[] = []
 		try {
 			await body(provider, checkpoint, forks)
@@ -88,25 +103,35 @@ function checkpointHarness(options: SuiteContext['options']): CheckpointHarness 
 			await provider.deleteCheckpoint?.(checkpoint.id)
 		}
 	}
-	return { providerOf, needs, withCheckpoint }
+	return { providerOf, kindOf, needs, withCheckpoint }
 }
 
 export function defineCheckpointCases(context: SuiteContext): void {
-	const harness = checkpointHarness(context.options)
-	defineForkCases(context, harness)
-	defineForkHygieneCases(context, harness)
-	defineRollbackCases(context, harness)
+	for (const kind of [undefined, ...(context.options.moreCheckpointKinds ?? [])]) {
+		const harness = checkpointHarness(context.options, kind)
+		const titled: SuiteContext =
+			kind === undefined
+				? context
+				: {
+						...context,
+						test: (title, body, needs) =>
+							context.test(`${title} (${kind} checkpoint)`, body, needs),
+					}
+		defineForkCases(titled, harness)
+		defineForkHygieneCases(titled, harness)
+		defineRollbackCases(titled, harness, kind === undefined)
+	}
 }
 
 function defineForkCases({ test, expect }: SuiteContext, harness: CheckpointHarness): void {
-	const { needs, withCheckpoint } = harness
+	const { needs, withCheckpoint, kindOf } = harness
 	test(
 		'a fork sees the files as of the checkpoint, not what was written after it',
 		async (sandbox) => {
 			const root = scratchName(sandbox, 'fork')
 			await sandbox.writeFile(`${on(sandbox, root)}/plan.txt`, 'before')
 			await withCheckpoint(sandbox, async (provider, checkpoint, forks) => {
-				expect(checkpoint.kind, 'kind').toBe(caseKind(provider))
+				expect(checkpoint.kind, 'kind').toBe(kindOf(provider))
 				expect(checkpoint.sandboxId, 'sandboxId').toBe(sandbox.id)
 				await sandbox.writeFile(`${on(sandbox, root)}/plan.txt`, 'after')
 				await sandbox.writeFile(`${on(sandbox, root)}/later.txt`, 'later')
@@ -216,7 +241,11 @@ function defineForkHygieneCases({ test, expect }: SuiteContext, harness: Checkpo
 	)
 }
 
-function defineRollbackCases({ test, expect }: SuiteContext, harness: CheckpointHarness): void {
+function defineRollbackCases(
+	{ test, expect }: SuiteContext,
+	harness: CheckpointHarness,
+	withRefusal: boolean,
+): void {
 	const { needs, withCheckpoint, providerOf } = harness
 	test(
 		'rollback undoes a deletion and a modification',
@@ -267,6 +296,7 @@ function defineRollbackCases({ test, expect }: SuiteContext, harness: Checkpoint
 		needs,
 	)
 
+	if (!withRefusal) return
 	test(
 		'a checkpoint of a kind the provider does not declare is refused by name, nothing created',
 		async (sandbox) => {

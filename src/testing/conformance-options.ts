@@ -2,6 +2,7 @@
  * What `defineSandboxConformance` is given: the factory of fresh sandboxes and the options that say
  * what the sandbox under test has and can do.
  */
+import type { SandboxCheckpointKind } from '../contract/checkpoint.js'
 import type { SandboxProvider } from '../contract/provider.js'
 import type { Sandbox } from '../contract/sandbox.js'
 
@@ -66,6 +67,12 @@ export interface SandboxConformanceOptions {
 	 * its `checkpointKinds`, the checkpoint cases run (fork through its `create({ from })`).
 	 */
 	readonly checkpointProvider?: () => SandboxProvider
+	/**
+	 * Kinds the checkpoint cases run with once more, beyond the one they take by default
+	 * (`filesystem` where declared, else `memory`): `['memory']` on a provider that declares both.
+	 * Those runs' titles end with `(<kind> checkpoint)`; a kind the provider does not declare skips.
+	 */
+	readonly moreCheckpointKinds?: readonly SandboxCheckpointKind[]
 }
 
 /** A capability the sandbox has (`true`), or lacks and says why. */

@@ -63,6 +63,8 @@ function containerTierSuite(
 				if (!provider) throw new Error('provider not created')
 				return provider
 			},
+			// gVisor takes memory checkpoints too: the checkpoint cases run once more with that kind.
+			...(runtime === 'runsc' ? { moreCheckpointKinds: ['memory'] as const } : {}),
 			// gVisor's guest processes live inside its kernel: the host's /proc cannot see them.
 			...(runtime === 'runsc'
 				? {}

@@ -14,6 +14,7 @@ import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
 import type { ResolvedContainerBackendConfig } from './container-backend-config.js'
 import type { ContainerImage } from './container-image.js'
 import type { ResolvedContainerSandboxLayout } from './container-layout.js'
+import type { RunscMemoryControl } from './runsc-memory-checkpoints.js'
 
 export interface ContainerInstanceContext {
 	readonly backend: ResolvedContainerBackendConfig
@@ -43,6 +44,8 @@ export interface ContainerInstance {
 	/** Host pid of the container's first process. */
 	readonly pid: number | undefined
 	hasExited(): boolean
+	/** gVisor: the memory checkpoint and rollback of the sandbox's container. */
+	readonly memory?: RunscMemoryControl
 	/** Kills every process, deletes the container, removes the cgroups and the state root. Idempotent. */
 	release(): Promise<void>
 }

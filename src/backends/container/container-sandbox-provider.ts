@@ -64,6 +64,7 @@ import {
 } from './container-sandbox-spec.js'
 import { startContainerInstance } from './container-start.js'
 import { createDockerSandboxProvider } from './docker/docker-sandbox-provider.js'
+import { RUNSC_CHECKPOINT_KINDS, withRunscMemoryVerbs } from './runsc-memory-checkpoints.js'
 
 /** A container sandbox: the machine layer's one sandbox type (one agent serves every tier). */
 export type ContainerSandbox = MachineSandbox
@@ -180,7 +181,17 @@ function containerHandOut(
 						cgroupDirs: instance.cgroupDirs,
 						flushFirst: runtime === 'runsc',
 					}
-		return { ...handed, sandbox: withCheckpointVerbs(handed.sandbox, target) }
+		const sandbox = withCheckpointVerbs(handed.sandbox, target)
+		const { memory } = instance
+		if (memory === undefined || !checkpointKinds.includes('memory')) return { ...handed, sandbox }
+		return {
+			...handed,
+			sandbox: withRunscMemoryVerbs(sandbox, {
+				stateDir: store.stateDir,
+				maxCheckpoints: store.maxCheckpoints,
+				control: memory,
+			}),
+		}
 	}
 }
 
@@ -214,8 +225,9 @@ export function createContainerSandboxProvider(
 	optionalFunction(CONFIG_SITE, 'hooks.onWarmSandboxReady', givenHooks.onWarmSandboxReady)
 	const context = containerInstanceContext(resolved, resolvedLayout, hooks)
 	// Every runtime: filesystem checkpoints (gVisor's mounts revalidate against the host, and its
-	// page cache is flushed before the capture). No memory kind yet (docs/guides/snapshots.md).
-	const checkpointKinds = MACHINE_CHECKPOINT_KINDS
+	// page cache is flushed before the capture); gVisor the memory kind too (`runsc checkpoint`).
+	const checkpointKinds =
+		resolved.runtime === 'runsc' ? RUNSC_CHECKPOINT_KINDS : MACHINE_CHECKPOINT_KINDS
 	const fleet = createInstanceFleet<ContainerInstance, ContainerSandboxSpec, ContainerSandbox>({
 		start: (spec, signal) => startContainerInstance(context, spec, signal),
 		// A proxied sandbox is never served from the pool (its proxy is its creator's): none is kept.
@@ -255,7 +267,7 @@ export function createContainerSandboxProvider(
 		environment: 'linux-namespace',
 		workspaceModes: ['ephemeral'],
 		// A runtime that takes none still lists and deletes what its state directory holds.
-		...machineCheckpointStore(resolved.stateDir),
+		...machineCheckpointStore(resolved.stateDir, checkpointKinds),
 		checkpointKinds,
 		create,
 		close,

@@ -4,9 +4,10 @@
  * runtime's `start` and the ready wait. Whatever a step made is on the state, so `release()` takes
  * down exactly what exists; a failed or aborted start releases it all before it rethrows.
  */
-import { chown, mkdir, readFile, writeFile } from 'node:fs/promises'
+import { chown, mkdir, readFile } from 'node:fs/promises'
 import { totalmem } from 'node:os'
 import { join } from 'node:path'
+import { reidentifyRestoredAgent } from '../../host/lifecycle/restored-agent.js'
 import { AgentTransport } from '../../host/transport/agent-transport.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import {
@@ -17,10 +18,9 @@ import {
 	type SandboxCgroups,
 } from '../machine/cgroups/cgroup-limits.js'
 import { guestExitOf } from '../machine/cgroups/guest-exit.js'
-import { type WorkloadGroup, workloadCgroupFds } from '../machine/cgroups/workload-cgroups.js'
+import type { WorkloadGroup } from '../machine/cgroups/workload-cgroups.js'
 import { readProcessIdentity } from '../machine/claims/process-identity.js'
 import { releaseHostClaims, removeStateRoot } from '../machine/claims/release-host-claims.js'
-import { agentSettingsFrom, buildAgentEnvironment } from '../machine/launch/agent-environment.js'
 import {
 	createInheritableListenSocket,
 	type InheritableListenSocket,
@@ -29,8 +29,6 @@ import { probeInstancePrivileges } from '../machine/launch/instance-privilege-pr
 import { MACHINE_MAX_REQUEST_FRAME_BYTES } from '../machine/launch/transport-options.js'
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
 import { LocalSandboxCleanupError, LocalSandboxStartError } from '../machine/machine-errors.js'
-import { sandboxSeccompFilter } from '../machine/seccomp/seccomp-filter.js'
-import { forkSource } from '../machine/snapshots/checkpoint-verbs.js'
 import {
 	cgroupRequestFor,
 	resolveSandboxLimits,
@@ -38,7 +36,8 @@ import {
 } from '../machine/spec/sandbox-limits.js'
 import { prepareEphemeralWorkspace } from '../machine/workspace/volume-workspace.js'
 import { type AgentFiles, prepareAgentFiles } from './container-agent-files.js'
-import { adoptAgentSocket, asLaunched, listeningOnPath } from './container-agent-socket.js'
+import { adoptAgentSocket, asLaunched } from './container-agent-socket.js'
+import { writeContainerBundle } from './container-bundle.js'
 import {
 	type ContainerClaims,
 	checkContainerHost,
@@ -46,23 +45,16 @@ import {
 } from './container-claims.js'
 import type { ContainerImage } from './container-image.js'
 import type { ContainerInstance, ContainerInstanceContext } from './container-instance.js'
-import { layoutRootsEnvironment, under } from './container-layout-mounts.js'
+import { under } from './container-layout-mounts.js'
 import { type ContainerNetwork, prepareContainerNetwork } from './container-network.js'
 import { type CreatedContainer, createContainer, runRuntimeCommand } from './container-process.js'
 import type { ContainerSandboxSpec } from './container-sandbox-spec.js'
-import {
-	buildOciConfig,
-	CONTAINER_AGENT_BUNDLE,
-	CONTAINER_AGENT_NODE,
-	CONTAINER_HOME_DIR,
-	CONTAINER_INIT,
-	CONTAINER_WORKSPACE,
-	containerMounts,
-} from './oci-config.js'
+import { CONTAINER_WORKSPACE } from './oci-config.js'
+import { RunscIncarnations } from './runsc-incarnations.js'
+import { containerForkSource, type RunscRestoreSource } from './runsc-memory-checkpoints.js'
 import { createArgv, deleteArgv, type RuntimeInvocation, startArgv } from './runtime-argv.js'
 import { runtimeCgroupDirs } from './runtime-cgroup-dirs.js'
 
-export const CONTAINER_HOSTNAME = 'namzu-sandbox'
 const DELETE_BUDGET_MS = 10_000
 
 /** What the cgroup step leaves for the later ones. */
@@ -80,11 +72,13 @@ export async function startContainerInstance(
 	const image = await checkContainerHost(context, spec)
 	const limits = resolveSandboxLimits(spec, { totalMemoryBytes: totalmem() })
 	// A fork's checkpoint is read before anything is claimed (CheckpointNotFoundError).
-	const fill =
-		spec.from === undefined ? undefined : await forkSource(context.backend.stateDir, spec.from)
+	const source =
+		spec.from === undefined ? undefined : await containerForkSource(context.backend, spec.from)
 	signal?.throwIfAborted()
 	const claims = await claimContainerSandbox(context.backend)
-	return new ContainerStart(context, spec, image, limits, claims, signal).run(fill)
+	return new ContainerStart(context, spec, image, limits, claims, signal, source?.restore).run(
+		source?.fill,
+	)
 }
 
 /** One start's state: what each step made, so that `release()` takes down exactly that. */
@@ -104,6 +98,12 @@ class ContainerStart {
 	 * loader must read the binaries it runs (its ptrace is restricted to descendants instead).
 	 */
 	readonly #hostUds: boolean
+	/** A fork of a gVisor memory checkpoint: the image it is restored from. */
+	readonly #restore: RunscRestoreSource | undefined
+	/** Who the sandbox's files belong to: its uid, or the uid a restored image's processes run as. */
+	readonly #fileOwner: { readonly uid: number; readonly gid: number }
+	/** gVisor's containers of this sandbox, one after another (memory checkpoints, rollbacks). */
+	#incarnations: RunscIncarnations | undefined
 	#cgroups: SandboxCgroups | undefined
 	#runtimeGroups: SandboxCgroups | undefined
 	#listener: InheritableListenSocket | undefined
@@ -119,8 +119,11 @@ class ContainerStart {
 		limits: SandboxLimits,
 		claims: ContainerClaims,
 		signal: AbortSignal | undefined,
+		restore?: RunscRestoreSource,
 	) {
 		this.#context = context
+		this.#restore = restore
+		this.#fileOwner = restore?.owner ?? claims.owner
 		this.#spec = spec
 		this.#image = image
 		this.#limits = limits
@@ -154,10 +157,25 @@ class ContainerStart {
 			})
 			this.#network = network
 			const bundle = await this.#writeBundle(files, groups.workloadGroups, socketDir, network)
-			const { created, pid } = await this.#createContainer(bundle, network)
-			await this.#listener?.handOver()
-			const transport = this.#connect(created, groups.oomKillsAtStart)
-			await this.#startAgent(created, pid, transport, socketDir, network)
+			const transport = this.#transport()
+			const incarnations =
+				socketDir === undefined ? undefined : this.#incarnationsOf(bundle, socketDir, transport)
+			this.#incarnations = incarnations
+			let pid: number
+			if (this.#restore === undefined || incarnations === undefined) {
+				const made = await this.#createContainer(bundle, network)
+				pid = made.pid
+				incarnations?.adopt(made.created)
+				await this.#listener?.handOver()
+				this.#watch(transport, groups.oomKillsAtStart)
+				await this.#startAgent(made.created, pid, transport, socketDir, network)
+			} else {
+				await incarnations.launch(this.#restore.imagePath, this.#signal)
+				pid = Number(await readFile(join(dirs.root, 'container.pid'), 'utf8'))
+				this.#watch(transport, groups.oomKillsAtStart)
+				// Before anyone else reaches it: fresh entropy and a boot id of its own.
+				await reidentifyRestoredAgent(transport, this.#signalOption)
+			}
 			const instance: ContainerInstance = {
 				id,
 				rootDir: CONTAINER_WORKSPACE,
@@ -168,8 +186,9 @@ class ContainerStart {
 				hostWorkspace: dirs.workspace,
 				cgroupDirs: [...(this.#cgroups?.dirs ?? []), ...(this.#runtimeGroups?.dirs ?? [])],
 				pid: Number.isSafeInteger(pid) ? pid : undefined,
-				hasExited: () => created.isGone(),
+				hasExited: () => this.#isGone(),
 				release: () => this.release(),
+				...(incarnations === undefined ? {} : { memory: incarnations }),
 			}
 			// gVisor's /proc/<pid>/status carries no capability or no_new_privs lines, so there is
 			// nothing for the probe to read; there the OCI config (no capability, no new privileges) and
@@ -203,7 +222,7 @@ class ContainerStart {
 		// All at once: a frozen per-command group holds its processes until the cgroup side thaws
 		// it, and the runtime's delete waits for the container's init.
 		await Promise.all([
-			this.#container === undefined
+			this.#container === undefined && this.#incarnations?.current === undefined
 				? undefined
 				: runRuntimeCommand(
 						this.#context.backend.runtime,
@@ -228,13 +247,13 @@ class ContainerStart {
 	 * one, or the copy-on-write volume where the runtime takes checkpoints).
 	 */
 	async #recordWorkspace(): Promise<void> {
-		const { ledger, dirs, owner, id } = this.#claims
+		const { ledger, dirs, id } = this.#claims
 		await ledger.record({})
 		await prepareEphemeralWorkspace(ledger, {
 			root: dirs.root,
 			workspace: dirs.workspace,
 			diskLimitMb: this.#spec.diskLimitMb,
-			owner,
+			owner: this.#fileOwner,
 			mkfsPath: this.#context.backend.tools.mkfsExt4,
 			sandboxId: id,
 			checkpointable: true,
@@ -279,72 +298,32 @@ class ContainerStart {
 	/** gVisor's agent binds its socket in a directory of the sandbox uid's; other runtimes none. */
 	async #socketDir(): Promise<string | undefined> {
 		if (!this.#hostUds) return undefined
-		const { dirs, owner } = this.#claims
+		const { dirs } = this.#claims
 		const socketDir = join(dirs.root, 'uds')
 		await mkdir(socketDir, { mode: 0o700 })
-		await chown(socketDir, owner.uid, owner.gid)
+		await chown(socketDir, this.#fileOwner.uid, this.#fileOwner.gid)
 		return socketDir
 	}
 
 	/** The OCI bundle: the agent's environment and command, the mounts, the seccomp filter. */
-	async #writeBundle(
+	#writeBundle(
 		files: AgentFiles,
 		workloadGroups: readonly WorkloadGroup[],
 		socketDir: string | undefined,
 		network: ContainerNetwork,
 	): Promise<string> {
-		const { backend } = this.#context
-		const { id, name, owner, dirs } = this.#claims
-		const { layout, initCopy } = files
-		const image = this.#image
-		const agentEnv = {
-			...buildAgentEnvironment({
-				workspace: CONTAINER_WORKSPACE,
-				homeDir: CONTAINER_HOME_DIR,
-				nodePath: image.node.inImage,
-				user: 'sandbox',
-				callerEnv: { ...network.workloadEnv, ...this.#spec.env },
-				agentSettings: {
-					...agentSettingsFrom(this.#context.hostEnv ?? process.env),
-					...network.agentSettings,
-				},
-				workloadCgroups: workloadCgroupFds(workloadGroups),
-			}),
-			...layoutRootsEnvironment(layout),
-		}
-		const agentCommand = [CONTAINER_AGENT_NODE, CONTAINER_AGENT_BUNDLE]
-		const config = buildOciConfig({
-			rootfs: image.rootfs,
-			hostname: CONTAINER_HOSTNAME,
-			user: owner,
-			args: initCopy === undefined ? agentCommand : [CONTAINER_INIT, '--', ...agentCommand],
-			env: this.#hostUds ? listeningOnPath(agentEnv) : agentEnv,
-			cwd: CONTAINER_WORKSPACE,
-			mounts: containerMounts({
-				tmpfs: this.#limits.tmpfs,
-				owner,
-				runtime: {
-					node: files.nodeCopy,
-					bundle: files.agentBundle,
-					...(initCopy === undefined ? {} : { init: initCopy }),
-				},
-				...(socketDir === undefined ? {} : { socketDir }),
-				workspace: dirs.workspace,
-				scaffolds: layout.scaffolds,
-				binds: layout.binds,
-				networkBinds: network.binds,
-			}),
-			cgroupsPath: name,
-			annotations: { ...backend.labels, 'ai.namzu.sandbox.id': id },
-			seccomp: sandboxSeccompFilter({
-				allowUserNamespaces: this.#spec.allowUserNamespaces === true,
-			}).oci({ kernelRefusesClone3: backend.runtime === 'runsc' }),
+		const { id, name, dirs } = this.#claims
+		return writeContainerBundle({
+			context: this.#context,
+			spec: this.#spec,
+			image: this.#image,
+			limits: this.#limits,
+			sandbox: { id, name, root: dirs.root, workspace: dirs.workspace, owner: this.#fileOwner },
+			files,
+			workloadGroups,
+			socketDir,
+			network,
 		})
-		const bundle = join(dirs.root, 'bundle')
-		await mkdir(bundle, { mode: 0o700 })
-		// It holds the caller's env: readable by root alone.
-		await writeFile(join(bundle, 'config.json'), JSON.stringify(config), { mode: 0o600 })
-		return bundle
 	}
 
 	/** The runtime's `create`: the container exists, its init waits; the network goes in now. */
@@ -392,21 +371,58 @@ class ContainerStart {
 		return { created, pid }
 	}
 
-	/** The transport to the agent, watching the container's end as the guest's death. */
-	#connect(created: CreatedContainer, oomKillsAtStart: number | undefined): AgentTransport {
+	/** Whether the sandbox's container is gone (and, under gVisor, nothing replaces it). */
+	#isGone(): boolean {
+		if (this.#incarnations !== undefined) return this.#incarnations.isGone()
+		return this.#container?.isGone() === true
+	}
+
+	/** The transport to the agent. */
+	#transport(): AgentTransport {
 		const { backend } = this.#context
-		const { id, dirs } = this.#claims
-		const transport = new AgentTransport(
-			{ kind: 'unix', path: dirs.socketPath },
+		return new AgentTransport(
+			{ kind: 'unix', path: this.#claims.dirs.socketPath },
 			{
 				connectRetryIntervalMs: backend.readyPollIntervalMs,
 				maxRequestFrameBytes: MACHINE_MAX_REQUEST_FRAME_BYTES,
-				permanentDialFailure: () => created.isGone(),
+				permanentDialFailure: () => this.#isGone(),
 			},
 		)
+	}
+
+	/** gVisor's succession of containers for this sandbox. */
+	#incarnationsOf(bundle: string, socketDir: string, transport: AgentTransport): RunscIncarnations {
+		const { id, name, dirs, ledger } = this.#claims
+		return new RunscIncarnations(
+			{
+				sandboxId: id,
+				name,
+				invocation: this.#invocation,
+				stateRoot: dirs.root,
+				bundle,
+				socketDir,
+				socketPath: dirs.socketPath,
+				workspace: dirs.workspace,
+				owner: this.#fileOwner,
+				procsFiles: this.#cgroups?.procsFiles ?? [],
+				secrets: Object.values(this.#spec.env),
+				readyTimeoutMs: this.#context.backend.readyTimeoutMs,
+				recordLauncher: async (pid) => {
+					const launcher = await readProcessIdentity(pid)
+					if (launcher) await ledger.record({ launcher })
+				},
+			},
+			transport,
+		)
+	}
+
+	/** The container's end (under gVisor: the last container's) as the guest's death. */
+	#watch(transport: AgentTransport, oomKillsAtStart: number | undefined): void {
+		const { id } = this.#claims
 		const watchedCgroups = this.#cgroups
+		const gone = this.#incarnations?.gone() ?? this.#container?.gone ?? Promise.resolve()
 		transport.liveness.watch(
-			created.gone.then(async () => {
+			gone.then(async () => {
 				if (this.#releasing !== undefined) return undefined
 				return guestExitOf({
 					sandboxId: id,
@@ -417,7 +433,6 @@ class ContainerStart {
 				})
 			}),
 		)
-		return transport
 	}
 
 	/** The runtime's `start`, then the agent's socket (gVisor), its `healthz`, the network's ready. */

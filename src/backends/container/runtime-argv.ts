@@ -117,3 +117,51 @@ export function runArgv(
 ): string[] {
 	return command(invocation, ['run', '--bundle', bundle, containerId])
 }
+
+/**
+ * gVisor's `checkpoint`: the sandbox's whole state into `imagePath`, after which the container has
+ * stopped (`--leave-running` restores a new one under the command itself, outside the sandbox's
+ * cgroups, so it is not used: the host restores the sandbox itself).
+ */
+export function checkpointArgv(
+	invocation: RuntimeInvocation,
+	containerId: string,
+	imagePath: string,
+): string[] {
+	return command(invocation, ['checkpoint', '--image-path', imagePath, containerId])
+}
+
+export interface RestoreArgs {
+	readonly containerId: string
+	readonly bundle: string
+	readonly imagePath: string
+	readonly pidFile: string
+}
+
+/** gVisor's `restore` of an image into a new running container (create and start in one). */
+export function restoreArgv(invocation: RuntimeInvocation, args: RestoreArgs): string[] {
+	return command(invocation, [
+		'restore',
+		'--detach',
+		'--bundle',
+		args.bundle,
+		'--image-path',
+		args.imagePath,
+		'--pid-file',
+		args.pidFile,
+		args.containerId,
+	])
+}
+
+/**
+ * A signal to the container's first process. No `--pid`: a container restored under another id
+ * than the one its image was taken under keeps the old id on its processes, and gVisor refuses a
+ * `--pid` there, while the container's own init is still reached.
+ */
+export function signalArgv(
+	invocation: RuntimeInvocation,
+	containerId: string,
+	signal: string,
+): string[] {
+	return command(invocation, ['kill', containerId, signal])
+}

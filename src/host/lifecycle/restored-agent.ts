@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { SandboxArgumentError } from '../../contract/errors.js'
-import { RESTORED_FEATURE } from '../../wire/features.js'
+import { RELEASE_LISTENER_FEATURE, RESTORED_FEATURE } from '../../wire/features.js'
 import { AGENT_OP } from '../../wire/protocol.js'
 import { RESTORED_SEED_BYTES } from '../../wire/restored.js'
 import { RemoteProtocolError } from '../refusals/refusal-errors.js'
@@ -62,4 +62,28 @@ export async function reidentifyRestoredAgent(
 	if (token !== undefined && handle.kind === 'tcp') transport.rebind({ ...handle, token })
 	transport.noteGuestBootId({ guestBootId: bootId })
 	return { bootId, kernelPoolMixed }
+}
+
+/**
+ * Before a gVisor memory checkpoint: the agent lets go of its unix listener and every connection
+ * (`release-listener`), binding again on SIGUSR2 or after `relistenAfterMs`. Answers the agent's
+ * pid in its own pid namespace.
+ */
+export async function releaseAgentListener(
+	transport: AgentTransport,
+	options: { readonly relistenAfterMs: number; readonly signal?: AbortSignal },
+): Promise<number> {
+	const { relistenAfterMs, signal } = options
+	await requireGuestFeature(transport, RELEASE_LISTENER_FEATURE, 'checkpoint', signal)
+	const reply = await transport.request(
+		AGENT_OP.releaseListener,
+		{ relistenAfterMs },
+		signal ? { signal } : {},
+	)
+	const refusal = refusalOf(reply)
+	if (refusal) throw refusalToError('op', refusal, { op: AGENT_OP.releaseListener })
+	if (typeof reply.pid !== 'number') {
+		throw new RemoteProtocolError('release-listener: the guest answered a malformed reply')
+	}
+	return reply.pid
 }

@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import {
+	checkpointArgv,
 	createArgv,
 	deleteArgv,
 	type RuntimeInvocation,
+	restoreArgv,
 	runArgv,
+	signalArgv,
 	startArgv,
 } from '../../../src/backends/container/runtime-argv.js'
 
@@ -15,6 +18,17 @@ const runsc: RuntimeInvocation = {
 	stateDir: '/s/runtime',
 	runscPlatform: 'systrap',
 }
+/** Every runsc command's global flags. */
+const RUNSC_GLOBAL = [
+	'/usr/bin/runsc',
+	'--root',
+	'/s/runtime',
+	'--host-uds=create',
+	'--oci-seccomp',
+	'--platform=systrap',
+	'--network=none',
+	'--ignore-cgroups',
+]
 const create = {
 	containerId: 'namzu-sbx-1',
 	bundle: '/s/bundle',
@@ -100,18 +114,38 @@ describe('runtime command lines', () => {
 		[
 			'runsc start, with host UDS creation, the OCI seccomp filter applied and the chosen platform',
 			startArgv(runsc, 'x'),
+			[...RUNSC_GLOBAL, 'start', 'x'],
+		],
+		[
+			'runsc checkpoint into an image directory (the container stops; no --leave-running)',
+			checkpointArgv(runsc, 'x', '/c/img'),
+			[...RUNSC_GLOBAL, 'checkpoint', '--image-path', '/c/img', 'x'],
+		],
+		[
+			'runsc restore, detached, into a new container under its own id',
+			restoreArgv(runsc, {
+				containerId: 'y',
+				bundle: '/s/bundle',
+				imagePath: '/c/img',
+				pidFile: '/s/pid',
+			}),
 			[
-				'/usr/bin/runsc',
-				'--root',
-				'/s/runtime',
-				'--host-uds=create',
-				'--oci-seccomp',
-				'--platform=systrap',
-				'--network=none',
-				'--ignore-cgroups',
-				'start',
-				'x',
+				...RUNSC_GLOBAL,
+				'restore',
+				'--detach',
+				'--bundle',
+				'/s/bundle',
+				'--image-path',
+				'/c/img',
+				'--pid-file',
+				'/s/pid',
+				'y',
 			],
+		],
+		[
+			"runsc kill to the container's first process (no --pid: a restored container keeps its image's id on its processes)",
+			signalArgv(runsc, 'y', 'USR2'),
+			[...RUNSC_GLOBAL, 'kill', 'y', 'USR2'],
 		],
 	])('%s', (_name, argv, expected) => {
 		expect(argv).toEqual(expected)

@@ -131,6 +131,23 @@ export interface CaptureRequest {
 	readonly signal?: AbortSignal
 }
 
+/** Copies the workspace's entries into an existing `content` directory. */
+async function copyEntries(
+	workspace: string,
+	content: string,
+	reflink: 'always' | 'auto',
+	signal: AbortSignal | undefined,
+): Promise<void> {
+	// Each entry, so a sized workspace's lost+found stays out; `.` carries the root's mode.
+	for (const name of await workspaceEntries(workspace)) {
+		await runProgramOrThrow(
+			CP,
+			['-a', `--reflink=${reflink}`, '--', join(workspace, name), content],
+			signal ? { signal } : {},
+		)
+	}
+}
+
 /** Copies the workspace's entries into `content` with the sandbox paused. */
 async function copyPaused(
 	request: CaptureRequest,
@@ -141,18 +158,24 @@ async function copyPaused(
 	request.signal?.throwIfAborted()
 	const resume = await request.pause()
 	try {
-		const names = await workspaceEntries(request.workspace)
-		// Each entry, so a sized workspace's lost+found stays out; `.` carries the root's mode.
-		for (const name of names) {
-			await runProgramOrThrow(
-				CP,
-				['-a', `--reflink=${reflink}`, '--', join(request.workspace, name), content],
-				{ ...(request.signal ? { signal: request.signal } : {}) },
-			)
-		}
+		await copyEntries(request.workspace, content, reflink, request.signal)
 	} finally {
 		await resume()
 	}
+}
+
+/**
+ * A memory capture's workspace files, into `<dir>/content` (what `restoreCheckpoint` fills a fork
+ * or a rollback from), from a workspace nothing writes to (its sandbox stopped by the capture).
+ */
+export async function copyWorkspaceForMemory(
+	workspace: string,
+	dir: string,
+	signal?: AbortSignal,
+): Promise<void> {
+	const content = join(dir, CONTENT)
+	await mkdir(content, { mode: 0o700 })
+	await copyEntries(workspace, content, 'auto', signal)
 }
 
 /**

@@ -143,7 +143,29 @@ function capturable(
 	)
 }
 
-function assertLive(sandbox: Pick<AgentSandbox, 'id' | 'status'>, operation: string): void {
+/**
+ * Before any capture work: the store is bounded (captures in flight count), and only a delete
+ * makes room (`CheckpointLimitError`).
+ */
+export async function assertRoomForCheckpoint(stateBase: string, limit: number): Promise<void> {
+	if ((await countCheckpoints(stateBase)) >= limit) throw new CheckpointLimitError(limit)
+}
+
+/**
+ * A runner of one checkpoint or rollback at a time per sandbox (a memory capture stops the guest,
+ * a rollback replaces it): each waits for the one before it, whichever way that ended.
+ */
+export function oneAtATime(): <T>(run: () => Promise<T>) => Promise<T> {
+	let queue: Promise<unknown> = Promise.resolve()
+	return (run) => {
+		const next = queue.then(run)
+		queue = next.catch(() => undefined)
+		return next
+	}
+}
+
+/** `SandboxDestroyedError` for a checkpoint verb on a destroyed sandbox. */
+export function assertLive(sandbox: Pick<AgentSandbox, 'id' | 'status'>, operation: string): void {
 	if (sandbox.status === 'destroyed') throw new SandboxDestroyedError(sandbox.id, operation)
 }
 
@@ -159,9 +181,7 @@ async function takeCheckpoint(
 	)
 	assertLive(sandbox, 'checkpoint')
 	const stateBase = await resolveStateBase(stateDir)
-	const limit = maxCheckpoints ?? DEFAULT_MAX_CHECKPOINTS
-	// Before any capture work: the store is bounded, and only a delete makes room.
-	if ((await countCheckpoints(stateBase)) >= limit) throw new CheckpointLimitError(limit)
+	await assertRoomForCheckpoint(stateBase, maxCheckpoints ?? DEFAULT_MAX_CHECKPOINTS)
 	if (flushFirst === true) await sandbox.flush(options.signal ? { signal: options.signal } : {})
 	return captureCheckpoint({
 		stateBase,

@@ -1,0 +1,236 @@
+/**
+ * The succession of gVisor containers behind one runsc sandbox. A memory checkpoint stops the
+ * container (`runsc checkpoint`) and the sandbox continues in a new one restored from the image it
+ * wrote; a rollback replaces the container with one restored from a checkpoint's image; a fork
+ * starts as a restored one. The sandbox is "gone" only when its current container is gone and no
+ * replacement is under way, so the host never reports the checkpoint's stop as the guest's death.
+ * Every restored container is launched the same way: `runsc restore` in the sandbox's cgroups,
+ * SIGUSR2 to its init (passed on to the agent, which binds its socket again), the socket moved
+ * into the host-only directory, `healthz`.
+ */
+import { chown, readFile, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { pollUntil } from '../../common/poll-until.js'
+import {
+	reidentifyRestoredAgent,
+	releaseAgentListener,
+} from '../../host/lifecycle/restored-agent.js'
+import type { AgentTransport } from '../../host/transport/agent-transport.js'
+import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
+import type { CgroupOwner } from '../machine/cgroups/workload-cgroups.js'
+import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
+import { copyWorkspaceForMemory } from '../machine/snapshots/checkpoint-store.js'
+import { adoptAgentSocket, asLaunched } from './container-agent-socket.js'
+import { ContainerRuntimeCommandError } from './container-errors.js'
+import { type CreatedContainer, createContainer, runRuntimeCommand } from './container-process.js'
+import {
+	type RunscMemoryControl,
+	type RunscRestoreSource,
+	runscImageDir,
+	writeRunscRecord,
+} from './runsc-memory-checkpoints.js'
+import {
+	checkpointArgv,
+	deleteArgv,
+	type RuntimeInvocation,
+	restoreArgv,
+	signalArgv,
+} from './runtime-argv.js'
+
+/**
+ * How long a released agent waits for SIGUSR2 before binding on its own: a host that died between
+ * the release and the restore leaves no agent unreachable for longer.
+ */
+const RELISTEN_BOUND_MS = 60_000
+const DELETE_BUDGET_MS = 10_000
+const AGENT_SOCKET = 'agent.sock'
+
+/** What one sandbox's containers share. */
+export interface IncarnationContext {
+	readonly sandboxId: string
+	/** The container id (the sandbox's `namzu-sbx-<id>`), kept by every container it has. */
+	readonly name: string
+	readonly invocation: RuntimeInvocation
+	readonly stateRoot: string
+	readonly bundle: string
+	/** The agent's socket directory (its container path's host side). */
+	readonly socketDir: string
+	/** The host-only path the host dials. */
+	readonly socketPath: string
+	readonly workspace: string
+	/** The uid and gid the sandbox's processes run as inside gVisor. */
+	readonly owner: CgroupOwner
+	/** The sandbox's `cgroup.procs` files: every container runs in its groups. */
+	readonly procsFiles: readonly string[]
+	readonly secrets: readonly string[]
+	readonly readyTimeoutMs: number
+	/** Names a container's first process on the host-claims record (the reaper's target). */
+	readonly recordLauncher: (pid: number) => Promise<void>
+}
+
+export class RunscIncarnations implements RunscMemoryControl {
+	readonly #context: IncarnationContext
+	readonly #transport: AgentTransport
+	#current: CreatedContainer | undefined
+	#replacing: Promise<unknown> | undefined
+
+	constructor(context: IncarnationContext, transport: AgentTransport) {
+		this.#context = context
+		this.#transport = transport
+	}
+
+	get current(): CreatedContainer | undefined {
+		return this.#current
+	}
+
+	/** The first container, made by `create` + `start`. */
+	adopt(created: CreatedContainer): void {
+		this.#current = created
+	}
+
+	/** Whether the sandbox is gone: its container ended and nothing replaces it. */
+	isGone(): boolean {
+		return this.#replacing === undefined && this.#current?.isGone() === true
+	}
+
+	/** Settles once the sandbox is gone (a replaced container's end is not its end). */
+	async gone(): Promise<void> {
+		for (;;) {
+			const current = this.#current
+			if (current === undefined) return
+			await current.gone
+			await this.#replacing?.catch(() => undefined)
+			if (this.#current === current) return
+		}
+	}
+
+	/** A new container from `imagePath`, its agent listening again and answering `healthz`. */
+	async launch(imagePath: string, signal?: AbortSignal): Promise<void> {
+		const { invocation, name, stateRoot, bundle, sandboxId } = this.#context
+		const signalOption = signal ? { signal } : {}
+		const pidFile = join(stateRoot, 'container.pid')
+		await rm(pidFile, { force: true })
+		const created = await createContainer({
+			runtime: 'runsc',
+			argv: withCgroupJoin(
+				this.#context.procsFiles,
+				restoreArgv(invocation, { containerId: name, bundle, imagePath, pidFile }),
+			),
+			fds: [],
+			secrets: this.#context.secrets,
+			...signalOption,
+		})
+		this.#current = created
+		const pid = Number((await readFile(pidFile, 'utf8')).trim())
+		if (Number.isSafeInteger(pid)) await this.#context.recordLauncher(pid)
+		await this.#relisten(created, signal)
+		await waitForAgentReady({
+			sandboxId,
+			agent: asLaunched(created, pid),
+			ready: (readySignal) => this.#transport.healthz(readySignal),
+			timeoutMs: this.#context.readyTimeoutMs,
+			...signalOption,
+		})
+	}
+
+	/** SIGUSR2 to the container's init (tini passes it on), then the new socket adopted. */
+	async #relisten(created: CreatedContainer, signal?: AbortSignal): Promise<void> {
+		const { invocation, name, socketDir, socketPath, sandboxId, readyTimeoutMs } = this.#context
+		await runRuntimeCommand('runsc', 'kill', signalArgv(invocation, name, 'USR2'), signal)
+		await adoptAgentSocket(
+			join(socketDir, AGENT_SOCKET),
+			socketPath,
+			{ gone: () => created.isGone(), outputTail: () => created.outputTail() },
+			{ sandboxId, timeoutMs: readyTimeoutMs, ...(signal ? { signal } : {}) },
+		)
+	}
+
+	/** One replacement at a time; the sandbox counts as alive while it runs. */
+	async #replace<T>(run: () => Promise<T>): Promise<T> {
+		const replacing = run()
+		this.#replacing = replacing
+		try {
+			return await replacing
+		} finally {
+			if (this.#replacing === replacing) this.#replacing = undefined
+		}
+	}
+
+	capture(dir: string, signal?: AbortSignal): Promise<void> {
+		return this.#replace(() => this.#capture(dir, signal))
+	}
+
+	async #capture(dir: string, signal?: AbortSignal): Promise<void> {
+		const { invocation, name } = this.#context
+		const current = this.#current
+		if (current === undefined) throw new Error('unreachable: a capture before the first container')
+		// gVisor cannot save a socket bound on the host: the agent lets go of its listener first.
+		await releaseAgentListener(this.#transport, {
+			relistenAfterMs: RELISTEN_BOUND_MS,
+			...(signal ? { signal } : {}),
+		})
+		try {
+			await this.#listenerClosed(current)
+			const image = runscImageDir(dir)
+			await runRuntimeCommand('runsc', 'checkpoint', checkpointArgv(invocation, name, image))
+		} catch (error) {
+			// Not saved: the container still runs; its agent binds again.
+			if (!current.isGone()) await this.#relisten(current).catch(() => undefined)
+			throw error
+		}
+		await current.gone
+		await this.#deleteStopped()
+		await copyWorkspaceForMemory(this.#context.workspace, dir, signal)
+		await writeRunscRecord(dir, this.#context.owner)
+		// The sandbox goes on from the image it just wrote: its processes continue.
+		await this.launch(runscImageDir(dir), signal)
+	}
+
+	rollback(source: RunscRestoreSource, signal?: AbortSignal): Promise<void> {
+		return this.#replace(async () => {
+			const { workspace, socketDir } = this.#context
+			await this.#deleteStopped()
+			await this.#current?.gone
+			// The image's processes run as its uid: the files they reach are theirs.
+			await chown(workspace, source.owner.uid, source.owner.gid)
+			await chown(socketDir, source.owner.uid, source.owner.gid)
+			await source.fill(workspace, signal)
+			await this.launch(source.imagePath, signal)
+			// The image's entropy and boot id are the checkpoint's: this sandbox gets its own again.
+			await reidentifyRestoredAgent(this.#transport, signal ? { signal } : {})
+		})
+	}
+
+	/** `runsc delete --force`: ends a running container, or forgets a stopped one. */
+	#deleteStopped(): Promise<void> {
+		const { invocation, name } = this.#context
+		return runRuntimeCommand(
+			'runsc',
+			'delete',
+			deleteArgv(invocation, name),
+			AbortSignal.timeout(DELETE_BUDGET_MS),
+		)
+	}
+
+	/**
+	 * Until the agent's listener and its connections are closed inside the sentry: a socket bound
+	 * through `--host-uds` (its host path in the sentry's own table of unix sockets) fails the
+	 * checkpoint and ends the sandbox.
+	 */
+	async #listenerClosed(current: CreatedContainer): Promise<void> {
+		const pid = Number(
+			(await readFile(join(this.#context.stateRoot, 'container.pid'), 'utf8')).trim(),
+		)
+		const bound = join(this.#context.socketDir, AGENT_SOCKET)
+		const closed = await pollUntil(async () => {
+			if (current.isGone()) return true
+			const table = await readFile(`/proc/${pid}/net/unix`, 'utf8').catch(() => '')
+			return !table.split('\n').some((line) => line.endsWith(` ${bound}`))
+		}, performance.now() + this.#context.readyTimeoutMs)
+		if (!closed) {
+			throw new ContainerRuntimeCommandError('runsc', 'checkpoint', {
+				stderrTail: `not run: the agent kept its socket ${bound} open`,
+			})
+		}
+	}
+}
