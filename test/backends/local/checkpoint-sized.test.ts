@@ -17,7 +17,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLocalSandboxProvider } from '../../../src/backends/local/index.js'
 import { CheckpointSpaceExhaustedError } from '../../../src/backends/machine/cgroups/limit-errors.js'
 import { collectLocalGarbage } from '../../../src/backends/machine/claims/reap-leftovers.js'
-import { checkpointCopyMode } from '../../../src/backends/machine/snapshots/cow-volume.js'
+import {
+	attachVolumeUser,
+	checkpointCopyMode,
+} from '../../../src/backends/machine/snapshots/cow-volume.js'
 import {
 	CHECKPOINTS_DIR_NAME,
 	volumeCheckpointDir,
@@ -173,6 +176,48 @@ describe.skipIf(skip !== undefined)(
 				await provider.close()
 			}
 		}, 180_000)
+	},
+)
+
+describe.skipIf(skip !== undefined)(
+	`a restore's read-only mount left by a dead operation${skip ? ` (skipped: ${skip})` : ''}`,
+	() => {
+		it(
+			'gc unmounts it with the volume once no user lives',
+			() =>
+				inFreshStateDir(async (stateDir) => {
+					const provider = createLocalSandboxProvider({ tier: 'process', stateDir })
+					try {
+						const sandbox = await provider.create({ diskLimitMb: 16 })
+						await sandbox.writeFile('kept.txt', 'k')
+						const checkpoint = await sandbox.checkpoint()
+						if (!checkpoint) throw new Error('no checkpoint verb')
+						await sandbox.destroy()
+						expect(mountsUnder(`${stateDir}/`)).toEqual([])
+						// An operation (pid 999999: gone) mounted the checkpoint's image and died.
+						const { volumeBytes } = await checkpointCopyMode(stateDir)
+						await attachVolumeUser(stateDir, 'op-999999-deadbeef', volumeBytes ?? 0)
+						const left = join(stateDir, 'namzu-cow', 'restore-dead01')
+						await mkdir(left)
+						const image = join(volumeCheckpointDir(stateDir, checkpoint.id), 'workspace.img')
+						execFileSync('mount', ['-o', 'loop,ro', image, left])
+						expect(mountsUnder(`${stateDir}/`)).toContain(left)
+						await collectLocalGarbage({ stateDir })
+						expect(mountsUnder(`${stateDir}/`)).toEqual([])
+						expect(loopsUnder(`${stateDir}/`)).toEqual([])
+						expect(existsSync(left)).toBe(false)
+						// Positive control: the checkpoint itself is intact and forks.
+						const fork = await provider.create({ from: checkpoint, diskLimitMb: 16 })
+						expect((await fork.readFile('kept.txt')).toString()).toBe('k')
+						await fork.destroy()
+						await provider.deleteCheckpoint(checkpoint.id)
+						expect(mountsUnder(`${stateDir}/`)).toEqual([])
+					} finally {
+						await provider.close()
+					}
+				}),
+			120_000,
+		)
 	},
 )
 

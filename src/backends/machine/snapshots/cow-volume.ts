@@ -27,6 +27,7 @@ import {
 	readdir,
 	readFile,
 	rm,
+	rmdir,
 	stat,
 	statfs,
 	writeFile,
@@ -51,6 +52,7 @@ import {
 	cowDir,
 	IN_VOLUME_MARKER,
 	PARTIAL_PREFIX,
+	RESTORE_MOUNT_PREFIX,
 	volumeMountPath,
 } from './snapshot-layout.js'
 
@@ -312,6 +314,24 @@ async function sweepVolume(
 	return swept
 }
 
+/**
+ * A sized checkpoint's image mounted read-only for a restore (`namzu-cow/restore-*`) by an
+ * operation that died before unmounting it: with no live user left, none is in use.
+ */
+async function unmountRestoreMounts(stateBase: string, dryRun: boolean): Promise<string[]> {
+	const found: string[] = []
+	for (const name of await readdir(cowDir(stateBase)).catch(() => [] as string[])) {
+		if (!name.startsWith(RESTORE_MOUNT_PREFIX)) continue
+		const path = join(cowDir(stateBase), name)
+		if (!dryRun) {
+			await run(HOST_TOOLS.umount, [path]).catch(() => undefined)
+			await rmdir(path).catch(() => undefined)
+		}
+		found.push(path)
+	}
+	return found
+}
+
 export interface VolumeCollection {
 	/** Registrations dropped, contents swept, and the mount / image undone. */
 	readonly removed: readonly string[]
@@ -351,6 +371,7 @@ async function releaseUnused(
 		removed.push(...(await sweepVolume(stateBase, live, dryRun)))
 	}
 	if (decision.unmount) {
+		removed.push(...(await unmountRestoreMounts(stateBase, dryRun)))
 		if (!dryRun) await run(HOST_TOOLS.umount, [volumeMountPath(stateBase)])
 		removed.push(volumeMountPath(stateBase))
 	}

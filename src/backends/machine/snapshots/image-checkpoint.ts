@@ -23,7 +23,7 @@ import {
 } from '../workspace/workspace-disk.js'
 import { checkpointCopyMode, onVolume } from './cow-volume.js'
 import { loopBackingOf } from './loop-backing.js'
-import { cowDir } from './snapshot-layout.js'
+import { cowDir, RESTORE_MOUNT_PREFIX } from './snapshot-layout.js'
 
 const CP = '/usr/bin/cp'
 const SYNC = '/usr/bin/sync'
@@ -129,7 +129,7 @@ async function cloneIntoFork(restore: ImageRestore): Promise<boolean> {
 export async function restoreImage(restore: ImageRestore): Promise<void> {
 	if (restore.operation === 'fork' && (await cloneIntoFork(restore))) return
 	await mkdir(cowDir(restore.stateBase), { recursive: true, mode: 0o700 })
-	const mountPoint = await mkdtemp(join(cowDir(restore.stateBase), 'restore-'))
+	const mountPoint = await mkdtemp(join(cowDir(restore.stateBase), RESTORE_MOUNT_PREFIX))
 	try {
 		await runHostToolOrThrow(
 			'mount',

@@ -16,6 +16,8 @@ export const PARTIAL_PREFIX = '.partial-'
 export const IN_VOLUME_MARKER = 'in-volume'
 /** In a checkpoint's store directory: its content is a sized workspace's image (`workspace.img`). */
 export const IMAGE_MARKER = 'sized-image'
+/** In `namzu-cow/`: a sized checkpoint's image mounted read-only for a restore. */
+export const RESTORE_MOUNT_PREFIX = 'restore-'
 export const CHECKPOINT_ID_PATTERN = /^[0-9a-f]{16}$/
 
 export function checkpointStoreDir(stateBase: string): string {
