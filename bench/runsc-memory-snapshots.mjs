@@ -78,23 +78,9 @@ try {
 const fork = summarize(samples.fork)
 const cold = summarize(samples.cold)
 const checkpointed = summarize(samples.checkpoint)
-printTable(`runsc memory snapshots (n=${count}, load ${loadBefore} → ${load()})`, [
-	{
-		path: 'memory fork: create({ from }) → first exec',
-		p50: ms(fork.p50),
-		p95: ms(fork.p95),
-		'vs cold create': ratio(fork.p50, cold.p50),
-	},
-	{
-		path: 'cold create() → first exec',
-		p50: ms(cold.p50),
-		p95: ms(cold.p95),
-		'vs cold create': '1.00×',
-	},
-	{
-		path: "checkpoint({ kind: 'memory' }) (parent stopped, imaged, restored)",
-		p50: ms(checkpointed.p50),
-		p95: ms(checkpointed.p95),
-		'vs cold create': ratio(checkpointed.p50, cold.p50),
-	},
+printTable(`runsc memory snapshots (n=${count}, interleaved; load ${loadBefore} → ${load()})`, [
+	`memory fork: create({ from }) → first exec  p50 ${ms(fork.p50)} p95 ${ms(fork.p95)}`,
+	`cold create() → first exec                 p50 ${ms(cold.p50)} p95 ${ms(cold.p95)}`,
+	`ratio fork / cold p50 ${ratio(fork.p50, cold.p50)}`,
+	`checkpoint({ kind: 'memory' }) (parent stopped, imaged, workspace copied, restored)  p50 ${ms(checkpointed.p50)} p95 ${ms(checkpointed.p95)}`,
 ])
