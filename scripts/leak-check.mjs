@@ -5,8 +5,8 @@
 // guest's directory is one), a checkpoint copy-on-write volume (`namzu-cow/`: its mount,
 // its loop device, a process holding its lock), or a claim lock (`namzu-claims/*.lock`); a named network
 // namespace `namzu-*` (`ip netns list`: the tests' stand-in internet is `namzu-inet-*` and deletes
-// its own on close); a `namzu-agent-test-*` directory in `os.tmpdir()` (the agent test helper's
-// workspaces, removed by its stop). State roots are
+// its own on close); a `namzu-agent-test-*` or `namzu-bundle-*` directory in `os.tmpdir()` (the
+// agent test helper's workspaces, removed by its stop; a test's source bundle, by its `remove()`). State roots are
 // looked for where state directories live: the default (`os.tmpdir()`, so `/tmp/namzu-sbx-*`), the
 // per-test directories below it, /var/tmp, /run, $XDG_STATE_HOME (~/.local/state) and
 // $NAMZU_SANDBOX_STATE_DIR. The cluster harness's cache (${XDG_CACHE_HOME:-~/.cache}) is never
@@ -108,10 +108,14 @@ function netns() {
 		.filter((name) => name.startsWith('namzu-'))
 }
 
-/** The agent test helper's `namzu-agent-test-*` directories in the OS temp directory. */
+/** The test helpers' `namzu-agent-test-*` and `namzu-bundle-*` directories in the OS temp dir. */
 function tempdirs() {
 	return entries(tmpdir())
-		.filter((entry) => entry.isDirectory() && entry.name.startsWith('namzu-agent-test-'))
+		.filter(
+			(entry) =>
+				entry.isDirectory() &&
+				(entry.name.startsWith('namzu-agent-test-') || entry.name.startsWith('namzu-bundle-')),
+		)
 		.map((entry) => join(tmpdir(), entry.name))
 }
 

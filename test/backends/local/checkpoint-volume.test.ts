@@ -60,6 +60,7 @@ describe.skipIf(skip !== undefined)(
 		afterAll(async () => {
 			await collectLocalGarbage({ stateDir: state.dir }).catch(() => undefined)
 			await state.remove()
+			await library?.remove()
 		})
 
 		it('an ext4 state directory uses the volume; a checkpoint shares extents instead of copying bytes', async () => {
