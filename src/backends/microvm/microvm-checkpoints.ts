@@ -20,7 +20,6 @@ import {
 	type SandboxCheckpointOptions,
 	type SandboxRollbackOptions,
 } from '../../contract/checkpoint.js'
-import { SandboxDestroyedError } from '../../contract/errors.js'
 import type { Sandbox } from '../../contract/sandbox.js'
 import type { AgentSandbox } from '../../host/sandbox/agent-sandbox.js'
 import type { MachineSandbox } from '../machine/machine-sandbox.js'
@@ -29,7 +28,12 @@ import {
 	checkpointDir,
 	readCheckpoint,
 } from '../machine/snapshots/checkpoint-store.js'
-import { checkpointIdOf, checkpointRequest } from '../machine/snapshots/checkpoint-verbs.js'
+import {
+	assertLive,
+	checkpointIdOf,
+	checkpointRequest,
+	oneAtATime,
+} from '../machine/snapshots/checkpoint-verbs.js'
 import { runRestoreHook } from '../machine/snapshots/restore-hook.js'
 import { resolveStateBase } from '../machine/workspace/sandbox-directories.js'
 import type { QemuGuest, VmRestoreSource } from './qemu-guest.js'
@@ -167,10 +171,6 @@ function refuseProxied(operation: string, target: MicroVMCheckpointTarget): void
 	)
 }
 
-function assertLive(sandbox: AgentSandbox, operation: string): void {
-	if (sandbox.status === 'destroyed') throw new SandboxDestroyedError(sandbox.id, operation)
-}
-
 /**
  * The sandbox with `checkpoint` (kind `memory`) and `rollback` (its QEMU replaced by one loaded
  * from the checkpoint, under the same id). One checkpoint or rollback at a time per sandbox.
@@ -179,12 +179,7 @@ export function withMemoryCheckpointVerbs(
 	sandbox: AgentSandbox,
 	target: MicroVMCheckpointTarget,
 ): AgentSandbox & MachineSandbox {
-	let queue: Promise<unknown> = Promise.resolve()
-	const serial = <T>(run: () => Promise<T>): Promise<T> => {
-		const next = queue.then(run)
-		queue = next.catch(() => undefined)
-		return next
-	}
+	const serial = oneAtATime()
 	const checkpoint = async (options: SandboxCheckpointOptions = {}) => {
 		const { label } = checkpointRequest(options, MICROVM_CHECKPOINT_KINDS)
 		refuseProxied('checkpoint', target)
