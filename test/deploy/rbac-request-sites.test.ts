@@ -91,6 +91,8 @@ const SITES: readonly Site[] = [
 		claimant: true,
 	},
 	{ site: 'pod-rebind.ts get', count: 3, resources: [SANDBOXES, PODS], claimant: true },
+	{ site: 'warm-pool-roster.ts get', count: 1, resources: [POOLS], claimant: true },
+	{ site: 'warm-pool-roster.ts list', count: 1, resources: [PODS], claimant: true },
 	{ site: 'acquire-task-sandbox.ts delete', count: 1, resources: [CLAIMS, SANDBOXES] },
 	{ site: 'acquire-task-sandbox.ts get', count: 1, resources: [TEMPLATES] },
 	{ site: 'acquire-binding.ts get', count: 2, resources: [CLAIMS, SANDBOXES, PODS] },

@@ -84,6 +84,11 @@ function loopDevicesUnder(dir: string): string[] {
 		.filter((line) => line.includes(dir))
 }
 
+/** A sized workspace's image (in the state root, or in the copy-on-write volume), not the volume's. */
+function isSizedWorkspaceLoop(line: string): boolean {
+	return /workspace(\.img)?\)?$/.test(line)
+}
+
 /** A host directory for a layout slot, owned by a third uid, with an entry of its own. */
 async function hostDir(label: string): Promise<string> {
 	const dir = await mkdtemp(join(tmpdir(), `namzu-crash-${label}-`))
@@ -200,12 +205,15 @@ async function crashedHost(): Promise<Crash> {
 	}
 	const both = await readHostClaims(ids[2] ?? '', join(stateDir, `namzu-sbx-${ids[2]}`))
 	expect(both?.workspace?.path).toBe(sized)
-	expect(both?.workspaceDisk).toBe(join(stateDir, `namzu-sbx-${ids[2]}`, 'workspace'))
+	// The sized workspace: its own image, in the copy-on-write volume where the state dir has one.
+	expect(both?.workspaceVolume ?? both?.workspaceDisk).toBe(
+		join(stateDir, `namzu-sbx-${ids[2]}`, 'workspace'),
+	)
 	// Two sized workspaces, and the state directory's copy-on-write volume (ext4 here has no
 	// reflinks) the unsized workspaces live on: all three must be gone after the reap.
 	const loops = loopDevicesUnder(stateDir)
-	expect(loops.filter((line) => !line.includes('/namzu-cow/')).length).toBe(2)
-	expect(loops.filter((line) => line.includes('/namzu-cow/')).length).toBeLessThanOrEqual(1)
+	expect(loops.filter(isSizedWorkspaceLoop).length).toBe(2)
+	expect(loops.filter((line) => !isSizedWorkspaceLoop(line)).length).toBeLessThanOrEqual(1)
 	expect(await owners(sized)).not.toEqual(before[sized])
 	return { stateDir, ids, dirs: before }
 }
@@ -370,7 +378,7 @@ describe.each(OTHER_RUNTIMES)(
 						{ encoding: 'utf8' },
 					)
 					expect(listed.stdout).toContain(id)
-					expect(loopDevicesUnder(stateDir).length).toBe(1)
+					expect(loopDevicesUnder(stateDir).filter(isSizedWorkspaceLoop).length).toBe(1)
 					if (!cli) throw new Error('cli bundle missing')
 					const env = childEnv({ NAMZU_SANDBOX_STATE_DIR: stateDir })
 					const run = await runNodeToExit([cli.file, 'gc'], { env })
