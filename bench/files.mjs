@@ -5,12 +5,20 @@
 // sandbox's own workspace filesystem (which may differ: a loop-mounted volume), and vs a plain
 // fs.writeFile. Rounds interleave the operations, so every ratio compares samples taken under one
 // load. `--rounds 3` (or BENCH_FILE_ROUNDS), `--sizes 64,256` (MiB).
-import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { argInt, durableWrite, ms, printTable, ratio, recordHeadline, summarize } from './lib.mjs'
+import {
+	argInt,
+	containerBenchImage,
+	durableWrite,
+	ms,
+	printTable,
+	ratio,
+	recordHeadline,
+	summarize,
+} from './lib.mjs'
 
 const sizesIndex = process.argv.indexOf('--sizes')
 const sizesMiB = sizesIndex === -1 ? [64, 256] : process.argv[sizesIndex + 1].split(',').map(Number)
@@ -28,14 +36,7 @@ async function localProvider() {
 }
 
 async function containerProvider() {
-	const image = spawnSync(
-		process.execPath,
-		[join(import.meta.dirname, '..', 'scripts', 'guest-image.mjs'), 'path'],
-		{ encoding: 'utf8' },
-	).stdout.trim()
-	if (image === '')
-		throw new Error('the guest image is not built: npm run image:build -- --rootfs-only')
-	if (process.getuid() !== 0) throw new Error('the container tier needs root')
+	const image = containerBenchImage()
 	const { createContainerSandboxProvider } = await import('../dist/backends/container/index.js')
 	const stateDir = join(hostDir, 'state')
 	await chmod(hostDir, 0o711)

@@ -1,7 +1,8 @@
 // Shared benchmark helpers: every benchmark reports a ratio against a baseline measured in the
 // same run, because these machines are noisy and absolute numbers do not travel.
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { appendFileSync } from 'node:fs'
+import { join } from 'node:path'
 
 export function percentile(samples, p) {
 	const sorted = [...samples].sort((a, b) => a - b)
@@ -248,4 +249,20 @@ export async function startBenchAgent({ env = {}, tcp = false, fds = {} } = {}) 
 			await rm(dir, { recursive: true, force: true })
 		},
 	}
+}
+
+/**
+ * The guest image's root filesystem for a container-tier bench, or a thrown reason it cannot run:
+ * not built, or not root.
+ */
+export function containerBenchImage() {
+	const image = spawnSync(
+		process.execPath,
+		[join(import.meta.dirname, '..', 'scripts', 'guest-image.mjs'), 'path'],
+		{ encoding: 'utf8' },
+	).stdout.trim()
+	if (image === '')
+		throw new Error('the guest image is not built: npm run image:build -- --rootfs-only')
+	if (process.getuid() !== 0) throw new Error('the container tier needs root')
+	return image
 }

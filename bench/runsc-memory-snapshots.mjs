@@ -5,22 +5,14 @@
 // - cold create → first exec: `create()` of the same provider until `exec('true')` has answered;
 // - the memory checkpoint itself (the parent stopped, imaged, its workspace copied, and restored).
 // Usage: npm run build && node bench/runsc-memory-snapshots.mjs [--count 10]
-import { spawnSync } from 'node:child_process'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createContainerSandboxProvider } from '../dist/backends/container/index.js'
-import { argInt, ms, printTable, ratio, summarize } from './lib.mjs'
+import { argInt, containerBenchImage, ms, printTable, ratio, summarize } from './lib.mjs'
 
 const count = argInt('count', 10)
-const image = spawnSync(
-	process.execPath,
-	[join(import.meta.dirname, '..', 'scripts', 'guest-image.mjs'), 'path'],
-	{ encoding: 'utf8' },
-).stdout.trim()
-if (image === '')
-	throw new Error('the guest image is not built: npm run image:build -- --rootfs-only')
-if (process.getuid() !== 0) throw new Error('the container tier needs root')
+const image = containerBenchImage()
 
 const stateDir = await mkdtemp(join(tmpdir(), 'namzu-bench-runsc-memory-'))
 await chmod(stateDir, 0o711)
