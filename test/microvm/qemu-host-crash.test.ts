@@ -13,6 +13,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readHostClaims } from '../../src/backends/machine/claims/release-host-claims.js'
 import { collectLocalGarbage } from '../../src/backends/machine/index.js'
+import { createMicroVMSandboxProvider } from '../../src/microvm-entry.js'
 import { cgroupDirsOf, processesMentioning } from '../backends/container/container-test-support.js'
 import { bundleSource, childEnv, type SourceBundle } from '../helpers/bundle-source.js'
 import { qemuRunnable } from './qemu-test-host.js'
@@ -131,3 +132,57 @@ describe.skipIf(!qemuRunnable)('microVM tier: a SIGKILLed host, then gc', () => 
 		CASE_MS,
 	)
 })
+
+describe.skipIf(!qemuRunnable)(
+	"microVM tier: a SIGKILLed host, then a new provider's first create",
+	() => {
+		it(
+			"the first create's reap takes the dead host's cgroups and directory (its QEMU died with it, --pdeathsig); the new sandbox works",
+			async () => {
+				const before = new Set((await stateRootsByOwner()).values())
+				const dead = await startHost()
+				const deadId = (await stateRootsByOwner()).get(dead.pid ?? -1)
+				if (deadId === undefined) throw new Error('no state root recorded')
+				const deadRoot = join(stateDir, `namzu-sbx-${deadId}`)
+				const deadVmm = (await readHostClaims(deadId, deadRoot))?.launcher?.pid
+				expect(deadVmm).toBeGreaterThan(0)
+				const exited = new Promise((resolve) => dead.once('exit', resolve))
+				dead.kill('SIGKILL')
+				await exited
+				// The host is gone (its QEMU dies with it: `--pdeathsig`); its directory, record and
+				// cgroups wait for a reaper.
+				expect(existsSync(join(deadRoot, 'root.qcow2'))).toBe(true)
+				const deadCgroups = cgroupDirsOf(deadId)
+
+				const errors: unknown[] = []
+				const provider = createMicroVMSandboxProvider(
+					{ tier: 'microvm', service: 'qemu', stateDir },
+					{},
+					{ onBackgroundError: (error) => errors.push(error) },
+				)
+				try {
+					const sandbox = await provider.create()
+					// The reap runs once the first create settles: wait for its effect, bounded.
+					await waitFor(() => !existsSync(deadRoot), 180_000)
+					await waitFor(() => processesMentioning(deadRoot).length === 0)
+					expect(cgroupDirsOf(deadId)).toEqual([])
+					for (const dir of deadCgroups) expect(existsSync(dir), dir).toBe(false)
+					expect(errors).toEqual([])
+
+					// Positive control: the new sandbox runs, and the reap left its guest and every live
+					// host's guest alone.
+					const result = await sandbox.exec('sh', ['-c', 'echo alive; uname -r'])
+					expect(result.exitCode, result.stderr).toBe(0)
+					expect(result.stdout).toMatch(/^alive\n/)
+					const after = await stateRootsByOwner()
+					expect(after.get(process.pid)).toBeDefined()
+					for (const id of before) expect([...after.values()]).toContain(id)
+					await sandbox.destroy()
+				} finally {
+					await provider.close()
+				}
+			},
+			CASE_MS,
+		)
+	},
+)
