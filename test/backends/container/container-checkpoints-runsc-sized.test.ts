@@ -18,7 +18,10 @@ import {
 	volumeSandboxDir,
 } from '../../../src/backends/machine/snapshots/snapshot-layout.js'
 import {
+	COUNTER,
 	containerSkipReason,
+	counterOf,
+	counterPasses,
 	guestImage,
 	makeStateDir,
 	mountsMentioning,
@@ -32,28 +35,11 @@ const skip =
 const LAYOUT = { outputs: { source: { type: 'inImage' } } } as const
 const CASE_MS = 240_000
 const LIMIT_MB = 48
-/** A counter kept in the shell's memory, written out every 50 ms. */
-const COUNTER = 'i=0; while :; do echo $i > counter; i=$((i+1)); sleep 0.05; done'
 /** 40 MiB on top of the 16 MiB already there: past a 48 MiB filesystem. */
 const PAST_LIMIT = 'head -c 41943040 /dev/zero > past.bin; echo "rc=$?"; rm -f past.bin'
 
 function sh(sandbox: ContainerSandbox, script: string) {
 	return sandbox.exec('sh', ['-c', script])
-}
-
-async function counterOf(sandbox: ContainerSandbox): Promise<number> {
-	const value = Number.parseInt((await sandbox.exec('cat', ['counter'])).stdout, 10)
-	return Number.isSafeInteger(value) ? value : -1
-}
-
-/** Waits (bounded, never timed) until the counter moves past `after`. */
-async function counterPasses(sandbox: ContainerSandbox, after: number): Promise<void> {
-	const deadline = Date.now() + 60_000
-	while (Date.now() < deadline) {
-		if ((await counterOf(sandbox)) > after) return
-		await new Promise((resolve) => setTimeout(resolve, 50))
-	}
-	throw new Error(`the counter never passed ${after}`)
 }
 
 /** The write past the limit fails inside, and one under it works (its control). */
