@@ -19,7 +19,6 @@ import type { AgentTransport } from '../../host/transport/agent-transport.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import type { CgroupOwner } from '../machine/cgroups/workload-cgroups.js'
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
-import { copyWorkspaceForMemory } from '../machine/snapshots/checkpoint-store.js'
 import { adoptAgentSocket, asLaunched } from './container-agent-socket.js'
 import { ContainerRuntimeCommandError } from './container-errors.js'
 import { type CreatedContainer, createContainer, runRuntimeCommand } from './container-process.js'
@@ -156,11 +155,19 @@ export class RunscIncarnations implements RunscMemoryControl {
 		}
 	}
 
-	capture(dir: string, signal?: AbortSignal): Promise<void> {
-		return this.#replace(() => this.#capture(dir, signal))
+	capture(
+		dir: string,
+		takeWorkspace: (workspace: string) => Promise<void>,
+		signal?: AbortSignal,
+	): Promise<void> {
+		return this.#replace(() => this.#capture(dir, takeWorkspace, signal))
 	}
 
-	async #capture(dir: string, signal?: AbortSignal): Promise<void> {
+	async #capture(
+		dir: string,
+		takeWorkspace: (workspace: string) => Promise<void>,
+		signal?: AbortSignal,
+	): Promise<void> {
 		const { invocation, name } = this.#context
 		const current = this.#current
 		if (current === undefined) throw new Error('unreachable: a capture before the first container')
@@ -180,7 +187,7 @@ export class RunscIncarnations implements RunscMemoryControl {
 		}
 		await current.gone
 		await this.#deleteStopped()
-		await copyWorkspaceForMemory(this.#context.workspace, dir, signal)
+		await takeWorkspace(this.#context.workspace)
 		await writeRunscRecord(dir, this.#context.owner)
 		// The sandbox goes on from the image it just wrote: its processes continue.
 		await this.launch(runscImageDir(dir), signal)
