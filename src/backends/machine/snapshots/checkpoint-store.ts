@@ -8,7 +8,7 @@
  * aborted one leaves no checkpoint (its partial directory and volume content are removed at once);
  * a capture whose host was killed leaves its partial directory, which names its capturing process
  * (`capturer.json`: pid and start time) so the reaper removes it once that process is gone
- * (`abandonedPartialCheckpoints`) and never while it runs; volume content no store entry names is
+ * (`partial-checkpoints.ts`) and never while it runs; volume content no store entry names is
  * swept by the volume's reaper pass. Copies are `cp -a --reflink`: clones on the volume or a
  * reflink filesystem (btrfs, XFS), a plain copy elsewhere (ext4 without the volume). A full
  * filesystem is `CheckpointSpaceExhaustedError`. Checkpoints outlive the sandbox and the host
@@ -27,12 +27,7 @@ import {
 	CheckpointSpaceExhaustedError,
 	type CheckpointSpaceOperation,
 } from '../cgroups/limit-errors.js'
-import {
-	isProcessAlive,
-	type ProcessIdentity,
-	readProcessIdentity,
-} from '../claims/process-identity.js'
-import { UNRECORDED_GRACE_MS } from '../claims/reap-decision.js'
+import { readProcessIdentity } from '../claims/process-identity.js'
 import { runProgramOrThrow } from '../launch/host-tools.js'
 import { LocalHostToolError } from '../machine-errors.js'
 import { WORKSPACE_IMAGE } from '../workspace/workspace-disk.js'
@@ -41,6 +36,7 @@ import { saysNoSpace } from './cow-volume-decision.js'
 import { ensureVolumeRoom } from './cow-volume-grow.js'
 import { adoptWorkspace, captureImage, clonableImageOf, restoreImage } from './image-checkpoint.js'
 import {
+	CAPTURER_FILE,
 	CHECKPOINT_ID_PATTERN,
 	CHECKPOINTS_DIR_NAME,
 	checkpointStoreDir,
@@ -55,8 +51,6 @@ export { CHECKPOINTS_DIR_NAME }
 
 const CONTENT = 'content'
 const RECORD = 'checkpoint.json'
-/** In a partial directory: the process capturing into it. */
-const CAPTURER = 'capturer.json'
 const CP = '/usr/bin/cp'
 const DU = '/usr/bin/du'
 /** Room a capture that ran out of it asks the volume for (it grows by more: `volumeGrowthTarget`). */
@@ -289,7 +283,7 @@ async function captureInto(
 		// Before any content: a partial directory with a live capturer is never reaped.
 		const capturer = await readProcessIdentity(process.pid)
 		await writeFile(
-			join(partial, CAPTURER),
+			join(partial, CAPTURER_FILE),
 			`${JSON.stringify(capturer ?? { pid: process.pid })}\n`,
 			{
 				mode: 0o600,
@@ -297,7 +291,7 @@ async function captureInto(
 		)
 		const measured = await fill(partial, id)
 		request.signal?.throwIfAborted()
-		await rm(join(partial, CAPTURER), { force: true })
+		await rm(join(partial, CAPTURER_FILE), { force: true })
 		let bytes = 0
 		for (const dir of measured) bytes += await bytesStored(dir, join(partial, 'du.out'))
 		const checkpoint: SandboxCheckpoint = {
@@ -451,51 +445,4 @@ async function replaceContents(
 		})
 	}
 	await adoptWorkspace(workspace, owner, signal)
-}
-
-/** The process a partial directory names as its capturer, if its record reads. */
-async function capturerOf(partial: string): Promise<ProcessIdentity | undefined> {
-	try {
-		const raw: unknown = JSON.parse(await readFile(join(partial, CAPTURER), 'utf8'))
-		if (typeof raw !== 'object' || raw === null) return undefined
-		const pid: unknown = Reflect.get(raw, 'pid')
-		const startTime: unknown = Reflect.get(raw, 'startTime')
-		if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) return undefined
-		return typeof startTime === 'string' ? { pid, startTime } : undefined
-	} catch {
-		return undefined
-	}
-}
-
-/**
- * Removes (with `dryRun`, only names) the partial directories of captures whose host died: one
- * whose recorded capturer is gone, or — with no readable record (killed before writing it, or a
- * delete's doomed directory) — one older than `UNRECORDED_GRACE_MS`. A live capture's stays.
- */
-export async function abandonedPartialCheckpoints(
-	stateBase: string,
-	nowMs: number,
-	dryRun: boolean,
-): Promise<string[]> {
-	const store = storeDir(stateBase)
-	const removed: string[] = []
-	for (const name of await readdir(store).catch(() => [] as string[])) {
-		if (
-			!name.startsWith(PARTIAL_PREFIX) ||
-			!CHECKPOINT_ID_PATTERN.test(name.slice(PARTIAL_PREFIX.length))
-		)
-			continue
-		const partial = join(store, name)
-		const info = await lstat(partial).catch(() => undefined)
-		if (info?.isDirectory() !== true || info.uid !== (process.getuid?.() ?? 0)) continue
-		const capturer = await capturerOf(partial)
-		const abandoned =
-			capturer === undefined
-				? nowMs - info.mtimeMs >= UNRECORDED_GRACE_MS
-				: !isProcessAlive(capturer)
-		if (!abandoned) continue
-		if (!dryRun) await rm(partial, { recursive: true, force: true })
-		removed.push(partial)
-	}
-	return removed
 }
