@@ -227,9 +227,10 @@ class ContainerStart {
 				: runRuntimeCommand(
 						this.#context.backend.runtime,
 						'delete',
-						deleteArgv(this.#invocation, name),
+						deleteArgv(this.#invocation, this.#incarnations?.containerId ?? name),
 						AbortSignal.timeout(DELETE_BUDGET_MS),
 					).catch((error: unknown) => failures.push(error)),
+			this.#incarnations?.retired(),
 			this.#cgroups?.remove().catch((error: unknown) => failures.push(error)),
 		])
 		await this.#runtimeGroups?.remove().catch((error: unknown) => failures.push(error))

@@ -6,7 +6,9 @@
  * replacement is under way, so the host never reports the checkpoint's stop as the guest's death.
  * Every restored container is launched the same way: `runsc restore` in the sandbox's cgroups,
  * SIGUSR2 to its init (passed on to the agent, which binds its socket again), the socket moved
- * into the host-only directory, `healthz`.
+ * into the host-only directory, `healthz`. Each replacement runs under a container id of its own
+ * while the replaced one is deleted beside it: `runsc delete` waits for the host's init to reap the
+ * stopped sandbox's process, which the next restore does not need.
  */
 import { chown, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -19,7 +21,6 @@ import type { AgentTransport } from '../../host/transport/agent-transport.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import type { CgroupOwner } from '../machine/cgroups/workload-cgroups.js'
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
-import { copyWorkspaceForMemory } from '../machine/snapshots/checkpoint-store.js'
 import { adoptAgentSocket, asLaunched } from './container-agent-socket.js'
 import { ContainerRuntimeCommandError } from './container-errors.js'
 import { type CreatedContainer, createContainer, runRuntimeCommand } from './container-process.js'
@@ -48,7 +49,10 @@ const AGENT_SOCKET = 'agent.sock'
 /** What one sandbox's containers share. */
 export interface IncarnationContext {
 	readonly sandboxId: string
-	/** The container id (the sandbox's `namzu-sbx-<id>`), kept by every container it has. */
+	/**
+	 * The first container's id (the sandbox's `namzu-sbx-<id>`); each replacement is `<name>-<n>`,
+	 * so a replaced container's deletion never holds up the next one's restore.
+	 */
 	readonly name: string
 	readonly invocation: RuntimeInvocation
 	readonly stateRoot: string
@@ -73,10 +77,26 @@ export class RunscIncarnations implements RunscMemoryControl {
 	readonly #transport: AgentTransport
 	#current: CreatedContainer | undefined
 	#replacing: Promise<unknown> | undefined
+	/** The current container's id: the sandbox's name, then `<name>-<n>` for each replacement. */
+	#containerId: string
+	#replacements = 0
+	/** Deletions of replaced containers, under way (each answers its failure, if any). */
+	readonly #retiring = new Set<Promise<unknown>>()
 
 	constructor(context: IncarnationContext, transport: AgentTransport) {
 		this.#context = context
 		this.#transport = transport
+		this.#containerId = context.name
+	}
+
+	/** The id of the container the sandbox runs in now (what a teardown deletes). */
+	get containerId(): string {
+		return this.#containerId
+	}
+
+	/** Settles once every replaced container's deletion has run. */
+	async retired(): Promise<void> {
+		await Promise.all(this.#retiring)
 	}
 
 	get current(): CreatedContainer | undefined {
@@ -106,7 +126,7 @@ export class RunscIncarnations implements RunscMemoryControl {
 
 	/** A new container from `imagePath`, its agent listening again and answering `healthz`. */
 	async launch(imagePath: string, signal?: AbortSignal): Promise<void> {
-		const { invocation, name, stateRoot, bundle, sandboxId } = this.#context
+		const { invocation, stateRoot, bundle, sandboxId } = this.#context
 		const signalOption = signal ? { signal } : {}
 		const pidFile = join(stateRoot, 'container.pid')
 		await rm(pidFile, { force: true })
@@ -114,7 +134,7 @@ export class RunscIncarnations implements RunscMemoryControl {
 			runtime: 'runsc',
 			argv: withCgroupJoin(
 				this.#context.procsFiles,
-				restoreArgv(invocation, { containerId: name, bundle, imagePath, pidFile }),
+				restoreArgv(invocation, { containerId: this.#containerId, bundle, imagePath, pidFile }),
 			),
 			fds: [],
 			secrets: this.#context.secrets,
@@ -135,8 +155,9 @@ export class RunscIncarnations implements RunscMemoryControl {
 
 	/** SIGUSR2 to the container's init (tini passes it on), then the new socket adopted. */
 	async #relisten(created: CreatedContainer, signal?: AbortSignal): Promise<void> {
-		const { invocation, name, socketDir, socketPath, sandboxId, readyTimeoutMs } = this.#context
-		await runRuntimeCommand('runsc', 'kill', signalArgv(invocation, name, 'USR2'), signal)
+		const { invocation, socketDir, socketPath, sandboxId, readyTimeoutMs } = this.#context
+		const id = this.#containerId
+		await runRuntimeCommand('runsc', 'kill', signalArgv(invocation, id, 'USR2'), signal)
 		await adoptAgentSocket(
 			join(socketDir, AGENT_SOCKET),
 			socketPath,
@@ -156,12 +177,20 @@ export class RunscIncarnations implements RunscMemoryControl {
 		}
 	}
 
-	capture(dir: string, signal?: AbortSignal): Promise<void> {
-		return this.#replace(() => this.#capture(dir, signal))
+	capture(
+		dir: string,
+		takeWorkspace: (workspace: string) => Promise<void>,
+		signal?: AbortSignal,
+	): Promise<void> {
+		return this.#replace(() => this.#capture(dir, takeWorkspace, signal))
 	}
 
-	async #capture(dir: string, signal?: AbortSignal): Promise<void> {
-		const { invocation, name } = this.#context
+	async #capture(
+		dir: string,
+		takeWorkspace: (workspace: string) => Promise<void>,
+		signal?: AbortSignal,
+	): Promise<void> {
+		const { invocation } = this.#context
 		const current = this.#current
 		if (current === undefined) throw new Error('unreachable: a capture before the first container')
 		// gVisor cannot save a socket bound on the host: the agent lets go of its listener first.
@@ -172,15 +201,18 @@ export class RunscIncarnations implements RunscMemoryControl {
 		try {
 			await this.#listenerClosed(current)
 			const image = runscImageDir(dir)
-			await runRuntimeCommand('runsc', 'checkpoint', checkpointArgv(invocation, name, image))
+			const id = this.#containerId
+			await runRuntimeCommand('runsc', 'checkpoint', checkpointArgv(invocation, id, image))
 		} catch (error) {
 			// Not saved: the container still runs; its agent binds again.
 			if (!current.isGone()) await this.#relisten(current).catch(() => undefined)
 			throw error
 		}
 		await current.gone
-		await this.#deleteStopped()
-		await copyWorkspaceForMemory(this.#context.workspace, dir, signal)
+		// The stopped container is forgotten beside the restore, not before it: its delete waits
+		// for the host's init to reap the sandbox's process, while the restore needs none of it.
+		void this.#retire()
+		await takeWorkspace(this.#context.workspace)
 		await writeRunscRecord(dir, this.#context.owner)
 		// The sandbox goes on from the image it just wrote: its processes continue.
 		await this.launch(runscImageDir(dir), signal)
@@ -189,8 +221,12 @@ export class RunscIncarnations implements RunscMemoryControl {
 	rollback(source: RunscRestoreSource, signal?: AbortSignal): Promise<void> {
 		return this.#replace(async () => {
 			const { workspace, socketDir } = this.#context
-			await this.#deleteStopped()
-			await this.#current?.gone
+			const current = this.#current
+			const deleting = this.#retire()
+			// Its processes are gone (or the delete failed) before the workspace is replaced.
+			const failure = await Promise.race([current?.gone.then(() => undefined), deleting])
+			if (failure !== undefined) throw failure
+			await current?.gone
 			// The image's processes run as its uid: the files they reach are theirs.
 			await chown(workspace, source.owner.uid, source.owner.gid)
 			await chown(socketDir, source.owner.uid, source.owner.gid)
@@ -201,15 +237,26 @@ export class RunscIncarnations implements RunscMemoryControl {
 		})
 	}
 
-	/** `runsc delete --force`: ends a running container, or forgets a stopped one. */
-	#deleteStopped(): Promise<void> {
-		const { invocation, name } = this.#context
-		return runRuntimeCommand(
+	/**
+	 * `runsc delete --force` of the current container (ending it if it runs), under way while the
+	 * next one gets an id of its own; answers the delete's failure, if any (teardown awaits it).
+	 */
+	#retire(): Promise<unknown> {
+		const { invocation } = this.#context
+		const deleting: Promise<unknown> = runRuntimeCommand(
 			'runsc',
 			'delete',
-			deleteArgv(invocation, name),
+			deleteArgv(invocation, this.#containerId),
 			AbortSignal.timeout(DELETE_BUDGET_MS),
+		).then(
+			() => undefined,
+			(error: unknown) => error ?? new Error('runsc delete failed'),
 		)
+		this.#retiring.add(deleting)
+		void deleting.then(() => this.#retiring.delete(deleting))
+		this.#replacements += 1
+		this.#containerId = `${this.#context.name}-${this.#replacements}`
+		return deleting
 	}
 
 	/**

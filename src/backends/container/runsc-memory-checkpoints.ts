@@ -1,8 +1,9 @@
 /**
  * Memory checkpoints under gVisor (`runtime: 'runsc'`), in the machine layer's one store
  * (`checkpoint-store.ts`): a checkpoint's directory holds `runsc checkpoint`'s image
- * (`runsc-image/`), the workspace's files as they were at that instant (`content/`) and
- * `runsc.json` — the uid the image's processes run as. gVisor cannot save a socket bound through
+ * (`runsc-image/`) and `runsc.json` — the uid the image's processes run as; the workspace's files
+ * as they were at that instant are taken by the store the filesystem kind's way (a clone into the
+ * copy-on-write volume, or of a sized workspace's image; a copy only where nothing clones). gVisor cannot save a socket bound through
  * `--host-uds`, so the agent first lets go of its listener (`release-listener`); the checkpoint
  * stops the container, and the sandbox is restored from the image it just wrote under its own
  * container id before `checkpoint()` resolves. A fork (`create({ from })`) is a new container
@@ -64,10 +65,15 @@ export interface RunscRestoreSource {
 /** What the container's start serves for the memory verbs of one runsc sandbox. */
 export interface RunscMemoryControl {
 	/**
-	 * Writes the sandbox's image into `<dir>/runsc-image` and its workspace into `<dir>/content`,
-	 * then resumes the sandbox from that image (its processes continue where they were).
+	 * Writes the sandbox's image into `<dir>/runsc-image`, hands its workspace to `takeWorkspace`
+	 * while it is stopped, then resumes the sandbox from that image (its processes continue where
+	 * they were).
 	 */
-	capture(dir: string, signal?: AbortSignal): Promise<void>
+	capture(
+		dir: string,
+		takeWorkspace: (workspace: string) => Promise<void>,
+		signal?: AbortSignal,
+	): Promise<void>
 	/** Replaces the sandbox's container with one restored from `source` (same sandbox id). */
 	rollback(source: RunscRestoreSource, signal?: AbortSignal): Promise<void>
 }
@@ -163,7 +169,7 @@ export function withRunscMemoryVerbs<S extends MachineSandbox & { readonly statu
 				stateBase,
 				sandboxId: sandbox.id,
 				...(label === undefined ? {} : { label }),
-				capture: (dir) => target.control.capture(dir, signal),
+				capture: (dir, takeWorkspace) => target.control.capture(dir, takeWorkspace, signal),
 				...(signal ? { signal } : {}),
 			})
 		})

@@ -14,6 +14,7 @@ import {
 	requireString,
 } from '../../contract/argument-validators.js'
 import { SandboxConfigError } from '../../contract/errors.js'
+import { DEFAULT_SNAPSHOT_CACHE_MAX_ENTRIES } from '../machine/snapshots/snapshot-eviction.js'
 
 /** How QEMU executes the guest: `kvm`, `tcg` (emulation), or `auto` (KVM when it boots here). */
 export type MicroVMAccel = 'auto' | 'kvm' | 'tcg'
@@ -50,6 +51,12 @@ export interface MicroVMBackendConfig {
 	 */
 	readonly startFromSnapshot?: boolean
 	/**
+	 * Warm-start snapshots kept in `stateDir` (one per machine shape; each holds a guest's RAM on
+	 * disk): saving one more evicts the least recently started from, never one a start is reading.
+	 * Default 4.
+	 */
+	readonly snapshotCacheMaxEntries?: number
+	/**
 	 * Where each guest's directory (`namzu-sbx-<id>/`), memory checkpoints (`namzu-checkpoints/`)
 	 * and warm-start snapshots (`namzu-snapshot-cache/`) are kept, absolute. Default: the OS
 	 * temporary directory, like the other tiers on this machine.
@@ -67,6 +74,7 @@ export interface ResolvedMicroVMConfig {
 	readonly bootTimeoutMs: number
 	readonly warmPoolSize: number
 	readonly startFromSnapshot: boolean
+	readonly snapshotCacheMaxEntries: number
 	readonly stateDir: string
 }
 
@@ -112,6 +120,11 @@ export function resolveMicroVMConfig(config: MicroVMBackendConfig): ResolvedMicr
 			optionalInteger(CONFIG_SITE, 'warmPoolSize', config.warmPoolSize, { min: 0, max: 16 }) ?? 0,
 		startFromSnapshot:
 			optionalBoolean(CONFIG_SITE, 'startFromSnapshot', config.startFromSnapshot) ?? false,
+		snapshotCacheMaxEntries:
+			optionalInteger(CONFIG_SITE, 'snapshotCacheMaxEntries', config.snapshotCacheMaxEntries, {
+				min: 1,
+				max: 64,
+			}) ?? DEFAULT_SNAPSHOT_CACHE_MAX_ENTRIES,
 		stateDir: absoluteStateDir(config.stateDir),
 	}
 }

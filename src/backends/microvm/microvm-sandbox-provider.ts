@@ -75,8 +75,8 @@ import {
 import {
 	type SnapshotBootReason,
 	snapshotBootReason,
-	warmSnapshot,
 	warmSnapshotState,
+	withWarmSnapshot,
 } from './snapshot-start.js'
 
 /** Smallest guest RAM the agent (node) boots in. */
@@ -294,20 +294,31 @@ async function startInstance(
 		return instance
 	}
 	// A failure to build the snapshot is the boot's own failure: it is not retried by booting.
-	const snapshot = await warmSnapshot(config, image, vm, signal)
-	const snapshotKey = snapshot.key
-	try {
-		const instance = await start(vm, (await warmSnapshotState(snapshot)).source)
-		report({ sandboxId: id, start: 'snapshot', snapshotKey, snapshotBuilt: snapshot.built })
-		return instance
-	} catch (error) {
-		if (signal.aborted) throw error
-		// Told, not hidden: the snapshot goes (it may be damaged) and this create boots.
-		await discardCachedSnapshot(await resolveStateBase(config.stateDir), snapshotKey)
-		const instance = await start(vm)
-		report({ sandboxId: id, start: 'boot', snapshotKey, bootReason: 'restore-failed', error })
-		return instance
+	const restored = await withWarmSnapshot(config, image, vm, signal, async (snapshot) => {
+		try {
+			const instance = await start(vm, (await warmSnapshotState(snapshot)).source)
+			return { snapshot, instance }
+		} catch (error) {
+			if (signal.aborted) throw error
+			return { snapshot, error }
+		}
+	})
+	const { key: snapshotKey, built } = restored.snapshot
+	if (restored.instance !== undefined) {
+		report({ sandboxId: id, start: 'snapshot', snapshotKey, snapshotBuilt: built })
+		return restored.instance
 	}
+	// Told, not hidden: the snapshot goes (it may be damaged) and this create boots.
+	await discardCachedSnapshot(await resolveStateBase(config.stateDir), snapshotKey)
+	const instance = await start(vm)
+	report({
+		sandboxId: id,
+		start: 'boot',
+		snapshotKey,
+		bootReason: 'restore-failed',
+		error: restored.error,
+	})
+	return instance
 }
 
 /** One QEMU guest of sandbox `id`: booted, or restored from `restore`. */
@@ -362,6 +373,8 @@ export interface MicroVMProviderHooks {
 	 * under `startFromSnapshot` why one booted instead. Before `create()` resolves. Must not throw.
 	 */
 	readonly onGuestStart?: (event: MicroVMGuestStart) => void
+	/** Told the sandbox id of each warm-pool guest once it is booted and ready to hand out. */
+	readonly onWarmSandboxReady?: (id: string) => void
 	/**
 	 * @internal Tests only: how the egress proxy resolves names and which CAs it trusts upstream.
 	 * The private-range deny set still applies to whatever this resolves to.
@@ -424,6 +437,7 @@ export function createMicroVMSandboxProvider(
 		},
 		closedError: () => new MicroVMProviderClosedError(),
 		...(hooks.onBackgroundError ? { onBackgroundError: hooks.onBackgroundError } : {}),
+		...(hooks.onWarmSandboxReady ? { onWarmSandboxReady: hooks.onWarmSandboxReady } : {}),
 	})
 	const create = (createConfig: MicroVMSandboxCreateConfig = {}): Promise<MicroVMSandbox> => {
 		let spec: MicroVMSpec

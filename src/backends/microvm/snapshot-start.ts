@@ -22,7 +22,7 @@ import { readFile, stat } from 'node:fs/promises'
 import { promisify } from 'node:util'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import { agentSettingsFrom } from '../machine/launch/agent-environment.js'
-import { cachedSnapshot } from '../machine/snapshots/snapshot-cache.js'
+import { withCachedSnapshot } from '../machine/snapshots/snapshot-cache.js'
 import { resolveStateBase } from '../machine/workspace/sandbox-directories.js'
 import type { ResolvedMicroVMConfig } from './microvm-backend-config.js'
 import {
@@ -129,19 +129,25 @@ export async function warmSnapshotState(
 	return saved
 }
 
+/** How long a start waits for another process's build of its snapshot, beyond a boot's bound. */
+export const SNAPSHOT_SAVE_WAIT_MS = 120_000
+
 /**
- * The snapshot of `vm`, built when the cache has none: a template guest booted with no caller
- * environment, saved, and destroyed.
+ * Starts from the snapshot of `vm` (`start` runs while the entry is held: no eviction removes it
+ * meanwhile), built when the cache has none: a template guest booted with no caller environment,
+ * saved, and destroyed. Another process building the same snapshot is waited for (up to a boot
+ * and a save) rather than booting a second template.
  */
-export async function warmSnapshot(
+export async function withWarmSnapshot<T>(
 	config: ResolvedMicroVMConfig,
 	image: MicroVMImage,
 	vm: VmConfig,
 	signal: AbortSignal,
-): Promise<WarmSnapshot> {
+	start: (snapshot: WarmSnapshot) => Promise<T>,
+): Promise<T> {
 	const key = await warmSnapshotKey(config.qemuBinary, image, vm)
 	const stateBase = await resolveStateBase(config.stateDir)
-	const entry = await cachedSnapshot(
+	return withCachedSnapshot(
 		stateBase,
 		key,
 		async (dir, buildSignal) => {
@@ -165,7 +171,11 @@ export async function warmSnapshot(
 				await template.destroy()
 			}
 		},
-		signal,
+		(entry) => start({ key, dir: entry.dir, built: entry.built }),
+		{
+			buildWaitMs: config.bootTimeoutMs + SNAPSHOT_SAVE_WAIT_MS,
+			maxEntries: config.snapshotCacheMaxEntries,
+			signal,
+		},
 	)
-	return { key, dir: entry.dir, built: entry.built }
 }

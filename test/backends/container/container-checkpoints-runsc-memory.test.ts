@@ -21,8 +21,11 @@ import type { AgentSandbox } from '../../../src/host/sandbox/agent-sandbox.js'
 import { CheckpointUnsupportedError } from '../../../src/index.js'
 import { AGENT_OP } from '../../../src/wire/protocol.js'
 import {
+	COUNTER,
 	cgroupDirsOf,
 	containerSkipReason,
+	counterOf,
+	counterPasses,
 	guestImage,
 	makeStateDir,
 	mountsMentioning,
@@ -30,33 +33,12 @@ import {
 	RUNC_PATH,
 	RUNSC_PATH,
 	removeStateDir,
+	waitFor,
 } from './container-test-support.js'
 
 const skip = containerSkipReason(RUNSC_PATH)
 const LAYOUT = { outputs: { source: { type: 'inImage' } } } as const
 const CASE_MS = 240_000
-/** A counter kept in the shell's memory, written out every 50 ms. */
-const COUNTER = 'i=0; while :; do echo $i > counter; i=$((i+1)); sleep 0.05; done'
-
-async function waitFor(check: () => Promise<boolean>, what: string): Promise<void> {
-	const deadline = Date.now() + 60_000
-	while (Date.now() < deadline) {
-		if (await check()) return
-		await new Promise((resolve) => setTimeout(resolve, 50))
-	}
-	throw new Error(`timed out waiting for ${what}`)
-}
-
-async function counterOf(sandbox: ContainerSandbox): Promise<number> {
-	const { stdout } = await sandbox.exec('cat', ['counter'])
-	const value = Number.parseInt(stdout, 10)
-	return Number.isSafeInteger(value) ? value : -1
-}
-
-/** Whether the counter moves on past `after` (waited for, never timed). */
-async function counterPasses(sandbox: ContainerSandbox, after: number): Promise<void> {
-	await waitFor(async () => (await counterOf(sandbox)) > after, `the counter to pass ${after}`)
-}
 
 async function processes(sandbox: ContainerSandbox): Promise<string> {
 	return (await sandbox.exec('ps', ['-eo', 'args'])).stdout

@@ -100,3 +100,32 @@ export async function removeStateDir(dir: string): Promise<string[]> {
 	await rm(dir, { recursive: true, force: true })
 	return leftovers
 }
+
+/** A counter kept in the shell's memory, written out every 50 ms (what a memory restore carries). */
+export const COUNTER = 'i=0; while :; do echo $i > counter; i=$((i+1)); sleep 0.05; done'
+
+/** Asks `check` every 50 ms until it answers true; throws after a generous minute. */
+export async function waitFor(check: () => Promise<boolean>, what: string): Promise<void> {
+	const deadline = Date.now() + 60_000
+	while (Date.now() < deadline) {
+		if (await check()) return
+		await new Promise((resolve) => setTimeout(resolve, 50))
+	}
+	throw new Error(`timed out waiting for ${what}`)
+}
+
+/** The counter's last value written in `sandbox`'s workspace (-1 caught between truncate and write). */
+export async function counterOf(sandbox: {
+	exec(command: string, args: string[]): Promise<{ stdout: string }>
+}): Promise<number> {
+	const value = Number.parseInt((await sandbox.exec('cat', ['counter'])).stdout, 10)
+	return Number.isSafeInteger(value) ? value : -1
+}
+
+/** Whether the counter moves on past `after` (waited for, never timed). */
+export async function counterPasses(
+	sandbox: Parameters<typeof counterOf>[0],
+	after: number,
+): Promise<void> {
+	await waitFor(async () => (await counterOf(sandbox)) > after, `the counter to pass ${after}`)
+}

@@ -34,8 +34,8 @@ import {
 	spareShellName,
 	temporaryWriter,
 } from '../launch/runtime-cache.js'
-import { abandonedPartialCheckpoints } from '../snapshots/checkpoint-store.js'
 import { collectVolumeGarbage } from '../snapshots/cow-volume.js'
+import { abandonedPartialCheckpoints } from '../snapshots/partial-checkpoints.js'
 import { staleCachedSnapshots } from '../snapshots/snapshot-cache.js'
 import { STATE_DIR_PREFIX, sandboxRootFor } from '../workspace/sandbox-directories.js'
 import { CLAIMS_DIR_NAME, releaseLock } from './claim-locks.js'

@@ -3,12 +3,12 @@
  * `<id>/checkpoint.json` (its `SandboxCheckpoint`) and its content — `<id>/content/`, or, when the
  * workspace lives on the state directory's copy-on-write volume (`cow-volume.ts`; `<id>/in-volume`
  * says so), the volume's `checkpoints/<id>/`; a `memory` checkpoint's directory holds what its
- * tier's capture wrote instead of `content/` (the microVM tier: the VMM's RAM image and the
- * guest's disks). A capture is written to `.partial-<id>/` and renamed into place, so a failed or
+ * tier's capture wrote (the microVM tier: the VMM's RAM image and the guest's disks; gVisor: its
+ * image, beside the workspace's files taken here the filesystem kind's way). A capture is written to `.partial-<id>/` and renamed into place, so a failed or
  * aborted one leaves no checkpoint (its partial directory and volume content are removed at once);
  * a capture whose host was killed leaves its partial directory, which names its capturing process
  * (`capturer.json`: pid and start time) so the reaper removes it once that process is gone
- * (`abandonedPartialCheckpoints`) and never while it runs; volume content no store entry names is
+ * (`partial-checkpoints.ts`) and never while it runs; volume content no store entry names is
  * swept by the volume's reaper pass. Copies are `cp -a --reflink`: clones on the volume or a
  * reflink filesystem (btrfs, XFS), a plain copy elsewhere (ext4 without the volume). A full
  * filesystem is `CheckpointSpaceExhaustedError`. Checkpoints outlive the sandbox and the host
@@ -27,12 +27,7 @@ import {
 	CheckpointSpaceExhaustedError,
 	type CheckpointSpaceOperation,
 } from '../cgroups/limit-errors.js'
-import {
-	isProcessAlive,
-	type ProcessIdentity,
-	readProcessIdentity,
-} from '../claims/process-identity.js'
-import { UNRECORDED_GRACE_MS } from '../claims/reap-decision.js'
+import { readProcessIdentity } from '../claims/process-identity.js'
 import { runProgramOrThrow } from '../launch/host-tools.js'
 import { LocalHostToolError } from '../machine-errors.js'
 import { WORKSPACE_IMAGE } from '../workspace/workspace-disk.js'
@@ -41,6 +36,7 @@ import { saysNoSpace } from './cow-volume-decision.js'
 import { ensureVolumeRoom } from './cow-volume-grow.js'
 import { adoptWorkspace, captureImage, clonableImageOf, restoreImage } from './image-checkpoint.js'
 import {
+	CAPTURER_FILE,
 	CHECKPOINT_ID_PATTERN,
 	CHECKPOINTS_DIR_NAME,
 	checkpointStoreDir,
@@ -55,8 +51,6 @@ export { CHECKPOINTS_DIR_NAME }
 
 const CONTENT = 'content'
 const RECORD = 'checkpoint.json'
-/** In a partial directory: the process capturing into it. */
-const CAPTURER = 'capturer.json'
 const CP = '/usr/bin/cp'
 const DU = '/usr/bin/du'
 /** Room a capture that ran out of it asks the volume for (it grows by more: `volumeGrowthTarget`). */
@@ -74,6 +68,7 @@ function spaceError(
 	operation: CheckpointSpaceOperation,
 	location: string,
 ): unknown {
+	if (error instanceof CheckpointSpaceExhaustedError) return error
 	const text = error instanceof LocalHostToolError ? error.stderrTail : String(error)
 	return saysNoSpace(text)
 		? new CheckpointSpaceExhaustedError(operation, location, { cause: error })
@@ -165,20 +160,6 @@ async function copyPaused(
 }
 
 /**
- * A memory capture's workspace files, into `<dir>/content` (what `restoreCheckpoint` fills a fork
- * or a rollback from), from a workspace nothing writes to (its sandbox stopped by the capture).
- */
-export async function copyWorkspaceForMemory(
-	workspace: string,
-	dir: string,
-	signal?: AbortSignal,
-): Promise<void> {
-	const content = join(dir, CONTENT)
-	await mkdir(content, { mode: 0o700 })
-	await copyEntries(workspace, content, 'auto', signal)
-}
-
-/**
  * Takes a checkpoint of the workspace with the sandbox paused for the copy. A workspace on the
  * copy-on-write volume is cloned into the volume (its sandbox's registration keeps it mounted); a
  * sized workspace whose image can be cloned is kept as a clone of its image (`image-checkpoint.ts`);
@@ -200,30 +181,42 @@ export async function captureCheckpoint(request: CaptureRequest): Promise<Sandbo
 }
 
 async function captureOnce(request: CaptureRequest): Promise<SandboxCheckpoint> {
+	try {
+		return await captureInto(request, 'filesystem', async (partial, id) => [
+			await captureWorkspace(request, partial, id),
+		])
+	} catch (error) {
+		throw spaceError(error, 'checkpoint', storeDir(request.stateBase))
+	}
+}
+
+/**
+ * The workspace's files into checkpoint `id` (its partial directory `partial`), the one way every
+ * kind takes them: a clone of a sized workspace's image, a clone into the copy-on-write volume, or
+ * a copy into the store — with the sandbox paused by `request.pause`; answers where they are.
+ * Nothing is left of a failed one in the volume.
+ */
+async function captureWorkspace(
+	request: CaptureRequest,
+	partial: string,
+	id: string,
+): Promise<string> {
 	const image = await clonableImageOf(request.stateBase, request.workspace)
 	const inVolume = image
 		? await onVolume(request.stateBase, image)
 		: await onVolume(request.stateBase, request.workspace)
-	let location = storeDir(request.stateBase)
+	// Before any content: the markers say where it is and what it is.
+	if (image) await writeFile(join(partial, IMAGE_MARKER), '', { mode: 0o600 })
+	if (inVolume) await writeFile(join(partial, IN_VOLUME_MARKER), '', { mode: 0o600 })
+	const content = inVolume ? volumeCheckpointDir(request.stateBase, id) : join(partial, CONTENT)
 	try {
-		return await captureInto(request, 'filesystem', async (partial, id) => {
-			// Before any content: the markers say where it is and what it is.
-			if (image) await writeFile(join(partial, IMAGE_MARKER), '', { mode: 0o600 })
-			if (inVolume) await writeFile(join(partial, IN_VOLUME_MARKER), '', { mode: 0o600 })
-			const content = inVolume ? volumeCheckpointDir(request.stateBase, id) : join(partial, CONTENT)
-			location = content
-			try {
-				if (image) await captureImage({ ...request, image }, content)
-				else await copyPaused(request, content, inVolume ? 'always' : 'auto')
-			} catch (error) {
-				if (inVolume) await rm(content, { recursive: true, force: true }).catch(() => undefined)
-				throw error
-			}
-			return content
-		})
+		if (image) await captureImage({ ...request, image }, content)
+		else await copyPaused(request, content, inVolume ? 'always' : 'auto')
 	} catch (error) {
-		throw spaceError(error, 'checkpoint', location)
+		if (inVolume) await rm(content, { recursive: true, force: true }).catch(() => undefined)
+		throw spaceError(error, 'checkpoint', content)
 	}
+	return content
 }
 
 export interface MemoryCaptureRequest {
@@ -232,18 +225,38 @@ export interface MemoryCaptureRequest {
 	readonly label?: string
 	/**
 	 * Writes the sandbox's whole state (the VMM's or runtime's image, and the disks it needs) into
-	 * `dir`, consistently; the store owns the id, the record and the crash safety around it.
+	 * `dir`, consistently; the store owns the id, the record and the crash safety around it. A tier
+	 * whose workspace is a host directory hands it to `takeWorkspace` while nothing writes to it
+	 * (the sandbox stopped by its capture): the store takes its files as the filesystem kind does.
 	 */
-	readonly capture: (dir: string) => Promise<void>
+	readonly capture: (
+		dir: string,
+		takeWorkspace: (workspace: string) => Promise<void>,
+	) => Promise<void>
 	readonly signal?: AbortSignal
 }
 
+/** Nothing to pause: a memory capture's sandbox is stopped while its workspace is taken. */
+const STOPPED = async () => async () => undefined
+
 /** Takes a `memory` checkpoint: what `capture` writes into the checkpoint's directory. */
 export function captureMemoryCheckpoint(request: MemoryCaptureRequest): Promise<SandboxCheckpoint> {
-	return captureInto(request, 'memory', async (partial) => {
+	return captureInto(request, 'memory', async (partial, id) => {
 		request.signal?.throwIfAborted()
-		await request.capture(partial)
-		return partial
+		let taken: string | undefined
+		const takeWorkspace = async (workspace: string) => {
+			taken = await captureWorkspace({ ...request, workspace, pause: STOPPED }, partial, id)
+		}
+		try {
+			await request.capture(partial, takeWorkspace)
+		} catch (error) {
+			// The partial directory goes with the store's own cleanup; volume content is not in it.
+			if (taken !== undefined && !taken.startsWith(`${partial}/`)) {
+				await rm(taken, { recursive: true, force: true }).catch(() => undefined)
+			}
+			throw error
+		}
+		return taken === undefined || taken.startsWith(`${partial}/`) ? [partial] : [partial, taken]
 	})
 }
 
@@ -259,7 +272,7 @@ async function captureInto(
 		readonly signal?: AbortSignal
 	},
 	kind: SandboxCheckpointKind,
-	fill: (partial: string, id: string) => Promise<string>,
+	fill: (partial: string, id: string) => Promise<readonly string[]>,
 ): Promise<SandboxCheckpoint> {
 	const id = randomBytes(8).toString('hex')
 	const store = storeDir(request.stateBase)
@@ -270,7 +283,7 @@ async function captureInto(
 		// Before any content: a partial directory with a live capturer is never reaped.
 		const capturer = await readProcessIdentity(process.pid)
 		await writeFile(
-			join(partial, CAPTURER),
+			join(partial, CAPTURER_FILE),
 			`${JSON.stringify(capturer ?? { pid: process.pid })}\n`,
 			{
 				mode: 0o600,
@@ -278,13 +291,15 @@ async function captureInto(
 		)
 		const measured = await fill(partial, id)
 		request.signal?.throwIfAborted()
-		await rm(join(partial, CAPTURER), { force: true })
+		await rm(join(partial, CAPTURER_FILE), { force: true })
+		let bytes = 0
+		for (const dir of measured) bytes += await bytesStored(dir, join(partial, 'du.out'))
 		const checkpoint: SandboxCheckpoint = {
 			id,
 			kind,
 			sandboxId: request.sandboxId,
 			createdAt: Date.now(),
-			bytes: await bytesStored(measured, join(partial, 'du.out')),
+			bytes,
 			label: request.label,
 		}
 		await writeFile(join(partial, RECORD), `${JSON.stringify(checkpoint)}\n`, { mode: 0o600 })
@@ -430,51 +445,4 @@ async function replaceContents(
 		})
 	}
 	await adoptWorkspace(workspace, owner, signal)
-}
-
-/** The process a partial directory names as its capturer, if its record reads. */
-async function capturerOf(partial: string): Promise<ProcessIdentity | undefined> {
-	try {
-		const raw: unknown = JSON.parse(await readFile(join(partial, CAPTURER), 'utf8'))
-		if (typeof raw !== 'object' || raw === null) return undefined
-		const pid: unknown = Reflect.get(raw, 'pid')
-		const startTime: unknown = Reflect.get(raw, 'startTime')
-		if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) return undefined
-		return typeof startTime === 'string' ? { pid, startTime } : undefined
-	} catch {
-		return undefined
-	}
-}
-
-/**
- * Removes (with `dryRun`, only names) the partial directories of captures whose host died: one
- * whose recorded capturer is gone, or — with no readable record (killed before writing it, or a
- * delete's doomed directory) — one older than `UNRECORDED_GRACE_MS`. A live capture's stays.
- */
-export async function abandonedPartialCheckpoints(
-	stateBase: string,
-	nowMs: number,
-	dryRun: boolean,
-): Promise<string[]> {
-	const store = storeDir(stateBase)
-	const removed: string[] = []
-	for (const name of await readdir(store).catch(() => [] as string[])) {
-		if (
-			!name.startsWith(PARTIAL_PREFIX) ||
-			!CHECKPOINT_ID_PATTERN.test(name.slice(PARTIAL_PREFIX.length))
-		)
-			continue
-		const partial = join(store, name)
-		const info = await lstat(partial).catch(() => undefined)
-		if (info?.isDirectory() !== true || info.uid !== (process.getuid?.() ?? 0)) continue
-		const capturer = await capturerOf(partial)
-		const abandoned =
-			capturer === undefined
-				? nowMs - info.mtimeMs >= UNRECORDED_GRACE_MS
-				: !isProcessAlive(capturer)
-		if (!abandoned) continue
-		if (!dryRun) await rm(partial, { recursive: true, force: true })
-		removed.push(partial)
-	}
-	return removed
 }

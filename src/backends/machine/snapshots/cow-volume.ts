@@ -9,14 +9,13 @@
  * as `sbx-<id>` for its life, an operation (a deletion, a restore into a workspace elsewhere) as
  * `op-<pid>-<rand>` naming its process — and the last user to leave unmounts it; the loop device
  * (autoclear) goes with the mount. Mount, unmount and every registration change happen under
- * `namzu-cow/lock`, held by a `flock(1)` child that exits when this process does (its stdin is a
- * pipe), so a SIGKILLed host never holds it. A host killed while a user is registered leaves the
+ * `namzu-cow/lock`, held through `file-lock.ts` (a `flock(1)` child that exits when this process
+ * does), so a SIGKILLed host never holds it. A host killed while a user is registered leaves the
  * volume mounted; the reaper (`collectVolumeGarbage`) drops users whose sandbox state root or
  * process is gone, sweeps what no user or checkpoint names, and unmounts. The image itself goes
  * once no user and no checkpoint is left. `volume-workspace.ts` binds workspaces; the store
  * (`checkpoint-store.ts`) stays the one owner of checkpoint ids, records and partials.
  */
-import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { constants } from 'node:fs'
 import {
@@ -34,6 +33,7 @@ import {
 } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ensurePrivateDirectory } from '../claims/claim-locks.js'
+import { FLOCK_PATH, takeFileLock } from '../claims/file-lock.js'
 import { isProcessAlive, readProcessIdentity } from '../claims/process-identity.js'
 import { HOST_TOOLS, runProgramOrThrow } from '../launch/host-tools.js'
 import { LocalHostToolError } from '../machine-errors.js'
@@ -57,13 +57,12 @@ import {
 } from './snapshot-layout.js'
 
 export const MKFS_XFS_PATH = '/usr/sbin/mkfs.xfs'
-const FLOCK = '/usr/bin/flock'
 const CP = '/usr/bin/cp'
 const LOOP_CONTROL = '/dev/loop-control'
 const IMAGE = 'volume.img'
 const USERS = 'users'
 const LOCK = 'lock'
-const LOCK_WAIT_SECONDS = 120
+const LOCK_WAIT_MS = 120_000
 const TOOL_TIMEOUT_MS = 60_000
 
 const modes = new Map<string, Promise<CopyModeDecision>>()
@@ -128,26 +127,18 @@ export function volumeImagePath(stateBase: string): string {
  */
 export async function withVolumeLock<T>(stateBase: string, work: () => Promise<T>): Promise<T> {
 	const dir = await ensurePrivateDirectory(stateBase, COW_DIR_NAME, 0o700)
-	const args = ['-x', '-w', String(LOCK_WAIT_SECONDS), join(dir, LOCK)]
-	const holder = spawn(FLOCK, [...args, '/bin/sh', '-c', 'echo locked; exec cat >/dev/null'], {
-		stdio: ['pipe', 'pipe', 'pipe'],
-	})
-	const closed = new Promise<number | null>((resolve) => holder.once('close', resolve))
-	const locked = await new Promise<boolean>((resolve) => {
-		holder.stdout.once('data', () => resolve(true))
-		holder.once('error', () => resolve(false))
-		void closed.then(() => resolve(false))
-	})
-	if (!locked) {
-		holder.stdin.end()
-		const code = await closed
-		throw new LocalHostToolError(FLOCK, args, { code, signal: null, stderr: 'lock not taken' })
+	const hold = await takeFileLock(join(dir, LOCK), { waitMs: LOCK_WAIT_MS })
+	if (hold === undefined) {
+		throw new LocalHostToolError(FLOCK_PATH, ['-x', join(dir, LOCK)], {
+			code: 1,
+			signal: null,
+			stderr: `lock not taken in ${LOCK_WAIT_MS} ms`,
+		})
 	}
 	try {
 		return await work()
 	} finally {
-		holder.stdin.end()
-		await closed
+		await hold.release()
 	}
 }
 

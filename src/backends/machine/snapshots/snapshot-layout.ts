@@ -12,6 +12,8 @@ export const CHECKPOINTS_DIR_NAME = 'namzu-checkpoints'
 export const COW_DIR_NAME = 'namzu-cow'
 /** A capture in progress (or a deletion under way): `.partial-<id>` in the store. */
 export const PARTIAL_PREFIX = '.partial-'
+/** In a partial directory: the process capturing into it (pid and start time). */
+export const CAPTURER_FILE = 'capturer.json'
 /** In a checkpoint's store directory: its content is in the volume (`checkpoints/<id>`). */
 export const IN_VOLUME_MARKER = 'in-volume'
 /** In a checkpoint's store directory: its content is a sized workspace's image (`workspace.img`). */

@@ -1,0 +1,148 @@
+/**
+ * gVisor (real runsc) memory checkpoints on the state directory's copy-on-write volume: the
+ * workspace's files are cloned, not copied (into the volume, or the sized workspace's image), and
+ * `diskLimitMb` holds through a memory checkpoint, a fork and a rollback — a write past the limit
+ * fails inside each, while the files and a running counter carry on (the positive controls).
+ */
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+	type ContainerSandbox,
+	type ContainerSandboxProvider,
+	createContainerSandboxProvider,
+} from '../../../src/backends/container/index.js'
+import { checkpointCopyMode } from '../../../src/backends/machine/snapshots/cow-volume.js'
+import {
+	volumeCheckpointDir,
+	volumeSandboxDir,
+} from '../../../src/backends/machine/snapshots/snapshot-layout.js'
+import {
+	COUNTER,
+	containerSkipReason,
+	counterOf,
+	counterPasses,
+	guestImage,
+	makeStateDir,
+	mountsMentioning,
+	RUNSC_PATH,
+	removeStateDir,
+} from './container-test-support.js'
+
+const skip =
+	containerSkipReason(RUNSC_PATH) ??
+	(existsSync('/usr/sbin/mkfs.xfs') ? undefined : 'needs xfsprogs for the copy-on-write volume')
+const LAYOUT = { outputs: { source: { type: 'inImage' } } } as const
+const CASE_MS = 240_000
+const LIMIT_MB = 48
+/** 40 MiB on top of the 16 MiB already there: past a 48 MiB filesystem. */
+const PAST_LIMIT = 'head -c 41943040 /dev/zero > past.bin; echo "rc=$?"; rm -f past.bin'
+
+function sh(sandbox: ContainerSandbox, script: string) {
+	return sandbox.exec('sh', ['-c', script])
+}
+
+/** The write past the limit fails inside, and one under it works (its control). */
+async function expectLimitHolds(sandbox: ContainerSandbox): Promise<void> {
+	expect((await sh(sandbox, 'head -c 4194304 /dev/zero > small.bin && echo ok')).stdout).toBe(
+		'ok\n',
+	)
+	expect((await sh(sandbox, PAST_LIMIT)).stderr).toMatch(/No space left on device/)
+}
+
+describe.skipIf(skip !== undefined)(
+	`gVisor (runsc): memory checkpoints on the copy-on-write volume${skip ? ` (skipped: ${skip})` : ''}`,
+	() => {
+		let provider: ContainerSandboxProvider
+		let stateDir = ''
+		beforeAll(async () => {
+			stateDir = await makeStateDir('checkpoints-runsc-sized')
+			provider = createContainerSandboxProvider(
+				{ tier: 'container', image: guestImage(), stateDir, runtime: 'runsc' },
+				LAYOUT,
+			)
+		})
+		afterAll(async () => {
+			await provider?.close()
+			expect(mountsMentioning(stateDir)).toEqual([])
+			expect(await removeStateDir(stateDir)).toEqual([])
+		})
+
+		it(
+			'diskLimitMb holds through a memory checkpoint, a fork of the same size and a rollback; files and a running counter carry on',
+			async () => {
+				expect((await checkpointCopyMode(stateDir)).mode).toBe('volume')
+				const parent = await provider.create({ diskLimitMb: LIMIT_MB })
+				const forks: ContainerSandbox[] = []
+				try {
+					const under = await sh(
+						parent,
+						'head -c 16777216 /dev/zero > data.bin && echo v1 > plan.txt',
+					)
+					expect(under.exitCode).toBe(0)
+					await expectLimitHolds(parent)
+					await parent.startDetached({ sessionId: 'counter', command: 'sh', args: ['-c', COUNTER] })
+					await counterPasses(parent, 3)
+					const checkpoint = await parent.checkpoint({ kind: 'memory' })
+					expect(checkpoint).toMatchObject({ kind: 'memory' })
+					// The sized workspace's image was cloned into the volume, not its files copied.
+					const taken = join(volumeCheckpointDir(stateDir, checkpoint.id), 'workspace.img')
+					expect(existsSync(taken)).toBe(true)
+					await sh(parent, 'echo v2 > plan.txt && rm data.bin')
+
+					const fork = await provider.create({ from: checkpoint, diskLimitMb: LIMIT_MB })
+					forks.push(fork)
+					expect(existsSync(join(volumeSandboxDir(stateDir, fork.id), 'workspace.img'))).toBe(true)
+					// Positive controls: the checkpoint's files, and the counter restored, not restarted.
+					expect((await sh(fork, 'cat plan.txt')).stdout).toBe('v1\n')
+					expect((await sh(fork, 'ls')).stdout).toContain('data.bin')
+					const first = await counterOf(fork)
+					expect(first).toBeGreaterThan(3)
+					await counterPasses(fork, first)
+					await expectLimitHolds(fork)
+					await sh(fork, 'echo fork > fork.txt')
+					expect((await sh(parent, 'test -e fork.txt; echo $?')).stdout).toBe('1\n')
+
+					await parent.rollback(checkpoint)
+					expect((await sh(parent, 'cat plan.txt')).stdout).toBe('v1\n')
+					expect((await sh(parent, 'ls')).stdout).toContain('data.bin')
+					await counterPasses(parent, await counterOf(parent))
+					await expectLimitHolds(parent)
+					await provider.deleteCheckpoint(checkpoint.id)
+					expect(existsSync(taken)).toBe(false)
+				} finally {
+					await Promise.all(forks.map((fork) => fork.destroy()))
+					await parent.destroy()
+				}
+			},
+			CASE_MS,
+		)
+
+		it(
+			"an unsized workspace's files are cloned into the volume by a memory checkpoint; a fork sees them",
+			async () => {
+				const parent = await provider.create()
+				try {
+					await parent.writeFile('plan.txt', 'v1')
+					const checkpoint = await parent.checkpoint({ kind: 'memory' })
+					const taken = volumeCheckpointDir(stateDir, checkpoint.id)
+					expect(existsSync(join(taken, 'plan.txt'))).toBe(true)
+					expect(existsSync(join(stateDir, 'namzu-checkpoints', checkpoint.id, 'content'))).toBe(
+						false,
+					)
+					const fork = await provider.create({ from: checkpoint })
+					try {
+						expect((await fork.exec('cat', ['plan.txt'])).stdout).toBe('v1')
+					} finally {
+						await fork.destroy()
+					}
+					await provider.deleteCheckpoint(checkpoint.id)
+					expect(existsSync(taken)).toBe(false)
+				} finally {
+					await parent.destroy()
+				}
+			},
+			CASE_MS,
+		)
+	},
+)
