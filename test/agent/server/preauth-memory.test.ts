@@ -7,11 +7,15 @@ import { rawRequest } from '../../helpers/raw-agent-client.js'
 /**
  * Under a sustained unauthenticated flood the agent's resident memory levels off (somewhat above
  * the shared pre-auth buffer budget, while the allocator catches up) instead of growing with the
- * bytes the peers send. A reduced bench/preauth-flood.mjs that asserts the shape, not a speed.
+ * bytes the peers send. A reduced bench/preauth-flood.mjs. It asserts one bound far from both
+ * sides: how far the peak rises above the budget depends on when V8 collects (measured 35–85 MiB,
+ * more under load), so comparing two phases flaked; a leak of even a third of the flood does not
+ * fit under the bound, and 600 MiB sent makes that gap wide.
  */
 const MiB = 1024 * 1024
 const TOKEN = 'flood-token-55aa'
 const PEERS_PER_PHASE = 600
+const PHASES = 4
 const BYTES_PER_PEER = 256 * 1024
 let agent: StartedAgent | undefined
 const sockets: Socket[] = []
@@ -40,7 +44,7 @@ function floodPeer(port: number): Promise<void> {
 }
 
 describe('pre-auth memory under a flood', () => {
-	it('levels off: doubling the flood does not double the peak, while healthz keeps answering', async () => {
+	it('levels off: the peak stays far below the bytes of a long flood, while healthz keeps answering', async () => {
 		agent = await startAgent({
 			mode: 'tcp',
 			env: {
@@ -62,13 +66,10 @@ describe('pre-auth memory under a flood', () => {
 			}
 			return memoryField(await readFile(statusPath, 'utf8'), 'VmHWM') - seed
 		}
-		const first = await phase()
-		const second = await phase()
+		const peaks: number[] = []
+		for (let round = 0; round < PHASES; round++) peaks.push(await phase())
 		expect(probes.every(Boolean)).toBe(true)
-		const sentPerPhase = PEERS_PER_PHASE * BYTES_PER_PEER // 150 MiB
-		// Far below what was sent, and doubling the flood does not double the peak: it levels off.
-		// (Above the 16 MiB budget by what V8 has not collected yet; measured 35–63 MiB, then +2–31.)
-		expect(first).toBeLessThan(sentPerPhase / 2)
-		expect(second).toBeLessThan(2 * first)
+		const sent = PHASES * PEERS_PER_PHASE * BYTES_PER_PEER // 600 MiB
+		expect(peaks.at(-1)).toBeLessThan(sent / 3)
 	})
 })
