@@ -9,6 +9,7 @@ export {
 	type MicroVMAccel,
 	type MicroVMBackendConfig,
 	MicroVMEgressUnsupportedError,
+	MicroVMEntropyNotRenewedError,
 	type MicroVMGuestStart,
 	MicroVMImageMissingError,
 	MicroVMProviderClosedError,

@@ -16,4 +16,25 @@ set -a
 set +a
 rm -f /run/namzu/agent.env
 export PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
+# The root reseed helper (GUEST_RESEED_SOCKET_PATH in src/wire/restored.ts). A guest restored from
+# a memory snapshot keeps the snapshot's kernel generator state; the deprivileged agent mixes a
+# fresh seed in and then connects here, and this answers 1 once RNDRESEEDCRNG (0x5207, needs
+# CAP_SYS_ADMIN) has rekeyed the generator from the pool, else 0. It reads nothing from a peer, so
+# a command that connects can only cause a reseed. It is saved and restored with the guest.
+mkdir -p /run/namzu
+perl -MSocket -e '
+	my ($path, $gid) = @ARGV;
+	unlink $path;
+	socket(my $server, PF_UNIX, SOCK_STREAM, 0) or die "reseed helper: socket: $!\n";
+	bind($server, pack_sockaddr_un($path)) or die "reseed helper: bind $path: $!\n";
+	chown(0, $gid, $path) and chmod(0660, $path) or die "reseed helper: chown $path: $!\n";
+	listen($server, 16) or die "reseed helper: listen: $!\n";
+	open(my $pool, "<", "/dev/urandom") or die "reseed helper: /dev/urandom: $!\n";
+	$SIG{PIPE} = "IGNORE";
+	while (1) {
+		accept(my $peer, $server) or next;
+		syswrite($peer, ioctl($pool, 0x5207, 0) ? "1" : "0");
+		close($peer);
+	}
+' /run/namzu/reseed.sock "${AGENT_GID:-1001}" &
 exec /entrypoint.sh

@@ -27,7 +27,24 @@ export interface RestoredReply {
 	readonly bootId: string
 	/** Whether the seed reached the guest kernel's pool (a write to /dev/urandom). */
 	readonly kernelPoolMixed: boolean
+	/**
+	 * Whether the guest kernel's generator was reseeded from that pool at once, by the root helper
+	 * at `GUEST_RESEED_SOCKET_PATH` (microVM guests). Without it a restored kernel keeps drawing
+	 * from the generator state its memory image carried until its next scheduled reseed, so two
+	 * forks can read the same bytes from /dev/urandom.
+	 */
+	readonly kernelReseeded: boolean
 }
+
+/**
+ * A microVM guest's root helper (deploy/vm/vm-start.sh): every connection makes it issue
+ * RNDRESEEDCRNG, which needs CAP_SYS_ADMIN the deprivileged agent lacks, and answers `1` on
+ * success or `0`. It reads nothing, so a connecting command can only cause a reseed.
+ */
+export const GUEST_RESEED_SOCKET_PATH = '/run/namzu/reseed.sock'
+
+/** How long the agent waits for the helper's answer. */
+export const GUEST_RESEED_TIMEOUT_MS = 5_000
 
 /**
  * `release-listener` `{ relistenAfterMs? }`: before a gVisor memory checkpoint, which cannot save a

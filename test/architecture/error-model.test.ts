@@ -106,6 +106,7 @@ import {
 import {
 	FirecrackerApiError,
 	MicroVMEgressUnsupportedError,
+	MicroVMEntropyNotRenewedError,
 	MicroVMImageMissingError,
 	MicroVMProviderClosedError,
 	MicroVMServiceUnavailableError,
@@ -878,6 +879,7 @@ const CASES: readonly ErrorCase[] = [
 		make: () => new MicroVMServiceUnavailableError('firecracker', 'no binary'),
 	},
 	{ type: MicroVMProviderClosedError, make: () => new MicroVMProviderClosedError() },
+	{ type: MicroVMEntropyNotRenewedError, make: () => new MicroVMEntropyNotRenewedError() },
 	{
 		type: MicroVMSnapshotDamagedError,
 		make: () => new MicroVMSnapshotDamagedError('/tmp/namzu-snapshot-cache/0123'),

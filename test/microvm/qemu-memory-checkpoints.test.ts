@@ -68,9 +68,23 @@ describe.skipIf(!runnable)('microVM tier on QEMU: memory checkpoints', () => {
 	})
 
 	it(
-		"a fork continues the parent's running counter, sees its files as of the checkpoint, runs the guest kernel, and keeps its own writes",
+		"a fork continues the parent's running counter, sees its files as of the checkpoint, runs the guest kernel, draws its own random bytes, and keeps its own writes",
 		async () => {
 			await parent.writeFile(`${WORKSPACE}/plan.txt`, 'before')
+			// Attack: a command pours bytes into the root reseed helper. It reads nothing, so all a
+			// connection gets is a rekey and its answer; the helper then serves the next one ('1'),
+			// and the forks' restores below.
+			const poured = await parent.exec('node', [
+				'-e',
+				[
+					"const net = require('net')",
+					"const pour = net.connect('/run/namzu/reseed.sock')",
+					"pour.on('error', () => {})",
+					'pour.write(Buffer.alloc(16384, 7))',
+					"pour.on('close', () => net.connect('/run/namzu/reseed.sock').on('data', (d) => process.stdout.write(d)))",
+				].join('; '),
+			])
+			expect(poured.stdout).toBe('1')
 			// Synced to the root overlay before the checkpoint; read back bypassing the page cache below.
 			await sh(parent, `head -c 4194304 /dev/urandom > ${ROOT_FILE} && sync`)
 			const rootSum = await sh(parent, `sha256sum < ${ROOT_FILE}`)
@@ -100,6 +114,11 @@ describe.skipIf(!runnable)('microVM tier on QEMU: memory checkpoints', () => {
 			forks.push(first, second)
 			expect(new Set([parent.id, first.id, second.id]).size).toBe(3)
 			expect(hookSaw).toEqual(['fork', 'before'])
+			// Each fork's kernel generator was rekeyed at restore: their /dev/urandom bytes differ.
+			const draw = 'head -c 32 /dev/urandom | od -An -tx1 | tr -d " \\n"'
+			const [bytesA, bytesB] = await Promise.all([sh(first, draw), sh(second, draw)])
+			expect(bytesA).toMatch(/^[0-9a-f]{64}$/)
+			expect(bytesA).not.toBe(bytesB)
 
 			// Positive control: the counter process was carried over and keeps counting.
 			const resumed = await counter(first)

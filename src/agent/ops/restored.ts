@@ -4,13 +4,18 @@
  * image issue different ids), a new boot id is minted, and with `token` the gate switches to it,
  * closing every other connection the old token opened. Answers `{ ok, bootId, kernelPoolMixed }`.
  *
- * The kernel pool gets a write to /dev/urandom: mixed in, not credited. Crediting needs the
- * RNDADDENTROPY ioctl (CAP_SYS_ADMIN), which Node cannot issue; gVisor's and a fresh VM's
- * /dev/urandom draw from the host anyway, so the write is belt and braces there.
+ * The kernel pool gets a write to /dev/urandom: mixed in, not credited. A restored kernel's
+ * generator keeps its saved state until its next scheduled reseed, so where a root helper listens
+ * (microVM guests) the agent then asks it for RNDRESEEDCRNG, an ioctl Node cannot issue and the
+ * deprivileged agent may not. gVisor's /dev/urandom draws from the host, so there the write is
+ * belt and braces and no helper exists.
  */
 import { writeFile } from 'node:fs/promises'
+import { connect } from 'node:net'
 import { AGENT_REFUSAL } from '../../wire/refusals.js'
 import {
+	GUEST_RESEED_SOCKET_PATH,
+	GUEST_RESEED_TIMEOUT_MS,
 	RELEASE_LISTENER_DEFAULT_MS,
 	RELEASE_LISTENER_MAX_MS,
 	RELEASE_LISTENER_MIN_MS,
@@ -58,6 +63,27 @@ async function mixKernelPool(seed: Buffer): Promise<boolean> {
 	}
 }
 
+/** True only when the helper answered that the kernel reseeded; absent or failed is false. */
+function requestKernelReseed(path = GUEST_RESEED_SOCKET_PATH): Promise<boolean> {
+	return new Promise((resolve) => {
+		const socket = connect(path)
+		let answer = ''
+		const done = (reseeded: boolean) => {
+			clearTimeout(timer)
+			socket.destroy()
+			resolve(reseeded)
+		}
+		const timer = setTimeout(() => done(false), GUEST_RESEED_TIMEOUT_MS)
+		socket.setEncoding('latin1')
+		socket.on('data', (chunk: string) => {
+			answer += chunk
+			if (answer.length >= 1) done(answer[0] === '1')
+		})
+		socket.on('error', () => done(false))
+		socket.on('close', () => done(answer[0] === '1'))
+	})
+}
+
 export const restored: OpHandler = async (body, ctx) => {
 	const seed = seedOf(body.seed)
 	const token = tokenOf(body.token)
@@ -69,9 +95,11 @@ export const restored: OpHandler = async (body, ctx) => {
 	}
 	agentRandom.mix(seed)
 	const kernelPoolMixed = await mixKernelPool(seed)
+	// After the mix, so the reseed draws from a pool that holds this restore's own seed.
+	const kernelReseeded = kernelPoolMixed && (await requestKernelReseed())
 	const bootId = renewGuestBootId()
 	if (token !== undefined) ctx.tokenGate.switchToken(token, ctx.socket)
-	const reply: RestoredReply = { ok: true, bootId, kernelPoolMixed }
+	const reply: RestoredReply = { ok: true, bootId, kernelPoolMixed, kernelReseeded }
 	ctx.reply(reply)
 }
 

@@ -3,6 +3,7 @@ export type { MicroVMAccel, MicroVMBackendConfig } from './microvm-backend-confi
 export {
 	FirecrackerApiError,
 	MicroVMEgressUnsupportedError,
+	MicroVMEntropyNotRenewedError,
 	MicroVMImageMissingError,
 	MicroVMProviderClosedError,
 	MicroVMServiceUnavailableError,

@@ -122,3 +122,20 @@ export class MicroVMSnapshotDamagedError extends SandboxError<'snapshot-damaged'
 		this.snapshotDir = snapshotDir
 	}
 }
+
+/**
+ * A guest restored from a memory snapshot could not reseed its kernel's random generator (its
+ * image lacks the root reseed helper, or the helper failed). Refused rather than handed out: its
+ * /dev/urandom would repeat the bytes of every other guest restored from the same snapshot. A warm
+ * start meets it as `restore-failed` and boots instead; a fork fails with it.
+ */
+export class MicroVMEntropyNotRenewedError extends SandboxError<'entropy-not-renewed'> {
+	override readonly name = 'MicroVMEntropyNotRenewedError'
+
+	constructor() {
+		super(
+			'the restored guest could not reseed its kernel random generator, so it would share random bytes with other restores of the same snapshot; rebuild the guest image (`npx --no-install namzu-sandbox image build --vm`) and retry',
+			'entropy-not-renewed',
+		)
+	}
+}

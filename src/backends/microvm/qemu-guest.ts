@@ -31,6 +31,7 @@ import { type GuestEgress, startGuestEgress, waitForGuestCaptureHelper } from '.
 import { type GuestOpenNetwork, prepareGuestOpenNetwork } from './guest-open-network.js'
 import { GUEST_WORKSPACE_DEVICE, prepareGuestWorkspaceDisk } from './guest-workspace-disk.js'
 import { controlBoundFor } from './kvm-probe.js'
+import { MicroVMEntropyNotRenewedError } from './microvm-errors.js'
 import type { MicroVMImage } from './microvm-image.js'
 import { GUEST_AGENT_PORT, guestEnvFile, qemuArgv } from './qemu-argv.js'
 import {
@@ -380,10 +381,12 @@ async function bringUp(up: {
 	}
 	await waitForGuest(options, up.launched, transport, up.egress)
 	if (restore === undefined) return
-	await reidentifyRestoredAgent(transport, {
+	const renewed = await reidentifyRestoredAgent(transport, {
 		token: up.token,
 		...(options.signal ? { signal: options.signal } : {}),
 	})
+	// A restored kernel's generator is the snapshot's: without the reseed, forks share bytes.
+	if (!renewed.kernelReseeded) throw new MicroVMEntropyNotRenewedError()
 }
 
 /** The root overlay (new, or the saved one's copy) and the sized workspace disk. */

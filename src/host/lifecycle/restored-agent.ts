@@ -30,6 +30,8 @@ export interface ReidentifiedAgent {
 	readonly bootId: string
 	/** Whether the seed reached the guest kernel's pool too. */
 	readonly kernelPoolMixed: boolean
+	/** Whether the guest kernel's generator was reseeded from it at once (microVM guests). */
+	readonly kernelReseeded: boolean
 }
 
 export async function reidentifyRestoredAgent(
@@ -55,13 +57,18 @@ export async function reidentifyRestoredAgent(
 	)
 	const refusal = refusalOf(reply)
 	if (refusal) throw refusalToError('op', refusal, { op: AGENT_OP.restored })
-	const { bootId, kernelPoolMixed } = reply
-	if (typeof bootId !== 'string' || bootId === '' || typeof kernelPoolMixed !== 'boolean') {
+	const { bootId, kernelPoolMixed, kernelReseeded } = reply
+	if (
+		typeof bootId !== 'string' ||
+		bootId === '' ||
+		typeof kernelPoolMixed !== 'boolean' ||
+		typeof kernelReseeded !== 'boolean'
+	) {
 		throw new RemoteProtocolError('restored: the guest answered a malformed reply')
 	}
 	if (token !== undefined && handle.kind === 'tcp') transport.rebind({ ...handle, token })
 	transport.noteGuestBootId({ guestBootId: bootId })
-	return { bootId, kernelPoolMixed }
+	return { bootId, kernelPoolMixed, kernelReseeded }
 }
 
 /**

@@ -125,7 +125,11 @@ describe('restored on a tcp agent with a bound token', () => {
 			token: OLD_TOKEN,
 			body: { seed: seed(), token: NEW_TOKEN },
 		})
-		expect(exchange.frames[0]).toMatchObject({ ok: true, kernelPoolMixed: expect.any(Boolean) })
+		expect(exchange.frames[0]).toMatchObject({
+			ok: true,
+			kernelPoolMixed: expect.any(Boolean),
+			kernelReseeded: expect.any(Boolean),
+		})
 		const bootId = exchange.frames[0]?.bootId
 		expect(bootId).toEqual(expect.any(String))
 		expect(bootId).not.toBe(before)
