@@ -4,7 +4,8 @@
  * The slow part of a command's start is not the spawn but joining its groups: after a quiet spell
  * the kernel's first write to a `cgroup.procs` waits for an RCU grace period (5–20 ms), every time
  * the machine was idle for a few tens of milliseconds. A spare pays that ahead — at agent start and
- * after each command it served — so the command that takes it only writes one line to it:
+ * after each command it served — so the command that takes it only writes one line to it (and
+ * starts the lock warming, `WorkloadCgroups.warmMigration`, so the refill after it joins warm):
  *
  *   <join prefix, as workload-spawn.ts>; exec 3>&- …; IFS= read -r L <&C || exit 125; eval "$L"
  *
@@ -178,6 +179,8 @@ export class SpareCommands {
 		}
 		this.#spare = undefined
 		spare.child.off('exit', spare.onIdleExit)
+		// Before the line: the spare is alive (waiting) when the thread-pool write looks it up.
+		if (spare.child.pid !== undefined) this.#cgroups.warmMigration(spare.child.pid)
 		spare.control.end(line)
 		// Refilled once this command is over, after its result went out.
 		spare.child.once('close', () => setImmediate(() => this.fill()))

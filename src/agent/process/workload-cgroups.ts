@@ -8,7 +8,7 @@
  * on serving), so its group outlives it; such groups are reaped lazily — at the next command and
  * in a low-frequency sweep that runs only while some are waiting — and never leak.
  */
-import { closeSync, constants, mkdirSync, openSync, readdirSync } from 'node:fs'
+import { closeSync, constants, mkdirSync, openSync, readdirSync, writeFile } from 'node:fs'
 import { AGENT_REFUSAL, formatRefusal } from '../../wire/refusals.js'
 import { AgentConfigError } from '../handler/config-error.js'
 import { OpRefusal } from '../handler/op-refusal.js'
@@ -170,6 +170,19 @@ export class WorkloadCgroups {
 				for (const fd of fds) closeSync(fd)
 			},
 		}
+	}
+
+	/**
+	 * Writes `pid`, a workload process that joined every group, into a group every workload process
+	 * joins (v1: the pids `work/`), on the thread pool: nothing moves, but the kernel's migration
+	 * lock, cold after a quiet spell (an RCU grace period of 5–20 ms at its next use), starts warming
+	 * now, so the next join — the spare refilled right after a command it served — finds it warm.
+	 * Even a pid reused meanwhile names a workload process already there. None without such a
+	 * group (v2 only: a workload process's one group is its command's).
+	 */
+	warmMigration(pid: number): void {
+		const shared = this.#joinDirs[0]
+		if (shared !== undefined) writeFile(`${shared}/cgroup.procs`, String(pid), () => undefined)
 	}
 
 	/** The owner of `group` is done with it: removed now if empty, else once it is. */

@@ -60,6 +60,17 @@ function commandGroup(cgroupText: string): string | undefined {
 	return /\/work\/(c-\d+)$/.exec(line ?? '')?.[1]
 }
 
+/** Each hierarchy's group below the sandbox's (`work`, `work/c-<n>`), keyed by its controllers. */
+function workGroups(cgroupText: string): Record<string, string> {
+	const groups: Record<string, string> = {}
+	for (const line of cgroupText.split('\n')) {
+		const [, controllers, path] = /^\d+:([^:]*):(.*)$/.exec(line) ?? []
+		const below = /\/(work(?:\/c-\d+)?)$/.exec(path ?? '')?.[1]
+		if (controllers !== undefined && below !== undefined) groups[controllers] = below
+	}
+	return groups
+}
+
 const WORK = ALLOCATE_AND_SPIN
 
 /** From a background process of the workload: what it can do to the spare and to its own child. */
@@ -115,13 +126,17 @@ describe.skipIf(skip !== undefined)('commands started ahead (local tier)', () =>
 		const sandbox = await file.provider.create()
 		try {
 			const spare = await waitingSpare(sandbox.id)
-			const spareGroup = commandGroup(readFileSync(`/proc/${spare}/cgroup`, 'utf8'))
+			const spareCgroups = readFileSync(`/proc/${spare}/cgroup`, 'utf8')
+			const spareGroup = commandGroup(spareCgroups)
 			const sparePid = innerPid(spare)
 			expect(spareGroup).toMatch(/^c-\d+$/)
 			const result = await sandbox.exec('sh', ['-c', 'echo $$; cat /proc/self/cgroup'])
 			const [pid, ...groups] = result.stdout.trim().split('\n')
 			expect(Number(pid)).toBe(sparePid)
 			expect(commandGroup(groups.join('\n'))).toBe(spareGroup)
+			// The write that warms the kernel's migration lock as it is taken moved it nowhere.
+			expect(Object.keys(workGroups(spareCgroups)).length).toBeGreaterThan(1)
+			expect(workGroups(groups.join('\n'))).toEqual(workGroups(spareCgroups))
 			// The next one waits in a new group of its own.
 			const next = await waitingSpare(sandbox.id)
 			expect(commandGroup(readFileSync(`/proc/${next}/cgroup`, 'utf8'))).not.toBe(spareGroup)
