@@ -5,7 +5,8 @@
  * (`cpuacct.usage_user` / `_sys`, `memory.max_usage_in_bytes`, `memory.oom_control`). A counter
  * the kernel does not offer there is absent, never zero. The parsers are pure.
  */
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
+import { basename, dirname } from 'node:path'
 
 /** The wire's accounting fields of a result (`ExecutionUsage` in `wire/protocol.ts`). */
 export interface CommandUsage {
@@ -17,10 +18,23 @@ export interface CommandUsage {
 	ioWriteBytes?: number
 }
 
+/**
+ * Counter files a hierarchy does not offer, as `<parent>/<name>`: every group under one parent has
+ * the same files (the hierarchy's, or on v2 what the parent enables), so one miss stands for all
+ * and the next command's result is not held up by the same failing opens. A few names per parent.
+ * A miss counts only while the group's own directory is there.
+ */
+const absent = new Set<string>()
+
 function read(path: string): string | undefined {
+	const key = `${dirname(dirname(path))}/${basename(path)}`
+	if (absent.has(key)) return undefined
 	try {
 		return readFileSync(path, 'utf8')
-	} catch {
+	} catch (error) {
+		const missing = error instanceof Error && 'code' in error && error.code === 'ENOENT'
+		// Not when the group itself is gone already (read after a kill removed it).
+		if (missing && existsSync(dirname(path))) absent.add(key)
 		return undefined
 	}
 }
