@@ -5,7 +5,9 @@
  * warm-started sandbox runs exec and files, and holds its own token, boot id and entropy — none
  * the template's or a sibling's. A create with `env` boots (the agent reads it at boot); a
  * provider of another machine shape on the same state directory never starts from the first
- * shape's snapshot. Nothing is left running or on disk but the cache. Three boots in all.
+ * shape's snapshot; a provider bounded to one snapshot (`snapshotCacheMaxEntries: 1`) evicts the
+ * older shapes' when it saves its own, and the sandboxes started from them run on. Nothing is left
+ * running or on disk but the cache. Four boots in all.
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -45,9 +47,15 @@ describe.skipIf(!qemuRunnable)('microVM tier on QEMU: warm start from a memory s
 	const made: MicroVMSandbox[] = []
 	let provider: MicroVMSandboxProvider
 
-	const open = (defaultMemoryLimitMb: number) => {
+	const open = (defaultMemoryLimitMb: number, snapshotCacheMaxEntries?: number) => {
 		const opened = createMicroVMSandboxProvider(
-			{ tier: 'microvm', service: 'qemu', stateDir, startFromSnapshot: true },
+			{
+				tier: 'microvm',
+				service: 'qemu',
+				stateDir,
+				startFromSnapshot: true,
+				...(snapshotCacheMaxEntries === undefined ? {} : { snapshotCacheMaxEntries }),
+			},
 			{ defaultMemoryLimitMb },
 			{ onGuestStart: (event) => events.push(event) },
 		)
@@ -151,6 +159,24 @@ describe.skipIf(!qemuRunnable)('microVM tier on QEMU: warm start from a memory s
 	)
 
 	it(
+		'a provider bounded to one snapshot evicts the least recently used ones when it saves a new shape; sandboxes started from them run on',
+		async () => {
+			expect(cacheEntries()).toHaveLength(2)
+			const bounded = open(384, 1)
+			const sandbox = await bounded.create()
+			made.push(sandbox)
+			const start = eventOf(sandbox)
+			expect(start).toMatchObject({ start: 'snapshot', snapshotBuilt: true })
+			expect(cacheEntries()).toEqual([start?.snapshotKey])
+			// Positive control: every sandbox, those restored from the evicted entries included, runs.
+			for (const each of made) {
+				expect((await each.exec('echo', ['ok'])).stdout.trim(), each.id).toBe('ok')
+			}
+		},
+		CASE_MS,
+	)
+
+	it(
 		'leaves nothing once its sandboxes are destroyed: no guest directory or QEMU, only the cache',
 		async () => {
 			await Promise.all(made.map((sandbox) => sandbox.destroy()))
@@ -160,7 +186,7 @@ describe.skipIf(!qemuRunnable)('microVM tier on QEMU: warm start from a memory s
 			// The entries, and each key's (empty) build-lock file.
 			const cached = readdirSync(join(stateDir, 'namzu-snapshot-cache'))
 			expect(cached.every((name) => /^(\.lock-)?[0-9a-f]{32}$/.test(name))).toBe(true)
-			expect(cacheEntries()).toHaveLength(2)
+			expect(cacheEntries()).toHaveLength(1)
 		},
 		CASE_MS,
 	)
