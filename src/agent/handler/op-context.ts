@@ -44,6 +44,11 @@ export interface OpContext {
 	onFrame(listener: (message: Record<string, unknown>) => void): void
 	/** The connection closed, from either side. Fires once. */
 	onClose(listener: () => void): void
+	/**
+	 * Calls `listener` with the size of every read from the peer (liveness counts bytes, not
+	 * frames: the socket emits no `data` events). Returns the unsubscribe.
+	 */
+	onBytes(listener: (byteCount: number) => void): () => void
 	readonly closed: boolean
 	/** The agent's one execution registry (reserve / execute / cancel, and shutdown's kill list). */
 	readonly executions: ExecutionRegistry

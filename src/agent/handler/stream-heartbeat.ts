@@ -35,8 +35,7 @@ export function startStreamHeartbeat(ctx: OpContext, intervalMs: number): () => 
 	if (ctx.closed) return () => {}
 	const { socket } = ctx
 	const liveness = new StreamLiveness(intervalMs, performance.now())
-	const onData = () => liveness.noteBytes(performance.now())
-	socket.on('data', onData)
+	const unsubscribe = ctx.onBytes(() => liveness.noteBytes(performance.now()))
 	const beat = setInterval(() => {
 		// A peer not reading our backlog learns nothing from one more frame behind it.
 		if (!socket.writableNeedDrain) ctx.send(STREAM_HEARTBEAT_FRAME)
@@ -52,7 +51,7 @@ export function startStreamHeartbeat(ctx: OpContext, intervalMs: number): () => 
 		stopped = true
 		clearInterval(beat)
 		clearInterval(watch)
-		socket.off('data', onData)
+		unsubscribe()
 	}
 	ctx.onClose(stop)
 	return stop

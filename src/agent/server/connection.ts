@@ -13,6 +13,7 @@
 
 import type { Socket } from 'node:net'
 import { isRecord } from '../../common/is-record.js'
+import type { SocketBytes } from '../../common/socket-bytes.js'
 import {
 	asksForBinaryFrames,
 	binaryEvent,
@@ -29,6 +30,7 @@ import { type AgentGates, gateRefusal } from '../lifecycle/agent-gates.js'
 import { OPS, type OpEntry } from '../ops/registry.js'
 import type { WorkloadCgroups } from '../process/workload-cgroups.js'
 import type { StartedAhead } from '../process/workload-spawn.js'
+import { acceptedSocketBytes } from './accepted-reads.js'
 import type { PreauthMember, PreauthPool } from './preauth-pool.js'
 import { refuseAndDestroy } from './socket-refusal.js'
 import type { TokenGate } from './token-gate.js'
@@ -80,6 +82,7 @@ class ServedConnection {
 	readonly #ops: Readonly<Record<string, OpEntry>>
 	readonly #log: (line: string) => void
 	readonly #reader: FrameReader
+	readonly #bytes: SocketBytes
 	/** Only token modes bound unauthenticated peers; the member leaves the pool on authentication. */
 	readonly #preauth: PreauthMember | undefined
 	readonly #ctx: OpContext
@@ -108,12 +111,17 @@ class ServedConnection {
 		this.#preauth = gate.enabled
 			? services.preauth?.admit((error) => this.#refuse(error))
 			: undefined
+		this.#bytes = acceptedSocketBytes(socket)
 		this.#ctx = this.#opContext()
 	}
 
 	listen(): void {
 		const socket = this.#socket
-		socket.on('data', (chunk: Buffer) => this.#onData(chunk))
+		this.#bytes.attach((chunk) => this.#onData(chunk), {
+			// A large binary payload is read straight into its frame buffer (the reader's target).
+			target: () => (this.#isRefused() || this.#closed ? undefined : this.#reader.readTarget()),
+			filled: (target, byteCount) => this.#onRead(target, byteCount),
+		})
 		socket.on('error', () => {
 			// Resets and EPIPEs from vanished peers are routine; 'close' follows and cleans up.
 		})
@@ -206,6 +214,9 @@ class ServedConnection {
 			onClose(listener) {
 				if (self.#closed) queueMicrotask(listener)
 				else self.#closeListeners.push(listener)
+			},
+			onBytes(listener) {
+				return self.#bytes.onBytes(listener)
 			},
 			get closed() {
 				return self.#closed
@@ -310,16 +321,28 @@ class ServedConnection {
 	}
 
 	#onData(chunk: Buffer): void {
+		// The envelope alone first: it decides whether the frames behind it may be binary.
+		this.#take(chunk.length, (reader) =>
+			reader.push(chunk, this.#phase === 'envelope' ? 1 : undefined),
+		)
+	}
+
+	/** Bytes the socket read straight into the reader's `readTarget()` (never an envelope's). */
+	#onRead(target: Buffer, byteCount: number): void {
+		this.#take(byteCount, (reader) => reader.pushRead(target, byteCount))
+	}
+
+	/** Accounts `byteCount` read bytes, then consumes the items `read` completes. */
+	#take(byteCount: number, read: (reader: FrameReader) => FrameItem[]): void {
 		if (this.#isRefused()) return
-		const overBudget = this.#preauth?.receive(chunk.length)
+		const overBudget = this.#preauth?.receive(byteCount)
 		if (overBudget !== undefined) {
 			this.#refuse(overBudget)
 			return
 		}
 		const reader = this.#reader
 		try {
-			// The envelope alone first: it decides whether the frames behind it may be binary.
-			let items = reader.push(chunk, this.#phase === 'envelope' ? 1 : undefined)
+			let items = read(reader)
 			this.#preauth?.settle(reader.bufferedBytes)
 			while (items.length > 0) {
 				const wasEnvelope = this.#phase === 'envelope'

@@ -9,6 +9,7 @@
  * the host, whatever the guest sends. `exchange.ts` applies the request and stream rules.
  */
 import type { Socket } from 'node:net'
+import type { SocketBytes } from '../../common/socket-bytes.js'
 import {
 	type BinaryChannel,
 	binaryEvent,
@@ -20,7 +21,7 @@ import { JsonShapeError } from '../../wire/json-shape.js'
 import { replyBoundsOf } from '../../wire/reply-bounds.js'
 import { RemoteProtocolError, RemoteReplyBoundError } from '../refusals/refusal-errors.js'
 import { HOST_READ_FRAME_LIMIT_BYTES } from './agent-transport-options.js'
-import { type SocketBytes, socketBytesOf } from './socket-reads.js'
+import { socketBytesOf } from './socket-reads.js'
 import { AgentConnectionError, AgentReadTimeoutError } from './transport-errors.js'
 
 /** What a channel read yields: a frame, the end, or the failure that ended it. */

@@ -18,6 +18,7 @@ import {
 } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { HELD_TARGET_MIN_BYTES } from '../../../src/agent/files/durable-commit.js'
 import { type StartedAgent, startAgent } from '../../helpers/agent-process.js'
 import { rawRequest } from '../../helpers/raw-agent-client.js'
 
@@ -65,6 +66,36 @@ describe('write-file (whole body)', () => {
 		expect(readFileSync(target, 'utf8')).toBe('new')
 		expect(readFileSync(other, 'utf8')).toBe('old')
 		expect(statSync(target).ino).not.toBe(statSync(other).ino)
+	})
+
+	it('replacing a large target (held open across the rename) leaves no agent descriptor on the replaced file', async () => {
+		const target = join(agent.workspace, 'large.bin')
+		const other = join(agent.workspace, 'large-other-name.bin')
+		const old = randomBytes(HELD_TARGET_MIN_BYTES)
+		writeFileSync(target, old)
+		linkSync(target, other)
+		const next = randomBytes(4096)
+		expect(
+			await write({ path: 'large.bin', content: next.toString('base64'), encoding: 'base64' }),
+		).toMatchObject({ ok: true, bytesWritten: 4096 })
+		expect(readFileSync(target).equals(next)).toBe(true)
+		expect(readFileSync(other).equals(old)).toBe(true)
+		// The hold is closed once the commit is done (not awaited by it): no descriptor of the agent
+		// still points at the replaced file.
+		const oldIno = statSync(other).ino
+		const fdDir = `/proc/${agent.process.pid}/fd`
+		const holding = () =>
+			readdirSync(fdDir).some((fd) => {
+				try {
+					return statSync(join(fdDir, fd)).ino === oldIno
+				} catch {
+					return false
+				}
+			})
+		const deadline = Date.now() + 30_000
+		while (holding() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+		expect(holding()).toBe(false)
+		expect(tempFilesIn(agent.workspace)).toEqual([])
 	})
 
 	it("carries the previous target's mode onto the replacement", async () => {
