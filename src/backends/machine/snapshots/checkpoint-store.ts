@@ -386,11 +386,28 @@ export async function deleteCheckpoint(stateBase: string, id: string): Promise<v
 }
 
 /**
+ * The image of a sized workspace's checkpoint (complete, `IMAGE_MARKER`), where it lies: in the
+ * volume (mounted only while some user holds it) or in the store; undefined for any other.
+ */
+export async function sizedCheckpointImage(
+	stateBase: string,
+	id: string,
+): Promise<string | undefined> {
+	if (!CHECKPOINT_ID_PATTERN.test(id)) return undefined
+	const dir = join(storeDir(stateBase), id)
+	if (!(await isMarked(dir, IMAGE_MARKER))) return undefined
+	const content = (await isMarked(dir, IN_VOLUME_MARKER))
+		? volumeCheckpointDir(stateBase, id)
+		: join(dir, CONTENT)
+	return join(content, WORKSPACE_IMAGE)
+}
+
+/**
  * Makes `workspace` the checkpoint's content: every entry removed (a sized disk's lost+found
  * kept), the content copied in, and all of it given to the workspace root's owner (the sandbox's
  * uid: a fork's differs from its parent's). Contents are replaced, never the directory, so a
- * loop-mounted workspace stays mounted and its size still bounds what is copied; only a fork's
- * fresh sized workspace takes a clone of a sized checkpoint's image instead (`restoreImage`).
+ * loop-mounted workspace stays mounted and its size still bounds what is copied. A fork's sized
+ * workspace that could be cloned from a sized checkpoint's image never comes here (`fork-image.ts`).
  */
 export async function restoreCheckpoint(
 	stateBase: string,
