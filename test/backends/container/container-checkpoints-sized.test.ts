@@ -2,8 +2,8 @@
  * `diskLimitMb` on the container tier (real runc) with its state directory's copy-on-write volume:
  * the sized workspace's image lives in the volume, writes past the limit fail with ENOSPC inside
  * (writes under it work), a checkpoint clones the image, a fork of the same or a larger size starts
- * from a clone of it with the parent's files and its own limit, a rollback restores, and nothing is
- * left mounted or attached.
+ * from a clone of it with the parent's files and its own limit, a rollback swaps the workspace's
+ * image for a clone of the checkpoint's, and nothing is left mounted or attached.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync, statSync } from 'node:fs'
@@ -16,6 +16,7 @@ import {
 import { checkpointCopyMode } from '../../../src/backends/machine/snapshots/cow-volume.js'
 import { volumeSandboxDir } from '../../../src/backends/machine/snapshots/snapshot-layout.js'
 import type { Sandbox } from '../../../src/index.js'
+import { sharing } from '../local/volume-test-support.js'
 import {
 	containerSkipReason,
 	guestImage,
@@ -130,7 +131,13 @@ describe.skipIf(skip !== undefined)(
 
 				await sh(parent, 'rm -f data.bin p.bin && echo v2 > plan.txt')
 				await parent.rollback(checkpoint)
+				// Swapped, not copied: the workspace's image shares the checkpoint's data.
+				const image = join(volumeSandboxDir(stateDir, parent.id), 'workspace.img')
+				expect(sharing(image).shared).toBeGreaterThan(12 * MIB)
 				expect((await sh(parent, 'cat plan.txt')).stdout).toBe('v1\n')
+				const stillPast = await sh(parent, 'head -c 41943040 /dev/zero > q.bin; echo "rc=$?"')
+				expect(stillPast.stderr).toMatch(/No space left on device/)
+				await sh(parent, 'rm -f q.bin')
 				expect((await sh(parent, 'ls')).stdout).toContain('data.bin')
 				expect((await sh(parent, 'test -e p.bin; echo $?')).stdout).toBe('1\n')
 				await provider.deleteCheckpoint(checkpoint.id)

@@ -260,6 +260,52 @@ describe.skipIf(skip !== undefined)(
 		)
 
 		it(
+			"a rollback swaps in a clone of the checkpoint's image: a deletion undone, the limit in force, the replaced filesystems released at the end",
+			() =>
+				withSizedCheckpoint(48, 16, async ({ stateDir, provider, parent, checkpoint }) => {
+					const sum = (await sh(parent, 'sha256sum data.bin')).stdout
+					const image = join(volumeSandboxDir(stateDir, parent.id), 'workspace.img')
+					for (let round = 0; round < 2; round++) {
+						await sh(
+							parent,
+							'rm -f data.bin && echo v2 > plan.txt && head -c 8388608 /dev/urandom > new.bin',
+						)
+						await parent.rollback(checkpoint)
+						// The image is a clone of the checkpoint's (its data shared), not a copy into it.
+						expect(sharing(image).shared).toBeGreaterThan(15 * MIB)
+						expect(sharing(image).own).toBeLessThan(4 * MIB)
+						const back = await sh(
+							parent,
+							'cat plan.txt; test -e new.bin; echo $?; sha256sum data.bin',
+						)
+						expect(back.stdout).toBe(`v1\n1\n${sum}`)
+						expect((await parent.readFile('plan.txt')).toString()).toBe('v1\n')
+						// The limit is the swapped-in filesystem's size: past it, by a write or fallocate, fails.
+						const past = await sh(parent, 'head -c 41943040 /dev/zero > past.bin; echo "rc=$?"')
+						expect(past.stderr).toMatch(/No space left on device/)
+						const reserve = await sh(parent, 'rm -f past.bin; fallocate -l 64M r.bin; echo "rc=$?"')
+						expect(reserve.stdout).toContain('rc=1')
+						const lifted = await sh(
+							parent,
+							'mount -o remount,rw "$PWD" 2>/dev/null && echo remounted',
+						)
+						expect(lifted.stdout).not.toContain('remounted')
+					}
+					// A checkpoint of the rolled-back workspace is still a clone of its image.
+					const again = await parent.checkpoint()
+					if (!again) throw new Error('no checkpoint verb')
+					expect(sharing(join(volumeCheckpointDir(stateDir, again.id), 'workspace.img')).own).toBe(
+						0,
+					)
+					const fork = await provider.create({ from: again, diskLimitMb: 48 })
+					expect((await fork.readFile('plan.txt')).toString()).toBe('v1\n')
+					await fork.destroy()
+					await provider.deleteCheckpoint(again.id)
+				}),
+			180_000,
+		)
+
+		it(
 			'a smaller fork is a copy when the files fit, and SandboxConfigError naming diskLimitMb before any copy when they do not',
 			() =>
 				withSizedCheckpoint(64, 20, async ({ stateDir, provider, parent, checkpoint }) => {

@@ -39,6 +39,7 @@ import {
 	readCheckpoint,
 	restoreCheckpoint,
 } from './checkpoint-store.js'
+import { swapToCheckpointImage } from './image-swap.js'
 import { runRestoreHook } from './restore-hook.js'
 
 /** The kinds sandboxes on this machine take: their workspace's files. */
@@ -212,7 +213,16 @@ async function rollBack(
 	await sandbox.quiesce(signal ? { signal } : {})
 	const thaw = await freezeSandboxGroups(cgroupDirs)
 	try {
-		await restoreCheckpoint(stateBase, id, workspace, signal)
+		const swap = {
+			stateBase,
+			checkpointId: id,
+			workspace,
+			cgroupDirs,
+			...(signal ? { signal } : {}),
+		}
+		if (!(await swapToCheckpointImage(swap))) {
+			await restoreCheckpoint(stateBase, id, workspace, signal)
+		}
 	} finally {
 		await thaw()
 	}

@@ -26,7 +26,7 @@ import {
 } from '../snapshots/cow-volume.js'
 import { ensureVolumeRoom } from '../snapshots/cow-volume-grow.js'
 import { mountForkImage } from '../snapshots/fork-image.js'
-import { loopBackingOf, loopReleased } from '../snapshots/loop-backing.js'
+import { loopBackingOf, loopReleased, loopsBackedIn } from '../snapshots/loop-backing.js'
 import { volumeSandboxDir } from '../snapshots/snapshot-layout.js'
 import {
 	mountWorkspaceDisk,
@@ -169,9 +169,14 @@ export async function releaseVolumeWorkspace(
 	// unmounted before that device is released.
 	const loop = await loopBackingOf(workspace)
 	const sized = loop !== undefined && basename(loop.backingFile) === WORKSPACE_IMAGE
+	const stateBase = dirname(root)
+	// A rollback's replaced filesystems too: held by the sandbox's namespace until it ended.
+	const replaced = (await volumeMounted(stateBase))
+		? await loopsBackedIn(volumeSandboxDir(stateBase, id))
+		: []
 	await unmountWorkspace(root, workspace)
 	if (sized) await loopReleased(loop, LOOP_RELEASE_WAIT_MS)
-	const stateBase = dirname(root)
+	for (const old of replaced) await loopReleased(old, LOOP_RELEASE_WAIT_MS)
 	// Still registered, so still mounted: the directory goes before the registration does.
 	if (await volumeMounted(stateBase)) {
 		await rm(volumeSandboxDir(stateBase, id), { recursive: true, force: true })
