@@ -179,10 +179,12 @@ describe.skipIf(skip !== undefined)(
 	},
 )
 
+type LocalProvider = ReturnType<typeof createLocalSandboxProvider>
+
 interface SizedParent {
 	readonly stateDir: string
-	readonly provider: ReturnType<typeof createLocalSandboxProvider>
-	readonly parent: Sandbox
+	readonly provider: LocalProvider
+	readonly parent: Awaited<ReturnType<LocalProvider['create']>>
 	readonly checkpoint: SandboxCheckpoint
 }
 

@@ -39,6 +39,7 @@ import {
 	CAPTURER_FILE,
 	CHECKPOINT_ID_PATTERN,
 	CHECKPOINTS_DIR_NAME,
+	CONTENT_DIR_NAME,
 	checkpointStoreDir,
 	IMAGE_MARKER,
 	IN_VOLUME_MARKER,
@@ -49,7 +50,6 @@ import {
 
 export { CHECKPOINTS_DIR_NAME }
 
-const CONTENT = 'content'
 const RECORD = 'checkpoint.json'
 const CP = '/usr/bin/cp'
 const DU = '/usr/bin/du'
@@ -208,7 +208,9 @@ async function captureWorkspace(
 	// Before any content: the markers say where it is and what it is.
 	if (image) await writeFile(join(partial, IMAGE_MARKER), '', { mode: 0o600 })
 	if (inVolume) await writeFile(join(partial, IN_VOLUME_MARKER), '', { mode: 0o600 })
-	const content = inVolume ? volumeCheckpointDir(request.stateBase, id) : join(partial, CONTENT)
+	const content = inVolume
+		? volumeCheckpointDir(request.stateBase, id)
+		: join(partial, CONTENT_DIR_NAME)
 	try {
 		if (image) await captureImage({ ...request, image }, content)
 		else await copyPaused(request, content, inVolume ? 'always' : 'auto')
@@ -386,23 +388,6 @@ export async function deleteCheckpoint(stateBase: string, id: string): Promise<v
 }
 
 /**
- * The image of a sized workspace's checkpoint (complete, `IMAGE_MARKER`), where it lies: in the
- * volume (mounted only while some user holds it) or in the store; undefined for any other.
- */
-export async function sizedCheckpointImage(
-	stateBase: string,
-	id: string,
-): Promise<string | undefined> {
-	if (!CHECKPOINT_ID_PATTERN.test(id)) return undefined
-	const dir = join(storeDir(stateBase), id)
-	if (!(await isMarked(dir, IMAGE_MARKER))) return undefined
-	const content = (await isMarked(dir, IN_VOLUME_MARKER))
-		? volumeCheckpointDir(stateBase, id)
-		: join(dir, CONTENT)
-	return join(content, WORKSPACE_IMAGE)
-}
-
-/**
  * Makes `workspace` the checkpoint's content: every entry removed (a sized disk's lost+found
  * kept), the content copied in, and all of it given to the workspace root's owner (the sandbox's
  * uid: a fork's differs from its parent's). Contents are replaced, never the directory, so a
@@ -431,7 +416,7 @@ export async function restoreCheckpoint(
 				})
 		: copyFrom
 	try {
-		if (!(await isMarked(dir, IN_VOLUME_MARKER))) return await fill(join(dir, CONTENT))
+		if (!(await isMarked(dir, IN_VOLUME_MARKER))) return await fill(join(dir, CONTENT_DIR_NAME))
 		// A workspace on the volume keeps it mounted (its sandbox is registered); any other restore
 		// registers itself for the copy.
 		if (await onVolume(stateBase, workspace)) return await fill(volumeCheckpointDir(stateBase, id))

@@ -5,9 +5,11 @@
  * not bytes) with the sandbox paused and its filesystem synced; a fork of the same or a larger size
  * starts from a clone of it (`fork-image.ts`).
  *
- * A fork smaller than the checkpoint, or one whose image cannot be cloned, is filled by a copy of
- * the files out of the checkpoint's image mounted read-only, bounded by the fork's limit (and
- * refused by name, before the copy, when they cannot fit). The image is only ever
+ * A rollback swaps in a clone of the checkpoint's image (`image-swap.ts`). A fork smaller than the
+ * checkpoint, a fork or rollback whose image cannot be cloned or swapped, and a rollback under a
+ * guest with its own file cache (gVisor) are filled by a copy of the files out of the checkpoint's
+ * image mounted read-only, bounded by the workspace's limit (a fork refused by name, before the
+ * copy, when they cannot fit). The image is only ever
  * written by the kernel's ext4 on the sandbox's behalf (the guest never sees the file), so the
  * host mounts no guest-crafted filesystem.
  */
@@ -19,7 +21,16 @@ import { HOST_TOOLS, runHostToolOrThrow, runProgramOrThrow } from '../launch/hos
 import { WORKSPACE_IMAGE } from '../workspace/workspace-disk.js'
 import { checkpointCopyMode, onVolume } from './cow-volume.js'
 import { loopBackingOf } from './loop-backing.js'
-import { cowDir, RESTORE_MOUNT_PREFIX } from './snapshot-layout.js'
+import {
+	CHECKPOINT_ID_PATTERN,
+	CONTENT_DIR_NAME,
+	checkpointStoreDir,
+	cowDir,
+	IMAGE_MARKER,
+	IN_VOLUME_MARKER,
+	RESTORE_MOUNT_PREFIX,
+	volumeCheckpointDir,
+} from './snapshot-layout.js'
 
 const CP = '/usr/bin/cp'
 const SYNC = '/usr/bin/sync'
@@ -44,6 +55,30 @@ export async function clonableImageOf(
 	if (!image.startsWith(`${stateBase}/`)) return undefined
 	if (decision.mode === 'volume' && !(await onVolume(stateBase, image))) return undefined
 	return image
+}
+
+async function exists(path: string): Promise<boolean> {
+	return stat(path).then(
+		() => true,
+		() => false,
+	)
+}
+
+/**
+ * The image of a sized workspace's checkpoint (complete, `IMAGE_MARKER`), where it lies: in the
+ * volume (mounted only while some user holds it) or in the store; undefined for any other.
+ */
+export async function sizedCheckpointImage(
+	stateBase: string,
+	id: string,
+): Promise<string | undefined> {
+	if (!CHECKPOINT_ID_PATTERN.test(id)) return undefined
+	const dir = join(checkpointStoreDir(stateBase), id)
+	if (!(await exists(join(dir, IMAGE_MARKER)))) return undefined
+	const content = (await exists(join(dir, IN_VOLUME_MARKER)))
+		? volumeCheckpointDir(stateBase, id)
+		: join(dir, CONTENT_DIR_NAME)
+	return join(content, WORKSPACE_IMAGE)
 }
 
 export interface ImageCapture {
@@ -128,7 +163,8 @@ async function assertForkHolds(checkpoint: string, workspace: string): Promise<v
 
 /**
  * Restores a sized workspace's checkpoint by a file copy out of its image mounted read-only: a
- * rollback, or a fork its image could not seed (`fork-image.ts`).
+ * rollback that could not swap images (`image-swap.ts`), or a fork its image could not seed
+ * (`fork-image.ts`).
  */
 export async function restoreImage(restore: ImageRestore): Promise<void> {
 	await mkdir(cowDir(restore.stateBase), { recursive: true, mode: 0o700 })
