@@ -253,8 +253,9 @@ class ContainerStart {
 	async #recordWorkspace(): Promise<EphemeralWorkspace> {
 		const { ledger, dirs, id } = this.#claims
 		await ledger.record({})
-		// A fork of a memory checkpoint is filled from what its capture copied, never seeded.
-		const from = this.#restore === undefined ? this.#spec.from : undefined
+		// A memory checkpoint's sized workspace is an image too: its fork starts from a clone of it
+		// (the restored guest finds the very files it had, inode for inode).
+		const { from } = this.#spec
 		return prepareEphemeralWorkspace(ledger, {
 			root: dirs.root,
 			workspace: dirs.workspace,
