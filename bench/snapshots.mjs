@@ -7,9 +7,10 @@
 //   after 10 forks exist).
 // With --disk-limit-mb N, only a sized workspace (`diskLimitMb: N`) of --mib MiB instead: its
 // checkpoint vs `cp -a`, a fork of the same size → first exec vs a cold sized create, and a
-// rollback, all in the same run.
+// rollback, all in the same run; with --fork-disk-limit-mb M as well, a fork of that other size →
+// first exec vs a cold create of that size.
 // Usage: npm run build && node bench/snapshots.mjs [--count 5] [--mib 100] [--big-mib 1024] [--forks 10]
-//        [--disk-limit-mb 256]
+//        [--disk-limit-mb 256] [--fork-disk-limit-mb 512]
 import { mkdtemp, rm, statfs } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -22,6 +23,7 @@ const count = argInt('count', 5)
 const sizes = [argInt('mib', 100), argInt('big-mib', 1024)]
 const forks = argInt('forks', 10)
 const diskLimitMb = argInt('disk-limit-mb', 0)
+const forkDiskLimitMb = argInt('fork-disk-limit-mb', 0)
 const stateDir = await mkdtemp(join(tmpdir(), 'namzu-bench-snapshots-'))
 await spawnAndWait('chmod', ['711', stateDir])
 const mode = await checkpointCopyMode(stateDir)
@@ -93,7 +95,8 @@ async function forkVsCold(checkpoint, config = {}) {
 	}
 	const f = summarize(forkSamples)
 	const k = summarize(coldSamples)
-	const what = config.diskLimitMb ? ` (diskLimitMb ${config.diskLimitMb} both)` : ''
+	const from = diskLimitMb > 0 ? ` of a diskLimitMb ${diskLimitMb} checkpoint` : ''
+	const what = config.diskLimitMb ? `${from} (diskLimitMb ${config.diskLimitMb} both)` : ''
 	printTable(`fork → first exec vs cold create → first exec${what} (n=${count}, load ${load()})`, [
 		`fork  p50 ${ms(f.p50)} p95 ${ms(f.p95)}`,
 		`cold  p50 ${ms(k.p50)} p95 ${ms(k.p95)}`,
@@ -171,6 +174,7 @@ async function sizedOnly() {
 		await fill(sandbox, sizeMib)
 		const last = await checkpointVsCopy(sandbox, sizeMib, count)
 		await forkVsCold(last, config)
+		if (forkDiskLimitMb > 0) await forkVsCold(last, { diskLimitMb: forkDiskLimitMb })
 		await rollbackVsCopy(sandbox, last, sizeMib)
 		await provider.deleteCheckpoint(last.id)
 	} finally {

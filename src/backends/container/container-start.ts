@@ -34,7 +34,10 @@ import {
 	resolveSandboxLimits,
 	type SandboxLimits,
 } from '../machine/spec/sandbox-limits.js'
-import { prepareEphemeralWorkspace } from '../machine/workspace/volume-workspace.js'
+import {
+	type EphemeralWorkspace,
+	prepareEphemeralWorkspace,
+} from '../machine/workspace/volume-workspace.js'
 import { type AgentFiles, prepareAgentFiles } from './container-agent-files.js'
 import { adoptAgentSocket, asLaunched } from './container-agent-socket.js'
 import { writeContainerBundle } from './container-bundle.js'
@@ -140,8 +143,8 @@ class ContainerStart {
 		const { backend } = this.#context
 		const { id, name, dirs } = this.#claims
 		try {
-			await this.#recordWorkspace()
-			await fill?.(dirs.workspace, this.#signal)
+			const workspace = await this.#recordWorkspace()
+			if (workspace !== 'seeded') await fill?.(dirs.workspace, this.#signal)
 			const files = await prepareAgentFiles(this.#context, this.#image, this.#claims, this.#signal)
 			const groups = await this.#createCgroups()
 			const socketDir = await this.#socketDir()
@@ -247,10 +250,13 @@ class ContainerStart {
 	 * The record exists before anything else is made; the workspace gets its filesystem (a sized
 	 * one, or the copy-on-write volume where the runtime takes checkpoints).
 	 */
-	async #recordWorkspace(): Promise<void> {
+	async #recordWorkspace(): Promise<EphemeralWorkspace> {
 		const { ledger, dirs, id } = this.#claims
 		await ledger.record({})
-		await prepareEphemeralWorkspace(ledger, {
+		// A memory checkpoint's sized workspace is an image too: its fork starts from a clone of it
+		// (the restored guest finds the very files it had, inode for inode).
+		const { from } = this.#spec
+		return prepareEphemeralWorkspace(ledger, {
 			root: dirs.root,
 			workspace: dirs.workspace,
 			diskLimitMb: this.#spec.diskLimitMb,
@@ -258,6 +264,7 @@ class ContainerStart {
 			mkfsPath: this.#context.backend.tools.mkfsExt4,
 			sandboxId: id,
 			checkpointable: true,
+			...(from === undefined ? {} : { from }),
 		})
 	}
 

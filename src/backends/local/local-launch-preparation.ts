@@ -18,7 +18,10 @@ import {
 	removeSandboxDirectories,
 	type SandboxDirectories,
 } from '../machine/workspace/sandbox-directories.js'
-import { prepareEphemeralWorkspace } from '../machine/workspace/volume-workspace.js'
+import {
+	type EphemeralWorkspace,
+	prepareEphemeralWorkspace,
+} from '../machine/workspace/volume-workspace.js'
 import type { LocalInstanceContext } from './local-instance.js'
 import type { BwrapLaunch } from './sandbox-confinement.js'
 
@@ -30,6 +33,8 @@ export interface LaunchPreparation {
 	 * cgroups and the sized workspace.
 	 */
 	readonly owner: CgroupOwner
+	/** A fork's workspace already holds its checkpoint's files (a clone of its image): no fill. */
+	readonly workspaceSeeded?: boolean
 	/**
 	 * Program first: bwrap (behind setpriv with a per-sandbox uid), or the plain agent; `launch`
 	 * carries what is known only once the cgroups exist.
@@ -66,10 +71,11 @@ export async function prepareUnconfined(
 		releasing ??= releaseHostClaims(ledger.current).then(() => removeSandboxDirectories(dirs))
 		return releasing
 	}
+	let workspace: EphemeralWorkspace = 'empty'
 	try {
 		await ledger.record({})
 		if (!dirs.callerOwnsWorkspace) {
-			await prepareEphemeralWorkspace(ledger, {
+			workspace = await prepareEphemeralWorkspace(ledger, {
 				root: dirs.root,
 				workspace: dirs.workspace,
 				diskLimitMb: spec.diskLimitMb,
@@ -77,6 +83,7 @@ export async function prepareUnconfined(
 				mkfsPath: backend.tools.mkfsExt4,
 				sandboxId: id,
 				checkpointable: true,
+				...(spec.from === undefined ? {} : { from: spec.from }),
 			})
 		}
 	} catch (error) {
@@ -86,6 +93,7 @@ export async function prepareUnconfined(
 	return {
 		dirs,
 		owner,
+		workspaceSeeded: workspace === 'seeded',
 		command: () => [backend.nodePath, context.agentPath],
 		workloadNodePath: backend.nodePath,
 		claims: () => ledger.current,

@@ -173,7 +173,9 @@ class LocalStart {
 		const spec = this.#spec
 		const { id, prepared } = this.#basis
 		try {
-			await this.#basis.fill?.(prepared.dirs.workspace, this.#signal)
+			if (prepared.workspaceSeeded !== true) {
+				await this.#basis.fill?.(prepared.dirs.workspace, this.#signal)
+			}
 			await this.#startEgressProxy()
 			this.#signal?.throwIfAborted()
 			const { oomKillsAtStart, workloadGroups } = await this.#createCgroups()

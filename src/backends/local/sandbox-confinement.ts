@@ -62,7 +62,10 @@ import {
 	sandboxRootFor,
 } from '../machine/workspace/sandbox-directories.js'
 import { firstUnsearchable, stageBind } from '../machine/workspace/staging-mounts.js'
-import { prepareEphemeralWorkspace } from '../machine/workspace/volume-workspace.js'
+import {
+	type EphemeralWorkspace,
+	prepareEphemeralWorkspace,
+} from '../machine/workspace/volume-workspace.js'
 import { handOverUnderLock } from '../machine/workspace/workspace-handover.js'
 import { buildBwrapArgs } from './bwrap-argv.js'
 
@@ -111,6 +114,8 @@ export interface SandboxConfinement {
 	readonly plan: SandboxRootPlan
 	/** The host uid/gid the sandbox runs as (`identity`'s). */
 	readonly owner: { readonly uid: number; readonly gid: number }
+	/** A fork's workspace already holds its checkpoint's files (a clone of its image): no fill. */
+	readonly workspaceSeeded: boolean
 	/** bubblewrap and its arguments (program first), behind `setpriv` with a per-sandbox uid. */
 	command(launch: BwrapLaunch): readonly string[]
 	/** The seccomp program (classic BPF) in the state root, for bwrap's `--seccomp`. */
@@ -254,9 +259,10 @@ async function egressBinds(prep: Preparation): Promise<BindSource[]> {
  * The ephemeral workspace (already the sandbox uid's) gets its filesystem: one of `diskLimitMb`,
  * or the copy-on-write volume its checkpoints clone from; recorded before it is mounted.
  */
-async function mountEphemeralWorkspace(prep: Preparation): Promise<void> {
-	if (prep.dirs.callerOwnsWorkspace) return
-	await prepareEphemeralWorkspace(prep.ledger, {
+async function mountEphemeralWorkspace(prep: Preparation): Promise<EphemeralWorkspace> {
+	if (prep.dirs.callerOwnsWorkspace) return 'empty'
+	const { from } = prep.input.spec
+	return prepareEphemeralWorkspace(prep.ledger, {
 		root: prep.dirs.root,
 		workspace: prep.dirs.workspace,
 		diskLimitMb: prep.input.spec.diskLimitMb,
@@ -264,6 +270,7 @@ async function mountEphemeralWorkspace(prep: Preparation): Promise<void> {
 		mkfsPath: prep.input.backend.tools.mkfsExt4,
 		sandboxId: prep.input.id,
 		checkpointable: true,
+		...(from === undefined ? {} : { from }),
 	})
 }
 
@@ -327,7 +334,7 @@ async function prepare(
 		...(await egressBinds(prep)),
 	]
 	const hidden = await hiddenTargets(prep)
-	await mountEphemeralWorkspace(prep)
+	const workspace = await mountEphemeralWorkspace(prep)
 	await handOverCallerWorkspace(prep)
 	signal?.throwIfAborted()
 	const workspaceSource = await reachable(prep, dirs.workspace, 'workspace')
@@ -385,6 +392,7 @@ async function prepare(
 		dirs,
 		plan,
 		owner: { uid: prep.identity.uid, gid: prep.identity.gid },
+		workspaceSeeded: workspace === 'seeded',
 		command,
 		seccompFilter: await writeSeccompFilter(dirs.root, spec),
 		workloadNodePath: nodeTarget ?? backend.nodePath,

@@ -1,11 +1,12 @@
 /**
  * `diskLimitMb` on the container tier (real runc) with its state directory's copy-on-write volume:
  * the sized workspace's image lives in the volume, writes past the limit fail with ENOSPC inside
- * (writes under it work), a checkpoint clones the image, a fork of the same size has the parent's
- * files and its own limit, a rollback restores, and nothing is left mounted or attached.
+ * (writes under it work), a checkpoint clones the image, a fork of the same or a larger size starts
+ * from a clone of it with the parent's files and its own limit, a rollback swaps the workspace's
+ * image for a clone of the checkpoint's, and nothing is left mounted or attached.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -15,6 +16,7 @@ import {
 import { checkpointCopyMode } from '../../../src/backends/machine/snapshots/cow-volume.js'
 import { volumeSandboxDir } from '../../../src/backends/machine/snapshots/snapshot-layout.js'
 import type { Sandbox } from '../../../src/index.js'
+import { sharing } from '../local/volume-test-support.js'
 import {
 	containerSkipReason,
 	guestImage,
@@ -27,6 +29,7 @@ const skip =
 	(process.getuid?.() === 0 && existsSync('/usr/sbin/mkfs.xfs')
 		? undefined
 		: 'needs a root host with xfsprogs')
+const MIB = 1024 * 1024
 const LAYOUT = { outputs: { source: { type: 'inImage' } } } as const
 
 function mountsUnder(prefix: string): string[] {
@@ -101,13 +104,40 @@ describe.skipIf(skip !== undefined)(
 					expect((await sh(parent, 'test -e fork.txt; echo $?')).stdout).toBe('1\n')
 					const room = await sh(parent, 'head -c 16777216 /dev/zero > p.bin && echo ok')
 					expect(room.stdout).toContain('ok')
+					// A larger fork starts from a clone grown to its own size: the checkpoint's files,
+					// none of its sibling's or the parent's later writes, and its own larger limit.
+					const large = await provider.create({ from: checkpoint, diskLimitMb: 96 })
+					try {
+						const image = join(volumeSandboxDir(stateDir, large.id), 'workspace.img')
+						expect(statSync(image).size).toBe(96 * MIB)
+						const seen = await sh(
+							large,
+							'cat plan.txt; test -e fork.txt; echo $?; test -e p.bin; echo $?',
+						)
+						expect(seen.stdout).toBe('v1\n1\n1\n')
+						const grown = await sh(large, 'head -c 62914560 /dev/zero > big.bin && echo ok')
+						expect(grown.stdout).toContain('ok')
+						const largePast = await sh(large, 'head -c 41943040 /dev/zero > h.bin; echo "rc=$?"')
+						expect(largePast.stderr).toMatch(/No space left on device/)
+						for (const other of [parent, fork]) {
+							expect((await sh(other, 'test -e big.bin; echo $?')).stdout).toBe('1\n')
+						}
+					} finally {
+						await large.destroy()
+					}
 				} finally {
 					await fork.destroy()
 				}
 
 				await sh(parent, 'rm -f data.bin p.bin && echo v2 > plan.txt')
 				await parent.rollback(checkpoint)
+				// Swapped, not copied: the workspace's image shares the checkpoint's data.
+				const image = join(volumeSandboxDir(stateDir, parent.id), 'workspace.img')
+				expect(sharing(image).shared).toBeGreaterThan(12 * MIB)
 				expect((await sh(parent, 'cat plan.txt')).stdout).toBe('v1\n')
+				const stillPast = await sh(parent, 'head -c 41943040 /dev/zero > q.bin; echo "rc=$?"')
+				expect(stillPast.stderr).toMatch(/No space left on device/)
+				await sh(parent, 'rm -f q.bin')
 				expect((await sh(parent, 'ls')).stdout).toContain('data.bin')
 				expect((await sh(parent, 'test -e p.bin; echo $?')).stdout).toBe('1\n')
 				await provider.deleteCheckpoint(checkpoint.id)

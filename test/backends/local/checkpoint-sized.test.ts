@@ -27,7 +27,7 @@ import {
 	volumeMountPath,
 	volumeSandboxDir,
 } from '../../../src/backends/machine/snapshots/snapshot-layout.js'
-import type { Sandbox } from '../../../src/index.js'
+import { type Sandbox, type SandboxCheckpoint, SandboxConfigError } from '../../../src/index.js'
 import { freshStateDir, mountsUnder } from './local-test-support.js'
 import { loopsUnder, sharing, volumeSkipReason } from './volume-test-support.js'
 
@@ -176,6 +176,166 @@ describe.skipIf(skip !== undefined)(
 				await provider.close()
 			}
 		}, 180_000)
+	},
+)
+
+type LocalProvider = ReturnType<typeof createLocalSandboxProvider>
+
+interface SizedParent {
+	readonly stateDir: string
+	readonly provider: LocalProvider
+	readonly parent: Awaited<ReturnType<LocalProvider['create']>>
+	readonly checkpoint: SandboxCheckpoint
+}
+
+/**
+ * A sized parent (`diskLimitMb`) with `dataMib` of random bytes and `plan.txt` (v1), checkpointed,
+ * in a fresh state directory; afterwards nothing of it may be left mounted or attached.
+ */
+function withSizedCheckpoint(
+	diskLimitMb: number,
+	dataMib: number,
+	work: (made: SizedParent) => Promise<void>,
+): Promise<void> {
+	return inFreshStateDir(async (stateDir) => {
+		const provider = createLocalSandboxProvider({ tier: 'process', stateDir })
+		try {
+			const parent = await provider.create({ diskLimitMb })
+			await sh(parent, `head -c ${dataMib * MIB} /dev/urandom > data.bin && echo v1 > plan.txt`)
+			const checkpoint = await parent.checkpoint()
+			if (!checkpoint) throw new Error('no checkpoint verb')
+			await work({ stateDir, provider, parent, checkpoint })
+			await parent.destroy()
+			await provider.deleteCheckpoint(checkpoint.id)
+			expect(mountsUnder(`${stateDir}/`)).toEqual([])
+			expect(loopsUnder(`${stateDir}/`)).toEqual([])
+		} finally {
+			await provider.close()
+		}
+	})
+}
+
+describe.skipIf(skip !== undefined)(
+	`forks of a sized checkpoint at the same and another size${skip ? ` (skipped: ${skip})` : ''}`,
+	() => {
+		it(
+			'same size and larger start as clones (grown to their own limit), see the checkpoint only, and write invisibly to siblings and the parent',
+			() =>
+				withSizedCheckpoint(48, 16, async ({ stateDir, provider, parent, checkpoint }) => {
+					// Written after the checkpoint: no fork sees it.
+					await sh(parent, 'echo late > late.txt && echo v2 > plan.txt')
+					const same = await provider.create({ from: checkpoint, diskLimitMb: 48 })
+					const large = await provider.create({ from: checkpoint, diskLimitMb: 160 })
+					try {
+						for (const fork of [same, large]) {
+							const image = join(volumeSandboxDir(stateDir, fork.id), 'workspace.img')
+							expect(sharing(image).shared).toBeGreaterThan(15 * MIB)
+							expect((await fork.readFile('plan.txt')).toString()).toBe('v1\n')
+							expect((await sh(fork, 'test -e late.txt; echo $?')).stdout).toBe('1\n')
+						}
+						const sums = await Promise.all(
+							[parent, same, large].map((sandbox) => sh(sandbox, 'sha256sum data.bin')),
+						)
+						expect(sums[1]?.stdout).toBe(sums[0]?.stdout)
+						expect(sums[2]?.stdout).toBe(sums[0]?.stdout)
+						const largeImage = join(volumeSandboxDir(stateDir, large.id), 'workspace.img')
+						expect(statSync(largeImage).size).toBe(160 * MIB)
+						// The grown fork's limit is its own size: 96 MiB more fits, 160 more does not.
+						const grown = await sh(large, 'head -c 100663296 /dev/zero > big.bin && echo ok')
+						expect(grown.stdout).toContain('ok')
+						const past = await sh(large, 'head -c 167772160 /dev/zero > past.bin; echo "rc=$?"')
+						expect(past.stderr).toMatch(/No space left on device/)
+						// The same-size fork keeps the parent's limit: 48 MiB more does not fit.
+						const capped = await sh(same, 'head -c 50331648 /dev/zero > cap.bin; echo "rc=$?"')
+						expect(capped.stderr).toMatch(/No space left on device/)
+						// A fork's write is invisible to its sibling and to the parent.
+						await sh(same, 'echo mine > same.txt')
+						for (const other of [parent, large]) {
+							expect((await sh(other, 'test -e same.txt; echo $?')).stdout).toBe('1\n')
+						}
+						expect((await sh(same, 'test -e big.bin; echo $?')).stdout).toBe('1\n')
+					} finally {
+						await Promise.all([same.destroy(), large.destroy()])
+					}
+				}),
+			180_000,
+		)
+
+		it(
+			"a rollback swaps in a clone of the checkpoint's image: a deletion undone, the limit in force, the replaced filesystems released at the end",
+			() =>
+				withSizedCheckpoint(48, 16, async ({ stateDir, provider, parent, checkpoint }) => {
+					const sum = (await sh(parent, 'sha256sum data.bin')).stdout
+					const image = join(volumeSandboxDir(stateDir, parent.id), 'workspace.img')
+					for (let round = 0; round < 2; round++) {
+						await sh(
+							parent,
+							'rm -f data.bin && echo v2 > plan.txt && head -c 8388608 /dev/urandom > new.bin',
+						)
+						await parent.rollback(checkpoint)
+						// The image is a clone of the checkpoint's (its data shared), not a copy into it.
+						expect(sharing(image).shared).toBeGreaterThan(15 * MIB)
+						expect(sharing(image).own).toBeLessThan(4 * MIB)
+						const back = await sh(
+							parent,
+							'cat plan.txt; test -e new.bin; echo $?; sha256sum data.bin',
+						)
+						expect(back.stdout).toBe(`v1\n1\n${sum}`)
+						expect((await parent.readFile('plan.txt')).toString()).toBe('v1\n')
+						// The limit is the swapped-in filesystem's size: past it, by a write or fallocate, fails.
+						const past = await sh(parent, 'head -c 41943040 /dev/zero > past.bin; echo "rc=$?"')
+						expect(past.stderr).toMatch(/No space left on device/)
+						const reserve = await sh(parent, 'rm -f past.bin; fallocate -l 64M r.bin; echo "rc=$?"')
+						expect(reserve.stdout).toContain('rc=1')
+						const lifted = await sh(
+							parent,
+							'mount -o remount,rw "$PWD" 2>/dev/null && echo remounted',
+						)
+						expect(lifted.stdout).not.toContain('remounted')
+					}
+					// A checkpoint of the rolled-back workspace is still a clone of its image.
+					const again = await parent.checkpoint()
+					if (!again) throw new Error('no checkpoint verb')
+					expect(sharing(join(volumeCheckpointDir(stateDir, again.id), 'workspace.img')).own).toBe(
+						0,
+					)
+					const fork = await provider.create({ from: again, diskLimitMb: 48 })
+					expect((await fork.readFile('plan.txt')).toString()).toBe('v1\n')
+					await fork.destroy()
+					await provider.deleteCheckpoint(again.id)
+				}),
+			180_000,
+		)
+
+		it(
+			'a smaller fork is a copy when the files fit, and SandboxConfigError naming diskLimitMb before any copy when they do not',
+			() =>
+				withSizedCheckpoint(64, 20, async ({ stateDir, provider, parent, checkpoint }) => {
+					const refused = await provider.create({ from: checkpoint, diskLimitMb: 16 }).then(
+						() => undefined,
+						(error: unknown) => error,
+					)
+					expect(refused).toBeInstanceOf(SandboxConfigError)
+					expect(refused).toMatchObject({ field: 'diskLimitMb', received: '16' })
+					expect(String((refused as Error).message)).toMatch(/its files use 2\d MiB/)
+					const left = await readdir(join(volumeMountPath(stateDir), 'sandboxes'))
+					expect(left).toEqual([parent.id])
+					// Positive control: a smaller fork the files fit in gets them, under its own limit.
+					const small = await provider.create({ from: checkpoint, diskLimitMb: 32 })
+					try {
+						expect((await small.readFile('plan.txt')).toString()).toBe('v1\n')
+						const sums = await Promise.all(
+							[parent, small].map((sandbox) => sh(sandbox, 'sha256sum data.bin')),
+						)
+						expect(sums[1]?.stdout).toBe(sums[0]?.stdout)
+						const past = await sh(small, 'head -c 16777216 /dev/zero > past.bin; echo "rc=$?"')
+						expect(past.stderr).toMatch(/No space left on device/)
+					} finally {
+						await small.destroy()
+					}
+				}),
+			180_000,
+		)
 	},
 )
 

@@ -38,6 +38,8 @@ export interface ToolRun {
 export interface ToolOptions {
 	/** Descriptor stdout is written to (a file the caller opened); discarded without one. */
 	readonly stdoutFd?: number
+	/** A descriptor the child gets as its fd 3 (a device it names as `/proc/self/fd/3`). */
+	readonly fd3?: number
 	readonly signal?: AbortSignal
 }
 
@@ -58,7 +60,12 @@ export function runProgram(
 ): Promise<ToolRun> {
 	return new Promise((resolve, reject) => {
 		const child = spawn(path, [...args], {
-			stdio: ['ignore', options.stdoutFd ?? 'ignore', 'pipe'],
+			stdio: [
+				'ignore',
+				options.stdoutFd ?? 'ignore',
+				'pipe',
+				...(options.fd3 === undefined ? [] : [options.fd3]),
+			],
 			...(options.signal ? { signal: options.signal } : {}),
 		})
 		let stderr = ''

@@ -39,6 +39,7 @@ import {
 	CAPTURER_FILE,
 	CHECKPOINT_ID_PATTERN,
 	CHECKPOINTS_DIR_NAME,
+	CONTENT_DIR_NAME,
 	checkpointStoreDir,
 	IMAGE_MARKER,
 	IN_VOLUME_MARKER,
@@ -49,7 +50,6 @@ import {
 
 export { CHECKPOINTS_DIR_NAME }
 
-const CONTENT = 'content'
 const RECORD = 'checkpoint.json'
 const CP = '/usr/bin/cp'
 const DU = '/usr/bin/du'
@@ -208,7 +208,9 @@ async function captureWorkspace(
 	// Before any content: the markers say where it is and what it is.
 	if (image) await writeFile(join(partial, IMAGE_MARKER), '', { mode: 0o600 })
 	if (inVolume) await writeFile(join(partial, IN_VOLUME_MARKER), '', { mode: 0o600 })
-	const content = inVolume ? volumeCheckpointDir(request.stateBase, id) : join(partial, CONTENT)
+	const content = inVolume
+		? volumeCheckpointDir(request.stateBase, id)
+		: join(partial, CONTENT_DIR_NAME)
 	try {
 		if (image) await captureImage({ ...request, image }, content)
 		else await copyPaused(request, content, inVolume ? 'always' : 'auto')
@@ -389,8 +391,8 @@ export async function deleteCheckpoint(stateBase: string, id: string): Promise<v
  * Makes `workspace` the checkpoint's content: every entry removed (a sized disk's lost+found
  * kept), the content copied in, and all of it given to the workspace root's owner (the sandbox's
  * uid: a fork's differs from its parent's). Contents are replaced, never the directory, so a
- * loop-mounted workspace stays mounted and its size still bounds what is copied; only a fork's
- * fresh sized workspace takes a clone of a sized checkpoint's image instead (`restoreImage`).
+ * loop-mounted workspace stays mounted and its size still bounds what is copied. A fork's sized
+ * workspace that could be cloned from a sized checkpoint's image never comes here (`fork-image.ts`).
  */
 export async function restoreCheckpoint(
 	stateBase: string,
@@ -414,7 +416,7 @@ export async function restoreCheckpoint(
 				})
 		: copyFrom
 	try {
-		if (!(await isMarked(dir, IN_VOLUME_MARKER))) return await fill(join(dir, CONTENT))
+		if (!(await isMarked(dir, IN_VOLUME_MARKER))) return await fill(join(dir, CONTENT_DIR_NAME))
 		// A workspace on the volume keeps it mounted (its sandbox is registered); any other restore
 		// registers itself for the copy.
 		if (await onVolume(stateBase, workspace)) return await fill(volumeCheckpointDir(stateBase, id))

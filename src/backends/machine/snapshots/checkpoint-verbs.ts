@@ -2,8 +2,9 @@
  * `checkpoint` / `rollback` on a sandbox of this machine, and the provider's store verbs, over
  * `checkpoint-store.ts`. A checkpoint pauses the sandbox's cgroups for the copy (`cgroup-freeze.ts`);
  * a rollback ends every process in the sandbox first (the agent's quiesce: commands, sessions and
- * detached executions all end), then replaces the workspace's contents with the checkpoint's under
- * a freeze. A sandbox whose workspace is the caller's directory takes no checkpoint.
+ * detached executions all end), then, under a freeze, swaps a sized workspace's filesystem for a
+ * clone of the checkpoint's image (`image-swap.ts`) or replaces the workspace's contents with the
+ * checkpoint's. A sandbox whose workspace is the caller's directory takes no checkpoint.
  */
 import {
 	CONFIG_SITE,
@@ -39,6 +40,7 @@ import {
 	readCheckpoint,
 	restoreCheckpoint,
 } from './checkpoint-store.js'
+import { swapToCheckpointImage } from './image-swap.js'
 import { runRestoreHook } from './restore-hook.js'
 
 /** The kinds sandboxes on this machine take: their workspace's files. */
@@ -212,7 +214,16 @@ async function rollBack(
 	await sandbox.quiesce(signal ? { signal } : {})
 	const thaw = await freezeSandboxGroups(cgroupDirs)
 	try {
-		await restoreCheckpoint(stateBase, id, workspace, signal)
+		const swap = {
+			stateBase,
+			checkpointId: id,
+			workspace,
+			cgroupDirs,
+			...(signal ? { signal } : {}),
+		}
+		if (!(await swapToCheckpointImage(swap))) {
+			await restoreCheckpoint(stateBase, id, workspace, signal)
+		}
 	} finally {
 		await thaw()
 	}

@@ -2,31 +2,39 @@
  * Checkpoints of a sized workspace (`diskLimitMb`) whose image file can be cloned: on the
  * copy-on-write volume, or on a state directory that clones. The limit is the image's filesystem
  * size, so a checkpoint clones the whole image (`cp --reflink=always` of a sparse file: metadata,
- * not bytes) with the sandbox paused and its filesystem synced, and a fork of the same size gets a
- * clone of the checkpoint's image as its own: the fork's limit is its own filesystem's size and
- * its writes are copied on write into its own image, never the parent's or the checkpoint's.
+ * not bytes) with the sandbox paused and its filesystem synced; a fork of the same or a larger size
+ * starts from a clone of it (`fork-image.ts`).
  *
- * A rollback cannot swap the image under a running sandbox (its mount namespace holds the mounted
- * filesystem), and a fork of another size cannot take the image: both copy the files out of the
- * checkpoint's image mounted read-only, bounded by the workspace's limit. The image is only ever
+ * A rollback swaps in a clone of the checkpoint's image (`image-swap.ts`). A fork smaller than the
+ * checkpoint, a fork or rollback whose image cannot be cloned or swapped, and a rollback under a
+ * guest with its own file cache (gVisor) are filled by a copy of the files out of the checkpoint's
+ * image mounted read-only, bounded by the workspace's limit (a fork refused by name, before the
+ * copy, when they cannot fit). The image is only ever
  * written by the kernel's ext4 on the sandbox's behalf (the guest never sees the file), so the
  * host mounts no guest-crafted filesystem.
  */
 import type { Stats } from 'node:fs'
-import { chmod, chown, lstat, mkdir, mkdtemp, realpath, rm, rmdir, stat } from 'node:fs/promises'
+import { chmod, chown, mkdir, mkdtemp, realpath, rmdir, stat, statfs } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
+import { CONFIG_SITE } from '../../../contract/argument-validators.js'
 import { HOST_TOOLS, runHostToolOrThrow, runProgramOrThrow } from '../launch/host-tools.js'
-import {
-	mountWorkspaceImage,
-	unmountWorkspace,
-	WORKSPACE_IMAGE,
-} from '../workspace/workspace-disk.js'
+import { WORKSPACE_IMAGE } from '../workspace/workspace-disk.js'
 import { checkpointCopyMode, onVolume } from './cow-volume.js'
 import { loopBackingOf } from './loop-backing.js'
-import { cowDir, RESTORE_MOUNT_PREFIX } from './snapshot-layout.js'
+import {
+	CHECKPOINT_ID_PATTERN,
+	CONTENT_DIR_NAME,
+	checkpointStoreDir,
+	cowDir,
+	IMAGE_MARKER,
+	IN_VOLUME_MARKER,
+	RESTORE_MOUNT_PREFIX,
+	volumeCheckpointDir,
+} from './snapshot-layout.js'
 
 const CP = '/usr/bin/cp'
 const SYNC = '/usr/bin/sync'
+const MIB = 1024 * 1024
 
 /** The image of the sized workspace mounted on `workspace`, when checkpoints can clone it. */
 export async function clonableImageOf(
@@ -47,6 +55,30 @@ export async function clonableImageOf(
 	if (!image.startsWith(`${stateBase}/`)) return undefined
 	if (decision.mode === 'volume' && !(await onVolume(stateBase, image))) return undefined
 	return image
+}
+
+async function exists(path: string): Promise<boolean> {
+	return stat(path).then(
+		() => true,
+		() => false,
+	)
+}
+
+/**
+ * The image of a sized workspace's checkpoint (complete, `IMAGE_MARKER`), where it lies: in the
+ * volume (mounted only while some user holds it) or in the store; undefined for any other.
+ */
+export async function sizedCheckpointImage(
+	stateBase: string,
+	id: string,
+): Promise<string | undefined> {
+	if (!CHECKPOINT_ID_PATTERN.test(id)) return undefined
+	const dir = join(checkpointStoreDir(stateBase), id)
+	if (!(await exists(join(dir, IMAGE_MARKER)))) return undefined
+	const content = (await exists(join(dir, IN_VOLUME_MARKER)))
+		? volumeCheckpointDir(stateBase, id)
+		: join(dir, CONTENT_DIR_NAME)
+	return join(content, WORKSPACE_IMAGE)
 }
 
 export interface ImageCapture {
@@ -106,28 +138,35 @@ export interface ImageRestore {
 }
 
 /**
- * A fork's fresh sized workspace of the same size becomes a clone of the checkpoint's image;
- * false when it cannot (another size, another filesystem, not a sized workspace).
+ * A fork smaller than its checkpoint's image takes its files only if they fit: refused by name,
+ * before any is copied, when what the checkpoint's filesystem holds exceeds what the fork's has
+ * free (ext4's statfs leaves its own metadata out of both).
  */
-async function cloneIntoFork(restore: ImageRestore): Promise<boolean> {
-	const target = await clonableImageOf(restore.stateBase, restore.workspace)
-	if (target === undefined) return false
-	const [from, to] = await Promise.all([stat(restore.image), stat(target)])
-	if (from.size !== to.size || from.dev !== to.dev) return false
-	const owner = await lstat(restore.workspace)
-	// Nothing of the fork runs yet: its filesystem is unmounted and its image replaced.
-	await unmountWorkspace(dirname(restore.workspace), restore.workspace)
-	await rm(target, { force: true })
-	const options = restore.signal ? { signal: restore.signal } : {}
-	await runProgramOrThrow(CP, ['--reflink=always', '--', restore.image, target], options)
-	await mountWorkspaceImage(target, restore.workspace)
-	await adoptWorkspace(restore.workspace, owner, restore.signal)
-	return true
+async function assertForkHolds(checkpoint: string, workspace: string): Promise<void> {
+	const [held, room, loop] = await Promise.all([
+		statfs(checkpoint),
+		statfs(workspace),
+		loopBackingOf(workspace),
+	])
+	const usedBytes = (held.blocks - held.bfree) * held.bsize
+	const freeBytes = room.bavail * room.bsize
+	if (usedBytes <= freeBytes) return
+	const image = loop === undefined ? undefined : await stat(loop.backingFile).catch(() => undefined)
+	const sizeBytes = image?.size ?? room.blocks * room.bsize
+	const neededMb = Math.ceil((sizeBytes - freeBytes + usedBytes) / MIB)
+	throw CONFIG_SITE.refuse(
+		'diskLimitMb',
+		`at least ${neededMb} to fork this checkpoint (its files use ${Math.ceil(usedBytes / MIB)} MiB)`,
+		String(Math.floor(sizeBytes / MIB)),
+	)
 }
 
-/** Restores a sized workspace's checkpoint: a clone for a fork that can take it, else a copy. */
+/**
+ * Restores a sized workspace's checkpoint by a file copy out of its image mounted read-only: a
+ * rollback that could not swap images (`image-swap.ts`), or a fork its image could not seed
+ * (`fork-image.ts`).
+ */
 export async function restoreImage(restore: ImageRestore): Promise<void> {
-	if (restore.operation === 'fork' && (await cloneIntoFork(restore))) return
 	await mkdir(cowDir(restore.stateBase), { recursive: true, mode: 0o700 })
 	const mountPoint = await mkdtemp(join(cowDir(restore.stateBase), RESTORE_MOUNT_PREFIX))
 	try {
@@ -137,6 +176,7 @@ export async function restoreImage(restore: ImageRestore): Promise<void> {
 			restore.signal ? { signal: restore.signal } : {},
 		)
 		try {
+			if (restore.operation === 'fork') await assertForkHolds(mountPoint, restore.workspace)
 			await restore.copyFrom(mountPoint)
 		} finally {
 			await runProgramOrThrow(HOST_TOOLS.umount, [mountPoint])

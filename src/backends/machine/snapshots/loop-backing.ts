@@ -3,7 +3,7 @@
  * `/dev` name and its backing file. The copy-on-write volume grows through it (`losetup -c`), and a
  * sized workspace's checkpoint clones the image it names.
  */
-import { readFile, stat } from 'node:fs/promises'
+import { readdir, readFile, stat } from 'node:fs/promises'
 
 export interface LoopBacking {
 	/** `/dev/loopN`. */
@@ -12,8 +12,8 @@ export interface LoopBacking {
 	readonly backingFile: string
 }
 
-/** Linux's `st_dev` encoding (`new_encode_dev`). */
-function majorMinor(dev: number): string {
+/** Linux's `st_dev` encoding (`new_encode_dev`) as `major:minor`, as sysfs and mountinfo write it. */
+export function deviceNumbers(dev: number): string {
 	const major = Math.floor(dev / 256) & 0xfff
 	const minor = (dev & 0xff) | (Math.floor(dev / 4096) & 0xfff00)
 	return `${major}:${minor}`
@@ -22,7 +22,7 @@ function majorMinor(dev: number): string {
 /** The loop device whose filesystem holds `path`, or undefined (not a loop device, or gone). */
 export async function loopBackingOf(path: string): Promise<LoopBacking | undefined> {
 	try {
-		const sys = `/sys/dev/block/${majorMinor((await stat(path)).dev)}`
+		const sys = `/sys/dev/block/${deviceNumbers((await stat(path)).dev)}`
 		const [uevent, backing] = await Promise.all([
 			readFile(`${sys}/uevent`, 'utf8'),
 			readFile(`${sys}/loop/backing_file`, 'utf8'),
@@ -54,4 +54,21 @@ export async function loopReleased(loop: LoopBacking, timeoutMs: number): Promis
 		if (Date.now() >= deadline) return false
 		await new Promise((resolve) => setTimeout(resolve, 50))
 	}
+}
+
+/**
+ * The loop devices reading a file in `dir`, deleted ones too (`<path> (deleted)`: a sized
+ * workspace's filesystem replaced by a rollback, kept alive by what still references it).
+ */
+export async function loopsBackedIn(dir: string): Promise<LoopBacking[]> {
+	const found: LoopBacking[] = []
+	for (const name of await readdir('/sys/block').catch(() => [] as string[])) {
+		if (!/^loop\d+$/.test(name)) continue
+		const backing = await readFile(`/sys/block/${name}/loop/backing_file`, 'utf8').catch(
+			() => undefined,
+		)
+		const backingFile = backing?.trim()
+		if (backingFile?.startsWith(`${dir}/`)) found.push({ device: `/dev/${name}`, backingFile })
+	}
+	return found
 }

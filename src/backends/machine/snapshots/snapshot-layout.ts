@@ -14,6 +14,8 @@ export const COW_DIR_NAME = 'namzu-cow'
 export const PARTIAL_PREFIX = '.partial-'
 /** In a partial directory: the process capturing into it (pid and start time). */
 export const CAPTURER_FILE = 'capturer.json'
+/** In a checkpoint's store directory: its content, unless the volume holds it. */
+export const CONTENT_DIR_NAME = 'content'
 /** In a checkpoint's store directory: its content is in the volume (`checkpoints/<id>`). */
 export const IN_VOLUME_MARKER = 'in-volume'
 /** In a checkpoint's store directory: its content is a sized workspace's image (`workspace.img`). */

@@ -25,7 +25,8 @@ import {
 	volumeMounted,
 } from '../snapshots/cow-volume.js'
 import { ensureVolumeRoom } from '../snapshots/cow-volume-grow.js'
-import { loopBackingOf, loopReleased } from '../snapshots/loop-backing.js'
+import { mountForkImage } from '../snapshots/fork-image.js'
+import { loopBackingOf, loopReleased, loopsBackedIn } from '../snapshots/loop-backing.js'
 import { volumeSandboxDir } from '../snapshots/snapshot-layout.js'
 import {
 	mountWorkspaceDisk,
@@ -53,32 +54,59 @@ export interface EphemeralWorkspaceInput extends Omit<WorkspaceDiskInput, 'diskL
 	readonly sandboxId: string
 	/** The sandbox takes filesystem checkpoints (its workspace goes on the volume where there is one). */
 	readonly checkpointable: boolean
+	/** A fork's checkpoint id: a sized workspace starts as a clone of its image where it can. */
+	readonly from?: string
+}
+
+/** The input's `seed`: a fork's image cloned from its checkpoint's (`fork-image.ts`). */
+function forkSeed(
+	input: EphemeralWorkspaceInput & { readonly diskLimitMb: number },
+): WorkspaceDiskInput {
+	const { from } = input
+	if (from === undefined) return input
+	const stateBase = dirname(input.root)
+	return {
+		...input,
+		seed: (image) =>
+			mountForkImage({
+				stateBase,
+				checkpointId: from,
+				image,
+				workspace: input.workspace,
+				diskLimitMb: input.diskLimitMb,
+				owner: input.owner,
+			}),
+	}
 }
 
 function run(file: string, args: readonly string[]): Promise<void> {
 	return runProgramOrThrow(file, args, { signal: AbortSignal.timeout(TOOL_TIMEOUT_MS) })
 }
 
+/** What `prepareEphemeralWorkspace` made: `seeded` when a fork's workspace already holds its files. */
+export type EphemeralWorkspace = 'seeded' | 'empty'
+
 /**
- * Gives the (empty, ephemeral) workspace its filesystem: a sized disk for `diskLimitMb`, the
- * copy-on-write volume for a checkpointable sandbox on a state directory that uses one, else the
- * state directory's own.
+ * Gives the (empty, ephemeral) workspace its filesystem: a sized disk for `diskLimitMb` (a fork's
+ * cloned from its checkpoint's image where it can be: `seeded`, needing no fill), the copy-on-write
+ * volume for a checkpointable sandbox on a state directory that uses one, else the state
+ * directory's own.
  */
 export async function prepareEphemeralWorkspace(
 	ledger: EphemeralWorkspaceRecorder,
 	input: EphemeralWorkspaceInput,
-): Promise<void> {
+): Promise<EphemeralWorkspace> {
 	const { diskLimitMb } = input
 	if (diskLimitMb !== undefined) {
 		const sized = { ...input, diskLimitMb }
-		if (input.checkpointable && (await sizedWorkspaceOnVolume(ledger, sized))) return
-		await recordAndMountWorkspaceDisk(ledger, sized)
-		return
+		const onVolume = input.checkpointable ? await sizedWorkspaceOnVolume(ledger, sized) : 'none'
+		if (onVolume !== 'none') return onVolume
+		return (await recordAndMountWorkspaceDisk(ledger, forkSeed(sized))) ? 'seeded' : 'empty'
 	}
-	if (!input.checkpointable) return
+	if (!input.checkpointable) return 'empty'
 	const stateBase = dirname(input.root)
 	const decision = await checkpointCopyMode(stateBase)
-	if (decision.mode !== 'volume' || decision.volumeBytes === undefined) return
+	if (decision.mode !== 'volume' || decision.volumeBytes === undefined) return 'empty'
 	await ledger.record({ workspaceVolume: input.workspace })
 	const id = input.sandboxId
 	try {
@@ -91,19 +119,20 @@ export async function prepareEphemeralWorkspace(
 		await releaseVolumeWorkspace(input.root, input.workspace, id).catch(() => undefined)
 		throw error
 	}
+	return 'empty'
 }
 
 /**
- * A sized workspace whose image lives in the volume; false (nothing left registered) when the
+ * A sized workspace whose image lives in the volume; `none` (nothing left registered) when the
  * state directory has no volume or the volume cannot grow to hold the whole image.
  */
 async function sizedWorkspaceOnVolume(
 	ledger: EphemeralWorkspaceRecorder,
 	input: EphemeralWorkspaceInput & { readonly diskLimitMb: number },
-): Promise<boolean> {
+): Promise<EphemeralWorkspace | 'none'> {
 	const stateBase = dirname(input.root)
 	const decision = await checkpointCopyMode(stateBase)
-	if (decision.mode !== 'volume' || decision.volumeBytes === undefined) return false
+	if (decision.mode !== 'volume' || decision.volumeBytes === undefined) return 'none'
 	await ledger.record({ workspaceVolume: input.workspace })
 	const id = input.sandboxId
 	try {
@@ -112,12 +141,15 @@ async function sizedWorkspaceOnVolume(
 		// cannot take would be an I/O error inside the sandbox, not ENOSPC.
 		if (!(await ensureVolumeRoom(stateBase, input.diskLimitMb * MIB))) {
 			await releaseVolumeWorkspace(input.root, input.workspace, id)
-			return false
+			return 'none'
 		}
 		const dir = volumeSandboxDir(stateBase, id)
 		await mkdir(dir, { mode: 0o700 })
-		await mountWorkspaceDisk({ ...input, image: join(dir, WORKSPACE_IMAGE) })
-		return true
+		const seeded = await mountWorkspaceDisk({
+			...forkSeed(input),
+			image: join(dir, WORKSPACE_IMAGE),
+		})
+		return seeded ? 'seeded' : 'empty'
 	} catch (error) {
 		await releaseVolumeWorkspace(input.root, input.workspace, id).catch(() => undefined)
 		throw error
@@ -137,9 +169,14 @@ export async function releaseVolumeWorkspace(
 	// unmounted before that device is released.
 	const loop = await loopBackingOf(workspace)
 	const sized = loop !== undefined && basename(loop.backingFile) === WORKSPACE_IMAGE
+	const stateBase = dirname(root)
+	// A rollback's replaced filesystems too: held by the sandbox's namespace until it ended.
+	const replaced = (await volumeMounted(stateBase))
+		? await loopsBackedIn(volumeSandboxDir(stateBase, id))
+		: []
 	await unmountWorkspace(root, workspace)
 	if (sized) await loopReleased(loop, LOOP_RELEASE_WAIT_MS)
-	const stateBase = dirname(root)
+	for (const old of replaced) await loopReleased(old, LOOP_RELEASE_WAIT_MS)
 	// Still registered, so still mounted: the directory goes before the registration does.
 	if (await volumeMounted(stateBase)) {
 		await rm(volumeSandboxDir(stateBase, id), { recursive: true, force: true })

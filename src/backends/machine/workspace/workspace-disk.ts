@@ -58,6 +58,11 @@ export interface WorkspaceDiskInput {
 	readonly mkfsPath: string
 	/** The image file; default `<root>/workspace.img` (a sized workspace on the volume has its own). */
 	readonly image?: string
+	/**
+	 * Makes and mounts the image from something else (a fork's checkpoint) instead of formatting
+	 * it; answers false, having made nothing, when it cannot.
+	 */
+	readonly seed?: (image: string) => Promise<boolean>
 }
 
 /** Where a confined sandbox records its claims (the host-claims ledger). */
@@ -67,14 +72,14 @@ export interface WorkspaceDiskRecorder {
 
 /**
  * Records the sized workspace in the sandbox's host claims, then mounts it: recorded first, so a
- * host that dies in between still leaves a record that teardown finds.
+ * host that dies in between still leaves a record that teardown finds. Answers whether `seed` made it.
  */
 export async function recordAndMountWorkspaceDisk(
 	ledger: WorkspaceDiskRecorder,
 	input: WorkspaceDiskInput,
-): Promise<void> {
+): Promise<boolean> {
 	await ledger.record({ workspaceDisk: input.workspace })
-	await mountWorkspaceDisk(input)
+	return mountWorkspaceDisk(input)
 }
 
 /**
@@ -107,14 +112,19 @@ export async function formatWorkspaceImage(
 	])
 }
 
-/** Creates, formats and mounts the sized workspace. On failure nothing is left mounted. */
-export async function mountWorkspaceDisk(input: WorkspaceDiskInput): Promise<void> {
+/**
+ * Creates, formats (or seeds) and mounts the sized workspace; answers whether `seed` made it. On
+ * failure nothing is left mounted.
+ */
+export async function mountWorkspaceDisk(input: WorkspaceDiskInput): Promise<boolean> {
 	const image = input.image ?? join(input.root, WORKSPACE_IMAGE)
 	try {
+		if (input.seed !== undefined && (await input.seed(image))) return true
 		await formatWorkspaceImage(image, input)
 		await mountWorkspaceImage(image, input.workspace)
 		// mkfs's lost+found would otherwise show up in every workspace listing.
 		await rmdir(join(input.workspace, 'lost+found')).catch(() => undefined)
+		return false
 	} catch (error) {
 		await releaseWorkspaceDisk(input.root, input.workspace).catch(() => undefined)
 		throw new DiskLimitUnavailableError(
