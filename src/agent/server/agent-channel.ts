@@ -12,6 +12,14 @@ import { type Listener, startListening } from './listen.js'
 
 export const RELISTEN_SIGNAL = 'SIGUSR2'
 
+/**
+ * A failed bind is tried again this often, this many times. Right after a gVisor restore the bind
+ * through `--host-uds` has failed once in about ten forks (EACCES) and not again; one failure
+ * must not leave the agent unreachable until the host gives up on it.
+ */
+const RELISTEN_RETRY_MS = 200
+const RELISTEN_RETRIES = 25
+
 export class AgentChannel {
 	readonly #mode: ListenMode
 	readonly #onConnection: (socket: Socket) => void
@@ -20,6 +28,7 @@ export class AgentChannel {
 	#server: Server | undefined
 	#relistenTimer: NodeJS.Timeout | undefined
 	#relistening: Promise<void> | undefined
+	#relistenFailures = 0
 
 	constructor(
 		mode: ListenMode,
@@ -64,6 +73,7 @@ export class AgentChannel {
 		for (const socket of this.#open) if (socket !== keep) socket.destroy()
 		keep.once('close', () => {
 			clearTimeout(this.#relistenTimer)
+			this.#relistenFailures = 0
 			this.#relistenTimer = setTimeout(() => void this.relisten(), relistenAfterMs)
 		})
 	}
@@ -73,9 +83,16 @@ export class AgentChannel {
 		clearTimeout(this.#relistenTimer)
 		if (this.#server !== undefined) return Promise.resolve()
 		this.#relistening ??= this.listen()
-			.then(() => undefined)
+			.then(() => {
+				this.#relistenFailures = 0
+			})
 			.catch((error: unknown) => {
-				this.#log(`relisten failed: ${error instanceof Error ? error.message : String(error)}`)
+				const failures = ++this.#relistenFailures
+				const again = failures <= RELISTEN_RETRIES
+				this.#log(
+					`relisten failed (${failures}): ${error instanceof Error ? error.message : String(error)}${again ? '; trying again' : ''}`,
+				)
+				if (again) this.#relistenTimer = setTimeout(() => void this.relisten(), RELISTEN_RETRY_MS)
 			})
 			.finally(() => {
 				this.#relistening = undefined

@@ -4,6 +4,7 @@
  * refused by name, and the agent's ids after different seeds differ even from identical state.
  */
 import { randomBytes } from 'node:crypto'
+import { mkdir, rm, rmdir } from 'node:fs/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ReseedableRandom } from '../../../src/agent/lifecycle/agent-random.js'
 import { reidentifyRestoredAgent } from '../../../src/host/lifecycle/restored-agent.js'
@@ -236,6 +237,20 @@ describe('release-listener on a real unix agent', () => {
 	it('binds again by itself after relistenAfterMs when no signal comes', async () => {
 		await rawRequest(agent, { op: 'release-listener', body: { relistenAfterMs: 300 } })
 		await until(async () => !(await answers(agent)))
+		await until(() => answers(agent))
+	})
+
+	it('tries a failed bind again: once its path is free, the agent answers', async () => {
+		const path = agent.socketPath ?? ''
+		await rawRequest(agent, { op: 'release-listener', body: { relistenAfterMs: 600_000 } })
+		await until(async () => !(await answers(agent)))
+		// Something that is not a socket holds the path: the bind fails and is not given up on.
+		await rm(path, { force: true })
+		await mkdir(path)
+		process.kill(agent.process.pid ?? 0, 'SIGUSR2')
+		await until(async () => /relisten failed \(2\)/.test(agent.stderr()))
+		expect(await answers(agent)).toBe(false)
+		await rmdir(path)
 		await until(() => answers(agent))
 	})
 
