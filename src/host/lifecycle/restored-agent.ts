@@ -57,15 +57,13 @@ export async function reidentifyRestoredAgent(
 	)
 	const refusal = refusalOf(reply)
 	if (refusal) throw refusalToError('op', refusal, { op: AGENT_OP.restored })
-	const { bootId, kernelPoolMixed, kernelReseeded } = reply
-	if (
-		typeof bootId !== 'string' ||
-		bootId === '' ||
-		typeof kernelPoolMixed !== 'boolean' ||
-		typeof kernelReseeded !== 'boolean'
-	) {
+	const { bootId, kernelPoolMixed } = reply
+	if (typeof bootId !== 'string' || bootId === '' || typeof kernelPoolMixed !== 'boolean') {
 		throw new RemoteProtocolError('restored: the guest answered a malformed reply')
 	}
+	// An agent older than the reseed helper does not say; read that as not reseeded, which the
+	// microVM tier refuses and the others (whose kernel pool is the host's) do not need.
+	const kernelReseeded = reply.kernelReseeded === true
 	if (token !== undefined && handle.kind === 'tcp') transport.rebind({ ...handle, token })
 	transport.noteGuestBootId({ guestBootId: bootId })
 	return { bootId, kernelPoolMixed, kernelReseeded }
