@@ -207,9 +207,13 @@ describe.skipIf(skip !== undefined)(
 			if (memory === undefined) throw new Error('no memory group')
 			const usage = Number(await readFile(join(memory, 'memory.usage_in_bytes'), 'utf8'))
 			await writeFile(join(memory, 'memory.limit_in_bytes'), String(usage + 4 * 1024 * 1024))
-			// The agent itself must now allocate: it decodes what it is sent.
-			const writing = sandbox.writeFile('big.bin', Buffer.alloc(48 * 1024 * 1024, 7))
-			const outcome = await raceTimer(writing)
+			// The agent itself must now allocate: a control request is read whole and parsed (a file's
+			// bytes would not do: they stream through reused buffers). Three of 15 MiB at once, each
+			// under the 16 MiB request frame cap, come to far more than the 4 MiB of room.
+			const argument = 'x'.repeat(15 * 1024 * 1024)
+			const runs = [1, 2, 3].map(() => sandbox.exec('true', [argument]))
+			for (const run of runs) run.catch(() => {})
+			const outcome = await raceTimer(runs[0] ?? Promise.resolve())
 			expect(outcome).toBeInstanceOf(GuestDiedError)
 			expect(outcome).toMatchObject({
 				sandboxId: sandbox.id,
