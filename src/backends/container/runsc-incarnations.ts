@@ -10,7 +10,7 @@
  * while the replaced one is deleted beside it: `runsc delete` waits for the host's init to reap the
  * stopped sandbox's process, which the next restore does not need.
  */
-import { chown, readFile, rm } from 'node:fs/promises'
+import { chown, lstat, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pollUntil } from '../../common/poll-until.js'
 import {
@@ -45,6 +45,8 @@ import {
 const RELISTEN_BOUND_MS = 60_000
 const DELETE_BUDGET_MS = 10_000
 const AGENT_SOCKET = 'agent.sock'
+/** One `healthz` try on a restored agent's socket before looking for a newer one. */
+const HEALTHZ_ATTEMPT_MS = 2_000
 
 /** What one sandbox's containers share. */
 export interface IncarnationContext {
@@ -147,10 +149,31 @@ export class RunscIncarnations implements RunscMemoryControl {
 		await waitForAgentReady({
 			sandboxId,
 			agent: asLaunched(created, pid),
-			ready: (readySignal) => this.#transport.healthz(readySignal),
+			ready: (readySignal) => this.#healthzOrNewerSocket(readySignal),
 			timeoutMs: this.#context.readyTimeoutMs,
 			...signalOption,
 		})
+	}
+
+	/**
+	 * `healthz` on the adopted socket, in short attempts; between them a newer socket in the
+	 * agent's directory replaces it. Right after a restore gVisor has failed a bind (EACCES) after
+	 * making its file: the host adopted a socket nothing listens on, while the agent's retry bound
+	 * a new one beside it.
+	 */
+	async #healthzOrNewerSocket(readySignal: AbortSignal): Promise<void> {
+		const { socketDir, socketPath } = this.#context
+		for (;;) {
+			const attempt = AbortSignal.any([readySignal, AbortSignal.timeout(HEALTHZ_ATTEMPT_MS)])
+			try {
+				await this.#transport.healthz(attempt)
+				return
+			} catch (error) {
+				if (readySignal.aborted) throw error
+				const newer = await lstat(join(socketDir, AGENT_SOCKET)).catch(() => undefined)
+				if (newer?.isSocket() === true) await rename(join(socketDir, AGENT_SOCKET), socketPath)
+			}
+		}
 	}
 
 	/** SIGUSR2 to the container's init (tini passes it on), then the new socket adopted. */
