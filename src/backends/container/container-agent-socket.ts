@@ -38,17 +38,13 @@ export async function adoptAgentSocket(
 		readonly signal?: AbortSignal
 	},
 ): Promise<void> {
-	let found: 'socket' | 'other' | undefined
+	let found: 'moved' | 'other' | undefined
 	const appeared = await pollUntil(async () => {
 		options.signal?.throwIfAborted()
-		const info = await lstat(from).catch(() => undefined)
-		found = info === undefined ? undefined : info.isSocket() ? 'socket' : 'other'
+		found = await moveSocket(from, to)
 		return found !== undefined || target.gone()
 	}, performance.now() + options.timeoutMs)
-	if (appeared && found === 'socket') {
-		await rename(from, to)
-		return
-	}
+	if (appeared && found === 'moved') return
 	throw new LocalSandboxStartError(
 		options.sandboxId,
 		found === 'other'
@@ -58,6 +54,18 @@ export async function adoptAgentSocket(
 				: `the agent bound no socket within ${options.timeoutMs} ms`,
 		{ stderrTail: await target.outputTail() },
 	)
+}
+
+/**
+ * Moves `from` into place at `to` when it is a socket (never a symlink or anything else the
+ * sandbox could plant there); answers what was found.
+ */
+export async function moveSocket(from: string, to: string): Promise<'moved' | 'other' | undefined> {
+	const info = await lstat(from).catch(() => undefined)
+	if (info === undefined) return undefined
+	if (!info.isSocket()) return 'other'
+	await rename(from, to)
+	return 'moved'
 }
 
 /** What the ready wait reads of a launched agent, for a container (no runtime process is kept). */

@@ -10,7 +10,7 @@
  * while the replaced one is deleted beside it: `runsc delete` waits for the host's init to reap the
  * stopped sandbox's process, which the next restore does not need.
  */
-import { chown, lstat, readFile, rename, rm } from 'node:fs/promises'
+import { chown, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pollUntil } from '../../common/poll-until.js'
 import {
@@ -21,7 +21,7 @@ import type { AgentTransport } from '../../host/transport/agent-transport.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import type { CgroupOwner } from '../machine/cgroups/workload-cgroups.js'
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
-import { adoptAgentSocket, asLaunched } from './container-agent-socket.js'
+import { adoptAgentSocket, asLaunched, moveSocket } from './container-agent-socket.js'
 import { ContainerRuntimeCommandError } from './container-errors.js'
 import { type CreatedContainer, createContainer, runRuntimeCommand } from './container-process.js'
 import {
@@ -170,8 +170,7 @@ export class RunscIncarnations implements RunscMemoryControl {
 				return
 			} catch (error) {
 				if (readySignal.aborted) throw error
-				const newer = await lstat(join(socketDir, AGENT_SOCKET)).catch(() => undefined)
-				if (newer?.isSocket() === true) await rename(join(socketDir, AGENT_SOCKET), socketPath)
+				await moveSocket(join(socketDir, AGENT_SOCKET), socketPath)
 			}
 		}
 	}
