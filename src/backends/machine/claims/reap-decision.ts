@@ -162,3 +162,18 @@ export function runtimeEntryIsGarbage(
 		/^agent-[0-9a-f-]+\.cjs$/.test(base)
 	return copy && entry.ageMs >= RUNTIME_ENTRY_GRACE_MS
 }
+
+/** What the reaper knows of a partial directory: a checkpoint capture's or a snapshot build's. */
+export interface PartialFacts {
+	/** Whether the process it records as its writer lives; `undefined` when none is recorded. */
+	readonly writerAlive: boolean | undefined
+	readonly ageMs: number
+}
+
+/**
+ * Whether a partial directory was abandoned: its recorded writer is gone, or, with none recorded
+ * (killed before it wrote one, or a doomed entry that names none), it is `UNRECORDED_GRACE_MS` old.
+ */
+export function partialIsAbandoned(facts: PartialFacts): boolean {
+	return facts.writerAlive === undefined ? facts.ageMs >= UNRECORDED_GRACE_MS : !facts.writerAlive
+}

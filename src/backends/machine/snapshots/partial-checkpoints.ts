@@ -6,7 +6,7 @@
 import { lstat, readdir, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { isProcessAlive, type ProcessIdentity } from '../claims/process-identity.js'
-import { UNRECORDED_GRACE_MS } from '../claims/reap-decision.js'
+import { partialIsAbandoned } from '../claims/reap-decision.js'
 import {
 	CAPTURER_FILE,
 	CHECKPOINT_ID_PATTERN,
@@ -50,11 +50,8 @@ export async function abandonedPartialCheckpoints(
 		const info = await lstat(partial).catch(() => undefined)
 		if (info?.isDirectory() !== true || info.uid !== (process.getuid?.() ?? 0)) continue
 		const capturer = await capturerOf(partial)
-		const abandoned =
-			capturer === undefined
-				? nowMs - info.mtimeMs >= UNRECORDED_GRACE_MS
-				: !isProcessAlive(capturer)
-		if (!abandoned) continue
+		const writerAlive = capturer === undefined ? undefined : isProcessAlive(capturer)
+		if (!partialIsAbandoned({ writerAlive, ageMs: nowMs - info.mtimeMs })) continue
 		if (!dryRun) await rm(partial, { recursive: true, force: true })
 		removed.push(partial)
 	}

@@ -24,7 +24,7 @@ import { lstat, mkdir, readdir, rename, rm, stat, utimes } from 'node:fs/promise
 import { join } from 'node:path'
 import { type FileLockHold, takeFileLock } from '../claims/file-lock.js'
 import { isProcessAlive, readProcessIdentity } from '../claims/process-identity.js'
-import { UNRECORDED_GRACE_MS } from '../claims/reap-decision.js'
+import { partialIsAbandoned } from '../claims/reap-decision.js'
 import { decideSnapshotEvictions, type SnapshotEntryFact } from './snapshot-eviction.js'
 import { PARTIAL_PREFIX, snapshotCacheDir } from './snapshot-layout.js'
 
@@ -313,10 +313,9 @@ export async function staleCachedSnapshots(
 		let stale: boolean
 		if (partial) {
 			const [, pid, startTime] = partial
-			stale =
-				pid === '0'
-					? nowMs - info.mtimeMs >= UNRECORDED_GRACE_MS
-					: !isProcessAlive({ pid: Number(pid), startTime: startTime ?? '' })
+			const writerAlive =
+				pid === '0' ? undefined : isProcessAlive({ pid: Number(pid), startTime: startTime ?? '' })
+			stale = partialIsAbandoned({ writerAlive, ageMs: nowMs - info.mtimeMs })
 		} else {
 			stale = KEY_PATTERN.test(name) && nowMs - info.mtimeMs >= SNAPSHOT_IDLE_MS
 		}

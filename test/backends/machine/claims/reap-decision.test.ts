@@ -7,6 +7,7 @@ import {
 	decideLockRelease,
 	decideStateRoot,
 	lockIsOrphan,
+	partialIsAbandoned,
 	RUNTIME_ENTRY_GRACE_MS,
 	runtimeEntryIsGarbage,
 	type StateRootFacts,
@@ -173,5 +174,27 @@ describe('runtimeEntryIsGarbage', () => {
 		],
 	])('%s', (_, entry, expected) => {
 		expect(runtimeEntryIsGarbage(entry, keep)).toBe(expected)
+	})
+})
+
+describe('partialIsAbandoned: a capture or snapshot build whose writer died', () => {
+	const grace = UNRECORDED_GRACE_MS
+	it.each([
+		{
+			name: 'recorded writer alive, however old',
+			writerAlive: true,
+			ageMs: 10 * grace,
+			expected: false,
+		},
+		{ name: 'recorded writer gone, however new', writerAlive: false, ageMs: 0, expected: true },
+		{
+			name: 'none recorded, younger than the grace',
+			writerAlive: undefined,
+			ageMs: grace - 1,
+			expected: false,
+		},
+		{ name: 'none recorded, at the grace', writerAlive: undefined, ageMs: grace, expected: true },
+	])('$name', ({ writerAlive, ageMs, expected }) => {
+		expect(partialIsAbandoned({ writerAlive, ageMs })).toBe(expected)
 	})
 })
