@@ -41,6 +41,7 @@ export {
 	AGENT_TASK_HEADROOM,
 	type CgroupControllerCheck,
 	CgroupLimitsUnavailableError,
+	type CgroupMigrationCheck,
 	type CheckpointCopyMode,
 	CheckpointSpaceExhaustedError,
 	type CheckpointSpaceOperation,

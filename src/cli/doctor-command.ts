@@ -25,6 +25,20 @@ function defaultSandboxLines(report: LocalIsolationReport): string[] {
 	]
 }
 
+/**
+ * The host tuning the library never applies itself: the kernel's cgroup migration mode (a
+ * host-wide trade), with what to run when it is off.
+ */
+function hostTuningLines(report: LocalIsolationReport): string[] {
+	const migrations = report.cgroupMigrations
+	const lines = [
+		'host tuning (optional; host-wide, never changed by this library):',
+		`  ${migrations.ok ? 'ok  ' : '--  '} cgroup migrations ${migrations.detail}`,
+	]
+	if (migrations.fix) lines.push(`       to turn on: ${migrations.fix}`)
+	return lines
+}
+
 /** Human-readable rendering of the local isolation report (pure, so it is testable). */
 export function formatIsolationReport(report: LocalIsolationReport): string {
 	const lines = [
@@ -45,6 +59,8 @@ export function formatIsolationReport(report: LocalIsolationReport): string {
 		`  ${mark(report.checkpoints)} checkpoints       ${report.checkpoints.mode}: ${report.checkpoints.detail}`,
 		'',
 		...defaultSandboxLines(report),
+		'',
+		...hostTuningLines(report),
 		'',
 		'root a sandbox sees (in mount order):',
 		...report.root.mounts.map((mount) => `  ${mount}`),

@@ -116,6 +116,8 @@ describe.skipIf(!hasBwrap && !process.env.CI)('namzu-sandbox CLI', () => {
 			/ok {3}seccomp {11}(x86_64|aarch64): denies \d+ syscalls .*; in force/,
 		)
 		expect(run.stdout).toContain('root a sandbox sees')
+		// Host tuning is reported, whichever mode this host is in, and never applied by doctor.
+		expect(run.stdout).toMatch(/^ {2}(ok|--) {3}cgroup migrations (low-latency|default)/m)
 		expect(run.stdout).toContain('egress allow-all')
 		expect(run.stdout).toContain('default sandbox (backend.defaultLimits: required)')
 		expect(run.stdout).toMatch(
@@ -136,6 +138,9 @@ describe.skipIf(!hasBwrap && !process.env.CI)('namzu-sandbox CLI', () => {
 			network: { defaultEgress: 'deny-all' },
 			defaultLimits: { mode: 'required', maxProcesses: 512 },
 		})
+		expect(JSON.parse(json.stdout).cgroupMigrations.source).toMatch(
+			/^(mount|kernel-command-line|kernel-config|default)$/,
+		)
 		const runtimes = JSON.parse(json.stdout).containerRuntimes as { egress?: unknown }[]
 		expect(runtimes.every((runtime) => typeof runtime.egress === 'object')).toBe(true)
 		// Two full doctor runs, each starting real sandboxes, containers and a VM probe: generous.

@@ -7,9 +7,15 @@
 import { execFile } from 'node:child_process'
 import { constants } from 'node:fs'
 import { access, readFile } from 'node:fs/promises'
+import { release } from 'node:os'
+import { gunzipSync } from 'node:zlib'
 import type { SandboxEnvironment } from '../../contract/sandbox.js'
 import type { LimitController } from '../machine/cgroups/cgroup-layout.js'
 import { planSandboxCgroups, readCgroupHostView } from '../machine/cgroups/cgroup-limits.js'
+import {
+	type CgroupMigrationCheck,
+	cgroupMigrationMode,
+} from '../machine/cgroups/cgroup-migration-mode.js'
 import type { CgroupControllerCheck, IsolationCheck } from '../machine/isolation-check.js'
 import { missingProgramLine } from '../machine/launch/install-hint.js'
 import { assertBubblewrapUsable, bubblewrapVersion } from './bubblewrap-binary.js'
@@ -40,6 +46,8 @@ export interface LocalIsolationReport extends LocalBoundsReport {
 	/** The seccomp filter every sandbox gets, and whether a sentinel run under it shows it in force. */
 	readonly seccomp: IsolationCheck
 	readonly cgroups: Readonly<Record<LimitController, CgroupControllerCheck>>
+	/** Whether the kernel moves a command into its cgroups in its low-latency mode (host tuning). */
+	readonly cgroupMigrations: CgroupMigrationCheck
 	/** The host uid sandboxes run as: one per sandbox (root host) or this user. */
 	readonly identity: SandboxIdentityReport
 	/** The root a sandbox sees: its mounts in order, and what is masked. */
@@ -106,6 +114,33 @@ async function cgroupChecks(): Promise<Record<LimitController, CgroupControllerC
 	}
 	const missing = { ok: false, detail: 'not available' }
 	return { memory: out.memory ?? missing, pids: out.pids ?? missing, cpu: out.cpu ?? missing }
+}
+
+function readText(path: string): Promise<string | undefined> {
+	return readFile(path, 'utf8').catch(() => undefined)
+}
+
+/** The kernel's build configuration, where the host offers it. */
+async function kernelConfig(kernelRelease: string): Promise<string | undefined> {
+	const packed = await readFile('/proc/config.gz').catch(() => undefined)
+	if (packed) {
+		try {
+			return gunzipSync(packed).toString('utf8')
+		} catch {
+			// A damaged /proc/config.gz: fall back to the distribution's copy.
+		}
+	}
+	return readText(`/boot/config-${kernelRelease}`)
+}
+
+async function describeCgroupMigrations(): Promise<CgroupMigrationCheck> {
+	const kernelRelease = release()
+	return cgroupMigrationMode({
+		mountinfo: (await readText('/proc/self/mountinfo')) ?? '',
+		cmdline: await readText('/proc/cmdline'),
+		kernelConfig: await kernelConfig(kernelRelease),
+		kernelRelease,
+	})
 }
 
 /** Options of `describeLocalIsolation`. */
@@ -250,6 +285,7 @@ export async function describeLocalIsolation(
 		networkNamespace,
 		seccomp,
 		cgroups,
+		cgroupMigrations: await describeCgroupMigrations(),
 		identity,
 		root,
 		agentReach,

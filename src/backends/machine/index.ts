@@ -3,6 +3,7 @@
 
 export type { LimitController } from './cgroups/cgroup-layout.js'
 export { AGENT_TASK_HEADROOM, type DefaultLimitsMode } from './cgroups/cgroup-limits.js'
+export type { CgroupMigrationCheck } from './cgroups/cgroup-migration-mode.js'
 export {
 	CheckpointSpaceExhaustedError,
 	type CheckpointSpaceOperation,

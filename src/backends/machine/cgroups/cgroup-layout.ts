@@ -62,7 +62,10 @@ export function unescapeMountField(field: string): string {
 /** One cgroup hierarchy mount: v1 with its super options (controllers, `name=`), or v2. */
 export interface CgroupHierarchyMount extends CgroupMount {
 	readonly version: 1 | 2
-	/** v1's super options without `rw`/`ro` (e.g. `cpu`, `cpuacct`, `name=systemd`); v2: none. */
+	/**
+	 * The super options without `rw`/`ro`: v1's controllers and flags (`cpu`, `name=systemd`,
+	 * `favordynmods`), v2's flags (`nsdelegate`, `favordynmods`).
+	 */
 	readonly options: readonly string[]
 }
 
@@ -78,14 +81,12 @@ export function parseCgroupHierarchies(mountinfo: string): CgroupHierarchyMount[
 		const mountPoint = before[4]
 		const fsType = after[0]
 		if (root === undefined || mountPoint === undefined) continue
+		if (fsType !== 'cgroup2' && fsType !== 'cgroup') continue
 		const mount = { mountPoint: unescapeMountField(mountPoint), root: unescapeMountField(root) }
-		if (fsType === 'cgroup2') mounts.push({ ...mount, version: 2, options: [] })
-		else if (fsType === 'cgroup') {
-			const options = (after[2] ?? '')
-				.split(',')
-				.filter((option) => option !== 'rw' && option !== 'ro')
-			mounts.push({ ...mount, version: 1, options })
-		}
+		const options = (after[2] ?? '')
+			.split(',')
+			.filter((option) => option !== '' && option !== 'rw' && option !== 'ro')
+		mounts.push({ ...mount, version: fsType === 'cgroup2' ? 2 : 1, options })
 	}
 	return mounts
 }

@@ -4,6 +4,7 @@ import {
 	cpuQuotaUs,
 	groupDirectory,
 	limitWrites,
+	parseCgroupHierarchies,
 	parseCgroupMounts,
 	parseProcCgroup,
 	planCgroups,
@@ -55,6 +56,23 @@ describe('parseCgroupMounts', () => {
 	it('decodes octal escapes in mount points', () => {
 		const mounts = parseCgroupMounts('1 2 0:1 / /sys/fs/my\\040cg rw - cgroup2 cgroup2 rw\n')
 		expect(mounts.v2?.mountPoint).toBe('/sys/fs/my cg')
+	})
+})
+
+describe('parseCgroupHierarchies', () => {
+	it("keeps each hierarchy's super options, v1 and v2, without rw/ro", () => {
+		const hierarchies = parseCgroupHierarchies(
+			`${HYBRID_MOUNTINFO}50 23 0:40 / /run/fav rw - cgroup cgroup rw,name=fav,favordynmods\n${PURE_V2_MOUNTINFO}`,
+		)
+		expect(hierarchies.map(({ version, options }) => ({ version, options }))).toEqual([
+			{ version: 1, options: ['cpu'] },
+			{ version: 1, options: ['memory'] },
+			{ version: 1, options: ['pids'] },
+			{ version: 1, options: ['name=systemd'] },
+			{ version: 2, options: [] },
+			{ version: 1, options: ['name=fav', 'favordynmods'] },
+			{ version: 2, options: ['nsdelegate'] },
+		])
 	})
 })
 
