@@ -50,15 +50,18 @@ import type { ContainerImage } from './container-image.js'
 import type { ContainerInstance, ContainerInstanceContext } from './container-instance.js'
 import { under } from './container-layout-mounts.js'
 import { type ContainerNetwork, prepareContainerNetwork } from './container-network.js'
-import { type CreatedContainer, createContainer, runRuntimeCommand } from './container-process.js'
+import {
+	type CreatedContainer,
+	createContainer,
+	deleteRuntimeContainer,
+	runRuntimeCommand,
+} from './container-process.js'
 import type { ContainerSandboxSpec } from './container-sandbox-spec.js'
 import { CONTAINER_WORKSPACE } from './oci-config.js'
 import { RunscIncarnations } from './runsc-incarnations.js'
 import { containerForkSource, type RunscRestoreSource } from './runsc-memory-checkpoints.js'
-import { createArgv, deleteArgv, type RuntimeInvocation, startArgv } from './runtime-argv.js'
+import { createArgv, type RuntimeInvocation, startArgv } from './runtime-argv.js'
 import { runtimeCgroupDirs } from './runtime-cgroup-dirs.js'
-
-const DELETE_BUDGET_MS = 10_000
 
 /** What the cgroup step leaves for the later ones. */
 interface CgroupsMade {
@@ -222,17 +225,17 @@ class ContainerStart {
 		const { name, dirs, ledger } = this.#claims
 		await this.#listener?.discard()
 		const failures: unknown[] = []
+		// Under gVisor, the container deleted below is the last one: no checkpoint or rollback
+		// replaces it after this.
+		await this.#incarnations?.quiesce()
 		// All at once: a frozen per-command group holds its processes until the cgroup side thaws
 		// it, and the runtime's delete waits for the container's init.
 		await Promise.all([
 			this.#container === undefined && this.#incarnations?.current === undefined
 				? undefined
-				: runRuntimeCommand(
-						this.#context.backend.runtime,
-						'delete',
-						deleteArgv(this.#invocation, this.#incarnations?.containerId ?? name),
-						AbortSignal.timeout(DELETE_BUDGET_MS),
-					).catch((error: unknown) => failures.push(error)),
+				: deleteRuntimeContainer(this.#invocation, this.#incarnations?.containerId ?? name).catch(
+						(error: unknown) => failures.push(error),
+					),
 			this.#incarnations?.retired(),
 			this.#cgroups?.remove().catch((error: unknown) => failures.push(error)),
 		])

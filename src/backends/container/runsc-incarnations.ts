@@ -13,6 +13,7 @@
 import { chown, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pollUntil } from '../../common/poll-until.js'
+import { SandboxDestroyedError } from '../../contract/errors.js'
 import {
 	reidentifyRestoredAgent,
 	releaseAgentListener,
@@ -23,27 +24,25 @@ import type { CgroupOwner } from '../machine/cgroups/workload-cgroups.js'
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
 import { adoptAgentSocket, asLaunched, moveSocket } from './container-agent-socket.js'
 import { ContainerRuntimeCommandError } from './container-errors.js'
-import { type CreatedContainer, createContainer, runRuntimeCommand } from './container-process.js'
+import {
+	type CreatedContainer,
+	createContainer,
+	deleteRuntimeContainer,
+	runRuntimeCommand,
+} from './container-process.js'
 import {
 	type RunscMemoryControl,
 	type RunscRestoreSource,
 	runscImageDir,
 	writeRunscRecord,
 } from './runsc-memory-checkpoints.js'
-import {
-	checkpointArgv,
-	deleteArgv,
-	type RuntimeInvocation,
-	restoreArgv,
-	signalArgv,
-} from './runtime-argv.js'
+import { checkpointArgv, type RuntimeInvocation, restoreArgv, signalArgv } from './runtime-argv.js'
 
 /**
  * How long a released agent waits for SIGUSR2 before binding on its own: a host that died between
  * the release and the restore leaves no agent unreachable for longer.
  */
 const RELISTEN_BOUND_MS = 60_000
-const DELETE_BUDGET_MS = 10_000
 const AGENT_SOCKET = 'agent.sock'
 /** One `healthz` try on a restored agent's socket before looking for a newer one. */
 const HEALTHZ_ATTEMPT_MS = 2_000
@@ -84,6 +83,8 @@ export class RunscIncarnations implements RunscMemoryControl {
 	#replacements = 0
 	/** Deletions of replaced containers, under way (each answers its failure, if any). */
 	readonly #retiring = new Set<Promise<unknown>>()
+	/** Set by `quiesce()`: a teardown has begun, and no container may start after it. */
+	#closing = false
 
 	constructor(context: IncarnationContext, transport: AgentTransport) {
 		this.#context = context
@@ -96,7 +97,20 @@ export class RunscIncarnations implements RunscMemoryControl {
 		return this.#containerId
 	}
 
-	/** Settles once every replaced container's deletion has run. */
+	/**
+	 * For teardown, before it deletes the current container: no replacement starts after this, and
+	 * the one under way (a destroy aborts its restore) has settled, so `containerId` is the last one
+	 * and `retired()` covers every replaced container.
+	 */
+	async quiesce(): Promise<void> {
+		this.#closing = true
+		await this.#replacing?.catch(() => undefined)
+	}
+
+	/**
+	 * Settles once every replaced container's deletion has ended (a failed one is not raised: what
+	 * it would have ended dies with the sandbox's cgroups, its record with the state root).
+	 */
 	async retired(): Promise<void> {
 		await Promise.all(this.#retiring)
 	}
@@ -189,7 +203,8 @@ export class RunscIncarnations implements RunscMemoryControl {
 	}
 
 	/** One replacement at a time; the sandbox counts as alive while it runs. */
-	async #replace<T>(run: () => Promise<T>): Promise<T> {
+	async #replace<T>(operation: 'checkpoint' | 'rollback', run: () => Promise<T>): Promise<T> {
+		if (this.#closing) throw new SandboxDestroyedError(this.#context.sandboxId, operation)
 		const replacing = run()
 		this.#replacing = replacing
 		try {
@@ -204,7 +219,7 @@ export class RunscIncarnations implements RunscMemoryControl {
 		takeWorkspace: (workspace: string) => Promise<void>,
 		signal?: AbortSignal,
 	): Promise<void> {
-		return this.#replace(() => this.#capture(dir, takeWorkspace, signal))
+		return this.#replace('checkpoint', () => this.#capture(dir, takeWorkspace, signal))
 	}
 
 	async #capture(
@@ -241,7 +256,7 @@ export class RunscIncarnations implements RunscMemoryControl {
 	}
 
 	rollback(source: RunscRestoreSource, signal?: AbortSignal): Promise<void> {
-		return this.#replace(async () => {
+		return this.#replace('rollback', async () => {
 			const { workspace, socketDir } = this.#context
 			const current = this.#current
 			const deleting = this.#retire()
@@ -264,12 +279,9 @@ export class RunscIncarnations implements RunscMemoryControl {
 	 * next one gets an id of its own; answers the delete's failure, if any (teardown awaits it).
 	 */
 	#retire(): Promise<unknown> {
-		const { invocation } = this.#context
-		const deleting: Promise<unknown> = runRuntimeCommand(
-			'runsc',
-			'delete',
-			deleteArgv(invocation, this.#containerId),
-			AbortSignal.timeout(DELETE_BUDGET_MS),
+		const deleting: Promise<unknown> = deleteRuntimeContainer(
+			this.#context.invocation,
+			this.#containerId,
 		).then(
 			() => undefined,
 			(error: unknown) => error ?? new Error('runsc delete failed'),

@@ -52,12 +52,18 @@ export function runHostTool(
 	return runProgram(HOST_TOOLS[tool], args, options)
 }
 
-/** Runs the program at `path` (absolute, never looked up) to completion. */
+/**
+ * Runs the program at `path` (absolute, never looked up) to completion. An abort kills it outright
+ * (SIGKILL: a program that ignores SIGTERM, or waits on something that never comes, must not
+ * outlive a caller that gave up on it) and rejects with the signal's reason only once it has exited.
+ */
 export function runProgram(
 	path: string,
 	args: readonly string[],
 	options: ToolOptions = {},
 ): Promise<ToolRun> {
+	const { signal } = options
+	if (signal?.aborted) return Promise.reject(signal.reason)
 	return new Promise((resolve, reject) => {
 		const child = spawn(path, [...args], {
 			stdio: [
@@ -66,14 +72,25 @@ export function runProgram(
 				'pipe',
 				...(options.fd3 === undefined ? [] : [options.fd3]),
 			],
-			...(options.signal ? { signal: options.signal } : {}),
 		})
+		const onAbort = () => child.kill('SIGKILL')
+		signal?.addEventListener('abort', onAbort, { once: true })
 		let stderr = ''
 		child.stderr?.on('data', (chunk: Buffer) => {
 			if (stderr.length < STDERR_LIMIT) stderr += chunk.toString('utf8').slice(0, STDERR_LIMIT)
 		})
-		child.once('error', reject)
-		child.once('close', (code, signal) => resolve({ code, signal, stderr: stderr.trim() }))
+		child.once('error', (error) => {
+			signal?.removeEventListener('abort', onAbort)
+			reject(error)
+		})
+		// Its exit, not its pipes' close: a descendant it left may hold stderr open.
+		child.once('exit', () => {
+			if (signal?.aborted) reject(signal.reason)
+		})
+		child.once('close', (code, exitSignal) => {
+			signal?.removeEventListener('abort', onAbort)
+			resolve({ code, signal: exitSignal, stderr: stderr.trim() })
+		})
 	})
 }
 
