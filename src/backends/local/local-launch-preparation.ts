@@ -84,6 +84,7 @@ export async function prepareUnconfined(
 				sandboxId: id,
 				checkpointable: true,
 				...(spec.from === undefined ? {} : { from: spec.from }),
+				...(context.volumeHold ? { volumeHold: context.volumeHold } : {}),
 			})
 		}
 	} catch (error) {

@@ -52,6 +52,7 @@ import {
 } from '../machine/network/sandbox-egress-proxy.js'
 import { isWithin } from '../machine/path-containment.js'
 import { sandboxSeccompFilter } from '../machine/seccomp/seccomp-filter.js'
+import type { VolumeHold } from '../machine/snapshots/cow-volume-hold.js'
 import type { MachineSandboxSpec } from '../machine/spec/machine-sandbox-spec.js'
 import { checkHiddenPath, checkReadOnlyPath } from '../machine/spec/path-options.js'
 import type { TmpfsSizes } from '../machine/spec/sandbox-limits.js'
@@ -95,6 +96,8 @@ export interface ConfinementInput {
 	readonly hostname: string
 	/** Sizes of the private tmpfs mounts (`sandbox-limits.ts`). */
 	readonly tmpfsSizes?: TmpfsSizes
+	/** The provider's hold on the copy-on-write volume (`cow-volume-hold.ts`). */
+	readonly volumeHold?: VolumeHold
 	readonly signal?: AbortSignal
 }
 
@@ -271,6 +274,7 @@ async function mountEphemeralWorkspace(prep: Preparation): Promise<EphemeralWork
 		sandboxId: prep.input.id,
 		checkpointable: true,
 		...(from === undefined ? {} : { from }),
+		...(prep.input.volumeHold ? { volumeHold: prep.input.volumeHold } : {}),
 	})
 }
 
