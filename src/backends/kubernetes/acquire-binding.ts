@@ -1,5 +1,5 @@
 /**
- * The bind step of an acquire: the created object watched from the version its POST returned (and
+ * The bind step of an acquire: the created object watched since its POST was sent (and
  * polled for the rest of the one budget when the watch cannot serve), each read judged by the same
  * judge; past the budget one pod read names capacity or an image pull before the plain not-ready.
  */
@@ -94,8 +94,8 @@ export async function waitForBoundPod(
 			config.egress?.profile?.key,
 		)
 	}
-	// Watched from the create's version; polled for the rest of the budget when it cannot be.
-	const watched = await watchUntil(api, object, judge, budget)
+	// Watched since the create; polled for the rest of the budget when it cannot be.
+	const watched = await watchUntil(object.watch, object.uid, judge, budget)
 	const outcome =
 		watched.kind === 'fallback'
 			? await pollUntil(

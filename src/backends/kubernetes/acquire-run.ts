@@ -6,6 +6,7 @@ import { KubernetesAcquireError, ReadinessReadCutError } from './acquire-errors.
 import type { KubernetesApiPort } from './kubernetes-api-port.js'
 import type { ResolvedKubernetesBackendConfig } from './kubernetes-backend-config.js'
 import { acquireReasonForApiFailure, apiFailureShape } from './readiness.js'
+import type { OpenedWatch } from './readiness-watch.js'
 
 /** Budget of the cleanup DELETE after a failed acquire, independent of the caller's signal. */
 export const ACQUIRE_CLEANUP_TIMEOUT_MS = 5000
@@ -49,8 +50,9 @@ export interface CreatedObject {
 	readonly path: string
 	readonly name: string
 	readonly collectionPath: string
-	readonly resourceVersion: string | undefined
 	readonly uid?: string
+	/** The readiness watch, opened beside the create. */
+	readonly watch?: OpenedWatch
 }
 
 export interface BoundPod {

@@ -28,6 +28,7 @@ import {
 } from './kubernetes-objects.js'
 import type { PolicyListingAhead } from './network/network-verifier.js'
 import { apiFailureShape } from './readiness.js'
+import { type OpenedWatch, openWatch } from './readiness-watch.js'
 import type { RosterPod } from './warm-pool-roster.js'
 
 export { ACQUIRE_CLEANUP_TIMEOUT_MS, type AcquiredTaskSandbox, classifyAcquireFailure }
@@ -122,6 +123,7 @@ export async function acquireTaskSandbox(
 		}
 		return acquired.sandbox
 	} catch (error) {
+		created.watch?.close()
 		await cleanupDelete(api, created.path)
 		signal?.throwIfAborted()
 		throw classifyAcquireFailure(error, created.name)
@@ -191,8 +193,9 @@ async function createAcquireObject(
 }
 
 /**
- * POSTs once; resolves with the created object's `resourceVersion` (what a watch starts from)
- * and `uid` (what a per-sandbox policy is named after and owned by).
+ * POSTs once, with the object's readiness watch opened beside it (closed if the POST fails);
+ * resolves with the created object's `uid` (what a per-sandbox policy is named after and owned by)
+ * and that watch.
  */
 async function postOnce(
 	run: AcquireRun,
@@ -200,17 +203,22 @@ async function postOnce(
 	body: object,
 	path: string,
 	name: string,
-): Promise<{ resourceVersion: string | undefined; uid?: string }> {
+): Promise<{ uid?: string; watch?: OpenedWatch }> {
 	const { api, signal } = run
+	const watch = openWatch(api, collection, name, {
+		deadlineMs: run.deadlineMs,
+		now: run.now,
+		...(signal ? { signal } : {}),
+	})
 	try {
 		const object = await api.create(collection, body, { ...(signal ? { signal } : {}) })
-		const version = object?.metadata?.resourceVersion
 		const uid = object?.metadata?.uid
 		return {
-			resourceVersion: typeof version === 'string' && version !== '' ? version : undefined,
 			...(typeof uid === 'string' && uid !== '' ? { uid } : {}),
+			...(watch ? { watch } : {}),
 		}
 	} catch (error) {
+		watch?.close()
 		// The POST is never retried; one that may have committed (no answer) is deleted by name.
 		const shape = apiFailureShape(error)
 		if (shape?.kind !== 'connect' && !(shape?.kind === 'status' && shape.status < 500)) {

@@ -24,7 +24,8 @@ export interface KubernetesDeleteCallOptions extends KubernetesApiCallOptions {
 
 export interface KubernetesWatchPortOptions extends KubernetesApiCallOptions {
 	readonly fieldSelector: string
-	readonly resourceVersion: string
+	/** None: the server sends the current state first, then what changes. */
+	readonly resourceVersion?: string
 	readonly timeoutSeconds: number
 }
 
@@ -45,7 +46,7 @@ export interface KubernetesApiPort {
 	): Promise<KubernetesObject>
 	/** Resolves when deleted; an object already gone (404/410) also resolves. */
 	delete(path: string, options?: KubernetesDeleteCallOptions): Promise<void>
-	/** A collection's events after `resourceVersion`; a port without it is polled instead. */
+	/** A collection's events (after `resourceVersion` when given); a port without it is polled instead. */
 	watch?(
 		collectionPath: string,
 		options: KubernetesWatchPortOptions,

@@ -9,6 +9,7 @@
  */
 
 import '../../contract/async-dispose.js'
+import { raceSignal } from '../../common/bounded-promise.js'
 import { findCauseOfType } from '../../contract/cause-chain.js'
 import { SandboxConfigError } from '../../contract/errors.js'
 import type { SandboxCreateConfig, SandboxProvider } from '../../contract/provider.js'
@@ -229,7 +230,8 @@ export async function createKubernetesTaskSandbox(
 			)
 	// One probe per binding (pod uid and address), started as soon as that binding is known: at the
 	// bind when the roster listed the pod, else after the pod read; a claim's network check runs
-	// meanwhile. A uid the roster already proved is not probed again. What is handed out is the
+	// meanwhile. A uid the roster already proved is not probed again, nor one it is probing (that
+	// probe is waited for, and repeated here unless it passed). What is handed out is the
 	// binding the pod read confirmed, proved.
 	let current:
 		| { binding: string; sandbox: WrappedSandbox; probed: ReturnType<typeof probe> }
@@ -238,12 +240,19 @@ export async function createKubernetesTaskSandbox(
 		const binding = `${bound.token} ${bound.host}`
 		if (current?.binding !== binding) {
 			const sandbox = wrapAcquired(api, config, bound, options)
+			const passed = async (): Promise<ProbeOutcome> => {
+				await sandbox.prober.destroy().catch(() => undefined)
+				return PROBE_PASSED
+			}
+			const warming = roster?.warming(bound.token)
 			const probed = roster?.passed(bound.token)
-				? sandbox.prober.destroy().then(
-						() => PROBE_PASSED,
-						() => PROBE_PASSED,
-					)
-				: probe(sandbox)
+				? passed()
+				: warming
+					? raceSignal(warming, signal).then(
+							(ok) => (ok ? passed() : probe(sandbox)),
+							(error: unknown): ProbeOutcome => ({ failed: true, error }),
+						)
+					: probe(sandbox)
 			current = { binding, sandbox, probed }
 		}
 		return current

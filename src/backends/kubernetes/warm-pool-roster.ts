@@ -8,7 +8,8 @@
  * uid: a pod's security context cannot change for its life and a pool pod runs nothing before it
  * is claimed, and every request to the agent carries that uid as its bind token, which only that
  * pod's agent accepts. The acquire still reads the bound pod and uses the uid it shows; only when
- * that uid passed here does it skip its own probe. A refusal or a failed probe is not remembered
+ * that uid passed here (or passes in the probe under way here, which it then waits for) does it
+ * skip its own probe. A refusal or a failed probe is not remembered
  * (the acquire probes, and refuses, as without the roster); every failure here is silent.
  */
 import type { KubernetesApiPort } from './kubernetes-api-port.js'
@@ -55,7 +56,8 @@ export class WarmPoolRoster {
 	/** uids probed or being probed, and those whose probe passed; pruned to the last LIST. */
 	readonly #warmed = new Set<string>()
 	readonly #passed = new Set<string>()
-	readonly #inFlight = new Set<Promise<void>>()
+	/** The warm-ups under way, by uid: each resolves true when the pod passed. */
+	readonly #inFlight = new Map<string, Promise<boolean>>()
 	#refreshing: Promise<void> | undefined
 
 	constructor(options: WarmPoolRosterOptions) {
@@ -72,6 +74,11 @@ export class WarmPoolRoster {
 		return this.#passed.has(uid)
 	}
 
+	/** The probe under way here in the pod of this uid, if any: true when it passed. */
+	warming(uid: string): Promise<boolean> | undefined {
+		return this.#inFlight.get(uid)
+	}
+
 	/** Starts one LIST and the warm-ups it calls for, unless one is under way; never rejects. */
 	refresh(): void {
 		if (this.#closed.signal.aborted || this.#refreshing) return
@@ -86,7 +93,7 @@ export class WarmPoolRoster {
 	async close(): Promise<void> {
 		this.#closed.abort()
 		await this.#refreshing
-		await Promise.allSettled([...this.#inFlight])
+		await Promise.allSettled([...this.#inFlight.values()])
 	}
 
 	async #refresh(): Promise<void> {
@@ -122,12 +129,14 @@ export class WarmPoolRoster {
 				.warm(pod, this.#closed.signal)
 				.then(
 					() => {
+						// A pod pruned meanwhile (claimed, or gone) is not remembered; its pass still stands.
 						if (this.#warmed.has(pod.uid)) this.#passed.add(pod.uid)
+						return true
 					},
-					() => undefined,
+					() => false,
 				)
-				.finally(() => this.#inFlight.delete(warming))
-			this.#inFlight.add(warming)
+				.finally(() => this.#inFlight.delete(pod.uid))
+			this.#inFlight.set(pod.uid, warming)
 		}
 	}
 }

@@ -1,6 +1,7 @@
-// Readiness by watch, through the backend's own API client over a real loopback server: a POST
-// that returns a resourceVersion is followed by ONE watch of that object; an event that reads
-// ready ends readiness with no GET of the claim; and every way the watch cannot serve (an ERROR
+// Readiness by watch, through the backend's own API client over a real loopback server: ONE
+// watch of the claim by name, opened beside its POST (no version, so the server starts from the
+// current state); an event that reads ready ends readiness with no GET of the claim; an event of
+// a same-named object with another uid is passed over; and every way the watch cannot serve (an ERROR
 // event, a stream that ends quiet, the object deleted, a refusal) falls back to polling the claim
 // on the same budget — the watch may make readiness faster, never decide differently.
 import { afterEach, describe, expect, it } from 'vitest'
@@ -54,24 +55,26 @@ const rejectedClaim: KubernetesObject = {
 }
 
 /**
- * `watch(name)` answers the watch of the claim collection; a GET of the claim answers
- * `claimRead()`; the pod reads Running with an IP; the POST echoes its body with a version.
+ * `watch(name)` answers the watch of the claim collection (the name from its field selector); a
+ * GET of the claim answers `claimRead()`; the pod reads Running with an IP; the POST echoes its
+ * body with a version and `uid`.
  */
 async function acquireWith(
 	watch: (claimName: string) => ScriptedAnswer,
 	claimRead: () => KubernetesObject = () => readyClaim('bound'),
+	uid?: string,
 ) {
-	let claimName = ''
 	const server = await startScriptedApiServer((request: ScriptedRequest) => {
 		if (request.method === 'POST') {
 			const body = request.body as KubernetesObject
-			claimName = body.metadata.name ?? ''
-			return {
-				status: 201,
-				body: { ...body, metadata: { ...body.metadata, resourceVersion: '7' } },
-			}
+			const metadata = { ...body.metadata, resourceVersion: '7', ...(uid ? { uid } : {}) }
+			return { status: 201, body: { ...body, metadata } }
 		}
-		if (request.method === 'GET' && request.path === claims) return watch(claimName)
+		if (request.method === 'GET' && request.path === claims) {
+			expect(request.query.get('watch')).toBe('true')
+			expect(request.query.get('resourceVersion')).toBeNull()
+			return watch((request.query.get('fieldSelector') ?? '').replace(/^metadata\.name=/, ''))
+		}
 		if (request.method === 'GET' && request.path.startsWith(`${claims}/`)) {
 			return { status: 200, body: claimRead() }
 		}
@@ -89,6 +92,9 @@ async function acquireWith(
 	return { server, ...outcome }
 }
 
+/** The POST and the watch, in whichever order they arrived. */
+const postAndWatch = (server: ScriptedApiServer) => [...server.requests.slice(0, 2)].sort()
+
 const claimGets = (server: ScriptedApiServer) =>
 	server.requests.filter((line) => line.startsWith(`GET ${claims}/`)).length
 
@@ -100,7 +106,28 @@ describe('readiness by watch', () => {
 		}))
 		expect(error).toBeUndefined()
 		expect(value).toMatchObject({ id: 'bound', token: 'uid-1' })
-		expect(server.requests).toEqual([`POST ${claims}`, `GET ${claims}`, `GET ${podPath}`])
+		expect(postAndWatch(server)).toEqual([`GET ${claims}`, `POST ${claims}`])
+		expect(server.requests.slice(2)).toEqual([`GET ${podPath}`])
+	})
+
+	it('an event of a same-named object whose uid is not the one the POST answered is passed over: the claim is polled', async () => {
+		const { server, value, error } = await acquireWith(
+			(name) => ({
+				status: 200,
+				body: {
+					type: 'MODIFIED',
+					object: {
+						...named(readyClaim('elsewhere'), name),
+						metadata: { name, uid: 'uid-of-another' },
+					},
+				},
+			}),
+			() => readyClaim('bound'),
+			'uid-of-mine',
+		)
+		expect(error).toBeUndefined()
+		expect(value).toMatchObject({ id: 'bound' })
+		expect(claimGets(server)).toBeGreaterThanOrEqual(1)
 	})
 
 	it.each([
@@ -116,7 +143,7 @@ describe('readiness by watch', () => {
 		}))
 		expect(error).toBeUndefined()
 		expect(value).toMatchObject({ id: 'bound', token: 'uid-1' })
-		expect(server.requests.slice(0, 2)).toEqual([`POST ${claims}`, `GET ${claims}`])
+		expect(postAndWatch(server)).toEqual([`GET ${claims}`, `POST ${claims}`])
 		expect(claimGets(server)).toBeGreaterThanOrEqual(1)
 	})
 
@@ -129,11 +156,8 @@ describe('readiness by watch', () => {
 			body: statusBody(status, reason),
 		}))
 		expect(value).toMatchObject({ id: 'bound' })
-		expect(server.requests.slice(0, 3)).toEqual([
-			`POST ${claims}`,
-			`GET ${claims}`,
-			expect.stringMatching(`^GET ${claims}/`),
-		])
+		expect(postAndWatch(server)).toEqual([`GET ${claims}`, `POST ${claims}`])
+		expect(server.requests[2]?.startsWith(`GET ${claims}/`)).toBe(true)
 	})
 
 	it('a refusal seen on the watch is decided as the poll decides it: claim-rejected, and the claim is deleted', async () => {

@@ -10,6 +10,7 @@ export interface ScriptedRequest {
 	readonly method: string
 	/** Path without the query. */
 	readonly path: string
+	readonly query: URLSearchParams
 	/** The parsed JSON body, if any. */
 	readonly body: unknown
 }
@@ -49,10 +50,11 @@ export async function startScriptedApiServer(
 	const sockets = new Set<Socket>()
 	const handle = async (incoming: IncomingMessage, outgoing: ServerResponse): Promise<void> => {
 		const path = (incoming.url ?? '/').split('?')[0] ?? '/'
+		const query = new URL(incoming.url ?? '/', 'http://scripted').searchParams
 		const method = incoming.method ?? 'GET'
 		const line = `${method} ${path}`
 		requests.push(line)
-		const answer = script({ method, path, body: await readBody(incoming) })
+		const answer = script({ method, path, query, body: await readBody(incoming) })
 		if (answer === 'hang') {
 			outgoing.on('close', () => abandoned.push(line))
 			return

@@ -92,6 +92,33 @@ describe('the warm-pool roster', () => {
 		await roster.close()
 	})
 
+	it('hands out the probe under way in a pod by uid: it resolves true when the pod passed, false when it did not, and is gone once settled', async () => {
+		const outcomes = new Map<string, { pass: () => void; fail: () => void }>()
+		const { roster } = rosterOver(
+			() => [poolPod('a', 'uid-a'), poolPod('b', 'uid-b', true, '10.0.0.2')],
+			(pod) =>
+				new Promise<void>((resolve, reject) => {
+					outcomes.set(pod.uid, { pass: resolve, fail: () => reject(new Error('privileged')) })
+				}),
+		)
+		expect(roster.warming('uid-a')).toBeUndefined()
+		roster.refresh()
+		await waitFor('both probes under way', async () => (outcomes.size === 2 ? true : undefined))
+		const a = roster.warming('uid-a')
+		const b = roster.warming('uid-b')
+		expect(a).toBeDefined()
+		expect(roster.passed('uid-a')).toBe(false)
+		outcomes.get('uid-a')?.pass()
+		outcomes.get('uid-b')?.fail()
+		expect(await a).toBe(true)
+		expect(await b).toBe(false)
+		expect(roster.passed('uid-a')).toBe(true)
+		expect(roster.passed('uid-b')).toBe(false)
+		expect(roster.warming('uid-a')).toBeUndefined()
+		expect(roster.warming('uid-b')).toBeUndefined()
+		await roster.close()
+	})
+
 	it('runs at most four probes at once, and close() aborts and awaits the ones under way', async () => {
 		const names = ['p1', 'p2', 'p3', 'p4', 'p5', 'p6']
 		const started: string[] = []
