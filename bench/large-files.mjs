@@ -94,6 +94,12 @@ const rows = []
 			const got = await drain(target.sandbox.readFileStream('big.bin'))
 			if (got !== bytes) throw new Error(`short stream: ${got}`)
 		})
+		// The same stream again on the same agent: the first one also pays one-time costs (the JIT's
+		// first optimizing compiles, their code pages and zones), this one only what a stream holds.
+		const again = await measured(target.pid, async () => {
+			const got = await drain(target.sandbox.readFileStream('big.bin'))
+			if (got !== bytes) throw new Error(`short stream: ${got}`)
+		})
 		const hostStart = performance.now()
 		const hostGot = await drain(createReadStream(path, { highWaterMark: MiB }))
 		const host = performance.now() - hostStart
@@ -101,6 +107,7 @@ const rows = []
 		rows.push(
 			`readFileStream ${sizeMiB} MiB   ${ms(read.elapsed)} (${throughput(read.elapsed)})   fs.createReadStream ${ms(host)} (${throughput(host)})   ratio ${ratio(read.elapsed, host)}`,
 			`  agent RSS: seed ${mib(read.seed)}, growth during the stream ${mib(read.growth)} (aim ≤ 8 MiB)`,
+			`  the same stream again: ${ms(again.elapsed)}, agent RSS seed ${mib(again.seed)}, growth ${mib(again.growth)}`,
 		)
 		recordHeadline({
 			figure: `${sizeMiB} MiB \`readFileStream\``,
@@ -114,9 +121,18 @@ const rows = []
 		recordHeadline({
 			figure: `agent RSS growth, ${sizeMiB} MiB \`readFileStream\``,
 			tier: TIER,
-			path: 'peak − before, `/proc/<agent>/status`',
+			path: 'the first large stream of a fresh agent; peak − before, `/proc/<agent>/status`',
 			n: 1,
 			p50: read.growth / MiB,
+			unit: 'MiB',
+			aim: '≤ 8 MiB',
+		})
+		recordHeadline({
+			figure: `agent RSS growth, ${sizeMiB} MiB \`readFileStream\`, again`,
+			tier: TIER,
+			path: 'the same stream again on the same agent; peak − before',
+			n: 1,
+			p50: again.growth / MiB,
 			unit: 'MiB',
 			aim: '≤ 8 MiB',
 		})

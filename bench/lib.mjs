@@ -179,7 +179,8 @@ export async function sandboxAgentPid() {
 		}
 	}
 	const agents = processes.filter(
-		({ pid, argv }) => ours.has(pid) && argv[1]?.endsWith('/agent.cjs'),
+		({ pid, argv }) =>
+			ours.has(pid) && argv.some((arg) => arg.endsWith('/agent.cjs')) && argv[0]?.endsWith('/node'),
 	)
 	if (agents.length !== 1) throw new Error(`expected one sandbox agent, found ${agents.length}`)
 	return agents[0].pid
