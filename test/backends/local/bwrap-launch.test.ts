@@ -99,7 +99,6 @@ async function setup(
 	})
 	const args = buildBwrapArgs({
 		root: root.mounts,
-		workspace: dirs.workspace,
 		egress: 'deny-all',
 		hostname: 'namzu-sandbox',
 		command: realAgent ? [AGENT_NODE_PATH, AGENT_BUNDLE_PATH] : [process.execPath, script],
