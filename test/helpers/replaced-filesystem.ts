@@ -6,6 +6,7 @@
  */
 import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs'
+import { expect } from 'vitest'
 import { deviceNumbers } from '../../src/backends/machine/snapshots/loop-backing.js'
 
 interface LoopLine {
@@ -45,7 +46,7 @@ export function deletedLoopsUnder(dir: string): string[] {
 }
 
 /** Host pids of the processes whose cgroup membership names `sandboxId`. */
-export function sandboxPids(sandboxId: string): number[] {
+function sandboxPids(sandboxId: string): number[] {
 	const found: number[] = []
 	for (const entry of readdirSync('/proc')) {
 		if (!/^\d+$/.test(entry)) continue
@@ -63,7 +64,7 @@ export function sandboxPids(sandboxId: string): number[] {
  * The device numbers mounted in each distinct mount namespace of the sandbox's processes, keyed by
  * namespace (the host's own left out).
  */
-export function sandboxNamespaceDevices(sandboxId: string): Map<string, Set<string>> {
+function sandboxNamespaceDevices(sandboxId: string): Map<string, Set<string>> {
 	const own = readlinkSync('/proc/self/ns/mnt')
 	const found = new Map<string, Set<string>>()
 	for (const pid of sandboxPids(sandboxId)) {
@@ -82,10 +83,37 @@ export function sandboxNamespaceDevices(sandboxId: string): Map<string, Set<stri
 }
 
 /** Host mount points under `prefix` whose device is `numbers`. */
-export function hostMountsOf(numbers: string, prefix: string): string[] {
+function hostMountsOf(numbers: string, prefix: string): string[] {
 	return readFileSync('/proc/self/mountinfo', 'utf8')
 		.split('\n')
 		.map((line) => line.split(' '))
 		.filter((fields) => fields[2] === numbers && (fields[4] ?? '').startsWith(prefix))
 		.map((fields) => fields[4] ?? '')
+}
+
+/**
+ * Asserts that the filesystem a rollback replaced (`replaced`: the device numbers the image's loop
+ * device had before) is gone: no loop device under `stateDir` reads a deleted image, the image is
+ * read by a new device, mounted in every namespace of the sandbox (the positive control that the
+ * look found them) and on the host, where the replaced one is mounted in none.
+ */
+export function expectReplacedReleased(input: {
+	readonly stateDir: string
+	readonly sandboxId: string
+	readonly image: string
+	readonly replaced: string
+}): void {
+	const { stateDir, sandboxId, image, replaced } = input
+	expect(deletedLoopsUnder(`${stateDir}/`)).toEqual([])
+	const current = loopNumbersOf(image)
+	expect(current).not.toBe(replaced)
+	expect(sandboxPids(sandboxId).length).toBeGreaterThan(0)
+	const namespaces = sandboxNamespaceDevices(sandboxId)
+	expect(namespaces.size).toBeGreaterThan(0)
+	for (const devices of namespaces.values()) {
+		expect(devices.has(current)).toBe(true)
+		expect(devices.has(replaced)).toBe(false)
+	}
+	expect(hostMountsOf(replaced, `${stateDir}/`)).toEqual([])
+	expect(hostMountsOf(current, `${stateDir}/`).length).toBeGreaterThan(0)
 }
