@@ -115,7 +115,7 @@ interface Spare {
 export interface SpareCommandsOptions {
 	/** A shell the workload cannot read (so the spare is not dumpable). */
 	readonly shell: string
-	/** Where spares wait (the workspace); each changes to its command's directory. */
+	/** Where spares wait (outside the workspace); each changes to its command's directory. */
 	readonly cwd: string
 }
 

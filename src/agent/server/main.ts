@@ -49,10 +49,9 @@ function spareCommandsFor(
 	workloadCgroups: WorkloadCgroups | undefined,
 ): SpareCommands | undefined {
 	if (!workloadCgroups?.perCommand || config.spareShell === undefined) return undefined
-	const spares = new SpareCommands(workloadCgroups, {
-		shell: config.spareShell,
-		cwd: config.workspace,
-	})
+	// A spare waits outside the workspace: one waiting in it would keep a filesystem a rollback
+	// replaced mounted. Its command's line changes to the command's directory.
+	const spares = new SpareCommands(workloadCgroups, { shell: config.spareShell, cwd: '/' })
 	registerShutdownHook(() => spares.close())
 	return spares
 }
@@ -67,6 +66,10 @@ async function main(): Promise<void> {
 		egressCapture = loadEgressCaptureConfig(process.env)
 		// Before anything is spawned: the inherited descriptors must never reach a child.
 		workloadCgroups = WorkloadCgroups.open(config.workloadCgroups, config.execAccounting)
+		// The launcher starts the agent at `/`, not in the workspace, so nothing long-lived holds a
+		// filesystem a rollback replaces; commands start in the workspace, and a PWD the launcher
+		// gave names it as before.
+		if (process.env.PWD !== undefined) process.env.PWD = config.workspace
 	} catch (error) {
 		logLine(describe(error))
 		process.exit(1)

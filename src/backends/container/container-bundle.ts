@@ -78,7 +78,9 @@ export async function writeContainerBundle(input: BundleInput): Promise<string> 
 		user: sandbox.owner,
 		args: initCopy === undefined ? agentCommand : [CONTAINER_INIT, '--', ...agentCommand],
 		env: hostUds ? listeningOnPath(agentEnv) : agentEnv,
-		cwd: CONTAINER_WORKSPACE,
+		// Not the workspace: the agent (or the init before it) would keep a filesystem a rollback
+		// replaced mounted for the container's life. The agent starts every command in it.
+		cwd: '/',
 		mounts: containerMounts({
 			tmpfs: input.limits.tmpfs,
 			owner: sandbox.owner,

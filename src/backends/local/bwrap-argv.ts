@@ -11,8 +11,6 @@ import { type RootMount, rootMountArgs } from './sandbox-root.js'
 export interface BwrapPlan {
 	/** The sandbox's root, in mount order (`planSandboxRoot`). */
 	readonly root: readonly RootMount[]
-	/** Working directory inside: the workspace, bound read-write at its absolute path. */
-	readonly workspace: string
 	/** Both kinds get their own network namespace; allow-all's plumbing comes in `networkArgs`. */
 	readonly egress: MachineEgress
 	/** bwrap arguments of the network plumbing (`bwrap-network.ts`), placed after the mounts. */
@@ -41,7 +39,10 @@ export function buildBwrapArgs(plan: BwrapPlan): string[] {
 	args.push('--unshare-net')
 	args.push(...(plan.networkArgs ?? []))
 	args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL')
-	args.push('--hostname', plan.hostname, '--chdir', plan.workspace)
+	// Started at the root, not in the workspace: bwrap's own processes inside keep their working
+	// directory for the sandbox's life, and one in the workspace would keep a filesystem a rollback
+	// replaced (`image-swap.ts`) mounted until the end. The agent starts every command in it.
+	args.push('--hostname', plan.hostname, '--chdir', '/')
 	if (plan.seccompFd !== undefined) args.push('--seccomp', String(plan.seccompFd))
 	args.push('--', ...plan.command)
 	return args

@@ -335,7 +335,9 @@ class LocalStart {
 		const launched = launchAgentProcess({
 			argv: withCgroupJoin(this.#cgroups?.procsFiles ?? [], command.argv),
 			env: command.env,
-			cwd: dirs.workspace,
+			// Not the workspace: bwrap's monitor outlives every rollback, and its working directory
+			// would keep the filesystem a rollback replaced mounted (`image-swap.ts`).
+			cwd: '/',
 			secrets: [
 				...Object.values(spec.env),
 				...(spec.proxiedEgress?.credentials ?? []).flatMap((entry) => Object.values(entry.headers)),

@@ -381,7 +381,6 @@ async function prepare(
 	const command = (launch: BwrapLaunch) => {
 		const bwrap = buildBwrapArgs({
 			root: plan.mounts,
-			workspace: dirs.workspace,
 			egress: spec.egress,
 			networkArgs: launch.networkArgs,
 			unshareCgroupNamespace: launch.unshareCgroupNamespace,

@@ -3,7 +3,8 @@
  * the sized workspace's image lives in the volume, writes past the limit fail with ENOSPC inside
  * (writes under it work), a checkpoint clones the image, a fork of the same or a larger size starts
  * from a clone of it with the parent's files and its own limit, a rollback swaps the workspace's
- * image for a clone of the checkpoint's, and nothing is left mounted or attached.
+ * image for a clone of the checkpoint's (the replaced filesystem released before it resolves), and
+ * nothing is left mounted or attached.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync, statSync } from 'node:fs'
@@ -16,6 +17,7 @@ import {
 import { checkpointCopyMode } from '../../../src/backends/machine/snapshots/cow-volume.js'
 import { volumeSandboxDir } from '../../../src/backends/machine/snapshots/snapshot-layout.js'
 import type { Sandbox } from '../../../src/index.js'
+import { expectReplacedReleased, loopNumbersOf } from '../../helpers/replaced-filesystem.js'
 import { sharing } from '../local/volume-test-support.js'
 import {
 	containerSkipReason,
@@ -143,6 +145,36 @@ describe.skipIf(skip !== undefined)(
 				await provider.deleteCheckpoint(checkpoint.id)
 			} finally {
 				await parent.destroy()
+			}
+		}, 240_000)
+
+		it('after rollback() the replaced image is mounted nowhere and its loop device is released; commands run in the rolled-back workspace', async () => {
+			const sandbox = await provider.create({ diskLimitMb: 32 })
+			try {
+				const image = join(volumeSandboxDir(stateDir, sandbox.id), 'workspace.img')
+				await sh(sandbox, 'mkdir sub && echo deep > sub/deep.txt && echo v1 > plan.txt')
+				const workspace = (await sandbox.exec('pwd')).stdout.trim()
+				const checkpoint = await sandbox.checkpoint()
+				if (!checkpoint) throw new Error('no checkpoint verb')
+				const replaced = loopNumbersOf(image)
+				// A process left running in the workspace: the rollback ends it first.
+				const kept = await sandbox.exec('sh', ['-c', 'sleep 600 & echo started'], { cwd: 'sub' })
+				expect(kept.stdout).toContain('started')
+				await sh(sandbox, 'rm -rf sub && echo v2 > plan.txt')
+				await sandbox.rollback(checkpoint)
+				// The container's process starts at /, the agent keeps only its commands in the workspace.
+				expectReplacedReleased({ stateDir, sandboxId: sandbox.id, image, replaced })
+				// Positive control: commands run in the rolled-back workspace, paths resolve there.
+				expect((await sandbox.exec('pwd')).stdout.trim()).toBe(workspace)
+				expect((await sh(sandbox, 'cat plan.txt sub/deep.txt')).stdout).toBe('v1\ndeep\n')
+				const inSub = await sandbox.exec('sh', ['-c', 'cat deep.txt'], { cwd: 'sub' })
+				expect(inSub.stdout).toBe('deep\n')
+				expect((await sandbox.readFile('sub/deep.txt')).toString()).toBe('deep\n')
+				const past = await sh(sandbox, 'head -c 41943040 /dev/zero > past.bin; echo "rc=$?"')
+				expect(past.stderr).toMatch(/No space left on device/)
+				await provider.deleteCheckpoint(checkpoint.id)
+			} finally {
+				await sandbox.destroy()
 			}
 		}, 240_000)
 	},

@@ -47,7 +47,6 @@ const ROOT = planSandboxRoot(INPUT)
 
 const PLAN: BwrapPlan = {
 	root: ROOT.mounts,
-	workspace: INPUT.workspace.target,
 	egress: 'deny-all',
 	hostname: 'namzu-sandbox',
 	command: [AGENT_NODE_PATH, AGENT_BUNDLE_PATH],

@@ -99,7 +99,6 @@ async function setup(
 	})
 	const args = buildBwrapArgs({
 		root: root.mounts,
-		workspace: dirs.workspace,
 		egress: 'deny-all',
 		hostname: 'namzu-sandbox',
 		command: realAgent ? [AGENT_NODE_PATH, AGENT_BUNDLE_PATH] : [process.execPath, script],
@@ -115,7 +114,7 @@ async function setup(
 	const agent = launchAgentProcess({
 		argv: withCgroupJoin(cgroups?.procsFiles ?? [], ['/usr/bin/bwrap', ...args]),
 		env,
-		cwd: dirs.workspace,
+		cwd: '/',
 		secrets: [],
 		listenFd: listener.fd,
 	})
@@ -127,7 +126,7 @@ async function setup(
 describe.skipIf(skip !== undefined)(
 	`launching a process under bubblewrap${skip ? ` (skipped: ${skip})` : ''}`,
 	() => {
-		it('runs the command in its own pid namespace with the workspace as cwd and a private /tmp', async () => {
+		it('runs the command in its own pid namespace, started at / (not in the workspace), with a private /tmp', async () => {
 			const { dirs, agent, id } = await setup()
 			await waitForAgentReady({
 				sandboxId: id,
@@ -136,7 +135,8 @@ describe.skipIf(skip !== undefined)(
 				timeoutMs: 10_000,
 			})
 			const report = await ask(dirs.socketPath)
-			expect(report.cwd).toBe(dirs.workspace)
+			// At the root: a process kept in the workspace would keep a filesystem a rollback replaced.
+			expect(report.cwd).toBe('/')
 			expect(report.workspace).toBe(dirs.workspace)
 			expect(report.home).toBe('/tmp/home')
 			expect(report.proc).not.toContain(String(process.pid))

@@ -6,7 +6,7 @@
  * positive control), a fork has its own limit and its writes count against it alone, a rollback
  * restores, the guest cannot reach the image or lift the limit, and nothing is left mounted or
  * attached afterwards. The volume grows online when it must, and is refused by name when the host
- * cannot give it room.
+ * cannot give it room. A rollback releases the filesystem it replaced before it resolves.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync, statSync } from 'node:fs'
@@ -28,6 +28,7 @@ import {
 	volumeSandboxDir,
 } from '../../../src/backends/machine/snapshots/snapshot-layout.js'
 import { type Sandbox, type SandboxCheckpoint, SandboxConfigError } from '../../../src/index.js'
+import { expectReplacedReleased, loopNumbersOf } from '../../helpers/replaced-filesystem.js'
 import { freshStateDir, mountsUnder } from './local-test-support.js'
 import { loopsUnder, sharing, volumeSkipReason } from './volume-test-support.js'
 
@@ -303,6 +304,40 @@ describe.skipIf(skip !== undefined)(
 					expect((await fork.readFile('plan.txt')).toString()).toBe('v1\n')
 					await fork.destroy()
 					await provider.deleteCheckpoint(again.id)
+				}),
+			180_000,
+		)
+
+		it(
+			'after rollback() the replaced image is mounted nowhere and its loop device is released; the agent serves the rolled-back workspace',
+			() =>
+				withSizedCheckpoint(32, 1, async ({ stateDir, provider, parent }) => {
+					const image = join(volumeSandboxDir(stateDir, parent.id), 'workspace.img')
+					await sh(parent, 'mkdir sub && echo deep > sub/deep.txt')
+					const workspace = (await parent.exec('pwd')).stdout.trim()
+					const checkpoint = await parent.checkpoint()
+					if (!checkpoint) throw new Error('no checkpoint verb')
+					for (let round = 0; round < 2; round++) {
+						const replaced = loopNumbersOf(image)
+						// A process left running in the workspace: the rollback ends it first.
+						const kept = await parent.exec('sh', ['-c', 'sleep 600 & echo started'], { cwd: 'sub' })
+						expect(kept.stdout).toContain('started')
+						await sh(parent, 'rm -rf sub && echo v2 > plan.txt')
+						await parent.rollback(checkpoint)
+						// Nothing of the sandbox keeps a working directory in the workspace: released now.
+						expectReplacedReleased({ stateDir, sandboxId: parent.id, image, replaced })
+						// Positive control: commands run in the rolled-back workspace, paths resolve there.
+						expect((await parent.exec('pwd')).stdout.trim()).toBe(workspace)
+						expect((await sh(parent, 'cat plan.txt sub/deep.txt')).stdout).toBe('v1\ndeep\n')
+						const inSub = await parent.exec('sh', ['-c', 'pwd; cat deep.txt'], { cwd: 'sub' })
+						expect(inSub.stdout).toBe(`${workspace}/sub\ndeep\n`)
+						expect((await parent.readFile('sub/deep.txt')).toString()).toBe('deep\n')
+						expect((await sh(parent, 'pgrep -x sleep; echo "rc=$?"')).stdout).toBe('rc=1\n')
+						const past = await sh(parent, 'head -c 41943040 /dev/zero > past.bin; echo "rc=$?"')
+						expect(past.stderr).toMatch(/No space left on device/)
+						await sh(parent, 'rm -f past.bin')
+					}
+					await provider.deleteCheckpoint(checkpoint.id)
 				}),
 			180_000,
 		)

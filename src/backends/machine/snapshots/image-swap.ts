@@ -9,9 +9,11 @@
  * detached and the new device mounted in its place, `nsenter` running the host's `umount`/`mount`
  * (never a program of the sandbox's root) on a path reached through `/proc/<pid>/root`; the clone
  * is renamed over the image. The replaced filesystem, unreachable by path, lives until nothing
- * references it (the agent's working directory, until the sandbox ends), then its loop device is
- * released with the last reference. A workspace shaped otherwise (another size, mounts on top of
- * it, a part of it bound elsewhere, no clones) is not swapped: the caller copies instead.
+ * references it. Nothing of the sandbox does once its processes are ended: its launchers, the agent
+ * and the agent's spare shell all keep their working directory outside the workspace. So the last
+ * detach releases it with its loop device, which the swap waits for (bounded: a process outside the
+ * sandbox in the workspace holds it until it leaves). A workspace shaped otherwise (another size,
+ * mounts on top of it, a part of it bound elsewhere, no clones) is not swapped: the caller copies.
  */
 import {
 	lstat,
@@ -33,13 +35,17 @@ import { HOST_TOOLS, runProgram, runProgramOrThrow } from '../launch/host-tools.
 import { LocalHostToolError } from '../machine-errors.js'
 import { saysNoSpace } from './cow-volume-decision.js'
 import { adoptWorkspace, clonableImageOf, sizedCheckpointImage } from './image-checkpoint.js'
-import { deviceNumbers, loopBackingOf } from './loop-backing.js'
+import { deviceNumbers, type LoopBacking, loopBackingOf, loopReleased } from './loop-backing.js'
 import { cowDir, RESTORE_MOUNT_PREFIX } from './snapshot-layout.js'
 
 const CP = '/usr/bin/cp'
 const NSENTER = '/usr/bin/nsenter'
 const TOOL_TIMEOUT_MS = 30_000
-/** Where the new device's descriptor is in `mount`'s table (after stdin, stdout, stderr). */
+/**
+ * How long a swap waits for the replaced filesystem's loop device to be released. The kernel
+ * releases it as the last detach returns, so this bounds only a holder outside the sandbox.
+ */
+const REPLACED_RELEASE_WAIT_MS = 2_000
 
 /** One place the workspace is mounted: in the host's namespace, or in a sandbox process's. */
 interface WorkspaceView {
@@ -138,6 +144,12 @@ async function swapView(view: WorkspaceView, device: string, deviceFd: number): 
 	await inView(view, mount, deviceFd)
 }
 
+/** Whether the replaced device let its image go (renamed over, it reads `<path> (deleted)`). */
+function replacedReleased(replaced: LoopBacking): Promise<boolean> {
+	const renamed = { ...replaced, backingFile: `${replaced.backingFile} (deleted)` }
+	return loopReleased(renamed, REPLACED_RELEASE_WAIT_MS)
+}
+
 export interface ImageSwapRequest {
 	readonly stateBase: string
 	readonly checkpointId: string
@@ -205,6 +217,7 @@ export async function swapToCheckpointImage(request: ImageSwapRequest): Promise<
 	if (source === undefined || source.size !== target.size || source.dev !== target.dev) return false
 	const views = await viewsOf(request.workspace, request.cgroupDirs)
 	if (views === undefined) return false
+	const replaced = await loopBackingOf(request.workspace)
 	const staged = await stage(request, from, image)
 	const handle = await open(staged.device, 'r')
 	try {
@@ -222,6 +235,7 @@ export async function swapToCheckpointImage(request: ImageSwapRequest): Promise<
 			}
 		}
 		if (failure !== undefined) throw failure
+		if (replaced !== undefined) await replacedReleased(replaced)
 		return true
 	} finally {
 		await handle.close()
