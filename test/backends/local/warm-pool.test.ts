@@ -143,15 +143,16 @@ describe('the warm pool replenishing', () => {
 
 	it("starts a hand-out's replacement after the refill delay, not in the take; an empty pool's at once; never after close()", async () => {
 		let started = 0
-		const member = () => ({ hasExited: () => false, release: async () => {} })
-		const pool = new WarmPool({
-			size: 2,
-			refillDelayMs: 50,
-			start: async () => {
-				started++
-				return member()
-			},
-		})
+		const countingPool = (size: number, refillDelayMs: number) =>
+			new WarmPool({
+				size,
+				refillDelayMs,
+				start: async () => {
+					started++
+					return { hasExited: () => false, release: async () => {} }
+				},
+			})
+		const pool = countingPool(2, 50)
 		pool.fill()
 		await waitFor(() => pool.readyCount === 2)
 		expect(started).toBe(2)
@@ -162,14 +163,7 @@ describe('the warm pool replenishing', () => {
 		await waitFor(() => pool.readyCount === 2)
 		expect(started).toBe(4)
 		// Two takes, one refill: it fills the pool back to its size, no more.
-		const empty = new WarmPool({
-			size: 1,
-			refillDelayMs: 60_000,
-			start: async () => {
-				started++
-				return member()
-			},
-		})
+		const empty = countingPool(1, 60_000)
 		// Nothing to hand out: the caller starts cold, and the pool starts refilling in the take.
 		const before = started
 		expect(empty.take()).toBeUndefined()
