@@ -141,6 +141,41 @@ describe('the warm pool replenishing', () => {
 		expect(errors.length).toBe(after)
 	})
 
+	it("starts a hand-out's replacement after the refill delay, not in the take; an empty pool's at once; never after close()", async () => {
+		let started = 0
+		const countingPool = (size: number, refillDelayMs: number) =>
+			new WarmPool({
+				size,
+				refillDelayMs,
+				start: async () => {
+					started++
+					return { hasExited: () => false, release: async () => {} }
+				},
+			})
+		const pool = countingPool(2, 50)
+		pool.fill()
+		await waitFor(() => pool.readyCount === 2)
+		expect(started).toBe(2)
+		// The handed-out sandbox's first commands run before its replacement's launch begins.
+		expect(pool.take()).toBeDefined()
+		expect(pool.take()).toBeDefined()
+		expect(started).toBe(2)
+		await waitFor(() => pool.readyCount === 2)
+		expect(started).toBe(4)
+		// Two takes, one refill: it fills the pool back to its size, no more.
+		const empty = countingPool(1, 60_000)
+		// Nothing to hand out: the caller starts cold, and the pool starts refilling in the take.
+		const before = started
+		expect(empty.take()).toBeUndefined()
+		expect(started).toBe(before + 1)
+		await waitFor(() => empty.readyCount === 1)
+		expect(empty.take()).toBeDefined()
+		await empty.close()
+		// A refill still pending at close() never starts (its delay is a minute: close cleared it).
+		expect(started).toBe(before + 1)
+		await pool.close()
+	})
+
 	it('skips a member that died while idle and releases it', async () => {
 		const released: string[] = []
 		let next = 0

@@ -1,6 +1,9 @@
 /**
  * Sandboxes started (and probed) ahead of `create()`. Taking one is synchronous; each take starts a
- * replacement in the background. A failed start is retried with capped exponential backoff and only
+ * replacement in the background, `refillDelayMs` later: a launch is the busiest work a host does
+ * (its own event loop, then a whole new agent booting), and the sandbox just handed out is about to
+ * run its first commands, so they do not share the machine with it. A take that finds the pool
+ * empty starts the replacement at once (the caller is starting one cold anyway). A failed start is retried with capped exponential backoff and only
  * ever reported to `onError` — nothing here can become an unhandled rejection or crash the host.
  */
 
@@ -18,10 +21,14 @@ export interface WarmPoolOptions<T extends WarmPoolMember> {
 	readonly onError?: (error: unknown) => void
 	readonly initialBackoffMs?: number
 	readonly maxBackoffMs?: number
+	/** How long after a hand-out its replacement starts (default `WARM_POOL_REFILL_DELAY_MS`). */
+	readonly refillDelayMs?: number
 }
 
 export const WARM_POOL_INITIAL_BACKOFF_MS = 200
 export const WARM_POOL_MAX_BACKOFF_MS = 30_000
+/** Long enough for a handed-out sandbox's first few commands on a quiet host (a few ms each). */
+export const WARM_POOL_REFILL_DELAY_MS = 100
 
 export class WarmPool<T extends WarmPoolMember> {
 	readonly #options: WarmPoolOptions<T>
@@ -31,6 +38,7 @@ export class WarmPool<T extends WarmPoolMember> {
 	#starting = 0
 	#failures = 0
 	#closing: Promise<void> | undefined
+	#refill: NodeJS.Timeout | undefined
 
 	constructor(options: WarmPoolOptions<T>) {
 		this.#options = options
@@ -48,15 +56,30 @@ export class WarmPool<T extends WarmPoolMember> {
 		}
 	}
 
-	/** A live member, or undefined when none is ready. Triggers replenishing either way. */
+	/**
+	 * A live member, or undefined when none is ready. Replenishes either way: after
+	 * `refillDelayMs` when a member is handed out, at once when none was.
+	 */
 	take(): T | undefined {
 		let member = this.#ready.shift()
 		while (member?.hasExited()) {
 			this.#discard(member)
 			member = this.#ready.shift()
 		}
-		this.fill()
+		if (member === undefined) this.fill()
+		else this.#scheduleFill()
 		return member
+	}
+
+	#scheduleFill(): void {
+		if (this.#refill !== undefined || this.#stop.signal.aborted) return
+		const delayMs = this.#options.refillDelayMs ?? WARM_POOL_REFILL_DELAY_MS
+		this.#refill = setTimeout(() => {
+			this.#refill = undefined
+			this.fill()
+		}, delayMs)
+		// A pending refill alone never keeps the host process alive.
+		this.#refill.unref()
 	}
 
 	/** Stops replenishing, aborts members still starting and releases every ready one. Idempotent. */
@@ -67,6 +90,8 @@ export class WarmPool<T extends WarmPoolMember> {
 
 	async #close(): Promise<void> {
 		this.#stop.abort(new Error('warm pool closed'))
+		clearTimeout(this.#refill)
+		this.#refill = undefined
 		while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight])
 		const members = this.#ready.splice(0)
 		await Promise.allSettled(members.map((member) => this.#releaseQuietly(member)))
