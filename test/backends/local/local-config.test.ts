@@ -188,3 +188,22 @@ describe('canServeFromPool', () => {
 		).toBe(expected)
 	})
 })
+
+describe('backend.stateDir that does not exist', () => {
+	it('is refused by field with how to create it, and is not created', async () => {
+		const { existsSync } = await import('node:fs')
+		const { join } = await import('node:path')
+		const { createSandboxProvider } = await import('../../../src/index.js')
+		const missing = join(tmpdir(), `namzu-missing-state-${process.pid}`, 'state')
+		const provider = createSandboxProvider({ backend: { tier: 'process', stateDir: missing } })
+		try {
+			const refusal = await provider.listCheckpoints().catch((error: unknown) => error)
+			expect(refusal).toBeInstanceOf(SandboxConfigError)
+			expect(refusal).toMatchObject({ field: 'backend.stateDir', reason: 'invalid-config' })
+			expect((refusal as Error).message).toContain(`mkdir -m 0700 -p ${missing}`)
+			expect(existsSync(missing)).toBe(false)
+		} finally {
+			await provider.close()
+		}
+	})
+})

@@ -42,10 +42,14 @@ export async function resolveStateBase(stateDir: string): Promise<string> {
 	try {
 		return await realpath(stateDir)
 	} catch (error) {
-		throw new SandboxConfigError(
-			'backend.stateDir',
-			`${stateDir} is not usable (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
-		)
+		const code = (error as NodeJS.ErrnoException).code ?? 'error'
+		// Not created for the caller: a state directory holds sandboxes' roots and sockets, so where
+		// it lives (and who else can write its parent) is the caller's decision.
+		const fix =
+			code === 'ENOENT'
+				? `: create it (mkdir -m 0700 -p ${stateDir}) or name an existing directory`
+				: ''
+		throw new SandboxConfigError('backend.stateDir', `${stateDir} is not usable (${code})${fix}`)
 	}
 }
 
