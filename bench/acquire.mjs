@@ -145,9 +145,13 @@ const plumbingCommand = await hardenedCommandLine(stateDir, {
 })
 const baselineOnce = () => timed(() => spawnAndWait(baselineProgram, baselineArgs))
 
+// Its own state directory: a provider's hold on the copy-on-write volume (this build's) must not
+// serve the other build's creates.
+const beforeStateDir = beforeDist ? await mkdtemp(join(tmpdir(), 'namzu-bench-before-')) : undefined
+if (beforeStateDir) await chmod(beforeStateDir, 0o711)
 const before = beforeDist
 	? (await import(pathToFileURL(join(beforeDist, 'index.js')).href)).createSandboxProvider({
-			backend: { tier: 'process' },
+			backend: { tier: 'process', stateDir: beforeStateDir },
 		})
 	: undefined
 const cold = createSandboxProvider({ backend: { tier: 'process' } })
@@ -171,6 +175,7 @@ try {
 	await cold.close()
 	await before?.close()
 	await rm(stateDir, { recursive: true, force: true })
+	if (beforeStateDir) await rm(beforeStateDir, { recursive: true, force: true })
 }
 const baseline = summarize(samples.baseline)
 const coldStats = summarize(samples.cold)
