@@ -4,7 +4,8 @@
 //   the socket adopted, healthz, `restored`) until `exec('true')` has answered;
 // - cold create → first exec: `create()` of the same provider until `exec('true')` has answered;
 // - the memory checkpoint itself (the parent stopped, imaged, its workspace copied, and restored).
-// Usage: npm run build && node bench/runsc-memory-snapshots.mjs [--count 10]
+// Usage: npm run build && node bench/runsc-memory-snapshots.mjs [--count 10] [--runsc PATH]
+// (`--runsc`: another runsc binary, as `backend.runtimePath`; default the provider's, /usr/bin/runsc)
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,12 +13,14 @@ import { createContainerSandboxProvider } from '../dist/backends/container/index
 import { argInt, containerBenchImage, ms, printTable, ratio, summarize } from './lib.mjs'
 
 const count = argInt('count', 10)
+const runscIndex = process.argv.indexOf('--runsc')
+const runtimePath = runscIndex < 0 ? undefined : process.argv[runscIndex + 1]
 const image = containerBenchImage()
 
 const stateDir = await mkdtemp(join(tmpdir(), 'namzu-bench-runsc-memory-'))
 await chmod(stateDir, 0o711)
 const provider = createContainerSandboxProvider(
-	{ tier: 'container', runtime: 'runsc', image, stateDir },
+	{ tier: 'container', runtime: 'runsc', image, stateDir, ...(runtimePath ? { runtimePath } : {}) },
 	{ outputs: { source: { type: 'inImage' } } },
 )
 const load = () =>
@@ -70,9 +73,12 @@ try {
 const fork = summarize(samples.fork)
 const cold = summarize(samples.cold)
 const checkpointed = summarize(samples.checkpoint)
-printTable(`runsc memory snapshots (n=${count}, interleaved; load ${loadBefore} → ${load()})`, [
-	`memory fork: create({ from }) → first exec  p50 ${ms(fork.p50)} p95 ${ms(fork.p95)}`,
-	`cold create() → first exec                 p50 ${ms(cold.p50)} p95 ${ms(cold.p95)}`,
-	`ratio fork / cold p50 ${ratio(fork.p50, cold.p50)}`,
-	`checkpoint({ kind: 'memory' }) (parent stopped, imaged, workspace copied, restored)  p50 ${ms(checkpointed.p50)} p95 ${ms(checkpointed.p95)}`,
-])
+printTable(
+	`runsc memory snapshots (${runtimePath ?? 'the default runsc'}, n=${count}, interleaved; load ${loadBefore} → ${load()})`,
+	[
+		`memory fork: create({ from }) → first exec  p50 ${ms(fork.p50)} p95 ${ms(fork.p95)}`,
+		`cold create() → first exec                 p50 ${ms(cold.p50)} p95 ${ms(cold.p95)}`,
+		`ratio fork / cold p50 ${ratio(fork.p50, cold.p50)}`,
+		`checkpoint({ kind: 'memory' }) (parent stopped, imaged, workspace copied, restored)  p50 ${ms(checkpointed.p50)} p95 ${ms(checkpointed.p95)}`,
+	],
+)
