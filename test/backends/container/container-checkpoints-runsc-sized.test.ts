@@ -2,9 +2,10 @@
  * gVisor (real runsc) memory checkpoints on the state directory's copy-on-write volume: the
  * workspace's files are cloned, not copied (into the volume, or the sized workspace's image), and
  * `diskLimitMb` holds through a memory checkpoint, a fork and a rollback — a write past the limit
- * fails inside each, while the files and a running counter carry on (the positive controls).
+ * fails inside each, while the files and a running counter carry on (the positive controls). A
+ * memory checkpoint whose workspace files do not fit the volume grows it and takes them again.
  */
-import { existsSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -17,6 +18,7 @@ import {
 	volumeCheckpointDir,
 	volumeSandboxDir,
 } from '../../../src/backends/machine/snapshots/snapshot-layout.js'
+import { smallVolume } from '../local/volume-test-support.js'
 import {
 	COUNTER,
 	containerSkipReason,
@@ -138,6 +140,85 @@ describe.skipIf(skip !== undefined)(
 					}
 					await provider.deleteCheckpoint(checkpoint.id)
 					expect(existsSync(taken)).toBe(false)
+				} finally {
+					await parent.destroy()
+				}
+			},
+			CASE_MS,
+		)
+	},
+)
+
+/** A counter in the sandbox's memory (gVisor's own /tmp): only a memory restore carries it on. */
+const MEMORY_COUNTER = 'i=0; while :; do echo $i > /tmp/counter; i=$((i+1)); sleep 0.05; done'
+/** Fills the volume the workspace lives in: many small files, then a file until ENOSPC. */
+const FILL_VOLUME =
+	'for i in $(seq 1 300); do echo $i > small-$i; done; head -c 400000000 /dev/urandom > fill 2>/dev/null; sync; head -c 1048576 /dev/urandom > fill2 2>/dev/null; exit 0'
+const MIB = 1024 * 1024
+
+async function memoryCounter(sandbox: ContainerSandbox): Promise<number> {
+	const value = Number.parseInt((await sh(sandbox, 'cat /tmp/counter')).stdout, 10)
+	return Number.isSafeInteger(value) ? value : -1
+}
+
+async function memoryCounterPasses(sandbox: ContainerSandbox, after: number): Promise<void> {
+	const deadline = Date.now() + 60_000
+	while ((await memoryCounter(sandbox)) <= after) {
+		if (Date.now() > deadline) throw new Error(`the counter never passed ${after}`)
+		await new Promise((resolve) => setTimeout(resolve, 50))
+	}
+}
+
+describe.skipIf(skip !== undefined)(
+	`gVisor (runsc): a memory checkpoint that fills the volume${skip ? ` (skipped: ${skip})` : ''}`,
+	() => {
+		let provider: ContainerSandboxProvider
+		let stateDir = ''
+		let volume = ''
+		beforeAll(async () => {
+			stateDir = await makeStateDir('runsc-volume-growth')
+			// A small pre-made volume (the provider uses the image it finds) that the files fill.
+			volume = await smallVolume(stateDir, 320 * MIB)
+			provider = createContainerSandboxProvider(
+				{ tier: 'container', image: guestImage(), stateDir, runtime: 'runsc' },
+				LAYOUT,
+			)
+		})
+		afterAll(async () => {
+			await provider?.close()
+			expect(mountsMentioning(stateDir)).toEqual([])
+			expect(await removeStateDir(stateDir)).toEqual([])
+		})
+
+		it(
+			'the volume grows online and the capture is taken again; the sandbox and a fork carry on',
+			async () => {
+				const parent = await provider.create()
+				try {
+					await parent.startDetached({
+						sessionId: 'counter',
+						command: 'sh',
+						args: ['-c', MEMORY_COUNTER],
+					})
+					await memoryCounterPasses(parent, 3)
+					expect((await sh(parent, FILL_VOLUME)).exitCode).toBe(0)
+					const checkpoint = await parent.checkpoint({ kind: 'memory' })
+					expect(checkpoint).toMatchObject({ kind: 'memory' })
+					expect(statSync(volume).size).toBeGreaterThan(320 * MIB)
+					const taken = volumeCheckpointDir(stateDir, checkpoint.id)
+					expect(existsSync(join(taken, 'small-300'))).toBe(true)
+					// The sandbox went on from its image: the counter in its memory carries on.
+					await memoryCounterPasses(parent, await memoryCounter(parent))
+					const fork = await provider.create({ from: checkpoint })
+					try {
+						expect((await sh(fork, 'cat small-7')).stdout).toBe('7\n')
+						const first = await memoryCounter(fork)
+						expect(first).toBeGreaterThan(3)
+						await memoryCounterPasses(fork, first)
+					} finally {
+						await fork.destroy()
+					}
+					await provider.deleteCheckpoint(checkpoint.id)
 				} finally {
 					await parent.destroy()
 				}

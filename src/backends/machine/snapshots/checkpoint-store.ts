@@ -259,9 +259,7 @@ export function captureMemoryCheckpoint(request: MemoryCaptureRequest): Promise<
 		// taken again, as a filesystem capture's are.
 		const takeWorkspace = async (workspace: string) => {
 			const taking = { ...request, workspace, pause: STOPPED }
-			taken = await withVolumeGrowth(request.stateBase, () =>
-				captureWorkspace(taking, partial, id),
-			)
+			taken = await withVolumeGrowth(request.stateBase, () => captureWorkspace(taking, partial, id))
 		}
 		try {
 			await request.capture(partial, takeWorkspace)
