@@ -52,29 +52,40 @@ async function expectLimitHolds(sandbox: ContainerSandbox): Promise<void> {
 	expect((await sh(sandbox, PAST_LIMIT)).stderr).toMatch(/No space left on device/)
 }
 
+interface RunscCase {
+	provider: ContainerSandboxProvider
+	stateDir: string
+}
+
+/** A runsc provider on a fresh state directory (`prepare` runs first); closed and checked after. */
+function useRunscProvider(label: string, prepare?: (stateDir: string) => Promise<void>): RunscCase {
+	const made = { stateDir: '' } as RunscCase
+	beforeAll(async () => {
+		made.stateDir = await makeStateDir(label)
+		await prepare?.(made.stateDir)
+		made.provider = createContainerSandboxProvider(
+			{ tier: 'container', image: guestImage(), stateDir: made.stateDir, runtime: 'runsc' },
+			LAYOUT,
+		)
+	})
+	afterAll(async () => {
+		await made.provider?.close()
+		expect(mountsMentioning(made.stateDir)).toEqual([])
+		expect(await removeStateDir(made.stateDir)).toEqual([])
+	})
+	return made
+}
+
 describe.skipIf(skip !== undefined)(
 	`gVisor (runsc): memory checkpoints on the copy-on-write volume${skip ? ` (skipped: ${skip})` : ''}`,
 	() => {
-		let provider: ContainerSandboxProvider
-		let stateDir = ''
-		beforeAll(async () => {
-			stateDir = await makeStateDir('checkpoints-runsc-sized')
-			provider = createContainerSandboxProvider(
-				{ tier: 'container', image: guestImage(), stateDir, runtime: 'runsc' },
-				LAYOUT,
-			)
-		})
-		afterAll(async () => {
-			await provider?.close()
-			expect(mountsMentioning(stateDir)).toEqual([])
-			expect(await removeStateDir(stateDir)).toEqual([])
-		})
+		const made = useRunscProvider('checkpoints-runsc-sized')
 
 		it(
 			'diskLimitMb holds through a memory checkpoint, a fork of the same size and a rollback; files and a running counter carry on',
 			async () => {
-				expect((await checkpointCopyMode(stateDir)).mode).toBe('volume')
-				const parent = await provider.create({ diskLimitMb: LIMIT_MB })
+				expect((await checkpointCopyMode(made.stateDir)).mode).toBe('volume')
+				const parent = await made.provider.create({ diskLimitMb: LIMIT_MB })
 				const forks: ContainerSandbox[] = []
 				try {
 					const under = await sh(
@@ -88,13 +99,15 @@ describe.skipIf(skip !== undefined)(
 					const checkpoint = await parent.checkpoint({ kind: 'memory' })
 					expect(checkpoint).toMatchObject({ kind: 'memory' })
 					// The sized workspace's image was cloned into the volume, not its files copied.
-					const taken = join(volumeCheckpointDir(stateDir, checkpoint.id), 'workspace.img')
+					const taken = join(volumeCheckpointDir(made.stateDir, checkpoint.id), 'workspace.img')
 					expect(existsSync(taken)).toBe(true)
 					await sh(parent, 'echo v2 > plan.txt && rm data.bin')
 
-					const fork = await provider.create({ from: checkpoint, diskLimitMb: LIMIT_MB })
+					const fork = await made.provider.create({ from: checkpoint, diskLimitMb: LIMIT_MB })
 					forks.push(fork)
-					expect(existsSync(join(volumeSandboxDir(stateDir, fork.id), 'workspace.img'))).toBe(true)
+					expect(existsSync(join(volumeSandboxDir(made.stateDir, fork.id), 'workspace.img'))).toBe(
+						true,
+					)
 					// Positive controls: the checkpoint's files, and the counter restored, not restarted.
 					expect((await sh(fork, 'cat plan.txt')).stdout).toBe('v1\n')
 					expect((await sh(fork, 'ls')).stdout).toContain('data.bin')
@@ -110,7 +123,7 @@ describe.skipIf(skip !== undefined)(
 					expect((await sh(parent, 'ls')).stdout).toContain('data.bin')
 					await counterPasses(parent, await counterOf(parent))
 					await expectLimitHolds(parent)
-					await provider.deleteCheckpoint(checkpoint.id)
+					await made.provider.deleteCheckpoint(checkpoint.id)
 					expect(existsSync(taken)).toBe(false)
 				} finally {
 					await Promise.all(forks.map((fork) => fork.destroy()))
@@ -123,22 +136,22 @@ describe.skipIf(skip !== undefined)(
 		it(
 			"an unsized workspace's files are cloned into the volume by a memory checkpoint; a fork sees them",
 			async () => {
-				const parent = await provider.create()
+				const parent = await made.provider.create()
 				try {
 					await parent.writeFile('plan.txt', 'v1')
 					const checkpoint = await parent.checkpoint({ kind: 'memory' })
-					const taken = volumeCheckpointDir(stateDir, checkpoint.id)
+					const taken = volumeCheckpointDir(made.stateDir, checkpoint.id)
 					expect(existsSync(join(taken, 'plan.txt'))).toBe(true)
-					expect(existsSync(join(stateDir, 'namzu-checkpoints', checkpoint.id, 'content'))).toBe(
-						false,
-					)
-					const fork = await provider.create({ from: checkpoint })
+					expect(
+						existsSync(join(made.stateDir, 'namzu-checkpoints', checkpoint.id, 'content')),
+					).toBe(false)
+					const fork = await made.provider.create({ from: checkpoint })
 					try {
 						expect((await fork.exec('cat', ['plan.txt'])).stdout).toBe('v1')
 					} finally {
 						await fork.destroy()
 					}
-					await provider.deleteCheckpoint(checkpoint.id)
+					await made.provider.deleteCheckpoint(checkpoint.id)
 					expect(existsSync(taken)).toBe(false)
 				} finally {
 					await parent.destroy()
@@ -172,28 +185,15 @@ async function memoryCounterPasses(sandbox: ContainerSandbox, after: number): Pr
 describe.skipIf(skip !== undefined)(
 	`gVisor (runsc): a memory checkpoint that fills the volume${skip ? ` (skipped: ${skip})` : ''}`,
 	() => {
-		let provider: ContainerSandboxProvider
-		let stateDir = ''
-		let volume = ''
-		beforeAll(async () => {
-			stateDir = await makeStateDir('runsc-volume-growth')
-			// A small pre-made volume (the provider uses the image it finds) that the files fill.
-			volume = await smallVolume(stateDir, 320 * MIB)
-			provider = createContainerSandboxProvider(
-				{ tier: 'container', image: guestImage(), stateDir, runtime: 'runsc' },
-				LAYOUT,
-			)
-		})
-		afterAll(async () => {
-			await provider?.close()
-			expect(mountsMentioning(stateDir)).toEqual([])
-			expect(await removeStateDir(stateDir)).toEqual([])
+		// A small pre-made volume (the provider uses the image it finds) that the files fill.
+		const made = useRunscProvider('runsc-volume-growth', async (stateDir) => {
+			await smallVolume(stateDir, 320 * MIB)
 		})
 
 		it(
 			'the volume grows online and the capture is taken again; the sandbox and a fork carry on',
 			async () => {
-				const parent = await provider.create()
+				const parent = await made.provider.create()
 				try {
 					await parent.startDetached({
 						sessionId: 'counter',
@@ -204,12 +204,14 @@ describe.skipIf(skip !== undefined)(
 					expect((await sh(parent, FILL_VOLUME)).exitCode).toBe(0)
 					const checkpoint = await parent.checkpoint({ kind: 'memory' })
 					expect(checkpoint).toMatchObject({ kind: 'memory' })
-					expect(statSync(volume).size).toBeGreaterThan(320 * MIB)
-					const taken = volumeCheckpointDir(stateDir, checkpoint.id)
+					expect(statSync(join(made.stateDir, 'namzu-cow', 'volume.img')).size).toBeGreaterThan(
+						320 * MIB,
+					)
+					const taken = volumeCheckpointDir(made.stateDir, checkpoint.id)
 					expect(existsSync(join(taken, 'small-300'))).toBe(true)
 					// The sandbox went on from its image: the counter in its memory carries on.
 					await memoryCounterPasses(parent, await memoryCounter(parent))
-					const fork = await provider.create({ from: checkpoint })
+					const fork = await made.provider.create({ from: checkpoint })
 					try {
 						expect((await sh(fork, 'cat small-7')).stdout).toBe('7\n')
 						const first = await memoryCounter(fork)
@@ -218,7 +220,7 @@ describe.skipIf(skip !== undefined)(
 					} finally {
 						await fork.destroy()
 					}
-					await provider.deleteCheckpoint(checkpoint.id)
+					await made.provider.deleteCheckpoint(checkpoint.id)
 				} finally {
 					await parent.destroy()
 				}
