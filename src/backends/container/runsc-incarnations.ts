@@ -249,8 +249,15 @@ export class RunscIncarnations implements RunscMemoryControl {
 		// The stopped container is forgotten beside the restore, not before it: its delete waits
 		// for the host's init to reap the sandbox's process, while the restore needs none of it.
 		void this.#retire()
-		await takeWorkspace(this.#context.workspace)
-		await writeRunscRecord(dir, this.#context.owner)
+		try {
+			await takeWorkspace(this.#context.workspace)
+			await writeRunscRecord(dir, this.#context.owner)
+		} catch (error) {
+			// Its files not taken (no room, an abort): the sandbox still goes on from the image, which
+			// no abort stops, and only then the capture fails (the store removes the image with it).
+			await this.launch(runscImageDir(dir))
+			throw error
+		}
 		// The sandbox goes on from the image it just wrote: its processes continue.
 		await this.launch(runscImageDir(dir), signal)
 	}

@@ -30,7 +30,7 @@ import {
 import { type Sandbox, type SandboxCheckpoint, SandboxConfigError } from '../../../src/index.js'
 import { expectReplacedReleased, loopNumbersOf } from '../../helpers/replaced-filesystem.js'
 import { freshStateDir, mountsUnder } from './local-test-support.js'
-import { loopsUnder, sharing, volumeSkipReason } from './volume-test-support.js'
+import { loopsUnder, sharing, smallVolume, volumeSkipReason } from './volume-test-support.js'
 
 const MIB = 1024 * 1024
 
@@ -415,18 +415,6 @@ describe.skipIf(skip !== undefined)(
 		)
 	},
 )
-
-/** A small pre-made volume (the provider uses an image it finds), so growth is seen. */
-async function smallVolume(stateDir: string, bytes: number): Promise<string> {
-	const dir = join(stateDir, 'namzu-cow')
-	await mkdir(dir, { mode: 0o700 })
-	const image = join(dir, 'volume.img')
-	const file = await open(image, 'wx', 0o600)
-	await file.truncate(bytes)
-	await file.close()
-	execFileSync('/usr/sbin/mkfs.xfs', ['-q', '-m', 'reflink=1', image])
-	return image
-}
 
 /** Runs `work` on a fresh state directory, reaped and removed afterwards. */
 async function inFreshStateDir(work: (dir: string) => Promise<void>): Promise<void> {

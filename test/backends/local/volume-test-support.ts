@@ -4,6 +4,8 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
+import { mkdir, open } from 'node:fs/promises'
+import { join } from 'node:path'
 import { bwrapSkipReason } from './bwrap-available.js'
 
 const FIEMAP_SHARED = 0x2000
@@ -61,4 +63,16 @@ function extents(file: string): { bytes: number; flags: number }[] {
 				flags: Number.parseInt(fields.at(-1) ?? '0', 16),
 			}
 		})
+}
+
+/** A small pre-made volume in `stateDir` (a provider uses an image it finds), so growth is seen. */
+export async function smallVolume(stateDir: string, bytes: number): Promise<string> {
+	const dir = join(stateDir, 'namzu-cow')
+	await mkdir(dir, { mode: 0o700 })
+	const image = join(dir, 'volume.img')
+	const file = await open(image, 'wx', 0o600)
+	await file.truncate(bytes)
+	await file.close()
+	execFileSync('/usr/sbin/mkfs.xfs', ['-q', '-m', 'reflink=1', image])
+	return image
 }

@@ -166,17 +166,26 @@ async function copyPaused(
  * any other is copied into the store. A volume too full for the capture is grown once and the
  * capture tried again before it is refused.
  */
-export async function captureCheckpoint(request: CaptureRequest): Promise<SandboxCheckpoint> {
+export function captureCheckpoint(request: CaptureRequest): Promise<SandboxCheckpoint> {
+	return withVolumeGrowth(request.stateBase, () => captureOnce(request))
+}
+
+/**
+ * Runs `attempt`; when it ran out of room in the copy-on-write volume, the volume is grown once
+ * (`ensureVolumeRoom`: by `volumeGrowthTarget`'s step, bounded by what the host has free and
+ * `MAX_VOLUME_BYTES`) and `attempt` runs again. A failed attempt leaves nothing in the volume.
+ */
+async function withVolumeGrowth<T>(stateBase: string, attempt: () => Promise<T>): Promise<T> {
 	try {
-		return await captureOnce(request)
+		return await attempt()
 	} catch (error) {
 		if (!(error instanceof CheckpointSpaceExhaustedError)) throw error
 		const grown =
-			(await volumeMounted(request.stateBase)) &&
-			error.location.startsWith(volumeMountPath(request.stateBase)) &&
-			(await ensureVolumeRoom(request.stateBase, CAPTURE_ROOM_BYTES).catch(() => false))
+			(await volumeMounted(stateBase)) &&
+			error.location.startsWith(volumeMountPath(stateBase)) &&
+			(await ensureVolumeRoom(stateBase, CAPTURE_ROOM_BYTES).catch(() => false))
 		if (!grown) throw error
-		return captureOnce(request)
+		return attempt()
 	}
 }
 
@@ -246,8 +255,11 @@ export function captureMemoryCheckpoint(request: MemoryCaptureRequest): Promise<
 	return captureInto(request, 'memory', async (partial, id) => {
 		request.signal?.throwIfAborted()
 		let taken: string | undefined
+		// The sandbox is stopped meanwhile, so a volume too full for its files is grown and they are
+		// taken again, as a filesystem capture's are.
 		const takeWorkspace = async (workspace: string) => {
-			taken = await captureWorkspace({ ...request, workspace, pause: STOPPED }, partial, id)
+			const taking = { ...request, workspace, pause: STOPPED }
+			taken = await withVolumeGrowth(request.stateBase, () => captureWorkspace(taking, partial, id))
 		}
 		try {
 			await request.capture(partial, takeWorkspace)
