@@ -200,7 +200,7 @@ describe('backend.stateDir that does not exist', () => {
 			const refusal = await provider.listCheckpoints().catch((error: unknown) => error)
 			expect(refusal).toBeInstanceOf(SandboxConfigError)
 			expect(refusal).toMatchObject({ field: 'backend.stateDir', reason: 'invalid-config' })
-			expect((refusal as Error).message).toContain(`mkdir -m 0700 -p ${missing}`)
+			expect((refusal as Error).message).toContain(`mkdir -m 0711 -p ${missing}`)
 			expect(existsSync(missing)).toBe(false)
 		} finally {
 			await provider.close()

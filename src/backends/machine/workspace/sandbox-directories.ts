@@ -47,7 +47,7 @@ export async function resolveStateBase(stateDir: string): Promise<string> {
 		// it lives (and who else can write its parent) is the caller's decision.
 		const fix =
 			code === 'ENOENT'
-				? `: create it (mkdir -m 0700 -p ${stateDir}) or name an existing directory`
+				? `: create it (mkdir -m 0711 -p ${stateDir}) or name an existing directory`
 				: ''
 		throw new SandboxConfigError('backend.stateDir', `${stateDir} is not usable (${code})${fix}`)
 	}
