@@ -3,9 +3,13 @@
  * workspace's files are cloned, not copied (into the volume, or the sized workspace's image), and
  * `diskLimitMb` holds through a memory checkpoint, a fork and a rollback — a write past the limit
  * fails inside each, while the files and a running counter carry on (the positive controls). A
- * memory checkpoint whose workspace files do not fit the volume grows it and takes them again.
+ * memory checkpoint whose workspace files do not fit the volume grows it and takes them again;
+ * where the host has no room to grow it, the checkpoint is refused by name, nothing of it is left,
+ * and the sandbox carries on from its image.
  */
+import { execFileSync } from 'node:child_process'
 import { existsSync, statSync } from 'node:fs'
+import { readdir, statfs } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -13,12 +17,13 @@ import {
 	type ContainerSandboxProvider,
 	createContainerSandboxProvider,
 } from '../../../src/backends/container/index.js'
+import { CheckpointSpaceExhaustedError } from '../../../src/backends/machine/cgroups/limit-errors.js'
 import { checkpointCopyMode } from '../../../src/backends/machine/snapshots/cow-volume.js'
 import {
 	volumeCheckpointDir,
 	volumeSandboxDir,
 } from '../../../src/backends/machine/snapshots/snapshot-layout.js'
-import { smallVolume } from '../local/volume-test-support.js'
+import { smallHostFilesystem, smallVolume } from '../local/volume-test-support.js'
 import {
 	COUNTER,
 	containerSkipReason,
@@ -223,6 +228,58 @@ describe.skipIf(skip !== undefined)(
 					await made.provider.deleteCheckpoint(checkpoint.id)
 				} finally {
 					await parent.destroy()
+				}
+			},
+			CASE_MS,
+		)
+	},
+)
+
+describe.skipIf(skip !== undefined)(
+	`gVisor (runsc): a memory checkpoint the host cannot grow the volume for${skip ? ` (skipped: ${skip})` : ''}`,
+	() => {
+		it(
+			'is CheckpointSpaceExhaustedError with no checkpoint left, and the sandbox carries on',
+			async () => {
+				// The state directory on a small host filesystem of its own, so it can be filled.
+				const host = await smallHostFilesystem(1600 * MIB)
+				const { stateDir } = host
+				const provider = createContainerSandboxProvider(
+					{ tier: 'container', image: guestImage(), stateDir, runtime: 'runsc' },
+					LAYOUT,
+				)
+				try {
+					const volume = await smallVolume(stateDir, 320 * MIB)
+					const sandbox = await provider.create()
+					const session = { sessionId: 'counter', command: 'sh', args: ['-c', MEMORY_COUNTER] }
+					await sandbox.startDetached(session)
+					// The host keeps what the sparse volume may still allocate and 60 MiB more: no room
+					// for a growth (at least 256 MiB, leaving the host a tenth of what it has free).
+					const made = statSync(volume)
+					const info = await statfs(stateDir)
+					const keep = made.size - made.blocks * 512 + 60 * MIB
+					execFileSync('fallocate', [
+						'-l',
+						String(info.bavail * info.bsize - keep),
+						join(stateDir, 'filler'),
+					])
+					expect((await sh(sandbox, FILL_VOLUME)).exitCode).toBe(0)
+					const refused = await sandbox.checkpoint({ kind: 'memory' }).then(
+						() => undefined,
+						(error: unknown) => error,
+					)
+					expect(refused).toBeInstanceOf(CheckpointSpaceExhaustedError)
+					expect(refused).toMatchObject({ operation: 'checkpoint' })
+					expect(await provider.listCheckpoints()).toEqual([])
+					expect(await readdir(join(stateDir, 'namzu-checkpoints'))).toEqual([])
+					expect(await readdir(join(stateDir, 'namzu-cow', 'mnt', 'checkpoints'))).toEqual([])
+					// Positive control: the sandbox went on from its image, its counter still counting.
+					await memoryCounterPasses(sandbox, await memoryCounter(sandbox))
+					expect((await sh(sandbox, 'cat small-7')).stdout).toBe('7\n')
+					await sandbox.destroy()
+				} finally {
+					await provider.close()
+					await host.remove()
 				}
 			},
 			CASE_MS,

@@ -8,10 +8,9 @@
  * attached afterwards. The volume grows online when it must, and is refused by name when the host
  * cannot give it room. A rollback releases the filesystem it replaced before it resolves.
  */
-import { execFileSync, spawnSync } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { existsSync, statSync } from 'node:fs'
-import { chmod, mkdir, mkdtemp, open, readdir, rm, statfs } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { mkdir, readdir, statfs } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLocalSandboxProvider } from '../../../src/backends/local/index.js'
@@ -30,7 +29,14 @@ import {
 import { type Sandbox, type SandboxCheckpoint, SandboxConfigError } from '../../../src/index.js'
 import { expectReplacedReleased, loopNumbersOf } from '../../helpers/replaced-filesystem.js'
 import { freshStateDir, mountsUnder } from './local-test-support.js'
-import { loopsUnder, sharing, smallVolume, volumeSkipReason } from './volume-test-support.js'
+import {
+	loopsUnder,
+	type SmallHost,
+	sharing,
+	smallHostFilesystem,
+	smallVolume,
+	volumeSkipReason,
+} from './volume-test-support.js'
 
 const MIB = 1024 * 1024
 
@@ -486,25 +492,15 @@ describe.skipIf(skip !== undefined)(
 describe.skipIf(skip !== undefined)(
 	`a volume the host cannot grow${skip ? ` (skipped: ${skip})` : ''}`,
 	() => {
-		let host: string
+		let host: SmallHost
 		let stateDir: string
 		beforeAll(async () => {
-			// The state directory on a small host filesystem of its own, so it can be filled.
-			host = await mkdtemp(join(tmpdir(), 'namzu-small-host-'))
-			await chmod(host, 0o711)
-			const backing = join(host, 'host.img')
-			const file = await open(backing, 'wx', 0o600)
-			await file.truncate(1600 * MIB)
-			await file.close()
-			execFileSync('/usr/sbin/mkfs.ext4', ['-q', '-F', '-O', '^has_journal', backing])
-			stateDir = join(host, 'mnt')
-			await mkdir(stateDir)
-			execFileSync('mount', ['-o', 'loop', backing, stateDir])
+			host = await smallHostFilesystem(1600 * MIB)
+			stateDir = host.stateDir
 		})
 		afterAll(async () => {
 			await collectLocalGarbage({ stateDir }).catch(() => undefined)
-			spawnSync('umount', [stateDir])
-			await rm(host, { recursive: true, force: true })
+			await host.remove()
 		})
 
 		it('a checkpoint that does not fit and cannot grow is CheckpointSpaceExhaustedError, with no partial checkpoint left', async () => {

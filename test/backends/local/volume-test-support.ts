@@ -4,7 +4,8 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdir, open } from 'node:fs/promises'
+import { chmod, mkdir, mkdtemp, open, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { bwrapSkipReason } from './bwrap-available.js'
 
@@ -75,4 +76,33 @@ export async function smallVolume(stateDir: string, bytes: number): Promise<stri
 	await file.close()
 	execFileSync('/usr/sbin/mkfs.xfs', ['-q', '-m', 'reflink=1', image])
 	return image
+}
+
+export interface SmallHost {
+	/** A state directory on the small filesystem (its mount point). */
+	readonly stateDir: string
+	/** Unmounts it and removes its backing file. */
+	readonly remove: () => Promise<void>
+}
+
+/** A small ext4 of its own, loop-mounted, so a state directory on it can be filled. */
+export async function smallHostFilesystem(bytes: number): Promise<SmallHost> {
+	const host = await mkdtemp(join(tmpdir(), 'namzu-small-host-'))
+	await chmod(host, 0o711)
+	const backing = join(host, 'host.img')
+	const file = await open(backing, 'wx', 0o600)
+	await file.truncate(bytes)
+	await file.close()
+	execFileSync('/usr/sbin/mkfs.ext4', ['-q', '-F', '-O', '^has_journal', backing])
+	const stateDir = join(host, 'mnt')
+	await mkdir(stateDir)
+	execFileSync('mount', ['-o', 'loop', backing, stateDir])
+	await chmod(stateDir, 0o711)
+	return {
+		stateDir,
+		remove: async () => {
+			spawnSync('umount', [stateDir])
+			await rm(host, { recursive: true, force: true })
+		},
+	}
 }
