@@ -68,6 +68,33 @@ export async function moveSocket(from: string, to: string): Promise<'moved' | 'o
 	return 'moved'
 }
 
+/** One `healthz` attempt on an adopted socket before a newer one in the agent's directory is looked for. */
+const HEALTHZ_ATTEMPT_MS = 2_000
+
+/**
+ * `healthz` on the adopted socket, in short attempts; between them a newer socket at `from`
+ * replaces it. gVisor has failed an agent's bind (EACCES) after making its file, on a cold start
+ * and right after a restore: the host adopted a socket nothing listens on, while the agent's retry
+ * bound a new one in its directory.
+ */
+export async function healthzOrNewerSocket(
+	healthz: (signal: AbortSignal) => Promise<unknown>,
+	from: string,
+	to: string,
+	readySignal: AbortSignal,
+): Promise<void> {
+	for (;;) {
+		const attempt = AbortSignal.any([readySignal, AbortSignal.timeout(HEALTHZ_ATTEMPT_MS)])
+		try {
+			await healthz(attempt)
+			return
+		} catch (error) {
+			if (readySignal.aborted) throw error
+			await moveSocket(from, to)
+		}
+	}
+}
+
 /** What the ready wait reads of a launched agent, for a container (no runtime process is kept). */
 export function asLaunched(created: CreatedContainer, pid: number): LaunchedAgentProcess {
 	const exited = created.gone.then(() => ({ code: null, signal: null }))

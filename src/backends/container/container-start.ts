@@ -39,7 +39,7 @@ import {
 	prepareEphemeralWorkspace,
 } from '../machine/workspace/volume-workspace.js'
 import { type AgentFiles, prepareAgentFiles } from './container-agent-files.js'
-import { adoptAgentSocket, asLaunched } from './container-agent-socket.js'
+import { adoptAgentSocket, asLaunched, healthzOrNewerSocket } from './container-agent-socket.js'
 import { writeContainerBundle } from './container-bundle.js'
 import {
 	type ContainerClaims,
@@ -470,10 +470,20 @@ class ContainerStart {
 				{ sandboxId: id, timeoutMs: backend.readyTimeoutMs, ...this.#signalOption },
 			)
 		}
+		const healthz = (signal: AbortSignal) => transport.healthz(signal)
 		await waitForAgentReady({
 			sandboxId: id,
 			agent: asLaunched(created, pid),
-			ready: (readySignal) => transport.healthz(readySignal),
+			ready:
+				socketDir === undefined
+					? healthz
+					: (readySignal) =>
+							healthzOrNewerSocket(
+								healthz,
+								join(socketDir, 'agent.sock'),
+								dirs.socketPath,
+								readySignal,
+							),
 			timeoutMs: backend.readyTimeoutMs,
 			...this.#signalOption,
 		})

@@ -22,7 +22,7 @@ import type { AgentTransport } from '../../host/transport/agent-transport.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import type { CgroupOwner } from '../machine/cgroups/workload-cgroups.js'
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
-import { adoptAgentSocket, asLaunched, moveSocket } from './container-agent-socket.js'
+import { adoptAgentSocket, asLaunched, healthzOrNewerSocket } from './container-agent-socket.js'
 import { ContainerRuntimeCommandError } from './container-errors.js'
 import {
 	type CreatedContainer,
@@ -44,8 +44,6 @@ import { checkpointArgv, type RuntimeInvocation, restoreArgv, signalArgv } from 
  */
 const RELISTEN_BOUND_MS = 60_000
 const AGENT_SOCKET = 'agent.sock'
-/** One `healthz` try on a restored agent's socket before looking for a newer one. */
-const HEALTHZ_ATTEMPT_MS = 2_000
 
 /** What one sandbox's containers share. */
 export interface IncarnationContext {
@@ -163,30 +161,16 @@ export class RunscIncarnations implements RunscMemoryControl {
 		await waitForAgentReady({
 			sandboxId,
 			agent: asLaunched(created, pid),
-			ready: (readySignal) => this.#healthzOrNewerSocket(readySignal),
+			ready: (readySignal) =>
+				healthzOrNewerSocket(
+					(signal) => this.#transport.healthz(signal),
+					join(this.#context.socketDir, AGENT_SOCKET),
+					this.#context.socketPath,
+					readySignal,
+				),
 			timeoutMs: this.#context.readyTimeoutMs,
 			...signalOption,
 		})
-	}
-
-	/**
-	 * `healthz` on the adopted socket, in short attempts; between them a newer socket in the
-	 * agent's directory replaces it. Right after a restore gVisor has failed a bind (EACCES) after
-	 * making its file: the host adopted a socket nothing listens on, while the agent's retry bound
-	 * a new one beside it.
-	 */
-	async #healthzOrNewerSocket(readySignal: AbortSignal): Promise<void> {
-		const { socketDir, socketPath } = this.#context
-		for (;;) {
-			const attempt = AbortSignal.any([readySignal, AbortSignal.timeout(HEALTHZ_ATTEMPT_MS)])
-			try {
-				await this.#transport.healthz(attempt)
-				return
-			} catch (error) {
-				if (readySignal.aborted) throw error
-				await moveSocket(join(socketDir, AGENT_SOCKET), socketPath)
-			}
-		}
 	}
 
 	/** SIGUSR2 to the container's init (tini passes it on), then the new socket adopted. */
