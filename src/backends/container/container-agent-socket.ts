@@ -4,11 +4,15 @@
  * created container the ready wait reads as a launched agent.
  */
 import { lstat, rename } from 'node:fs/promises'
+import { join } from 'node:path'
 import { pollUntil } from '../../common/poll-until.js'
 import type { LaunchedAgentProcess } from '../machine/launch/agent-launcher.js'
 import { LocalSandboxStartError } from '../machine/machine-errors.js'
 import type { CreatedContainer } from './container-process.js'
 import { CONTAINER_SOCKET_PATH } from './oci-config.js'
+
+/** The socket's name in the agent's own directory, where the agent binds it (gVisor, Docker). */
+export const AGENT_SOCKET_NAME = 'agent.sock'
 
 /** The agent's own environment, listening on `CONTAINER_SOCKET_PATH` and inheriting nothing. */
 export function listeningOnPath(env: Readonly<Record<string, string>>): Record<string, string> {
@@ -93,6 +97,21 @@ export async function healthzOrNewerSocket(
 			await moveSocket(from, to)
 		}
 	}
+}
+
+/**
+ * The ready wait's check of a container's agent: `healthz`, and where the agent binds a path of
+ * its own (gVisor, `socketDir`), a newer socket adopted between attempts.
+ */
+export function agentReadyCheck(
+	transport: { healthz(signal: AbortSignal): Promise<unknown> },
+	socketDir: string | undefined,
+	socketPath: string,
+): (readySignal: AbortSignal) => Promise<unknown> {
+	const healthz = (signal: AbortSignal) => transport.healthz(signal)
+	if (socketDir === undefined) return healthz
+	return (readySignal) =>
+		healthzOrNewerSocket(healthz, join(socketDir, AGENT_SOCKET_NAME), socketPath, readySignal)
 }
 
 /** What the ready wait reads of a launched agent, for a container (no runtime process is kept). */

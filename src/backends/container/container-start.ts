@@ -39,7 +39,12 @@ import {
 	prepareEphemeralWorkspace,
 } from '../machine/workspace/volume-workspace.js'
 import { type AgentFiles, prepareAgentFiles } from './container-agent-files.js'
-import { adoptAgentSocket, asLaunched, healthzOrNewerSocket } from './container-agent-socket.js'
+import {
+	AGENT_SOCKET_NAME,
+	adoptAgentSocket,
+	agentReadyCheck,
+	asLaunched,
+} from './container-agent-socket.js'
 import { writeContainerBundle } from './container-bundle.js'
 import {
 	type ContainerClaims,
@@ -464,26 +469,16 @@ class ContainerStart {
 		)
 		if (socketDir !== undefined) {
 			await adoptAgentSocket(
-				join(socketDir, 'agent.sock'),
+				join(socketDir, AGENT_SOCKET_NAME),
 				dirs.socketPath,
 				{ gone: () => created.isGone(), outputTail: () => created.outputTail() },
 				{ sandboxId: id, timeoutMs: backend.readyTimeoutMs, ...this.#signalOption },
 			)
 		}
-		const healthz = (signal: AbortSignal) => transport.healthz(signal)
 		await waitForAgentReady({
 			sandboxId: id,
 			agent: asLaunched(created, pid),
-			ready:
-				socketDir === undefined
-					? healthz
-					: (readySignal) =>
-							healthzOrNewerSocket(
-								healthz,
-								join(socketDir, 'agent.sock'),
-								dirs.socketPath,
-								readySignal,
-							),
+			ready: agentReadyCheck(transport, socketDir, dirs.socketPath),
 			timeoutMs: backend.readyTimeoutMs,
 			...this.#signalOption,
 		})

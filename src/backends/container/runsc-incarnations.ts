@@ -22,7 +22,12 @@ import type { AgentTransport } from '../../host/transport/agent-transport.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import type { CgroupOwner } from '../machine/cgroups/workload-cgroups.js'
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
-import { adoptAgentSocket, asLaunched, healthzOrNewerSocket } from './container-agent-socket.js'
+import {
+	AGENT_SOCKET_NAME,
+	adoptAgentSocket,
+	agentReadyCheck,
+	asLaunched,
+} from './container-agent-socket.js'
 import { ContainerRuntimeCommandError } from './container-errors.js'
 import {
 	type CreatedContainer,
@@ -43,7 +48,6 @@ import { checkpointArgv, type RuntimeInvocation, restoreArgv, signalArgv } from 
  * the release and the restore leaves no agent unreachable for longer.
  */
 const RELISTEN_BOUND_MS = 60_000
-const AGENT_SOCKET = 'agent.sock'
 
 /** What one sandbox's containers share. */
 export interface IncarnationContext {
@@ -161,13 +165,7 @@ export class RunscIncarnations implements RunscMemoryControl {
 		await waitForAgentReady({
 			sandboxId,
 			agent: asLaunched(created, pid),
-			ready: (readySignal) =>
-				healthzOrNewerSocket(
-					(signal) => this.#transport.healthz(signal),
-					join(this.#context.socketDir, AGENT_SOCKET),
-					this.#context.socketPath,
-					readySignal,
-				),
+			ready: agentReadyCheck(this.#transport, this.#context.socketDir, this.#context.socketPath),
 			timeoutMs: this.#context.readyTimeoutMs,
 			...signalOption,
 		})
@@ -179,7 +177,7 @@ export class RunscIncarnations implements RunscMemoryControl {
 		const id = this.#containerId
 		await runRuntimeCommand('runsc', 'kill', signalArgv(invocation, id, 'USR2'), signal)
 		await adoptAgentSocket(
-			join(socketDir, AGENT_SOCKET),
+			join(socketDir, AGENT_SOCKET_NAME),
 			socketPath,
 			{ gone: () => created.isGone(), outputTail: () => created.outputTail() },
 			{ sandboxId, timeoutMs: readyTimeoutMs, ...(signal ? { signal } : {}) },
@@ -293,7 +291,7 @@ export class RunscIncarnations implements RunscMemoryControl {
 		const pid = Number(
 			(await readFile(join(this.#context.stateRoot, 'container.pid'), 'utf8')).trim(),
 		)
-		const bound = join(this.#context.socketDir, AGENT_SOCKET)
+		const bound = join(this.#context.socketDir, AGENT_SOCKET_NAME)
 		const closed = await pollUntil(async () => {
 			if (current.isGone()) return true
 			const table = await readFile(`/proc/${pid}/net/unix`, 'utf8').catch(() => '')
