@@ -24,6 +24,10 @@ export interface StartAgentOptions {
 	readonly mode?: 'unix' | 'tcp'
 	/** Descriptors handed to the agent at 3, 4, … (e.g. one it was not told about). */
 	readonly extraStdio?: readonly ('ignore' | number)[]
+	/** Run in the agent's directory before it starts (e.g. to occupy its socket path). */
+	readonly beforeStart?: (dir: string) => Promise<void>
+	/** Called once the agent is spawned, before it listens, with its stderr so far. */
+	readonly onStarting?: (stderr: () => string) => void
 }
 
 /**
@@ -43,6 +47,7 @@ export async function startAgent(options: StartAgentOptions = {}): Promise<Start
 		...(socketPath ? { NAMZU_AGENT_UNIX_PATH: socketPath } : { NAMZU_AGENT_TCP_PORT: '0' }),
 		...options.env,
 	}
+	await options.beforeStart?.(dir)
 	const child = spawn(process.execPath, [agentBundlePath()], {
 		env,
 		stdio: ['ignore', 'pipe', 'pipe', ...(options.extraStdio ?? [])],
@@ -52,6 +57,7 @@ export async function startAgent(options: StartAgentOptions = {}): Promise<Start
 	child.stderr?.on('data', (chunk: Buffer) => {
 		stderr += chunk.toString()
 	})
+	options.onStarting?.(() => stderr)
 	// An agent that refuses to start (a test of that) leaves nothing behind either.
 	const port = await new Promise<number | undefined>((resolve, reject) => {
 		const onExit = (code: number | null) =>

@@ -13,9 +13,9 @@ import { type Listener, startListening } from './listen.js'
 export const RELISTEN_SIGNAL = 'SIGUSR2'
 
 /**
- * A failed bind is tried again this often, this many times. Right after a gVisor restore the bind
- * through `--host-uds` has failed once in about ten forks (EACCES) and not again; one failure
- * must not leave the agent unreachable until the host gives up on it.
+ * A failed bind is tried again this often, this many times. Through gVisor's `--host-uds` a bind
+ * has failed once (EACCES) and not again, right after a restore and on a cold start alike; one
+ * failure must not leave the agent unreachable (or end it) before the host gives up on it.
  */
 const RELISTEN_RETRY_MS = 200
 const RELISTEN_RETRIES = 25
@@ -60,6 +60,20 @@ export class AgentChannel {
 		this.#server = listener.server
 		listener.server.on('error', (error) => this.#log(`listener: ${error.message}`))
 		return listener
+	}
+
+	/** The first bind; on a unix path a failure is tried again as a relisten's is. */
+	async listenFirst(): Promise<Listener> {
+		for (let failures = 1; ; failures++) {
+			try {
+				return await this.listen()
+			} catch (error) {
+				if (this.#mode.kind !== 'unix' || failures > RELISTEN_RETRIES) throw error
+				const message = error instanceof Error ? error.message : String(error)
+				this.#log(`listen failed (${failures}): ${message}; trying again`)
+				await new Promise((resolve) => setTimeout(resolve, RELISTEN_RETRY_MS))
+			}
+		}
 	}
 
 	/**

@@ -130,7 +130,7 @@ async function main(): Promise<void> {
 		},
 		logLine,
 	)
-	const listener = await channel.listen()
+	const listener = await channel.listenFirst()
 	process.stdout.write(`${listeningLine(listener.bound)}\n`)
 	// After the listener: the first command's groups are joined while the host connects.
 	startedAhead?.fill()

@@ -4,11 +4,15 @@
  * created container the ready wait reads as a launched agent.
  */
 import { lstat, rename } from 'node:fs/promises'
+import { join } from 'node:path'
 import { pollUntil } from '../../common/poll-until.js'
 import type { LaunchedAgentProcess } from '../machine/launch/agent-launcher.js'
 import { LocalSandboxStartError } from '../machine/machine-errors.js'
 import type { CreatedContainer } from './container-process.js'
 import { CONTAINER_SOCKET_PATH } from './oci-config.js'
+
+/** The socket's name in the agent's own directory, where the agent binds it (gVisor, Docker). */
+export const AGENT_SOCKET_NAME = 'agent.sock'
 
 /** The agent's own environment, listening on `CONTAINER_SOCKET_PATH` and inheriting nothing. */
 export function listeningOnPath(env: Readonly<Record<string, string>>): Record<string, string> {
@@ -66,6 +70,48 @@ export async function moveSocket(from: string, to: string): Promise<'moved' | 'o
 	if (!info.isSocket()) return 'other'
 	await rename(from, to)
 	return 'moved'
+}
+
+/** One `healthz` attempt on an adopted socket before a newer one in the agent's directory is looked for. */
+const HEALTHZ_ATTEMPT_MS = 2_000
+
+/**
+ * `healthz` on the adopted socket, in short attempts; between them a newer socket at `from`
+ * replaces it. gVisor has failed an agent's bind (EACCES) after making its file, on a cold start
+ * and right after a restore: the host adopted a socket nothing listens on, while the agent's retry
+ * bound a new one in its directory.
+ */
+export async function healthzOrNewerSocket(
+	healthz: (signal: AbortSignal) => Promise<unknown>,
+	from: string,
+	to: string,
+	readySignal: AbortSignal,
+): Promise<void> {
+	for (;;) {
+		const attempt = AbortSignal.any([readySignal, AbortSignal.timeout(HEALTHZ_ATTEMPT_MS)])
+		try {
+			await healthz(attempt)
+			return
+		} catch (error) {
+			if (readySignal.aborted) throw error
+			await moveSocket(from, to)
+		}
+	}
+}
+
+/**
+ * The ready wait's check of a container's agent: `healthz`, and where the agent binds a path of
+ * its own (gVisor, `socketDir`), a newer socket adopted between attempts.
+ */
+export function agentReadyCheck(
+	transport: { healthz(signal: AbortSignal): Promise<unknown> },
+	socketDir: string | undefined,
+	socketPath: string,
+): (readySignal: AbortSignal) => Promise<unknown> {
+	const healthz = (signal: AbortSignal) => transport.healthz(signal)
+	if (socketDir === undefined) return healthz
+	return (readySignal) =>
+		healthzOrNewerSocket(healthz, join(socketDir, AGENT_SOCKET_NAME), socketPath, readySignal)
 }
 
 /** What the ready wait reads of a launched agent, for a container (no runtime process is kept). */

@@ -39,7 +39,12 @@ import {
 	prepareEphemeralWorkspace,
 } from '../machine/workspace/volume-workspace.js'
 import { type AgentFiles, prepareAgentFiles } from './container-agent-files.js'
-import { adoptAgentSocket, asLaunched } from './container-agent-socket.js'
+import {
+	AGENT_SOCKET_NAME,
+	adoptAgentSocket,
+	agentReadyCheck,
+	asLaunched,
+} from './container-agent-socket.js'
 import { writeContainerBundle } from './container-bundle.js'
 import {
 	type ContainerClaims,
@@ -464,7 +469,7 @@ class ContainerStart {
 		)
 		if (socketDir !== undefined) {
 			await adoptAgentSocket(
-				join(socketDir, 'agent.sock'),
+				join(socketDir, AGENT_SOCKET_NAME),
 				dirs.socketPath,
 				{ gone: () => created.isGone(), outputTail: () => created.outputTail() },
 				{ sandboxId: id, timeoutMs: backend.readyTimeoutMs, ...this.#signalOption },
@@ -473,7 +478,7 @@ class ContainerStart {
 		await waitForAgentReady({
 			sandboxId: id,
 			agent: asLaunched(created, pid),
-			ready: (readySignal) => transport.healthz(readySignal),
+			ready: agentReadyCheck(transport, socketDir, dirs.socketPath),
 			timeoutMs: backend.readyTimeoutMs,
 			...this.#signalOption,
 		})

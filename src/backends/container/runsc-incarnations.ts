@@ -22,7 +22,12 @@ import type { AgentTransport } from '../../host/transport/agent-transport.js'
 import { withCgroupJoin } from '../machine/cgroups/cgroup-join.js'
 import type { CgroupOwner } from '../machine/cgroups/workload-cgroups.js'
 import { waitForAgentReady } from '../machine/launch/wait-for-agent-ready.js'
-import { adoptAgentSocket, asLaunched, moveSocket } from './container-agent-socket.js'
+import {
+	AGENT_SOCKET_NAME,
+	adoptAgentSocket,
+	agentReadyCheck,
+	asLaunched,
+} from './container-agent-socket.js'
 import { ContainerRuntimeCommandError } from './container-errors.js'
 import {
 	type CreatedContainer,
@@ -43,9 +48,6 @@ import { checkpointArgv, type RuntimeInvocation, restoreArgv, signalArgv } from 
  * the release and the restore leaves no agent unreachable for longer.
  */
 const RELISTEN_BOUND_MS = 60_000
-const AGENT_SOCKET = 'agent.sock'
-/** One `healthz` try on a restored agent's socket before looking for a newer one. */
-const HEALTHZ_ATTEMPT_MS = 2_000
 
 /** What one sandbox's containers share. */
 export interface IncarnationContext {
@@ -163,30 +165,10 @@ export class RunscIncarnations implements RunscMemoryControl {
 		await waitForAgentReady({
 			sandboxId,
 			agent: asLaunched(created, pid),
-			ready: (readySignal) => this.#healthzOrNewerSocket(readySignal),
+			ready: agentReadyCheck(this.#transport, this.#context.socketDir, this.#context.socketPath),
 			timeoutMs: this.#context.readyTimeoutMs,
 			...signalOption,
 		})
-	}
-
-	/**
-	 * `healthz` on the adopted socket, in short attempts; between them a newer socket in the
-	 * agent's directory replaces it. Right after a restore gVisor has failed a bind (EACCES) after
-	 * making its file: the host adopted a socket nothing listens on, while the agent's retry bound
-	 * a new one beside it.
-	 */
-	async #healthzOrNewerSocket(readySignal: AbortSignal): Promise<void> {
-		const { socketDir, socketPath } = this.#context
-		for (;;) {
-			const attempt = AbortSignal.any([readySignal, AbortSignal.timeout(HEALTHZ_ATTEMPT_MS)])
-			try {
-				await this.#transport.healthz(attempt)
-				return
-			} catch (error) {
-				if (readySignal.aborted) throw error
-				await moveSocket(join(socketDir, AGENT_SOCKET), socketPath)
-			}
-		}
 	}
 
 	/** SIGUSR2 to the container's init (tini passes it on), then the new socket adopted. */
@@ -195,7 +177,7 @@ export class RunscIncarnations implements RunscMemoryControl {
 		const id = this.#containerId
 		await runRuntimeCommand('runsc', 'kill', signalArgv(invocation, id, 'USR2'), signal)
 		await adoptAgentSocket(
-			join(socketDir, AGENT_SOCKET),
+			join(socketDir, AGENT_SOCKET_NAME),
 			socketPath,
 			{ gone: () => created.isGone(), outputTail: () => created.outputTail() },
 			{ sandboxId, timeoutMs: readyTimeoutMs, ...(signal ? { signal } : {}) },
@@ -309,7 +291,7 @@ export class RunscIncarnations implements RunscMemoryControl {
 		const pid = Number(
 			(await readFile(join(this.#context.stateRoot, 'container.pid'), 'utf8')).trim(),
 		)
-		const bound = join(this.#context.socketDir, AGENT_SOCKET)
+		const bound = join(this.#context.socketDir, AGENT_SOCKET_NAME)
 		const closed = await pollUntil(async () => {
 			if (current.isGone()) return true
 			const table = await readFile(`/proc/${pid}/net/unix`, 'utf8').catch(() => '')

@@ -73,6 +73,32 @@ describe('agent startup', () => {
 		expect(existsSync(join(dir, 'agent.sock'))).toBe(false)
 	})
 
+	it('tries a failed first bind of its unix path again: once the path is free, it listens and answers', async () => {
+		const { mkdir, rmdir } = await import('node:fs/promises')
+		let squat = ''
+		let freed: Promise<void> = Promise.resolve()
+		const agent = await started({
+			// Something that is not a socket holds the path: the first bind fails and is not fatal.
+			beforeStart: async (dir) => {
+				squat = join(dir, 'agent.sock')
+				await mkdir(squat)
+			},
+			onStarting: (stderr) => {
+				freed = (async () => {
+					const deadline = Date.now() + 30_000
+					while (!/listen failed \(2\)/.test(stderr())) {
+						if (Date.now() > deadline) throw new Error(`no second bind failure: ${stderr()}`)
+						await new Promise((resolve) => setTimeout(resolve, 20))
+					}
+					await rmdir(squat)
+				})()
+			},
+		})
+		await freed
+		expect(agent.stderr()).toMatch(/listen failed \(1\): .*; trying again/)
+		expect((await rawRequest(agent, { op: 'healthz' })).frames[0]).toMatchObject({ ok: true })
+	})
+
 	it('prefers the unix socket when both a unix path and a TCP port are configured', async () => {
 		const agent = await started({ env: { NAMZU_AGENT_TCP_PORT: '0' } })
 		expect(agent.port).toBeUndefined()

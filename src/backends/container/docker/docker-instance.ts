@@ -22,7 +22,7 @@ import { LocalSandboxCleanupError, LocalSandboxStartError } from '../../machine/
 import { sandboxSeccompFilter } from '../../machine/seccomp/seccomp-filter.js'
 import { resolveSandboxLimits } from '../../machine/spec/sandbox-limits.js'
 import { resolveStateBase } from '../../machine/workspace/sandbox-directories.js'
-import { adoptAgentSocket } from '../container-agent-socket.js'
+import { AGENT_SOCKET_NAME, adoptAgentSocket } from '../container-agent-socket.js'
 import type { ResolvedContainerSandboxLayout } from '../container-layout.js'
 import { layoutRootsEnvironment } from '../container-layout-mounts.js'
 import type { ContainerSandboxSpec } from '../container-sandbox-spec.js'
@@ -229,7 +229,7 @@ export async function startDockerInstance(
 		)
 		transport.liveness.watch(death)
 		await adoptAgentSocket(
-			join(socketDir, 'agent.sock'),
+			join(socketDir, AGENT_SOCKET_NAME),
 			socketPath,
 			{ gone: () => exited, outputTail: () => containerLogTail(client, started) },
 			{ sandboxId: id, timeoutMs: context.readyTimeoutMs, ...(signal ? { signal } : {}) },
