@@ -119,9 +119,26 @@ export class RemoteCommandError extends SandboxError<'command-error'> {
 	readonly guestError: string
 
 	constructor(guestError: string, options: SandboxErrorOptions = {}) {
-		super(`the guest refused the command: ${guestError}`, 'command-error', options)
+		super(
+			`the guest refused the command: ${guestError}${commandErrorHint(guestError)}`,
+			'command-error',
+			options,
+		)
 		this.guestError = guestError
 	}
+}
+
+/**
+ * What to do about a program the guest could not find: a whole shell line passed as the program
+ * (`exec('npm test')`) is the usual first try, and `exec` runs one program with its arguments.
+ */
+export function commandErrorHint(guestError: string): string {
+	const missing = /^spawn (.+) ENOENT$/s.exec(guestError)?.[1]
+	if (missing === undefined) return ''
+	if (/\s/.test(missing.trim())) {
+		return " (exec runs one program with its arguments, not a shell line: pass the arguments apart, or run the line through a shell: exec('sh', ['-c', line]))"
+	}
+	return " (no such program in the sandbox: check its name and the sandbox's PATH)"
 }
 
 /** The guest refused to reserve an execution (e.g. `execution_capacity`). */
