@@ -43,13 +43,12 @@ export function openWatch(
 	const cut = AbortSignal.timeout(Math.max(1, Math.ceil(remaining)))
 	const stop = new AbortController()
 	const signal = AbortSignal.any([stop.signal, cut, ...(budget.signal ? [budget.signal] : [])])
-	const events = api
-		.watch(collectionPath, {
-			fieldSelector: `metadata.name=${name}`,
-			timeoutSeconds: Math.max(1, Math.ceil(remaining / 1000)),
-			signal,
-		})
-		[Symbol.asyncIterator]()
+	const stream = api.watch(collectionPath, {
+		fieldSelector: `metadata.name=${name}`,
+		timeoutSeconds: Math.max(1, Math.ceil(remaining / 1000)),
+		signal,
+	})
+	const events = stream[Symbol.asyncIterator]()
 	const first = events.next()
 	// Read (or dropped) later; a failure before then must not count as unhandled.
 	first.catch(() => undefined)

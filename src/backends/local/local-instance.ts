@@ -11,7 +11,6 @@ import type { AgentTransport } from '../../host/transport/agent-transport.js'
 import type { LocalSandboxDescriptor } from '../machine/claims/sandbox-descriptor.js'
 import type { ChildExit } from '../machine/launch/agent-launcher.js'
 import type { EgressTestSeam } from '../machine/network/sandbox-egress-proxy.js'
-import type { VolumeHold } from '../machine/snapshots/cow-volume-hold.js'
 import type { MachineSandboxSpec } from '../machine/spec/machine-sandbox-spec.js'
 import type { ResolvedLocalBackendConfig } from './local-backend-config.js'
 
@@ -30,8 +29,6 @@ export interface LocalInstanceContext {
 	readonly tailPath?: string
 	/** @internal Tests' resolution and upstream trust for the egress proxy. */
 	readonly egressSeam?: EgressTestSeam
-	/** The provider's hold on the copy-on-write volume, released at its `close()`. */
-	readonly volumeHold?: VolumeHold
 }
 
 export interface LocalInstance {

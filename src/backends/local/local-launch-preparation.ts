@@ -84,7 +84,6 @@ export async function prepareUnconfined(
 				sandboxId: id,
 				checkpointable: true,
 				...(spec.from === undefined ? {} : { from: spec.from }),
-				...(context.volumeHold ? { volumeHold: context.volumeHold } : {}),
 			})
 		}
 	} catch (error) {

@@ -1,8 +1,7 @@
 /**
  * The local tier's `SandboxProvider`: every sandbox is the host's `createAgentSandbox` over an agent
  * started by `startLocalInstance`, optionally served from a warm pool. `close()` takes down every
- * sandbox still alive, every start still in flight, the pool and the provider's hold on the
- * copy-on-write volume (`cow-volume-hold.ts`) — except kept-alive sandboxes
+ * sandbox still alive, every start still in flight and the pool — except kept-alive sandboxes
  * (`keepAlive: true`), which outlive the provider and its process by design; `open(id)` reopens
  * them, `list()` shows them. What sandboxes of dead hosts left in the state directory is reaped in
  * the background once the first `create()` settles, or as the warm pool starts (`reap-leftovers.ts`).
@@ -40,7 +39,6 @@ import {
 	machineCheckpointStore,
 	withCheckpointVerbs,
 } from '../machine/snapshots/checkpoint-verbs.js'
-import { VolumeHold } from '../machine/snapshots/cow-volume-hold.js'
 import {
 	canServeFromPool,
 	LOCAL_CREATE_KEYS,
@@ -96,7 +94,6 @@ function localFleet(
 	defaultSpec: MachineSandboxSpec,
 	outputBudget: ExecOutputBudget,
 	hooks: LocalProviderHooks,
-	volumeHold: VolumeHold,
 ): InstanceFleet<MachineSandboxSpec, LocalSandbox> {
 	let context: LocalInstanceContext | undefined
 	// Resolved at the first start, so a provider without a pool touches nothing until create().
@@ -104,7 +101,6 @@ function localFleet(
 		context ??= {
 			backend: resolved,
 			agentPath: agentBundlePath(),
-			volumeHold,
 			...(hooks.egressTestSeam ? { egressSeam: hooks.egressTestSeam } : {}),
 		}
 		return context
@@ -166,9 +162,7 @@ export function createLocalSandboxProvider(
 	const givenHooks = optionalObject(CONFIG_SITE, 'hooks', hooks)
 	optionalFunction(CONFIG_SITE, 'hooks.onBackgroundError', givenHooks.onBackgroundError)
 	optionalFunction(CONFIG_SITE, 'hooks.onWarmSandboxReady', givenHooks.onWarmSandboxReady)
-	// The copy-on-write volume stays mounted while the provider is open (`cow-volume-hold.ts`).
-	const volumeHold = new VolumeHold()
-	const fleet = localFleet(resolved, defaultSpec, outputBudget, hooks, volumeHold)
+	const fleet = localFleet(resolved, defaultSpec, outputBudget, hooks)
 
 	const create = (config: LocalSandboxCreateConfig = {}): Promise<LocalSandbox> => {
 		let spec: MachineSandboxSpec
@@ -185,7 +179,7 @@ export function createLocalSandboxProvider(
 		}
 		return createWithRestoreHook(resolved.stateDir, config, () => fleet.create(spec, config.signal))
 	}
-	const close = () => fleet.close().finally(() => volumeHold.release())
+	const close = () => fleet.close()
 
 	return {
 		id: LOCAL_PROVIDER_ID,

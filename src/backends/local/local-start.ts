@@ -110,7 +110,6 @@ export async function startLocalInstance(
 				homeDir: SANDBOX_HOME_DIR,
 				hostname: SANDBOX_HOSTNAME,
 				tmpfsSizes: limits.tmpfs,
-				...(context.volumeHold ? { volumeHold: context.volumeHold } : {}),
 				...(signal ? { signal } : {}),
 			})
 		: await prepareUnconfined(context, id, spec)

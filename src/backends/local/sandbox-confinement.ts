@@ -52,7 +52,6 @@ import {
 } from '../machine/network/sandbox-egress-proxy.js'
 import { isWithin } from '../machine/path-containment.js'
 import { sandboxSeccompFilter } from '../machine/seccomp/seccomp-filter.js'
-import type { VolumeHold } from '../machine/snapshots/cow-volume-hold.js'
 import type { MachineSandboxSpec } from '../machine/spec/machine-sandbox-spec.js'
 import { checkHiddenPath, checkReadOnlyPath } from '../machine/spec/path-options.js'
 import type { TmpfsSizes } from '../machine/spec/sandbox-limits.js'
@@ -96,8 +95,6 @@ export interface ConfinementInput {
 	readonly hostname: string
 	/** Sizes of the private tmpfs mounts (`sandbox-limits.ts`). */
 	readonly tmpfsSizes?: TmpfsSizes
-	/** The provider's hold on the copy-on-write volume (`cow-volume-hold.ts`). */
-	readonly volumeHold?: VolumeHold
 	readonly signal?: AbortSignal
 }
 
@@ -274,7 +271,6 @@ async function mountEphemeralWorkspace(prep: Preparation): Promise<EphemeralWork
 		sandboxId: prep.input.id,
 		checkpointable: true,
 		...(from === undefined ? {} : { from }),
-		...(prep.input.volumeHold ? { volumeHold: prep.input.volumeHold } : {}),
 	})
 }
 

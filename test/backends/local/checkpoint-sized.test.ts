@@ -456,12 +456,11 @@ describe.skipIf(skip !== undefined)(
 						expect(mounted.blocks * mounted.bsize).toBeGreaterThan(400 * MIB)
 						await sandbox.destroy()
 						if (checkpoint) await provider.deleteCheckpoint(checkpoint.id)
+						expect(mountsUnder(stateDir)).toEqual([])
+						expect(loopsUnder(stateDir)).toEqual([])
 					} finally {
 						await provider.close()
 					}
-					// The provider held the volume while it was open; closed, nothing of it is left.
-					expect(mountsUnder(stateDir)).toEqual([])
-					expect(loopsUnder(stateDir)).toEqual([])
 				}),
 			180_000,
 		)
@@ -542,12 +541,11 @@ describe.skipIf(skip !== undefined)(
 				expect(checkpoint?.kind).toBe('filesystem')
 				await sandbox.destroy()
 				if (checkpoint) await provider.deleteCheckpoint(checkpoint.id)
+				expect(mountsUnder(`${stateDir}/`)).toEqual([])
+				expect(loopsUnder(`${stateDir}/`)).toEqual([])
 			} finally {
 				await provider.close()
 			}
-			// The provider held the volume while it was open; closed, nothing of it is left.
-			expect(mountsUnder(`${stateDir}/`)).toEqual([])
-			expect(loopsUnder(`${stateDir}/`)).toEqual([])
 		}, 180_000)
 	},
 )

@@ -25,7 +25,6 @@ import {
 	volumeMounted,
 } from '../snapshots/cow-volume.js'
 import { ensureVolumeRoom } from '../snapshots/cow-volume-grow.js'
-import type { VolumeHold } from '../snapshots/cow-volume-hold.js'
 import { mountForkImage } from '../snapshots/fork-image.js'
 import { loopBackingOf, loopReleased, loopsBackedIn } from '../snapshots/loop-backing.js'
 import { volumeSandboxDir } from '../snapshots/snapshot-layout.js'
@@ -57,8 +56,6 @@ export interface EphemeralWorkspaceInput extends Omit<WorkspaceDiskInput, 'diskL
 	readonly checkpointable: boolean
 	/** A fork's checkpoint id: a sized workspace starts as a clone of its image where it can. */
 	readonly from?: string
-	/** The provider's hold on the volume: an unsized workspace keeps it mounted past its own life. */
-	readonly volumeHold?: VolumeHold
 }
 
 /** The input's `seed`: a fork's image cloned from its checkpoint's (`fork-image.ts`). */
@@ -110,7 +107,6 @@ export async function prepareEphemeralWorkspace(
 	const stateBase = dirname(input.root)
 	const decision = await checkpointCopyMode(stateBase)
 	if (decision.mode !== 'volume' || decision.volumeBytes === undefined) return 'empty'
-	await input.volumeHold?.attach(stateBase, decision.volumeBytes)
 	await ledger.record({ workspaceVolume: input.workspace })
 	const id = input.sandboxId
 	try {
