@@ -29,7 +29,14 @@ export async function warmUpPod(
 	const host = agentHost(config, pod.name, pod.ip) ?? pod.ip
 	const transport = new KubernetesAgentTransport(
 		{ kind: 'tcp', host, port: config.agentPort, token: pod.uid },
-		{ streamHeartbeatMs: config.streamHeartbeatMs, permanentDialFailure: isPermanentDialFailure },
+		{
+			streamHeartbeatMs: config.streamHeartbeatMs,
+			permanentDialFailure: isPermanentDialFailure,
+			// The caller's hook sees every dial into a guest, the roster's probes included.
+			...(config.onDialAttempt
+				? { onDialAttempt: () => config.onDialAttempt?.({ host, port: config.agentPort }) }
+				: {}),
+		},
 	)
 	const sandbox = createAgentSandbox({
 		id: pod.name,
