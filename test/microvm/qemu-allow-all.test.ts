@@ -5,8 +5,17 @@
  * internet" is the stand-in namespace the other tiers' egress tests use, on a public (documentation)
  * address. Skipped without qemu, the `--vm` image or root (the stand-in namespace needs it).
  */
-import { execFile } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs'
+import { execFile, execFileSync, spawnSync } from 'node:child_process'
+import {
+	chmodSync,
+	existsSync,
+	mkdirSync,
+	mkdtempSync,
+	readdirSync,
+	readFileSync,
+	readlinkSync,
+	rmSync,
+} from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -67,14 +76,33 @@ function pidsInNamespace(namespace: string): number[] {
 describe.skipIf(!runnable)('allow-all egress on the microVM tier (QEMU)', () => {
 	let internet: StandInInternet | undefined
 	let provider: MicroVMSandboxProvider | undefined
-	const stateDir = mkdtempSync(join(tmpdir(), 'namzu-vmegress-test-'))
+	// The state directory is a loop mount of its own (the VMM's namespace must keep it), and another
+	// loop mount, standing for a sandbox of another tier, exists before the guests start.
+	const base = mkdtempSync(join(tmpdir(), 'namzu-vmegress-test-'))
+	const stateDir = join(base, 'state')
+	const other = join(base, 'other')
 	let open: MicroVMSandbox
 	let closed: MicroVMSandbox
 	let hostService: Server | undefined
 	let hostPort = 0
+	let hostAddressesAtCreate: string[] = []
 
 	beforeAll(async () => {
+		// Before the mounts: the stand-in's own namespaces must not hold a copy of them.
 		internet = await startStandInInternet({ publicAddress: true })
+		for (const [at, size] of [
+			[stateDir, '4G'],
+			[other, '8M'],
+		] as const) {
+			execFileSync('truncate', ['-s', size, `${at}.img`])
+			execFileSync('mkfs.ext4', ['-q', `${at}.img`])
+			mkdirSync(at)
+			execFileSync('mount', ['-o', 'loop', `${at}.img`, at])
+		}
+		chmodSync(stateDir, 0o711)
+		// What the guard refuses is what the host had when the guest started; an address added later
+		// (another engine's bridge) is not in it.
+		hostAddressesAtCreate = readHostAddresses().v4.filter((address) => !address.startsWith('127.'))
 		// A host service on every address (loopback included): the target of the attacks below.
 		hostService = createServer((socket) => {
 			socket.on('error', () => undefined)
@@ -95,7 +123,8 @@ describe.skipIf(!runnable)('allow-all egress on the microVM tier (QEMU)', () => 
 		await provider?.close()
 		hostService?.close()
 		await internet?.close()
-		rmSync(stateDir, { recursive: true, force: true })
+		for (const at of [stateDir, other]) spawnSync('umount', [at])
+		rmSync(base, { recursive: true, force: true })
 	}, 120_000)
 
 	const outside = () => {
@@ -119,7 +148,7 @@ describe.skipIf(!runnable)('allow-all egress on the microVM tier (QEMU)', () => 
 		"never reaches the host: not its loopback services through 10.0.2.2, not its addresses, not metadata or the VMM's namespace",
 		async () => {
 			const { hostSideAddress } = outside()
-			const hostAddresses = readHostAddresses().v4.filter((address) => !address.startsWith('127.'))
+			const hostAddresses = hostAddressesAtCreate
 			// Refused by the guard (a TCP reset: ECONNREFUSED at once), or — QEMU's own 10.0.2.2 — by
 			// the VMM namespace's loopback, where the host's services do not exist.
 			const refused = ['10.0.2.2', hostSideAddress, ...hostAddresses, '169.254.169.254']
@@ -169,6 +198,28 @@ describe.skipIf(!runnable)('allow-all egress on the microVM tier (QEMU)', () => 
 			}
 			// A deny-all sandbox is never rolled back onto an allow-all guest's state.
 			await expect(closed.rollback(checkpoint)).rejects.toBeInstanceOf(CheckpointUnsupportedError)
+		},
+		CASE_MS,
+	)
+
+	it(
+		"the VMM's mount namespace keeps the loop mount its state lives on and no other loop mount of the host",
+		async () => {
+			const vmm = pidsMentioning(`${guestDirsOf(open.id, stateDir)[0]}/`).find((pid) =>
+				readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('qemu-system'),
+			)
+			if (vmm === undefined) throw new Error('no VMM')
+			const mountPoints = readFileSync(`/proc/${vmm}/mountinfo`, 'utf8')
+				.split('\n')
+				.map((line) => line.split(' ')[4])
+			expect(mountPoints).toContain(stateDir)
+			expect(mountPoints).not.toContain(other)
+			// The host holds it (the mount is real); the VMM's namespace, made after it, holds no copy, so
+			// the VM never keeps another sandbox's filesystem (and its loop device) attached.
+			expect(readFileSync('/proc/self/mountinfo', 'utf8')).toContain(` ${other} `)
+			// Positive control: the guest still reaches out.
+			const { address, port } = outside()
+			expect(await connect(open, address, port)).toBe('reached internet')
 		},
 		CASE_MS,
 	)

@@ -23,7 +23,7 @@
  * Nothing runs inside the guest before the host's first request, which waits for all of this: no
  * workload can connect before the guard is in place.
  */
-import { constants } from 'node:fs'
+import { constants, readFileSync } from 'node:fs'
 import { access, readlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -52,6 +52,7 @@ import {
 } from '../machine/network/slirp-network.js'
 import { type FwCfgFile, GUEST_AGENT_PORT } from './qemu-argv.js'
 import { RELAY_PERL, writeStreamRelay } from './stream-relay.js'
+import { DETACH_UNKEPT_LOOP_MOUNTS, loopMountsToKeep, pathsInArgv } from './vmm-namespace-mounts.js'
 
 /** The fw_cfg file whose presence tells the guest's init to route through 10.0.2.2 and use it. */
 export const ALLOW_ALL_RESOLV_FW_CFG = 'opt/namzu/allow-all-resolv.conf'
@@ -63,13 +64,17 @@ const NEEDED_TOOLS = ['slirp4netns', 'nft', 'nsenter', 'ip'] as const
 
 /**
  * The shell between `unshare` and QEMU, in the new namespaces: loopback up, the resolver file over
- * the host's, then QEMU with the two capabilities dropped. `$1` is `ip`, `$2` the resolver file,
- * `$3` where the host's resolv.conf really is (empty: none), the rest QEMU's argv.
+ * the host's, the loop mounts QEMU does not read through detached (`vmm-namespace-mounts.ts`), then
+ * QEMU with the two capabilities dropped. `$1` is `ip`, `$2` the resolver file, `$3` where the
+ * host's resolv.conf really is (empty: none), `$4` the loop mounts to keep (one per line), the
+ * rest QEMU's argv.
  */
 export const VMM_NAMESPACE_SCRIPT = [
+	DETACH_UNKEPT_LOOP_MOUNTS,
 	'"$1" link set lo up || exit 125',
 	'{ [ -z "$3" ] || mount --bind "$2" "$3"; } || exit 125',
-	'shift 3',
+	'namzu_detach_loops "$4"',
+	'shift 4',
 	'exec setpriv --bounding-set -net_admin,-sys_admin -- "$@"',
 ].join('\n')
 
@@ -220,6 +225,11 @@ export async function prepareGuestOpenNetwork(input: {
 			tools.ip,
 			resolvConf,
 			resolvTarget,
+			loopMountsToKeep(readFileSync('/proc/self/mountinfo', 'utf8'), [
+				input.dir,
+				resolvTarget,
+				...pathsInArgv(qemuArgv),
+			]).join('\n'),
 			...qemuArgv,
 		],
 		attach: async (attach) => {

@@ -45,6 +45,8 @@ import {
 	type VolumeUserFact,
 	type VolumeUserName,
 } from './cow-volume-decision.js'
+import { loopBackingOf } from './loop-backing.js'
+import { loopReleasedEverywhere } from './namespace-mounts.js'
 import {
 	CHECKPOINT_ID_PATTERN,
 	COW_DIR_NAME,
@@ -64,6 +66,8 @@ const USERS = 'users'
 const LOCK = 'lock'
 const LOCK_WAIT_MS = 120_000
 const TOOL_TIMEOUT_MS = 60_000
+/** How long an unmount waits for the volume's loop device to be released. */
+const VOLUME_RELEASE_WAIT_MS = 5_000
 
 const modes = new Map<string, Promise<CopyModeDecision>>()
 
@@ -329,6 +333,17 @@ export interface VolumeCollection {
 }
 
 /**
+ * Unmounts the volume and waits (bounded) for its loop device to go: a copy of the mount that a
+ * foreign mount namespace made meanwhile is detached there, or the next mount of the same image
+ * would meet a filesystem still attached.
+ */
+async function unmountVolume(stateBase: string): Promise<void> {
+	const loop = await loopBackingOf(volumeMountPath(stateBase))
+	await run(HOST_TOOLS.umount, [volumeMountPath(stateBase)])
+	if (loop !== undefined) await loopReleasedEverywhere(loop, VOLUME_RELEASE_WAIT_MS)
+}
+
+/**
  * Under the lock: drops users that are gone, sweeps the mounted volume, unmounts it when no user is
  * left and removes the image when no checkpoint's content is in it either.
  */
@@ -363,7 +378,7 @@ async function releaseUnused(
 	}
 	if (decision.unmount) {
 		removed.push(...(await unmountRestoreMounts(stateBase, dryRun)))
-		if (!dryRun) await run(HOST_TOOLS.umount, [volumeMountPath(stateBase)])
+		if (!dryRun) await unmountVolume(stateBase)
 		removed.push(volumeMountPath(stateBase))
 	}
 	if (decision.removeImage) {

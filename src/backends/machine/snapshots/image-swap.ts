@@ -28,53 +28,30 @@ import {
 	stat,
 } from 'node:fs/promises'
 import { join } from 'node:path'
-import { unescapeMountField } from '../cgroups/cgroup-layout.js'
 import { adoptSandboxCgroups } from '../cgroups/cgroup-limits.js'
 import { CheckpointSpaceExhaustedError } from '../cgroups/limit-errors.js'
 import { HOST_TOOLS, runProgram, runProgramOrThrow } from '../launch/host-tools.js'
 import { LocalHostToolError } from '../machine-errors.js'
 import { saysNoSpace } from './cow-volume-decision.js'
 import { adoptWorkspace, clonableImageOf, sizedCheckpointImage } from './image-checkpoint.js'
-import { deviceNumbers, type LoopBacking, loopBackingOf, loopReleased } from './loop-backing.js'
+import { deviceNumbers, type LoopBacking, loopBackingOf } from './loop-backing.js'
+import {
+	inView,
+	loopReleasedEverywhere,
+	type MountEntry,
+	type NamespaceView,
+	parseMounts,
+	reach,
+} from './namespace-mounts.js'
 import { cowDir, RESTORE_MOUNT_PREFIX } from './snapshot-layout.js'
 
 const CP = '/usr/bin/cp'
-const NSENTER = '/usr/bin/nsenter'
 const TOOL_TIMEOUT_MS = 30_000
 /**
  * How long a swap waits for the replaced filesystem's loop device to be released. The kernel
  * releases it as the last detach returns, so this bounds only a holder outside the sandbox.
  */
 const REPLACED_RELEASE_WAIT_MS = 2_000
-
-/** One place the workspace is mounted: in the host's namespace, or in a sandbox process's. */
-interface WorkspaceView {
-	/** A process in that namespace; undefined for the host's own. */
-	readonly pid: number | undefined
-	/** The mount point as that namespace's root sees it. */
-	readonly mountPoint: string
-}
-
-interface MountEntry {
-	readonly device: string
-	readonly root: string
-	readonly mountPoint: string
-}
-
-function parseMounts(mountinfo: string): MountEntry[] {
-	const entries: MountEntry[] = []
-	for (const line of mountinfo.split('\n')) {
-		const fields = line.split(' ')
-		const [device, root, mountPoint] = [fields[2], fields[3], fields[4]]
-		if (device === undefined || root === undefined || mountPoint === undefined) continue
-		entries.push({
-			device,
-			root: unescapeMountField(root),
-			mountPoint: unescapeMountField(mountPoint),
-		})
-	}
-	return entries
-}
 
 /**
  * The one mount of `device` in a namespace's table, when the workspace can be swapped there: its
@@ -95,13 +72,13 @@ function soleMount(mounts: readonly MountEntry[], device: string): string | 'non
 async function viewsOf(
 	workspace: string,
 	cgroupDirs: readonly string[],
-): Promise<WorkspaceView[] | undefined> {
+): Promise<NamespaceView[] | undefined> {
 	const device = deviceNumbers((await stat(workspace)).dev)
 	const host = soleMount(parseMounts(await readFile('/proc/self/mountinfo', 'utf8')), device)
 	if (host !== workspace) return undefined
 	const hostNamespace = await readlink('/proc/self/ns/mnt')
 	const seen = new Set([hostNamespace])
-	const views: WorkspaceView[] = []
+	const views: NamespaceView[] = []
 	for (const pid of await adoptSandboxCgroups(cgroupDirs).pids()) {
 		const namespace = await readlink(`/proc/${pid}/ns/mnt`).catch(() => undefined)
 		if (namespace === undefined || seen.has(namespace)) continue
@@ -119,24 +96,8 @@ function timed(): { readonly signal: AbortSignal } {
 	return { signal: AbortSignal.timeout(TOOL_TIMEOUT_MS) }
 }
 
-/** Runs `argv` (a host program) in the view's namespace, the host's root kept for the lookup. */
-function inView(view: WorkspaceView, argv: readonly string[], fd3?: number): Promise<void> {
-	const options = { ...timed(), ...(fd3 === undefined ? {} : { fd3 }) }
-	if (view.pid === undefined) {
-		const [file, ...args] = argv
-		return runProgramOrThrow(file ?? '', args, options)
-	}
-	const args = [`--mount=/proc/${view.pid}/ns/mnt`, '--root=/', '--', ...argv]
-	return runProgramOrThrow(NSENTER, args, options)
-}
-
-/** The path of the view's mount point from the host's root (through the process's root). */
-function reach(view: WorkspaceView): string {
-	return view.pid === undefined ? view.mountPoint : `/proc/${view.pid}/root${view.mountPoint}`
-}
-
 /** Detaches the view's mount (lazily: the agent's working directory may hold it) and mounts `device` there. */
-async function swapView(view: WorkspaceView, device: string, deviceFd: number): Promise<void> {
+async function swapView(view: NamespaceView, device: string, deviceFd: number): Promise<void> {
 	const target = reach(view)
 	await inView(view, [HOST_TOOLS.umount, '-c', '-n', '-l', target])
 	const source = view.pid === undefined ? device : '/proc/self/fd/3'
@@ -144,10 +105,13 @@ async function swapView(view: WorkspaceView, device: string, deviceFd: number): 
 	await inView(view, mount, deviceFd)
 }
 
-/** Whether the replaced device let its image go (renamed over, it reads `<path> (deleted)`). */
+/**
+ * Whether the replaced device let its image go (renamed over, it reads `<path> (deleted)`), a copy
+ * in a foreign namespace detached if one holds it.
+ */
 function replacedReleased(replaced: LoopBacking): Promise<boolean> {
 	const renamed = { ...replaced, backingFile: `${replaced.backingFile} (deleted)` }
-	return loopReleased(renamed, REPLACED_RELEASE_WAIT_MS)
+	return loopReleasedEverywhere(renamed, REPLACED_RELEASE_WAIT_MS)
 }
 
 export interface ImageSwapRequest {

@@ -26,7 +26,8 @@ import {
 } from '../snapshots/cow-volume.js'
 import { ensureVolumeRoom } from '../snapshots/cow-volume-grow.js'
 import { mountForkImage } from '../snapshots/fork-image.js'
-import { loopBackingOf, loopReleased, loopsBackedIn } from '../snapshots/loop-backing.js'
+import { loopBackingOf, loopsBackedIn } from '../snapshots/loop-backing.js'
+import { loopReleasedEverywhere } from '../snapshots/namespace-mounts.js'
 import { volumeSandboxDir } from '../snapshots/snapshot-layout.js'
 import {
 	mountWorkspaceDisk,
@@ -175,8 +176,9 @@ export async function releaseVolumeWorkspace(
 		? await loopsBackedIn(volumeSandboxDir(stateBase, id))
 		: []
 	await unmountWorkspace(root, workspace)
-	if (sized) await loopReleased(loop, LOOP_RELEASE_WAIT_MS)
-	for (const old of replaced) await loopReleased(old, LOOP_RELEASE_WAIT_MS)
+	// A copy a foreign mount namespace made while it was mounted is detached there too.
+	if (sized) await loopReleasedEverywhere(loop, LOOP_RELEASE_WAIT_MS)
+	for (const old of replaced) await loopReleasedEverywhere(old, LOOP_RELEASE_WAIT_MS)
 	// Still registered, so still mounted: the directory goes before the registration does.
 	if (await volumeMounted(stateBase)) {
 		await rm(volumeSandboxDir(stateBase, id), { recursive: true, force: true })
