@@ -36,9 +36,20 @@ function agentHostPid(id: string): number {
 			return false
 		}
 	})
-	const [pid] = found
-	if (pid === undefined || found.length !== 1) {
-		throw new Error(`expected one agent of ${id}, found ${found.length}`)
+	// A spare the agent is starting is a fork of it (still `node`, same command line) until it
+	// execs its shell: the agent is the one whose parent is not among them.
+	const parentOf = (pid: number) =>
+		Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[1])
+	const agents = found.filter((pid) => {
+		try {
+			return !found.includes(parentOf(pid))
+		} catch {
+			return false
+		}
+	})
+	const [pid] = agents
+	if (pid === undefined || agents.length !== 1) {
+		throw new Error(`expected one agent of ${id}, found ${agents.length} (${found.join(', ')})`)
 	}
 	return pid
 }
