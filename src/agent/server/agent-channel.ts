@@ -28,7 +28,6 @@ export class AgentChannel {
 	#server: Server | undefined
 	#relistenTimer: NodeJS.Timeout | undefined
 	#relistening: Promise<void> | undefined
-	#relistenFailures = 0
 
 	constructor(
 		mode: ListenMode,
@@ -62,18 +61,27 @@ export class AgentChannel {
 		return listener
 	}
 
-	/** The first bind; on a unix path a failure is tried again as a relisten's is. */
-	async listenFirst(): Promise<Listener> {
+	/**
+	 * Binds; on a unix path a failed bind is tried again every `RELISTEN_RETRY_MS`, at most
+	 * `RELISTEN_RETRIES` times (the first bind and a relisten alike).
+	 */
+	async #bindRetrying(what: 'listen' | 'relisten'): Promise<Listener> {
 		for (let failures = 1; ; failures++) {
 			try {
 				return await this.listen()
 			} catch (error) {
-				if (this.#mode.kind !== 'unix' || failures > RELISTEN_RETRIES) throw error
+				const again = this.#mode.kind === 'unix' && failures <= RELISTEN_RETRIES
 				const message = error instanceof Error ? error.message : String(error)
-				this.#log(`listen failed (${failures}): ${message}; trying again`)
+				this.#log(`${what} failed (${failures}): ${message}${again ? '; trying again' : ''}`)
+				if (!again) throw error
 				await new Promise((resolve) => setTimeout(resolve, RELISTEN_RETRY_MS))
 			}
 		}
+	}
+
+	/** The first bind. */
+	listenFirst(): Promise<Listener> {
+		return this.#bindRetrying('listen')
 	}
 
 	/**
@@ -87,27 +95,20 @@ export class AgentChannel {
 		for (const socket of this.#open) if (socket !== keep) socket.destroy()
 		keep.once('close', () => {
 			clearTimeout(this.#relistenTimer)
-			this.#relistenFailures = 0
 			this.#relistenTimer = setTimeout(() => void this.relisten(), relistenAfterMs)
 		})
 	}
 
-	/** Binds the path again (a no-op while bound). */
+	/** Binds the path again (a no-op while bound, or while a bind is being tried). */
 	relisten(): Promise<void> {
 		clearTimeout(this.#relistenTimer)
 		if (this.#server !== undefined) return Promise.resolve()
-		this.#relistening ??= this.listen()
-			.then(() => {
-				this.#relistenFailures = 0
-			})
-			.catch((error: unknown) => {
-				const failures = ++this.#relistenFailures
-				const again = failures <= RELISTEN_RETRIES
-				this.#log(
-					`relisten failed (${failures}): ${error instanceof Error ? error.message : String(error)}${again ? '; trying again' : ''}`,
-				)
-				if (again) this.#relistenTimer = setTimeout(() => void this.relisten(), RELISTEN_RETRY_MS)
-			})
+		this.#relistening ??= this.#bindRetrying('relisten')
+			.then(
+				() => undefined,
+				// Logged; the host's next SIGUSR2 tries again.
+				() => undefined,
+			)
 			.finally(() => {
 				this.#relistening = undefined
 			})
