@@ -8,6 +8,7 @@ import { closeSync, constants, type Dirent, openSync } from 'node:fs'
 import { access, chown, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { POLL_INTERVAL_MS, pollUntil } from '../../../common/poll-until.js'
+import { readIfPresent } from '../../../common/read-if-present.js'
 import { CgroupLimitsUnavailableError, LocalSandboxCleanupError } from '../machine-errors.js'
 import {
 	type CgroupController,
@@ -39,23 +40,15 @@ export interface CgroupHostView {
 	readonly v2Controllers?: string
 }
 
-async function readOptional(path: string): Promise<string | undefined> {
-	try {
-		return await readFile(path, 'utf8')
-	} catch {
-		return undefined
-	}
-}
-
 /** What this process can see of the cgroup hierarchies. */
 export async function readCgroupHostView(): Promise<CgroupHostView> {
-	const membership = parseProcCgroup((await readOptional('/proc/self/cgroup')) ?? '')
-	const mounts = parseCgroupMounts((await readOptional('/proc/self/mountinfo')) ?? '')
+	const membership = parseProcCgroup((await readIfPresent('/proc/self/cgroup')) ?? '')
+	const mounts = parseCgroupMounts((await readIfPresent('/proc/self/mountinfo')) ?? '')
 	let v2Controllers: string | undefined
 	if (mounts.v2 && membership.v2 !== undefined) {
 		const base = mounts.v2.mountPoint.replace(/\/+$/, '')
 		const own = membership.v2 === '/' ? base : `${base}${membership.v2}`
-		v2Controllers = await readOptional(`${own}/cgroup.controllers`)
+		v2Controllers = await readIfPresent(`${own}/cgroup.controllers`)
 	}
 	return { membership, mounts, ...(v2Controllers === undefined ? {} : { v2Controllers }) }
 }
@@ -147,7 +140,7 @@ async function exists(path: string): Promise<boolean> {
 async function groupPids(dirs: readonly string[]): Promise<number[]> {
 	const pids = new Set<number>()
 	for (const dir of dirs) {
-		const text = await readOptional(`${dir}/cgroup.procs`)
+		const text = await readIfPresent(`${dir}/cgroup.procs`)
 		for (const line of (text ?? '').split('\n')) {
 			const pid = Number(line.trim())
 			if (line.trim() !== '' && Number.isSafeInteger(pid) && pid > 0) pids.add(pid)
@@ -180,7 +173,7 @@ async function treeOf(dirs: readonly string[]): Promise<string[]> {
 /** A frozen v1 group holds SIGKILL pending until thawed. */
 async function thaw(dirs: readonly string[]): Promise<void> {
 	for (const dir of dirs) {
-		const state = await readOptional(`${dir}/freezer.state`)
+		const state = await readIfPresent(`${dir}/freezer.state`)
 		if (state !== undefined && state.trim() !== 'THAWED') {
 			await writeFile(`${dir}/freezer.state`, 'THAWED').catch(() => undefined)
 		}
@@ -196,7 +189,7 @@ function killQuietly(pid: number): void {
 }
 
 async function enableV2Controllers(dir: string, controllers: readonly string[]) {
-	const enabled = ((await readOptional(`${dir}/cgroup.subtree_control`)) ?? '').split(/\s+/)
+	const enabled = ((await readIfPresent(`${dir}/cgroup.subtree_control`)) ?? '').split(/\s+/)
 	const wanted = controllers.filter((controller) => !enabled.includes(controller))
 	if (wanted.length === 0) return
 	// Fails with EBUSY when the group holds processes itself (the no-internal-process rule).
@@ -362,9 +355,9 @@ export function adoptSandboxCgroups(dirs: readonly string[]): SandboxCgroups {
 
 async function readCpuUsageNs(dirs: readonly string[]): Promise<number | undefined> {
 	for (const dir of dirs) {
-		const v1 = await readOptional(`${dir}/cpuacct.usage`)
+		const v1 = await readIfPresent(`${dir}/cpuacct.usage`)
 		if (v1 !== undefined) return Number(v1.trim())
-		const stat = await readOptional(`${dir}/cpu.stat`)
+		const stat = await readIfPresent(`${dir}/cpu.stat`)
 		const usec = stat === undefined ? undefined : /^usage_usec (\d+)$/m.exec(stat)?.[1]
 		if (usec !== undefined) return Number(usec) * 1000
 	}
@@ -418,7 +411,7 @@ function sandboxCgroups(
 		},
 		cpuUsageNs: () => readCpuUsageNs(dirs),
 		oomKills: async () => {
-			const text = oomCounter === undefined ? undefined : await readOptional(oomCounter)
+			const text = oomCounter === undefined ? undefined : await readIfPresent(oomCounter)
 			return text === undefined ? undefined : parseOomKillCount(text)
 		},
 		remove: () => {

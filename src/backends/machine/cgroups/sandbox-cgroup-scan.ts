@@ -5,23 +5,17 @@
  * while any of its groups exists, and to find groups no record owns (a host that died between
  * making a group and recording it, a runtime that made one the record never named).
  */
+
 import { readdir, readFile, stat } from 'node:fs/promises'
+import { readIfPresent } from '../../../common/read-if-present.js'
 import { groupDirectory, parseCgroupHierarchies, parseProcCgroup } from './cgroup-layout.js'
 
 const SANDBOX_GROUP = /^namzu-sbx-([0-9a-f]{12})$/
 
-async function readOptional(path: string): Promise<string | undefined> {
-	try {
-		return await readFile(path, 'utf8')
-	} catch {
-		return undefined
-	}
-}
-
 /** The directories of each hierarchy a sandbox group can be made in: its root and our own group. */
 async function parentGroups(): Promise<string[]> {
-	const mountinfo = (await readOptional('/proc/self/mountinfo')) ?? ''
-	const membership = parseProcCgroup((await readOptional('/proc/self/cgroup')) ?? '')
+	const mountinfo = (await readIfPresent('/proc/self/mountinfo')) ?? ''
+	const membership = parseProcCgroup((await readIfPresent('/proc/self/cgroup')) ?? '')
 	const parents = new Set<string>()
 	for (const mount of parseCgroupHierarchies(mountinfo)) {
 		parents.add(mount.mountPoint.replace(/\/+$/, '') || '/')

@@ -10,10 +10,12 @@
  * users (a shared /tmp) are never touched. Run by every provider on this machine (local, container)
  * in the background at its first `create()`, and on demand by `namzu-sandbox gc`.
  */
+
 import type { Stats } from 'node:fs'
 import { lstat, readdir, readFile, readlink, realpath, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
+import { readIfPresent } from '../../../common/read-if-present.js'
 import {
 	callSite,
 	optionalBoolean,
@@ -144,14 +146,6 @@ function pidAlive(pid: number): boolean {
 	}
 }
 
-async function readOptional(path: string): Promise<string | undefined> {
-	try {
-		return await readFile(path, 'latin1')
-	} catch {
-		return undefined
-	}
-}
-
 /** Whether any live process has its cwd under `root` or names it in its command line or env. */
 async function mentionedByAProcess(root: string): Promise<boolean> {
 	for (const entry of await readdir('/proc').catch(() => [])) {
@@ -159,7 +153,7 @@ async function mentionedByAProcess(root: string): Promise<boolean> {
 		const cwd = await readlink(`/proc/${entry}/cwd`).catch(() => '')
 		if (cwd === root || cwd.startsWith(`${root}/`)) return true
 		for (const file of ['cmdline', 'environ']) {
-			if ((await readOptional(`/proc/${entry}/${file}`))?.includes(root)) return true
+			if ((await readIfPresent(`/proc/${entry}/${file}`, 'latin1'))?.includes(root)) return true
 		}
 	}
 	return false
