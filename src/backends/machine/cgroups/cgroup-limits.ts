@@ -5,7 +5,7 @@
  */
 
 import { closeSync, constants, type Dirent, openSync } from 'node:fs'
-import { access, chown, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises'
+import { access, chown, mkdir, readdir, rmdir, writeFile } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { POLL_INTERVAL_MS, pollUntil } from '../../../common/poll-until.js'
 import { readIfPresent } from '../../../common/read-if-present.js'

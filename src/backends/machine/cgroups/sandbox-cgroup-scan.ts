@@ -6,7 +6,7 @@
  * making a group and recording it, a runtime that made one the record never named).
  */
 
-import { readdir, readFile, stat } from 'node:fs/promises'
+import { readdir, stat } from 'node:fs/promises'
 import { readIfPresent } from '../../../common/read-if-present.js'
 import { groupDirectory, parseCgroupHierarchies, parseProcCgroup } from './cgroup-layout.js'
 
