@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process'
+import { execFile, execFileSync, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { createServer, connect as netConnect, type Server } from 'node:net'
@@ -174,6 +174,29 @@ describe.skipIf(skip !== undefined)(
 			await internet?.close()
 			if (socketDir !== '') await rm(socketDir, { recursive: true, force: true })
 			await removeState?.()
+		})
+
+		it("starting allow-all leaves the host's named network namespaces (ip netns) enterable", async () => {
+			const named = `nzhost-${process.pid}`
+			execFileSync('ip', ['netns', 'add', named])
+			try {
+				execFileSync('ip', ['netns', 'exec', named, 'true'])
+				// slirp4netns's own sandbox detaches its old root: nothing of that may reach the host.
+				const more = await provider.create({ egress: { kind: 'allow-all' } })
+				try {
+					expect(
+						spawnSync('ip', ['netns', 'exec', named, 'true'], { encoding: 'utf8' }).stderr,
+					).toBe('')
+					// Positive control: the new sandbox's network works.
+					expect(await probe(more, 'tcp', internet.address, String(internet.port))).toBe(
+						'reached internet',
+					)
+				} finally {
+					await more.destroy()
+				}
+			} finally {
+				spawnSync('ip', ['netns', 'del', named])
+			}
 		})
 
 		it('allow-all reaches the stand-in internet (a machine that is not the host)', async () => {

@@ -134,6 +134,23 @@ export function slirpArguments(sandboxPid: number): string[] {
 	]
 }
 
+/** util-linux's `unshare`, beside `nsenter`. */
+export const UNSHARE_PATH = '/usr/bin/unshare'
+
+const isRoot = () => process.getuid?.() === 0
+
+/**
+ * slirp4netns's argv. As root it starts in a mount namespace of its own whose mounts are all
+ * private: its sandbox makes only `/` private before it pivots and detaches the old root, so a
+ * mount shared with the host (iproute2's `/run/netns`) would carry that detach back to the host
+ * and unmount every named network namespace there. A non-root host's slirp4netns unshares inside
+ * the sandbox's user namespace, where copied shared mounts are slaves already.
+ */
+export function slirpCommand(slirp4netns: string, sandboxPid: number, asRoot: boolean): string[] {
+	const slirp = [slirp4netns, ...slirpArguments(sandboxPid)]
+	return asRoot ? [UNSHARE_PATH, '--mount', '--propagation', 'private', '--', ...slirp] : slirp
+}
+
 /** A command run in the sandbox's namespace (`namespaceEntry` + program) that must exit 0 in time. */
 export interface NamespaceCommand {
 	readonly sandboxId: string
@@ -218,7 +235,8 @@ export async function startSlirpNetwork(options: StartSlirpOptions): Promise<Sli
 			: startStderrLogKeeper(options.outliveHost.stderrPath, options.outliveHost.tailPath)
 	let child: ChildProcess
 	try {
-		child = spawn(options.tools.slirp4netns, slirpArguments(sandboxPid), {
+		const [file, ...args] = slirpCommand(options.tools.slirp4netns, sandboxPid, isRoot())
+		child = spawn(file ?? options.tools.slirp4netns, args, {
 			// Its own process group: a terminal's Ctrl-C is for the host program, not for the network.
 			detached: true,
 			stdio: [

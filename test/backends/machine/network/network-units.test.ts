@@ -14,6 +14,7 @@ import { LocalNetworkUnavailableError } from '../../../../src/backends/machine/n
 import {
 	firewallCommand,
 	slirpArguments,
+	slirpCommand,
 } from '../../../../src/backends/machine/network/slirp-network.js'
 
 describe('hostAddressesFrom', () => {
@@ -95,6 +96,19 @@ describe('allow-all plumbing', () => {
 			'42',
 			'tap0',
 		])
+	})
+
+	it('starts slirp4netns in a private mount namespace of its own as root, and directly otherwise', () => {
+		const slirp = ['/usr/bin/slirp4netns', ...slirpArguments(42)]
+		expect(slirpCommand('/usr/bin/slirp4netns', 42, true)).toEqual([
+			'/usr/bin/unshare',
+			'--mount',
+			'--propagation',
+			'private',
+			'--',
+			...slirp,
+		])
+		expect(slirpCommand('/usr/bin/slirp4netns', 42, false)).toEqual(slirp)
 	})
 
 	it('enters only the network namespace as root, and the user namespace too otherwise', () => {
