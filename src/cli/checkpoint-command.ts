@@ -4,11 +4,14 @@
  * its record with `--json`), `checkpoints` lists the store, `checkpoint rm` deletes one,
  * `rollback` makes a sandbox a checkpoint's state (its running processes end first), `fork` makes
  * N kept-alive sandboxes from a checkpoint and prints one id a line — all or none: when one fork
- * fails, every fork it made is destroyed. Formatting is pure.
+ * fails, every fork it made is destroyed. A fork gets the sandbox flags given to `fork` (limits,
+ * egress, environment), turned into create options the way `run --detach` does; the checkpoint
+ * records none of its parent's. Formatting is pure.
  */
 import type { SandboxCheckpoint } from '../contract/checkpoint.js'
 import { cliLocalProvider, openKeptAlive, withInterrupt } from './kept-alive-context.js'
 import type { CheckpointVerb } from './parse-checkpoint-verbs.js'
+import { cliCreateConfig } from './sandbox-config.js'
 
 /** One `checkpoints` line: ID, SANDBOX, CREATED (ISO), BYTES, LABEL. */
 export function formatCheckpointLine(checkpoint: SandboxCheckpoint): string {
@@ -94,10 +97,12 @@ async function fork(
 	verb: Extract<CheckpointVerb, { kind: 'fork' }>,
 	signal: AbortSignal,
 ): Promise<number> {
-	const forks = provider()
+	const config = await cliCreateConfig(verb.sandbox)
+	const forks = cliLocalProvider(verb.sandbox)
 	try {
 		const made = await createAllOrNone(verb.count, () =>
 			forks.create({
+				...config,
 				from: verb.checkpointId,
 				keepAlive: true,
 				signal,

@@ -24,7 +24,14 @@ import {
 	parsePort,
 	type SandboxVerb,
 } from './parse-verbs.js'
-import { type CliSandboxFlags, FLAG_SITE, SandboxFlagCollector } from './sandbox-flags.js'
+import {
+	type CliSandboxFlags,
+	FLAG_SITE,
+	SANDBOX_FLAG_NAMES,
+	SANDBOX_VALUE_FLAGS,
+	SandboxFlagCollector,
+} from './sandbox-flags.js'
+import { unknownOption } from './unknown-option.js'
 
 export { USAGE } from './usage.js'
 
@@ -164,7 +171,8 @@ function parseHandleVerb(verb: Verb, rest: readonly string[]): CliCommand {
 	const positionals: string[] = []
 	for (const arg of rest) {
 		if (arg === '--follow' && verb === 'logs') follow = true
-		else if (arg.startsWith('-')) throw new CliUsageError(`unknown option for ${verb}: ${arg}`)
+		else if (arg.startsWith('-'))
+			throw unknownOption(verb, arg, verb === 'logs' ? ['--follow'] : [])
 		else positionals.push(arg)
 	}
 	if (positionals.length > 1) {
@@ -189,7 +197,7 @@ function parseGc(rest: readonly string[]): CliCommand {
 	let dryRun = false
 	for (const arg of rest) {
 		if (arg === '--dry-run') dryRun = true
-		else if (arg.startsWith('-')) throw new CliUsageError(`unknown option for gc: ${arg}`)
+		else if (arg.startsWith('-')) throw unknownOption('gc', arg, ['--dry-run'])
 		else throw new CliUsageError(`unexpected argument for gc: ${arg}`)
 	}
 	return { kind: 'gc', dryRun }
@@ -243,7 +251,7 @@ function parseMcp(rest: readonly string[]): CliCommand {
 			kubernetes.set(arg, value(arg, rest[++index]))
 		} else {
 			const used = arg === undefined ? 0 : sandboxFlags.take(arg, rest[index + 1])
-			if (used === 0) throw new CliUsageError(`unknown option for mcp: ${arg}`)
+			if (used === 0) throw unknownOption('mcp', arg ?? '', MCP_FLAGS)
 			sandboxFlagSeen ??= arg
 			index += used - 1
 		}
@@ -285,6 +293,28 @@ const MCP_KUBERNETES_FLAGS = [
 	'--agent-address',
 	'--agent-port',
 ]
+
+/** Every flag `mcp` takes, for the unknown-option hint. */
+const MCP_FLAGS = [
+	'--http',
+	'--port',
+	'--host',
+	'--allow-remote',
+	'--shared-sandboxes',
+	'--allow-network',
+	'--no-isolation',
+	'--in-cluster',
+	'--best-effort-limits',
+	...SANDBOX_VALUE_FLAGS,
+	...MCP_KUBERNETES_FLAGS,
+]
+
+/** The flags `run`, `shell` and `doctor` take beyond the sandbox flags, for the hint. */
+const OWN_FLAGS = {
+	run: ['--timeout-ms', '--detach', '--no-stdin', '--keep-alive-ms'],
+	shell: ['--persistent', '--keep-alive-ms', '--shell'],
+	doctor: ['--json'],
+} as const
 
 /** The Kubernetes half of `mcp`: namespace and template required, one way to reach the API. */
 function kubernetesTarget(
@@ -395,7 +425,11 @@ function parseSandboxVerb(verb: 'run' | 'shell' | 'doctor', rest: readonly strin
 		} else if (arg === '--json' && verb === 'doctor') json = true
 		else if (arg?.startsWith('-')) {
 			const used = verb === 'doctor' ? 0 : sandboxFlags.take(arg, rest[index + 1])
-			if (used === 0) throw new CliUsageError(`unknown option for ${verb}: ${arg}`)
+			if (used === 0)
+				throw unknownOption(verb, arg, [
+					...OWN_FLAGS[verb],
+					...(verb === 'doctor' ? [] : SANDBOX_FLAG_NAMES),
+				])
 			index += used - 1
 		} else if (verb === 'run') break
 		else throw new CliUsageError(`unexpected argument for ${verb}: ${arg}`)

@@ -1,7 +1,8 @@
 /**
  * Parsing of the checkpoint verbs over kept-alive sandboxes: `checkpoint SANDBOX [--label L]
  * [--json]`, `checkpoint rm ID`, `checkpoints [--json]`, `rollback SANDBOX CHECKPOINT`, `fork
- * CHECKPOINT [--count N] [--keep-alive-ms MS]`. Pure.
+ * [--count N] [--keep-alive-ms MS] [SANDBOX FLAGS] CHECKPOINT` (run's sandbox flags, its collector
+ * and checks). Pure.
  */
 import {
 	MAX_KEEP_ALIVE_MS,
@@ -10,7 +11,13 @@ import {
 import { requireIntegerText } from '../contract/argument-validators.js'
 import { CliUsageError } from './cli-errors.js'
 import { parseCliHandle } from './cli-handle.js'
-import { FLAG_SITE } from './sandbox-flags.js'
+import {
+	type CliSandboxFlags,
+	FLAG_SITE,
+	SANDBOX_FLAG_NAMES,
+	SandboxFlagCollector,
+} from './sandbox-flags.js'
+import { unknownOption } from './unknown-option.js'
 
 /** The most forks one `fork --count` makes (each a live kept-alive sandbox). */
 export const MAX_FORK_COUNT = 100
@@ -30,6 +37,8 @@ export type CheckpointVerb =
 			readonly checkpointId: string
 			readonly count: number
 			readonly keepAliveMs?: number
+			/** What every fork is created with: the flags given to `fork`, not its parent's. */
+			readonly sandbox: Omit<CliSandboxFlags, 'workspace'>
 	  }
 
 const CHECKPOINT_ID = /^[0-9a-f]{16}$/
@@ -71,7 +80,7 @@ function split(
 			if (value === undefined || value === '') throw new CliUsageError(`${arg} needs a value`)
 			flags.set(arg, value)
 		} else if (known.flags.includes(arg)) flags.set(arg, '')
-		else if (arg.startsWith('-')) throw new CliUsageError(`unknown option for ${verb}: ${arg}`)
+		else if (arg.startsWith('-')) throw unknownOption(verb, arg, [...known.flags, ...known.valued])
 		else positionals.push(arg)
 	}
 	return { flags, positionals }
@@ -120,22 +129,54 @@ export function parseRollback(rest: readonly string[]): CheckpointVerb {
 	}
 }
 
+const FORK_VALUED = ['--count', '-n', '--keep-alive-ms']
+
+/** `fork`'s own flags, then run's sandbox flags (all but `--workspace`) for every fork. */
+function splitFork(rest: readonly string[]) {
+	const own = new Map<string, string>()
+	const positionals: string[] = []
+	const sandboxFlags = new SandboxFlagCollector('fork')
+	let allowNetwork = false
+	let isolation: 'bubblewrap' | 'none' = 'bubblewrap'
+	for (let index = 0; index < rest.length; index++) {
+		const arg = rest[index] ?? ''
+		if (FORK_VALUED.includes(arg)) {
+			const value = rest[++index]
+			if (value === undefined || value === '') throw new CliUsageError(`${arg} needs a value`)
+			own.set(arg, value)
+		} else if (arg === '--allow-network') allowNetwork = true
+		else if (arg === '--no-isolation') isolation = 'none'
+		else if (arg === '--workspace')
+			// The library refuses `from` with a workingDirectory: a fork's workspace is its own copy.
+			throw new CliUsageError("--workspace: a fork gets a fresh copy of the checkpoint's files")
+		else if (arg.startsWith('-')) {
+			const used = sandboxFlags.take(arg, rest[index + 1])
+			if (used === 0) throw unknownOption('fork', arg, [...FORK_VALUED, ...SANDBOX_FLAG_NAMES])
+			index += used - 1
+		} else positionals.push(arg)
+	}
+	const flags = sandboxFlags.result({ allowNetwork, isolation })
+	if (flags.tier === 'container')
+		throw new CliUsageError(
+			'fork: forks are kept-alive sandboxes, local only (no --tier container)',
+		)
+	return { own, positionals, sandbox: { allowNetwork, isolation, ...flags } }
+}
+
 export function parseFork(rest: readonly string[]): CheckpointVerb {
-	const { flags, positionals } = split('fork', rest, {
-		flags: [],
-		valued: ['--count', '-n', '--keep-alive-ms'],
-	})
+	const { own, positionals, sandbox } = splitFork(rest)
 	exactly('fork', positionals, 1, 'a CHECKPOINT id')
-	const countText = flags.get('--count') ?? flags.get('-n')
+	const countText = own.get('--count') ?? own.get('-n')
 	const count =
 		countText === undefined
 			? 1
 			: requireIntegerText(FLAG_SITE, '--count', countText, { min: 1, max: MAX_FORK_COUNT })
-	const keepAliveText = flags.get('--keep-alive-ms')
+	const keepAliveText = own.get('--keep-alive-ms')
 	return {
 		kind: 'fork',
 		checkpointId: checkpointIdOf('fork', positionals[0]),
 		count,
+		sandbox,
 		...(keepAliveText === undefined
 			? {}
 			: {

@@ -9,6 +9,7 @@ import { SESSION_SIGNALS, type SessionSignal } from '../wire/sessions.js'
 import { CliUsageError } from './cli-errors.js'
 import { type CliHandle, parseCliHandle } from './cli-handle.js'
 import { FLAG_SITE } from './sandbox-flags.js'
+import { unknownOption } from './unknown-option.js'
 
 export interface ExecVerb {
 	readonly kind: 'exec'
@@ -79,6 +80,19 @@ function sandboxId(verb: string, raw: string | undefined): string {
 }
 
 const SHORT_EXEC_FLAGS = /^-[itd]+$/
+const EXEC_FLAGS = [
+	'-i',
+	'--interactive',
+	'-t',
+	'--tty',
+	'-d',
+	'--detach',
+	'-e',
+	'--env',
+	'-w',
+	'--workdir',
+	'--timeout-ms',
+]
 
 // long: one branch per flag of `exec`, each a line or two
 export function parseExec(rest: readonly string[]): ExecVerb {
@@ -112,7 +126,7 @@ export function parseExec(rest: readonly string[]): ExecVerb {
 		} else if (arg === '-w' || arg === '--workdir') cwd = value(arg)
 		else if (arg === '--timeout-ms')
 			timeoutMs = requireIntegerText(FLAG_SITE, arg, value(arg), { min: 1, max: MAX_TIMER_MS })
-		else throw new CliUsageError(`unknown option for exec: ${arg}`)
+		else throw unknownOption('exec', arg, EXEC_FLAGS)
 	}
 	const id = sandboxId('exec', rest[index])
 	index++
@@ -157,7 +171,7 @@ export function parseKill(rest: readonly string[]): KillVerb {
 		const arg = rest[index] ?? ''
 		if (arg === '--signal' || arg === '-s') signal = signalName(rest[++index])
 		else if (arg.startsWith('--signal=')) signal = signalName(arg.slice('--signal='.length))
-		else if (arg.startsWith('-')) throw new CliUsageError(`unknown option for kill: ${arg}`)
+		else if (arg.startsWith('-')) throw unknownOption('kill', arg, ['--signal', '-s'])
 		else positionals.push(arg)
 	}
 	if (positionals.length !== 1)
@@ -192,7 +206,7 @@ function cpEndpoint(raw: string): CpEndpoint {
 export function parseCp(rest: readonly string[]): SandboxVerb {
 	const positionals = rest.filter((arg) => arg !== '--')
 	const option = positionals.find((arg) => arg.startsWith('-') && arg !== '-')
-	if (option !== undefined) throw new CliUsageError(`unknown option for cp: ${option}`)
+	if (option !== undefined) throw unknownOption('cp', option, [])
 	if (positionals.length !== 2)
 		throw new CliUsageError('cp needs SRC and DST, one of them SANDBOX:path')
 	const source = cpEndpoint(positionals[0] ?? '')
@@ -209,7 +223,7 @@ export function parsePort(rest: readonly string[]): SandboxVerb {
 	const positionals: string[] = []
 	for (const arg of rest) {
 		if (arg === '--no-auth') auth = false
-		else if (arg.startsWith('-')) throw new CliUsageError(`unknown option for port: ${arg}`)
+		else if (arg.startsWith('-')) throw unknownOption('port', arg, ['--no-auth'])
 		else positionals.push(arg)
 	}
 	if (positionals.length !== 2) throw new CliUsageError('port needs SANDBOX and PORT')
@@ -231,7 +245,12 @@ export function parseImage(rest: readonly string[]): SandboxVerb {
 	for (const flag of flags) {
 		if (flag === '--vm') vm = true
 		else if (flag === '--rootfs-only' && action === 'build') rootfsOnly = true
-		else throw new CliUsageError(`unknown option for image ${action}: ${flag}`)
+		else
+			throw unknownOption(
+				`image ${action}`,
+				flag,
+				action === 'build' ? ['--vm', '--rootfs-only'] : ['--vm'],
+			)
 	}
 	if (vm && rootfsOnly) throw new CliUsageError('image build: --vm excludes --rootfs-only')
 	return { kind: 'image', action, vm, rootfsOnly }

@@ -1,5 +1,5 @@
 /**
- * The flags `run`, `shell` and `mcp` share to shape the sandboxes they create: environment,
+ * The flags `run`, `shell`, `mcp` and `fork` share to shape the sandboxes they create: environment,
  * limits, egress, tier and image. Parsing is pure (a bad value is a `CliUsageError` naming the
  * flag, exit 2); `--env-file` is read when the sandbox is made (`sandbox-config.ts`).
  */
@@ -53,6 +53,15 @@ export const SANDBOX_VALUE_FLAGS = [
 	'--tier',
 	'--image',
 ] as const
+
+/** Every sandbox flag's name (the boolean ones too), for the unknown-option hint. */
+export const SANDBOX_FLAG_NAMES: readonly string[] = [
+	...SANDBOX_VALUE_FLAGS,
+	'--best-effort-limits',
+	'--allow-network',
+	'--no-isolation',
+	'--workspace',
+]
 
 const MAX_LIMIT = 2 ** 31 - 1
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/

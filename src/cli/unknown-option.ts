@@ -1,0 +1,80 @@
+/**
+ * The usage error of an option a verb does not take, with a hint when it looks like one it does:
+ * an API-shaped spelling (`--disk-limit-mb`, `--diskLimitMb` for `--disk`), another tool's name for
+ * it (`--cpu`, `--network`), or a typo (edit distance at most 2). Pure.
+ */
+import { CliUsageError } from './cli-errors.js'
+
+/** Spellings users reach for (the library's option names, docker's flags) and the CLI's flag. */
+const ALIASES: Readonly<Record<string, string>> = {
+	'--disk-limit-mb': '--disk',
+	'--disk-limit': '--disk',
+	'--disk-mb': '--disk',
+	'--disk-size': '--disk',
+	'--memory-limit-mb': '--memory',
+	'--memory-limit': '--memory',
+	'--memory-mb': '--memory',
+	'--mem': '--memory',
+	'--cpu': '--cpus',
+	'--cpu-limit': '--cpus',
+	'--pids-limit': '--pids',
+	'--max-processes': '--pids',
+	'--network': '--allow-network',
+	'--net': '--allow-network',
+	'--allow-all': '--allow-network',
+	'--allowed-hosts': '--allow-host',
+	'--host-ports': '--host-port',
+	'--working-directory': '--workspace',
+	'--timeout': '--timeout-ms',
+	'--keep-alive': '--keep-alive-ms',
+	'--env-files': '--env-file',
+	'--no-bwrap': '--no-isolation',
+}
+
+/** `--diskLimitMb` → `--disk-limit-mb`; `--disk-limit-mb=64` → `--disk-limit-mb`. */
+function normalized(arg: string): string {
+	const name = arg.split('=', 1)[0] ?? arg
+	return name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)
+}
+
+function editDistance(a: string, b: string): number {
+	let previous = Array.from({ length: b.length + 1 }, (_, index) => index)
+	for (let i = 1; i <= a.length; i++) {
+		const current = [i]
+		for (let j = 1; j <= b.length; j++) {
+			const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1)
+			current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution))
+		}
+		previous = current
+	}
+	return previous[b.length] ?? 0
+}
+
+/** Short names are too close to everything for a typo to say which one was meant. */
+const MIN_TYPO_NAME = 4
+const MAX_TYPO_DISTANCE = 2
+
+/** The flag of `known` that `arg` most likely meant, if one is close enough to say so. */
+export function suggestFlag(arg: string, known: readonly string[]): string | undefined {
+	const name = normalized(arg)
+	if (known.includes(name) && name !== arg) return name
+	const alias = ALIASES[name]
+	if (alias !== undefined && known.includes(alias)) return alias
+	if (!name.startsWith('--') || name.length - 2 < MIN_TYPO_NAME) return undefined
+	let best: { readonly flag: string; readonly distance: number } | undefined
+	for (const flag of known) {
+		if (!flag.startsWith('--') || flag.length - 2 < MIN_TYPO_NAME) continue
+		const distance = editDistance(name, flag)
+		if (distance <= MAX_TYPO_DISTANCE && (best === undefined || distance < best.distance))
+			best = { flag, distance }
+	}
+	return best?.flag
+}
+
+/** `unknown option for VERB: ARG`, with `(did you mean --FLAG?)` when one of `known` fits. */
+export function unknownOption(verb: string, arg: string, known: readonly string[]): CliUsageError {
+	const hint = suggestFlag(arg, known)
+	return new CliUsageError(
+		`unknown option for ${verb}: ${arg}${hint === undefined ? '' : ` (did you mean ${hint}?)`}`,
+	)
+}
