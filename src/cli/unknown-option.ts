@@ -1,7 +1,7 @@
 /**
  * The usage error of an option a verb does not take, with a hint when it looks like one it does:
  * an API-shaped spelling (`--disk-limit-mb`, `--diskLimitMb` for `--disk`), another tool's name for
- * it (`--cpu`, `--network`), or a typo (edit distance at most 2). Pure.
+ * it (`--cpu`, `--network`), or a typo (one edit of a short name, two of a longer one). Pure.
  */
 import { CliUsageError } from './cli-errors.js'
 
@@ -50,9 +50,13 @@ function editDistance(a: string, b: string): number {
 	return previous[b.length] ?? 0
 }
 
-/** Short names are too close to everything for a typo to say which one was meant. */
-const MIN_TYPO_NAME = 4
-const MAX_TYPO_DISTANCE = 2
+/** Short names are close to everything: a typo of one is at most one edit, of `-x` none. */
+const MIN_TYPO_NAME = 3
+const SHORT_NAME = 5
+
+function typoDistance(flag: string): number {
+	return flag.length - 2 < SHORT_NAME ? 1 : 2
+}
 
 /** The flag of `known` that `arg` most likely meant, if one is close enough to say so. */
 export function suggestFlag(arg: string, known: readonly string[]): string | undefined {
@@ -65,7 +69,7 @@ export function suggestFlag(arg: string, known: readonly string[]): string | und
 	for (const flag of known) {
 		if (!flag.startsWith('--') || flag.length - 2 < MIN_TYPO_NAME) continue
 		const distance = editDistance(name, flag)
-		if (distance <= MAX_TYPO_DISTANCE && (best === undefined || distance < best.distance))
+		if (distance <= typoDistance(flag) && (best === undefined || distance < best.distance))
 			best = { flag, distance }
 	}
 	return best?.flag

@@ -3,11 +3,13 @@
  * sandboxes (real bubblewrap), each verb its own process: `checkpoint` → a write → `rollback`
  * restores; `fork --count 3` gives three distinct kept-alive sandboxes each seeing the checkpoint's
  * files; `checkpoints` lists, `checkpoint rm` deletes; bad arguments are named (exit 2) and unknown
- * ids exit 3, as the other verbs.
+ * ids exit 3, as the other verbs. A fork takes the sandbox flags given to `fork` (`--disk` of a
+ * sized parent: writes past it fail with ENOSPC; `--memory` is its cgroup's limit) and, without
+ * them, the defaults rather than its parent's limits.
  */
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { chmod, mkdtemp, rm } from 'node:fs/promises'
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -15,6 +17,8 @@ import { destroyLocalSandbox, listLocalSandboxes } from '../../src/backends/mach
 import { bundleCli, childEnv, type SourceBundle } from '../helpers/bundle-source.js'
 
 const hasBwrap = existsSync('/usr/bin/bwrap')
+// `--disk` is a loop-mounted image: root only.
+const isRoot = process.getuid?.() === 0
 const LONG_MS = 240_000
 
 let stateDir = ''
@@ -78,6 +82,8 @@ describe('namzu-sandbox checkpoint verbs: bad arguments', () => {
 		[['fork', '0123456789abcdef', '--count', '0'], '--count'],
 		[['fork', '0123456789abcdef', '--count', 'many'], '--count'],
 		[['fork', '0123456789abcdef', '--bogus'], 'unknown option for fork: --bogus'],
+		[['fork', '--disk-limit-mb', '32', '0123456789abcdef'], '(did you mean --disk?)'],
+		[['fork', '--workspace', '/tmp', '0123456789abcdef'], '--workspace: a fork gets a fresh'],
 		[['checkpoints', 'extra'], 'unexpected argument for checkpoints: extra'],
 	])('%j exits 2 naming what is wrong', async (args, named) => {
 		const run = await cli(args)
@@ -165,6 +171,88 @@ describe.skipIf(!hasBwrap && !process.env.CI)('namzu-sandbox checkpoint, rollbac
 
 		for (const id of ids) expect((await cli(['destroy', id])).code).toBe(0)
 		expect((await cli(['checkpoint', 'rm', record.id])).code).toBe(0)
+	})
+})
+
+/** The memory limit, in bytes, of a kept-alive sandbox's cgroup (v1 or v2), read on the host. */
+async function memoryLimitOf(sandboxId: string): Promise<number> {
+	const listing = (await listLocalSandboxes({ stateDir })).find((one) => one.id === sandboxId)
+	for (const dir of listing?.descriptor.cgroupDirs ?? []) {
+		for (const file of ['memory.max', 'memory.limit_in_bytes']) {
+			const text = await readFile(join(dir, file), 'utf8').catch(() => undefined)
+			if (text !== undefined) return Number(text.trim())
+		}
+	}
+	throw new Error(`no memory cgroup for ${sandboxId}`)
+}
+
+/** `dd` of `mib` MiB into the sandbox's workspace: its exit code, its messages on stdout. */
+function write(sandboxId: string, name: string, mib: number): Promise<CliRun> {
+	const dd = `dd if=/dev/zero of=${name} bs=1M count=${mib} conv=fsync 2>&1`
+	return cli(['exec', sandboxId, '--', 'sh', '-c', dd])
+}
+
+const MIB = 1024 * 1024
+
+describe.skipIf(!hasBwrap || !isRoot)('namzu-sandbox fork takes the sandbox flags', () => {
+	let parentId = ''
+	let checkpointId = ''
+	beforeAll(async () => {
+		const started = await cli([
+			'run',
+			'--detach',
+			'--disk',
+			'32',
+			'--memory',
+			'96',
+			'--',
+			'sleep',
+			'600',
+		])
+		expect(started.code, started.stderr).toBe(0)
+		parentId = started.stdout.trim().split('/')[0] ?? ''
+		await shell(parentId, 'echo seed > seed.txt')
+		const taken = await cli(['checkpoint', parentId])
+		expect(taken.code, taken.stderr).toBe(0)
+		checkpointId = taken.stdout.trim()
+	}, LONG_MS)
+	afterAll(async () => {
+		await cli(['destroy', parentId])
+		await cli(['checkpoint', 'rm', checkpointId])
+	})
+
+	it('--disk 32 of a 32 MiB parent: the fork has the limit; --memory its cgroup', async () => {
+		const forked = await cli(['fork', '--disk', '32', '--memory', '128', checkpointId])
+		expect(forked.code, forked.stderr).toBe(0)
+		const forkId = forked.stdout.trim()
+		try {
+			expect(await shell(forkId, 'cat seed.txt')).toBe('seed\n')
+			// Under the limit works (the positive control); past it is ENOSPC.
+			const under = await write(forkId, 'under', 8)
+			expect(under.code, under.stdout + under.stderr).toBe(0)
+			const past = await write(forkId, 'past', 40)
+			expect(past.code).not.toBe(0)
+			expect(past.stdout).toContain('No space left on device')
+			expect(await memoryLimitOf(forkId)).toBe(128 * MIB)
+		} finally {
+			await cli(['destroy', forkId])
+		}
+	})
+
+	it("no flags: the defaults, not the parent's limits (documented)", async () => {
+		const forked = await cli(['fork', checkpointId])
+		expect(forked.code, forked.stderr).toBe(0)
+		const forkId = forked.stdout.trim()
+		try {
+			expect(await shell(forkId, 'cat seed.txt')).toBe('seed\n')
+			// The parent's 32 MiB is not applied: 40 MiB fits.
+			const past = await write(forkId, 'big', 40)
+			expect(past.code, past.stdout + past.stderr).toBe(0)
+			expect(await memoryLimitOf(parentId)).toBe(96 * MIB)
+			expect(await memoryLimitOf(forkId)).not.toBe(96 * MIB)
+		} finally {
+			await cli(['destroy', forkId])
+		}
 	})
 })
 
