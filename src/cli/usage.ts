@@ -45,10 +45,14 @@ export const USAGE = `Usage:
   namzu-sandbox rollback SANDBOX CHECKPOINT
       Make SANDBOX the checkpoint's state: every process running in it ends first, then its
       workspace is replaced by the checkpoint's; the sandbox (id, network) stays.
-  namzu-sandbox fork [--count N] [--keep-alive-ms MS] CHECKPOINT
+  namzu-sandbox fork [--count N] [--keep-alive-ms MS] [SANDBOX FLAGS] CHECKPOINT
       Make N (default 1, at most 100) kept-alive sandboxes starting from the checkpoint, each
       with its own id, uid, cgroups and copy of the files; print one id a line. All or none:
-      when one fails, every fork it made is destroyed.
+      when one fails, every fork it made is destroyed. Every fork gets the sandbox flags given
+      to fork (--disk, --memory, --allow-network, --env, ...), NOT its parent's: a checkpoint
+      records none of them; without them a fork has the defaults (no disk limit). --disk of
+      the parent's size (or more) starts from a clone of its image. --workspace and --tier
+      container are refused (a fork's workspace is its own copy; forks are local).
   namzu-sandbox checkpoints [--json]
       List the checkpoints kept in the state directory: ID, SANDBOX, CREATED, BYTES, LABEL.
   namzu-sandbox checkpoint rm CHECKPOINT
@@ -87,7 +91,7 @@ export const USAGE = `Usage:
       from the SandboxTemplate NAME (or claims from the warm pool), reaching the API through
       FILE (default KUBECONFIG, ~/.kube/config).
 
-Sandbox flags (run, shell, mcp):
+Sandbox flags (run, shell, mcp, fork):
   --allow-network     reach the internet through a user-mode network stack (slirp4netns); the
                       host's own addresses, its loopback and the LAN stay refused
                       (default: no network at all, only the sandbox's loopback)
