@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLocalSandboxProvider } from '../../../src/backends/local/index.js'
@@ -75,6 +76,28 @@ describe('limits without a usable controller', () => {
 		expect(error).toBeInstanceOf(CgroupLimitsUnavailableError)
 		expect((error as CgroupLimitsUnavailableError).controllers).toEqual(['memory', 'pids'])
 	})
+
+	it.skipIf(process.getuid?.() !== 0)(
+		'a tracking-only sandbox (no limits, no bubblewrap) still gets a pids group its processes join',
+		async () => {
+			const cgroups = await createSandboxCgroups(`namzu-sbx-track${process.pid}`, {
+				trackOnly: true,
+			})
+			try {
+				expect(cgroups?.procsFiles.some((file) => file.includes('/pids/'))).toBe(true)
+				// Positive control: a process joined there is listed as the sandbox's.
+				const child = spawn('sleep', ['30'])
+				try {
+					await cgroups?.join(child.pid ?? 0)
+					expect(await cgroups?.pids()).toContain(child.pid)
+				} finally {
+					child.kill('SIGKILL')
+				}
+			} finally {
+				await cgroups?.remove()
+			}
+		},
+	)
 
 	it('need no cgroup at all when no limit is asked for', async () => {
 		await expect(createSandboxCgroups('namzu-sbx-none', {})).resolves.toBeUndefined()

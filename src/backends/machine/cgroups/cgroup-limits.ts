@@ -286,7 +286,9 @@ export async function createSandboxCgroups(
 		cpuAccounting: true,
 	})
 	if (optional.length > 0) {
-		const withOptional = planCgroups({ ...hostView, needed, optional, name })
+		// A tracking-only plan's one group (pids) stays needed beside the optional ones.
+		const required: readonly CgroupController[] = tracking ? ['pids'] : needed
+		const withOptional = planCgroups({ ...hostView, needed: required, optional, name })
 		if (withOptional.ok) plan = withOptional
 	}
 	const tree = planCgroupTree({
