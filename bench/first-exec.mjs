@@ -1,7 +1,9 @@
 // The first exec of a pooled sandbox, local tier (bubblewrap): warm `create()` → first
 // `exec('true')` result after a quiet spell (`--quiet-ms`, default 500: long enough for the kernel's
 // cgroup migration lock to go cold), then that sandbox's second exec (steady), then a host
-// `spawn('true')` in the same round as the baseline. `--before <dist dir>` runs the same rounds
+// `spawn('true')` in the same round as the baseline, and one more exec of the same sandbox after
+// another quiet spell (a command an agent sends seconds after the last: every one meets the cold
+// lock, not just a pooled sandbox's first). `--before <dist dir>` runs the same rounds
 // from another build too (e.g. a build of main before a change), alternating which goes first.
 import { spawn } from 'node:child_process'
 import { loadavg } from 'node:os'
@@ -37,7 +39,7 @@ const builds = [{ label: 'this build', dist: here }]
 if (beforeDist) builds.push({ label: `before (${beforeDist})`, dist: beforeDist })
 for (const build of builds) {
 	build.provider = await pooled(build.dist)
-	build.samples = { handOut: [], first: [], steady: [], host: [] }
+	build.samples = { handOut: [], first: [], steady: [], host: [], later: [] }
 }
 
 async function round(build, record) {
@@ -50,12 +52,15 @@ async function round(build, record) {
 	if (result.exitCode !== 0) throw new Error(`exec true exited ${result.exitCode}`)
 	const steady = await timed(() => sandbox.exec('true'))
 	const host = await timed(spawnTrue)
+	await sleep(quietMs)
+	const later = await timed(() => sandbox.exec('true'))
 	await sandbox.destroy()
 	if (!record) return
 	build.samples.handOut.push(handOut)
 	build.samples.first.push(first)
 	build.samples.steady.push(steady)
 	build.samples.host.push(host)
+	build.samples.later.push(later)
 }
 
 const loadAtStart = loadavg()[0]
@@ -81,6 +86,7 @@ for (const build of builds) {
 		`  create() → first exec('true') result         p50 ${ms(s.first.p50)}  p95 ${ms(s.first.p95)}`,
 		`  its second exec('true') (steady)             p50 ${ms(s.steady.p50)}  p95 ${ms(s.steady.p95)}  (+${ms(s.steady.p50 - s.host.p50)} over the host spawn)`,
 		`  host spawn('true'), same rounds              p50 ${ms(s.host.p50)}  p95 ${ms(s.host.p95)}`,
+		`  a later exec('true') after another quiet     p50 ${ms(s.later.p50)}  p95 ${ms(s.later.p95)}`,
 	)
 }
 printTable(

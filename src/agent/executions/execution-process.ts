@@ -275,7 +275,9 @@ export function startExecutionProcess(
 			await termination?.catch(() => undefined)
 			await descendantsKilled?.catch(() => undefined)
 			const usage = tree.usage()
-			tree.release()
+			// Removing the group waits for the kernel's cgroup lock, which a migration elsewhere can
+			// hold for a whole RCU grace period after a quiet spell: the result goes out first.
+			setImmediate(() => tree.release())
 			const failedJoin = await joinFailure
 			if (failedJoin !== undefined) {
 				resolveOutcome({

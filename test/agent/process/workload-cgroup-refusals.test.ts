@@ -76,7 +76,12 @@ async function request(agent: StartedAgent, op: string, body: object) {
 	return exchange.frames
 }
 
-function noGroupsLeft(groups: ThrowawayCgroups): void {
+/** A command's group is removed right after its result went out (not before it). */
+async function noGroupsLeft(groups: ThrowawayCgroups): Promise<void> {
+	const deadline = Date.now() + 5_000
+	while (groups.commandGroups().length > 0 && Date.now() < deadline) {
+		await new Promise((done) => setTimeout(done, 10))
+	}
 	expect(groups.commandGroups(), 'command groups left behind').toEqual([])
 }
 
@@ -107,7 +112,7 @@ describe.skipIf(skip !== undefined)('workload cgroup refusals', () => {
 		expect(existsSync(marker), 'a refused command ran').toBe(false)
 		const [sessions] = await request(agent, 'list-sessions', {})
 		expect(sessions?.sessions, 'the refused session is not listed').toEqual([])
-		noGroupsLeft(groups)
+		await noGroupsLeft(groups)
 	})
 
 	it('refuses with workload_cgroup_unavailable when the command group cannot be made, leaving nothing', async () => {
@@ -162,7 +167,7 @@ describe.skipIf(skip !== undefined)('workload cgroup refusals', () => {
 		// A program found on PATH runs under its own name, exactly as a direct spawn would.
 		const found = await execute(agent, { command: 'sh', args: ['-c', 'printf "%s" "$0"'] })
 		expect(lastFrame(found)).toMatchObject({ type: 'result', exitCode: 0 })
-		noGroupsLeft(groups)
+		await noGroupsLeft(groups)
 	})
 })
 
