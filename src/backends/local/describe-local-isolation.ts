@@ -140,6 +140,8 @@ async function describeCgroupMigrations(): Promise<CgroupMigrationCheck> {
 		cmdline: await readText('/proc/cmdline'),
 		kernelConfig: await kernelConfig(kernelRelease),
 		kernelRelease,
+		rcuExpedited: await readText('/sys/kernel/rcu_expedited'),
+		rcuNormal: await readText('/sys/kernel/rcu_normal'),
 	})
 }
 

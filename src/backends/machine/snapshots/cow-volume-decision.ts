@@ -83,7 +83,7 @@ export function decideCopyMode(facts: CopyModeFacts): CopyModeDecision {
 	}
 	return {
 		mode: 'volume',
-		why: 'a copy-on-write XFS volume (sparse image, reflink=1) loop-mounted in the state directory',
+		why: 'a copy-on-write XFS volume (sparse image, reflink=1) loop-mounted in the state directory; a create that finds no other sandbox on it formats and mounts it first (25–35 ms measured), which a state directory on XFS or btrfs never needs',
 		volumeBytes,
 	}
 }

@@ -68,6 +68,19 @@ describe('cgroupMigrationMode', () => {
 			'default',
 		],
 		[
+			'expedited RCU grace periods',
+			{ rcuExpedited: '1\n', rcuNormal: '0\n' },
+			true,
+			'rcu-expedited',
+		],
+		[
+			'expedited, but rcu_normal overrides it',
+			{ rcuExpedited: '1\n', rcuNormal: '1\n' },
+			false,
+			'default',
+		],
+		['normal RCU grace periods', { rcuExpedited: '0\n', rcuNormal: '0\n' }, false, 'default'],
+		[
 			'a similar boot parameter is not it',
 			{ cmdline: 'xcgroup_favordynmods=true' },
 			false,
@@ -98,5 +111,13 @@ describe('cgroupMigrationMode', () => {
 		// There, an earlier mount that is gone leaves no trace the check could read.
 		expect(sticky.detail).toContain('without a trace')
 		expect(cgroupMigrationMode({ ...base, kernelRelease: '7.0.1' }).fix).toContain('until reboot')
+	})
+
+	it('offers expedited RCU as the reversible remedy, and says what it trades', () => {
+		const check = cgroupMigrationMode(base)
+		expect(check.fix).toContain('echo 1 > /sys/kernel/rcu_expedited')
+		expect(check.fix).toContain('an interrupt to every CPU')
+		const expedited = cgroupMigrationMode({ ...base, rcuExpedited: '1' })
+		expect(expedited.detail).toContain('an interrupt to every CPU')
 	})
 })
