@@ -9,6 +9,7 @@
 import { chown, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { hostname, totalmem } from 'node:os'
 import { join } from 'node:path'
+import { raceSignal } from '../../../common/bounded-promise.js'
 import { isRecord } from '../../../common/is-record.js'
 import { AgentTransport } from '../../../host/transport/agent-transport.js'
 import type { GuestExit } from '../../../host/transport/transport-errors.js'
@@ -44,6 +45,12 @@ import { dockerLayout } from './docker-layout.js'
 /** A Docker sandbox's host directory: `<stateDir>/namzu-docker-<id>`. */
 export const DOCKER_STATE_PREFIX = 'namzu-docker-'
 const REMOVE_BUDGET_MS = 30_000
+/**
+ * How long the engine may take to answer a container create. The create is never aborted with the
+ * caller's signal: an engine that received it makes the container anyway, and only its answer
+ * names what to remove (an abort answers the caller at once; the release waits for the create).
+ */
+const CREATE_BUDGET_MS = 60_000
 
 export interface DockerInstanceContext {
 	readonly client: DockerEngineClient
@@ -110,6 +117,8 @@ export async function startDockerInstance(
 	const socketPath = join(stateRoot, 'agent.sock')
 	const limits = resolveSandboxLimits(spec, { totalMemoryBytes: totalmem() })
 	let containerId: string | undefined
+	/** The create sent to the engine, settled or not: the release waits for it. */
+	let creating: Promise<Record<string, unknown>> | undefined
 	let exited = false
 	const watching = new AbortController()
 	let releasing: Promise<void> | undefined
@@ -117,6 +126,12 @@ export async function startDockerInstance(
 		releasing ??= (async () => {
 			watching.abort()
 			const failures: unknown[] = []
+			// A create still under way (the caller aborted) is waited for; one that never answered
+			// with an Id is removed by its name, which only this sandbox uses (absent: nothing to do).
+			if (containerId === undefined && creating !== undefined) {
+				const late = await creating.catch(() => undefined)
+				containerId = typeof late?.Id === 'string' && late.Id !== '' ? late.Id : name
+			}
 			if (containerId !== undefined) {
 				await removeDockerContainer(
 					client,
@@ -188,13 +203,14 @@ export async function startDockerInstance(
 			binds: layout.binds,
 			ulimits: parseHardLimits(await readFile('/proc/self/limits', 'utf8')),
 		})
-		const created = await client.json({
+		creating = client.json({
 			method: 'POST',
 			path: '/containers/create',
 			query: { name },
 			json: body,
-			...(signal ? { signal } : {}),
+			signal: AbortSignal.timeout(CREATE_BUDGET_MS),
 		})
+		const created = await raceSignal(creating, signal)
 		if (typeof created.Id !== 'string' || created.Id === '') {
 			throw new LocalSandboxStartError(id, 'the engine answered the create with no container Id', {
 				stderrTail: '',

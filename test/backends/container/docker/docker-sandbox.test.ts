@@ -5,12 +5,15 @@
  * teardown for concurrent destroys), and a crashed host's container reaped by label.
  */
 import { spawn } from 'node:child_process'
-import { readdir } from 'node:fs/promises'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { connect, createServer, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
 	DOCKER_ID_LABEL,
 	DOCKER_SANDBOX_LABEL,
+	DOCKER_STATE_LABEL,
 } from '../../../../src/backends/container/docker/docker-container-body.js'
 import {
 	ContainerEgressUnsupportedError,
@@ -37,6 +40,53 @@ async function containersLabelled(service: PodmanService, label: string): Promis
 		path: '/containers/json',
 		query: { all: 'true', filters: JSON.stringify({ label: [label] }) },
 	})
+}
+
+/**
+ * A unix socket in front of the engine that calls `onCreated` when the engine answers a container
+ * create, before the answer is passed on: the engine has made the container, its client has not
+ * read its Id yet.
+ */
+async function engineFront(upstreamPath: string, onCreated: () => void) {
+	const dir = await mkdtemp(join(tmpdir(), 'namzu-engine-front-'))
+	const path = join(dir, 'front.sock')
+	const upstreams = new Set<Socket>()
+	const server = createServer((client) => {
+		const upstream = connect(upstreamPath)
+		upstreams.add(upstream)
+		let seen = ''
+		let awaitingAnswer = false
+		client.on('data', (chunk: Buffer) => {
+			seen = (seen + chunk.toString('latin1')).slice(-4096)
+			if (/^POST \S*\/containers\/create/m.test(seen)) {
+				seen = ''
+				awaitingAnswer = true
+			}
+			upstream.write(chunk)
+		})
+		upstream.on('data', (chunk: Buffer) => {
+			if (awaitingAnswer) {
+				awaitingAnswer = false
+				onCreated()
+			}
+			if (!client.destroyed) client.write(chunk)
+		})
+		client.on('error', () => undefined)
+		upstream.on('error', () => undefined)
+		upstream.on('close', () => {
+			upstreams.delete(upstream)
+			client.destroy()
+		})
+	})
+	await new Promise<void>((listening) => server.listen(path, listening))
+	return {
+		dockerHost: `unix://${path}`,
+		close: async () => {
+			server.close()
+			for (const upstream of upstreams) upstream.destroy()
+			await rm(dir, { recursive: true, force: true })
+		},
+	}
 }
 
 async function sh(sandbox: Sandbox, script: string) {
@@ -205,6 +255,50 @@ describe.skipIf(skip !== undefined)('a Docker sandbox (Podman, root)', () => {
 		expect(await containersLabelled(service, label)).toEqual([])
 		expect((await readdir(stateDir)).filter((name) => name.includes(sandbox.id))).toEqual([])
 	}, 180_000)
+
+	it('an abort as the engine answers a create leaves no container and no directory', async () => {
+		const frontState = await makeStateDir('docker-abort-create')
+		const controller = new AbortController()
+		let creates = 0
+		const front = await engineFront(service.socketPath, () => {
+			creates++
+			controller.abort(new Error('stop as the engine answers the create'))
+		})
+		const ownProvider = createSandboxProvider({
+			backend: {
+				tier: 'container',
+				runtime: 'docker',
+				image,
+				dockerHost: front.dockerHost,
+				stateDir: frontState,
+			},
+			layout,
+		})
+		try {
+			const error = await ownProvider
+				.create({ signal: controller.signal })
+				.catch((caught: unknown) => caught)
+			expect(creates, 'the engine made the container before the abort').toBe(1)
+			expect((error as Error).message).toBe('stop as the engine answers the create')
+			const ours = (await containersLabelled(service, `${DOCKER_SANDBOX_LABEL}=1`)).filter(
+				(container) =>
+					String(
+						(container as { Labels?: Record<string, string> }).Labels?.[DOCKER_STATE_LABEL],
+					).startsWith(frontState),
+			)
+			expect(ours, 'the container the engine made for the aborted create').toEqual([])
+			expect(await readdir(frontState)).toEqual([])
+			// Positive control: the same engine front serves a create that is not aborted.
+			const sandbox = await ownProvider.create()
+			expect((await sh(sandbox, 'echo through-the-front')).stdout).toBe('through-the-front\n')
+			await sandbox.destroy()
+			expect(creates).toBe(2)
+		} finally {
+			await ownProvider.close().catch(() => undefined)
+			await front.close()
+			expect(await removeStateDir(frontState)).toEqual([])
+		}
+	}, 240_000)
 
 	it('never reports a teardown done when the engine did not remove the container', async () => {
 		const own = await startPodmanService()
