@@ -51,6 +51,11 @@ export interface AgentConfig {
 	/** How long a retained execution's record and output outlive its end. */
 	readonly executionRetainedTtlMs: number
 	readonly readFileRangeBytes: number
+	/**
+	 * Bytes per frame of a streamed read. 1 MiB: against 256 KiB a 64 MiB `readFile` took 0.82× the
+	 * time and a 1 GiB stream 0.72× (fewer hand-offs between the two ends), for about 1.5 MiB more
+	 * held while a stream runs (BENCHMARKS.md).
+	 */
 	readonly readFileStreamChunkBytes: number
 	/** `NAMZU_SANDBOX_WORKSPACE`, absolute. */
 	readonly workspace: string
@@ -189,7 +194,7 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
 		maxRetainedOutputLogs: integer(env, 'NAMZU_AGENT_MAX_RETAINED_OUTPUT_LOGS', 32),
 		executionRetainedTtlMs: integer(env, 'NAMZU_AGENT_EXECUTION_RETAINED_TTL_MS', 10 * 60_000),
 		readFileRangeBytes: integer(env, 'NAMZU_AGENT_READ_FILE_RANGE_BYTES', MiB),
-		readFileStreamChunkBytes: integer(env, 'NAMZU_AGENT_READ_FILE_STREAM_CHUNK_BYTES', 256 * 1024),
+		readFileStreamChunkBytes: integer(env, 'NAMZU_AGENT_READ_FILE_STREAM_CHUNK_BYTES', MiB),
 		workspace,
 		readRoots: roots(env, 'NAMZU_SANDBOX_READ_ROOTS'),
 		writeRoots: roots(env, 'NAMZU_SANDBOX_WRITE_ROOTS'),
