@@ -16,7 +16,7 @@ import {
 import { AGENT_REFUSAL } from '../wire/refusals.js'
 import { missingPrerequisiteLine } from './cli-bubblewrap.js'
 import { CliUsageError } from './cli-errors.js'
-import { EXIT_CODES } from './parse-args.js'
+import { EXIT_CODES, isVerb } from './parse-args.js'
 
 /** The exit code of a named library refusal (USAGE lists them). */
 export function exitCodeForError(error: SandboxError): number {
@@ -50,7 +50,9 @@ export function exitCodeForError(error: SandboxError): number {
 /** The single line printed for `error` (pure). */
 export function errorLine(error: unknown, verb: string | undefined): string {
 	if (error instanceof CliUsageError) {
-		const see = verb === undefined ? 'namzu-sandbox --help' : `namzu-sandbox ${verb} --help`
+		// A word that is no command has no help of its own.
+		const see =
+			verb === undefined || !isVerb(verb) ? 'namzu-sandbox --help' : `namzu-sandbox ${verb} --help`
 		return `namzu-sandbox: ${error.message}\nsee: ${see}`
 	}
 	if (error instanceof SandboxError) {

@@ -31,6 +31,7 @@ import {
 	SANDBOX_VALUE_FLAGS,
 	SandboxFlagCollector,
 } from './sandbox-flags.js'
+import { unknownCommand } from './unknown-command.js'
 import { unknownOption } from './unknown-option.js'
 
 export { USAGE } from './usage.js'
@@ -138,7 +139,8 @@ const VERBS = [
 ] as const
 type Verb = (typeof VERBS)[number]
 
-function isVerb(value: string): value is Verb {
+/** Whether `value` is one of the CLI's commands. */
+export function isVerb(value: string): value is Verb {
 	return (VERBS as readonly string[]).includes(value)
 }
 
@@ -362,7 +364,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
 	if (verb === undefined || verb === 'help' || verb === '--help' || verb === '-h')
 		return { kind: 'help' }
 	if (verb === '--version' || verb === 'version') return { kind: 'version' }
-	if (!isVerb(verb)) throw new CliUsageError(`unknown command: ${verb}`)
+	if (!isVerb(verb)) throw unknownCommand(verb, VERBS)
 	// `namzu-sandbox <verb> --help`: only right after the verb, never a command's own argument.
 	if (rest[0] === '--help' || rest[0] === '-h') return { kind: 'help' }
 	if (verb === 'mcp') return parseMcp(rest)

@@ -37,17 +37,23 @@ function normalized(arg: string): string {
 	return name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)
 }
 
-function editDistance(a: string, b: string): number {
-	let previous = Array.from({ length: b.length + 1 }, (_, index) => index)
+/** Edits between two names: insertions, deletions, substitutions and swaps of neighbours. */
+export function editDistance(a: string, b: string): number {
+	const rows = [Array.from({ length: b.length + 1 }, (_, index) => index)]
 	for (let i = 1; i <= a.length; i++) {
-		const current = [i]
+		const row = [i]
 		for (let j = 1; j <= b.length; j++) {
-			const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1)
-			current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution))
+			const above = rows[i - 1] ?? []
+			const substitution = (above[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1)
+			let best = Math.min((above[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, substitution)
+			if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+				best = Math.min(best, (rows[i - 2]?.[j - 2] ?? 0) + 1)
+			}
+			row.push(best)
 		}
-		previous = current
+		rows.push(row)
 	}
-	return previous[b.length] ?? 0
+	return rows[a.length]?.[b.length] ?? 0
 }
 
 /** Short names are close to everything: a typo of one is at most one edit, of `-x` none. */

@@ -117,7 +117,9 @@ describe.skipIf(!hasBwrap && !process.env.CI)('namzu-sandbox CLI', () => {
 		)
 		expect(run.stdout).toContain('root a sandbox sees')
 		// Host tuning is reported, whichever mode this host is in, and never applied by doctor.
-		expect(run.stdout).toMatch(/^ {2}(ok|--) {3}cgroup migrations (low-latency|default)/m)
+		expect(run.stdout).toMatch(
+			/^ {2}(ok|--) {3}cgroup migrations (low-latency|short waits|default)/m,
+		)
 		expect(run.stdout).toContain('egress allow-all')
 		expect(run.stdout).toContain('default sandbox (backend.defaultLimits: required)')
 		expect(run.stdout).toMatch(

@@ -1,13 +1,37 @@
 /**
  * An unknown option names itself and, when it looks like a flag the verb takes (an API-shaped
- * spelling, another tool's name, a typo), that flag; and `fork` takes run's sandbox flags for every
+ * spelling, another tool's name, a typo), that flag; an unknown command likewise names the command
+ * it looks like and points at the general help; and `fork` takes run's sandbox flags for every
  * fork, refusing by name what a fork cannot have. Pure parsing: no sandbox.
  */
 import { describe, expect, it } from 'vitest'
 import { CliUsageError } from '../../src/cli/cli-errors.js'
+import { errorLine } from '../../src/cli/cli-report.js'
 import { parseCliArgs } from '../../src/cli/parse-args.js'
 import { SANDBOX_FLAG_NAMES } from '../../src/cli/sandbox-flags.js'
+import { suggestCommand, unknownCommand } from '../../src/cli/unknown-command.js'
 import { suggestFlag, unknownOption } from '../../src/cli/unknown-option.js'
+
+const VERBS = [
+	'run',
+	'exec',
+	'kill',
+	'cp',
+	'port',
+	'shell',
+	'doctor',
+	'attach',
+	'logs',
+	'sessions',
+	'destroy',
+	'gc',
+	'mcp',
+	'image',
+	'checkpoint',
+	'checkpoints',
+	'rollback',
+	'fork',
+]
 
 const RUN_FLAGS = [
 	'--timeout-ms',
@@ -163,5 +187,41 @@ describe('fork takes the sandbox flags', () => {
 		[['fork', CHECKPOINT, '--disk'], '--disk needs a value'],
 	])('%j is refused by name', (argv, named) => {
 		expect(usageError(argv)).toContain(named)
+	})
+})
+
+describe('an unknown command', () => {
+	it.each([
+		['ls', 'sessions'],
+		['ps', 'sessions'],
+		['rm', 'destroy'],
+		['stop', 'destroy'],
+		['create', 'run --detach'],
+		['snapshot', 'checkpoint'],
+		['restore', 'rollback'],
+		['clone', 'fork'],
+		['copy', 'cp'],
+		['exce', 'exec'],
+		['docter', 'doctor'],
+		['checkpiont', 'checkpoint'],
+		['Run', 'run'],
+	])('%s → %s', (word, command) => {
+		expect(suggestCommand(word, VERBS)).toBe(command)
+		expect(usageError([word])).toBe(`unknown command: ${word} (did you mean ${command}?)`)
+	})
+
+	it.each([['bogus'], ['x'], ['--bogus'], ['deploy']])('%s: no hint', (word) => {
+		expect(suggestCommand(word, VERBS)).toBeUndefined()
+		expect(usageError([word])).toBe(`unknown command: ${word}`)
+	})
+
+	it('points at the general help, not at a command that does not exist', () => {
+		const line = errorLine(unknownCommand('ls', VERBS), 'ls')
+		expect(line).toBe(
+			'namzu-sandbox: unknown command: ls (did you mean sessions?)\nsee: namzu-sandbox --help',
+		)
+		expect(errorLine(unknownOption('run', '--bogus', RUN_FLAGS), 'run')).toContain(
+			'see: namzu-sandbox run --help',
+		)
 	})
 })
