@@ -117,7 +117,8 @@ export const EXIT_CODES = {
 	commandNotFound: 127,
 } as const
 
-const VERBS = [
+/** Every command the CLI has. */
+export const VERBS = [
 	'run',
 	'exec',
 	'kill',

@@ -7,31 +7,10 @@
 import { describe, expect, it } from 'vitest'
 import { CliUsageError } from '../../src/cli/cli-errors.js'
 import { errorLine } from '../../src/cli/cli-report.js'
-import { parseCliArgs } from '../../src/cli/parse-args.js'
+import { parseCliArgs, VERBS } from '../../src/cli/parse-args.js'
 import { SANDBOX_FLAG_NAMES } from '../../src/cli/sandbox-flags.js'
 import { suggestCommand, unknownCommand } from '../../src/cli/unknown-command.js'
 import { suggestFlag, unknownOption } from '../../src/cli/unknown-option.js'
-
-const VERBS = [
-	'run',
-	'exec',
-	'kill',
-	'cp',
-	'port',
-	'shell',
-	'doctor',
-	'attach',
-	'logs',
-	'sessions',
-	'destroy',
-	'gc',
-	'mcp',
-	'image',
-	'checkpoint',
-	'checkpoints',
-	'rollback',
-	'fork',
-]
 
 const RUN_FLAGS = [
 	'--timeout-ms',
