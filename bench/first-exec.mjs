@@ -1,6 +1,6 @@
 // The first exec of a pooled sandbox, local tier (bubblewrap): warm `create()` → first
 // `exec('true')` result after a quiet spell (`--quiet-ms`, default 500: long enough for the kernel's
-// cgroup migration lock to go cold), then that sandbox's second exec (steady), then a host
+// cgroup migration lock to go cold), then that sandbox's second exec sent at once, then a host
 // `spawn('true')` in the same round as the baseline, and one more exec of the same sandbox after
 // another quiet spell (a command an agent sends seconds after the last: every one meets the cold
 // lock, not just a pooled sandbox's first). `--before <dist dir>` runs the same rounds
@@ -84,7 +84,7 @@ for (const build of builds) {
 		`${build.label}`,
 		`  hand-out (create() of a pooled sandbox)      p50 ${ms(s.handOut.p50)}  p95 ${ms(s.handOut.p95)}`,
 		`  create() → first exec('true') result         p50 ${ms(s.first.p50)}  p95 ${ms(s.first.p95)}`,
-		`  its second exec('true') (steady)             p50 ${ms(s.steady.p50)}  p95 ${ms(s.steady.p95)}  (+${ms(s.steady.p50 - s.host.p50)} over the host spawn)`,
+		`  its second exec('true'), sent at once        p50 ${ms(s.steady.p50)}  p95 ${ms(s.steady.p95)}  (+${ms(s.steady.p50 - s.host.p50)} over the host spawn)`,
 		`  host spawn('true'), same rounds              p50 ${ms(s.host.p50)}  p95 ${ms(s.host.p95)}`,
 		`  a later exec('true') after another quiet     p50 ${ms(s.later.p50)}  p95 ${ms(s.later.p95)}`,
 	)

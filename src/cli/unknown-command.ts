@@ -4,7 +4,7 @@
  * a typo (one edit of a short name, two of a longer one). Pure.
  */
 import { CliUsageError } from './cli-errors.js'
-import { editDistance } from './unknown-option.js'
+import { nearest, withHint } from './unknown-option.js'
 
 /** Names users reach for (docker's verbs, the library's method names) and the CLI's command. */
 const ALIASES: Readonly<Record<string, string>> = {
@@ -41,21 +41,11 @@ export function suggestCommand(word: string, known: readonly string[]): string |
 	const alias = ALIASES[lower]
 	if (alias !== undefined && known.includes(alias.split(' ', 1)[0] ?? alias)) return alias
 	if (lower.length < 2 || lower.startsWith('-')) return undefined
-	let best: { readonly command: string; readonly distance: number } | undefined
-	for (const command of known) {
-		const distance = editDistance(lower, command)
-		const allowed = command.length < SHORT_COMMAND ? 1 : 2
-		if (distance <= allowed && (best === undefined || distance < best.distance)) {
-			best = { command, distance }
-		}
-	}
-	return best?.command
+	return nearest(lower, known, (command) => (command.length < SHORT_COMMAND ? 1 : 2))
 }
 
 /** `unknown command: WORD`, with `(did you mean COMMAND?)` when one of `known` fits. */
 export function unknownCommand(word: string, known: readonly string[]): CliUsageError {
 	const hint = suggestCommand(word, known)
-	return new CliUsageError(
-		`unknown command: ${word}${hint === undefined ? '' : ` (did you mean ${hint}?)`}`,
-	)
+	return new CliUsageError(withHint(`unknown command: ${word}`, hint))
 }

@@ -56,6 +56,29 @@ export function editDistance(a: string, b: string): number {
 	return rows[a.length]?.[b.length] ?? 0
 }
 
+/**
+ * The candidate nearest to `name` within the edits `allowed` grants that candidate, if any (the
+ * first on a tie): the one typo search the CLI's command and flag hints share.
+ */
+export function nearest(
+	name: string,
+	candidates: readonly string[],
+	allowed: (candidate: string) => number,
+): string | undefined {
+	let best: { readonly candidate: string; readonly distance: number } | undefined
+	for (const candidate of candidates) {
+		const distance = editDistance(name, candidate)
+		if (distance <= allowed(candidate) && (best === undefined || distance < best.distance))
+			best = { candidate, distance }
+	}
+	return best?.candidate
+}
+
+/** `message`, with ` (did you mean HINT?)` when there is a hint. */
+export function withHint(message: string, hint: string | undefined): string {
+	return hint === undefined ? message : `${message} (did you mean ${hint}?)`
+}
+
 /** Short names are close to everything: a typo of one is at most one edit, of `-x` none. */
 const MIN_TYPO_NAME = 3
 const SHORT_NAME = 5
@@ -71,20 +94,12 @@ export function suggestFlag(arg: string, known: readonly string[]): string | und
 	const alias = ALIASES[name]
 	if (alias !== undefined && known.includes(alias)) return alias
 	if (!name.startsWith('--') || name.length - 2 < MIN_TYPO_NAME) return undefined
-	let best: { readonly flag: string; readonly distance: number } | undefined
-	for (const flag of known) {
-		if (!flag.startsWith('--') || flag.length - 2 < MIN_TYPO_NAME) continue
-		const distance = editDistance(name, flag)
-		if (distance <= typoDistance(flag) && (best === undefined || distance < best.distance))
-			best = { flag, distance }
-	}
-	return best?.flag
+	const typeable = known.filter((flag) => flag.startsWith('--') && flag.length - 2 >= MIN_TYPO_NAME)
+	return nearest(name, typeable, typoDistance)
 }
 
 /** `unknown option for VERB: ARG`, with `(did you mean --FLAG?)` when one of `known` fits. */
 export function unknownOption(verb: string, arg: string, known: readonly string[]): CliUsageError {
 	const hint = suggestFlag(arg, known)
-	return new CliUsageError(
-		`unknown option for ${verb}: ${arg}${hint === undefined ? '' : ` (did you mean ${hint}?)`}`,
-	)
+	return new CliUsageError(withHint(`unknown option for ${verb}: ${arg}`, hint))
 }
