@@ -19,6 +19,7 @@ import {
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { pollUntil } from '../../../src/common/poll-until.js'
 import { type StartedAgent, startAgent } from '../../helpers/agent-process.js'
 import {
 	makeThrowawayCgroups,
@@ -78,10 +79,7 @@ async function request(agent: StartedAgent, op: string, body: object) {
 
 /** A command's group is removed right after its result went out (not before it). */
 async function noGroupsLeft(groups: ThrowawayCgroups): Promise<void> {
-	const deadline = Date.now() + 5_000
-	while (groups.commandGroups().length > 0 && Date.now() < deadline) {
-		await new Promise((done) => setTimeout(done, 10))
-	}
+	await pollUntil(() => groups.commandGroups().length === 0, performance.now() + 5_000)
 	expect(groups.commandGroups(), 'command groups left behind').toEqual([])
 }
 
