@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
+import { pollUntil } from '../../../src/common/poll-until.js'
 import type { Sandbox, SandboxExecResult, TerminalSession } from '../../../src/contract/sandbox.js'
 import { createAgentSandbox } from '../../../src/host/sandbox/agent-sandbox.js'
 import { AgentTransport } from '../../../src/host/transport/agent-transport.js'
@@ -63,6 +64,14 @@ async function rig(options: { version?: 1 | 2; pidsMax?: number; grouped?: boole
 	})
 	cleanups.push(() => sandbox.destroy())
 	return { agent, groups, sandbox } as Rig
+}
+
+/**
+ * Gives a command's group removal, which follows its result, a bounded time to reach `count`
+ * groups; the assertion after it says what was expected.
+ */
+async function groupsSettle(groups: { commandGroups(): string[] } | undefined, count: number) {
+	await pollUntil(() => groups?.commandGroups().length === count, performance.now() + 5_000)
 }
 
 async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<void> {
@@ -170,7 +179,8 @@ describe.skipIf(v1Skip !== undefined)('whole-tree kill with v1 freezer + pids gr
 		)
 		if ('result' in outcome) expect(outcome.result.exitCode).not.toBe(0)
 		expect(processesWithMarker(marker), 'processes left after the abort').toEqual([])
-		await waitUntil(() => groups?.commandGroups().length === 0)
+		await groupsSettle(groups, 0)
+		expect(groups?.commandGroups(), 'command groups left after the abort').toEqual([])
 	})
 
 	it('a timeout ends the whole tree likewise', async () => {
@@ -179,7 +189,8 @@ describe.skipIf(v1Skip !== undefined)('whole-tree kill with v1 freezer + pids gr
 		const result = await sandbox.exec('/bin/sh', ['-c', escapingScript(marker)], { timeout: 400 })
 		expect(result.timedOut).toBe(true)
 		expect(processesWithMarker(marker), 'processes left after the timeout').toEqual([])
-		await waitUntil(() => groups?.commandGroups().length === 0)
+		await groupsSettle(groups, 0)
+		expect(groups?.commandGroups()).toEqual([])
 	})
 
 	it('a terminal kill ends every process the terminal started, setsid ones included', async () => {
@@ -195,7 +206,8 @@ describe.skipIf(v1Skip !== undefined)('whole-tree kill with v1 freezer + pids gr
 		terminal.kill('SIGKILL')
 		await terminal.exited
 		expect(processesWithMarker(marker), 'processes left after the terminal kill').toEqual([])
-		await waitUntil(() => groups?.commandGroups().length === 0)
+		await groupsSettle(groups, 0)
+		expect(groups?.commandGroups()).toEqual([])
 	})
 
 	it('a session kill ends a detached session and a persistent terminal as whole trees', async () => {
@@ -265,7 +277,8 @@ nohup node -e "$1" "$2" >/dev/null 2>&1 &`,
 		])
 		expect(client.stdout, 'the background server answered').toBe('served\n')
 		expect(sleepers(marker), 'the background sleep outlived its command').toHaveLength(1)
-		await waitUntil(() => groups?.commandGroups().length === 1)
+		await groupsSettle(groups, 1)
+		expect(groups?.commandGroups(), 'only the group still holding them').toHaveLength(1)
 		await terminateAgent(agent)
 		expect(processesWithMarker(marker), 'left after the agent stopped').toEqual([])
 		expect(groups?.commandGroups(), 'groups left after the agent stopped').toEqual([])
@@ -282,22 +295,26 @@ nohup node -e "$1" "$2" >/dev/null 2>&1 &`,
 		expect(report.scope).toBe('owned-sessions')
 		expect(processesWithMarker(marker), 'left after the quiesce').toEqual([])
 		expect((await sandbox.exec('true')).exitCode, 'the agent still serves').toBe(0)
-		await waitUntil(() => groups?.commandGroups().length === 0)
+		await groupsSettle(groups, 0)
+		expect(groups?.commandGroups()).toEqual([])
 	})
 
 	it('removes a group right after its result went out, and one left populated once it empties', async () => {
 		const { sandbox, groups } = await rig()
 		for (let i = 0; i < 5; i++) {
 			expect((await sandbox.exec('true')).exitCode).toBe(0)
-			await waitUntil(() => groups?.commandGroups().length === 0)
+			await groupsSettle(groups, 0)
+			expect(groups?.commandGroups(), `groups after exec ${i}`).toEqual([])
 		}
 		const marker = markerSleep().replace(/^1000\./, '0.8')
 		const background = await sandbox.exec('/bin/sh', ['-c', `sleep ${marker} >/dev/null 2>&1 &`])
 		expect(background.exitCode).toBe(0)
-		await waitUntil(() => groups?.commandGroups().length === 1)
+		await groupsSettle(groups, 1)
+		expect(groups?.commandGroups(), 'the group of the background sleep').toHaveLength(1)
 		await waitUntil(() => sleepers(marker).length === 0, 10_000)
 		expect((await sandbox.exec('true')).exitCode).toBe(0)
-		await waitUntil(() => groups?.commandGroups().length === 0)
+		await groupsSettle(groups, 0)
+		expect(groups?.commandGroups(), 'reaped at the next command').toEqual([])
 	})
 
 	it('hands a command none of its cgroup descriptors, and keeps its own close-on-exec', async () => {
@@ -359,7 +376,8 @@ nohup node -e "$1" "$2" >/dev/null 2>&1 &`,
 			pidsMax / 2,
 		)
 		expect(processesWithMarker(marker), 'bomb processes left after the abort').toEqual([])
-		await waitUntil(() => groups?.commandGroups().length === 0)
+		await groupsSettle(groups, 0)
+		expect(groups?.commandGroups()).toEqual([])
 	}, 30_000)
 })
 
@@ -374,7 +392,8 @@ describe.skipIf(v2Skip !== undefined)('whole-tree kill with a v2 group (cgroup.k
 			() => sleepers(marker).length === 3,
 		)
 		expect(processesWithMarker(marker)).toEqual([])
-		await waitUntil(() => groups?.commandGroups().length === 0)
+		await groupsSettle(groups, 0)
+		expect(groups?.commandGroups()).toEqual([])
 	})
 })
 
