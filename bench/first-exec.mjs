@@ -1,11 +1,13 @@
-// The first exec of a pooled sandbox, local tier (bubblewrap): warm `create()` → first
+// The first exec of a pooled sandbox, local tier (bubblewrap) unless `--tier container`: warm `create()` → first
 // `exec('true')` result after a quiet spell (`--quiet-ms`, default 500: long enough for the kernel's
 // cgroup migration lock to go cold), then that sandbox's second exec sent at once, then a host
 // `spawn('true')` in the same round as the baseline, and one more exec of the same sandbox after
 // another quiet spell (a command an agent sends seconds after the last: every one meets the cold
 // lock, not just a pooled sandbox's first). `--before <dist dir>` runs the same rounds
 // from another build too (e.g. a build of main before a change), alternating which goes first.
-import { spawn } from 'node:child_process'
+// `--tier container [--runtime runc|crun|runsc]` measures the container tier instead (root, and
+// the guest image: `npm run image:build -- --rootfs-only`).
+import { spawn, spawnSync } from 'node:child_process'
 import { loadavg } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -16,6 +18,12 @@ const quietMs = argInt('quiet-ms', 500)
 const beforeIndex = process.argv.indexOf('--before')
 const beforeDist = beforeIndex === -1 ? undefined : resolve(process.argv[beforeIndex + 1] ?? '')
 const here = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist')
+const option = (name, fallback) => {
+	const index = process.argv.indexOf(`--${name}`)
+	return index === -1 ? fallback : (process.argv[index + 1] ?? fallback)
+}
+const tier = option('tier', 'process')
+const runtime = option('runtime', 'runc')
 
 const sleep = (delayMs) => new Promise((done) => setTimeout(done, delayMs))
 const timed = async (fn) => {
@@ -30,9 +38,23 @@ const spawnTrue = () =>
 		child.once('exit', done)
 	})
 
+/** The guest image's root filesystem, for the container tier. */
+function guestImage() {
+	const script = join(dirname(fileURLToPath(import.meta.url)), '..', 'scripts', 'guest-image.mjs')
+	const image = spawnSync(process.execPath, [script, 'path'], { encoding: 'utf8' }).stdout.trim()
+	if (image === '')
+		throw new Error('the guest image is not built: npm run image:build -- --rootfs-only')
+	return image
+}
+
 async function pooled(dist) {
 	const { createSandboxProvider } = await import(pathToFileURL(join(dist, 'index.js')).href)
-	return createSandboxProvider({ backend: { tier: 'process', warmPoolSize: 2 } })
+	if (tier === 'process') return createSandboxProvider({ backend: { tier, warmPoolSize: 2 } })
+	if (tier !== 'container') throw new Error(`--tier: process or container, not ${tier}`)
+	return createSandboxProvider({
+		backend: { tier, runtime, image: guestImage(), warmPoolSize: 2 },
+		layout: { outputs: { source: { type: 'inImage' } } },
+	})
 }
 
 const builds = [{ label: 'this build', dist: here }]
@@ -90,6 +112,6 @@ for (const build of builds) {
 	)
 }
 printTable(
-	`first exec of a pooled sandbox (n=${count}, quiet ${quietMs} ms before each; load ${loadAtStart.toFixed(1)} → ${loadAtEnd.toFixed(1)})`,
+	`first exec of a pooled sandbox, ${tier === 'process' ? 'local tier' : `container tier (${runtime})`} (n=${count}, quiet ${quietMs} ms before each; load ${loadAtStart.toFixed(1)} → ${loadAtEnd.toFixed(1)})`,
 	rows,
 )

@@ -1,7 +1,8 @@
 /**
  * The host files a container runs its agent from: the layout's mounts, the image's node copied for
  * the agent (unreadable, so the agent is not dumpable) and the agent bundle from the shared runtime
- * cache, and the image's init copied likewise, each named in the host-claims record first.
+ * cache, the image's init copied likewise, and the image's shell copied unreadable for the command
+ * the agent starts ahead (`spare-command.ts`), each named in the host-claims record first.
  */
 import { chmod, copyFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -17,6 +18,8 @@ export interface AgentFiles {
 	readonly nodeCopy: string
 	readonly agentBundle: string
 	readonly initCopy: string | undefined
+	/** The image's shell, unreadable, for the spare; absent under gVisor or without a shell. */
+	readonly spareShell?: string
 }
 
 /** The layout's mounts, the agent's node and bundle, and the init, each as the host keeps it. */
@@ -40,14 +43,20 @@ export async function prepareAgentFiles(
 	signal?.throwIfAborted()
 	// The agent's node is the image's, copied unreadable (the kernel then marks the agent
 	// non-dumpable: the workload, of the same uid, cannot ptrace it or read its descriptors).
+	// The spare's shell likewise, so no workload process can trace it or take its descriptors to
+	// write a command of its own into it. Not under gVisor: its loader must read what it runs.
+	const shellPath = hostUds ? undefined : image.shell?.onHost
 	const runtimePlan = await planAgentRuntime(base, {
 		nodePath: image.node.onHost,
 		agentPath: context.agentPath,
 		readableNode: hostUds,
+		...(shellPath === undefined ? {} : { shellPath }),
 	})
-	const { agentNode, agentBundle, workloadNode } = runtimePlan.files
+	const { agentNode, agentBundle, workloadNode, spareShell } = runtimePlan.files
 	await ledger.record({
-		runtimeFiles: [agentNode, agentBundle, ...(workloadNode === undefined ? [] : [workloadNode])],
+		runtimeFiles: [agentNode, agentBundle, workloadNode, spareShell].filter(
+			(file) => file !== undefined,
+		),
 	})
 	const runtime = await materializeAgentRuntime(runtimePlan)
 	const nodeCopy = hostUds ? runtime.workloadNode : runtime.agentNode
@@ -59,5 +68,11 @@ export async function prepareAgentFiles(
 		await copyFile(image.init.onHost, initCopy)
 		await chmod(initCopy, hostUds ? 0o555 : 0o111)
 	}
-	return { layout, nodeCopy, agentBundle: runtime.agentBundle, initCopy }
+	return {
+		layout,
+		nodeCopy,
+		agentBundle: runtime.agentBundle,
+		initCopy,
+		...(runtime.spareShell === undefined ? {} : { spareShell: runtime.spareShell }),
+	}
 }

@@ -8,7 +8,11 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { CgroupOwner } from '../machine/cgroups/workload-cgroups.js'
 import { type WorkloadGroup, workloadCgroupFds } from '../machine/cgroups/workload-cgroups.js'
-import { agentSettingsFrom, buildAgentEnvironment } from '../machine/launch/agent-environment.js'
+import {
+	agentSettingsFrom,
+	buildAgentEnvironment,
+	SPARE_SHELL_VARIABLE,
+} from '../machine/launch/agent-environment.js'
 import { sandboxSeccompFilter } from '../machine/seccomp/seccomp-filter.js'
 import type { SandboxLimits } from '../machine/spec/sandbox-limits.js'
 import type { AgentFiles } from './container-agent-files.js'
@@ -24,6 +28,7 @@ import {
 	CONTAINER_AGENT_NODE,
 	CONTAINER_HOME_DIR,
 	CONTAINER_INIT,
+	CONTAINER_SPARE_SHELL,
 	CONTAINER_WORKSPACE,
 	containerMounts,
 } from './oci-config.js'
@@ -64,6 +69,9 @@ export async function writeContainerBundle(input: BundleInput): Promise<string> 
 			user: 'sandbox',
 			callerEnv: { ...network.workloadEnv, ...spec.env },
 			agentSettings: {
+				...(files.spareShell === undefined
+					? {}
+					: { [SPARE_SHELL_VARIABLE]: CONTAINER_SPARE_SHELL }),
 				...agentSettingsFrom(context.hostEnv ?? process.env),
 				...network.agentSettings,
 			},
@@ -88,6 +96,7 @@ export async function writeContainerBundle(input: BundleInput): Promise<string> 
 				node: files.nodeCopy,
 				bundle: files.agentBundle,
 				...(initCopy === undefined ? {} : { init: initCopy }),
+				...(files.spareShell === undefined ? {} : { spareShell: files.spareShell }),
 			},
 			...(socketDir === undefined ? {} : { socketDir }),
 			workspace: sandbox.workspace,

@@ -6,11 +6,12 @@
  */
 import { createHash } from 'node:crypto'
 import { constants } from 'node:fs'
-import { access, lstat, mkdir, readFile, rename, rm, stat } from 'node:fs/promises'
+import { access, mkdir, readFile, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { isRecord } from '../../common/is-record.js'
 import { SandboxConfigError } from '../../contract/errors.js'
 import { runProgram } from '../machine/launch/host-tools.js'
+import { executableInRootfs, type RootfsFile } from './rootfs-path.js'
 
 export const DEFAULT_UMOCI_PATH = '/usr/bin/umoci'
 
@@ -21,6 +22,9 @@ export const IMAGE_INIT_PATHS: readonly string[] = [
 	'/sbin/tini',
 	'/usr/bin/tini-static',
 ]
+
+/** The shell the agent starts commands through, copied for the waiting spare when present. */
+export const IMAGE_SHELL_PATH = '/bin/sh'
 
 /** Mount points every container sandbox needs in the image's root. */
 export const REQUIRED_IMAGE_DIRS: readonly string[] = [
@@ -37,9 +41,11 @@ export interface ContainerImage {
 	/** The root filesystem directory on the host. */
 	readonly rootfs: string
 	/** The image's node, inside the container and on the host. */
-	readonly node: { readonly inImage: string; readonly onHost: string }
+	readonly node: RootfsFile
 	/** The image's init, when it has one. */
-	readonly init?: { readonly inImage: string; readonly onHost: string }
+	readonly init?: RootfsFile
+	/** The image's `/bin/sh`, when it has one. */
+	readonly shell?: RootfsFile
 }
 
 export interface ImageSourceInput {
@@ -52,17 +58,6 @@ export interface ImageSourceInput {
 async function isDirectory(path: string): Promise<boolean> {
 	try {
 		return (await stat(path)).isDirectory()
-	} catch {
-		return false
-	}
-}
-
-async function isExecutableFile(path: string): Promise<boolean> {
-	try {
-		const info = await stat(path)
-		if (!info.isFile()) return false
-		await access(path, constants.X_OK)
-		return true
 	} catch {
 		return false
 	}
@@ -115,12 +110,13 @@ async function unpackLayout(input: ImageSourceInput, layout: CheckedLayout): Pro
 	return rootfs
 }
 
-async function firstExecutable(rootfs: string, candidates: readonly string[]) {
-	for (const inImage of candidates) {
-		const onHost = join(rootfs, inImage)
-		// A symlink would resolve on the host, not in the image.
-		const info = await lstat(onHost).catch(() => undefined)
-		if (info?.isFile() && (await isExecutableFile(onHost))) return { inImage, onHost }
+async function firstExecutable(
+	rootfs: string,
+	candidates: readonly string[],
+): Promise<RootfsFile | undefined> {
+	for (const candidate of candidates) {
+		const found = await executableInRootfs(rootfs, candidate)
+		if (found !== undefined) return found
 	}
 	return undefined
 }
@@ -143,7 +139,7 @@ interface CheckedLayout {
 interface CheckedRootfs {
 	readonly kind: 'rootfs'
 	readonly rootfs: string
-	readonly node: { readonly inImage: string; readonly onHost: string }
+	readonly node: RootfsFile
 }
 
 /** What `checkContainerImage` found `backend.image` to be. */
@@ -243,5 +239,6 @@ export async function resolveContainerImage(input: ImageSourceInput): Promise<Co
 			? checked
 			: await checkRootfs(await unpackLayout(input, checked), false)
 	const init = await firstExecutable(rootfs, IMAGE_INIT_PATHS)
-	return { rootfs, node, ...(init ? { init } : {}) }
+	const shell = await executableInRootfs(rootfs, IMAGE_SHELL_PATH)
+	return { rootfs, node, ...(init ? { init } : {}), ...(shell ? { shell } : {}) }
 }

@@ -27,6 +27,8 @@ export const CONTAINER_RUNTIME_DIR = '/run/namzu'
 export const CONTAINER_AGENT_NODE = `${CONTAINER_RUNTIME_DIR}/node`
 export const CONTAINER_AGENT_BUNDLE = `${CONTAINER_RUNTIME_DIR}/agent.cjs`
 export const CONTAINER_INIT = `${CONTAINER_RUNTIME_DIR}/init`
+/** The image's shell copied unreadable, for the command the agent starts ahead. */
+export const CONTAINER_SPARE_SHELL = `${CONTAINER_RUNTIME_DIR}/sh`
 /** Where the agent binds its socket when the runtime cannot pass it a listener (gVisor). */
 export const CONTAINER_SOCKET_DIR = `${CONTAINER_RUNTIME_DIR}/uds`
 export const CONTAINER_SOCKET_PATH = `${CONTAINER_SOCKET_DIR}/agent.sock`
@@ -37,8 +39,13 @@ export const CONTAINER_WORKSPACE = '/workspace'
 export interface ContainerMountPlan {
 	readonly tmpfs: TmpfsSizes
 	readonly owner: { readonly uid: number; readonly gid: number }
-	/** Host paths of the agent's node (mode 0111), the agent bundle and the init (mode 0111). */
-	readonly runtime: { readonly node: string; readonly bundle: string; readonly init?: string }
+	/** Host paths of the agent's node, the agent bundle, the init and the spare's shell. */
+	readonly runtime: {
+		readonly node: string
+		readonly bundle: string
+		readonly init?: string
+		readonly spareShell?: string
+	}
 	/** A host directory bound at `CONTAINER_SOCKET_DIR` for the agent's socket (gVisor only). */
 	readonly socketDir?: string
 	/** The per-sandbox workspace directory on the host, bound at `/workspace`. */
@@ -106,6 +113,9 @@ export function containerMounts(plan: ContainerMountPlan): OciMount[] {
 		bind(plan.runtime.node, CONTAINER_AGENT_NODE, true),
 		bind(plan.runtime.bundle, CONTAINER_AGENT_BUNDLE, true),
 		...(plan.runtime.init === undefined ? [] : [bind(plan.runtime.init, CONTAINER_INIT, true)]),
+		...(plan.runtime.spareShell === undefined
+			? []
+			: [bind(plan.runtime.spareShell, CONTAINER_SPARE_SHELL, true)]),
 		...(plan.socketDir === undefined ? [] : [bind(plan.socketDir, CONTAINER_SOCKET_DIR, false)]),
 		bind(plan.workspace, CONTAINER_WORKSPACE, false),
 		...plan.scaffolds.map((dir) => tmpfs(dir, [...NO_SUID_DEV, 'mode=755', 'size=1m'])),

@@ -9,7 +9,12 @@ import {
 const plan = {
 	tmpfs: { '/tmp': 4096, '/var/tmp': 2048, '/dev/shm': 1024, '/run': 512 },
 	owner: { uid: 1_879_048_192, gid: 1_879_048_192 },
-	runtime: { node: '/state/node-x', bundle: '/state/agent-x.cjs', init: '/state/sbx/init' },
+	runtime: {
+		node: '/state/node-x',
+		bundle: '/state/agent-x.cjs',
+		init: '/state/sbx/init',
+		spareShell: '/state/sh-x',
+	},
 	workspace: '/state/sbx/workspace',
 	scaffolds: ['/mnt'],
 	binds: [{ source: '/srv/out', target: '/mnt/user-data/outputs', readOnly: false }],
@@ -42,6 +47,7 @@ describe('containerMounts', () => {
 		[CONTAINER_AGENT_NODE, '/state/node-x', 'ro'],
 		['/run/namzu/agent.cjs', '/state/agent-x.cjs', 'ro'],
 		['/run/namzu/init', '/state/sbx/init', 'ro'],
+		['/run/namzu/sh', '/state/sh-x', 'ro'],
 		['/workspace', '/state/sbx/workspace', 'rw'],
 		['/mnt/user-data/outputs', '/srv/out', 'rw'],
 	])('binds %s from %s (%s, nosuid, nodev)', (destination, source, mode) => {
@@ -59,6 +65,13 @@ describe('containerMounts', () => {
 			containerMounts({ ...plan, runtime }).some(
 				(mount) => mount.destination === '/run/namzu/init',
 			),
+		).toBe(false)
+	})
+
+	it("mounts no spare's shell when there is none (gVisor, or an image without /bin/sh)", () => {
+		const { spareShell: _shell, ...runtime } = plan.runtime
+		expect(
+			containerMounts({ ...plan, runtime }).some((mount) => mount.destination === '/run/namzu/sh'),
 		).toBe(false)
 	})
 })

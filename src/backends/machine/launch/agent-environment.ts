@@ -89,7 +89,7 @@ export const PASSED_THROUGH_AGENT_SETTINGS = [
 	'NAMZU_AGENT_READ_FILE_STREAM_CHUNK_BYTES',
 	// Per-command accounting (its counting groups and reads); '0' switches it off.
 	'NAMZU_AGENT_EXEC_ACCOUNTING',
-	// Commands started ahead in their groups; '' switches them off (the bench's before/after).
+	// Commands started ahead in their groups; '0' switches them off (the bench's before/after).
 	SPARE_SHELL_VARIABLE,
 	'NAMZU_SANDBOX_MAX_TIMEOUT_MS',
 	// Sessions, retained executions, quiesce/flush and the SIGTERM drain.
