@@ -17,6 +17,15 @@ import {
 } from '../../../src/backends/container/index.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import {
+	commandGroup,
+	escapingTree,
+	innerPid,
+	SHOW_DIRECTORY_AND_ENV,
+	SPARE_LINE_REQUESTS,
+	SPARE_MARK,
+	withoutSpares,
+} from '../../helpers/spare-commands.js'
+import {
 	CRUN_PATH,
 	cgroupDirsOf,
 	containerSkipReason,
@@ -29,16 +38,13 @@ import {
 } from './container-test-support.js'
 
 const MIB = 1024 * 1024
-/** The spare's script reads its line into this variable; nothing else names it. */
-const SPARE_MARK = 'NAMZU_AGENT_SPARE_LINE'
-const SPARE_SHELL_SETTING = 'NAMZU_AGENT_SPARE_SHELL'
 const LAYOUT = { outputs: { source: { type: 'inImage' as const } } }
 const RUNTIMES: readonly [ContainerRuntime, string | undefined][] = [
 	['runc', containerSkipReason(RUNC_PATH)],
 	['crun', containerSkipReason(CRUN_PATH)],
 ]
 
-/** Host pids of the spares waiting in the sandbox whose cgroups are named `namzu-sbx-<name>`. */
+/** Host pids of the spares waiting in the sandbox whose host cgroups are named `name`. */
 function sparesIn(name: string): number[] {
 	return processesMentioning(SPARE_MARK).filter((pid) => {
 		try {
@@ -54,20 +60,6 @@ async function waitingSpare(name: string): Promise<number> {
 	const [pid] = sparesIn(name)
 	if (pid === undefined) throw new Error('no spare')
 	return pid
-}
-
-/** The pid a host process has inside the container's pid namespace. */
-function innerPid(hostPid: number): number {
-	const line = readFileSync(`/proc/${hostPid}/status`, 'utf8')
-		.split('\n')
-		.find((entry) => entry.startsWith('NSpid:'))
-	return Number(line?.trim().split(/\s+/).pop())
-}
-
-/** `c-<n>` of the freezer line of a host `/proc/<pid>/cgroup` text. */
-function commandGroup(cgroupText: string): string | undefined {
-	const line = cgroupText.split('\n').find((entry) => entry.includes(':freezer:'))
-	return /\/work\/(c-\d+)$/.exec(line ?? '')?.[1]
 }
 
 /**
@@ -191,11 +183,7 @@ for (const [runtime, skip] of RUNTIMES) {
 				const sandbox = await pooled.create()
 				await waitingSpare(`namzu-sbx-${sandbox.id}`)
 				const controller = new AbortController()
-				const tree = [
-					`setsid sh -c 'sleep 300; : ${marker}' &`,
-					`(sh -c 'sleep 300; : ${marker}' &)`,
-					`sh -c 'sleep 300; : ${marker}'`,
-				].join('\n')
+				const tree = escapingTree(marker)
 				const running = sandbox.exec('sh', ['-c', tree], { signal: controller.signal }).then(
 					(result) => (result.aborted === true ? 'aborted' : 'finished'),
 					() => 'aborted',
@@ -245,29 +233,16 @@ for (const [runtime, skip] of RUNTIMES) {
 		})
 
 		it('a command started from a spare gets the directory and environment a fresh spawn gives', async () => {
-			const previous = process.env[SPARE_SHELL_SETTING]
-			process.env[SPARE_SHELL_SETTING] = '0'
-			let plain: Sandbox
-			try {
-				plain = await provider.create()
-			} finally {
-				if (previous === undefined) delete process.env[SPARE_SHELL_SETTING]
-				else process.env[SPARE_SHELL_SETTING] = previous
-			}
+			const plain = await withoutSpares(() => provider.create())
 			const spared = await provider.create()
 			try {
-				const show = ['sh', ['-c', 'pwd; echo "PWD=$PWD"; env | sort']] as const
-				const requests: { cwd?: string; env?: Record<string, string> }[] = [
-					{},
-					{ cwd: 'sub' },
-					{ cwd: 'sub', env: { A: `it's \\ "q" $x \`x\``, B: '', PATH: '/usr/bin:/bin' } },
-					{ env: { HOME: '/tmp', OLDPWD: '/', LANG: 'C', line: 'x' } },
-				]
 				for (const sandbox of [plain, spared]) await sandbox.exec('mkdir', ['-p', 'sub'])
-				for (const options of requests) {
+				for (const options of SPARE_LINE_REQUESTS) {
 					await waitingSpare(`namzu-sbx-${spared.id}`)
 					const [fromFresh, fromSpare] = await Promise.all(
-						[plain, spared].map(async (sandbox) => (await sandbox.exec(...show, options)).stdout),
+						[plain, spared].map(
+							async (sandbox) => (await sandbox.exec(...SHOW_DIRECTORY_AND_ENV, options)).stdout,
+						),
 					)
 					expect(fromSpare).toBe(fromFresh)
 				}

@@ -12,6 +12,15 @@ import { existsSync, readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import { createLocalSandboxProvider } from '../../../src/local-entry.js'
+import {
+	commandGroup,
+	escapingTree,
+	innerPid,
+	SHOW_DIRECTORY_AND_ENV,
+	SPARE_LINE_REQUESTS,
+	SPARE_MARK,
+	withoutSpares,
+} from '../../helpers/spare-commands.js'
 import { bwrapSkipReason } from './bwrap-available.js'
 import {
 	ALLOCATE_AND_SPIN,
@@ -24,9 +33,6 @@ import {
 
 const skip = bwrapSkipReason()
 const MIB = 1024 * 1024
-/** The spare's script reads its line into this variable; nothing else names it. */
-const SPARE_MARK = 'NAMZU_AGENT_SPARE_LINE'
-const SPARE_SHELL_SETTING = 'NAMZU_AGENT_SPARE_SHELL'
 
 /** Host pids of the spares waiting in sandbox `id`. */
 function sparesOf(id: string): number[] {
@@ -44,20 +50,6 @@ async function waitingSpare(id: string): Promise<number> {
 	const [pid] = sparesOf(id)
 	if (pid === undefined) throw new Error('no spare')
 	return pid
-}
-
-/** The pid a host process has inside the sandbox's pid namespace. */
-function innerPid(hostPid: number): number {
-	const line = readFileSync(`/proc/${hostPid}/status`, 'utf8')
-		.split('\n')
-		.find((entry) => entry.startsWith('NSpid:'))
-	return Number(line?.trim().split(/\s+/).pop())
-}
-
-/** `c-<n>` of the freezer line of a `/proc/<pid>/cgroup` text. */
-function commandGroup(cgroupText: string): string | undefined {
-	const line = cgroupText.split('\n').find((entry) => entry.includes(':freezer:'))
-	return /\/work\/(c-\d+)$/.exec(line ?? '')?.[1]
 }
 
 /** Each hierarchy's group below the sandbox's (`work`, `work/c-<n>`), keyed by its controllers. */
@@ -180,11 +172,7 @@ describe.skipIf(skip !== undefined)('commands started ahead (local tier)', () =>
 			const sandbox = await pooled.create()
 			await waitingSpare(sandbox.id)
 			const controller = new AbortController()
-			const tree = [
-				`setsid sh -c 'sleep 300; : ${marker}' &`,
-				`(sh -c 'sleep 300; : ${marker}' &)`,
-				`sh -c 'sleep 300; : ${marker}'`,
-			].join('\n')
+			const tree = escapingTree(marker)
 			const running = sandbox.exec('sh', ['-c', tree], { signal: controller.signal }).then(
 				(result) => (result.aborted === true ? 'aborted' : 'finished'),
 				() => 'aborted',
@@ -231,33 +219,18 @@ describe.skipIf(skip !== undefined)('commands started ahead (local tier)', () =>
 	})
 
 	it('a command started from a spare gets the directory and environment a fresh spawn gives', async () => {
-		const previous = process.env[SPARE_SHELL_SETTING]
-		process.env[SPARE_SHELL_SETTING] = '0'
-		let fresh: Sandbox
-		try {
-			fresh = await file.provider.create()
-		} finally {
-			if (previous === undefined) delete process.env[SPARE_SHELL_SETTING]
-			else process.env[SPARE_SHELL_SETTING] = previous
-		}
+		const fresh: Sandbox = await withoutSpares(() => file.provider.create())
 		const spared = await file.provider.create()
 		try {
-			const show = ['sh', ['-c', 'pwd; echo "PWD=$PWD"; env | sort']] as const
-			const requests: { cwd?: string; env?: Record<string, string> }[] = [
-				{},
-				{ cwd: 'sub' },
-				{ cwd: 'sub', env: { A: `it's \\ "q" $x \`x\``, B: '', PATH: '/usr/bin:/bin' } },
-				{ env: { HOME: '/tmp', OLDPWD: '/', LANG: 'C', line: 'x' } },
-			]
 			for (const sandbox of [fresh, spared]) await sandbox.exec('mkdir', ['-p', 'sub'])
 			const workspaces = await Promise.all(
 				[fresh, spared].map(async (sandbox) => (await sandbox.exec('pwd')).stdout.trim()),
 			)
-			for (const options of requests) {
+			for (const options of SPARE_LINE_REQUESTS) {
 				const [fromFresh, fromSpare] = await Promise.all(
 					[fresh, spared].map(async (sandbox, index) => {
 						if (sandbox === spared) await waitingSpare(sandbox.id)
-						const result = await sandbox.exec(...show, options)
+						const result = await sandbox.exec(...SHOW_DIRECTORY_AND_ENV, options)
 						return result.stdout.replaceAll(workspaces[index] ?? '?', '<workspace>')
 					}),
 				)
