@@ -131,7 +131,11 @@ function containerPathReasons(field: string, path: unknown): string[] {
  */
 export function resolveLayout(layout: ContainerSandboxLayout): ResolvedContainerSandboxLayout {
 	if (!isRecord(layout)) {
-		throw new ContainerSandboxLayoutValidationError(['layout must be an object'])
+		throw new ContainerSandboxLayoutValidationError([
+			layout === undefined
+				? "layout is required (the provider's second argument), at least { outputs: { source: { type: 'inImage' } } }"
+				: 'layout must be an object',
+		])
 	}
 	const reasons: string[] = []
 	const resolved: {

@@ -48,6 +48,14 @@ describe('resolveLayout', () => {
 	})
 
 	it.each([
+		[
+			'no layout at all',
+			undefined,
+			[
+				"layout is required (the provider's second argument), at least { outputs: { source: { type: 'inImage' } } }",
+			],
+		],
+		['not an object', 'outputs', ['layout must be an object']],
 		['no outputs', {}, ['layout.outputs is required']],
 		[
 			'a bad skill id and a repeated one',
