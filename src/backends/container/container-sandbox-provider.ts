@@ -23,6 +23,7 @@ import type { SandboxProvider } from '../../contract/provider.js'
 import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+import { withMigrationWarmth } from '../machine/cgroups/migration-warmth.js'
 import { collectLocalGarbage } from '../machine/claims/reap-leftovers.js'
 import {
 	createInstanceFleet,
@@ -229,7 +230,9 @@ export function createContainerSandboxProvider(
 	const checkpointKinds =
 		resolved.runtime === 'runsc' ? RUNSC_CHECKPOINT_KINDS : MACHINE_CHECKPOINT_KINDS
 	const fleet = createInstanceFleet<ContainerInstance, ContainerSandboxSpec, ContainerSandbox>({
-		start: (spec, signal) => startContainerInstance(context, spec, signal),
+		// The kernel's migration lock kept warm while it starts (migration-warmth.ts).
+		start: (spec, signal) =>
+			withMigrationWarmth(() => startContainerInstance(context, spec, signal)),
 		// A proxied sandbox is never served from the pool (its proxy is its creator's): none is kept.
 		...(resolved.warmPoolSize > 0 && defaultSpec.egress !== 'proxied'
 			? {

@@ -20,6 +20,7 @@ import type { SandboxProvider } from '../../contract/provider.js'
 import { ExecOutputBudget } from '../../host/exec/exec-output-budget.js'
 import { agentBundlePath } from '../../host/sandbox/agent-bundle-path.js'
 import type { SandboxProviderDefaults } from '../../provider-defaults.js'
+import { withMigrationWarmth } from '../machine/cgroups/migration-warmth.js'
 import {
 	type LocalSandboxListing,
 	listLocalSandboxes,
@@ -106,7 +107,9 @@ function localFleet(
 		return context
 	}
 	return createInstanceFleet<LocalInstance, MachineSandboxSpec, LocalSandbox>({
-		start: (spec, signal) => startLocalInstance(instanceContext(), spec, signal),
+		// The kernel's migration lock kept warm while it starts (migration-warmth.ts).
+		start: (spec, signal) =>
+			withMigrationWarmth(() => startLocalInstance(instanceContext(), spec, signal)),
 		// A proxied sandbox is never served from the pool (its proxy is its creator's): none is kept.
 		...(resolved.warmPoolSize > 0 && defaultSpec.egress !== 'proxied'
 			? {
