@@ -34,12 +34,12 @@ function containerReady() {
 const runs = [
 	['acquire.mjs', ['--count', full ? '30' : '15']],
 	['exec-roundtrip.mjs', ['--count', full ? '200' : '100']],
-	['files.mjs', ['--sizes', full ? '64,256' : '64', '--rounds', full ? '5' : '3']],
-	['large-files.mjs', ['--size-mib', '1024']],
-	['container-acquire.mjs', ['--count', full ? '15' : '5'], containerReady],
+	['files.mjs', ['--sizes', full ? '64,256' : '64', '--rounds', full ? '9' : '7']],
+	['large-files.mjs', ['--size-mib', '1024', '--rounds', full ? '5' : '3']],
+	['container-acquire.mjs', ['--count', full ? '15' : '10'], containerReady],
 	[
 		'files.mjs',
-		['--tier', 'container', '--sizes', '64', '--rounds', full ? '5' : '3'],
+		['--tier', 'container', '--sizes', '64', '--rounds', full ? '9' : '7'],
 		containerReady,
 	],
 ]
