@@ -6,7 +6,11 @@
  */
 import { chmod, copyFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { materializeAgentRuntime, planAgentRuntime } from '../machine/launch/runtime-cache.js'
+import {
+	materializeAgentRuntime,
+	planAgentRuntime,
+	runtimeFilesOf,
+} from '../machine/launch/runtime-cache.js'
 import type { ContainerClaims } from './container-claims.js'
 import type { ContainerImage } from './container-image.js'
 import type { ContainerInstanceContext } from './container-instance.js'
@@ -52,12 +56,7 @@ export async function prepareAgentFiles(
 		readableNode: hostUds,
 		...(shellPath === undefined ? {} : { shellPath }),
 	})
-	const { agentNode, agentBundle, workloadNode, spareShell } = runtimePlan.files
-	await ledger.record({
-		runtimeFiles: [agentNode, agentBundle, workloadNode, spareShell].filter(
-			(file) => file !== undefined,
-		),
-	})
+	await ledger.record({ runtimeFiles: runtimeFilesOf(runtimePlan.files) })
 	const runtime = await materializeAgentRuntime(runtimePlan)
 	const nodeCopy = hostUds ? runtime.workloadNode : runtime.agentNode
 	if (nodeCopy === undefined) throw new Error('unreachable: the readable node copy was asked for')

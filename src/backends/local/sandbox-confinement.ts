@@ -36,6 +36,7 @@ import {
 	materializeAgentRuntime,
 	planAgentRuntime,
 	runtimeDirName,
+	runtimeFilesOf,
 } from '../machine/launch/runtime-cache.js'
 import { LocalPathOptionError } from '../machine/machine-errors.js'
 import {
@@ -355,12 +356,7 @@ async function prepare(
 		shellPath: HOST_SHELL_PATH,
 	})
 	// Named before they are written: the cache's reaper keeps what a live record names.
-	const { agentNode, agentBundle, workloadNode, spareShell } = runtimePlan.files
-	await prep.ledger.record({
-		runtimeFiles: [agentNode, agentBundle, workloadNode, spareShell].filter(
-			(file) => file !== undefined,
-		),
-	})
+	await prep.ledger.record({ runtimeFiles: runtimeFilesOf(runtimePlan.files) })
 	const runtime = await materializeAgentRuntime(runtimePlan)
 	if (nodeTarget !== undefined && runtime.workloadNode !== undefined) {
 		readOnly.push({ source: runtime.workloadNode, target: nodeTarget })

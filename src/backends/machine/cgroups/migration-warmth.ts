@@ -16,14 +16,8 @@
  * the life of the process; nothing depends on it but speed.
  */
 import { writeFile } from 'node:fs/promises'
-import { readIfPresent } from '../../../common/read-if-present.js'
-import {
-	type CgroupMounts,
-	groupDirectory,
-	type ProcCgroupMembership,
-	parseCgroupMounts,
-	parseProcCgroup,
-} from './cgroup-layout.js'
+import { type CgroupMounts, groupDirectory, type ProcCgroupMembership } from './cgroup-layout.js'
+import { readCgroupHostView } from './cgroup-limits.js'
 
 /** Between writes: shorter than a grace period, so the lock never cools in between. */
 export const TICK_MS = 5
@@ -62,9 +56,10 @@ export function migrationWarmthState(): {
 	return { writes, ticking, disabled }
 }
 
+/** The file to write, once per process; none on a host that may not write there (not root). */
 async function findTarget(): Promise<string | undefined> {
-	const membership = parseProcCgroup((await readIfPresent('/proc/self/cgroup')) ?? '')
-	const mounts = parseCgroupMounts((await readIfPresent('/proc/self/mountinfo')) ?? '')
+	if (process.getuid?.() !== 0) return undefined
+	const { membership, mounts } = await readCgroupHostView()
 	return warmthTarget(membership, mounts)
 }
 
@@ -76,7 +71,7 @@ async function tick(): Promise<void> {
 		while (holders > 0 && !disabled) {
 			target ??= findTarget()
 			const file = await target
-			if (file === undefined || process.getuid?.() !== 0) {
+			if (file === undefined) {
 				disabled = true
 				return
 			}

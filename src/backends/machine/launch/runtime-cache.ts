@@ -160,6 +160,12 @@ async function ensureEmptyFile(target: string): Promise<void> {
 	)
 }
 
+/** Every cache entry of `files` a sandbox binds, for its record (the directory and `empty` are shared). */
+export function runtimeFilesOf(files: AgentRuntimeFiles): string[] {
+	const { agentNode, agentBundle, workloadNode, spareShell } = files
+	return [agentNode, agentBundle, workloadNode, spareShell].filter((file) => file !== undefined)
+}
+
 /** Which files a sandbox will bind, named before any is written (so its record can hold them). */
 export interface AgentRuntimePlan {
 	readonly files: AgentRuntimeFiles
