@@ -17,11 +17,10 @@ import {
 } from '../../../src/backends/container/index.js'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import {
+	abortEscapingTree,
 	commandGroup,
-	escapingTree,
+	freshAndSparedOutputs,
 	innerPid,
-	SHOW_DIRECTORY_AND_ENV,
-	SPARE_LINE_REQUESTS,
 	SPARE_MARK,
 	withoutSpares,
 } from '../../helpers/spare-commands.js'
@@ -182,18 +181,9 @@ for (const [runtime, skip] of RUNTIMES) {
 			try {
 				const sandbox = await pooled.create()
 				await waitingSpare(`namzu-sbx-${sandbox.id}`)
-				const controller = new AbortController()
-				const tree = escapingTree(marker)
-				const running = sandbox.exec('sh', ['-c', tree], { signal: controller.signal }).then(
-					(result) => (result.aborted === true ? 'aborted' : 'finished'),
-					() => 'aborted',
-				)
-				await waitFor(async () => processesMentioning(marker).length >= 3, 'the tree')
-				controller.abort()
-				expect(await running).toBe('aborted')
-				await waitFor(async () => processesMentioning(marker).length === 0, 'the tree to end')
-				// The sandbox serves on.
-				expect((await sandbox.exec('echo', ['on'])).stdout).toBe('on\n')
+				expect(
+					await abortEscapingTree(sandbox, marker, (m) => processesMentioning(m).length),
+				).toEqual({ ended: 'aborted', started: true, gone: true, servesOn: 'on\n' })
 				await sandbox.destroy()
 			} finally {
 				await pooled.close()
@@ -236,16 +226,10 @@ for (const [runtime, skip] of RUNTIMES) {
 			const plain = await withoutSpares(() => provider.create())
 			const spared = await provider.create()
 			try {
-				for (const sandbox of [plain, spared]) await sandbox.exec('mkdir', ['-p', 'sub'])
-				for (const options of SPARE_LINE_REQUESTS) {
-					await waitingSpare(`namzu-sbx-${spared.id}`)
-					const [fromFresh, fromSpare] = await Promise.all(
-						[plain, spared].map(
-							async (sandbox) => (await sandbox.exec(...SHOW_DIRECTORY_AND_ENV, options)).stdout,
-						),
-					)
-					expect(fromSpare).toBe(fromFresh)
-				}
+				const pairs = await freshAndSparedOutputs(plain, spared, () =>
+					waitingSpare(`namzu-sbx-${spared.id}`),
+				)
+				for (const [fromFresh, fromSpare] of pairs) expect(fromSpare).toBe(fromFresh)
 				expect(sparesIn(`namzu-sbx-${plain.id}`), 'the setting switched spares off').toEqual([])
 			} finally {
 				await Promise.all([plain.destroy(), spared.destroy()])

@@ -13,11 +13,10 @@ import { describe, expect, it } from 'vitest'
 import type { Sandbox } from '../../../src/contract/sandbox.js'
 import { createLocalSandboxProvider } from '../../../src/local-entry.js'
 import {
+	abortEscapingTree,
 	commandGroup,
-	escapingTree,
+	freshAndSparedOutputs,
 	innerPid,
-	SHOW_DIRECTORY_AND_ENV,
-	SPARE_LINE_REQUESTS,
 	SPARE_MARK,
 	withoutSpares,
 } from '../../helpers/spare-commands.js'
@@ -171,18 +170,14 @@ describe.skipIf(skip !== undefined)('commands started ahead (local tier)', () =>
 		try {
 			const sandbox = await pooled.create()
 			await waitingSpare(sandbox.id)
-			const controller = new AbortController()
-			const tree = escapingTree(marker)
-			const running = sandbox.exec('sh', ['-c', tree], { signal: controller.signal }).then(
-				(result) => (result.aborted === true ? 'aborted' : 'finished'),
-				() => 'aborted',
-			)
-			await waitFor(() => processesMentioning(marker).length >= 3, 20_000)
-			controller.abort()
-			expect(await running).toBe('aborted')
-			await waitFor(() => processesMentioning(marker).length === 0, 20_000)
-			// The sandbox serves on.
-			expect((await sandbox.exec('echo', ['on'])).stdout).toBe('on\n')
+			expect(
+				await abortEscapingTree(sandbox, marker, (m) => processesMentioning(m).length),
+			).toEqual({
+				ended: 'aborted',
+				started: true,
+				gone: true,
+				servesOn: 'on\n',
+			})
 			await sandbox.destroy()
 		} finally {
 			await pooled.close()
@@ -222,20 +217,20 @@ describe.skipIf(skip !== undefined)('commands started ahead (local tier)', () =>
 		const fresh: Sandbox = await withoutSpares(() => file.provider.create())
 		const spared = await file.provider.create()
 		try {
-			for (const sandbox of [fresh, spared]) await sandbox.exec('mkdir', ['-p', 'sub'])
-			const workspaces = await Promise.all(
-				[fresh, spared].map(async (sandbox) => (await sandbox.exec('pwd')).stdout.trim()),
+			const workspaces = new Map(
+				await Promise.all(
+					[fresh, spared].map(
+						async (sandbox) => [sandbox, (await sandbox.exec('pwd')).stdout.trim()] as const,
+					),
+				),
 			)
-			for (const options of SPARE_LINE_REQUESTS) {
-				const [fromFresh, fromSpare] = await Promise.all(
-					[fresh, spared].map(async (sandbox, index) => {
-						if (sandbox === spared) await waitingSpare(sandbox.id)
-						const result = await sandbox.exec(...SHOW_DIRECTORY_AND_ENV, options)
-						return result.stdout.replaceAll(workspaces[index] ?? '?', '<workspace>')
-					}),
-				)
-				expect(fromSpare).toBe(fromFresh)
-			}
+			const pairs = await freshAndSparedOutputs(
+				fresh,
+				spared,
+				() => waitingSpare(spared.id),
+				(output, sandbox) => output.replaceAll(workspaces.get(sandbox) ?? '?', '<workspace>'),
+			)
+			for (const [fromFresh, fromSpare] of pairs) expect(fromSpare).toBe(fromFresh)
 			expect(sparesOf(fresh.id), 'the setting switched spares off').toEqual([])
 		} finally {
 			await Promise.all([fresh.destroy(), spared.destroy()])
